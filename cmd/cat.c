@@ -1,0 +1,182 @@
+/* cat.c - dlk cat: one sample of a tensor, as text, raw bytes, .npy or
+ * JSON. */
+#include "cmd.h"
+#include "values.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage_text[] =
+    "usage: dlk cat DATASET TENSOR INDEX [--raw | --npy | --json]\n"
+    "\n"
+    "  (default)    a summary: dtype, shape and the values (long ones elided);\n"
+    "               class labels with their class name, text as a string\n"
+    "  --raw        the sample's bytes (C order, little-endian)\n"
+    "  --npy        the sample as a .npy file (numpy.load reads it)\n"
+    "  --json       {\"tensor\", \"index\", \"dtype\", \"shape\", \"values\"} with\n"
+    "               every value ('class_name' for class labels)\n"
+    "  -h, --help   this text\n";
+
+#define SHOW_EDGE 8
+
+static size_t elements(const dlk_sample *s)
+{
+    size_t esz = dlk_dtype_size(s->dtype);
+    return esz ? s->nbytes / esz : 0;
+}
+
+static const char *class_name(const dlk_tensor_info *t, value v)
+{
+    if (t->kind != DLK_KIND_CLASS_LABEL)
+        return NULL;
+    if (v.kind == V_UINT && v.u < t->n_class_names)
+        return t->class_names[v.u];
+    if (v.kind == V_INT && v.i >= 0 && (uint64_t)v.i < t->n_class_names)
+        return t->class_names[v.i];
+    return NULL;
+}
+
+static void print_text(const dlk_tensor_info *t, const dlk_sample *s,
+                       unsigned long long index)
+{
+    char shape[128];
+    size_t n = elements(s);
+    printf("tensor %s  sample %llu  kind %s  dtype %s  shape %s  (%zu bytes)\n",
+           t->name, index, dlk_kind_name(t->kind), dlk_dtype_name(s->dtype),
+           cmd_shape(s->shape, s->ndim, shape), s->nbytes);
+    if (t->kind == DLK_KIND_TEXT && s->dtype == DLK_U8) {
+        printf("text: \"");
+        const unsigned char *p = s->data;
+        for (size_t i = 0; i < s->nbytes && i < 4096; i++)
+            if (p[i] == '"' || p[i] == '\\')
+                printf("\\%c", p[i]);
+            else if (p[i] < 0x20 || p[i] == 0x7f)
+                printf("\\x%02x", p[i]);
+            else
+                putchar(p[i]);
+        printf(s->nbytes > 4096 ? "\"...\n" : "\"\n");
+        return;
+    }
+    printf("values: [");
+    for (size_t i = 0; i < n; i++) {
+        if (n > 2 * SHOW_EDGE && i == SHOW_EDGE) {
+            printf(", ...");
+            i = n - SHOW_EDGE;
+        }
+        value v = value_at(s->dtype, s->data, i);
+        if (i)
+            printf(", ");
+        value_print(stdout, v);
+        const char *cn = class_name(t, v);
+        if (cn)
+            printf(" (%s)", cn);
+    }
+    printf("]%s\n", n > 2 * SHOW_EDGE ? "  (elided; --json or --npy for all)"
+                                      : "");
+}
+
+static void print_json(const dlk_tensor_info *t, const dlk_sample *s,
+                       unsigned long long index)
+{
+    json_t *shape = json_array(), *values = json_array();
+    for (int d = 0; d < s->ndim; d++)
+        json_array_append_new(shape, json_integer(s->shape[d]));
+    size_t n = elements(s);
+    const char *cn = NULL;
+    for (size_t i = 0; i < n; i++) {
+        value v = value_at(s->dtype, s->data, i);
+        json_array_append_new(values, value_json(v));
+        if (n == 1)
+            cn = class_name(t, v);
+    }
+    json_t *o = json_pack("{s:s,s:I,s:s,s:o,s:o}", "tensor", t->name, "index",
+                          (json_int_t)index, "dtype", dlk_dtype_name(s->dtype),
+                          "shape", shape, "values", values);
+    if (cn)
+        json_object_set_new(o, "class_name", json_string(cn));
+    json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_COMPACT);
+    putchar('\n');
+    json_decref(o);
+}
+
+int cmd_cat(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"raw", no_argument, 0, 'r'},
+        {"npy", no_argument, 0, 'n'},
+        {"json", no_argument, 0, 'j'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    int mode = 0, c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'r': case 'n': case 'j':
+            if (mode && mode != c) {
+                cmd_error("cat", "--raw, --npy and --json exclude each other");
+                return cmd_usage(usage_text, false);
+            }
+            mode = c;
+            break;
+        case 'h': return cmd_finish("cat", cmd_usage(usage_text, true));
+        default:
+            cmd_error("cat", "unknown or incomplete option '%s'",
+                      argv[optind - 1]);
+            return cmd_usage(usage_text, false);
+        }
+    }
+    if (argc - optind != 3) {
+        cmd_error("cat", "expected DATASET TENSOR INDEX");
+        return cmd_usage(usage_text, false);
+    }
+    const char *url = argv[optind], *tname = argv[optind + 1],
+               *istr = argv[optind + 2];
+    char *end;
+    unsigned long long index = strtoull(istr, &end, 10);
+    if (!*istr || *end || *istr == '-') {
+        cmd_error("cat", "bad INDEX '%s' (a sample number from 0)", istr);
+        return EXIT_USAGE;
+    }
+    dlk_error err;
+    dlk_dataset *ds;
+    if (dlk_dataset_open(url, NULL, &ds, &err))
+        return cmd_fail("cat", &err);
+    int ti = dlk_dataset_find(ds, tname);
+    if (ti < 0) {
+        cmd_error("cat", "no tensor '%s' in '%s'", tname, url);
+        dlk_dataset_free(ds);
+        return EXIT_ERROR;
+    }
+    dlk_tensor_info t;
+    dlk_sample s;
+    int code = EXIT_OK;
+    if (dlk_tensor_info_get(ds, (size_t)ti, &t, &err) ||
+        dlk_read_sample(ds, (size_t)ti, index, &s, &err)) {
+        code = cmd_fail("cat", &err);
+        dlk_dataset_free(ds);
+        return code;
+    }
+    if (mode == 'r') {
+        fwrite(s.data, 1, s.nbytes, stdout);
+    } else if (mode == 'n') {
+        char hdr[256];
+        size_t len;
+        if (dlk_npy_header(s.dtype, s.ndim, s.shape, hdr, sizeof hdr, &len,
+                           &err))
+            code = cmd_fail("cat", &err);
+        else {
+            fwrite(hdr, 1, len, stdout);
+            fwrite(s.data, 1, s.nbytes, stdout);
+        }
+    } else if (mode == 'j') {
+        print_json(&t, &s, index);
+    } else {
+        print_text(&t, &s, index);
+    }
+    dlk_sample_free(&s);
+    dlk_dataset_free(ds);
+    return cmd_finish("cat", code);
+}

@@ -1,0 +1,196 @@
+/* create.c - dlk create: a new, empty dataset with a schema. */
+#include "cmd.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage_text[] =
+    "usage: dlk create DATASET --tensor NAME:DTYPE[:SHAPE[:CODEC]]... [options]\n"
+    "\n"
+    "  --tensor SPEC        a tensor (column), e.g. images:u8:224x224x3:zstd,\n"
+    "                       labels:i32, img:u8:?x?x3 ('?' = variable dim);\n"
+    "                       codecs: none (default), zstd, zstdN (level 1-22)\n"
+    "  --kind NAME=KIND     set a tensor's kind: image video class_label bbox\n"
+    "                       text generic (default: guessed from name and shape)\n"
+    "  --classes NAME=A,B   class names of a class_label tensor, in id order\n"
+    "  --chunk-size SIZE    target chunk size for every tensor (default 16M;\n"
+    "                       suffixes K M G)\n"
+    "  --json               print the result as JSON\n"
+    "  -h, --help           this text\n";
+
+#define MAX_TENSORS 256
+
+/* "16M" -> bytes; 0 on error. */
+static unsigned long long parse_size(const char *s)
+{
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || *s == '-')
+        return 0;
+    unsigned long long mul = 1;
+    switch (*end) {
+    case 'K': case 'k': mul = 1ull << 10; end++; break;
+    case 'M': case 'm': mul = 1ull << 20; end++; break;
+    case 'G': case 'g': mul = 1ull << 30; end++; break;
+    }
+    if (*end == 'i')
+        end++;
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end || v > (1ull << 40) / mul)
+        return 0;
+    return v * mul;
+}
+
+static dlk_tensor_spec *find_spec(dlk_tensor_spec *specs, size_t n,
+                                  const char *arg, const char **value)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq)
+        return NULL;
+    *value = eq + 1;
+    for (size_t i = 0; i < n; i++)
+        if (strlen(specs[i].name) == (size_t)(eq - arg) &&
+            strncmp(specs[i].name, arg, (size_t)(eq - arg)) == 0)
+            return &specs[i];
+    return NULL;
+}
+
+/* Split "a,b,c" into a NULL-terminated array owned by one allocation. */
+static char **split_names(const char *list, size_t *n)
+{
+    size_t count = 1;
+    for (const char *p = list; *p; p++)
+        count += *p == ',';
+    size_t len = strlen(list) + 1;
+    char **v = malloc(count * sizeof *v + len);
+    if (!v)
+        return NULL;
+    char *text = (char *)(v + count);
+    memcpy(text, list, len);
+    size_t i = 0;
+    for (char *tok = text;; ) {
+        v[i++] = tok;
+        char *c = strchr(tok, ',');
+        if (!c)
+            break;
+        *c = '\0';
+        tok = c + 1;
+    }
+    *n = i;
+    return v;
+}
+
+int cmd_create(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"tensor", required_argument, 0, 't'},
+        {"kind", required_argument, 0, 'k'},
+        {"classes", required_argument, 0, 'c'},
+        {"chunk-size", required_argument, 0, 's'},
+        {"json", no_argument, 0, 'j'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    dlk_tensor_spec specs[MAX_TENSORS];
+    char **class_lists[MAX_TENSORS] = {0};
+    size_t n = 0;
+    const char *kinds[MAX_TENSORS], *classes[MAX_TENSORS];
+    size_t nkinds = 0, nclasses = 0;
+    unsigned long long chunk_size = 0;
+    bool json = false;
+    dlk_error err;
+    int c, code = EXIT_OK;
+
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 't':
+            if (n == MAX_TENSORS) {
+                cmd_error("create", "at most %d tensors", MAX_TENSORS);
+                return EXIT_USAGE;
+            }
+            if (dlk_tensor_spec_parse(optarg, &specs[n], &err)) {
+                cmd_error("create", "%s", err.msg);
+                return EXIT_USAGE;
+            }
+            n++;
+            break;
+        case 'k':
+            if (nkinds < MAX_TENSORS) kinds[nkinds++] = optarg;
+            break;
+        case 'c':
+            if (nclasses < MAX_TENSORS) classes[nclasses++] = optarg;
+            break;
+        case 's':
+            if (!(chunk_size = parse_size(optarg))) {
+                cmd_error("create", "bad --chunk-size '%s'", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'j': json = true; break;
+        case 'h': return cmd_finish("create", cmd_usage(usage_text, true));
+        default:
+            cmd_error("create", "unknown or incomplete option '%s'",
+                      argv[optind - 1]);
+            return cmd_usage(usage_text, false);
+        }
+    }
+    if (optind != argc - 1 || n == 0) {
+        cmd_error("create", optind == argc ? "missing DATASET"
+                  : optind < argc - 1 ? "too many arguments"
+                  : "at least one --tensor is needed");
+        return cmd_usage(usage_text, false);
+    }
+    const char *url = argv[optind];
+    for (size_t i = 0; i < nkinds; i++) {
+        const char *v;
+        dlk_tensor_spec *s = find_spec(specs, n, kinds[i], &v);
+        if (!s || dlk_kind_parse(v, &s->kind)) {
+            cmd_error("create", "bad --kind '%s' (NAME=KIND for a --tensor "
+                      "NAME)", kinds[i]);
+            return EXIT_USAGE;
+        }
+    }
+    for (size_t i = 0; i < nclasses && code == EXIT_OK; i++) {
+        const char *v;
+        dlk_tensor_spec *s = find_spec(specs, n, classes[i], &v);
+        if (!s) {
+            cmd_error("create", "bad --classes '%s' (NAME=A,B,... for a "
+                      "--tensor NAME)", classes[i]);
+            code = EXIT_USAGE;
+            break;
+        }
+        size_t k = (size_t)(s - specs);
+        free(class_lists[k]);
+        class_lists[k] = split_names(v, &s->n_class_names);
+        s->class_names = (const char *const *)class_lists[k];
+        s->kind = DLK_KIND_CLASS_LABEL;
+    }
+    for (size_t i = 0; i < n; i++)
+        specs[i].chunk_bytes = chunk_size;
+
+    dlk_dataset *ds = NULL;
+    if (code == EXIT_OK && dlk_dataset_create(url, specs, n, &ds, &err))
+        code = cmd_fail("create", &err);
+    if (code == EXIT_OK) {
+        if (json) {
+            json_t *o = json_pack("{s:s,s:s,s:i}", "dataset", url, "id",
+                                  dlk_dataset_id(ds), "tensors", (int)n);
+            json_dumpf(o, stdout, JSON_PRESERVE_ORDER);
+            putchar('\n');
+            json_decref(o);
+        } else {
+            printf("created dataset '%s' with %zu tensor%s\n", url, n,
+                   n == 1 ? "" : "s");
+        }
+        if (dlk_dataset_close(ds, &err))
+            code = cmd_fail("create", &err);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(class_lists[i]);
+    return cmd_finish("create", code);
+}

@@ -1,0 +1,74 @@
+/* dlk.c - the dlk binary: finds the subcommand in one table and runs it. */
+#include "cmd.h"
+
+#include <string.h>
+
+struct cmd {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+};
+
+/* Alphabetical. */
+static const struct cmd commands[] = {
+    {"cat", cmd_cat, "print one sample of a tensor"},
+    {"create", cmd_create, "create an empty dataset with a schema"},
+    {"ingest", cmd_ingest, "append samples from a source"},
+    {"ls", cmd_ls, "list a dataset's tensors"},
+    {"verify", cmd_verify, "check every chunk of a dataset"},
+};
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static const struct cmd *find(const char *name)
+{
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+static int usage(FILE *f, int code)
+{
+    fprintf(f,
+            "usage: dlk [--version] [--help] <command> [<args>]\n"
+            "\n"
+            "dlk packs training data into large chunks of ready tensors on "
+            "object\nstorage and streams them back.\n\ncommands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(f, "   %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'dlk help <command>' or 'dlk <command> --help' for a "
+               "command's options;\n'man dlk' for exit codes and the "
+               "environment.\n");
+    return code;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage(stderr, EXIT_USAGE);
+    const char *name = argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0)
+        return cmd_finish("help", usage(stdout, EXIT_OK));
+    if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
+        printf("dlk %s (format v%d)\n", dlk_version_string(),
+               DLK_FORMAT_VERSION);
+        return cmd_finish("version", EXIT_OK);
+    }
+    if (strcmp(name, "help") == 0) {
+        if (argc < 3)
+            return cmd_finish("help", usage(stdout, EXIT_OK));
+        const struct cmd *c = find(argv[2]);
+        if (!c) {
+            fprintf(stderr, "dlk: '%s' is not a dlk command\n", argv[2]);
+            return usage(stderr, EXIT_USAGE);
+        }
+        char *help_argv[] = {(char *)c->name, "--help", NULL};
+        return c->fn(2, help_argv);
+    }
+    const struct cmd *c = find(name);
+    if (!c) {
+        fprintf(stderr, "dlk: '%s' is not a dlk command\n", name);
+        return usage(stderr, EXIT_USAGE);
+    }
+    return c->fn(argc - 1, argv + 1);
+}

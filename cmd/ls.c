@@ -1,0 +1,149 @@
+/* ls.c - dlk ls: a dataset's tensors, their schemas and sizes. */
+#include "cmd.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <string.h>
+
+static const char usage_text[] =
+    "usage: dlk ls DATASET [--json]\n"
+    "\n"
+    "  --json       print as JSON: {\"dataset\", \"id\", \"head\", \"tensors\": [{\"name\",\n"
+    "               \"kind\", \"dtype\", \"shape\", \"samples\", \"chunks\",\n"
+    "               \"stored_bytes\", \"raw_bytes\", \"codec\", ...}]}\n"
+    "  -h, --help   this text\n";
+
+static json_t *shape_json(const int64_t *shape, int ndim)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < ndim; i++)
+        json_array_append_new(a, shape[i] == DLK_DIM_VARIABLE
+                                     ? json_null() : json_integer(shape[i]));
+    return a;
+}
+
+static json_t *tensor_json(const dlk_tensor_info *t)
+{
+    json_t *o = json_pack("{s:s,s:s,s:s,s:o,s:I,s:I,s:I,s:I,s:s}",
+        "name", t->name, "kind", dlk_kind_name(t->kind),
+        "dtype", dlk_dtype_name(t->dtype),
+        "shape", shape_json(t->shape, t->ndim),
+        "samples", (json_int_t)t->samples, "chunks", (json_int_t)t->chunks,
+        "stored_bytes", (json_int_t)t->stored_bytes,
+        "raw_bytes", (json_int_t)t->raw_bytes,
+        "codec", dlk_codec_name(t->codec));
+    if (t->codec == DLK_CODEC_ZSTD)
+        json_object_set_new(o, "level", json_integer(t->level));
+    json_object_set_new(o, "chunk_bytes", json_integer((json_int_t)t->chunk_bytes));
+    if (t->shape_min) {
+        json_object_set_new(o, "shape_min", shape_json(t->shape_min, t->ndim));
+        json_object_set_new(o, "shape_max", shape_json(t->shape_max, t->ndim));
+    }
+    if (t->n_class_names) {
+        json_t *names = json_array();
+        for (size_t i = 0; i < t->n_class_names; i++)
+            json_array_append_new(names, json_string(t->class_names[i]));
+        json_object_set_new(o, "class_names", names);
+    }
+    return o;
+}
+
+static void print_tensor(const dlk_tensor_info *t)
+{
+    char shape[400], smin[128], smax[128], sb[32], rb[32];
+    bool variable = false;
+    for (int i = 0; i < t->ndim; i++)
+        variable |= t->shape[i] == DLK_DIM_VARIABLE;
+    cmd_shape(t->shape, t->ndim, shape);
+    if (variable && t->shape_min) {
+        cmd_shape(t->shape_min, t->ndim, smin);
+        cmd_shape(t->shape_max, t->ndim, smax);
+        size_t n = strlen(shape);
+        snprintf(shape + n, sizeof shape - n, " (%s..%s)", smin, smax);
+    }
+    char codec[16];
+    if (t->codec == DLK_CODEC_ZSTD)
+        snprintf(codec, sizeof codec, "zstd:%d", t->level);
+    else
+        snprintf(codec, sizeof codec, "%s", dlk_codec_name(t->codec));
+    printf("%-16s %-11s %-5s %-24s %10llu %7llu %11s %11s %s\n", t->name,
+           dlk_kind_name(t->kind), dlk_dtype_name(t->dtype), shape,
+           (unsigned long long)t->samples, (unsigned long long)t->chunks,
+           cmd_bytes(t->stored_bytes, sb), cmd_bytes(t->raw_bytes, rb), codec);
+    if (t->n_class_names) {
+        printf("%16s classes:", "");
+        for (size_t i = 0; i < t->n_class_names && i < 20; i++)
+            printf(" %zu=%s", i, t->class_names[i]);
+        if (t->n_class_names > 20)
+            printf(" ... (%zu in all)", t->n_class_names);
+        putchar('\n');
+    }
+}
+
+int cmd_ls(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, 0, 'j'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    bool json = false;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = true; break;
+        case 'h': return cmd_finish("ls", cmd_usage(usage_text, true));
+        default:
+            cmd_error("ls", "unknown or incomplete option '%s'",
+                      argv[optind - 1]);
+            return cmd_usage(usage_text, false);
+        }
+    }
+    if (argc - optind != 1) {
+        cmd_error("ls", argc == optind ? "missing DATASET"
+                                       : "too many arguments");
+        return cmd_usage(usage_text, false);
+    }
+    const char *url = argv[optind];
+    dlk_error err;
+    dlk_dataset *ds;
+    if (dlk_dataset_open(url, NULL, &ds, &err))
+        return cmd_fail("ls", &err);
+    size_t n = dlk_dataset_ntensors(ds);
+    const char *head = dlk_dataset_head(ds);
+    int code = EXIT_OK;
+    json_t *tensors = json ? json_array() : NULL;
+    if (!json) {
+        printf("dataset %s (id %s), head %s\n", url, dlk_dataset_id(ds),
+               head ? head : "(no commits)");
+        printf("%-16s %-11s %-5s %-24s %10s %7s %11s %11s %s\n", "TENSOR",
+               "KIND", "DTYPE", "SHAPE", "SAMPLES", "CHUNKS", "STORED",
+               "RAW", "CODEC");
+    }
+    for (size_t i = 0; i < n; i++) {
+        dlk_tensor_info t;
+        if (dlk_tensor_info_get(ds, i, &t, &err)) {
+            code = cmd_fail("ls", &err);
+            break;
+        }
+        if (json)
+            json_array_append_new(tensors, tensor_json(&t));
+        else
+            print_tensor(&t);
+    }
+    if (json && code == EXIT_OK) {
+        json_t *o = json_pack("{s:s,s:s,s:o,s:o}", "dataset", url, "id",
+                              dlk_dataset_id(ds), "head",
+                              head ? json_string(head) : json_null(),
+                              "tensors", tensors);
+        json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_INDENT(2));
+        putchar('\n');
+        json_decref(o);
+    } else {
+        json_decref(tensors);
+    }
+    dlk_dataset_free(ds);
+    return cmd_finish("ls", code);
+}

@@ -1,0 +1,307 @@
+/*
+ * dlk.h - the public interface of libdlk.
+ *
+ * dlk packs training data into large immutable chunks of tensors of their
+ * final shape and dtype on object storage (a local directory or S3), and
+ * streams them back.  This header is the only one a program includes.
+ *
+ * Conventions, for every function below unless it says otherwise:
+ *  - A function returns a dlk_status; DLK_OK (0) is success.
+ *  - The last argument `err` may be NULL.  When it is not and the call
+ *    fails, err->code is the returned status and err->msg a one-line
+ *    message naming the object, key or field at fault.  No message ever
+ *    contains a credential.
+ *  - Handles are opaque; every *_open / *_create has a *_close / *_free
+ *    that accepts NULL.
+ *  - The library never prints and never exits.
+ *  - A handle may be used by one thread at a time; distinct handles may be
+ *    used concurrently.
+ */
+#ifndef DLK_H
+#define DLK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DLK_VERSION_MAJOR 0
+#define DLK_VERSION_MINOR 1
+#define DLK_VERSION_PATCH 0
+#define DLK_VERSION_NUMBER \
+    (DLK_VERSION_MAJOR * 10000 + DLK_VERSION_MINOR * 100 + DLK_VERSION_PATCH)
+#define DLK_VERSION_STRING "0.1.0"
+
+/* The on-disk format version this library writes (formats/dlk-v1.md). */
+#define DLK_FORMAT_VERSION 1
+
+/* Run-time version, to check that header and library match. */
+int dlk_version_number(void);
+const char *dlk_version_string(void);
+
+/* Status codes.  Values never change meaning; new codes are appended. */
+typedef enum dlk_status {
+    DLK_OK = 0,
+    DLK_EINVAL = 1,       /* bad argument or option */
+    DLK_ENOTFOUND = 2,    /* dataset, tensor, object or sample missing */
+    DLK_EEXIST = 3,       /* refuses to overwrite something that exists */
+    DLK_ECORRUPT = 4,     /* stored data is malformed or fails a checksum */
+    DLK_EIO = 5,          /* local I/O failed (errno in the message) */
+    DLK_ENOMEM = 6,       /* out of memory */
+    DLK_EUNSUPPORTED = 7, /* unknown format version, dtype, codec, scheme */
+    DLK_ECONFLICT = 8,    /* a concurrent writer changed what we replace */
+    DLK_EAUTH = 9,        /* access denied or bad credentials */
+    DLK_ENET = 10,        /* network or server error after all retries */
+    DLK_ELIMIT = 11,      /* a size or count over a configured limit */
+    DLK_EDECODE = 12,     /* a source object cannot be decoded */
+    DLK_EGPU = 13,        /* a CUDA call failed or no device */
+    DLK_EINTERNAL = 14    /* a bug in dlk */
+} dlk_status;
+
+/* A short, constant, lower-case description of a status code. */
+const char *dlk_strerror(dlk_status code);
+
+#define DLK_ERRMSG_MAX 512
+typedef struct dlk_error {
+    dlk_status code;
+    char msg[DLK_ERRMSG_MAX];
+} dlk_error;
+
+/* ------------------------------------------------------------------ */
+/* Element types, kinds and codecs                                     */
+
+typedef enum dlk_dtype {
+    DLK_U8 = 1, DLK_I8, DLK_U16, DLK_I16, DLK_U32, DLK_I32, DLK_U64,
+    DLK_I64, DLK_F16, DLK_BF16, DLK_F32, DLK_F64, DLK_BOOL
+} dlk_dtype;
+
+typedef enum dlk_kind {
+    DLK_KIND_GENERIC = 0, DLK_KIND_IMAGE, DLK_KIND_VIDEO,
+    DLK_KIND_CLASS_LABEL, DLK_KIND_BBOX, DLK_KIND_TEXT
+} dlk_kind;
+
+typedef enum dlk_codec { DLK_CODEC_NONE = 0, DLK_CODEC_ZSTD = 1 } dlk_codec;
+
+/* Names as they appear in the format and on the command line ("u8",
+ * "class_label", "zstd").  *_name returns NULL for an unknown value;
+ * *_parse returns 0 and sets *out, or -1 for an unknown name. */
+const char *dlk_dtype_name(dlk_dtype t);
+int dlk_dtype_parse(const char *name, dlk_dtype *out);
+size_t dlk_dtype_size(dlk_dtype t); /* bytes per element, 0 if unknown */
+const char *dlk_kind_name(dlk_kind k);
+int dlk_kind_parse(const char *name, dlk_kind *out);
+const char *dlk_codec_name(dlk_codec c);
+int dlk_codec_parse(const char *name, dlk_codec *out);
+
+#define DLK_MAX_NDIM 8
+#define DLK_NAME_MAX 64          /* tensor names: [A-Za-z0-9_.-], 1..64 */
+#define DLK_DIM_VARIABLE (-1)    /* a dimension that varies by sample */
+#define DLK_DEFAULT_CHUNK_BYTES (16u << 20)
+
+/* A tensor's schema.  shape[i] == DLK_DIM_VARIABLE marks a dimension that
+ * varies from sample to sample; ndim 0 is a scalar per sample. */
+typedef struct dlk_tensor_spec {
+    char name[DLK_NAME_MAX + 1];
+    dlk_dtype dtype;
+    dlk_kind kind;
+    int ndim;
+    int64_t shape[DLK_MAX_NDIM];
+    dlk_codec codec;
+    int level;                /* zstd level; 0 means the default (3) */
+    uint64_t chunk_bytes;     /* target raw chunk size; 0 = default */
+    const char *const *class_names; /* class_label only; may be NULL */
+    size_t n_class_names;
+} dlk_tensor_spec;
+
+/* Parse "NAME:DTYPE[:SHAPE[:CODEC]]" as on `dlk create --tensor`, e.g.
+ * "images:u8:224x224x3:zstd", "labels:i32", "clip:u8:?x?x?x3",
+ * "img:u8:?x?x3:zstd5".  SHAPE dims are separated by 'x'; '?' is a
+ * variable dimension; "scalar" (or an omitted shape) is ndim 0.  The kind
+ * is guessed from name and shape (image for HxWxC u8, class_label for
+ * "label(s)"/"class" integer scalars) unless KIND= is set later. */
+dlk_status dlk_tensor_spec_parse(const char *text, dlk_tensor_spec *out,
+                                 dlk_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Datasets                                                            */
+
+typedef struct dlk_dataset dlk_dataset;
+
+/* Create a new, empty dataset at `url` (a local path, file://PATH or, when
+ * built with S3, s3://bucket/prefix) with the given tensors.  Fails with
+ * DLK_EEXIST if a dataset (or any object) is already there. */
+dlk_status dlk_dataset_create(const char *url, const dlk_tensor_spec *specs,
+                              size_t n_specs, dlk_dataset **out,
+                              dlk_error *err);
+
+/* Open an existing dataset for reading and appending.  `at` selects the
+ * state to read: NULL or "" for the working head. */
+dlk_status dlk_dataset_open(const char *url, const char *at,
+                            dlk_dataset **out, dlk_error *err);
+
+/* Write pending chunks and the head manifest, then free.  Returns the
+ * status of the final flush; ds is freed in every case. */
+dlk_status dlk_dataset_close(dlk_dataset *ds, dlk_error *err);
+
+/* Free without flushing: appended samples not yet flushed are dropped. */
+void dlk_dataset_free(dlk_dataset *ds);
+
+/* Identity and head. The strings live as long as the handle. */
+const char *dlk_dataset_url(const dlk_dataset *ds);
+const char *dlk_dataset_id(const dlk_dataset *ds);
+/* The head commit id, or NULL when nothing was committed yet. */
+const char *dlk_dataset_head(const dlk_dataset *ds);
+
+/* Tensors, in schema order. */
+size_t dlk_dataset_ntensors(const dlk_dataset *ds);
+/* Index of a tensor by name, or -1. */
+int dlk_dataset_find(const dlk_dataset *ds, const char *name);
+
+/* What `dlk ls` shows of one tensor. Pointers live as long as ds. */
+typedef struct dlk_tensor_info {
+    const char *name;
+    dlk_dtype dtype;
+    dlk_kind kind;
+    dlk_codec codec;
+    int level;
+    int ndim;
+    const int64_t *shape;     /* schema shape, DLK_DIM_VARIABLE allowed */
+    const int64_t *shape_min; /* over stored samples; NULL when empty */
+    const int64_t *shape_max;
+    uint64_t samples;
+    uint64_t chunks;
+    uint64_t stored_bytes;    /* bytes of chunk objects */
+    uint64_t raw_bytes;       /* bytes of samples, uncompressed */
+    uint64_t chunk_bytes;     /* target chunk size */
+    size_t n_class_names;
+    const char *const *class_names;
+} dlk_tensor_info;
+
+dlk_status dlk_tensor_info_get(const dlk_dataset *ds, size_t tensor,
+                               dlk_tensor_info *out, dlk_error *err);
+
+/* Append one sample to a tensor.  `data` holds the sample's elements in
+ * C order, little-endian, `nbytes` = product(shape) * dtype size; shape
+ * must match the schema's fixed dimensions.  Chunks are written as they
+ * fill; the head manifest only by dlk_dataset_flush / _close. */
+dlk_status dlk_append(dlk_dataset *ds, size_t tensor, const void *data,
+                      size_t nbytes, const int64_t *shape, int ndim,
+                      dlk_error *err);
+
+/* Seal partly filled chunks, write them, and publish the head manifest
+ * atomically (a conditional write: a concurrent writer's change yields
+ * DLK_ECONFLICT, never a silent loss). */
+dlk_status dlk_dataset_flush(dlk_dataset *ds, dlk_error *err);
+
+/* One sample.  data is owned by the struct; free with dlk_sample_free. */
+typedef struct dlk_sample {
+    dlk_dtype dtype;
+    int ndim;
+    int64_t shape[DLK_MAX_NDIM];
+    void *data;
+    size_t nbytes;
+} dlk_sample;
+
+/* Read sample `index` of a tensor (random access; the chunk holding it is
+ * cached in the handle, so reading in order fetches each chunk once). */
+dlk_status dlk_read_sample(dlk_dataset *ds, size_t tensor, uint64_t index,
+                           dlk_sample *out, dlk_error *err);
+void dlk_sample_free(dlk_sample *s);
+
+/* ------------------------------------------------------------------ */
+/* Whole chunks: what loaders and benchmarks read.                     */
+
+typedef struct dlk_chunk_ref {
+    const char *key;          /* object key below the dataset root */
+    uint64_t first_sample;    /* index of the chunk's first sample */
+    uint32_t samples;
+    uint64_t stored_bytes;
+    uint64_t raw_bytes;
+} dlk_chunk_ref;
+
+size_t dlk_tensor_nchunks(const dlk_dataset *ds, size_t tensor);
+/* Returns 0 on success, -1 if tensor or chunk is out of range. The key
+ * string lives as long as ds. */
+int dlk_tensor_chunk(const dlk_dataset *ds, size_t tensor, size_t chunk,
+                     dlk_chunk_ref *out);
+
+/* A decoded chunk: its payload (all samples back to back) and, for
+ * variable shapes, each sample's shape and offset. */
+typedef struct dlk_chunk dlk_chunk;
+
+enum {
+    DLK_READ_VERIFY = 1 /* check the stored-payload checksum on read */
+};
+
+/* Read and decode one chunk.  `buf`, when not NULL, is caller memory of
+ * `cap` bytes (for instance pinned host memory) that receives the raw
+ * payload when it fits; otherwise the chunk owns its memory. */
+dlk_status dlk_chunk_read(dlk_dataset *ds, size_t tensor, size_t chunk,
+                          unsigned flags, void *buf, size_t cap,
+                          dlk_chunk **out, dlk_error *err);
+const void *dlk_chunk_payload(const dlk_chunk *c, size_t *nbytes);
+uint32_t dlk_chunk_samples(const dlk_chunk *c);
+/* Pointer and size of sample i of the chunk, and its shape into `shape`
+ * (DLK_MAX_NDIM entries); returns NULL when i is out of range. */
+const void *dlk_chunk_sample(const dlk_chunk *c, uint32_t i, size_t *nbytes,
+                             int64_t *shape);
+void dlk_chunk_free(dlk_chunk *c);
+
+/* ------------------------------------------------------------------ */
+/* Verification                                                        */
+
+typedef struct dlk_verify_opts {
+    int deep; /* also decompress and re-hash every payload */
+    /* Called for each problem found; `object` is a key below the dataset
+     * root ("" for the dataset as a whole). May be NULL. */
+    void (*on_problem)(void *ud, const char *object, const char *why);
+    void *ud;
+} dlk_verify_opts;
+
+typedef struct dlk_verify_result {
+    uint64_t chunks_checked;
+    uint64_t bytes_checked;
+    uint64_t problems;
+} dlk_verify_result;
+
+/* Check every chunk the opened state references.  Returns DLK_OK when the
+ * check ran (problems are counted in res, not returned); an error status
+ * only when the check itself could not run. */
+dlk_status dlk_verify(dlk_dataset *ds, const dlk_verify_opts *opts,
+                      dlk_verify_result *res, dlk_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Ingest from local .npy files (images and video extend this later).  */
+
+typedef struct dlk_ingest_stats {
+    uint64_t ingested;   /* samples appended, over all tensors */
+    uint64_t skipped;    /* files skipped */
+    uint64_t bytes_in;   /* bytes of source files read */
+} dlk_ingest_stats;
+
+/* Append every .npy file under `dir`, sorted by path.  A file belongs to
+ * the tensor whose name is its stem's suffix after the last '.' or '_'
+ * ("0001.labels.npy", "0001_images.npy") or, failing that, the name of a
+ * folder on its path ("images/0001.npy").  A file holds one sample, or N
+ * samples when its first dimension is N and the rest match the schema's
+ * fixed rank + 1.  The head is flushed at the end. */
+dlk_status dlk_ingest_npy_dir(dlk_dataset *ds, const char *dir,
+                              dlk_ingest_stats *stats, dlk_error *err);
+
+/* ------------------------------------------------------------------ */
+/* NumPy .npy files (format 1.0 to 3.0, C order)                        */
+
+/* Write the header of a .npy file for an array of `dtype` and `shape`
+ * into out (cap bytes; 128 is always enough for up to 9 dimensions); the
+ * array's bytes follow it.  bf16 has no NumPy type and is written as
+ * '<u2'.  Sets *len to the header's length. */
+dlk_status dlk_npy_header(dlk_dtype dtype, int ndim, const int64_t *shape,
+                          char *out, size_t cap, size_t *len,
+                          dlk_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DLK_H */

@@ -1,0 +1,129 @@
+/* append.c - appending samples: per-tensor chunk builders that seal a
+ * chunk when it reaches the tensor's target size, write it under its
+ * content hash, and record it in the (unpublished) head manifest. */
+#include "dataset.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Encode, name and store the builder's samples as one chunk. */
+static dlk_status seal(dlk_dataset *ds, size_t ti, dlk_error *err)
+{
+    dlk_tensor *t = &ds->m.tensors[ti];
+    dlk_builder *b = &ds->builders[ti];
+    if (b->samples == 0)
+        return DLK_OK;
+    bool variable = false;
+    for (int d = 0; d < t->spec.ndim; d++)
+        variable |= t->spec.shape[d] == DLK_DIM_VARIABLE;
+    dlk_chunk_enc enc = {
+        .dtype = t->spec.dtype, .codec = t->spec.codec,
+        .level = t->spec.level, .ndim = t->spec.ndim, .variable = variable,
+        .shape = t->spec.shape, .shapes = b->shapes, .samples = b->samples,
+        .raw = b->raw.data, .raw_bytes = b->raw.len,
+    };
+    dlk_status rc = dlk_chunk_encode(&enc, &ds->enc, err);
+    if (rc)
+        return dlk_fail_wrap(err, "tensor '%s'", t->spec.name);
+    dlk_chunk_entry e;
+    memset(&e, 0, sizeof e);
+    dlk_hash128_hex(ds->enc.data, ds->enc.len, e.key);
+    e.samples = b->samples;
+    e.stored_bytes = ds->enc.len;
+    e.raw_bytes = b->raw.len;
+    const char *key = dlk_chunk_key(t, e.key);
+    if (!key)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    /* Content-addressed: an existing object of this name has these bytes. */
+    rc = dlk_store_put(ds->store, key, ds->enc.data, ds->enc.len,
+                       DLK_PUT_IF_ABSENT, NULL, NULL, err);
+    if (rc && rc != DLK_EEXIST)
+        return rc;
+    rc = dlk_tensor_add_chunk(t, &e, b->smin, b->smax, err);
+    if (rc)
+        return rc;
+    ds->dirty = true;
+    b->raw.len = 0;
+    b->samples = 0;
+    return DLK_OK;
+}
+
+dlk_status dlk_append(dlk_dataset *ds, size_t tensor, const void *data,
+                      size_t nbytes, const int64_t *shape, int ndim,
+                      dlk_error *err)
+{
+    if (ds->read_only)
+        return dlk_fail(err, DLK_EINVAL, "dataset opened at a commit is "
+                        "read-only");
+    if (tensor >= ds->m.ntensors)
+        return dlk_fail(err, DLK_ENOTFOUND, "no tensor %zu", tensor);
+    dlk_tensor *t = &ds->m.tensors[tensor];
+    dlk_builder *b = &ds->builders[tensor];
+    const dlk_tensor_spec *s = &t->spec;
+    if (ndim != s->ndim)
+        return dlk_fail(err, DLK_EINVAL, "tensor '%s': sample has %d "
+                        "dimensions, the schema %d", s->name, ndim, s->ndim);
+    uint64_t want = dlk_dtype_size(s->dtype);
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] < 0 || shape[d] > UINT32_MAX ||
+            (s->shape[d] != DLK_DIM_VARIABLE && shape[d] != s->shape[d]))
+            return dlk_fail(err, DLK_EINVAL, "tensor '%s': sample dimension "
+                            "%d is %lld, the schema wants %lld", s->name, d,
+                            (long long)shape[d], (long long)s->shape[d]);
+        if (!dlk_mul_u64(want, (uint64_t)shape[d], &want))
+            return dlk_fail(err, DLK_ELIMIT, "tensor '%s': sample size "
+                            "overflows", s->name);
+    }
+    if (want != nbytes)
+        return dlk_fail(err, DLK_EINVAL, "tensor '%s': sample of %zu bytes, "
+                        "its shape needs %llu", s->name, nbytes,
+                        (unsigned long long)want);
+    if (nbytes > DLK_CHUNK_MAX_RAW / 2)
+        return dlk_fail(err, DLK_ELIMIT, "tensor '%s': a sample of %zu bytes "
+                        "is over the 1 GiB limit", s->name, nbytes);
+    dlk_status rc;
+    if (b->samples && (b->raw.len + nbytes > s->chunk_bytes ||
+                       b->samples == DLK_CHUNK_MAX_SAMPLES))
+        if ((rc = seal(ds, tensor, err)))
+            return rc;
+    if ((rc = dlk_buf_append(&b->raw, data, nbytes, err)))
+        return rc;
+    if (ndim) {
+        size_t need = ((size_t)b->samples + 1) * (size_t)ndim;
+        if (need > b->shapes_cap) {
+            size_t cap = b->shapes_cap ? b->shapes_cap * 2 : 64 * (size_t)ndim;
+            while (cap < need)
+                cap *= 2;
+            uint32_t *p = realloc(b->shapes, cap * sizeof *p);
+            if (!p) {
+                b->raw.len -= nbytes;
+                return dlk_fail(err, DLK_ENOMEM, "out of memory");
+            }
+            b->shapes = p;
+            b->shapes_cap = cap;
+        }
+        for (int d = 0; d < ndim; d++) {
+            b->shapes[(size_t)b->samples * ndim + d] = (uint32_t)shape[d];
+            if (!b->samples || shape[d] < b->smin[d])
+                b->smin[d] = shape[d];
+            if (!b->samples || shape[d] > b->smax[d])
+                b->smax[d] = shape[d];
+        }
+    }
+    b->samples++;
+    if (b->raw.len >= s->chunk_bytes)
+        return seal(ds, tensor, err);
+    return DLK_OK;
+}
+
+dlk_status dlk_dataset_flush(dlk_dataset *ds, dlk_error *err)
+{
+    if (ds->read_only)
+        return DLK_OK;
+    for (size_t i = 0; i < ds->m.ntensors; i++) {
+        dlk_status rc = seal(ds, i, err);
+        if (rc)
+            return rc;
+    }
+    return ds->dirty ? dlk_write_head(ds, err) : DLK_OK;
+}

@@ -1,0 +1,305 @@
+/* open.c - creating, opening and closing datasets; dataset identity. */
+#include "dataset.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#define DATASET_JSON_MAX (64u << 10)
+
+static dlk_status alloc_per_tensor(dlk_dataset *ds, dlk_error *err)
+{
+    size_t n = ds->m.ntensors ? ds->m.ntensors : 1;
+    ds->builders = calloc(n, sizeof *ds->builders);
+    ds->cache = calloc(n, sizeof *ds->cache);
+    if (!ds->builders || !ds->cache)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    return DLK_OK;
+}
+
+static dlk_dataset *new_handle(const char *url, dlk_error *err)
+{
+    dlk_dataset *ds = calloc(1, sizeof *ds);
+    if (!ds || !(ds->url = strdup(url))) {
+        free(ds);
+        dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return NULL;
+    }
+    return ds;
+}
+
+static int any_object(void *ud, const char *key, uint64_t size)
+{
+    (void)key;
+    (void)size;
+    *(bool *)ud = true;
+    return 1;
+}
+
+static dlk_status new_id(char out[33], dlk_error *err)
+{
+    uint8_t rnd[16];
+    size_t got = 0;
+    while (got < sizeof rnd) {
+        ssize_t r = getrandom(rnd + got, sizeof rnd - got, 0);
+        if (r <= 0)
+            return dlk_fail(err, DLK_EIO, "cannot read random bytes");
+        got += (size_t)r;
+    }
+    for (int i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", rnd[i]);
+    return DLK_OK;
+}
+
+static dlk_status write_dataset_json(dlk_dataset *ds, dlk_error *err)
+{
+    char created[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    json_t *o = json_pack("{s:s,s:i,s:s,s:s}", "format", "dlk", "version",
+                          DLK_FORMAT_VERSION, "id", ds->id, "created",
+                          created);
+    char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    if (!text)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    dlk_status rc = dlk_store_put(ds->store, DLK_KEY_DATASET, text,
+                                  strlen(text), DLK_PUT_IF_ABSENT, NULL, NULL,
+                                  err);
+    free(text);
+    if (rc == DLK_EEXIST)
+        return dlk_fail(err, DLK_EEXIST, "a dataset already exists at '%s'",
+                        ds->url);
+    return rc;
+}
+
+static dlk_status read_dataset_json(dlk_dataset *ds, dlk_error *err)
+{
+    dlk_buf b;
+    dlk_buf_init(&b);
+    dlk_status rc = dlk_store_get(ds->store, DLK_KEY_DATASET, DATASET_JSON_MAX,
+                                  &b, NULL, err);
+    if (rc == DLK_ENOTFOUND)
+        rc = dlk_fail(err, DLK_ENOTFOUND, "no dataset at '%s' (no %s)",
+                      ds->url, DLK_KEY_DATASET);
+    if (rc) {
+        dlk_buf_free(&b);
+        return rc;
+    }
+    json_t *o = dlk_json_load((const char *)b.data, b.len, DLK_KEY_DATASET,
+                              "dataset description", err);
+    dlk_buf_free(&b);
+    if (!o)
+        return err ? err->code : DLK_ECORRUPT;
+    const char *id = json_string_value(json_object_get(o, "id"));
+    if (!id || strlen(id) >= sizeof ds->id || !*id) {
+        json_decref(o);
+        return dlk_fail(err, DLK_ECORRUPT, "%s: missing or bad 'id'",
+                        DLK_KEY_DATASET);
+    }
+    strcpy(ds->id, id);
+    json_decref(o);
+    return DLK_OK;
+}
+
+/* Write the head manifest: create-only the first time, then replace only
+ * the version we read, so a concurrent writer is never overwritten. */
+dlk_status dlk_write_head(dlk_dataset *ds, dlk_error *err)
+{
+    char *text;
+    size_t len;
+    dlk_status rc = dlk_manifest_dump(&ds->m, &text, &len, err);
+    if (rc)
+        return rc;
+    dlk_obj_info info;
+    rc = dlk_store_put(ds->store, DLK_KEY_HEAD, text, len,
+                       ds->have_etag ? DLK_PUT_IF_MATCH : DLK_PUT_IF_ABSENT,
+                       ds->have_etag ? ds->etag : NULL, &info, err);
+    free(text);
+    if (rc == DLK_ECONFLICT || (rc == DLK_EEXIST && !ds->have_etag))
+        return dlk_fail(err, DLK_ECONFLICT, "the head of '%s' was changed by "
+                        "another writer since it was opened; nothing of this "
+                        "run was published (retry the command)", ds->url);
+    if (rc)
+        return rc;
+    memcpy(ds->etag, info.etag, sizeof ds->etag);
+    ds->have_etag = true;
+    ds->dirty = false;
+    return DLK_OK;
+}
+
+dlk_status dlk_dataset_create(const char *url, const dlk_tensor_spec *specs,
+                              size_t n_specs, dlk_dataset **out,
+                              dlk_error *err)
+{
+    *out = NULL;
+    if (n_specs == 0)
+        return dlk_fail(err, DLK_EINVAL, "a dataset needs at least one "
+                        "tensor");
+    for (size_t i = 0; i < n_specs; i++) {
+        dlk_status rc = dlk_spec_check(&specs[i], err);
+        if (rc)
+            return rc;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(specs[i].name, specs[j].name) == 0)
+                return dlk_fail(err, DLK_EINVAL, "tensor '%s' is given twice",
+                                specs[i].name);
+    }
+    dlk_dataset *ds = new_handle(url, err);
+    if (!ds)
+        return DLK_ENOMEM;
+    dlk_status rc = dlk_store_open(url, true, &ds->store, err);
+    bool exists = false;
+    if (!rc)
+        rc = dlk_store_list(ds->store, "", any_object, &exists, err);
+    if (!rc && exists)
+        rc = dlk_fail(err, DLK_EEXIST, "'%s' is not empty: refusing to "
+                      "create a dataset over existing objects", url);
+    if (!rc && !(ds->m.tensors = calloc(n_specs, sizeof *ds->m.tensors)))
+        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < n_specs; i++) {
+        rc = dlk_tensor_init(&ds->m.tensors[i], &specs[i], err);
+        ds->m.ntensors = i + 1;
+    }
+    if (!rc)
+        rc = alloc_per_tensor(ds, err);
+    if (!rc)
+        rc = new_id(ds->id, err);
+    if (!rc)
+        rc = write_dataset_json(ds, err);
+    if (!rc)
+        rc = dlk_write_head(ds, err);
+    if (rc) {
+        dlk_dataset_free(ds);
+        return rc;
+    }
+    *out = ds;
+    return DLK_OK;
+}
+
+dlk_status dlk_dataset_open(const char *url, const char *at,
+                            dlk_dataset **out, dlk_error *err)
+{
+    *out = NULL;
+    if (at && *at)
+        return dlk_fail(err, DLK_ENOTFOUND, "no commit '%s' in '%s' (this "
+                        "dataset has no commits)", at, url);
+    dlk_dataset *ds = new_handle(url, err);
+    if (!ds)
+        return DLK_ENOMEM;
+    dlk_status rc = dlk_store_open(url, false, &ds->store, err);
+    if (rc == DLK_ENOTFOUND)
+        rc = dlk_fail(err, DLK_ENOTFOUND, "no dataset at '%s'", url);
+    if (!rc)
+        rc = read_dataset_json(ds, err);
+    dlk_buf b;
+    dlk_buf_init(&b);
+    dlk_obj_info info;
+    if (!rc) {
+        rc = dlk_store_get(ds->store, DLK_KEY_HEAD, DLK_JSON_MAX_BYTES, &b,
+                           &info, err);
+        if (rc == DLK_ENOTFOUND)
+            rc = dlk_fail(err, DLK_ECORRUPT, "dataset '%s' has no head "
+                          "manifest (%s)", url, DLK_KEY_HEAD);
+    }
+    if (!rc)
+        rc = dlk_manifest_parse((const char *)b.data, b.len, DLK_KEY_HEAD,
+                                &ds->m, err);
+    dlk_buf_free(&b);
+    if (!rc) {
+        memcpy(ds->etag, info.etag, sizeof ds->etag);
+        ds->have_etag = true;
+        rc = alloc_per_tensor(ds, err);
+    }
+    if (rc) {
+        dlk_dataset_free(ds);
+        return rc;
+    }
+    *out = ds;
+    return DLK_OK;
+}
+
+void dlk_dataset_free(dlk_dataset *ds)
+{
+    if (!ds)
+        return;
+    for (size_t i = 0; ds->builders && i < ds->m.ntensors; i++) {
+        dlk_buf_free(&ds->builders[i].raw);
+        free(ds->builders[i].shapes);
+    }
+    for (size_t i = 0; ds->cache && i < ds->m.ntensors; i++)
+        dlk_chunk_free(ds->cache[i].chunk);
+    free(ds->builders);
+    free(ds->cache);
+    dlk_buf_free(&ds->enc);
+    dlk_manifest_free(&ds->m);
+    dlk_store_free(ds->store);
+    free(ds->head);
+    free(ds->url);
+    free(ds);
+}
+
+dlk_status dlk_dataset_close(dlk_dataset *ds, dlk_error *err)
+{
+    if (!ds)
+        return DLK_OK;
+    dlk_status rc = ds->read_only ? DLK_OK : dlk_dataset_flush(ds, err);
+    dlk_dataset_free(ds);
+    return rc;
+}
+
+const char *dlk_dataset_url(const dlk_dataset *ds) { return ds->url; }
+const char *dlk_dataset_id(const dlk_dataset *ds) { return ds->id; }
+const char *dlk_dataset_head(const dlk_dataset *ds) { return ds->head; }
+size_t dlk_dataset_ntensors(const dlk_dataset *ds) { return ds->m.ntensors; }
+
+int dlk_dataset_find(const dlk_dataset *ds, const char *name)
+{
+    for (size_t i = 0; i < ds->m.ntensors; i++)
+        if (strcmp(ds->m.tensors[i].spec.name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+dlk_status dlk_tensor_info_get(const dlk_dataset *ds, size_t tensor,
+                               dlk_tensor_info *out, dlk_error *err)
+{
+    if (tensor >= ds->m.ntensors)
+        return dlk_fail(err, DLK_ENOTFOUND, "no tensor %zu", tensor);
+    const dlk_tensor *t = &ds->m.tensors[tensor];
+    memset(out, 0, sizeof *out);
+    out->name = t->spec.name;
+    out->dtype = t->spec.dtype;
+    out->kind = t->spec.kind;
+    out->codec = t->spec.codec;
+    out->level = t->spec.codec == DLK_CODEC_ZSTD
+                     ? (t->spec.level ? t->spec.level : 3) : 0;
+    out->ndim = t->spec.ndim;
+    out->shape = t->spec.shape;
+    out->shape_min = t->have_minmax ? t->shape_min : NULL;
+    out->shape_max = t->have_minmax ? t->shape_max : NULL;
+    out->samples = t->samples;
+    out->chunks = t->nchunks;
+    out->stored_bytes = t->stored_bytes;
+    out->raw_bytes = t->raw_bytes;
+    out->chunk_bytes = t->spec.chunk_bytes;
+    out->n_class_names = t->n_class_names;
+    out->class_names = (const char *const *)t->class_names;
+    return DLK_OK;
+}
+
+const char *dlk_chunk_key(dlk_tensor *t, const char *hash)
+{
+    if (!t->chunk_key_buf) {
+        t->chunk_key_buf = malloc(sizeof DLK_KEY_CHUNKS + DLK_NAME_MAX + 40);
+        if (!t->chunk_key_buf)
+            return NULL;
+    }
+    sprintf(t->chunk_key_buf, DLK_KEY_CHUNKS "%s/%s", t->spec.name, hash);
+    return t->chunk_key_buf;
+}

@@ -1,0 +1,143 @@
+/* read.c - reading chunks and single samples. */
+#include "dataset.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+size_t dlk_tensor_nchunks(const dlk_dataset *ds, size_t tensor)
+{
+    return tensor < ds->m.ntensors ? ds->m.tensors[tensor].nchunks : 0;
+}
+
+int dlk_tensor_chunk(const dlk_dataset *ds, size_t tensor, size_t chunk,
+                     dlk_chunk_ref *out)
+{
+    if (tensor >= ds->m.ntensors || chunk >= ds->m.tensors[tensor].nchunks)
+        return -1;
+    const dlk_chunk_entry *e = &ds->m.tensors[tensor].chunks[chunk];
+    out->key = e->key;
+    out->first_sample = e->first;
+    out->samples = e->samples;
+    out->stored_bytes = e->stored_bytes;
+    out->raw_bytes = e->raw_bytes;
+    return 0;
+}
+
+/* Check that a decoded chunk is what the manifest says it is. */
+static dlk_status check_against_entry(const dlk_chunk *c,
+                                      const dlk_tensor *t,
+                                      const dlk_chunk_entry *e,
+                                      const char *key, dlk_error *err)
+{
+    const dlk_chunk_header *h = &c->h;
+    if (h->samples != e->samples || h->raw_bytes != e->raw_bytes)
+        return dlk_fail(err, DLK_ECORRUPT, "chunk '%s': holds %u samples of "
+                        "%llu bytes, the manifest says %u of %llu", key,
+                        h->samples, (unsigned long long)h->raw_bytes,
+                        e->samples, (unsigned long long)e->raw_bytes);
+    if (h->dtype != t->spec.dtype || h->ndim != t->spec.ndim ||
+        h->codec != t->spec.codec)
+        return dlk_fail(err, DLK_ECORRUPT, "chunk '%s': dtype, rank or codec "
+                        "differ from tensor '%s'", key, t->spec.name);
+    if (!(h->flags & DLK_CHUNK_FLAG_VARIABLE))
+        for (int d = 0; d < h->ndim; d++)
+            if (t->spec.shape[d] != DLK_DIM_VARIABLE &&
+                t->spec.shape[d] != c->shape[d])
+                return dlk_fail(err, DLK_ECORRUPT, "chunk '%s': shape differs "
+                                "from tensor '%s'", key, t->spec.name);
+    return DLK_OK;
+}
+
+dlk_status dlk_chunk_load(dlk_dataset *ds, size_t tensor, size_t chunk,
+                          unsigned mode, void *buf, size_t cap,
+                          dlk_chunk **out, dlk_error *err)
+{
+    *out = NULL;
+    if (tensor >= ds->m.ntensors || chunk >= ds->m.tensors[tensor].nchunks)
+        return dlk_fail(err, DLK_ENOTFOUND, "no chunk %zu of tensor %zu",
+                        chunk, tensor);
+    dlk_tensor *t = &ds->m.tensors[tensor];
+    const dlk_chunk_entry *e = &t->chunks[chunk];
+    const char *key = dlk_chunk_key(t, e->key);
+    dlk_chunk *c = calloc(1, sizeof *c);
+    if (!c || !key) {
+        free(c);
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
+    /* Uncompressed chunks are read straight into caller memory. */
+    if (buf && t->spec.codec == DLK_CODEC_NONE && cap >= e->stored_bytes)
+        dlk_buf_wrap(&c->object, buf, cap);
+    dlk_obj_info info;
+    dlk_status rc = dlk_store_get(ds->store, key, e->stored_bytes, &c->object,
+                                  &info, err);
+    if (rc == DLK_ELIMIT || (!rc && info.size != e->stored_bytes))
+        rc = dlk_fail(err, DLK_ECORRUPT, "chunk '%s': object has %llu bytes, "
+                      "the manifest says %llu", key,
+                      (unsigned long long)(rc ? 0 : info.size),
+                      (unsigned long long)e->stored_bytes);
+    if (!rc)
+        rc = dlk_chunk_decode(c, key, mode, buf, cap, err);
+    if (!rc)
+        rc = check_against_entry(c, t, e, key, err);
+    if (rc) {
+        dlk_chunk_free(c);
+        return rc;
+    }
+    *out = c;
+    return DLK_OK;
+}
+
+dlk_status dlk_chunk_read(dlk_dataset *ds, size_t tensor, size_t chunk,
+                          unsigned flags, void *buf, size_t cap,
+                          dlk_chunk **out, dlk_error *err)
+{
+    return dlk_chunk_load(ds, tensor, chunk,
+                          flags & DLK_READ_VERIFY ? DLK_DECODE_VERIFY : 0,
+                          buf, cap, out, err);
+}
+
+dlk_status dlk_read_sample(dlk_dataset *ds, size_t tensor, uint64_t index,
+                           dlk_sample *out, dlk_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (tensor >= ds->m.ntensors)
+        return dlk_fail(err, DLK_ENOTFOUND, "no tensor %zu", tensor);
+    dlk_tensor *t = &ds->m.tensors[tensor];
+    ssize_t ci = dlk_tensor_find_chunk(t, index);
+    if (ci < 0)
+        return dlk_fail(err, DLK_ENOTFOUND, "tensor '%s' has %llu samples, "
+                        "no sample %llu", t->spec.name,
+                        (unsigned long long)t->samples,
+                        (unsigned long long)index);
+    dlk_chunk_cache *cc = &ds->cache[tensor];
+    if (!cc->chunk || cc->index != (size_t)ci) {
+        dlk_chunk_free(cc->chunk);
+        cc->chunk = NULL;
+        dlk_status rc = dlk_chunk_load(ds, tensor, (size_t)ci, DLK_DECODE_VERIFY,
+                                       NULL, 0,
+                                       &cc->chunk, err);
+        if (rc)
+            return rc;
+        cc->index = (size_t)ci;
+    }
+    size_t n;
+    const void *p = dlk_chunk_sample(cc->chunk,
+                                     (uint32_t)(index - t->chunks[ci].first),
+                                     &n, out->shape);
+    out->data = malloc(n ? n : 1);
+    if (!out->data)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    memcpy(out->data, p, n);
+    out->nbytes = n;
+    out->dtype = t->spec.dtype;
+    out->ndim = t->spec.ndim;
+    return DLK_OK;
+}
+
+void dlk_sample_free(dlk_sample *s)
+{
+    if (s) {
+        free(s->data);
+        s->data = NULL;
+    }
+}

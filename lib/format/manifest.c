@@ -1,0 +1,453 @@
+/* manifest.c - the manifest JSON: tensors, their schemas and ordered chunk
+ * lists (formats/dlk-v1.md, "Manifest").  Every field is type- and
+ * range-checked; nothing is allocated from a claimed count, only from
+ * elements that are really present in the document. */
+#include "internal.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BAD(...) dlk_fail(err, DLK_ECORRUPT, __VA_ARGS__)
+
+static bool name_valid(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > DLK_NAME_MAX || s[0] == '.')
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+              (*s >= '0' && *s <= '9') || *s == '_' || *s == '-' ||
+              *s == '.'))
+            return false;
+    return true;
+}
+
+dlk_status dlk_spec_check(const dlk_tensor_spec *s, dlk_error *err)
+{
+    if (!name_valid(s->name))
+        return dlk_fail(err, DLK_EINVAL, "invalid tensor name '%.80s' (use "
+                        "1-64 of A-Z a-z 0-9 _ - ., not starting with '.')",
+                        s->name);
+    if (!dlk_dtype_size(s->dtype))
+        return dlk_fail(err, DLK_EINVAL, "tensor '%s': unknown dtype",
+                        s->name);
+    if (!dlk_kind_name(s->kind))
+        return dlk_fail(err, DLK_EINVAL, "tensor '%s': unknown kind", s->name);
+    if (!dlk_codec_name(s->codec))
+        return dlk_fail(err, DLK_EINVAL, "tensor '%s': unknown codec",
+                        s->name);
+    if (s->ndim < 0 || s->ndim > DLK_MAX_NDIM)
+        return dlk_fail(err, DLK_EINVAL, "tensor '%s': %d dimensions (at "
+                        "most %d)", s->name, s->ndim, DLK_MAX_NDIM);
+    for (int d = 0; d < s->ndim; d++)
+        if (s->shape[d] != DLK_DIM_VARIABLE &&
+            (s->shape[d] < 0 || s->shape[d] > UINT32_MAX))
+            return dlk_fail(err, DLK_EINVAL, "tensor '%s': dimension %d is "
+                            "%lld", s->name, d, (long long)s->shape[d]);
+    if (s->codec == DLK_CODEC_ZSTD && (s->level < 0 || s->level > 22))
+        return dlk_fail(err, DLK_EINVAL, "tensor '%s': zstd level %d (1-22)",
+                        s->name, s->level);
+    if (s->codec == DLK_CODEC_NONE && s->level != 0)
+        return dlk_fail(err, DLK_EINVAL, "tensor '%s': a level needs codec "
+                        "zstd", s->name);
+    if (s->chunk_bytes > DLK_CHUNK_MAX_RAW / 2)
+        return dlk_fail(err, DLK_EINVAL, "tensor '%s': chunk size %llu over "
+                        "1 GiB", s->name, (unsigned long long)s->chunk_bytes);
+    if (s->n_class_names > 1000000)
+        return dlk_fail(err, DLK_ELIMIT, "tensor '%s': too many class names",
+                        s->name);
+    return DLK_OK;
+}
+
+dlk_status dlk_tensor_init(dlk_tensor *t, const dlk_tensor_spec *s,
+                           dlk_error *err)
+{
+    memset(t, 0, sizeof *t);
+    t->spec = *s;
+    if (!t->spec.chunk_bytes)
+        t->spec.chunk_bytes = DLK_DEFAULT_CHUNK_BYTES;
+    t->spec.class_names = NULL;
+    t->spec.n_class_names = 0;
+    if (s->n_class_names) {
+        t->class_names = calloc(s->n_class_names, sizeof *t->class_names);
+        if (!t->class_names)
+            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        for (size_t i = 0; i < s->n_class_names; i++) {
+            t->class_names[i] = strdup(s->class_names[i] ? s->class_names[i]
+                                                         : "");
+            if (!t->class_names[i]) {
+                t->n_class_names = i;
+                return dlk_fail(err, DLK_ENOMEM, "out of memory");
+            }
+        }
+        t->n_class_names = s->n_class_names;
+        t->spec.class_names = (const char *const *)t->class_names;
+        t->spec.n_class_names = t->n_class_names;
+    }
+    return DLK_OK;
+}
+
+void dlk_tensor_fini(dlk_tensor *t)
+{
+    for (size_t i = 0; i < t->n_class_names; i++)
+        free(t->class_names[i]);
+    free(t->class_names);
+    free(t->chunks);
+    free(t->chunk_key_buf);
+    memset(t, 0, sizeof *t);
+}
+
+dlk_status dlk_tensor_add_chunk(dlk_tensor *t, const dlk_chunk_entry *e,
+                                const int64_t *smin, const int64_t *smax,
+                                dlk_error *err)
+{
+    if (t->nchunks == t->capchunks) {
+        size_t cap = t->capchunks ? t->capchunks * 2 : 16;
+        dlk_chunk_entry *c = realloc(t->chunks, cap * sizeof *c);
+        if (!c)
+            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        t->chunks = c;
+        t->capchunks = cap;
+    }
+    dlk_chunk_entry *c = &t->chunks[t->nchunks++];
+    *c = *e;
+    c->first = t->samples;
+    t->samples += e->samples;
+    t->stored_bytes += e->stored_bytes;
+    t->raw_bytes += e->raw_bytes;
+    if (smin && smax) {
+        for (int d = 0; d < t->spec.ndim; d++) {
+            if (!t->have_minmax || smin[d] < t->shape_min[d])
+                t->shape_min[d] = smin[d];
+            if (!t->have_minmax || smax[d] > t->shape_max[d])
+                t->shape_max[d] = smax[d];
+        }
+        t->have_minmax = true;
+    }
+    return DLK_OK;
+}
+
+ssize_t dlk_tensor_find_chunk(const dlk_tensor *t, uint64_t i)
+{
+    size_t lo = 0, hi = t->nchunks;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const dlk_chunk_entry *c = &t->chunks[mid];
+        if (i < c->first)
+            hi = mid;
+        else if (i >= c->first + c->samples)
+            lo = mid + 1;
+        else
+            return (ssize_t)mid;
+    }
+    return -1;
+}
+
+/* ---- reading ------------------------------------------------------- */
+
+static bool get_uint(json_t *o, const char *field, uint64_t max,
+                     uint64_t *out)
+{
+    json_t *v = json_object_get(o, field);
+    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+        (uint64_t)json_integer_value(v) > max)
+        return false;
+    *out = (uint64_t)json_integer_value(v);
+    return true;
+}
+
+static const char *get_str(json_t *o, const char *field)
+{
+    return json_string_value(json_object_get(o, field));
+}
+
+static dlk_status parse_shape(json_t *arr, const char *name,
+                              const char *tensor, const char *field,
+                              int want_ndim, int64_t *shape, int *ndim,
+                              bool allow_variable, dlk_error *err)
+{
+    if (!json_is_array(arr) || json_array_size(arr) > DLK_MAX_NDIM ||
+        (want_ndim >= 0 && (int)json_array_size(arr) != want_ndim))
+        return BAD("%s: tensor '%s': field '%s' is not a shape of %s "
+                   "dimensions", name, tensor, field,
+                   want_ndim >= 0 ? "its" : "at most 8");
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        json_t *d = json_array_get(arr, i);
+        json_int_t v = json_is_integer(d) ? json_integer_value(d) : -2;
+        if (v > UINT32_MAX || v < -1 || (v == -1 && !allow_variable))
+            return BAD("%s: tensor '%s': field '%s' has a bad dimension",
+                       name, tensor, field);
+        shape[i] = v;
+    }
+    *ndim = (int)json_array_size(arr);
+    return DLK_OK;
+}
+
+static dlk_status parse_tensor(json_t *jt, const char *name, dlk_tensor *t,
+                               dlk_error *err)
+{
+    if (!json_is_object(jt))
+        return BAD("%s: a tensor entry is not an object", name);
+    dlk_tensor_spec s;
+    memset(&s, 0, sizeof s);
+    const char *tname = get_str(jt, "name");
+    if (!tname || strlen(tname) > DLK_NAME_MAX)
+        return BAD("%s: tensor without a valid 'name'", name);
+    strcpy(s.name, tname);
+    if (dlk_dtype_parse(get_str(jt, "dtype"), &s.dtype))
+        return BAD("%s: tensor '%s': missing or unknown 'dtype'", name, tname);
+    if (dlk_kind_parse(get_str(jt, "kind"), &s.kind))
+        return BAD("%s: tensor '%s': missing or unknown 'kind'", name, tname);
+    if (dlk_codec_parse(get_str(jt, "codec"), &s.codec))
+        return BAD("%s: tensor '%s': missing or unknown 'codec'", name, tname);
+    uint64_t level = 0, chunk_bytes = 0, samples;
+    if (json_object_get(jt, "level") && !get_uint(jt, "level", 22, &level))
+        return BAD("%s: tensor '%s': bad 'level'", name, tname);
+    s.level = (int)level;
+    if (!get_uint(jt, "chunk_bytes", DLK_CHUNK_MAX_RAW / 2, &chunk_bytes))
+        return BAD("%s: tensor '%s': missing or bad 'chunk_bytes'", name,
+                   tname);
+    s.chunk_bytes = chunk_bytes;
+    dlk_status rc = parse_shape(json_object_get(jt, "shape"), name, tname,
+                                "shape", -1, s.shape, &s.ndim, true, err);
+    if (rc)
+        return rc;
+    if (!get_uint(jt, "samples", UINT64_MAX >> 1, &samples))
+        return BAD("%s: tensor '%s': missing or bad 'samples'", name, tname);
+    if (dlk_spec_check(&s, err)) {
+        if (err) {
+            dlk_fail_wrap(err, "%s", name);
+            err->code = DLK_ECORRUPT;
+        }
+        return DLK_ECORRUPT;
+    }
+
+    json_t *names = json_object_get(jt, "class_names");
+    const char **cn = NULL;
+    if (names) {
+        if (!json_is_array(names))
+            return BAD("%s: tensor '%s': 'class_names' is not an array",
+                       name, tname);
+        s.n_class_names = json_array_size(names);
+        cn = calloc(s.n_class_names ? s.n_class_names : 1, sizeof *cn);
+        if (!cn)
+            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        for (size_t i = 0; i < s.n_class_names; i++)
+            if (!(cn[i] = json_string_value(json_array_get(names, i)))) {
+                free(cn);
+                return BAD("%s: tensor '%s': class name %zu is not a string",
+                           name, tname, i);
+            }
+        s.class_names = cn;
+    }
+    rc = dlk_tensor_init(t, &s, err);
+    free(cn);
+    if (rc)
+        return rc;
+
+    int64_t smin[DLK_MAX_NDIM], smax[DLK_MAX_NDIM];
+    int nd;
+    json_t *jmin = json_object_get(jt, "shape_min");
+    json_t *jmax = json_object_get(jt, "shape_max");
+    bool minmax = jmin && jmax;
+    if (minmax &&
+        ((rc = parse_shape(jmin, name, tname, "shape_min", s.ndim, smin, &nd,
+                           false, err)) ||
+         (rc = parse_shape(jmax, name, tname, "shape_max", s.ndim, smax, &nd,
+                           false, err))))
+        return rc;
+
+    json_t *chunks = json_object_get(jt, "chunks");
+    if (!json_is_array(chunks))
+        return BAD("%s: tensor '%s': 'chunks' is not an array", name, tname);
+    for (size_t i = 0; i < json_array_size(chunks); i++) {
+        json_t *c = json_array_get(chunks, i);
+        json_t *k = json_array_get(c, 0), *n = json_array_get(c, 1),
+               *sb = json_array_get(c, 2), *rb = json_array_get(c, 3);
+        dlk_chunk_entry e;
+        memset(&e, 0, sizeof e);
+        const char *key = json_string_value(k);
+        if (!json_is_array(c) || json_array_size(c) != 4 || !key ||
+            strlen(key) != 32 || strspn(key, "0123456789abcdef") != 32 ||
+            !json_is_integer(n) || !json_is_integer(sb) ||
+            !json_is_integer(rb) || json_integer_value(n) < 1 ||
+            json_integer_value(n) > DLK_CHUNK_MAX_SAMPLES ||
+            json_integer_value(sb) < DLK_CHUNK_HEADER_BYTES ||
+            json_integer_value(rb) < 0 ||
+            (uint64_t)json_integer_value(rb) > DLK_CHUNK_MAX_RAW)
+            return BAD("%s: tensor '%s': chunk entry %zu is malformed "
+                       "(want [\"<32 hex>\", samples, stored_bytes, "
+                       "raw_bytes])", name, tname, i);
+        memcpy(e.key, key, 33);
+        e.samples = (uint32_t)json_integer_value(n);
+        e.stored_bytes = (uint64_t)json_integer_value(sb);
+        e.raw_bytes = (uint64_t)json_integer_value(rb);
+        if (t->samples > UINT64_MAX / 2)
+            return BAD("%s: tensor '%s': sample count overflows", name, tname);
+        if ((rc = dlk_tensor_add_chunk(t, &e, NULL, NULL, err)))
+            return rc;
+    }
+    if (t->samples != samples)
+        return BAD("%s: tensor '%s': 'samples' is %llu but its chunks hold "
+                   "%llu", name, tname, (unsigned long long)samples,
+                   (unsigned long long)t->samples);
+    if (minmax && t->samples) {
+        memcpy(t->shape_min, smin, sizeof smin);
+        memcpy(t->shape_max, smax, sizeof smax);
+        t->have_minmax = true;
+    }
+    return DLK_OK;
+}
+
+/* A JSON document as the format's readers accept it: bounded size, an
+ * object at the top, "format": "dlk" and a known "version". */
+json_t *dlk_json_load(const char *json, size_t len, const char *name,
+                      const char *what, dlk_error *err)
+{
+    if (len > DLK_JSON_MAX_BYTES) {
+        dlk_fail(err, DLK_ELIMIT, "%s: %zu bytes, over the %zu-byte limit "
+                 "for %s", name, len, DLK_JSON_MAX_BYTES, what);
+        return NULL;
+    }
+    json_error_t je;
+    json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        BAD("%s: malformed %s: %s (line %d)", name, what, je.text, je.line);
+        return NULL;
+    }
+    const char *fmt = get_str(root, "format");
+    json_t *ver = json_object_get(root, "version");
+    if (!json_is_object(root) || !fmt || strcmp(fmt, "dlk") != 0) {
+        BAD("%s: not a dlk %s (no \"format\": \"dlk\")", name, what);
+    } else if (!json_is_integer(ver)) {
+        BAD("%s: %s without an integer 'version'", name, what);
+    } else if (json_integer_value(ver) != DLK_FORMAT_VERSION) {
+        dlk_fail(err, DLK_EUNSUPPORTED, "%s: %s of format version %lld, this "
+                 "dlk reads version %d", name, what,
+                 (long long)json_integer_value(ver), DLK_FORMAT_VERSION);
+    } else {
+        return root;
+    }
+    json_decref(root);
+    return NULL;
+}
+
+dlk_status dlk_manifest_parse(const char *json, size_t len, const char *name,
+                              dlk_manifest *m, dlk_error *err)
+{
+    memset(m, 0, sizeof *m);
+    json_t *root = dlk_json_load(json, len, name, "manifest", err);
+    if (!root)
+        return err ? err->code : DLK_ECORRUPT;
+    dlk_status rc = DLK_OK;
+    json_t *parent = json_object_get(root, "parent");
+    json_t *tensors = json_object_get(root, "tensors");
+    if (parent && !json_is_null(parent) && !json_is_string(parent)) {
+        rc = BAD("%s: 'parent' is not a string or null", name);
+    } else if (!json_is_array(tensors)) {
+        rc = BAD("%s: 'tensors' is not an array", name);
+    } else if (json_array_size(tensors) > 4096) {
+        rc = dlk_fail(err, DLK_ELIMIT, "%s: %zu tensors (at most 4096)", name,
+                      json_array_size(tensors));
+    }
+    if (!rc && json_is_string(parent) &&
+        !(m->parent = strdup(json_string_value(parent))))
+        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    size_t n = rc ? 0 : json_array_size(tensors);
+    if (n && !(m->tensors = calloc(n, sizeof *m->tensors)))
+        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < n; i++) {
+        rc = parse_tensor(json_array_get(tensors, i), name, &m->tensors[i],
+                          err);
+        m->ntensors = i + 1;
+        for (size_t j = 0; !rc && j < i; j++)
+            if (strcmp(m->tensors[j].spec.name, m->tensors[i].spec.name) == 0)
+                rc = BAD("%s: tensor '%s' appears twice", name,
+                         m->tensors[i].spec.name);
+    }
+    json_decref(root);
+    if (rc)
+        dlk_manifest_free(m);
+    return rc;
+}
+
+/* ---- writing ------------------------------------------------------- */
+
+static json_t *shape_json(const int64_t *shape, int ndim)
+{
+    json_t *a = json_array();
+    for (int d = 0; a && d < ndim; d++)
+        json_array_append_new(a, json_integer(shape[d]));
+    return a;
+}
+
+static json_t *tensor_json(const dlk_tensor *t)
+{
+    const dlk_tensor_spec *s = &t->spec;
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "name", json_string(s->name));
+    json_object_set_new(o, "dtype", json_string(dlk_dtype_name(s->dtype)));
+    json_object_set_new(o, "kind", json_string(dlk_kind_name(s->kind)));
+    json_object_set_new(o, "shape", shape_json(s->shape, s->ndim));
+    json_object_set_new(o, "codec", json_string(dlk_codec_name(s->codec)));
+    if (s->codec == DLK_CODEC_ZSTD)
+        json_object_set_new(o, "level", json_integer(s->level ? s->level : 3));
+    json_object_set_new(o, "chunk_bytes", json_integer((json_int_t)s->chunk_bytes));
+    if (t->n_class_names) {
+        json_t *names = json_array();
+        for (size_t i = 0; i < t->n_class_names; i++)
+            json_array_append_new(names, json_string(t->class_names[i]));
+        json_object_set_new(o, "class_names", names);
+    }
+    json_object_set_new(o, "samples", json_integer((json_int_t)t->samples));
+    if (t->have_minmax) {
+        json_object_set_new(o, "shape_min", shape_json(t->shape_min, s->ndim));
+        json_object_set_new(o, "shape_max", shape_json(t->shape_max, s->ndim));
+    }
+    json_t *chunks = json_array();
+    for (size_t i = 0; chunks && i < t->nchunks; i++) {
+        const dlk_chunk_entry *c = &t->chunks[i];
+        json_array_append_new(chunks,
+            json_pack("[s,I,I,I]", c->key, (json_int_t)c->samples,
+                      (json_int_t)c->stored_bytes, (json_int_t)c->raw_bytes));
+    }
+    json_object_set_new(o, "chunks", chunks);
+    return o;
+}
+
+dlk_status dlk_manifest_dump(const dlk_manifest *m, char **out, size_t *len,
+                             dlk_error *err)
+{
+    json_t *root = json_object();
+    json_t *tensors = json_array();
+    if (!root || !tensors) {
+        json_decref(root);
+        json_decref(tensors);
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
+    json_object_set_new(root, "format", json_string("dlk"));
+    json_object_set_new(root, "version", json_integer(DLK_FORMAT_VERSION));
+    json_object_set_new(root, "parent",
+                        m->parent ? json_string(m->parent) : json_null());
+    for (size_t i = 0; i < m->ntensors; i++)
+        json_array_append_new(tensors, tensor_json(&m->tensors[i]));
+    json_object_set_new(root, "tensors", tensors);
+    *out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    if (!*out)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory serializing manifest");
+    *len = strlen(*out);
+    return DLK_OK;
+}
+
+void dlk_manifest_free(dlk_manifest *m)
+{
+    for (size_t i = 0; i < m->ntensors; i++)
+        dlk_tensor_fini(&m->tensors[i]);
+    free(m->tensors);
+    free(m->parent);
+    memset(m, 0, sizeof *m);
+}

@@ -1,0 +1,314 @@
+/*
+ * internal.h - declarations shared inside libdlk; not installed.
+ */
+#ifndef DLK_INTERNAL_H
+#define DLK_INTERNAL_H
+
+#include "dlk.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define DLK_UNUSED(x) ((void)(x))
+
+#if defined(__GNUC__)
+#define DLK_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define DLK_PRINTF(a, b)
+#endif
+
+/* ---- errors (util/error.c) ---------------------------------------- */
+
+/* Set err (if not NULL) and return code.  The message follows the style
+ * "cannot read chunk 'KEY': why" (lower-case, no full stop). */
+dlk_status dlk_fail(dlk_error *err, dlk_status code, const char *fmt, ...)
+    DLK_PRINTF(3, 4);
+/* Prefix an existing message: "CONTEXT: old message". */
+dlk_status dlk_fail_wrap(dlk_error *err, const char *fmt, ...)
+    DLK_PRINTF(2, 3);
+void dlk_error_clear(dlk_error *err);
+
+/* ---- growable byte buffer (util/buf.c) ---------------------------- */
+
+typedef struct dlk_buf {
+    uint8_t *data;
+    size_t len;
+    size_t cap;
+    bool fixed; /* wraps caller memory of `cap` bytes: never reallocated */
+} dlk_buf;
+
+void dlk_buf_init(dlk_buf *b);
+/* Wrap caller-owned memory; writes past cap fail with DLK_ELIMIT. */
+void dlk_buf_wrap(dlk_buf *b, void *mem, size_t cap);
+dlk_status dlk_buf_reserve(dlk_buf *b, size_t extra, dlk_error *err);
+dlk_status dlk_buf_append(dlk_buf *b, const void *p, size_t n, dlk_error *err);
+void dlk_buf_free(dlk_buf *b);
+
+/* Overflow-checked arithmetic: return false on overflow. */
+static inline bool dlk_mul_u64(uint64_t a, uint64_t b, uint64_t *out)
+{
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool dlk_add_u64(uint64_t a, uint64_t b, uint64_t *out)
+{
+    return !__builtin_add_overflow(a, b, out);
+}
+
+/* Little-endian loads and stores (the format's byte order). */
+static inline void dlk_put_le16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8);
+}
+static inline void dlk_put_le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void dlk_put_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint16_t dlk_get_le16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
+static inline uint32_t dlk_get_le32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+static inline uint64_t dlk_get_le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+/* ---- hashing (util/hash.c): XXH3, seed 0 -------------------------- */
+
+uint64_t dlk_hash64(const void *p, size_t n);
+/* XXH3-64 of a followed by b, as one stream. */
+uint64_t dlk_hash64_2(const void *a, size_t na, const void *b, size_t nb);
+/* XXH3-128 of p as 32 lower-case hex digits plus NUL. */
+void dlk_hash128_hex(const void *p, size_t n, char out[33]);
+
+/* ---- storage (store/) --------------------------------------------- */
+
+/* A store is a flat namespace of objects below one root (a directory or an
+ * s3://bucket/prefix).  Keys are relative, '/'-separated, and checked by
+ * dlk_key_valid before any use.  Every operation is safe to call from
+ * several threads at once on one store. */
+typedef struct dlk_store dlk_store;
+
+#define DLK_ETAG_MAX 128
+
+typedef enum dlk_put_mode {
+    DLK_PUT_ALWAYS = 0,     /* create or replace */
+    DLK_PUT_IF_ABSENT = 1,  /* create only: DLK_EEXIST if it exists */
+    DLK_PUT_IF_MATCH = 2    /* replace only if its etag is `etag`:
+                               DLK_ECONFLICT otherwise (or if absent) */
+} dlk_put_mode;
+
+typedef struct dlk_obj_info {
+    uint64_t size;
+    char etag[DLK_ETAG_MAX];
+} dlk_obj_info;
+
+/* Called by list for each object, in key order; non-zero stops. */
+typedef int (*dlk_list_fn)(void *ud, const char *key, uint64_t size);
+
+typedef struct dlk_store_ops {
+    const char *scheme;
+    /* Read bytes [off, off+len) of key into out (appended).  len
+     * UINT64_MAX means to the end.  `max` bounds how many bytes may be
+     * read at all (DLK_ELIMIT beyond it).  DLK_ENOTFOUND if absent; a
+     * range past the end is DLK_ECORRUPT "short read". */
+    dlk_status (*get)(dlk_store *s, const char *key, uint64_t off,
+                      uint64_t len, uint64_t max, dlk_buf *out,
+                      dlk_obj_info *info, dlk_error *err);
+    dlk_status (*head)(dlk_store *s, const char *key, dlk_obj_info *info,
+                       dlk_error *err);
+    /* Atomic: readers see the old object or the new one, never a part.
+     * etag_out (may be NULL) receives the new object's etag. */
+    dlk_status (*put)(dlk_store *s, const char *key, const void *data,
+                      size_t len, dlk_put_mode mode, const char *etag,
+                      dlk_obj_info *out, dlk_error *err);
+    dlk_status (*del)(dlk_store *s, const char *key, dlk_error *err);
+    /* List objects whose key starts with prefix (relative to the root). */
+    dlk_status (*list)(dlk_store *s, const char *prefix, dlk_list_fn fn,
+                       void *ud, dlk_error *err);
+    void (*free)(dlk_store *s);
+} dlk_store_ops;
+
+struct dlk_store {
+    const dlk_store_ops *ops;
+    char *url;   /* the root as given, without credentials */
+};
+
+/* Open the store for a URL: "PATH", "file://PATH" or "s3://BUCKET/PREFIX".
+ * `create`: a local root directory is made if missing (a reader passes
+ * false, so that opening a missing dataset leaves nothing behind). */
+dlk_status dlk_store_open(const char *url, bool create, dlk_store **out,
+                          dlk_error *err);
+void dlk_store_free(dlk_store *s);
+dlk_status dlk_store_open_file(const char *path, bool create,
+                               dlk_store **out, dlk_error *err);
+dlk_status dlk_store_open_s3(const char *url, dlk_store **out,
+                             dlk_error *err);
+
+/* Keys: relative, no empty, "." or ".." segment, no leading '/', no NUL,
+ * no control characters or backslash, valid UTF-8, at most 1024 bytes. */
+bool dlk_key_valid(const char *key);
+
+/* Convenience wrappers that check the key and call the ops. */
+dlk_status dlk_store_get(dlk_store *s, const char *key, uint64_t max,
+                         dlk_buf *out, dlk_obj_info *info, dlk_error *err);
+dlk_status dlk_store_get_range(dlk_store *s, const char *key, uint64_t off,
+                               uint64_t len, dlk_buf *out, dlk_error *err);
+dlk_status dlk_store_head(dlk_store *s, const char *key, dlk_obj_info *info,
+                          dlk_error *err);
+dlk_status dlk_store_put(dlk_store *s, const char *key, const void *data,
+                         size_t len, dlk_put_mode mode, const char *etag,
+                         dlk_obj_info *out, dlk_error *err);
+dlk_status dlk_store_del(dlk_store *s, const char *key, dlk_error *err);
+dlk_status dlk_store_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
+                          void *ud, dlk_error *err);
+
+/* ---- chunk format (format/chunk.c) --------------------------------- */
+
+#define DLK_CHUNK_MAGIC "DLKC"
+#define DLK_CHUNK_HEADER_BYTES 64
+/* Hard limits a reader enforces before allocating anything. */
+#define DLK_CHUNK_MAX_RAW ((uint64_t)2 << 30)   /* 2 GiB raw payload */
+#define DLK_CHUNK_MAX_SAMPLES (1u << 26)
+#define DLK_CHUNK_FLAG_VARIABLE 0x01u
+
+typedef struct dlk_chunk_header {
+    uint16_t version;
+    dlk_dtype dtype;
+    dlk_codec codec;
+    int ndim;
+    unsigned flags;
+    uint32_t samples;
+    uint64_t index_bytes;
+    uint64_t stored_bytes;   /* payload as stored */
+    uint64_t raw_bytes;      /* payload uncompressed */
+    uint64_t raw_hash;       /* XXH3-64 of raw payload */
+    uint64_t stored_hash;    /* XXH3-64 of stored payload */
+    uint64_t header_hash;    /* XXH3-64 of header[0..56) + index */
+} dlk_chunk_header;
+
+/* Encode samples into a chunk object.  raw: the payload, samples back to
+ * back; shapes: samples*ndim dims (NULL for a fixed shape, then `shape`
+ * gives it); out receives the whole object. */
+typedef struct dlk_chunk_enc {
+    dlk_dtype dtype;
+    dlk_codec codec;
+    int level;
+    int ndim;
+    bool variable;
+    const int64_t *shape;    /* fixed shape (ndim dims) when !variable */
+    const uint32_t *shapes;  /* samples*ndim dims when variable */
+    uint32_t samples;
+    const void *raw;
+    size_t raw_bytes;
+} dlk_chunk_enc;
+
+dlk_status dlk_chunk_encode(const dlk_chunk_enc *in, dlk_buf *out,
+                            dlk_error *err);
+
+/* Parse and check the header and index of a chunk object of `len` bytes.
+ * `name` is used in messages.  Does not touch the payload. */
+dlk_status dlk_chunk_parse_header(const uint8_t *obj, size_t len,
+                                  const char *name, dlk_chunk_header *h,
+                                  dlk_error *err);
+
+/* Decoded chunk (the public dlk_chunk). */
+struct dlk_chunk {
+    dlk_chunk_header h;
+    int64_t shape[DLK_MAX_NDIM];   /* fixed shape when !variable */
+    uint32_t *shapes;              /* samples*ndim when variable */
+    uint64_t *offsets;             /* samples+1 byte offsets when variable */
+    uint64_t sample_bytes;         /* fixed: bytes per sample */
+    const uint8_t *payload;        /* raw payload */
+    dlk_buf owned;                 /* memory owned by the chunk */
+    dlk_buf object;                /* the object as read */
+};
+
+/* Decode a chunk object (already in c->object) into c: header, index,
+ * and the raw payload (decompressed into dst/cap when given and big
+ * enough, else into owned memory).  verify_payload: check stored hash
+ * (and raw hash after decompression). */
+enum {
+    DLK_DECODE_VERIFY = 1,      /* check the payload checksums */
+    DLK_DECODE_HEADER_ONLY = 2  /* header and index only: no payload */
+};
+dlk_status dlk_chunk_decode(struct dlk_chunk *c, const char *name,
+                            unsigned mode, void *dst, size_t cap,
+                            dlk_error *err);
+
+/* ---- manifest (format/manifest.c) ---------------------------------- */
+
+typedef struct dlk_chunk_entry {
+    char key[40];        /* content hash, 32 hex digits */
+    uint32_t samples;
+    uint64_t stored_bytes;
+    uint64_t raw_bytes;
+    uint64_t first;      /* derived: first sample index */
+} dlk_chunk_entry;
+
+typedef struct dlk_tensor {
+    dlk_tensor_spec spec;      /* class_names points into names below */
+    char **class_names;
+    size_t n_class_names;
+    uint64_t samples;
+    uint64_t stored_bytes;
+    uint64_t raw_bytes;
+    bool have_minmax;
+    int64_t shape_min[DLK_MAX_NDIM];
+    int64_t shape_max[DLK_MAX_NDIM];
+    dlk_chunk_entry *chunks;
+    size_t nchunks, capchunks;
+    char *chunk_key_buf;       /* scratch: "chunks/<name>/<hash>" */
+} dlk_tensor;
+
+typedef struct dlk_manifest {
+    dlk_tensor *tensors;
+    size_t ntensors;
+    char *parent;     /* commit id this head builds on, or NULL */
+} dlk_manifest;
+
+/* Parse a manifest JSON document (bounded: size, depth, counts). */
+dlk_status dlk_manifest_parse(const char *json, size_t len, const char *name,
+                              dlk_manifest *m, dlk_error *err);
+/* Serialize; *out is malloc'd NUL-terminated JSON. */
+dlk_status dlk_manifest_dump(const dlk_manifest *m, char **out, size_t *len,
+                             dlk_error *err);
+void dlk_manifest_free(dlk_manifest *m);
+/* Validate a tensor spec (name, dtype, shape, codec, level). */
+dlk_status dlk_spec_check(const dlk_tensor_spec *s, dlk_error *err);
+/* Deep-copy a spec into t (class names duplicated). */
+dlk_status dlk_tensor_init(dlk_tensor *t, const dlk_tensor_spec *s,
+                           dlk_error *err);
+void dlk_tensor_fini(dlk_tensor *t);
+dlk_status dlk_tensor_add_chunk(dlk_tensor *t, const dlk_chunk_entry *e,
+                                const int64_t *smin, const int64_t *smax,
+                                dlk_error *err);
+/* Find the chunk holding sample i (binary search); -1 if out of range. */
+ssize_t dlk_tensor_find_chunk(const dlk_tensor *t, uint64_t i);
+
+/* Parse a JSON document of the format: at most DLK_JSON_MAX_BYTES, an
+ * object with "format": "dlk" and "version": 1; `what` names it in
+ * messages ("manifest").  Returns a new reference or NULL with err set. */
+struct json_t;
+struct json_t *dlk_json_load(const char *json, size_t len, const char *name,
+                             const char *what, dlk_error *err);
+
+/* Maximum sizes of JSON documents a reader accepts. */
+#define DLK_JSON_MAX_BYTES ((size_t)256 << 20)
+#define DLK_JSON_MAX_DEPTH 32
+
+#endif /* DLK_INTERNAL_H */

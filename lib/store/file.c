@@ -1,0 +1,457 @@
+/* file.c - the store on a local file system.
+ *
+ * Objects are files below the root directory.  A put writes a temporary
+ * file in the target's directory, fsyncs it, and renames (or links, for a
+ * create-only put) it into place, then fsyncs the directory, so a reader
+ * or a crash sees the old object or the new one, never a part of one.
+ * Conditional replacement holds flock() on the root directory while it
+ * compares and renames; the kernel drops the lock if the process dies, so
+ * no stale lock can outlive a crash. */
+#include "internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TMP_PREFIX ".dlk-tmp-"
+
+typedef struct file_store {
+    dlk_store base;
+    char *root;
+    int rootfd;
+} file_store;
+
+static dlk_status errno_status(int e)
+{
+    switch (e) {
+    case ENOENT: case ENOTDIR: return DLK_ENOTFOUND;
+    case EEXIST: return DLK_EEXIST;
+    case EACCES: case EPERM: case EROFS: return DLK_EAUTH;
+    case ENOMEM: return DLK_ENOMEM;
+    default: return DLK_EIO;
+    }
+}
+
+static dlk_status io_fail(dlk_error *err, file_store *fs, const char *what,
+                          const char *key, int e)
+{
+    return dlk_fail(err, errno_status(e), "cannot %s '%s/%s': %s", what,
+                    fs->root, key, strerror(e));
+}
+
+/* The etag of a file: its inode, size and change time. A replacement is
+ * always a new inode (rename of a fresh file), so the etag changes. */
+static void file_etag(const struct stat *st, char *out)
+{
+    snprintf(out, DLK_ETAG_MAX, "%llx-%llx-%llx.%lx",
+             (unsigned long long)st->st_ino, (unsigned long long)st->st_size,
+             (unsigned long long)st->st_mtim.tv_sec,
+             (long)st->st_mtim.tv_nsec);
+}
+
+static dlk_status fs_get(dlk_store *s, const char *key, uint64_t off,
+                         uint64_t len, uint64_t max, dlk_buf *out,
+                         dlk_obj_info *info, dlk_error *err)
+{
+    file_store *fs = (file_store *)s;
+    int fd = openat(fs->rootfd, key, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return io_fail(err, fs, "open", key, errno);
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return io_fail(err, fs, "stat", key, e);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return dlk_fail(err, DLK_ENOTFOUND, "'%s/%s' is not a file",
+                        fs->root, key);
+    }
+    uint64_t size = (uint64_t)st.st_size;
+    if (off > size || (len != UINT64_MAX && len > size - off)) {
+        close(fd);
+        return dlk_fail(err, DLK_ECORRUPT, "short object '%s/%s': range "
+                        "%llu+%llu past its %llu bytes", fs->root, key,
+                        (unsigned long long)off, (unsigned long long)len,
+                        (unsigned long long)size);
+    }
+    uint64_t n = len == UINT64_MAX ? size - off : len;
+    if (n > max) {
+        close(fd);
+        return dlk_fail(err, DLK_ELIMIT, "object '%s/%s' is %llu bytes, "
+                        "over the limit of %llu", fs->root, key,
+                        (unsigned long long)n, (unsigned long long)max);
+    }
+    dlk_status rc = dlk_buf_reserve(out, (size_t)n, err);
+    if (rc) {
+        close(fd);
+        return rc;
+    }
+    uint64_t done = 0;
+    while (done < n) {
+        size_t want = (size_t)(n - done);
+        if (want > (1u << 30))
+            want = 1u << 30;
+        ssize_t r = pread(fd, out->data + out->len + done, want,
+                          (off_t)(off + done));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            close(fd);
+            return io_fail(err, fs, "read", key, e);
+        }
+        if (r == 0) {
+            close(fd);
+            return dlk_fail(err, DLK_ECORRUPT, "short read of '%s/%s'",
+                            fs->root, key);
+        }
+        done += (uint64_t)r;
+    }
+    out->len += (size_t)n;
+    if (info) {
+        info->size = size;
+        file_etag(&st, info->etag);
+    }
+    close(fd);
+    return DLK_OK;
+}
+
+static dlk_status fs_head(dlk_store *s, const char *key, dlk_obj_info *info,
+                          dlk_error *err)
+{
+    file_store *fs = (file_store *)s;
+    struct stat st;
+    if (fstatat(fs->rootfd, key, &st, 0) != 0)
+        return io_fail(err, fs, "stat", key, errno);
+    if (!S_ISREG(st.st_mode))
+        return dlk_fail(err, DLK_ENOTFOUND, "'%s/%s' is not a file",
+                        fs->root, key);
+    info->size = (uint64_t)st.st_size;
+    file_etag(&st, info->etag);
+    return DLK_OK;
+}
+
+/* mkdir -p for the directories of key, relative to the root. */
+static dlk_status make_parents(file_store *fs, const char *key,
+                               dlk_error *err)
+{
+    char path[1100];
+    size_t n = strlen(key);
+    if (n >= sizeof path)
+        return dlk_fail(err, DLK_EINVAL, "key too long '%.100s'", key);
+    memcpy(path, key, n + 1);
+    for (char *p = path; (p = strchr(p, '/')) != NULL; p++) {
+        *p = '\0';
+        if (mkdirat(fs->rootfd, path, 0777) != 0 && errno != EEXIST) {
+            int e = errno;
+            return io_fail(err, fs, "create directory", path, e);
+        }
+        *p = '/';
+    }
+    return DLK_OK;
+}
+
+static int open_parent_dir(file_store *fs, const char *key)
+{
+    const char *slash = strrchr(key, '/');
+    if (!slash)
+        return dup(fs->rootfd);
+    char dir[1100];
+    size_t n = (size_t)(slash - key);
+    memcpy(dir, key, n);
+    dir[n] = '\0';
+    return openat(fs->rootfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+static dlk_status write_all(int fd, const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    while (len) {
+        ssize_t w = write(fd, p, len > (1u << 30) ? (1u << 30) : len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return DLK_EIO;
+        p += w;
+        len -= (size_t)w;
+    }
+    return DLK_OK;
+}
+
+static dlk_status fs_put(dlk_store *s, const char *key, const void *data,
+                         size_t len, dlk_put_mode mode, const char *etag,
+                         dlk_obj_info *out, dlk_error *err)
+{
+    file_store *fs = (file_store *)s;
+    dlk_status rc = make_parents(fs, key, err);
+    if (rc)
+        return rc;
+    int dirfd = open_parent_dir(fs, key);
+    if (dirfd < 0)
+        return io_fail(err, fs, "open directory of", key, errno);
+    const char *base = strrchr(key, '/');
+    base = base ? base + 1 : key;
+
+    char tmp[1200];
+    static unsigned counter;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    snprintf(tmp, sizeof tmp, TMP_PREFIX "%ld-%u-%lx-%.64s", (long)getpid(),
+             __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED),
+             (unsigned long)now.tv_nsec, base);
+    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        int e = errno;
+        close(dirfd);
+        return io_fail(err, fs, "create a temporary file for", key, e);
+    }
+    int e = 0;
+    if (write_all(fd, data, len) != DLK_OK || fsync(fd) != 0)
+        e = errno ? errno : EIO;
+    struct stat st;
+    if (!e && fstat(fd, &st) != 0)
+        e = errno;
+    if (close(fd) != 0 && !e)
+        e = errno;
+    if (e) {
+        unlinkat(dirfd, tmp, 0);
+        close(dirfd);
+        return io_fail(err, fs, "write", key, e);
+    }
+
+    rc = DLK_OK;
+    if (mode == DLK_PUT_IF_ABSENT) {
+        if (linkat(dirfd, tmp, dirfd, base, 0) != 0) {
+            e = errno;
+            rc = e == EEXIST
+                     ? dlk_fail(err, DLK_EEXIST, "object '%s/%s' already "
+                                "exists", fs->root, key)
+                     : io_fail(err, fs, "link", key, e);
+        }
+        unlinkat(dirfd, tmp, 0);
+    } else {
+        bool locked = false;
+        if (mode == DLK_PUT_IF_MATCH) {
+            while (flock(fs->rootfd, LOCK_EX) != 0 && errno == EINTR)
+                ;
+            locked = true;
+            struct stat cur;
+            char cur_etag[DLK_ETAG_MAX];
+            if (fstatat(dirfd, base, &cur, 0) != 0) {
+                rc = dlk_fail(err, DLK_ECONFLICT, "object '%s/%s' vanished "
+                              "under a conditional update", fs->root, key);
+            } else {
+                file_etag(&cur, cur_etag);
+                if (strcmp(cur_etag, etag) != 0)
+                    rc = dlk_fail(err, DLK_ECONFLICT, "object '%s/%s' was "
+                                  "changed by another writer", fs->root, key);
+            }
+        }
+        if (!rc && renameat(dirfd, tmp, dirfd, base) != 0)
+            rc = io_fail(err, fs, "rename into", key, errno);
+        if (rc)
+            unlinkat(dirfd, tmp, 0);
+        if (!rc && fsync(dirfd) != 0)
+            rc = io_fail(err, fs, "sync directory of", key, errno);
+        if (locked)
+            flock(fs->rootfd, LOCK_UN);
+    }
+    if (!rc && mode == DLK_PUT_IF_ABSENT && fsync(dirfd) != 0)
+        rc = io_fail(err, fs, "sync directory of", key, errno);
+    close(dirfd);
+    if (!rc && out) {
+        struct stat fin;
+        if (fstatat(fs->rootfd, key, &fin, 0) == 0) {
+            out->size = (uint64_t)fin.st_size;
+            file_etag(&fin, out->etag);
+        } else {
+            out->size = len;
+            file_etag(&st, out->etag);
+        }
+    }
+    return rc;
+}
+
+static dlk_status fs_del(dlk_store *s, const char *key, dlk_error *err)
+{
+    file_store *fs = (file_store *)s;
+    if (unlinkat(fs->rootfd, key, 0) != 0)
+        return io_fail(err, fs, "delete", key, errno);
+    return DLK_OK;
+}
+
+typedef struct key_list {
+    char **keys;
+    uint64_t *sizes;
+    size_t n, cap;
+} key_list;
+
+static int add_key(key_list *l, const char *key, uint64_t size)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        char **k = realloc(l->keys, cap * sizeof *k);
+        if (!k)
+            return -1;
+        l->keys = k;
+        uint64_t *sz = realloc(l->sizes, cap * sizeof *sz);
+        if (!sz)
+            return -1;
+        l->sizes = sz;
+        l->cap = cap;
+    }
+    if (!(l->keys[l->n] = strdup(key)))
+        return -1;
+    l->sizes[l->n++] = size;
+    return 0;
+}
+
+/* Walk directory `rel` (relative to the root), adding keys that start
+ * with prefix. Depth is bounded; symlinks are not followed. */
+static dlk_status walk(file_store *fs, const char *rel, const char *prefix,
+                       key_list *l, int depth, dlk_error *err)
+{
+    if (depth > 16)
+        return DLK_OK;
+    int fd = *rel ? openat(fs->rootfd, rel, O_RDONLY | O_DIRECTORY |
+                                               O_CLOEXEC | O_NOFOLLOW)
+                  : dup(fs->rootfd);
+    if (fd < 0)
+        return errno == ENOENT || errno == ENOTDIR
+                   ? DLK_OK : io_fail(err, fs, "list", rel, errno);
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return io_fail(err, fs, "list", rel, errno);
+    }
+    dlk_status rc = DLK_OK;
+    struct dirent *de;
+    char key[1100];
+    size_t plen = strlen(prefix);
+    while (!rc && (de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.' &&
+            (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2]) ||
+             strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0))
+            continue;
+        int n = snprintf(key, sizeof key, "%s%s%s", rel, *rel ? "/" : "",
+                         de->d_name);
+        if (n < 0 || (size_t)n >= sizeof key)
+            continue;
+        /* prune: the key or the prefix must extend the other */
+        size_t klen = (size_t)n;
+        if (strncmp(key, prefix, klen < plen ? klen : plen) != 0)
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode))
+            rc = walk(fs, key, prefix, l, depth + 1, err);
+        else if (S_ISREG(st.st_mode) && klen >= plen &&
+                 add_key(l, key, (uint64_t)st.st_size) != 0)
+            rc = dlk_fail(err, DLK_ENOMEM, "out of memory listing '%s'",
+                          fs->root);
+    }
+    closedir(d);
+    return rc;
+}
+
+static int cmp_idx(const void *a, const void *b, void *keys)
+{
+    char **k = keys;
+    return strcmp(k[*(const size_t *)a], k[*(const size_t *)b]);
+}
+
+static dlk_status fs_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
+                          void *ud, dlk_error *err)
+{
+    file_store *fs = (file_store *)s;
+    key_list l = {0};
+    dlk_status rc = walk(fs, "", prefix, &l, 0, err);
+    size_t *order = NULL;
+    if (!rc && l.n) {
+        order = malloc(l.n * sizeof *order);
+        if (!order)
+            rc = dlk_fail(err, DLK_ENOMEM, "out of memory listing '%s'",
+                          fs->root);
+        else {
+            for (size_t i = 0; i < l.n; i++)
+                order[i] = i;
+            qsort_r(order, l.n, sizeof *order, cmp_idx, l.keys);
+        }
+    }
+    for (size_t i = 0; !rc && i < l.n; i++)
+        if (fn(ud, l.keys[order[i]], l.sizes[order[i]]))
+            break;
+    for (size_t i = 0; i < l.n; i++)
+        free(l.keys[i]);
+    free(l.keys);
+    free(l.sizes);
+    free(order);
+    return rc;
+}
+
+static void fs_free(dlk_store *s)
+{
+    file_store *fs = (file_store *)s;
+    if (fs->rootfd >= 0)
+        close(fs->rootfd);
+    free(fs->root);
+    free(fs->base.url);
+    free(fs);
+}
+
+static const dlk_store_ops file_ops = {
+    "file", fs_get, fs_head, fs_put, fs_del, fs_list, fs_free,
+};
+
+dlk_status dlk_store_open_file(const char *path, bool create,
+                               dlk_store **out, dlk_error *err)
+{
+    *out = NULL;
+    if (!path || !*path)
+        return dlk_fail(err, DLK_EINVAL, "empty dataset path");
+    file_store *fs = calloc(1, sizeof *fs);
+    if (!fs)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    fs->base.ops = &file_ops;
+    fs->rootfd = -1;
+    fs->root = strdup(path);
+    fs->base.url = strdup(path);
+    if (!fs->root || !fs->base.url) {
+        fs_free(&fs->base);
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
+    size_t n = strlen(fs->root);
+    while (n > 1 && fs->root[n - 1] == '/')
+        fs->root[--n] = '\0';
+    /* Only a creator makes the root; a reader of a missing dataset must
+     * not leave an empty directory behind. */
+    if (create && mkdir(fs->root, 0777) != 0 && errno != EEXIST) {
+        int e = errno;
+        dlk_status rc = dlk_fail(err, errno_status(e),
+                                 "cannot create directory '%s': %s",
+                                 fs->root, strerror(e));
+        fs_free(&fs->base);
+        return rc;
+    }
+    fs->rootfd = open(fs->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fs->rootfd < 0) {
+        int e = errno;
+        dlk_status rc = dlk_fail(err, errno_status(e),
+                                 "cannot open directory '%s': %s", fs->root,
+                                 strerror(e));
+        fs_free(&fs->base);
+        return rc;
+    }
+    *out = &fs->base;
+    return DLK_OK;
+}

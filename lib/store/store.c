@@ -1,0 +1,137 @@
+/* store.c - choosing a store by URL, key checks, and the checked wrappers
+ * that every caller goes through. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+dlk_status dlk_store_open(const char *url, bool create, dlk_store **out,
+                          dlk_error *err)
+{
+    *out = NULL;
+    if (!url || !*url)
+        return dlk_fail(err, DLK_EINVAL, "empty dataset url");
+    if (strncmp(url, "s3://", 5) == 0)
+        return dlk_store_open_s3(url, out, err);
+    if (strncmp(url, "file://", 7) == 0)
+        return dlk_store_open_file(url + 7, create, out, err);
+    const char *colon = strstr(url, "://");
+    if (colon) {
+        return dlk_fail(err, DLK_EUNSUPPORTED,
+                        "unsupported url scheme in '%.*s' (use a path, "
+                        "file:// or s3://)", (int)(colon - url + 3), url);
+    }
+    return dlk_store_open_file(url, create, out, err);
+}
+
+void dlk_store_free(dlk_store *s)
+{
+    if (s)
+        s->ops->free(s);
+}
+
+/* Valid UTF-8 without overlongs or surrogates. */
+static bool utf8_valid(const unsigned char *p)
+{
+    while (*p) {
+        unsigned c = *p;
+        int n;
+        unsigned min;
+        if (c < 0x80) { p++; continue; }
+        else if ((c & 0xe0) == 0xc0) { n = 1; c &= 0x1f; min = 0x80; }
+        else if ((c & 0xf0) == 0xe0) { n = 2; c &= 0x0f; min = 0x800; }
+        else if ((c & 0xf8) == 0xf0) { n = 3; c &= 0x07; min = 0x10000; }
+        else return false;
+        for (int i = 1; i <= n; i++) {
+            if ((p[i] & 0xc0) != 0x80)
+                return false;
+            c = (c << 6) | (p[i] & 0x3f);
+        }
+        if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+            return false;
+        p += n + 1;
+    }
+    return true;
+}
+
+bool dlk_key_valid(const char *key)
+{
+    if (!key || !*key || key[0] == '/' || strlen(key) > 1024)
+        return false;
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+        if (*p < 0x20 || *p == 0x7f || *p == '\\')
+            return false;
+    if (!utf8_valid((const unsigned char *)key))
+        return false;
+    /* no empty, "." or ".." segment */
+    const char *seg = key;
+    for (;;) {
+        const char *end = strchr(seg, '/');
+        size_t n = end ? (size_t)(end - seg) : strlen(seg);
+        if (n == 0 || (n == 1 && seg[0] == '.') ||
+            (n == 2 && seg[0] == '.' && seg[1] == '.'))
+            return false;
+        if (!end)
+            return true;
+        seg = end + 1;
+    }
+}
+
+static dlk_status bad_key(const char *key, dlk_error *err)
+{
+    return dlk_fail(err, DLK_EINVAL, "invalid object key '%.200s'",
+                    key ? key : "(null)");
+}
+
+dlk_status dlk_store_get(dlk_store *s, const char *key, uint64_t max,
+                         dlk_buf *out, dlk_obj_info *info, dlk_error *err)
+{
+    if (!dlk_key_valid(key))
+        return bad_key(key, err);
+    return s->ops->get(s, key, 0, UINT64_MAX, max, out, info, err);
+}
+
+dlk_status dlk_store_get_range(dlk_store *s, const char *key, uint64_t off,
+                               uint64_t len, dlk_buf *out, dlk_error *err)
+{
+    if (!dlk_key_valid(key))
+        return bad_key(key, err);
+    return s->ops->get(s, key, off, len, len, out, NULL, err);
+}
+
+dlk_status dlk_store_head(dlk_store *s, const char *key, dlk_obj_info *info,
+                          dlk_error *err)
+{
+    if (!dlk_key_valid(key))
+        return bad_key(key, err);
+    return s->ops->head(s, key, info, err);
+}
+
+dlk_status dlk_store_put(dlk_store *s, const char *key, const void *data,
+                         size_t len, dlk_put_mode mode, const char *etag,
+                         dlk_obj_info *out, dlk_error *err)
+{
+    if (!dlk_key_valid(key))
+        return bad_key(key, err);
+    if (mode == DLK_PUT_IF_MATCH && (!etag || !*etag))
+        return dlk_fail(err, DLK_EINVAL, "conditional put of '%s' without "
+                        "an etag", key);
+    return s->ops->put(s, key, data, len, mode, etag, out, err);
+}
+
+dlk_status dlk_store_del(dlk_store *s, const char *key, dlk_error *err)
+{
+    if (!dlk_key_valid(key))
+        return bad_key(key, err);
+    return s->ops->del(s, key, err);
+}
+
+dlk_status dlk_store_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
+                          void *ud, dlk_error *err)
+{
+    if (!prefix)
+        prefix = "";
+    if (strstr(prefix, ".."))
+        return bad_key(prefix, err);
+    return s->ops->list(s, prefix, fn, ud, err);
+}

@@ -1,0 +1,72 @@
+/* error.c - filling dlk_error and naming status codes. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *dlk_strerror(dlk_status code)
+{
+    switch (code) {
+    case DLK_OK: return "success";
+    case DLK_EINVAL: return "invalid argument";
+    case DLK_ENOTFOUND: return "not found";
+    case DLK_EEXIST: return "already exists";
+    case DLK_ECORRUPT: return "corrupt data";
+    case DLK_EIO: return "i/o error";
+    case DLK_ENOMEM: return "out of memory";
+    case DLK_EUNSUPPORTED: return "unsupported";
+    case DLK_ECONFLICT: return "conflicting concurrent update";
+    case DLK_EAUTH: return "access denied";
+    case DLK_ENET: return "network or server error";
+    case DLK_ELIMIT: return "over a limit";
+    case DLK_EDECODE: return "cannot decode";
+    case DLK_EGPU: return "gpu error";
+    case DLK_EINTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+int dlk_version_number(void) { return DLK_VERSION_NUMBER; }
+const char *dlk_version_string(void) { return DLK_VERSION_STRING; }
+
+dlk_status dlk_fail(dlk_error *err, dlk_status code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        err->code = code;
+    }
+    return code;
+}
+
+dlk_status dlk_fail_wrap(dlk_error *err, const char *fmt, ...)
+{
+    if (!err)
+        return DLK_EINTERNAL;
+    char old[DLK_ERRMSG_MAX], pre[DLK_ERRMSG_MAX];
+    memcpy(old, err->msg, sizeof old);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof pre, fmt, ap);
+    va_end(ap);
+    size_t n = strlen(pre);
+    if (n > sizeof err->msg - 3)
+        n = sizeof err->msg - 3;
+    memcpy(err->msg, pre, n);
+    memcpy(err->msg + n, ": ", 2);
+    size_t room = sizeof err->msg - n - 3;
+    size_t m = strnlen(old, room);
+    memcpy(err->msg + n + 2, old, m);
+    err->msg[n + 2 + m] = '\0';
+    return err->code;
+}
+
+void dlk_error_clear(dlk_error *err)
+{
+    if (err) {
+        err->code = DLK_OK;
+        err->msg[0] = '\0';
+    }
+}
