@@ -47,7 +47,22 @@ fails() {
     _report "$name" $? "$want"
 }
 
-check() { ok "$@"; }
+# Assertions read $OUT/$ERR of the previous command, so their own output
+# goes elsewhere.
+check() {
+    local name=$1; shift
+    "$@" >"$T/.check.out" 2>"$T/.check.err"
+    local rc=$?
+    if [ "$rc" -eq 0 ]; then
+        echo "ok - $name"
+        return 0
+    fi
+    echo "not ok - $name (exit $rc)"
+    sed 's/^/#   /' "$T/.check.out" "$T/.check.err" | head -n 15
+    sed 's/^/#   previous stdout: /' "$OUT" | head -n 10
+    sed 's/^/#   previous stderr: /' "$ERR" | head -n 10
+    return 1
+}
 
 skip() { echo "ok - $1 # SKIP $2"; }
 
@@ -55,3 +70,47 @@ dlk() { "$DLK" "$@"; }
 
 # Python with numpy, for reading what dlk writes independently.
 have_numpy() { python3 -c 'import numpy' 2>/dev/null; }
+
+# Dataset URLs: local by default; under DLK_TEST_STORE=s3 (set by the S3
+# suite, which also starts the server and exports DLK_TEST_BUCKET) the same
+# tests run against s3://.
+ds_url() {
+    if [ "${DLK_TEST_STORE:-file}" = s3 ]; then
+        echo "s3://$DLK_TEST_BUCKET/$(basename "$T")/$1"
+    else
+        echo "$T/$1"
+    fi
+}
+
+# Copy an object of a dataset to a local file and back (to corrupt it).
+obj_get() { # URL KEY FILE
+    if [ "${DLK_TEST_STORE:-file}" = s3 ]; then
+        aws s3 cp --quiet --endpoint-url "$AWS_ENDPOINT_URL" "$1/$2" "$3"
+    else
+        cp "$1/$2" "$3"
+    fi
+}
+obj_put() { # URL KEY FILE
+    if [ "${DLK_TEST_STORE:-file}" = s3 ]; then
+        aws s3 cp --quiet --endpoint-url "$AWS_ENDPOINT_URL" "$3" "$1/$2"
+    else
+        cp "$3" "$1/$2.tmp" && mv "$1/$2.tmp" "$1/$2"
+    fi
+}
+
+# The key of the first chunk of a tensor, from `dlk ls`-independent JSON.
+first_chunk_key() { # URL TENSOR
+    local f=$T/.manifest.json
+    obj_get "$1" staging/manifest.json "$f" &&
+        python3 -c 'import json,sys
+m=json.load(open(sys.argv[1]))
+t=[t for t in m["tensors"] if t["name"]==sys.argv[2]][0]
+print("chunks/%s/%s" % (t["name"], t["chunks"][0][0]))' "$f" "$2"
+}
+
+# Flip one byte of a file at an offset (negative: from the end).
+flip_byte() { # FILE OFFSET
+    python3 -c 'import sys
+p,o=sys.argv[1],int(sys.argv[2])
+b=bytearray(open(p,"rb").read()); b[o]^=0x5a; open(p,"wb").write(b)' "$1" "$2"
+}

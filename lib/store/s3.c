@@ -1,0 +1,808 @@
+/* s3.c - the store on S3 and S3-compatible object storage.
+ *
+ * The root is s3://BUCKET/PREFIX; a key K is the object PREFIX/K.  Each
+ * operation builds one request (or, for large puts, a multipart upload)
+ * and hands it to the store's engine (s3_http.c), which signs, sends,
+ * retries and bounds concurrency.  This file turns answers into dlk
+ * statuses and messages naming the object, the HTTP status, the S3 error
+ * code and the request id. */
+#include "s3_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PART_WINDOW 16        /* parts of one upload in flight at most */
+#define MAX_PARTS 10000       /* S3's limit */
+
+typedef struct s3_store {
+    dlk_store base;
+    s3_config cfg;
+    s3_engine *eng;
+    char *bucket;
+    char *prefix;       /* "" or "a/b": no leading or trailing '/' */
+    char *base_url;     /* objects are base_url "/" key */
+} s3_store;
+
+/* ---- names and urls ------------------------------------------------- */
+
+/* Percent-encode s into b: every byte but the unreserved ones, and '/'
+ * too unless keep_slash (object paths keep it; query values do not). */
+static dlk_status enc_append(dlk_buf *b, const char *s, bool keep_slash,
+                             dlk_error *err)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    dlk_status rc = dlk_buf_reserve(b, strlen(s) * 3 + 1, err);
+    if (rc)
+        return rc;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        unsigned c = *p;
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+            (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' ||
+            c == '~' || (keep_slash && c == '/')) {
+            b->data[b->len++] = (uint8_t)c;
+        } else {
+            b->data[b->len++] = '%';
+            b->data[b->len++] = (uint8_t)hex[c >> 4];
+            b->data[b->len++] = (uint8_t)hex[c & 15];
+        }
+    }
+    return DLK_OK;
+}
+
+static dlk_status str_append(dlk_buf *b, const char *s, dlk_error *err)
+{
+    return dlk_buf_append(b, s, strlen(s), err);
+}
+
+static dlk_status terminate(dlk_buf *b, dlk_error *err)
+{
+    dlk_status rc = dlk_buf_append(b, "", 1, err);
+    if (!rc)
+        b->len--;
+    return rc;
+}
+
+/* The object key of store key `key` ("" for the root itself). */
+static char *object_key(const s3_store *s, const char *key)
+{
+    size_t pn = strlen(s->prefix), kn = strlen(key);
+    char *o = malloc(pn + kn + 2);
+    if (!o)
+        return NULL;
+    if (pn && kn)
+        snprintf(o, pn + kn + 2, "%s/%s", s->prefix, key);
+    else
+        snprintf(o, pn + kn + 2, "%s", pn ? s->prefix : key);
+    return o;
+}
+
+/* base_url "/" enc(okey) ["?" query]; query already canonical (sorted,
+ * encoded), because libcurl 7.88 signs it as written. */
+static dlk_status make_url(const s3_store *s, const char *okey,
+                           const char *query, dlk_buf *url, dlk_error *err)
+{
+    dlk_buf_init(url);
+    dlk_status rc = str_append(url, s->base_url, err);
+    if (!rc)
+        rc = str_append(url, "/", err);
+    if (!rc)
+        rc = enc_append(url, okey, true, err);
+    if (!rc && query && *query) {
+        rc = str_append(url, "?", err);
+        if (!rc)
+            rc = str_append(url, query, err);
+    }
+    if (!rc)
+        rc = terminate(url, err);
+    if (rc)
+        dlk_buf_free(url);
+    return rc;
+}
+
+/* ---- answers to statuses -------------------------------------------- */
+
+static bool auth_code(const char *code)
+{
+    static const char *const codes[] = {
+        "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch",
+        "ExpiredToken", "InvalidToken", "TokenRefreshRequired",
+        "AuthorizationHeaderMalformed", "AllAccessDisabled",
+    };
+    for (size_t i = 0; i < sizeof codes / sizeof *codes; i++)
+        if (strcmp(code, codes[i]) == 0)
+            return true;
+    return false;
+}
+
+/* The failure of request r on object okey, doing `verb`.  Never names
+ * credentials: only status, error code, request id, curl's reason. */
+static dlk_status req_fail(const s3_store *s, const s3_req *r,
+                           const char *verb, const char *okey,
+                           dlk_put_mode mode, dlk_error *err)
+{
+    char tries[48] = "";
+    if (r->attempts > 1)
+        snprintf(tries, sizeof tries, ", after %d attempts", r->attempts);
+    if (r->oom)
+        return dlk_fail(err, DLK_ENOMEM, "cannot %s 's3://%s/%s': out of "
+                        "memory", verb, s->bucket, okey);
+    if (r->status == 0)
+        return dlk_fail(err, DLK_ENET, "cannot %s 's3://%s/%s': %s%s", verb,
+                        s->bucket, okey, r->curl_msg, tries);
+    s3_error_info ei;
+    s3_xml_error(r->errbody.data, r->errbody.len, &ei);
+    const char *rid = ei.request_id[0] ? ei.request_id : r->request_id;
+    if (r->status == 412 && mode == DLK_PUT_IF_ABSENT)
+        return dlk_fail(err, DLK_EEXIST, "object 's3://%s/%s' already "
+                        "exists", s->bucket, okey);
+    if (r->status == 412 && mode == DLK_PUT_IF_MATCH)
+        return dlk_fail(err, DLK_ECONFLICT, "object 's3://%s/%s' was changed "
+                        "by another writer (HTTP 412)", s->bucket, okey);
+    if (r->status == 404 && mode == DLK_PUT_IF_MATCH)
+        return dlk_fail(err, DLK_ECONFLICT, "object 's3://%s/%s' vanished "
+                        "under a conditional update", s->bucket, okey);
+    dlk_status code = DLK_ENET;
+    if (r->status == 401 || r->status == 403 || auth_code(ei.code))
+        code = DLK_EAUTH;
+    else if (r->status == 404)
+        code = DLK_ENOTFOUND;
+    else if (r->status == 416)
+        code = DLK_ECORRUPT;
+    const char *hint = "";
+    if (code == DLK_EAUTH && !s->cfg.access_key)
+        hint = " (no aws credentials found: request was not signed)";
+    return dlk_fail(err, code, "cannot %s 's3://%s/%s': HTTP %ld%s%s%s%s%s%s",
+                    verb, s->bucket, okey, r->status, ei.code[0] ? " " : "",
+                    ei.code, rid[0] ? " (request id " : "", rid,
+                    rid[0] ? ")" : "", tries[0] ? tries : hint);
+}
+
+/* Run one request; returns its status class, the caller inspects r. */
+static dlk_status run(s3_store *s, s3_req *r, const char *method,
+                      const char *okey, const char *query, dlk_error *err)
+{
+    dlk_buf url;
+    dlk_status rc = make_url(s, okey, query, &url, err);
+    if (rc)
+        return rc;
+    r->method = method;
+    r->url = (const char *)url.data;
+    s3_perform(s->eng, r);
+    r->url = NULL;
+    dlk_buf_free(&url);
+    return DLK_OK;
+}
+
+static bool ok2xx(const s3_req *r)
+{
+    return r->status >= 200 && r->status < 300;
+}
+
+/* ---- head ----------------------------------------------------------- */
+
+static dlk_status do_head(s3_store *s, const char *okey, dlk_obj_info *info,
+                          dlk_error *err)
+{
+    s3_req r = {0};
+    dlk_status rc = run(s, &r, "HEAD", okey, NULL, err);
+    if (!rc && !ok2xx(&r))
+        rc = req_fail(s, &r, "stat", okey, DLK_PUT_ALWAYS, err);
+    if (!rc && r.content_length == UINT64_MAX)
+        rc = dlk_fail(err, DLK_ENET, "cannot stat 's3://%s/%s': no "
+                      "content-length in the answer", s->bucket, okey);
+    if (!rc && info) {
+        info->size = r.content_length;
+        snprintf(info->etag, sizeof info->etag, "%s", r.etag);
+    }
+    s3_req_fini(&r);
+    return rc;
+}
+
+static dlk_status s3_head(dlk_store *st, const char *key, dlk_obj_info *info,
+                          dlk_error *err)
+{
+    s3_store *s = (s3_store *)st;
+    char *okey = object_key(s, key);
+    if (!okey)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    dlk_status rc = do_head(s, okey, info, err);
+    free(okey);
+    return rc;
+}
+
+/* ---- get ------------------------------------------------------------ */
+
+static dlk_status short_object(const s3_store *s, const char *okey,
+                               uint64_t off, uint64_t len, uint64_t size,
+                               dlk_error *err)
+{
+    if (size == UINT64_MAX)
+        return dlk_fail(err, DLK_ECORRUPT, "short object 's3://%s/%s': "
+                        "range %llu+%llu past its end", s->bucket, okey,
+                        (unsigned long long)off, (unsigned long long)len);
+    return dlk_fail(err, DLK_ECORRUPT, "short object 's3://%s/%s': range "
+                    "%llu+%llu past its %llu bytes", s->bucket, okey,
+                    (unsigned long long)off, (unsigned long long)len,
+                    (unsigned long long)size);
+}
+
+static dlk_status over_limit(const s3_store *s, const char *okey,
+                             uint64_t n, uint64_t max, dlk_error *err)
+{
+    if (n == UINT64_MAX)
+        return dlk_fail(err, DLK_ELIMIT, "object 's3://%s/%s' is over the "
+                        "limit of %llu bytes", s->bucket, okey,
+                        (unsigned long long)max);
+    return dlk_fail(err, DLK_ELIMIT, "object 's3://%s/%s' is %llu bytes, "
+                    "over the limit of %llu", s->bucket, okey,
+                    (unsigned long long)n, (unsigned long long)max);
+}
+
+/* A GET that needs no bytes: check the range against the size. */
+static dlk_status get_empty(s3_store *s, const char *okey, uint64_t off,
+                            uint64_t len, dlk_obj_info *info, dlk_error *err)
+{
+    dlk_obj_info oi;
+    dlk_status rc = do_head(s, okey, &oi, err);
+    if (rc)
+        return rc;
+    if (off > oi.size)
+        return short_object(s, okey, off, len, oi.size, err);
+    if (info)
+        *info = oi;
+    return DLK_OK;
+}
+
+static dlk_status s3_get(dlk_store *st, const char *key, uint64_t off,
+                         uint64_t len, uint64_t max, dlk_buf *out,
+                         dlk_obj_info *info, dlk_error *err)
+{
+    s3_store *s = (s3_store *)st;
+    char *okey = object_key(s, key);
+    if (!okey)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    dlk_status rc = DLK_OK;
+    char range[64] = "";
+    uint64_t end;
+    if (len != UINT64_MAX && len > max) {
+        rc = over_limit(s, okey, len, max, err);
+        goto out;
+    }
+    if (len == 0) {
+        rc = get_empty(s, okey, off, len, info, err);
+        goto out;
+    }
+    if (len != UINT64_MAX) {
+        if (!dlk_add_u64(off, len - 1, &end)) {
+            rc = short_object(s, okey, off, len, UINT64_MAX, err);
+            goto out;
+        }
+        snprintf(range, sizeof range, "Range: bytes=%llu-%llu",
+                 (unsigned long long)off, (unsigned long long)end);
+    } else if (off) {
+        snprintf(range, sizeof range, "Range: bytes=%llu-",
+                 (unsigned long long)off);
+    }
+    struct curl_slist *hdr = NULL;
+    if (range[0] && !(hdr = curl_slist_append(NULL, range))) {
+        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        goto out;
+    }
+    s3_req r = {0};
+    r.headers = hdr;
+    r.out = out;
+    r.max = max;
+    rc = run(s, &r, "GET", okey, NULL, err);
+    curl_slist_free_all(hdr);
+    if (rc)
+        goto done;
+    size_t start = r.out_start;
+    if (r.over_limit) {
+        rc = over_limit(s, okey, r.content_length, max, err);
+    } else if (r.status == 416 && len == UINT64_MAX) {
+        rc = get_empty(s, okey, off, len, info, err);  /* off == size? */
+    } else if (r.status == 416) {
+        rc = short_object(s, okey, off, len, r.total_size, err);
+    } else if (!ok2xx(&r)) {
+        rc = req_fail(s, &r, "read", okey, DLK_PUT_ALWAYS, err);
+    } else if (r.short_body) {
+        rc = dlk_fail(err, DLK_ENET, "cannot read 's3://%s/%s': %llu of "
+                      "%llu bytes received, after %d attempts", s->bucket,
+                      okey, (unsigned long long)r.received,
+                      (unsigned long long)r.content_length, r.attempts);
+    } else {
+        uint64_t size = r.status == 206 ? r.total_size : r.received;
+        if (range[0] && r.status == 200) {
+            /* the server ignored Range: cut the answer ourselves */
+            size = r.received;
+            uint64_t want = len == UINT64_MAX ? size - (off < size ? off : size)
+                                              : len;
+            if (off > size || want > size - off) {
+                rc = short_object(s, okey, off, len, size, err);
+            } else {
+                memmove(out->data + start, out->data + start + off,
+                        (size_t)want);
+                out->len = start + (size_t)want;
+            }
+        } else if (len != UINT64_MAX && r.received < len) {
+            rc = short_object(s, okey, off, len, size, err);
+        }
+        if (!rc && info) {
+            info->size = size;
+            snprintf(info->etag, sizeof info->etag, "%s", r.etag);
+        }
+    }
+    if (rc && out->len > start)
+        out->len = start;
+done:
+    s3_req_fini(&r);
+out:
+    free(okey);
+    return rc;
+}
+
+/* ---- put ------------------------------------------------------------ */
+
+static struct curl_slist *cond_headers(dlk_put_mode mode, const char *etag,
+                                       bool *oom)
+{
+    char h[DLK_ETAG_MAX + 16];
+    *oom = false;
+    if (mode == DLK_PUT_IF_ABSENT)
+        snprintf(h, sizeof h, "If-None-Match: *");
+    else if (mode == DLK_PUT_IF_MATCH)
+        snprintf(h, sizeof h, "If-Match: %s", etag);
+    else
+        return NULL;
+    struct curl_slist *l = curl_slist_append(NULL, h);
+    *oom = !l;
+    return l;
+}
+
+static dlk_status put_single(s3_store *s, const char *okey, const void *data,
+                             size_t len, dlk_put_mode mode, const char *etag,
+                             dlk_obj_info *info, dlk_error *err)
+{
+    bool oom;
+    struct curl_slist *hdr = cond_headers(mode, etag, &oom);
+    if (oom)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    s3_req r = {0};
+    r.headers = hdr;
+    r.body = data;
+    r.body_len = len;
+    dlk_status rc = run(s, &r, "PUT", okey, NULL, err);
+    curl_slist_free_all(hdr);
+    if (!rc && !ok2xx(&r))
+        rc = req_fail(s, &r, "write", okey, mode, err);
+    if (!rc && info) {
+        info->size = len;
+        snprintf(info->etag, sizeof info->etag, "%s", r.etag);
+    }
+    s3_req_fini(&r);
+    return rc;
+}
+
+static dlk_status s3_put_multipart(s3_store *s, const char *okey, const void *data,
+                            size_t len, dlk_put_mode mode, const char *etag,
+                            dlk_obj_info *info, dlk_error *err);
+
+static dlk_status s3_put(dlk_store *st, const char *key, const void *data,
+                         size_t len, dlk_put_mode mode, const char *etag,
+                         dlk_obj_info *info, dlk_error *err)
+{
+    s3_store *s = (s3_store *)st;
+    if (mode == DLK_PUT_IF_MATCH &&
+        (!etag || strlen(etag) >= DLK_ETAG_MAX || strpbrk(etag, "\r\n")))
+        return dlk_fail(err, DLK_EINVAL, "invalid etag for a conditional "
+                        "put of '%s'", key);
+    char *okey = object_key(s, key);
+    if (!okey)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    dlk_status rc = len >= s->cfg.multipart_threshold
+        ? s3_put_multipart(s, okey, data, len, mode, etag, info, err)
+        : put_single(s, okey, data, len, mode, etag, info, err);
+    free(okey);
+    return rc;
+}
+
+/* ---- multipart upload ----------------------------------------------- */
+
+typedef struct part {
+    s3_req r;
+    dlk_buf url;
+    char etag[DLK_ETAG_MAX];
+} part;
+
+static dlk_status mp_abort(s3_store *s, const char *okey, const char *qid)
+{
+    dlk_buf q;
+    dlk_buf_init(&q);
+    dlk_status rc = str_append(&q, "uploadId=", NULL);
+    if (!rc)
+        rc = str_append(&q, qid, NULL);
+    if (!rc)
+        rc = terminate(&q, NULL);
+    if (!rc) {
+        s3_req r = {0};
+        run(s, &r, "DELETE", okey, (const char *)q.data, NULL);
+        s3_req_fini(&r);
+    }
+    dlk_buf_free(&q);
+    return rc;
+}
+
+static dlk_status mp_parts(s3_store *s, const char *okey, const char *qid,
+                           const uint8_t *data, size_t len, uint64_t psize,
+                           part *parts, size_t nparts, dlk_error *err)
+{
+    dlk_status rc = DLK_OK;
+    size_t next = 0, waited = 0;
+    while (waited < nparts) {
+        while (!rc && next < nparts && next - waited < PART_WINDOW) {
+            part *p = &parts[next];
+            char q[64];
+            snprintf(q, sizeof q, "partNumber=%zu&uploadId=", next + 1);
+            dlk_buf qb;
+            dlk_buf_init(&qb);
+            rc = str_append(&qb, q, err);
+            if (!rc)
+                rc = str_append(&qb, qid, err);
+            if (!rc)
+                rc = terminate(&qb, err);
+            if (!rc)
+                rc = make_url(s, okey, (const char *)qb.data, &p->url, err);
+            dlk_buf_free(&qb);
+            if (rc)
+                break;
+            uint64_t off = (uint64_t)next * psize;
+            p->r.method = "PUT";
+            p->r.url = (const char *)p->url.data;
+            p->r.body = data + off;
+            p->r.body_len = (size_t)(len - off < psize ? len - off : psize);
+            s3_submit(s->eng, &p->r);
+            next++;
+        }
+        if (waited == next)
+            break;
+        part *p = &parts[waited++];
+        s3_wait(s->eng, &p->r);
+        if (!rc && !ok2xx(&p->r))
+            rc = req_fail(s, &p->r, "write a part of", okey, DLK_PUT_ALWAYS,
+                          err);
+        else if (!rc && !p->r.etag[0])
+            rc = dlk_fail(err, DLK_ENET, "cannot write a part of "
+                          "'s3://%s/%s': no etag in the answer", s->bucket,
+                          okey);
+        snprintf(p->etag, sizeof p->etag, "%s", p->r.etag);
+        s3_req_fini(&p->r);
+        dlk_buf_free(&p->url);
+    }
+    return rc;
+}
+
+static dlk_status mp_complete(s3_store *s, const char *okey, const char *qid,
+                              part *parts, size_t nparts, dlk_put_mode mode,
+                              const char *etag, dlk_obj_info *info,
+                              size_t len, dlk_error *err)
+{
+    dlk_buf body, q, resp;
+    dlk_buf_init(&body);
+    dlk_buf_init(&q);
+    dlk_buf_init(&resp);
+    dlk_status rc = str_append(&body, "<CompleteMultipartUpload>", err);
+    for (size_t i = 0; !rc && i < nparts; i++) {
+        char x[DLK_ETAG_MAX + 96];
+        snprintf(x, sizeof x, "<Part><PartNumber>%zu</PartNumber><ETag>%s"
+                 "</ETag></Part>", i + 1, parts[i].etag);
+        rc = str_append(&body, x, err);
+    }
+    if (!rc)
+        rc = str_append(&body, "</CompleteMultipartUpload>", err);
+    if (!rc)
+        rc = str_append(&q, "uploadId=", err);
+    if (!rc)
+        rc = str_append(&q, qid, err);
+    if (!rc)
+        rc = terminate(&q, err);
+    bool oom;
+    struct curl_slist *hdr = rc ? NULL : cond_headers(mode, etag, &oom);
+    if (!rc && oom)
+        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    /* S3 may answer 200 with an <Error> body: retry those too */
+    for (int attempt = 0; !rc; attempt++) {
+        s3_req r = {0};
+        r.headers = hdr;
+        r.body = body.data;
+        r.body_len = body.len;
+        r.out = &resp;
+        r.max = 1 << 20;
+        resp.len = 0;
+        rc = run(s, &r, "POST", okey, (const char *)q.data, err);
+        s3_error_info ei;
+        if (!rc && !ok2xx(&r)) {
+            rc = req_fail(s, &r, "complete the upload of", okey, mode, err);
+        } else if (!rc && s3_xml_error(resp.data, resp.len, &ei)) {
+            bool again = (strcmp(ei.code, "InternalError") == 0 ||
+                          strcmp(ei.code, "SlowDown") == 0) &&
+                         attempt + 1 < s->cfg.max_attempts;
+            if (!again)
+                rc = dlk_fail(err, DLK_ENET, "cannot complete the upload of "
+                              "'s3://%s/%s': %s (request id %s)", s->bucket,
+                              okey, ei.code, ei.request_id);
+            s3_req_fini(&r);
+            if (again)
+                continue;
+            break;
+        } else if (!rc && info) {
+            info->size = len;
+            if (!s3_xml_find(resp.data, resp.len, "ETag", info->etag,
+                             sizeof info->etag))
+                snprintf(info->etag, sizeof info->etag, "%s", r.etag);
+        }
+        s3_req_fini(&r);
+        break;
+    }
+    curl_slist_free_all(hdr);
+    dlk_buf_free(&body);
+    dlk_buf_free(&q);
+    dlk_buf_free(&resp);
+    return rc;
+}
+
+static dlk_status s3_put_multipart(s3_store *s, const char *okey, const void *data,
+                            size_t len, dlk_put_mode mode, const char *etag,
+                            dlk_obj_info *info, dlk_error *err)
+{
+    uint64_t psize = s->cfg.part_size;
+    if ((len + psize - 1) / psize > MAX_PARTS)
+        psize = (len + MAX_PARTS - 1) / MAX_PARTS;
+    size_t nparts = (size_t)((len + psize - 1) / psize);
+
+    /* initiate */
+    dlk_buf resp;
+    dlk_buf_init(&resp);
+    s3_req r = {0};
+    r.out = &resp;
+    r.max = 1 << 20;
+    char id[1024];
+    dlk_status rc = run(s, &r, "POST", okey, "uploads=", err);
+    if (!rc && !ok2xx(&r))
+        rc = req_fail(s, &r, "start an upload of", okey, DLK_PUT_ALWAYS, err);
+    if (!rc && !s3_xml_find(resp.data, resp.len, "UploadId", id, sizeof id))
+        rc = dlk_fail(err, DLK_ENET, "cannot start an upload of "
+                      "'s3://%s/%s': no upload id in the answer", s->bucket,
+                      okey);
+    s3_req_fini(&r);
+    dlk_buf_free(&resp);
+    if (rc)
+        return rc;
+
+    dlk_buf qid;    /* the upload id, encoded for a query */
+    dlk_buf_init(&qid);
+    rc = enc_append(&qid, id, false, err);
+    if (!rc)
+        rc = terminate(&qid, err);
+    part *parts = rc ? NULL : calloc(nparts, sizeof *parts);
+    if (!rc && !parts)
+        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    if (!rc)
+        rc = mp_parts(s, okey, (const char *)qid.data, data, len, psize,
+                      parts, nparts, err);
+    if (!rc)
+        rc = mp_complete(s, okey, (const char *)qid.data, parts, nparts,
+                         mode, etag, info, len, err);
+    if (rc && qid.data)
+        mp_abort(s, okey, (const char *)qid.data);
+    free(parts);
+    dlk_buf_free(&qid);
+    return rc;
+}
+
+/* ---- delete --------------------------------------------------------- */
+
+static dlk_status s3_del(dlk_store *st, const char *key, dlk_error *err)
+{
+    s3_store *s = (s3_store *)st;
+    char *okey = object_key(s, key);
+    if (!okey)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    s3_req r = {0};
+    dlk_status rc = run(s, &r, "DELETE", okey, NULL, err);
+    if (!rc && !ok2xx(&r))
+        rc = req_fail(s, &r, "delete", okey, DLK_PUT_ALWAYS, err);
+    s3_req_fini(&r);
+    free(okey);
+    return rc;
+}
+
+/* ---- list ----------------------------------------------------------- */
+
+typedef struct list_ctx {
+    const s3_store *s;
+    dlk_list_fn fn;
+    void *ud;
+    size_t strip;     /* bytes of "PREFIX/" to drop from each key */
+} list_ctx;
+
+static int list_item(void *ud, const char *key, uint64_t size)
+{
+    list_ctx *c = ud;
+    if (strlen(key) <= c->strip || (c->strip &&
+        (strncmp(key, c->s->prefix, c->strip - 1) != 0 ||
+         key[c->strip - 1] != '/')))
+        return 0;     /* not below the root: not ours */
+    return c->fn(c->ud, key + c->strip, size);
+}
+
+static dlk_status s3_list(dlk_store *st, const char *prefix, dlk_list_fn fn,
+                          void *ud, dlk_error *err)
+{
+    s3_store *s = (s3_store *)st;
+    list_ctx c = {s, fn, ud, *s->prefix ? strlen(s->prefix) + 1 : 0};
+    /* "PREFIX/" + prefix, or just prefix at the bucket's root */
+    size_t n = strlen(s->prefix) + strlen(prefix) + 2;
+    char *full = malloc(n);
+    if (!full)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    snprintf(full, n, "%s%s%s", s->prefix, *s->prefix ? "/" : "", prefix);
+    char *token = NULL;
+    dlk_buf q, resp;
+    dlk_buf_init(&q);
+    dlk_buf_init(&resp);
+    dlk_status rc = DLK_OK;
+    for (;;) {
+        /* sorted by name: libcurl 7.88 signs the query as written */
+        q.len = 0;
+        resp.len = 0;
+        if (token) {
+            rc = str_append(&q, "continuation-token=", err);
+            if (!rc)
+                rc = enc_append(&q, token, false, err);
+            if (!rc)
+                rc = str_append(&q, "&", err);
+        }
+        if (!rc)
+            rc = str_append(&q, "encoding-type=url&list-type=2", err);
+        if (!rc && *full) {
+            rc = str_append(&q, "&prefix=", err);
+            if (!rc)
+                rc = enc_append(&q, full, false, err);
+        }
+        if (!rc)
+            rc = terminate(&q, err);
+        if (rc)
+            break;
+        s3_req r = {0};
+        r.out = &resp;
+        r.max = 64u << 20;
+        /* the bucket itself: base_url + "/" + "" */
+        rc = run(s, &r, "GET", "", (const char *)q.data, err);
+        if (!rc && !ok2xx(&r))
+            rc = req_fail(s, &r, "list", full, DLK_PUT_ALWAYS, err);
+        else if (!rc && (r.over_limit || r.short_body))
+            rc = dlk_fail(err, DLK_ENET, "cannot list 's3://%s/%s': bad "
+                          "answer size", s->bucket, full);
+        s3_req_fini(&r);
+        if (rc)
+            break;
+        s3_list_page page;
+        char what[1200];
+        snprintf(what, sizeof what, "s3://%s/%s", s->bucket, full);
+        rc = s3_xml_list(resp.data, resp.len, list_item, &c, &page, what,
+                         err);
+        free(token);
+        token = page.next_token;
+        if (rc || page.stopped || !page.truncated)
+            break;
+    }
+    free(token);
+    free(full);
+    dlk_buf_free(&q);
+    dlk_buf_free(&resp);
+    return rc;
+}
+
+/* ---- open and free -------------------------------------------------- */
+
+static void s3_free(dlk_store *st)
+{
+    s3_store *s = (s3_store *)st;
+    s3_engine_free(s->eng);
+    s3_config_free(&s->cfg);
+    free(s->bucket);
+    free(s->prefix);
+    free(s->base_url);
+    free(s->base.url);
+    free(s);
+}
+
+static const dlk_store_ops s3_ops = {
+    "s3", s3_get, s3_head, s3_put, s3_del, s3_list, s3_free,
+};
+
+static bool bucket_valid(const char *b, size_t n)
+{
+    if (n < 3 || n > 255)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = b[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_'))
+            return false;
+    }
+    return true;
+}
+
+static dlk_status make_base_url(s3_store *s, dlk_error *err)
+{
+    const s3_config *c = &s->cfg;
+    bool path = c->path_style;
+    /* dots break the TLS name of virtual hosts: AWS itself says path */
+    if (!path && !c->force_virtual && strchr(s->bucket, '.'))
+        path = true;
+    size_t n = strlen(s->bucket) + strlen(c->region) +
+               (c->endpoint ? strlen(c->endpoint) : 0) + 64;
+    if (!(s->base_url = malloc(n)))
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    if (c->endpoint && path) {
+        snprintf(s->base_url, n, "%s/%s", c->endpoint, s->bucket);
+    } else if (c->endpoint) {
+        const char *host = strstr(c->endpoint, "://") + 3;
+        snprintf(s->base_url, n, "%.*s%s.%s", (int)(host - c->endpoint),
+                 c->endpoint, s->bucket, host);
+    } else if (path) {
+        snprintf(s->base_url, n, "https://s3.%s.amazonaws.com/%s", c->region,
+                 s->bucket);
+    } else {
+        snprintf(s->base_url, n, "https://%s.s3.%s.amazonaws.com", s->bucket,
+                 c->region);
+    }
+    return DLK_OK;
+}
+
+dlk_status dlk_store_open_s3(const char *url, dlk_store **out, dlk_error *err)
+{
+    *out = NULL;
+    if (strncmp(url, "s3://", 5) != 0)
+        return dlk_fail(err, DLK_EINVAL, "not an s3 url '%.200s'", url);
+    const char *b = url + 5;
+    const char *slash = strchr(b, '/');
+    size_t bn = slash ? (size_t)(slash - b) : strlen(b);
+    if (!bucket_valid(b, bn))
+        return dlk_fail(err, DLK_EINVAL, "invalid bucket name in "
+                        "'%.200s'", url);
+    s3_store *s = calloc(1, sizeof *s);
+    if (!s)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    s->base.ops = &s3_ops;
+    s->bucket = strndup(b, bn);
+    const char *p = slash ? slash + 1 : "";
+    while (*p == '/')
+        p++;
+    s->prefix = strdup(p);
+    s->base.url = strdup(url);
+    if (!s->bucket || !s->prefix || !s->base.url) {
+        s3_free(&s->base);
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
+    size_t pn = strlen(s->prefix);
+    while (pn && s->prefix[pn - 1] == '/')
+        s->prefix[--pn] = '\0';
+    if (pn && !dlk_key_valid(s->prefix)) {
+        s3_free(&s->base);
+        return dlk_fail(err, DLK_EINVAL, "invalid prefix in '%.200s'", url);
+    }
+    dlk_status rc = s3_config_load(&s->cfg, err);
+    if (!rc)
+        rc = make_base_url(s, err);
+    if (!rc)
+        rc = s3_engine_new(&s->cfg, &s->eng, err);
+    if (rc) {
+        s3_free(&s->base);
+        return rc;
+    }
+    *out = &s->base;
+    return DLK_OK;
+}

@@ -1,0 +1,135 @@
+/*
+ * s3_internal.h - the pieces of the S3 store: configuration (s3_config.c),
+ * the request engine on a libcurl multi handle (s3_http.c), XML parsing
+ * (s3_xml.c) and the store operations (s3.c).
+ */
+#ifndef DLK_S3_INTERNAL_H
+#define DLK_S3_INTERNAL_H
+
+#include "internal.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+
+/* ---- configuration (s3_config.c) ----------------------------------- */
+
+typedef struct s3_config {
+    char *endpoint;       /* "scheme://host[:port][/path]", no trailing '/';
+                             NULL: AWS (https://s3.REGION.amazonaws.com) */
+    char *region;         /* never NULL after load */
+    char *access_key;     /* NULL when anonymous */
+    char *secret_key;     /* secret: never in a message */
+    char *session_token;  /* secret: never in a message */
+    char *ca_bundle;      /* AWS_CA_BUNDLE or NULL */
+    bool path_style;      /* bucket in the path, not in the host name */
+    bool force_virtual;   /* DLK_S3_ADDRESSING=virtual */
+    int max_inflight;     /* DLK_S3_MAX_INFLIGHT, default 64 */
+    int max_attempts;     /* DLK_S3_MAX_ATTEMPTS, default 8 */
+    uint64_t part_size;   /* DLK_S3_PART_SIZE, default 16 MiB */
+    uint64_t multipart_threshold; /* DLK_S3_MULTIPART_THRESHOLD, 64 MiB */
+} s3_config;
+
+/* Load from the environment and the shared AWS files, as the AWS tools
+ * do.  On error *c holds nothing that needs freeing. */
+dlk_status s3_config_load(s3_config *c, dlk_error *err);
+/* Wipes the secrets and frees everything; accepts a zeroed config. */
+void s3_config_free(s3_config *c);
+
+/* Value of `key` in section `section` of an INI file (AWS style: '#' and
+ * ';' comments, indented lines are sub-settings and skipped).  Returns 1
+ * and a malloc'd *out when found, 0 when not (found_section tells whether
+ * the section exists), -1 when out of memory.  A missing or unreadable
+ * file is "not found".  Lines longer than a bound are ignored. */
+int s3_ini_get(const char *path, const char *section, const char *key,
+               char **out, bool *found_section);
+
+/* ---- the request engine (s3_http.c) -------------------------------- */
+
+typedef struct s3_engine s3_engine;
+
+#define S3_ERRBODY_MAX (64u << 10)
+#define S3_REQID_MAX 128
+#define S3_CODE_MAX 64
+
+typedef struct s3_req {
+    /* set by the caller */
+    const char *method;          /* GET HEAD PUT POST DELETE */
+    const char *url;
+    struct curl_slist *headers;  /* extra headers (caller owns) */
+    const uint8_t *body;         /* PUT/POST payload */
+    size_t body_len;
+    dlk_buf *out;                /* 2xx body sink (GET, list, POST) */
+    uint64_t max;                /* DLK_ELIMIT past this many body bytes */
+
+    /* results, valid after s3_perform returns */
+    long status;                 /* HTTP status, 0 if none */
+    int curl_code;               /* CURLcode of the last attempt */
+    char curl_msg[256];
+    int attempts;
+    bool over_limit;             /* body larger than max */
+    bool short_body;             /* fewer bytes than Content-Length */
+    uint64_t content_length;     /* UINT64_MAX when absent */
+    uint64_t total_size;         /* from Content-Range, else UINT64_MAX */
+    char etag[DLK_ETAG_MAX];
+    char request_id[S3_REQID_MAX];
+    dlk_buf errbody;             /* non-2xx body, bounded; caller frees */
+
+    bool oom;                    /* no memory for the body or request */
+
+    /* engine state */
+    size_t out_start;
+    size_t body_off;
+    uint64_t received;
+    bool in_status_ok;
+    bool cond_ready;
+    struct curl_slist *all_headers;
+    int64_t not_before_ms;
+    bool done;
+    pthread_cond_t cond;
+    struct s3_req *next;
+} s3_req;
+
+dlk_status s3_engine_new(const s3_config *cfg, s3_engine **out,
+                         dlk_error *err);
+void s3_engine_free(s3_engine *e);
+/* Run r to completion (retrying what may be retried) from any thread;
+ * blocks the caller only.  Afterwards status is the HTTP status of the
+ * last attempt (0 when none came: curl_code and curl_msg say why). */
+void s3_perform(s3_engine *e, s3_req *r);
+/* Submit without waiting; s3_wait waits for one submitted request.
+ * Several requests may be in flight from one thread. */
+void s3_submit(s3_engine *e, s3_req *r);
+void s3_wait(s3_engine *e, s3_req *r);
+/* Release what a finished request holds (errbody, condition variable). */
+void s3_req_fini(s3_req *r);
+/* The current in-flight limit (AIMD), for tests and statistics. */
+int s3_engine_limit(s3_engine *e);
+
+/* ---- XML (s3_xml.c) ------------------------------------------------- */
+
+/* The fields of an S3 <Error> body ("" when absent). */
+typedef struct s3_error_info {
+    char code[S3_CODE_MAX];
+    char request_id[S3_REQID_MAX];
+} s3_error_info;
+
+/* Parse an error body; false if it is not one. */
+bool s3_xml_error(const void *body, size_t len, s3_error_info *out);
+
+/* One page of ListObjectsV2.  Keys are decoded (encoding-type=url). */
+typedef int (*s3_list_item_fn)(void *ud, const char *key, uint64_t size);
+typedef struct s3_list_page {
+    bool truncated;
+    char *next_token;     /* malloc'd, NULL when none */
+    int stopped;          /* non-zero when the callback stopped */
+} s3_list_page;
+dlk_status s3_xml_list(const void *body, size_t len, s3_list_item_fn fn,
+                       void *ud, s3_list_page *page, const char *what,
+                       dlk_error *err);
+
+/* Text of the first element named `name` anywhere in the document, into
+ * out (bounded).  false if absent or malformed. */
+bool s3_xml_find(const void *body, size_t len, const char *name, char *out,
+                 size_t cap);
+
+#endif /* DLK_S3_INTERNAL_H */

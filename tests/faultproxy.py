@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""faultproxy.py - an HTTP proxy between dlk and an S3 server that breaks
+requests on purpose, to test retries.
+
+    faultproxy.py --port 0 --upstream http://127.0.0.1:5000 \\
+        --delay-ms 50 --rate-500 0.03 --rate-503 0.03 \\
+        --rate-reset 0.02 --rate-truncate 0.02 --seed 1
+
+The client uses the proxy as its endpoint; requests are forwarded with
+their headers unchanged (Host included: SigV4 signs it).  Per request, at
+the configured rates, the proxy:
+  500       answers 500 InternalError (S3 XML body) without forwarding
+  503       answers 503 SlowDown (S3 XML body) without forwarding
+  reset     forwards, then resets the connection part-way through the
+            response body (or, for an answer without a body, before it)
+  truncate  forwards, sends fewer body bytes than Content-Length, closes
+and delays the first byte of every answer by --delay-ms.  It prints its
+port on the first line of stdout and one line per injected fault on
+stderr ("fault KIND METHOD PATH").  Only the standard library is used;
+connections, bodies and time are bounded (see the options).
+"""
+import argparse
+import http.client
+import random
+import socket
+import struct
+import sys
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+HOP = {"connection", "keep-alive", "proxy-connection", "proxy-authenticate",
+       "proxy-authorization", "te", "trailer", "transfer-encoding",
+       "upgrade", "expect"}
+CHUNK = 64 * 1024
+
+
+class Faults:
+    def __init__(self, args):
+        self.rng = random.Random(args.seed)
+        self.lock = threading.Lock()
+        self.table = [("500", args.rate_500), ("503", args.rate_503),
+                      ("reset", args.rate_reset),
+                      ("truncate", args.rate_truncate)]
+        self.counts = {k: 0 for k, _ in self.table}
+
+    def pick(self):
+        with self.lock:
+            r = self.rng.random()
+            cut = self.rng.random()
+        acc = 0.0
+        for kind, rate in self.table:
+            acc += rate
+            if r < acc:
+                return kind, cut
+        return None, cut
+
+    def note(self, kind, method, path):
+        with self.lock:
+            self.counts[kind] += 1
+        sys.stderr.write("fault %s %s %s\n" % (kind, method, path))
+        sys.stderr.flush()
+
+
+def error_xml(code, message, rid):
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>%s</Code>'
+            '<Message>%s</Message><RequestId>%s</RequestId></Error>'
+            % (code, message, rid)).encode()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    timeout = 120           # idle keep-alive connections end
+    server_version = "faultproxy"
+
+    def log_message(self, fmt, *args):
+        if self.server.opts.verbose:
+            sys.stderr.write("%s\n" % (fmt % args))
+
+    def upstream(self, fresh=False):
+        local = self.server.local
+        conn = getattr(local, "conn", None)
+        if conn is None or fresh:
+            if conn is not None:
+                conn.close()
+            u = self.server.up
+            conn = http.client.HTTPConnection(u.hostname, u.port or 80,
+                                              timeout=300)
+            local.conn = conn
+        return conn
+
+    def read_body(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            out = bytearray()
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return bytes(out)
+                out += self.rfile.read(size)
+                self.rfile.readline()
+                if len(out) > self.server.opts.max_body:
+                    raise ValueError("request body too large")
+        n = int(self.headers.get("Content-Length") or 0)
+        if n > self.server.opts.max_body:
+            raise ValueError("request body too large")
+        return self.rfile.read(n) if n else b""
+
+    def canned(self, status, code, message):
+        self.server.faults.note(str(status), self.command, self.path)
+        body = error_xml(code, message, "FAULTPROXY%08X" % random.getrandbits(32))
+        self.send_response(status)
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("x-amz-request-id", "FAULTPROXY")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def hard_close(self, reset):
+        self.close_connection = True
+        try:
+            self.wfile.flush()
+            if reset:   # RST instead of FIN
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                           struct.pack("ii", 1, 0))
+            else:
+                self.connection.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        try:
+            self.connection.close()
+        except OSError:
+            pass
+
+    def forward(self, body):
+        headers = [(k, v) for k, v in self.headers.items()
+                   if k.lower() not in HOP]
+        for attempt in (0, 1):
+            conn = self.upstream(fresh=attempt > 0)
+            try:
+                conn.putrequest(self.command, self.path, skip_host=True,
+                                skip_accept_encoding=True)
+                for k, v in headers:
+                    conn.putheader(k, v)
+                if body and not any(k.lower() == "content-length"
+                                    for k, _ in headers):
+                    conn.putheader("Content-Length", str(len(body)))
+                conn.endheaders(body if body else None)
+                return conn.getresponse()
+            except (OSError, http.client.HTTPException):
+                if attempt:
+                    raise
+        return None
+
+    def handle_any(self):
+        opts = self.server.opts
+        with self.server.slots:
+            try:
+                body = self.read_body()
+            except (ValueError, OSError):
+                self.close_connection = True
+                return
+            kind, cut = self.server.faults.pick()
+            if opts.delay_ms:
+                time.sleep(opts.delay_ms / 1000.0)
+            if kind == "500":
+                return self.canned(500, "InternalError",
+                                   "We encountered an internal error. "
+                                   "Please try again.")
+            if kind == "503":
+                return self.canned(503, "SlowDown",
+                                   "Please reduce your request rate.")
+            try:
+                resp = self.forward(body)
+            except (OSError, http.client.HTTPException) as e:
+                self.send_error(502, "upstream: %s" % e)
+                return
+            self.relay(resp, kind, cut)
+
+    def relay(self, resp, kind, cut):
+        hdrs = [(k, v) for k, v in resp.getheaders() if k.lower() not in HOP]
+        length = resp.getheader("Content-Length")
+        chunked = resp.getheader("Transfer-Encoding", "").lower() == "chunked"
+        data = None
+        if chunked or (length is None and self.command != "HEAD"
+                       and resp.status not in (204, 304)):
+            data = resp.read()
+            hdrs = [(k, v) for k, v in hdrs if k.lower() != "content-length"]
+            hdrs.append(("Content-Length", str(len(data))))
+            length = len(data)
+        n = int(length or 0) if self.command != "HEAD" else 0
+        if kind == "reset" and n == 0:
+            # the server did the work; the client never hears of it
+            resp.read()
+            self.server.faults.note(kind, self.command, self.path)
+            return self.hard_close(True)
+        self.send_response_only(resp.status, resp.reason)
+        for k, v in hdrs:
+            self.send_header(k, v)
+        self.end_headers()
+        stop = n
+        if kind in ("reset", "truncate") and n > 0:
+            stop = int(cut * n)
+            self.server.faults.note(kind, self.command, self.path)
+        sent = 0
+        try:
+            while sent < stop:
+                if data is not None:
+                    piece = data[sent:min(stop, sent + CHUNK)]
+                else:
+                    piece = resp.read(min(CHUNK, stop - sent))
+                if not piece:
+                    break
+                self.wfile.write(piece)
+                sent += len(piece)
+        except OSError:
+            self.close_connection = True
+            self.server.local.conn = None
+            resp.close()
+            return
+        if stop < n:
+            resp.close()     # unread upstream body: that connection is done
+            self.server.local.conn = None
+            return self.hard_close(kind == "reset")
+        if data is None:
+            resp.read()      # drain (HEAD, 204)
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = handle_any
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--port", type=int, default=0, help="0: any free port")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--upstream", required=True, help="http://HOST:PORT")
+    p.add_argument("--delay-ms", type=float, default=0.0)
+    p.add_argument("--rate-500", type=float, default=0.0)
+    p.add_argument("--rate-503", type=float, default=0.0)
+    p.add_argument("--rate-reset", type=float, default=0.0)
+    p.add_argument("--rate-truncate", type=float, default=0.0)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--max-conns", type=int, default=256,
+                   help="requests served at once")
+    p.add_argument("--max-body", type=int, default=1 << 30,
+                   help="largest request body accepted")
+    p.add_argument("--lifetime", type=float, default=3600.0,
+                   help="exit after this many seconds")
+    p.add_argument("--verbose", action="store_true")
+    opts = p.parse_args()
+    up = urllib.parse.urlsplit(opts.upstream)
+    if up.scheme != "http" or not up.hostname:
+        p.error("--upstream must be http://HOST:PORT")
+    for r in (opts.rate_500, opts.rate_503, opts.rate_reset,
+              opts.rate_truncate):
+        if not 0.0 <= r <= 1.0:
+            p.error("rates are between 0 and 1")
+
+    ThreadingHTTPServer.daemon_threads = True
+    ThreadingHTTPServer.request_queue_size = 256
+    srv = ThreadingHTTPServer((opts.host, opts.port), Handler)
+    srv.opts = opts
+    srv.up = up
+    srv.local = threading.local()
+    srv.faults = Faults(opts)
+    srv.slots = threading.BoundedSemaphore(opts.max_conns)
+    print(srv.server_address[1], flush=True)
+    timer = threading.Timer(opts.lifetime, srv.shutdown)
+    timer.daemon = True
+    timer.start()
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    sys.stderr.write("faults %s\n" % " ".join(
+        "%s=%d" % kv for kv in srv.faults.counts.items()))
+
+
+if __name__ == "__main__":
+    main()

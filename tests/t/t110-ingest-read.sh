@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# ingest from-dir, ls, cat in every form, against values numpy wrote.
+. "$DLK_TESTS/lib.sh"
+have_numpy || { skip "ingest and read" "numpy missing: python3 -m pip install numpy"; exit 0; }
+
+SRC=$T/src
+python3 "$DLK_TESTS/../examples/sample_data.py" "$SRC" --samples 40 --size 24 >/dev/null
+DS=$(ds_url ds)
+ok "create" dlk create "$DS" --tensor images:u8:24x24x3 --tensor labels:i32 --tensor 'boxes:f32:?x4:zstd' --classes labels=red,green,blue --chunk-size 16K
+ok "ingest from-dir" dlk ingest "$DS" from-dir "$SRC" --json
+check "ingest counts every sample" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1])); assert d["ingested"]==120 and d["skipped"]==0, d' "$OUT"
+ok "ls --json" dlk ls "$DS" --json
+check "ls counts, chunks and sizes" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1]))
+t={x["name"]:x for x in d["tensors"]}
+assert all(x["samples"]==40 for x in t.values()), t
+assert t["images"]["raw_bytes"]==40*24*24*3
+# 16 KiB chunks of 1728-byte images: several chunks
+assert t["images"]["chunks"]>=4, t["images"]["chunks"]
+assert t["boxes"]["shape_min"][0]>=1 and t["boxes"]["shape_max"][0]<=4
+assert t["images"]["stored_bytes"]>t["images"]["raw_bytes"]' "$OUT"
+ok "ls text" dlk ls "$DS"
+check "ls text shows variable shape range" grep -q "?x4 (" "$OUT"
+
+for i in 0 17 39; do
+    ok "cat --npy images $i" sh -c "\"$DLK\" cat \"$DS\" images $i --npy > \"$T/img$i.npy\""
+    check "images $i equal the source" python3 -c '
+import numpy as np,sys
+a=np.load(sys.argv[1]); b=np.load(sys.argv[2])
+assert a.dtype==b.dtype and a.shape==b.shape and (a==b).all()' "$T/img$i.npy" "$SRC/$(printf %06d $i).images.npy"
+    ok "cat --npy boxes $i (variable shape, zstd)" sh -c "\"$DLK\" cat \"$DS\" boxes $i --npy > \"$T/box$i.npy\""
+    check "boxes $i equal the source" python3 -c '
+import numpy as np,sys
+a=np.load(sys.argv[1]); b=np.load(sys.argv[2])
+assert a.dtype==b.dtype and a.shape==b.shape and (a==b).all()' "$T/box$i.npy" "$SRC/$(printf %06d $i).boxes.npy"
+done
+ok "cat --raw" sh -c "\"$DLK\" cat \"$DS\" images 5 --raw > \"$T/raw5\""
+check "raw bytes are the array's bytes" python3 -c '
+import numpy as np,sys
+assert open(sys.argv[1],"rb").read()==np.load(sys.argv[2]).tobytes()' "$T/raw5" "$SRC/000005.images.npy"
+ok "cat --json label" dlk cat "$DS" labels 7 --json
+check "label json has value and class name" python3 -c '
+import json,sys,numpy as np
+d=json.load(open(sys.argv[1])); v=int(np.load(sys.argv[2]))
+assert d["values"]==[v] and d["class_name"]==["red","green","blue"][v], d' "$OUT" "$SRC/000007.labels.npy"
+ok "cat text of a label" dlk cat "$DS" labels 7
+check "text shows the class name" grep -qE "values: \[[0-2] \((red|green|blue)\)\]" "$OUT"
+ok "cat text of an image elides" dlk cat "$DS" images 0
+check "elided" grep -q "\.\.\." "$OUT"
+fails "cat past the end" 3 dlk cat "$DS" images 40
+check "message names tensor and count" grep -q "tensor 'images' has 40 samples, no sample 40" "$ERR"
+fails "cat of a missing tensor" 3 dlk cat "$DS" nope 0
+fails "cat with a bad index" 2 dlk cat "$DS" images -1
+fails "cat with two modes" 2 dlk cat "$DS" images 0 --raw --npy
+
+# a second ingest appends after what is there
+ok "second ingest appends" dlk ingest "$DS" from-dir "$SRC" --quiet
+ok "ls after append" dlk ls "$DS" --json
+check "samples doubled" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1]))
+assert all(x["samples"]==80 for x in d["tensors"])' "$OUT"
+"$DLK" cat "$DS" images 0 --raw > "$T/raw0"
+"$DLK" cat "$DS" images 40 --raw > "$T/raw40"
+check "sample 40 is sample 0 again" cmp "$T/raw0" "$T/raw40"
+
+# batches along the first axis, and bad inputs
+mkdir -p "$T/batch/labels" "$T/bad"
+python3 -c '
+import numpy as np,sys
+np.save(sys.argv[1]+"/batch/labels/b.npy", np.arange(5,dtype=np.int32))
+np.save(sys.argv[1]+"/bad/x.labels.npy", np.zeros(3,dtype=np.float64))' "$T"
+DS2=$(ds_url ds2)
+ok "create labels-only" dlk create "$DS2" --tensor labels:i32
+ok "ingest a batch file" dlk ingest "$DS2" from-dir "$T/batch" --json
+check "batch split on the first axis" grep -q '"ingested": 5' "$OUT"
+ok "cat batch element" dlk cat "$DS2" labels 3 --json
+check "value 3" grep -q '"values":\[3\]' "$OUT"
+fails "wrong dtype is an error naming the file" 3 dlk ingest "$DS2" from-dir "$T/bad"
+check "error names the file" grep -q "x.labels.npy" "$ERR"
+ok "failed ingest left the dataset as it was" dlk ls "$DS2" --json
+check "still 5 samples" grep -q '"samples": 5' "$OUT"
+printf 'not numpy' > "$T/bad/x.labels.npy"
+fails "a non-npy file is an error" 3 dlk ingest "$DS2" from-dir "$T/bad"
+check "error says not a .npy file" grep -q "not a .npy file" "$ERR"
+fails "missing source dir" 3 dlk ingest "$DS2" from-dir "$T/none"
+fails "unknown source" 2 dlk ingest "$DS2" from-nowhere x

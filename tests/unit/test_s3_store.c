@@ -1,0 +1,761 @@
+/* test_s3_store.c - the S3 store against a real S3 server (moto in the
+ * test suite; tests/t/t300-s3-store.sh starts it and sets the variables):
+ *
+ *   DLK_TEST_S3_URL=s3://bucket/prefix   the store to test (required for
+ *                                        the server tests; skip without)
+ *   DLK_TEST_S3_AUTH=1     the server checks signatures: also test that a
+ *                          wrong secret fails with DLK_EAUTH
+ *   DLK_TEST_S3_FAULTS=N   the endpoint is tests/faultproxy.py: write and
+ *                          read N objects, check every byte
+ *
+ * The configuration and XML tests need no server and always run.  Prints
+ * TAP lines: "ok - name", "not ok - name", "ok - name # SKIP why". */
+#include "internal.h"
+#include "store/s3_internal.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int failures;
+
+static void check(bool cond, const char *fmt, ...) DLK_PRINTF(2, 3);
+static void check(bool cond, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf(cond ? "ok - " : "not ok - ");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    if (!cond)
+        failures++;
+    fflush(stdout);
+}
+
+static void skip(const char *name, const char *why)
+{
+    printf("ok - %s # SKIP %s\n", name, why);
+}
+
+/* Print the last error once, then forget it. */
+static void diag(dlk_error *err)
+{
+    if (err->msg[0])
+        printf("#   %s (%s)\n", err->msg, dlk_strerror(err->code));
+    dlk_error_clear(err);
+}
+
+static void fill(uint8_t *p, size_t n, uint64_t seed)
+{
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        p[i] = (uint8_t)(x >> 24);
+    }
+}
+
+static const char *url_env;
+
+/* The bucket itself: "s3://bucket" of url_env. */
+static const char *root_url(void)
+{
+    static char u[512];
+    snprintf(u, sizeof u, "%s", url_env);
+    char *slash = strchr(u + 5, '/');
+    if (slash)
+        *slash = '\0';
+    return u;
+}
+
+/* ---- configuration (no server) -------------------------------------- */
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+static void test_config(void)
+{
+    char dir[] = "/tmp/dlk-s3cfg.XXXXXX";
+    if (!mkdtemp(dir)) {
+        check(false, "config: temporary directory");
+        return;
+    }
+    char cred[256], conf[256];
+    snprintf(cred, sizeof cred, "%s/credentials", dir);
+    snprintf(conf, sizeof conf, "%s/config", dir);
+    /* junk, an over-long line, comments, nested settings */
+    char *junk = malloc(20000);
+    memset(junk, 'x', 19999);
+    junk[19999] = '\0';
+    FILE *f = fopen(cred, "w");
+    fprintf(f, "garbage without section\n\x01\x02\xff\n[default]\n"
+               "aws_access_key_id = DEFAULTKEY\naws_secret_access_key=DS\n"
+               "[work]\n# comment\n; comment\naws_access_key_id=WORKKEY\n"
+               "%s = long\n  nested = 1\naws_secret_access_key = WS \n"
+               "aws_session_token=WT\n[broken\n=\n", junk);
+    fclose(f);
+    free(junk);
+    write_file(conf, "[default]\nregion=eu-west-1\n[profile work]\n"
+                     "region = ap-south-1\nendpoint_url = http://h:9000/\n"
+                     "s3 =\n  addressing_style = virtual\n"
+                     "[profile onlyconf]\naws_access_key_id=CK\n"
+                     "aws_secret_access_key=CS\n");
+    const char *vars[] = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                          "AWS_SESSION_TOKEN", "AWS_REGION",
+                          "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL",
+                          "AWS_ENDPOINT_URL_S3", "AWS_PROFILE",
+                          "DLK_S3_NO_SIGN", "DLK_S3_ADDRESSING",
+                          "AWS_DEFAULT_PROFILE", "DLK_S3_MAX_INFLIGHT"};
+    char *saved[sizeof vars / sizeof *vars];
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        saved[i] = v ? strdup(v) : NULL;
+        unsetenv(vars[i]);
+    }
+    setenv("AWS_SHARED_CREDENTIALS_FILE", cred, 1);
+    setenv("AWS_CONFIG_FILE", conf, 1);
+
+    s3_config c;
+    dlk_error err = {0};
+    dlk_status rc = s3_config_load(&c, &err);
+    check(rc == DLK_OK && c.access_key && strcmp(c.access_key,
+          "DEFAULTKEY") == 0 && strcmp(c.region, "eu-west-1") == 0 &&
+          !c.endpoint && !c.path_style, "config: default profile");
+    if (!rc)
+        s3_config_free(&c);
+
+    setenv("AWS_PROFILE", "work", 1);
+    rc = s3_config_load(&c, &err);
+    check(rc == DLK_OK && c.access_key && strcmp(c.access_key, "WORKKEY")
+          == 0 && strcmp(c.secret_key, "WS") == 0 && c.session_token &&
+          strcmp(c.session_token, "WT") == 0 &&
+          strcmp(c.region, "ap-south-1") == 0 && c.endpoint &&
+          strcmp(c.endpoint, "http://h:9000") == 0 && c.path_style,
+          "config: named profile, junk and long lines ignored");
+    if (!rc)
+        s3_config_free(&c);
+
+    setenv("AWS_PROFILE", "onlyconf", 1);
+    rc = s3_config_load(&c, &err);
+    check(rc == DLK_OK && c.access_key && strcmp(c.access_key, "CK") == 0 &&
+          strcmp(c.region, "us-east-1") == 0,
+          "config: credentials in the config file, default region");
+    if (!rc)
+        s3_config_free(&c);
+
+    setenv("AWS_PROFILE", "nosuch", 1);
+    rc = s3_config_load(&c, &err);
+    check(rc == DLK_EINVAL && strstr(err.msg, "nosuch"),
+          "config: missing named profile is an error");
+    if (!rc)
+        s3_config_free(&c);
+
+    setenv("AWS_PROFILE", "work", 1);
+    setenv("AWS_ACCESS_KEY_ID", "ENVKEY", 1);
+    setenv("AWS_SECRET_ACCESS_KEY", "ENVSECRET", 1);
+    setenv("AWS_REGION", "us-west-2", 1);
+    setenv("AWS_ENDPOINT_URL_S3", "https://minio.example:9000", 1);
+    setenv("AWS_ENDPOINT_URL", "http://ignored", 1);
+    setenv("DLK_S3_ADDRESSING", "virtual", 1);
+    rc = s3_config_load(&c, &err);
+    check(rc == DLK_OK && strcmp(c.access_key, "ENVKEY") == 0 &&
+          !c.session_token && strcmp(c.region, "us-west-2") == 0 &&
+          strcmp(c.endpoint, "https://minio.example:9000") == 0 &&
+          !c.path_style, "config: environment wins over the files");
+    if (!rc)
+        s3_config_free(&c);
+
+    setenv("DLK_S3_NO_SIGN", "1", 1);
+    setenv("DLK_S3_ADDRESSING", "sideways", 1);
+    rc = s3_config_load(&c, &err);
+    check(rc == DLK_EINVAL, "config: bad DLK_S3_ADDRESSING refused");
+    if (!rc)
+        s3_config_free(&c);
+    unsetenv("DLK_S3_ADDRESSING");
+    rc = s3_config_load(&c, &err);
+    check(rc == DLK_OK && !c.access_key && !c.secret_key,
+          "config: DLK_S3_NO_SIGN=1 is anonymous");
+    if (!rc)
+        s3_config_free(&c);
+    setenv("DLK_S3_MAX_INFLIGHT", "0", 1);
+    rc = s3_config_load(&c, &err);
+    check(rc == DLK_EINVAL && strstr(err.msg, "DLK_S3_MAX_INFLIGHT"),
+          "config: bad DLK_S3_MAX_INFLIGHT refused");
+    if (!rc)
+        s3_config_free(&c);
+
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        if (saved[i])
+            setenv(vars[i], saved[i], 1);
+        else
+            unsetenv(vars[i]);
+        free(saved[i]);
+    }
+    unsetenv("AWS_SHARED_CREDENTIALS_FILE");
+    unsetenv("AWS_CONFIG_FILE");
+    unlink(cred);
+    unlink(conf);
+    rmdir(dir);
+}
+
+/* ---- XML (no server) ------------------------------------------------ */
+
+typedef struct keys {
+    char **k;
+    uint64_t *sz;
+    size_t n, cap;
+    size_t stop_after;   /* 0: never stop */
+} keys;
+
+static int collect(void *ud, const char *key, uint64_t size)
+{
+    keys *ks = ud;
+    if (ks->n == ks->cap) {
+        ks->cap = ks->cap ? ks->cap * 2 : 64;
+        ks->k = realloc(ks->k, ks->cap * sizeof *ks->k);
+        ks->sz = realloc(ks->sz, ks->cap * sizeof *ks->sz);
+    }
+    ks->sz[ks->n] = size;
+    ks->k[ks->n++] = strdup(key);
+    return ks->stop_after && ks->n >= ks->stop_after;
+}
+
+static void keys_free(keys *ks)
+{
+    for (size_t i = 0; i < ks->n; i++)
+        free(ks->k[i]);
+    free(ks->k);
+    free(ks->sz);
+    memset(ks, 0, sizeof *ks);
+}
+
+static void test_xml(void)
+{
+    const char *e = "<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code>"
+                    "<Message>m</Message><RequestId>R1</RequestId></Error>";
+    s3_error_info ei;
+    check(s3_xml_error(e, strlen(e), &ei) && strcmp(ei.code, "NoSuchKey")
+          == 0 && strcmp(ei.request_id, "R1") == 0, "xml: error body");
+    check(!s3_xml_error("<Err", 4, &ei) && !s3_xml_error("", 0, &ei),
+          "xml: junk is not an error body");
+
+    const char *l = "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/"
+                    "2006-03-01/\"><IsTruncated>true</IsTruncated>"
+                    "<EncodingType>url</EncodingType>"
+                    "<Contents><Key>a+b%2Fc%C3%BC</Key><Size>12</Size>"
+                    "</Contents><Contents><Key>z</Key><Size>0</Size>"
+                    "</Contents><NextContinuationToken>T/1="
+                    "</NextContinuationToken></ListBucketResult>";
+    keys ks = {0};
+    s3_list_page pg;
+    dlk_error err = {0};
+    dlk_status rc = s3_xml_list(l, strlen(l), collect, &ks, &pg, "x", &err);
+    check(rc == DLK_OK && ks.n == 2 && strcmp(ks.k[0], "a b/c\xc3\xbc") == 0
+          && ks.sz[0] == 12 && pg.truncated && pg.next_token &&
+          strcmp(pg.next_token, "T/1=") == 0, "xml: list page decoded");
+    free(pg.next_token);
+    keys_free(&ks);
+
+    const char *bad[] = {
+        "<ListBucketResult><Contents><Size>1</Size></Contents>"
+        "</ListBucketResult>",
+        "<ListBucketResult><Contents><Key>a</Key><Size>-1</Size>"
+        "</Contents></ListBucketResult>",
+        "<ListBucketResult><IsTruncated>true</IsTruncated>"
+        "</ListBucketResult>",
+        "<ListBucketResult><Contents><Key>a",
+        "<a><b><c><d><e><f><g><h><i><j><k><l><m><n><o><p><q><r><s>"
+        "</s></r></q></p></o></n></m></l></k></j></i></h></g></f></e>"
+        "</d></c></b></a>",
+        "<Error><Code>x</Code></Error>",
+        "\xff\xfe<<<",
+    };
+    int good = 0;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        rc = s3_xml_list(bad[i], strlen(bad[i]), collect, &ks, &pg, "x",
+                         &err);
+        good += rc == DLK_ECORRUPT && !pg.next_token;
+        keys_free(&ks);
+    }
+    check(good == (int)(sizeof bad / sizeof *bad),
+          "xml: %d malformed listings refused", good);
+    char v[64];
+    check(s3_xml_find("<R><UploadId>U1</UploadId></R>", 30, "UploadId", v,
+                      sizeof v) && strcmp(v, "U1") == 0, "xml: find value");
+}
+
+/* ---- against the server --------------------------------------------- */
+
+static dlk_store *open_store(const char *url)
+{
+    dlk_store *s = NULL;
+    dlk_error err = {0};
+    if (dlk_store_open(url, false, &s, &err) != DLK_OK) {
+        diag(&err);
+        return NULL;
+    }
+    return s;
+}
+
+static void test_basic(dlk_store *s)
+{
+    dlk_error err = {0};
+    uint8_t data[5000];
+    fill(data, sizeof data, 1);
+    dlk_obj_info pi = {0}, gi = {0}, hi = {0};
+    dlk_status rc = dlk_store_put(s, "basic/obj.bin", data, sizeof data,
+                                  DLK_PUT_ALWAYS, NULL, &pi, &err);
+    check(rc == DLK_OK && pi.etag[0] && pi.size == sizeof data, "put");
+    diag(&err);
+
+    dlk_buf b;
+    dlk_buf_init(&b);
+    rc = dlk_store_get(s, "basic/obj.bin", 1 << 20, &b, &gi, &err);
+    check(rc == DLK_OK && b.len == sizeof data &&
+          memcmp(b.data, data, sizeof data) == 0 && gi.size == sizeof data &&
+          strcmp(gi.etag, pi.etag) == 0, "get returns the bytes and etag");
+    rc = dlk_store_head(s, "basic/obj.bin", &hi, &err);
+    check(rc == DLK_OK && hi.size == sizeof data &&
+          strcmp(hi.etag, pi.etag) == 0, "head: size and etag");
+
+    b.len = 0;
+    rc = dlk_store_get_range(s, "basic/obj.bin", 100, 1000, &b, &err);
+    check(rc == DLK_OK && b.len == 1000 &&
+          memcmp(b.data, data + 100, 1000) == 0, "range get");
+    b.len = 0;
+    rc = s->ops->get(s, "basic/obj.bin", 4000, UINT64_MAX, 1 << 20, &b, &gi,
+                     &err);
+    check(rc == DLK_OK && b.len == 1000 && gi.size == sizeof data &&
+          memcmp(b.data, data + 4000, 1000) == 0, "open-ended range get");
+    b.len = 0;
+    rc = s->ops->get(s, "basic/obj.bin", sizeof data, UINT64_MAX, 1 << 20,
+                     &b, NULL, &err);
+    check(rc == DLK_OK && b.len == 0, "range at the very end is empty");
+    b.len = 0;
+    rc = dlk_store_get_range(s, "basic/obj.bin", 4900, 200, &b, &err);
+    check(rc == DLK_ECORRUPT && strstr(err.msg, "short object") &&
+          b.len == 0, "range past the end: short object");
+    diag(&err);
+    rc = dlk_store_get_range(s, "basic/obj.bin", 9000, 10, &b, &err);
+    check(rc == DLK_ECORRUPT && strstr(err.msg, "short object"),
+          "range beyond the end: short object");
+    diag(&err);
+
+    dlk_buf small;
+    dlk_buf_init(&small);
+    rc = dlk_store_get(s, "basic/obj.bin", 4999, &small, NULL, &err);
+    check(rc == DLK_ELIMIT && small.len == 0 && small.data == NULL &&
+          strstr(err.msg, "5000"), "get over max: DLK_ELIMIT before "
+          "allocating");
+    diag(&err);
+
+    rc = dlk_store_get(s, "basic/missing", 1 << 20, &b, NULL, &err);
+    check(rc == DLK_ENOTFOUND && strstr(err.msg, "basic/missing") &&
+          strstr(err.msg, "404") && strstr(err.msg, "NoSuchKey") &&
+          strstr(err.msg, "s3://"), "get missing: DLK_ENOTFOUND, named");
+    diag(&err);
+    rc = dlk_store_head(s, "basic/missing", &hi, &err);
+    check(rc == DLK_ENOTFOUND && strstr(err.msg, "404"),
+          "head missing: DLK_ENOTFOUND");
+
+    rc = dlk_store_put(s, "basic/empty", "", 0, DLK_PUT_ALWAYS, NULL, NULL,
+                       &err);
+    b.len = 0;
+    if (!rc)
+        rc = dlk_store_get(s, "basic/empty", 10, &b, &gi, &err);
+    check(rc == DLK_OK && b.len == 0 && gi.size == 0, "empty object");
+
+    rc = dlk_store_del(s, "basic/obj.bin", &err);
+    check(rc == DLK_OK, "delete");
+    rc = dlk_store_head(s, "basic/obj.bin", &hi, &err);
+    check(rc == DLK_ENOTFOUND, "deleted object is gone");
+    dlk_buf_free(&b);
+}
+
+static void test_conditional(dlk_store *s)
+{
+    dlk_error err = {0};
+    dlk_obj_info a = {0}, b = {0}, c = {0};
+    dlk_status rc = dlk_store_put(s, "cond/ref", "one", 3, DLK_PUT_IF_ABSENT,
+                                  NULL, &a, &err);
+    check(rc == DLK_OK, "conditional create");
+    diag(&err);
+    rc = dlk_store_put(s, "cond/ref", "two", 3, DLK_PUT_IF_ABSENT, NULL,
+                       NULL, &err);
+    check(rc == DLK_EEXIST && strstr(err.msg, "cond/ref"),
+          "conditional create of an existing object: DLK_EEXIST");
+    diag(&err);
+    rc = dlk_store_put(s, "cond/ref", "three", 5, DLK_PUT_IF_MATCH, a.etag,
+                       &b, &err);
+    check(rc == DLK_OK && strcmp(a.etag, b.etag) != 0,
+          "conditional replace with the right etag");
+    diag(&err);
+    rc = dlk_store_put(s, "cond/ref", "four", 4, DLK_PUT_IF_MATCH, a.etag,
+                       &c, &err);
+    check(rc == DLK_ECONFLICT, "conditional replace with a stale etag: "
+          "DLK_ECONFLICT");
+    diag(&err);
+    rc = dlk_store_put(s, "cond/none", "x", 1, DLK_PUT_IF_MATCH, a.etag,
+                       &c, &err);
+    check(rc == DLK_ECONFLICT, "conditional replace of a missing object: "
+          "DLK_ECONFLICT");
+    diag(&err);
+    dlk_buf buf;
+    dlk_buf_init(&buf);
+    rc = dlk_store_get(s, "cond/ref", 100, &buf, NULL, &err);
+    check(rc == DLK_OK && buf.len == 5 && memcmp(buf.data, "three", 5) == 0,
+          "the winner's bytes are stored");
+    dlk_buf_free(&buf);
+}
+
+static void test_odd_keys(dlk_store *s)
+{
+    const char *ks[] = {
+        "odd/with space/file name.txt",
+        "odd/\xc3\xbcnic\xc3\xb8" "de \xe2\x98\x83.bin",
+        "odd/sym+bols&=?#%;:@$,!'()*[]{}~.txt",
+        "odd/a",
+    };
+    dlk_error err = {0};
+    int good = 0;
+    for (size_t i = 0; i < 4; i++) {
+        dlk_buf b;
+        dlk_buf_init(&b);
+        dlk_status rc = dlk_store_put(s, ks[i], ks[i], strlen(ks[i]),
+                                      DLK_PUT_ALWAYS, NULL, NULL, &err);
+        if (!rc)
+            rc = dlk_store_get(s, ks[i], 4096, &b, NULL, &err);
+        if (!rc && b.len == strlen(ks[i]) &&
+            memcmp(b.data, ks[i], b.len) == 0)
+            good++;
+        else
+            diag(&err);
+        dlk_buf_free(&b);
+    }
+    check(good == 4, "keys with spaces, unicode and symbols round-trip");
+    keys l = {0};
+    dlk_status rc = dlk_store_list(s, "odd/", collect, &l, &err);
+    bool same = rc == DLK_OK && l.n == 4;
+    for (size_t i = 0; same && i < 4; i++)
+        same = strcmp(l.k[i], ks[0]) == 0 || strcmp(l.k[i], ks[1]) == 0 ||
+               strcmp(l.k[i], ks[2]) == 0 || strcmp(l.k[i], ks[3]) == 0;
+    for (size_t i = 0; same && i + 1 < 4; i++)
+        same = strcmp(l.k[i], l.k[i + 1]) < 0;
+    check(same, "list returns the odd keys, relative, in order");
+    for (size_t i = 0; !same && i < l.n; i++)
+        printf("#   listed '%s'\n", l.k[i]);
+    diag(&err);
+    keys_free(&l);
+}
+
+typedef struct put_job {
+    dlk_store *s;
+    int from, to;
+    int bad;
+} put_job;
+
+static void *put_many(void *arg)
+{
+    put_job *j = arg;
+    dlk_error err = {0};
+    for (int i = j->from; i < j->to; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "many/k%05d", i);
+        if (dlk_store_put(j->s, key, key, strlen(key), DLK_PUT_ALWAYS, NULL,
+                          NULL, &err) != DLK_OK) {
+            if (!j->bad)
+                diag(&err);
+            j->bad++;
+        }
+    }
+    return NULL;
+}
+
+static void test_list_many(dlk_store *s)
+{
+    enum { N = 1100, T = 16 };
+    pthread_t th[T];
+    put_job jobs[T];
+    for (int t = 0; t < T; t++) {
+        jobs[t] = (put_job){s, t * N / T, (t + 1) * N / T, 0};
+        pthread_create(&th[t], NULL, put_many, &jobs[t]);
+    }
+    int bad = 0;
+    for (int t = 0; t < T; t++) {
+        pthread_join(th[t], NULL);
+        bad += jobs[t].bad;
+    }
+    check(bad == 0, "%d puts from %d threads", N, T);
+    keys l = {0};
+    dlk_error err = {0};
+    dlk_status rc = dlk_store_list(s, "many", collect, &l, &err);
+    bool good = rc == DLK_OK && l.n == N;
+    for (size_t i = 0; good && i < l.n; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "many/k%05zu", i);
+        good = strcmp(l.k[i], want) == 0 && l.sz[i] == strlen(want);
+    }
+    check(good, "list of %d keys over pages: all, in order, with sizes "
+          "(got %zu)", N, l.n);
+    diag(&err);
+    keys_free(&l);
+    l.stop_after = 1005;
+    rc = dlk_store_list(s, "many", collect, &l, &err);
+    check(rc == DLK_OK && l.n == 1005, "list stops when the callback asks");
+    keys_free(&l);
+    rc = dlk_store_list(s, "many-nothing", collect, &l, &err);
+    check(rc == DLK_OK && l.n == 0, "list of an empty prefix");
+    keys_free(&l);
+}
+
+static void test_isolation(void)
+{
+    char url[512];
+    snprintf(url, sizeof url, "%s-other", url_env);
+    dlk_store *o = open_store(url);
+    keys l = {0};
+    dlk_error err = {0};
+    dlk_status rc = o ? dlk_store_list(o, "", collect, &l, &err) : DLK_EINVAL;
+    check(rc == DLK_OK && l.n == 0, "a sibling prefix sees none of the "
+          "store's keys");
+    keys_free(&l);
+    dlk_store_free(o);
+}
+
+static void test_multipart(void)
+{
+    setenv("DLK_S3_MULTIPART_THRESHOLD", "6291456", 1);   /* 6 MiB */
+    setenv("DLK_S3_PART_SIZE", "5242880", 1);             /* 5 MiB */
+    dlk_store *s = open_store(url_env);
+    unsetenv("DLK_S3_MULTIPART_THRESHOLD");
+    unsetenv("DLK_S3_PART_SIZE");
+    if (!s) {
+        check(false, "multipart: open");
+        return;
+    }
+    size_t n = (23u << 20) + 12345;   /* 5 parts */
+    uint8_t *data = malloc(n);
+    fill(data, n, 7);
+    dlk_error err = {0};
+    dlk_obj_info pi = {0}, hi = {0};
+    dlk_status rc = dlk_store_put(s, "big/blob", data, n, DLK_PUT_ALWAYS,
+                                  NULL, &pi, &err);
+    check(rc == DLK_OK && pi.etag[0], "multipart put of %zu bytes", n);
+    diag(&err);
+    rc = dlk_store_head(s, "big/blob", &hi, &err);
+    check(rc == DLK_OK && hi.size == n && strchr(hi.etag, '-'),
+          "multipart object has its size and a multipart etag (%s)",
+          hi.etag);
+    dlk_buf b;
+    dlk_buf_init(&b);
+    rc = dlk_store_get(s, "big/blob", n, &b, NULL, &err);
+    check(rc == DLK_OK && b.len == n && memcmp(b.data, data, n) == 0,
+          "multipart object reads back byte for byte");
+    b.len = 0;
+    rc = dlk_store_get_range(s, "big/blob", (5u << 20) - 10, 20, &b, &err);
+    check(rc == DLK_OK && b.len == 20 &&
+          memcmp(b.data, data + (5u << 20) - 10, 20) == 0,
+          "range across a part boundary");
+    rc = dlk_store_put(s, "big/blob", data, n, DLK_PUT_IF_ABSENT, NULL, NULL,
+                       &err);
+    check(rc == DLK_EEXIST || rc == DLK_OK,
+          "multipart create-only over an existing object: %s",
+          rc == DLK_EEXIST ? "DLK_EEXIST" : "server ignores the condition");
+    dlk_store_del(s, "big/blob", &err);
+    dlk_buf_free(&b);
+    free(data);
+    dlk_store_free(s);
+}
+
+typedef struct get_job {
+    dlk_store *s;
+    int id, n, bad;
+} get_job;
+
+static void *get_loop(void *arg)
+{
+    get_job *j = arg;
+    dlk_error err = {0};
+    dlk_buf b;
+    dlk_buf_init(&b);
+    for (int i = 0; i < j->n; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "many/k%05d", (j->id * 37 + i * 11) % 1100);
+        b.len = 0;
+        if (dlk_store_get(j->s, key, 100, &b, NULL, &err) != DLK_OK ||
+            b.len != strlen(key) || memcmp(b.data, key, b.len) != 0)
+            j->bad++;
+    }
+    dlk_buf_free(&b);
+    return NULL;
+}
+
+static void test_threads(dlk_store *s)
+{
+    enum { T = 32 };
+    pthread_t th[T];
+    get_job jobs[T];
+    for (int t = 0; t < T; t++) {
+        jobs[t] = (get_job){s, t, 40, 0};
+        pthread_create(&th[t], NULL, get_loop, &jobs[t]);
+    }
+    int bad = 0;
+    for (int t = 0; t < T; t++) {
+        pthread_join(th[t], NULL);
+        bad += jobs[t].bad;
+    }
+    check(bad == 0, "%d threads x 40 gets on one store", T);
+}
+
+static void test_auth(void)
+{
+    const char *secret = getenv("AWS_SECRET_ACCESS_KEY");
+    char *saved = secret ? strdup(secret) : NULL;
+    const char *bad = "WrongSecretDoNotPrint0123456789abcdefXYZ";
+    setenv("AWS_SECRET_ACCESS_KEY", bad, 1);
+    dlk_store *s = open_store(url_env);
+    dlk_error err = {0};
+    dlk_buf b;
+    dlk_buf_init(&b);
+    dlk_status rc = s ? dlk_store_get(s, "basic/empty", 10, &b, NULL, &err)
+                      : DLK_EINVAL;
+    check(rc == DLK_EAUTH && strstr(err.msg, "403") &&
+          strstr(err.msg, "basic/empty") && !strstr(err.msg, bad) &&
+          (!saved || !strstr(err.msg, saved)),
+          "wrong secret: DLK_EAUTH, named, no secret in the message");
+    diag(&err);
+    rc = s ? dlk_store_put(s, "basic/x", "x", 1, DLK_PUT_ALWAYS, NULL, NULL,
+                           &err) : DLK_EINVAL;
+    check(rc == DLK_EAUTH && !strstr(err.msg, bad),
+          "wrong secret: put fails with DLK_EAUTH");
+    dlk_store_free(s);
+    if (saved)
+        setenv("AWS_SECRET_ACCESS_KEY", saved, 1);
+
+    setenv("DLK_S3_NO_SIGN", "1", 1);
+    s = open_store(url_env);
+    rc = s ? dlk_store_get(s, "basic/empty", 10, &b, NULL, &err) : DLK_EINVAL;
+    check(rc == DLK_EAUTH && strstr(err.msg, "not signed"),
+          "anonymous request to a private bucket: DLK_EAUTH with a hint");
+    diag(&err);
+    dlk_store_free(s);
+    unsetenv("DLK_S3_NO_SIGN");
+    dlk_buf_free(&b);
+    free(saved);
+}
+
+static void test_faults(dlk_store *s, int n)
+{
+    enum { T = 8 };
+    /* objects of 1..300 KB, written then read back in parallel */
+    dlk_error err = {0};
+    int bad_put = 0, bad_get = 0;
+    uint8_t *data = malloc(300000);
+    for (int i = 0; i < n; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "faults/o%04d", i);
+        size_t len = 1000 + (size_t)(i * 7919) % 299000;
+        fill(data, len, (uint64_t)i + 100);
+        if (dlk_store_put(s, key, data, len, DLK_PUT_ALWAYS, NULL, NULL,
+                          &err) != DLK_OK) {
+            if (!bad_put)
+                diag(&err);
+            bad_put++;
+        }
+    }
+    check(bad_put == 0, "%d puts through a faulty proxy", n);
+    dlk_buf b;
+    dlk_buf_init(&b);
+    for (int i = 0; i < n; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "faults/o%04d", i);
+        size_t len = 1000 + (size_t)(i * 7919) % 299000;
+        fill(data, len, (uint64_t)i + 100);
+        b.len = 0;
+        dlk_status rc = dlk_store_get(s, key, 1 << 20, &b, NULL, &err);
+        if (rc || b.len != len || memcmp(b.data, data, len) != 0) {
+            if (!bad_get)
+                diag(&err);
+            bad_get++;
+        }
+        b.len = 0;
+        rc = dlk_store_get_range(s, key, len / 3, len / 2, &b, &err);
+        if (rc || b.len != len / 2 || memcmp(b.data, data + len / 3,
+                                             len / 2) != 0) {
+            if (!bad_get)
+                diag(&err);
+            bad_get++;
+        }
+    }
+    check(bad_get == 0, "%d gets and %d range gets through a faulty proxy "
+          "are byte-identical", n, n);
+    keys l = {0};
+    dlk_status rc = dlk_store_list(s, "faults/", collect, &l, &err);
+    check(rc == DLK_OK && l.n == (size_t)n, "list through a faulty proxy");
+    keys_free(&l);
+    (void)T;
+    dlk_buf_free(&b);
+    free(data);
+}
+
+int main(void)
+{
+    test_config();
+    test_xml();
+    url_env = getenv("DLK_TEST_S3_URL");
+    if (!url_env || !*url_env) {
+        skip("s3 store against a server", "DLK_TEST_S3_URL not set "
+             "(tests/t/t300-s3-store.sh starts moto and sets it)");
+        return failures ? 1 : 0;
+    }
+    dlk_store *s = open_store(url_env);
+    check(s != NULL, "open %s", url_env);
+    if (!s)
+        return 1;
+    const char *faults = getenv("DLK_TEST_S3_FAULTS");
+    if (faults && atoi(faults) > 0) {
+        test_faults(s, atoi(faults));
+        dlk_store_free(s);
+        return failures ? 1 : 0;
+    }
+    const char *auth = getenv("DLK_TEST_S3_AUTH");
+    bool signed_ = auth && strcmp(auth, "1") == 0;
+    test_basic(s);
+    test_conditional(s);
+    /* moto 5.2.1 checks signatures of keys with symbols or non-ASCII
+     * and of query values with '/' against a canonical form of its own
+     * (the AWS CLI fails there too): test those without signatures */
+    if (!signed_)
+        test_odd_keys(s);
+    else
+        skip("odd keys, signed", "moto's signature check mis-encodes them");
+    if (!signed_) {
+        test_list_many(s);
+    } else {
+        dlk_store_free(s);
+        s = open_store(root_url());
+        test_list_many(s);
+    }
+    test_threads(s);
+    if (!signed_)
+        test_isolation();
+    test_multipart();
+    if (signed_)
+        test_auth();
+    else
+        skip("wrong credentials", "server does not check signatures "
+             "(DLK_TEST_S3_AUTH=1 with moto's INITIAL_NO_AUTH_ACTION_COUNT)");
+    dlk_store_free(s);
+    return failures ? 1 : 0;
+}
