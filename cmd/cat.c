@@ -8,8 +8,10 @@
 #include <string.h>
 
 static const char usage_text[] =
-    "usage: dlk cat DATASET TENSOR INDEX [--raw | --npy | --json]\n"
+    "usage: dlk cat DATASET TENSOR INDEX [--at REF] [--raw | --npy | --json]\n"
     "\n"
+    "  --at REF     read from a commit (main, main~N, an id or a unique\n"
+    "               prefix) instead of the head\n"
     "  (default)    a summary: dtype, shape and the values (long ones elided);\n"
     "               class labels with their class name, text as a string\n"
     "  --raw        the sample's bytes (C order, little-endian)\n"
@@ -106,10 +108,12 @@ int cmd_cat(int argc, char **argv)
         {"raw", no_argument, 0, 'r'},
         {"npy", no_argument, 0, 'n'},
         {"json", no_argument, 0, 'j'},
+        {"at", required_argument, 0, 'a'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     int mode = 0, c;
+    const char *at = NULL;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -121,6 +125,7 @@ int cmd_cat(int argc, char **argv)
             }
             mode = c;
             break;
+        case 'a': at = optarg; break;
         case 'h': return cmd_finish("cat", cmd_usage(usage_text, true));
         default:
             cmd_error("cat", "unknown or incomplete option '%s'",
@@ -142,7 +147,7 @@ int cmd_cat(int argc, char **argv)
     }
     dlk_error err;
     dlk_dataset *ds;
-    if (dlk_dataset_open(url, NULL, &ds, &err))
+    if (dlk_dataset_open(url, at, &ds, &err))
         return cmd_fail("cat", &err);
     int ti = dlk_dataset_find(ds, tname);
     if (ti < 0) {

@@ -20,8 +20,11 @@ enum {
 };
 
 int cmd_cat(int argc, char **argv);
+int cmd_commit(int argc, char **argv);
 int cmd_create(int argc, char **argv);
+int cmd_gc(int argc, char **argv);
 int cmd_ingest(int argc, char **argv);
+int cmd_log(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 

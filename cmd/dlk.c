@@ -1,6 +1,7 @@
 /* dlk.c - the dlk binary: finds the subcommand in one table and runs it. */
 #include "cmd.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 struct cmd {
@@ -12,8 +13,11 @@ struct cmd {
 /* Alphabetical. */
 static const struct cmd commands[] = {
     {"cat", cmd_cat, "print one sample of a tensor"},
+    {"commit", cmd_commit, "turn the head into an immutable commit"},
     {"create", cmd_create, "create an empty dataset with a schema"},
+    {"gc", cmd_gc, "remove chunks that nothing references"},
     {"ingest", cmd_ingest, "append samples from a source"},
+    {"log", cmd_log, "list commits, newest first"},
     {"ls", cmd_ls, "list a dataset's tensors"},
     {"verify", cmd_verify, "check every chunk of a dataset"},
 };
@@ -70,5 +74,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "dlk: '%s' is not a dlk command\n", name);
         return usage(stderr, EXIT_USAGE);
     }
-    return c->fn(argc - 1, argv + 1);
+    int code = c->fn(argc - 1, argv + 1);
+    /* DLK_IO_STATS=1: what the command asked of storage, on stderr */
+    const char *stats = getenv("DLK_IO_STATS");
+    if (stats && *stats && *stats != '0') {
+        dlk_io_counters io;
+        dlk_io_counters_get(&io);
+        fprintf(stderr, "dlk: io gets=%llu heads=%llu puts=%llu lists=%llu "
+                "deletes=%llu bytes_read=%llu bytes_written=%llu\n",
+                (unsigned long long)io.gets, (unsigned long long)io.heads,
+                (unsigned long long)io.puts, (unsigned long long)io.lists,
+                (unsigned long long)io.deletes,
+                (unsigned long long)io.bytes_read,
+                (unsigned long long)io.bytes_written);
+    }
+    return code;
 }

@@ -6,9 +6,12 @@
 #include <string.h>
 
 static const char usage_text[] =
-    "usage: dlk ls DATASET [--json]\n"
+    "usage: dlk ls DATASET [--at REF] [--json]\n"
     "\n"
-    "  --json       print as JSON: {\"dataset\", \"id\", \"head\", \"tensors\": [{\"name\",\n"
+    "  --at REF     list a commit (main, main~N, an id or a unique prefix)\n"
+    "               instead of the head\n"
+    "  --json       print as JSON: {\"dataset\", \"id\", \"head\", \"at\", \"dirty\",\n"
+    "               \"tensors\": [{\"name\",\n"
     "               \"kind\", \"dtype\", \"shape\", \"samples\", \"chunks\",\n"
     "               \"stored_bytes\", \"raw_bytes\", \"codec\", ...}]}\n"
     "  -h, --help   this text\n";
@@ -84,16 +87,19 @@ int cmd_ls(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"json", no_argument, 0, 'j'},
+        {"at", required_argument, 0, 'a'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     bool json = false;
+    const char *at = NULL;
     int c;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'j': json = true; break;
+        case 'a': at = optarg; break;
         case 'h': return cmd_finish("ls", cmd_usage(usage_text, true));
         default:
             cmd_error("ls", "unknown or incomplete option '%s'",
@@ -109,15 +115,26 @@ int cmd_ls(int argc, char **argv)
     const char *url = argv[optind];
     dlk_error err;
     dlk_dataset *ds;
-    if (dlk_dataset_open(url, NULL, &ds, &err))
+    if (dlk_dataset_open(url, at, &ds, &err))
         return cmd_fail("ls", &err);
     size_t n = dlk_dataset_ntensors(ds);
     const char *head = dlk_dataset_head(ds);
     int code = EXIT_OK;
+    int dirty = at ? 0 : dlk_dataset_dirty(ds, &err);
+    if (dirty < 0) {
+        code = cmd_fail("ls", &err);
+        dlk_dataset_free(ds);
+        return code;
+    }
     json_t *tensors = json ? json_array() : NULL;
     if (!json) {
-        printf("dataset %s (id %s), head %s\n", url, dlk_dataset_id(ds),
-               head ? head : "(no commits)");
+        if (at)
+            printf("dataset %s (id %s) at commit %s\n", url,
+                   dlk_dataset_id(ds), head);
+        else
+            printf("dataset %s (id %s), main at %s%s\n", url,
+                   dlk_dataset_id(ds), head ? head : "(no commits)",
+                   dirty ? ", head has uncommitted changes" : "");
         printf("%-16s %-11s %-5s %-24s %10s %7s %11s %11s %s\n", "TENSOR",
                "KIND", "DTYPE", "SHAPE", "SAMPLES", "CHUNKS", "STORED",
                "RAW", "CODEC");
@@ -134,10 +151,11 @@ int cmd_ls(int argc, char **argv)
             print_tensor(&t);
     }
     if (json && code == EXIT_OK) {
-        json_t *o = json_pack("{s:s,s:s,s:o,s:o}", "dataset", url, "id",
-                              dlk_dataset_id(ds), "head",
-                              head ? json_string(head) : json_null(),
-                              "tensors", tensors);
+        json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:b,s:o}", "dataset", url,
+                              "id", dlk_dataset_id(ds), "head",
+                              head ? json_string(head) : json_null(), "at",
+                              at ? json_string(head) : json_null(), "dirty",
+                              dirty, "tensors", tensors);
         json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_INDENT(2));
         putchar('\n');
         json_decref(o);

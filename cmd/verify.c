@@ -6,21 +6,28 @@
 #include <string.h>
 
 static const char usage_text[] =
-    "usage: dlk verify DATASET [--deep] [--json]\n"
+    "usage: dlk verify DATASET [--at REF | --all] [--deep] [--json]\n"
     "\n"
     "Checks that every chunk the head references exists, has its recorded\n"
     "size, parses, matches its manifest entry and its content hash (its\n"
     "name), and that sample counts add up.  Exit 0 when clean, 1 when a\n"
     "problem was found (each printed with the object and why).\n"
     "\n"
+    "  --at REF     check exactly the chunks of a commit (main, main~N, an id\n"
+    "               or a unique prefix)\n"
+    "  --all        every commit reachable from main and the head, each chunk\n"
+    "               once; also lists chunks that nothing references (left by\n"
+    "               a crash; not a failure)\n"
     "  --deep       also decompress and re-hash every payload\n"
-    "  --json       {\"ok\", \"chunks_checked\", \"bytes_checked\", \"errors\": [{\"object\",\n"
-    "               \"error\"}]}\n"
+    "  --json       {\"ok\", \"chunks_checked\", \"bytes_checked\", \"commits_checked\",\n"
+    "               \"errors\": [{\"object\", \"error\"}], \"unreferenced\": [{\"object\",\n"
+    "               \"bytes\"}]}\n"
     "  -h, --help   this text\n";
 
 struct report {
     bool json;
     json_t *errors;
+    json_t *unreferenced;
 };
 
 static void on_problem(void *ud, const char *object, const char *why)
@@ -29,26 +36,45 @@ static void on_problem(void *ud, const char *object, const char *why)
     if (r->json)
         json_array_append_new(r->errors, json_pack("{s:s,s:s}", "object",
                                                    object, "error", why));
+    else if (*object && strstr(why, object))
+        printf("bad: %s\n", why); /* the message names the object */
     else
         printf("bad: %s: %s\n", *object ? object : "(dataset)", why);
+}
+
+static void on_unreferenced(void *ud, const char *object, uint64_t size)
+{
+    struct report *r = ud;
+    if (r->json)
+        json_array_append_new(r->unreferenced,
+                              json_pack("{s:s,s:I}", "object", object,
+                                        "bytes", (json_int_t)size));
+    else
+        printf("unreferenced: %s (%llu bytes; 'dlk gc' removes it)\n",
+               object, (unsigned long long)size);
 }
 
 int cmd_verify(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"deep", no_argument, 0, 'd'},
+        {"at", required_argument, 0, 'a'},
+        {"all", no_argument, 0, 'A'},
         {"json", no_argument, 0, 'j'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    struct report r = {false, NULL};
-    dlk_verify_opts vo = {0, on_problem, &r};
+    struct report r = {false, NULL, NULL};
+    dlk_verify_opts vo = {0, 0, on_problem, on_unreferenced, &r};
+    const char *at = NULL;
     int c;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'd': vo.deep = 1; break;
+        case 'a': at = optarg; break;
+        case 'A': vo.all = 1; break;
         case 'j': r.json = true; break;
         case 'h': return cmd_finish("verify", cmd_usage(usage_text, true));
         default:
@@ -62,41 +88,56 @@ int cmd_verify(int argc, char **argv)
                                            : "too many arguments");
         return cmd_usage(usage_text, false);
     }
+    if (at && vo.all) {
+        cmd_error("verify", "--at and --all exclude each other");
+        return cmd_usage(usage_text, false);
+    }
     const char *url = argv[optind];
     r.errors = json_array();
+    r.unreferenced = json_array();
     dlk_verify_result res = {0};
     dlk_error err;
     dlk_dataset *ds = NULL;
-    dlk_status rc = dlk_dataset_open(url, NULL, &ds, &err);
+    dlk_status rc = dlk_dataset_open(url, at, &ds, &err);
     if (rc == DLK_ECORRUPT || rc == DLK_EUNSUPPORTED || rc == DLK_ELIMIT) {
         /* a dataset whose description or manifest is bad is a finding */
         on_problem(&r, "", err.msg);
         res.problems = 1;
     } else if (rc) {
         json_decref(r.errors);
+        json_decref(r.unreferenced);
         return cmd_fail("verify", &err);
     } else if ((rc = dlk_verify(ds, &vo, &res, &err))) {
         json_decref(r.errors);
+        json_decref(r.unreferenced);
         dlk_dataset_free(ds);
         return cmd_fail("verify", &err);
     }
     dlk_dataset_free(ds);
     if (r.json) {
-        json_t *o = json_pack("{s:b,s:I,s:I,s:o}", "ok", res.problems == 0,
-                              "chunks_checked", (json_int_t)res.chunks_checked,
-                              "bytes_checked", (json_int_t)res.bytes_checked,
-                              "errors", r.errors);
+        json_t *o = json_pack("{s:b,s:I,s:I,s:I,s:o,s:o}", "ok",
+                              res.problems == 0, "chunks_checked",
+                              (json_int_t)res.chunks_checked, "bytes_checked",
+                              (json_int_t)res.bytes_checked, "commits_checked",
+                              (json_int_t)res.commits_checked, "errors",
+                              r.errors, "unreferenced", r.unreferenced);
         json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_INDENT(2));
         putchar('\n');
         json_decref(o);
     } else {
         char b[32];
         json_decref(r.errors);
-        printf("%s: %llu chunks, %s checked%s; %llu problem%s\n",
+        json_decref(r.unreferenced);
+        char commits[64] = "";
+        if (vo.all)
+            snprintf(commits, sizeof commits, " in %llu commit%s and the head",
+                     (unsigned long long)res.commits_checked,
+                     res.commits_checked == 1 ? "" : "s");
+        printf("%s: %llu chunks, %s checked%s%s; %llu problem%s\n",
                res.problems ? "FAILED" : "ok",
                (unsigned long long)res.chunks_checked,
-               cmd_bytes(res.bytes_checked, b), vo.deep ? " (deep)" : "",
-               (unsigned long long)res.problems,
+               cmd_bytes(res.bytes_checked, b), commits,
+               vo.deep ? " (deep)" : "", (unsigned long long)res.problems,
                res.problems == 1 ? "" : "s");
     }
     return cmd_finish("verify", res.problems ? EXIT_PROBLEMS : EXIT_OK);

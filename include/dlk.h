@@ -136,8 +136,11 @@ dlk_status dlk_dataset_create(const char *url, const dlk_tensor_spec *specs,
                               size_t n_specs, dlk_dataset **out,
                               dlk_error *err);
 
-/* Open an existing dataset for reading and appending.  `at` selects the
- * state to read: NULL or "" for the working head. */
+/* Open an existing dataset.  `at` selects the state to read: NULL or ""
+ * for the working head (readable and appendable), or a reference as
+ * dlk_resolve takes it ("main", "main~2", an id or a unique prefix), which
+ * opens that commit read-only.  Opening a commit costs a constant number
+ * of small reads, however long the history. */
 dlk_status dlk_dataset_open(const char *url, const char *at,
                             dlk_dataset **out, dlk_error *err);
 
@@ -250,13 +253,102 @@ const void *dlk_chunk_sample(const dlk_chunk *c, uint32_t i, size_t *nbytes,
 void dlk_chunk_free(dlk_chunk *c);
 
 /* ------------------------------------------------------------------ */
+/* Versions: commits, the log, references                              */
+
+#define DLK_ID_MAX 65 /* a commit id: 32 hex digits, NUL; room to grow */
+
+enum {
+    /* Commit on a store that cannot do conditional writes, trusting that
+     * no other writer runs at the same time. */
+    DLK_COMMIT_UNSAFE_SINGLE_WRITER = 1
+};
+
+/* Turn the head (everything appended and flushed) into an immutable
+ * commit and move refs/heads/main to it.  The move is conditional: when a
+ * concurrent commit moved main first, the head is committed again on top
+ * of it (both land, one after the other); after a few such rounds the
+ * call fails with DLK_ECONFLICT and nothing is lost.  id_out receives the
+ * new commit's id.  When the head equals main's commit there is nothing
+ * to commit: *committed is set to 0 and id_out holds main's id.
+ * Stores that ignore conditional writes are detected and refused
+ * (DLK_EUNSUPPORTED) unless DLK_COMMIT_UNSAFE_SINGLE_WRITER is given. */
+dlk_status dlk_commit(dlk_dataset *ds, const char *message, unsigned flags,
+                      char id_out[DLK_ID_MAX], int *committed,
+                      dlk_error *err);
+
+/* Whether the head holds changes that main's commit does not (1), or
+ * not (0); negative status on error.  Costs one read of that commit. */
+int dlk_dataset_dirty(dlk_dataset *ds, dlk_error *err);
+
+typedef struct dlk_log_entry {
+    const char *id;
+    const char *parent;       /* NULL for the first commit */
+    const char *time;         /* UTC, "2026-11-26T01:02:03Z" */
+    const char *message;
+    uint64_t bytes_added;     /* stored bytes of chunks new in it */
+    uint64_t chunks_added;
+    size_t ntensors;
+    const char *const *tensor_names;
+    const uint64_t *samples;  /* per tensor, in the commit */
+} dlk_log_entry;
+
+/* Called per commit, newest first; non-zero stops the walk. The entry's
+ * strings live until the callback returns. */
+typedef int (*dlk_log_fn)(void *ud, const dlk_log_entry *e);
+
+/* Walk the history from `at` (NULL: main) back to the first commit, or
+ * at most `max` commits (0: all).  One small read per commit. */
+dlk_status dlk_log(dlk_dataset *ds, const char *at, size_t max,
+                   dlk_log_fn fn, void *ud, dlk_error *err);
+
+/* Resolve a reference to a commit id: a full id, a unique prefix of at
+ * least 4 hex digits, "main", or "main~N" (N commits before main). */
+dlk_status dlk_resolve(dlk_dataset *ds, const char *ref,
+                       char id_out[DLK_ID_MAX], dlk_error *err);
+
+/* Garbage collection: remove chunks that neither the head nor any commit
+ * reachable from main references (left by a crash or an abandoned run),
+ * once they are older than the grace period, so that a writer still
+ * running (whose chunks are not referenced yet) is never disturbed. */
+typedef struct dlk_gc_opts {
+    int64_t grace_seconds; /* keep unreferenced chunks younger than this */
+    int dry_run;           /* report, remove nothing */
+    void (*on_remove)(void *ud, const char *object, uint64_t size);
+    void *ud;
+} dlk_gc_opts;
+
+typedef struct dlk_gc_result {
+    uint64_t removed, removed_bytes;  /* (or would be, with dry_run) */
+    uint64_t young;                   /* unreferenced, within grace */
+    uint64_t referenced;              /* chunks kept */
+} dlk_gc_result;
+
+dlk_status dlk_gc(dlk_dataset *ds, const dlk_gc_opts *opts,
+                  dlk_gc_result *res, dlk_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Requests made to storage by this process (all stores, all threads).  */
+
+typedef struct dlk_io_counters {
+    uint64_t gets, heads, puts, lists, deletes;
+    uint64_t bytes_read, bytes_written;
+} dlk_io_counters;
+
+void dlk_io_counters_get(dlk_io_counters *out);
+
+/* ------------------------------------------------------------------ */
 /* Verification                                                        */
 
 typedef struct dlk_verify_opts {
     int deep; /* also decompress and re-hash every payload */
+    int all;  /* every commit reachable from main and the head, each chunk
+                 once; and report chunks that none of them references */
     /* Called for each problem found; `object` is a key below the dataset
      * root ("" for the dataset as a whole). May be NULL. */
     void (*on_problem)(void *ud, const char *object, const char *why);
+    /* With `all`: called for each chunk nothing references (left by a
+     * crash or an abandoned run; `dlk gc` removes them).  May be NULL. */
+    void (*on_unreferenced)(void *ud, const char *object, uint64_t size);
     void *ud;
 } dlk_verify_opts;
 
@@ -264,11 +356,15 @@ typedef struct dlk_verify_result {
     uint64_t chunks_checked;
     uint64_t bytes_checked;
     uint64_t problems;
+    uint64_t commits_checked;
+    uint64_t unreferenced;       /* with `all` */
+    uint64_t unreferenced_bytes;
 } dlk_verify_result;
 
-/* Check every chunk the opened state references.  Returns DLK_OK when the
- * check ran (problems are counted in res, not returned); an error status
- * only when the check itself could not run. */
+/* Check every chunk the opened state references (the head, or the commit
+ * it was opened at), or with opts->all every state.  Returns DLK_OK when
+ * the check ran (problems are counted in res, not returned); an error
+ * status only when the check itself could not run. */
 dlk_status dlk_verify(dlk_dataset *ds, const dlk_verify_opts *opts,
                       dlk_verify_result *res, dlk_error *err);
 

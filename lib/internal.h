@@ -115,6 +115,7 @@ typedef enum dlk_put_mode {
 typedef struct dlk_obj_info {
     uint64_t size;
     char etag[DLK_ETAG_MAX];
+    int64_t mtime;   /* last modified, Unix seconds; 0 when unknown */
 } dlk_obj_info;
 
 /* Called by list for each object, in key order; non-zero stops. */
@@ -272,7 +273,6 @@ typedef struct dlk_tensor {
     int64_t shape_max[DLK_MAX_NDIM];
     dlk_chunk_entry *chunks;
     size_t nchunks, capchunks;
-    char *chunk_key_buf;       /* scratch: "chunks/<name>/<hash>" */
 } dlk_tensor;
 
 typedef struct dlk_manifest {

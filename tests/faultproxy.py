@@ -21,7 +21,9 @@ connections, bodies and time are bounded (see the options).
 """
 import argparse
 import http.client
+import os
 import random
+import signal
 import socket
 import struct
 import sys
@@ -74,6 +76,11 @@ class Handler(BaseHTTPRequestHandler):
     timeout = 120           # idle keep-alive connections end
     server_version = "faultproxy"
 
+    def setup(self):
+        super().setup()
+        # headers and body go out in separate writes: no Nagle stalls
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def log_message(self, fmt, *args):
         if self.server.opts.verbose:
             sys.stderr.write("%s\n" % (fmt % args))
@@ -87,8 +94,16 @@ class Handler(BaseHTTPRequestHandler):
             u = self.server.up
             conn = http.client.HTTPConnection(u.hostname, u.port or 80,
                                               timeout=300)
+            conn.connect()
+            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             local.conn = conn
         return conn
+
+    def drop_upstream(self):
+        conn = getattr(self.server.local, "conn", None)
+        self.server.local.conn = None
+        if conn is not None:
+            conn.close()
 
     def read_body(self):
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -217,17 +232,25 @@ class Handler(BaseHTTPRequestHandler):
                 sent += len(piece)
         except OSError:
             self.close_connection = True
-            self.server.local.conn = None
-            resp.close()
+            self.drop_upstream()
             return
         if stop < n:
-            resp.close()     # unread upstream body: that connection is done
-            self.server.local.conn = None
+            self.drop_upstream()   # unread upstream body: it is done
             return self.hard_close(kind == "reset")
         if data is None:
             resp.read()      # drain (HEAD, 204)
 
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = handle_any
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256
+
+    def handle_error(self, request, client_address):
+        # a client gone, or a connection we broke on purpose: not news
+        if self.opts.verbose:
+            super().handle_error(request, client_address)
 
 
 def main():
@@ -257,14 +280,21 @@ def main():
         if not 0.0 <= r <= 1.0:
             p.error("rates are between 0 and 1")
 
-    ThreadingHTTPServer.daemon_threads = True
-    ThreadingHTTPServer.request_queue_size = 256
-    srv = ThreadingHTTPServer((opts.host, opts.port), Handler)
+    srv = Server((opts.host, opts.port), Handler)
     srv.opts = opts
     srv.up = up
     srv.local = threading.local()
     srv.faults = Faults(opts)
     srv.slots = threading.BoundedSemaphore(opts.max_conns)
+    def stats(*_):
+        sys.stderr.write("faults %s\n" % " ".join(
+            "%s=%d" % kv for kv in srv.faults.counts.items()))
+        sys.stderr.flush()
+
+    def on_term(*_):
+        stats()
+        os._exit(0)
+    signal.signal(signal.SIGTERM, on_term)
     print(srv.server_address[1], flush=True)
     timer = threading.Timer(opts.lifetime, srv.shutdown)
     timer.daemon = True
@@ -273,8 +303,7 @@ def main():
         srv.serve_forever()
     except KeyboardInterrupt:
         pass
-    sys.stderr.write("faults %s\n" % " ".join(
-        "%s=%d" % kv for kv in srv.faults.counts.items()))
+    stats()
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Encode, name and store the builder's samples as one chunk. */
 static dlk_status seal(dlk_dataset *ds, size_t ti, dlk_error *err)
@@ -31,13 +32,22 @@ static dlk_status seal(dlk_dataset *ds, size_t ti, dlk_error *err)
     e.samples = b->samples;
     e.stored_bytes = ds->enc.len;
     e.raw_bytes = b->raw.len;
-    const char *key = dlk_chunk_key(t, e.key);
-    if (!key)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
-    /* Content-addressed: an existing object of this name has these bytes. */
+    char key[DLK_CHUNK_KEY_MAX];
+    dlk_chunk_key(key, t->spec.name, e.key);
+    /* Content-addressed: an existing object of this name has these bytes.
+     * But an old one may be unreferenced and about to be collected by gc,
+     * which spares only young chunks: refresh it by writing it again. */
     rc = dlk_store_put(ds->store, key, ds->enc.data, ds->enc.len,
                        DLK_PUT_IF_ABSENT, NULL, NULL, err);
-    if (rc && rc != DLK_EEXIST)
+    if (rc == DLK_EEXIST) {
+        dlk_obj_info info;
+        dlk_error_clear(err);
+        rc = dlk_store_head(ds->store, key, &info, err);
+        if (!rc && (info.mtime == 0 || time(NULL) - info.mtime > 600))
+            rc = dlk_store_put(ds->store, key, ds->enc.data, ds->enc.len,
+                               DLK_PUT_ALWAYS, NULL, NULL, err);
+    }
+    if (rc)
         return rc;
     rc = dlk_tensor_add_chunk(t, &e, b->smin, b->smax, err);
     if (rc)

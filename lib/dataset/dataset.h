@@ -8,6 +8,8 @@
 #define DLK_KEY_DATASET "dlk.json"
 #define DLK_KEY_HEAD "staging/manifest.json"
 #define DLK_KEY_CHUNKS "chunks/"
+#define DLK_KEY_MAIN "refs/heads/main"
+#define DLK_KEY_COMMITS "commits/"
 
 /* Samples appended to a tensor and not yet written as a chunk. */
 typedef struct dlk_builder {
@@ -28,7 +30,8 @@ struct dlk_dataset {
     char *url;
     dlk_store *store;
     char id[64];
-    char *head;                /* head commit id, or NULL */
+    char *head;                /* main's commit id (or the commit opened),
+                                  NULL when there is none */
     dlk_manifest m;
     char etag[DLK_ETAG_MAX];   /* of the head manifest as read */
     bool have_etag;
@@ -39,14 +42,52 @@ struct dlk_dataset {
     dlk_buf enc;               /* scratch for encoding chunks */
 };
 
-/* "chunks/<tensor>/<hash>" for chunk `c` of tensor `t`, in a buffer owned
- * by the tensor. */
-const char *dlk_chunk_key(dlk_tensor *t, const char *hash);
+/* "chunks/<tensor>/<hash>" into out. */
+#define DLK_CHUNK_KEY_MAX (sizeof DLK_KEY_CHUNKS + DLK_NAME_MAX + 40)
+void dlk_chunk_key(char out[DLK_CHUNK_KEY_MAX], const char *tensor,
+                   const char *hash);
 
-/* Read chunk `chunk` of `tensor`, checked against its manifest entry. */
-dlk_status dlk_chunk_load(dlk_dataset *ds, size_t tensor, size_t chunk,
-                          unsigned mode, void *buf, size_t cap,
-                          dlk_chunk **out, dlk_error *err);
+/* Read the chunk of entry e of tensor t, checked against the entry. */
+dlk_status dlk_chunk_load(dlk_dataset *ds, const dlk_tensor *t,
+                          const dlk_chunk_entry *e, unsigned mode, void *buf,
+                          size_t cap, dlk_chunk **out, dlk_error *err);
+
+/* Read refs/heads/main: *exists 0 when absent; id and etag otherwise. */
+dlk_status dlk_ref_read(dlk_dataset *ds, char id[DLK_ID_MAX], char *etag,
+                        bool *exists, dlk_error *err);
+/* Read and check commits/<id>.json into m; time/message (may be NULL)
+ * receive malloc'd copies. */
+dlk_status dlk_commit_load(dlk_dataset *ds, const char *id, dlk_manifest *m,
+                           char **time, char **message, uint64_t *bytes_added,
+                           uint64_t *chunks_added, dlk_error *err);
+
+/* The chunks that states of a dataset reference (refs.c). */
+typedef struct dlk_ref_chunk {
+    char key[DLK_CHUNK_KEY_MAX];
+    const dlk_tensor *t;
+    const dlk_chunk_entry *e;
+} dlk_ref_chunk;
+
+typedef struct dlk_ref_set {
+    dlk_ref_chunk *v;
+    size_t n, cap;
+    dlk_manifest *extra;  /* commits loaded by add_history */
+    size_t nextra, capextra;
+} dlk_ref_set;
+
+/* Called for a commit that cannot be read (the walk stops there). */
+typedef void (*dlk_refs_bad_fn)(void *ud, const char *key, const char *why);
+
+dlk_status dlk_refs_add_manifest(dlk_ref_set *s, const dlk_manifest *m,
+                                 dlk_error *err);
+/* Add every commit reachable from main.  A commit that cannot be read is
+ * reported to bad (then the walk ends) or, without bad, an error. */
+dlk_status dlk_refs_add_history(dlk_dataset *ds, dlk_ref_set *s,
+                                dlk_refs_bad_fn bad, void *ud,
+                                uint64_t *commits, dlk_error *err);
+void dlk_refs_sort(dlk_ref_set *s);
+bool dlk_refs_has(const dlk_ref_set *s, const char *key);
+void dlk_refs_free(dlk_ref_set *s);
 
 /* Publish ds->m as the head manifest (conditional on the version read). */
 dlk_status dlk_write_head(dlk_dataset *ds, dlk_error *err);

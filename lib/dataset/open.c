@@ -186,9 +186,6 @@ dlk_status dlk_dataset_open(const char *url, const char *at,
                             dlk_dataset **out, dlk_error *err)
 {
     *out = NULL;
-    if (at && *at)
-        return dlk_fail(err, DLK_ENOTFOUND, "no commit '%s' in '%s' (this "
-                        "dataset has no commits)", at, url);
     dlk_dataset *ds = new_handle(url, err);
     if (!ds)
         return DLK_ENOMEM;
@@ -197,6 +194,31 @@ dlk_status dlk_dataset_open(const char *url, const char *at,
         rc = dlk_fail(err, DLK_ENOTFOUND, "no dataset at '%s'", url);
     if (!rc)
         rc = read_dataset_json(ds, err);
+    if (!rc && at && *at) {
+        /* a commit: dlk.json, the commit (and for main, its ref) */
+        char id[DLK_ID_MAX];
+        rc = dlk_resolve(ds, at, id, err);
+        if (!rc)
+            rc = dlk_commit_load(ds, id, &ds->m, NULL, NULL, NULL, NULL, err);
+        if (!rc && !(ds->head = strdup(id)))
+            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        ds->read_only = true;
+        if (!rc)
+            rc = alloc_per_tensor(ds, err);
+        if (rc) {
+            dlk_dataset_free(ds);
+            return rc;
+        }
+        *out = ds;
+        return DLK_OK;
+    }
+    if (!rc) {
+        char id[DLK_ID_MAX];
+        bool exists;
+        rc = dlk_ref_read(ds, id, NULL, &exists, err);
+        if (!rc && exists && !(ds->head = strdup(id)))
+            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
     dlk_buf b;
     dlk_buf_init(&b);
     dlk_obj_info info;
@@ -293,13 +315,8 @@ dlk_status dlk_tensor_info_get(const dlk_dataset *ds, size_t tensor,
     return DLK_OK;
 }
 
-const char *dlk_chunk_key(dlk_tensor *t, const char *hash)
+void dlk_chunk_key(char out[DLK_CHUNK_KEY_MAX], const char *tensor,
+                   const char *hash)
 {
-    if (!t->chunk_key_buf) {
-        t->chunk_key_buf = malloc(sizeof DLK_KEY_CHUNKS + DLK_NAME_MAX + 40);
-        if (!t->chunk_key_buf)
-            return NULL;
-    }
-    sprintf(t->chunk_key_buf, DLK_KEY_CHUNKS "%s/%s", t->spec.name, hash);
-    return t->chunk_key_buf;
+    snprintf(out, DLK_CHUNK_KEY_MAX, DLK_KEY_CHUNKS "%s/%s", tensor, hash);
 }

@@ -23,13 +23,23 @@ int dlk_tensor_chunk(const dlk_dataset *ds, size_t tensor, size_t chunk,
     return 0;
 }
 
-/* Check that a decoded chunk is what the manifest says it is. */
+/* Check that a chunk (header and index parsed) is what the manifest says
+ * it is: before its payload is decompressed, so that a hostile chunk
+ * cannot make the reader allocate what the manifest does not allow. */
 static dlk_status check_against_entry(const dlk_chunk *c,
                                       const dlk_tensor *t,
                                       const dlk_chunk_entry *e,
                                       const char *key, dlk_error *err)
 {
     const dlk_chunk_header *h = &c->h;
+    bool variable = false;
+    for (int d = 0; d < t->spec.ndim; d++)
+        variable |= t->spec.shape[d] == DLK_DIM_VARIABLE;
+    if (variable != !!(h->flags & DLK_CHUNK_FLAG_VARIABLE))
+        return dlk_fail(err, DLK_ECORRUPT, "chunk '%s': %s shape, tensor "
+                        "'%s' has a %s one", key,
+                        variable ? "a fixed" : "a variable", t->spec.name,
+                        variable ? "variable" : "fixed");
     if (h->samples != e->samples || h->raw_bytes != e->raw_bytes)
         return dlk_fail(err, DLK_ECORRUPT, "chunk '%s': holds %u samples of "
                         "%llu bytes, the manifest says %u of %llu", key,
@@ -39,31 +49,29 @@ static dlk_status check_against_entry(const dlk_chunk *c,
         h->codec != t->spec.codec)
         return dlk_fail(err, DLK_ECORRUPT, "chunk '%s': dtype, rank or codec "
                         "differ from tensor '%s'", key, t->spec.name);
-    if (!(h->flags & DLK_CHUNK_FLAG_VARIABLE))
-        for (int d = 0; d < h->ndim; d++)
+    for (uint32_t s = 0; s < (variable ? h->samples : 1); s++)
+        for (int d = 0; d < h->ndim; d++) {
+            int64_t dim = variable ? c->shapes[(size_t)s * h->ndim + d]
+                                   : c->shape[d];
             if (t->spec.shape[d] != DLK_DIM_VARIABLE &&
-                t->spec.shape[d] != c->shape[d])
-                return dlk_fail(err, DLK_ECORRUPT, "chunk '%s': shape differs "
-                                "from tensor '%s'", key, t->spec.name);
+                t->spec.shape[d] != dim)
+                return dlk_fail(err, DLK_ECORRUPT, "chunk '%s': sample %u's "
+                                "shape differs from tensor '%s'", key, s,
+                                t->spec.name);
+        }
     return DLK_OK;
 }
 
-dlk_status dlk_chunk_load(dlk_dataset *ds, size_t tensor, size_t chunk,
-                          unsigned mode, void *buf, size_t cap,
-                          dlk_chunk **out, dlk_error *err)
+dlk_status dlk_chunk_load(dlk_dataset *ds, const dlk_tensor *t,
+                          const dlk_chunk_entry *e, unsigned mode, void *buf,
+                          size_t cap, dlk_chunk **out, dlk_error *err)
 {
     *out = NULL;
-    if (tensor >= ds->m.ntensors || chunk >= ds->m.tensors[tensor].nchunks)
-        return dlk_fail(err, DLK_ENOTFOUND, "no chunk %zu of tensor %zu",
-                        chunk, tensor);
-    dlk_tensor *t = &ds->m.tensors[tensor];
-    const dlk_chunk_entry *e = &t->chunks[chunk];
-    const char *key = dlk_chunk_key(t, e->key);
+    char key[DLK_CHUNK_KEY_MAX];
+    dlk_chunk_key(key, t->spec.name, e->key);
     dlk_chunk *c = calloc(1, sizeof *c);
-    if (!c || !key) {
-        free(c);
+    if (!c)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
-    }
     /* Uncompressed chunks are read straight into caller memory. */
     if (buf && t->spec.codec == DLK_CODEC_NONE && cap >= e->stored_bytes)
         dlk_buf_wrap(&c->object, buf, cap);
@@ -75,10 +83,19 @@ dlk_status dlk_chunk_load(dlk_dataset *ds, size_t tensor, size_t chunk,
                       "the manifest says %llu", key,
                       (unsigned long long)(rc ? 0 : info.size),
                       (unsigned long long)e->stored_bytes);
+    /* header and index first, checked against the manifest; only then
+     * the payload */
     if (!rc)
-        rc = dlk_chunk_decode(c, key, mode, buf, cap, err);
+        rc = dlk_chunk_decode(c, key, DLK_DECODE_HEADER_ONLY, NULL, 0, err);
     if (!rc)
         rc = check_against_entry(c, t, e, key, err);
+    if (!rc && !(mode & DLK_DECODE_HEADER_ONLY)) {
+        free(c->shapes);
+        free(c->offsets);
+        c->shapes = NULL;
+        c->offsets = NULL;
+        rc = dlk_chunk_decode(c, key, mode, buf, cap, err);
+    }
     if (rc) {
         dlk_chunk_free(c);
         return rc;
@@ -91,7 +108,12 @@ dlk_status dlk_chunk_read(dlk_dataset *ds, size_t tensor, size_t chunk,
                           unsigned flags, void *buf, size_t cap,
                           dlk_chunk **out, dlk_error *err)
 {
-    return dlk_chunk_load(ds, tensor, chunk,
+    *out = NULL;
+    if (tensor >= ds->m.ntensors || chunk >= ds->m.tensors[tensor].nchunks)
+        return dlk_fail(err, DLK_ENOTFOUND, "no chunk %zu of tensor %zu",
+                        chunk, tensor);
+    const dlk_tensor *t = &ds->m.tensors[tensor];
+    return dlk_chunk_load(ds, t, &t->chunks[chunk],
                           flags & DLK_READ_VERIFY ? DLK_DECODE_VERIFY : 0,
                           buf, cap, out, err);
 }
@@ -113,7 +135,7 @@ dlk_status dlk_read_sample(dlk_dataset *ds, size_t tensor, uint64_t index,
     if (!cc->chunk || cc->index != (size_t)ci) {
         dlk_chunk_free(cc->chunk);
         cc->chunk = NULL;
-        dlk_status rc = dlk_chunk_load(ds, tensor, (size_t)ci, DLK_DECODE_VERIFY,
+        dlk_status rc = dlk_chunk_load(ds, t, &t->chunks[ci], DLK_DECODE_VERIFY,
                                        NULL, 0,
                                        &cc->chunk, err);
         if (rc)

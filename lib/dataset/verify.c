@@ -1,53 +1,84 @@
-/* verify.c - checking every chunk that the opened state references. */
+/* verify.c - checking every chunk that a state (or every state) of the
+ * dataset references, each once, and finding chunks nothing references. */
 #include "dataset.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static void problem(const dlk_verify_opts *o, dlk_verify_result *res,
-                    const char *object, const char *why)
+struct verify_ctx {
+    const dlk_verify_opts *o;
+    dlk_verify_result *res;
+    const dlk_ref_set *s;
+};
+
+static void problem(void *ud, const char *object, const char *why)
 {
-    res->problems++;
-    if (o && o->on_problem)
-        o->on_problem(o->ud, object, why);
+    struct verify_ctx *v = ud;
+    v->res->problems++;
+    if (v->o && v->o->on_problem)
+        v->o->on_problem(v->o->ud, object, why);
+}
+
+static void check_chunk(dlk_dataset *ds, const dlk_ref_chunk *r, bool deep,
+                        struct verify_ctx *v)
+{
+    dlk_error cerr;
+    dlk_error_clear(&cerr);
+    dlk_chunk *c = NULL;
+    /* checks header and index against the manifest and, when deep, both
+     * payload checksums after decompressing */
+    dlk_status rc = dlk_chunk_load(ds, r->t, r->e,
+                                   deep ? DLK_DECODE_VERIFY
+                                        : DLK_DECODE_HEADER_ONLY,
+                                   NULL, 0, &c, &cerr);
+    v->res->chunks_checked++;
+    if (rc) {
+        problem(v, r->key, cerr.msg);
+        return;
+    }
+    v->res->bytes_checked += c->object.len;
+    /* the name is the hash of every byte of the object */
+    char hash[33];
+    dlk_hash128_hex(c->object.data, c->object.len, hash);
+    if (strcmp(hash, r->e->key) != 0)
+        problem(v, r->key, "content does not match its name (XXH3-128 "
+                "checksum mismatch)");
+    dlk_chunk_free(c);
+}
+
+static int on_stored_chunk(void *ud, const char *key, uint64_t size)
+{
+    struct verify_ctx *v = ud;
+    if (dlk_refs_has(v->s, key))
+        return 0;
+    v->res->unreferenced++;
+    v->res->unreferenced_bytes += size;
+    if (v->o && v->o->on_unreferenced)
+        v->o->on_unreferenced(v->o->ud, key, size);
+    return 0;
 }
 
 dlk_status dlk_verify(dlk_dataset *ds, const dlk_verify_opts *opts,
                       dlk_verify_result *res, dlk_error *err)
 {
-    (void)err;
     memset(res, 0, sizeof *res);
-    bool deep = opts && opts->deep;
-    for (size_t ti = 0; ti < ds->m.ntensors; ti++) {
-        dlk_tensor *t = &ds->m.tensors[ti];
-        for (size_t ci = 0; ci < t->nchunks; ci++) {
-            const dlk_chunk_entry *e = &t->chunks[ci];
-            char key[DLK_NAME_MAX + 64];
-            snprintf(key, sizeof key, "%s%s/%s", DLK_KEY_CHUNKS, t->spec.name,
-                     e->key);
-            dlk_error cerr;
-            dlk_error_clear(&cerr);
-            dlk_chunk *c = NULL;
-            /* decode checks header, index and, when deep, both payload
-             * checksums after decompressing */
-            dlk_status rc = dlk_chunk_load(ds, ti, ci,
-                                           deep ? DLK_DECODE_VERIFY
-                                                : DLK_DECODE_HEADER_ONLY,
-                                           NULL, 0, &c, &cerr);
-            res->chunks_checked++;
-            if (rc) {
-                problem(opts, res, key, cerr.msg);
-                continue;
-            }
-            res->bytes_checked += c->object.len;
-            /* the name is the hash of every byte of the object */
-            char hash[33];
-            dlk_hash128_hex(c->object.data, c->object.len, hash);
-            if (strcmp(hash, e->key) != 0)
-                problem(opts, res, key, "content does not match its name "
-                        "(XXH3-128 checksum mismatch)");
-            dlk_chunk_free(c);
-        }
+    bool deep = opts && opts->deep, all = opts && opts->all;
+    dlk_ref_set s;
+    memset(&s, 0, sizeof s);
+    struct verify_ctx v = {opts, res, &s};
+    dlk_status rc = dlk_refs_add_manifest(&s, &ds->m, err);
+    if (!rc && all)
+        rc = dlk_refs_add_history(ds, &s, problem, &v, &res->commits_checked,
+                                  err);
+    dlk_refs_sort(&s);
+    for (size_t i = 0; !rc && i < s.n; i++) {
+        if (i && strcmp(s.v[i].key, s.v[i - 1].key) == 0)
+            continue; /* shared by several states: checked once */
+        check_chunk(ds, &s.v[i], deep, &v);
     }
-    return DLK_OK;
+    if (!rc && all)
+        rc = dlk_store_list(ds->store, DLK_KEY_CHUNKS, on_stored_chunk, &v,
+                            err);
+    dlk_refs_free(&s);
+    return rc;
 }

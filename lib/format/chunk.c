@@ -23,8 +23,19 @@
 #define HASHED_HEADER_BYTES 56
 #define DLK_ZSTD_DEFAULT_LEVEL 3
 
-/* Index size: fixed ndim*4; variable samples*ndim*4 + (samples+1)*8. */
-static bool index_size(uint32_t samples, int ndim, bool variable,
+/* Index: for a fixed shape, ndim u32 dims; for variable shapes,
+ * (samples+1) u64 offsets then samples*ndim u32 dims.  Zero padding
+ * rounds it up to a multiple of 64 bytes, so that the payload starts
+ * 64-byte aligned in the object (and in any buffer it is read into). */
+#define INDEX_ALIGN 64u
+
+static uint64_t pad_to_align(uint64_t n)
+{
+    return (n + INDEX_ALIGN - 1) / INDEX_ALIGN * INDEX_ALIGN;
+}
+
+/* The index's bytes before padding; false on overflow. */
+static bool index_used(uint32_t samples, int ndim, bool variable,
                        uint64_t *out)
 {
     if (!variable) {
@@ -35,6 +46,17 @@ static bool index_size(uint32_t samples, int ndim, bool variable,
     return dlk_mul_u64((uint64_t)samples * (uint64_t)ndim, 4, &dims) &&
            dlk_mul_u64((uint64_t)samples + 1, 8, &offs) &&
            dlk_add_u64(dims, offs, out);
+}
+
+static bool index_size(uint32_t samples, int ndim, bool variable,
+                       uint64_t *out)
+{
+    uint64_t used;
+    if (!index_used(samples, ndim, variable, &used) ||
+        used > UINT64_MAX - INDEX_ALIGN)
+        return false;
+    *out = pad_to_align(used);
+    return true;
 }
 
 /* Bytes of one sample of the given dims, or false on overflow. */
@@ -70,17 +92,19 @@ dlk_status dlk_chunk_encode(const dlk_chunk_enc *in, dlk_buf *out,
     uint8_t *hdr = out->data;
     uint8_t *idx = hdr + DLK_CHUNK_HEADER_BYTES;
     uint8_t *payload = idx + index_bytes;
+    memset(idx, 0, (size_t)index_bytes);
 
     /* index */
     if (!in->variable) {
         for (int d = 0; d < in->ndim; d++)
             dlk_put_le32(idx + 4 * d, (uint32_t)in->shape[d]);
     } else {
-        uint8_t *p = idx;
+        uint8_t *p = idx + 8 * ((size_t)in->samples + 1);
         uint64_t n = (uint64_t)in->samples * (uint64_t)in->ndim;
         for (uint64_t i = 0; i < n; i++, p += 4)
             dlk_put_le32(p, in->shapes[i]);
         uint64_t off = 0;
+        p = idx;
         dlk_put_le64(p, 0);
         p += 8;
         for (uint32_t s = 0; s < in->samples; s++, p += 8) {
@@ -148,10 +172,12 @@ dlk_status dlk_chunk_parse_header(const uint8_t *obj, size_t len,
                         DLK_FORMAT_VERSION);
     h->dtype = (dlk_dtype)obj[OFF_DTYPE];
     if (!dlk_dtype_name(h->dtype) || !dlk_dtype_size(h->dtype))
-        return BAD("chunk '%s': unknown dtype code %u", name, obj[OFF_DTYPE]);
+        return dlk_fail(err, DLK_EUNSUPPORTED, "chunk '%s': unknown dtype "
+                        "code %u", name, obj[OFF_DTYPE]);
     h->codec = (dlk_codec)obj[OFF_CODEC];
     if (!dlk_codec_name(h->codec))
-        return BAD("chunk '%s': unknown codec code %u", name, obj[OFF_CODEC]);
+        return dlk_fail(err, DLK_EUNSUPPORTED, "chunk '%s': unknown codec "
+                        "code %u", name, obj[OFF_CODEC]);
     h->ndim = obj[OFF_NDIM];
     if (h->ndim > DLK_MAX_NDIM)
         return BAD("chunk '%s': ndim %d over %d", name, h->ndim, DLK_MAX_NDIM);
@@ -159,6 +185,8 @@ dlk_status dlk_chunk_parse_header(const uint8_t *obj, size_t len,
     if (h->flags & ~DLK_CHUNK_FLAG_VARIABLE)
         return BAD("chunk '%s': reserved flag bits set (0x%02x)", name,
                    h->flags);
+    if ((h->flags & DLK_CHUNK_FLAG_VARIABLE) && h->ndim == 0)
+        return BAD("chunk '%s': a scalar tensor cannot vary in shape", name);
     if (dlk_get_le16(obj + OFF_RESERVED) != 0)
         return BAD("chunk '%s': reserved header field is not zero", name);
     h->samples = dlk_get_le32(obj + OFF_SAMPLES);
@@ -190,15 +218,20 @@ dlk_status dlk_chunk_parse_header(const uint8_t *obj, size_t len,
                         "bytes over the limit of %llu", name,
                         (unsigned long long)h->raw_bytes,
                         (unsigned long long)DLK_CHUNK_MAX_RAW);
-    if (h->codec == DLK_CODEC_NONE && h->raw_bytes != h->stored_bytes)
-        return BAD("chunk '%s': uncompressed but raw %llu != stored %llu "
-                   "bytes", name, (unsigned long long)h->raw_bytes,
-                   (unsigned long long)h->stored_bytes);
+    if (h->codec == DLK_CODEC_NONE && (h->raw_bytes != h->stored_bytes ||
+                                       h->raw_hash != h->stored_hash))
+        return BAD("chunk '%s': uncompressed, but its raw and stored sizes "
+                   "or checksums differ", name);
     uint64_t hh = dlk_hash64_2(obj, HASHED_HEADER_BYTES,
                                obj + DLK_CHUNK_HEADER_BYTES,
                                (size_t)h->index_bytes);
     if (hh != h->header_hash)
         return BAD("chunk '%s': header checksum mismatch", name);
+    uint64_t used = 0;
+    index_used(h->samples, h->ndim, variable, &used);
+    for (uint64_t i = used; i < h->index_bytes; i++)
+        if (obj[DLK_CHUNK_HEADER_BYTES + i] != 0)
+            return BAD("chunk '%s': index padding is not zero", name);
     return DLK_OK;
 }
 
@@ -229,11 +262,11 @@ static dlk_status parse_index(struct dlk_chunk *c, const uint8_t *idx,
     c->offsets = malloc(((size_t)h->samples + 1) * sizeof *c->offsets);
     if (!c->shapes || !c->offsets)
         return dlk_fail(err, DLK_ENOMEM, "chunk '%s': out of memory", name);
-    for (size_t i = 0; i < ndims; i++)
-        c->shapes[i] = dlk_get_le32(idx + 4 * i);
-    const uint8_t *op = idx + 4 * ndims;
     for (size_t i = 0; i <= h->samples; i++)
-        c->offsets[i] = dlk_get_le64(op + 8 * i);
+        c->offsets[i] = dlk_get_le64(idx + 8 * i);
+    const uint8_t *sp = idx + 8 * ((size_t)h->samples + 1);
+    for (size_t i = 0; i < ndims; i++)
+        c->shapes[i] = dlk_get_le32(sp + 4 * i);
     if (c->offsets[0] != 0)
         return BAD("chunk '%s': first sample offset is not 0", name);
     for (uint32_t s = 0; s < h->samples; s++) {

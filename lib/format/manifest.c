@@ -94,7 +94,6 @@ void dlk_tensor_fini(dlk_tensor *t)
         free(t->class_names[i]);
     free(t->class_names);
     free(t->chunks);
-    free(t->chunk_key_buf);
     memset(t, 0, sizeof *t);
 }
 

@@ -120,6 +120,7 @@ static dlk_status fs_get(dlk_store *s, const char *key, uint64_t off,
     if (info) {
         info->size = size;
         file_etag(&st, info->etag);
+        info->mtime = (int64_t)st.st_mtim.tv_sec;
     }
     close(fd);
     return DLK_OK;
@@ -137,6 +138,7 @@ static dlk_status fs_head(dlk_store *s, const char *key, dlk_obj_info *info,
                         fs->root, key);
     info->size = (uint64_t)st.st_size;
     file_etag(&st, info->etag);
+    info->mtime = (int64_t)st.st_mtim.tv_sec;
     return DLK_OK;
 }
 
@@ -435,6 +437,11 @@ dlk_status dlk_store_open_file(const char *path, bool create,
         fs->root[--n] = '\0';
     /* Only a creator makes the root; a reader of a missing dataset must
      * not leave an empty directory behind. */
+    for (char *p = fs->root + 1; create && (p = strchr(p, '/')); p++) {
+        *p = '\0'; /* mkdir -p: parents first */
+        mkdir(fs->root, 0777);
+        *p = '/';
+    }
     if (create && mkdir(fs->root, 0777) != 0 && errno != EEXIST) {
         int e = errno;
         dlk_status rc = dlk_fail(err, errno_status(e),

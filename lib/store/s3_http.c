@@ -422,45 +422,56 @@ static void on_done(s3_engine *e, CURL *h, CURLcode code)
     finish_one(e, r);
 }
 
+/* Move due retries to the front of the queue (they have waited already);
+ * returns the milliseconds until the next one is due (at most 1000). */
+static int64_t promote_due(s3_engine *e)
+{
+    int64_t now = now_ms(), wait = 1000;
+    for (s3_req **pp = &e->delayed; *pp;) {
+        s3_req *r = *pp;
+        if (r->not_before_ms <= now) {
+            *pp = r->next;
+            r->next = e->head;
+            e->head = r;
+            if (!e->tail)
+                e->tail = r;
+        } else {
+            if (r->not_before_ms - now < wait)
+                wait = r->not_before_ms - now;
+            pp = &r->next;
+        }
+    }
+    return wait;
+}
+
+static void start_queued(s3_engine *e)
+{
+    while (e->head && e->inflight < e->limit) {
+        s3_req *r = e->head;
+        e->head = r->next;
+        if (!e->head)
+            e->tail = NULL;
+        r->next = NULL;
+        e->inflight++;
+        if (!start(e, r)) {
+            e->inflight--;
+            r->oom = true;
+            snprintf(r->curl_msg, sizeof r->curl_msg,
+                     "cannot set up the request");
+            r->curl_code = CURLE_OUT_OF_MEMORY;
+            r->done = true;
+            pthread_cond_signal(&r->cond);
+        }
+    }
+}
+
 static void *loop(void *arg)
 {
     s3_engine *e = arg;
     pthread_mutex_lock(&e->mu);
     while (!e->stop) {
-        int64_t now = now_ms();
-        int64_t wait = 1000;
-        /* due retries go to the front: they have waited already */
-        for (s3_req **pp = &e->delayed; *pp;) {
-            s3_req *r = *pp;
-            if (r->not_before_ms <= now) {
-                *pp = r->next;
-                r->next = e->head;
-                e->head = r;
-                if (!e->tail)
-                    e->tail = r;
-            } else {
-                if (r->not_before_ms - now < wait)
-                    wait = r->not_before_ms - now;
-                pp = &r->next;
-            }
-        }
-        while (e->head && e->inflight < e->limit) {
-            s3_req *r = e->head;
-            e->head = r->next;
-            if (!e->head)
-                e->tail = NULL;
-            r->next = NULL;
-            e->inflight++;
-            if (!start(e, r)) {
-                e->inflight--;
-                r->oom = true;
-                snprintf(r->curl_msg, sizeof r->curl_msg,
-                         "cannot set up the request");
-                r->curl_code = CURLE_OUT_OF_MEMORY;
-                r->done = true;
-                pthread_cond_signal(&r->cond);
-            }
-        }
+        promote_due(e);
+        start_queued(e);
         pthread_mutex_unlock(&e->mu);
 
         int running = 0;
@@ -470,8 +481,15 @@ static void *loop(void *arg)
         while ((m = curl_multi_info_read(e->multi, &left)) != NULL)
             if (m->msg == CURLMSG_DONE)
                 on_done(e, m->easy_handle, m->data.result);
-        curl_multi_poll(e->multi, NULL, 0, (int)(wait < 1 ? 1 : wait),
-                        NULL);
+
+        /* sleep until a socket is ready, a caller submits (wakeup), or
+         * the next retry is due */
+        pthread_mutex_lock(&e->mu);
+        int64_t wait = e->stop ? 0 : promote_due(e);
+        bool ready = e->head && e->inflight < e->limit;
+        pthread_mutex_unlock(&e->mu);
+        if (!ready && wait > 0)
+            curl_multi_poll(e->multi, NULL, 0, (int)wait, NULL);
         pthread_mutex_lock(&e->mu);
     }
     pthread_mutex_unlock(&e->mu);

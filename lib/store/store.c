@@ -24,6 +24,22 @@ dlk_status dlk_store_open(const char *url, bool create, dlk_store **out,
     return dlk_store_open_file(url, create, out, err);
 }
 
+static dlk_io_counters counters;
+
+#define COUNT(field, n) __atomic_add_fetch(&counters.field, (n), __ATOMIC_RELAXED)
+
+void dlk_io_counters_get(dlk_io_counters *out)
+{
+    out->gets = __atomic_load_n(&counters.gets, __ATOMIC_RELAXED);
+    out->heads = __atomic_load_n(&counters.heads, __ATOMIC_RELAXED);
+    out->puts = __atomic_load_n(&counters.puts, __ATOMIC_RELAXED);
+    out->lists = __atomic_load_n(&counters.lists, __ATOMIC_RELAXED);
+    out->deletes = __atomic_load_n(&counters.deletes, __ATOMIC_RELAXED);
+    out->bytes_read = __atomic_load_n(&counters.bytes_read, __ATOMIC_RELAXED);
+    out->bytes_written = __atomic_load_n(&counters.bytes_written,
+                                         __ATOMIC_RELAXED);
+}
+
 void dlk_store_free(dlk_store *s)
 {
     if (s)
@@ -88,7 +104,12 @@ dlk_status dlk_store_get(dlk_store *s, const char *key, uint64_t max,
 {
     if (!dlk_key_valid(key))
         return bad_key(key, err);
-    return s->ops->get(s, key, 0, UINT64_MAX, max, out, info, err);
+    size_t before = out->len;
+    COUNT(gets, 1);
+    dlk_status rc = s->ops->get(s, key, 0, UINT64_MAX, max, out, info, err);
+    if (!rc)
+        COUNT(bytes_read, out->len - before);
+    return rc;
 }
 
 dlk_status dlk_store_get_range(dlk_store *s, const char *key, uint64_t off,
@@ -96,7 +117,12 @@ dlk_status dlk_store_get_range(dlk_store *s, const char *key, uint64_t off,
 {
     if (!dlk_key_valid(key))
         return bad_key(key, err);
-    return s->ops->get(s, key, off, len, len, out, NULL, err);
+    size_t before = out->len;
+    COUNT(gets, 1);
+    dlk_status rc = s->ops->get(s, key, off, len, len, out, NULL, err);
+    if (!rc)
+        COUNT(bytes_read, out->len - before);
+    return rc;
 }
 
 dlk_status dlk_store_head(dlk_store *s, const char *key, dlk_obj_info *info,
@@ -104,6 +130,7 @@ dlk_status dlk_store_head(dlk_store *s, const char *key, dlk_obj_info *info,
 {
     if (!dlk_key_valid(key))
         return bad_key(key, err);
+    COUNT(heads, 1);
     return s->ops->head(s, key, info, err);
 }
 
@@ -116,6 +143,8 @@ dlk_status dlk_store_put(dlk_store *s, const char *key, const void *data,
     if (mode == DLK_PUT_IF_MATCH && (!etag || !*etag))
         return dlk_fail(err, DLK_EINVAL, "conditional put of '%s' without "
                         "an etag", key);
+    COUNT(puts, 1);
+    COUNT(bytes_written, len);
     return s->ops->put(s, key, data, len, mode, etag, out, err);
 }
 
@@ -123,6 +152,7 @@ dlk_status dlk_store_del(dlk_store *s, const char *key, dlk_error *err)
 {
     if (!dlk_key_valid(key))
         return bad_key(key, err);
+    COUNT(deletes, 1);
     return s->ops->del(s, key, err);
 }
 
@@ -133,5 +163,6 @@ dlk_status dlk_store_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
         prefix = "";
     if (strstr(prefix, ".."))
         return bad_key(prefix, err);
+    COUNT(lists, 1);
     return s->ops->list(s, prefix, fn, ud, err);
 }

@@ -1,6 +1,10 @@
 /* gen_seeds.c - writes the seed corpora of fuzz_chunk and fuzz_manifest:
  * small valid chunks (fixed and variable shapes, codecs none and zstd,
- * several dtypes) and manifests.  `make -f tests/fuzz/Makefile seeds`. */
+ * several dtypes) and manifests; and, given a second directory, the
+ * hand-made hostile inputs of tests/corrupt/{chunk,manifest,dataset_json}.
+ *
+ *   gen_seeds CORPUS-DIR [CORRUPT-DIR]
+ *   make -f tests/fuzz/Makefile seeds      (both) */
 #include "internal.h"
 
 #include <errno.h>
@@ -27,6 +31,8 @@ static void save(const char *dir, const char *name, const void *p, size_t n)
     if (!f || fwrite(p, 1, n, f) != n || fclose(f))
         die(path, NULL);
 }
+
+static dlk_buf last_chunk;   /* the object chunk() encoded last */
 
 static void chunk(const char *name, dlk_dtype dt, dlk_codec codec, int ndim,
                   const int64_t *shape, const uint32_t *shapes,
@@ -56,8 +62,10 @@ static void chunk(const char *name, dlk_dtype dt, dlk_codec codec, int ndim,
     dlk_error err;
     if (dlk_chunk_encode(&e, &out, &err))
         die(name, &err);
-    save("fuzz_chunk", name, out.data, out.len);
-    dlk_buf_free(&out);
+    if (name)
+        save("fuzz_chunk", name, out.data, out.len);
+    dlk_buf_free(&last_chunk);
+    last_chunk = out;
     free(data);
 }
 
@@ -146,15 +154,245 @@ static void manifests(void)
     save("fuzz_manifest", "handwritten", handwritten, strlen(handwritten));
 }
 
+/* ---- hostile inputs ------------------------------------------------ */
+
+typedef struct obj { uint8_t *p; size_t len; } obj;
+
+static obj take(void)
+{
+    obj o = {malloc(last_chunk.len), last_chunk.len};
+    memcpy(o.p, last_chunk.data, last_chunk.len);
+    return o;
+}
+
+/* Recompute the header checksum: the check under test must refuse it. */
+static void reseal(obj *o)
+{
+    uint64_t ib = dlk_get_le64(o->p + 16);
+    if (ib <= o->len - DLK_CHUNK_HEADER_BYTES)
+        dlk_put_le64(o->p + 56, dlk_hash64_2(o->p, 56, o->p + 64, (size_t)ib));
+}
+
+static void out(obj *o, const char *name, bool seal)
+{
+    if (seal)
+        reseal(o);
+    save("chunk", name, o->p, o->len);
+    free(o->p);
+}
+
+/* Replace the payload of o (header fields and hashes updated). */
+static void payload(obj *o, const void *pl, size_t n)
+{
+    size_t head = 64 + (size_t)dlk_get_le64(o->p + 16);
+    o->p = realloc(o->p, head + n);
+    memcpy(o->p + head, pl, n);
+    o->len = head + n;
+    dlk_put_le64(o->p + 24, n);
+    dlk_put_le64(o->p + 48, dlk_hash64(pl, n));
+}
+
+/* Where the index holds the little-endian values v[0..n) of `width`
+ * bytes each (the layout is not hard-coded here); exits if absent. */
+static size_t find_seq(const obj *o, int width, const uint64_t *v, size_t n)
+{
+    size_t end = 64 + (size_t)dlk_get_le64(o->p + 16);
+    for (size_t at = 64; at + n * width <= end; at++) {
+        size_t i = 0;
+        for (; i < n; i++) {
+            const uint8_t *q = o->p + at + i * width;
+            if ((width == 4 ? dlk_get_le32(q) : dlk_get_le64(q)) != v[i])
+                break;
+        }
+        if (i == n)
+            return at;
+    }
+    fprintf(stderr, "gen_seeds: sequence not found in the index\n");
+    exit(1);
+}
+
+static void bad_chunks(void)
+{
+    int64_t img[3] = {4, 4, 3};
+    obj o;
+    chunk(NULL, DLK_U8, DLK_CODEC_NONE, 3, img, NULL, 3);
+    o = take(); o.len = 20; out(&o, "short-header", false);
+    o = take(); o.len -= 1; out(&o, "truncated-payload", false);
+    o = take(); memcpy(o.p, "DLKX", 4); out(&o, "bad-magic", false);
+    o = take(); dlk_put_le16(o.p + 4, 2); out(&o, "version-2", true);
+    o = take(); o.p[6] = 0; out(&o, "dtype-0", true);
+    o = take(); o.p[7] = 9; out(&o, "codec-9", true);
+    o = take(); o.p[8] = 9; out(&o, "ndim-9", true);
+    o = take(); o.p[9] = 0x80; out(&o, "flags-reserved", true);
+    o = take(); o.p[10] = 1; out(&o, "reserved-field", true);
+    o = take(); dlk_put_le32(o.p + 12, 0); out(&o, "samples-0", true);
+    o = take(); dlk_put_le32(o.p + 12, UINT32_MAX); out(&o, "samples-huge", true);
+    o = take(); dlk_put_le64(o.p + 16, o.len); out(&o, "index-past-end", false);
+    o = take(); dlk_put_le64(o.p + 24, 1u << 30); out(&o, "stored-past-end", true);
+    o = take(); dlk_put_le64(o.p + 24, UINT64_MAX - 10); out(&o, "stored-overflow", true);
+    o = take(); dlk_put_le64(o.p + 32, DLK_CHUNK_MAX_RAW + 1); out(&o, "raw-over-limit", true);
+    o = take(); o.p[57] ^= 1; out(&o, "header-checksum", false);
+    o = take(); o.p[o.len - 5] ^= 0x20; out(&o, "payload-checksum", false);
+    o = take(); dlk_put_le32(o.p + 64, 5); out(&o, "fixed-shape-mismatch", true);
+    o = take();
+    for (int d = 0; d < 3; d++)
+        dlk_put_le32(o.p + 64 + 4 * d, UINT32_MAX);
+    out(&o, "fixed-shape-overflow", true);
+
+    uint32_t v[6] = {2, 3, 1, 3, 4, 3};   /* i16 ?x3: offsets 0 12 18 42 */
+    chunk(NULL, DLK_I16, DLK_CODEC_NONE, 2, NULL, v, 3);
+    static const uint64_t want_offs[4] = {0, 12, 18, 42};
+    static const uint64_t want_dims[6] = {2, 3, 1, 3, 4, 3};
+    o = take();
+    size_t offs = find_seq(&o, 8, want_offs, 4);
+    size_t dims = find_seq(&o, 4, want_dims, 6);
+    dlk_put_le64(o.p + offs + 8, 18);
+    dlk_put_le64(o.p + offs + 16, 12);
+    out(&o, "var-offsets-unordered", true);
+    o = take(); dlk_put_le64(o.p + offs, 2); out(&o, "var-first-offset", true);
+    o = take(); dlk_put_le32(o.p + dims, 3); out(&o, "var-shape-mismatch", true);
+    o = take(); dlk_put_le64(o.p + offs + 24, 40); out(&o, "var-end-mismatch", true);
+    o = take();
+    dlk_put_le32(o.p + dims, UINT32_MAX);
+    dlk_put_le32(o.p + dims + 4, UINT32_MAX);
+    out(&o, "var-shape-overflow", true);
+    o = take(); o.p[9] = 0; out(&o, "var-flag-cleared", true);
+
+    int64_t vec[1] = {12};
+    chunk(NULL, DLK_U32, DLK_CODEC_ZSTD, 1, vec, NULL, 4);
+    uint8_t bomb[16] = {0x28, 0xb5, 0x2f, 0xfd, 0xe0};
+    dlk_put_le64(bomb + 5, (uint64_t)1 << 40);
+    bomb[13] = 0x01;
+    o = take(); payload(&o, bomb, sizeof bomb); out(&o, "zstd-content-2e40", true);
+    o = take(); payload(&o, bomb, sizeof bomb);
+    dlk_put_le64(o.p + 32, (uint64_t)1 << 40); out(&o, "zstd-bomb-header", true);
+    uint8_t liar[26] = {0x28, 0xb5, 0x2f, 0xfd, 0xe0};
+    dlk_put_le64(liar + 5, 192);
+    liar[13] = 0x01 | (10 << 3);
+    o = take(); payload(&o, liar, sizeof liar); out(&o, "zstd-short-content", true);
+    size_t head = 64 + (size_t)dlk_get_le64(last_chunk.data + 16);
+    size_t stored = last_chunk.len - head;
+    uint8_t *two = malloc(2 * stored);
+    memcpy(two, last_chunk.data + head, stored);
+    memcpy(two + stored, last_chunk.data + head, stored);
+    o = take(); payload(&o, two, 2 * stored); out(&o, "zstd-two-frames", true);
+    o = take(); payload(&o, two, stored - 3); out(&o, "zstd-truncated-frame", true);
+    o = take(); payload(&o, "not a zstd frame", 16); out(&o, "zstd-not-a-frame", true);
+    free(two);
+}
+
+static void text(const char *dir, const char *name, const char *t)
+{
+    save(dir, name, t, strlen(t));
+}
+
+#define T0 "{\"format\":\"dlk\",\"version\":1,\"parent\":null,\"tensors\":["
+#define TX(name, extra) "{\"name\":\"" name "\",\"dtype\":\"u8\",\"kind\":" \
+    "\"generic\",\"shape\":[4],\"codec\":\"none\",\"chunk_bytes\":4096," extra "}"
+#define K "\"0123456789abcdef0123456789abcdef\""
+
+static void bad_manifests(void)
+{
+    size_t n = 4096;
+    char *deep = malloc(2 * n + 64);
+    strcpy(deep, T0);
+    size_t k = strlen(deep);
+    memset(deep + k, '[', n);
+    memset(deep + k + n, ']', n);
+    strcpy(deep + k + 2 * n, "]}");
+    text("manifest", "deep-nesting", deep);
+    free(deep);
+    char *many = malloc(2 * 4097 + 64);
+    strcpy(many, T0);
+    k = strlen(many);
+    for (int i = 0; i < 4097; i++) {
+        many[k++] = '0';
+        many[k++] = ',';
+    }
+    strcpy(many + k - 1, "]}");
+    text("manifest", "4097-tensors", many);
+    free(many);
+    text("manifest", "not-json", "{\"format\":\"dlk\",");
+    text("manifest", "empty", "");
+    text("manifest", "version-2",
+         "{\"format\":\"dlk\",\"version\":2,\"tensors\":[]}");
+    text("manifest", "version-1e400",
+         "{\"format\":\"dlk\",\"version\":1e400,\"tensors\":[]}");
+    text("manifest", "samples-huge-int", T0 TX("x", "\"samples\":"
+         "99999999999999999999999,\"chunks\":[]") "]}");
+    text("manifest", "dup-tensor", T0 TX("x", "\"samples\":0,\"chunks\":[]")
+         "," TX("x", "\"samples\":0,\"chunks\":[]") "]}");
+    text("manifest", "dup-key", T0 TX("x", "\"samples\":0,\"samples\":0,"
+         "\"chunks\":[]") "]}");
+    text("manifest", "name-traversal", T0 TX("../../etc", "\"samples\":0,"
+         "\"chunks\":[]") "]}");
+    text("manifest", "chunk-key-traversal", T0 TX("x", "\"samples\":1,"
+         "\"chunks\":[[\"../../../../../../etc/passwd\",1,68,4]]") "]}");
+    text("manifest", "chunk-key-short", T0 TX("x", "\"samples\":1,"
+         "\"chunks\":[[\"0123\",1,68,4]]") "]}");
+    text("manifest", "chunk-entry-object", T0 TX("x", "\"samples\":1,"
+         "\"chunks\":[{\"key\":" K "}]") "]}");
+    text("manifest", "chunk-samples-0", T0 TX("x", "\"samples\":0,"
+         "\"chunks\":[[" K ",0,68,0]]") "]}");
+    text("manifest", "chunk-raw-over-limit", T0 TX("x", "\"samples\":1,"
+         "\"chunks\":[[" K ",1,68,4294967296]]") "]}");
+    text("manifest", "samples-mismatch", T0 TX("x", "\"samples\":2,"
+         "\"chunks\":[[" K ",1,68,4]]") "]}");
+    text("manifest", "shape-9-dims", T0 "{\"name\":\"x\",\"dtype\":\"u8\","
+         "\"kind\":\"generic\",\"shape\":[1,1,1,1,1,1,1,1,1],\"codec\":"
+         "\"none\",\"chunk_bytes\":4096,\"samples\":0,\"chunks\":[]}]}");
+    text("manifest", "dtype-unknown", T0 "{\"name\":\"x\",\"dtype\":\"u9\","
+         "\"kind\":\"generic\",\"shape\":[],\"codec\":\"none\","
+         "\"chunk_bytes\":4096,\"samples\":0,\"chunks\":[]}]}");
+    text("manifest", "level-with-none", T0 TX("x", "\"level\":3,\"samples\":0,"
+         "\"chunks\":[]") "]}");
+    text("manifest", "nul-in-string", T0 TX("x\\u0000y", "\"samples\":0,"
+         "\"chunks\":[]") "]}");
+    text("manifest", "tensors-object",
+         "{\"format\":\"dlk\",\"version\":1,\"tensors\":{}}");
+
+    text("dataset_json", "not-json", "{\"format\": \"dlk\", \"version\": 1,");
+    text("dataset_json", "empty", "");
+    text("dataset_json", "array", "[\"dlk\", 1]");
+    text("dataset_json", "no-format", "{\"version\": 1, \"id\": \"abc\"}");
+    text("dataset_json", "version-2",
+         "{\"format\": \"dlk\", \"version\": 2, \"id\": \"abc\"}");
+    text("dataset_json", "version-string",
+         "{\"format\": \"dlk\", \"version\": \"1\", \"id\": \"abc\"}");
+    text("dataset_json", "no-id", "{\"format\": \"dlk\", \"version\": 1}");
+    text("dataset_json", "id-number",
+         "{\"format\": \"dlk\", \"version\": 1, \"id\": 7}");
+    text("dataset_json", "id-empty",
+         "{\"format\": \"dlk\", \"version\": 1, \"id\": \"\"}");
+    text("dataset_json", "id-too-long",
+         "{\"format\": \"dlk\", \"version\": 1, \"id\": "
+         "\"0123456789abcdef0123456789abcdef"
+         "0123456789abcdef0123456789abcdef\"}");   /* 64 bytes: 1..63 */
+    char *d = malloc(8 * 1024 + 64);
+    strcpy(d, "{\"format\": \"dlk\", \"version\": 1, \"x\": ");
+    k = strlen(d);
+    memset(d + k, '[', 4096);
+    strcpy(d + k + 4096, "}");
+    text("dataset_json", "deep-nesting", d);
+    free(d);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: gen_seeds CORPUS-DIR\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: gen_seeds CORPUS-DIR [CORRUPT-DIR]\n");
         return 2;
     }
     root = argv[1];
     mkdir(root, 0777);
     chunks();
     manifests();
+    if (argc == 3) {
+        root = argv[2];
+        mkdir(root, 0777);
+        bad_chunks();
+        bad_manifests();
+    }
+    dlk_buf_free(&last_chunk);
     return 0;
 }

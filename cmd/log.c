@@ -1,0 +1,110 @@
+/* log.c - dlk log: commits newest first. */
+#include "cmd.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <stdlib.h>
+
+static const char usage_text[] =
+    "usage: dlk log DATASET [--at REF] [-n N] [--json]\n"
+    "\n"
+    "Commits newest first: id, time, message, samples per tensor, bytes\n"
+    "added.\n"
+    "\n"
+    "  --at REF        start from this commit instead of main\n"
+    "  -n, --max N     at most N commits\n"
+    "  --json          [{\"id\", \"parent\", \"time\", \"message\", \"samples\": {tensor:\n"
+    "                  n}, \"bytes_added\", \"chunks_added\"}]\n"
+    "  -h, --help      this text\n";
+
+struct log_out {
+    bool json;
+    json_t *arr;
+};
+
+static int on_entry(void *ud, const dlk_log_entry *e)
+{
+    struct log_out *o = ud;
+    if (o->json) {
+        json_t *samples = json_object();
+        for (size_t i = 0; i < e->ntensors; i++)
+            json_object_set_new(samples, e->tensor_names[i],
+                                json_integer((json_int_t)e->samples[i]));
+        json_array_append_new(o->arr, json_pack(
+            "{s:s,s:o,s:s,s:s,s:o,s:I,s:I}", "id", e->id, "parent",
+            e->parent ? json_string(e->parent) : json_null(), "time",
+            e->time, "message", e->message, "samples", samples,
+            "bytes_added", (json_int_t)e->bytes_added, "chunks_added",
+            (json_int_t)e->chunks_added));
+        return 0;
+    }
+    char b[32];
+    printf("commit %s\ndate   %s\nadded  %s in %llu chunk%s\nsamples",
+           e->id, e->time, cmd_bytes(e->bytes_added, b),
+           (unsigned long long)e->chunks_added,
+           e->chunks_added == 1 ? "" : "s");
+    for (size_t i = 0; i < e->ntensors; i++)
+        printf(" %s=%llu", e->tensor_names[i],
+               (unsigned long long)e->samples[i]);
+    printf("\n\n    %s\n\n", e->message);
+    return 0;
+}
+
+int cmd_log(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"at", required_argument, 0, 'a'},
+        {"max", required_argument, 0, 'n'},
+        {"json", no_argument, 0, 'j'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    struct log_out o = {false, NULL};
+    const char *at = NULL;
+    size_t max = 0;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "n:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'a': at = optarg; break;
+        case 'n': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 1) {
+                cmd_error("log", "bad -n '%s' (a count from 1)", optarg);
+                return EXIT_USAGE;
+            }
+            max = (size_t)v;
+            break;
+        }
+        case 'j': o.json = true; break;
+        case 'h': return cmd_finish("log", cmd_usage(usage_text, true));
+        default:
+            cmd_error("log", "unknown or incomplete option '%s'",
+                      argv[optind - 1]);
+            return cmd_usage(usage_text, false);
+        }
+    }
+    if (argc - optind != 1) {
+        cmd_error("log", "expected one DATASET");
+        return cmd_usage(usage_text, false);
+    }
+    dlk_error err;
+    dlk_dataset *ds;
+    if (dlk_dataset_open(argv[optind], NULL, &ds, &err))
+        return cmd_fail("log", &err);
+    o.arr = json_array();
+    dlk_status rc = dlk_log(ds, at, max, on_entry, &o, &err);
+    dlk_dataset_free(ds);
+    if (rc) {
+        json_decref(o.arr);
+        return cmd_fail("log", &err);
+    }
+    if (o.json) {
+        json_dumpf(o.arr, stdout, JSON_PRESERVE_ORDER | JSON_INDENT(2));
+        putchar('\n');
+    }
+    json_decref(o.arr);
+    return cmd_finish("log", EXIT_OK);
+}

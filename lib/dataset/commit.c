@@ -1,0 +1,478 @@
+/* commit.c - immutable commits, the main reference, and the log.
+ *
+ * A commit is commits/<id>.json: the head manifest at that moment plus
+ * parent, time, message and stats; its id is the XXH3-128 of those exact
+ * bytes, so a reader can check that a commit is what its name says.  The
+ * only mutable object is refs/heads/main, always replaced conditionally
+ * (create-only the first time, If-Match on the etag read after that). */
+#include "dataset.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#define COMMIT_ROUNDS 8
+#define REF_MAX 256
+
+static bool is_hex_id(const char *s, size_t min, size_t max)
+{
+    size_t n = strspn(s, "0123456789abcdef");
+    return s[n] == '\0' && n >= min && n <= max;
+}
+
+dlk_status dlk_ref_read(dlk_dataset *ds, char id[DLK_ID_MAX], char *etag,
+                        bool *exists, dlk_error *err)
+{
+    dlk_buf b;
+    dlk_buf_init(&b);
+    dlk_obj_info info;
+    *exists = false;
+    dlk_status rc = dlk_store_get(ds->store, DLK_KEY_MAIN, REF_MAX, &b, &info,
+                                  err);
+    if (rc == DLK_ENOTFOUND) {
+        dlk_error_clear(err);
+        dlk_buf_free(&b);
+        return DLK_OK;
+    }
+    if (rc) {
+        dlk_buf_free(&b);
+        return rc;
+    }
+    size_t n = b.len;
+    while (n && (b.data[n - 1] == '\n' || b.data[n - 1] == '\r'))
+        n--;
+    if (n != 32 || memchr(b.data, 0, n)) {
+        dlk_buf_free(&b);
+        return dlk_fail(err, DLK_ECORRUPT, "%s: not a commit id",
+                        DLK_KEY_MAIN);
+    }
+    memcpy(id, b.data, n);
+    id[n] = '\0';
+    dlk_buf_free(&b);
+    if (!is_hex_id(id, 32, 32))
+        return dlk_fail(err, DLK_ECORRUPT, "%s: not a commit id",
+                        DLK_KEY_MAIN);
+    if (etag)
+        memcpy(etag, info.etag, DLK_ETAG_MAX);
+    *exists = true;
+    return DLK_OK;
+}
+
+static void commit_key(char *out, size_t cap, const char *id)
+{
+    snprintf(out, cap, DLK_KEY_COMMITS "%s.json", id);
+}
+
+dlk_status dlk_commit_load(dlk_dataset *ds, const char *id, dlk_manifest *m,
+                           char **time_out, char **message_out,
+                           uint64_t *bytes_added, uint64_t *chunks_added,
+                           dlk_error *err)
+{
+    char key[128];
+    if (!is_hex_id(id, 32, 32))
+        return dlk_fail(err, DLK_EINVAL, "'%.80s' is not a commit id", id);
+    commit_key(key, sizeof key, id);
+    dlk_buf b;
+    dlk_buf_init(&b);
+    dlk_status rc = dlk_store_get(ds->store, key, DLK_JSON_MAX_BYTES, &b, NULL,
+                                  err);
+    if (rc == DLK_ENOTFOUND)
+        rc = dlk_fail(err, DLK_ENOTFOUND, "commit %s not found (%s)", id, key);
+    if (rc) {
+        dlk_buf_free(&b);
+        return rc;
+    }
+    char hash[33];
+    dlk_hash128_hex(b.data, b.len, hash);
+    if (strcmp(hash, id) != 0) {
+        dlk_buf_free(&b);
+        return dlk_fail(err, DLK_ECORRUPT, "%s: content does not match its "
+                        "id (XXH3-128 checksum mismatch)", key);
+    }
+    rc = dlk_manifest_parse((const char *)b.data, b.len, key, m, err);
+    if (!rc && (time_out || message_out || bytes_added || chunks_added)) {
+        json_t *doc = json_loadb((const char *)b.data, b.len, 0, NULL);
+        const char *t = json_string_value(json_object_get(doc, "time"));
+        const char *msg = json_string_value(json_object_get(doc, "message"));
+        json_t *stats = json_object_get(doc, "stats");
+        json_t *ba = json_object_get(stats, "bytes_added");
+        json_t *ca = json_object_get(stats, "chunks_added");
+        if (!doc || !t || !msg || !json_is_integer(ba) ||
+            !json_is_integer(ca) || json_integer_value(ba) < 0 ||
+            json_integer_value(ca) < 0) {
+            rc = dlk_fail(err, DLK_ECORRUPT, "%s: missing or bad 'time', "
+                          "'message' or 'stats'", key);
+        } else {
+            if (time_out && !(*time_out = strdup(t)))
+                rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+            if (message_out && !(*message_out = strdup(msg)))
+                rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+            if (bytes_added)
+                *bytes_added = (uint64_t)json_integer_value(ba);
+            if (chunks_added)
+                *chunks_added = (uint64_t)json_integer_value(ca);
+        }
+        json_decref(doc);
+        if (rc)
+            dlk_manifest_free(m);
+    }
+    dlk_buf_free(&b);
+    return rc;
+}
+
+/* ---- resolving references ----------------------------------------- */
+
+struct prefix_match {
+    char id[DLK_ID_MAX];
+    int n;
+};
+
+static int on_commit_key(void *ud, const char *key, uint64_t size)
+{
+    (void)size;
+    struct prefix_match *pm = ud;
+    const char *base = key + strlen(DLK_KEY_COMMITS);
+    size_t n = strlen(base);
+    if (n == 37 && strcmp(base + 32, ".json") == 0) {
+        if (pm->n++ == 0) {
+            memcpy(pm->id, base, 32);
+            pm->id[32] = '\0';
+        }
+    }
+    return pm->n > 1;
+}
+
+dlk_status dlk_resolve(dlk_dataset *ds, const char *ref,
+                       char id_out[DLK_ID_MAX], dlk_error *err)
+{
+    if (!ref || !*ref || strlen(ref) > 80)
+        return dlk_fail(err, DLK_EINVAL, "empty or overlong reference");
+    if (strncmp(ref, "main", 4) == 0 && (ref[4] == '\0' || ref[4] == '~')) {
+        unsigned long back = 0;
+        if (ref[4] == '~') {
+            char *end;
+            back = strtoul(ref + 5, &end, 10);
+            if (end == ref + 5 || *end || back > 1000000)
+                return dlk_fail(err, DLK_EINVAL, "bad reference '%s' (main, "
+                                "main~N, or a commit id)", ref);
+        }
+        bool exists;
+        dlk_status rc = dlk_ref_read(ds, id_out, NULL, &exists, err);
+        if (rc)
+            return rc;
+        if (!exists)
+            return dlk_fail(err, DLK_ENOTFOUND, "'%s' has no commits yet",
+                            ds->url);
+        for (unsigned long i = 0; i < back; i++) {
+            dlk_manifest m;
+            if ((rc = dlk_commit_load(ds, id_out, &m, NULL, NULL, NULL, NULL,
+                                      err)))
+                return rc;
+            if (!m.parent) {
+                dlk_manifest_free(&m);
+                return dlk_fail(err, DLK_ENOTFOUND, "'%s': main has only %lu "
+                                "commit%s before it", ref, i,
+                                i == 1 ? "" : "s");
+            }
+            snprintf(id_out, DLK_ID_MAX, "%s", m.parent);
+            dlk_manifest_free(&m);
+        }
+        return DLK_OK;
+    }
+    if (!is_hex_id(ref, 4, 32))
+        return dlk_fail(err, DLK_EINVAL, "bad reference '%s' (main, main~N, "
+                        "or a commit id or unique prefix of 4+ hex digits)",
+                        ref);
+    if (strlen(ref) == 32) {
+        strcpy(id_out, ref);
+        return DLK_OK;
+    }
+    char prefix[128];
+    snprintf(prefix, sizeof prefix, DLK_KEY_COMMITS "%s", ref);
+    struct prefix_match pm = {{0}, 0};
+    dlk_status rc = dlk_store_list(ds->store, prefix, on_commit_key, &pm, err);
+    if (rc)
+        return rc;
+    if (pm.n == 0)
+        return dlk_fail(err, DLK_ENOTFOUND, "no commit '%s' in '%s'", ref,
+                        ds->url);
+    if (pm.n > 1)
+        return dlk_fail(err, DLK_EINVAL, "commit prefix '%s' is ambiguous",
+                        ref);
+    strcpy(id_out, pm.id);
+    return DLK_OK;
+}
+
+/* ---- committing ---------------------------------------------------- */
+
+/* Tensors (schemas and chunk lists) of a and b are the same. */
+static bool same_content(const dlk_manifest *a, const dlk_manifest *b)
+{
+    if (a->ntensors != b->ntensors)
+        return false;
+    dlk_manifest ca = *a, cb = *b;
+    ca.parent = cb.parent = NULL;
+    char *ta = NULL, *tb = NULL;
+    size_t la, lb;
+    bool same = !dlk_manifest_dump(&ca, &ta, &la, NULL) &&
+                !dlk_manifest_dump(&cb, &tb, &lb, NULL) && la == lb &&
+                memcmp(ta, tb, la) == 0;
+    free(ta);
+    free(tb);
+    return same;
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+    return strcmp(((const dlk_chunk_entry *)a)->key,
+                  ((const dlk_chunk_entry *)b)->key);
+}
+
+/* Chunks (and their bytes) in head that parent does not hold. */
+static dlk_status count_added(const dlk_manifest *head,
+                              const dlk_manifest *parent, uint64_t *bytes,
+                              uint64_t *chunks, dlk_error *err)
+{
+    *bytes = *chunks = 0;
+    for (size_t i = 0; i < head->ntensors; i++) {
+        const dlk_tensor *t = &head->tensors[i];
+        const dlk_tensor *p = NULL;
+        for (size_t j = 0; parent && j < parent->ntensors; j++)
+            if (strcmp(parent->tensors[j].spec.name, t->spec.name) == 0)
+                p = &parent->tensors[j];
+        dlk_chunk_entry *sorted = NULL;
+        if (p && p->nchunks) {
+            sorted = malloc(p->nchunks * sizeof *sorted);
+            if (!sorted)
+                return dlk_fail(err, DLK_ENOMEM, "out of memory");
+            memcpy(sorted, p->chunks, p->nchunks * sizeof *sorted);
+            qsort(sorted, p->nchunks, sizeof *sorted, cmp_key);
+        }
+        for (size_t c = 0; c < t->nchunks; c++)
+            if (!sorted || !bsearch(&t->chunks[c], sorted, p->nchunks,
+                                    sizeof *sorted, cmp_key)) {
+                *bytes += t->chunks[c].stored_bytes;
+                (*chunks)++;
+            }
+        free(sorted);
+    }
+    return DLK_OK;
+}
+
+/* Does the store honour create-only writes?  Two create-only puts of one
+ * probe object: the second must be refused. */
+static dlk_status probe_conditional(dlk_dataset *ds, bool *ok, dlk_error *err)
+{
+    uint8_t rnd[8] = {0};
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+        return dlk_fail(err, DLK_EIO, "cannot read random bytes");
+    char key[64];
+    snprintf(key, sizeof key, "refs/probe-%02x%02x%02x%02x%02x%02x%02x%02x",
+             rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+    dlk_status rc = dlk_store_put(ds->store, key, "1", 1, DLK_PUT_IF_ABSENT,
+                                  NULL, NULL, err);
+    if (rc)
+        return rc;
+    rc = dlk_store_put(ds->store, key, "2", 1, DLK_PUT_IF_ABSENT, NULL, NULL,
+                       err);
+    *ok = rc == DLK_EEXIST;
+    dlk_error_clear(err);
+    rc = dlk_store_del(ds->store, key, err);
+    return rc == DLK_ENOTFOUND ? DLK_OK : rc;
+}
+
+static void utc_now(char out[32])
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Serialize the commit document of head on top of parent. */
+static dlk_status commit_doc(dlk_dataset *ds, const char *parent_id,
+                             const dlk_manifest *parent, const char *message,
+                             char **text, dlk_error *err)
+{
+    dlk_manifest m = ds->m;
+    m.parent = (char *)parent_id;
+    char *mtext;
+    size_t mlen;
+    uint64_t bytes, chunks;
+    dlk_status rc = count_added(&ds->m, parent, &bytes, &chunks, err);
+    if (rc || (rc = dlk_manifest_dump(&m, &mtext, &mlen, err)))
+        return rc;
+    json_t *doc = json_loadb(mtext, mlen, 0, NULL);
+    free(mtext);
+    char now[32];
+    utc_now(now);
+    if (!doc)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    /* keep "tensors" last: readers of the log need only the start */
+    json_t *tensors = json_incref(json_object_get(doc, "tensors"));
+    json_object_del(doc, "tensors");
+    json_object_set_new(doc, "time", json_string(now));
+    json_object_set_new(doc, "message", json_string(message ? message : ""));
+    json_object_set_new(doc, "stats",
+                        json_pack("{s:I,s:I}", "bytes_added", (json_int_t)bytes,
+                                  "chunks_added", (json_int_t)chunks));
+    json_object_set_new(doc, "tensors", tensors);
+    *text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(doc);
+    if (!*text)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    return DLK_OK;
+}
+
+dlk_status dlk_commit(dlk_dataset *ds, const char *message, unsigned flags,
+                      char id_out[DLK_ID_MAX], int *committed, dlk_error *err)
+{
+    *committed = 0;
+    if (ds->read_only)
+        return dlk_fail(err, DLK_EINVAL, "a dataset opened at a commit "
+                        "cannot commit");
+    if (message && (strlen(message) > 65536 || !json_string(message)))
+        return dlk_fail(err, DLK_EINVAL, "commit message must be valid UTF-8 "
+                        "of at most 64 KiB");
+    dlk_status rc = dlk_dataset_flush(ds, err);
+    if (rc)
+        return rc;
+    if (!(flags & DLK_COMMIT_UNSAFE_SINGLE_WRITER)) {
+        bool ok = false;
+        if ((rc = probe_conditional(ds, &ok, err)))
+            return rc;
+        if (!ok)
+            return dlk_fail(err, DLK_EUNSUPPORTED, "the store of '%s' does "
+                            "not honour conditional writes, so a concurrent "
+                            "commit could be lost; refusing to commit (pass "
+                            "--unsafe-single-writer if no other writer runs)",
+                            ds->url);
+    }
+    for (int round = 0; round < COMMIT_ROUNDS; round++) {
+        char parent_id[DLK_ID_MAX], etag[DLK_ETAG_MAX];
+        bool exists;
+        if ((rc = dlk_ref_read(ds, parent_id, etag, &exists, err)))
+            return rc;
+        dlk_manifest parent;
+        memset(&parent, 0, sizeof parent);
+        if (exists &&
+            (rc = dlk_commit_load(ds, parent_id, &parent, NULL, NULL, NULL,
+                                  NULL, err)))
+            return rc;
+        if (exists && same_content(&ds->m, &parent)) {
+            dlk_manifest_free(&parent);
+            strcpy(id_out, parent_id);
+            return DLK_OK; /* nothing to commit */
+        }
+        char *text = NULL;
+        rc = commit_doc(ds, exists ? parent_id : NULL,
+                        exists ? &parent : NULL, message, &text, err);
+        dlk_manifest_free(&parent);
+        if (rc)
+            return rc;
+        char id[33], key[128], line[40];
+        dlk_hash128_hex(text, strlen(text), id);
+        commit_key(key, sizeof key, id);
+        rc = dlk_store_put(ds->store, key, text, strlen(text),
+                           DLK_PUT_IF_ABSENT, NULL, NULL, err);
+        free(text);
+        if (rc && rc != DLK_EEXIST)
+            return rc;
+        snprintf(line, sizeof line, "%s\n", id);
+        rc = dlk_store_put(ds->store, DLK_KEY_MAIN, line, strlen(line),
+                           exists ? DLK_PUT_IF_MATCH : DLK_PUT_IF_ABSENT,
+                           exists ? etag : NULL, NULL, err);
+        if (rc == DLK_ECONFLICT || rc == DLK_EEXIST) {
+            dlk_error_clear(err);
+            continue; /* main moved under us: commit again on top of it */
+        }
+        if (rc)
+            return rc;
+        strcpy(id_out, id);
+        free(ds->head);
+        ds->head = strdup(id);
+        *committed = 1;
+        return DLK_OK;
+    }
+    return dlk_fail(err, DLK_ECONFLICT, "main of '%s' kept moving under "
+                    "concurrent commits; nothing was lost, retry the "
+                    "commit", ds->url);
+}
+
+int dlk_dataset_dirty(dlk_dataset *ds, dlk_error *err)
+{
+    if (ds->read_only)
+        return 0;
+    char id[DLK_ID_MAX];
+    bool exists;
+    dlk_status rc = dlk_ref_read(ds, id, NULL, &exists, err);
+    if (rc)
+        return -(int)rc;
+    if (!exists) {
+        for (size_t i = 0; i < ds->m.ntensors; i++)
+            if (ds->m.tensors[i].nchunks)
+                return 1;
+        return 0;
+    }
+    dlk_manifest m;
+    if ((rc = dlk_commit_load(ds, id, &m, NULL, NULL, NULL, NULL, err)))
+        return -(int)rc;
+    int dirty = !same_content(&ds->m, &m);
+    dlk_manifest_free(&m);
+    return dirty;
+}
+
+dlk_status dlk_log(dlk_dataset *ds, const char *at, size_t max,
+                   dlk_log_fn fn, void *ud, dlk_error *err)
+{
+    char id[DLK_ID_MAX];
+    dlk_status rc = dlk_resolve(ds, at && *at ? at : "main", id, err);
+    if (rc == DLK_ENOTFOUND && !(at && *at)) {
+        dlk_error_clear(err);
+        return DLK_OK; /* no commits: an empty log */
+    }
+    for (size_t n = 0; !rc && (max == 0 || n < max); n++) {
+        dlk_manifest m;
+        char *time = NULL, *message = NULL;
+        dlk_log_entry e;
+        memset(&e, 0, sizeof e);
+        rc = dlk_commit_load(ds, id, &m, &time, &message, &e.bytes_added,
+                             &e.chunks_added, err);
+        if (rc)
+            break;
+        const char **names = calloc(m.ntensors + 1, sizeof *names);
+        uint64_t *samples = calloc(m.ntensors + 1, sizeof *samples);
+        if (!names || !samples) {
+            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        } else {
+            for (size_t i = 0; i < m.ntensors; i++) {
+                names[i] = m.tensors[i].spec.name;
+                samples[i] = m.tensors[i].samples;
+            }
+            e.id = id;
+            e.parent = m.parent;
+            e.time = time;
+            e.message = message;
+            e.ntensors = m.ntensors;
+            e.tensor_names = names;
+            e.samples = samples;
+            int stop = fn(ud, &e);
+            if (!m.parent || stop)
+                max = n + 1; /* end of history, or the caller stopped */
+            else if (is_hex_id(m.parent, 32, 32))
+                strcpy(id, m.parent);
+            else
+                rc = dlk_fail(err, DLK_ECORRUPT, "commit %s: bad 'parent'",
+                              id);
+        }
+        free(names);
+        free(samples);
+        free(time);
+        free(message);
+        dlk_manifest_free(&m);
+    }
+    return rc;
+}

@@ -1,0 +1,75 @@
+/* gc.c - removing chunks that no state of the dataset references. */
+#include "dataset.h"
+
+#include <string.h>
+#include <time.h>
+
+struct gc_walk {
+    dlk_dataset *ds;
+    const dlk_gc_opts *o;
+    dlk_gc_result *res;
+    const dlk_ref_set *s;
+    time_t now;
+    dlk_status rc;
+    dlk_error *err;
+};
+
+static int on_chunk(void *ud, const char *key, uint64_t size)
+{
+    struct gc_walk *w = ud;
+    if (dlk_refs_has(w->s, key)) {
+        w->res->referenced++;
+        return 0;
+    }
+    dlk_obj_info info;
+    dlk_status rc = dlk_store_head(w->ds->store, key, &info, w->err);
+    if (rc == DLK_ENOTFOUND) {
+        dlk_error_clear(w->err);
+        return 0; /* removed meanwhile */
+    }
+    if (rc) {
+        w->rc = rc;
+        return 1;
+    }
+    /* unknown age counts as young: never remove what may be in use */
+    if (info.mtime == 0 || w->now - info.mtime < w->o->grace_seconds) {
+        w->res->young++;
+        return 0;
+    }
+    if (!w->o->dry_run && (rc = dlk_store_del(w->ds->store, key, w->err)) &&
+        rc != DLK_ENOTFOUND) {
+        w->rc = rc;
+        return 1;
+    }
+    w->res->removed++;
+    w->res->removed_bytes += size;
+    if (w->o->on_remove)
+        w->o->on_remove(w->o->ud, key, size);
+    return 0;
+}
+
+dlk_status dlk_gc(dlk_dataset *ds, const dlk_gc_opts *opts,
+                  dlk_gc_result *res, dlk_error *err)
+{
+    memset(res, 0, sizeof *res);
+    if (ds->read_only)
+        return dlk_fail(err, DLK_EINVAL, "gc needs the head, not a commit");
+    if (opts->grace_seconds < 0)
+        return dlk_fail(err, DLK_EINVAL, "negative grace period");
+    dlk_ref_set s;
+    memset(&s, 0, sizeof s);
+    /* every commit must be readable: a broken history could otherwise make
+     * gc take referenced chunks for garbage */
+    dlk_status rc = dlk_refs_add_manifest(&s, &ds->m, err);
+    if (!rc)
+        rc = dlk_refs_add_history(ds, &s, NULL, NULL, NULL, err);
+    dlk_refs_sort(&s);
+    if (!rc) {
+        struct gc_walk w = {ds, opts, res, &s, time(NULL), DLK_OK, err};
+        rc = dlk_store_list(ds->store, DLK_KEY_CHUNKS, on_chunk, &w, err);
+        if (!rc)
+            rc = w.rc;
+    }
+    dlk_refs_free(&s);
+    return rc;
+}

@@ -1,0 +1,104 @@
+/* refs.c - the set of chunks that states of a dataset reference: the head
+ * and every commit reachable from main.  verify checks them; gc keeps
+ * them. */
+#include "dataset.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+dlk_status dlk_refs_add_manifest(dlk_ref_set *s, const dlk_manifest *m,
+                                 dlk_error *err)
+{
+    for (size_t i = 0; i < m->ntensors; i++) {
+        const dlk_tensor *t = &m->tensors[i];
+        for (size_t c = 0; c < t->nchunks; c++) {
+            if (s->n == s->cap) {
+                size_t cap = s->cap ? s->cap * 2 : 256;
+                dlk_ref_chunk *v = realloc(s->v, cap * sizeof *v);
+                if (!v)
+                    return dlk_fail(err, DLK_ENOMEM, "out of memory");
+                s->v = v;
+                s->cap = cap;
+            }
+            dlk_ref_chunk *r = &s->v[s->n++];
+            dlk_chunk_key(r->key, t->spec.name, t->chunks[c].key);
+            r->t = t;
+            r->e = &t->chunks[c];
+        }
+    }
+    return DLK_OK;
+}
+
+static int cmp_ref(const void *a, const void *b)
+{
+    return strcmp(((const dlk_ref_chunk *)a)->key,
+                  ((const dlk_ref_chunk *)b)->key);
+}
+
+dlk_status dlk_refs_add_history(dlk_dataset *ds, dlk_ref_set *s,
+                                dlk_refs_bad_fn bad, void *ud,
+                                uint64_t *commits, dlk_error *err)
+{
+    char id[DLK_ID_MAX];
+    bool exists;
+    dlk_status rc = dlk_ref_read(ds, id, NULL, &exists, err);
+    if (rc)
+        return rc;
+    while (exists) {
+        if (s->nextra == s->capextra) {
+            size_t cap = s->capextra ? s->capextra * 2 : 16;
+            dlk_manifest *v = realloc(s->extra, cap * sizeof *v);
+            if (!v)
+                return dlk_fail(err, DLK_ENOMEM, "out of memory");
+            s->extra = v;
+            s->capextra = cap;
+        }
+        dlk_error cerr;
+        dlk_error_clear(&cerr);
+        dlk_manifest *m = &s->extra[s->nextra];
+        rc = dlk_commit_load(ds, id, m, NULL, NULL, NULL, NULL, &cerr);
+        if (rc) {
+            char key[128];
+            snprintf(key, sizeof key, DLK_KEY_COMMITS "%s.json", id);
+            if (!bad || rc == DLK_ENOMEM)
+                return dlk_fail(err, rc, "%s", cerr.msg);
+            bad(ud, key, cerr.msg);
+            return DLK_OK;
+        }
+        s->nextra++;
+        if (commits)
+            (*commits)++;
+        if ((rc = dlk_refs_add_manifest(s, m, err)))
+            return rc;
+        exists = m->parent && strlen(m->parent) == 32 &&
+                 strspn(m->parent, "0123456789abcdef") == 32;
+        if (exists)
+            strcpy(id, m->parent);
+    }
+    return DLK_OK;
+}
+
+void dlk_refs_sort(dlk_ref_set *s)
+{
+    if (s->n)
+        qsort(s->v, s->n, sizeof *s->v, cmp_ref);
+}
+
+bool dlk_refs_has(const dlk_ref_set *s, const char *key)
+{
+    dlk_ref_chunk probe;
+    if (!s->n || strlen(key) >= sizeof probe.key)
+        return false;
+    strcpy(probe.key, key);
+    return bsearch(&probe, s->v, s->n, sizeof probe, cmp_ref) != NULL;
+}
+
+void dlk_refs_free(dlk_ref_set *s)
+{
+    for (size_t i = 0; i < s->nextra; i++)
+        dlk_manifest_free(&s->extra[i]);
+    free(s->extra);
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}

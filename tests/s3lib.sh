@@ -1,0 +1,155 @@
+# tests/s3lib.sh - a local S3 server (moto) for the test scripts.
+#
+#   . "$DLK_TESTS/lib.sh"
+#   . "$DLK_TESTS/s3lib.sh"
+#   s3_start [--auth]      start moto_server on a free loopback port and
+#                          point the AWS variables at it; it is stopped at
+#                          exit (at_exit), also when a test fails.
+#                          --auth: the server checks SigV4 signatures; an
+#                          IAM user with an access key is made and its key
+#                          exported (the secret in AWS_SECRET_ACCESS_KEY)
+#   s3_mkbucket NAME       create a bucket on the last started server
+#   s3_proxy_start ARGS    start tests/faultproxy.py in front of the last
+#                          server with ARGS (--rate-500 0.1 ...); sets
+#                          S3_PROXY_PORT, S3_PROXY_LOG; the AWS variables
+#                          keep naming the server itself
+#
+# After s3_start: AWS_ENDPOINT_URL=http://127.0.0.1:PORT, S3_PORT,
+# AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION and
+# AWS_DEFAULT_REGION (the AWS CLI v1 reads only the latter), and shared
+# config files that do not exist, so ~/.aws never leaks in.  moto_server
+# missing: it is installed with pip, or the test fails naming the command.
+
+_s3_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+_s3_need_moto() {
+    command -v moto_server >/dev/null 2>&1 && return 0
+    echo "# moto_server not found: pip install 'moto[server]'" >&2
+    pip install --quiet 'moto[server]' >&2 || true
+    hash -r
+    command -v moto_server >/dev/null 2>&1 && return 0
+    echo "not ok - moto_server is missing: run pip install 'moto[server]'"
+    exit 1
+}
+
+_s3_free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# _s3_wait_http URL SECONDS: until something answers HTTP there.
+_s3_wait_http() {
+    local url=$1 n=$(( $2 * 10 )) i
+    for ((i = 0; i < n; i++)); do
+        curl -s -o /dev/null --max-time 2 "$url" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+_s3_stop() { # PID
+    kill "$1" 2>/dev/null
+    local i
+    for ((i = 0; i < 50; i++)); do
+        kill -0 "$1" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    kill -9 "$1" 2>/dev/null
+}
+
+_s3_env() { # PORT
+    export S3_PORT=$1
+    export AWS_ENDPOINT_URL=http://127.0.0.1:$1
+    export AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
+    export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing
+    export AWS_SHARED_CREDENTIALS_FILE=$T/.aws-no-credentials
+    export AWS_CONFIG_FILE=$T/.aws-no-config
+    unset AWS_SESSION_TOKEN AWS_PROFILE AWS_DEFAULT_PROFILE \
+          AWS_ENDPOINT_URL_S3 DLK_S3_NO_SIGN DLK_S3_ADDRESSING
+}
+
+# The IAM user, policy and access key that moto's first requests make
+# (INITIAL_NO_AUTH_ACTION_COUNT=4: exactly these four go unchecked).
+_s3_make_user() {
+    python3 - "$AWS_ENDPOINT_URL" <<'EOF'
+import json, sys, boto3
+iam = boto3.client("iam", endpoint_url=sys.argv[1], region_name="us-east-1",
+                   aws_access_key_id="testing",
+                   aws_secret_access_key="testing")
+iam.create_user(UserName="dlk")
+arn = iam.create_policy(PolicyName="dlk-all", PolicyDocument=json.dumps({
+    "Version": "2012-10-17",
+    "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+))["Policy"]["Arn"]
+iam.attach_user_policy(UserName="dlk", PolicyArn=arn)
+k = iam.create_access_key(UserName="dlk")["AccessKey"]
+print(k["AccessKeyId"], k["SecretAccessKey"])
+EOF
+}
+
+s3_start() {
+    local auth=0
+    [ "${1:-}" = --auth ] && auth=1
+    _s3_need_moto
+    local port pid try
+    for try in 1 2 3; do
+        port=$(_s3_free_port)
+        if [ $auth = 1 ]; then
+            INITIAL_NO_AUTH_ACTION_COUNT=4 moto_server -H 127.0.0.1 \
+                -p "$port" >"$T/moto-$port.log" 2>&1 &
+        else
+            moto_server -H 127.0.0.1 -p "$port" \
+                >"$T/moto-$port.log" 2>&1 &
+        fi
+        pid=$!
+        at_exit "_s3_stop $pid"
+        # moto-api/ is not an AWS action: it uses none of the unchecked ones
+        if _s3_wait_http "http://127.0.0.1:$port/moto-api/data.json" 30; then
+            break
+        fi
+        _s3_stop "$pid"
+        pid=
+    done
+    if [ -z "$pid" ]; then
+        echo "not ok - moto_server did not start"
+        sed 's/^/#   /' "$T/moto-$port.log" | tail -n 20
+        exit 1
+    fi
+    _s3_env "$port"
+    if [ $auth = 1 ]; then
+        local keys
+        if ! keys=$(_s3_make_user 2>"$T/moto-user.err"); then
+            echo "not ok - cannot make an IAM user on moto"
+            sed 's/^/#   /' "$T/moto-user.err" | tail -n 20
+            exit 1
+        fi
+        export AWS_ACCESS_KEY_ID=${keys% *} AWS_SECRET_ACCESS_KEY=${keys#* }
+    fi
+}
+
+s3_mkbucket() {
+    python3 - "$1" <<'EOF' || { echo "not ok - cannot create bucket $1"; exit 1; }
+import os, sys, boto3
+boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"],
+             region_name="us-east-1").create_bucket(Bucket=sys.argv[1])
+EOF
+}
+
+s3_proxy_start() {
+    local out=$T/proxy-$RANDOM
+    python3 "$_s3_here/faultproxy.py" --port 0 --upstream "$AWS_ENDPOINT_URL" \
+        "$@" >"$out.port" 2>"$out.log" &
+    local pid=$! i
+    at_exit "_s3_stop $pid"
+    for ((i = 0; i < 100; i++)); do
+        [ -s "$out.port" ] && break
+        sleep 0.1
+    done
+    S3_PROXY_PORT=$(head -n 1 "$out.port")
+    S3_PROXY_LOG=$out.log
+    S3_PROXY_PID=$pid
+    if [ -z "$S3_PROXY_PORT" ]; then
+        echo "not ok - faultproxy did not start"
+        sed 's/^/#   /' "$out.log" | tail -n 20
+        exit 1
+    fi
+}

@@ -1,0 +1,518 @@
+/* test_manifest.c - the manifest JSON reader and writer: a round trip, and
+ * hostile documents (malformed, deep, huge numbers, wrong types, missing
+ * fields, bad chunk entries, over the size limit), each a clean error that
+ * names the document; a replay of tests/corrupt/fuzz_manifest/. */
+#include "internal.h"
+#include "unit.h"
+
+#include <dirent.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DOC "staging/manifest.json"
+#define K1 "0123456789abcdef0123456789abcdef"
+#define K2 "fedcba9876543210fedcba9876543210"
+
+/* The fields of a valid tensor; a test replaces or drops one of them. */
+static const char *const fields[][2] = {
+    {"name", "\"images\""},
+    {"dtype", "\"u8\""},
+    {"kind", "\"image\""},
+    {"shape", "[-1, -1, 3]"},
+    {"codec", "\"zstd\""},
+    {"level", "5"},
+    {"chunk_bytes", "1048576"},
+    {"class_names", "[\"cat\", \"dog\"]"},
+    {"samples", "5"},
+    {"shape_min", "[1, 2, 3]"},
+    {"shape_max", "[9, 8, 3]"},
+    {"chunks", "[[\"" K1 "\", 2, 100, 54], [\"" K2 "\", 3, 120, 81]]"},
+};
+#define NFIELDS (sizeof fields / sizeof fields[0])
+
+static char text[1 << 20];
+
+/* A manifest with one tensor whose field `field` has value `value` (NULL:
+ * the field is left out). */
+static const char *doc_with(const char *field, const char *value)
+{
+    size_t n = (size_t)snprintf(text, sizeof text, "{\"format\": \"dlk\", "
+                                "\"version\": 1, \"parent\": null, "
+                                "\"tensors\": [{");
+    bool first = true;
+    for (size_t i = 0; i < NFIELDS; i++) {
+        const char *v = fields[i][1];
+        if (field && strcmp(field, fields[i][0]) == 0)
+            v = value;
+        if (!v)
+            continue;
+        n += (size_t)snprintf(text + n, sizeof text - n, "%s\"%s\": %s",
+                              first ? "" : ", ", fields[i][0], v);
+        first = false;
+    }
+    snprintf(text + n, sizeof text - n, "}]}");
+    return text;
+}
+
+static dlk_error last;
+
+static dlk_status parse(const char *json, size_t len, dlk_manifest *m)
+{
+    memset(&last, 0, sizeof last);
+    return dlk_manifest_parse(json, len, DOC, m, &last);
+}
+
+/* The document fails with `code`, a message naming it, nothing kept. */
+static bool fails(const char *json, size_t len, dlk_status code)
+{
+    dlk_manifest m;
+    dlk_status rc = parse(json, len, &m);
+    bool ok = rc == code && last.code == code && strstr(last.msg, DOC) &&
+              m.ntensors == 0 && m.tensors == NULL && m.parent == NULL;
+    if (!ok)
+        printf("# status %d, want %d: %s\n", rc, code, last.msg);
+    if (rc == DLK_OK)
+        dlk_manifest_free(&m);
+    return ok;
+}
+#define CORRUPT(json) fails((json), strlen(json), DLK_ECORRUPT)
+
+static bool parses(const char *json)
+{
+    dlk_manifest m;
+    dlk_status rc = parse(json, strlen(json), &m);
+    if (rc)
+        printf("# %s\n", last.msg);
+    else
+        dlk_manifest_free(&m);
+    return rc == DLK_OK;
+}
+
+static void round_trip(void)
+{
+    dlk_manifest m, m2;
+    const char *j = doc_with(NULL, NULL);
+    bool ok = parse(j, strlen(j), &m) == DLK_OK;
+    UNIT_CHECK("valid manifest parses", ok);
+    if (!ok) {
+        printf("# %s\n", last.msg);
+        return;
+    }
+    const dlk_tensor *t = &m.tensors[0];
+    UNIT_CHECK("parsed fields",
+               m.ntensors == 1 && m.parent == NULL &&
+               strcmp(t->spec.name, "images") == 0 &&
+               t->spec.dtype == DLK_U8 && t->spec.kind == DLK_KIND_IMAGE &&
+               t->spec.ndim == 3 && t->spec.shape[0] == DLK_DIM_VARIABLE &&
+               t->spec.shape[2] == 3 && t->spec.codec == DLK_CODEC_ZSTD &&
+               t->spec.level == 5 && t->spec.chunk_bytes == 1048576 &&
+               t->n_class_names == 2 && strcmp(t->class_names[1], "dog") == 0 &&
+               t->samples == 5 && t->nchunks == 2 && t->have_minmax &&
+               t->shape_min[1] == 2 && t->shape_max[0] == 9);
+    UNIT_CHECK("chunk entries and their first samples",
+               strcmp(t->chunks[1].key, K2) == 0 && t->chunks[1].first == 2 &&
+               t->chunks[1].samples == 3 && t->chunks[1].stored_bytes == 120 &&
+               t->chunks[1].raw_bytes == 81 && t->stored_bytes == 220 &&
+               t->raw_bytes == 135);
+    UNIT_CHECK("find_chunk", dlk_tensor_find_chunk(t, 0) == 0 &&
+               dlk_tensor_find_chunk(t, 1) == 0 &&
+               dlk_tensor_find_chunk(t, 2) == 1 &&
+               dlk_tensor_find_chunk(t, 4) == 1 &&
+               dlk_tensor_find_chunk(t, 5) == -1);
+
+    char *out = NULL, *out2 = NULL;
+    size_t len = 0, len2 = 0;
+    ok = dlk_manifest_dump(&m, &out, &len, NULL) == DLK_OK &&
+         parse(out, len, &m2) == DLK_OK;
+    UNIT_CHECK("dump parses again", ok);
+    if (ok) {
+        const dlk_tensor *u = &m2.tensors[0];
+        UNIT_CHECK("round trip keeps every field",
+                   m2.ntensors == 1 && u->samples == 5 && u->nchunks == 2 &&
+                   u->spec.level == 5 && u->n_class_names == 2 &&
+                   u->have_minmax && u->shape_max[1] == 8 &&
+                   strcmp(u->chunks[0].key, K1) == 0 &&
+                   memcmp(u->spec.shape, t->spec.shape,
+                          sizeof u->spec.shape) == 0);
+        UNIT_CHECK("dump of the dump is the same text",
+                   dlk_manifest_dump(&m2, &out2, &len2, NULL) == DLK_OK &&
+                   len2 == len && memcmp(out, out2, len) == 0);
+        dlk_manifest_free(&m2);
+    }
+    free(out);
+    free(out2);
+    dlk_manifest_free(&m);
+
+    /* a parent, optional fields left out, an empty tensor */
+    const char *j2 =
+        "{\"format\":\"dlk\",\"version\":1,\"parent\":\"" K1 "\",\"tensors\":"
+        "[{\"name\":\"x\",\"dtype\":\"f32\",\"kind\":\"generic\",\"shape\":[],"
+        "\"codec\":\"none\",\"chunk_bytes\":0,\"samples\":0,\"chunks\":[]},"
+        "{\"name\":\"y\",\"dtype\":\"bool\",\"kind\":\"generic\",\"shape\":[2],"
+        "\"codec\":\"none\",\"chunk_bytes\":64,\"samples\":2,\"chunks\":"
+        "[[\"" K1 "\",2,68,4]]}]}";
+    ok = parse(j2, strlen(j2), &m) == DLK_OK;
+    UNIT_CHECK("parent, no optional fields, empty tensor",
+               ok && m.parent && strcmp(m.parent, K1) == 0 &&
+               m.ntensors == 2 && !m.tensors[0].have_minmax &&
+               m.tensors[0].spec.chunk_bytes == DLK_DEFAULT_CHUNK_BYTES &&
+               m.tensors[1].samples == 2);
+    if (!ok)
+        printf("# %s\n", last.msg);
+    ok = ok && dlk_manifest_dump(&m, &out, &len, NULL) == DLK_OK &&
+         parse(out, len, &m2) == DLK_OK;
+    UNIT_CHECK("its round trip", ok && m2.parent &&
+               strcmp(m2.parent, K1) == 0 && m2.ntensors == 2 &&
+               m2.tensors[1].nchunks == 1);
+    if (ok) {
+        free(out);
+        dlk_manifest_free(&m2);
+    }
+    dlk_manifest_free(&m);
+    UNIT_CHECK("no tensors at all parses",
+               parses("{\"format\":\"dlk\",\"version\":1,\"tensors\":[]}"));
+    UNIT_CHECK("missing optional level, class_names, shape_min/max parse",
+               parses(doc_with("level", NULL)) &&
+               parses(doc_with("class_names", NULL)) &&
+               parses(doc_with("shape_min", NULL)) &&
+               parses(doc_with("shape_max", NULL)));
+}
+
+static void malformed(void)
+{
+    static const char *const bad[] = {
+        "", " ", "{", "}", "nul", "[]", "1", "\"dlk\"", "null",
+        "{\"format\":\"dlk\",}",
+        "{\"format\":\"dlk\",\"version\":1,\"tensors\":[]",
+        "{\"format\":\"dlk\",\"version\":1,\"tensors\":[]}}",
+        "{\"format\":\"dlk\",\"version\":1,\"tensors\":[]} x",
+        "{'format':'dlk'}",
+        "{\"format\":\"dl\\u0000k\",\"version\":1,\"tensors\":[]}",
+        "{\"format\":\"dlk\",\"version\":1,\"tensors\":[],\"x\":\"\\ud800\"}",
+        "{\"format\":\"dlk\",\"version\":1,\"tensors\":[],\"x\":\"\xff\"}",
+        "{\"format\":\"dlk\",\"format\":\"dlk\",\"version\":1,\"tensors\":[]}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "malformed document %zu: corrupt", i);
+        UNIT_CHECK(name, CORRUPT(bad[i]));
+    }
+    /* embedded NUL: the length given, not strlen, is the document */
+    static const char nul[] = "{\"format\":\"dlk\",\"version\":1,"
+                              "\"tensors\":[]}\0garbage";
+    UNIT_CHECK("NUL byte inside the document: corrupt",
+               fails(nul, sizeof nul - 1, DLK_ECORRUPT));
+}
+
+static void deep(void)
+{
+    size_t n = 100000;
+    const char *pre = "{\"format\":\"dlk\",\"version\":1,\"tensors\":";
+    char *p = malloc(strlen(pre) + 2 * n + 2);
+    strcpy(p, pre);
+    char *q = p + strlen(pre);
+    memset(q, '[', n);
+    memset(q + n, ']', n);
+    strcpy(q + 2 * n, "}");
+    UNIT_CHECK("100000 nested arrays: corrupt, no stack overflow",
+               fails(p, strlen(p), DLK_ECORRUPT));
+    UNIT_CHECK("100000 '[' alone: corrupt", fails(q, n, DLK_ECORRUPT));
+    for (size_t i = 0; i < n; i++)
+        q[i] = (i % 5 == 4) ? '[' : ' ';
+    UNIT_CHECK("'[' spread among spaces: corrupt", fails(q, n, DLK_ECORRUPT));
+    char *o = malloc(6 * n + 1);
+    for (size_t i = 0; i < n; i++)
+        memcpy(o + 5 * i, "{\"a\":", 5);
+    o[5 * n] = '\0';
+    UNIT_CHECK("100000 nested objects: corrupt",
+               fails(o, 5 * n, DLK_ECORRUPT));
+    free(o);
+    free(p);
+}
+
+static void numbers(void)
+{
+    UNIT_CHECK("version 1e400: corrupt",
+               CORRUPT("{\"format\":\"dlk\",\"version\":1e400,\"tensors\":[]}"));
+    UNIT_CHECK("version 99999999999999999999999: corrupt",
+               CORRUPT("{\"format\":\"dlk\",\"version\":"
+                       "99999999999999999999999,\"tensors\":[]}"));
+    UNIT_CHECK("version 1.0: corrupt",
+               CORRUPT("{\"format\":\"dlk\",\"version\":1.0,\"tensors\":[]}"));
+    UNIT_CHECK("samples 1e400: corrupt", CORRUPT(doc_with("samples", "1e400")));
+    UNIT_CHECK("samples 99999999999999999999999: corrupt",
+               CORRUPT(doc_with("samples", "99999999999999999999999")));
+    UNIT_CHECK("samples 2^63-1: corrupt",
+               CORRUPT(doc_with("samples", "9223372036854775807")));
+    UNIT_CHECK("samples -2^63: corrupt",
+               CORRUPT(doc_with("samples", "-9223372036854775808")));
+    UNIT_CHECK("chunk_bytes 1e400: corrupt",
+               CORRUPT(doc_with("chunk_bytes", "1e400")));
+    UNIT_CHECK("a dimension of 1e400: corrupt",
+               CORRUPT(doc_with("shape", "[1e400, 1, 3]")));
+    UNIT_CHECK("a dimension of 99999999999999999999999: corrupt",
+               CORRUPT(doc_with("shape", "[99999999999999999999999, 1, 3]")));
+    UNIT_CHECK("a chunk of 1e400 samples: corrupt",
+               CORRUPT(doc_with("chunks", "[[\"" K1 "\", 1e400, 100, 54]]")));
+    UNIT_CHECK("a chunk of 2^64 raw bytes: corrupt",
+               CORRUPT(doc_with("chunks", "[[\"" K1 "\", 5, 100, "
+                                "18446744073709551616]]")));
+}
+
+/* Every field given a value of a wrong type or out of range. */
+static void wrong_values(void)
+{
+    static const char *const bad[][2] = {
+        {"name", "5"}, {"name", "null"}, {"name", "\"\""}, {"name", "[]"},
+        {"name", "\"a/b\""}, {"name", "\".hidden\""}, {"name", "\"a b\""},
+        {"name", "\"x123456789012345678901234567890123456789012345678901234"
+                 "5678901234\""},   /* 65 characters */
+        {"name", "\"x1234567890123456789012345678901234567890123456789012345"
+                 "6789012345678901234567890\""},
+        {"dtype", "1"}, {"dtype", "\"u9\""}, {"dtype", "\"U8\""},
+        {"dtype", "null"}, {"dtype", "\"\""},
+        {"kind", "2"}, {"kind", "\"picture\""}, {"kind", "{}"},
+        {"shape", "\"3\""}, {"shape", "3"}, {"shape", "{}"}, {"shape", "null"},
+        {"shape", "[1, 2, 3, 4, 5, 6, 7, 8, 9]"}, {"shape", "[-2, 1, 3]"},
+        {"shape", "[4294967296, 1, 3]"}, {"shape", "[1.5, 1, 3]"},
+        {"shape", "[\"1\", 1, 3]"}, {"shape", "[null, 1, 3]"},
+        {"shape", "[[1], 1, 3]"},
+        {"codec", "1"}, {"codec", "\"lz4\""}, {"codec", "null"},
+        {"level", "\"5\""}, {"level", "-1"}, {"level", "23"},
+        {"level", "1.0"}, {"level", "null"}, {"level", "true"},
+        {"chunk_bytes", "\"1M\""}, {"chunk_bytes", "-1"},
+        {"chunk_bytes", "1073741825"}, {"chunk_bytes", "1e3"},
+        {"chunk_bytes", "null"},
+        {"class_names", "\"cat\""}, {"class_names", "[1]"},
+        {"class_names", "[\"cat\", null]"}, {"class_names", "{}"},
+        {"samples", "\"5\""}, {"samples", "-5"}, {"samples", "5.0"},
+        {"samples", "null"}, {"samples", "4"}, {"samples", "6"},
+        {"samples", "0"},
+        {"shape_min", "[1, 2]"}, {"shape_min", "[-1, 2, 3]"},
+        {"shape_min", "\"x\""}, {"shape_min", "[1, 2, 3, 4]"},
+        {"shape_max", "[1, 2, 4294967296]"}, {"shape_max", "{}"},
+        {"chunks", "{}"}, {"chunks", "\"x\""}, {"chunks", "null"},
+        {"chunks", "[[\"" K1 "\", 5, 100, 54], 7]"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char name[160];
+        snprintf(name, sizeof name, "'%s': %.40s: corrupt", bad[i][0],
+                 bad[i][1]);
+        UNIT_CHECK(name, CORRUPT(doc_with(bad[i][0], bad[i][1])));
+    }
+    /* the same dimension count where shape_min and shape_max are parsed */
+    UNIT_CHECK("a level with codec none: corrupt",
+               CORRUPT(doc_with("codec", "\"none\"")));
+}
+
+static void missing(void)
+{
+    static const char *const required[] = {"name", "dtype", "kind", "shape",
+                                           "codec", "chunk_bytes", "samples",
+                                           "chunks"};
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "missing '%s': corrupt", required[i]);
+        UNIT_CHECK(name, CORRUPT(doc_with(required[i], NULL)));
+    }
+    UNIT_CHECK("missing 'format': corrupt",
+               CORRUPT("{\"version\":1,\"tensors\":[]}"));
+    UNIT_CHECK("'format' not dlk: corrupt",
+               CORRUPT("{\"format\":\"dlx\",\"version\":1,\"tensors\":[]}"));
+    UNIT_CHECK("'format' a number: corrupt",
+               CORRUPT("{\"format\":1,\"version\":1,\"tensors\":[]}"));
+    UNIT_CHECK("missing 'version': corrupt",
+               CORRUPT("{\"format\":\"dlk\",\"tensors\":[]}"));
+    UNIT_CHECK("'version' a string: corrupt",
+               CORRUPT("{\"format\":\"dlk\",\"version\":\"1\",\"tensors\":[]}"));
+    UNIT_CHECK("missing 'tensors': corrupt",
+               CORRUPT("{\"format\":\"dlk\",\"version\":1}"));
+    UNIT_CHECK("'tensors' an object: corrupt",
+               CORRUPT("{\"format\":\"dlk\",\"version\":1,\"tensors\":{}}"));
+    UNIT_CHECK("a tensor that is not an object: corrupt",
+               CORRUPT("{\"format\":\"dlk\",\"version\":1,\"tensors\":[1]}"));
+    UNIT_CHECK("'parent' a number: corrupt",
+               CORRUPT("{\"format\":\"dlk\",\"version\":1,\"parent\":5,"
+                       "\"tensors\":[]}"));
+    const char *v2 = "{\"format\":\"dlk\",\"version\":2,\"tensors\":[]}";
+    UNIT_CHECK("version 2: unsupported",
+               fails(v2, strlen(v2), DLK_EUNSUPPORTED) &&
+               strstr(last.msg, "version 2"));
+    const char *v0 = "{\"format\":\"dlk\",\"version\":0,\"tensors\":[]}";
+    UNIT_CHECK("version 0: unsupported",
+               fails(v0, strlen(v0), DLK_EUNSUPPORTED));
+}
+
+static void duplicates(void)
+{
+    const char *t = "{\"name\":\"x\",\"dtype\":\"u8\",\"kind\":\"generic\","
+                    "\"shape\":[],\"codec\":\"none\",\"chunk_bytes\":64,"
+                    "\"samples\":0,\"chunks\":[]}";
+    char d[1024];
+    snprintf(d, sizeof d, "{\"format\":\"dlk\",\"version\":1,\"tensors\":"
+             "[%s,%s]}", t, t);
+    UNIT_CHECK("duplicate tensor names: corrupt",
+               CORRUPT(d) && strstr(last.msg, "twice"));
+    snprintf(d, sizeof d, "{\"format\":\"dlk\",\"version\":1,\"tensors\":"
+             "[{\"name\":\"x\",\"name\":\"y\"}]}");
+    UNIT_CHECK("duplicate keys in a tensor: corrupt", CORRUPT(d));
+
+    /* 4097 tensors: refused by count before any is parsed */
+    size_t n = 4097;
+    char *big = malloc(64 + 2 * n);
+    size_t k = (size_t)sprintf(big, "{\"format\":\"dlk\",\"version\":1,"
+                                    "\"tensors\":[");
+    for (size_t i = 0; i < n; i++) {
+        big[k++] = '0';
+        big[k++] = i + 1 < n ? ',' : ']';
+    }
+    strcpy(big + k, "}");
+    UNIT_CHECK("4097 tensors: limit", fails(big, strlen(big), DLK_ELIMIT));
+    free(big);
+}
+
+static void chunk_entries(void)
+{
+    static const char *const bad[] = {
+        "[5]", "[[\"" K1 "\", 5, 100]]",
+        "[[\"" K1 "\", 5, 100, 54, 0]]",
+        "[{\"key\": \"" K1 "\"}]",
+        "[[\"0123456789abcdef0123456789abcde\", 5, 100, 54]]",    /* 31 */
+        "[[\"0123456789abcdef0123456789abcdef0\", 5, 100, 54]]",  /* 33 */
+        "[[\"0123456789ABCDEF0123456789abcdef\", 5, 100, 54]]",
+        "[[\"0123456789abcdeg0123456789abcdef\", 5, 100, 54]]",
+        "[[\"../../../etc/passwd/0123456789ab\", 5, 100, 54]]",
+        "[[5, 5, 100, 54]]", "[[null, 5, 100, 54]]",
+        "[[\"" K1 "\", 0, 100, 54]]", "[[\"" K1 "\", -5, 100, 54]]",
+        "[[\"" K1 "\", 67108865, 100, 54]]",
+        "[[\"" K1 "\", \"5\", 100, 54]]", "[[\"" K1 "\", 5.0, 100, 54]]",
+        "[[\"" K1 "\", 5, 63, 54]]", "[[\"" K1 "\", 5, -1, 54]]",
+        "[[\"" K1 "\", 5, \"100\", 54]]",
+        "[[\"" K1 "\", 5, 100, -1]]", "[[\"" K1 "\", 5, 100, 2147483649]]",
+        "[[\"" K1 "\", 5, 100, null]]",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char name[160];
+        snprintf(name, sizeof name, "chunk entry %.60s: corrupt", bad[i]);
+        UNIT_CHECK(name, CORRUPT(doc_with("chunks", bad[i])) &&
+                   strstr(last.msg, "images"));
+    }
+    UNIT_CHECK("samples not matching the chunks: corrupt",
+               CORRUPT(doc_with("samples", "7")) &&
+               strstr(last.msg, "its chunks hold 5"));
+    /* sample counts that would overflow if summed without care: many
+     * chunks of the maximum size are fine, the declared total must match */
+    char *many = malloc(1 << 20);
+    size_t k = (size_t)sprintf(many, "[");
+    for (int i = 0; i < 1000; i++)
+        k += (size_t)sprintf(many + k, "%s[\"" K1 "\", 67108864, 100, 0]",
+                             i ? "," : "");
+    strcpy(many + k, "]");
+    char *d = strdup(doc_with("chunks", many));
+    /* 1000 * 2^26 samples; "samples" still says 5 */
+    UNIT_CHECK("1000 maximal chunks against samples 5: corrupt", CORRUPT(d));
+    free(d);
+    free(many);
+}
+
+static void size_limit(void)
+{
+    /* dlk_json_load checks the length before it reads a byte: a length
+     * over the limit with a small buffer is safe (ASan would see a read) */
+    static const char small[] = "{}";
+    dlk_manifest m;
+    dlk_status rc = parse(small, DLK_JSON_MAX_BYTES + 1, &m);
+    UNIT_CHECK("a manifest of 256 MiB + 1 is refused by size",
+               rc == DLK_ELIMIT && strstr(last.msg, DOC) &&
+               strstr(last.msg, "limit"));
+    rc = parse(small, (size_t)300 << 20, &m);
+    UNIT_CHECK("a manifest of 300 MB is refused by size", rc == DLK_ELIMIT);
+    rc = parse(small, SIZE_MAX, &m);
+    UNIT_CHECK("a manifest of SIZE_MAX bytes is refused by size",
+               rc == DLK_ELIMIT);
+
+    dlk_error err = {0};
+    json_t *j = dlk_json_load(small, DLK_JSON_MAX_BYTES + 1, "dlk.json",
+                              "dataset description", &err);
+    UNIT_CHECK("dlk_json_load: over the limit",
+               !j && err.code == DLK_ELIMIT && strstr(err.msg, "dlk.json"));
+    const char *v2 = "{\"format\":\"dlk\",\"version\":2,\"id\":\"x\"}";
+    j = dlk_json_load(v2, strlen(v2), "dlk.json", "dataset description",
+                      &err);
+    UNIT_CHECK("dlk_json_load: version 2 is unsupported",
+               !j && err.code == DLK_EUNSUPPORTED &&
+               strstr(err.msg, "dataset description"));
+    const char *ok = "{\"format\":\"dlk\",\"version\":1,\"id\":\"x\"}";
+    j = dlk_json_load(ok, strlen(ok), "dlk.json", "dataset description",
+                      &err);
+    UNIT_CHECK("dlk_json_load: a valid description", j != NULL);
+    json_decref(j);
+    j = dlk_json_load("[1]", 3, "dlk.json", "dataset description", &err);
+    UNIT_CHECK("dlk_json_load: not an object", !j &&
+               err.code == DLK_ECORRUPT);
+    UNIT_CHECK("parse without an error struct", dlk_manifest_parse(
+               "{", 1, DOC, &m, NULL) == DLK_ECORRUPT);
+}
+
+/* ---- replay of fuzzer finds ---------------------------------------- */
+
+/* Every file of tests/corrupt/SUB is refused cleanly. */
+static void replay(const char *sub)
+{
+    const char *tests = getenv("DLK_TESTS");
+    char dir[4096], what[256];
+    snprintf(dir, sizeof dir, "%s/corrupt/%s",
+             tests && *tests ? tests : "tests", sub);
+    snprintf(what, sizeof what, "replay tests/corrupt/%s", sub);
+    DIR *d = opendir(dir);
+    if (!d) {
+        UNIT_SKIP(what, "directory not found (set DLK_TESTS)");
+        return;
+    }
+    struct dirent *de;
+    size_t n = 0;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char path[8192], label[512];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        snprintf(label, sizeof label, "corrupt/%s/%s: clean error", sub,
+                 de->d_name);
+        FILE *f = fopen(path, "rb");
+        static char buf[1 << 20];
+        size_t len = f ? fread(buf, 1, sizeof buf, f) : 0;
+        if (f)
+            fclose(f);
+        dlk_manifest m;
+        dlk_status rc = parse(buf, len, &m);
+        bool ok = f && rc != DLK_OK && last.code == rc &&
+                  strstr(last.msg, DOC) != NULL;
+        if (!ok)
+            printf("# status %d: %s\n", rc, last.msg);
+        if (rc == DLK_OK)
+            dlk_manifest_free(&m);
+        UNIT_CHECK(label, ok);
+        n++;
+    }
+    closedir(d);
+    if (n == 0)
+        UNIT_CHECK(what, true);   /* nothing found yet: an empty folder */
+}
+
+int main(void)
+{
+    round_trip();
+    malformed();
+    deep();
+    numbers();
+    wrong_values();
+    missing();
+    duplicates();
+    chunk_entries();
+    size_limit();
+    replay("manifest");
+    replay("fuzz_manifest");
+    return unit_done();
+}
