@@ -23,7 +23,8 @@ DESTDIR ?=
 CC      ?= cc
 PKG_CONFIG ?= pkg-config
 # Libraries found through pkg-config; `make deps` installs their -dev packages.
-PKGS    := jansson libxxhash libzstd libcurl expat
+PKGS    := jansson libxxhash libzstd libcurl expat libturbojpeg libpng \
+           libavformat libavcodec libswscale libavutil
 
 ifeq ($(V),1)
 Q :=
@@ -48,7 +49,7 @@ PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wstrict-prototypes \
              -Wno-missing-field-initializers -fPIC -MMD -MP \
              -Iinclude -Ilib $(PKG_CFLAGS) $(OPT) $(SANFLAGS) $(CFLAGS)
-ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
+ALL_LDFLAGS = -Wl,--as-needed $(SANFLAGS) $(LDFLAGS)
 LIBS    = $(PKG_LIBS) -lpthread -lm
 
 LIB_SRC := $(sort $(wildcard lib/*/*.c))

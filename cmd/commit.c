@@ -66,7 +66,10 @@ int cmd_commit(int argc, char **argv)
     }
     dlk_dataset_free(ds);
     if (json) {
-        json_t *o = json_pack("{s:s,s:b}", "id", id, "committed", committed);
+        json_t *o = json_pack("{s:s,s:b,s:o}", "id", id, "committed",
+                              committed, "parent",
+                              *parent && committed ? json_string(parent)
+                                                   : json_null());
         json_dumpf(o, stdout, JSON_PRESERVE_ORDER);
         putchar('\n');
         json_decref(o);

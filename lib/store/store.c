@@ -106,6 +106,8 @@ dlk_status dlk_store_get(dlk_store *s, const char *key, uint64_t max,
         return bad_key(key, err);
     size_t before = out->len;
     COUNT(gets, 1);
+    if (info)
+        memset(info, 0, sizeof *info); /* a store may not know every field */
     dlk_status rc = s->ops->get(s, key, 0, UINT64_MAX, max, out, info, err);
     if (!rc)
         COUNT(bytes_read, out->len - before);
@@ -131,6 +133,7 @@ dlk_status dlk_store_head(dlk_store *s, const char *key, dlk_obj_info *info,
     if (!dlk_key_valid(key))
         return bad_key(key, err);
     COUNT(heads, 1);
+    memset(info, 0, sizeof *info);
     return s->ops->head(s, key, info, err);
 }
 
@@ -145,6 +148,8 @@ dlk_status dlk_store_put(dlk_store *s, const char *key, const void *data,
                         "an etag", key);
     COUNT(puts, 1);
     COUNT(bytes_written, len);
+    if (out)
+        memset(out, 0, sizeof *out);
     return s->ops->put(s, key, data, len, mode, etag, out, err);
 }
 

@@ -47,7 +47,7 @@ run_aws() { # ENDPOINT -> MB/s
     aws --endpoint-url "$1" s3 cp --recursive --quiet s3://bench/set/ "$T/dst"
     e=$(date +%s.%N)
     local got
-    got=$(du -sb "$T/dst" | cut -f1)
+    got=$(find "$T/dst" -type f -printf "%s\n" | awk "{s += \$1} END {print s}")
     [ "$got" -eq "$bytes" ] || { echo "aws: got $got of $bytes bytes" >&2; exit 1; }
     rm -rf "$T/dst"
     mbps "$bytes" "$s" "$e"
