@@ -327,6 +327,114 @@ dlk_status dlk_gc(dlk_dataset *ds, const dlk_gc_opts *opts,
                   dlk_gc_result *res, dlk_error *err);
 
 /* ------------------------------------------------------------------ */
+/* Streaming loader: shuffled, sharded, prefetched batches              */
+
+typedef struct dlk_loader dlk_loader;
+
+#define DLK_LOADER_MAX_SEGMENTS 8
+
+/* Where an epoch stands, to save with a checkpoint and restore.  An epoch
+ * resumed with another world size or batch size continues as a new
+ * segment: the samples not yet consumed are dealt again to the new ranks,
+ * each exactly once.  Plain data: store it as it is (or as JSON with
+ * dlk_loader_state_json). */
+typedef struct dlk_loader_state {
+    uint64_t seed;
+    uint64_t epoch;
+    uint32_t nseg;               /* segments of this epoch so far, >= 1 */
+    struct {
+        uint32_t world, batch;   /* layout of the segment */
+        uint64_t steps;          /* batches each rank consumed in it */
+    } seg[DLK_LOADER_MAX_SEGMENTS];
+    uint64_t samples;            /* global samples consumed (informative) */
+} dlk_loader_state;
+
+typedef struct dlk_loader_opts {
+    const char *const *tensors;  /* names to load; NULL = all */
+    size_t ntensors;
+    uint32_t batch_size;         /* default 256 */
+    int shuffle;                 /* 0: dataset order */
+    uint64_t seed;
+    uint32_t window_chunks;      /* shuffle window, in chunks (default 8) */
+    uint32_t rank, world_size;   /* default 0 of 1 */
+    int drop_last;               /* else pad the last batch (flagged) */
+    uint32_t prefetch_chunks;    /* chunks read ahead (default 2x window) */
+    uint32_t io_threads;         /* default: number of cores, at most 32 */
+    const char *device;          /* "cpu" (default), "cuda:N" or "auto" */
+    uint64_t memory_limit;       /* bytes for chunk buffers; 0: derived */
+    int check;                   /* fold every batch into a checksum that
+                                    is compared with the CPU's */
+} dlk_loader_opts;
+
+/* One tensor of a batch.  Fixed shapes: data is [batch, *shape] dense.
+ * Variable shapes: samples back to back; offsets[i] / shapes[i*ndim..]
+ * give each (host memory, valid until the next call). */
+typedef struct dlk_batch_tensor {
+    const char *name;
+    dlk_dtype dtype;
+    int ndim;                    /* of one sample */
+    int64_t shape[DLK_MAX_NDIM]; /* of one sample; -1 where it varies */
+    void *data;                  /* host or device memory (see on_device) */
+    size_t nbytes;
+    const uint64_t *offsets;     /* variable shapes only: batch+1 offsets */
+    const int64_t *shapes;       /* variable shapes only: batch*ndim dims */
+} dlk_batch_tensor;
+
+typedef struct dlk_batch {
+    uint32_t size;               /* samples, padding included */
+    uint64_t epoch, step;
+    const uint64_t *indices;     /* global sample index of each */
+    const uint8_t *pad;          /* 1 where a sample repeats as padding */
+    int on_device;               /* data pointers are CUDA device memory */
+    size_t ntensors;
+    const dlk_batch_tensor *tensors;
+} dlk_batch;
+
+/* Open a loader on ds (which must stay open; a commit pins the bytes).
+ * The first epoch is 0; dlk_loader_restore sets another. */
+dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
+                           dlk_loader **out, dlk_error *err);
+/* The next batch of this rank, or *out = NULL at the end of the epoch
+ * (the next call starts the following epoch).  The batch and its memory
+ * stay valid until the next call. */
+dlk_status dlk_loader_next(dlk_loader *l, const dlk_batch **out,
+                           dlk_error *err);
+/* Batches each rank gets in the current epoch (the same on every rank). */
+uint64_t dlk_loader_batches(const dlk_loader *l);
+void dlk_loader_state_get(const dlk_loader *l, dlk_loader_state *out);
+/* Continue from a saved state (of any world size and batch size). */
+dlk_status dlk_loader_restore(dlk_loader *l, const dlk_loader_state *st,
+                              dlk_error *err);
+/* The state as JSON (malloc'd) and back. */
+char *dlk_loader_state_json(const dlk_loader_state *st);
+dlk_status dlk_loader_state_parse(const char *json, dlk_loader_state *out,
+                                  dlk_error *err);
+/* Fold of every batch's bytes as the device saw them, and as the CPU
+ * computed them from the chunks (opts.check); equal when the right bytes
+ * arrived. */
+void dlk_loader_checksums(const dlk_loader *l, uint64_t *device,
+                          uint64_t *host);
+
+/* Where time went (seconds, summed over the threads doing it). */
+typedef struct dlk_loader_stats {
+    double storage_s, decompress_s, h2d_s, gather_s, step_s, wait_s;
+    double first_batch_s;        /* open (or epoch start) to first batch */
+    uint64_t chunks_loaded, bytes_loaded, samples, batches;
+    uint64_t peak_buffer_bytes;
+    double gpu_busy_s;           /* device time in gather + step */
+} dlk_loader_stats;
+void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out);
+/* Run a simulated training step on the current batch: reads every byte
+ * (folded into the device checksum) and, with step_ms > 0, keeps the
+ * device busy that long.  On cpu it reads the bytes on the calling
+ * thread. */
+dlk_status dlk_loader_step(dlk_loader *l, double step_ms, dlk_error *err);
+/* Whether this build can use CUDA and a device is present (0/1), with a
+ * one-line reason when not. */
+int dlk_cuda_available(char *why, size_t cap);
+void dlk_loader_close(dlk_loader *l);
+
+/* ------------------------------------------------------------------ */
 /* Requests made to storage by this process (all stores, all threads).  */
 
 typedef struct dlk_io_counters {
@@ -387,6 +495,91 @@ dlk_status dlk_ingest_npy_dir(dlk_dataset *ds, const char *dir,
                               dlk_ingest_stats *stats, dlk_error *err);
 
 /* ------------------------------------------------------------------ */
+/* Ingest of raw media: images, video and labels from S3 or a directory */
+
+typedef enum dlk_on_error {
+    DLK_ON_ERROR_SKIP = 0, /* skip a bad object, report it, go on */
+    DLK_ON_ERROR_FAIL = 1  /* stop at the first; publish nothing */
+} dlk_on_error;
+
+/* Progress, passed to the callback at most every 100 ms and at the end. */
+typedef struct dlk_ingest_progress {
+    uint64_t rows_done;       /* rows of this run appended or skipped */
+    uint64_t rows_total;      /* rows of this run (its shard, after resume) */
+    uint64_t bytes_in;        /* source bytes fetched */
+    uint64_t bytes_out;       /* raw sample bytes appended */
+    double seconds;
+} dlk_ingest_progress;
+
+typedef struct dlk_ingest_opts {
+    const char *source;     /* "s3://bucket/prefix", "file://DIR" or DIR */
+    /* Final shape.  width/height 0: each image keeps its own size, unless
+     * the dataset's image tensor has a fixed H and W (then those). */
+    int width, height;      /* --resize WxH */
+    int fit;                /* 0 stretch, 1 crop, 2 pad (decode.h dlk_fit) */
+    int channels;           /* 1, 3 or 4; 0: from the schema, else 3 */
+    int layout;             /* 0: from the schema (else hwc), 1 hwc, 2 chw */
+    uint64_t max_pixels;    /* refuse larger sources; 0: 2^28 */
+    int frames;             /* video: frames sampled uniformly, or */
+    double fps;             /* ... this rate for */
+    double clip_seconds;    /* ... this long (0: the whole clip) */
+    const char *labels;     /* CSV or JSONL manifest: a path or s3:// URL */
+    dlk_on_error on_error;
+    int unordered;          /* append rows as they are decoded */
+    int jobs;               /* decode threads; 0: the online cores */
+    int fetchers;           /* GETs in flight; 0: 16 */
+    unsigned shard, nshards;/* this process takes share `shard` of
+                               `nshards` (0 and 0 or 1: everything) */
+    double checkpoint_seconds; /* publish progress this often; 0: 30 */
+    int no_resume;          /* ignore (and keep) what an earlier run of the
+                               same command left: ingest everything again */
+    void (*progress)(void *ud, const dlk_ingest_progress *p);
+    /* Called for each skipped row (on_error skip) or the failing one. */
+    void (*on_bad)(void *ud, const char *key, const char *reason);
+    void *ud;
+} dlk_ingest_opts;
+
+typedef struct dlk_ingest_result {
+    uint64_t ingested;      /* rows appended (each a sample of every tensor) */
+    uint64_t skipped;       /* rows skipped for an error */
+    uint64_t ignored;       /* objects of no known kind (not in any row) */
+    uint64_t bytes_in;      /* source bytes fetched by this process */
+    uint64_t bytes_out;     /* raw sample bytes appended */
+    uint64_t resumed_rows;  /* rows an earlier run had done already */
+    int complete;           /* 1: every shard is in the head (merged) */
+    int already;            /* 1: an earlier identical run had finished */
+    double seconds;
+} dlk_ingest_result;
+
+/* Ingest every row of opts->source into the dataset at `url`.  Objects
+ * are grouped by key stem into rows ("x/0001.jpg" + "x/0001.cls" +
+ * "x/0001.json"); rows are appended in sorted stem order.  Resumable:
+ * the same call after a crash continues after the last checkpoint, and
+ * after a finished run does nothing (result->already).  With nshards > 1
+ * each process stages its share; the last one to finish merges all shares
+ * into the head in shard order.  Nothing reaches the head before that. */
+dlk_status dlk_ingest(const char *url, const dlk_ingest_opts *opts,
+                      dlk_ingest_result *result, dlk_error *err);
+
+/* Create the dataset at `url` with `specs` or, when n_specs is 0, with a
+ * schema inferred from the source, then ingest into it.  When the dataset
+ * exists already with the same schema and an unfinished (or finished) run
+ * of the same source and options, that run is resumed (or nothing is
+ * done): the same command can simply be run again.  chunk_bytes applies to
+ * inferred tensors (0: default). */
+dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
+                             size_t n_specs, uint64_t chunk_bytes,
+                             const dlk_ingest_opts *opts,
+                             dlk_ingest_result *result, dlk_error *err);
+
+/* The schema create would infer: *specs is an array of *n specs, freed
+ * (with their class names) by dlk_ingest_specs_free. */
+dlk_status dlk_ingest_infer(const dlk_ingest_opts *opts,
+                            dlk_tensor_spec **specs, size_t *n,
+                            dlk_error *err);
+void dlk_ingest_specs_free(dlk_tensor_spec *specs, size_t n);
+
+/* ------------------------------------------------------------------ */
 /* NumPy .npy files (format 1.0 to 3.0, C order)                        */
 
 /* Write the header of a .npy file for an array of `dtype` and `shape`
@@ -396,6 +589,20 @@ dlk_status dlk_ingest_npy_dir(dlk_dataset *ds, const char *dir,
 dlk_status dlk_npy_header(dlk_dtype dtype, int ndim, const int64_t *shape,
                           char *out, size_t cap, size_t *len,
                           dlk_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Images out                                                           */
+
+/* Encode an image sample as a PNG file: u8 of shape [H,W], [H,W,C] or
+ * [C,H,W] with C 1, 3 or 4, or one frame of a clip [T,H,W,C] /
+ * [T,C,H,W].  frame: the frame of a clip (required there, -1 or 0
+ * otherwise).  chw: 1 channels first, 0 channels last, -1 detect (last
+ * unless the last dimension cannot be channels and the first can).
+ * Returns DLK_OK with *png (malloc'd, the caller frees it with free())
+ * and *len set; DLK_EINVAL, naming why, for a sample that is not an
+ * image, with *png NULL. */
+dlk_status dlk_png_from_sample(const dlk_sample *s, int frame, int chw,
+                               void **png, size_t *len, dlk_error *err);
 
 #ifdef __cplusplus
 }

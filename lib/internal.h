@@ -307,8 +307,9 @@ struct json_t;
 struct json_t *dlk_json_load(const char *json, size_t len, const char *name,
                              const char *what, dlk_error *err);
 
-/* Maximum sizes of JSON documents a reader accepts. */
+/* Maximum size of a JSON document a reader accepts.  Nesting is bounded
+ * by jansson's parser (2048 levels), far below what would exhaust the
+ * stack; the format itself nests at most 5 levels. */
 #define DLK_JSON_MAX_BYTES ((size_t)256 << 20)
-#define DLK_JSON_MAX_DEPTH 32
 
 #endif /* DLK_INTERNAL_H */

@@ -126,7 +126,10 @@ dlk_status dlk_append(dlk_dataset *ds, size_t tensor, const void *data,
     return DLK_OK;
 }
 
-dlk_status dlk_dataset_flush(dlk_dataset *ds, dlk_error *err)
+/* Seal every partly filled chunk into ds->m without publishing the head:
+ * ingest calls it at its checkpoints, where it writes the chunk lists to
+ * its own staging manifest (lib/ingest/stage.c). */
+dlk_status dlk_dataset_seal(dlk_dataset *ds, dlk_error *err)
 {
     if (ds->read_only)
         return DLK_OK;
@@ -135,5 +138,15 @@ dlk_status dlk_dataset_flush(dlk_dataset *ds, dlk_error *err)
         if (rc)
             return rc;
     }
+    return DLK_OK;
+}
+
+dlk_status dlk_dataset_flush(dlk_dataset *ds, dlk_error *err)
+{
+    if (ds->read_only)
+        return DLK_OK;
+    dlk_status rc = dlk_dataset_seal(ds, err);
+    if (rc)
+        return rc;
     return ds->dirty ? dlk_write_head(ds, err) : DLK_OK;
 }

@@ -284,6 +284,11 @@ static dlk_status parse_tensor(json_t *jt, const char *name, dlk_tensor *t,
         e.raw_bytes = (uint64_t)json_integer_value(rb);
         if (t->samples > UINT64_MAX / 2)
             return BAD("%s: tensor '%s': sample count overflows", name, tname);
+        uint64_t sum;
+        if (!dlk_add_u64(t->stored_bytes, e.stored_bytes, &sum) ||
+            sum > INT64_MAX)
+            return BAD("%s: tensor '%s': chunk sizes add up to more than "
+                       "2^63-1 bytes", name, tname);
         if ((rc = dlk_tensor_add_chunk(t, &e, NULL, NULL, err)))
             return rc;
     }

@@ -61,4 +61,58 @@ dlk_status dlk_decode_video(const uint8_t *p, size_t n, const char *name,
 dlk_status dlk_png_encode(const uint8_t *pixels, int w, int h, int c,
                           dlk_buf *out, dlk_error *err);
 
+/* ---- shared by the decoders (lib/ingest/decode_*.c, resize.c) ------ */
+
+#define DLK_DEFAULT_MAX_PIXELS (UINT64_C(1) << 28)
+#define DLK_DEFAULT_MAX_FRAMES 4096
+
+/* A packed image: h rows of w pixels of c (1..4) u8 channels (c 2 is
+ * gray+alpha), no padding.  px is malloc'd and owned; free with
+ * dlk_image_free (which accepts a zeroed struct). */
+typedef struct dlk_image {
+    int w, h, c;
+    uint8_t *px;
+} dlk_image;
+void dlk_image_free(dlk_image *im);
+
+/* DLK_ELIMIT naming `name` when w*h is over o->max_pixels (0: 2^28). */
+dlk_status dlk_check_pixels(uint64_t w, uint64_t h, const dlk_image_opts *o,
+                            const char *name, dlk_error *err);
+
+/* The decoders proper: to a dlk_image at the source size (JPEG: or a
+ * TurboJPEG scaled size no smaller than the target needs), orientation
+ * applied, with 1, 2, 3 or 4 channels (what is cheapest on the way to
+ * o->channels).  DLK_EDECODE / DLK_ELIMIT naming `name`. */
+dlk_status dlk_jpeg_decode(const uint8_t *p, size_t n, const char *name,
+                           const dlk_image_opts *o, dlk_image *out,
+                           dlk_error *err);
+dlk_status dlk_png_decode(const uint8_t *p, size_t n, const char *name,
+                          const dlk_image_opts *o, dlk_image *out,
+                          dlk_error *err);
+
+/* resize.c.  The output size for an sw x sh source: the target, or the
+ * source's own without one.  DLK_EINVAL if only one of width and height
+ * is set or the channels are not 0, 1, 3 or 4. */
+dlk_status dlk_resize_dims(int sw, int sh, const dlk_image_opts *o, int *dw,
+                           int *dh, dlk_error *err);
+/* The smallest uniform scale of an sw x sh source that still gives the
+ * resizer every pixel it needs (1 or more: no reduction possible). */
+double dlk_resize_min_scale(int sw, int sh, const dlk_image_opts *o);
+/* Convert src's channels to o->channels, fit it into dw x dh as o->fit
+ * says (libswscale), and write it at dst (dw*dh*channels bytes) as [H,W,C]
+ * or, with o->chw, [C,H,W]. */
+dlk_status dlk_resize_into(const dlk_image *src, const dlk_image_opts *o,
+                           int dw, int dh, uint8_t *dst, dlk_error *err);
+/* dlk_resize_into a freshly allocated out of its final shape. */
+dlk_status dlk_image_finish(const dlk_image *src, const dlk_image_opts *o,
+                            dlk_decoded *out, dlk_error *err);
+/* Gray from RGB as Pillow's convert('L') does (ITU-R 601-2 luma). */
+static inline uint8_t dlk_luma(unsigned r, unsigned g, unsigned b)
+{
+    return (uint8_t)((r * 19595 + g * 38470 + b * 7471 + 0x8000) >> 16);
+}
+/* Silence FFmpeg's logging (process-wide, once): the library never
+ * prints; errors come back in dlk_error. */
+void dlk_av_quiet(void);
+
 #endif

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define PART_WINDOW 16        /* parts of one upload in flight at most */
 #define MAX_PARTS 10000       /* S3's limit */
@@ -193,6 +194,7 @@ static dlk_status do_head(s3_store *s, const char *okey, dlk_obj_info *info,
                       "content-length in the answer", s->bucket, okey);
     if (!rc && info) {
         info->size = r.content_length;
+        info->mtime = r.mtime;
         snprintf(info->etag, sizeof info->etag, "%s", r.etag);
     }
     s3_req_fini(&r);
@@ -330,6 +332,7 @@ static dlk_status s3_get(dlk_store *st, const char *key, uint64_t off,
         }
         if (!rc && info) {
             info->size = size;
+            info->mtime = r.mtime;
             snprintf(info->etag, sizeof info->etag, "%s", r.etag);
         }
     }
@@ -378,6 +381,7 @@ static dlk_status put_single(s3_store *s, const char *okey, const void *data,
         rc = req_fail(s, &r, "write", okey, mode, err);
     if (!rc && info) {
         info->size = len;
+        info->mtime = (int64_t)time(NULL);
         snprintf(info->etag, sizeof info->etag, "%s", r.etag);
     }
     s3_req_fini(&r);
@@ -537,6 +541,7 @@ static dlk_status mp_complete(s3_store *s, const char *okey, const char *qid,
             break;
         } else if (!rc && info) {
             info->size = len;
+            info->mtime = (int64_t)time(NULL);
             if (!s3_xml_find(resp.data, resp.len, "ETag", info->etag,
                              sizeof info->etag))
                 snprintf(info->etag, sizeof info->etag, "%s", r.etag);

@@ -125,10 +125,16 @@ static size_t on_header(char *line, size_t size, size_t nitems, void *ud)
         r->content_length = UINT64_MAX;
         r->total_size = UINT64_MAX;
         r->etag[0] = '\0';
+        r->mtime = 0;
         r->request_id[0] = '\0';
     } else if (hdr_is(line, n, "content-length", &v, &vn)) {
         uint64_t x = parse_u64(v, vn, &ok);
         r->content_length = ok ? x : UINT64_MAX;
+    } else if (hdr_is(line, n, "last-modified", &v, &vn)) {
+        char date[64];
+        copy_hdr(date, sizeof date, v, vn);
+        time_t t = curl_getdate(date, NULL);
+        r->mtime = t > 0 ? (int64_t)t : 0;
     } else if (hdr_is(line, n, "etag", &v, &vn)) {
         copy_hdr(r->etag, sizeof r->etag, v, vn);
     } else if (hdr_is(line, n, "x-amz-request-id", &v, &vn) ||
@@ -223,6 +229,7 @@ static void reset_result(s3_req *r)
     r->content_length = UINT64_MAX;
     r->total_size = UINT64_MAX;
     r->etag[0] = '\0';
+    r->mtime = 0;
     r->request_id[0] = '\0';
 }
 

@@ -71,6 +71,7 @@ typedef struct s3_req {
     uint64_t content_length;     /* UINT64_MAX when absent */
     uint64_t total_size;         /* from Content-Range, else UINT64_MAX */
     char etag[DLK_ETAG_MAX];
+    int64_t mtime;               /* Last-Modified, Unix seconds; 0: none */
     char request_id[S3_REQID_MAX];
     dlk_buf errbody;             /* non-2xx body, bounded; caller frees */
 

@@ -336,6 +336,9 @@ static void bad_manifests(void)
          "\"chunks\":[[" K ",0,68,0]]") "]}");
     text("manifest", "chunk-raw-over-limit", T0 TX("x", "\"samples\":1,"
          "\"chunks\":[[" K ",1,68,4294967296]]") "]}");
+    text("manifest", "stored-sum-overflow", T0 TX("x", "\"samples\":2,"
+         "\"chunks\":[[" K ",1,9223372036854775807,4],"
+         "[" K ",1,9223372036854775807,4]]") "]}");
     text("manifest", "samples-mismatch", T0 TX("x", "\"samples\":2,"
          "\"chunks\":[[" K ",1,68,4]]") "]}");
     text("manifest", "shape-9-dims", T0 "{\"name\":\"x\",\"dtype\":\"u8\","

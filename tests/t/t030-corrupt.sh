@@ -12,6 +12,12 @@
 #   corrupt/npy, corrupt/fuzz_npy            .npy sources: dlk ingest
 . "$DLK_TESTS/lib.sh"
 root=$(cd "$DLK_TESTS/.." && pwd)
+# Under `make SAN=1 test` a sanitizer report must not pass for an expected
+# error exit: make it abort (a signal, which lib.sh fails), and look for
+# reports on stderr as well.
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}abort_on_error=1
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}abort_on_error=1:print_stacktrace=1
+no_report() { ! grep -qE 'ERROR: [A-Za-z]+Sanitizer|runtime error:' "$ERR"; }
 C=$DLK_TESTS/corrupt
 KEY=0123456789abcdef0123456789abcdef
 
@@ -23,6 +29,8 @@ no_crash() { # NAME CMD...
     local rc=$?
     if [ "$rc" -ge 128 ]; then
         echo "not ok - $name (killed by signal $((rc - 128)))"
+    elif ! no_report; then
+        echo "not ok - $name (sanitizer report)"
     elif [ "$rc" -ne 0 ] && [ ! -s "$ERR" ] && [ ! -s "$OUT" ]; then
         echo "not ok - $name (exit $rc without a message)"
     else
@@ -73,6 +81,7 @@ PY
     no_crash "$name: dlk cat" dlk cat "$DS" t 0
     no_crash "$name: dlk cat --raw of the last sample" dlk cat "$DS" t $((samples - 1)) --raw
     fails "$name: dlk verify --deep finds it" 1 dlk verify "$DS" --deep
+    check "$name: no sanitizer report" no_report
     check "$name: verify names the chunk" grep -q "chunks/t/$KEY" "$OUT"
 done
 [ "$n" -gt 0 ] || skip "corrupt chunks through the CLI" "no files under $C/chunk"
@@ -86,6 +95,7 @@ for f in $(files "$C/manifest" "$C/fuzz_manifest"); do
     name=${f#"$C"/}
     obj_put "$DS" staging/manifest.json "$f"
     fails "$name: dlk ls refuses it" 3 dlk ls "$DS"
+    check "$name: no sanitizer report" no_report
     check "$name: the message names the manifest" grep -q "manifest" "$ERR"
     no_crash "$name: dlk verify" dlk verify "$DS"
 done
@@ -99,6 +109,7 @@ for f in $(files "$C/dataset_json") "$T/big-dlk.json"; do
     [ "$f" = "$T/big-dlk.json" ] && name="dlk.json of 70 KB"
     obj_put "$DS" dlk.json "$f"
     fails "$name: dlk ls refuses it" 3 dlk ls "$DS"
+    check "$name: no sanitizer report" no_report
     check "$name: the message names dlk.json" grep -q "dlk.json" "$ERR"
 done
 obj_put "$DS" dlk.json "$T/good-dlk.json"
@@ -111,6 +122,7 @@ for f in $(files "$C/npy" "$C/fuzz_npy"); do
     name=${f#"$C"/}
     rm -rf "$T/src" && mkdir -p "$T/src" && cp "$f" "$T/src/0001.t.npy"
     fails "$name: dlk ingest refuses it" 3 dlk ingest "$DS" from-dir "$T/src"
+    check "$name: no sanitizer report" no_report
     check "$name: the message names the file" grep -q "0001.t.npy" "$ERR"
 done
 ok "nothing was ingested from them" dlk ls "$DS" --json

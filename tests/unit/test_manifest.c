@@ -415,6 +415,13 @@ static void chunk_entries(void)
     UNIT_CHECK("1000 maximal chunks against samples 5: corrupt", CORRUPT(d));
     free(d);
     free(many);
+    /* each entry's object size is in range (64..2^63-1), but their sum
+     * does not fit: the tensor's stored_bytes would wrap (dlk ls --json
+     * printed -2) */
+    UNIT_CHECK("chunk sizes whose sum overflows: corrupt",
+               CORRUPT(doc_with("chunks", "[[\"" K1 "\", 2, "
+                                "9223372036854775807, 54], [\"" K2 "\", 3, "
+                                "9223372036854775807, 81]]")));
 }
 
 static void size_limit(void)

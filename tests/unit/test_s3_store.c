@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int failures;
@@ -326,8 +327,10 @@ static void test_basic(dlk_store *s)
           memcmp(b.data, data, sizeof data) == 0 && gi.size == sizeof data &&
           strcmp(gi.etag, pi.etag) == 0, "get returns the bytes and etag");
     rc = dlk_store_head(s, "basic/obj.bin", &hi, &err);
+    int64_t now = (int64_t)time(NULL);
     check(rc == DLK_OK && hi.size == sizeof data &&
-          strcmp(hi.etag, pi.etag) == 0, "head: size and etag");
+          strcmp(hi.etag, pi.etag) == 0 && hi.mtime > now - 3600 &&
+          hi.mtime < now + 3600, "head: size, etag, modification time");
 
     b.len = 0;
     rc = dlk_store_get_range(s, "basic/obj.bin", 100, 1000, &b, &err);

@@ -1,0 +1,217 @@
+/* decode_jpeg.c - JPEG through the TurboJPEG 2.x API: baseline and
+ * progressive, gray, YCbCr, CMYK and YCCK; EXIF orientation applied; the
+ * size checked from the header before anything is allocated; any
+ * libjpeg warning (a truncated file decodes to grey without one being an
+ * error) is an error, except extraneous bytes before a marker, which
+ * cameras write and which lose nothing. */
+#include "ingest/decode.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <turbojpeg.h>
+
+typedef struct jpeg_meta {
+    int orientation; /* EXIF 1..8; 1 when absent or invalid */
+    bool adobe;      /* an Adobe APP14 marker: CMYK stored inverted */
+} jpeg_meta;
+
+static unsigned get16(const uint8_t *p, bool le)
+{
+    return le ? (unsigned)(p[0] | p[1] << 8) : (unsigned)(p[0] << 8 | p[1]);
+}
+
+static uint32_t get32(const uint8_t *p, bool le)
+{
+    return le ? dlk_get_le32(p)
+              : (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+                    (uint32_t)p[2] << 8 | p[3];
+}
+
+/* IFD0's Orientation (tag 0x0112, SHORT) in a TIFF block of n bytes. */
+static int exif_orientation(const uint8_t *t, size_t n)
+{
+    if (n < 8)
+        return 1;
+    bool le;
+    if (memcmp(t, "II*\0", 4) == 0)
+        le = true;
+    else if (memcmp(t, "MM\0*", 4) == 0)
+        le = false;
+    else
+        return 1;
+    uint32_t ifd = get32(t + 4, le);
+    if (ifd > n - 2)
+        return 1;
+    unsigned count = get16(t + ifd, le);
+    for (unsigned i = 0; i < count; i++) {
+        size_t e = ifd + 2 + (size_t)i * 12;
+        if (e + 12 > n)
+            break;
+        if (get16(t + e, le) == 0x0112 && get16(t + e + 2, le) == 3) {
+            unsigned v = get16(t + e + 8, le);
+            return v >= 1 && v <= 8 ? (int)v : 1;
+        }
+    }
+    return 1;
+}
+
+/* Walk the marker segments before the first SOS (bounded by n). */
+static jpeg_meta scan_markers(const uint8_t *p, size_t n)
+{
+    jpeg_meta m = {1, false};
+    size_t i = 2;
+    while (i + 4 <= n) {
+        if (p[i] != 0xFF)
+            break;
+        uint8_t mk = p[i + 1];
+        if (mk == 0xFF) { /* fill byte */
+            i++;
+            continue;
+        }
+        if (mk == 0xDA || mk == 0xD9)
+            break;
+        size_t len = (size_t)p[i + 2] << 8 | p[i + 3];
+        if (len < 2 || i + 2 + len > n)
+            break;
+        const uint8_t *s = p + i + 4;
+        size_t sn = len - 2;
+        if (mk == 0xE1 && sn >= 6 && memcmp(s, "Exif\0\0", 6) == 0)
+            m.orientation = exif_orientation(s + 6, sn - 6);
+        else if (mk == 0xEE && sn >= 5 && memcmp(s, "Adobe", 5) == 0)
+            m.adobe = true;
+        i += 2 + len;
+    }
+    return m;
+}
+
+/* The smallest TurboJPEG scaling factor below 1 that keeps at least
+ * `min` of the size; {1,1} when none does. */
+static tjscalingfactor pick_scale(double min)
+{
+    tjscalingfactor best = {1, 1};
+    int n = 0;
+    tjscalingfactor *sf = tjGetScalingFactors(&n);
+    for (int i = 0; sf && i < n; i++) {
+        double f = (double)sf[i].num / sf[i].denom;
+        if (f < 1.0 && f >= min &&
+            f < (double)best.num / best.denom)
+            best = sf[i];
+    }
+    return best;
+}
+
+/* Apply EXIF orientation o (2..8) to im in place (a new buffer). */
+static dlk_status orient(dlk_image *im, int o, dlk_error *err)
+{
+    int w = im->w, h = im->h, c = im->c;
+    bool swap = o >= 5;
+    int dw = swap ? h : w, dh = swap ? w : h;
+    uint8_t *out = malloc((size_t)w * h * c);
+    if (!out)
+        return dlk_fail(err, DLK_ENOMEM, "cannot allocate %dx%d pixels", w, h);
+    for (int y = 0; y < dh; y++) {
+        uint8_t *d = out + (size_t)y * dw * c;
+        for (int x = 0; x < dw; x++, d += c) {
+            int sx, sy;
+            switch (o) {
+            case 2: sx = w - 1 - x; sy = y; break;
+            case 3: sx = w - 1 - x; sy = h - 1 - y; break;
+            case 4: sx = x; sy = h - 1 - y; break;
+            case 5: sx = y; sy = x; break;
+            case 6: sx = y; sy = h - 1 - x; break;
+            case 7: sx = w - 1 - y; sy = h - 1 - x; break;
+            default: sx = w - 1 - y; sy = x; break; /* 8 */
+            }
+            memcpy(d, im->px + ((size_t)sy * w + sx) * c, (size_t)c);
+        }
+    }
+    free(im->px);
+    im->px = out;
+    im->w = dw;
+    im->h = dh;
+    return DLK_OK;
+}
+
+/* CMYK (inverted when Adobe wrote it) to RGB, as Pillow converts it:
+ * R = (255-C)(255-K)/255 rounded, in place to 3 channels. */
+static void cmyk_to_rgb(dlk_image *im, bool inverted)
+{
+    size_t n = (size_t)im->w * im->h;
+    uint8_t *s = im->px, *d = im->px;
+    for (size_t i = 0; i < n; i++, s += 4, d += 3) {
+        unsigned k = inverted ? s[3] : 255u - s[3];
+        for (int j = 0; j < 3; j++) {
+            unsigned c = inverted ? s[j] : 255u - s[j];
+            unsigned t = c * k + 128;
+            d[j] = (uint8_t)(((t >> 8) + t) >> 8);
+        }
+    }
+    im->c = 3;
+}
+
+static bool benign_warning(const char *msg)
+{
+    return strstr(msg, "extraneous bytes before marker") != NULL;
+}
+
+dlk_status dlk_jpeg_decode(const uint8_t *p, size_t n, const char *name,
+                           const dlk_image_opts *o, dlk_image *out,
+                           dlk_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (n > ULONG_MAX || n > INT_MAX)
+        return dlk_fail(err, DLK_ELIMIT, "cannot decode JPEG '%s': %zu bytes "
+                        "is too large", name, n);
+    tjhandle tj = tjInitDecompress();
+    if (!tj)
+        return dlk_fail(err, DLK_ENOMEM, "cannot decode JPEG '%s': %s", name,
+                        tjGetErrorStr2(NULL));
+    dlk_status st = DLK_OK;
+    int w, h, subsamp, cs;
+    if (tjDecompressHeader3(tj, p, (unsigned long)n, &w, &h, &subsamp, &cs)) {
+        st = dlk_fail(err, DLK_EDECODE, "cannot decode JPEG '%s': %s", name,
+                      tjGetErrorStr2(tj));
+        goto done;
+    }
+    if ((st = dlk_check_pixels((uint64_t)w, (uint64_t)h, o, name, err)))
+        goto done;
+    jpeg_meta m = scan_markers(p, n);
+    bool cmyk = cs == TJCS_CMYK || cs == TJCS_YCCK;
+    int want = o->channels ? o->channels : 3;
+    int pf = cmyk ? TJPF_CMYK : want == 1 ? TJPF_GRAY : TJPF_RGB;
+    /* Decode smaller when the target needs less than half... or any
+     * TurboJPEG factor: its scaled IDCT is cheaper than decoding all
+     * and resizing, and loses nothing the resizer would keep. */
+    bool swap = m.orientation >= 5;
+    double min = dlk_resize_min_scale(swap ? h : w, swap ? w : h, o);
+    tjscalingfactor sf = pick_scale(min);
+    int sw = TJSCALED(w, sf), sh = TJSCALED(h, sf);
+    out->c = tjPixelSize[pf];
+    out->px = malloc((size_t)sw * sh * out->c);
+    if (!out->px) {
+        st = dlk_fail(err, DLK_ENOMEM, "cannot decode JPEG '%s': cannot "
+                      "allocate %dx%d pixels", name, sw, sh);
+        goto done;
+    }
+    out->w = sw;
+    out->h = sh;
+    if (tjDecompress2(tj, p, (unsigned long)n, out->px, sw, 0, sh, pf, 0) &&
+        (tjGetErrorCode(tj) != TJERR_WARNING ||
+         !benign_warning(tjGetErrorStr2(tj)))) {
+        st = dlk_fail(err, DLK_EDECODE, "cannot decode JPEG '%s': %s%s", name,
+                      tjGetErrorCode(tj) == TJERR_WARNING ? "corrupt data: "
+                                                          : "",
+                      tjGetErrorStr2(tj));
+        goto done;
+    }
+    if (cmyk)
+        cmyk_to_rgb(out, m.adobe);
+    if (m.orientation > 1)
+        st = orient(out, m.orientation, err);
+done:
+    tjDestroy(tj);
+    if (st)
+        dlk_image_free(out);
+    return st;
+}

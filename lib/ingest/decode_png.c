@@ -1,0 +1,128 @@
+/* decode_png.c - PNG through libpng's progressive-free low-level API, so
+ * that the values are the file's own (no gamma or background applied),
+ * as Pillow reads them: palette and tRNS expanded, gray of 1/2/4 bits
+ * scaled to 8, 16 bits reduced to their high byte, interlacing undone.
+ * Every CRC error, in critical and ancillary chunks alike, is an error;
+ * so is a truncated file.  libpng reports errors by longjmp: everything
+ * that must survive one lives in a heap job, never in locals. */
+#include "ingest/decode.h"
+
+#include <png.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct png_job {
+    jmp_buf jb;
+    char msg[256];
+    const uint8_t *p;
+    size_t n, off;
+    png_structp png;
+    png_infop info;
+    uint8_t *px;
+    png_bytep *rows;
+} png_job;
+
+static void on_error(png_structp png, png_const_charp msg)
+{
+    png_job *j = png_get_error_ptr(png);
+    snprintf(j->msg, sizeof j->msg, "%s", msg);
+    longjmp(j->jb, 1);
+}
+
+static void on_warning(png_structp png, png_const_charp msg)
+{
+    (void)png;
+    (void)msg;
+}
+
+static void on_read(png_structp png, png_bytep d, size_t len)
+{
+    png_job *j = png_get_io_ptr(png);
+    if (len > j->n - j->off)
+        png_error(png, "truncated file");
+    memcpy(d, j->p + j->off, len);
+    j->off += len;
+}
+
+/* The body, after setjmp: returns a status for the checks of its own,
+ * longjmps for libpng's. */
+static dlk_status read_png(png_job *j, const char *name,
+                           const dlk_image_opts *o, dlk_image *out,
+                           dlk_error *err)
+{
+    png_structp png = j->png;
+    png_set_read_fn(png, j, on_read);
+    png_set_crc_action(png, PNG_CRC_ERROR_QUIT, PNG_CRC_ERROR_QUIT);
+    png_set_chunk_malloc_max(png, 8u << 20);
+    png_read_info(png, j->info);
+    png_uint_32 w = png_get_image_width(png, j->info),
+                h = png_get_image_height(png, j->info);
+    dlk_status st = dlk_check_pixels(w, h, o, name, err);
+    if (st)
+        return st;
+    png_set_expand(png);
+    if (png_get_bit_depth(png, j->info) == 16)
+        png_set_strip_16(png);
+    png_set_interlace_handling(png);
+    png_read_update_info(png, j->info);
+    int c = png_get_channels(png, j->info);
+    size_t rowbytes = png_get_rowbytes(png, j->info);
+    if (c < 1 || c > 4 || png_get_bit_depth(png, j->info) != 8 ||
+        rowbytes != (size_t)w * c)
+        return dlk_fail(err, DLK_EDECODE, "cannot decode PNG '%s': "
+                        "unexpected layout after expansion", name);
+    j->px = malloc(rowbytes * h);
+    j->rows = malloc(sizeof *j->rows * h);
+    if (!j->px || !j->rows)
+        return dlk_fail(err, DLK_ENOMEM, "cannot decode PNG '%s': cannot "
+                        "allocate %ux%u pixels", name, (unsigned)w,
+                        (unsigned)h);
+    for (png_uint_32 y = 0; y < h; y++)
+        j->rows[y] = j->px + rowbytes * y;
+    png_read_image(png, j->rows);
+    png_read_end(png, NULL);
+    out->w = (int)w;
+    out->h = (int)h;
+    out->c = c;
+    out->px = j->px;
+    j->px = NULL;
+    return DLK_OK;
+}
+
+dlk_status dlk_png_decode(const uint8_t *p, size_t n, const char *name,
+                          const dlk_image_opts *o, dlk_image *out,
+                          dlk_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (n < 8 || png_sig_cmp(p, 0, 8))
+        return dlk_fail(err, DLK_EDECODE, "cannot decode PNG '%s': not a "
+                        "PNG file", name);
+    png_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    j->p = p;
+    j->n = n;
+    dlk_status st = DLK_OK;
+    j->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, j, on_error,
+                                    on_warning);
+    if (!j->png || !(j->info = png_create_info_struct(j->png))) {
+        st = dlk_fail(err, DLK_ENOMEM, "cannot decode PNG '%s': out of "
+                      "memory", name);
+        goto done;
+    }
+    if (setjmp(j->jb)) {
+        st = dlk_fail(err, DLK_EDECODE, "cannot decode PNG '%s': %s", name,
+                      j->msg);
+        dlk_image_free(out);
+        goto done;
+    }
+    st = read_png(j, name, o, out, err);
+done:
+    png_destroy_read_struct(j->png ? &j->png : NULL,
+                            j->info ? &j->info : NULL, NULL);
+    free(j->px);
+    free(j->rows);
+    free(j);
+    return st;
+}

@@ -1,0 +1,391 @@
+/* pipeline.c - the ingest pipeline: fetch threads (many GETs in flight)
+ * -> decode threads -> one appender that restores sorted order, appends,
+ * and checkpoints.  Rows move through a window of W slots, so memory is
+ * bounded by W rows (their source objects and decoded samples) plus one
+ * chunk per tensor, whatever the size of the source.
+ *
+ *   slot k % W:  EMPTY -> FETCHING -> FETCHED -> DECODING -> DONE -> EMPTY
+ *   fetchers take row k only while k < base + W (base: lowest row not yet
+ *   appended); decoders take the lowest FETCHED row; the appender waits
+ *   for row `base` (or, --unordered, any DONE row).
+ */
+#include "pipeline.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define OBJECT_MAX ((uint64_t)1 << 30)
+#define ERRORS_KEPT 10000
+
+enum { EMPTY, FETCHING, FETCHED, DECODING, DONE, APPENDED };
+
+typedef struct slot {
+    int state;
+    size_t row;
+    dlk_buf *bufs;
+    size_t nbufs;
+    ing_val *vals;
+    dlk_status rc;        /* row error (rc && !fatal) or fatal error */
+    bool fatal;
+    const char *bad_key;
+    char reason[DLK_ERRMSG_MAX];
+    uint64_t bytes_in;
+} slot;
+
+typedef struct pipe_state {
+    const ing_ctx *c;
+    const size_t *todo;
+    size_t ntodo;
+    slot *slots;
+    size_t W;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_fetch, cv_decode, cv_append;
+    size_t next_fetch, base;
+    bool stop;
+} pipe_state;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static slot *slot_of(pipe_state *p, size_t k) { return &p->slots[k % p->W]; }
+
+static void fetch_row(pipe_state *p, slot *s)
+{
+    const ing_source *src = p->c->src;
+    const ing_row *r = &src->rows[s->row];
+    s->rc = DLK_OK;
+    s->fatal = false;
+    s->bytes_in = 0;
+    for (uint32_t i = 0; i < r->n; i++) {
+        const ing_obj *o = &src->objs[r->first + i];
+        dlk_buf *b = &s->bufs[i];
+        b->len = 0;
+        if (o->role == ING_NONE)
+            continue;
+        dlk_error e;
+        dlk_status rc = dlk_store_get(src->store, o->key, OBJECT_MAX, b, NULL,
+                                      &e);
+        if (rc) {
+            s->rc = rc;
+            s->bad_key = o->key;
+            snprintf(s->reason, sizeof s->reason, "%s", e.msg);
+            /* gone since the listing, or too big: the row's fault; the
+             * rest (network, access) stops the run, which can resume */
+            s->fatal = rc != DLK_ENOTFOUND && rc != DLK_ELIMIT;
+            return;
+        }
+        s->bytes_in += b->len;
+    }
+}
+
+static void *fetcher(void *arg)
+{
+    pipe_state *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->stop && p->next_fetch < p->ntodo &&
+               p->next_fetch >= p->base + p->W)
+            pthread_cond_wait(&p->cv_fetch, &p->mu);
+        if (p->stop || p->next_fetch >= p->ntodo)
+            break;
+        size_t k = p->next_fetch++;
+        slot *s = slot_of(p, k);
+        s->state = FETCHING;
+        s->row = p->todo[k];
+        pthread_mutex_unlock(&p->mu);
+        fetch_row(p, s);
+        pthread_mutex_lock(&p->mu);
+        s->state = s->rc ? DONE : FETCHED;
+        pthread_cond_broadcast(s->rc ? &p->cv_append : &p->cv_decode);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+static void *decoder(void *arg)
+{
+    pipe_state *p = arg;
+    pthread_mutex_lock(&p->mu);
+    while (!p->stop) {
+        slot *s = NULL;
+        for (size_t k = p->base; k < p->next_fetch; k++)
+            if (slot_of(p, k)->state == FETCHED) {
+                s = slot_of(p, k);
+                break;
+            }
+        if (!s) {
+            pthread_cond_wait(&p->cv_decode, &p->mu);
+            continue;
+        }
+        s->state = DECODING;
+        pthread_mutex_unlock(&p->mu);
+        dlk_error e;
+        e.msg[0] = '\0';
+        s->rc = ing_row_build(p->c, s->row, s->bufs, s->vals, &s->bad_key,
+                              &e);
+        if (s->rc) {
+            snprintf(s->reason, sizeof s->reason, "%s", e.msg);
+            s->fatal = s->rc == DLK_ENOMEM || s->rc == DLK_EINTERNAL;
+        }
+        /* the source bytes are not needed any more: keep small buffers */
+        const ing_row *r = &p->c->src->rows[s->row];
+        for (uint32_t i = 0; i < r->n; i++)
+            if (s->bufs[i].cap > (4u << 20))
+                dlk_buf_free(&s->bufs[i]);
+        pthread_mutex_lock(&p->mu);
+        s->state = DONE;
+        pthread_cond_broadcast(&p->cv_append);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+static void clear_vals(ing_val *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        dlk_buf_free(&v[i].data);
+        memset(&v[i], 0, sizeof v[i]);
+    }
+}
+
+static char *stem_dup(const ing_source *src, size_t row)
+{
+    size_t len;
+    const char *st = ing_row_stem(src, row, &len);
+    return strndup(st, len);
+}
+
+static dlk_status progress_stems(ing_run *run, pipe_state *p,
+                                 dlk_error *err);
+
+/* Publish progress: seal the open chunks, then write the staging document
+ * listing them with the stem done through (and, unordered, beyond). */
+static dlk_status checkpoint(ing_run *run, pipe_state *p, dlk_error *err)
+{
+    dlk_status rc = dlk_dataset_seal(run->ds, err);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&p->mu);
+    rc = progress_stems(run, p, err);
+    pthread_mutex_unlock(&p->mu);
+    if (rc)
+        return rc;
+    return ing_stage_write(run->ds, run->stage_key, run->source,
+                           run->shard, run->nshards, run->options,
+                           &run->prog, err);
+}
+
+/* done_through and done_also from the window (under the lock). */
+static dlk_status progress_stems(ing_run *run, pipe_state *p, dlk_error *err)
+{
+    ing_progress *pr = &run->prog;
+    if (p->base > 0) {
+        char *st = stem_dup(p->c->src, p->todo[p->base - 1]);
+        if (!st)
+            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        /* rows skipped by resume before todo[0] are done as well */
+        free(pr->done_through);
+        pr->done_through = st;
+    }
+    for (size_t i = 0; i < pr->n_done_also; i++)
+        free(pr->done_also[i]);
+    pr->n_done_also = 0;
+    size_t extra = 0;
+    for (size_t k = p->base; k < p->next_fetch; k++)
+        extra += slot_of(p, k)->state == APPENDED;
+    if (extra) {
+        char **v = realloc(pr->done_also, extra * sizeof *v);
+        if (!v)
+            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        pr->done_also = v;
+        for (size_t k = p->base; k < p->next_fetch; k++)
+            if (slot_of(p, k)->state == APPENDED &&
+                !(v[pr->n_done_also++] = stem_dup(p->c->src, p->todo[k])))
+                return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
+    return DLK_OK;
+}
+
+static void report(ing_run *run, double t0, uint64_t done, size_t total)
+{
+    if (!run->o->progress)
+        return;
+    dlk_ingest_progress pg = {
+        .rows_done = done, .rows_total = total,
+        .bytes_in = run->res->bytes_in, .bytes_out = run->res->bytes_out,
+        .seconds = now_s() - t0,
+    };
+    run->o->progress(run->o->ud, &pg);
+}
+
+/* The appender's work on one finished slot. */
+static dlk_status take(ing_run *run, pipe_state *p, slot *s, dlk_error *err)
+{
+    const ing_ctx *c = p->c;
+    run->res->bytes_in += s->bytes_in;
+    run->prog.bytes_in += s->bytes_in;
+    if (s->rc && s->fatal)
+        return dlk_fail(err, s->rc, "%s", s->reason);
+    if (s->rc) {
+        const char *key = s->bad_key ? s->bad_key : "?";
+        if (run->o->on_bad)
+            run->o->on_bad(run->o->ud, key, s->reason);
+        run->res->skipped++;
+        run->prog.skipped++;
+        if (json_array_size(run->prog.errors) < ERRORS_KEPT)
+            json_array_append_new(run->prog.errors,
+                                  json_pack("{s:s,s:s}", "key", key,
+                                            "reason", s->reason));
+        if (run->o->on_error == DLK_ON_ERROR_FAIL) {
+            run->failed = true;
+            return dlk_fail(err, DLK_EDECODE, "cannot ingest '%s': %s", key,
+                            s->reason);
+        }
+        return DLK_OK;
+    }
+    for (size_t t = 0; t < c->ntensors; t++) {
+        ing_val *v = &s->vals[t];
+        dlk_status rc = dlk_append(run->ds, t, v->data.data, v->data.len,
+                                   v->shape, v->ndim, err);
+        if (rc)
+            return rc;
+        run->res->bytes_out += v->data.len;
+        run->prog.bytes_out += v->data.len;
+    }
+    run->res->ingested++;
+    run->prog.ingested++;
+    return DLK_OK;
+}
+
+dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
+                            dlk_error *err)
+{
+    const dlk_ingest_opts *o = run->o;
+    pipe_state p;
+    memset(&p, 0, sizeof p);
+    p.c = &run->ctx;
+    p.todo = todo;
+    p.ntodo = ntodo;
+    size_t nfetch = (size_t)run->fetchers, njobs = (size_t)run->jobs;
+    p.W = 2 * (nfetch + njobs);
+    if (p.W < 8)
+        p.W = 8;
+    size_t maxn = 1;
+    for (size_t i = 0; i < run->ctx.src->nrows; i++)
+        if (run->ctx.src->rows[i].n > maxn)
+            maxn = run->ctx.src->rows[i].n;
+    p.slots = calloc(p.W, sizeof *p.slots);
+    bool oom = !p.slots;
+    for (size_t i = 0; !oom && i < p.W; i++) {
+        p.slots[i].bufs = calloc(maxn, sizeof *p.slots[i].bufs);
+        p.slots[i].nbufs = maxn;
+        p.slots[i].vals = calloc(run->ctx.ntensors ? run->ctx.ntensors : 1,
+                                 sizeof *p.slots[i].vals);
+        oom = !p.slots[i].bufs || !p.slots[i].vals;
+    }
+    pthread_t *th = calloc(nfetch + njobs, sizeof *th);
+    if (oom || !th) {
+        for (size_t i = 0; p.slots && i < p.W; i++) {
+            free(p.slots[i].bufs);
+            free(p.slots[i].vals);
+        }
+        free(p.slots);
+        free(th);
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
+    pthread_mutex_init(&p.mu, NULL);
+    pthread_cond_init(&p.cv_fetch, NULL);
+    pthread_cond_init(&p.cv_decode, NULL);
+    pthread_cond_init(&p.cv_append, NULL);
+    size_t started = 0;
+    dlk_status rc = DLK_OK;
+    for (size_t i = 0; i < nfetch + njobs; i++) {
+        if (pthread_create(&th[i], NULL, i < nfetch ? fetcher : decoder, &p)) {
+            rc = dlk_fail(err, DLK_EIO, "cannot start a thread");
+            break;
+        }
+        started++;
+    }
+    double t0 = now_s(), last_report = 0, last_ckpt = t0;
+    double every = o->checkpoint_seconds > 0 ? o->checkpoint_seconds : 30;
+    uint64_t done = 0, since_ckpt = 0;
+    while (!rc && p.base < p.ntodo) {
+        pthread_mutex_lock(&p.mu);
+        slot *s = NULL;
+        size_t k = 0;
+        for (;;) {
+            if (!o->unordered) {
+                if (slot_of(&p, p.base)->state == DONE &&
+                    p.base < p.next_fetch) {
+                    k = p.base;
+                    s = slot_of(&p, k);
+                }
+            } else {
+                for (k = p.base; k < p.next_fetch; k++)
+                    if (slot_of(&p, k)->state == DONE) {
+                        s = slot_of(&p, k);
+                        break;
+                    }
+            }
+            if (s)
+                break;
+            pthread_cond_wait(&p.cv_append, &p.mu);
+        }
+        pthread_mutex_unlock(&p.mu);
+        rc = take(run, &p, s, err);
+        clear_vals(s->vals, run->ctx.ntensors);
+        pthread_mutex_lock(&p.mu);
+        s->state = APPENDED;
+        while (p.base < p.next_fetch && slot_of(&p, p.base)->state == APPENDED) {
+            slot_of(&p, p.base)->state = EMPTY;
+            p.base++;
+        }
+        pthread_cond_broadcast(&p.cv_fetch);
+        pthread_mutex_unlock(&p.mu);
+        DLK_UNUSED(k);
+        done++;
+        since_ckpt++;
+        double now = now_s();
+        if (!rc && now - last_report >= 0.1) {
+            report(run, t0, done, ntodo);
+            last_report = now;
+        }
+        if (!rc && now - last_ckpt >= every && p.base < p.ntodo) {
+            rc = checkpoint(run, &p, err);
+            last_ckpt = now_s();
+            since_ckpt = 0;
+        }
+    }
+    pthread_mutex_lock(&p.mu);
+    p.stop = true;
+    pthread_cond_broadcast(&p.cv_fetch);
+    pthread_cond_broadcast(&p.cv_decode);
+    pthread_mutex_unlock(&p.mu);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    if (!rc && since_ckpt)
+        rc = checkpoint(run, &p, err);
+    if (!rc)
+        report(run, t0, done, ntodo);
+    for (size_t i = 0; i < p.W; i++) {
+        for (size_t j = 0; j < p.slots[i].nbufs; j++)
+            dlk_buf_free(&p.slots[i].bufs[j]);
+        clear_vals(p.slots[i].vals, run->ctx.ntensors);
+        free(p.slots[i].bufs);
+        free(p.slots[i].vals);
+    }
+    free(p.slots);
+    free(th);
+    pthread_mutex_destroy(&p.mu);
+    pthread_cond_destroy(&p.cv_fetch);
+    pthread_cond_destroy(&p.cv_decode);
+    pthread_cond_destroy(&p.cv_append);
+    return rc;
+}

@@ -1,0 +1,180 @@
+/* pipeline.h - the parts of raw-media ingest (lib/ingest/): the source
+ * listing grouped into rows, labels, building a row's samples, staging
+ * manifests and their merge, and the threaded pipeline that ties them. */
+#ifndef DLK_INGEST_PIPELINE_H
+#define DLK_INGEST_PIPELINE_H
+
+#include "dataset/dataset.h"
+#include "decode.h"
+
+/* What an object is, from its key's extension. */
+typedef enum ing_role {
+    ING_NONE = 0, /* unknown: ignored */
+    ING_IMAGE,    /* .jpg .jpeg .png */
+    ING_VIDEO,    /* .mp4 .m4v .mov .mkv .webm .avi */
+    ING_CLS,      /* class: an integer or a class name */
+    ING_TXT,      /* text: u8 bytes */
+    ING_JSON,     /* numeric fields -> tensors of the same name */
+    ING_NPY       /* "stem.TENSOR.npy": one sample of TENSOR */
+} ing_role;
+
+typedef struct ing_obj {
+    char *key;          /* relative to the source root */
+    uint64_t size;
+    uint32_t stem_len;  /* key[0..stem_len) is the row's stem */
+    ing_role role;
+    char tensor[DLK_NAME_MAX + 1]; /* ING_NPY: the tensor named */
+} ing_obj;
+
+/* A row: objects [first, first + n) share one stem. */
+typedef struct ing_row {
+    size_t first;
+    uint32_t n;
+} ing_row;
+
+typedef struct ing_source {
+    dlk_store *store;
+    ing_obj *objs;      /* sorted by (stem, key) */
+    size_t nobjs, cap;
+    ing_row *rows;      /* sorted by stem */
+    size_t nrows;
+    uint64_t ignored;   /* objects of no known role */
+    uint64_t npy;       /* .npy objects */
+    bool oom;
+} ing_source;
+
+/* List `url` (s3://bucket/prefix, file://DIR or DIR) and group the keys
+ * into rows (source.c). */
+dlk_status ing_source_open(const char *url, ing_source *s, dlk_error *err);
+void ing_source_free(ing_source *s);
+/* The stem of a row (not NUL-terminated: *len bytes). */
+const char *ing_row_stem(const ing_source *s, size_t row, size_t *len);
+/* Compare row's stem with a NUL-terminated stem. */
+int ing_row_cmp(const ing_source *s, size_t row, const char *stem);
+/* Parent folder of an object key (relative to the root): into out, 0 on
+ * success, -1 when the key has no folder. */
+int ing_parent_folder(const char *key, char *out, size_t cap);
+
+/* A CSV or JSONL label manifest (labels.c).  Column 0 is the key; the
+ * other columns are values kept as text. */
+typedef struct ing_labels {
+    char *name;          /* path or URL, for messages */
+    char **cols;         /* ncols names; cols[0] is the key column */
+    size_t ncols;
+    int label_col;       /* index of "label" (or column 1), -1: none */
+    char **cells;        /* nrows * ncols, cells[r*ncols + c] */
+    size_t nrows;
+    size_t *slots;       /* open-addressing hash of keys: row + 1 */
+    size_t nslots;
+} ing_labels;
+
+dlk_status ing_labels_load(const char *src, ing_labels *l, dlk_error *err);
+void ing_labels_free(ing_labels *l);
+/* The row for an object key: matched as the full relative key, its stem,
+ * its base name or its base name's stem.  -1 when absent. */
+ssize_t ing_labels_find(const ing_labels *l, const char *key,
+                        size_t stem_len);
+/* Parse text as numbers: "3", "-1.5", "[1, 2, 3]", "[[1,2],[3,4]]".
+ * Fills up to cap values; *n values, *inner the length of nested rows
+ * (0 when flat).  Returns 0, or -1 when the text is not numeric. */
+int ing_parse_numbers(const char *text, double *v, size_t cap, size_t *n,
+                      size_t *inner);
+
+/* One tensor's value in a row. */
+typedef struct ing_val {
+    dlk_buf data;
+    int ndim;
+    int64_t shape[DLK_MAX_NDIM];
+    bool set;
+} ing_val;
+
+/* What every row shares (read-only while the pipeline runs). */
+typedef struct ing_ctx {
+    const ing_source *src;
+    const dlk_tensor *tensors;   /* the dataset's schema */
+    size_t ntensors;
+    int t_image, t_video, t_label, t_text; /* tensor indices or -1 */
+    dlk_image_opts img;
+    dlk_video_opts vid;
+    const ing_labels *labels;    /* NULL: none */
+    bool folder_labels;          /* class from the parent folder */
+} ing_ctx;
+
+/* Build the row's values (row.c) from its fetched objects (bufs[i] holds
+ * object first+i; NULL data for objects of no role).  On a bad row returns
+ * an error whose message is the reason and sets *bad_key to the key at
+ * fault.  vals has ctx->ntensors entries, reset by the caller. */
+dlk_status ing_row_build(const ing_ctx *c, size_t row, const dlk_buf *bufs,
+                         ing_val *vals, const char **bad_key,
+                         dlk_error *err);
+/* Check a value against its tensor's schema as dlk_append would. */
+dlk_status ing_val_check(const dlk_tensor *t, const ing_val *v,
+                         dlk_error *err);
+/* Store n numbers as dtype elements into out (little-endian). */
+dlk_status ing_put_numbers(dlk_dtype dt, const double *v, size_t n,
+                           dlk_buf *out, dlk_error *err);
+
+/* Staging (stage.c): each shard of a run keeps its chunk lists and its
+ * progress in staging/ingest/<run>/shard-<i>-of-<N>.json, rewritten at
+ * every checkpoint; the merge appends all shards to the head. */
+typedef struct ing_progress {
+    char *done_through;   /* last stem done (appended or skipped), or NULL */
+    char **done_also;     /* stems done past done_through (--unordered) */
+    size_t n_done_also;
+    uint64_t rows, ingested, skipped, bytes_in, bytes_out;
+    char *first, *last;   /* the shard's first and last stem */
+    struct json_t *errors;/* [{"key","reason"}] */
+    bool complete;
+} ing_progress;
+
+#define ING_RUN_MAX 33
+void ing_progress_free(ing_progress *p);
+void ing_stage_key(char *out, size_t cap, const char *run, unsigned shard,
+                   unsigned nshards);
+/* Load a shard's staging document: its chunk lists replace those of
+ * ds->m (whose schema it must match); *exists 0 when there is none. */
+dlk_status ing_stage_load(dlk_dataset *ds, const char *key, ing_progress *p,
+                          bool *exists, dlk_error *err);
+/* Write ds->m's chunk lists and p as the shard's staging document. */
+dlk_status ing_stage_write(dlk_dataset *ds, const char *key,
+                           const char *source, unsigned shard,
+                           unsigned nshards, const char *options,
+                           const ing_progress *p, dlk_error *err);
+/* Empty the chunk lists of ds->m (the schema stays). */
+void ing_stage_reset(dlk_dataset *ds);
+/* The merge: when all nshards documents of `run` are complete, append them
+ * in shard order to the head.  *merged 1 when the head holds them (now or
+ * from before); 0 when some shard is not finished. *already 1 when an
+ * earlier run had merged. Idempotent and safe to race. */
+dlk_status ing_merge(const char *url, const char *run, unsigned nshards,
+                     bool *merged, dlk_error *err);
+/* 1 when a merge of `run` is recorded as done, 0 if not. */
+dlk_status ing_merge_done(dlk_store *store, const char *run, bool *done,
+                          dlk_error *err);
+
+/* One run of dlk_ingest (ingest.c, pipeline.c). */
+typedef struct ing_run {
+    const dlk_ingest_opts *o;
+    dlk_ingest_result *res;
+    dlk_dataset *ds;        /* the head's schema, this shard's chunks */
+    ing_ctx ctx;
+    ing_progress prog;
+    char stage_key[256];
+    const char *source;
+    char options[1024];     /* canonical text of what shapes the output */
+    char run[ING_RUN_MAX];  /* hash of source, options and shard count */
+    unsigned shard, nshards;
+    int fetchers, jobs;
+    bool failed;            /* stopped by --on-error fail */
+} ing_run;
+
+/* Run rows todo[0..ntodo) (source row indices, ascending) through fetch,
+ * decode and append, checkpointing to the staging document. */
+dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
+                            dlk_error *err);
+
+/* Defined in lib/dataset/append.c: seal every partly filled chunk into
+ * ds->m without writing the head (belongs in dataset.h). */
+dlk_status dlk_dataset_seal(dlk_dataset *ds, dlk_error *err);
+
+#endif

@@ -1,0 +1,291 @@
+/* resize.c - a decoded image to its final shape: channel conversion,
+ * stretch / crop / pad to the target size through libswscale, and the
+ * [H,W,C] or [C,H,W] layout.  Channels are scaled one plane at a time as
+ * GRAY8, so no colour conversion ever touches the values: an image that
+ * needs no scaling comes out bit-exact. */
+#include "ingest/decode.h"
+
+#include <libavutil/log.h>
+#include <libswscale/swscale.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PLANE_ALIGN 64
+
+void dlk_image_free(dlk_image *im)
+{
+    if (im) {
+        free(im->px);
+        memset(im, 0, sizeof *im);
+    }
+}
+
+static void av_quiet_once(void)
+{
+    av_log_set_level(AV_LOG_QUIET);
+}
+
+void dlk_av_quiet(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, av_quiet_once);
+}
+
+dlk_status dlk_check_pixels(uint64_t w, uint64_t h, const dlk_image_opts *o,
+                            const char *name, dlk_error *err)
+{
+    uint64_t max = o && o->max_pixels ? o->max_pixels : DLK_DEFAULT_MAX_PIXELS;
+    uint64_t px;
+    if (!w || !h)
+        return dlk_fail(err, DLK_EDECODE, "cannot decode '%s': empty image",
+                        name);
+    if (!dlk_mul_u64(w, h, &px) || px > max)
+        return dlk_fail(err, DLK_ELIMIT,
+                        "cannot decode '%s': %llux%llu pixels are over the "
+                        "limit of %llu", name, (unsigned long long)w,
+                        (unsigned long long)h, (unsigned long long)max);
+    return DLK_OK;
+}
+
+static int out_channels(const dlk_image_opts *o)
+{
+    return o->channels ? o->channels : 3;
+}
+
+dlk_status dlk_resize_dims(int sw, int sh, const dlk_image_opts *o, int *dw,
+                           int *dh, dlk_error *err)
+{
+    int c = out_channels(o);
+    if (c != 1 && c != 3 && c != 4)
+        return dlk_fail(err, DLK_EINVAL, "channels %d: expected 1, 3 or 4",
+                        o->channels);
+    if (o->width < 0 || o->height < 0 || (!o->width != !o->height))
+        return dlk_fail(err, DLK_EINVAL,
+                        "target size %dx%d: give both width and height, or "
+                        "neither", o->width, o->height);
+    if (o->fit != DLK_FIT_STRETCH && o->fit != DLK_FIT_CROP &&
+        o->fit != DLK_FIT_PAD)
+        return dlk_fail(err, DLK_EINVAL, "unknown fit mode %d", (int)o->fit);
+    *dw = o->width ? o->width : sw;
+    *dh = o->height ? o->height : sh;
+    return DLK_OK;
+}
+
+double dlk_resize_min_scale(int sw, int sh, const dlk_image_opts *o)
+{
+    if (!o->width || !o->height || sw <= 0 || sh <= 0)
+        return 1.0;
+    double sx = (double)o->width / sw, sy = (double)o->height / sh;
+    if (o->fit == DLK_FIT_PAD)
+        return sx < sy ? sx : sy;
+    return sx > sy ? sx : sy;
+}
+
+/* Where the source goes: the source rectangle (x0,y0,cw,ch) is scaled to
+ * the destination rectangle (ox,oy,nw,nh) of the dw x dh output. */
+typedef struct geom {
+    int x0, y0, cw, ch;
+    int ox, oy, nw, nh;
+} geom;
+
+static int rdiv(int64_t a, int64_t b) /* a/b rounded, a,b > 0 */
+{
+    return (int)((2 * a + b) / (2 * b));
+}
+
+static int clampi(int v, int lo, int hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+static geom fit_geom(int sw, int sh, int dw, int dh, dlk_fit fit)
+{
+    geom g = {0, 0, sw, sh, 0, 0, dw, dh};
+    int64_t a = (int64_t)sw * dh, b = (int64_t)sh * dw; /* a > b: wider */
+    if (fit == DLK_FIT_CROP && a != b) {
+        if (a > b) {
+            g.cw = clampi(rdiv((int64_t)sh * dw, dh), 1, sw);
+            g.x0 = (sw - g.cw) / 2;
+        } else {
+            g.ch = clampi(rdiv((int64_t)sw * dh, dw), 1, sh);
+            g.y0 = (sh - g.ch) / 2;
+        }
+    } else if (fit == DLK_FIT_PAD && a != b) {
+        if (a > b) {
+            g.nh = clampi(rdiv((int64_t)sh * dw, sw), 1, dh);
+            g.oy = (dh - g.nh) / 2;
+        } else {
+            g.nw = clampi(rdiv((int64_t)sw * dh, sh), 1, dw);
+            g.ox = (dw - g.nw) / 2;
+        }
+    }
+    return g;
+}
+
+/* One pixel of sc channels to dc channels, as Pillow's convert() does:
+ * gray replicated, alpha dropped (not composited) or set opaque, RGB to
+ * gray by ITU-R 601-2 luma. */
+static inline void convert_px(const uint8_t *s, int sc, uint8_t *d, int dc)
+{
+    uint8_t r, g, b, a;
+    if (sc <= 2) {
+        r = g = b = s[0];
+        a = sc == 2 ? s[1] : 255;
+    } else {
+        r = s[0], g = s[1], b = s[2];
+        a = sc == 4 ? s[3] : 255;
+    }
+    if (dc == 1) {
+        d[0] = sc <= 2 ? r : dlk_luma(r, g, b);
+    } else {
+        d[0] = r, d[1] = g, d[2] = b;
+        if (dc == 4)
+            d[3] = a;
+    }
+}
+
+/* Write the nw x nh pixels of planes (dc planes, stride ps) or of packed
+ * rows into dst at (ox, oy). */
+static void put_planes(uint8_t *const *pl, int ps, const geom *g, int dw,
+                       int dh, int dc, bool chw, uint8_t *dst)
+{
+    for (int y = 0; y < g->nh; y++) {
+        size_t oy = (size_t)(g->oy + y);
+        if (chw) {
+            for (int c = 0; c < dc; c++)
+                memcpy(dst + ((size_t)c * dh + oy) * dw + g->ox,
+                       pl[c] + (size_t)y * ps, (size_t)g->nw);
+        } else {
+            uint8_t *d = dst + (oy * dw + g->ox) * dc;
+            for (int x = 0; x < g->nw; x++)
+                for (int c = 0; c < dc; c++)
+                    *d++ = pl[c][(size_t)y * ps + x];
+        }
+    }
+}
+
+/* No scaling: convert and place directly (exact). */
+static void copy_direct(const dlk_image *src, const geom *g, int dw, int dh,
+                        int dc, bool chw, uint8_t *dst)
+{
+    uint8_t px[4];
+    for (int y = 0; y < g->nh; y++) {
+        const uint8_t *s = src->px +
+            ((size_t)(g->y0 + y) * src->w + g->x0) * src->c;
+        size_t oy = (size_t)(g->oy + y);
+        if (!chw && src->c == dc) {
+            memcpy(dst + (oy * dw + g->ox) * dc, s, (size_t)g->nw * dc);
+            continue;
+        }
+        for (int x = 0; x < g->nw; x++, s += src->c) {
+            if (chw) {
+                convert_px(s, src->c, px, dc);
+                for (int c = 0; c < dc; c++)
+                    dst[((size_t)c * dh + oy) * dw + g->ox + x] = px[c];
+            } else {
+                convert_px(s, src->c, dst + (oy * dw + g->ox + x) * dc, dc);
+            }
+        }
+    }
+}
+
+static size_t align_up(size_t v)
+{
+    return (v + PLANE_ALIGN - 1) & ~(size_t)(PLANE_ALIGN - 1);
+}
+
+static dlk_status scale(const dlk_image *src, const geom *g, int dw, int dh,
+                        int dc, bool chw, uint8_t *dst, dlk_error *err)
+{
+    dlk_av_quiet();
+    size_t is = align_up((size_t)g->cw), os = align_up((size_t)g->nw);
+    size_t in_sz = is * (size_t)g->ch + PLANE_ALIGN,
+           out_sz = os * (size_t)g->nh + PLANE_ALIGN;
+    uint8_t *mem = aligned_alloc(PLANE_ALIGN, align_up(in_sz + out_sz) * dc);
+    if (!mem)
+        return dlk_fail(err, DLK_ENOMEM, "cannot allocate resize planes");
+    uint8_t *in[4], *outp[4];
+    for (int c = 0; c < dc; c++) {
+        in[c] = mem + (size_t)c * align_up(in_sz);
+        outp[c] = mem + (size_t)dc * align_up(in_sz) + (size_t)c * align_up(out_sz);
+    }
+    uint8_t px[4];
+    for (int y = 0; y < g->ch; y++) {
+        const uint8_t *s = src->px +
+            ((size_t)(g->y0 + y) * src->w + g->x0) * src->c;
+        size_t row = (size_t)y * is;
+        if (dc == 1 && src->c == 1) {
+            memcpy(in[0] + row, s, (size_t)g->cw);
+            continue;
+        }
+        for (int x = 0; x < g->cw; x++, s += src->c) {
+            convert_px(s, src->c, px, dc);
+            for (int c = 0; c < dc; c++)
+                in[c][row + x] = px[c];
+        }
+    }
+    int flags = (g->nw <= g->cw && g->nh <= g->ch) ? SWS_AREA : SWS_BILINEAR;
+    struct SwsContext *sws =
+        sws_getContext(g->cw, g->ch, AV_PIX_FMT_GRAY8, g->nw, g->nh,
+                       AV_PIX_FMT_GRAY8, flags | SWS_ACCURATE_RND, NULL,
+                       NULL, NULL);
+    if (!sws) {
+        free(mem);
+        return dlk_fail(err, DLK_EINTERNAL, "cannot resize %dx%d to %dx%d",
+                        g->cw, g->ch, g->nw, g->nh);
+    }
+    int ins = (int)is, outs = (int)os;
+    for (int c = 0; c < dc; c++) {
+        const uint8_t *sp[4] = {in[c]};
+        uint8_t *dp[4] = {outp[c]};
+        int ss[4] = {ins}, ds[4] = {outs};
+        sws_scale(sws, sp, ss, 0, g->ch, dp, ds);
+    }
+    sws_freeContext(sws);
+    put_planes(outp, outs, g, dw, dh, dc, chw, dst);
+    free(mem);
+    return DLK_OK;
+}
+
+dlk_status dlk_resize_into(const dlk_image *src, const dlk_image_opts *o,
+                           int dw, int dh, uint8_t *dst, dlk_error *err)
+{
+    int dc = out_channels(o);
+    if (src->w <= 0 || src->h <= 0 || src->c < 1 || src->c > 4 || dw <= 0 ||
+        dh <= 0 || (dc != 1 && dc != 3 && dc != 4))
+        return dlk_fail(err, DLK_EINVAL, "cannot resize %dx%dx%d to %dx%dx%d",
+                        src->w, src->h, src->c, dw, dh, dc);
+    geom g = fit_geom(src->w, src->h, dw, dh, o->fit);
+    if (g.nw != dw || g.nh != dh)
+        memset(dst, 0, (size_t)dw * dh * dc);
+    if (g.cw == g.nw && g.ch == g.nh) {
+        copy_direct(src, &g, dw, dh, dc, o->chw, dst);
+        return DLK_OK;
+    }
+    return scale(src, &g, dw, dh, dc, o->chw, dst, err);
+}
+
+dlk_status dlk_image_finish(const dlk_image *src, const dlk_image_opts *o,
+                            dlk_decoded *out, dlk_error *err)
+{
+    int dw, dh, dc = out_channels(o);
+    dlk_status st = dlk_resize_dims(src->w, src->h, o, &dw, &dh, err);
+    if (st)
+        return st;
+    memset(out, 0, sizeof *out);
+    dlk_buf_init(&out->data);
+    size_t bytes = (size_t)dw * dh * dc;
+    if ((st = dlk_buf_reserve(&out->data, bytes, err)))
+        return st;
+    if ((st = dlk_resize_into(src, o, dw, dh, out->data.data, err))) {
+        dlk_buf_free(&out->data);
+        return st;
+    }
+    out->data.len = bytes;
+    out->dtype = DLK_U8;
+    out->ndim = 3;
+    int64_t hwc[3] = {dh, dw, dc}, chw[3] = {dc, dh, dw};
+    memcpy(out->shape, o->chw ? chw : hwc, sizeof hwc);
+    return DLK_OK;
+}

@@ -1,0 +1,351 @@
+/* run.c - dlk_ingest: one run over a source, from its listing to the
+ * merge into the head; resumes what an identical earlier run left. */
+#include "pipeline.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int find_kind(const dlk_dataset *ds, dlk_kind k)
+{
+    for (size_t i = 0; i < ds->m.ntensors; i++)
+        if (ds->m.tensors[i].spec.kind == k)
+            return (int)i;
+    return -1;
+}
+
+static bool is_chan(int64_t d) { return d == 1 || d == 3 || d == 4; }
+
+/* Image options for a tensor whose last three dims are an image. */
+static void image_opts(const dlk_ingest_opts *o, const dlk_tensor_spec *s,
+                       int off, dlk_image_opts *io)
+{
+    memset(io, 0, sizeof *io);
+    io->fit = (dlk_fit)o->fit;
+    io->max_pixels = o->max_pixels;
+    const int64_t *d = s->shape + off;
+    bool three = s->ndim - off == 3;
+    io->chw = o->layout == 2 ||
+              (o->layout == 0 && three && is_chan(d[0]) && !is_chan(d[2]));
+    int64_t h = three ? (io->chw ? d[1] : d[0]) : -1;
+    int64_t w = three ? (io->chw ? d[2] : d[1]) : -1;
+    int64_t ch = three ? (io->chw ? d[0] : d[2]) : -1;
+    if (o->width > 0 && o->height > 0) {
+        io->width = o->width;
+        io->height = o->height;
+    } else if (h > 0 && w > 0) {
+        io->width = (int)w;
+        io->height = (int)h;
+    }
+    io->channels = o->channels ? o->channels : (is_chan(ch) ? (int)ch : 3);
+}
+
+static dlk_status setup_ctx(ing_run *r, const ing_source *src,
+                            const ing_labels *labels, dlk_error *err)
+{
+    dlk_dataset *ds = r->ds;
+    ing_ctx *c = &r->ctx;
+    memset(c, 0, sizeof *c);
+    c->src = src;
+    c->tensors = ds->m.tensors;
+    c->ntensors = ds->m.ntensors;
+    c->t_image = find_kind(ds, DLK_KIND_IMAGE);
+    c->t_video = find_kind(ds, DLK_KIND_VIDEO);
+    c->t_label = find_kind(ds, DLK_KIND_CLASS_LABEL);
+    c->t_text = find_kind(ds, DLK_KIND_TEXT);
+    c->labels = labels;
+    c->folder_labels = c->t_label >= 0 && !labels;
+    if (c->t_image >= 0)
+        image_opts(r->o, &ds->m.tensors[c->t_image].spec, 0, &c->img);
+    else
+        image_opts(r->o, &(dlk_tensor_spec){.ndim = 0}, 0, &c->img);
+    if (c->t_video >= 0) {
+        const dlk_tensor_spec *s = &ds->m.tensors[c->t_video].spec;
+        if (s->ndim != 4)
+            return dlk_fail(err, DLK_EINVAL, "video tensor '%s' must have 4 "
+                            "dimensions [T,H,W,C]", s->name);
+        image_opts(r->o, s, 1, &c->vid.image);
+        c->vid.frames = r->o->frames ? r->o->frames
+                        : (s->shape[0] > 0 && r->o->fps <= 0
+                           ? (int)s->shape[0] : 0);
+        c->vid.fps = r->o->fps;
+        c->vid.clip_seconds = r->o->clip_seconds;
+    }
+    return DLK_OK;
+}
+
+static void canonical_options(ing_run *r, const char *nonce)
+{
+    const dlk_ingest_opts *o = r->o;
+    const ing_ctx *c = &r->ctx;
+    snprintf(r->options, sizeof r->options,
+             "v1 shards=%u image=%dx%d/%d/%d/%s video=%dx%d/%d/%d frames=%d "
+             "fps=%g clip=%g max_pixels=%llu labels=%s on_error=%d "
+             "unordered=%d%s%s", r->nshards, c->img.width, c->img.height,
+             c->img.fit, c->img.channels, c->img.chw ? "chw" : "hwc",
+             c->vid.image.width, c->vid.image.height, c->vid.image.channels,
+             c->vid.image.chw, c->vid.frames, c->vid.fps, c->vid.clip_seconds,
+             (unsigned long long)o->max_pixels, o->labels ? o->labels : "",
+             (int)o->on_error, o->unordered, nonce ? " nonce=" : "",
+             nonce ? nonce : "");
+    char *text;
+    if (asprintf(&text, "%s\n%s", r->source, r->options) < 0) {
+        snprintf(r->run, sizeof r->run, "%s", "0");
+        return;
+    }
+    dlk_hash128_hex(text, strlen(text), r->run);
+    free(text);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The rows of this shard not done by an earlier run. */
+static dlk_status plan(ing_run *r, size_t a, size_t b, size_t **todo,
+                       size_t *ntodo, dlk_error *err)
+{
+    const ing_source *src = r->ctx.src;
+    ing_progress *p = &r->prog;
+    *ntodo = 0;
+    *todo = malloc((b - a + 1) * sizeof **todo);
+    if (!*todo)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    if (p->n_done_also)
+        qsort(p->done_also, p->n_done_also, sizeof *p->done_also, cmp_str);
+    for (size_t i = a; i < b; i++) {
+        if (p->done_through && ing_row_cmp(src, i, p->done_through) <= 0) {
+            r->res->resumed_rows++;
+            continue;
+        }
+        bool also = false;
+        for (size_t j = 0; !also && j < p->n_done_also; j++)
+            also = ing_row_cmp(src, i, p->done_also[j]) == 0;
+        if (also) {
+            r->res->resumed_rows++;
+            continue;
+        }
+        (*todo)[(*ntodo)++] = i;
+    }
+    return DLK_OK;
+}
+
+static void replay_errors(const ing_run *r)
+{
+    size_t i;
+    json_t *e;
+    if (!r->o->on_bad)
+        return;
+    json_array_foreach(r->prog.errors, i, e)
+        r->o->on_bad(r->o->ud, json_string_value(json_object_get(e, "key")),
+                     json_string_value(json_object_get(e, "reason")));
+}
+
+/* Open the shard's staging document, or start one. */
+static dlk_status begin_shard(ing_run *r, size_t a, size_t b, bool *resumed,
+                              dlk_error *err)
+{
+    const ing_source *src = r->ctx.src;
+    bool exists = false;
+    dlk_status rc = ing_stage_load(r->ds, r->stage_key, &r->prog, &exists,
+                                   err);
+    if (rc)
+        return rc;
+    *resumed = exists;
+    char *first = a < b ? strndup(src->objs[src->rows[a].first].key,
+                                  src->objs[src->rows[a].first].stem_len)
+                        : strdup("");
+    char *last = a < b ? strndup(src->objs[src->rows[b - 1].first].key,
+                                 src->objs[src->rows[b - 1].first].stem_len)
+                       : strdup("");
+    if (!first || !last) {
+        free(first);
+        free(last);
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
+    if (exists) {
+        bool same = r->prog.rows == b - a && r->prog.first && r->prog.last &&
+                    strcmp(r->prog.first, first) == 0 &&
+                    strcmp(r->prog.last, last) == 0;
+        free(first);
+        free(last);
+        if (!same)
+            return dlk_fail(err, DLK_ECONFLICT, "the source '%s' changed "
+                            "since the interrupted run (%s): its rows differ; "
+                            "remove %s to start over, or use --no-resume",
+                            r->source, r->stage_key, r->stage_key);
+        r->res->skipped += r->prog.skipped;
+        replay_errors(r);
+        return DLK_OK;
+    }
+    ing_stage_reset(r->ds);
+    r->prog.rows = b - a;
+    r->prog.first = first;
+    r->prog.last = last;
+    if (!(r->prog.errors = json_array()))
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    return DLK_OK;
+}
+
+static int online_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static dlk_status check_opts(const dlk_ingest_opts *o, dlk_error *err)
+{
+    if (!o || !o->source || !*o->source)
+        return dlk_fail(err, DLK_EINVAL, "no source to ingest from");
+    if (o->nshards > 1 && o->shard >= o->nshards)
+        return dlk_fail(err, DLK_EINVAL, "shard %u of %u: the shard must be "
+                        "below the count", o->shard, o->nshards);
+    if (o->channels && o->channels != 1 && o->channels != 3 &&
+        o->channels != 4)
+        return dlk_fail(err, DLK_EINVAL, "channels must be 1, 3 or 4");
+    if ((o->width > 0) != (o->height > 0) || o->width < 0 || o->height < 0)
+        return dlk_fail(err, DLK_EINVAL, "bad resize %dx%d", o->width,
+                        o->height);
+    if (o->fit < 0 || o->fit > 2 || o->layout < 0 || o->layout > 2)
+        return dlk_fail(err, DLK_EINVAL, "bad fit or layout");
+    if (o->frames < 0 || o->fps < 0 || o->clip_seconds < 0)
+        return dlk_fail(err, DLK_EINVAL, "negative frame count, rate or "
+                        "length");
+    return DLK_OK;
+}
+
+/* The .npy-only local directory of before: dlk_ingest_npy_dir. */
+static dlk_status legacy_npy(const char *url, const char *dir,
+                             dlk_ingest_result *res, dlk_error *err)
+{
+    dlk_dataset *ds;
+    dlk_status rc = dlk_dataset_open(url, NULL, &ds, err);
+    if (rc)
+        return rc;
+    dlk_ingest_stats st;
+    rc = dlk_ingest_npy_dir(ds, dir, &st, err);
+    if (rc) {
+        dlk_dataset_free(ds);
+        return rc;
+    }
+    res->ingested = st.ingested;
+    res->skipped = st.skipped;
+    res->bytes_in = st.bytes_in;
+    res->complete = 1;
+    return dlk_dataset_close(ds, err);
+}
+
+dlk_status dlk_ingest(const char *url, const dlk_ingest_opts *o,
+                      dlk_ingest_result *res, dlk_error *err)
+{
+    dlk_ingest_result local;
+    if (!res)
+        res = &local;
+    memset(res, 0, sizeof *res);
+    double t0 = now_s();
+    dlk_status rc = check_opts(o, err);
+    if (rc)
+        return rc;
+    ing_source src;
+    if ((rc = ing_source_open(o->source, &src, err)))
+        return rc;
+    res->ignored = src.ignored;
+    bool local_dir = strncmp(o->source, "s3://", 5) != 0;
+    if (local_dir && src.nobjs && src.npy == src.nobjs && !o->labels &&
+        o->nshards <= 1) {
+        ing_source_free(&src);
+        const char *dir = strncmp(o->source, "file://", 7) == 0
+                              ? o->source + 7 : o->source;
+        rc = legacy_npy(url, dir, res, err);
+        res->seconds = now_s() - t0;
+        return rc;
+    }
+    ing_labels labels;
+    bool have_labels = false;
+    if (o->labels) {
+        if ((rc = ing_labels_load(o->labels, &labels, err))) {
+            ing_source_free(&src);
+            return rc;
+        }
+        have_labels = true;
+    }
+    ing_run r;
+    memset(&r, 0, sizeof r);
+    r.o = o;
+    r.res = res;
+    r.source = o->source;
+    r.nshards = o->nshards > 1 ? o->nshards : 1;
+    r.shard = o->nshards > 1 ? o->shard : 0;
+    r.jobs = o->jobs > 0 ? o->jobs : online_cpus();
+    r.fetchers = o->fetchers > 0 ? o->fetchers : 16;
+    rc = dlk_dataset_open(url, NULL, &r.ds, err);
+    if (!rc)
+        rc = setup_ctx(&r, &src, have_labels ? &labels : NULL, err);
+    char nonce[40] = "";
+    if (!rc && o->no_resume) {
+        uint64_t x = 0;
+        if (getrandom(&x, sizeof x, 0) != sizeof x)
+            x = (uint64_t)time(NULL) ^ (uint64_t)getpid();
+        snprintf(nonce, sizeof nonce, "%016llx", (unsigned long long)x);
+    }
+    if (!rc) {
+        canonical_options(&r, *nonce ? nonce : NULL);
+        ing_stage_key(r.stage_key, sizeof r.stage_key, r.run, r.shard,
+                      r.nshards);
+    }
+    bool done = false;
+    if (!rc)
+        rc = ing_merge_done(r.ds->store, r.run, &done, err);
+    size_t *todo = NULL, ntodo = 0;
+    bool resumed = false;
+    if (!rc && !done) {
+        size_t n = src.nrows;
+        size_t a = (size_t)((unsigned __int128)n * r.shard / r.nshards);
+        size_t b = (size_t)((unsigned __int128)n * (r.shard + 1) / r.nshards);
+        rc = begin_shard(&r, a, b, &resumed, err);
+        if (!rc && !r.prog.complete)
+            rc = plan(&r, a, b, &todo, &ntodo, err);
+        if (!rc && !r.prog.complete)
+            rc = ing_pipeline_run(&r, todo, ntodo, err);
+        if (!rc && !r.prog.complete) {
+            r.prog.complete = true;
+            rc = ing_stage_write(r.ds, r.stage_key, r.source, r.shard,
+                                 r.nshards, r.options, &r.prog, err);
+        }
+        if (r.failed) {
+            /* --on-error fail: forget this run; the head never saw it */
+            dlk_error e2;
+            dlk_store_del(r.ds->store, r.stage_key, &e2);
+        }
+    }
+    if (done) {
+        res->already = 1;
+        res->complete = 1;
+    }
+    dlk_dataset_free(r.ds);
+    r.ds = NULL;
+    if (!rc && !done) {
+        bool merged = false;
+        rc = ing_merge(url, r.run, r.nshards, &merged, err);
+        res->complete = merged;
+    }
+    free(todo);
+    ing_progress_free(&r.prog);
+    if (have_labels)
+        ing_labels_free(&labels);
+    ing_source_free(&src);
+    res->seconds = now_s() - t0;
+    return rc;
+}

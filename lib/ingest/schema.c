@@ -1,0 +1,382 @@
+/* schema.c - the schema `dlk create DATASET from-s3 URL` infers from a
+ * source, and create-then-ingest in one call. */
+#include "pipeline.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct names {
+    char **v;
+    size_t n, cap;
+    bool all_int;
+} names;
+
+static int names_add(names *s, const char *text)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->v[i], text) == 0)
+            return 0;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        char **v = realloc(s->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        s->v = v;
+        s->cap = cap;
+    }
+    char *end;
+    (void)strtoll(text, &end, 10);
+    if (!*text || *end)
+        s->all_int = false;
+    return (s->v[s->n++] = strdup(text)) ? 0 : -1;
+}
+
+static void names_free(names *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i]);
+    free(s->v);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+typedef struct spec_list {
+    dlk_tensor_spec *v;
+    size_t n;
+} spec_list;
+
+static dlk_tensor_spec *add_spec(spec_list *l, const char *name,
+                                 dlk_dtype dt, dlk_kind kind, int ndim,
+                                 const int64_t *shape)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->v[i].name, name) == 0)
+            return NULL;
+    dlk_tensor_spec *v = realloc(l->v, (l->n + 1) * sizeof *v);
+    if (!v)
+        return NULL;
+    l->v = v;
+    dlk_tensor_spec *s = &v[l->n++];
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->dtype = dt;
+    s->kind = kind;
+    s->ndim = ndim;
+    for (int d = 0; d < ndim; d++)
+        s->shape[d] = shape[d];
+    return s;
+}
+
+/* Class names from a set of label texts: none when all are integers. */
+static dlk_status set_classes(dlk_tensor_spec *s, names *nm, dlk_error *err)
+{
+    if (nm->all_int || !nm->n)
+        return DLK_OK;
+    qsort(nm->v, nm->n, sizeof *nm->v, cmp_str);
+    char **copy = calloc(nm->n, sizeof *copy);
+    if (!copy)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    for (size_t i = 0; i < nm->n; i++)
+        copy[i] = strdup(nm->v[i]);
+    s->class_names = (const char *const *)copy;
+    s->n_class_names = nm->n;
+    return DLK_OK;
+}
+
+static bool valid_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (!n || n > DLK_NAME_MAX || *s == '.')
+        return false;
+    return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                     "0123456789_-.") == n;
+}
+
+static void image_shape(const dlk_ingest_opts *o, int64_t *out)
+{
+    int64_t c = o->channels ? o->channels : 3;
+    int64_t h = o->height > 0 ? o->height : DLK_DIM_VARIABLE;
+    int64_t w = o->width > 0 ? o->width : DLK_DIM_VARIABLE;
+    if (o->layout == 2) {
+        out[0] = c; out[1] = h; out[2] = w;
+    } else {
+        out[0] = h; out[1] = w; out[2] = c;
+    }
+}
+
+/* Numeric fields of a JSON sidecar as tensors. */
+static void json_tensors(spec_list *l, const dlk_buf *b)
+{
+    json_t *root = json_loadb((const char *)b->data, b->len, 0, NULL);
+    const char *k;
+    json_t *v;
+    json_object_foreach(root, k, v) {
+        if (!valid_name(k) || json_is_string(v) || json_is_object(v) ||
+            json_is_null(v))
+            continue;
+        char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        double nums[64];
+        size_t n, inner;
+        if (text && ing_parse_numbers(text, nums, 64, &n, &inner) == 0) {
+            int64_t sh[2] = {DLK_DIM_VARIABLE, (int64_t)inner};
+            int nd = json_is_array(v) ? (inner ? 2 : 1) : 0;
+            dlk_tensor_spec *s = add_spec(l, k, json_is_boolean(v) ? DLK_BOOL
+                                          : DLK_F32, inner == 4
+                                          ? DLK_KIND_BBOX : DLK_KIND_GENERIC,
+                                          nd, sh);
+            DLK_UNUSED(s);
+        }
+        free(text);
+    }
+    json_decref(root);
+}
+
+dlk_status dlk_ingest_infer(const dlk_ingest_opts *o, dlk_tensor_spec **out,
+                            size_t *nout, dlk_error *err)
+{
+    *out = NULL;
+    *nout = 0;
+    if (!o || !o->source)
+        return dlk_fail(err, DLK_EINVAL, "no source to ingest from");
+    ing_source src;
+    dlk_status rc = ing_source_open(o->source, &src, err);
+    if (rc)
+        return rc;
+    bool image = false, video = false, cls = false, txt = false,
+         folders = true;
+    const ing_obj *json = NULL;
+    for (size_t i = 0; i < src.nobjs; i++) {
+        const ing_obj *ob = &src.objs[i];
+        image |= ob->role == ING_IMAGE;
+        video |= ob->role == ING_VIDEO;
+        cls |= ob->role == ING_CLS;
+        txt |= ob->role == ING_TXT;
+        if (ob->role == ING_JSON && !json)
+            json = ob;
+        if ((ob->role == ING_IMAGE || ob->role == ING_VIDEO) &&
+            !strchr(ob->key, '/'))
+            folders = false;
+    }
+    spec_list l = {0};
+    names nm = {.all_int = true};
+    int64_t sh[DLK_MAX_NDIM];
+    if (!src.nrows)
+        rc = dlk_fail(err, DLK_ENOTFOUND, "nothing to ingest in '%s' (no "
+                      "images, video or labels)", o->source);
+    else if (src.npy)
+        rc = dlk_fail(err, DLK_EINVAL, "cannot infer tensors from .npy files "
+                      "in '%s': give them with --tensor", o->source);
+    if (!rc && image) {
+        image_shape(o, sh);
+        if (!add_spec(&l, "images", DLK_U8, DLK_KIND_IMAGE, 3, sh))
+            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
+    if (!rc && video) {
+        sh[0] = o->frames > 0 ? o->frames : DLK_DIM_VARIABLE;
+        image_shape(o, sh + 1);
+        if (!add_spec(&l, "video", DLK_U8, DLK_KIND_VIDEO, 4, sh))
+            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
+    ing_labels lab;
+    bool have_lab = false;
+    bool label_tensor = false;
+    if (!rc && o->labels) {
+        rc = ing_labels_load(o->labels, &lab, err);
+        have_lab = !rc;
+        for (size_t r = 0; !rc && r < lab.nrows; r++)
+            if (names_add(&nm, lab.cells[r * lab.ncols +
+                                         (size_t)lab.label_col]))
+                rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        label_tensor = !rc;
+    } else if (!rc && cls) {
+        dlk_buf b;
+        dlk_buf_init(&b);
+        for (size_t i = 0; !rc && i < src.nobjs; i++) {
+            if (src.objs[i].role != ING_CLS)
+                continue;
+            b.len = 0;
+            rc = dlk_store_get(src.store, src.objs[i].key, 4096, &b, NULL,
+                               err);
+            if (rc == DLK_ELIMIT || rc == DLK_ENOTFOUND) {
+                dlk_error_clear(err);
+                rc = DLK_OK;
+                continue;
+            }
+            char text[4097];
+            size_t n = b.len;
+            memcpy(text, b.data, n);
+            text[n] = '\0';
+            while (n && strchr(" \t\r\n", text[n - 1]))
+                text[--n] = '\0';
+            if (!rc && names_add(&nm, text + strspn(text, " \t\r\n")))
+                rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        }
+        dlk_buf_free(&b);
+        label_tensor = !rc;
+    } else if (!rc && (image || video) && folders) {
+        char f[256];
+        for (size_t i = 0; !rc && i < src.nobjs; i++)
+            if ((src.objs[i].role == ING_IMAGE ||
+                 src.objs[i].role == ING_VIDEO) &&
+                ing_parent_folder(src.objs[i].key, f, sizeof f) == 0 &&
+                names_add(&nm, f))
+                rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        nm.all_int = false; /* folder names are names, even "0" */
+        label_tensor = !rc;
+    }
+    if (!rc && label_tensor) {
+        dlk_tensor_spec *s = add_spec(&l, "labels", DLK_I32,
+                                      DLK_KIND_CLASS_LABEL, 0, sh);
+        rc = s ? set_classes(s, &nm, err)
+               : dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
+    if (!rc && txt) {
+        sh[0] = DLK_DIM_VARIABLE;
+        if (!add_spec(&l, "text", DLK_U8, DLK_KIND_TEXT, 1, sh))
+            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
+    /* the manifest's other columns: numbers, else text */
+    for (size_t c = 1; !rc && have_lab && c < lab.ncols; c++) {
+        if ((int)c == lab.label_col || !valid_name(lab.cols[c]))
+            continue;
+        bool numeric = true, scalar = true;
+        double v[64];
+        size_t n, inner;
+        for (size_t r = 0; numeric && r < lab.nrows; r++) {
+            numeric = ing_parse_numbers(lab.cells[r * lab.ncols + c], v, 64,
+                                        &n, &inner) == 0;
+            scalar &= n == 1 && !strchr(lab.cells[r * lab.ncols + c], '[');
+        }
+        sh[0] = DLK_DIM_VARIABLE;
+        add_spec(&l, lab.cols[c], numeric ? DLK_F32 : DLK_U8,
+                 numeric ? DLK_KIND_GENERIC : DLK_KIND_TEXT,
+                 numeric && scalar ? 0 : 1, sh);
+    }
+    if (!rc && json) {
+        dlk_buf b;
+        dlk_buf_init(&b);
+        rc = dlk_store_get(src.store, json->key, 1u << 20, &b, NULL, err);
+        if (!rc)
+            json_tensors(&l, &b);
+        dlk_buf_free(&b);
+    }
+    if (!rc && l.n == 0)
+        rc = dlk_fail(err, DLK_ENOTFOUND, "nothing to ingest in '%s'",
+                      o->source);
+    if (have_lab)
+        ing_labels_free(&lab);
+    names_free(&nm);
+    ing_source_free(&src);
+    if (rc) {
+        dlk_ingest_specs_free(l.v, l.n);
+        return rc;
+    }
+    *out = l.v;
+    *nout = l.n;
+    return DLK_OK;
+}
+
+void dlk_ingest_specs_free(dlk_tensor_spec *specs, size_t n)
+{
+    for (size_t i = 0; specs && i < n; i++) {
+        for (size_t j = 0; j < specs[i].n_class_names; j++)
+            free((char *)specs[i].class_names[j]);
+        free((void *)specs[i].class_names);
+    }
+    free(specs);
+}
+
+static bool same_specs(const dlk_dataset *ds, const dlk_tensor_spec *s,
+                       size_t n)
+{
+    if (ds->m.ntensors != n)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        const dlk_tensor_spec *x = &ds->m.tensors[i].spec;
+        if (strcmp(x->name, s[i].name) || x->dtype != s[i].dtype ||
+            x->ndim != s[i].ndim || x->kind != s[i].kind ||
+            memcmp(x->shape, s[i].shape, sizeof(int64_t) * (size_t)x->ndim) ||
+            ds->m.tensors[i].n_class_names != s[i].n_class_names)
+            return false;
+        for (size_t j = 0; j < s[i].n_class_names; j++)
+            if (strcmp(ds->m.tensors[i].class_names[j], s[i].class_names[j]))
+                return false;
+    }
+    return true;
+}
+
+static int any_object(void *ud, const char *key, uint64_t size)
+{
+    DLK_UNUSED(key);
+    DLK_UNUSED(size);
+    *(bool *)ud = true;
+    return 1;
+}
+
+/* The dataset exists: go on only when it is what this command creates
+ * and either empty or holding a run's record (a rerun after a crash). */
+static dlk_status reuse(const char *url, const dlk_tensor_spec *s, size_t n,
+                        dlk_error *err)
+{
+    dlk_dataset *ds = NULL;
+    dlk_status rc = DLK_OK;
+    /* a concurrent shard may be between dlk.json and the head */
+    for (int i = 0; i < 50; i++) {
+        rc = dlk_dataset_open(url, NULL, &ds, err);
+        if (rc != DLK_ECORRUPT && rc != DLK_ENOTFOUND)
+            break;
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (rc)
+        return rc;
+    bool ok = same_specs(ds, s, n), empty = true, record = false;
+    for (size_t i = 0; i < ds->m.ntensors; i++)
+        empty &= ds->m.tensors[i].samples == 0;
+    if (ok && !empty)
+        rc = dlk_store_list(ds->store, "staging/ingest/", any_object, &record,
+                            err);
+    dlk_dataset_free(ds);
+    if (rc)
+        return rc;
+    if (!ok || (!empty && !record))
+        return dlk_fail(err, DLK_EEXIST, "a dataset already exists at '%s'%s",
+                        url, ok ? " (and holds samples of another run)"
+                                : " with other tensors");
+    return DLK_OK;
+}
+
+dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
+                             size_t n_specs, uint64_t chunk_bytes,
+                             const dlk_ingest_opts *opts,
+                             dlk_ingest_result *result, dlk_error *err)
+{
+    dlk_tensor_spec *inferred = NULL;
+    size_t n = n_specs;
+    dlk_status rc = DLK_OK;
+    if (!n_specs) {
+        rc = dlk_ingest_infer(opts, &inferred, &n, err);
+        if (rc)
+            return rc;
+        for (size_t i = 0; i < n; i++)
+            inferred[i].chunk_bytes = chunk_bytes;
+        specs = inferred;
+    }
+    dlk_dataset *ds = NULL;
+    rc = dlk_dataset_create(url, specs, n, &ds, err);
+    if (rc == DLK_EEXIST) {
+        dlk_error_clear(err);
+        rc = reuse(url, specs, n, err);
+    } else if (!rc) {
+        rc = dlk_dataset_close(ds, err);
+    }
+    dlk_ingest_specs_free(inferred, inferred ? n : 0);
+    if (rc)
+        return rc;
+    return dlk_ingest(url, opts, result, err);
+}

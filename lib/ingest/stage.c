@@ -1,0 +1,403 @@
+/* stage.c - the staging documents of an ingest run and their merge into
+ * the head.
+ *
+ *   staging/ingest/<run>/shard-<i>-of-<N>.json
+ *       a manifest (formats/dlk-v1.md) holding only this shard's chunks,
+ *       plus an "ingest" object: source, shard, options, rows, first and
+ *       last stem, done_through (the last stem whose row is in the chunks
+ *       listed or was skipped), done_also, counters, errors, complete.
+ *       Rewritten at every checkpoint, after the chunks it lists are
+ *       written: the chunk lists and the progress change in one atomic put.
+ *   staging/ingest/<run>/merge.json
+ *       {"before": [samples per tensor], "after": [...], "done": bool},
+ *       written before the head is replaced by the merged one, so that a
+ *       crash at any point is told apart by the head's sample counts.
+ */
+#include "pipeline.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STAGE_PREFIX "staging/ingest/"
+
+void ing_stage_key(char *out, size_t cap, const char *run, unsigned shard,
+                   unsigned nshards)
+{
+    snprintf(out, cap, STAGE_PREFIX "%s/shard-%u-of-%u.json", run, shard,
+             nshards);
+}
+
+static void merge_key(char *out, size_t cap, const char *run)
+{
+    snprintf(out, cap, STAGE_PREFIX "%s/merge.json", run);
+}
+
+void ing_progress_free(ing_progress *p)
+{
+    free(p->done_through);
+    for (size_t i = 0; i < p->n_done_also; i++)
+        free(p->done_also[i]);
+    free(p->done_also);
+    free(p->first);
+    free(p->last);
+    json_decref(p->errors);
+    memset(p, 0, sizeof *p);
+}
+
+void ing_stage_reset(dlk_dataset *ds)
+{
+    for (size_t i = 0; i < ds->m.ntensors; i++) {
+        dlk_tensor *t = &ds->m.tensors[i];
+        free(t->chunks);
+        t->chunks = NULL;
+        t->nchunks = t->capchunks = 0;
+        t->samples = t->stored_bytes = t->raw_bytes = 0;
+        t->have_minmax = false;
+    }
+}
+
+static bool same_schema(const dlk_manifest *a, const dlk_manifest *b)
+{
+    if (a->ntensors != b->ntensors)
+        return false;
+    for (size_t i = 0; i < a->ntensors; i++) {
+        const dlk_tensor_spec *x = &a->tensors[i].spec,
+                              *y = &b->tensors[i].spec;
+        if (strcmp(x->name, y->name) || x->dtype != y->dtype ||
+            x->ndim != y->ndim ||
+            memcmp(x->shape, y->shape, sizeof(int64_t) * (size_t)x->ndim))
+            return false;
+    }
+    return true;
+}
+
+static char *jstrdup(json_t *o, const char *f)
+{
+    const char *s = json_string_value(json_object_get(o, f));
+    return s ? strdup(s) : NULL;
+}
+
+static uint64_t juint(json_t *o, const char *f)
+{
+    json_int_t v = json_integer_value(json_object_get(o, f));
+    return v > 0 ? (uint64_t)v : 0;
+}
+
+/* Read a staging document: manifest into m, "ingest" into p. */
+static dlk_status read_doc(dlk_store *st, const char *key, dlk_manifest *m,
+                           ing_progress *p, bool *exists, dlk_error *err)
+{
+    dlk_buf b;
+    dlk_buf_init(&b);
+    *exists = false;
+    memset(p, 0, sizeof *p);
+    dlk_status rc = dlk_store_get(st, key, DLK_JSON_MAX_BYTES, &b, NULL, err);
+    if (rc == DLK_ENOTFOUND) {
+        dlk_error_clear(err);
+        dlk_buf_free(&b);
+        return DLK_OK;
+    }
+    if (!rc)
+        rc = dlk_manifest_parse((const char *)b.data, b.len, key, m, err);
+    json_t *root = rc ? NULL : dlk_json_load((const char *)b.data, b.len,
+                                             key, "staging manifest", err);
+    dlk_buf_free(&b);
+    if (rc || !root)
+        return rc ? rc : DLK_ECORRUPT;
+    json_t *in = json_object_get(root, "ingest");
+    if (!json_is_object(in)) {
+        json_decref(root);
+        dlk_manifest_free(m);
+        return dlk_fail(err, DLK_ECORRUPT, "%s: no \"ingest\" object", key);
+    }
+    p->done_through = jstrdup(in, "done_through");
+    p->first = jstrdup(in, "first");
+    p->last = jstrdup(in, "last");
+    p->rows = juint(in, "rows");
+    p->ingested = juint(in, "ingested");
+    p->skipped = juint(in, "skipped");
+    p->bytes_in = juint(in, "bytes_in");
+    p->bytes_out = juint(in, "bytes_out");
+    p->complete = json_is_true(json_object_get(in, "complete"));
+    json_t *also = json_object_get(in, "done_also");
+    size_t n = json_array_size(also);
+    if (n && (p->done_also = calloc(n, sizeof *p->done_also)))
+        for (size_t i = 0; i < n; i++)
+            if (json_is_string(json_array_get(also, i)))
+                p->done_also[p->n_done_also++] =
+                    strdup(json_string_value(json_array_get(also, i)));
+    json_t *errs = json_object_get(in, "errors");
+    p->errors = json_is_array(errs) ? json_incref(errs) : json_array();
+    json_decref(root);
+    *exists = true;
+    return DLK_OK;
+}
+
+/* Move b's chunk lists into a's tensors. */
+static void take_chunks(dlk_manifest *a, dlk_manifest *b)
+{
+    for (size_t i = 0; i < a->ntensors; i++) {
+        dlk_tensor *x = &a->tensors[i], *y = &b->tensors[i];
+        free(x->chunks);
+        x->chunks = y->chunks;
+        x->nchunks = y->nchunks;
+        x->capchunks = y->capchunks;
+        x->samples = y->samples;
+        x->stored_bytes = y->stored_bytes;
+        x->raw_bytes = y->raw_bytes;
+        x->have_minmax = y->have_minmax;
+        memcpy(x->shape_min, y->shape_min, sizeof x->shape_min);
+        memcpy(x->shape_max, y->shape_max, sizeof x->shape_max);
+        y->chunks = NULL;
+        y->nchunks = y->capchunks = 0;
+    }
+}
+
+dlk_status ing_stage_load(dlk_dataset *ds, const char *key, ing_progress *p,
+                          bool *exists, dlk_error *err)
+{
+    dlk_manifest m;
+    memset(&m, 0, sizeof m);
+    dlk_status rc = read_doc(ds->store, key, &m, p, exists, err);
+    if (rc || !*exists)
+        return rc;
+    if (!same_schema(&ds->m, &m)) {
+        dlk_manifest_free(&m);
+        ing_progress_free(p);
+        *exists = false;
+        return dlk_fail(err, DLK_ECONFLICT, "%s: the tensors differ from the "
+                        "dataset's; remove it to start the run over", key);
+    }
+    take_chunks(&ds->m, &m);
+    dlk_manifest_free(&m);
+    return DLK_OK;
+}
+
+dlk_status ing_stage_write(dlk_dataset *ds, const char *key,
+                           const char *source, unsigned shard,
+                           unsigned nshards, const char *options,
+                           const ing_progress *p, dlk_error *err)
+{
+    char *text;
+    size_t len;
+    dlk_status rc = dlk_manifest_dump(&ds->m, &text, &len, err);
+    if (rc)
+        return rc;
+    json_t *root = json_loadb(text, len, 0, NULL);
+    free(text);
+    json_t *also = json_array();
+    for (size_t i = 0; i < p->n_done_also; i++)
+        json_array_append_new(also, json_string(p->done_also[i]));
+    if (!p->errors)
+        return dlk_fail(err, DLK_EINTERNAL, "progress without errors array");
+    json_t *in = json_pack("{s:s,s:[I,I],s:s,s:I,s:s?,s:s?,s:s?,s:o,s:I,s:I,"
+                           "s:I,s:I,s:O,s:b}",
+                           "source", source, "shard", (json_int_t)shard,
+                           (json_int_t)nshards, "options", options,
+                           "rows", (json_int_t)p->rows, "first", p->first,
+                           "last", p->last, "done_through", p->done_through,
+                           "done_also", also,
+                           "ingested", (json_int_t)p->ingested,
+                           "skipped", (json_int_t)p->skipped,
+                           "bytes_in", (json_int_t)p->bytes_in,
+                           "bytes_out", (json_int_t)p->bytes_out,
+                           "errors", p->errors,
+                           "complete", p->complete);
+    if (!root || !in || json_object_set_new(root, "ingest", in)) {
+        json_decref(root);
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
+    text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    if (!text)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    rc = dlk_store_put(ds->store, key, text, strlen(text), DLK_PUT_ALWAYS,
+                       NULL, NULL, err);
+    free(text);
+    return rc;
+}
+
+/* ---- merge ---------------------------------------------------------- */
+
+typedef struct merge_rec {
+    bool exists, done;
+    json_t *before, *after;
+} merge_rec;
+
+static dlk_status read_merge(dlk_store *st, const char *run, merge_rec *r,
+                             dlk_error *err)
+{
+    char key[256];
+    merge_key(key, sizeof key, run);
+    memset(r, 0, sizeof *r);
+    dlk_buf b;
+    dlk_buf_init(&b);
+    dlk_status rc = dlk_store_get(st, key, 1u << 20, &b, NULL, err);
+    if (rc == DLK_ENOTFOUND) {
+        dlk_error_clear(err);
+        dlk_buf_free(&b);
+        return DLK_OK;
+    }
+    json_t *root = rc ? NULL : dlk_json_load((const char *)b.data, b.len, key,
+                                             "merge record", err);
+    dlk_buf_free(&b);
+    if (!root)
+        return rc ? rc : DLK_ECORRUPT;
+    r->exists = true;
+    r->done = json_is_true(json_object_get(root, "done"));
+    r->before = json_incref(json_object_get(root, "before"));
+    r->after = json_incref(json_object_get(root, "after"));
+    json_decref(root);
+    return DLK_OK;
+}
+
+static dlk_status write_merge(dlk_store *st, const char *run, json_t *before,
+                              json_t *after, bool done, dlk_error *err)
+{
+    char key[256];
+    merge_key(key, sizeof key, run);
+    json_t *o = json_pack("{s:s,s:i,s:s,s:O,s:O,s:b}", "format", "dlk",
+                          "version", DLK_FORMAT_VERSION, "run", run,
+                          "before", before, "after", after, "done", done);
+    char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    if (!text)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    dlk_status rc = dlk_store_put(st, key, text, strlen(text), DLK_PUT_ALWAYS,
+                                  NULL, NULL, err);
+    free(text);
+    return rc;
+}
+
+static json_t *samples_json(const dlk_manifest *m)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < m->ntensors; i++)
+        json_array_append_new(a, json_integer((json_int_t)m->tensors[i].samples));
+    return a;
+}
+
+dlk_status ing_merge_done(dlk_store *store, const char *run, bool *done,
+                          dlk_error *err)
+{
+    merge_rec r;
+    dlk_status rc = read_merge(store, run, &r, err);
+    *done = !rc && r.exists && r.done;
+    json_decref(r.before);
+    json_decref(r.after);
+    return rc;
+}
+
+static dlk_status finalize(dlk_store *st, const char *run, unsigned nshards,
+                           json_t *before, json_t *after, dlk_error *err)
+{
+    dlk_status rc = write_merge(st, run, before, after, true, err);
+    for (unsigned i = 0; !rc && i < nshards; i++) {
+        char key[256];
+        ing_stage_key(key, sizeof key, run, i, nshards);
+        rc = dlk_store_del(st, key, err);
+        if (rc == DLK_ENOTFOUND) {
+            dlk_error_clear(err);
+            rc = DLK_OK;
+        }
+    }
+    return rc;
+}
+
+/* Append every shard's chunks to ds->m in shard order; *ready 0 when a
+ * shard is missing or unfinished. */
+static dlk_status gather(dlk_dataset *ds, const char *run, unsigned nshards,
+                         bool *ready, dlk_error *err)
+{
+    *ready = false;
+    for (unsigned i = 0; i < nshards; i++) {
+        char key[256];
+        ing_stage_key(key, sizeof key, run, i, nshards);
+        dlk_manifest m;
+        memset(&m, 0, sizeof m);
+        ing_progress p;
+        bool exists;
+        dlk_status rc = read_doc(ds->store, key, &m, &p, &exists, err);
+        if (rc)
+            return rc;
+        bool complete = exists && p.complete;
+        ing_progress_free(&p);
+        if (!complete) {
+            if (exists)
+                dlk_manifest_free(&m);
+            return DLK_OK;
+        }
+        if (!same_schema(&ds->m, &m)) {
+            dlk_manifest_free(&m);
+            return dlk_fail(err, DLK_ECONFLICT, "%s: the tensors differ from "
+                            "the dataset's", key);
+        }
+        for (size_t t = 0; !rc && t < m.ntensors; t++) {
+            dlk_tensor *y = &m.tensors[t];
+            for (size_t c = 0; !rc && c < y->nchunks; c++)
+                rc = dlk_tensor_add_chunk(&ds->m.tensors[t], &y->chunks[c],
+                                          y->have_minmax ? y->shape_min : NULL,
+                                          y->have_minmax ? y->shape_max : NULL,
+                                          err);
+        }
+        dlk_manifest_free(&m);
+        if (rc)
+            return rc;
+    }
+    *ready = true;
+    return DLK_OK;
+}
+
+dlk_status ing_merge(const char *url, const char *run, unsigned nshards,
+                     bool *merged, dlk_error *err)
+{
+    *merged = false;
+    bool retry = true;
+    for (int attempt = 0; retry && attempt < 5; attempt++) {
+        retry = false;
+        dlk_dataset *ds;
+        dlk_status rc = dlk_dataset_open(url, NULL, &ds, err);
+        if (rc)
+            return rc;
+        merge_rec r;
+        json_t *cur = samples_json(&ds->m), *after = NULL;
+        rc = read_merge(ds->store, run, &r, err);
+        if (!rc && r.exists && r.done) {
+            *merged = true;
+        } else if (!rc && r.exists && json_equal(cur, r.after)) {
+            rc = finalize(ds->store, run, nshards, r.before, r.after, err);
+            *merged = !rc;
+        } else if (!rc && r.exists && !json_equal(cur, r.before)) {
+            rc = dlk_fail(err, DLK_ECONFLICT, "the head of '%s' changed while "
+                          "ingest run %s was merging its shards: check it "
+                          "with dlk ls and remove staging/ingest/%s/ to "
+                          "start over", url, run, run);
+        } else if (!rc) {
+            bool ready;
+            rc = gather(ds, run, nshards, &ready, err);
+            if (!rc && ready) {
+                after = samples_json(&ds->m);
+                rc = write_merge(ds->store, run, cur, after, false, err);
+                ds->dirty = true;
+                if (!rc && (rc = dlk_write_head(ds, err)) == DLK_ECONFLICT)
+                    retry = true;
+                if (!rc)
+                    rc = finalize(ds->store, run, nshards, cur, after, err);
+                *merged = !rc;
+            }
+        }
+        json_decref(cur);
+        json_decref(after);
+        json_decref(r.before);
+        json_decref(r.after);
+        dlk_dataset_free(ds);
+        if (!retry)
+            return rc;
+        /* another shard merged (or wrote) first: look again */
+        dlk_error_clear(err);
+    }
+    return dlk_fail(err, DLK_ECONFLICT, "cannot merge ingest run %s into "
+                    "'%s': the head keeps changing", run, url);
+}

@@ -1,0 +1,61 @@
+/* device.h - where batches are built: host memory ("cpu") or a CUDA
+ * device.  The loader moves whole chunks into the device's memory and
+ * gathers each batch there; this interface hides which. */
+#ifndef DLK_DEVICE_H
+#define DLK_DEVICE_H
+
+#include "internal.h"
+
+typedef struct dlk_dev dlk_dev;
+
+/* One sample's bytes to place in a batch. */
+typedef struct dlk_gather {
+    const void *src;   /* in device memory (a chunk's copy) */
+    uint64_t dst_off;  /* offset in the batch buffer */
+    uint64_t nbytes;
+} dlk_gather;
+
+typedef struct dlk_dev_ops {
+    bool on_device;
+    /* Memory for chunks as read from storage (pinned for DMA on CUDA). */
+    void *(*host_alloc)(dlk_dev *d, size_t n);
+    void (*host_free)(dlk_dev *d, void *p);
+    /* Make a chunk's payload available on the device: returns the device
+     * pointer (the host pointer itself on cpu) and an opaque handle to
+     * release.  Asynchronous on CUDA: later device work is ordered after
+     * it; `host_done` reports when the host buffer may be reused. */
+    dlk_status (*upload)(dlk_dev *d, const void *host, size_t n,
+                         void **dev_ptr, void **handle, dlk_error *err);
+    bool (*host_done)(dlk_dev *d, void *handle);
+    void (*release)(dlk_dev *d, void *handle, void *dev_ptr);
+    /* Batch buffers (device memory), reused across batches. */
+    void *(*batch_alloc)(dlk_dev *d, size_t n);
+    void (*batch_free)(dlk_dev *d, void *p);
+    /* Copy the samples into dst. */
+    dlk_status (*gather)(dlk_dev *d, const dlk_gather *g, size_t n, void *dst,
+                         dlk_error *err);
+    /* Read every byte of buf (folded into the running checksum) and keep
+     * the device busy for step_ms. */
+    dlk_status (*step)(dlk_dev *d, const void *buf, size_t n, double step_ms,
+                       dlk_error *err);
+    /* Wait for all device work; busy_s receives the device time spent in
+     * gather and step so far, checksum the device's fold. */
+    dlk_status (*sync)(dlk_dev *d, double *busy_s, double *gather_s,
+                       double *step_s, uint64_t *checksum, dlk_error *err);
+    void (*close)(dlk_dev *d);
+} dlk_dev_ops;
+
+struct dlk_dev {
+    const dlk_dev_ops *ops;
+};
+
+dlk_status dlk_dev_open_cpu(dlk_dev **out, dlk_error *err);
+/* CUDA device `index`; DLK_EGPU with a reason when unavailable. */
+dlk_status dlk_dev_open_cuda(int index, dlk_dev **out, dlk_error *err);
+
+/* The fold both sides compute: the sum of the buffer's 64-bit
+ * little-endian words (a zero-padded tail as one more word), mod 2^64.
+ * Order-independent, so a batch's fold is the sum of its samples'. */
+uint64_t dlk_fold64(const void *p, size_t n);
+
+#endif

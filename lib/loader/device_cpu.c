@@ -1,0 +1,133 @@
+/* device_cpu.c - the loader's "device" when batches stay in host memory. */
+#include "device.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct cpu_dev {
+    dlk_dev base;
+    double gather_s, step_s;
+    uint64_t checksum;
+} cpu_dev;
+
+uint64_t dlk_fold64(const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    uint64_t s = 0, w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, b + i, 8);
+        s += w;
+    }
+    if (i < n) {
+        w = 0;
+        memcpy(&w, b + i, n - i);
+        s += w;
+    }
+    return s;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void *cpu_alloc(dlk_dev *d, size_t n)
+{
+    (void)d;
+    void *p = NULL;
+    /* 64-byte alignment, like the chunk payloads */
+    return posix_memalign(&p, 64, n ? n : 64) ? NULL : p;
+}
+
+static void cpu_free(dlk_dev *d, void *p)
+{
+    (void)d;
+    free(p);
+}
+
+static dlk_status cpu_upload(dlk_dev *d, const void *host, size_t n,
+                             void **dev_ptr, void **handle, dlk_error *err)
+{
+    (void)d;
+    (void)n;
+    (void)err;
+    *dev_ptr = (void *)host;
+    *handle = NULL;
+    return DLK_OK;
+}
+
+static bool cpu_host_done(dlk_dev *d, void *handle)
+{
+    (void)d;
+    (void)handle;
+    return false; /* on cpu the chunk's host memory is its device copy */
+}
+
+static void cpu_release(dlk_dev *d, void *handle, void *dev_ptr)
+{
+    (void)d;
+    (void)handle;
+    (void)dev_ptr;
+}
+
+static dlk_status cpu_gather(dlk_dev *d, const dlk_gather *g, size_t n,
+                             void *dst, dlk_error *err)
+{
+    (void)err;
+    cpu_dev *c = (cpu_dev *)d;
+    double t0 = now_s();
+    for (size_t i = 0; i < n; i++)
+        memcpy((uint8_t *)dst + g[i].dst_off, g[i].src, g[i].nbytes);
+    c->gather_s += now_s() - t0;
+    return DLK_OK;
+}
+
+static dlk_status cpu_step(dlk_dev *d, const void *buf, size_t n,
+                           double step_ms, dlk_error *err)
+{
+    (void)err;
+    cpu_dev *c = (cpu_dev *)d;
+    double t0 = now_s();
+    c->checksum += dlk_fold64(buf, n);
+    /* a busy wait stands for the model's compute on this thread */
+    while (step_ms > 0 && (now_s() - t0) * 1000 < step_ms)
+        ;
+    c->step_s += now_s() - t0;
+    return DLK_OK;
+}
+
+static dlk_status cpu_sync(dlk_dev *d, double *busy, double *gather,
+                           double *step, uint64_t *checksum, dlk_error *err)
+{
+    (void)err;
+    cpu_dev *c = (cpu_dev *)d;
+    *busy = c->gather_s + c->step_s;
+    *gather = c->gather_s;
+    *step = c->step_s;
+    *checksum = c->checksum;
+    return DLK_OK;
+}
+
+static void cpu_close(dlk_dev *d)
+{
+    free(d);
+}
+
+static const dlk_dev_ops cpu_ops = {
+    false, cpu_alloc, cpu_free, cpu_upload, cpu_host_done, cpu_release,
+    cpu_alloc, cpu_free, cpu_gather, cpu_step, cpu_sync, cpu_close,
+};
+
+dlk_status dlk_dev_open_cpu(dlk_dev **out, dlk_error *err)
+{
+    cpu_dev *c = calloc(1, sizeof *c);
+    if (!c)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    c->base.ops = &cpu_ops;
+    *out = &c->base;
+    return DLK_OK;
+}

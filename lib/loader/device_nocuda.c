@@ -1,0 +1,21 @@
+/* device_nocuda.c - the CUDA device in a build without the CUDA toolkit. */
+#include "device.h"
+
+#include <stdio.h>
+
+#ifndef DLK_HAVE_CUDA
+dlk_status dlk_dev_open_cuda(int index, dlk_dev **out, dlk_error *err)
+{
+    (void)index;
+    *out = NULL;
+    return dlk_fail(err, DLK_EGPU, "this dlk was built without CUDA "
+                    "(install the CUDA toolkit and rebuild)");
+}
+
+int dlk_cuda_available(char *why, size_t cap)
+{
+    if (why && cap)
+        snprintf(why, cap, "built without CUDA");
+    return 0;
+}
+#endif

@@ -1,0 +1,360 @@
+/* loader.c - the streaming loader: a plan per epoch (order.c), I/O threads
+ * that read whole chunks ahead of the consumer within a memory budget,
+ * and batches gathered on the device (device_*.c).
+ *
+ * The plan turns the rank's sample stream into "slots": a chunk of a
+ * tensor needed over a run of consecutive stream positions.  Slots are
+ * loaded in the order they are first needed, as the budget allows (a slot
+ * the current batch needs is always admitted, so the loader never
+ * deadlocks), and released once the consumer has passed their last use. */
+#include "loader_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+double dlk_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* ---- planning ------------------------------------------------------ */
+
+static void free_plan(dlk_loader *l)
+{
+    for (size_t i = 0; i < l->nslots; i++) {
+        dlk_slot *s = &l->slots[i];
+        if (s->state == SLOT_READY)
+            dlk_loader_release_slot(l, s);
+    }
+    free(l->slots);
+    l->slots = NULL;
+    l->nslots = 0;
+    for (size_t t = 0; t < l->nt; t++) {
+        free(l->pos_slot[t]);
+        l->pos_slot[t] = NULL;
+    }
+    dlk_order_free(&l->order);
+}
+
+/* Build the epoch's plan for the current state. Workers must be idle. */
+static dlk_status build_plan(dlk_loader *l, dlk_error *err)
+{
+    free_plan(l);
+    dlk_order_params p = {l->o.shuffle, l->o.seed, l->o.window_chunks,
+                          l->o.drop_last};
+    dlk_status rc = dlk_order_build(l->block_first, l->block_count,
+                                    l->nblocks, &p, &l->st, l->o.rank,
+                                    &l->order, err);
+    if (rc)
+        return rc;
+    uint64_t n = l->order.n;
+    /* a chunk needed again after more than `gap` positions is loaded
+     * again rather than held (padding wraps to the start, say) */
+    uint64_t gap = (uint64_t)l->o.window_chunks * l->avg_block + l->o.batch_size;
+    size_t cap = 64;
+    l->slots = malloc(cap * sizeof *l->slots);
+    if (!l->slots)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    for (size_t t = 0; t < l->nt; t++) {
+        const dlk_tensor *tt = l->t[t].tensor;
+        uint32_t *last = malloc((tt->nchunks ? tt->nchunks : 1) * sizeof *last);
+        l->pos_slot[t] = malloc((n ? n : 1) * sizeof *l->pos_slot[t]);
+        if (!last || !l->pos_slot[t]) {
+            free(last);
+            return dlk_fail(err, DLK_ENOMEM, "out of memory planning");
+        }
+        for (size_t c = 0; c < tt->nchunks; c++)
+            last[c] = UINT32_MAX;
+        for (uint64_t pos = 0; pos < n; pos++) {
+            ssize_t c = dlk_tensor_find_chunk(tt, l->order.sample[pos]);
+            if (c < 0) {
+                free(last);
+                return dlk_fail(err, DLK_ECORRUPT, "tensor '%s' has no "
+                                "sample %llu", tt->spec.name,
+                                (unsigned long long)l->order.sample[pos]);
+            }
+            uint32_t si = last[c];
+            if (si == UINT32_MAX || pos - l->slots[si].last_pos > gap) {
+                if (l->nslots == cap) {
+                    cap *= 2;
+                    dlk_slot *v = realloc(l->slots, cap * sizeof *v);
+                    if (!v) {
+                        free(last);
+                        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+                    }
+                    l->slots = v;
+                }
+                si = (uint32_t)l->nslots++;
+                memset(&l->slots[si], 0, sizeof l->slots[si]);
+                l->slots[si].tensor = t;
+                l->slots[si].chunk = (size_t)c;
+                l->slots[si].first_pos = pos;
+                last[c] = si;
+            }
+            l->slots[si].last_pos = pos;
+            l->pos_slot[t][pos] = si;
+        }
+        free(last);
+    }
+    /* load order: by first use; pos_slot entries point into this array,
+     * so sort a permutation instead of the slots themselves */
+    l->sched = realloc(l->sched, (l->nslots ? l->nslots : 1) * sizeof *l->sched);
+    if (!l->sched)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    for (size_t i = 0; i < l->nslots; i++)
+        l->sched[i] = (uint32_t)i;
+    dlk_sort_slots_by_first(l->sched, l->nslots, l->slots);
+    l->next_sched = 0;
+    /* skip what a restored state already consumed */
+    l->pos = l->st.seg[l->st.nseg - 1].steps * l->order.batch;
+    if (l->pos > n)
+        l->pos = n;
+    for (size_t i = 0; i < l->nslots; i++)
+        if (l->slots[i].last_pos < l->pos)
+            l->slots[i].state = SLOT_DONE;
+    l->epoch_t0 = dlk_now_s();
+    l->first_batch_pending = true;
+    return DLK_OK;
+}
+
+/* ---- consumer ------------------------------------------------------- */
+
+void dlk_loader_release_slot(dlk_loader *l, dlk_slot *s)
+{
+    if (s->dev_ptr || s->dev_handle)
+        l->dev->ops->release(l->dev, s->dev_handle, s->dev_ptr);
+    dlk_chunk_free(s->ch);
+    if (s->host)
+        l->dev->ops->host_free(l->dev, s->host);
+    free(s->fold);
+    l->resident -= s->bytes;
+    memset(&s->ch, 0, sizeof *s - offsetof(dlk_slot, ch));
+    s->state = SLOT_DONE;
+}
+
+static dlk_status start_epoch(dlk_loader *l, dlk_error *err)
+{
+    dlk_loader_pause_workers(l);
+    dlk_status rc = build_plan(l, err);
+    dlk_loader_resume_workers(l);
+    l->planned = rc == DLK_OK;
+    return rc;
+}
+
+/* Wait until every slot that positions [p0, p1) need is ready. */
+static dlk_status wait_ready(dlk_loader *l, uint64_t p0, uint64_t p1,
+                             dlk_error *err)
+{
+    double t0 = dlk_now_s();
+    pthread_mutex_lock(&l->mu);
+    l->want_pos = p1;
+    pthread_cond_broadcast(&l->work);
+    dlk_status rc = DLK_OK;
+    for (size_t t = 0; t < l->nt && !rc; t++) {
+        for (uint64_t p = p0; p < p1 && !rc; p++) {
+            dlk_slot *s = &l->slots[l->pos_slot[t][p]];
+            while (s->state != SLOT_READY && s->state != SLOT_FAILED)
+                pthread_cond_wait(&l->ready, &l->mu);
+            if (s->state == SLOT_FAILED)
+                rc = dlk_fail(err, s->err.code, "%s", s->err.msg);
+        }
+    }
+    pthread_mutex_unlock(&l->mu);
+    l->stats.wait_s += dlk_now_s() - t0;
+    return rc;
+}
+
+static void release_passed(dlk_loader *l, uint64_t pos)
+{
+    pthread_mutex_lock(&l->mu);
+    for (size_t i = l->release_from; i < l->nslots; i++) {
+        dlk_slot *s = &l->slots[l->sched[i]];
+        if (s->first_pos >= pos)
+            break;
+        if (s->state == SLOT_READY && s->last_pos < pos)
+            dlk_loader_release_slot(l, s);
+    }
+    while (l->release_from < l->nslots &&
+           l->slots[l->sched[l->release_from]].state == SLOT_DONE)
+        l->release_from++;
+    pthread_cond_broadcast(&l->work); /* room in the budget */
+    pthread_mutex_unlock(&l->mu);
+}
+
+static dlk_status assemble(dlk_loader *l, uint64_t p0, uint32_t b,
+                           dlk_error *err)
+{
+    dlk_batch *bt = &l->batch;
+    for (size_t t = 0; t < l->nt; t++) {
+        dlk_loader_tensor *lt = &l->t[t];
+        uint64_t total = 0;
+        for (uint32_t i = 0; i < b; i++) {
+            dlk_slot *s = &l->slots[l->pos_slot[t][p0 + i]];
+            const dlk_chunk_entry *e = &lt->tensor->chunks[s->chunk];
+            size_t nb;
+            int64_t shape[DLK_MAX_NDIM];
+            const uint8_t *hp = dlk_chunk_sample(
+                s->ch, (uint32_t)(l->order.sample[p0 + i] - e->first), &nb,
+                shape);
+            if (!hp)
+                return dlk_fail(err, DLK_EINTERNAL, "sample outside chunk");
+            size_t off_in_chunk = (size_t)(hp - (const uint8_t *)s->ch->payload);
+            l->gather[i].src = (const uint8_t *)s->dev_ptr + off_in_chunk;
+            l->gather[i].dst_off = total;
+            l->gather[i].nbytes = nb;
+            if (lt->variable) {
+                lt->offsets[i] = total;
+                for (int d = 0; d < lt->out.ndim; d++)
+                    lt->shapes[(size_t)i * lt->out.ndim + d] = shape[d];
+            }
+            total += nb;
+            if (l->o.check)
+                l->host_fold += s->fold[l->order.sample[p0 + i] - e->first];
+        }
+        if (lt->variable)
+            lt->offsets[b] = total;
+        if (total > lt->cap) {
+            if (lt->buf)
+                l->dev->ops->batch_free(l->dev, lt->buf);
+            lt->cap = total + total / 4;
+            lt->buf = l->dev->ops->batch_alloc(l->dev, lt->cap);
+            if (!lt->buf)
+                return dlk_fail(err, DLK_ENOMEM, "cannot allocate a batch of "
+                                "%llu bytes for tensor '%s'",
+                                (unsigned long long)lt->cap, lt->out.name);
+        }
+        dlk_status rc = l->dev->ops->gather(l->dev, l->gather, b, lt->buf, err);
+        if (rc)
+            return rc;
+        lt->out.data = lt->buf;
+        lt->out.nbytes = total;
+    }
+    bt->size = b;
+    bt->epoch = l->st.epoch;
+    bt->step = p0 / l->order.batch;
+    bt->indices = l->order.sample + p0;
+    bt->pad = l->order.pad + p0;
+    return DLK_OK;
+}
+
+dlk_status dlk_loader_next(dlk_loader *l, const dlk_batch **out,
+                           dlk_error *err)
+{
+    *out = NULL;
+    dlk_status rc;
+    if (!l->planned && (rc = start_epoch(l, err)))
+        return rc;
+    uint32_t b = l->order.batch;
+    if (l->pos >= l->order.n) {
+        /* end of the epoch: the next call starts the following one */
+        l->st.epoch++;
+        l->st.nseg = 1;
+        l->st.seg[0].world = l->o.world_size;
+        l->st.seg[0].batch = l->o.batch_size;
+        l->st.seg[0].steps = 0;
+        l->planned = false;
+        return DLK_OK;
+    }
+    if (l->pos)
+        release_passed(l, l->pos);
+    if ((rc = wait_ready(l, l->pos, l->pos + b, err)))
+        return rc;
+    if ((rc = assemble(l, l->pos, b, err)))
+        return rc;
+    if (l->first_batch_pending) {
+        l->stats.first_batch_s = dlk_now_s() - l->epoch_t0;
+        l->first_batch_pending = false;
+    }
+    l->pos += b;
+    l->st.seg[l->st.nseg - 1].steps++;
+    l->stats.samples += b;
+    l->stats.batches++;
+    l->have_batch = true;
+    *out = &l->batch;
+    return DLK_OK;
+}
+
+dlk_status dlk_loader_step(dlk_loader *l, double step_ms, dlk_error *err)
+{
+    if (!l->have_batch)
+        return dlk_fail(err, DLK_EINVAL, "no current batch");
+    for (size_t t = 0; t < l->nt; t++) {
+        dlk_status rc = l->dev->ops->step(l->dev, l->t[t].out.data,
+                                          l->t[t].out.nbytes,
+                                          t == 0 ? step_ms : 0, err);
+        if (rc)
+            return rc;
+    }
+    return DLK_OK;
+}
+
+uint64_t dlk_loader_batches(const dlk_loader *l)
+{
+    return l->planned ? l->order.batches : 0;
+}
+
+void dlk_loader_state_get(const dlk_loader *l, dlk_loader_state *out)
+{
+    *out = l->st;
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < out->nseg; i++)
+        n += out->seg[i].steps * out->seg[i].batch * out->seg[i].world;
+    out->samples = n;
+}
+
+dlk_status dlk_loader_restore(dlk_loader *l, const dlk_loader_state *st,
+                              dlk_error *err)
+{
+    if (st->nseg < 1 || st->nseg > DLK_LOADER_MAX_SEGMENTS)
+        return dlk_fail(err, DLK_EINVAL, "bad loader state");
+    if (st->seed != l->o.seed)
+        return dlk_fail(err, DLK_EINVAL, "loader state is for seed %llu, "
+                        "this loader uses %llu", (unsigned long long)st->seed,
+                        (unsigned long long)l->o.seed);
+    dlk_loader_state s = *st;
+    uint32_t last = s.nseg - 1;
+    if (s.seg[last].world != l->o.world_size ||
+        s.seg[last].batch != l->o.batch_size) {
+        if (s.nseg == DLK_LOADER_MAX_SEGMENTS)
+            return dlk_fail(err, DLK_ELIMIT, "an epoch resumed with new "
+                            "layouts more than %d times",
+                            DLK_LOADER_MAX_SEGMENTS - 1);
+        s.seg[s.nseg].world = l->o.world_size;
+        s.seg[s.nseg].batch = l->o.batch_size;
+        s.seg[s.nseg].steps = 0;
+        s.nseg++;
+    }
+    l->st = s;
+    return start_epoch(l, err);
+}
+
+void dlk_loader_checksums(const dlk_loader *l, uint64_t *device,
+                          uint64_t *host)
+{
+    double busy, g, s;
+    uint64_t dev = 0;
+    l->dev->ops->sync(l->dev, &busy, &g, &s, &dev, NULL);
+    *device = dev;
+    *host = l->host_fold;
+}
+
+void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out)
+{
+    *out = l->stats;
+    pthread_mutex_lock((pthread_mutex_t *)&l->mu);
+    out->storage_s = l->stats.storage_s;
+    out->decompress_s = l->stats.decompress_s;
+    out->h2d_s = l->stats.h2d_s;
+    out->chunks_loaded = l->stats.chunks_loaded;
+    out->bytes_loaded = l->stats.bytes_loaded;
+    out->peak_buffer_bytes = l->peak_resident;
+    pthread_mutex_unlock((pthread_mutex_t *)&l->mu);
+    uint64_t sum;
+    l->dev->ops->sync(l->dev, &out->gpu_busy_s, &out->gather_s, &out->step_s,
+                      &sum, NULL);
+}

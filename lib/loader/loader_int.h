@@ -1,0 +1,94 @@
+/* loader_int.h - the loader's state, shared by the files of lib/loader/. */
+#ifndef DLK_LOADER_INT_H
+#define DLK_LOADER_INT_H
+
+#include "dataset/dataset.h"
+#include "device.h"
+#include "order.h"
+
+#include <pthread.h>
+
+enum { SLOT_WAITING = 0, SLOT_LOADING, SLOT_READY, SLOT_FAILED, SLOT_DONE };
+
+/* A chunk of a tensor needed over positions [first_pos, last_pos]. */
+typedef struct dlk_slot {
+    size_t tensor;              /* index into the loader's tensors */
+    size_t chunk;
+    uint64_t first_pos, last_pos;
+    int state;
+    /* from here on: what a load fills (cleared on release) */
+    dlk_chunk *ch;              /* header, index, payload (host) */
+    void *host;                 /* buffer the payload lives in, if pooled */
+    void *dev_ptr, *dev_handle; /* payload on the device */
+    uint64_t *fold;             /* per-sample folds (check mode) */
+    uint64_t bytes;             /* counted against the budget */
+    dlk_error err;
+} dlk_slot;
+
+typedef struct dlk_loader_tensor {
+    const dlk_tensor *tensor;
+    size_t index;               /* in the dataset */
+    bool variable;
+    dlk_batch_tensor out;
+    void *buf;                  /* batch buffer on the device */
+    uint64_t cap;
+    uint64_t *offsets;          /* variable: batch+1 */
+    int64_t *shapes;            /* variable: batch*ndim */
+} dlk_loader_tensor;
+
+struct dlk_loader {
+    dlk_dataset *ds;
+    dlk_loader_opts o;
+    dlk_dev *dev;
+    dlk_loader_tensor *t;
+    dlk_batch_tensor *bt_out;   /* the batch's tensor array */
+    size_t nt;
+    /* blocks: chunks of the main tensor */
+    uint64_t *block_first;
+    uint32_t *block_count;
+    size_t nblocks;
+    uint64_t avg_block;
+
+    dlk_loader_state st;
+    bool planned;
+    dlk_order order;
+    dlk_slot *slots;
+    size_t nslots;
+    uint32_t *sched;            /* slots in load order */
+    size_t next_sched;          /* next slot a worker takes */
+    size_t release_from;
+    uint32_t **pos_slot;        /* per tensor: position -> slot */
+    uint64_t pos;               /* next position the consumer takes */
+    uint64_t want_pos;          /* consumer needs everything before this */
+
+    dlk_gather *gather;
+    dlk_batch batch;
+    bool have_batch;
+    uint64_t host_fold;
+
+    /* budget */
+    uint64_t limit, resident, peak_resident;
+
+    /* workers */
+    pthread_mutex_t mu;
+    pthread_cond_t work, ready, idle;
+    pthread_t *threads;
+    uint32_t nthreads;
+    uint32_t busy;              /* workers inside a load */
+    bool paused, stopping;
+
+    dlk_loader_stats stats;
+    double epoch_t0;
+    bool first_batch_pending;
+};
+
+double dlk_now_s(void);
+void dlk_loader_release_slot(dlk_loader *l, dlk_slot *s);
+void dlk_sort_slots_by_first(uint32_t *idx, size_t n, const dlk_slot *slots);
+/* Workers (loader_io.c). */
+dlk_status dlk_loader_start_workers(dlk_loader *l, dlk_error *err);
+void dlk_loader_stop_workers(dlk_loader *l);
+void dlk_loader_pause_workers(dlk_loader *l);
+void dlk_loader_resume_workers(dlk_loader *l);
+
+#endif

@@ -1,0 +1,174 @@
+/* loader_io.c - the I/O threads: each takes the next slot in load order
+ * when the budget allows, reads its chunk from storage, decodes it into
+ * device-ready host memory and hands it to the device. */
+#include "loader_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_first(const void *a, const void *b, void *slots)
+{
+    const dlk_slot *s = slots;
+    uint64_t x = s[*(const uint32_t *)a].first_pos;
+    uint64_t y = s[*(const uint32_t *)b].first_pos;
+    return x < y ? -1 : x > y;
+}
+
+void dlk_sort_slots_by_first(uint32_t *idx, size_t n, const dlk_slot *slots)
+{
+    qsort_r(idx, n, sizeof *idx, cmp_first, (void *)slots);
+}
+
+/* Bytes a slot holds while resident: its payload, plus the object read
+ * before decompression. */
+static uint64_t slot_cost(const dlk_loader *l, const dlk_slot *s)
+{
+    const dlk_chunk_entry *e = &l->t[s->tensor].tensor->chunks[s->chunk];
+    return e->raw_bytes + (l->t[s->tensor].tensor->spec.codec ==
+                                   DLK_CODEC_NONE ? 0 : e->stored_bytes);
+}
+
+/* The next slot to load, if the budget admits it (called locked). */
+static dlk_slot *take(dlk_loader *l)
+{
+    while (l->next_sched < l->nslots &&
+           l->slots[l->sched[l->next_sched]].state != SLOT_WAITING)
+        l->next_sched++;
+    if (l->next_sched >= l->nslots)
+        return NULL;
+    dlk_slot *s = &l->slots[l->sched[l->next_sched]];
+    uint64_t cost = slot_cost(l, s);
+    bool needed_now = s->first_pos < l->want_pos;
+    if (!needed_now && l->resident + cost > l->limit)
+        return NULL;
+    l->next_sched++;
+    s->state = SLOT_LOADING;
+    s->bytes = cost;
+    l->resident += cost;
+    if (l->resident > l->peak_resident)
+        l->peak_resident = l->resident;
+    return s;
+}
+
+static dlk_status load(dlk_loader *l, dlk_slot *s, double *storage_s,
+                       double *decompress_s, dlk_error *err)
+{
+    const dlk_tensor *t = l->t[s->tensor].tensor;
+    const dlk_chunk_entry *e = &t->chunks[s->chunk];
+    size_t cap = (size_t)(t->spec.codec == DLK_CODEC_NONE ? e->stored_bytes
+                                                          : e->raw_bytes);
+    s->host = l->dev->ops->host_alloc(l->dev, cap ? cap : 64);
+    if (!s->host)
+        return dlk_fail(err, DLK_ENOMEM, "cannot allocate %zu bytes for a "
+                        "chunk of '%s'", cap, t->spec.name);
+    double t0 = dlk_now_s();
+    /* the checksums of the stored bytes are checked on every read */
+    dlk_status rc = dlk_chunk_load(l->ds, t, e, DLK_DECODE_VERIFY, s->host,
+                                   cap, &s->ch, err);
+    double t1 = dlk_now_s();
+    if (rc)
+        return rc;
+    if (t->spec.codec == DLK_CODEC_NONE) {
+        *storage_s += t1 - t0;
+    } else {
+        /* a rough split: the read and the decompression happen in one
+         * call; attribute by the measured zstd rate later if needed */
+        *storage_s += (t1 - t0) / 2;
+        *decompress_s += (t1 - t0) / 2;
+    }
+    if (l->o.check) {
+        uint32_t n = dlk_chunk_samples(s->ch);
+        s->fold = malloc(n * sizeof *s->fold);
+        if (!s->fold)
+            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        for (uint32_t i = 0; i < n; i++) {
+            size_t nb;
+            const void *p = dlk_chunk_sample(s->ch, i, &nb, NULL);
+            s->fold[i] = dlk_fold64(p, nb);
+        }
+    }
+    size_t payload;
+    const void *hp = dlk_chunk_payload(s->ch, &payload);
+    return l->dev->ops->upload(l->dev, hp, payload, &s->dev_ptr,
+                               &s->dev_handle, err);
+}
+
+static void *worker(void *arg)
+{
+    dlk_loader *l = arg;
+    pthread_mutex_lock(&l->mu);
+    for (;;) {
+        dlk_slot *s = NULL;
+        while (!l->stopping && (l->paused || !(s = take(l))))
+            pthread_cond_wait(&l->work, &l->mu);
+        if (l->stopping)
+            break;
+        l->busy++;
+        pthread_mutex_unlock(&l->mu);
+        dlk_error err;
+        dlk_error_clear(&err);
+        double st = 0, dt = 0;
+        dlk_status rc = load(l, s, &st, &dt, &err);
+        pthread_mutex_lock(&l->mu);
+        l->busy--;
+        l->stats.storage_s += st;
+        l->stats.decompress_s += dt;
+        if (rc) {
+            s->err = err;
+            s->state = SLOT_FAILED;
+        } else {
+            s->state = SLOT_READY;
+            l->stats.chunks_loaded++;
+            l->stats.bytes_loaded += s->ch->object.len;
+        }
+        pthread_cond_broadcast(&l->ready);
+        if (l->paused && l->busy == 0)
+            pthread_cond_broadcast(&l->idle);
+    }
+    pthread_mutex_unlock(&l->mu);
+    return NULL;
+}
+
+dlk_status dlk_loader_start_workers(dlk_loader *l, dlk_error *err)
+{
+    l->threads = calloc(l->nthreads, sizeof *l->threads);
+    if (!l->threads)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < l->nthreads; i++)
+        if (pthread_create(&l->threads[i], NULL, worker, l) != 0) {
+            l->nthreads = i;
+            return dlk_fail(err, DLK_ENOMEM, "cannot start an I/O thread");
+        }
+    return DLK_OK;
+}
+
+void dlk_loader_pause_workers(dlk_loader *l)
+{
+    pthread_mutex_lock(&l->mu);
+    l->paused = true;
+    while (l->busy)
+        pthread_cond_wait(&l->idle, &l->mu);
+    pthread_mutex_unlock(&l->mu);
+}
+
+void dlk_loader_resume_workers(dlk_loader *l)
+{
+    pthread_mutex_lock(&l->mu);
+    l->paused = false;
+    l->want_pos = 0;
+    l->release_from = 0;
+    pthread_cond_broadcast(&l->work);
+    pthread_mutex_unlock(&l->mu);
+}
+
+void dlk_loader_stop_workers(dlk_loader *l)
+{
+    pthread_mutex_lock(&l->mu);
+    l->stopping = true;
+    pthread_cond_broadcast(&l->work);
+    pthread_mutex_unlock(&l->mu);
+    for (uint32_t i = 0; i < l->nthreads; i++)
+        pthread_join(l->threads[i], NULL);
+    free(l->threads);
+    l->threads = NULL;
+}

@@ -1,0 +1,293 @@
+/* loader_open.c - opening and closing a loader: tensors, blocks, device,
+ * memory budget, I/O threads; and the state as JSON. */
+#include "loader_int.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static dlk_status pick_device(const char *name, dlk_dev **out,
+                              dlk_error *err)
+{
+    if (!name || !*name || strcmp(name, "cpu") == 0)
+        return dlk_dev_open_cpu(out, err);
+    if (strcmp(name, "auto") == 0) {
+        if (dlk_dev_open_cuda(0, out, NULL) == DLK_OK)
+            return DLK_OK;
+        return dlk_dev_open_cpu(out, err);
+    }
+    if (strncmp(name, "cuda", 4) == 0) {
+        int idx = 0;
+        if (name[4] == ':') {
+            char *end;
+            long v = strtol(name + 5, &end, 10);
+            if (*end || v < 0 || v > 1024)
+                return dlk_fail(err, DLK_EINVAL, "bad device '%s' (cpu, "
+                                "cuda:N or auto)", name);
+            idx = (int)v;
+        } else if (name[4]) {
+            return dlk_fail(err, DLK_EINVAL, "bad device '%s' (cpu, cuda:N "
+                            "or auto)", name);
+        }
+        return dlk_dev_open_cuda(idx, out, err);
+    }
+    return dlk_fail(err, DLK_EINVAL, "bad device '%s' (cpu, cuda:N or auto)",
+                    name);
+}
+
+static dlk_status pick_tensors(dlk_loader *l, dlk_error *err)
+{
+    const dlk_manifest *m = &l->ds->m;
+    size_t n = l->o.tensors ? l->o.ntensors : m->ntensors;
+    if (n == 0)
+        return dlk_fail(err, DLK_EINVAL, "no tensors to load");
+    l->t = calloc(n, sizeof *l->t);
+    l->bt_out = calloc(n, sizeof *l->bt_out);
+    l->pos_slot = calloc(n, sizeof *l->pos_slot);
+    if (!l->t || !l->bt_out || !l->pos_slot)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        int idx = l->o.tensors ? dlk_dataset_find(l->ds, l->o.tensors[i])
+                               : (int)i;
+        if (idx < 0)
+            return dlk_fail(err, DLK_ENOTFOUND, "no tensor '%s' in '%s'",
+                            l->o.tensors[i], l->ds->url);
+        dlk_loader_tensor *lt = &l->t[i];
+        lt->tensor = &m->tensors[idx];
+        lt->index = (size_t)idx;
+        const dlk_tensor_spec *s = &lt->tensor->spec;
+        lt->out.name = s->name;
+        lt->out.dtype = s->dtype;
+        lt->out.ndim = s->ndim;
+        for (int d = 0; d < s->ndim; d++) {
+            lt->out.shape[d] = s->shape[d];
+            lt->variable |= s->shape[d] == DLK_DIM_VARIABLE;
+        }
+        if (lt->variable) {
+            lt->offsets = calloc((size_t)l->o.batch_size + 1,
+                                 sizeof *lt->offsets);
+            lt->shapes = calloc((size_t)l->o.batch_size * (s->ndim ? s->ndim : 1),
+                                sizeof *lt->shapes);
+            if (!lt->offsets || !lt->shapes)
+                return dlk_fail(err, DLK_ENOMEM, "out of memory");
+            lt->out.offsets = lt->offsets;
+            lt->out.shapes = lt->shapes;
+        }
+        l->nt = i + 1;
+    }
+    /* every tensor must have the same samples: a batch is a set of rows */
+    for (size_t i = 1; i < n; i++)
+        if (l->t[i].tensor->samples != l->t[0].tensor->samples)
+            return dlk_fail(err, DLK_EINVAL, "tensors '%s' and '%s' hold "
+                            "%llu and %llu samples; a loader needs equal "
+                            "rows", l->t[0].out.name, l->t[i].out.name,
+                            (unsigned long long)l->t[0].tensor->samples,
+                            (unsigned long long)l->t[i].tensor->samples);
+    return DLK_OK;
+}
+
+/* Blocks are the chunks of the tensor with the most bytes: the unit that
+ * is read whole and dealt to ranks. */
+static dlk_status pick_blocks(dlk_loader *l, dlk_error *err)
+{
+    size_t main = 0;
+    for (size_t i = 1; i < l->nt; i++)
+        if (l->t[i].tensor->raw_bytes > l->t[main].tensor->raw_bytes)
+            main = i;
+    const dlk_tensor *t = l->t[main].tensor;
+    l->nblocks = t->nchunks;
+    l->block_first = malloc((t->nchunks ? t->nchunks : 1) * sizeof *l->block_first);
+    l->block_count = malloc((t->nchunks ? t->nchunks : 1) * sizeof *l->block_count);
+    if (!l->block_first || !l->block_count)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    for (size_t c = 0; c < t->nchunks; c++) {
+        l->block_first[c] = t->chunks[c].first;
+        l->block_count[c] = t->chunks[c].samples;
+    }
+    l->avg_block = t->nchunks ? t->samples / t->nchunks : 1;
+    if (!l->avg_block)
+        l->avg_block = 1;
+    return DLK_OK;
+}
+
+/* The budget: the shuffle window plus the read-ahead, in chunks of the
+ * largest size, for every tensor; never below what one batch needs. */
+static uint64_t derive_limit(const dlk_loader *l)
+{
+    uint64_t per_set = 0;
+    for (size_t i = 0; i < l->nt; i++) {
+        uint64_t mx = 0;
+        const dlk_tensor *t = l->t[i].tensor;
+        for (size_t c = 0; c < t->nchunks; c++) {
+            uint64_t b = t->chunks[c].raw_bytes +
+                         (t->spec.codec == DLK_CODEC_NONE ? 0
+                                                          : t->chunks[c].stored_bytes);
+            if (b > mx)
+                mx = b;
+        }
+        per_set += mx;
+    }
+    return per_set * (l->o.window_chunks + l->o.prefetch_chunks);
+}
+
+dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
+                           dlk_loader **out, dlk_error *err)
+{
+    *out = NULL;
+    dlk_loader *l = calloc(1, sizeof *l);
+    if (!l)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    l->ds = ds;
+    l->o = *opts;
+    if (!l->o.batch_size)
+        l->o.batch_size = 256;
+    if (!l->o.window_chunks)
+        l->o.window_chunks = 8;
+    if (!l->o.prefetch_chunks)
+        l->o.prefetch_chunks = 2 * l->o.window_chunks;
+    if (!l->o.world_size)
+        l->o.world_size = 1;
+    if (!l->o.io_threads) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        l->o.io_threads = n < 1 ? 1 : n > 32 ? 32 : (uint32_t)n;
+    }
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->work, NULL);
+    pthread_cond_init(&l->ready, NULL);
+    pthread_cond_init(&l->idle, NULL);
+    dlk_status rc = DLK_OK;
+    if (l->o.rank >= l->o.world_size)
+        rc = dlk_fail(err, DLK_EINVAL, "rank %u is not below world size %u",
+                      l->o.rank, l->o.world_size);
+    else if (l->o.batch_size > (1u << 24) || l->o.io_threads > 256 ||
+             l->o.window_chunks > 65536)
+        rc = dlk_fail(err, DLK_EINVAL, "batch size, threads or window out "
+                      "of range");
+    if (!rc)
+        rc = pick_tensors(l, err);
+    if (!rc)
+        rc = pick_blocks(l, err);
+    if (!rc)
+        rc = pick_device(l->o.device, &l->dev, err);
+    if (!rc && !(l->gather = malloc(l->o.batch_size * sizeof *l->gather)))
+        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    if (!rc) {
+        for (size_t i = 0; i < l->nt; i++)
+            l->bt_out[i] = l->t[i].out;
+        l->batch.ntensors = l->nt;
+        l->batch.tensors = l->bt_out;
+        l->batch.on_device = l->dev->ops->on_device;
+        l->limit = l->o.memory_limit ? l->o.memory_limit : derive_limit(l);
+        l->st.seed = l->o.seed;
+        l->st.epoch = 0;
+        l->st.nseg = 1;
+        l->st.seg[0].world = l->o.world_size;
+        l->st.seg[0].batch = l->o.batch_size;
+        l->nthreads = l->o.io_threads;
+        rc = dlk_loader_start_workers(l, err);
+    }
+    if (rc) {
+        dlk_loader_close(l);
+        return rc;
+    }
+    *out = l;
+    return DLK_OK;
+}
+
+void dlk_loader_close(dlk_loader *l)
+{
+    if (!l)
+        return;
+    if (l->threads)
+        dlk_loader_stop_workers(l);
+    for (size_t i = 0; i < l->nslots; i++)
+        if (l->slots[i].state == SLOT_READY ||
+            l->slots[i].state == SLOT_FAILED)
+            dlk_loader_release_slot(l, &l->slots[i]);
+    free(l->slots);
+    free(l->sched);
+    for (size_t t = 0; t < l->nt; t++) {
+        free(l->pos_slot[t]);
+        if (l->t[t].buf)
+            l->dev->ops->batch_free(l->dev, l->t[t].buf);
+        free(l->t[t].offsets);
+        free(l->t[t].shapes);
+    }
+    free(l->pos_slot);
+    free(l->t);
+    free(l->bt_out);
+    dlk_order_free(&l->order);
+    free(l->block_first);
+    free(l->block_count);
+    free(l->gather);
+    if (l->dev)
+        l->dev->ops->close(l->dev);
+    pthread_mutex_destroy(&l->mu);
+    pthread_cond_destroy(&l->work);
+    pthread_cond_destroy(&l->ready);
+    pthread_cond_destroy(&l->idle);
+    free(l);
+}
+
+char *dlk_loader_state_json(const dlk_loader_state *st)
+{
+    json_t *segs = json_array();
+    for (uint32_t i = 0; i < st->nseg && i < DLK_LOADER_MAX_SEGMENTS; i++)
+        json_array_append_new(segs, json_pack("{s:i,s:i,s:I}", "world",
+                                              (int)st->seg[i].world, "batch",
+                                              (int)st->seg[i].batch, "steps",
+                                              (json_int_t)st->seg[i].steps));
+    json_t *o = json_pack("{s:s,s:I,s:I,s:I,s:o}", "seed_hex", "", "epoch",
+                          (json_int_t)st->epoch, "samples",
+                          (json_int_t)st->samples, "nseg",
+                          (json_int_t)st->nseg, "segments", segs);
+    char seed[32];
+    snprintf(seed, sizeof seed, "%016llx", (unsigned long long)st->seed);
+    json_object_set_new(o, "seed_hex", json_string(seed));
+    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    return s;
+}
+
+dlk_status dlk_loader_state_parse(const char *text, dlk_loader_state *out,
+                                  dlk_error *err)
+{
+    memset(out, 0, sizeof *out);
+    json_t *o = json_loads(text, 0, NULL);
+    const char *seed = json_string_value(json_object_get(o, "seed_hex"));
+    json_t *epoch = json_object_get(o, "epoch");
+    json_t *segs = json_object_get(o, "segments");
+    dlk_status rc = DLK_OK;
+    if (!o || !seed || strlen(seed) != 16 ||
+        strspn(seed, "0123456789abcdef") != 16 || !json_is_integer(epoch) ||
+        json_integer_value(epoch) < 0 || !json_is_array(segs) ||
+        json_array_size(segs) < 1 ||
+        json_array_size(segs) > DLK_LOADER_MAX_SEGMENTS) {
+        rc = dlk_fail(err, DLK_EINVAL, "malformed loader state");
+    } else {
+        out->seed = strtoull(seed, NULL, 16);
+        out->epoch = (uint64_t)json_integer_value(epoch);
+        out->nseg = (uint32_t)json_array_size(segs);
+        for (uint32_t i = 0; i < out->nseg && !rc; i++) {
+            json_t *s = json_array_get(segs, i);
+            json_t *w = json_object_get(s, "world"),
+                   *b = json_object_get(s, "batch"),
+                   *n = json_object_get(s, "steps");
+            if (!json_is_integer(w) || !json_is_integer(b) ||
+                !json_is_integer(n) || json_integer_value(w) < 1 ||
+                json_integer_value(w) > 1 << 20 || json_integer_value(b) < 1 ||
+                json_integer_value(b) > 1 << 24 || json_integer_value(n) < 0)
+                rc = dlk_fail(err, DLK_EINVAL, "malformed loader state "
+                              "segment %u", i);
+            else {
+                out->seg[i].world = (uint32_t)json_integer_value(w);
+                out->seg[i].batch = (uint32_t)json_integer_value(b);
+                out->seg[i].steps = (uint64_t)json_integer_value(n);
+            }
+        }
+    }
+    json_decref(o);
+    return rc;
+}

@@ -1,0 +1,255 @@
+/* order.c - the sample order of an epoch.
+ *
+ * Segment 0 of an epoch: the blocks (chunks of the main tensor) are
+ * permuted by (seed, epoch) and their samples concatenated; rank r takes
+ * the r-th of `world` equal spans (wrapping around as padding when the
+ * count does not divide, or dropping the rest with drop_last), so every
+ * rank reads about 1/world of the blocks plus at most two shared at its
+ * span's edges.  Inside its span a rank shuffles samples within windows of
+ * `window_chunks` consecutive blocks.  Batches are consecutive positions;
+ * the last one is padded (flagged) or dropped, so all ranks have the same
+ * number of batches.
+ *
+ * A later segment (an epoch resumed with another world size or batch
+ * size): the positions the previous segment's ranks had not consumed,
+ * rank after rank, are dealt again in equal spans the same way, without a
+ * new shuffle.  So a resume reproduces exactly the samples left. */
+#include "order.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+uint64_t dlk_mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+typedef struct rng { uint64_t s; } rng;
+
+static uint64_t rng_next(rng *r)
+{
+    r->s += 0x9e3779b97f4a7c15ull;
+    uint64_t z = r->s;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, n) without bias (Lemire). */
+static uint64_t rng_below(rng *r, uint64_t n)
+{
+    unsigned __int128 m = (unsigned __int128)rng_next(r) * n;
+    uint64_t lo = (uint64_t)m;
+    if (lo < n) {
+        uint64_t t = -n % n;
+        while (lo < t) {
+            m = (unsigned __int128)rng_next(r) * n;
+            lo = (uint64_t)m;
+        }
+    }
+    return (uint64_t)(m >> 64);
+}
+
+static void shuffle_u64(uint64_t *v, uint64_t n, rng *r)
+{
+    for (uint64_t i = n; i > 1; i--) {
+        uint64_t j = rng_below(r, i);
+        uint64_t t = v[i - 1];
+        v[i - 1] = v[j];
+        v[j] = t;
+    }
+}
+
+/* A sequence of samples with pad flags. */
+typedef struct seq {
+    uint64_t *s;
+    uint8_t *pad;
+    uint64_t n;
+} seq;
+
+static void seq_free(seq *q)
+{
+    free(q->s);
+    free(q->pad);
+    memset(q, 0, sizeof *q);
+}
+
+static dlk_status seq_alloc(seq *q, uint64_t n, dlk_error *err)
+{
+    q->n = n;
+    q->s = malloc((n ? n : 1) * sizeof *q->s);
+    q->pad = calloc(n ? n : 1, 1);
+    if (!q->s || !q->pad) {
+        seq_free(q);
+        return dlk_fail(err, DLK_ENOMEM, "out of memory planning %llu "
+                        "samples", (unsigned long long)n);
+    }
+    return DLK_OK;
+}
+
+/* Rank r's stream of `base` (length n, block starts in `bounds` when the
+ * windows are shuffled) under (world, batch). */
+static dlk_status rank_stream(const uint64_t *base, uint64_t n,
+                              const uint64_t *bounds, size_t nbounds,
+                              const dlk_order_params *p, uint64_t epoch,
+                              uint32_t world, uint32_t batch, uint32_t r,
+                              seq *out, dlk_error *err)
+{
+    uint64_t span = p->drop_last ? n / world : (n + world - 1) / world;
+    uint64_t batches = p->drop_last ? span / batch
+                                    : (span + batch - 1) / batch;
+    uint64_t len = batches * batch;
+    dlk_status rc = seq_alloc(out, len, err);
+    if (rc || len == 0)
+        return rc;
+    uint64_t start = (uint64_t)r * span;
+    for (uint64_t i = 0; i < span && i < len; i++) {
+        uint64_t g = start + i;
+        out->s[i] = base[g % n];
+        out->pad[i] = g >= n;
+    }
+    if (p->shuffle && bounds && span) {
+        /* windows of window_chunks blocks, cut at block starts in the span */
+        uint64_t w0 = 0, blocks = 0, w = 0;
+        size_t bi = 0;
+        while (bi < nbounds && bounds[bi] <= start)
+            bi++;
+        for (uint64_t i = 1; i <= span; i++) {
+            bool edge = i == span;
+            if (!edge && bi < nbounds && bounds[bi] == start + i) {
+                bi++;
+                if (++blocks == p->window_chunks)
+                    edge = true;
+            }
+            if (edge) {
+                rng g = {dlk_mix64(p->seed ^ dlk_mix64(epoch * 0x100000001b3ull
+                                   + ((uint64_t)world << 32) + r)) ^ w++};
+                uint64_t m = i - w0;
+                /* shuffle samples and pad flags together */
+                for (uint64_t k = m; k > 1; k--) {
+                    uint64_t j = rng_below(&g, k);
+                    uint64_t t = out->s[w0 + k - 1];
+                    out->s[w0 + k - 1] = out->s[w0 + j];
+                    out->s[w0 + j] = t;
+                    uint8_t tp = out->pad[w0 + k - 1];
+                    out->pad[w0 + k - 1] = out->pad[w0 + j];
+                    out->pad[w0 + j] = tp;
+                }
+                w0 = i;
+                blocks = 0;
+            }
+        }
+    }
+    /* the last batch: padded from the start of this rank's stream */
+    for (uint64_t i = span; i < len; i++) {
+        out->s[i] = out->s[(i - span) % span];
+        out->pad[i] = 1;
+    }
+    return DLK_OK;
+}
+
+dlk_status dlk_order_build(const uint64_t *first, const uint32_t *count,
+                           size_t nblocks, const dlk_order_params *p,
+                           const dlk_loader_state *st, uint32_t rank,
+                           dlk_order *out, dlk_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (st->nseg < 1 || st->nseg > DLK_LOADER_MAX_SEGMENTS)
+        return dlk_fail(err, DLK_EINVAL, "bad loader state: %u segments",
+                        st->nseg);
+    for (uint32_t k = 0; k < st->nseg; k++)
+        if (!st->seg[k].world || !st->seg[k].batch)
+            return dlk_fail(err, DLK_EINVAL, "bad loader state: segment %u "
+                            "has no world or batch size", k);
+    if (rank >= st->seg[st->nseg - 1].world)
+        return dlk_fail(err, DLK_EINVAL, "rank %u of a world of %u", rank,
+                        st->seg[st->nseg - 1].world);
+    /* segment 0's base: blocks permuted, samples concatenated */
+    uint64_t n = 0;
+    for (size_t i = 0; i < nblocks; i++)
+        n += count[i];
+    uint64_t *order = malloc((nblocks ? nblocks : 1) * sizeof *order);
+    uint64_t *bounds = malloc((nblocks ? nblocks : 1) * sizeof *bounds);
+    seq base = {0};
+    dlk_status rc = seq_alloc(&base, n, err);
+    if (!rc && (!order || !bounds))
+        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    if (rc) {
+        free(order);
+        free(bounds);
+        seq_free(&base);
+        return rc;
+    }
+    for (size_t i = 0; i < nblocks; i++)
+        order[i] = i;
+    if (p->shuffle) {
+        rng g = {dlk_mix64(p->seed) ^ dlk_mix64(st->epoch + 1)};
+        shuffle_u64(order, nblocks, &g);
+    }
+    uint64_t pos = 0;
+    for (size_t i = 0; i < nblocks; i++) {
+        bounds[i] = pos;
+        for (uint32_t k = 0; k < count[order[i]]; k++)
+            base.s[pos++] = first[order[i]] + k;
+    }
+    free(order);
+
+    seq cur = base;
+    const uint64_t *bnd = bounds;
+    size_t nbnd = nblocks;
+    for (uint32_t sgi = 0; !rc; sgi++) {
+        uint32_t world = st->seg[sgi].world, batch = st->seg[sgi].batch;
+        if (sgi == st->nseg - 1) {
+            seq mine = {0};
+            rc = rank_stream(cur.s, cur.n, bnd, nbnd, p, st->epoch, world,
+                             batch, rank, &mine, err);
+            if (!rc) {
+                out->n = mine.n;
+                out->sample = mine.s;
+                out->pad = mine.pad;
+                out->batch = batch;
+                out->batches = mine.n / batch;
+            }
+            break;
+        }
+        /* what the ranks of this segment left, rank after rank */
+        seq next = {0};
+        uint64_t steps = st->seg[sgi].steps, left = 0;
+        seq *streams = calloc(world, sizeof *streams);
+        if (!streams)
+            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        for (uint32_t r = 0; !rc && r < world; r++) {
+            rc = rank_stream(cur.s, cur.n, bnd, nbnd, p, st->epoch, world,
+                             batch, r, &streams[r], err);
+            for (uint64_t i = steps * batch; !rc && i < streams[r].n; i++)
+                left += !streams[r].pad[i];
+        }
+        if (!rc)
+            rc = seq_alloc(&next, left, err);
+        uint64_t k = 0;
+        for (uint32_t r = 0; !rc && r < world; r++)
+            for (uint64_t i = steps * batch; i < streams[r].n; i++)
+                if (!streams[r].pad[i])
+                    next.s[k++] = streams[r].s[i];
+        for (uint32_t r = 0; streams && r < world; r++)
+            seq_free(&streams[r]);
+        free(streams);
+        seq_free(&cur);
+        cur = next;
+        bnd = NULL; /* later segments keep the order they were given */
+        nbnd = 0;
+    }
+    seq_free(&cur);
+    free(bounds);
+    return rc;
+}
+
+void dlk_order_free(dlk_order *o)
+{
+    free(o->sample);
+    free(o->pad);
+    memset(o, 0, sizeof *o);
+}
