@@ -1,14 +1,16 @@
-/* cat.c - dlk cat: one sample of a tensor, as text, raw bytes, .npy or
- * JSON. */
+/* cat.c - dlk cat: one sample of a tensor, as text, raw bytes, .npy,
+ * JSON or a PNG image. */
 #include "cmd.h"
 #include "values.h"
 
 #include <getopt.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char usage_text[] =
-    "usage: dlk cat DATASET TENSOR INDEX [--at REF] [--raw | --npy | --json]\n"
+    "usage: dlk cat DATASET TENSOR INDEX [--at REF]\n"
+    "               [--raw | --npy | --json | --png [--frame K]]\n"
     "\n"
     "  --at REF     read from a commit (main, main~N, an id or a unique\n"
     "               prefix) instead of the head\n"
@@ -18,6 +20,9 @@ static const char usage_text[] =
     "  --npy        the sample as a .npy file (numpy.load reads it)\n"
     "  --json       {\"tensor\", \"index\", \"dtype\", \"shape\", \"values\"} with\n"
     "               every value ('class_name' for class labels)\n"
+    "  --png        an image sample (u8 [H,W,C] or [C,H,W], C 1, 3 or 4)\n"
+    "               as a PNG file\n"
+    "  --frame K    frame K (from 0) of a clip [T,H,W,C] as a PNG file\n"
     "  -h, --help   this text\n";
 
 #define SHOW_EDGE 8
@@ -108,19 +113,33 @@ int cmd_cat(int argc, char **argv)
         {"raw", no_argument, 0, 'r'},
         {"npy", no_argument, 0, 'n'},
         {"json", no_argument, 0, 'j'},
+        {"png", no_argument, 0, 'p'},
+        {"frame", required_argument, 0, 'f'},
         {"at", required_argument, 0, 'a'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    int mode = 0, c;
+    int mode = 0, c, frame = -1;
     const char *at = NULL;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'r': case 'n': case 'j':
+        case 'r': case 'n': case 'j': case 'p': case 'f':
+            if (c == 'f') {
+                char *fend;
+                long k = strtol(optarg, &fend, 10);
+                if (!*optarg || *fend || k < 0 || k > INT_MAX) {
+                    cmd_error("cat", "bad frame '%s' (a frame number from "
+                              "0)", optarg);
+                    return EXIT_USAGE;
+                }
+                frame = (int)k;
+                c = 'p';
+            }
             if (mode && mode != c) {
-                cmd_error("cat", "--raw, --npy and --json exclude each other");
+                cmd_error("cat", "--raw, --npy, --json and --png exclude "
+                          "each other");
                 return cmd_usage(usage_text, false);
             }
             mode = c;
@@ -175,6 +194,17 @@ int cmd_cat(int argc, char **argv)
         else {
             fwrite(hdr, 1, len, stdout);
             fwrite(s.data, 1, s.nbytes, stdout);
+        }
+    } else if (mode == 'p') {
+        void *png;
+        size_t len;
+        if (dlk_png_from_sample(&s, frame, -1, &png, &len, &err)) {
+            cmd_error("cat", "cannot write '%s' sample %llu as PNG: %s",
+                      t.name, index, err.msg);
+            code = EXIT_ERROR;
+        } else {
+            fwrite(png, 1, len, stdout);
+            free(png);
         }
     } else if (mode == 'j') {
         print_json(&t, &s, index);

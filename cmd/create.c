@@ -1,5 +1,7 @@
-/* create.c - dlk create: a new, empty dataset with a schema. */
+/* create.c - dlk create: a new, empty dataset with a schema; or, with a
+ * source, a dataset whose schema is inferred from it, then ingested. */
 #include "cmd.h"
+#include "ingest_opts.h"
 
 #include <getopt.h>
 #include <jansson.h>
@@ -8,6 +10,12 @@
 
 static const char usage_text[] =
     "usage: dlk create DATASET --tensor NAME:DTYPE[:SHAPE[:CODEC]]... [options]\n"
+    "       dlk create DATASET from-s3 URL|from-dir DIR [--tensor ...] [options]\n"
+    "\n"
+    "With a source, the tensors are inferred from it unless given (images\n"
+    "u8 HxWx3 with --resize else ?x?x3; labels i32 with class names from\n"
+    "folders, .cls sidecars or --labels; video; text; numeric fields), and\n"
+    "the source is ingested at once, as dlk ingest does (same options).\n"
     "\n"
     "  --tensor SPEC        a tensor (column), e.g. images:u8:224x224x3:zstd,\n"
     "                       labels:i32, img:u8:?x?x3 ('?' = variable dim);\n"
@@ -83,6 +91,62 @@ static char **split_names(const char *list, size_t *n)
     return v;
 }
 
+/* --kind and --classes onto the specs; class_lists receive the
+ * allocations (freed by the caller). */
+static int apply_kinds(dlk_tensor_spec *specs, size_t n, const char **kinds,
+                       size_t nkinds, const char **classes, size_t nclasses,
+                       char ***class_lists)
+{
+    for (size_t i = 0; i < nkinds; i++) {
+        const char *v;
+        dlk_tensor_spec *s = find_spec(specs, n, kinds[i], &v);
+        if (!s || dlk_kind_parse(v, &s->kind)) {
+            cmd_error("create", "bad --kind '%s' (NAME=KIND for a --tensor "
+                      "NAME)", kinds[i]);
+            return EXIT_USAGE;
+        }
+    }
+    for (size_t i = 0; i < nclasses; i++) {
+        const char *v;
+        dlk_tensor_spec *s = find_spec(specs, n, classes[i], &v);
+        if (!s) {
+            cmd_error("create", "bad --classes '%s' (NAME=A,B,... for a "
+                      "--tensor NAME)", classes[i]);
+            return EXIT_USAGE;
+        }
+        size_t k = (size_t)(s - specs);
+        free(class_lists[k]);
+        class_lists[k] = split_names(v, &s->n_class_names);
+        s->class_names = (const char *const *)class_lists[k];
+        s->kind = DLK_KIND_CLASS_LABEL;
+    }
+    return EXIT_OK;
+}
+
+/* dlk create DATASET from-s3 URL: create (schema given or inferred) and
+ * ingest; a rerun of the same command resumes. */
+static int create_from(ingest_cli *cli, const char *url,
+                       dlk_tensor_spec *specs, size_t n, const char **kinds,
+                       size_t nkinds, const char **classes, size_t nclasses,
+                       unsigned long long chunk_size)
+{
+    char **class_lists[MAX_TENSORS] = {0};
+    int code = apply_kinds(specs, n, kinds, nkinds, classes, nclasses,
+                           class_lists);
+    for (size_t i = 0; i < n; i++)
+        specs[i].chunk_bytes = chunk_size;
+    if (code == EXIT_OK) {
+        dlk_error err;
+        dlk_ingest_result res;
+        dlk_status rc = dlk_ingest_create(url, specs, n, chunk_size, &cli->o,
+                                          &res, &err);
+        code = ingest_cli_report(cli, "create", rc, &res, &err);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(class_lists[i]);
+    return code;
+}
+
 int cmd_create(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -92,8 +156,26 @@ int cmd_create(int argc, char **argv)
         {"chunk-size", required_argument, 0, 's'},
         {"json", no_argument, 0, 'j'},
         {"help", no_argument, 0, 'h'},
+        {"resize", required_argument, 0, IO_RESIZE},
+        {"fit", required_argument, 0, IO_FIT},
+        {"layout", required_argument, 0, IO_LAYOUT},
+        {"channels", required_argument, 0, IO_CHANNELS},
+        {"max-pixels", required_argument, 0, IO_MAX_PIXELS},
+        {"frames", required_argument, 0, IO_FRAMES},
+        {"fps", required_argument, 0, IO_FPS},
+        {"clip-seconds", required_argument, 0, IO_CLIP},
+        {"labels", required_argument, 0, IO_LABELS},
+        {"on-error", required_argument, 0, IO_ON_ERROR},
+        {"unordered", no_argument, 0, IO_UNORDERED},
+        {"jobs", required_argument, 0, IO_JOBS},
+        {"fetch", required_argument, 0, IO_FETCH},
+        {"shard", required_argument, 0, IO_SHARD},
+        {"checkpoint", required_argument, 0, IO_CHECKPOINT},
+        {"no-resume", no_argument, 0, IO_NO_RESUME},
+        {"quiet", no_argument, 0, IO_QUIET},
         {0, 0, 0, 0},
     };
+    ingest_cli cli;
     dlk_tensor_spec specs[MAX_TENSORS];
     char **class_lists[MAX_TENSORS] = {0};
     size_t n = 0;
@@ -104,9 +186,10 @@ int cmd_create(int argc, char **argv)
     dlk_error err;
     int c, code = EXIT_OK;
 
+    ingest_cli_init(&cli);
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
         switch (c) {
         case 't':
             if (n == MAX_TENSORS) {
@@ -131,14 +214,37 @@ int cmd_create(int argc, char **argv)
                 return EXIT_USAGE;
             }
             break;
-        case 'j': json = true; break;
-        case 'h': return cmd_finish("create", cmd_usage(usage_text, true));
-        default:
+        case 'j': json = true; cli.json = true; break;
+        case 'q': cli.quiet = true; break;
+        case 'h':
+            ingest_cli_free(&cli);
+            fputs(usage_text, stdout);
+            fputs(ingest_opts_usage, stdout);
+            return cmd_finish("create", EXIT_OK);
+        case '?':
+        case ':':
             cmd_error("create", "unknown or incomplete option '%s'",
                       argv[optind - 1]);
+            ingest_cli_free(&cli);
             return cmd_usage(usage_text, false);
+        default:
+            if (ingest_cli_opt(&cli, "create", c, optarg)) {
+                ingest_cli_free(&cli);
+                return EXIT_USAGE;
+            }
+            break;
         }
     }
+    if (argc - optind == 3) {
+        code = ingest_cli_source(&cli, "create", argv[optind + 1],
+                                 argv[optind + 2]);
+        if (code == EXIT_OK)
+            code = create_from(&cli, argv[optind], specs, n, kinds, nkinds,
+                               classes, nclasses, chunk_size);
+        ingest_cli_free(&cli);
+        return cmd_finish("create", code);
+    }
+    ingest_cli_free(&cli);
     if (optind != argc - 1 || n == 0) {
         cmd_error("create", optind == argc ? "missing DATASET"
                   : optind < argc - 1 ? "too many arguments"

@@ -168,7 +168,7 @@ dlk_status dlk_jpeg_decode(const uint8_t *p, size_t n, const char *name,
         return dlk_fail(err, DLK_ENOMEM, "cannot decode JPEG '%s': %s", name,
                         tjGetErrorStr2(NULL));
     dlk_status st = DLK_OK;
-    int w, h, subsamp, cs;
+    int w = 0, h = 0, subsamp = 0, cs = 0; /* a tables-only JPEG sets none */
     if (tjDecompressHeader3(tj, p, (unsigned long)n, &w, &h, &subsamp, &cs)) {
         st = dlk_fail(err, DLK_EDECODE, "cannot decode JPEG '%s': %s", name,
                       tjGetErrorStr2(tj));
@@ -178,8 +178,11 @@ dlk_status dlk_jpeg_decode(const uint8_t *p, size_t n, const char *name,
         goto done;
     jpeg_meta m = scan_markers(p, n);
     bool cmyk = cs == TJCS_CMYK || cs == TJCS_YCCK;
+    /* Gray only from a gray JPEG: from colour, Pillow's luma of the
+     * (clipped) RGB is what users compare with, not the JPEG's Y. */
     int want = o->channels ? o->channels : 3;
-    int pf = cmyk ? TJPF_CMYK : want == 1 ? TJPF_GRAY : TJPF_RGB;
+    int pf = cmyk ? TJPF_CMYK
+                  : want == 1 && cs == TJCS_GRAY ? TJPF_GRAY : TJPF_RGB;
     /* Decode smaller when the target needs less than half... or any
      * TurboJPEG factor: its scaled IDCT is cheaper than decoding all
      * and resizing, and loses nothing the resizer would keep. */

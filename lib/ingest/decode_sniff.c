@@ -85,8 +85,10 @@ dlk_status dlk_decode_image(const uint8_t *p, size_t n, const char *name,
         name = "(image)";
     int dw, dh;
     dlk_status st = dlk_resize_dims(1, 1, o, &dw, &dh, err);
-    if (st)
+    if (st) {
+        dlk_fail_wrap(err, "cannot decode image '%s'", name);
         return st;
+    }
     dlk_image im = {0};
     switch (dlk_media_sniff(p, n)) {
     case DLK_MEDIA_JPEG:

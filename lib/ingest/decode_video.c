@@ -465,8 +465,10 @@ dlk_status dlk_decode_video(const uint8_t *p, size_t n, const char *name,
     dlk_buf_init(&v.out);
     int dw, dh;
     dlk_status st = dlk_resize_dims(1, 1, &o->image, &dw, &dh, err);
-    if (st)
+    if (st) {
+        dlk_fail_wrap(err, "cannot decode video '%s'", name);
         return st;
+    }
     if (!n)
         return dlk_fail(err, DLK_EDECODE, "cannot decode video '%s': empty "
                         "object", name);

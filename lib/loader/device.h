@@ -34,10 +34,11 @@ typedef struct dlk_dev_ops {
     /* Copy the samples into dst. */
     dlk_status (*gather)(dlk_dev *d, const dlk_gather *g, size_t n, void *dst,
                          dlk_error *err);
-    /* Read every byte of buf (folded into the running checksum) and keep
-     * the device busy for step_ms. */
-    dlk_status (*step)(dlk_dev *d, const void *buf, size_t n, double step_ms,
-                       dlk_error *err);
+    /* Read every byte of buf (each sample's fold, g[i] placed it, added
+     * to the running checksum) and keep the device busy for step_ms.
+     * `g` is the list the batch was gathered with. */
+    dlk_status (*step)(dlk_dev *d, const void *buf, const dlk_gather *g,
+                       size_t n, double step_ms, dlk_error *err);
     /* Wait for all device work; busy_s receives the device time spent in
      * gather and step so far, checksum the device's fold. */
     dlk_status (*sync)(dlk_dev *d, double *busy_s, double *gather_s,
@@ -53,9 +54,9 @@ dlk_status dlk_dev_open_cpu(dlk_dev **out, dlk_error *err);
 /* CUDA device `index`; DLK_EGPU with a reason when unavailable. */
 dlk_status dlk_dev_open_cuda(int index, dlk_dev **out, dlk_error *err);
 
-/* The fold both sides compute: the sum of the buffer's 64-bit
+/* The fold both sides compute for a sample: the sum of its 64-bit
  * little-endian words (a zero-padded tail as one more word), mod 2^64.
- * Order-independent, so a batch's fold is the sum of its samples'. */
+ * A batch's fold is the sum of its samples' folds, in any order. */
 uint64_t dlk_fold64(const void *p, size_t n);
 
 #endif

@@ -86,13 +86,15 @@ static dlk_status cpu_gather(dlk_dev *d, const dlk_gather *g, size_t n,
     return DLK_OK;
 }
 
-static dlk_status cpu_step(dlk_dev *d, const void *buf, size_t n,
-                           double step_ms, dlk_error *err)
+static dlk_status cpu_step(dlk_dev *d, const void *buf, const dlk_gather *g,
+                           size_t n, double step_ms, dlk_error *err)
 {
     (void)err;
     cpu_dev *c = (cpu_dev *)d;
     double t0 = now_s();
-    c->checksum += dlk_fold64(buf, n);
+    for (size_t i = 0; i < n; i++)
+        c->checksum += dlk_fold64((const uint8_t *)buf + g[i].dst_off,
+                                  g[i].nbytes);
     /* a busy wait stands for the model's compute on this thread */
     while (step_ms > 0 && (now_s() - t0) * 1000 < step_ms)
         ;

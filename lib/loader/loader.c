@@ -204,9 +204,10 @@ static dlk_status assemble(dlk_loader *l, uint64_t p0, uint32_t b,
             if (!hp)
                 return dlk_fail(err, DLK_EINTERNAL, "sample outside chunk");
             size_t off_in_chunk = (size_t)(hp - (const uint8_t *)s->ch->payload);
-            l->gather[i].src = (const uint8_t *)s->dev_ptr + off_in_chunk;
-            l->gather[i].dst_off = total;
-            l->gather[i].nbytes = nb;
+            dlk_gather *g = &l->gather[t * l->o.batch_size + i];
+            g->src = (const uint8_t *)s->dev_ptr + off_in_chunk;
+            g->dst_off = total;
+            g->nbytes = nb;
             if (lt->variable) {
                 lt->offsets[i] = total;
                 for (int d = 0; d < lt->out.ndim; d++)
@@ -228,11 +229,14 @@ static dlk_status assemble(dlk_loader *l, uint64_t p0, uint32_t b,
                                 "%llu bytes for tensor '%s'",
                                 (unsigned long long)lt->cap, lt->out.name);
         }
-        dlk_status rc = l->dev->ops->gather(l->dev, l->gather, b, lt->buf, err);
+        dlk_status rc = l->dev->ops->gather(l->dev,
+                                            l->gather + t * l->o.batch_size,
+                                            b, lt->buf, err);
         if (rc)
             return rc;
         lt->out.data = lt->buf;
         lt->out.nbytes = total;
+        l->bt_out[t] = lt->out;
     }
     bt->size = b;
     bt->epoch = l->st.epoch;
@@ -285,7 +289,8 @@ dlk_status dlk_loader_step(dlk_loader *l, double step_ms, dlk_error *err)
         return dlk_fail(err, DLK_EINVAL, "no current batch");
     for (size_t t = 0; t < l->nt; t++) {
         dlk_status rc = l->dev->ops->step(l->dev, l->t[t].out.data,
-                                          l->t[t].out.nbytes,
+                                          l->gather + t * l->o.batch_size,
+                                          l->batch.size,
                                           t == 0 ? step_ms : 0, err);
         if (rc)
             return rc;
@@ -295,7 +300,7 @@ dlk_status dlk_loader_step(dlk_loader *l, double step_ms, dlk_error *err)
 
 uint64_t dlk_loader_batches(const dlk_loader *l)
 {
-    return l->planned ? l->order.batches : 0;
+    return l->order.batches; /* of the epoch planned last */
 }
 
 void dlk_loader_state_get(const dlk_loader *l, dlk_loader_state *out)

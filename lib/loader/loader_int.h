@@ -61,7 +61,7 @@ struct dlk_loader {
     uint64_t pos;               /* next position the consumer takes */
     uint64_t want_pos;          /* consumer needs everything before this */
 
-    dlk_gather *gather;
+    dlk_gather *gather;         /* per tensor: batch entries */
     dlk_batch batch;
     bool have_batch;
     uint64_t host_fold;

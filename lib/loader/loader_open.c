@@ -171,7 +171,8 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         rc = pick_blocks(l, err);
     if (!rc)
         rc = pick_device(l->o.device, &l->dev, err);
-    if (!rc && !(l->gather = malloc(l->o.batch_size * sizeof *l->gather)))
+    if (!rc && !(l->gather = malloc(l->nt * l->o.batch_size *
+                                    sizeof *l->gather)))
         rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
     if (!rc) {
         for (size_t i = 0; i < l->nt; i++)

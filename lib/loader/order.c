@@ -102,11 +102,15 @@ static dlk_status rank_stream(const uint64_t *base, uint64_t n,
     uint64_t batches = p->drop_last ? span / batch
                                     : (span + batch - 1) / batch;
     uint64_t len = batches * batch;
-    dlk_status rc = seq_alloc(out, len, err);
-    if (rc || len == 0)
+    /* room for the whole span (shuffled before drop_last cuts it) */
+    dlk_status rc = seq_alloc(out, len > span ? len : span, err);
+    if (rc)
         return rc;
+    out->n = len;
+    if (len == 0)
+        return DLK_OK;
     uint64_t start = (uint64_t)r * span;
-    for (uint64_t i = 0; i < span && i < len; i++) {
+    for (uint64_t i = 0; i < span; i++) {
         uint64_t g = start + i;
         out->s[i] = base[g % n];
         out->pad[i] = g >= n;

@@ -1,0 +1,41 @@
+/* ingest_opts.h - the options `dlk ingest` and `dlk create ... from-s3`
+ * share: parsing them into dlk_ingest_opts, the progress line, and the
+ * report (text or --json). */
+#ifndef DLK_CMD_INGEST_OPTS_H
+#define DLK_CMD_INGEST_OPTS_H
+
+#include "cmd.h"
+
+#include <jansson.h>
+
+/* getopt_long codes of the shared options (above the ASCII range). */
+enum {
+    IO_RESIZE = 1000, IO_FIT, IO_LAYOUT, IO_CHANNELS, IO_MAX_PIXELS,
+    IO_FRAMES, IO_FPS, IO_CLIP, IO_LABELS, IO_ON_ERROR, IO_UNORDERED,
+    IO_JOBS, IO_FETCH, IO_SHARD, IO_CHECKPOINT, IO_NO_RESUME, IO_JSON,
+    IO_QUIET
+};
+
+/* The usage lines of the shared options. */
+extern const char ingest_opts_usage[];
+
+typedef struct ingest_cli {
+    dlk_ingest_opts o;
+    bool json, quiet, tty;
+    json_t *errors;      /* [{key, reason}] for --json */
+    double last_draw;
+} ingest_cli;
+
+void ingest_cli_init(ingest_cli *c);
+void ingest_cli_free(ingest_cli *c);
+/* Handle option `code`; returns 0, or EXIT_USAGE after printing why. */
+int ingest_cli_opt(ingest_cli *c, const char *cmd, int code,
+                   const char *arg);
+/* "from-s3 URL" / "from-dir DIR": sets o.source; EXIT_USAGE if bad. */
+int ingest_cli_source(ingest_cli *c, const char *cmd, const char *kind,
+                      const char *where);
+/* Print the outcome (stdout) and return the exit code. */
+int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
+                      const dlk_ingest_result *r, const dlk_error *err);
+
+#endif

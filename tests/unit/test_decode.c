@@ -1,0 +1,579 @@
+/* test_decode.c - the media decoders (lib/ingest/decode_*.c, resize.c,
+ * png_write.c).  Hand-made inputs always; with DLK_MEDIA_DIR (set by
+ * tests/t/t200-decode.sh after tests/fixtures/make_media.sh and Pillow's
+ * reference decodes, NAME.MODE.ref: u32 LE width, height, then pixels)
+ * the generated fixtures too. */
+#include "ingest/decode.h"
+#include "unit.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *media;
+static char name[1024];
+
+/* cond is evaluated before the name's arguments (which may show what
+ * the call in cond set). */
+#define CHECKF(cond, ...)                                                  \
+    do {                                                                   \
+        bool cond_ = (cond);                                               \
+        snprintf(name, sizeof name, __VA_ARGS__);                          \
+        UNIT_CHECK(name, cond_);                                           \
+    } while (0)
+
+static uint8_t *slurp(const char *file, size_t *n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", media, file);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *p = malloc(len > 0 ? (size_t)len : 1);
+    *n = fread(p, 1, (size_t)len, f);
+    fclose(f);
+    return p;
+}
+
+static dlk_image_opts img_opts(int c)
+{
+    dlk_image_opts o = {0};
+    o.channels = c;
+    return o;
+}
+
+static int px_at(const dlk_decoded *d, int y, int x, int c)
+{
+    int64_t w = d->shape[1], ch = d->shape[2];
+    return d->data.data[((size_t)y * w + x) * ch + c];
+}
+
+/* ---- against Pillow -------------------------------------------------- */
+
+static void vs_pillow(const char *file, const char *mode, int c, int tol)
+{
+    char ref[256];
+    size_t n, rn;
+    snprintf(ref, sizeof ref, "%s.%s.ref", file, mode);
+    uint8_t *p = slurp(file, &n), *r = slurp(ref, &rn);
+    if (!p || !r || rn < 8) {
+        CHECKF(false, "pillow %s %s: fixture and reference present", file, mode);
+        free(p), free(r);
+        return;
+    }
+    uint32_t rw = dlk_get_le32(r), rh = dlk_get_le32(r + 4);
+    dlk_image_opts o = img_opts(c);
+    dlk_decoded d;
+    dlk_error err = {0};
+    dlk_status st = dlk_decode_image(p, n, file, &o, &d, &err);
+    CHECKF(st == DLK_OK, "decode %s to %d channels (%s)", file, c,
+           st ? err.msg : "ok");
+    if (!st) {
+        bool shape = d.shape[0] == rh && d.shape[1] == rw && d.shape[2] == c &&
+                     rn == 8 + (size_t)rw * rh * c;
+        CHECKF(shape, "%s %s: shape %lldx%lldx%lld is Pillow's %ux%ux%d",
+               file, mode, (long long)d.shape[0], (long long)d.shape[1],
+               (long long)d.shape[2], rh, rw, c);
+        if (shape) {
+            int maxd = 0;
+            size_t over = 0;
+            for (size_t i = 0; i < d.data.len; i++) {
+                int e = abs((int)d.data.data[i] - (int)r[8 + i]);
+                if (e > maxd)
+                    maxd = e;
+                over += e > tol;
+            }
+            CHECKF(maxd <= tol, "%s %s: pixels equal Pillow's within %d "
+                   "(max diff %d, %zu over)", file, mode, tol, maxd, over);
+        }
+        dlk_buf_free(&d.data);
+    }
+    free(p), free(r);
+}
+
+static void pillow_tests(void)
+{
+    static const struct { const char *f, *mode; int c, tol; } t[] = {
+        {"base500.jpg", "RGB", 3, 1}, {"base320_444.jpg", "RGB", 3, 1},
+        {"base101.jpg", "RGB", 3, 1}, {"prog500.jpg", "RGB", 3, 1},
+        {"gray320.jpg", "L", 1, 1},   {"gray320.jpg", "RGB", 3, 1},
+        {"cmyk320.jpg", "RGB", 3, 1}, {"base500.jpg", "L", 1, 2},
+        {"exif6.jpg", "RGB", 3, 1},   {"exif3.jpg", "RGB", 3, 1},
+        {"exif8.jpg", "RGB", 3, 1},   {"exif5.jpg", "RGB", 3, 1},
+        {"base101.jpg", "RGBA", 4, 1},
+        {"src320.png", "RGB", 3, 0},  {"src500.png", "RGB", 3, 0},
+        {"pal.png", "RGB", 3, 0},     {"pal_trns.png", "RGB", 3, 0},
+        {"pal_trns.png", "RGBA", 4, 0}, {"gray.png", "L", 1, 0},
+        {"gray.png", "RGB", 3, 0},    {"gray1.png", "L", 1, 0},
+        {"gray16.png", "L", 1, 0},    {"gray_alpha.png", "L", 1, 0},
+        {"gray_alpha.png", "RGB", 3, 0}, {"gray_alpha.png", "RGBA", 4, 0},
+        {"rgb16.png", "RGB", 3, 0},   {"rgba8.png", "RGBA", 4, 0},
+        {"rgba8.png", "RGB", 3, 0},   {"rgba8.png", "L", 1, 0},
+        {"interlaced.png", "RGB", 3, 0}, {"src320.png", "L", 1, 0},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++)
+        vs_pillow(t[i].f, t[i].mode, t[i].c, t[i].tol);
+}
+
+/* ---- errors on broken images ------------------------------------------ */
+
+static void expect_fail(const uint8_t *p, size_t n, const char *nm,
+                        const dlk_image_opts *o, dlk_status want,
+                        const char *what)
+{
+    dlk_decoded d;
+    dlk_error err = {0};
+    dlk_status st = dlk_decode_image(p, n, nm, o, &d, &err);
+    CHECKF(st == want && strstr(err.msg, nm), "%s: status %d (want %d), "
+           "names it: %s", what, st, want, err.msg);
+    if (!st)
+        dlk_buf_free(&d.data);
+}
+
+static void crafted_errors(void)
+{
+    dlk_image_opts o = img_opts(3);
+    /* A JPEG header claiming 60000x60000: SOI, SOF0, SOS, EOI. */
+    static const uint8_t huge[] = {
+        0xFF, 0xD8, 0xFF, 0xC0, 0x00, 0x11, 0x08, 0xEA, 0x60, 0xEA, 0x60,
+        0x03, 0x01, 0x22, 0x00, 0x02, 0x11, 0x01, 0x03, 0x11, 0x01,
+        0xFF, 0xDA, 0x00, 0x0C, 0x03, 0x01, 0x00, 0x02, 0x11, 0x03, 0x11,
+        0x00, 0x3F, 0x00, 0xFF, 0xD9};
+    expect_fail(huge, sizeof huge, "huge.jpg", &o, DLK_ELIMIT,
+                "60000x60000 JPEG header refused before decoding");
+    expect_fail((const uint8_t *)"", 0, "zero.jpg", &o, DLK_EDECODE,
+                "zero bytes");
+    expect_fail((const uint8_t *)"hello, world\n", 13, "hello.jpg", &o,
+                DLK_EDECODE, "text named .jpg");
+    expect_fail((const uint8_t *)"\xff\xd8\xff", 3, "soi.jpg", &o,
+                DLK_EDECODE, "just a JPEG signature");
+    expect_fail((const uint8_t *)"\x89PNG\r\n\x1a\n", 8, "sig.png", &o,
+                DLK_EDECODE, "just a PNG signature");
+    dlk_image_opts bad = img_opts(2);
+    expect_fail(huge, sizeof huge, "huge.jpg", &bad, DLK_EINVAL,
+                "2 channels is a bad option");
+    bad = img_opts(3);
+    bad.width = 10;
+    dlk_decoded d;
+    dlk_error err = {0};
+    CHECKF(dlk_decode_image(huge, sizeof huge, "x", &bad, &d, &err) ==
+               DLK_EINVAL, "width without height is a bad option");
+}
+
+static void fixture_errors(void)
+{
+    size_t n;
+    uint8_t *p = slurp("base500.jpg", &n);
+    dlk_image_opts o = img_opts(3);
+    if (!p)
+        return;
+    expect_fail(p, n / 2, "half.jpg", &o, DLK_EDECODE, "truncated JPEG");
+    expect_fail(p, n - 2, "noeoi.jpg", &o, DLK_EDECODE,
+                "JPEG without its last two bytes");
+    dlk_image_opts small = img_opts(3);
+    small.max_pixels = 500 * 375 - 1;
+    expect_fail(p, n, "base500.jpg", &small, DLK_ELIMIT,
+                "one pixel over max_pixels");
+    free(p);
+    uint8_t *t = slurp("text.jpg", &n);
+    expect_fail(t, n, "text.jpg", &o, DLK_EDECODE, "text file named .jpg");
+    free(t);
+    p = slurp("src320.png", &n);
+    uint8_t *idat = p ? memmem(p, n, "IDAT", 4) : NULL;
+    if (idat) {
+        expect_fail(p, n / 2, "half.png", &o, DLK_EDECODE, "truncated PNG");
+        idat[4 + 20] ^= 0x01;
+        expect_fail(p, n, "badcrc.png", &o, DLK_EDECODE,
+                    "PNG with a flipped byte in IDAT (bad CRC)");
+    }
+    free(p);
+    p = slurp("pal.png", &n);
+    uint8_t *plte = p ? memmem(p, n, "PLTE", 4) : NULL;
+    if (plte) {
+        plte[4] ^= 0x40;
+        expect_fail(p, n, "badplte.png", &o, DLK_EDECODE,
+                    "PNG with a bad PLTE CRC");
+    }
+    free(p);
+}
+
+/* ---- resize --------------------------------------------------------- */
+
+/* 400x200: 100 green columns each side; the middle 200 red | blue. */
+static dlk_image bars(void)
+{
+    dlk_image im = {400, 200, 3, malloc(400 * 200 * 3)};
+    for (int y = 0; y < 200; y++)
+        for (int x = 0; x < 400; x++) {
+            uint8_t *q = im.px + ((size_t)y * 400 + x) * 3;
+            bool side = x < 100 || x >= 300;
+            q[0] = !side && x < 200 ? 200 : 0;
+            q[1] = side ? 200 : 0;
+            q[2] = !side && x >= 200 ? 200 : 0;
+        }
+    return im;
+}
+
+static bool near(int a, int b)
+{
+    return abs(a - b) <= 2;
+}
+
+static void resize_tests(void)
+{
+    dlk_image im = bars();
+    dlk_image_opts o = img_opts(3);
+    o.width = o.height = 100;
+    dlk_decoded d;
+    dlk_error err = {0};
+
+    o.fit = DLK_FIT_CROP;
+    dlk_status st = dlk_image_finish(&im, &o, &d, &err);
+    CHECKF(!st && d.shape[0] == 100 && d.shape[1] == 100 && d.shape[2] == 3,
+           "crop: shape 100x100x3");
+    if (!st) {
+        CHECKF(near(px_at(&d, 50, 2, 0), 200) && px_at(&d, 50, 2, 1) == 0 &&
+                   near(px_at(&d, 50, 97, 2), 200) &&
+                   px_at(&d, 50, 97, 1) == 0,
+               "crop keeps the centre: red left, blue right, no green");
+        dlk_buf_free(&d.data);
+    }
+    o.fit = DLK_FIT_PAD;
+    st = dlk_image_finish(&im, &o, &d, &err);
+    CHECKF(!st && d.shape[0] == 100 && d.shape[1] == 100, "pad: shape");
+    if (!st) {
+        bool zero = true;
+        for (int x = 0; x < 100; x++)
+            for (int c = 0; c < 3; c++)
+                zero &= px_at(&d, 0, x, c) == 0 && px_at(&d, 24, x, c) == 0 &&
+                        px_at(&d, 75, x, c) == 0 && px_at(&d, 99, x, c) == 0;
+        CHECKF(zero, "pad: zero borders above and below");
+        CHECKF(near(px_at(&d, 50, 10, 1), 200) &&
+                   near(px_at(&d, 50, 40, 0), 200) &&
+                   near(px_at(&d, 50, 60, 2), 200),
+               "pad: whole image inside (green, red, blue)");
+        dlk_buf_free(&d.data);
+    }
+    o.fit = DLK_FIT_STRETCH;
+    o.width = 64, o.height = 300;
+    st = dlk_image_finish(&im, &o, &d, &err);
+    CHECKF(!st && d.shape[0] == 300 && d.shape[1] == 64,
+           "stretch: 64x300 (up and down at once)");
+    if (!st) {
+        CHECKF(near(px_at(&d, 150, 1, 1), 200) &&
+                   near(px_at(&d, 150, 62, 1), 200) &&
+                   near(px_at(&d, 150, 24, 0), 200),
+               "stretch: all of it, in order");
+        dlk_buf_free(&d.data);
+    }
+    /* CHW equals HWC transposed; 4 channels get opaque alpha. */
+    o = img_opts(4);
+    o.width = 50, o.height = 40;
+    dlk_decoded a, b;
+    st = dlk_image_finish(&im, &o, &a, &err);
+    o.chw = true;
+    st |= dlk_image_finish(&im, &o, &b, &err);
+    CHECKF(!st && b.shape[0] == 4 && b.shape[1] == 40 && b.shape[2] == 50,
+           "chw: shape [4,40,50]");
+    if (!st) {
+        bool same = true, opaque = true;
+        for (int y = 0; y < 40; y++)
+            for (int x = 0; x < 50; x++)
+                for (int c = 0; c < 4; c++)
+                    same &= a.data.data[(y * 50 + x) * 4 + c] ==
+                            b.data.data[(c * 40 + y) * 50 + x];
+        for (int i = 0; i < 40 * 50; i++)
+            opaque &= a.data.data[i * 4 + 3] == 255;
+        CHECKF(same, "chw: the same pixels as hwc, transposed");
+        CHECKF(opaque, "4 channels from RGB: alpha 255");
+    }
+    dlk_buf_free(&a.data);
+    dlk_buf_free(&b.data);
+    dlk_image_free(&im);
+}
+
+/* Scaled JPEG decode against full decode + resize: close. */
+static void scaled_jpeg(void)
+{
+    size_t n;
+    uint8_t *p = slurp("base500.jpg", &n);
+    if (!p)
+        return;
+    dlk_image_opts full = img_opts(3), o = img_opts(3);
+    o.width = 112, o.height = 112;
+    o.fit = DLK_FIT_CROP;
+    dlk_image im;
+    dlk_decoded a, b;
+    dlk_error err = {0};
+    dlk_status st = dlk_jpeg_decode(p, n, "base500.jpg", &full, &im, &err);
+    st |= dlk_image_finish(&im, &o, &a, &err);
+    dlk_image_free(&im);
+    st |= dlk_jpeg_decode(p, n, "base500.jpg", &o, &im, &err);
+    CHECKF(!st && im.w < 500 && im.w >= 112 && im.h >= 112,
+           "112x112 target: scaled JPEG decode (%dx%d)", im.w, im.h);
+    dlk_image_free(&im);
+    st |= dlk_decode_image(p, n, "base500.jpg", &o, &b, &err);
+    if (!st) {
+        double sum = 0;
+        for (size_t i = 0; i < a.data.len; i++)
+            sum += abs((int)a.data.data[i] - (int)b.data.data[i]);
+        double mad = sum / a.data.len;
+        CHECKF(mad < 4.0, "scaled decode close to full decode + resize "
+               "(mean abs diff %.2f)", mad);
+        dlk_buf_free(&a.data);
+        dlk_buf_free(&b.data);
+    }
+    free(p);
+}
+
+/* ---- video -------------------------------------------------------- */
+
+/* The frame index encoded in the top-left block (luma 16+2N). */
+static int frame_index(const dlk_decoded *d, int t)
+{
+    int64_t h = d->shape[1], w = d->shape[2], c = d->shape[3];
+    const uint8_t *f = d->data.data + (size_t)t * h * w * c;
+    double s = 0;
+    for (int y = 8; y < 56; y++)
+        for (int x = 8; x < 56; x++)
+            s += f[((size_t)y * w + x) * c];
+    return (int)lround(s / (48 * 48) * 219.0 / 255.0 / 2.0);
+}
+
+static void video_case(const char *file, int frames, double fps,
+                       double clip, const int *want, int nwant, int h, int w)
+{
+    size_t n;
+    uint8_t *p = slurp(file, &n);
+    if (!p) {
+        CHECKF(false, "fixture %s", file);
+        return;
+    }
+    dlk_video_opts o = {0};
+    o.frames = frames, o.fps = fps, o.clip_seconds = clip;
+    dlk_decoded d;
+    dlk_error err = {0};
+    dlk_status st = dlk_decode_video(p, n, file, &o, &d, &err);
+    CHECKF(st == DLK_OK, "video %s frames %d fps %g clip %g (%s)", file,
+           frames, fps, clip, st ? err.msg : "ok");
+    if (!st) {
+        CHECKF(d.ndim == 4 && d.shape[0] == nwant && d.shape[1] == h &&
+                   d.shape[2] == w && d.shape[3] == 3,
+               "%s: shape [%d,%d,%d,3] (got [%lld,%lld,%lld,%lld])", file,
+               nwant, h, w, (long long)d.shape[0], (long long)d.shape[1],
+               (long long)d.shape[2], (long long)d.shape[3]);
+        char got[512] = "";
+        bool same = d.shape[0] == nwant;
+        for (int t = 0; t < d.shape[0] && t < 64; t++) {
+            int k = frame_index(&d, t);
+            same &= t < nwant && k == want[t];
+            snprintf(got + strlen(got), sizeof got - strlen(got), " %d", k);
+        }
+        CHECKF(same, "%s: sampled frames are the expected ones (got%s)",
+               file, got);
+        dlk_buf_free(&d.data);
+    }
+    free(p);
+}
+
+static void video_fail(const char *file, const dlk_video_opts *o,
+                       dlk_status want, const char *what)
+{
+    size_t n;
+    uint8_t *p = slurp(file, &n);
+    if (!p) {
+        CHECKF(false, "fixture %s", file);
+        return;
+    }
+    dlk_decoded d;
+    dlk_error err = {0};
+    dlk_status st = dlk_decode_video(p, n, file, o, &d, &err);
+    CHECKF(st == want && strstr(err.msg, file), "%s (%s): status %d (want "
+           "%d): %s", what, file, st, want, err.msg);
+    if (!st)
+        dlk_buf_free(&d.data);
+    free(p);
+}
+
+static void video_tests(void)
+{
+    int every5[15], every1[20];
+    for (int i = 0; i < 15; i++)
+        every5[i] = 5 * i;
+    for (int i = 0; i < 20; i++)
+        every1[i] = i;
+    video_case("h264.mp4", 5, 0, 0, (int[]){10, 30, 50, 70, 90}, 5, 240, 320);
+    video_case("h264_fast.mp4", 5, 0, 0, (int[]){10, 30, 50, 70, 90}, 5, 240,
+               320);
+    video_case("h264.mp4", 0, 5, 3, every5, 15, 240, 320);
+    video_case("h264.mp4", 2, 0, 2.4, (int[]){15, 45}, 2, 240, 320);
+    video_case("vp9.webm", 4, 0, 0, (int[]){6, 19, 31, 44}, 4, 120, 160);
+    video_case("mpeg4.avi", 4, 0, 0, (int[]){6, 19, 31, 44}, 4, 120, 160);
+    video_case("mjpeg.avi", 5, 0, 0, (int[]){2, 6, 10, 14, 18}, 5, 120, 160);
+    video_case("mjpeg.avi", 0, 0, 0, every1, 20, 120, 160);
+
+    /* Resized, gray, channels first. */
+    size_t n;
+    uint8_t *p = slurp("vp9.webm", &n);
+    if (p) {
+        dlk_video_opts o = {0};
+        o.frames = 3;
+        o.image.width = 64, o.image.height = 48, o.image.channels = 1;
+        o.image.chw = true, o.image.fit = DLK_FIT_CROP;
+        dlk_decoded d;
+        dlk_error err = {0};
+        dlk_status st = dlk_decode_video(p, n, "vp9.webm", &o, &d, &err);
+        CHECKF(!st && d.shape[0] == 3 && d.shape[1] == 1 && d.shape[2] == 48 &&
+                   d.shape[3] == 64 && d.data.len == 3 * 48 * 64,
+               "vp9 cropped to 64x48 gray CHW: [3,1,48,64] (%s)",
+               st ? err.msg : "ok");
+        if (!st)
+            dlk_buf_free(&d.data);
+        free(p);
+    }
+
+    dlk_video_opts o = {0};
+    o.frames = 4;
+    video_fail("audio.m4a", &o, DLK_EDECODE, "no video stream");
+    video_fail("trunc.mp4", &o, DLK_EDECODE, "truncated mp4 (moov first)");
+    video_fail("trunc_nomoov.mp4", &o, DLK_EDECODE, "truncated mp4 (no moov)");
+    video_fail("text.jpg", &o, DLK_EDECODE, "text as a video");
+    video_fail("empty.jpg", &o, DLK_EDECODE, "zero bytes as a video");
+    video_fail("base500.jpg", &o, DLK_EDECODE, "a JPEG as a video");
+    dlk_video_opts big = o;
+    big.image.max_pixels = 1000000;
+    video_fail("big.avi", &big, DLK_ELIMIT, "1920x1080 frames over max_pixels");
+    dlk_video_opts many = o;
+    many.frames = 10, many.max_frames = 5;
+    video_fail("h264.mp4", &many, DLK_ELIMIT, "more frames than max_frames");
+    many.frames = 0, many.fps = 0;
+    video_fail("h264.mp4", &many, DLK_ELIMIT, "every frame over max_frames");
+
+    /* A corrupted stream: decoded or refused, cleanly. */
+    p = slurp("garbled.webm", &n);
+    if (p) {
+        dlk_decoded d;
+        dlk_error err = {0};
+        dlk_status st = dlk_decode_video(p, n, "garbled.webm", &o, &d, &err);
+        CHECKF(st == DLK_OK || ((st == DLK_EDECODE || st == DLK_ELIMIT) &&
+                                strstr(err.msg, "garbled.webm")),
+               "garbled webm: clean result (%d: %s)", st, err.msg);
+        if (!st)
+            dlk_buf_free(&d.data);
+        free(p);
+    }
+}
+
+/* ---- sniff and the PNG writer ------------------------------------- */
+
+static void sniff_tests(void)
+{
+    static const struct { const char *p; size_t n; dlk_media m; } t[] = {
+        {"\xff\xd8\xff\xe0", 4, DLK_MEDIA_JPEG},
+        {"\x89PNG\r\n\x1a\n", 8, DLK_MEDIA_PNG},
+        {"\0\0\0\x20" "ftypisom", 12, DLK_MEDIA_VIDEO},
+        {"\0\0\0\x20" "ftypheic", 12, DLK_MEDIA_UNKNOWN},
+        {"\x1a\x45\xdf\xa3\x01", 5, DLK_MEDIA_VIDEO},
+        {"RIFF\0\0\0\0AVI LIST", 16, DLK_MEDIA_VIDEO},
+        {"RIFF\0\0\0\0WEBPVP8 ", 16, DLK_MEDIA_UNKNOWN},
+        {"OggS\0", 5, DLK_MEDIA_VIDEO},
+        {"FLV\x01\x05", 5, DLK_MEDIA_VIDEO},
+        {"GIF89a", 6, DLK_MEDIA_VIDEO},
+        {"hello", 5, DLK_MEDIA_UNKNOWN},
+        {"", 0, DLK_MEDIA_UNKNOWN},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++)
+        CHECKF(dlk_media_sniff((const uint8_t *)t[i].p, t[i].n) == t[i].m,
+               "sniff case %zu", i);
+    uint8_t ts[188 * 3] = {0};
+    ts[0] = ts[188] = ts[376] = 0x47;
+    CHECKF(dlk_media_sniff(ts, sizeof ts) == DLK_MEDIA_VIDEO, "sniff MPEG-TS");
+    ts[188] = 0;
+    CHECKF(dlk_media_sniff(ts, sizeof ts) == DLK_MEDIA_UNKNOWN,
+           "sniff: one 0x47 is not MPEG-TS");
+}
+
+static void png_write_tests(void)
+{
+    enum { H = 7, W = 5, C = 3, T = 2 };
+    uint8_t px[T * H * W * C];
+    for (size_t i = 0; i < sizeof px; i++)
+        px[i] = (uint8_t)(i * 37 + 11);
+    dlk_sample s = {DLK_U8, 3, {H, W, C}, px, H * W * C};
+    void *png;
+    size_t len;
+    dlk_error err = {0};
+    dlk_status st = dlk_png_from_sample(&s, -1, -1, &png, &len, &err);
+    CHECKF(!st, "png from [7,5,3] (%s)", st ? err.msg : "ok");
+    if (!st) {
+        dlk_image_opts o = img_opts(3);
+        dlk_decoded d;
+        st = dlk_decode_image(png, len, "w.png", &o, &d, &err);
+        CHECKF(!st && d.data.len == sizeof px / T &&
+                   !memcmp(d.data.data, px, sizeof px / T),
+               "png round trip is exact");
+        if (!st)
+            dlk_buf_free(&d.data);
+        free(png);
+    }
+    dlk_sample chw = {DLK_U8, 3, {C, H, W}, px, H * W * C};
+    st = dlk_png_from_sample(&chw, -1, -1, &png, &len, &err);
+    if (!st) {
+        dlk_image_opts o = img_opts(3);
+        dlk_decoded d;
+        st = dlk_decode_image(png, len, "chw.png", &o, &d, &err);
+        CHECKF(!st && d.shape[0] == H && d.shape[1] == W &&
+                   d.data.data[(2 * W + 3) * 3 + 1] == px[(1 * H + 2) * W + 3],
+               "png from [3,7,5]: CHW detected");
+        if (!st)
+            dlk_buf_free(&d.data);
+        free(png);
+    } else {
+        CHECKF(false, "png from [3,7,5] (%s)", err.msg);
+    }
+    dlk_sample clip = {DLK_U8, 4, {T, H, W, C}, px, sizeof px};
+    st = dlk_png_from_sample(&clip, 1, -1, &png, &len, &err);
+    if (!st) {
+        dlk_image_opts o = img_opts(3);
+        dlk_decoded d;
+        st = dlk_decode_image(png, len, "f1.png", &o, &d, &err);
+        CHECKF(!st && !memcmp(d.data.data, px + H * W * C, H * W * C),
+               "png of frame 1 of a clip");
+        if (!st)
+            dlk_buf_free(&d.data);
+        free(png);
+    } else {
+        CHECKF(false, "png of frame 1 (%s)", err.msg);
+    }
+    CHECKF(dlk_png_from_sample(&clip, -1, -1, &png, &len, &err) == DLK_EINVAL,
+           "a clip needs a frame: %s", err.msg);
+    CHECKF(dlk_png_from_sample(&clip, 2, -1, &png, &len, &err) == DLK_EINVAL,
+           "frame past the end: %s", err.msg);
+    dlk_sample f32 = {DLK_F32, 1, {4}, px, 16};
+    CHECKF(dlk_png_from_sample(&f32, -1, -1, &png, &len, &err) == DLK_EINVAL,
+           "f32 is not an image: %s", err.msg);
+    dlk_sample cube = {DLK_U8, 3, {5, 5, 5}, px, 125};
+    CHECKF(dlk_png_from_sample(&cube, -1, -1, &png, &len, &err) == DLK_EINVAL,
+           "[5,5,5] is not an image: %s", err.msg);
+}
+
+int main(void)
+{
+    media = getenv("DLK_MEDIA_DIR");
+    sniff_tests();
+    crafted_errors();
+    resize_tests();
+    png_write_tests();
+    if (!media || !*media) {
+        UNIT_SKIP("media fixtures", "run by tests/t/t200-decode.sh");
+        return unit_done();
+    }
+    pillow_tests();
+    fixture_errors();
+    scaled_jpeg();
+    video_tests();
+    return unit_done();
+}

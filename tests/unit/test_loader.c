@@ -1,0 +1,356 @@
+/* test_loader.c - the loader's order (every sample once per epoch across
+ * ranks, equal batches, reproducible, resumable across world sizes) and
+ * its batches (the right bytes for the indices it reports), on the CPU. */
+#include "unit.h"
+#include "loader/order.h"
+#include "dlk.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* blocks of uneven sizes, like chunks of a real tensor */
+static size_t make_blocks(uint64_t n, uint64_t *first, uint32_t *count)
+{
+    size_t b = 0;
+    uint64_t pos = 0;
+    while (pos < n) {
+        uint32_t c = (uint32_t)(7 + (b * 13) % 11);
+        if (pos + c > n)
+            c = (uint32_t)(n - pos);
+        first[b] = pos;
+        count[b++] = c;
+        pos += c;
+    }
+    return b;
+}
+
+static dlk_loader_state state1(uint64_t seed, uint64_t epoch, uint32_t world,
+                               uint32_t batch)
+{
+    dlk_loader_state st;
+    memset(&st, 0, sizeof st);
+    st.seed = seed;
+    st.epoch = epoch;
+    st.nseg = 1;
+    st.seg[0].world = world;
+    st.seg[0].batch = batch;
+    return st;
+}
+
+/* Every non-pad sample exactly once across ranks; equal batch counts. */
+static int check_epoch(uint64_t n, uint32_t world, uint32_t batch,
+                       int drop_last, int shuffle)
+{
+    uint64_t first[4096];
+    uint32_t count[4096];
+    size_t nb = make_blocks(n, first, count);
+    dlk_order_params p = {shuffle, 42, 3, drop_last};
+    dlk_loader_state st = state1(42, 0, world, batch);
+    uint32_t *seen = calloc(n, sizeof *seen);
+    uint64_t batches = UINT64_MAX, real = 0;
+    int ok = 1;
+    for (uint32_t r = 0; r < world; r++) {
+        dlk_order o;
+        if (dlk_order_build(first, count, nb, &p, &st, r, &o, NULL))
+            return 0;
+        if (batches == UINT64_MAX)
+            batches = o.batches;
+        ok &= o.batches == batches && o.n == o.batches * batch;
+        for (uint64_t i = 0; i < o.n; i++) {
+            ok &= o.sample[i] < n;
+            if (!o.pad[i] && o.sample[i] < n) {
+                seen[o.sample[i]]++;
+                real++;
+            }
+        }
+        dlk_order_free(&o);
+    }
+    for (uint64_t i = 0; i < n; i++)
+        ok &= drop_last ? seen[i] <= 1 : seen[i] == 1;
+    /* drop_last loses less than a batch per rank plus the span remainder */
+    if (drop_last)
+        ok &= real + (uint64_t)world * batch + world > n;
+    free(seen);
+    return ok;
+}
+
+static uint64_t *stream(uint64_t n, const dlk_loader_state *st, uint32_t r,
+                        uint64_t *len, uint8_t **pad)
+{
+    static uint64_t first[4096];
+    static uint32_t count[4096];
+    size_t nb = make_blocks(n, first, count);
+    dlk_order_params p = {1, st->seed, 3, 0};
+    dlk_order o;
+    if (dlk_order_build(first, count, nb, &p, st, r, &o, NULL))
+        return NULL;
+    *len = o.n;
+    if (pad)
+        *pad = o.pad;
+    else
+        free(o.pad);
+    return o.sample;
+}
+
+static void test_order(void)
+{
+    int all = 1;
+    for (uint32_t w = 1; w <= 8; w++)
+        for (uint64_t n = 1; n < 300; n += 37)
+            all &= check_epoch(n, w, 5, 0, 1) && check_epoch(n, w, 5, 1, 1) &&
+                   check_epoch(n, w, 4, 0, 0);
+    UNIT_CHECK("every sample exactly once per epoch, world 1-8, uneven sizes",
+               all);
+    UNIT_CHECK("a big uneven dataset too", check_epoch(10007, 7, 64, 0, 1));
+
+    dlk_loader_state a = state1(42, 0, 1, 8), b = state1(42, 1, 1, 8),
+                     c = state1(43, 0, 1, 8);
+    uint64_t la, lb, lc, la2;
+    uint64_t *sa = stream(500, &a, 0, &la, NULL);
+    uint64_t *sb = stream(500, &b, 0, &lb, NULL);
+    uint64_t *sc = stream(500, &c, 0, &lc, NULL);
+    uint64_t *sa2 = stream(500, &a, 0, &la2, NULL);
+    UNIT_CHECK("same seed and epoch: same order",
+               la == la2 && !memcmp(sa, sa2, la * 8));
+    UNIT_CHECK("another epoch: another order", la == lb && memcmp(sa, sb, la * 8));
+    UNIT_CHECK("another seed: another order", la == lc && memcmp(sa, sc, la * 8));
+    int moved = 0;
+    for (uint64_t i = 0; i < la; i++)
+        moved += sa[i] != i;
+    UNIT_CHECK("shuffled: most samples leave their place", moved > 400);
+    free(sa); free(sb); free(sc); free(sa2);
+
+    /* resume: world 3 for 7 steps, then world 5 (and batch 4): the rest of
+     * the epoch is exactly the samples not yet consumed */
+    const uint64_t n = 1000;
+    dlk_loader_state s3 = state1(9, 2, 3, 6);
+    uint32_t *seen = calloc(n, sizeof *seen);
+    for (uint32_t r = 0; r < 3; r++) {
+        uint64_t len;
+        uint8_t *pad;
+        uint64_t *s = stream(n, &s3, r, &len, &pad);
+        for (uint64_t i = 0; i < 7 * 6; i++)
+            if (!pad[i])
+                seen[s[i]]++;
+        free(s);
+        free(pad);
+    }
+    dlk_loader_state s5 = s3;
+    s5.seg[0].steps = 7;
+    s5.nseg = 2;
+    s5.seg[1].world = 5;
+    s5.seg[1].batch = 4;
+    s5.seg[1].steps = 0;
+    uint64_t batches = 0;
+    int eq = 1;
+    for (uint32_t r = 0; r < 5; r++) {
+        uint64_t len;
+        uint8_t *pad;
+        uint64_t *s = stream(n, &s5, r, &len, &pad);
+        if (r == 0)
+            batches = len / 4;
+        eq &= len / 4 == batches;
+        for (uint64_t i = 0; i < len; i++)
+            if (!pad[i])
+                seen[s[i]]++;
+        free(s);
+        free(pad);
+    }
+    int once = 1;
+    for (uint64_t i = 0; i < n; i++)
+        once &= seen[i] == 1;
+    UNIT_CHECK("resume with another world and batch size: every sample once",
+               once);
+    UNIT_CHECK("resume: equal batches on the new ranks", eq);
+    free(seen);
+
+    /* resume with the same layout reproduces the same stream */
+    dlk_loader_state r1 = state1(9, 2, 3, 6);
+    uint64_t l1, l2;
+    uint64_t *x1 = stream(n, &r1, 1, &l1, NULL);
+    r1.seg[0].steps = 11; /* the loader skips steps; the plan is the same */
+    uint64_t *x2 = stream(n, &r1, 1, &l2, NULL);
+    UNIT_CHECK("resume with the same layout: the same plan",
+               l1 == l2 && !memcmp(x1, x2, l1 * 8));
+    free(x1);
+    free(x2);
+}
+
+/* ---- end to end on the CPU ----------------------------------------- */
+
+static char dir[256];
+
+static int make_dataset(uint64_t n)
+{
+    snprintf(dir, sizeof dir, "/tmp/dlk-test-loader-%d", (int)getpid());
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        return -1;
+    dlk_tensor_spec s[3];
+    if (dlk_tensor_spec_parse("images:u8:8x8x3", &s[0], NULL) ||
+        dlk_tensor_spec_parse("labels:i64", &s[1], NULL) ||
+        dlk_tensor_spec_parse("boxes:u16:?x2:zstd", &s[2], NULL))
+        return -1;
+    s[0].chunk_bytes = 8 * 8 * 3 * 10; /* 10 images a chunk */
+    s[1].chunk_bytes = 8 * 64;
+    s[2].chunk_bytes = 300;
+    dlk_dataset *ds;
+    if (dlk_dataset_create(dir, s, 3, &ds, NULL))
+        return -1;
+    for (uint64_t i = 0; i < n; i++) {
+        uint8_t img[192];
+        for (int k = 0; k < 192; k++)
+            img[k] = (uint8_t)(i * 7 + k);
+        int64_t ishape[3] = {8, 8, 3}, bshape[2] = {(int64_t)(i % 4 + 1), 2};
+        int64_t label = (int64_t)i;
+        uint16_t boxes[8];
+        for (int k = 0; k < 8; k++)
+            boxes[k] = (uint16_t)(i + k);
+        if (dlk_append(ds, 0, img, 192, ishape, 3, NULL) ||
+            dlk_append(ds, 1, &label, 8, NULL, 0, NULL) ||
+            dlk_append(ds, 2, boxes, (size_t)bshape[0] * 4, bshape, 2, NULL))
+            return -1;
+    }
+    return dlk_dataset_close(ds, NULL) ? -1 : 0;
+}
+
+static void test_loader_cpu(void)
+{
+    const uint64_t n = 253;
+    if (make_dataset(n)) {
+        UNIT_CHECK("make a dataset", 0);
+        return;
+    }
+    dlk_dataset *ds;
+    dlk_error err;
+    UNIT_CHECK("open", dlk_dataset_open(dir, NULL, &ds, &err) == DLK_OK);
+    uint32_t *seen = calloc(n, sizeof *seen);
+    int right = 1, equal_batches = 1, sums = 1;
+    uint64_t batches0 = 0;
+    for (uint32_t r = 0; r < 3; r++) {
+        dlk_loader_opts o = {0};
+        o.batch_size = 16;
+        o.shuffle = 1;
+        o.seed = 5;
+        o.window_chunks = 2;
+        o.rank = r;
+        o.world_size = 3;
+        o.io_threads = 3;
+        o.check = 1;
+        o.memory_limit = 4096; /* tiny: exercises the budget */
+        dlk_loader *l;
+        if (dlk_loader_open(ds, &o, &l, &err)) {
+            UNIT_CHECK(err.msg, 0);
+            break;
+        }
+        const dlk_batch *b;
+        uint64_t nb = 0;
+        while (dlk_loader_next(l, &b, &err) == DLK_OK && b) {
+            nb++;
+            const int64_t *labels = b->tensors[1].data;
+            const uint8_t *imgs = b->tensors[0].data;
+            const uint16_t *boxes = b->tensors[2].data;
+            for (uint32_t i = 0; i < b->size; i++) {
+                uint64_t s = b->indices[i];
+                right &= labels[i] == (int64_t)s;
+                right &= imgs[i * 192 + 5] == (uint8_t)(s * 7 + 5);
+                uint64_t off = b->tensors[2].offsets[i];
+                right &= b->tensors[2].shapes[i * 2] == (int64_t)(s % 4 + 1);
+                right &= boxes[off / 2] == (uint16_t)s;
+                if (!b->pad[i])
+                    seen[s]++;
+            }
+            dlk_loader_step(l, 0, &err);
+        }
+        if (r == 0)
+            batches0 = nb;
+        equal_batches &= nb == batches0 && nb == dlk_loader_batches(l) + 0 * nb;
+        uint64_t dev, host;
+        dlk_loader_checksums(l, &dev, &host);
+        sums &= dev == host && dev != 0;
+        dlk_loader_close(l);
+    }
+    int once = 1;
+    for (uint64_t i = 0; i < n; i++)
+        once &= seen[i] == 1;
+    UNIT_CHECK("cpu loader: batches hold the bytes of the samples they name",
+               right);
+    UNIT_CHECK("cpu loader: 3 ranks see every sample once", once);
+    UNIT_CHECK("cpu loader: device and host checksums agree", sums);
+    UNIT_CHECK("cpu loader: the same number of batches on every rank",
+               equal_batches);
+
+    /* stop mid-epoch, save the state, resume in a new loader with 2 ranks */
+    memset(seen, 0, n * sizeof *seen);
+    dlk_loader_opts o = {0};
+    o.batch_size = 10;
+    o.shuffle = 1;
+    o.seed = 77;
+    o.world_size = 1;
+    dlk_loader *l;
+    const dlk_batch *b;
+    dlk_loader_open(ds, &o, &l, &err);
+    for (int k = 0; k < 9 && dlk_loader_next(l, &b, &err) == DLK_OK && b; k++)
+        for (uint32_t i = 0; i < b->size; i++)
+            seen[b->indices[i]] += !b->pad[i];
+    dlk_loader_state st;
+    dlk_loader_state_get(l, &st);
+    char *js = dlk_loader_state_json(&st);
+    dlk_loader_close(l);
+    dlk_loader_state back;
+    UNIT_CHECK("state round-trips through JSON",
+               js && dlk_loader_state_parse(js, &back, &err) == DLK_OK &&
+                   back.seg[0].steps == 9 && back.seed == 77);
+    free(js);
+    for (uint32_t r = 0; r < 2; r++) {
+        dlk_loader_opts o2 = o;
+        o2.world_size = 2;
+        o2.rank = r;
+        o2.batch_size = 7;
+        dlk_loader_open(ds, &o2, &l, &err);
+        if (dlk_loader_restore(l, &back, &err)) {
+            UNIT_CHECK(err.msg, 0);
+            dlk_loader_close(l);
+            break;
+        }
+        while (dlk_loader_next(l, &b, &err) == DLK_OK && b)
+            for (uint32_t i = 0; i < b->size; i++)
+                seen[b->indices[i]] += !b->pad[i];
+        dlk_loader_close(l);
+    }
+    once = 1;
+    for (uint64_t i = 0; i < n; i++)
+        once &= seen[i] == 1;
+    UNIT_CHECK("resumed mid-epoch on 2 ranks: the epoch completes, each "
+               "sample once", once);
+
+    dlk_loader_opts bad = {0};
+    bad.device = "cuda:0";
+    char why[128];
+    if (!dlk_cuda_available(why, sizeof why)) {
+        UNIT_CHECK("cuda:0 without a GPU is a clear error",
+                   dlk_loader_open(ds, &bad, &l, &err) == DLK_EGPU &&
+                       err.msg[0]);
+    } else {
+        UNIT_SKIP("cuda:0 without a GPU", "a GPU is present");
+    }
+    bad.device = "auto";
+    UNIT_CHECK("auto falls back to a working device",
+               dlk_loader_open(ds, &bad, &l, &err) == DLK_OK);
+    dlk_loader_close(l);
+    free(seen);
+    dlk_dataset_free(ds);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", dir);
+}
+
+int main(void)
+{
+    test_order();
+    test_loader_cpu();
+    return unit_done();
+}
