@@ -19,6 +19,7 @@ enum {
     EXIT_CONFLICT = 4  /* another writer changed the dataset: retry */
 };
 
+int cmd_bench_stream(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
 int cmd_commit(int argc, char **argv);
 int cmd_create(int argc, char **argv);

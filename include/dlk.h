@@ -364,6 +364,8 @@ typedef struct dlk_loader_opts {
     uint64_t memory_limit;       /* bytes for chunk buffers; 0: derived */
     int check;                   /* fold every batch into a checksum that
                                     is compared with the CPU's */
+    int no_verify;               /* skip each chunk's stored-payload
+                                    checksum on read (a CPU pass) */
 } dlk_loader_opts;
 
 /* One tensor of a batch.  Fixed shapes: data is [batch, *shape] dense.

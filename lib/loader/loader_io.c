@@ -4,6 +4,7 @@
 #include "loader_int.h"
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 static int cmp_first(const void *a, const void *b, void *slots)
@@ -62,9 +63,11 @@ static dlk_status load(dlk_loader *l, dlk_slot *s, double *storage_s,
         return dlk_fail(err, DLK_ENOMEM, "cannot allocate %zu bytes for a "
                         "chunk of '%s'", cap, t->spec.name);
     double t0 = dlk_now_s();
-    /* the checksums of the stored bytes are checked on every read */
-    dlk_status rc = dlk_chunk_load(l->ds, t, e, DLK_DECODE_VERIFY, s->host,
-                                   cap, &s->ch, err);
+    /* the stored bytes' checksum is checked on every read, unless asked
+     * not to (header and index are always checked) */
+    dlk_status rc = dlk_chunk_load(l->ds, t, e,
+                                   l->o.no_verify ? 0 : DLK_DECODE_VERIFY,
+                                   s->host, cap, &s->ch, err);
     double t1 = dlk_now_s();
     if (rc)
         return rc;

@@ -1,0 +1,352 @@
+/* bench_stream.c - dlk bench-stream: stream a dataset the way a training
+ * job would and report what the GPU (or CPU) would see. */
+#include "cmd.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char usage_text[] =
+    "usage: dlk bench-stream DATASET [options]\n"
+    "\n"
+    "  --device DEV       cuda:N, cpu or auto (default auto: cuda:LOCAL_RANK\n"
+    "                     when a GPU is there, else cpu with a notice)\n"
+    "  --batch-size B     samples per batch (default 256)\n"
+    "  --workers N        I/O threads (default: cores, at most 32)\n"
+    "  --prefetch P       chunks read ahead of the shuffle window (default 2x)\n"
+    "  --window K         shuffle window in chunks (default 8)\n"
+    "  --shuffle          shuffle (else dataset order)\n"
+    "  --seed S           shuffle seed (default 0)\n"
+    "  --epochs E         epochs to stream (default 1)\n"
+    "  --step-ms T        a simulated training step of T ms per batch\n"
+    "  --rank R --world W this process's rank and the world size (default\n"
+    "                     from RANK/WORLD_SIZE, OMPI_COMM_WORLD_*, SLURM_*)\n"
+    "  --tensors A,B      load only these tensors (default all)\n"
+    "  --memory BYTES     budget for chunk buffers (suffix K M G)\n"
+    "  --no-check         skip the CPU-side checksum of every batch\n"
+    "  --no-verify        skip the check of each chunk's stored checksum on\n"
+    "                     read (saves a CPU pass over every byte)\n"
+    "  --at REF           stream a commit (main, main~N, an id or prefix)\n"
+    "  --json             print the report as JSON\n"
+    "  -h, --help         this text\n";
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static unsigned long long parse_bytes(const char *s)
+{
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s)
+        return 0;
+    switch (*end) {
+    case 'K': case 'k': v <<= 10; end++; break;
+    case 'M': case 'm': v <<= 20; end++; break;
+    case 'G': case 'g': v <<= 30; end++; break;
+    }
+    return *end ? 0 : v;
+}
+
+static long env_long(const char *a, const char *b, const char *c, long dflt)
+{
+    const char *names[] = {a, b, c};
+    for (int i = 0; i < 3; i++) {
+        const char *v = names[i] ? getenv(names[i]) : NULL;
+        if (v && *v)
+            return strtol(v, NULL, 10);
+    }
+    return dflt;
+}
+
+/* Shuffle quality of one rank's epoch: mean |position - index| relative
+ * to a random permutation's N/3, and the correlation of neighbours. */
+struct quality {
+    double sum_disp, n;
+    double sx, sy, sxx, syy, sxy, pairs;
+    double prev;
+};
+
+static void quality_add(struct quality *q, double pos, double idx)
+{
+    q->sum_disp += fabs(pos - idx);
+    q->n++;
+    if (q->n > 1) {
+        q->sx += q->prev; q->sy += idx;
+        q->sxx += q->prev * q->prev; q->syy += idx * idx;
+        q->sxy += q->prev * idx;
+        q->pairs++;
+    }
+    q->prev = idx;
+}
+
+static double quality_corr(const struct quality *q)
+{
+    double n = q->pairs;
+    double cov = q->sxy / n - (q->sx / n) * (q->sy / n);
+    double vx = q->sxx / n - (q->sx / n) * (q->sx / n);
+    double vy = q->syy / n - (q->sy / n) * (q->sy / n);
+    return vx > 0 && vy > 0 ? cov / sqrt(vx * vy) : 1.0;
+}
+
+int cmd_bench_stream(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"device", required_argument, 0, 'd'},
+        {"batch-size", required_argument, 0, 'b'},
+        {"workers", required_argument, 0, 'w'},
+        {"prefetch", required_argument, 0, 'p'},
+        {"window", required_argument, 0, 'K'},
+        {"shuffle", no_argument, 0, 's'},
+        {"seed", required_argument, 0, 'S'},
+        {"epochs", required_argument, 0, 'e'},
+        {"step-ms", required_argument, 0, 't'},
+        {"rank", required_argument, 0, 'r'},
+        {"world", required_argument, 0, 'W'},
+        {"tensors", required_argument, 0, 'T'},
+        {"memory", required_argument, 0, 'm'},
+        {"no-check", no_argument, 0, 'C'},
+        {"no-verify", no_argument, 0, 'V'},
+        {"at", required_argument, 0, 'a'},
+        {"json", no_argument, 0, 'j'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    dlk_loader_opts lo = {0};
+    lo.check = 1;
+    const char *device = "auto", *at = NULL, *tensors = NULL;
+    long epochs = 1, rank = -1, world = -1;
+    double step_ms = 0;
+    bool json = false;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        char *end = NULL;
+        switch (c) {
+        case 'd': device = optarg; break;
+        case 'b': lo.batch_size = (uint32_t)strtoul(optarg, &end, 10); break;
+        case 'w': lo.io_threads = (uint32_t)strtoul(optarg, &end, 10); break;
+        case 'p': lo.prefetch_chunks = (uint32_t)strtoul(optarg, &end, 10); break;
+        case 'K': lo.window_chunks = (uint32_t)strtoul(optarg, &end, 10); break;
+        case 's': lo.shuffle = 1; break;
+        case 'S': lo.seed = strtoull(optarg, &end, 10); break;
+        case 'e': epochs = strtol(optarg, &end, 10); break;
+        case 't': step_ms = strtod(optarg, &end); break;
+        case 'r': rank = strtol(optarg, &end, 10); break;
+        case 'W': world = strtol(optarg, &end, 10); break;
+        case 'T': tensors = optarg; break;
+        case 'm':
+            if (!(lo.memory_limit = parse_bytes(optarg))) {
+                cmd_error("bench-stream", "bad --memory '%s'", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'C': lo.check = 0; break;
+        case 'V': lo.no_verify = 1; break;
+        case 'a': at = optarg; break;
+        case 'j': json = true; break;
+        case 'h': return cmd_finish("bench-stream", cmd_usage(usage_text, true));
+        default:
+            cmd_error("bench-stream", "unknown or incomplete option '%s'",
+                      argv[optind - 1]);
+            return cmd_usage(usage_text, false);
+        }
+        if (end && *end) {
+            cmd_error("bench-stream", "bad number '%s'", optarg);
+            return EXIT_USAGE;
+        }
+    }
+    if (argc - optind != 1) {
+        cmd_error("bench-stream", "expected one DATASET");
+        return cmd_usage(usage_text, false);
+    }
+    if (epochs < 1 || step_ms < 0 || step_ms > 60000) {
+        cmd_error("bench-stream", "--epochs must be >= 1 and --step-ms 0-60000");
+        return EXIT_USAGE;
+    }
+    /* rank and world from the flags, else from the launcher */
+    if (rank < 0)
+        rank = env_long("RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", 0);
+    if (world < 0)
+        world = env_long("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", 1);
+    if (world < 1 || rank < 0 || rank >= world) {
+        cmd_error("bench-stream", "rank %ld is not in a world of %ld", rank,
+                  world);
+        return EXIT_USAGE;
+    }
+    lo.rank = (uint32_t)rank;
+    lo.world_size = (uint32_t)world;
+    char devbuf[32];
+    if (strcmp(device, "auto") == 0) {
+        char why[160];
+        if (dlk_cuda_available(why, sizeof why)) {
+            snprintf(devbuf, sizeof devbuf, "cuda:%ld",
+                     env_long("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                              "SLURM_LOCALID", 0));
+            device = devbuf;
+        } else {
+            fprintf(stderr, "dlk bench-stream: no usable GPU (%s); running "
+                    "on the cpu\n", why);
+            device = "cpu";
+        }
+    }
+    lo.device = device;
+    char *names[256];
+    char *tlist = tensors ? strdup(tensors) : NULL;
+    if (tlist) {
+        size_t n = 0;
+        for (char *tok = strtok(tlist, ","); tok && n < 256;
+             tok = strtok(NULL, ","))
+            names[n++] = tok;
+        lo.tensors = (const char *const *)names;
+        lo.ntensors = n;
+    }
+
+    dlk_error err;
+    dlk_dataset *ds;
+    double t_open = now_s();
+    if (dlk_dataset_open(argv[optind], at, &ds, &err)) {
+        free(tlist);
+        return cmd_fail("bench-stream", &err);
+    }
+    dlk_loader *l;
+    if (dlk_loader_open(ds, &lo, &l, &err)) {
+        free(tlist);
+        dlk_dataset_free(ds);
+        return cmd_fail("bench-stream", &err);
+    }
+    bool tty = isatty(2) && !json;
+    double t0 = now_s(), last_draw = 0, first_batch = -1;
+    uint64_t samples = 0, bytes = 0, batches = 0;
+    struct quality q = {0};
+    uint64_t pos = 0;
+    int code = EXIT_OK;
+    for (long e = 0; e < epochs && code == EXIT_OK; e++) {
+        const dlk_batch *b;
+        for (;;) {
+            if (dlk_loader_next(l, &b, &err)) {
+                code = cmd_fail("bench-stream", &err);
+                break;
+            }
+            if (!b)
+                break;
+            if (first_batch < 0)
+                first_batch = now_s() - t_open;
+            if (dlk_loader_step(l, step_ms, &err)) {
+                code = cmd_fail("bench-stream", &err);
+                break;
+            }
+            batches++;
+            samples += b->size;
+            for (size_t t = 0; t < b->ntensors; t++)
+                bytes += b->tensors[t].nbytes;
+            if (e == 0)
+                for (uint32_t i = 0; i < b->size; i++)
+                    quality_add(&q, (double)pos++, (double)b->indices[i]);
+            double now = now_s();
+            if (tty && now - last_draw > 0.25) {
+                last_draw = now;
+                fprintf(stderr, "\r  epoch %ld  %llu batches  %.0f samples/s  "
+                        "%.2f GB/s   ", e + 1, (unsigned long long)batches,
+                        samples / (now - t0), bytes / (now - t0) / 1e9);
+            }
+        }
+    }
+    if (tty)
+        fputs("\r\033[K", stderr);
+    double wall = now_s() - t0;
+    dlk_loader_stats st;
+    dlk_loader_stats_get(l, &st);
+    uint64_t dev_sum, host_sum;
+    dlk_loader_checksums(l, &dev_sum, &host_sum);
+    dlk_io_counters io;
+    dlk_io_counters_get(&io);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    uint64_t rss = (uint64_t)ru.ru_maxrss * 1024;
+    bool on_device = strncmp(device, "cuda", 4) == 0;
+    /* the bottleneck: the stage with the most time per thread doing it */
+    struct { const char *name; double s; } stages[] = {
+        {"storage", st.storage_s / (lo.io_threads ? lo.io_threads : 1)},
+        {"decompress", st.decompress_s / (lo.io_threads ? lo.io_threads : 1)},
+        {"host_to_device", st.h2d_s},
+        {"gather", st.gather_s},
+        {"step", st.step_s},
+    };
+    size_t worst = 0;
+    for (size_t i = 1; i < sizeof stages / sizeof stages[0]; i++)
+        if (stages[i].s > stages[worst].s)
+            worst = i;
+    double mean_disp = q.n ? q.sum_disp / q.n / (q.n / 3.0) : 0;
+    double corr = q.pairs > 1 ? quality_corr(&q) : 1;
+    bool check_ok = !lo.check || dev_sum == host_sum;
+    if (code == EXIT_OK && json) {
+        json_t *o = json_pack(
+            "{s:s,s:s,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:s,"
+            "s:{s:f,s:f,s:f,s:f,s:f},s:f,s:f,s:o,s:I,s:I}",
+            "dataset", argv[optind], "device", device,
+            "samples", (json_int_t)samples, "batches", (json_int_t)batches,
+            "seconds", wall, "samples_per_s", samples / wall,
+            "bytes_per_s", bytes / wall,
+            "gpu_busy_pct", 100.0 * st.gpu_busy_s / wall,
+            "stall_pct", 100.0 * st.wait_s / wall,
+            "first_batch_s", first_batch,
+            "requests", (json_int_t)(io.gets + io.heads + io.lists),
+            "bytes_read", (json_int_t)io.bytes_read,
+            "peak_rss_bytes", (json_int_t)rss,
+            "bottleneck", stages[worst].name,
+            "stages", "storage", st.storage_s, "decompress", st.decompress_s,
+            "host_to_device", st.h2d_s, "gather", st.gather_s,
+            "step", st.step_s,
+            "shuffle_displacement", mean_disp, "shuffle_neighbour_corr", corr,
+            "checksum_ok", lo.check ? json_boolean(check_ok) : json_null(),
+            "rank", (json_int_t)rank, "world", (json_int_t)world);
+        json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_INDENT(2));
+        putchar('\n');
+        json_decref(o);
+    } else if (code == EXIT_OK) {
+        char b1[32], b2[32], b3[32];
+        printf("dlk bench-stream %s on %s (rank %ld of %ld)\n", argv[optind],
+               device, rank, world);
+        printf("  %llu samples in %llu batches, %.3f s: %.0f samples/s, "
+               "%.2f GB/s\n", (unsigned long long)samples,
+               (unsigned long long)batches, wall, samples / wall,
+               bytes / wall / 1e9);
+        printf("  first batch %.3f s; %s busy %.1f%%, stalled %.1f%%\n",
+               first_batch, on_device ? "GPU" : "consumer",
+               100.0 * st.gpu_busy_s / wall, 100.0 * st.wait_s / wall);
+        printf("  stages (s): storage %.3f, decompress %.3f, host-to-device "
+               "%.3f, gather %.3f, step %.3f; bottleneck: %s\n", st.storage_s,
+               st.decompress_s, st.h2d_s, st.gather_s, st.step_s,
+               stages[worst].name);
+        printf("  storage: %llu requests, %s read; peak RSS %s; chunk "
+               "buffers peak %s\n",
+               (unsigned long long)(io.gets + io.heads + io.lists),
+               cmd_bytes(io.bytes_read, b1), cmd_bytes(rss, b2),
+               cmd_bytes(st.peak_buffer_bytes, b3));
+        printf("  shuffle: mean displacement %.2f of a random permutation's, "
+               "neighbour correlation %.3f\n", mean_disp, corr);
+        if (lo.check)
+            printf("  checksum: device %016llx, cpu %016llx: %s\n",
+                   (unsigned long long)dev_sum, (unsigned long long)host_sum,
+                   check_ok ? "equal" : "DIFFERENT");
+    }
+    if (code == EXIT_OK && !check_ok) {
+        cmd_error("bench-stream", "the device's checksum differs from the "
+                  "cpu's: wrong bytes arrived");
+        code = EXIT_PROBLEMS;
+    }
+    dlk_loader_close(l);
+    dlk_dataset_free(ds);
+    free(tlist);
+    return cmd_finish("bench-stream", code);
+}

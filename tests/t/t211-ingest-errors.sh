@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Bad source objects: each is skipped and reported with its key and reason
+# (--on-error skip), or stops the run naming it with the dataset exactly
+# as before (--on-error fail).
+. "$DLK_TESTS/lib.sh"
+command -v ffmpeg >/dev/null || { skip "ingest errors" "ffmpeg missing"; exit 0; }
+ff() { ffmpeg -nostdin -hide_banner -loglevel error -y "$@"; }
+
+G=$T/good
+mkdir -p "$G" "$T/bad"
+ff -f lavfi -i "testsrc2=s=500x375:r=10" -frames:v 2 -q:v 3 "$G/good%d.jpg"
+ff -f lavfi -i "mandelbrot=s=120x90" -frames:v 1 "$G/good3.png"
+B=$T/bad
+head -c 6000 "$G/good1.jpg" > "$B/truncated.jpg"
+echo "this is text, not an image" > "$B/text.jpg"
+: > "$B/zero.jpg"
+python3 - "$G/good3.png" "$B/badcrc.png" <<'PY'
+import sys
+d = bytearray(open(sys.argv[1], "rb").read())
+i = d.index(b"IDAT") + 40
+d[i] ^= 0x55
+open(sys.argv[2], "wb").write(bytes(d))
+PY
+ff -f lavfi -i "sine=frequency=440:duration=1" -c:a aac "$B/novideo.mp4"
+ff -f lavfi -i "testsrc2=s=640x480" -frames:v 1 -q:v 3 "$B/huge.jpg"
+cp "$G/good2.jpg" "$B/nolabel.jpg"
+cases="truncated.jpg text.jpg zero.jpg badcrc.png novideo.mp4 huge.jpg nolabel.jpg"
+
+{
+    echo key,label
+    for f in good1.jpg good2.jpg good3.png truncated.jpg text.jpg zero.jpg badcrc.png novideo.mp4 huge.jpg; do
+        echo "$f,x"
+    done
+} > "$T/labels.csv"
+
+S=$T/all
+mkdir -p "$S"
+cp "$G"/* "$B"/* "$S/"
+schema="--tensor images:u8:32x32x3 --tensor labels:i32 --tensor video:u8:2x32x32x3 --kind video=video --classes labels=x,y"
+DS=$(ds_url skip)
+# shellcheck disable=SC2086
+ok "create with a schema" dlk create "$DS" $schema
+ok "skip: ingest goes on" dlk ingest "$DS" from-dir "$S" --labels "$T/labels.csv" --max-pixels 200000 --frames 2 --json
+check "good rows in, each bad key reported with a reason" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1]))
+# rows without a video have no value for "video": every image row is bad
+# here, so check the report, not the count
+keys={e["key"] for e in d["errors"]}
+for k in sys.argv[2].split():
+    assert k in keys, (k, d["errors"])
+assert all(e["reason"] for e in d["errors"]), d' "$OUT" "$cases"
+
+# With a schema of images and labels only (no video tensor), the video row
+# has nothing to feed: an image-less, label-less row is an error as well.
+DS=$(ds_url skip2)
+ok "create images+labels" dlk create "$DS" --tensor images:u8:32x32x3 --tensor labels:i32 --classes labels=x,y
+ok "skip mode" dlk ingest "$DS" from-dir "$S" --labels "$T/labels.csv" --max-pixels 200000 --json
+check "3 ingested, 7 skipped, keys and reasons" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1]))
+assert d["ingested"]==3 and d["skipped"]==7, d
+r={e["key"]:e["reason"] for e in d["errors"]}
+assert set(r)==set(sys.argv[2].split()), r
+assert "label" in r["nolabel.jpg"] and "labels.csv" in r["nolabel.jpg"], r
+assert "pixels" in r["huge.jpg"] or "max" in r["huge.jpg"], r
+print(r)' "$OUT" "$cases"
+ok "text report names the keys" dlk ingest "$DS" from-dir "$S" --labels "$T/labels.csv" --max-pixels 200000 --no-resume
+check "stderr names truncated.jpg" grep -q "skipped 'truncated.jpg'" "$ERR"
+
+for c in $cases; do
+    D=$T/f-${c%%.*}
+    mkdir -p "$D"
+    cp "$G"/* "$D/"
+    cp "$B/$c" "$D/"
+    DS=$(ds_url "fail-${c%%.*}")
+    ok "fail/$c: create" dlk create "$DS" --tensor images:u8:32x32x3 --tensor labels:i32 --classes labels=x,y
+    ok "fail/$c: a first good ingest" dlk ingest "$DS" from-dir "$G" --labels "$T/labels.csv" --quiet
+    obj_get "$DS" staging/manifest.json "$T/before.json"
+    fails "fail/$c: stops with exit 3" 3 dlk ingest "$DS" from-dir "$D" --labels "$T/labels.csv" --max-pixels 200000 --on-error fail
+    check "fail/$c: the message names the key" grep -q "'$c'" "$ERR"
+    obj_get "$DS" staging/manifest.json "$T/after.json"
+    check "fail/$c: the head is byte for byte as before" cmp "$T/before.json" "$T/after.json"
+done
