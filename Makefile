@@ -23,8 +23,18 @@ DESTDIR ?=
 CC      ?= cc
 PKG_CONFIG ?= pkg-config
 # Libraries found through pkg-config; `make deps` installs their -dev packages.
-PKGS    := jansson libxxhash libzstd libcurl expat libturbojpeg libpng \
-           libavformat libavcodec libswscale libavutil
+PKGS    := jansson libxxhash libzstd libcurl expat
+# Media decoders (ingest of images and video); MEDIA=0 leaves them out for
+# a streaming-only build (GPU nodes need none of these libraries).
+MEDIA   ?= 1
+MEDIA_PKGS := libturbojpeg libpng libavformat libavcodec libswscale libavutil
+MEDIA_SRC := $(wildcard lib/ingest/decode_*.c) lib/ingest/resize.c lib/ingest/png_write.c
+ifeq ($(MEDIA),1)
+PKGS    += $(MEDIA_PKGS)
+MEDIA_CFLAGS :=
+else
+MEDIA_CFLAGS := -DDLK_NO_MEDIA
+endif
 
 ifeq ($(V),1)
 Q :=
@@ -48,14 +58,33 @@ PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wstrict-prototypes \
              -Wno-missing-field-initializers -fPIC -MMD -MP \
-             -Iinclude -Ilib $(PKG_CFLAGS) $(OPT) $(SANFLAGS) $(CFLAGS)
+             -Iinclude -Ilib $(PKG_CFLAGS) $(CUDA_CFLAGS) $(MEDIA_CFLAGS) $(OPT) $(SANFLAGS) $(CFLAGS)
 ALL_LDFLAGS = -Wl,--as-needed $(SANFLAGS) $(LDFLAGS)
-LIBS    = $(PKG_LIBS) -lpthread -lm
+LIBS    = $(PKG_LIBS) $(CUDA_LIBS) -lpthread -lm
+
+# CUDA: built when nvcc is found (CUDA=0 to leave it out); the runtime is
+# linked statically, so the binary needs only the driver on a GPU machine.
+NVCC    ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+CUDA    ?= $(if $(NVCC),1,0)
+ifeq ($(SAN),thread)
+CUDA    := 0
+endif
+ifeq ($(CUDA),1)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+CUDA_CFLAGS := -DDLK_HAVE_CUDA -I$(CUDA_HOME)/include
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lstdc++ -ldl -lrt
+NVFLAGS ?= -O2 -gencode arch=compute_80,code=sm_80 \
+           -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+CU_SRC  := $(sort $(wildcard lib/*/*.cu))
+endif
 
 LIB_SRC := $(sort $(wildcard lib/*/*.c))
+ifneq ($(MEDIA),1)
+LIB_SRC := $(filter-out $(MEDIA_SRC),$(LIB_SRC))
+endif
 CMD_SRC := $(sort $(wildcard cmd/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(CU_SRC:%.cu=$(BUILD)/%.cu.o)
 CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
@@ -71,6 +100,11 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/%.cu.o: %.cu
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  NVCC    $<")
+	$(Q)$(NVCC) $(NVFLAGS) -Xcompiler -fPIC -c $< -o $@
 
 $(LIBA): $(LIB_OBJ)
 	@$(if $(Q),echo "  AR      $@")
@@ -127,7 +161,21 @@ install-man:
 	install -d $(DESTDIR)$(mandir)/man1
 	install -m 644 man/*.1 $(DESTDIR)$(mandir)/man1/
 
+# A self-contained streaming build for GPU machines: dist/bin/dlk without
+# the media decoders, finding any bundled library in dist/lib first.
+dist:
+	$(Q)$(MAKE) BUILD=build-dist MEDIA=0 \
+	    LDFLAGS="$(LDFLAGS) -Wl,-rpath,'\$$ORIGIN/../lib'" build-dist/dlk
+	$(Q)rm -rf dist && mkdir -p dist/bin dist/lib dist/share/man/man1
+	$(Q)cp build-dist/dlk dist/bin/ && cp man/*.1 dist/share/man/man1/
+	$(Q)cp include/dlk.h build-dist/libdlk.a dist/lib/
+	$(Q)$(CC) -O2 -std=c11 -D_GNU_SOURCE -Iinclude -o dist/bin/synth tests/bench/synth.c \
+	    build-dist/libdlk.a $(shell $(PKG_CONFIG) --libs jansson libzstd libcurl expat) \
+	    $(CUDA_LIBS) -lpthread -lm -Wl,-rpath,'$$ORIGIN/../lib'
+	$(Q)mkdir -p dist/tests/bench && cp tests/bench/*.sh tests/bench/*.py dist/tests/bench/
+	@echo "dist/: $$(du -sh dist | cut -f1) (bin/dlk needs: $$(ldd dist/bin/dlk | awk '/=>/{print $$1}' | tr '\n' ' '))"
+
 clean:
-	rm -rf build build-san build-tsan build-fuzz dlk.pc
+	rm -rf build build-san build-tsan build-fuzz build-dist dist dlk.pc
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

@@ -142,6 +142,12 @@ typedef struct dlk_store_ops {
     dlk_status (*list)(dlk_store *s, const char *prefix, dlk_list_fn fn,
                        void *ud, dlk_error *err);
     void (*free)(dlk_store *s);
+    /* Optional (NULL where the store has no local file): map the whole
+     * object read-only; unmap with `unmap`.  Lets a reader use the page
+     * cache in place, with no copy. */
+    dlk_status (*map)(dlk_store *s, const char *key, const void **ptr,
+                      size_t *len, dlk_error *err);
+    void (*unmap)(dlk_store *s, const void *ptr, size_t len);
 } dlk_store_ops;
 
 struct dlk_store {
@@ -177,6 +183,10 @@ dlk_status dlk_store_put(dlk_store *s, const char *key, const void *data,
 dlk_status dlk_store_del(dlk_store *s, const char *key, dlk_error *err);
 dlk_status dlk_store_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
                           void *ud, dlk_error *err);
+/* DLK_EUNSUPPORTED when the store cannot map. */
+dlk_status dlk_store_map(dlk_store *s, const char *key, const void **ptr,
+                         size_t *len, dlk_error *err);
+void dlk_store_unmap(dlk_store *s, const void *ptr, size_t len);
 
 /* ---- chunk format (format/chunk.c) --------------------------------- */
 

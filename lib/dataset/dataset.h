@@ -47,6 +47,14 @@ struct dlk_dataset {
 void dlk_chunk_key(char out[DLK_CHUNK_KEY_MAX], const char *tensor,
                    const char *hash);
 
+/* Decode c->object (already filled: read, or a mapping wrapped with
+ * dlk_buf_wrap) as the chunk of entry e of tensor t, checked against the
+ * entry before its payload is touched. */
+dlk_status dlk_chunk_open(dlk_chunk *c, const dlk_tensor *t,
+                          const dlk_chunk_entry *e, const char *key,
+                          unsigned mode, void *buf, size_t cap,
+                          dlk_error *err);
+
 /* Read the chunk of entry e of tensor t, checked against the entry. */
 dlk_status dlk_chunk_load(dlk_dataset *ds, const dlk_tensor *t,
                           const dlk_chunk_entry *e, unsigned mode, void *buf,

@@ -83,6 +83,26 @@ dlk_status dlk_chunk_load(dlk_dataset *ds, const dlk_tensor *t,
                       "the manifest says %llu", key,
                       (unsigned long long)(rc ? 0 : info.size),
                       (unsigned long long)e->stored_bytes);
+    if (!rc)
+        rc = dlk_chunk_open(c, t, e, key, mode, buf, cap, err);
+    if (rc) {
+        dlk_chunk_free(c);
+        return rc;
+    }
+    *out = c;
+    return DLK_OK;
+}
+
+dlk_status dlk_chunk_open(dlk_chunk *c, const dlk_tensor *t,
+                          const dlk_chunk_entry *e, const char *key,
+                          unsigned mode, void *buf, size_t cap,
+                          dlk_error *err)
+{
+    dlk_status rc = DLK_OK;
+    if (c->object.len != e->stored_bytes)
+        return dlk_fail(err, DLK_ECORRUPT, "chunk '%s': object has %zu "
+                        "bytes, the manifest says %llu", key, c->object.len,
+                        (unsigned long long)e->stored_bytes);
     /* header and index first, checked against the manifest; only then
      * the payload */
     if (!rc)
@@ -96,12 +116,7 @@ dlk_status dlk_chunk_load(dlk_dataset *ds, const dlk_tensor *t,
         c->offsets = NULL;
         rc = dlk_chunk_decode(c, key, mode, buf, cap, err);
     }
-    if (rc) {
-        dlk_chunk_free(c);
-        return rc;
-    }
-    *out = c;
-    return DLK_OK;
+    return rc;
 }
 
 dlk_status dlk_chunk_read(dlk_dataset *ds, size_t tensor, size_t chunk,

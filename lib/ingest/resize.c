@@ -12,6 +12,7 @@
 #include <string.h>
 
 #define PLANE_ALIGN 64
+#define SCRATCH_KEEP (UINT64_C(32) << 20) /* larger planes are not kept */
 
 void dlk_image_free(dlk_image *im)
 {
@@ -145,6 +146,34 @@ static inline void convert_px(const uint8_t *s, int sc, uint8_t *d, int dc)
     }
 }
 
+/* One row of n pixels of sc channels into dc planes at offset off. */
+static void split_row(const uint8_t *s, int sc, int n, uint8_t *const *pl,
+                      size_t off, int dc)
+{
+    uint8_t *p0 = pl[0] + off;
+    if (sc == dc && dc >= 3) {
+        uint8_t *p1 = pl[1] + off, *p2 = pl[2] + off;
+        uint8_t *p3 = dc == 4 ? pl[3] + off : NULL;
+        for (int x = 0; x < n; x++, s += sc) {
+            p0[x] = s[0], p1[x] = s[1], p2[x] = s[2];
+            if (p3)
+                p3[x] = s[3];
+        }
+    } else if (sc == 1 && dc == 1) {
+        memcpy(p0, s, (size_t)n);
+    } else if (sc >= 3 && dc == 1) {
+        for (int x = 0; x < n; x++, s += sc)
+            p0[x] = dlk_luma(s[0], s[1], s[2]);
+    } else {
+        uint8_t px[4];
+        for (int x = 0; x < n; x++, s += sc) {
+            convert_px(s, sc, px, dc);
+            for (int c = 0; c < dc; c++)
+                pl[c][off + x] = px[c];
+        }
+    }
+}
+
 /* Write the nw x nh pixels of planes (dc planes, stride ps) or of packed
  * rows into dst at (ox, oy). */
 static void put_planes(uint8_t *const *pl, int ps, const geom *g, int dw,
@@ -158,9 +187,19 @@ static void put_planes(uint8_t *const *pl, int ps, const geom *g, int dw,
                        pl[c] + (size_t)y * ps, (size_t)g->nw);
         } else {
             uint8_t *d = dst + (oy * dw + g->ox) * dc;
-            for (int x = 0; x < g->nw; x++)
-                for (int c = 0; c < dc; c++)
-                    *d++ = pl[c][(size_t)y * ps + x];
+            const uint8_t *p0 = pl[0] + (size_t)y * ps;
+            if (dc == 1) {
+                memcpy(d, p0, (size_t)g->nw);
+            } else if (dc == 3) {
+                const uint8_t *p1 = pl[1] + (size_t)y * ps,
+                              *p2 = pl[2] + (size_t)y * ps;
+                for (int x = 0; x < g->nw; x++, d += 3)
+                    d[0] = p0[x], d[1] = p1[x], d[2] = p2[x];
+            } else {
+                for (int x = 0; x < g->nw; x++)
+                    for (int c = 0; c < dc; c++)
+                        *d++ = pl[c][(size_t)y * ps + x];
+            }
         }
     }
 }
@@ -195,6 +234,58 @@ static size_t align_up(size_t v)
     return (v + PLANE_ALIGN - 1) & ~(size_t)(PLANE_ALIGN - 1);
 }
 
+/* Per thread: the scaler, reused while the geometry repeats (ingest
+ * resizes every image to one size), and the plane memory, kept at its
+ * largest (fresh large blocks each time cost as much in page faults as
+ * the scaling itself).  Freed when the thread exits. */
+typedef struct scratch {
+    struct SwsContext *sws;
+    uint8_t *mem;
+    size_t cap;
+} scratch;
+
+static pthread_key_t scratch_key;
+static bool scratch_key_ok;
+
+static void scratch_free(void *p)
+{
+    scratch *s = p;
+    sws_freeContext(s->sws);
+    free(s->mem);
+    free(s);
+}
+
+static void scratch_key_once(void)
+{
+    scratch_key_ok = pthread_key_create(&scratch_key, scratch_free) == 0;
+}
+
+/* The thread's scratch with at least `bytes` of plane memory, or NULL. */
+static scratch *get_scratch(size_t bytes)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, scratch_key_once);
+    if (!scratch_key_ok)
+        return NULL;
+    scratch *s = pthread_getspecific(scratch_key);
+    if (!s) {
+        if (!(s = calloc(1, sizeof *s)))
+            return NULL;
+        if (pthread_setspecific(scratch_key, s)) {
+            free(s);
+            return NULL;
+        }
+    }
+    if (s->cap < bytes && bytes <= SCRATCH_KEEP) {
+        free(s->mem);
+        s->cap = 0;
+        if (!(s->mem = aligned_alloc(PLANE_ALIGN, align_up(bytes))))
+            return NULL;
+        s->cap = align_up(bytes);
+    }
+    return s;
+}
+
 static dlk_status scale(const dlk_image *src, const geom *g, int dw, int dh,
                         int dc, bool chw, uint8_t *dst, dlk_error *err)
 {
@@ -202,36 +293,27 @@ static dlk_status scale(const dlk_image *src, const geom *g, int dw, int dh,
     size_t is = align_up((size_t)g->cw), os = align_up((size_t)g->nw);
     size_t in_sz = is * (size_t)g->ch + PLANE_ALIGN,
            out_sz = os * (size_t)g->nh + PLANE_ALIGN;
-    uint8_t *mem = aligned_alloc(PLANE_ALIGN, align_up(in_sz + out_sz) * dc);
-    if (!mem)
+    size_t bytes = (align_up(in_sz) + align_up(out_sz)) * dc;
+    scratch *scr = get_scratch(bytes);
+    uint8_t *own = NULL, *mem = scr ? scr->mem : NULL;
+    if (scr && scr->cap < bytes)
+        mem = own = aligned_alloc(PLANE_ALIGN, align_up(bytes));
+    if (!scr || !mem)
         return dlk_fail(err, DLK_ENOMEM, "cannot allocate resize planes");
     uint8_t *in[4], *outp[4];
     for (int c = 0; c < dc; c++) {
         in[c] = mem + (size_t)c * align_up(in_sz);
         outp[c] = mem + (size_t)dc * align_up(in_sz) + (size_t)c * align_up(out_sz);
     }
-    uint8_t px[4];
-    for (int y = 0; y < g->ch; y++) {
-        const uint8_t *s = src->px +
-            ((size_t)(g->y0 + y) * src->w + g->x0) * src->c;
-        size_t row = (size_t)y * is;
-        if (dc == 1 && src->c == 1) {
-            memcpy(in[0] + row, s, (size_t)g->cw);
-            continue;
-        }
-        for (int x = 0; x < g->cw; x++, s += src->c) {
-            convert_px(s, src->c, px, dc);
-            for (int c = 0; c < dc; c++)
-                in[c][row + x] = px[c];
-        }
-    }
+    for (int y = 0; y < g->ch; y++)
+        split_row(src->px + ((size_t)(g->y0 + y) * src->w + g->x0) * src->c,
+                  src->c, g->cw, in, (size_t)y * is, dc);
     int flags = (g->nw <= g->cw && g->nh <= g->ch) ? SWS_AREA : SWS_BILINEAR;
-    struct SwsContext *sws =
-        sws_getContext(g->cw, g->ch, AV_PIX_FMT_GRAY8, g->nw, g->nh,
-                       AV_PIX_FMT_GRAY8, flags | SWS_ACCURATE_RND, NULL,
-                       NULL, NULL);
+    struct SwsContext *sws = scr->sws = sws_getCachedContext(
+        scr->sws, g->cw, g->ch, AV_PIX_FMT_GRAY8, g->nw, g->nh,
+        AV_PIX_FMT_GRAY8, flags | SWS_ACCURATE_RND, NULL, NULL, NULL);
     if (!sws) {
-        free(mem);
+        free(own);
         return dlk_fail(err, DLK_EINTERNAL, "cannot resize %dx%d to %dx%d",
                         g->cw, g->ch, g->nw, g->nh);
     }
@@ -242,9 +324,8 @@ static dlk_status scale(const dlk_image *src, const geom *g, int dw, int dh,
         int ss[4] = {ins}, ds[4] = {outs};
         sws_scale(sws, sp, ss, 0, g->ch, dp, ds);
     }
-    sws_freeContext(sws);
     put_planes(outp, outs, g, dw, dh, dc, chw, dst);
-    free(mem);
+    free(own);
     return DLK_OK;
 }
 

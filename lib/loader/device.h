@@ -13,7 +13,13 @@ typedef struct dlk_gather {
     const void *src;   /* in device memory (a chunk's copy) */
     uint64_t dst_off;  /* offset in the batch buffer */
     uint64_t nbytes;
+    void *handle;      /* the chunk's upload handle (to wait for it) */
 } dlk_gather;
+
+typedef struct dlk_dev_times {
+    double gather_s, step_s, copy_s; /* device time in each */
+    uint64_t checksum;               /* fold of every stepped batch */
+} dlk_dev_times;
 
 typedef struct dlk_dev_ops {
     bool on_device;
@@ -28,6 +34,11 @@ typedef struct dlk_dev_ops {
                          void **dev_ptr, void **handle, dlk_error *err);
     bool (*host_done)(dlk_dev *d, void *handle);
     void (*release)(dlk_dev *d, void *handle, void *dev_ptr);
+    /* Let the device read this host memory directly (pin it: a mapping of
+     * the page cache), kept until unregister; cpu: nothing to do. */
+    dlk_status (*register_host)(dlk_dev *d, const void *p, size_t n,
+                                dlk_error *err);
+    void (*unregister_host)(dlk_dev *d, const void *p);
     /* Batch buffers (device memory), reused across batches. */
     void *(*batch_alloc)(dlk_dev *d, size_t n);
     void (*batch_free)(dlk_dev *d, void *p);
@@ -39,10 +50,9 @@ typedef struct dlk_dev_ops {
      * `g` is the list the batch was gathered with. */
     dlk_status (*step)(dlk_dev *d, const void *buf, const dlk_gather *g,
                        size_t n, double step_ms, dlk_error *err);
-    /* Wait for all device work; busy_s receives the device time spent in
-     * gather and step so far, checksum the device's fold. */
-    dlk_status (*sync)(dlk_dev *d, double *busy_s, double *gather_s,
-                       double *step_s, uint64_t *checksum, dlk_error *err);
+    /* Wait for all device work and report the device's times so far and
+     * its checksum. */
+    dlk_status (*sync)(dlk_dev *d, dlk_dev_times *out, dlk_error *err);
     void (*close)(dlk_dev *d);
 } dlk_dev_ops;
 

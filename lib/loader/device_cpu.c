@@ -102,15 +102,14 @@ static dlk_status cpu_step(dlk_dev *d, const void *buf, const dlk_gather *g,
     return DLK_OK;
 }
 
-static dlk_status cpu_sync(dlk_dev *d, double *busy, double *gather,
-                           double *step, uint64_t *checksum, dlk_error *err)
+static dlk_status cpu_sync(dlk_dev *d, dlk_dev_times *out, dlk_error *err)
 {
     (void)err;
     cpu_dev *c = (cpu_dev *)d;
-    *busy = c->gather_s + c->step_s;
-    *gather = c->gather_s;
-    *step = c->step_s;
-    *checksum = c->checksum;
+    out->gather_s = c->gather_s;
+    out->step_s = c->step_s;
+    out->copy_s = 0;
+    out->checksum = c->checksum;
     return DLK_OK;
 }
 
@@ -119,9 +118,22 @@ static void cpu_close(dlk_dev *d)
     free(d);
 }
 
+static dlk_status cpu_register(dlk_dev *d, const void *p, size_t n,
+                               dlk_error *err)
+{
+    (void)d; (void)p; (void)n; (void)err;
+    return DLK_OK;
+}
+
+static void cpu_unregister(dlk_dev *d, const void *p)
+{
+    (void)d; (void)p;
+}
+
 static const dlk_dev_ops cpu_ops = {
     false, cpu_alloc, cpu_free, cpu_upload, cpu_host_done, cpu_release,
-    cpu_alloc, cpu_free, cpu_gather, cpu_step, cpu_sync, cpu_close,
+    cpu_register, cpu_unregister, cpu_alloc, cpu_free, cpu_gather, cpu_step,
+    cpu_sync, cpu_close,
 };
 
 dlk_status dlk_dev_open_cpu(dlk_dev **out, dlk_error *err)

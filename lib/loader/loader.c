@@ -129,6 +129,8 @@ void dlk_loader_release_slot(dlk_loader *l, dlk_slot *s)
     if (s->dev_ptr || s->dev_handle)
         l->dev->ops->release(l->dev, s->dev_handle, s->dev_ptr);
     dlk_chunk_free(s->ch);
+    if (s->map_p)
+        dlk_store_unmap(l->ds->store, s->map_p, s->map_n);
     if (s->host)
         l->dev->ops->host_free(l->dev, s->host);
     free(s->fold);
@@ -206,6 +208,7 @@ static dlk_status assemble(dlk_loader *l, uint64_t p0, uint32_t b,
             size_t off_in_chunk = (size_t)(hp - (const uint8_t *)s->ch->payload);
             dlk_gather *g = &l->gather[t * l->o.batch_size + i];
             g->src = (const uint8_t *)s->dev_ptr + off_in_chunk;
+            g->handle = s->dev_handle;
             g->dst_off = total;
             g->nbytes = nb;
             if (lt->variable) {
@@ -341,10 +344,9 @@ dlk_status dlk_loader_restore(dlk_loader *l, const dlk_loader_state *st,
 void dlk_loader_checksums(const dlk_loader *l, uint64_t *device,
                           uint64_t *host)
 {
-    double busy, g, s;
-    uint64_t dev = 0;
-    l->dev->ops->sync(l->dev, &busy, &g, &s, &dev, NULL);
-    *device = dev;
+    dlk_dev_times t = {0};
+    l->dev->ops->sync(l->dev, &t, NULL);
+    *device = t.checksum;
     *host = l->host_fold;
 }
 
@@ -359,7 +361,11 @@ void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out)
     out->bytes_loaded = l->stats.bytes_loaded;
     out->peak_buffer_bytes = l->peak_resident;
     pthread_mutex_unlock((pthread_mutex_t *)&l->mu);
-    uint64_t sum;
-    l->dev->ops->sync(l->dev, &out->gpu_busy_s, &out->gather_s, &out->step_s,
-                      &sum, NULL);
+    dlk_dev_times t = {0};
+    l->dev->ops->sync(l->dev, &t, NULL);
+    out->gather_s = t.gather_s;
+    out->step_s = t.step_s;
+    out->gpu_busy_s = t.gather_s + t.step_s;
+    if (l->dev->ops->on_device)
+        out->h2d_s = t.copy_s;
 }

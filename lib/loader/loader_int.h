@@ -19,6 +19,8 @@ typedef struct dlk_slot {
     /* from here on: what a load fills (cleared on release) */
     dlk_chunk *ch;              /* header, index, payload (host) */
     void *host;                 /* buffer the payload lives in, if pooled */
+    const void *map_p;          /* a mapping of the object this slot owns */
+    size_t map_n;
     void *dev_ptr, *dev_handle; /* payload on the device */
     uint64_t *fold;             /* per-sample folds (check mode) */
     uint64_t bytes;             /* counted against the budget */
@@ -76,6 +78,12 @@ struct dlk_loader {
     uint32_t nthreads;
     uint32_t busy;              /* workers inside a load */
     bool paused, stopping;
+
+    /* chunks used in place from the page cache (file stores, codec none):
+     * mapped (and registered with the device) once, kept until close */
+    struct dlk_map { const void *p; size_t n; } **maps;
+    uint64_t mapped_bytes, map_limit;
+    bool use_maps;
 
     dlk_loader_stats stats;
     double epoch_t0;

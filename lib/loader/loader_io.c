@@ -51,9 +51,97 @@ static dlk_slot *take(dlk_loader *l)
     return s;
 }
 
+/* The chunk's object mapped (and registered) once; NULL p when the budget
+ * for mappings is spent or the store cannot map. */
+static dlk_status get_map(dlk_loader *l, dlk_slot *s, const char *key,
+                          struct dlk_map *out, dlk_error *err)
+{
+    out->p = NULL;
+    pthread_mutex_lock(&l->mu);
+    struct dlk_map *m = &l->maps[s->tensor][s->chunk];
+    *out = *m;
+    const dlk_chunk_entry *e = &l->t[s->tensor].tensor->chunks[s->chunk];
+    bool room = l->mapped_bytes + e->stored_bytes <= l->map_limit;
+    if (!m->p && room)
+        l->mapped_bytes += e->stored_bytes; /* reserve */
+    pthread_mutex_unlock(&l->mu);
+    if (out->p || !room)
+        return DLK_OK;
+    const void *p;
+    size_t n;
+    dlk_status rc = dlk_store_map(l->ds->store, key, &p, &n, err);
+    if (!rc && (rc = l->dev->ops->register_host(l->dev, p, n, err)))
+        dlk_store_unmap(l->ds->store, p, n);
+    pthread_mutex_lock(&l->mu);
+    if (rc) {
+        l->mapped_bytes -= e->stored_bytes;
+    } else if (m->p) { /* another thread was faster */
+        pthread_mutex_unlock(&l->mu);
+        l->dev->ops->unregister_host(l->dev, p);
+        dlk_store_unmap(l->ds->store, p, n);
+        pthread_mutex_lock(&l->mu);
+    } else {
+        m->p = p;
+        m->n = n;
+    }
+    *out = *m;
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+static dlk_status load_mapped(dlk_loader *l, dlk_slot *s, bool *done,
+                              dlk_error *err)
+{
+    const dlk_tensor *t = l->t[s->tensor].tensor;
+    const dlk_chunk_entry *e = &t->chunks[s->chunk];
+    char key[DLK_CHUNK_KEY_MAX];
+    dlk_chunk_key(key, t->spec.name, e->key);
+    struct dlk_map m;
+    *done = false;
+    dlk_status rc;
+    if (l->dev->ops->on_device) {
+        /* registered for DMA: kept for the loader's life */
+        rc = get_map(l, s, key, &m, err);
+    } else {
+        /* the page cache in place, for as long as the slot lives */
+        rc = dlk_store_map(l->ds->store, key, &m.p, &m.n, err);
+        if (!rc) {
+            s->map_p = m.p;
+            s->map_n = m.n;
+        }
+    }
+    if (rc || !m.p)
+        return rc;
+    dlk_chunk *c = calloc(1, sizeof *c);
+    if (!c)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    dlk_buf_wrap(&c->object, (void *)m.p, m.n);
+    c->object.len = m.n;
+    rc = dlk_chunk_open(c, t, e, key, l->o.no_verify ? 0 : DLK_DECODE_VERIFY,
+                        NULL, 0, err);
+    if (rc) {
+        dlk_chunk_free(c);
+        return rc;
+    }
+    s->ch = c;
+    *done = true;
+    return DLK_OK;
+}
+
 static dlk_status load(dlk_loader *l, dlk_slot *s, double *storage_s,
                        double *decompress_s, dlk_error *err)
 {
+    if (l->use_maps && l->t[s->tensor].tensor->spec.codec == DLK_CODEC_NONE) {
+        bool done;
+        double t0 = dlk_now_s();
+        dlk_status rc = load_mapped(l, s, &done, err);
+        if (rc)
+            return rc;
+        if (done) {
+            *storage_s += dlk_now_s() - t0;
+            goto loaded;
+        }
+    }
     const dlk_tensor *t = l->t[s->tensor].tensor;
     const dlk_chunk_entry *e = &t->chunks[s->chunk];
     size_t cap = (size_t)(t->spec.codec == DLK_CODEC_NONE ? e->stored_bytes
@@ -62,6 +150,7 @@ static dlk_status load(dlk_loader *l, dlk_slot *s, double *storage_s,
     if (!s->host)
         return dlk_fail(err, DLK_ENOMEM, "cannot allocate %zu bytes for a "
                         "chunk of '%s'", cap, t->spec.name);
+    {
     double t0 = dlk_now_s();
     /* the stored bytes' checksum is checked on every read, unless asked
      * not to (header and index are always checked) */
@@ -79,6 +168,8 @@ static dlk_status load(dlk_loader *l, dlk_slot *s, double *storage_s,
         *storage_s += (t1 - t0) / 2;
         *decompress_s += (t1 - t0) / 2;
     }
+    }
+loaded:
     if (l->o.check) {
         uint32_t n = dlk_chunk_samples(s->ch);
         s->fold = malloc(n * sizeof *s->fold);

@@ -132,6 +132,26 @@ static uint64_t derive_limit(const dlk_loader *l)
     return per_set * (l->o.window_chunks + l->o.prefetch_chunks);
 }
 
+/* How much page cache a GPU loader may pin: half of the machine's memory,
+ * or of the cgroup's limit when that is lower (pinned pages cannot be
+ * reclaimed, so they count against the job's limit). */
+static uint64_t pinnable_bytes(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    uint64_t mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz
+                                        : (uint64_t)8 << 30;
+    FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
+    if (!f)
+        f = fopen("/sys/fs/cgroup/memory/memory.limit_in_bytes", "r");
+    if (f) {
+        unsigned long long lim;
+        if (fscanf(f, "%llu", &lim) == 1 && lim > 0 && lim < mem)
+            mem = lim;
+        fclose(f);
+    }
+    return mem / 2;
+}
+
 dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
                            dlk_loader **out, dlk_error *err)
 {
@@ -187,6 +207,19 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         l->st.seg[0].world = l->o.world_size;
         l->st.seg[0].batch = l->o.batch_size;
         l->nthreads = l->o.io_threads;
+        /* map chunks in place where the store can; on a GPU that pins
+         * them, so keep to half of the machine's memory */
+        l->use_maps = l->ds->store->ops->map && !getenv("DLK_NO_MMAP");
+        l->map_limit = l->dev->ops->on_device ? pinnable_bytes() : UINT64_MAX;
+        l->maps = calloc(l->nt, sizeof *l->maps);
+        for (size_t i = 0; l->maps && i < l->nt; i++)
+            if (!(l->maps[i] = calloc(l->t[i].tensor->nchunks + 1,
+                                      sizeof *l->maps[i])))
+                rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        if (!l->maps)
+            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
+    if (!rc) {
         rc = dlk_loader_start_workers(l, err);
     }
     if (rc) {
@@ -209,6 +242,16 @@ void dlk_loader_close(dlk_loader *l)
             dlk_loader_release_slot(l, &l->slots[i]);
     free(l->slots);
     free(l->sched);
+    for (size_t t = 0; l->maps && t < l->nt; t++) {
+        for (size_t c = 0; l->maps[t] && c < l->t[t].tensor->nchunks; c++)
+            if (l->maps[t][c].p) {
+                l->dev->ops->unregister_host(l->dev, l->maps[t][c].p);
+                dlk_store_unmap(l->ds->store, l->maps[t][c].p,
+                                l->maps[t][c].n);
+            }
+        free(l->maps[t]);
+    }
+    free(l->maps);
     for (size_t t = 0; t < l->nt; t++) {
         free(l->pos_slot[t]);
         if (l->t[t].buf)

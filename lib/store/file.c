@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -411,8 +412,38 @@ static void fs_free(dlk_store *s)
     free(fs);
 }
 
+static dlk_status fs_map(dlk_store *s, const char *key, const void **ptr,
+                         size_t *len, dlk_error *err)
+{
+    file_store *fs = (file_store *)s;
+    int fd = openat(fs->rootfd, key, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return io_fail(err, fs, "open", key, errno);
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
+        close(fd);
+        return dlk_fail(err, DLK_ECORRUPT, "'%s/%s' is empty or not a file",
+                        fs->root, key);
+    }
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    int e = errno;
+    close(fd);
+    if (p == MAP_FAILED)
+        return io_fail(err, fs, "map", key, e);
+    *ptr = p;
+    *len = (size_t)st.st_size;
+    return DLK_OK;
+}
+
+static void fs_unmap(dlk_store *s, const void *ptr, size_t len)
+{
+    (void)s;
+    munmap((void *)ptr, len);
+}
+
 static const dlk_store_ops file_ops = {
-    "file", fs_get, fs_head, fs_put, fs_del, fs_list, fs_free,
+    "file", fs_get, fs_head, fs_put, fs_del, fs_list, fs_free, fs_map,
+    fs_unmap,
 };
 
 dlk_status dlk_store_open_file(const char *path, bool create,

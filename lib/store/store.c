@@ -161,6 +161,27 @@ dlk_status dlk_store_del(dlk_store *s, const char *key, dlk_error *err)
     return s->ops->del(s, key, err);
 }
 
+dlk_status dlk_store_map(dlk_store *s, const char *key, const void **ptr,
+                         size_t *len, dlk_error *err)
+{
+    if (!s->ops->map)
+        return dlk_fail(err, DLK_EUNSUPPORTED, "the %s store cannot map "
+                        "objects", s->ops->scheme);
+    if (!dlk_key_valid(key))
+        return bad_key(key, err);
+    COUNT(gets, 1);
+    dlk_status rc = s->ops->map(s, key, ptr, len, err);
+    if (!rc)
+        COUNT(bytes_read, *len);
+    return rc;
+}
+
+void dlk_store_unmap(dlk_store *s, const void *ptr, size_t len)
+{
+    if (s->ops->unmap && ptr)
+        s->ops->unmap(s, ptr, len);
+}
+
 dlk_status dlk_store_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
                           void *ud, dlk_error *err)
 {

@@ -21,15 +21,15 @@ PY
 S=$T/src
 for c in a b c; do
     mkdir -p "$S/$c"
-    ff -f lavfi -i "testsrc2=s=320x240:r=25" -frames:v 150 -q:v 4 "$S/$c/$c%04d.jpg"
+    ff -f lavfi -i "testsrc2=s=1280x720:r=25" -frames:v 50 -q:v 4 "$S/$c/$c%04d.jpg"
 done
-args=(from-dir "$S" --resize 64x48 --chunk-size 48K --checkpoint 0.02 --jobs 1 --fetch 2)
+args=(from-dir "$S" --resize 64x48 --chunk-size 24K --checkpoint 0.02 --jobs 1 --fetch 2)
 
 REF=$(ds_url ref)
 ok "uninterrupted ingest" dlk create "$REF" "${args[@]}" --json
-check "450 rows" grep -q '"ingested": 450' "$OUT"
+check "150 rows" grep -q '"ingested": 150' "$OUT"
 dump "$REF" > "$T/ref.txt"
-check "dump has 900 samples" test "$(wc -l < "$T/ref.txt")" = 900
+check "dump has 300 samples" test "$(wc -l < "$T/ref.txt")" = 300
 
 DS=$(ds_url killed)
 kills=0

@@ -1,0 +1,415 @@
+/* device_cuda.c - the loader's device on a CUDA GPU (built with
+ * DLK_HAVE_CUDA).  Chunks arrive in pinned host buffers (a pool), are
+ * copied whole to device memory on a copy stream, and each batch is
+ * gathered from them on a compute stream that waits only for the copies
+ * it needs.  Device chunk memory comes from the stream-ordered allocator
+ * and is freed in stream order after the last gather that reads it.
+ * Every CUDA call is checked. */
+#ifdef DLK_HAVE_CUDA
+#include "device.h"
+
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+cudaError_t dlk_cuda_gather(const void *items, unsigned n, void *dst,
+                            cudaStream_t s);
+cudaError_t dlk_cuda_fold(const void *buf, const void *items, unsigned n,
+                          unsigned long long *acc, cudaStream_t s);
+cudaError_t dlk_cuda_spin(double ms, cudaStream_t s);
+
+#define CK(call)                                                            \
+    do {                                                                    \
+        cudaError_t e_ = (call);                                            \
+        if (e_ != cudaSuccess)                                              \
+            return dlk_fail(err, DLK_EGPU, "%s: %s", #call,                 \
+                            cudaGetErrorString(e_));                        \
+    } while (0)
+
+typedef struct pinned {
+    void *p;
+    size_t cap;
+    bool used;
+} pinned;
+
+typedef struct upload {
+    cudaEvent_t copied;
+    bool waited;       /* the compute stream already waits for it */
+} upload;
+
+typedef struct timing {
+    cudaEvent_t a, b;
+    int kind;          /* 0 gather, 1 step, 2 copy */
+} timing;
+
+typedef struct cuda_dev {
+    dlk_dev base;
+    int index;
+    cudaStream_t copy, compute;
+    pthread_mutex_t mu;          /* pool and timings */
+    pinned *pool;
+    size_t npool, cappool;
+    timing *times;
+    size_t ntimes, captimes;
+    double gather_s, step_s, copy_s;
+    unsigned long long *acc;     /* device checksum */
+    void *items;                 /* device copies of gather lists */
+    size_t items_cap;
+    size_t items_off;            /* ring position in items */
+} cuda_dev;
+
+static void set_device(cuda_dev *c)
+{
+    cudaSetDevice(c->index);
+}
+
+static void *cu_host_alloc(dlk_dev *d, size_t n)
+{
+    cuda_dev *c = (cuda_dev *)d;
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < c->npool; i++)
+        if (!c->pool[i].used && c->pool[i].cap >= n) {
+            c->pool[i].used = true;
+            pthread_mutex_unlock(&c->mu);
+            return c->pool[i].p;
+        }
+    pthread_mutex_unlock(&c->mu);
+    set_device(c);
+    size_t cap = (n + (1u << 20) - 1) & ~(size_t)((1u << 20) - 1);
+    void *p = NULL;
+    if (cudaHostAlloc(&p, cap, cudaHostAllocPortable) != cudaSuccess)
+        return NULL;
+    pthread_mutex_lock(&c->mu);
+    if (c->npool == c->cappool) {
+        size_t nc = c->cappool ? c->cappool * 2 : 64;
+        pinned *np = realloc(c->pool, nc * sizeof *np);
+        if (!np) {
+            pthread_mutex_unlock(&c->mu);
+            cudaFreeHost(p);
+            return NULL;
+        }
+        c->pool = np;
+        c->cappool = nc;
+    }
+    c->pool[c->npool++] = (pinned){p, cap, true};
+    pthread_mutex_unlock(&c->mu);
+    return p;
+}
+
+static void cu_host_free(dlk_dev *d, void *p)
+{
+    cuda_dev *c = (cuda_dev *)d;
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < c->npool; i++)
+        if (c->pool[i].p == p)
+            c->pool[i].used = false;
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void add_timing(cuda_dev *c, cudaEvent_t a, cudaEvent_t b, int kind)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->ntimes == c->captimes) {
+        size_t nc = c->captimes ? c->captimes * 2 : 256;
+        timing *t = realloc(c->times, nc * sizeof *t);
+        if (!t) {
+            pthread_mutex_unlock(&c->mu);
+            cudaEventDestroy(a);
+            cudaEventDestroy(b);
+            return;
+        }
+        c->times = t;
+        c->captimes = nc;
+    }
+    c->times[c->ntimes++] = (timing){a, b, kind};
+    pthread_mutex_unlock(&c->mu);
+}
+
+static dlk_status cu_upload(dlk_dev *d, const void *host, size_t n,
+                            void **dev_ptr, void **handle, dlk_error *err)
+{
+    cuda_dev *c = (cuda_dev *)d;
+    set_device(c);
+    upload *u = calloc(1, sizeof *u);
+    if (!u)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    cudaEvent_t a, b;
+    void *p = NULL;
+    cudaError_t e = cudaEventCreate(&a);
+    if (e == cudaSuccess)
+        e = cudaEventCreate(&b);
+    if (e == cudaSuccess)
+        e = cudaEventCreateWithFlags(&u->copied, cudaEventDisableTiming);
+    if (e == cudaSuccess)
+        e = cudaMallocAsync(&p, n ? n : 64, c->copy);
+    if (e == cudaSuccess)
+        e = cudaEventRecord(a, c->copy);
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(p, host, n, cudaMemcpyHostToDevice, c->copy);
+    if (e == cudaSuccess)
+        e = cudaEventRecord(b, c->copy);
+    if (e == cudaSuccess)
+        e = cudaEventRecord(u->copied, c->copy);
+    if (e != cudaSuccess) {
+        free(u);
+        return dlk_fail(err, DLK_EGPU, "cannot copy a chunk of %zu bytes to "
+                        "cuda:%d: %s", n, c->index, cudaGetErrorString(e));
+    }
+    add_timing(c, a, b, 2);
+    *dev_ptr = p;
+    *handle = u;
+    return DLK_OK;
+}
+
+static bool cu_host_done(dlk_dev *d, void *handle)
+{
+    (void)d;
+    upload *u = handle;
+    return u && cudaEventQuery(u->copied) == cudaSuccess;
+}
+
+static void cu_release(dlk_dev *d, void *handle, void *dev_ptr)
+{
+    cuda_dev *c = (cuda_dev *)d;
+    upload *u = handle;
+    set_device(c);
+    if (u) {
+        /* the pinned buffer goes back to the pool after this: the copy
+         * out of it must be over */
+        cudaEventSynchronize(u->copied);
+        cudaEventDestroy(u->copied);
+        free(u);
+    }
+    if (dev_ptr)
+        cudaFreeAsync(dev_ptr, c->compute); /* after the gathers queued */
+}
+
+static void *cu_batch_alloc(dlk_dev *d, size_t n)
+{
+    cuda_dev *c = (cuda_dev *)d;
+    set_device(c);
+    void *p = NULL;
+    return cudaMalloc(&p, n ? n : 64) == cudaSuccess ? p : NULL;
+}
+
+static void cu_batch_free(dlk_dev *d, void *p)
+{
+    cuda_dev *c = (cuda_dev *)d;
+    set_device(c);
+    cudaStreamSynchronize(c->compute);
+    cudaFree(p);
+}
+
+/* Copy a gather list to the device (a ring of slots, each reused only
+ * after the compute stream passed it: stream order guarantees that, since
+ * the ring is larger than what one batch writes and we synchronize when
+ * it wraps). */
+static dlk_status items_to_device(cuda_dev *c, const dlk_gather *g, size_t n,
+                                  void **out, dlk_error *err)
+{
+    size_t bytes = n * sizeof *g;
+    if (bytes > c->items_cap / 4) {
+        CK(cudaStreamSynchronize(c->compute));
+        if (c->items)
+            CK(cudaFree(c->items));
+        c->items_cap = bytes * 16;
+        CK(cudaMalloc(&c->items, c->items_cap));
+        c->items_off = 0;
+    }
+    if (c->items_off + bytes > c->items_cap) {
+        CK(cudaStreamSynchronize(c->compute));
+        c->items_off = 0;
+    }
+    void *dst = (uint8_t *)c->items + c->items_off;
+    /* pageable source: the copy completes before the call returns */
+    CK(cudaMemcpyAsync(dst, g, bytes, cudaMemcpyHostToDevice, c->compute));
+    c->items_off += (bytes + 255) & ~(size_t)255;
+    *out = dst;
+    return DLK_OK;
+}
+
+static dlk_status cu_gather(dlk_dev *d, const dlk_gather *g, size_t n,
+                            void *dst, dlk_error *err)
+{
+    cuda_dev *c = (cuda_dev *)d;
+    set_device(c);
+    /* wait only for the copies this batch reads */
+    for (size_t i = 0; i < n; i++) {
+        upload *u = g[i].handle;
+        if (u && !u->waited) {
+            CK(cudaStreamWaitEvent(c->compute, u->copied, 0));
+            u->waited = true;
+        }
+    }
+    void *items;
+    dlk_status rc = items_to_device(c, g, n, &items, err);
+    if (rc)
+        return rc;
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    CK(cudaEventRecord(a, c->compute));
+    CK(dlk_cuda_gather(items, (unsigned)n, dst, c->compute));
+    CK(cudaEventRecord(b, c->compute));
+    add_timing(c, a, b, 0);
+    return DLK_OK;
+}
+
+static dlk_status cu_step(dlk_dev *d, const void *buf, const dlk_gather *g,
+                          size_t n, double step_ms, dlk_error *err)
+{
+    cuda_dev *c = (cuda_dev *)d;
+    set_device(c);
+    void *items;
+    dlk_status rc = items_to_device(c, g, n, &items, err);
+    if (rc)
+        return rc;
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    CK(cudaEventRecord(a, c->compute));
+    CK(dlk_cuda_fold(buf, items, (unsigned)n, c->acc, c->compute));
+    CK(dlk_cuda_spin(step_ms, c->compute));
+    CK(cudaEventRecord(b, c->compute));
+    add_timing(c, a, b, 1);
+    return DLK_OK;
+}
+
+static dlk_status cu_sync(dlk_dev *d, dlk_dev_times *out, dlk_error *err)
+{
+    cuda_dev *c = (cuda_dev *)d;
+    set_device(c);
+    CK(cudaStreamSynchronize(c->copy));
+    CK(cudaStreamSynchronize(c->compute));
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < c->ntimes; i++) {
+        float ms = 0;
+        if (cudaEventElapsedTime(&ms, c->times[i].a, c->times[i].b) ==
+            cudaSuccess) {
+            double s = ms / 1000.0;
+            if (c->times[i].kind == 0)
+                c->gather_s += s;
+            else if (c->times[i].kind == 1)
+                c->step_s += s;
+            else
+                c->copy_s += s;
+        }
+        cudaEventDestroy(c->times[i].a);
+        cudaEventDestroy(c->times[i].b);
+    }
+    c->ntimes = 0;
+    pthread_mutex_unlock(&c->mu);
+    unsigned long long acc = 0;
+    CK(cudaMemcpy(&acc, c->acc, sizeof acc, cudaMemcpyDeviceToHost));
+    out->gather_s = c->gather_s;
+    out->step_s = c->step_s;
+    out->copy_s = c->copy_s;
+    out->checksum = acc;
+    return DLK_OK;
+}
+
+static void cu_close(dlk_dev *d)
+{
+    cuda_dev *c = (cuda_dev *)d;
+    set_device(c);
+    cudaStreamSynchronize(c->copy);
+    cudaStreamSynchronize(c->compute);
+    for (size_t i = 0; i < c->ntimes; i++) {
+        cudaEventDestroy(c->times[i].a);
+        cudaEventDestroy(c->times[i].b);
+    }
+    free(c->times);
+    for (size_t i = 0; i < c->npool; i++)
+        cudaFreeHost(c->pool[i].p);
+    free(c->pool);
+    if (c->items)
+        cudaFree(c->items);
+    if (c->acc)
+        cudaFree(c->acc);
+    cudaStreamDestroy(c->copy);
+    cudaStreamDestroy(c->compute);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+static dlk_status cu_register(dlk_dev *d, const void *p, size_t n,
+                              dlk_error *err)
+{
+    cuda_dev *c = (cuda_dev *)d;
+    set_device(c);
+    /* read-only: the mapping is PROT_READ (the page cache, in place) */
+    CK(cudaHostRegister((void *)p, n,
+                        cudaHostRegisterPortable | cudaHostRegisterReadOnly));
+    return DLK_OK;
+}
+
+static void cu_unregister(dlk_dev *d, const void *p)
+{
+    set_device((cuda_dev *)d);
+    cudaHostUnregister((void *)p);
+}
+
+static const dlk_dev_ops cuda_ops = {
+    true, cu_host_alloc, cu_host_free, cu_upload, cu_host_done, cu_release,
+    cu_register, cu_unregister, cu_batch_alloc, cu_batch_free, cu_gather,
+    cu_step, cu_sync, cu_close,
+};
+
+int dlk_cuda_available(char *why, size_t cap)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        if (why && cap)
+            snprintf(why, cap, "%s", e != cudaSuccess ? cudaGetErrorString(e)
+                                                      : "no CUDA device");
+        return 0;
+    }
+    return 1;
+}
+
+dlk_status dlk_dev_open_cuda(int index, dlk_dev **out, dlk_error *err)
+{
+    *out = NULL;
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess)
+        return dlk_fail(err, DLK_EGPU, "cuda:%d: %s", index,
+                        cudaGetErrorString(e));
+    if (index >= n)
+        return dlk_fail(err, DLK_EGPU, "cuda:%d: this machine has %d CUDA "
+                        "device%s", index, n, n == 1 ? "" : "s");
+    cuda_dev *c = calloc(1, sizeof *c);
+    if (!c)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    c->base.ops = &cuda_ops;
+    c->index = index;
+    pthread_mutex_init(&c->mu, NULL);
+    e = cudaSetDevice(index);
+    if (e == cudaSuccess)
+        e = cudaStreamCreateWithFlags(&c->copy, cudaStreamNonBlocking);
+    if (e == cudaSuccess)
+        e = cudaStreamCreateWithFlags(&c->compute, cudaStreamNonBlocking);
+    if (e == cudaSuccess)
+        e = cudaMalloc((void **)&c->acc, sizeof *c->acc);
+    if (e == cudaSuccess)
+        e = cudaMemset(c->acc, 0, sizeof *c->acc);
+    if (e == cudaSuccess) {
+        /* keep freed chunk memory in the pool instead of returning it */
+        cudaMemPool_t pool;
+        uint64_t keep = UINT64_MAX;
+        if (cudaDeviceGetDefaultMemPool(&pool, index) == cudaSuccess)
+            cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold,
+                                    &keep);
+    }
+    if (e != cudaSuccess) {
+        free(c);
+        return dlk_fail(err, DLK_EGPU, "cuda:%d: %s", index,
+                        cudaGetErrorString(e));
+    }
+    *out = &c->base;
+    return DLK_OK;
+}
+#endif
