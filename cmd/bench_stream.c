@@ -230,8 +230,12 @@ int cmd_bench_stream(int argc, char **argv)
     struct quality q = {0};
     uint64_t pos = 0;
     int code = EXIT_OK;
+    json_t *per_epoch = json_array();
+    double best_steady = 0, steady_busy = 0, busy_before = 0;
     for (long e = 0; e < epochs && code == EXIT_OK; e++) {
         const dlk_batch *b;
+        double e0 = now_s();
+        uint64_t s0 = samples, b0 = bytes;
         for (;;) {
             if (dlk_loader_next(l, &b, &err)) {
                 code = cmd_fail("bench-stream", &err);
@@ -259,6 +263,22 @@ int cmd_bench_stream(int argc, char **argv)
                         "%.2f GB/s   ", e + 1, (unsigned long long)batches,
                         samples / (now - t0), bytes / (now - t0) / 1e9);
             }
+        }
+        /* an epoch's rate; the first includes opening (and, on a GPU,
+         * pinning the page cache), so later ones show the steady state */
+        dlk_loader_stats es_st;
+        dlk_loader_stats_get(l, &es_st); /* waits for the device */
+        double es = now_s() - e0;
+        double rate = es > 0 ? (bytes - b0) / es : 0;
+        double busy = es > 0 ? 100.0 * (es_st.gpu_busy_s - busy_before) / es : 0;
+        busy_before = es_st.gpu_busy_s;
+        json_array_append_new(per_epoch, json_pack(
+            "{s:f,s:f,s:f,s:f}", "seconds", es, "samples_per_s",
+            es > 0 ? (samples - s0) / es : 0, "bytes_per_s", rate,
+            "busy_pct", busy));
+        if ((e > 0 || epochs == 1) && rate > best_steady) {
+            best_steady = rate;
+            steady_busy = busy;
         }
     }
     if (tty)
@@ -310,6 +330,9 @@ int cmd_bench_stream(int argc, char **argv)
             "shuffle_displacement", mean_disp, "shuffle_neighbour_corr", corr,
             "checksum_ok", lo.check ? json_boolean(check_ok) : json_null(),
             "rank", (json_int_t)rank, "world", (json_int_t)world);
+        json_object_set(o, "epochs", per_epoch);
+        json_object_set_new(o, "steady_bytes_per_s", json_real(best_steady));
+        json_object_set_new(o, "steady_busy_pct", json_real(steady_busy));
         json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_INDENT(2));
         putchar('\n');
         json_decref(o);
@@ -321,6 +344,15 @@ int cmd_bench_stream(int argc, char **argv)
                "%.2f GB/s\n", (unsigned long long)samples,
                (unsigned long long)batches, wall, samples / wall,
                bytes / wall / 1e9);
+        for (size_t i = 0; epochs > 1 && i < json_array_size(per_epoch); i++) {
+            json_t *ep = json_array_get(per_epoch, i);
+            printf("  epoch %zu: %.3f s, %.0f samples/s, %.2f GB/s, busy "
+                   "%.1f%%\n", i + 1,
+                   json_real_value(json_object_get(ep, "seconds")),
+                   json_real_value(json_object_get(ep, "samples_per_s")),
+                   json_real_value(json_object_get(ep, "bytes_per_s")) / 1e9,
+                   json_real_value(json_object_get(ep, "busy_pct")));
+        }
         printf("  first batch %.3f s; %s busy %.1f%%, stalled %.1f%%\n",
                first_batch, on_device ? "GPU" : "consumer",
                100.0 * st.gpu_busy_s / wall, 100.0 * st.wait_s / wall);
@@ -345,6 +377,7 @@ int cmd_bench_stream(int argc, char **argv)
                   "cpu's: wrong bytes arrived");
         code = EXIT_PROBLEMS;
     }
+    json_decref(per_epoch);
     dlk_loader_close(l);
     dlk_dataset_free(ds);
     free(tlist);

@@ -36,14 +36,14 @@ B() { "$DLK" bench-stream "$@" --json | python3 -c 'import json,sys; d=json.load
 log "dlk line rate: big, no step, no cpu checks (3 epochs)"
 B "$W/ds_big" --device cuda:0 --shuffle --epochs 3 --workers 16 --no-verify --no-check
 log "dlk big with full checks (verify stored checksums, compare batch checksums)"
-B "$W/ds_big" --device cuda:0 --shuffle --epochs 1 --workers 16
+B "$W/ds_big" --device cuda:0 --shuffle --epochs 2 --workers 16
 bw=$(python3 -c 'import json; print([json.loads(l) for l in open("'"$R"'")][0]["h2d_best_GBps"])')
 step=$(python3 -c "print(round(256*224*224*3/($bw*1e9)*1e3*1.2, 3))")
 log "dlk big with a step of ${step} ms (1.2x the batch's transfer time)"
-B "$W/ds_big" --device cuda:0 --shuffle --epochs 2 --workers 16 --no-verify --no-check --step-ms "$step"
+B "$W/ds_big" --device cuda:0 --shuffle --epochs 3 --workers 16 --prefetch 64 --no-verify --no-check --step-ms "$step"
 log "dlk on the $N decoded images, and the zstd copy"
 B "$W/ds_img" --device cuda:0 --shuffle --epochs 3 --workers 16 --no-verify --no-check
-B "$W/ds_zstd" --device cuda:0 --shuffle --epochs 2 --workers 16 --no-verify --no-check
+B "$W/ds_zstd" --device cuda:0 --shuffle --epochs 3 --workers 16 --no-verify --no-check
 log "baselines: DataLoader + Pillow on the JPEGs; DataLoader on the .npy memory map"
 python3 "$here/torch_baselines.py" jpeg "$W/img/jpeg" --workers 16 --seconds 25 | tee -a "$R"
 python3 "$here/torch_baselines.py" npy "$W/img/decoded.npy" --workers 16 --seconds 25 | tee -a "$R"

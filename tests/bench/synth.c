@@ -6,6 +6,7 @@
  */
 #include "dlk.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -28,12 +28,15 @@ args=(from-dir "$S" --resize 64x48 --chunk-size 24K --checkpoint 0.02 --jobs 1 -
 REF=$(ds_url ref)
 ok "uninterrupted ingest" dlk create "$REF" "${args[@]}" --json
 check "150 rows" grep -q '"ingested": 150' "$OUT"
+secs=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' "$OUT")
 dump "$REF" > "$T/ref.txt"
 check "dump has 300 samples" test "$(wc -l < "$T/ref.txt")" = 300
 
 DS=$(ds_url killed)
 kills=0
-for d in 0.05 0.15 0.25 0.1 0.35 0.2 0.5 0.3; do
+# kill points spread over the length of an uninterrupted run
+for f in 0.1 0.3 0.5 0.2 0.7 0.4 0.9 0.6; do
+    d=$(python3 -c "print(0.02 + $f * $secs)")
     "$DLK" create "$DS" "${args[@]}" --quiet >/dev/null 2>"$T/kill.err" &
     pid=$!
     sleep "$d"

@@ -173,6 +173,21 @@ static void fixture_errors(void)
     expect_fail(p, n / 2, "half.jpg", &o, DLK_EDECODE, "truncated JPEG");
     expect_fail(p, n - 2, "noeoi.jpg", &o, DLK_EDECODE,
                 "JPEG without its last two bytes");
+    /* Junk before EOI (cameras write it): a warning that loses nothing. */
+    uint8_t *junk = malloc(n + 3);
+    memcpy(junk, p, n - 2);
+    memcpy(junk + n - 2, "abc\xff\xd9", 5);
+    dlk_decoded a, b;
+    dlk_error err = {0};
+    dlk_status st = dlk_decode_image(p, n, "base500.jpg", &o, &a, &err);
+    st |= dlk_decode_image(junk, n + 3, "junk.jpg", &o, &b, &err);
+    CHECKF(!st && a.data.len == b.data.len &&
+               !memcmp(a.data.data, b.data.data, a.data.len),
+           "extraneous bytes before EOI: decoded, same pixels (%s)",
+           st ? err.msg : "ok");
+    dlk_buf_free(&a.data); /* zeroed on failure */
+    dlk_buf_free(&b.data);
+    free(junk);
     dlk_image_opts small = img_opts(3);
     small.max_pixels = 500 * 375 - 1;
     expect_fail(p, n, "base500.jpg", &small, DLK_ELIMIT,
