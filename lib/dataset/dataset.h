@@ -97,6 +97,16 @@ void dlk_refs_sort(dlk_ref_set *s);
 bool dlk_refs_has(const dlk_ref_set *s, const char *key);
 void dlk_refs_free(dlk_ref_set *s);
 
+/* Seal and write every partly filled chunk, without publishing the head
+ * (ingest checkpoints publish their own staging document). */
+dlk_status dlk_dataset_seal(dlk_dataset *ds, dlk_error *err);
+
+/* Chunks listed by unfinished ingest runs (staging/ingest/RUN/shard-*.json)
+ * are in use too: add them, so that gc keeps them and verify --all does
+ * not call them unreferenced. */
+dlk_status dlk_refs_add_staging(dlk_dataset *ds, dlk_ref_set *s,
+                                dlk_error *err);
+
 /* Publish ds->m as the head manifest (conditional on the version read). */
 dlk_status dlk_write_head(dlk_dataset *ds, dlk_error *err);
 

@@ -63,6 +63,8 @@ dlk_status dlk_gc(dlk_dataset *ds, const dlk_gc_opts *opts,
     dlk_status rc = dlk_refs_add_manifest(&s, &ds->m, err);
     if (!rc)
         rc = dlk_refs_add_history(ds, &s, NULL, NULL, NULL, err);
+    if (!rc)
+        rc = dlk_refs_add_staging(ds, &s, err);
     dlk_refs_sort(&s);
     if (!rc) {
         struct gc_walk w = {ds, opts, res, &s, time(NULL), DLK_OK, err};

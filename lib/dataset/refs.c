@@ -79,6 +79,67 @@ dlk_status dlk_refs_add_history(dlk_dataset *ds, dlk_ref_set *s,
     return DLK_OK;
 }
 
+struct staging_walk {
+    dlk_dataset *ds;
+    dlk_ref_set *s;
+    dlk_status rc;
+    dlk_error *err;
+};
+
+static int on_staging(void *ud, const char *key, uint64_t size)
+{
+    struct staging_walk *w = ud;
+    const char *base = strrchr(key, '/');
+    base = base ? base + 1 : key;
+    size_t n = strlen(base);
+    if (strncmp(base, "shard-", 6) != 0 || n < 5 ||
+        strcmp(base + n - 5, ".json") != 0 || size > DLK_JSON_MAX_BYTES)
+        return 0;
+    dlk_ref_set *s = w->s;
+    if (s->nextra == s->capextra) {
+        size_t cap = s->capextra ? s->capextra * 2 : 16;
+        dlk_manifest *v = realloc(s->extra, cap * sizeof *v);
+        if (!v) {
+            w->rc = dlk_fail(w->err, DLK_ENOMEM, "out of memory");
+            return 1;
+        }
+        s->extra = v;
+        s->capextra = cap;
+    }
+    dlk_buf b;
+    dlk_buf_init(&b);
+    dlk_status rc = dlk_store_get(w->ds->store, key, DLK_JSON_MAX_BYTES, &b,
+                                  NULL, w->err);
+    if (rc == DLK_ENOTFOUND) { /* finished and removed meanwhile */
+        dlk_error_clear(w->err);
+        dlk_buf_free(&b);
+        return 0;
+    }
+    if (!rc)
+        rc = dlk_manifest_parse((const char *)b.data, b.len, key,
+                                &s->extra[s->nextra], w->err);
+    dlk_buf_free(&b);
+    if (!rc) {
+        s->nextra++;
+        rc = dlk_refs_add_manifest(s, &s->extra[s->nextra - 1], w->err);
+    }
+    if (rc) {
+        /* an unreadable staging document could hide chunks in use: stop */
+        w->rc = rc;
+        return 1;
+    }
+    return 0;
+}
+
+dlk_status dlk_refs_add_staging(dlk_dataset *ds, dlk_ref_set *s,
+                                dlk_error *err)
+{
+    struct staging_walk w = {ds, s, DLK_OK, err};
+    dlk_status rc = dlk_store_list(ds->store, "staging/ingest/", on_staging,
+                                   &w, err);
+    return rc ? rc : w.rc;
+}
+
 void dlk_refs_sort(dlk_ref_set *s)
 {
     if (s->n)

@@ -70,6 +70,8 @@ dlk_status dlk_verify(dlk_dataset *ds, const dlk_verify_opts *opts,
     if (!rc && all)
         rc = dlk_refs_add_history(ds, &s, problem, &v, &res->commits_checked,
                                   err);
+    if (!rc && all)
+        rc = dlk_refs_add_staging(ds, &s, err);
     dlk_refs_sort(&s);
     for (size_t i = 0; !rc && i < s.n; i++) {
         if (i && strcmp(s.v[i].key, s.v[i - 1].key) == 0)

@@ -173,8 +173,4 @@ typedef struct ing_run {
 dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
                             dlk_error *err);
 
-/* Defined in lib/dataset/append.c: seal every partly filled chunk into
- * ds->m without writing the head (belongs in dataset.h). */
-dlk_status dlk_dataset_seal(dlk_dataset *ds, dlk_error *err);
-
 #endif

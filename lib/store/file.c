@@ -325,9 +325,10 @@ static dlk_status walk(file_store *fs, const char *rel, const char *prefix,
 {
     if (depth > 16)
         return DLK_OK;
-    int fd = *rel ? openat(fs->rootfd, rel, O_RDONLY | O_DIRECTORY |
-                                               O_CLOEXEC | O_NOFOLLOW)
-                  : dup(fs->rootfd);
+    /* a new open of the directory, never dup(): a dup shares the read
+     * position, so a second listing would start where the first ended */
+    int fd = openat(fs->rootfd, *rel ? rel : ".",
+                    O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
         return errno == ENOENT || errno == ENOTDIR
                    ? DLK_OK : io_fail(err, fs, "list", rel, errno);
