@@ -32,6 +32,11 @@ static const char usage_text[] =
     "  --no-verify        skip the check of each chunk's stored checksum on\n"
     "                     read (saves a CPU pass over every byte)\n"
     "  --at REF           stream a commit (main, main~N, an id or prefix)\n"
+    "  --source-baseline URL   also stream the raw files there (s3://bucket/\n"
+    "                     prefix or a directory of JPEG/PNG) the way teams\n"
+    "                     train today: one GET and one decode per sample, same\n"
+    "                     batch size and workers; print both side by side\n"
+    "  --baseline-seconds S    time limit of the baseline (default 20)\n"
     "  --json             print the report as JSON\n"
     "  -h, --help         this text\n";
 
@@ -116,13 +121,17 @@ int cmd_bench_stream(int argc, char **argv)
         {"no-check", no_argument, 0, 'C'},
         {"no-verify", no_argument, 0, 'V'},
         {"at", required_argument, 0, 'a'},
+        {"source-baseline", required_argument, 0, 'B'},
+        {"baseline-seconds", required_argument, 0, 'L'},
         {"json", no_argument, 0, 'j'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     dlk_loader_opts lo = {0};
     lo.check = 1;
-    const char *device = "auto", *at = NULL, *tensors = NULL;
+    const char *device = "auto", *at = NULL, *tensors = NULL,
+               *baseline = NULL;
+    double baseline_s = 20;
     long epochs = 1, rank = -1, world = -1;
     double step_ms = 0;
     bool json = false;
@@ -153,6 +162,8 @@ int cmd_bench_stream(int argc, char **argv)
         case 'C': lo.check = 0; break;
         case 'V': lo.no_verify = 1; break;
         case 'a': at = optarg; break;
+        case 'B': baseline = optarg; break;
+        case 'L': baseline_s = strtod(optarg, &end); break;
         case 'j': json = true; break;
         case 'h': return cmd_finish("bench-stream", cmd_usage(usage_text, true));
         default:
@@ -309,6 +320,29 @@ int cmd_bench_stream(int argc, char **argv)
     double mean_disp = q.n ? q.sum_disp / q.n / (q.n / 3.0) : 0;
     double corr = q.pairs > 1 ? quality_corr(&q) : 1;
     bool check_ok = !lo.check || dev_sum == host_sum;
+    /* the per-file baseline, resized to the dataset's image shape */
+    dlk_baseline_result br = {0};
+    bool have_baseline = false;
+    if (code == EXIT_OK && baseline) {
+        dlk_baseline_opts bo = {baseline, lo.batch_size ? lo.batch_size : 256,
+                                lo.io_threads ? lo.io_threads
+                                              : (uint32_t)sysconf(_SC_NPROCESSORS_ONLN),
+                                0, 0, baseline_s, lo.seed};
+        for (size_t i = 0; i < dlk_dataset_ntensors(ds); i++) {
+            dlk_tensor_info ti;
+            if (!dlk_tensor_info_get(ds, i, &ti, NULL) && ti.kind == DLK_KIND_IMAGE &&
+                ti.ndim == 3 && ti.shape[0] > 0 && ti.shape[1] > 0) {
+                bo.height = (int)ti.shape[0];
+                bo.width = (int)ti.shape[1];
+                break;
+            }
+        }
+        if (dlk_source_baseline(&bo, &br, &err))
+            code = cmd_fail("bench-stream", &err);
+        else
+            have_baseline = true;
+    }
+    double base_rate = have_baseline && br.seconds > 0 ? br.samples / br.seconds : 0;
     if (code == EXIT_OK && json) {
         json_t *o = json_pack(
             "{s:s,s:s,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:s,"
@@ -333,6 +367,17 @@ int cmd_bench_stream(int argc, char **argv)
         json_object_set(o, "epochs", per_epoch);
         json_object_set_new(o, "steady_bytes_per_s", json_real(best_steady));
         json_object_set_new(o, "steady_busy_pct", json_real(steady_busy));
+        if (have_baseline) {
+            json_object_set_new(o, "baseline", json_pack(
+                "{s:s,s:I,s:I,s:f,s:f,s:f}", "source", baseline,
+                "samples", (json_int_t)br.samples, "errors",
+                (json_int_t)br.errors, "seconds", br.seconds,
+                "samples_per_s", base_rate, "first_batch_s",
+                br.first_batch_s));
+            json_object_set_new(o, "ratio_to_baseline",
+                                json_real(base_rate > 0 ? samples / wall / base_rate
+                                                        : 0));
+        }
         json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_INDENT(2));
         putchar('\n');
         json_decref(o);
@@ -367,6 +412,12 @@ int cmd_bench_stream(int argc, char **argv)
                cmd_bytes(st.peak_buffer_bytes, b3));
         printf("  shuffle: mean displacement %.2f of a random permutation's, "
                "neighbour correlation %.3f\n", mean_disp, corr);
+        if (have_baseline)
+            printf("  per-file baseline (%s): %llu samples in %.2f s: %.0f "
+                   "samples/s, first batch %.3f s, %llu errors; dlk is %.1fx\n",
+                   baseline, (unsigned long long)br.samples, br.seconds,
+                   base_rate, br.first_batch_s, (unsigned long long)br.errors,
+                   base_rate > 0 ? samples / wall / base_rate : 0);
         if (lo.check)
             printf("  checksum: device %016llx, cpu %016llx: %s\n",
                    (unsigned long long)dev_sum, (unsigned long long)host_sum,

@@ -431,6 +431,26 @@ void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out);
  * device busy that long.  On cpu it reads the bytes on the calling
  * thread. */
 dlk_status dlk_loader_step(dlk_loader *l, double step_ms, dlk_error *err);
+/* The way teams train today, for comparison: one GET per raw source file
+ * (JPEG or PNG), decoded and resized on `workers` threads at every step,
+ * assembled into batches.  Runs until every file was read or `seconds`
+ * passed. */
+typedef struct dlk_baseline_opts {
+    const char *source;          /* s3://bucket/prefix or a directory */
+    uint32_t batch_size, workers;
+    int width, height;           /* resize to; 0x0 keeps each image's size */
+    double seconds;              /* time limit (0: 60 s) */
+    uint64_t seed;               /* file order is shuffled with it */
+} dlk_baseline_opts;
+
+typedef struct dlk_baseline_result {
+    uint64_t files, samples, batches, errors, bytes_read;
+    double seconds, first_batch_s;
+} dlk_baseline_result;
+
+dlk_status dlk_source_baseline(const dlk_baseline_opts *o,
+                               dlk_baseline_result *res, dlk_error *err);
+
 /* Whether this build can use CUDA and a device is present (0/1), with a
  * one-line reason when not. */
 int dlk_cuda_available(char *why, size_t cap);
