@@ -143,7 +143,7 @@ bench: all
 dlk.pc: dlk.pc.in include/dlk.h
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(libdir)|' \
 	    -e 's|@INCDIR@|$(incdir)|' -e 's|@VERSION@|$(VERSION)|' \
-	    -e 's|@REQUIRES@|$(PKGS)|' $< > $@
+	    -e 's|@REQUIRES@|$(PKGS)|' -e 's|@LIBS_PRIVATE@|$(CUDA_LIBS) -lpthread -lm|' $< > $@
 
 install: install-bin install-lib install-man
 

@@ -1,42 +1,29 @@
 #!/usr/bin/env bash
-# The main job on a small built-in example: make sample data, create a
-# local dataset, ingest it, list it, verify it and read samples back.
+# The main job on a small built-in example: make sample images with
+# labels, create a local dataset from them (decoded once, resized, packed
+# into chunks), list, verify, read samples back, commit, and stream it the
+# way a training job would.
 #   DLK=build/dlk examples/demo.sh [WORKDIR]
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 DLK=${DLK:-$here/../build/dlk}
 work=${1:-$(mktemp -d /tmp/dlk-demo.XXXXXX)}
-src=$work/source
+src=$work/images
 ds=$work/dataset
 rm -rf "$src" "$ds"
-say() { printf '\n$ %s\n' "$*"; }
+run() { printf '\n$ dlk %s\n' "$*"; "$DLK" "$@"; }
 
-classes=$(python3 "$here/sample_data.py" "$src" --samples 256 --size 64)
-echo "sample source: 256 rows of images (64x64x3 u8), labels, boxes in $src"
+python3 "$here/sample_data.py" "$src" --samples 512 --size 96 --jpeg >/dev/null
+echo "sample source: 512 JPEGs of 96x96 in $src/<class>/, labelled by folder"
 
-say dlk create "$ds" --tensor images:u8:64x64x3:zstd --tensor labels:i32 \
-    --tensor 'boxes:f32:?x4' --kind boxes=bbox --classes "labels=$classes" --chunk-size 256K
-"$DLK" create "$ds" --tensor images:u8:64x64x3:zstd --tensor labels:i32 \
-    --tensor 'boxes:f32:?x4' --kind boxes=bbox --classes "labels=$classes" --chunk-size 256K
-
-say dlk ingest "$ds" from-dir "$src"
-"$DLK" ingest "$ds" from-dir "$src"
-
-say dlk ls "$ds"
-"$DLK" ls "$ds"
-
-say dlk verify "$ds" --deep
-"$DLK" verify "$ds" --deep
-
-say dlk cat "$ds" labels 3
-"$DLK" cat "$ds" labels 3
-say dlk cat "$ds" boxes 3
-"$DLK" cat "$ds" boxes 3
-say "dlk cat $ds images 3 --npy > $work/img3.npy"
-"$DLK" cat "$ds" images 3 --npy > "$work/img3.npy"
-python3 -c 'import numpy as np,sys
-a=np.load(sys.argv[1]); b=np.load(sys.argv[2])
-print("images 3 read back:", a.shape, a.dtype, "identical to the source:", bool((a==b).all()))' \
-    "$work/img3.npy" "$src/000003.images.npy"
+run create "$ds" from-dir "$src" --resize 64x64 --json
+run ls "$ds"
+run verify "$ds" --deep
+run cat "$ds" labels 3
+run cat "$ds" images 3 --png > "$work/img3.png"
+echo "(wrote $work/img3.png)"
+run commit "$ds" -m "512 demo images"
+run log "$ds"
+run bench-stream "$ds" --device auto --shuffle --epochs 2 --batch-size 64
 echo
 echo "demo done: dataset in $ds"

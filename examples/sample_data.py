@@ -25,15 +25,30 @@ def image(rng, size, label):
     return np.clip(base, 0, 255).astype(np.uint8)
 
 
+NAMES = ["circle-red", "circle-green", "circle-blue"]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--samples", type=int, default=64)
     ap.add_argument("--size", type=int, default=64)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--jpeg", action="store_true",
+                    help="write OUT/<class>/<i>.jpg (labels by folder) instead of .npy")
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
     os.makedirs(a.out, exist_ok=True)
+    if a.jpeg:
+        from PIL import Image
+        for i in range(a.samples):
+            label = int(rng.integers(0, 3))
+            d = os.path.join(a.out, NAMES[label])
+            os.makedirs(d, exist_ok=True)
+            Image.fromarray(image(rng, a.size, label)).save(
+                os.path.join(d, f"{i:06d}.jpg"), quality=90)
+        print(",".join(NAMES))
+        return
     for i in range(a.samples):
         label = int(rng.integers(0, 3))
         np.save(os.path.join(a.out, f"{i:06d}.images.npy"), image(rng, a.size, label))

@@ -14,8 +14,8 @@ APT_PKGS="build-essential pkg-config libjansson-dev libxxhash-dev libzstd-dev
 PC_PKGS="jansson libxxhash libzstd libcurl expat libturbojpeg libpng libavformat libavcodec libswscale libavutil"
 # Python packages the tests use: numpy reads what dlk writes; moto's
 # server is the S3 the tests talk to; awscli is the independent client.
-PIP_PKGS="numpy moto[server] awscli boto3"
-PY_MODULES="numpy moto boto3"
+PIP_PKGS="numpy pillow moto[server] awscli boto3"
+PY_MODULES="numpy PIL moto boto3"
 
 missing_apt() {
     local miss=""

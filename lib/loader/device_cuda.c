@@ -391,8 +391,9 @@ int dlk_cuda_available(char *why, size_t cap)
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0) {
         if (why && cap)
-            snprintf(why, cap, "%s", e != cudaSuccess ? cudaGetErrorString(e)
-                                                      : "no CUDA device");
+            snprintf(why, cap, "no NVIDIA GPU or driver found (%s)",
+                     e != cudaSuccess ? cudaGetErrorString(e)
+                                      : "no CUDA device");
         return 0;
     }
     return 1;
@@ -404,8 +405,8 @@ dlk_status dlk_dev_open_cuda(int index, dlk_dev **out, dlk_error *err)
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess)
-        return dlk_fail(err, DLK_EGPU, "cuda:%d: %s", index,
-                        cudaGetErrorString(e));
+        return dlk_fail(err, DLK_EGPU, "cuda:%d: no NVIDIA GPU or driver "
+                        "found (%s)", index, cudaGetErrorString(e));
     if (index >= n)
         return dlk_fail(err, DLK_EGPU, "cuda:%d: this machine has %d CUDA "
                         "device%s", index, n, n == 1 ? "" : "s");

@@ -37,3 +37,12 @@ run_target() { # TARGET MAX_LEN [ARGS...]
 run_target fuzz_chunk 1048576
 run_target fuzz_manifest 65536 -dict="$root/tests/fuzz/fuzz_manifest.dict"
 run_target fuzz_npy 8192 -dict="$root/tests/fuzz/fuzz_npy.dict"
+# the media front doors: seeds are fixtures made at test time
+if [ -x "$root/build-fuzz/fuzz_image" ] &&
+    make -s -C "$root" -f tests/fuzz/Makefile media-seeds >/dev/null 2>&1; then
+    mkdir -p "$root/tests/fuzz/corpus/fuzz_image" "$root/tests/fuzz/corpus/fuzz_video"
+    run_target fuzz_image 1048576 "$root/build-fuzz/corpus/fuzz_image"
+    run_target fuzz_video 1048576 "$root/build-fuzz/corpus/fuzz_video"
+else
+    skip "media fuzz targets" "media-seeds needs ffmpeg and ImageMagick: apt-get install ffmpeg imagemagick"
+fi

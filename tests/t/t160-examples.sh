@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The examples a user copies build against the installed library (make
+# install into a staging prefix, pkg-config) and run.
+. "$DLK_TESTS/lib.sh"
+root=$DLK_TESTS/..
+P=$T/prefix
+ok "make install into a prefix" make -s -C "$root" install PREFIX=/usr DESTDIR="$P" BUILD="$DLK_BUILD"
+check "binary, library, header, pc and man pages installed" test -x "$P/usr/bin/dlk" -a -f "$P/usr/lib/libdlk.a" -a -f "$P/usr/include/dlk.h" -a -f "$P/usr/lib/pkgconfig/dlk.pc" -a -f "$P/usr/share/man/man1/dlk.1"
+export PKG_CONFIG_PATH=$P/usr/lib/pkgconfig
+flags=$(PKG_CONFIG_SYSROOT_DIR=$P pkg-config --cflags --libs dlk)
+ok "examples/stream.c builds with pkg-config" sh -c "cc -O2 '$root/examples/stream.c' $flags -o '$T/stream'"
+python3 "$root/examples/sample_data.py" "$T/src" --samples 100 --size 16 >/dev/null
+"$DLK" create "$T/ds" --tensor images:u8:16x16x3 --tensor labels:i32 --tensor 'boxes:f32:?x4' --chunk-size 4K >/dev/null
+"$DLK" ingest "$T/ds" from-dir "$T/src" --quiet
+ok "the example streams a dataset on the cpu" "$T/stream" "$T/ds" cpu
+check "two epochs of 100 samples, equal checksums" sh -c "grep -q 'epoch 1: 128 samples' '$OUT' && grep -q '(equal)' '$OUT'"
+ok "demo script runs" env DLK="$DLK" "$root/examples/demo.sh" "$T/demo"
+check "demo ends with a bench-stream report" grep -q "samples/s" "$OUT"
