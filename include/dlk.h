@@ -462,6 +462,8 @@ void dlk_loader_close(dlk_loader *l);
 typedef struct dlk_io_counters {
     uint64_t gets, heads, puts, lists, deletes;
     uint64_t bytes_read, bytes_written;
+    uint64_t hedges;  /* S3 GETs/HEADs sent again because the first was
+                         slow (the first answer wins; not in gets) */
 } dlk_io_counters;
 
 void dlk_io_counters_get(dlk_io_counters *out);

@@ -14,15 +14,36 @@ the configured rates, the proxy:
   reset     forwards, then resets the connection part-way through the
             response body (or, for an answer without a body, before it)
   truncate  forwards, sends fewer body bytes than Content-Length, closes
-and delays the first byte of every answer by --delay-ms.  It prints its
-port on the first line of stdout and one line per injected fault on
-stderr ("fault KIND METHOD PATH").  Only the standard library is used;
+and delays the first byte of every answer by --delay-ms.
+
+Slow answers (a straggler, not a failure): --slow-ms N holds the body of
+chosen answers back for N ms after their headers (an answer without a
+body: before its headers).  Chosen are requests whose path (with query)
+matches --slow-path REGEX, or all; of those, the fraction --slow-rate
+(default 1 with --slow-path, else 0); with --slow-first-per-path only the
+first such request of each path may be slow, so that a second identical
+request (a hedge) is fast.  For example
+    --slow-rate 0.05 --slow-ms 3000
+    --slow-path 'chunks/img/0007' --slow-ms 3000 --slow-first-per-path
+Each slowed answer is logged as "fault slow METHOD PATH".
+
+A server that stops sending (a failure, not a straggler): at --stall-rate,
+a request is forwarded, its answer's headers and part of its body are sent
+(an answer without a body: nothing at all, though the server did the
+work), then nothing more for --stall-ms (default 120000) or until the
+client gives up, and the connection is closed; --stall-max N injects at
+most N stalls (0: no limit).  Logged as "fault stall METHOD PATH".
+
+It prints its port on the first line of stdout and one line per injected
+fault on stderr ("fault KIND METHOD PATH").  Only the standard library is used;
 connections, bodies and time are bounded (see the options).
 """
 import argparse
 import http.client
 import os
 import random
+import re
+import select
 import signal
 import socket
 import struct
@@ -45,7 +66,32 @@ class Faults:
         self.table = [("500", args.rate_500), ("503", args.rate_503),
                       ("reset", args.rate_reset),
                       ("truncate", args.rate_truncate)]
+        self.table.append(("stall", args.stall_rate))
+        self.stall_left = args.stall_max if args.stall_max > 0 else -1
         self.counts = {k: 0 for k, _ in self.table}
+        self.counts["slow"] = 0
+        # its own generator: the fault sequence of a seed stays the same
+        self.slow_rng = random.Random(args.seed + 7919)
+        self.slow_re = re.compile(args.slow_path) if args.slow_path else None
+        self.slow_rate = args.slow_rate
+        if self.slow_rate is None:
+            self.slow_rate = 1.0 if args.slow_path else 0.0
+        self.slow_first = args.slow_first_per_path
+        self.slow_seen = set()
+
+    def slow(self, path):
+        """Whether this request's answer is to be held back."""
+        if self.slow_rate <= 0.0:
+            return False
+        if self.slow_re is not None and not self.slow_re.search(path):
+            return False
+        with self.lock:
+            if self.slow_first:
+                if path in self.slow_seen:
+                    return False
+                if len(self.slow_seen) < 1000000:   # bounded memory
+                    self.slow_seen.add(path)
+            return self.slow_rng.random() < self.slow_rate
 
     def pick(self):
         with self.lock:
@@ -55,8 +101,18 @@ class Faults:
         for kind, rate in self.table:
             acc += rate
             if r < acc:
+                if kind == "stall" and not self.take_stall():
+                    return None, cut
                 return kind, cut
         return None, cut
+
+    def take_stall(self):
+        with self.lock:
+            if self.stall_left == 0:
+                return False
+            if self.stall_left > 0:
+                self.stall_left -= 1
+            return True
 
     def note(self, kind, method, path):
         with self.lock:
@@ -178,6 +234,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
             kind, cut = self.server.faults.pick()
+            slow = (kind not in ("500", "503") and opts.slow_ms > 0
+                    and self.server.faults.slow(self.path))
             if opts.delay_ms:
                 time.sleep(opts.delay_ms / 1000.0)
             if kind == "500":
@@ -192,9 +250,39 @@ class Handler(BaseHTTPRequestHandler):
             except (OSError, http.client.HTTPException) as e:
                 self.send_error(502, "upstream: %s" % e)
                 return
-            self.relay(resp, kind, cut)
+            self.relay(resp, kind, cut, slow)
 
-    def relay(self, resp, kind, cut):
+    def stall(self, sent_headers):
+        """Send nothing more for --stall-ms, or until the client is gone,
+        then close the connection."""
+        self.server.faults.note("stall", self.command, self.path)
+        try:
+            if sent_headers:
+                self.wfile.flush()
+        except OSError:
+            pass
+        end = time.monotonic() + self.server.opts.stall_ms / 1000.0
+        sock = self.connection
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                readable, _, _ = select.select([sock], [], [], min(left, 1.0))
+                if readable and not sock.recv(4096, socket.MSG_PEEK):
+                    break           # the client closed its end
+                if readable:        # a pipelined request: drain it
+                    sock.recv(65536)
+            except (OSError, ValueError):
+                break
+        self.drop_upstream()
+        return self.hard_close(False)
+
+    def hold(self):
+        self.server.faults.note("slow", self.command, self.path)
+        time.sleep(self.server.opts.slow_ms / 1000.0)
+
+    def relay(self, resp, kind, cut, slow=False):
         hdrs = [(k, v) for k, v in resp.getheaders() if k.lower() not in HOP]
         length = resp.getheader("Content-Length")
         chunked = resp.getheader("Transfer-Encoding", "").lower() == "chunked"
@@ -211,11 +299,39 @@ class Handler(BaseHTTPRequestHandler):
             resp.read()
             self.server.faults.note(kind, self.command, self.path)
             return self.hard_close(True)
+        if kind == "stall" and n == 0:
+            resp.read()     # the server did the work; no answer comes
+            return self.stall(False)
+        if slow and n == 0:
+            self.hold()
         self.send_response_only(resp.status, resp.reason)
         for k, v in hdrs:
             self.send_header(k, v)
         self.end_headers()
+        if slow and n > 0:
+            try:
+                self.wfile.flush()
+            except OSError:
+                self.close_connection = True
+                self.drop_upstream()
+                return
+            self.hold()
         stop = n
+        if kind == "stall" and n > 0:
+            stop = int(cut * n)
+            try:
+                sent = 0
+                while sent < stop:
+                    piece = (data[sent:min(stop, sent + CHUNK)]
+                             if data is not None else
+                             resp.read(min(CHUNK, stop - sent)))
+                    if not piece:
+                        break
+                    self.wfile.write(piece)
+                    sent += len(piece)
+            except OSError:
+                pass
+            return self.stall(True)
         if kind in ("reset", "truncate") and n > 0:
             stop = int(cut * n)
             self.server.faults.note(kind, self.command, self.path)
@@ -263,6 +379,14 @@ def main():
     p.add_argument("--rate-503", type=float, default=0.0)
     p.add_argument("--rate-reset", type=float, default=0.0)
     p.add_argument("--rate-truncate", type=float, default=0.0)
+    p.add_argument("--slow-ms", type=float, default=3000.0,
+                   help="hold slow answers' bodies back this long")
+    p.add_argument("--slow-rate", type=float, default=None,
+                   help="fraction of (matching) requests made slow")
+    p.add_argument("--slow-path", default=None, metavar="REGEX",
+                   help="only requests whose path matches are made slow")
+    p.add_argument("--slow-first-per-path", action="store_true",
+                   help="only the first slow candidate of each path")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--max-conns", type=int, default=256,
                    help="requests served at once")
@@ -271,14 +395,27 @@ def main():
     p.add_argument("--lifetime", type=float, default=3600.0,
                    help="exit after this many seconds")
     p.add_argument("--verbose", action="store_true")
+    p.add_argument("--stall-rate", type=float, default=0.0,
+                   help="fraction of requests whose answer stops mid-body")
+    p.add_argument("--stall-ms", type=float, default=120000.0,
+                   help="how long a stalled answer sends nothing")
+    p.add_argument("--stall-max", type=int, default=0,
+                   help="at most this many stalls (0: no limit)")
     opts = p.parse_args()
     up = urllib.parse.urlsplit(opts.upstream)
     if up.scheme != "http" or not up.hostname:
         p.error("--upstream must be http://HOST:PORT")
     for r in (opts.rate_500, opts.rate_503, opts.rate_reset,
-              opts.rate_truncate):
+              opts.rate_truncate, opts.stall_rate):
         if not 0.0 <= r <= 1.0:
             p.error("rates are between 0 and 1")
+    if opts.slow_rate is not None and not 0.0 <= opts.slow_rate <= 1.0:
+        p.error("rates are between 0 and 1")
+    if opts.slow_path:
+        try:
+            re.compile(opts.slow_path)
+        except re.error as e:
+            p.error("--slow-path: %s" % e)
 
     srv = Server((opts.host, opts.port), Handler)
     srv.opts = opts

@@ -10,12 +10,21 @@
  *  - 503 and 429 halve the in-flight limit (at most once per 200 ms);
  *    each `limit` successes raise it by one, back up to the configured
  *    maximum (AIMD).
+ *  - hedged: a GET or HEAD still running well past the usual duration of
+ *    its size class (a ring of recent durations per class: max of
+ *    DLK_S3_HEDGE_MIN_MS and 4x the median) gets a second identical
+ *    request; the first to finish for good wins and the other is removed
+ *    from the multi handle.  A hedge writes into its own buffer, copied to
+ *    the caller's only when it wins.  Hedges take in-flight slots, go
+ *    before queued requests, and are rationed (tokens: one hedge per ten
+ *    finished transfers, a burst of ten at most).
  *
  * Requests are signed by libcurl (CURLOPT_AWS_SIGV4).  Secrets live only
  * in the curl handles and the engine; messages never carry them. */
 #include "s3_internal.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +36,24 @@
 #define CONNECT_TIMEOUT_MS 10000L
 #define LOW_SPEED_BYTES 1L       /* abort below this many bytes/s ... */
 #define LOW_SPEED_SECONDS 30L    /* ... for this long */
+
+#define HEDGE_MIN_MS_DEFAULT 200
+#define HEDGE_FACTOR 4           /* x the class median */
+#define HEDGE_MIN_SAMPLES 4      /* a class hedges once it has these */
+#define HEDGE_RING 32            /* durations kept per class */
+#define HEDGE_CLASSES 8          /* <64K, <256K, <1M, ... , >=256M bytes */
+#define HEDGE_COST 10            /* tokens a hedge takes ... */
+#define HEDGE_EARN 1             /* ... a finished transfer gives ... */
+#define HEDGE_TOKENS_MAX 100     /* ... up to this many */
+#define HEDGE_TOKENS_START 20
+
+/* Recent durations of successful transfers of one size class. */
+typedef struct lat_class {
+    int32_t ring[HEDGE_RING];
+    unsigned n;               /* samples recorded (saturates) */
+    unsigned pos;
+    int32_t median;
+} lat_class;
 
 struct s3_engine {
     CURLM *multi;
@@ -44,9 +71,18 @@ struct s3_engine {
     CURL **idle;              /* reusable easy handles */
     int nidle;
     uint64_t rng;
+    /* hedging: loop thread only, but for the counters (atomic) */
+    bool hedge_on;
+    int hedge_min_ms;
+    s3_req *active;           /* unhedged GET/HEAD primaries in flight */
+    lat_class lat[HEDGE_CLASSES];
+    int hedge_tokens;
+    uint64_t hedges, hedge_wins;
     /* signing */
     char *user, *secret, *sigv4, *token_hdr, *ca_bundle;
 };
+
+static uint64_t hedges_total;  /* all engines (atomic) */
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc;
@@ -269,6 +305,198 @@ oom:
     return false;
 }
 
+/* ---- hedging (loop thread) ------------------------------------------ */
+
+static bool hedgeable(const s3_req *r)
+{
+    /* no side effects: a duplicate is harmless */
+    return strcmp(r->method, "GET") == 0 || strcmp(r->method, "HEAD") == 0;
+}
+
+/* The body size to expect when a transfer starts: the range asked for,
+ * else the most the caller accepts (a chunk's exact size). */
+static uint64_t size_hint(const s3_req *r)
+{
+    if (strcmp(r->method, "HEAD") == 0)
+        return 0;
+    for (const struct curl_slist *c = r->headers; c; c = c->next) {
+        unsigned long long a, b;
+        if (strncasecmp(c->data, "range:", 6) == 0 &&
+            sscanf(c->data + 6, " bytes=%llu-%llu", &a, &b) == 2 && b >= a)
+            return (uint64_t)(b - a + 1);
+    }
+    return r->out ? r->max : 0;
+}
+
+/* The size that places a running transfer in a class: the announced
+ * Content-Length once the headers are in. */
+static uint64_t current_size(const s3_req *r)
+{
+    if (r->in_status_ok && r->content_length != UINT64_MAX)
+        return r->content_length;
+    return r->size_hint;
+}
+
+static int size_class(uint64_t n)
+{
+    int c = 0;
+    for (n >>= 16; n && c < HEDGE_CLASSES - 1; n >>= 2)
+        c++;
+    return c;
+}
+
+static void lat_record(s3_engine *e, const s3_req *x, int64_t ms)
+{
+    uint64_t bytes = strcmp(x->method, "HEAD") == 0 ? 0 : x->received;
+    lat_class *lc = &e->lat[size_class(bytes)];
+    lc->ring[lc->pos] = ms < 0 ? 0 : ms > INT32_MAX ? INT32_MAX : (int32_t)ms;
+    lc->pos = (lc->pos + 1) % HEDGE_RING;
+    if (lc->n < HEDGE_RING)
+        lc->n++;
+    int32_t v[HEDGE_RING];
+    unsigned n = lc->n;
+    for (unsigned i = 0; i < n; i++) {   /* insertion sort, n <= 32 */
+        int32_t x_ = lc->ring[i];
+        unsigned j = i;
+        for (; j > 0 && v[j - 1] > x_; j--)
+            v[j] = v[j - 1];
+        v[j] = x_;
+    }
+    lc->median = v[n / 2];
+}
+
+static void act_add(s3_engine *e, s3_req *r)
+{
+    r->act_prev = NULL;
+    r->act_next = e->active;
+    if (e->active)
+        e->active->act_prev = r;
+    e->active = r;
+}
+
+static void act_remove(s3_engine *e, s3_req *r)
+{
+    if (r->act_prev)
+        r->act_prev->act_next = r->act_next;
+    else if (e->active == r)
+        e->active = r->act_next;
+    else
+        return;             /* not in the list */
+    if (r->act_next)
+        r->act_next->act_prev = r->act_prev;
+    r->act_prev = r->act_next = NULL;
+}
+
+static bool start(s3_engine *e, s3_req *r);
+static void recycle(s3_engine *e, CURL *h);
+
+/* End a transfer that is still running (it lost, or its request is
+ * over): its connection is closed, its handle kept for reuse. */
+static void drop_transfer(s3_engine *e, s3_req *x)
+{
+    if (x->easy) {
+        recycle(e, x->easy);
+        x->easy = NULL;
+    }
+    curl_slist_free_all(x->all_headers);
+    x->all_headers = NULL;
+}
+
+static void free_hedge(s3_engine *e, s3_req *x)
+{
+    drop_transfer(e, x);
+    dlk_buf_free(&x->hbody);
+    dlk_buf_free(&x->errbody);
+    free(x);
+}
+
+/* Start a hedge of primary r (in flight, lock held: it takes a slot). */
+static void start_hedge(s3_engine *e, s3_req *r)
+{
+    act_remove(e, r);
+    r->hedged = true;            /* once per attempt, even if it fails */
+    s3_req *x = calloc(1, sizeof *x);
+    if (!x)
+        return;
+    x->method = r->method;
+    x->url = r->url;
+    x->headers = r->headers;     /* the caller's, alive until r is done */
+    x->max = r->max;
+    x->out = r->out ? &x->hbody : NULL;
+    x->hedge_of = r;
+    e->inflight++;
+    if (!start(e, x)) {
+        e->inflight--;
+        dlk_buf_free(&x->errbody);
+        free(x);
+        return;
+    }
+    r->hedge = x;
+    e->hedge_tokens -= HEDGE_COST;
+    __atomic_add_fetch(&e->hedges, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&hedges_total, 1, __ATOMIC_RELAXED);
+}
+
+/* Hedge the transfers that are overdue, while slots and tokens allow
+ * (go), or only look (!go: 0 when one could start now).  Returns the
+ * milliseconds until the next one comes due (at most 1000).  Called
+ * with the lock held, on the loop thread. */
+static int64_t hedge_scan(s3_engine *e, bool go)
+{
+    int64_t wait = 1000;
+    if (!e->active)
+        return wait;
+    int64_t now = now_ms();
+    for (s3_req *r = e->active, *next; r; r = next) {
+        next = r->act_next;
+        const lat_class *lc = &e->lat[size_class(current_size(r))];
+        if (lc->n < HEDGE_MIN_SAMPLES)
+            continue;            /* no idea yet what slow means here */
+        int64_t due = (int64_t)lc->median * HEDGE_FACTOR;
+        if (due < e->hedge_min_ms)
+            due = e->hedge_min_ms;
+        int64_t left = r->started_ms + due - now;
+        if (left > 0) {
+            if (left < wait)
+                wait = left;
+            continue;
+        }
+        if (e->inflight >= e->limit || e->hedge_tokens < HEDGE_COST)
+            continue;            /* a finished transfer wakes us */
+        if (!go)
+            return 0;
+        start_hedge(e, r);
+    }
+    return wait;
+}
+
+/* Primary p takes the results of its hedge x (which answered). */
+static void adopt(s3_req *p, s3_req *x)
+{
+    p->status = x->status;
+    p->curl_code = x->curl_code;
+    memcpy(p->curl_msg, x->curl_msg, sizeof p->curl_msg);
+    p->over_limit = x->over_limit;
+    p->short_body = x->short_body;
+    p->oom = x->oom;
+    p->in_status_ok = x->in_status_ok;
+    p->content_length = x->content_length;
+    p->total_size = x->total_size;
+    memcpy(p->etag, x->etag, sizeof p->etag);
+    p->mtime = x->mtime;
+    memcpy(p->request_id, x->request_id, sizeof p->request_id);
+    p->received = x->received;
+    dlk_buf_free(&p->errbody);
+    p->errbody = x->errbody;
+    dlk_buf_init(&x->errbody);
+    if (p->out) {
+        p->out->len = p->out_start;
+        if (x->hbody.len &&
+            dlk_buf_append(p->out, x->hbody.data, x->hbody.len, NULL))
+            p->oom = true;
+    }
+}
+
 static bool start(s3_engine *e, s3_req *r)
 {
     CURL *h = e->nidle ? e->idle[--e->nidle] : curl_easy_init();
@@ -328,6 +556,14 @@ static bool start(s3_engine *e, s3_req *r)
         curl_easy_cleanup(h);
         return false;
     }
+    r->easy = h;
+    r->started_ms = now_ms();
+    if (!r->hedge_of) {
+        r->hedged = false;
+        r->size_hint = size_hint(r);
+        if (e->hedge_on && hedgeable(r))
+            act_add(e, r);
+    }
     return true;
 }
 
@@ -372,38 +608,9 @@ static void recycle(s3_engine *e, CURL *h)
     }
 }
 
-/* The loop thread's handling of a finished transfer.  Called unlocked. */
-static void on_done(s3_engine *e, CURL *h, CURLcode code)
+/* AIMD on one transfer's answer; lock held. */
+static void adapt(s3_engine *e, bool slow, bool retry, int64_t now)
 {
-    s3_req *r = NULL;
-    curl_easy_getinfo(h, CURLINFO_PRIVATE, (char **)&r);
-    r->curl_code = (int)code;
-    if (code == CURLE_OK) {
-        long st = 0;
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
-        r->status = st;
-        if (r->in_status_ok && r->out && strcmp(r->method, "HEAD") != 0 &&
-            r->content_length != UINT64_MAX &&
-            r->received != r->content_length)
-            r->short_body = true;
-    } else {
-        r->status = 0;   /* no complete answer */
-        if (!r->curl_msg[0])
-            snprintf(r->curl_msg, sizeof r->curl_msg, "%s",
-                     curl_easy_strerror(code));
-    }
-    recycle(e, h);
-    curl_slist_free_all(r->all_headers);
-    r->all_headers = NULL;
-
-    bool slow = r->status == 503 || r->status == 429;
-    bool retry = slow || r->status == 500 || r->status == 502 ||
-                 r->status == 504 || r->short_body ||
-                 (code != CURLE_OK && !r->over_limit && !r->oom &&
-                  retryable_curl(code));
-    int64_t now = now_ms();
-    pthread_mutex_lock(&e->mu);
-    e->inflight--;
     if (slow) {
         if (now - e->last_decrease_ms >= DECREASE_GAP_MS) {
             e->limit = e->limit > 1 ? e->limit / 2 : 1;
@@ -414,6 +621,83 @@ static void on_done(s3_engine *e, CURL *h, CURLcode code)
         e->limit++;
         e->successes = 0;
     }
+}
+
+/* The loop thread's handling of a finished transfer.  Called unlocked. */
+static void on_done(s3_engine *e, CURL *h, CURLcode code)
+{
+    s3_req *x = NULL;
+    curl_easy_getinfo(h, CURLINFO_PRIVATE, (char **)&x);
+    x->curl_code = (int)code;
+    if (code == CURLE_OK) {
+        long st = 0;
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+        x->status = st;
+        if (x->in_status_ok && x->out && strcmp(x->method, "HEAD") != 0 &&
+            x->content_length != UINT64_MAX &&
+            x->received != x->content_length)
+            x->short_body = true;
+    } else {
+        x->status = 0;   /* no complete answer */
+        if (!x->curl_msg[0])
+            snprintf(x->curl_msg, sizeof x->curl_msg, "%s",
+                     curl_easy_strerror(code));
+    }
+    x->easy = NULL;
+    recycle(e, h);
+    curl_slist_free_all(x->all_headers);
+    x->all_headers = NULL;
+
+    bool slow = x->status == 503 || x->status == 429;
+    bool retry = slow || x->status == 500 || x->status == 502 ||
+                 x->status == 504 || x->short_body ||
+                 (code != CURLE_OK && !x->over_limit && !x->oom &&
+                  retryable_curl(code));
+    int64_t now = now_ms();
+
+    /* r is the caller's request; x this transfer: r or r's hedge */
+    s3_req *r = x->hedge_of ? x->hedge_of : x;
+    bool is_hedge = x != r;
+    if (!is_hedge)
+        act_remove(e, r);
+    if (e->hedge_on && !retry && hedgeable(x)) {
+        if (x->in_status_ok)
+            lat_record(e, x, now - x->started_ms);
+        e->hedge_tokens += HEDGE_EARN;
+        if (e->hedge_tokens > HEDGE_TOKENS_MAX)
+            e->hedge_tokens = HEDGE_TOKENS_MAX;
+    }
+    /* a hedged pair: the first to finish for good wins */
+    s3_req *other = is_hedge ? (r->easy ? r : NULL) : r->hedge;
+    if (other && (retry || (is_hedge && x->oom))) {
+        /* this one failed: the other carries on */
+        if (is_hedge) {
+            r->hedge = NULL;
+            free_hedge(e, x);
+        }
+        pthread_mutex_lock(&e->mu);
+        e->inflight--;
+        adapt(e, slow, true, now);
+        pthread_mutex_unlock(&e->mu);
+        return;
+    }
+    int ended = other ? 2 : 1;
+    if (is_hedge) {
+        if (other)
+            drop_transfer(e, r);     /* the primary lost */
+        adopt(r, x);
+        if (!retry)
+            __atomic_add_fetch(&e->hedge_wins, 1, __ATOMIC_RELAXED);
+        r->hedge = NULL;
+        free_hedge(e, x);
+    } else if (r->hedge) {
+        free_hedge(e, r->hedge);     /* the hedge lost */
+        r->hedge = NULL;
+    }
+
+    pthread_mutex_lock(&e->mu);
+    e->inflight -= ended;
+    adapt(e, slow, retry, now);
     if (retry && r->attempts < e->max_attempts) {
         unsigned shift = (unsigned)(r->attempts - 1);
         uint64_t cap = (uint64_t)BACKOFF_BASE_MS << (shift > 20 ? 20 : shift);
@@ -478,6 +762,7 @@ static void *loop(void *arg)
     pthread_mutex_lock(&e->mu);
     while (!e->stop) {
         promote_due(e);
+        hedge_scan(e, true);     /* before new requests take the slots */
         start_queued(e);
         pthread_mutex_unlock(&e->mu);
 
@@ -493,6 +778,11 @@ static void *loop(void *arg)
          * the next retry is due */
         pthread_mutex_lock(&e->mu);
         int64_t wait = e->stop ? 0 : promote_due(e);
+        if (!e->stop) {
+            int64_t hw = hedge_scan(e, false);
+            if (hw < wait)
+                wait = hw;
+        }
         bool ready = e->head && e->inflight < e->limit;
         pthread_mutex_unlock(&e->mu);
         if (!ready && wait > 0)
@@ -513,6 +803,11 @@ void s3_submit(s3_engine *e, s3_req *r)
     r->attempts = 0;
     r->next = NULL;
     r->all_headers = NULL;
+    r->easy = NULL;
+    r->hedge = r->hedge_of = NULL;
+    r->hedged = false;
+    r->act_prev = r->act_next = NULL;
+    dlk_buf_init(&r->hbody);
     r->out_start = r->out ? r->out->len : 0;
     reset_result(r);
     pthread_mutex_lock(&e->mu);
@@ -553,6 +848,43 @@ int s3_engine_limit(s3_engine *e)
     int l = e->limit;
     pthread_mutex_unlock(&e->mu);
     return l;
+}
+
+void s3_engine_hedges(s3_engine *e, s3_hedge_stats *out)
+{
+    out->started = __atomic_load_n(&e->hedges, __ATOMIC_RELAXED);
+    out->won = __atomic_load_n(&e->hedge_wins, __ATOMIC_RELAXED);
+}
+
+uint64_t s3_hedges_total(void)
+{
+    return __atomic_load_n(&hedges_total, __ATOMIC_RELAXED);
+}
+
+/* DLK_S3_HEDGE (0 or 1, default 1) and DLK_S3_HEDGE_MIN_MS. */
+static dlk_status hedge_config(s3_engine *e, dlk_error *err)
+{
+    e->hedge_on = true;
+    e->hedge_min_ms = HEDGE_MIN_MS_DEFAULT;
+    e->hedge_tokens = HEDGE_TOKENS_START;
+    const char *v = getenv("DLK_S3_HEDGE");
+    if (v && *v) {
+        if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+            return dlk_fail(err, DLK_EINVAL, "DLK_S3_HEDGE must be 0 or 1, "
+                            "not '%.40s'", v);
+        e->hedge_on = *v == '1';
+    }
+    v = getenv("DLK_S3_HEDGE_MIN_MS");
+    if (v && *v) {
+        char *end;
+        errno = 0;
+        long x = strtol(v, &end, 10);
+        if (errno || *end || x < 1 || x > 3600000)
+            return dlk_fail(err, DLK_EINVAL, "DLK_S3_HEDGE_MIN_MS must be "
+                            "an integer from 1 to 3600000, not '%.40s'", v);
+        e->hedge_min_ms = (int)x;
+    }
+    return DLK_OK;
 }
 
 static void wipe(char *s)
@@ -615,6 +947,12 @@ dlk_status s3_engine_new(const s3_config *cfg, s3_engine **out,
     pthread_mutex_init(&e->mu, NULL);
     e->max = e->limit = cfg->max_inflight;
     e->max_attempts = cfg->max_attempts;
+    dlk_status hrc = hedge_config(e, err);
+    if (hrc) {
+        pthread_mutex_destroy(&e->mu);
+        free(e);
+        return hrc;
+    }
     e->rng = (uint64_t)now_ms() * 0x9E3779B97F4A7C15ull ^ (uintptr_t)e;
     if (!e->rng)
         e->rng = 1;

@@ -78,6 +78,14 @@ typedef struct s3_req {
     bool oom;                    /* no memory for the body or request */
 
     /* engine state */
+    uint64_t size_hint;          /* expected body bytes (hedge class) */
+    int64_t started_ms;          /* when the current transfer started */
+    CURL *easy;                  /* its handle while in flight */
+    struct s3_req *hedge;        /* a primary's hedge in flight */
+    struct s3_req *hedge_of;     /* a hedge's primary (NULL: primary) */
+    bool hedged;                 /* this attempt was hedged already */
+    struct s3_req *act_prev, *act_next;  /* unhedged GET/HEAD in flight */
+    dlk_buf hbody;               /* a hedge's own body */
     size_t out_start;
     size_t body_off;
     uint64_t received;
@@ -105,6 +113,22 @@ void s3_wait(s3_engine *e, s3_req *r);
 void s3_req_fini(s3_req *r);
 /* The current in-flight limit (AIMD), for tests and statistics. */
 int s3_engine_limit(s3_engine *e);
+
+/* Hedged GETs (and HEADs).  A GET or HEAD still running after
+ * max(DLK_S3_HEDGE_MIN_MS, default 200, 4x the median duration of recent
+ * successful transfers of its size class) gets a second, identical
+ * request; the first to finish for good wins, the other is cancelled.
+ * A hedge takes an in-flight slot like any request and, past a small
+ * burst, at most one hedge per ten finished transfers is started.
+ * DLK_S3_HEDGE=0 turns hedging off.  Size classes need a few samples
+ * before they hedge at all: a lone request is never duplicated. */
+typedef struct s3_hedge_stats {
+    uint64_t started;     /* hedges sent */
+    uint64_t won;         /* hedges that answered first */
+} s3_hedge_stats;
+void s3_engine_hedges(s3_engine *e, s3_hedge_stats *out);
+/* Hedges started by every S3 store of this process (dlk_io_counters). */
+uint64_t s3_hedges_total(void);
 
 /* ---- XML (s3_xml.c) ------------------------------------------------- */
 

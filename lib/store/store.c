@@ -1,6 +1,7 @@
 /* store.c - choosing a store by URL, key checks, and the checked wrappers
  * that every caller goes through. */
 #include "internal.h"
+#include "s3_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@ void dlk_io_counters_get(dlk_io_counters *out)
     out->bytes_read = __atomic_load_n(&counters.bytes_read, __ATOMIC_RELAXED);
     out->bytes_written = __atomic_load_n(&counters.bytes_written,
                                          __ATOMIC_RELAXED);
+    out->hedges = s3_hedges_total();
 }
 
 void dlk_store_free(dlk_store *s)
