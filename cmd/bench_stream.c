@@ -72,17 +72,57 @@ static long env_long(const char *a, const char *b, const char *c, long dflt)
     return dflt;
 }
 
-/* Shuffle quality of one rank's epoch: mean |position - index| relative
- * to a random permutation's N/3, and the correlation of neighbours. */
+/* Shuffle quality of one rank's epoch: how far each sample lands from
+ * its place in sorted order (relative to a random permutation's n/3), and
+ * the correlation of neighbours. */
 struct quality {
     double sum_disp, n;
     double sx, sy, sxx, syy, sxy, pairs;
     double prev;
+    uint64_t *idx;       /* the epoch's indices, in delivery order */
+    size_t nidx, capidx;
 };
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Mean |delivered position - sorted position|: indices of a rank need not
+ * start at 0, so compare with the rank's own sorted order. */
+static double quality_displacement(struct quality *q)
+{
+    if (q->nidx < 2)
+        return 0;
+    uint64_t *sorted = malloc(q->nidx * sizeof *sorted);
+    if (!sorted)
+        return 0;
+    memcpy(sorted, q->idx, q->nidx * sizeof *sorted);
+    qsort(sorted, q->nidx, sizeof *sorted, cmp_u64);
+    double sum = 0;
+    for (size_t i = 0; i < q->nidx; i++) {
+        uint64_t *p = bsearch(&q->idx[i], sorted, q->nidx, sizeof *sorted,
+                              cmp_u64);
+        sum += fabs((double)i - (double)(p - sorted));
+    }
+    free(sorted);
+    return sum / q->nidx / (q->nidx / 3.0);
+}
 
 static void quality_add(struct quality *q, double pos, double idx)
 {
-    q->sum_disp += fabs(pos - idx);
+    (void)pos;
+    if (q->nidx == q->capidx) {
+        size_t cap = q->capidx ? q->capidx * 2 : 4096;
+        uint64_t *v = realloc(q->idx, cap * sizeof *v);
+        if (v) {
+            q->idx = v;
+            q->capidx = cap;
+        }
+    }
+    if (q->nidx < q->capidx)
+        q->idx[q->nidx++] = (uint64_t)idx;
     q->n++;
     if (q->n > 1) {
         q->sx += q->prev; q->sy += idx;
@@ -163,7 +203,14 @@ int cmd_bench_stream(int argc, char **argv)
         case 'V': lo.no_verify = 1; break;
         case 'a': at = optarg; break;
         case 'B': baseline = optarg; break;
-        case 'L': baseline_s = strtod(optarg, &end); break;
+        case 'L':
+            baseline_s = strtod(optarg, &end);
+            if (baseline_s <= 0 || baseline_s > 86400) {
+                cmd_error("bench-stream", "--baseline-seconds must be "
+                          "above 0");
+                return EXIT_USAGE;
+            }
+            break;
         case 'j': json = true; break;
         case 'h': return cmd_finish("bench-stream", cmd_usage(usage_text, true));
         default:
@@ -266,7 +313,8 @@ int cmd_bench_stream(int argc, char **argv)
                 bytes += b->tensors[t].nbytes;
             if (e == 0)
                 for (uint32_t i = 0; i < b->size; i++)
-                    quality_add(&q, (double)pos++, (double)b->indices[i]);
+                    if (!b->pad[i]) /* padding repeats: not part of the order */
+                        quality_add(&q, (double)pos++, (double)b->indices[i]);
             double now = now_s();
             if (tty && now - last_draw > 0.25) {
                 last_draw = now;
@@ -306,9 +354,12 @@ int cmd_bench_stream(int argc, char **argv)
     uint64_t rss = (uint64_t)ru.ru_maxrss * 1024;
     bool on_device = strncmp(device, "cuda", 4) == 0;
     /* the bottleneck: the stage with the most time per thread doing it */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    double io_threads = lo.io_threads ? lo.io_threads
+                        : ncpu < 1 ? 1 : ncpu > 32 ? 32 : (double)ncpu;
     struct { const char *name; double s; } stages[] = {
-        {"storage", st.storage_s / (lo.io_threads ? lo.io_threads : 1)},
-        {"decompress", st.decompress_s / (lo.io_threads ? lo.io_threads : 1)},
+        {"storage", st.storage_s / io_threads},
+        {"decompress", st.decompress_s / io_threads},
         {"host_to_device", st.h2d_s},
         {"gather", st.gather_s},
         {"step", st.step_s},
@@ -317,7 +368,8 @@ int cmd_bench_stream(int argc, char **argv)
     for (size_t i = 1; i < sizeof stages / sizeof stages[0]; i++)
         if (stages[i].s > stages[worst].s)
             worst = i;
-    double mean_disp = q.n ? q.sum_disp / q.n / (q.n / 3.0) : 0;
+    double mean_disp = quality_displacement(&q);
+    free(q.idx);
     double corr = q.pairs > 1 ? quality_corr(&q) : 1;
     bool check_ok = !lo.check || dev_sum == host_sum;
     /* the per-file baseline, resized to the dataset's image shape */
@@ -345,7 +397,7 @@ int cmd_bench_stream(int argc, char **argv)
     double base_rate = have_baseline && br.seconds > 0 ? br.samples / br.seconds : 0;
     if (code == EXIT_OK && json) {
         json_t *o = json_pack(
-            "{s:s,s:s,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:s,"
+            "{s:s,s:s,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:s,"
             "s:{s:f,s:f,s:f,s:f,s:f},s:f,s:f,s:o,s:I,s:I}",
             "dataset", argv[optind], "device", device,
             "samples", (json_int_t)samples, "batches", (json_int_t)batches,
@@ -357,6 +409,7 @@ int cmd_bench_stream(int argc, char **argv)
             "requests", (json_int_t)(io.gets + io.heads + io.lists),
             "bytes_read", (json_int_t)io.bytes_read,
             "peak_rss_bytes", (json_int_t)rss,
+            "peak_buffer_bytes", (json_int_t)st.peak_buffer_bytes,
             "bottleneck", stages[worst].name,
             "stages", "storage", st.storage_s, "decompress", st.decompress_s,
             "host_to_device", st.h2d_s, "gather", st.gather_s,
