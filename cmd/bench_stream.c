@@ -214,9 +214,7 @@ int cmd_bench_stream(int argc, char **argv)
         case 'j': json = true; break;
         case 'h': return cmd_finish("bench-stream", cmd_usage(usage_text, true));
         default:
-            cmd_error("bench-stream", "unknown or incomplete option '%s'",
-                      argv[optind - 1]);
-            return cmd_usage(usage_text, false);
+            return cmd_bad_option("bench-stream", argv, usage_text);
         }
         if (end && *end) {
             cmd_error("bench-stream", "bad number '%s'", optarg);

@@ -147,9 +147,7 @@ int cmd_cat(int argc, char **argv)
         case 'a': at = optarg; break;
         case 'h': return cmd_finish("cat", cmd_usage(usage_text, true));
         default:
-            cmd_error("cat", "unknown or incomplete option '%s'",
-                      argv[optind - 1]);
-            return cmd_usage(usage_text, false);
+            return cmd_bad_option("cat", argv, usage_text);
         }
     }
     if (argc - optind != 3) {

@@ -37,6 +37,9 @@ int cmd_fail(const char *cmd, const dlk_error *err);
 /* Print the usage text to `f`; return EXIT_USAGE for misuse (to stderr)
  * or EXIT_OK for --help (to stdout). */
 int cmd_usage(const char *usage, bool help);
+/* Report an unknown or incomplete option (the one getopt just passed)
+ * and print the usage: returns EXIT_USAGE. */
+int cmd_bad_option(const char *cmd, char **argv, const char *usage);
 /* Flush stdout and report a failed write (a full disk, a closed pipe). */
 int cmd_finish(const char *cmd, int code);
 /* "1.5 MiB" style sizes. */

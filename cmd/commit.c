@@ -40,9 +40,7 @@ int cmd_commit(int argc, char **argv)
         case 'U': flags |= DLK_COMMIT_UNSAFE_SINGLE_WRITER; break;
         case 'h': return cmd_finish("commit", cmd_usage(usage_text, true));
         default:
-            cmd_error("commit", "unknown or incomplete option '%s'",
-                      argv[optind - 1]);
-            return cmd_usage(usage_text, false);
+            return cmd_bad_option("commit", argv, usage_text);
         }
     }
     if (argc - optind != 1 || !message) {

@@ -2,6 +2,7 @@
 #include "cmd.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -29,6 +30,12 @@ int cmd_usage(const char *usage, bool help)
 {
     fputs(usage, help ? stdout : stderr);
     return help ? EXIT_OK : EXIT_USAGE;
+}
+
+int cmd_bad_option(const char *cmd, char **argv, const char *usage)
+{
+    cmd_error(cmd, "unknown or incomplete option '%s'", argv[optind - 1]);
+    return cmd_usage(usage, false);
 }
 
 int cmd_finish(const char *cmd, int code)

@@ -81,9 +81,7 @@ int cmd_gc(int argc, char **argv)
         case 'j': o.json = true; break;
         case 'h': return cmd_finish("gc", cmd_usage(usage_text, true));
         default:
-            cmd_error("gc", "unknown or incomplete option '%s'",
-                      argv[optind - 1]);
-            return cmd_usage(usage_text, false);
+            return cmd_bad_option("gc", argv, usage_text);
         }
     }
     if (argc - optind != 1) {

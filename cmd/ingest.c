@@ -16,22 +16,7 @@ static const char usage_text[] =
 int cmd_ingest(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"resize", required_argument, 0, IO_RESIZE},
-        {"fit", required_argument, 0, IO_FIT},
-        {"layout", required_argument, 0, IO_LAYOUT},
-        {"channels", required_argument, 0, IO_CHANNELS},
-        {"max-pixels", required_argument, 0, IO_MAX_PIXELS},
-        {"frames", required_argument, 0, IO_FRAMES},
-        {"fps", required_argument, 0, IO_FPS},
-        {"clip-seconds", required_argument, 0, IO_CLIP},
-        {"labels", required_argument, 0, IO_LABELS},
-        {"on-error", required_argument, 0, IO_ON_ERROR},
-        {"unordered", no_argument, 0, IO_UNORDERED},
-        {"jobs", required_argument, 0, IO_JOBS},
-        {"fetch", required_argument, 0, IO_FETCH},
-        {"shard", required_argument, 0, IO_SHARD},
-        {"checkpoint", required_argument, 0, IO_CHECKPOINT},
-        {"no-resume", no_argument, 0, IO_NO_RESUME},
+        INGEST_LONG_OPTIONS
         {"json", no_argument, 0, IO_JSON},
         {"quiet", no_argument, 0, IO_QUIET},
         {"help", no_argument, 0, 'h'},

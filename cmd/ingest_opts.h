@@ -38,4 +38,24 @@ int ingest_cli_source(ingest_cli *c, const char *cmd, const char *kind,
 int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
                       const dlk_ingest_result *r, const dlk_error *err);
 
+/* The long options ingest and create share (one table row each; their
+ * codes are handled by ingest_cli_option). */
+#define INGEST_LONG_OPTIONS \
+    {"resize", required_argument, 0, IO_RESIZE}, \
+    {"fit", required_argument, 0, IO_FIT}, \
+    {"layout", required_argument, 0, IO_LAYOUT}, \
+    {"channels", required_argument, 0, IO_CHANNELS}, \
+    {"max-pixels", required_argument, 0, IO_MAX_PIXELS}, \
+    {"frames", required_argument, 0, IO_FRAMES}, \
+    {"fps", required_argument, 0, IO_FPS}, \
+    {"clip-seconds", required_argument, 0, IO_CLIP}, \
+    {"labels", required_argument, 0, IO_LABELS}, \
+    {"on-error", required_argument, 0, IO_ON_ERROR}, \
+    {"unordered", no_argument, 0, IO_UNORDERED}, \
+    {"jobs", required_argument, 0, IO_JOBS}, \
+    {"fetch", required_argument, 0, IO_FETCH}, \
+    {"shard", required_argument, 0, IO_SHARD}, \
+    {"checkpoint", required_argument, 0, IO_CHECKPOINT}, \
+    {"no-resume", no_argument, 0, IO_NO_RESUME},
+
 #endif

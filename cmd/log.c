@@ -81,9 +81,7 @@ int cmd_log(int argc, char **argv)
         case 'j': o.json = true; break;
         case 'h': return cmd_finish("log", cmd_usage(usage_text, true));
         default:
-            cmd_error("log", "unknown or incomplete option '%s'",
-                      argv[optind - 1]);
-            return cmd_usage(usage_text, false);
+            return cmd_bad_option("log", argv, usage_text);
         }
     }
     if (argc - optind != 1) {

@@ -102,9 +102,7 @@ int cmd_ls(int argc, char **argv)
         case 'a': at = optarg; break;
         case 'h': return cmd_finish("ls", cmd_usage(usage_text, true));
         default:
-            cmd_error("ls", "unknown or incomplete option '%s'",
-                      argv[optind - 1]);
-            return cmd_usage(usage_text, false);
+            return cmd_bad_option("ls", argv, usage_text);
         }
     }
     if (argc - optind != 1) {

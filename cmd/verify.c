@@ -78,9 +78,7 @@ int cmd_verify(int argc, char **argv)
         case 'j': r.json = true; break;
         case 'h': return cmd_finish("verify", cmd_usage(usage_text, true));
         default:
-            cmd_error("verify", "unknown or incomplete option '%s'",
-                      argv[optind - 1]);
-            return cmd_usage(usage_text, false);
+            return cmd_bad_option("verify", argv, usage_text);
         }
     }
     if (argc - optind != 1) {

@@ -36,6 +36,20 @@ static int cmp_ref(const void *a, const void *b)
                   ((const dlk_ref_chunk *)b)->key);
 }
 
+/* Room for one more loaded manifest in s->extra. */
+static dlk_status grow_extra(dlk_ref_set *s, dlk_error *err)
+{
+    if (s->nextra < s->capextra)
+        return DLK_OK;
+    size_t cap = s->capextra ? s->capextra * 2 : 16;
+    dlk_manifest *v = realloc(s->extra, cap * sizeof *v);
+    if (!v)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    s->extra = v;
+    s->capextra = cap;
+    return DLK_OK;
+}
+
 dlk_status dlk_refs_add_history(dlk_dataset *ds, dlk_ref_set *s,
                                 dlk_refs_bad_fn bad, void *ud,
                                 uint64_t *commits, dlk_error *err)
@@ -46,14 +60,8 @@ dlk_status dlk_refs_add_history(dlk_dataset *ds, dlk_ref_set *s,
     if (rc)
         return rc;
     while (exists) {
-        if (s->nextra == s->capextra) {
-            size_t cap = s->capextra ? s->capextra * 2 : 16;
-            dlk_manifest *v = realloc(s->extra, cap * sizeof *v);
-            if (!v)
-                return dlk_fail(err, DLK_ENOMEM, "out of memory");
-            s->extra = v;
-            s->capextra = cap;
-        }
+        if ((rc = grow_extra(s, err)))
+            return rc;
         dlk_error cerr;
         dlk_error_clear(&cerr);
         dlk_manifest *m = &s->extra[s->nextra];
@@ -96,16 +104,8 @@ static int on_staging(void *ud, const char *key, uint64_t size)
         strcmp(base + n - 5, ".json") != 0 || size > DLK_JSON_MAX_BYTES)
         return 0;
     dlk_ref_set *s = w->s;
-    if (s->nextra == s->capextra) {
-        size_t cap = s->capextra ? s->capextra * 2 : 16;
-        dlk_manifest *v = realloc(s->extra, cap * sizeof *v);
-        if (!v) {
-            w->rc = dlk_fail(w->err, DLK_ENOMEM, "out of memory");
-            return 1;
-        }
-        s->extra = v;
-        s->capextra = cap;
-    }
+    if ((w->rc = grow_extra(s, w->err)))
+        return 1;
     dlk_buf b;
     dlk_buf_init(&b);
     dlk_status rc = dlk_store_get(w->ds->store, key, DLK_JSON_MAX_BYTES, &b,

@@ -429,9 +429,10 @@ dlk_status dlk_dev_open_cuda(int index, dlk_dev **out, dlk_error *err)
         /* keep freed chunk memory in the pool instead of returning it */
         cudaMemPool_t pool;
         uint64_t keep = UINT64_MAX;
-        if (cudaDeviceGetDefaultMemPool(&pool, index) == cudaSuccess)
+        if (cudaDeviceGetDefaultMemPool(&pool, index) == cudaSuccess) {
             cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold,
                                     &keep);
+        }
     }
     if (e != cudaSuccess) {
         free(c);

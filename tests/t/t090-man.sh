@@ -87,8 +87,12 @@ for v in $verbs; do
         echo "not ok - source of dlk $v (no 'int $fn(int argc' in cmd/)"
         continue
     fi
-    longs=$(grep -oE '\{ *"[a-z0-9][a-z0-9-]*", *(no|required|optional)_argument' \
-        "$src" | sed -E 's/^\{ *"([^"]*)".*/\1/')
+    # tables shared through a macro (INGEST_LONG_OPTIONS) count for every
+    # command that uses it
+    shared=
+    grep -q "INGEST_LONG_OPTIONS" "$src" && shared=$cmd_dir/ingest_opts.h
+    longs=$(grep -ohE '\{ *"[a-z0-9][a-z0-9-]*", *(no|required|optional)_argument' \
+        "$src" $shared | sed -E 's/^\{ *"([^"]*)".*/\1/')
     check "${src#"$root"/} has a getopt table" test -n "$longs"
     for o in $longs; do
         check "dlk-$v.1 documents --$o" documents "$page" "--$o"
