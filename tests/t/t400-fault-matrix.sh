@@ -222,6 +222,12 @@ cell() {
     local secs=$((SECONDS - start))
     local nf nreq
     nf=$(grep -c '^fault ' "$plog")
+    # which requests: "GET 10, PUT 2"
+    local kinds
+    kinds=$(awk '/^fault /{print $3}' "$plog" | sort | uniq -c |
+            awk '{printf "%s%s %s", NR>1?", ":"", $2, $1}')
+    [ -n "$kinds" ] && nf="$nf ($kinds)"
+    [ $fault = refused ] && nf="- (refused for 2 s)"
     nreq=$(io_requests "$d/err"); nreq=${nreq:-?}
     local outcome why=""
     if [ $rc -eq 0 ]; then
@@ -319,6 +325,8 @@ if ! grep -q -- '--stall-rate' "$FP"; then
     exit 1
 fi
 t_start=$SECONDS
+# a private copy: a rebuild of build/dlk during the run must not change it
+cp "$DLK" "$T/dlk" && DLK=$T/dlk && export DLK
 TABLE=$T/table
 : >"$TABLE"
 
