@@ -330,9 +330,9 @@ int cmd_bench_stream(int argc, char **argv)
         double busy = es > 0 ? 100.0 * (es_st.gpu_busy_s - busy_before) / es : 0;
         busy_before = es_st.gpu_busy_s;
         json_array_append_new(per_epoch, json_pack(
-            "{s:f,s:f,s:f,s:f}", "seconds", es, "samples_per_s",
+            "{s:f,s:f,s:f,s:f,s:f}", "seconds", es, "samples_per_s",
             es > 0 ? (samples - s0) / es : 0, "bytes_per_s", rate,
-            "busy_pct", busy));
+            "busy_pct", busy, "first_batch_s", es_st.first_batch_s));
         if ((e > 0 || epochs == 1) && rate > best_steady) {
             best_steady = rate;
             steady_busy = busy;
@@ -443,11 +443,12 @@ int cmd_bench_stream(int argc, char **argv)
         for (size_t i = 0; epochs > 1 && i < json_array_size(per_epoch); i++) {
             json_t *ep = json_array_get(per_epoch, i);
             printf("  epoch %zu: %.3f s, %.0f samples/s, %.2f GB/s, busy "
-                   "%.1f%%\n", i + 1,
+                   "%.1f%%, first batch %.4f s\n", i + 1,
                    json_real_value(json_object_get(ep, "seconds")),
                    json_real_value(json_object_get(ep, "samples_per_s")),
                    json_real_value(json_object_get(ep, "bytes_per_s")) / 1e9,
-                   json_real_value(json_object_get(ep, "busy_pct")));
+                   json_real_value(json_object_get(ep, "busy_pct")),
+                   json_real_value(json_object_get(ep, "first_batch_s")));
         }
         printf("  first batch %.3f s; %s busy %.1f%%, stalled %.1f%%\n",
                first_batch, on_device ? "GPU" : "consumer",

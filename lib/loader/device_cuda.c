@@ -47,6 +47,7 @@ typedef struct timing {
 typedef struct cuda_dev {
     dlk_dev base;
     int index;
+    bool no_copy_timing;         /* DLK_CUDA_COPY_TIMING=0: no copy events */
     cudaStream_t copy, compute;
     pthread_mutex_t mu;          /* pool and timings */
     pinned *pool;
@@ -139,20 +140,21 @@ static dlk_status cu_upload(dlk_dev *d, const void *host, size_t n,
     upload *u = calloc(1, sizeof *u);
     if (!u)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
-    cudaEvent_t a, b;
+    cudaEvent_t a = NULL, b = NULL;
     void *p = NULL;
-    cudaError_t e = cudaEventCreate(&a);
-    if (e == cudaSuccess)
+    bool timed = !c->no_copy_timing;
+    cudaError_t e = timed ? cudaEventCreate(&a) : cudaSuccess;
+    if (e == cudaSuccess && timed)
         e = cudaEventCreate(&b);
     if (e == cudaSuccess)
         e = cudaEventCreateWithFlags(&u->copied, cudaEventDisableTiming);
     if (e == cudaSuccess)
         e = cudaMallocAsync(&p, n ? n : 64, c->copy);
-    if (e == cudaSuccess)
+    if (e == cudaSuccess && timed)
         e = cudaEventRecord(a, c->copy);
     if (e == cudaSuccess)
         e = cudaMemcpyAsync(p, host, n, cudaMemcpyHostToDevice, c->copy);
-    if (e == cudaSuccess)
+    if (e == cudaSuccess && timed)
         e = cudaEventRecord(b, c->copy);
     if (e == cudaSuccess)
         e = cudaEventRecord(u->copied, c->copy);
@@ -161,7 +163,8 @@ static dlk_status cu_upload(dlk_dev *d, const void *host, size_t n,
         return dlk_fail(err, DLK_EGPU, "cannot copy a chunk of %zu bytes to "
                         "cuda:%d: %s", n, c->index, cudaGetErrorString(e));
     }
-    add_timing(c, a, b, 2);
+    if (timed)
+        add_timing(c, a, b, 2);
     *dev_ptr = p;
     *handle = u;
     return DLK_OK;
@@ -415,6 +418,8 @@ dlk_status dlk_dev_open_cuda(int index, dlk_dev **out, dlk_error *err)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     c->base.ops = &cuda_ops;
     c->index = index;
+    const char *ct = getenv("DLK_CUDA_COPY_TIMING");
+    c->no_copy_timing = ct && *ct == '0';
     pthread_mutex_init(&c->mu, NULL);
     e = cudaSetDevice(index);
     if (e == cudaSuccess)

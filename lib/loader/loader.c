@@ -155,7 +155,7 @@ static dlk_status wait_ready(dlk_loader *l, uint64_t p0, uint64_t p1,
     double t0 = dlk_now_s();
     pthread_mutex_lock(&l->mu);
     l->want_pos = p1;
-    pthread_cond_broadcast(&l->work);
+    pthread_cond_signal(&l->work); /* one wakes, and wakes the next */
     dlk_status rc = DLK_OK;
     for (size_t t = 0; t < l->nt && !rc; t++) {
         for (uint64_t p = p0; p < p1 && !rc; p++) {
@@ -184,7 +184,7 @@ static void release_passed(dlk_loader *l, uint64_t pos)
     while (l->release_from < l->nslots &&
            l->slots[l->sched[l->release_from]].state == SLOT_DONE)
         l->release_from++;
-    pthread_cond_broadcast(&l->work); /* room in the budget */
+    pthread_cond_signal(&l->work); /* room in the budget: a chain of wakes */
     pthread_mutex_unlock(&l->mu);
 }
 

@@ -25,6 +25,7 @@ typedef struct dlk_slot {
     uint64_t *fold;             /* per-sample folds (check mode) */
     uint64_t bytes;             /* counted against the budget */
     dlk_error err;
+    struct dlk_slot *up_next;   /* in the upload queue */
 } dlk_slot;
 
 typedef struct dlk_loader_tensor {
@@ -73,7 +74,10 @@ struct dlk_loader {
 
     /* workers */
     pthread_mutex_t mu;
-    pthread_cond_t work, ready, idle;
+    pthread_cond_t work, ready, idle, upq;
+    pthread_t up_thread;        /* the uploader (GPU only) */
+    bool have_up_thread;
+    dlk_slot *up_head, *up_tail; /* loaded, waiting for their copy */
     pthread_t *threads;
     uint32_t nthreads;
     uint32_t busy;              /* workers inside a load */

@@ -177,6 +177,7 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
     pthread_cond_init(&l->work, NULL);
     pthread_cond_init(&l->ready, NULL);
     pthread_cond_init(&l->idle, NULL);
+    pthread_cond_init(&l->upq, NULL);
     dlk_status rc = DLK_OK;
     if (l->o.rank >= l->o.world_size)
         rc = dlk_fail(err, DLK_EINVAL, "rank %u is not below world size %u",
@@ -238,8 +239,9 @@ void dlk_loader_close(dlk_loader *l)
         dlk_loader_stop_workers(l);
     for (size_t i = 0; i < l->nslots; i++)
         if (l->slots[i].state == SLOT_READY ||
-            l->slots[i].state == SLOT_FAILED)
-            dlk_loader_release_slot(l, &l->slots[i]);
+            l->slots[i].state == SLOT_FAILED ||
+            (l->slots[i].state == SLOT_LOADING && l->slots[i].ch))
+            dlk_loader_release_slot(l, &l->slots[i]); /* queued uploads too */
     free(l->slots);
     free(l->sched);
     for (size_t t = 0; l->maps && t < l->nt; t++) {
@@ -272,6 +274,7 @@ void dlk_loader_close(dlk_loader *l)
     pthread_cond_destroy(&l->work);
     pthread_cond_destroy(&l->ready);
     pthread_cond_destroy(&l->idle);
+    pthread_cond_destroy(&l->upq);
     free(l);
 }
 
