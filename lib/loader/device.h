@@ -54,6 +54,8 @@ typedef struct dlk_dev_ops {
      * its checksum. */
     dlk_status (*sync)(dlk_dev *d, dlk_dev_times *out, dlk_error *err);
     void (*close)(dlk_dev *d);
+    /* Device memory the chunks may hold at once (the loader's budget). */
+    void (*set_budget)(dlk_dev *d, uint64_t bytes);
 } dlk_dev_ops;
 
 struct dlk_dev {

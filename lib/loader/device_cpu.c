@@ -130,10 +130,16 @@ static void cpu_unregister(dlk_dev *d, const void *p)
     (void)d; (void)p;
 }
 
+static void cpu_set_budget(dlk_dev *d, uint64_t bytes)
+{
+    (void)d;
+    (void)bytes;
+}
+
 static const dlk_dev_ops cpu_ops = {
     false, cpu_alloc, cpu_free, cpu_upload, cpu_host_done, cpu_release,
     cpu_register, cpu_unregister, cpu_alloc, cpu_free, cpu_gather, cpu_step,
-    cpu_sync, cpu_close,
+    cpu_sync, cpu_close, cpu_set_budget,
 };
 
 dlk_status dlk_dev_open_cpu(dlk_dev **out, dlk_error *err)

@@ -14,11 +14,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-cudaError_t dlk_cuda_gather(const void *items, unsigned n, void *dst,
-                            cudaStream_t s);
+cudaError_t dlk_cuda_gather(const void *items, unsigned n, uint64_t max_bytes,
+                            void *dst, cudaStream_t s);
 cudaError_t dlk_cuda_fold(const void *buf, const void *items, unsigned n,
-                          unsigned long long *acc, cudaStream_t s);
-cudaError_t dlk_cuda_spin(double ms, cudaStream_t s);
+                          uint64_t max_bytes, unsigned long long *acc,
+                          double step_ms, cudaStream_t s);
+
+static uint64_t max_sample(const dlk_gather *g, size_t n)
+{
+    uint64_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (g[i].nbytes > m)
+            m = g[i].nbytes;
+    return m;
+}
 
 #define CK(call)                                                            \
     do {                                                                    \
@@ -34,6 +43,21 @@ typedef struct pinned {
     bool used;
 } pinned;
 
+/* Device memory for chunks: buffers reused in place.  A released buffer
+ * is reused once the compute stream has passed the gathers that read it
+ * (an event recorded at release).  The total is bounded by the loader's
+ * budget; at the bound the copy thread waits for the oldest release, which
+ * is the back-pressure that keeps copies at most a budget ahead.  (The
+ * stream-ordered allocator grew without bound here and stalled the copies
+ * while it did: seen on an H200.) */
+typedef struct devbuf {
+    void *p;
+    size_t cap;
+    cudaEvent_t freed;
+    int state;           /* 0 free, 1 in use, 2 released (event pending) */
+    uint64_t seq;        /* release order */
+} devbuf;
+
 typedef struct upload {
     cudaEvent_t copied;
     bool waited;       /* the compute stream already waits for it */
@@ -42,6 +66,7 @@ typedef struct upload {
 typedef struct timing {
     cudaEvent_t a, b;
     int kind;          /* 0 gather, 1 step, 2 copy */
+    bool shared_a;     /* a is the previous pair's b: destroyed there */
 } timing;
 
 typedef struct cuda_dev {
@@ -63,6 +88,11 @@ typedef struct cuda_dev {
     size_t items_cap;
     size_t items_off;            /* ring position */
     struct { const void *buf; void *items; } last[64]; /* per batch buffer */
+    cudaEvent_t gather_end;      /* the step's start: fewer events queued */
+    devbuf *bufs;
+    size_t nbufs, capbufs;
+    uint64_t dev_bytes, dev_limit, release_seq;
+    pthread_mutex_t bmu;
 } cuda_dev;
 
 static void set_device(cuda_dev *c)
@@ -113,7 +143,8 @@ static void cu_host_free(dlk_dev *d, void *p)
     pthread_mutex_unlock(&c->mu);
 }
 
-static void add_timing(cuda_dev *c, cudaEvent_t a, cudaEvent_t b, int kind)
+static void add_timing2(cuda_dev *c, cudaEvent_t a, cudaEvent_t b, int kind,
+                        bool shared_a)
 {
     pthread_mutex_lock(&c->mu);
     if (c->ntimes == c->captimes) {
@@ -128,8 +159,95 @@ static void add_timing(cuda_dev *c, cudaEvent_t a, cudaEvent_t b, int kind)
         c->times = t;
         c->captimes = nc;
     }
-    c->times[c->ntimes++] = (timing){a, b, kind};
+    c->times[c->ntimes++] = (timing){a, b, kind, shared_a};
     pthread_mutex_unlock(&c->mu);
+}
+
+static void add_timing(cuda_dev *c, cudaEvent_t a, cudaEvent_t b, int kind)
+{
+    add_timing2(c, a, b, kind, false);
+}
+
+/* A device buffer of at least n bytes (see devbuf). */
+static cudaError_t acquire(cuda_dev *c, size_t n, void **out)
+{
+    pthread_mutex_lock(&c->bmu);
+    for (;;) {
+        devbuf *oldest = NULL;
+        for (size_t i = 0; i < c->nbufs; i++) {
+            devbuf *b = &c->bufs[i];
+            if (b->cap < n)
+                continue;
+            if (b->state == 2 && cudaEventQuery(b->freed) == cudaSuccess)
+                b->state = 0;
+            if (b->state == 0) {
+                b->state = 1;
+                *out = b->p;
+                pthread_mutex_unlock(&c->bmu);
+                return cudaSuccess;
+            }
+            if (b->state == 2 && (!oldest || b->seq < oldest->seq))
+                oldest = b;
+        }
+        if (oldest && c->dev_bytes + n > c->dev_limit) {
+            cudaEvent_t ev = oldest->freed;
+            uint64_t seq = oldest->seq;
+            pthread_mutex_unlock(&c->bmu);
+            cudaError_t e = cudaEventSynchronize(ev);
+            pthread_mutex_lock(&c->bmu);
+            if (e != cudaSuccess) {
+                pthread_mutex_unlock(&c->bmu);
+                return e;
+            }
+            (void)seq;
+            continue; /* now free (or taken by another thread: look again) */
+        }
+        break; /* under the budget, or nothing to wait for: allocate */
+    }
+    if (c->nbufs == c->capbufs) {
+        size_t nc = c->capbufs ? c->capbufs * 2 : 64;
+        devbuf *v = realloc(c->bufs, nc * sizeof *v);
+        if (!v) {
+            pthread_mutex_unlock(&c->bmu);
+            return cudaErrorMemoryAllocation;
+        }
+        c->bufs = v;
+        c->capbufs = nc;
+    }
+    devbuf *b = &c->bufs[c->nbufs];
+    memset(b, 0, sizeof *b);
+    cudaError_t e = cudaMalloc(&b->p, n ? n : 64);
+    if (e == cudaSuccess)
+        e = cudaEventCreateWithFlags(&b->freed, cudaEventDisableTiming);
+    if (e == cudaSuccess) {
+        b->cap = n ? n : 64;
+        b->state = 1;
+        c->nbufs++;
+        c->dev_bytes += b->cap;
+        *out = b->p;
+    }
+    pthread_mutex_unlock(&c->bmu);
+    return e;
+}
+
+/* Give a buffer back once the compute stream has passed what is queued. */
+static void give_back(cuda_dev *c, void *p)
+{
+    pthread_mutex_lock(&c->bmu);
+    for (size_t i = 0; i < c->nbufs; i++)
+        if (c->bufs[i].p == p) {
+            cudaEventRecord(c->bufs[i].freed, c->compute);
+            c->bufs[i].state = 2;
+            c->bufs[i].seq = ++c->release_seq;
+            break;
+        }
+    pthread_mutex_unlock(&c->bmu);
+}
+
+static void cu_set_budget(dlk_dev *d, uint64_t bytes)
+{
+    cuda_dev *c = (cuda_dev *)d;
+    c->dev_limit = bytes;
 }
 
 static dlk_status cu_upload(dlk_dev *d, const void *host, size_t n,
@@ -149,7 +267,7 @@ static dlk_status cu_upload(dlk_dev *d, const void *host, size_t n,
     if (e == cudaSuccess)
         e = cudaEventCreateWithFlags(&u->copied, cudaEventDisableTiming);
     if (e == cudaSuccess)
-        e = cudaMallocAsync(&p, n ? n : 64, c->copy);
+        e = acquire(c, n, &p);
     if (e == cudaSuccess && timed)
         e = cudaEventRecord(a, c->copy);
     if (e == cudaSuccess)
@@ -190,7 +308,7 @@ static void cu_release(dlk_dev *d, void *handle, void *dev_ptr)
         free(u);
     }
     if (dev_ptr)
-        cudaFreeAsync(dev_ptr, c->compute); /* after the gathers queued */
+        give_back(c, dev_ptr); /* reused after the gathers queued */
 }
 
 static void *cu_batch_alloc(dlk_dev *d, size_t n)
@@ -280,9 +398,11 @@ static dlk_status cu_gather(dlk_dev *d, const dlk_gather *g, size_t n,
     CK(cudaEventCreate(&a));
     CK(cudaEventCreate(&b));
     CK(cudaEventRecord(a, c->compute));
-    CK(dlk_cuda_gather(items, (unsigned)n, dst, c->compute));
+    CK(dlk_cuda_gather(items, (unsigned)n, max_sample(g, n), dst,
+                       c->compute));
     CK(cudaEventRecord(b, c->compute));
     add_timing(c, a, b, 0);
+    c->gather_end = b;
     return DLK_OK;
 }
 
@@ -297,14 +417,19 @@ static dlk_status cu_step(dlk_dev *d, const void *buf, const dlk_gather *g,
         if (rc)
             return rc;
     }
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
+    /* the step starts where the last gather ended (one event less) */
+    cudaEvent_t a = c->gather_end, b;
+    bool shared = a != NULL;
+    if (!shared) {
+        CK(cudaEventCreate(&a));
+        CK(cudaEventRecord(a, c->compute));
+    }
+    c->gather_end = NULL;
     CK(cudaEventCreate(&b));
-    CK(cudaEventRecord(a, c->compute));
-    CK(dlk_cuda_fold(buf, items, (unsigned)n, c->acc, c->compute));
-    CK(dlk_cuda_spin(step_ms, c->compute));
+    CK(dlk_cuda_fold(buf, items, (unsigned)n, max_sample(g, n), c->acc,
+                     step_ms, c->compute));
     CK(cudaEventRecord(b, c->compute));
-    add_timing(c, a, b, 1);
+    add_timing2(c, a, b, 1, shared);
     return DLK_OK;
 }
 
@@ -327,10 +452,15 @@ static dlk_status cu_sync(dlk_dev *d, dlk_dev_times *out, dlk_error *err)
             else
                 c->copy_s += s;
         }
-        cudaEventDestroy(c->times[i].a);
+    }
+    /* then destroy: a step's start is the gather's end before it */
+    for (size_t i = 0; i < c->ntimes; i++) {
+        if (!c->times[i].shared_a)
+            cudaEventDestroy(c->times[i].a);
         cudaEventDestroy(c->times[i].b);
     }
     c->ntimes = 0;
+    c->gather_end = NULL;
     pthread_mutex_unlock(&c->mu);
     unsigned long long acc = 0;
     CK(cudaMemcpy(&acc, c->acc, sizeof acc, cudaMemcpyDeviceToHost));
@@ -348,7 +478,8 @@ static void cu_close(dlk_dev *d)
     cudaStreamSynchronize(c->copy);
     cudaStreamSynchronize(c->compute);
     for (size_t i = 0; i < c->ntimes; i++) {
-        cudaEventDestroy(c->times[i].a);
+        if (!c->times[i].shared_a)
+            cudaEventDestroy(c->times[i].a);
         cudaEventDestroy(c->times[i].b);
     }
     free(c->times);
@@ -357,6 +488,12 @@ static void cu_close(dlk_dev *d)
     free(c->pool);
     if (c->items)
         cudaFreeHost(c->items);
+    for (size_t i = 0; i < c->nbufs; i++) {
+        cudaFree(c->bufs[i].p);
+        cudaEventDestroy(c->bufs[i].freed);
+    }
+    free(c->bufs);
+    pthread_mutex_destroy(&c->bmu);
     if (c->acc)
         cudaFree(c->acc);
     cudaStreamDestroy(c->copy);
@@ -385,7 +522,7 @@ static void cu_unregister(dlk_dev *d, const void *p)
 static const dlk_dev_ops cuda_ops = {
     true, cu_host_alloc, cu_host_free, cu_upload, cu_host_done, cu_release,
     cu_register, cu_unregister, cu_batch_alloc, cu_batch_free, cu_gather,
-    cu_step, cu_sync, cu_close,
+    cu_step, cu_sync, cu_close, cu_set_budget,
 };
 
 int dlk_cuda_available(char *why, size_t cap)
@@ -421,6 +558,8 @@ dlk_status dlk_dev_open_cuda(int index, dlk_dev **out, dlk_error *err)
     const char *ct = getenv("DLK_CUDA_COPY_TIMING");
     c->no_copy_timing = ct && *ct == '0';
     pthread_mutex_init(&c->mu, NULL);
+    pthread_mutex_init(&c->bmu, NULL);
+    c->dev_limit = UINT64_MAX;
     e = cudaSetDevice(index);
     if (e == cudaSuccess)
         e = cudaStreamCreateWithFlags(&c->copy, cudaStreamNonBlocking);

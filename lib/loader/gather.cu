@@ -11,12 +11,19 @@ struct dlk_gather_item {  // mirrors dlk_gather in device.h
     void *handle;
 };
 
+// Each sample is split into pieces of PIECE bytes, one block a piece
+// (blockIdx.y), so that large samples fill the GPU.
+#define PIECE (64u << 10)
+
 __global__ void gather_kernel(const dlk_gather_item *items, uint8_t *dst)
 {
     const dlk_gather_item it = items[blockIdx.x];
-    const uint8_t *s = (const uint8_t *)it.src;
-    uint8_t *d = dst + it.dst_off;
-    uint64_t n = it.nbytes;
+    uint64_t start = (uint64_t)blockIdx.y * PIECE;
+    if (start >= it.nbytes)
+        return;
+    const uint8_t *s = (const uint8_t *)it.src + start;
+    uint8_t *d = dst + it.dst_off + start;
+    uint64_t n = it.nbytes - start < PIECE ? it.nbytes - start : PIECE;
     if ((((uintptr_t)s | (uintptr_t)d) & 15) == 0) {
         const uint4 *s4 = (const uint4 *)s;
         uint4 *d4 = (uint4 *)d;
@@ -34,11 +41,20 @@ __global__ void gather_kernel(const dlk_gather_item *items, uint8_t *dst)
 // Each sample's fold: the sum of its little-endian 64-bit words, a short
 // tail zero-padded.  Summed over the batch into *acc.
 __global__ void fold_kernel(const uint8_t *buf, const dlk_gather_item *items,
-                            unsigned long long *acc)
+                            unsigned long long *acc, unsigned long long spin_ns)
 {
+    unsigned long long t0 = 0;
+    if (spin_ns)
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
     const dlk_gather_item it = items[blockIdx.x];
-    const uint8_t *p = buf + it.dst_off;
-    uint64_t words = it.nbytes / 8, tail = it.nbytes % 8;
+    // pieces of PIECE bytes (a multiple of 8): word boundaries stay those
+    // of the whole sample, so the fold is the same however it is split
+    uint64_t start = (uint64_t)blockIdx.y * PIECE;
+    if (start >= it.nbytes)
+        return;
+    uint64_t len = it.nbytes - start < PIECE ? it.nbytes - start : PIECE;
+    const uint8_t *p = buf + it.dst_off + start;
+    uint64_t words = len / 8, tail = len % 8;
     unsigned long long s = 0;
     if (((uintptr_t)p & 7) == 0) {
         const unsigned long long *w = (const unsigned long long *)p;
@@ -72,46 +88,40 @@ __global__ void fold_kernel(const uint8_t *buf, const dlk_gather_item *items,
         if (threadIdx.x == 0)
             atomicAdd(acc, s);
     }
-}
-
-// Keep the stream busy for about `ns` nanoseconds (a model's compute).
-__global__ void spin_kernel(unsigned long long ns)
-{
-    unsigned long long t0;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    for (;;) {
-        unsigned long long t;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-        if (t - t0 >= ns)
-            break;
-    }
+    // the rest of the step: one thread keeps the kernel running until
+    // spin_ns after it started (a model's compute, in the same launch)
+    if (spin_ns && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0)
+        for (;;) {
+            unsigned long long t;
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+            if (t - t0 >= spin_ns)
+                break;
+        }
 }
 
 extern "C" cudaError_t dlk_cuda_gather(const void *items, unsigned n,
-                                       void *dst, cudaStream_t s)
+                                       uint64_t max_bytes, void *dst,
+                                       cudaStream_t s)
 {
     if (n == 0)
         return cudaSuccess;
-    gather_kernel<<<n, 256, 0, s>>>((const dlk_gather_item *)items,
-                                    (uint8_t *)dst);
+    dim3 grid(n, (unsigned)((max_bytes + PIECE - 1) / PIECE) ?: 1);
+    gather_kernel<<<grid, 256, 0, s>>>((const dlk_gather_item *)items,
+                                       (uint8_t *)dst);
     return cudaGetLastError();
 }
 
+// The step: fold every byte, and keep the launch busy for step_ms.
 extern "C" cudaError_t dlk_cuda_fold(const void *buf, const void *items,
-                                     unsigned n, unsigned long long *acc,
+                                     unsigned n, uint64_t max_bytes,
+                                     unsigned long long *acc, double step_ms,
                                      cudaStream_t s)
 {
     if (n == 0)
         return cudaSuccess;
-    fold_kernel<<<n, 256, 0, s>>>((const uint8_t *)buf,
-                                  (const dlk_gather_item *)items, acc);
-    return cudaGetLastError();
-}
-
-extern "C" cudaError_t dlk_cuda_spin(double ms, cudaStream_t s)
-{
-    if (ms <= 0)
-        return cudaSuccess;
-    spin_kernel<<<1, 32, 0, s>>>((unsigned long long)(ms * 1e6));
+    dim3 grid(n, (unsigned)((max_bytes + PIECE - 1) / PIECE) ?: 1);
+    fold_kernel<<<grid, 256, 0, s>>>((const uint8_t *)buf,
+                                     (const dlk_gather_item *)items, acc,
+                                     step_ms > 0 ? (unsigned long long)(step_ms * 1e6) : 0);
     return cudaGetLastError();
 }

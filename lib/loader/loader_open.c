@@ -202,6 +202,9 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         l->batch.tensors = l->bt_out;
         l->batch.on_device = l->dev->ops->on_device;
         l->limit = l->o.memory_limit ? l->o.memory_limit : derive_limit(l);
+        /* device memory: the budget, and a batch's worth more so that a
+         * batch that needs chunks beyond the budget still gets them */
+        l->dev->ops->set_budget(l->dev, l->limit + l->limit / 4);
         l->st.seed = l->o.seed;
         l->st.epoch = 0;
         l->st.nseg = 1;

@@ -205,11 +205,13 @@ cell() {
         iam_key delete "$key" >/dev/null
         wait $pid; rc=$? ;;
     *)
-        local args
+        # commit makes about 10 requests (5 with a body), the others 30-50
+        local args rate=0.25
+        [ "$op" = commit ] && rate=0.5
         case $fault in
-        500) args="--rate-500 0.25" ;;
-        reset) args="--rate-reset 0.25" ;;
-        truncate) args="--rate-truncate 0.25" ;;
+        500) args="--rate-500 $rate" ;;
+        reset) args="--rate-reset $rate" ;;
+        truncate) args="--rate-truncate $rate" ;;
         stall) args="--stall-rate 0.3 --stall-max 1 --stall-ms 90000" ;;
         esac
         # shellcheck disable=SC2086
@@ -225,7 +227,7 @@ cell() {
     # which requests: "GET 10, PUT 2"
     local kinds
     kinds=$(awk '/^fault /{print $3}' "$plog" | sort | uniq -c |
-            awk '{printf "%s%s %s", NR>1?", ":"", $2, $1}')
+            awk '{ if (NR > 1) printf ", "; printf "%s %s", $2, $1 }')
     [ -n "$kinds" ] && nf="$nf ($kinds)"
     [ $fault = refused ] && nf="- (refused for 2 s)"
     nreq=$(io_requests "$d/err"); nreq=${nreq:-?}
@@ -261,6 +263,13 @@ cell() {
         outcome="BAD: exit $rc: $(grep -v '^dlk: io ' "$d/err" | head -n 1)"
     fi
     [ $exercised = yes ] || outcome="BAD: the operation ended before the fault began ($outcome)"
+    case $fault in
+    refused|creds) ;;
+    *) [ "${nf%% *}" -gt 0 ] || outcome="BAD: no fault was injected ($outcome)" ;;
+    esac
+    case $outcome in
+    failed*) echo "# $fault x $op: $(grep -v '^dlk: io ' "$d/err" | head -n 1)" ;;
+    esac
     echo "# cell $fault $op | $outcome | faults=$nf requests=$nreq s=$secs"
     echo "$fault|$op|$outcome|$nf|$nreq|$secs" >>"$TABLE"
     case $outcome in

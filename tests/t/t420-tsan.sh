@@ -44,6 +44,8 @@ else
     TDLK=$TBUILD/dlk
 fi
 
+# private copies: a rebuild during the run must not change them
+cp "$TDLK" "$T/dlk-tsan" && TDLK=$T/dlk-tsan
 check "$TDLK is built with ThreadSanitizer" sh -c "nm '$TDLK' | grep -q __tsan_init"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:exitcode=66"
 # tsan NAME WANT ARGS...: the command must exit WANT and TSan must say nothing

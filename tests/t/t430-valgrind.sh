@@ -26,6 +26,9 @@ fi
 have_numpy || { skip "valgrind" "numpy missing: python3 -m pip install numpy"; exit 0; }
 command -v ffmpeg >/dev/null || { skip "valgrind" "ffmpeg missing: apt-get install -y ffmpeg"; exit 0; }
 
+# a private copy: a rebuild of build/dlk during the run must not change it
+cp "$DLK" "$T/dlk" && DLK=$T/dlk
+
 # vg NAME WANT_RC ARGS...: dlk ARGS under memcheck, which must report
 # nothing (its exit 99 is kept apart from dlk's own statuses).
 VGLOG=$T/vg
