@@ -274,10 +274,18 @@ static dlk_status probe_conditional(dlk_dataset *ds, bool *ok, dlk_error *err)
              rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
     dlk_status rc = dlk_store_put(ds->store, key, "1", 1, DLK_PUT_IF_ABSENT,
                                   NULL, NULL, err);
-    if (rc)
+    /* a random key cannot exist: EEXIST here is our own first attempt,
+     * whose answer was lost and retried */
+    if (rc && rc != DLK_EEXIST)
         return rc;
     rc = dlk_store_put(ds->store, key, "2", 1, DLK_PUT_IF_ABSENT, NULL, NULL,
                        err);
+    if (rc && rc != DLK_EEXIST) {
+        /* a failure of the write itself (a full disk, the network) says
+         * nothing about conditional writes: report it as it is */
+        dlk_store_del(ds->store, key, NULL);
+        return rc;
+    }
     *ok = rc == DLK_EEXIST;
     dlk_error_clear(err);
     rc = dlk_store_del(ds->store, key, err);
@@ -334,9 +342,13 @@ dlk_status dlk_commit(dlk_dataset *ds, const char *message, unsigned flags,
     if (ds->read_only)
         return dlk_fail(err, DLK_EINVAL, "a dataset opened at a commit "
                         "cannot commit");
-    if (message && (strlen(message) > 65536 || !json_string(message)))
-        return dlk_fail(err, DLK_EINVAL, "commit message must be valid UTF-8 "
-                        "of at most 64 KiB");
+    if (message) {
+        json_t *js = strlen(message) <= 65536 ? json_string(message) : NULL;
+        if (!js)
+            return dlk_fail(err, DLK_EINVAL, "commit message must be valid "
+                            "UTF-8 of at most 64 KiB");
+        json_decref(js);
+    }
     dlk_status rc = dlk_dataset_flush(ds, err);
     if (rc)
         return rc;
@@ -386,8 +398,17 @@ dlk_status dlk_commit(dlk_dataset *ds, const char *message, unsigned flags,
                            exists ? DLK_PUT_IF_MATCH : DLK_PUT_IF_ABSENT,
                            exists ? etag : NULL, NULL, err);
         if (rc == DLK_ECONFLICT || rc == DLK_EEXIST) {
+            /* main moved: by another writer, or by our own update whose
+             * answer was lost and whose retry was then refused */
+            char now[DLK_ID_MAX];
+            bool there;
             dlk_error_clear(err);
-            continue; /* main moved under us: commit again on top of it */
+            if (dlk_ref_read(ds, now, NULL, &there, NULL) == DLK_OK &&
+                there && strcmp(now, id) == 0) {
+                rc = DLK_OK;
+            } else {
+                continue; /* commit again on top of it */
+            }
         }
         if (rc)
             return rc;

@@ -54,6 +54,23 @@ static dlk_status new_id(char out[33], dlk_error *err)
     return DLK_OK;
 }
 
+/* After a conditional write was refused: is the object there exactly what
+ * we wrote?  Then the refusal was of our own retry (the first attempt
+ * landed and its answer was lost), not of another writer.  info (may be
+ * NULL) receives the object's etag. */
+static bool landed_anyway(dlk_dataset *ds, const char *key, const char *text,
+                          size_t len, dlk_obj_info *info)
+{
+    dlk_buf b;
+    dlk_buf_init(&b);
+    dlk_obj_info tmp;
+    bool same = dlk_store_get(ds->store, key, len + 1, &b, info ? info : &tmp,
+                              NULL) == DLK_OK &&
+                b.len == len && memcmp(b.data, text, len) == 0;
+    dlk_buf_free(&b);
+    return same;
+}
+
 static dlk_status write_dataset_json(dlk_dataset *ds, dlk_error *err)
 {
     char created[32];
@@ -71,6 +88,11 @@ static dlk_status write_dataset_json(dlk_dataset *ds, dlk_error *err)
     dlk_status rc = dlk_store_put(ds->store, DLK_KEY_DATASET, text,
                                   strlen(text), DLK_PUT_IF_ABSENT, NULL, NULL,
                                   err);
+    if (rc == DLK_EEXIST &&
+        landed_anyway(ds, DLK_KEY_DATASET, text, strlen(text), NULL)) {
+        dlk_error_clear(err);
+        rc = DLK_OK;
+    }
     free(text);
     if (rc == DLK_EEXIST)
         return dlk_fail(err, DLK_EEXIST, "a dataset already exists at '%s'",
@@ -120,6 +142,11 @@ dlk_status dlk_write_head(dlk_dataset *ds, dlk_error *err)
     rc = dlk_store_put(ds->store, DLK_KEY_HEAD, text, len,
                        ds->have_etag ? DLK_PUT_IF_MATCH : DLK_PUT_IF_ABSENT,
                        ds->have_etag ? ds->etag : NULL, &info, err);
+    if ((rc == DLK_ECONFLICT || rc == DLK_EEXIST) &&
+        landed_anyway(ds, DLK_KEY_HEAD, text, len, &info)) {
+        dlk_error_clear(err);
+        rc = DLK_OK;
+    }
     free(text);
     if (rc == DLK_ECONFLICT || (rc == DLK_EEXIST && !ds->have_etag))
         return dlk_fail(err, DLK_ECONFLICT, "the head of '%s' was changed by "

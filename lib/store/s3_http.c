@@ -17,7 +17,8 @@
  *    from the multi handle.  A hedge writes into its own buffer, copied to
  *    the caller's only when it wins.  Hedges take in-flight slots, go
  *    before queued requests, and are rationed (tokens: one hedge per ten
- *    finished transfers, a burst of ten at most).
+ *    finished transfers, a burst of ten at most; four in flight at most,
+ *    as each holds a copy of its body).
  *
  * Requests are signed by libcurl (CURLOPT_AWS_SIGV4).  Secrets live only
  * in the curl handles and the engine; messages never carry them. */
@@ -46,6 +47,7 @@
 #define HEDGE_EARN 1             /* ... a finished transfer gives ... */
 #define HEDGE_TOKENS_MAX 100     /* ... up to this many */
 #define HEDGE_TOKENS_START 20
+#define HEDGE_MAX_INFLIGHT 4     /* each holds its own copy of a body */
 
 /* Recent durations of successful transfers of one size class. */
 typedef struct lat_class {
@@ -77,6 +79,7 @@ struct s3_engine {
     s3_req *active;           /* unhedged GET/HEAD primaries in flight */
     lat_class lat[HEDGE_CLASSES];
     int hedge_tokens;
+    int hedges_inflight;
     uint64_t hedges, hedge_wins;
     /* signing */
     char *user, *secret, *sigv4, *token_hdr, *ca_bundle;
@@ -404,6 +407,7 @@ static void drop_transfer(s3_engine *e, s3_req *x)
 
 static void free_hedge(s3_engine *e, s3_req *x)
 {
+    e->hedges_inflight--;
     drop_transfer(e, x);
     dlk_buf_free(&x->hbody);
     dlk_buf_free(&x->errbody);
@@ -432,6 +436,7 @@ static void start_hedge(s3_engine *e, s3_req *r)
         return;
     }
     r->hedge = x;
+    e->hedges_inflight++;
     e->hedge_tokens -= HEDGE_COST;
     __atomic_add_fetch(&e->hedges, 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(&hedges_total, 1, __ATOMIC_RELAXED);
@@ -461,7 +466,8 @@ static int64_t hedge_scan(s3_engine *e, bool go)
                 wait = left;
             continue;
         }
-        if (e->inflight >= e->limit || e->hedge_tokens < HEDGE_COST)
+        if (e->inflight >= e->limit || e->hedge_tokens < HEDGE_COST ||
+            e->hedges_inflight >= HEDGE_MAX_INFLIGHT)
             continue;            /* a finished transfer wakes us */
         if (!go)
             return 0;

@@ -118,8 +118,9 @@ int s3_engine_limit(s3_engine *e);
  * max(DLK_S3_HEDGE_MIN_MS, default 200, 4x the median duration of recent
  * successful transfers of its size class) gets a second, identical
  * request; the first to finish for good wins, the other is cancelled.
- * A hedge takes an in-flight slot like any request and, past a small
- * burst, at most one hedge per ten finished transfers is started.
+ * A hedge takes an in-flight slot like any request; past a small burst,
+ * at most one hedge per ten finished transfers is started, and at most
+ * four run at once (each buffers its own copy of the body).
  * DLK_S3_HEDGE=0 turns hedging off.  Size classes need a few samples
  * before they hedge at all: a lone request is never duplicated. */
 typedef struct s3_hedge_stats {
