@@ -66,6 +66,8 @@ static void on_bad(void *ud, const char *key, const char *reason)
 {
     ingest_cli *c = ud;
     if (c->json) {
+        if (!c->errors)
+            c->errors = json_array();
         json_array_append_new(c->errors, json_pack("{s:s,s:s}", "key",
                                                    key ? key : "",
                                                    "reason",
@@ -82,7 +84,7 @@ void ingest_cli_init(ingest_cli *c)
 {
     memset(c, 0, sizeof *c);
     c->tty = isatty(2);
-    c->errors = json_array();
+    c->errors = NULL; /* made on the first error: nothing to free on misuse */
     c->o.progress = on_progress;
     c->o.on_bad = on_bad;
     c->o.ud = c;
@@ -248,10 +250,11 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
     if (rc)
         return cmd_fail(cmd, err);
     if (c->json) {
-        json_t *o = json_pack("{s:I,s:I,s:O,s:I,s:I,s:f,s:I,s:I,s:b,s:b}",
+        json_t *o = json_pack("{s:I,s:I,s:o,s:I,s:I,s:f,s:I,s:I,s:b,s:b}",
                               "ingested", (json_int_t)r->ingested,
                               "skipped", (json_int_t)r->skipped,
-                              "errors", c->errors,
+                              "errors", c->errors ? json_incref(c->errors)
+                                                  : json_array(),
                               "bytes_in", (json_int_t)r->bytes_in,
                               "bytes_out", (json_int_t)r->bytes_out,
                               "seconds", r->seconds,

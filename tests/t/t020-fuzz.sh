@@ -18,7 +18,7 @@ if ! have_libfuzzer; then
     exit 0
 fi
 
-ok "build the fuzz targets" make -C "$root" -f tests/fuzz/Makefile
+ok "build the fuzz targets" env -u MAKEFLAGS -u MAKELEVEL -u SAN make -C "$root" -f tests/fuzz/Makefile
 [ -x "$root/build-fuzz/fuzz_chunk" ] || exit 1
 
 run_target() { # TARGET MAX_LEN [ARGS...]
@@ -39,7 +39,7 @@ run_target fuzz_manifest 65536 -dict="$root/tests/fuzz/fuzz_manifest.dict"
 run_target fuzz_npy 8192 -dict="$root/tests/fuzz/fuzz_npy.dict"
 # the media front doors: seeds are fixtures made at test time
 if [ -x "$root/build-fuzz/fuzz_image" ] &&
-    make -s -C "$root" -f tests/fuzz/Makefile media-seeds >/dev/null 2>&1; then
+    env -u MAKEFLAGS -u MAKELEVEL -u SAN make -s -C "$root" -f tests/fuzz/Makefile media-seeds >/dev/null 2>&1; then
     mkdir -p "$root/tests/fuzz/corpus/fuzz_image" "$root/tests/fuzz/corpus/fuzz_video"
     run_target fuzz_image 1048576 "$root/build-fuzz/corpus/fuzz_image"
     run_target fuzz_video 1048576 "$root/build-fuzz/corpus/fuzz_video"

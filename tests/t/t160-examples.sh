@@ -4,11 +4,14 @@
 . "$DLK_TESTS/lib.sh"
 root=$DLK_TESTS/..
 P=$T/prefix
-ok "make install into a prefix" make -s -C "$root" install PREFIX=/usr DESTDIR="$P" BUILD="$DLK_BUILD"
+ok "make install into a prefix" env -u MAKEFLAGS -u MAKELEVEL make -s -C "$root" install PREFIX=/usr DESTDIR="$P" BUILD="$DLK_BUILD" SAN="${SAN:-}"
 check "binary, library, header, pc and man pages installed" test -x "$P/usr/bin/dlk" -a -f "$P/usr/lib/libdlk.a" -a -f "$P/usr/include/dlk.h" -a -f "$P/usr/lib/pkgconfig/dlk.pc" -a -f "$P/usr/share/man/man1/dlk.1"
 export PKG_CONFIG_PATH=$P/usr/lib/pkgconfig
 flags=$(PKG_CONFIG_SYSROOT_DIR=$P pkg-config --cflags --libs dlk)
-ok "examples/stream.c builds with pkg-config" sh -c "cc -O2 '$root/examples/stream.c' $flags -o '$T/stream'"
+# under the sanitizers the installed library is the sanitized build
+sanflags=
+[ -n "${SAN:-}" ] && sanflags="-fsanitize=address,undefined"
+ok "examples/stream.c builds with pkg-config" sh -c "cc -O2 $sanflags '$root/examples/stream.c' $flags -o '$T/stream'"
 python3 "$root/examples/sample_data.py" "$T/src" --samples 100 --size 16 >/dev/null
 "$DLK" create "$T/ds" --tensor images:u8:16x16x3 --tensor labels:i32 --tensor 'boxes:f32:?x4' --chunk-size 4K >/dev/null
 "$DLK" ingest "$T/ds" from-dir "$T/src" --quiet
