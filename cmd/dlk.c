@@ -36,19 +36,65 @@ static int usage(FILE *f, int code)
 {
     fprintf(f,
             "usage: dlk [--version] [--help] <command> [<args>]\n"
+            "       [--no-sign-request] [--s3-addressing path|virtual|auto]\n"
             "\n"
             "dlk packs training data into large chunks of ready tensors on "
             "object\nstorage and streams them back.\n\ncommands:\n");
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(f, "   %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nfor s3:// URLs, with any command:\n"
+               "   --no-sign-request   anonymous requests (public buckets)\n"
+               "   --s3-addressing M   path, virtual or auto (default: path "
+               "for custom\n                       endpoints, virtual for "
+               "AWS)\n");
     fprintf(f, "\n'dlk help <command>' or 'dlk <command> --help' for a "
                "command's options;\n'man dlk' for exit codes and the "
                "environment.\n");
     return code;
 }
 
+/* Options of every command that concern s3:// URLs, given anywhere on the
+ * line: they become the environment the S3 store reads, and are removed
+ * from argv.  Returns -1 on a bad value. */
+static int global_options(int *argc, char **argv)
+{
+    int out = 1;
+    for (int i = 1; i < *argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            while (i < *argc)
+                argv[out++] = argv[i++];
+            break;
+        }
+        if (strcmp(a, "--no-sign-request") == 0) {
+            setenv("DLK_S3_NO_SIGN", "1", 1);
+            continue;
+        }
+        const char *v = NULL;
+        if (strncmp(a, "--s3-addressing=", 16) == 0)
+            v = a + 16;
+        else if (strcmp(a, "--s3-addressing") == 0 && i + 1 < *argc)
+            v = argv[++i];
+        if (v) {
+            if (strcmp(v, "path") && strcmp(v, "virtual") && strcmp(v, "auto")) {
+                fprintf(stderr, "dlk: bad --s3-addressing '%s' (path, "
+                        "virtual or auto)\n", v);
+                return -1;
+            }
+            setenv("DLK_S3_ADDRESSING", v, 1);
+            continue;
+        }
+        argv[out++] = argv[i];
+    }
+    *argc = out;
+    argv[out] = NULL;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (global_options(&argc, argv))
+        return EXIT_USAGE;
     if (argc < 2)
         return usage(stderr, EXIT_USAGE);
     const char *name = argv[1];

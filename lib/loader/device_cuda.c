@@ -72,7 +72,7 @@ typedef struct timing {
 typedef struct cuda_dev {
     dlk_dev base;
     int index;
-    bool no_copy_timing;         /* DLK_CUDA_COPY_TIMING=0: no copy events */
+    bool no_copy_timing;         /* copies untimed (always timed today) */
     cudaStream_t copy, compute;
     pthread_mutex_t mu;          /* pool and timings */
     pinned *pool;
@@ -555,8 +555,7 @@ dlk_status dlk_dev_open_cuda(int index, dlk_dev **out, dlk_error *err)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     c->base.ops = &cuda_ops;
     c->index = index;
-    const char *ct = getenv("DLK_CUDA_COPY_TIMING");
-    c->no_copy_timing = ct && *ct == '0';
+
     pthread_mutex_init(&c->mu, NULL);
     pthread_mutex_init(&c->bmu, NULL);
     c->dev_limit = UINT64_MAX;

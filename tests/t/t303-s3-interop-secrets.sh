@@ -35,6 +35,10 @@ runall "log" 0 "$DLK" log "$DS" --json
 runall "verify --all" 0 "$DLK" verify "$DS" --all --json
 runall "gc --dry-run" 0 "$DLK" gc "$DS" --dry-run --json
 runall "bench-stream" 0 "$DLK" bench-stream "$DS" --device cpu --json
+aws_ s3api put-bucket-policy --bucket interop --policy '{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":["s3:GetObject","s3:ListBucket"],"Resource":["arn:aws:s3:::interop","arn:aws:s3:::interop/*"]}]}' >/dev/null 2>&1
+runall "--no-sign-request reads a public dataset" 0 "$DLK" --no-sign-request ls "$DS" --json
+runall "--s3-addressing path, anywhere on the line" 0 "$DLK" ls "$DS" --s3-addressing path
+fails "a bad --s3-addressing is a usage error" 2 "$DLK" ls "$DS" --s3-addressing sideways
 runall "a missing dataset names itself, not the key" 3 "$DLK" cat s3://interop/nothing-here images 0
 runall "with a session token" 0 env AWS_SESSION_TOKEN=MARKER-SESSION-TOKEN-1234 "$DLK" ls "$DS" --json
 
@@ -64,6 +68,8 @@ ok "upload a dataset with the AWS CLI" aws_ s3 cp --quiet --recursive "$T/local"
 runall "signed requests with the right key" 0 "$DLK" ls s3://signed/ds --at main --json
 runall "a wrong secret is refused" 3 env AWS_SECRET_ACCESS_KEY="WRONG${REAL}WRONG" "$DLK" ls s3://signed/ds
 check "the refusal says access denied and why" grep -qiE "access denied|403.*(SignatureDoesNotMatch|InvalidAccessKeyId)" "$ERR"
+runall "--no-sign-request on a private bucket is refused" 3 "$DLK" --no-sign-request ls s3://signed/ds
+check "the refusal says the request was not signed" grep -qiE "access denied|403" "$ERR"
 check "no output of any command holds a secret" sh -c "! grep -qF -- '$SECRET' '$all' && ! grep -qF -- '$REAL' '$all'"
 check "nor the session token" sh -c "! grep -qF MARKER-SESSION-TOKEN '$all'"
 check "nor a key id" sh -c "! grep -qF -- AKIAMARKERKEYID0001 '$all' && ! grep -qF -- '$AWS_ACCESS_KEY_ID' '$all'"
