@@ -417,6 +417,7 @@ int cmd_bench_stream(int argc, char **argv)
             "rank", (json_int_t)rank, "world", (json_int_t)world);
         json_object_set(o, "epochs", per_epoch);
         json_object_set_new(o, "steady_bytes_per_s", json_real(best_steady));
+        json_object_set_new(o, "hedged_requests", json_integer((json_int_t)io.hedges));
         json_object_set_new(o, "steady_busy_pct", json_real(steady_busy));
         if (have_baseline) {
             json_object_set_new(o, "baseline", json_pack(

@@ -128,12 +128,13 @@ int main(int argc, char **argv)
         dlk_io_counters io;
         dlk_io_counters_get(&io);
         fprintf(stderr, "dlk: io gets=%llu heads=%llu puts=%llu lists=%llu "
-                "deletes=%llu bytes_read=%llu bytes_written=%llu\n",
+                "deletes=%llu bytes_read=%llu bytes_written=%llu hedges=%llu\n",
                 (unsigned long long)io.gets, (unsigned long long)io.heads,
                 (unsigned long long)io.puts, (unsigned long long)io.lists,
                 (unsigned long long)io.deletes,
                 (unsigned long long)io.bytes_read,
-                (unsigned long long)io.bytes_written);
+                (unsigned long long)io.bytes_written,
+                (unsigned long long)io.hedges);
     }
     return code;
 }
