@@ -4,7 +4,12 @@
 #ifndef DLK_UNIT_H
 #define DLK_UNIT_H
 
+#include <dirent.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 static int unit_failed;
 
@@ -21,6 +26,60 @@ static int unit_failed;
     } while (0)
 
 #define UNIT_SKIP(name, why) printf("ok - %s # SKIP %s\n", (name), (why))
+
+__attribute__((unused)) static int unit_by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Replay every file of tests/corrupt/SUB, in name order: check() says
+ * whether the file met a clean error.  It gets an exact-size heap copy of
+ * the bytes, so that AddressSanitizer sees any read past the end. */
+typedef bool (*unit_replay_fn)(const uint8_t *p, size_t len);
+
+__attribute__((unused)) static void unit_replay(const char *sub, unit_replay_fn check)
+{
+    const char *tests = getenv("DLK_TESTS");
+    char dir[4096], what[256];
+    snprintf(dir, sizeof dir, "%s/corrupt/%s",
+             tests && *tests ? tests : "tests", sub);
+    snprintf(what, sizeof what, "replay tests/corrupt/%s", sub);
+    DIR *d = opendir(dir);
+    if (!d) {
+        UNIT_SKIP(what, "directory not found (set DLK_TESTS)");
+        return;
+    }
+    char *names[4096];
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < 4096)
+        if (de->d_name[0] != '.')
+            names[n++] = strdup(de->d_name);
+    closedir(d);
+    qsort(names, n, sizeof *names, unit_by_name);
+    for (size_t i = 0; i < n; i++) {
+        char path[8192], label[512];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        snprintf(label, sizeof label, "corrupt/%s/%s: clean error", sub,
+                 names[i]);
+        FILE *f = fopen(path, "rb");
+        long len = -1;
+        if (f && fseek(f, 0, SEEK_END) == 0)
+            len = ftell(f);
+        uint8_t *p = NULL;
+        bool ok = f && len >= 0 && len <= (64L << 20) &&
+                  (p = malloc(len ? (size_t)len : 1)) != NULL &&
+                  fseek(f, 0, SEEK_SET) == 0 &&
+                  fread(p, 1, (size_t)len, f) == (size_t)len;
+        if (f)
+            fclose(f);
+        UNIT_CHECK(label, ok && check(p, (size_t)len));
+        free(p);
+        free(names[i]);
+    }
+    if (n == 0)
+        UNIT_CHECK(what, true);   /* nothing found yet: an empty folder */
+}
 
 static inline int unit_done(void)
 {
