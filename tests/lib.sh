@@ -114,3 +114,20 @@ flip_byte() { # FILE OFFSET
 p,o=sys.argv[1],int(sys.argv[2])
 b=bytearray(open(p,"rb").read()); b[o]^=0x5a; open(p,"wb").write(b)' "$1" "$2"
 }
+
+# ffmpeg, quiet, overwriting (fixtures for the ingest tests).
+ff() { ffmpeg -nostdin -hide_banner -loglevel error -y "$@"; }
+
+# Every sample of every tensor of a dataset: "tensor index sha1" lines, to
+# compare two datasets sample by sample.
+dump() {
+    python3 - "$DLK" "$1" <<'PY'
+import hashlib, json, subprocess, sys
+dlk, ds = sys.argv[1], sys.argv[2]
+m = json.loads(subprocess.check_output([dlk, "ls", ds, "--json"]))
+for t in m["tensors"]:
+    for i in range(t["samples"]):
+        b = subprocess.check_output([dlk, "cat", ds, t["name"], str(i), "--raw"])
+        print(t["name"], i, hashlib.sha1(b).hexdigest())
+PY
+}

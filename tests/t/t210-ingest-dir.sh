@@ -4,21 +4,8 @@
 . "$DLK_TESTS/lib.sh"
 command -v ffmpeg >/dev/null || { skip "ingest from-dir" "ffmpeg missing"; exit 0; }
 
-ff() { ffmpeg -nostdin -hide_banner -loglevel error -y "$@"; }
 # N frames of a moving test pattern as JPEGs: DIR PREFIX N SIZE
 frames() { mkdir -p "$1" && ff -f lavfi -i "testsrc2=s=$4:r=10" -frames:v "$3" -q:v 3 "$1/$2%03d.jpg"; }
-# every sample of every tensor: "tensor index sha1"
-dump() {
-    python3 - "$DLK" "$1" <<'PY'
-import hashlib, json, subprocess, sys
-dlk, ds = sys.argv[1], sys.argv[2]
-m = json.loads(subprocess.check_output([dlk, "ls", ds, "--json"]))
-for t in m["tensors"]:
-    for i in range(t["samples"]):
-        b = subprocess.check_output([dlk, "cat", ds, t["name"], str(i), "--raw"])
-        print(t["name"], i, hashlib.sha1(b).hexdigest())
-PY
-}
 
 S=$T/train
 frames "$S/cat" c 4 500x375

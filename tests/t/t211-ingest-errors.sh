@@ -4,7 +4,6 @@
 # as before (--on-error fail).
 . "$DLK_TESTS/lib.sh"
 command -v ffmpeg >/dev/null || { skip "ingest errors" "ffmpeg missing"; exit 0; }
-ff() { ffmpeg -nostdin -hide_banner -loglevel error -y "$@"; }
 
 G=$T/good
 mkdir -p "$G" "$T/bad"

@@ -5,18 +5,6 @@
 . "$DLK_TESTS/lib.sh"
 . "$DLK_TESTS/s3lib.sh"
 command -v ffmpeg >/dev/null || { skip "ingest from-s3" "ffmpeg missing"; exit 0; }
-ff() { ffmpeg -nostdin -hide_banner -loglevel error -y "$@"; }
-dump() {
-    python3 - "$DLK" "$1" <<'PY'
-import hashlib, json, subprocess, sys
-dlk, ds = sys.argv[1], sys.argv[2]
-m = json.loads(subprocess.check_output([dlk, "ls", ds, "--json"]))
-for t in m["tensors"]:
-    for i in range(t["samples"]):
-        b = subprocess.check_output([dlk, "cat", ds, t["name"], str(i), "--raw"])
-        print(t["name"], i, hashlib.sha1(b).hexdigest())
-PY
-}
 upload() { # DIR s3://bucket/prefix
     python3 - "$1" "$2" <<'PY'
 import os, sys, boto3
