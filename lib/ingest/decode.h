@@ -72,6 +72,13 @@ dlk_status dlk_png_encode(const uint8_t *pixels, int w, int h, int c,
 typedef struct dlk_image {
     int w, h, c;
     uint8_t *px;
+    /* Or (ycc set, c 3): a JPEG's Y, Cb and Cr planes as decoded, before
+     * chroma upsampling and colour conversion, which then happen once at
+     * the target size.  plane[i] points into px; pw x ph pixels, stride
+     * ps.  Only made when the image will be scaled (see dlk_jpeg_decode). */
+    bool ycc;
+    uint8_t *plane[3];
+    int pw[3], ph[3], ps[3];
 } dlk_image;
 void dlk_image_free(dlk_image *im);
 
@@ -98,6 +105,9 @@ dlk_status dlk_resize_dims(int sw, int sh, const dlk_image_opts *o, int *dw,
 /* The smallest uniform scale of an sw x sh source that still gives the
  * resizer every pixel it needs (1 or more: no reduction possible). */
 double dlk_resize_min_scale(int sw, int sh, const dlk_image_opts *o);
+/* 1 when an sw x sh source is scaled (not only placed) on its way to
+ * the target of o. */
+bool dlk_resize_scales(int sw, int sh, const dlk_image_opts *o);
 /* Convert src's channels to o->channels, fit it into dw x dh as o->fit
  * says (libswscale), and write it at dst (dw*dh*channels bytes) as [H,W,C]
  * or, with o->chw, [C,H,W]. */

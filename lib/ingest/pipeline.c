@@ -103,7 +103,10 @@ static void *fetcher(void *arg)
         fetch_row(p, s);
         pthread_mutex_lock(&p->mu);
         s->state = s->rc ? DONE : FETCHED;
-        pthread_cond_broadcast(s->rc ? &p->cv_append : &p->cv_decode);
+        /* one row for one thread: a broadcast would wake every idle
+         * decoder (or fetcher) to find nothing, which on few cores costs
+         * more than the decoding */
+        pthread_cond_signal(s->rc ? &p->cv_append : &p->cv_decode);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -141,7 +144,7 @@ static void *decoder(void *arg)
                 dlk_buf_free(&s->bufs[i]);
         pthread_mutex_lock(&p->mu);
         s->state = DONE;
-        pthread_cond_broadcast(&p->cv_append);
+        pthread_cond_signal(&p->cv_append);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -346,8 +349,8 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
         while (p.base < p.next_fetch && slot_of(&p, p.base)->state == APPENDED) {
             slot_of(&p, p.base)->state = EMPTY;
             p.base++;
+            pthread_cond_signal(&p.cv_fetch); /* one slot, one fetcher */
         }
-        pthread_cond_broadcast(&p.cv_fetch);
         pthread_mutex_unlock(&p.mu);
         DLK_UNUSED(k);
         done++;

@@ -310,6 +310,91 @@ static void resize_tests(void)
     dlk_image_free(&im);
 }
 
+/* A colour JPEG scaled to RGB goes through its YCbCr planes (chroma
+ * upsampled and converted at the target size): close to decoding to RGB
+ * first and resizing that, for every fit and both layouts, and the same
+ * pixels in HWC and CHW. */
+static void ycc_path(const char *file)
+{
+    size_t n;
+    uint8_t *p = slurp(file, &n);
+    if (!p)
+        return;
+    static const struct { int w, h; dlk_fit fit; } g[] = {
+        {224, 224, DLK_FIT_STRETCH}, {224, 224, DLK_FIT_CROP},
+        {150, 200, DLK_FIT_PAD}, {97, 61, DLK_FIT_CROP},
+        {640, 480, DLK_FIT_STRETCH}, /* upscaling */
+    };
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
+        /* the reference: RGB at the same (TurboJPEG-scaled) size, which
+         * asking for 4 channels gets, resized to 3 */
+        dlk_image_opts rgb = img_opts(4), o = img_opts(3);
+        o.width = rgb.width = g[i].w, o.height = rgb.height = g[i].h;
+        o.fit = rgb.fit = g[i].fit;
+        dlk_image im, planes;
+        dlk_decoded a, b, c;
+        dlk_error err = {0};
+        dlk_status st = dlk_jpeg_decode(p, n, file, &rgb, &im, &err);
+        st |= im.ycc;
+        st |= dlk_image_finish(&im, &o, &a, &err);
+        dlk_image_free(&im);
+        st |= dlk_jpeg_decode(p, n, file, &o, &planes, &err);
+        bool ycc = !st && planes.ycc;
+        dlk_image_free(&planes);
+        st |= dlk_decode_image(p, n, file, &o, &b, &err);
+        o.chw = true;
+        st |= dlk_decode_image(p, n, file, &o, &c, &err);
+        /* not when TurboJPEG's scaled decode has sharper chroma */
+        bool want = strcmp(file, "base500.jpg") || g[i].w > 160;
+        CHECKF(!st && ycc == want, "%s to %dx%d fit %d: %s", file, g[i].w,
+               g[i].h, (int)g[i].fit,
+               want ? "decoded through its YCbCr planes"
+                    : "scaled RGB decode (4:2:0 at 1/2 or less)");
+        if (st)
+            continue;
+        /* the fixtures are test cards with saturated colour edges: the
+         * worst case for chroma upsampled by another filter, which is all
+         * that may differ; a shifted or mis-scaled plane fails both */
+        double sum = 0;
+        size_t far = 0;
+        for (size_t k = 0; k < a.data.len; k++) {
+            int d = abs((int)a.data.data[k] - (int)b.data.data[k]);
+            sum += d;
+            far += d > 16;
+        }
+        double mad = sum / (double)a.data.len,
+               farp = 100.0 * (double)far / (double)a.data.len;
+        CHECKF(a.data.len == b.data.len && mad < 2.5 && farp < 5,
+               "%s to %dx%d fit %d: within %.2f on average (%.1f%% off by "
+               "more than 16) of RGB decode + resize", file, g[i].w, g[i].h,
+               (int)g[i].fit, mad, farp);
+        bool same = true;
+        int H = g[i].h, W = g[i].w;
+        for (int y = 0; y < H; y++)
+            for (int x = 0; x < W; x++)
+                for (int ch = 0; ch < 3; ch++)
+                    same &= b.data.data[((size_t)y * W + x) * 3 + ch] ==
+                            c.data.data[((size_t)ch * H + y) * W + x];
+        CHECKF(same, "%s to %dx%d: CHW holds the HWC pixels", file, W, H);
+        dlk_buf_free(&a.data);
+        dlk_buf_free(&b.data);
+        dlk_buf_free(&c.data);
+    }
+    /* not for a target it only places (no scaling), nor for gray output */
+    dlk_image_opts o = img_opts(3);
+    dlk_image im;
+    dlk_error err = {0};
+    dlk_status st = dlk_jpeg_decode(p, n, file, &o, &im, &err);
+    CHECKF(!st && !im.ycc, "%s at its own size: RGB, not planes", file);
+    dlk_image_free(&im);
+    o = img_opts(1);
+    o.width = o.height = 64;
+    st = dlk_jpeg_decode(p, n, file, &o, &im, &err);
+    CHECKF(!st && !im.ycc, "%s to gray: not planes", file);
+    dlk_image_free(&im);
+    free(p);
+}
+
 /* Scaled JPEG decode against full decode + resize: close. */
 static void scaled_jpeg(void)
 {
@@ -330,7 +415,12 @@ static void scaled_jpeg(void)
     CHECKF(!st && im.w < 500 && im.w >= 112 && im.h >= 112,
            "112x112 target: scaled JPEG decode (%dx%d)", im.w, im.h);
     dlk_image_free(&im);
-    st |= dlk_decode_image(p, n, "base500.jpg", &o, &b, &err);
+    /* RGB at the scaled size (4 channels asked: no YCbCr planes) */
+    dlk_image_opts o4 = o;
+    o4.channels = 4;
+    st |= dlk_jpeg_decode(p, n, "base500.jpg", &o4, &im, &err);
+    st |= dlk_image_finish(&im, &o, &b, &err);
+    dlk_image_free(&im);
     if (!st) {
         double sum = 0;
         for (size_t i = 0; i < a.data.len; i++)
@@ -589,6 +679,9 @@ int main(void)
     pillow_tests();
     fixture_errors();
     scaled_jpeg();
+    ycc_path("base500.jpg");
+    ycc_path("base320_444.jpg");
+    ycc_path("prog500.jpg");
     video_tests();
     return unit_done();
 }
