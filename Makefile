@@ -26,12 +26,21 @@ PKG_CONFIG ?= pkg-config
 PKGS    := jansson libxxhash libzstd libcurl expat
 # Media decoders (ingest of images and video); MEDIA=0 leaves them out for
 # a streaming-only build (GPU nodes need none of these libraries).
+# VIDEO=0 keeps the image decoders but leaves out video (libavformat,
+# libavcodec and their codec libraries: most of the weight).
 MEDIA   ?= 1
-MEDIA_PKGS := libturbojpeg libpng libavformat libavcodec libswscale libavutil
+VIDEO   ?= 1
+IMAGE_PKGS := libturbojpeg libpng libswscale libavutil
+VIDEO_PKGS := libavformat libavcodec
 MEDIA_SRC := $(wildcard lib/ingest/decode_*.c) lib/ingest/resize.c lib/ingest/png_write.c
 ifeq ($(MEDIA),1)
-PKGS    += $(MEDIA_PKGS)
+ifeq ($(VIDEO),1)
+PKGS    += $(IMAGE_PKGS) $(VIDEO_PKGS)
 MEDIA_CFLAGS :=
+else
+PKGS    += $(IMAGE_PKGS)
+MEDIA_CFLAGS := -DDLK_NO_VIDEO
+endif
 else
 MEDIA_CFLAGS := -DDLK_NO_MEDIA
 endif
@@ -81,6 +90,8 @@ endif
 LIB_SRC := $(sort $(wildcard lib/*/*.c))
 ifneq ($(MEDIA),1)
 LIB_SRC := $(filter-out $(MEDIA_SRC),$(LIB_SRC))
+else ifneq ($(VIDEO),1)
+LIB_SRC := $(filter-out lib/ingest/decode_video.c,$(LIB_SRC))
 endif
 CMD_SRC := $(sort $(wildcard cmd/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
@@ -161,17 +172,30 @@ install-man:
 	install -d $(DESTDIR)$(mandir)/man1
 	install -m 644 man/*.1 $(DESTDIR)$(mandir)/man1/
 
-# A self-contained streaming build for GPU machines: dist/bin/dlk without
-# the media decoders, finding any bundled library in dist/lib first.
+# A self-contained build for GPU machines: dist/bin/dlk with the image
+# decoders but not video, the image libraries bundled in dist/lib (found
+# first through the rpath, an old-style DT_RPATH so that it also serves
+# their own dependencies; glibc, libstdc++ and zlib are the system's).
+DIST_BUNDLE := libturbojpeg libpng16 libswscale libavutil
+DIST_PKGS := jansson libxxhash libzstd libcurl expat $(IMAGE_PKGS)
 dist:
-	$(Q)$(MAKE) BUILD=build-dist MEDIA=0 \
-	    LDFLAGS="$(LDFLAGS) -Wl,-rpath,'\$$ORIGIN/../lib'" build-dist/dlk
+	$(Q)$(MAKE) BUILD=build-dist MEDIA=1 VIDEO=0 \
+	    LDFLAGS="$(LDFLAGS) -Wl,--disable-new-dtags,-rpath,'\$$\$$ORIGIN/../lib'" build-dist/dlk
 	$(Q)rm -rf dist && mkdir -p dist/bin dist/lib dist/share/man/man1
 	$(Q)cp build-dist/dlk dist/bin/ && cp man/*.1 dist/share/man/man1/
 	$(Q)cp include/dlk.h build-dist/libdlk.a dist/lib/
+	$(Q)for l in $$(ldd build-dist/dlk | awk '/=>/{print $$3}'); do \
+	    case $$(basename $$l) in $(foreach b,$(DIST_BUNDLE),$(b).so*|) none) \
+	    echo $$l; ldd $$l | awk '/=>/{print $$3}';; esac; done | sort -u | \
+	    grep -vE '/(libc|libm|libpthread|libdl|librt|libgcc_s|libstdc\+\+|libz)\.so|/ld-linux' | \
+	    xargs -r cp -L -t dist/lib/
 	$(Q)$(CC) -O2 -std=c11 -D_GNU_SOURCE -Iinclude -o dist/bin/synth tests/bench/synth.c \
-	    build-dist/libdlk.a $(shell $(PKG_CONFIG) --libs jansson libzstd libcurl expat) \
-	    $(CUDA_LIBS) -lpthread -lm -Wl,-rpath,'$$ORIGIN/../lib'
+	    build-dist/libdlk.a $(shell $(PKG_CONFIG) --libs $(DIST_PKGS)) \
+	    $(CUDA_LIBS) -lpthread -lm -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib'
+	$(Q)$(CC) -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Ilib -o dist/bin/decode_bench \
+	    tests/bench/decode_bench.c build-dist/libdlk.a \
+	    $(shell $(PKG_CONFIG) --cflags --libs $(DIST_PKGS)) \
+	    $(CUDA_LIBS) -lpthread -lm -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib'
 	$(Q)mkdir -p dist/tests/bench && cp tests/bench/*.sh tests/bench/*.py dist/tests/bench/
 	@echo "dist/: $$(du -sh dist | cut -f1) (bin/dlk needs: $$(ldd dist/bin/dlk | awk '/=>/{print $$1}' | tr '\n' ' '))"
 

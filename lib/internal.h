@@ -169,6 +169,13 @@ dlk_status dlk_store_open_s3(const char *url, dlk_store **out,
 /* Keys: relative, no empty, "." or ".." segment, no leading '/', no NUL,
  * no control characters or backslash, valid UTF-8, at most 1024 bytes. */
 bool dlk_key_valid(const char *key);
+/* Why key is not a valid object key ("a control character", "a '.' or
+ * '..' path segment", ...), or NULL when it is. */
+const char *dlk_key_problem(const char *key);
+/* key made safe to print and to put in JSON: control characters,
+ * backslashes and bytes that are not UTF-8 as \xNN; cut with "..." to fit
+ * cap bytes (with the NUL). */
+void dlk_key_escape(const char *key, char *out, size_t cap);
 
 /* Convenience wrappers that check the key and call the ops. */
 dlk_status dlk_store_get(dlk_store *s, const char *key, uint64_t max,

@@ -1,61 +1,18 @@
 /* append.c - appending samples: per-tensor chunk builders that seal a
- * chunk when it reaches the tensor's target size, write it under its
- * content hash, and record it in the (unpublished) head manifest. */
+ * chunk when it reaches the tensor's target size and hand it to a writer
+ * (seal.c), which stores it under its content hash for the (unpublished)
+ * head manifest. */
 #include "dataset.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-/* Encode, name and store the builder's samples as one chunk. */
+/* The builder's samples to a chunk writer (seal.c). */
 static dlk_status seal(dlk_dataset *ds, size_t ti, dlk_error *err)
 {
-    dlk_tensor *t = &ds->m.tensors[ti];
-    dlk_builder *b = &ds->builders[ti];
-    if (b->samples == 0)
+    if (ds->builders[ti].samples == 0)
         return DLK_OK;
-    bool variable = false;
-    for (int d = 0; d < t->spec.ndim; d++)
-        variable |= t->spec.shape[d] == DLK_DIM_VARIABLE;
-    dlk_chunk_enc enc = {
-        .dtype = t->spec.dtype, .codec = t->spec.codec,
-        .level = t->spec.level, .ndim = t->spec.ndim, .variable = variable,
-        .shape = t->spec.shape, .shapes = b->shapes, .samples = b->samples,
-        .raw = b->raw.data, .raw_bytes = b->raw.len,
-    };
-    dlk_status rc = dlk_chunk_encode(&enc, &ds->enc, err);
-    if (rc)
-        return dlk_fail_wrap(err, "tensor '%s'", t->spec.name);
-    dlk_chunk_entry e;
-    memset(&e, 0, sizeof e);
-    dlk_hash128_hex(ds->enc.data, ds->enc.len, e.key);
-    e.samples = b->samples;
-    e.stored_bytes = ds->enc.len;
-    e.raw_bytes = b->raw.len;
-    char key[DLK_CHUNK_KEY_MAX];
-    dlk_chunk_key(key, t->spec.name, e.key);
-    /* Content-addressed: an existing object of this name has these bytes.
-     * But an old one may be unreferenced and about to be collected by gc,
-     * which spares only young chunks: refresh it by writing it again. */
-    rc = dlk_store_put(ds->store, key, ds->enc.data, ds->enc.len,
-                       DLK_PUT_IF_ABSENT, NULL, NULL, err);
-    if (rc == DLK_EEXIST) {
-        dlk_obj_info info;
-        dlk_error_clear(err);
-        rc = dlk_store_head(ds->store, key, &info, err);
-        if (!rc && (info.mtime == 0 || time(NULL) - info.mtime > 600))
-            rc = dlk_store_put(ds->store, key, ds->enc.data, ds->enc.len,
-                               DLK_PUT_ALWAYS, NULL, NULL, err);
-    }
-    if (rc)
-        return rc;
-    rc = dlk_tensor_add_chunk(t, &e, b->smin, b->smax, err);
-    if (rc)
-        return rc;
-    ds->dirty = true;
-    b->raw.len = 0;
-    b->samples = 0;
-    return DLK_OK;
+    return dlk_seal_submit(ds, ti, err);
 }
 
 dlk_status dlk_append(dlk_dataset *ds, size_t tensor, const void *data,
@@ -138,7 +95,7 @@ dlk_status dlk_dataset_seal(dlk_dataset *ds, dlk_error *err)
         if (rc)
             return rc;
     }
-    return DLK_OK;
+    return dlk_seal_wait(ds, err);
 }
 
 dlk_status dlk_dataset_flush(dlk_dataset *ds, dlk_error *err)

@@ -39,8 +39,25 @@ struct dlk_dataset {
     bool read_only;            /* opened at a commit */
     dlk_builder *builders;     /* one per tensor */
     dlk_chunk_cache *cache;    /* one per tensor */
-    dlk_buf enc;               /* scratch for encoding chunks */
+    struct dlk_sealer *sealer; /* chunk writer threads, once started */
 };
+
+/* Chunk writers (seal.c). */
+#define DLK_SEAL_THREADS 4     /* chunks being encoded and written at once */
+typedef struct dlk_sealer dlk_sealer;
+/* Encode enc into out, name it by its hash (key_hex) and store it under
+ * chunks/<tensor>/ (refreshing an old object of the same name). */
+dlk_status dlk_seal_store(dlk_store *store, const char *tensor,
+                          const dlk_chunk_enc *enc, dlk_buf *out,
+                          char key_hex[33], dlk_error *err);
+/* Hand tensor ti's builder (not empty) to a writer: its entry is added to
+ * ds->m now, its key filled in when written.  Waits while every writer is
+ * busy.  Fails with the first error of an earlier write. */
+dlk_status dlk_seal_submit(dlk_dataset *ds, size_t ti, dlk_error *err);
+/* Wait for every chunk handed over, fill in their entries; the first
+ * write error, if any (then the manifest must not be published). */
+dlk_status dlk_seal_wait(dlk_dataset *ds, dlk_error *err);
+void dlk_sealer_free(dlk_sealer *s);
 
 /* "chunks/<tensor>/<hash>" into out. */
 #define DLK_CHUNK_KEY_MAX (sizeof DLK_KEY_CHUNKS + DLK_NAME_MAX + 40)

@@ -277,6 +277,7 @@ void dlk_dataset_free(dlk_dataset *ds)
 {
     if (!ds)
         return;
+    dlk_sealer_free(ds->sealer); /* joins writers still storing chunks */
     for (size_t i = 0; ds->builders && i < ds->m.ntensors; i++) {
         dlk_buf_free(&ds->builders[i].raw);
         free(ds->builders[i].shapes);
@@ -285,7 +286,6 @@ void dlk_dataset_free(dlk_dataset *ds)
         dlk_chunk_free(ds->cache[i].chunk);
     free(ds->builders);
     free(ds->cache);
-    dlk_buf_free(&ds->enc);
     dlk_manifest_free(&ds->m);
     dlk_store_free(ds->store);
     free(ds->head);

@@ -67,6 +67,11 @@ dlk_status dlk_chunk_load(dlk_dataset *ds, const dlk_tensor *t,
                           size_t cap, dlk_chunk **out, dlk_error *err)
 {
     *out = NULL;
+    if (ds->sealer) { /* a chunk appended by this handle may be in flight */
+        dlk_status rc = dlk_seal_wait(ds, err);
+        if (rc)
+            return rc;
+    }
     char key[DLK_CHUNK_KEY_MAX];
     dlk_chunk_key(key, t->spec.name, e->key);
     dlk_chunk *c = calloc(1, sizeof *c);

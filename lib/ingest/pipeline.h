@@ -40,6 +40,12 @@ typedef struct ing_source {
     size_t nrows;
     uint64_t ignored;   /* objects of no known role */
     uint64_t npy;       /* .npy objects */
+    struct ing_unsafe {
+        char *key;      /* escaped (dlk_key_escape) */
+        const char *why;
+    } *unsafe;          /* keys no store may read ("..", control bytes,
+                           not UTF-8), sorted */
+    size_t nunsafe;
     bool oom;
 } ing_source;
 

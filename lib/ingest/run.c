@@ -199,6 +199,28 @@ static dlk_status begin_shard(ing_run *r, size_t a, size_t b, bool *resumed,
     return DLK_OK;
 }
 
+/* Keys of the listing that cannot be read safely: skipped and reported
+ * by the first shard (every shard lists the whole source); with
+ * --on-error fail, the end of the run before anything is written. */
+static dlk_status report_unsafe(ing_run *r, const ing_source *src,
+                                dlk_error *err)
+{
+    if (r->shard != 0)
+        return DLK_OK;
+    for (size_t i = 0; i < src->nunsafe; i++) {
+        char why[160];
+        snprintf(why, sizeof why, "not read: the key has %s",
+                 src->unsafe[i].why);
+        if (r->o->on_bad)
+            r->o->on_bad(r->o->ud, src->unsafe[i].key, why);
+        r->res->skipped++;
+        if (r->o->on_error == DLK_ON_ERROR_FAIL)
+            return dlk_fail(err, DLK_EDECODE, "cannot ingest '%s': %s",
+                            src->unsafe[i].key, why);
+    }
+    return DLK_OK;
+}
+
 static int online_cpus(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -290,7 +312,9 @@ dlk_status dlk_ingest(const char *url, const dlk_ingest_opts *o,
     r.shard = o->nshards > 1 ? o->shard : 0;
     r.jobs = o->jobs > 0 ? o->jobs : online_cpus();
     r.fetchers = o->fetchers > 0 ? o->fetchers : 16;
-    rc = dlk_dataset_open(url, NULL, &r.ds, err);
+    rc = report_unsafe(&r, &src, err);
+    if (!rc)
+        rc = dlk_dataset_open(url, NULL, &r.ds, err);
     if (!rc)
         rc = setup_ctx(&r, &src, have_labels ? &labels : NULL, err);
     char nonce[40] = "";

@@ -3,6 +3,7 @@
  * stem into rows, in sorted stem order. */
 #include "pipeline.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -29,9 +30,36 @@ static bool hidden(const char *key)
     return false;
 }
 
+/* A key that cannot be used safely: "a/../b" would be read as "b" by a
+ * path normaliser, a NUL would cut it short, and control bytes or bad
+ * UTF-8 cannot be printed or put in JSON.  Kept (escaped) to be reported
+ * as skipped; a "." segment is only a hidden name. */
+#define UNSAFE_KEPT 100000
+static int add_unsafe(ing_source *s, const char *key, const char *why)
+{
+    if (s->nunsafe >= UNSAFE_KEPT)
+        return 0;
+    if (s->nunsafe % 64 == 0) {
+        struct ing_unsafe *v =
+            realloc(s->unsafe, (s->nunsafe + 64) * sizeof *v);
+        if (!v)
+            return s->oom = true;
+        s->unsafe = v;
+    }
+    char safe[512];
+    dlk_key_escape(key, safe, sizeof safe);
+    if (!(s->unsafe[s->nunsafe].key = strdup(safe)))
+        return s->oom = true;
+    s->unsafe[s->nunsafe++].why = why;
+    return 0;
+}
+
 static int add_obj(void *ud, const char *key, uint64_t size)
 {
     ing_source *s = ud;
+    const char *why = dlk_key_problem(key);
+    if (why)
+        return add_unsafe(s, key, why);
     if (hidden(key))
         return 0;
     const char *base = strrchr(key, '/');
@@ -92,6 +120,12 @@ static int obj_cmp(const void *pa, const void *pb)
     return c ? c : strcmp(a->key, b->key);
 }
 
+static int unsafe_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct ing_unsafe *)a)->key,
+                  ((const struct ing_unsafe *)b)->key);
+}
+
 dlk_status ing_source_open(const char *url, ing_source *s, dlk_error *err)
 {
     memset(s, 0, sizeof *s);
@@ -109,6 +143,8 @@ dlk_status ing_source_open(const char *url, ing_source *s, dlk_error *err)
     }
     if (s->nobjs)
         qsort(s->objs, s->nobjs, sizeof *s->objs, obj_cmp);
+    if (s->nunsafe)
+        qsort(s->unsafe, s->nunsafe, sizeof *s->unsafe, unsafe_cmp);
     size_t nrows = 0;
     for (size_t i = 0; i < s->nobjs; i++)
         nrows += i == 0 || stem_cmp(&s->objs[i - 1], &s->objs[i]) != 0;
@@ -131,6 +167,9 @@ void ing_source_free(ing_source *s)
         free(s->objs[i].key);
     free(s->objs);
     free(s->rows);
+    for (size_t i = 0; i < s->nunsafe; i++)
+        free(s->unsafe[i].key);
+    free(s->unsafe);
     dlk_store_free(s->store);
     memset(s, 0, sizeof *s);
 }

@@ -232,7 +232,8 @@ static int hexval(int c)
     return -1;
 }
 
-/* In-place url-decoding ('+' is a space), as S3's encoding-type=url. */
+/* In-place url-decoding ('+' is a space), as S3's encoding-type=url;
+ * never longer than the text. */
 static bool url_decode(char *s)
 {
     char *o = s;
@@ -244,7 +245,15 @@ static bool url_decode(char *s)
             int l = h < 0 ? -1 : hexval((unsigned char)p[2]);
             if (l < 0)
                 return false;
-            *o++ = (char)(h * 16 + l);
+            if (h == 0 && l == 0) {
+                /* a NUL cannot live in a C string: the overlong C0 80
+                 * keeps the key whole and makes it invalid UTF-8, so it
+                 * is refused (dlk_key_problem) instead of read short */
+                *o++ = (char)0xC0;
+                *o++ = (char)0x80;
+            } else {
+                *o++ = (char)(h * 16 + l);
+            }
             p += 2;
         } else {
             *o++ = *p;

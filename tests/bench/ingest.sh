@@ -5,37 +5,110 @@
 # on the same cores; scaling from --jobs 1 to all cores; peak RSS at N/4
 # and N rows (the bound does not grow with the source).
 #   DLK=build/dlk DLK_BUILD=build tests/bench/ingest.sh [N]
+# On a machine with `make dist` only (no compiler, ffmpeg or moto, like the
+# GPU machines): DIST=dist tests/bench/ingest.sh [N] uses dist/bin's dlk
+# and decode_bench, makes the JPEGs with Pillow (make_images.py) and says
+# that from-s3 was not measured when there is no moto.
 set -eu
 N=${1:-2000}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-DLK=${DLK:-$root/build/dlk}
+if [ -n "${DIST:-}" ]; then
+    DLK=${DLK:-$DIST/bin/dlk}
+else
+    DLK=${DLK:-$root/build/dlk}
+fi
 DLK_BUILD=${DLK_BUILD:-$root/build}
 export DLK DLK_TESTS=$root/tests
-. "$root/tests/lib.sh"
-. "$root/tests/s3lib.sh"
+T=$(mktemp -d "${TMPDIR:-/tmp}/dlk-bench.XXXXXX")
+trap 'rm -rf "$T"' EXIT
 cores=$(nproc)
 
-echo "# generating $N JPEGs (500x375, q90) ..." >&2
 S=$T/src
 mkdir -p "$S/a" "$S/b"
 half=$((N / 2))
-ffmpeg -nostdin -loglevel error -f lavfi -i "testsrc2=s=500x375:r=25" -frames:v "$half" -qmin 1 -q:v 2 "$S/a/%06d.png"
-ffmpeg -nostdin -loglevel error -f lavfi -i "mandelbrot=s=500x375:r=25" -frames:v "$((N - half))" "$S/b/%06d.png"
-find "$S" -name '*.png' -print0 | xargs -0 -P "$cores" -n 200 mogrify -format jpg -quality 90
-find "$S" -name '*.png' -delete
+if command -v ffmpeg >/dev/null && command -v mogrify >/dev/null; then
+    kind="ffmpeg testsrc2 + mandelbrot frames, ImageMagick q90"
+    echo "# generating $N JPEGs (500x375, q90) ..." >&2
+    ffmpeg -nostdin -loglevel error -f lavfi -i "testsrc2=s=500x375:r=25" -frames:v "$half" -qmin 1 -q:v 2 "$S/a/%06d.png"
+    ffmpeg -nostdin -loglevel error -f lavfi -i "mandelbrot=s=500x375:r=25" -frames:v "$((N - half))" "$S/b/%06d.png"
+    find "$S" -name '*.png' -print0 | xargs -0 -P "$cores" -n 200 mogrify -format jpg -quality 90
+    find "$S" -name '*.png' -delete
+else
+    kind="make_images.py (gradients, shapes, noise), Pillow q90"
+    echo "# generating $N JPEGs (500x375, q90) with Pillow ..." >&2
+    python3 "$here/make_images.py" "$T/gen" --n "$N" --jpeg-only
+    ls "$T/gen/jpeg" | head -n "$half" | while read -r f; do mv "$T/gen/jpeg/$f" "$S/a/"; done
+    mv "$T/gen/jpeg/"*.jpg "$S/b/"
+fi
 ls "$S"/*/*.jpg | head -n $((N / 4)) > "$T/quarter.list"
 mkdir -p "$T/q/a" "$T/q/b"
 while read -r f; do d=$(basename "$(dirname "$f")"); cp "$f" "$T/q/$d/"; done < "$T/quarter.list"
 bytes=$(du -sb "$S" | cut -f1)
 
-cc -O2 -std=c11 -D_GNU_SOURCE -I"$root/include" -I"$root/lib" -o "$T/decode_bench" \
-    "$here/decode_bench.c" "$DLK_BUILD/libdlk.a" \
-    $(pkg-config --cflags --libs libturbojpeg libpng libavformat libavcodec libswscale libavutil jansson libxxhash libzstd libcurl expat) -lpthread -lm
-raw1=$("$T/decode_bench" 1 "$S"/*/*.jpg)
-rawN=$("$T/decode_bench" "$cores" "$S"/*/*.jpg)
-dlkN=$("$T/decode_bench" "$cores" --dlk 224 224 "$S"/*/*.jpg)
+if [ -n "${DIST:-}" ]; then
+    DB=$DIST/bin/decode_bench # in place: it finds its libraries in ../lib
+else
+    DB=$T/decode_bench
+    cc -O2 -std=c11 -D_GNU_SOURCE -I"$root/include" -I"$root/lib" -o "$DB" \
+        "$here/decode_bench.c" "$DLK_BUILD/libdlk.a" \
+        $(pkg-config --cflags --libs libturbojpeg libpng libavformat libavcodec libswscale libavutil jansson libxxhash libzstd libcurl expat) -lpthread -lm
+fi
+raw1=$("$DB" 1 "$S"/*/*.jpg)
+rawN=$("$DB" "$cores" "$S"/*/*.jpg)
+dlk1=$("$DB" 1 --dlk 224 224 "$S"/*/*.jpg)
+dlkN=$("$DB" "$cores" --dlk 224 224 "$S"/*/*.jpg)
 
+run() { # NAME DATASET ARGS... -> rate and peak RSS (KiB)
+    local name=$1 ds=$2; shift 2
+    # peak RSS (KiB) of the child, without GNU time (absent on some hosts)
+    python3 -c 'import resource, subprocess, sys
+r = subprocess.call(sys.argv[2:])
+open(sys.argv[1], "w").write("%d" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+sys.exit(r)' "$T/rss" "$DLK" create "$ds" "$@" --resize 224x224 --json > "$T/out.json"
+    python3 -c '
+import json,sys; d=json.load(open(sys.argv[1]))
+assert d["skipped"]==0, d
+print("%.1f" % (d["ingested"]/d["seconds"]))' "$T/out.json"
+}
+dir1=$(run dir1 "$T/d1" from-dir "$S" --jobs 1); rss1=$(cat "$T/rss")
+rm -rf "$T/d1"
+dirN=$(run dirN "$T/dN" from-dir "$S"); rssN=$(cat "$T/rss")
+rm -rf "$T/dN"
+dirQ=$(run dirQ "$T/dQ" from-dir "$T/q"); rssQ=$(cat "$T/rss")
+rm -rf "$T/dQ"
+mid=""
+for j in 2 4 8; do
+    [ "$j" -lt "$cores" ] || break
+    r=$(run "dir$j" "$T/dj" from-dir "$S" --jobs "$j"); rm -rf "$T/dj"
+    mid="$mid --jobs $j: $r;"
+done
+
+ratio() { python3 -c "print('%.2f' % ($1 / $2))"; }
+if ! python3 -c 'import moto' 2>/dev/null; then
+    cat <<TXT
+machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
+source: $N JPEGs 500x375 q90 ($kind), $((bytes / N)) bytes each on average; target 224x224x3 u8
+
+                              files/s   vs raw decode ($cores cores)
+raw TurboJPEG decode, 1 core   $raw1
+raw TurboJPEG decode, $cores cores  $rawN   1.00
+dlk decoder+resize, 1 core     $dlk1   (vs raw 1 core: $(ratio "$dlk1" "$raw1"))
+dlk decoder+resize, $cores cores    $dlkN   $(ratio "$dlkN" "$rawN")
+ingest from-dir, --jobs 1      $dir1   (vs raw 1 core: $(ratio "$dir1" "$raw1"))
+ingest from-dir, --jobs $cores      $dirN   $(ratio "$dirN" "$rawN")
+ingest from-dir, other jobs   $mid
+ingest from-s3: not measured (no moto here: pip install 'moto[server]')
+scaling 1 -> $cores cores: raw decode x$(ratio "$rawN" "$raw1"), from-dir x$(ratio "$dirN" "$dir1")
+peak RSS: from-dir --jobs 1 $((rss1 / 1024)) MiB; $cores jobs: $((N / 4)) files $((rssQ / 1024)) MiB, $N files $((rssN / 1024)) MiB
+TXT
+    exit 0
+fi
+
+BT=$T
+. "$root/tests/lib.sh" # a new $T, and its exit trap (which stops moto)
+. "$root/tests/s3lib.sh"
+at_exit rm -rf "$BT"
 s3_start
 s3_mkbucket raw
 s3_mkbucket lake
@@ -49,31 +122,21 @@ with ThreadPoolExecutor(16) as ex:
     list(ex.map(lambda p: s3.upload_file(p, "raw", "train/" + os.path.relpath(p, src)), files))
 PY
 
-run() { # NAME DATASET ARGS... -> rate and peak RSS (KiB)
-    local name=$1 ds=$2; shift 2
-    /usr/bin/time -f "%M" -o "$T/rss" "$DLK" create "$ds" "$@" --resize 224x224 --json > "$T/out.json"
-    python3 -c '
-import json,sys; d=json.load(open(sys.argv[1]))
-assert d["skipped"]==0, d
-print("%.1f" % (d["ingested"]/d["seconds"]))' "$T/out.json"
-}
-dir1=$(run dir1 "$T/d1" from-dir "$S" --jobs 1); rss1=$(cat "$T/rss")
-dirN=$(run dirN "$T/dN" from-dir "$S"); rssN=$(cat "$T/rss")
-dirQ=$(run dirQ "$T/dQ" from-dir "$T/q"); rssQ=$(cat "$T/rss")
 s3N=$(run s3N s3://lake/n from-s3 s3://raw/train)
 s3_1=$(run s31 s3://lake/one from-s3 s3://raw/train --jobs 1)
 
-ratio() { python3 -c "print('%.2f' % ($1 / $2))"; }
 cat <<TXT
 machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
-source: $N JPEGs 500x375 q90, $((bytes / N)) bytes each on average; target 224x224x3 u8
+source: $N JPEGs 500x375 q90 ($kind), $((bytes / N)) bytes each on average; target 224x224x3 u8
 
                               files/s   vs raw decode ($cores cores)
 raw TurboJPEG decode, 1 core   $raw1
 raw TurboJPEG decode, $cores cores  $rawN   1.00
+dlk decoder+resize, 1 core     $dlk1   (vs raw 1 core: $(ratio "$dlk1" "$raw1"))
 dlk decoder+resize, $cores cores    $dlkN   $(ratio "$dlkN" "$rawN")
 ingest from-dir, --jobs 1      $dir1   (vs raw 1 core: $(ratio "$dir1" "$raw1"))
 ingest from-dir, --jobs $cores      $dirN   $(ratio "$dirN" "$rawN")
+ingest from-dir, other jobs   $mid
 ingest from-s3 (moto), --jobs 1 $s3_1   (vs raw 1 core: $(ratio "$s3_1" "$raw1"))
 ingest from-s3 (moto), --jobs $cores $s3N   $(ratio "$s3N" "$rawN")
 scaling 1 -> $cores cores: from-dir x$(ratio "$dirN" "$dir1"), from-s3 x$(ratio "$s3N" "$s3_1")

@@ -4,7 +4,7 @@
 decoded and resized to 224x224 as one uint8 .npy (what dlk stores, and
 what the "copied to local SSD" baseline memory-maps), plus labels.
 
-  make_images.py OUT --n 20000 [--procs 16]
+  make_images.py OUT --n 20000 [--procs 16] [--jpeg-only]
 writes OUT/jpeg/*.jpg, OUT/decoded.npy, OUT/npy/all.images.npy and
 OUT/npy/all.labels.npy (for dlk ingest from-dir).
 """
@@ -41,8 +41,15 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--procs", type=int, default=os.cpu_count())
+    ap.add_argument("--jpeg-only", action="store_true",
+                    help="write OUT/jpeg/*.jpg only (the ingest benchmark)")
     a = ap.parse_args()
     os.makedirs(os.path.join(a.out, "jpeg"), exist_ok=True)
+    if a.jpeg_only:
+        with Pool(a.procs) as p:
+            for _ in p.imap_unordered(make, [(a.out, i) for i in range(a.n)], 64):
+                pass
+        return
     os.makedirs(os.path.join(a.out, "npy"), exist_ok=True)
     dec = np.lib.format.open_memmap(os.path.join(a.out, "decoded.npy"), "w+",
                                     np.uint8, (a.n, 224, 224, 3))

@@ -1,0 +1,15 @@
+/* novideo.c - the video decoder in a build with the image decoders only
+ * (make VIDEO=0): no libavformat or libavcodec, which with the codec
+ * libraries they pull in are most of a media build's weight. */
+#ifdef DLK_NO_VIDEO
+#include "decode.h"
+
+dlk_status dlk_decode_video(const uint8_t *p, size_t n, const char *name,
+                            const dlk_video_opts *o, dlk_decoded *out,
+                            dlk_error *err)
+{
+    (void)p; (void)n; (void)o; (void)out;
+    return dlk_fail(err, DLK_EUNSUPPORTED, "'%s': this dlk was built "
+                    "without the video decoder (make VIDEO=1)", name);
+}
+#endif
