@@ -250,7 +250,8 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
     if (rc)
         return cmd_fail(cmd, err);
     if (c->json) {
-        json_t *o = json_pack("{s:I,s:I,s:o,s:I,s:I,s:f,s:I,s:I,s:b,s:b}",
+        json_t *o = json_pack("{s:I,s:I,s:o,s:I,s:I,s:f,s:{s:f,s:f,s:f},"
+                              "s:I,s:I,s:b,s:b}",
                               "ingested", (json_int_t)r->ingested,
                               "skipped", (json_int_t)r->skipped,
                               "errors", c->errors ? json_incref(c->errors)
@@ -258,6 +259,10 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
                               "bytes_in", (json_int_t)r->bytes_in,
                               "bytes_out", (json_int_t)r->bytes_out,
                               "seconds", r->seconds,
+                              "stages", "list", r->list_seconds,
+                              "rows", r->rows_seconds,
+                              "finish", r->seconds - r->list_seconds -
+                                            r->rows_seconds,
                               "ignored", (json_int_t)r->ignored,
                               "resumed", (json_int_t)r->resumed_rows,
                               "complete", r->complete,

@@ -573,6 +573,8 @@ typedef struct dlk_ingest_result {
     int complete;           /* 1: every shard is in the head (merged) */
     int already;            /* 1: an earlier identical run had finished */
     double seconds;
+    double list_seconds;    /* of which: listing the source */
+    double rows_seconds;    /* fetching, decoding and appending the rows */
 } dlk_ingest_result;
 
 /* Ingest every row of opts->source into the dataset at `url`.  Objects

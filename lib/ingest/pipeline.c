@@ -366,6 +366,7 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
             since_ckpt = 0;
         }
     }
+    run->res->rows_seconds = now_s() - t0;
     pthread_mutex_lock(&p.mu);
     p.stop = true;
     pthread_cond_broadcast(&p.cv_fetch);

@@ -283,6 +283,7 @@ dlk_status dlk_ingest(const char *url, const dlk_ingest_opts *o,
     ing_source src;
     if ((rc = ing_source_open(o->source, &src, err)))
         return rc;
+    res->list_seconds = now_s() - t0;
     res->ignored = src.ignored;
     bool local_dir = strncmp(o->source, "s3://", 5) != 0;
     if (local_dir && src.nobjs && src.npy == src.nobjs && !o->labels &&
