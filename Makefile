@@ -2,6 +2,7 @@
 #
 #   make               build libdlk.a and the dlk binary (build/)
 #   make test          run the test suite (installs missing deps as root)
+#   make check         what CI runs: make test, then make SAN=1 test
 #   make SAN=1 test    the same under AddressSanitizer + UBSan (build-san/)
 #   make SAN=thread test   ThreadSanitizer (build-tsan/)
 #   make demo          the main job on a small built-in example
@@ -102,7 +103,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 LIBA    := $(BUILD)/libdlk.a
 DLK     := $(BUILD)/dlk
 
-.PHONY: all test demo install install-bin install-lib install-man clean deps \
+.PHONY: check all test demo install install-bin install-lib install-man clean deps \
         check-deps fuzz bench dist
 
 all: $(LIBA) $(DLK)
@@ -135,6 +136,10 @@ unit: $(UNIT_BIN)
 # The suite: unit tests and CLI tests; last line "N passed, N failed, N skipped".
 test: check-deps all unit
 	$(Q)DLK=$(abspath $(DLK)) DLK_BUILD=$(abspath $(BUILD)) SAN=$(SAN) tests/run
+
+# CI (.ci/run): the suite on this build, then again under ASan + UBSan.
+check:
+	$(Q)tests/check
 
 demo: check-deps all
 	$(Q)DLK=$(abspath $(DLK)) examples/demo.sh

@@ -575,6 +575,9 @@ typedef struct dlk_ingest_result {
     double seconds;
     double list_seconds;    /* of which: listing the source */
     double rows_seconds;    /* fetching, decoding and appending the rows */
+    double append_seconds;  /* of rows_seconds: the one appending thread
+                               busy (the serial part; near rows_seconds
+                               means it is the bottleneck) */
 } dlk_ingest_result;
 
 /* Ingest every row of opts->source into the dataset at `url`.  Objects

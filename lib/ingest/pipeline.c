@@ -342,8 +342,10 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
             pthread_cond_wait(&p.cv_append, &p.mu);
         }
         pthread_mutex_unlock(&p.mu);
+        double ta = now_s();
         rc = take(run, &p, s, err);
         clear_vals(s->vals, run->ctx.ntensors);
+        run->res->append_seconds += now_s() - ta;
         pthread_mutex_lock(&p.mu);
         s->state = APPENDED;
         while (p.base < p.next_fetch && slot_of(&p, p.base)->state == APPENDED) {

@@ -30,10 +30,10 @@ d = json.loads(subprocess.run(sys.argv[2:], check=True, capture_output=True).std
 wall = time.time() - t0
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
 s = d["stages"]
-print("%-34s %6.0f files/s (%.2f s: list %.2f, rows %.2f = %.0f/s, finish %.2f); "
-      "cpu %.1f cores (user %.1f s, sys %.1f s)"
+print("%-34s %6.0f files/s (%.2f s: list %.2f, rows %.2f = %.0f/s, appender busy %.2f, "
+      "finish %.2f); cpu %.1f cores (user %.1f s, sys %.1f s)"
       % (sys.argv[1], d["ingested"] / d["seconds"], d["seconds"], s["list"], s["rows"],
-         d["ingested"] / s["rows"], s["finish"], (ru.ru_utime + ru.ru_stime) / wall,
+         d["ingested"] / s["rows"], s["append"], s["finish"], (ru.ru_utime + ru.ru_stime) / wall,
          ru.ru_utime, ru.ru_stime))
 PY
     done
