@@ -317,6 +317,21 @@ dlk_status dlk_tensor_add_chunk(dlk_tensor *t, const dlk_chunk_entry *e,
 /* Find the chunk holding sample i (binary search); -1 if out of range. */
 ssize_t dlk_tensor_find_chunk(const dlk_tensor *t, uint64_t i);
 
+/* dlk.json: the dataset's id into id (cap bytes), checked. */
+dlk_status dlk_dataset_doc_parse(const char *json, size_t len,
+                                 const char *name, char *id, size_t cap,
+                                 dlk_error *err);
+/* A commit document: its manifest, and (meta not NULL) what else it
+ * records; everything freed again on an error. */
+typedef struct dlk_commit_meta {
+    char *time, *message;
+    uint64_t bytes_added, chunks_added;
+} dlk_commit_meta;
+dlk_status dlk_commit_parse(const char *json, size_t len, const char *name,
+                            dlk_manifest *m, dlk_commit_meta *meta,
+                            dlk_error *err);
+void dlk_commit_meta_free(dlk_commit_meta *meta);
+
 /* Parse a JSON document of the format: at most DLK_JSON_MAX_BYTES, an
  * object with "format": "dlk" and "version": 1; `what` names it in
  * messages ("manifest").  Returns a new reference or NULL with err set. */

@@ -92,32 +92,24 @@ dlk_status dlk_commit_load(dlk_dataset *ds, const char *id, dlk_manifest *m,
         return dlk_fail(err, DLK_ECORRUPT, "%s: content does not match its "
                         "id (XXH3-128 checksum mismatch)", key);
     }
-    rc = dlk_manifest_parse((const char *)b.data, b.len, key, m, err);
-    if (!rc && (time_out || message_out || bytes_added || chunks_added)) {
-        json_t *doc = json_loadb((const char *)b.data, b.len, 0, NULL);
-        const char *t = json_string_value(json_object_get(doc, "time"));
-        const char *msg = json_string_value(json_object_get(doc, "message"));
-        json_t *stats = json_object_get(doc, "stats");
-        json_t *ba = json_object_get(stats, "bytes_added");
-        json_t *ca = json_object_get(stats, "chunks_added");
-        if (!doc || !t || !msg || !json_is_integer(ba) ||
-            !json_is_integer(ca) || json_integer_value(ba) < 0 ||
-            json_integer_value(ca) < 0) {
-            rc = dlk_fail(err, DLK_ECORRUPT, "%s: missing or bad 'time', "
-                          "'message' or 'stats'", key);
-        } else {
-            if (time_out && !(*time_out = strdup(t)))
-                rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
-            if (message_out && !(*message_out = strdup(msg)))
-                rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
-            if (bytes_added)
-                *bytes_added = (uint64_t)json_integer_value(ba);
-            if (chunks_added)
-                *chunks_added = (uint64_t)json_integer_value(ca);
+    bool want = time_out || message_out || bytes_added || chunks_added;
+    dlk_commit_meta meta;
+    rc = dlk_commit_parse((const char *)b.data, b.len, key, m,
+                          want ? &meta : NULL, err);
+    if (!rc && want) {
+        if (time_out) {
+            *time_out = meta.time;
+            meta.time = NULL;
         }
-        json_decref(doc);
-        if (rc)
-            dlk_manifest_free(m);
+        if (message_out) {
+            *message_out = meta.message;
+            meta.message = NULL;
+        }
+        if (bytes_added)
+            *bytes_added = meta.bytes_added;
+        if (chunks_added)
+            *chunks_added = meta.chunks_added;
+        dlk_commit_meta_free(&meta);
     }
     dlk_buf_free(&b);
     return rc;

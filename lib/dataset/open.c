@@ -113,20 +113,10 @@ static dlk_status read_dataset_json(dlk_dataset *ds, dlk_error *err)
         dlk_buf_free(&b);
         return rc;
     }
-    json_t *o = dlk_json_load((const char *)b.data, b.len, DLK_KEY_DATASET,
-                              "dataset description", err);
+    rc = dlk_dataset_doc_parse((const char *)b.data, b.len, DLK_KEY_DATASET,
+                               ds->id, sizeof ds->id, err);
     dlk_buf_free(&b);
-    if (!o)
-        return err ? err->code : DLK_ECORRUPT;
-    const char *id = json_string_value(json_object_get(o, "id"));
-    if (!id || strlen(id) >= sizeof ds->id || !*id) {
-        json_decref(o);
-        return dlk_fail(err, DLK_ECORRUPT, "%s: missing or bad 'id'",
-                        DLK_KEY_DATASET);
-    }
-    strcpy(ds->id, id);
-    json_decref(o);
-    return DLK_OK;
+    return rc;
 }
 
 /* Write the head manifest: create-only the first time, then replace only

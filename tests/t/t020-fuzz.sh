@@ -37,6 +37,8 @@ run_target() { # TARGET MAX_LEN [ARGS...]
 run_target fuzz_chunk 1048576
 run_target fuzz_manifest 65536 -dict="$root/tests/fuzz/fuzz_manifest.dict"
 run_target fuzz_npy 8192 -dict="$root/tests/fuzz/fuzz_npy.dict"
+run_target fuzz_docs 65536 -dict="$root/tests/fuzz/fuzz_manifest.dict"
+run_target fuzz_s3xml 65536
 # the media front doors: seeds are fixtures made at test time
 if [ -x "$root/build-fuzz/fuzz_image" ] &&
     env -u MAKEFLAGS -u MAKELEVEL -u SAN make -s -C "$root" -f tests/fuzz/Makefile media-seeds >/dev/null 2>&1; then
