@@ -120,6 +120,7 @@ static dlk_sealer *sealer_start(dlk_dataset *ds, dlk_error *err)
     for (int i = 0; i < DLK_SEAL_THREADS; i++) {
         if (pthread_create(&s->th[i], NULL, writer, s))
             break;
+        pthread_setname_np(s->th[i], "dlk-write");
         s->nthreads++;
     }
     if (!s->nthreads) {

@@ -290,10 +290,13 @@ dlk_status dlk_loader_start_workers(dlk_loader *l, dlk_error *err)
         if (pthread_create(&l->threads[i], NULL, worker, l) != 0) {
             l->nthreads = i;
             return dlk_fail(err, DLK_ENOMEM, "cannot start an I/O thread");
+        } else {
+            pthread_setname_np(l->threads[i], "dlk-load");
         }
     if (l->dev->ops->on_device) {
         if (pthread_create(&l->up_thread, NULL, uploader, l) != 0)
             return dlk_fail(err, DLK_ENOMEM, "cannot start the upload thread");
+        pthread_setname_np(l->up_thread, "dlk-upload");
         l->have_up_thread = true;
     }
     return DLK_OK;

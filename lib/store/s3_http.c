@@ -994,6 +994,7 @@ dlk_status s3_engine_new(const s3_config *cfg, s3_engine **out,
         s3_engine_free(e);
         return dlk_fail(err, DLK_ENOMEM, "cannot start the s3 i/o thread");
     }
+    pthread_setname_np(e->thread, "dlk-s3");
     e->thread_started = true;
     *out = e;
     return DLK_OK;

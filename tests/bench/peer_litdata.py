@@ -13,7 +13,7 @@ IMGDIR is make_images.py's output (decoded.npy); the chunks go to
 IMGDIR/litdata-chunks.  Needs litdata (and boto3, botocore, s3transfer,
 jmespath, python-dateutil, which it imports at start) from .whl/.
 """
-import argparse, contextlib, functools, json, os, shutil, sys, time, warnings
+import argparse, contextlib, functools, json, multiprocessing, os, shutil, sys, time, warnings
 
 import numpy as np
 import torch
@@ -43,10 +43,14 @@ def main():
     n_img = np.load(path, mmap_mode="r").shape[0]
     out = os.path.join(a.imgdir, "litdata-chunks")
     shutil.rmtree(out, ignore_errors=True)
+    start = multiprocessing.get_start_method()
     with contextlib.redirect_stdout(sys.stderr):  # keep stdout for the JSON line
         litdata.optimize(fn=functools.partial(sample, path), inputs=list(range(n_img)),
                          output_dir=out, chunk_bytes="64MB",
                          num_workers=min(a.workers, os.cpu_count()), verbose=False)
+    # optimize() forces the global start method to "spawn"; a training process
+    # would not have run it, so give the DataLoader workers the default back
+    multiprocessing.set_start_method(start, force=True)
     # batch_decode=0 (documented: deserialize per item): litdata 0.2.76's "auto"
     # re-deserializes a whole window per shuffled 150 KB item (~100x slower
     # per item here, ~8x slower through the loader on 2 cores)
