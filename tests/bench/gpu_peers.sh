@@ -5,7 +5,7 @@
 # (default 20000), dlk's bench-stream (16 workers, shuffled, 5 epochs,
 # steady-epoch samples/s), then each peer's PyTorch loader over the same
 # decoded tensors (16 workers, pinned, to the GPU, 20 s), and the ratio.
-# From a `make dist` tree, with the wheels of .whl/ (pip download'ed;
+# From a `make dist` tree, with the wheels of .whl/ (tests/bench/peer_wheels.txt says how to fetch them;
 # installed offline into WORKDIR/site):
 #   DIST=$PWD/dist WHL=$PWD/.whl dist/tests/bench/gpu_peers.sh /tmp/p
 set -u
