@@ -13,7 +13,8 @@ IMGDIR is make_images.py's output (decoded.npy); the dataset goes to
 IMGDIR/deeplake-ds.  Needs deeplake 4.1.0 from .whl/ (newer 4.x wheels are
 too large to carry).
 """
-import argparse, json, os, shutil, time, warnings
+import json, os, shutil, warnings
+from peer_common import parse_args, timed_stream
 
 import numpy as np
 import torch
@@ -33,13 +34,7 @@ def write(out, dec):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("imgdir")
-    ap.add_argument("--workers", type=int, default=16)
-    ap.add_argument("--batch", type=int, default=256)
-    ap.add_argument("--seconds", type=float, default=20)
-    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
-    a = ap.parse_args()
+    a = parse_args(__doc__)
     # Deep Lake hands out read-only arrays; torch warns once per worker
     warnings.filterwarnings("ignore", "The given NumPy array is not writable")
     out = os.path.join(a.imgdir, "deeplake-ds")
@@ -47,28 +42,8 @@ def main():
     ds = deeplake.open_read_only(out)
     dl = DataLoader(ds.pytorch(), batch_size=a.batch, shuffle=True, num_workers=a.workers,
                     pin_memory=True, persistent_workers=True)
-    sync = torch.cuda.synchronize if a.device == "cuda" else (lambda: None)
-
-    def epochs():
-        while True:
-            yield from dl
-
-    t0 = time.perf_counter()
-    first, n = None, 0
-    for b in epochs():
-        x = b["x"]
-        if a.device == "cuda":
-            x = x.cuda(non_blocking=True)
-        if first is None:
-            sync()
-            first = time.perf_counter() - t0
-        n += x.shape[0]
-        if time.perf_counter() - t0 > a.seconds:
-            break
-    sync()
-    dt = time.perf_counter() - t0
-    r = {"samples": n, "seconds": dt, "samples_per_s": n / dt, "first_batch_s": first,
-         "peer": "deeplake"}
+    r = timed_stream(dl, a)
+    r["peer"] = "deeplake"
     print(json.dumps(r), flush=True)
 
 

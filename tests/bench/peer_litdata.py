@@ -13,10 +13,10 @@ IMGDIR is make_images.py's output (decoded.npy); the chunks go to
 IMGDIR/litdata-chunks.  Needs litdata (and boto3, botocore, s3transfer,
 jmespath, python-dateutil, which it imports at start) from .whl/.
 """
-import argparse, contextlib, functools, json, multiprocessing, os, shutil, sys, time, warnings
+import contextlib, functools, json, multiprocessing, os, shutil, sys, warnings
+from peer_common import parse_args, timed_stream
 
 import numpy as np
-import torch
 import litdata
 
 _dec = None
@@ -30,13 +30,7 @@ def sample(path, i):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("imgdir")
-    ap.add_argument("--workers", type=int, default=16)
-    ap.add_argument("--batch", type=int, default=256)
-    ap.add_argument("--seconds", type=float, default=20)
-    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
-    a = ap.parse_args()
+    a = parse_args(__doc__)
     # litdata hands out read-only views of its chunk bytes; torch warns once per worker
     warnings.filterwarnings("ignore", "The given NumPy array is not writable")
     path = os.path.join(a.imgdir, "decoded.npy")
@@ -57,28 +51,8 @@ def main():
     ds = litdata.StreamingDataset(out, shuffle=True, batch_decode=0)
     dl = litdata.StreamingDataLoader(ds, batch_size=a.batch, num_workers=a.workers,
                                      pin_memory=True, persistent_workers=True)
-    sync = torch.cuda.synchronize if a.device == "cuda" else (lambda: None)
-
-    def epochs():
-        while True:
-            yield from dl
-
-    t0 = time.perf_counter()
-    first, n = None, 0
-    for b in epochs():
-        x = b["x"]
-        if a.device == "cuda":
-            x = x.cuda(non_blocking=True)
-        if first is None:
-            sync()
-            first = time.perf_counter() - t0
-        n += x.shape[0]
-        if time.perf_counter() - t0 > a.seconds:
-            break
-    sync()
-    dt = time.perf_counter() - t0
-    r = {"samples": n, "seconds": dt, "samples_per_s": n / dt, "first_batch_s": first,
-         "peer": "litdata"}
+    r = timed_stream(dl, a)
+    r["peer"] = "litdata"
     print(json.dumps(r), flush=True)
 
 

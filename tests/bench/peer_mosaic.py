@@ -14,7 +14,8 @@ IMGDIR is make_images.py's output (decoded.npy and jpeg/); the shards go
 to IMGDIR/mosaic-mds and IMGDIR/mosaic-jpeg.  Needs mosaicml-streaming
 (and zstd, brotli, python-snappy, cramjam, catalogue) from .whl/.
 """
-import argparse, io, json, os, shutil, time, warnings
+import io, json, os, shutil, warnings
+from peer_common import parse_args, timed_stream
 
 import numpy as np
 import torch
@@ -38,39 +39,12 @@ def write(out, columns, samples):
 
 
 def stream(ds, a):
-    dl = DataLoader(ds, batch_size=a.batch, num_workers=a.workers, pin_memory=True,
-                    persistent_workers=True)
-    sync = torch.cuda.synchronize if a.device == "cuda" else (lambda: None)
-
-    def epochs():
-        while True:
-            yield from dl
-
-    t0 = time.perf_counter()
-    first, n = None, 0
-    for b in epochs():
-        x = b["x"] if isinstance(b, dict) else b[0]
-        if a.device == "cuda":
-            x = x.cuda(non_blocking=True)
-        if first is None:
-            sync()
-            first = time.perf_counter() - t0
-        n += x.shape[0]
-        if time.perf_counter() - t0 > a.seconds:
-            break
-    sync()
-    dt = time.perf_counter() - t0
-    return {"samples": n, "seconds": dt, "samples_per_s": n / dt, "first_batch_s": first}
+    return timed_stream(DataLoader(ds, batch_size=a.batch, num_workers=a.workers,
+                                   pin_memory=True, persistent_workers=True), a)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("imgdir")
-    ap.add_argument("--workers", type=int, default=16)
-    ap.add_argument("--batch", type=int, default=256)
-    ap.add_argument("--seconds", type=float, default=20)
-    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
-    a = ap.parse_args()
+    a = parse_args(__doc__)
     # MDS hands out read-only views of its shard bytes; torch warns once per worker
     warnings.filterwarnings("ignore", "The given NumPy array is not writable")
     dec = np.load(os.path.join(a.imgdir, "decoded.npy"), mmap_mode="r")

@@ -8,7 +8,8 @@ pinned memory, to the GPU.  Prints one JSON line per variant.
   peer_webdataset.py IMGDIR [--workers 16] [--batch 256] [--seconds 20]
 IMGDIR is make_images.py's output (decoded.npy and jpeg/).
 """
-import argparse, io, json, os, tarfile, time
+import io, json, os, tarfile
+from peer_common import parse_args, timed_stream
 
 import numpy as np
 import torch
@@ -45,28 +46,11 @@ def stream(urls, decode, a, post=None):
         ds = ds.map_tuple(post, lambda c: c)
     ds = ds.batched(a.batch)
     dl = wds.WebLoader(ds, batch_size=None, num_workers=a.workers, pin_memory=True)
-    t0 = time.perf_counter()
-    first, n = None, 0
-    for x, y in dl:
-        x = torch.as_tensor(x).cuda(non_blocking=True)
-        if first is None:
-            torch.cuda.synchronize()
-            first = time.perf_counter() - t0
-        n += x.shape[0]
-        if time.perf_counter() - t0 > a.seconds:
-            break
-    torch.cuda.synchronize()
-    dt = time.perf_counter() - t0
-    return {"samples": n, "seconds": dt, "samples_per_s": n / dt, "first_batch_s": first}
+    return timed_stream(dl, a, images=lambda b: torch.as_tensor(b[0]))
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("imgdir")
-    ap.add_argument("--workers", type=int, default=16)
-    ap.add_argument("--batch", type=int, default=256)
-    ap.add_argument("--seconds", type=float, default=20)
-    a = ap.parse_args()
+    a = parse_args(__doc__)
     dec = np.load(os.path.join(a.imgdir, "decoded.npy"), mmap_mode="r")
     items = []
     for i in range(dec.shape[0]):
