@@ -85,7 +85,7 @@ for j in 2 4 8; do
 done
 
 ratio() { python3 -c "print('%.2f' % ($1 / $2))"; }
-if ! python3 -c 'import moto' 2>/dev/null; then
+report() { # S3-LINES SCALING-EXTRA
     cat <<TXT
 machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 source: $N JPEGs 500x375 q90 ($kind), $((bytes / N)) bytes each on average; target 224x224x3 u8
@@ -98,10 +98,13 @@ dlk decoder+resize, $cores cores    $dlkN   $(ratio "$dlkN" "$rawN")
 ingest from-dir, --jobs 1      $dir1   (vs raw 1 core: $(ratio "$dir1" "$raw1"))
 ingest from-dir, --jobs $cores      $dirN   $(ratio "$dirN" "$rawN")
 ingest from-dir, other jobs   $mid
-ingest from-s3: not measured (no moto here: pip install 'moto[server]')
-scaling 1 -> $cores cores: raw decode x$(ratio "$rawN" "$raw1"), from-dir x$(ratio "$dirN" "$dir1")
+$1
+scaling 1 -> $cores cores: raw decode x$(ratio "$rawN" "$raw1"), from-dir x$(ratio "$dirN" "$dir1")$2
 peak RSS: from-dir --jobs 1 $((rss1 / 1024)) MiB; $cores jobs: $((N / 4)) files $((rssQ / 1024)) MiB, $N files $((rssN / 1024)) MiB
 TXT
+}
+if ! python3 -c 'import moto' 2>/dev/null; then
+    report "ingest from-s3: not measured (no moto here: pip install 'moto[server]')" ""
     exit 0
 fi
 
@@ -124,21 +127,5 @@ PY
 
 s3N=$(run s3N s3://lake/n from-s3 s3://raw/train)
 s3_1=$(run s31 s3://lake/one from-s3 s3://raw/train --jobs 1)
-
-cat <<TXT
-machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
-source: $N JPEGs 500x375 q90 ($kind), $((bytes / N)) bytes each on average; target 224x224x3 u8
-
-                              files/s   vs raw decode ($cores cores)
-raw TurboJPEG decode, 1 core   $raw1
-raw TurboJPEG decode, $cores cores  $rawN   1.00
-dlk decoder+resize, 1 core     $dlk1   (vs raw 1 core: $(ratio "$dlk1" "$raw1"))
-dlk decoder+resize, $cores cores    $dlkN   $(ratio "$dlkN" "$rawN")
-ingest from-dir, --jobs 1      $dir1   (vs raw 1 core: $(ratio "$dir1" "$raw1"))
-ingest from-dir, --jobs $cores      $dirN   $(ratio "$dirN" "$rawN")
-ingest from-dir, other jobs   $mid
-ingest from-s3 (moto), --jobs 1 $s3_1   (vs raw 1 core: $(ratio "$s3_1" "$raw1"))
-ingest from-s3 (moto), --jobs $cores $s3N   $(ratio "$s3N" "$rawN")
-scaling 1 -> $cores cores: from-dir x$(ratio "$dirN" "$dir1"), from-s3 x$(ratio "$s3N" "$s3_1")
-peak RSS: from-dir --jobs 1 $((rss1 / 1024)) MiB; $cores jobs: $((N / 4)) files $((rssQ / 1024)) MiB, $N files $((rssN / 1024)) MiB
-TXT
+report "ingest from-s3 (moto), --jobs 1 $s3_1   (vs raw 1 core: $(ratio "$s3_1" "$raw1"))
+ingest from-s3 (moto), --jobs $cores $s3N   $(ratio "$s3N" "$rawN")" ", from-s3 x$(ratio "$s3N" "$s3_1")"
