@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The libFuzzer targets (tests/fuzz/): build them and run each for a
-# bounded time (FUZZ_SECONDS, default 10) from its seed corpus.  A crash,
+# bounded time (FUZZ_SECONDS, default 30) from its seed corpus.  A crash,
 # leak, sanitizer report or failed property check fails the test; the
 # input that caused it is kept under build-fuzz/artifacts/ to minimize and
 # add to tests/corrupt/<target>/.  Skipped without clang and libFuzzer.
 . "$DLK_TESTS/lib.sh"
 root=$(cd "$DLK_TESTS/.." && pwd)
-secs=${FUZZ_SECONDS:-10}
+secs=${FUZZ_SECONDS:-30}
 
 have_libfuzzer() {
     command -v clang >/dev/null 2>&1 || return 1
