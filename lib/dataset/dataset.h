@@ -45,11 +45,6 @@ struct dlk_dataset {
 /* Chunk writers (seal.c). */
 #define DLK_SEAL_THREADS 4     /* chunks being encoded and written at once */
 typedef struct dlk_sealer dlk_sealer;
-/* Encode enc into out, name it by its hash (key_hex) and store it under
- * chunks/<tensor>/ (refreshing an old object of the same name). */
-dlk_status dlk_seal_store(dlk_store *store, const char *tensor,
-                          const dlk_chunk_enc *enc, dlk_buf *out,
-                          char key_hex[33], dlk_error *err);
 /* Hand tensor ti's builder (not empty) to a writer: its entry is added to
  * ds->m now, its key filled in when written.  Waits while every writer is
  * busy.  Fails with the first error of an earlier write. */

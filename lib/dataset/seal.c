@@ -49,9 +49,11 @@ struct dlk_sealer {
     dlk_error failed_err;
 };
 
-dlk_status dlk_seal_store(dlk_store *store, const char *tensor,
-                          const dlk_chunk_enc *enc, dlk_buf *out,
-                          char key_hex[33], dlk_error *err)
+/* Encode enc into out, name it by its hash (key_hex) and store it under
+ * chunks/<tensor>/ (refreshing an old object of the same name). */
+static dlk_status seal_store(dlk_store *store, const char *tensor,
+                             const dlk_chunk_enc *enc, dlk_buf *out,
+                             char key_hex[33], dlk_error *err)
 {
     dlk_status rc = dlk_chunk_encode(enc, out, err);
     if (rc)
@@ -93,7 +95,7 @@ static void *writer(void *arg)
         j->state = JOB_RUNNING;
         pthread_mutex_unlock(&s->mu);
         dlk_error_clear(&j->err);
-        j->rc = dlk_seal_store(s->store, j->name, &j->enc, &j->out, j->key,
+        j->rc = seal_store(s->store, j->name, &j->enc, &j->out, j->key,
                                &j->err);
         j->stored = j->out.len;
         /* keep the buffers for the next chunk, not an encoded copy */
@@ -106,13 +108,12 @@ static void *writer(void *arg)
     return NULL;
 }
 
-static dlk_sealer *sealer_start(dlk_dataset *ds, dlk_error *err)
+/* Start ds->sealer and its writer threads (at least one). */
+static dlk_status sealer_start(dlk_dataset *ds, dlk_error *err)
 {
     dlk_sealer *s = calloc(1, sizeof *s);
-    if (!s) {
-        dlk_fail(err, DLK_ENOMEM, "out of memory");
-        return NULL;
-    }
+    if (!s)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
     s->store = ds->store;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv_work, NULL);
@@ -125,10 +126,10 @@ static dlk_sealer *sealer_start(dlk_dataset *ds, dlk_error *err)
     }
     if (!s->nthreads) {
         dlk_sealer_free(s);
-        dlk_fail(err, DLK_EIO, "cannot start a chunk writer thread");
-        return NULL;
+        return dlk_fail(err, DLK_EIO, "cannot start a chunk writer thread");
     }
-    return s;
+    ds->sealer = s;
+    return DLK_OK;
 }
 
 void dlk_sealer_free(dlk_sealer *s)
@@ -200,8 +201,9 @@ dlk_status dlk_seal_wait(dlk_dataset *ds, dlk_error *err)
 
 dlk_status dlk_seal_submit(dlk_dataset *ds, size_t ti, dlk_error *err)
 {
-    if (!ds->sealer && !(ds->sealer = sealer_start(ds, err)))
-        return DLK_ENOMEM;
+    dlk_status rc = ds->sealer ? DLK_OK : sealer_start(ds, err);
+    if (rc)
+        return rc;
     dlk_sealer *s = ds->sealer;
     dlk_tensor *t = &ds->m.tensors[ti];
     dlk_builder *b = &ds->builders[ti];
@@ -226,7 +228,7 @@ dlk_status dlk_seal_submit(dlk_dataset *ds, size_t ti, dlk_error *err)
     memset(&e, 0, sizeof e);
     e.samples = b->samples;
     e.raw_bytes = b->raw.len;
-    dlk_status rc = dlk_tensor_add_chunk(t, &e, b->smin, b->smax, err);
+    rc = dlk_tensor_add_chunk(t, &e, b->smin, b->smax, err);
     if (rc)
         return rc;
     /* The builder's buffers go to the writer; it gets the job's back. */

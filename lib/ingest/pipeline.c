@@ -409,13 +409,12 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     pthread_mutex_lock(&p.mu);
     while (!rc && !p.stop && p.base < p.ntodo)
         pthread_cond_wait(&p.cv_append, &p.mu);
-    if (!rc)
+    if (!rc && p.rc) {
         rc = p.rc;
-    if (rc && p.rc && err)
-        *err = p.err;
-    pthread_mutex_unlock(&p.mu);
+        if (err)
+            *err = p.err;
+    }
     run->res->rows_seconds = now_s() - p.t0;
-    pthread_mutex_lock(&p.mu);
     p.stop = true;
     pthread_cond_broadcast(&p.cv_fetch);
     pthread_cond_broadcast(&p.cv_decode);

@@ -297,6 +297,19 @@ static scratch *get_scratch(size_t bytes)
     return s;
 }
 
+/* bytes of plane memory: the thread's scratch, or, past what it keeps, a
+ * block of its own in *own for the caller to free.  *scr NULL (and NULL
+ * returned) when there is no memory at all. */
+static uint8_t *plane_mem(size_t bytes, scratch **scr, uint8_t **own)
+{
+    *own = NULL;
+    if (!(*scr = get_scratch(bytes)))
+        return NULL;
+    if ((*scr)->cap >= bytes)
+        return (*scr)->mem;
+    return *own = aligned_alloc(PLANE_ALIGN, align_up(bytes));
+}
+
 static dlk_status scale(const dlk_image *src, const geom *g, int dw, int dh,
                         int dc, bool chw, uint8_t *dst, dlk_error *err)
 {
@@ -305,11 +318,9 @@ static dlk_status scale(const dlk_image *src, const geom *g, int dw, int dh,
     size_t in_sz = is * (size_t)g->ch + PLANE_ALIGN,
            out_sz = os * (size_t)g->nh + PLANE_ALIGN;
     size_t bytes = (align_up(in_sz) + align_up(out_sz)) * dc;
-    scratch *scr = get_scratch(bytes);
-    uint8_t *own = NULL, *mem = scr ? scr->mem : NULL;
-    if (scr && scr->cap < bytes)
-        mem = own = aligned_alloc(PLANE_ALIGN, align_up(bytes));
-    if (!scr || !mem)
+    scratch *scr;
+    uint8_t *own, *mem = plane_mem(bytes, &scr, &own);
+    if (!mem)
         return dlk_fail(err, DLK_ENOMEM, "cannot allocate resize planes");
     uint8_t *in[4], *outp[4];
     for (int c = 0; c < dc; c++) {
@@ -430,11 +441,9 @@ static dlk_status scale_ycc(const dlk_image *src, const geom *g, int dw,
     dlk_av_quiet();
     size_t os = align_up((size_t)g->nw);
     size_t plane = align_up(os * (size_t)g->nh + PLANE_ALIGN);
-    scratch *scr = get_scratch(3 * plane);
-    uint8_t *own = NULL, *mem = scr ? scr->mem : NULL;
-    if (scr && scr->cap < 3 * plane)
-        mem = own = aligned_alloc(PLANE_ALIGN, 3 * plane);
-    if (!scr || !mem)
+    scratch *scr;
+    uint8_t *own, *mem = plane_mem(3 * plane, &scr, &own);
+    if (!mem)
         return dlk_fail(err, DLK_ENOMEM, "cannot allocate resize planes");
     uint8_t *outp[3] = {mem, mem + plane, mem + 2 * plane};
     for (int i = 0; i < 3; i++) {
