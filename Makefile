@@ -201,6 +201,8 @@ dist:
 	    tests/bench/decode_bench.c build-dist/libdlk.a \
 	    $(shell $(PKG_CONFIG) --cflags --libs $(DIST_PKGS)) \
 	    $(CUDA_LIBS) -lpthread -lm -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib'
+	$(Q)if [ "$(CUDA)" = 1 ]; then $(NVCC) -O2 -o dist/bin/copy_overlap \
+	    tests/bench/copy_overlap.cu -cudart static; fi
 	$(Q)mkdir -p dist/tests/bench && cp tests/bench/*.sh tests/bench/*.py dist/tests/bench/
 	@echo "dist/: $$(du -sh dist | cut -f1) (bin/dlk needs: $$(ldd dist/bin/dlk | awk '/=>/{print $$1}' | tr '\n' ' '))"
 

@@ -225,8 +225,9 @@ int cmd_bench_stream(int argc, char **argv)
         cmd_error("bench-stream", "expected one DATASET");
         return cmd_usage(usage_text, false);
     }
-    if (epochs < 1 || step_ms < 0 || step_ms > 60000) {
-        cmd_error("bench-stream", "--epochs must be >= 1 and --step-ms 0-60000");
+    if (epochs < 1 || epochs > 1000000 || step_ms < 0 || step_ms > 60000) {
+        cmd_error("bench-stream", "--epochs must be 1-1000000 and --step-ms "
+                  "0-60000");
         return EXIT_USAGE;
     }
     /* rank and world from the flags, else from the launcher */
@@ -287,11 +288,26 @@ int cmd_bench_stream(int argc, char **argv)
     uint64_t pos = 0;
     int code = EXIT_OK;
     json_t *per_epoch = json_array();
-    double best_steady = 0, steady_busy = 0, busy_before = 0;
+    double best_steady = 0, steady_busy = 0;
+    /* epochs are measured between marks on the device's clock, read
+     * after the run: waiting for the device at each epoch's end would
+     * drain it there and show a gap no training loop has */
+    size_t *marks = calloc((size_t)epochs + 1, sizeof *marks);
+    uint64_t *ep_samples = calloc((size_t)epochs + 1, sizeof *ep_samples);
+    uint64_t *ep_bytes = calloc((size_t)epochs + 1, sizeof *ep_bytes);
+    double *ep_first = calloc((size_t)epochs + 1, sizeof *ep_first);
+    long ran = 0;
+    if (!marks || !ep_samples || !ep_bytes || !ep_first) {
+        cmd_error("bench-stream", "out of memory");
+        code = EXIT_ERROR;
+    } else if (dlk_loader_mark(l, &marks[0], &err)) {
+        code = cmd_fail("bench-stream", &err);
+    }
     for (long e = 0; e < epochs && code == EXIT_OK; e++) {
         const dlk_batch *b;
         double e0 = now_s();
         uint64_t s0 = samples, b0 = bytes;
+        ep_first[e] = -1;
         for (;;) {
             if (dlk_loader_next(l, &b, &err)) {
                 code = cmd_fail("bench-stream", &err);
@@ -301,6 +317,8 @@ int cmd_bench_stream(int argc, char **argv)
                 break;
             if (first_batch < 0)
                 first_batch = now_s() - t_open;
+            if (ep_first[e] < 0)
+                ep_first[e] = now_s() - e0;
             if (dlk_loader_step(l, step_ms, &err)) {
                 code = cmd_fail("bench-stream", &err);
                 break;
@@ -321,23 +339,36 @@ int cmd_bench_stream(int argc, char **argv)
                         samples / (now - t0), bytes / (now - t0) / 1e9);
             }
         }
-        /* an epoch's rate; the first includes opening (and, on a GPU,
-         * pinning the page cache), so later ones show the steady state */
-        dlk_loader_stats es_st;
-        dlk_loader_stats_get(l, &es_st); /* waits for the device */
-        double es = now_s() - e0;
-        double rate = es > 0 ? (bytes - b0) / es : 0;
-        double busy = es > 0 ? 100.0 * (es_st.gpu_busy_s - busy_before) / es : 0;
-        busy_before = es_st.gpu_busy_s;
+        if (code == EXIT_OK && dlk_loader_mark(l, &marks[e + 1], &err))
+            code = cmd_fail("bench-stream", &err);
+        ep_samples[e] = samples - s0;
+        ep_bytes[e] = bytes - b0;
+        ran = e + 1;
+    }
+    /* each epoch's rate and busy time on the device's clock; the first
+     * includes opening (and, on a GPU, pinning the page cache), so later
+     * ones show the steady state */
+    for (long e = 0; e < ran && code == EXIT_OK; e++) {
+        double es = 0, busy_s = 0;
+        if (dlk_loader_span(l, marks[e], marks[e + 1], &es, &busy_s, &err)) {
+            code = cmd_fail("bench-stream", &err);
+            break;
+        }
+        double rate = es > 0 ? ep_bytes[e] / es : 0;
+        double busy = es > 0 ? 100.0 * busy_s / es : 0;
         json_array_append_new(per_epoch, json_pack(
             "{s:f,s:f,s:f,s:f,s:f}", "seconds", es, "samples_per_s",
-            es > 0 ? (samples - s0) / es : 0, "bytes_per_s", rate,
-            "busy_pct", busy, "first_batch_s", es_st.first_batch_s));
-        if ((e > 0 || epochs == 1) && rate > best_steady) {
+            es > 0 ? ep_samples[e] / es : 0, "bytes_per_s", rate,
+            "busy_pct", busy, "first_batch_s", ep_first[e]));
+        if ((e > 0 || ran == 1) && rate > best_steady) {
             best_steady = rate;
             steady_busy = busy;
         }
     }
+    free(marks);
+    free(ep_samples);
+    free(ep_bytes);
+    free(ep_first);
     if (tty)
         fputs("\r\033[K", stderr);
     double wall = now_s() - t0;

@@ -426,6 +426,15 @@ typedef struct dlk_loader_stats {
     double gpu_busy_s;           /* device time in gather + step */
 } dlk_loader_stats;
 void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out);
+/* A point on the device's clock after all the work queued so far (an
+ * epoch's end, say), numbered in *id; it does not wait for the device, so
+ * measuring epochs does not drain the device between them.  Later,
+ * dlk_loader_span gives the device seconds between two marks and how many
+ * of them gather and step kept the device busy (it waits for the device).
+ * On cpu the clock is the host's. */
+dlk_status dlk_loader_mark(dlk_loader *l, size_t *id, dlk_error *err);
+dlk_status dlk_loader_span(dlk_loader *l, size_t from, size_t to,
+                           double *seconds, double *busy_s, dlk_error *err);
 /* Run a simulated training step on the current batch: reads every byte
  * (folded into the device checksum) and, with step_ms > 0, keeps the
  * device busy that long.  On cpu it reads the bytes on the calling

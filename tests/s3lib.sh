@@ -9,6 +9,8 @@
 #                          IAM user with an access key is made and its key
 #                          exported (the secret in AWS_SECRET_ACCESS_KEY)
 #   s3_mkbucket NAME       create a bucket on the last started server
+#   s3_put_tree DIR URL    upload every file under DIR to URL (s3://B/P),
+#                          16 at a time through boto3 (no AWS CLI needed)
 #   s3_proxy_start ARGS    start tests/faultproxy.py in front of the last
 #                          server with ARGS (--rate-500 0.1 ...); sets
 #                          S3_PROXY_PORT, S3_PROXY_LOG; the AWS variables
@@ -131,6 +133,24 @@ s3_mkbucket() {
 import os, sys, boto3
 boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"],
              region_name="us-east-1").create_bucket(Bucket=sys.argv[1])
+EOF
+}
+
+s3_put_tree() {
+    python3 - "$1" "$2" <<'EOF' || { echo "not ok - cannot upload $1 to $2"; exit 1; }
+import os, sys, boto3
+from concurrent.futures import ThreadPoolExecutor
+src, url = sys.argv[1], sys.argv[2]
+bucket, _, prefix = url[len("s3://"):].partition("/")
+prefix = prefix.strip("/")
+s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"],
+                  region_name="us-east-1")
+def put(p):
+    rel = os.path.relpath(p, src)
+    s3.upload_file(p, bucket, prefix + "/" + rel if prefix else rel)
+files = [os.path.join(r, f) for r, _, fs in os.walk(src) for f in fs]
+with ThreadPoolExecutor(16) as ex:
+    list(ex.map(put, files))
 EOF
 }
 

@@ -9,6 +9,8 @@ typedef struct cpu_dev {
     dlk_dev base;
     double gather_s, step_s;
     uint64_t checksum;
+    struct { double t, busy; } *marks; /* host clock: work is synchronous */
+    size_t nmarks;
 } cpu_dev;
 
 uint64_t dlk_fold64(const void *p, size_t n)
@@ -115,6 +117,7 @@ static dlk_status cpu_sync(dlk_dev *d, dlk_dev_times *out, dlk_error *err)
 
 static void cpu_close(dlk_dev *d)
 {
+    free(((cpu_dev *)d)->marks);
     free(d);
 }
 
@@ -136,10 +139,34 @@ static void cpu_set_budget(dlk_dev *d, uint64_t bytes)
     (void)bytes;
 }
 
+static dlk_status cpu_mark(dlk_dev *d, size_t *id, dlk_error *err)
+{
+    cpu_dev *c = (cpu_dev *)d;
+    void *v = realloc(c->marks, (c->nmarks + 1) * sizeof *c->marks);
+    if (!v)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    c->marks = v;
+    c->marks[c->nmarks].t = now_s();
+    c->marks[c->nmarks].busy = c->gather_s + c->step_s;
+    *id = c->nmarks++;
+    return DLK_OK;
+}
+
+static dlk_status cpu_span(dlk_dev *d, size_t from, size_t to, double *wall_s,
+                           double *busy_s, dlk_error *err)
+{
+    cpu_dev *c = (cpu_dev *)d;
+    if (from > to || to >= c->nmarks)
+        return dlk_fail(err, DLK_EINVAL, "no such marks");
+    *wall_s = c->marks[to].t - c->marks[from].t;
+    *busy_s = c->marks[to].busy - c->marks[from].busy;
+    return DLK_OK;
+}
+
 static const dlk_dev_ops cpu_ops = {
     false, cpu_alloc, cpu_free, cpu_upload, cpu_host_done, cpu_release,
     cpu_register, cpu_unregister, cpu_alloc, cpu_free, cpu_gather, cpu_step,
-    cpu_sync, cpu_close, cpu_set_budget,
+    cpu_sync, cpu_close, cpu_set_budget, cpu_mark, cpu_span,
 };
 
 dlk_status dlk_dev_open_cpu(dlk_dev **out, dlk_error *err)

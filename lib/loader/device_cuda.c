@@ -67,6 +67,7 @@ typedef struct timing {
     cudaEvent_t a, b;
     int kind;          /* 0 gather, 1 step, 2 copy */
     bool shared_a;     /* a is the previous pair's b: destroyed there */
+    double issued;     /* host clock when queued (for the trace) */
 } timing;
 
 typedef struct cuda_dev {
@@ -93,7 +94,21 @@ typedef struct cuda_dev {
     size_t nbufs, capbufs;
     uint64_t dev_bytes, dev_limit, release_seq;
     pthread_mutex_t bmu;
+    /* DLK_CUDA_TRACE=FILE: every timed copy, gather and step as a line
+     * "kind host_issued gpu_start gpu_end" (seconds from t0), to see
+     * what the compute stream waited for (no profiler on every machine) */
+    FILE *trace;
+    cudaEvent_t t0_ev;
+    double t0_host;
+    /* marks (cu_mark) and, once any exists, every finished gather and
+     * step as [start, end) seconds after t0_ev, for cu_span */
+    struct { cudaEvent_t ev; double t; } *marks;
+    size_t nmarks, resolved;
+    struct { double s, e; } *ivs;
+    size_t nivs, capivs;
 } cuda_dev;
+
+double dlk_now_s(void);
 
 static void set_device(cuda_dev *c)
 {
@@ -159,7 +174,8 @@ static void add_timing2(cuda_dev *c, cudaEvent_t a, cudaEvent_t b, int kind,
         c->times = t;
         c->captimes = nc;
     }
-    c->times[c->ntimes++] = (timing){a, b, kind, shared_a};
+    c->times[c->ntimes++] = (timing){a, b, kind, shared_a,
+                                     c->trace ? dlk_now_s() : 0};
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -193,7 +209,11 @@ static cudaError_t acquire(cuda_dev *c, size_t n, void **out)
             cudaEvent_t ev = oldest->freed;
             uint64_t seq = oldest->seq;
             pthread_mutex_unlock(&c->bmu);
+            double w0 = c->trace ? dlk_now_s() : 0;
             cudaError_t e = cudaEventSynchronize(ev);
+            if (c->trace)
+                fprintf(c->trace, "budget %.6f %.6f %.6f\n", w0 - c->t0_host,
+                        w0 - c->t0_host, dlk_now_s() - c->t0_host);
             pthread_mutex_lock(&c->bmu);
             if (e != cudaSuccess) {
                 pthread_mutex_unlock(&c->bmu);
@@ -433,6 +453,23 @@ static dlk_status cu_step(dlk_dev *d, const void *buf, const dlk_gather *g,
     return DLK_OK;
 }
 
+/* A finished gather or step, for cu_span (called locked, in stream
+ * order: the intervals stay sorted). */
+static void keep_interval(cuda_dev *c, double s, double e)
+{
+    if (c->nivs == c->capivs) {
+        size_t nc = c->capivs ? c->capivs * 2 : 1024;
+        void *v = realloc(c->ivs, nc * sizeof *c->ivs);
+        if (!v)
+            return; /* the span then undercounts busy time; no failure */
+        c->ivs = v;
+        c->capivs = nc;
+    }
+    c->ivs[c->nivs].s = s;
+    c->ivs[c->nivs].e = e;
+    c->nivs++;
+}
+
 static dlk_status cu_sync(dlk_dev *d, dlk_dev_times *out, dlk_error *err)
 {
     cuda_dev *c = (cuda_dev *)d;
@@ -451,6 +488,19 @@ static dlk_status cu_sync(dlk_dev *d, dlk_dev_times *out, dlk_error *err)
                 c->step_s += s;
             else
                 c->copy_s += s;
+            float t0 = 0;
+            bool at = (c->trace || c->nmarks) &&
+                      cudaEventElapsedTime(&t0, c->t0_ev, c->times[i].a) ==
+                          cudaSuccess;
+            if (at && c->nmarks && c->times[i].kind != 2)
+                keep_interval(c, t0 / 1000.0, (t0 + ms) / 1000.0);
+            if (at && c->trace)
+                fprintf(c->trace, "%s %.6f %.6f %.6f\n",
+                        c->times[i].kind == 0   ? "gather"
+                        : c->times[i].kind == 1 ? "step"
+                                                : "copy",
+                        c->times[i].issued - c->t0_host, t0 / 1000.0,
+                        (t0 + ms) / 1000.0);
         }
     }
     /* then destroy: a step's start is the gather's end before it */
@@ -493,6 +543,14 @@ static void cu_close(dlk_dev *d)
         cudaEventDestroy(c->bufs[i].freed);
     }
     free(c->bufs);
+    for (size_t i = c->resolved; i < c->nmarks; i++)
+        cudaEventDestroy(c->marks[i].ev);
+    free(c->marks);
+    free(c->ivs);
+    if (c->trace)
+        fclose(c->trace);
+    if (c->t0_ev)
+        cudaEventDestroy(c->t0_ev);
     pthread_mutex_destroy(&c->bmu);
     if (c->acc)
         cudaFree(c->acc);
@@ -519,10 +577,71 @@ static void cu_unregister(dlk_dev *d, const void *p)
     cudaHostUnregister((void *)p);
 }
 
+static dlk_status cu_mark(dlk_dev *d, size_t *id, dlk_error *err)
+{
+    cuda_dev *c = (cuda_dev *)d;
+    set_device(c);
+    void *v = realloc(c->marks, (c->nmarks + 1) * sizeof *c->marks);
+    if (!v)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    c->marks = v;
+    cudaEvent_t ev;
+    CK(cudaEventCreate(&ev));
+    cudaError_t e = cudaEventRecord(ev, c->compute);
+    if (e != cudaSuccess) {
+        cudaEventDestroy(ev);
+        return dlk_fail(err, DLK_EGPU, "cudaEventRecord: %s",
+                        cudaGetErrorString(e));
+    }
+    pthread_mutex_lock(&c->mu);
+    c->marks[c->nmarks].ev = ev;
+    c->marks[c->nmarks].t = 0;
+    *id = c->nmarks++;
+    pthread_mutex_unlock(&c->mu);
+    return DLK_OK;
+}
+
+static dlk_status cu_span(dlk_dev *d, size_t from, size_t to, double *wall_s,
+                          double *busy_s, dlk_error *err)
+{
+    cuda_dev *c = (cuda_dev *)d;
+    if (from > to || to >= c->nmarks)
+        return dlk_fail(err, DLK_EINVAL, "no such marks");
+    dlk_dev_times t;
+    dlk_status rc = cu_sync(d, &t, err); /* the work and its intervals */
+    if (rc)
+        return rc;
+    for (; c->resolved < c->nmarks; c->resolved++) {
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, c->t0_ev, c->marks[c->resolved].ev));
+        c->marks[c->resolved].t = ms / 1000.0;
+        cudaEventDestroy(c->marks[c->resolved].ev);
+    }
+    double a = c->marks[from].t, b = c->marks[to].t, busy = 0;
+    /* the first interval that ends after a (they are sorted) */
+    size_t lo = 0, hi = c->nivs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->ivs[mid].e <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i < c->nivs && c->ivs[i].s < b; i++) {
+        double s = c->ivs[i].s > a ? c->ivs[i].s : a;
+        double e = c->ivs[i].e < b ? c->ivs[i].e : b;
+        if (e > s)
+            busy += e - s;
+    }
+    *wall_s = b - a;
+    *busy_s = busy;
+    return DLK_OK;
+}
+
 static const dlk_dev_ops cuda_ops = {
     true, cu_host_alloc, cu_host_free, cu_upload, cu_host_done, cu_release,
     cu_register, cu_unregister, cu_batch_alloc, cu_batch_free, cu_gather,
-    cu_step, cu_sync, cu_close, cu_set_budget,
+    cu_step, cu_sync, cu_close, cu_set_budget, cu_mark, cu_span,
 };
 
 int dlk_cuda_available(char *why, size_t cap)
@@ -577,7 +696,20 @@ dlk_status dlk_dev_open_cuda(int index, dlk_dev **out, dlk_error *err)
                                     &keep);
         }
     }
+    /* the origin of marks and traces */
+    if (e == cudaSuccess)
+        e = cudaEventCreate(&c->t0_ev);
+    if (e == cudaSuccess)
+        e = cudaEventRecord(c->t0_ev, c->compute);
+    if (e == cudaSuccess)
+        e = cudaEventSynchronize(c->t0_ev);
+    c->t0_host = dlk_now_s();
+    const char *tp = getenv("DLK_CUDA_TRACE");
+    if (e == cudaSuccess && tp && *tp)
+        c->trace = fopen(tp, "w");
     if (e != cudaSuccess) {
+        if (c->t0_ev)
+            cudaEventDestroy(c->t0_ev);
         free(c);
         return dlk_fail(err, DLK_EGPU, "cuda:%d: %s", index,
                         cudaGetErrorString(e));

@@ -369,3 +369,14 @@ void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out)
     if (l->dev->ops->on_device)
         out->h2d_s = t.copy_s;
 }
+
+dlk_status dlk_loader_mark(dlk_loader *l, size_t *id, dlk_error *err)
+{
+    return l->dev->ops->mark(l->dev, id, err);
+}
+
+dlk_status dlk_loader_span(dlk_loader *l, size_t from, size_t to,
+                           double *seconds, double *busy_s, dlk_error *err)
+{
+    return l->dev->ops->span(l->dev, from, to, seconds, busy_s, err);
+}

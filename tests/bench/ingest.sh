@@ -115,15 +115,7 @@ at_exit rm -rf "$BT"
 s3_start
 s3_mkbucket raw
 s3_mkbucket lake
-python3 - "$S" <<'PY'
-import os, sys, boto3
-from concurrent.futures import ThreadPoolExecutor
-s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"])
-src = sys.argv[1]
-files = [os.path.join(r, f) for r, _, fs in os.walk(src) for f in fs]
-with ThreadPoolExecutor(16) as ex:
-    list(ex.map(lambda p: s3.upload_file(p, "raw", "train/" + os.path.relpath(p, src)), files))
-PY
+s3_put_tree "$S" s3://raw/train
 
 s3N=$(run s3N s3://lake/n from-s3 s3://raw/train)
 s3_1=$(run s31 s3://lake/one from-s3 s3://raw/train --jobs 1)

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # tests/bench/ingest_threads.sh N [ARGS...] - what each kind of ingest
 # thread does while rows flow: N Pillow JPEGs ingested (224x224) into
-# /dev/shm, and twice a second the threads of the process read from
+# /dev/shm, and every 10 ms the threads of the process read from
 # /proc (named dlk-fetch, dlk-decode, dlk-write; the appender is the main
 # thread): CPU seconds per kind and how many were running (R) or waiting
-# (S) at each look.  DIST=dist for a `make dist` tree.
+# (S) at each look, and in which kernel function the waiting ones were
+# (wchan: a futex is a lock or condition variable; an rwsem or page
+# fault names the address-space lock).  DIST=dist for a `make dist` tree.
 set -eu
 N=${1:-16000}
 shift || true
@@ -22,6 +24,7 @@ import collections, os, sys, time
 pid = sys.argv[1]
 hz = os.sysconf("SC_CLK_TCK")
 cpu = collections.Counter(); states = collections.defaultdict(collections.Counter)
+wchan = collections.defaultdict(collections.Counter)
 looks = 0
 while True:
     try:
@@ -39,8 +42,13 @@ while True:
         kind = name if name.startswith("dlk-") else "main (appender)"
         cpu[kind, t] = (int(f[11]) + int(f[12])) / hz
         states[kind][f[0]] += 1
+        if f[0] != "R":
+            try:
+                wchan[kind][open(f"/proc/{pid}/task/{t}/wchan").read().strip() or "?"] += 1
+            except OSError:
+                pass
     looks += seen
-    time.sleep(0.05)
+    time.sleep(0.01)
 tot = collections.Counter()
 for (k, _), v in cpu.items():
     tot[k] += v
@@ -49,6 +57,9 @@ for k in sorted(tot):
     n = sum(st.values()) / max(looks, 1)
     print("%-16s %5.1f threads  cpu %6.2f s   running %4.1f%%  waiting %4.1f%%" % (
         k, n, tot[k], 100 * st["R"] / max(sum(st.values()), 1), 100 * st["S"] / max(sum(st.values()), 1)))
+    w = wchan[k]
+    if w:
+        print("%-16s waiting in: %s" % ("", ", ".join("%s %.0f%%" % (c, 100 * v / sum(w.values())) for c, v in w.most_common(4))))
 PY
 wait "$pid"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%.0f files/s" % (d["ingested"]/d["seconds"]), d["stages"])' "$T/out.json"

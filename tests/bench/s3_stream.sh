@@ -13,7 +13,7 @@
 # Prints samples/s of each and dlk's ratio to the baseline (the target
 # with 50 ms added: 20x or more).
 #   tests/bench/s3_stream.sh [IMAGES] [WORKERS] [EPOCHS]
-# Needs moto_server, the AWS CLI, numpy and Pillow; DLK_BUILD names the
+# Needs moto_server, boto3, numpy and Pillow; DLK_BUILD names the
 # build (default build/); BATCH the batch size (256); KEEP a directory
 # for the two bench-stream JSON reports.  moto is one Python process: on
 # a small machine it, not dlk, sets the ceiling of the dlk column.
@@ -38,8 +38,7 @@ s3_mkbucket bench
 t0=$(date +%s.%N)
 python3 "$root/tests/bench/make_images.py" "$T/img" --n "$n" >/dev/null
 rm -rf "$T/img/npy" "$T/img/decoded.npy"
-aws --endpoint-url "$AWS_ENDPOINT_URL" s3 cp --recursive --quiet \
-    "$T/img/jpeg" s3://bench/raw/
+s3_put_tree "$T/img/jpeg" s3://bench/raw
 "$dlk" create s3://bench/ds from-dir "$T/img/jpeg" --resize 224x224 -q
 t1=$(date +%s.%N)
 jbytes=$(du -sb "$T/img/jpeg" | cut -f1)
@@ -59,13 +58,18 @@ r = json.load(open(sys.argv[1]))
 label, n, epochs = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 b = r.get("baseline") or {}
 ok = r["checksum_ok"] is True and r["samples"] >= n * epochs
-print("%-26s dlk %7.0f samples/s (%.0f steady MB/s, first batch %.3f s, "
-      "%d requests, bottleneck %s, checksums %s) | per-file %6.0f samples/s "
-      "(%d files, %d errors) | dlk/per-file %5.1fx"
-      % (label, r["samples_per_s"], r["steady_bytes_per_s"] / 1e6,
+ep = [e["samples_per_s"] for e in r.get("epochs", [])]
+steady = max(ep[1:]) if len(ep) > 1 else r["samples_per_s"]
+base = b.get("samples_per_s", 0)
+print("%-26s dlk %7.0f samples/s, steady epoch %7.0f (%.0f MB/s, first batch "
+      "%.3f s, %d requests, bottleneck %s, checksums %s) | per-file %6.0f "
+      "samples/s (%d files, %d errors) | dlk/per-file %5.1fx whole run, "
+      "%5.1fx steady"
+      % (label, r["samples_per_s"], steady, r["steady_bytes_per_s"] / 1e6,
          r["first_batch_s"], r["requests"], r["bottleneck"],
-         "ok" if ok else "BAD", b.get("samples_per_s", 0), b.get("samples", 0),
-         b.get("errors", 0), r.get("ratio_to_baseline", 0)))
+         "ok" if ok else "BAD", base, b.get("samples", 0),
+         b.get("errors", 0), r.get("ratio_to_baseline", 0),
+         steady / base if base else 0))
 sys.exit(0 if ok else 1)
 PY
 }

@@ -247,6 +247,9 @@ static void test_loader_cpu(void)
         }
         const dlk_batch *b;
         uint64_t nb = 0;
+        size_t m0 = 9, m1 = 9;
+        if (r == 0)
+            UNIT_CHECK("mark the start", dlk_loader_mark(l, &m0, &err) == 0);
         while (dlk_loader_next(l, &b, &err) == DLK_OK && b) {
             nb++;
             const int64_t *labels = b->tensors[1].data;
@@ -264,8 +267,21 @@ static void test_loader_cpu(void)
             }
             dlk_loader_step(l, 0, &err);
         }
-        if (r == 0)
+        if (r == 0) {
             batches0 = nb;
+            double sec = -1, busy = -1;
+            UNIT_CHECK("mark the end", dlk_loader_mark(l, &m1, &err) == 0);
+            UNIT_CHECK("marks are numbered in order", m0 == 0 && m1 == 1);
+            UNIT_CHECK("a span between marks: time passed, busy within it",
+                       dlk_loader_span(l, m0, m1, &sec, &busy, &err) == 0 &&
+                           sec > 0 && busy > 0 && busy <= sec);
+            UNIT_CHECK("a span backwards is refused",
+                       dlk_loader_span(l, m1, m0, &sec, &busy, &err) ==
+                               DLK_EINVAL && err.msg[0]);
+            UNIT_CHECK("a span to a mark not made is refused",
+                       dlk_loader_span(l, m0, 7, &sec, &busy, &err) ==
+                           DLK_EINVAL);
+        }
         equal_batches &= nb == batches0 && nb == dlk_loader_batches(l) + 0 * nb;
         uint64_t dev, host;
         dlk_loader_checksums(l, &dev, &host);
