@@ -131,7 +131,14 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h $(LIBA)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBA) $(LIBS)
 
-unit: $(UNIT_BIN)
+# synth: benchmark datasets made fast through the library (tests use it
+# for datasets larger than the loader's memory budget)
+$(BUILD)/tests/synth: tests/bench/synth.c $(LIBA)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBA) $(LIBS)
+
+unit: $(UNIT_BIN) $(BUILD)/tests/synth
 
 # The suite: unit tests and CLI tests; last line "N passed, N failed, N skipped".
 test: check-deps all unit

@@ -361,7 +361,9 @@ typedef struct dlk_loader_opts {
     uint32_t prefetch_chunks;    /* chunks read ahead (default 2x window) */
     uint32_t io_threads;         /* default: number of cores, at most 32 */
     const char *device;          /* "cpu" (default), "cuda:N" or "auto" */
-    uint64_t memory_limit;       /* bytes for chunk buffers; 0: derived */
+    uint64_t memory_limit;       /* bytes for chunk buffers; 0: derived;
+                                  * at most half of the machine's memory
+                                  * or of the cgroup's limit if lower */
     int check;                   /* fold every batch into a checksum that
                                     is compared with the CPU's */
     int no_verify;               /* skip each chunk's stored-payload

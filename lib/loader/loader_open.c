@@ -132,24 +132,78 @@ static uint64_t derive_limit(const dlk_loader *l)
     return per_set * (l->o.window_chunks + l->o.prefetch_chunks);
 }
 
-/* How much page cache a GPU loader may pin: half of the machine's memory,
- * or of the cgroup's limit when that is lower (pinned pages cannot be
- * reclaimed, so they count against the job's limit). */
-static uint64_t pinnable_bytes(void)
+/* The memory limit of the cgroup this process is in (v2, or v1's memory
+ * controller), the lowest along its ancestors; 0 when there is none. */
+static uint64_t cgroup_limit_at(const char *root, const char *path,
+                                const char *file)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s%s", root, path);
+    uint64_t best = 0;
+    for (;;) {
+        char f[600];
+        snprintf(f, sizeof f, "%s/%s", dir, file);
+        FILE *fp = fopen(f, "r");
+        if (fp) {
+            unsigned long long v;
+            if (fscanf(fp, "%llu", &v) == 1 && v > 0 &&
+                v < ((unsigned long long)1 << 60) && (!best || v < best))
+                best = v; /* "max" (v2) or a huge number (v1): no limit */
+            fclose(fp);
+        }
+        char *slash = strrchr(dir, '/');
+        if (!slash || (size_t)(slash - dir) < strlen(root))
+            break;
+        *slash = '\0';
+    }
+    return best;
+}
+
+static uint64_t cgroup_memory_limit(void)
+{
+    FILE *fp = fopen("/proc/self/cgroup", "r");
+    char line[1024];
+    uint64_t best = 0;
+    while (fp && fgets(line, sizeof line, fp)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2)
+            continue;
+        *c2 = '\0';
+        const char *ctrls = c1 + 1, *path = c2 + 1;
+        if (strcmp(path, "/") == 0)
+            path = "";
+        uint64_t v = 0;
+        if (!*ctrls) { /* v2: the unified hierarchy */
+            v = cgroup_limit_at("/sys/fs/cgroup", path, "memory.max");
+            if (!v)
+                v = cgroup_limit_at("/sys/fs/cgroup/unified", path,
+                                    "memory.max");
+        } else {
+            char list[256];
+            snprintf(list, sizeof list, ",%s,", ctrls);
+            if (strstr(list, ",memory,"))
+                v = cgroup_limit_at("/sys/fs/cgroup/memory", path,
+                                    "memory.limit_in_bytes");
+        }
+        if (v && (!best || v < best))
+            best = v;
+    }
+    if (fp)
+        fclose(fp);
+    return best;
+}
+
+/* Memory the loader may plan with: the machine's, or the cgroup's limit
+ * when that is lower (the job is killed past it, and pinned pages cannot
+ * be reclaimed, so they count against it). */
+static uint64_t usable_memory(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     uint64_t mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz
                                         : (uint64_t)8 << 30;
-    FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
-    if (!f)
-        f = fopen("/sys/fs/cgroup/memory/memory.limit_in_bytes", "r");
-    if (f) {
-        unsigned long long lim;
-        if (fscanf(f, "%llu", &lim) == 1 && lim > 0 && lim < mem)
-            mem = lim;
-        fclose(f);
-    }
-    return mem / 2;
+    uint64_t cg = cgroup_memory_limit();
+    return cg && cg < mem ? cg : mem;
 }
 
 dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
@@ -202,6 +256,11 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         l->batch.tensors = l->bt_out;
         l->batch.on_device = l->dev->ops->on_device;
         l->limit = l->o.memory_limit ? l->o.memory_limit : derive_limit(l);
+        /* chunk buffers get at most half of the usable memory (the rest:
+         * batches, the process, the page cache the GPU path pins) */
+        uint64_t usable = usable_memory();
+        if (l->limit > usable / 2)
+            l->limit = usable / 2;
         /* device memory: the budget, and a batch's worth more so that a
          * batch that needs chunks beyond the budget still gets them */
         l->dev->ops->set_budget(l->dev, l->limit + l->limit / 4);
@@ -212,9 +271,11 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         l->st.seg[0].batch = l->o.batch_size;
         l->nthreads = l->o.io_threads;
         /* map chunks in place where the store can; on a GPU that pins
-         * them, so keep to half of the machine's memory */
+         * them: with the buffers, keep to half of the usable memory */
         l->use_maps = l->ds->store->ops->map && !getenv("DLK_NO_MMAP");
-        l->map_limit = l->dev->ops->on_device ? pinnable_bytes() : UINT64_MAX;
+        l->map_limit = !l->dev->ops->on_device ? UINT64_MAX
+                       : usable / 2 > l->limit ? usable / 2 - l->limit
+                                               : 0;
         l->maps = calloc(l->nt, sizeof *l->maps);
         for (size_t i = 0; l->maps && i < l->nt; i++)
             if (!(l->maps[i] = calloc(l->t[i].tensor->nchunks + 1,

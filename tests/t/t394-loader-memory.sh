@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# t394-loader-memory.sh - the loader's memory is bounded by its flags, not
+# by the dataset: streaming datasets of 0.6 and 1.1 GiB (16 MiB chunks)
+# with --window 2 --prefetch 4 keeps the chunk buffers at (2+4) chunks and
+# the peak RSS under that + 512 MiB, the same for both sizes; and in a
+# cgroup whose memory limit is lower than the budget the flags ask for,
+# the budget shrinks to half the limit and the run completes inside it.
+. "$DLK_TESTS/lib.sh"
+
+synth=$DLK_BUILD/tests/synth
+if [ ! -x "$synth" ]; then
+    skip "loader memory bound" "no $synth (make unit builds it)"
+    exit 0
+fi
+ok "a 0.6 GiB dataset" "$synth" "$T/small" 4000 224 224
+ok "a 1.1 GiB dataset" "$synth" "$T/big" 8000 224 224
+
+MiB=1048576
+chunk=$((16 * MiB))
+# stream DATASET NAME ARGS...: bench-stream's JSON report into $T/NAME.json
+stream() {
+    local ds=$1 name=$2; shift 2
+    ok "$name" sh -c '"$@" > "$0"' "$T/$name.json" \
+        "$DLK" bench-stream "$ds" --device cpu --shuffle --epochs 2 --json "$@"
+}
+field() { # NAME KEY
+    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' \
+        "$T/$1.json" "$2"
+}
+
+stream "$T/small" small --window 2 --prefetch 4
+stream "$T/big" big --window 2 --prefetch 4
+for n in small big; do
+    check "$n: every checksum equal" test "$(field $n checksum_ok)" = True
+    check "$n: chunk buffers within (2+4) chunks" \
+        test "$(field $n peak_buffer_bytes)" -le $((6 * chunk))
+done
+check "the big dataset is larger than the bound (a real test)" \
+    test "$(du -sb "$T/big" | cut -f1)" -gt $((6 * chunk + 512 * MiB))
+if [ "${SAN:-}" = 1 ]; then
+    skip "peak RSS within (2+4) chunks + 512 MiB" "ASan's shadow memory and quarantine"
+else
+    for n in small big; do
+        check "$n: peak RSS within (2+4) chunks + 512 MiB" \
+            test "$(field $n peak_rss_bytes)" -le $((6 * chunk + 512 * MiB))
+    done
+    check "peak RSS does not grow with the dataset (within 64 MiB)" \
+        python3 -c 'import sys; a, b = map(int, sys.argv[1:]); sys.exit(abs(a - b) > 64 << 20)' \
+        "$(field small peak_rss_bytes)" "$(field big peak_rss_bytes)"
+fi
+
+# A memory cgroup of 600 MiB (v1 or v2, where this user may make one).
+cg=""
+limit=$((600 * MiB))
+if [ -w /sys/fs/cgroup/memory ] && mkdir "/sys/fs/cgroup/memory/dlk-t394-$$" 2>/dev/null; then
+    cg=/sys/fs/cgroup/memory/dlk-t394-$$
+    echo "$limit" > "$cg/memory.limit_in_bytes" 2>/dev/null || cg=""
+elif grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null &&
+     mkdir "/sys/fs/cgroup/dlk-t394-$$" 2>/dev/null; then
+    cg=/sys/fs/cgroup/dlk-t394-$$
+    echo "$limit" > "$cg/memory.max" 2>/dev/null || cg=""
+fi
+if [ -z "$cg" ]; then
+    skip "bench-stream inside a 600 MiB memory cgroup" "cannot make a memory cgroup here (needs root and a writable cgroup fs)"
+    exit 0
+fi
+at_exit rmdir "$cg"
+# --prefetch 64 asks for (8+64) x 16 MiB = 1.1 GiB of buffers
+ok "--prefetch 64 inside a 600 MiB cgroup" sh -c 'echo $$ > "$1/cgroup.procs" && exec "$2" bench-stream "$3" --device cpu --shuffle --epochs 2 --prefetch 64 --json > "$4"' \
+    sh "$cg" "$DLK" "$T/big" "$T/cg.json"
+check "in the cgroup: every checksum equal" test "$(field cg checksum_ok)" = True
+check "in the cgroup: chunk buffers within half the limit" \
+    test "$(field cg peak_buffer_bytes)" -le $((limit / 2))
+if [ "${SAN:-}" != 1 ]; then
+    check "in the cgroup: peak RSS within the limit" \
+        test "$(field cg peak_rss_bytes)" -le "$limit"
+fi
