@@ -59,8 +59,9 @@ typedef struct dlk_dev_ops {
     /* A point in the device's timeline after all work queued so far
      * (its number in *id), and later, after the work is done, the device
      * time between two points and how much of it gather and step kept
-     * the device busy.  No waiting at the mark: a consumer that measures
-     * epochs does not drain the device at each one. */
+     * the device busy (the loader checks that both marks exist).  No
+     * waiting at the mark: a consumer that measures epochs does not
+     * drain the device at each one. */
     dlk_status (*mark)(dlk_dev *d, size_t *id, dlk_error *err);
     dlk_status (*span)(dlk_dev *d, size_t from, size_t to, double *wall_s,
                        double *busy_s, dlk_error *err);

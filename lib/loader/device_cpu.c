@@ -155,9 +155,8 @@ static dlk_status cpu_mark(dlk_dev *d, size_t *id, dlk_error *err)
 static dlk_status cpu_span(dlk_dev *d, size_t from, size_t to, double *wall_s,
                            double *busy_s, dlk_error *err)
 {
+    (void)err;
     cpu_dev *c = (cpu_dev *)d;
-    if (from > to || to >= c->nmarks)
-        return dlk_fail(err, DLK_EINVAL, "no such marks");
     *wall_s = c->marks[to].t - c->marks[from].t;
     *busy_s = c->marks[to].busy - c->marks[from].busy;
     return DLK_OK;

@@ -372,11 +372,17 @@ void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out)
 
 dlk_status dlk_loader_mark(dlk_loader *l, size_t *id, dlk_error *err)
 {
-    return l->dev->ops->mark(l->dev, id, err);
+    dlk_status rc = l->dev->ops->mark(l->dev, id, err);
+    if (!rc)
+        l->nmarks++;
+    return rc;
 }
 
 dlk_status dlk_loader_span(dlk_loader *l, size_t from, size_t to,
                            double *seconds, double *busy_s, dlk_error *err)
 {
+    if (from > to || to >= l->nmarks)
+        return dlk_fail(err, DLK_EINVAL, "no span from mark %zu to mark %zu "
+                        "(%zu marks made)", from, to, l->nmarks);
     return l->dev->ops->span(l->dev, from, to, seconds, busy_s, err);
 }

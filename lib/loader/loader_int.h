@@ -68,6 +68,7 @@ struct dlk_loader {
     dlk_batch batch;
     bool have_batch;
     uint64_t host_fold;
+    size_t nmarks;               /* dlk_loader_mark calls that succeeded */
 
     /* budget */
     uint64_t limit, resident, peak_resident;
