@@ -382,6 +382,13 @@ int cmd_bench_stream(int argc, char **argv)
     getrusage(RUSAGE_SELF, &ru);
     uint64_t rss = (uint64_t)ru.ru_maxrss * 1024;
     bool on_device = strncmp(device, "cuda", 4) == 0;
+    /* starvation: on a GPU, the share of the time the device had nothing
+     * to run (the consumer may wait for chunks while the device still has
+     * batches queued: that is not a stall); on the CPU, the consumer's
+     * waits for chunks */
+    double busy_pct = 100.0 * st.gpu_busy_s / wall;
+    double stall_pct = on_device ? (busy_pct < 100 ? 100 - busy_pct : 0)
+                                 : 100.0 * st.wait_s / wall;
     /* the bottleneck: the stage with the most time per thread doing it */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     double io_threads = lo.io_threads ? lo.io_threads
@@ -432,8 +439,8 @@ int cmd_bench_stream(int argc, char **argv)
             "samples", (json_int_t)samples, "batches", (json_int_t)batches,
             "seconds", wall, "samples_per_s", samples / wall,
             "bytes_per_s", bytes / wall,
-            "gpu_busy_pct", 100.0 * st.gpu_busy_s / wall,
-            "stall_pct", 100.0 * st.wait_s / wall,
+            "gpu_busy_pct", busy_pct,
+            "stall_pct", stall_pct,
             "first_batch_s", first_batch,
             "requests", (json_int_t)(io.gets + io.heads + io.lists),
             "bytes_read", (json_int_t)io.bytes_read,
@@ -484,7 +491,7 @@ int cmd_bench_stream(int argc, char **argv)
         }
         printf("  first batch %.3f s; %s busy %.1f%%, stalled %.1f%%\n",
                first_batch, on_device ? "GPU" : "consumer",
-               100.0 * st.gpu_busy_s / wall, 100.0 * st.wait_s / wall);
+               busy_pct, stall_pct);
         printf("  stages (s): storage %.3f, decompress %.3f, host-to-device "
                "%.3f, gather %.3f, step %.3f; bottleneck: %s\n", st.storage_s,
                st.decompress_s, st.h2d_s, st.gather_s, st.step_s,
