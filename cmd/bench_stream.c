@@ -292,22 +292,23 @@ int cmd_bench_stream(int argc, char **argv)
     /* epochs are measured between marks on the device's clock, read
      * after the run: waiting for the device at each epoch's end would
      * drain it there and show a gap no training loop has */
-    size_t *marks = calloc((size_t)epochs + 1, sizeof *marks);
-    uint64_t *ep_samples = calloc((size_t)epochs + 1, sizeof *ep_samples);
-    uint64_t *ep_bytes = calloc((size_t)epochs + 1, sizeof *ep_bytes);
-    double *ep_first = calloc((size_t)epochs + 1, sizeof *ep_first);
+    struct epoch_run {
+        size_t mark;            /* at the start of the epoch's work */
+        uint64_t samples, bytes;
+        double first_batch;
+    } *runs = calloc((size_t)epochs + 1, sizeof *runs); /* +1: the last end */
     long ran = 0;
-    if (!marks || !ep_samples || !ep_bytes || !ep_first) {
+    if (!runs) {
         cmd_error("bench-stream", "out of memory");
         code = EXIT_ERROR;
-    } else if (dlk_loader_mark(l, &marks[0], &err)) {
+    } else if (dlk_loader_mark(l, &runs[0].mark, &err)) {
         code = cmd_fail("bench-stream", &err);
     }
     for (long e = 0; e < epochs && code == EXIT_OK; e++) {
         const dlk_batch *b;
         double e0 = now_s();
         uint64_t s0 = samples, b0 = bytes;
-        ep_first[e] = -1;
+        runs[e].first_batch = -1;
         for (;;) {
             if (dlk_loader_next(l, &b, &err)) {
                 code = cmd_fail("bench-stream", &err);
@@ -317,8 +318,8 @@ int cmd_bench_stream(int argc, char **argv)
                 break;
             if (first_batch < 0)
                 first_batch = now_s() - t_open;
-            if (ep_first[e] < 0)
-                ep_first[e] = now_s() - e0;
+            if (runs[e].first_batch < 0)
+                runs[e].first_batch = now_s() - e0;
             if (dlk_loader_step(l, step_ms, &err)) {
                 code = cmd_fail("bench-stream", &err);
                 break;
@@ -339,10 +340,10 @@ int cmd_bench_stream(int argc, char **argv)
                         samples / (now - t0), bytes / (now - t0) / 1e9);
             }
         }
-        if (code == EXIT_OK && dlk_loader_mark(l, &marks[e + 1], &err))
+        if (code == EXIT_OK && dlk_loader_mark(l, &runs[e + 1].mark, &err))
             code = cmd_fail("bench-stream", &err);
-        ep_samples[e] = samples - s0;
-        ep_bytes[e] = bytes - b0;
+        runs[e].samples = samples - s0;
+        runs[e].bytes = bytes - b0;
         ran = e + 1;
     }
     /* each epoch's rate and busy time on the device's clock; the first
@@ -350,25 +351,23 @@ int cmd_bench_stream(int argc, char **argv)
      * ones show the steady state */
     for (long e = 0; e < ran && code == EXIT_OK; e++) {
         double es = 0, busy_s = 0;
-        if (dlk_loader_span(l, marks[e], marks[e + 1], &es, &busy_s, &err)) {
+        if (dlk_loader_span(l, runs[e].mark, runs[e + 1].mark, &es, &busy_s,
+                            &err)) {
             code = cmd_fail("bench-stream", &err);
             break;
         }
-        double rate = es > 0 ? ep_bytes[e] / es : 0;
+        double rate = es > 0 ? runs[e].bytes / es : 0;
         double busy = es > 0 ? 100.0 * busy_s / es : 0;
         json_array_append_new(per_epoch, json_pack(
             "{s:f,s:f,s:f,s:f,s:f}", "seconds", es, "samples_per_s",
-            es > 0 ? ep_samples[e] / es : 0, "bytes_per_s", rate,
-            "busy_pct", busy, "first_batch_s", ep_first[e]));
+            es > 0 ? runs[e].samples / es : 0, "bytes_per_s", rate,
+            "busy_pct", busy, "first_batch_s", runs[e].first_batch));
         if ((e > 0 || ran == 1) && rate > best_steady) {
             best_steady = rate;
             steady_busy = busy;
         }
     }
-    free(marks);
-    free(ep_samples);
-    free(ep_bytes);
-    free(ep_first);
+    free(runs);
     if (tty)
         fputs("\r\033[K", stderr);
     double wall = now_s() - t0;

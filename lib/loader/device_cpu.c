@@ -3,7 +3,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct cpu_dev {
     dlk_dev base;
@@ -28,13 +27,6 @@ uint64_t dlk_fold64(const void *p, size_t n)
         s += w;
     }
     return s;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static void *cpu_alloc(dlk_dev *d, size_t n)
@@ -81,10 +73,10 @@ static dlk_status cpu_gather(dlk_dev *d, const dlk_gather *g, size_t n,
 {
     (void)err;
     cpu_dev *c = (cpu_dev *)d;
-    double t0 = now_s();
+    double t0 = dlk_now_s();
     for (size_t i = 0; i < n; i++)
         memcpy((uint8_t *)dst + g[i].dst_off, g[i].src, g[i].nbytes);
-    c->gather_s += now_s() - t0;
+    c->gather_s += dlk_now_s() - t0;
     return DLK_OK;
 }
 
@@ -93,14 +85,14 @@ static dlk_status cpu_step(dlk_dev *d, const void *buf, const dlk_gather *g,
 {
     (void)err;
     cpu_dev *c = (cpu_dev *)d;
-    double t0 = now_s();
+    double t0 = dlk_now_s();
     for (size_t i = 0; i < n; i++)
         c->checksum += dlk_fold64((const uint8_t *)buf + g[i].dst_off,
                                   g[i].nbytes);
     /* a busy wait stands for the model's compute on this thread */
-    while (step_ms > 0 && (now_s() - t0) * 1000 < step_ms)
+    while (step_ms > 0 && (dlk_now_s() - t0) * 1000 < step_ms)
         ;
-    c->step_s += now_s() - t0;
+    c->step_s += dlk_now_s() - t0;
     return DLK_OK;
 }
 
@@ -146,7 +138,7 @@ static dlk_status cpu_mark(dlk_dev *d, size_t *id, dlk_error *err)
     if (!v)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     c->marks = v;
-    c->marks[c->nmarks].t = now_s();
+    c->marks[c->nmarks].t = dlk_now_s();
     c->marks[c->nmarks].busy = c->gather_s + c->step_s;
     *id = c->nmarks++;
     return DLK_OK;

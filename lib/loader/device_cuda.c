@@ -108,8 +108,6 @@ typedef struct cuda_dev {
     size_t nivs, capivs;
 } cuda_dev;
 
-double dlk_now_s(void);
-
 static void set_device(cuda_dev *c)
 {
     cudaSetDevice(c->index);

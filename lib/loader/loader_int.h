@@ -95,7 +95,6 @@ struct dlk_loader {
     bool first_batch_pending;
 };
 
-double dlk_now_s(void);
 void dlk_loader_release_slot(dlk_loader *l, dlk_slot *s);
 void dlk_sort_slots_by_first(uint32_t *idx, size_t n, const dlk_slot *slots);
 /* Workers (loader_io.c). */

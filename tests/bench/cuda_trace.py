@@ -31,13 +31,11 @@ busy = sum(g[3] - g[2] for g in gs) + sum(s[3] - s[2] for s in ss)
 # pair each gather with the step that ended last before it
 idle = {"host": 0.0, "copy-issue": 0.0, "copy-queue": 0.0, "other": 0.0}
 count = dict.fromkeys(idle, 0)
-si = 0
 prev_end = None
-allsteps = steps
 j = 0
 for g in gs:
-    while j < len(allsteps) and allsteps[j][3] <= g[2] + 1e-7:
-        prev_end = allsteps[j][3]
+    while j < len(steps) and steps[j][3] <= g[2] + 1e-7:
+        prev_end = steps[j][3]
         j += 1
     if prev_end is None:
         continue
@@ -70,9 +68,7 @@ for k in idle:
     print("  idle waiting for %-10s %7.4f s (%.1f%%) in %d gaps"
           % (k, idle[k], 100 * idle[k] / span, count[k]))
 lag = [c[2] - c[1] for c in copies if c[2] >= t_from]
-ahead = []
-for g in gs:
-    ahead.append(g[2] - g[1])
+ahead = [g[2] - g[1] for g in gs]
 if lag:
     lag.sort()
     print("  copy queued->started: median %.3f ms, p90 %.3f ms"
