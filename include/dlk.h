@@ -589,6 +589,11 @@ typedef struct dlk_ingest_result {
     double append_seconds;  /* of rows_seconds: the one appending thread
                                busy (the serial part; near rows_seconds
                                means it is the bottleneck) */
+    /* Of rows_seconds, summed over the threads doing it: */
+    double fetch_seconds;   /* reading source objects */
+    double decode_seconds;  /* building rows (decoding, resizing) */
+    double decode_wait_seconds; /* decoders with no fetched row to take */
+    double decode_lock_seconds; /* decoders waiting for the pipeline's lock */
 } dlk_ingest_result;
 
 /* Ingest every row of opts->source into the dataset at `url`.  Objects

@@ -146,8 +146,12 @@ dlk_status dlk_chunk_encode(const dlk_chunk_enc *in, dlk_buf *out,
     dlk_put_le64(hdr + OFF_INDEX_BYTES, index_bytes);
     dlk_put_le64(hdr + OFF_STORED_BYTES, stored);
     dlk_put_le64(hdr + OFF_RAW_BYTES, in->raw_bytes);
-    dlk_put_le64(hdr + OFF_RAW_HASH, dlk_hash64(in->raw, in->raw_bytes));
-    dlk_put_le64(hdr + OFF_STORED_HASH, dlk_hash64(payload, stored));
+    uint64_t raw_hash = dlk_hash64(in->raw, in->raw_bytes);
+    dlk_put_le64(hdr + OFF_RAW_HASH, raw_hash);
+    /* uncompressed, the stored payload is the raw one: hash it once */
+    dlk_put_le64(hdr + OFF_STORED_HASH, in->codec == DLK_CODEC_ZSTD
+                                            ? dlk_hash64(payload, stored)
+                                            : raw_hash);
     dlk_put_le64(hdr + OFF_HEADER_HASH,
                  dlk_hash64_2(hdr, HASHED_HEADER_BYTES, idx, index_bytes));
     out->len = DLK_CHUNK_HEADER_BYTES + (size_t)index_bytes + stored;

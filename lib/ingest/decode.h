@@ -51,6 +51,11 @@ dlk_media dlk_media_sniff(const uint8_t *p, size_t n);
 dlk_status dlk_decode_image(const uint8_t *p, size_t n, const char *name,
                             const dlk_image_opts *o, dlk_decoded *out,
                             dlk_error *err);
+/* The same into out->data's memory (see dlk_image_finish_reuse): ingest
+ * keeps one buffer for each row in flight instead of one per image. */
+dlk_status dlk_decode_image_reuse(const uint8_t *p, size_t n,
+                                  const char *name, const dlk_image_opts *o,
+                                  dlk_decoded *out, dlk_error *err);
 
 /* A video container's first video stream to [T,H,W,C] u8 frames. */
 dlk_status dlk_decode_video(const uint8_t *p, size_t n, const char *name,
@@ -67,11 +72,12 @@ dlk_status dlk_png_encode(const uint8_t *pixels, int w, int h, int c,
 #define DLK_DEFAULT_MAX_FRAMES 4096
 
 /* A packed image: h rows of w pixels of c (1..4) u8 channels (c 2 is
- * gray+alpha), no padding.  px is malloc'd and owned; free with
+ * gray+alpha), no padding.  px is malloc'd and owned (or borrowed); free with
  * dlk_image_free (which accepts a zeroed struct). */
 typedef struct dlk_image {
     int w, h, c;
     uint8_t *px;
+    bool borrowed;  /* px is the thread's scratch: not freed */
     /* Or (ycc set, c 3): a JPEG's Y, Cb and Cr planes as decoded, before
      * chroma upsampling and colour conversion, which then happen once at
      * the target size.  plane[i] points into px; pw x ph pixels, stride
@@ -89,7 +95,9 @@ dlk_status dlk_check_pixels(uint64_t w, uint64_t h, const dlk_image_opts *o,
 /* The decoders proper: to a dlk_image at the source size (JPEG: or a
  * TurboJPEG scaled size no smaller than the target needs), orientation
  * applied, with 1, 2, 3 or 4 channels (what is cheapest on the way to
- * o->channels).  DLK_EDECODE / DLK_ELIMIT naming `name`. */
+ * o->channels).  DLK_EDECODE / DLK_ELIMIT naming `name`.  A JPEG's pixels
+ * may be the thread's scratch (im->borrowed): use them before the next
+ * decode on the same thread. */
 dlk_status dlk_jpeg_decode(const uint8_t *p, size_t n, const char *name,
                            const dlk_image_opts *o, dlk_image *out,
                            dlk_error *err);
@@ -116,11 +124,34 @@ dlk_status dlk_resize_into(const dlk_image *src, const dlk_image_opts *o,
 /* dlk_resize_into a freshly allocated out of its final shape. */
 dlk_status dlk_image_finish(const dlk_image *src, const dlk_image_opts *o,
                             dlk_decoded *out, dlk_error *err);
+/* The same into out->data's memory (zeroed, or kept from an earlier call;
+ * grown when short, and the caller's to free even on error). */
+dlk_status dlk_image_finish_reuse(const dlk_image *src,
+                                  const dlk_image_opts *o, dlk_decoded *out,
+                                  dlk_error *err);
 /* Gray from RGB as Pillow's convert('L') does (ITU-R 601-2 luma). */
 static inline uint8_t dlk_luma(unsigned r, unsigned g, unsigned b)
 {
     return (uint8_t)((r * 19595 + g * 38470 + b * 7471 + 0x8000) >> 16);
 }
+/* What a decoding thread keeps between images (decode_scratch.c). */
+#define DLK_SCRATCH_ALIGN 64
+typedef struct dlk_scratch_mem {
+    uint8_t *mem;
+    size_t cap;
+} dlk_scratch_mem;
+typedef struct dlk_scratch {
+    struct SwsContext *sws, *sws_chroma; /* reused while the sizes repeat */
+    void *tj;                 /* tjhandle; destroyed after an error */
+    dlk_scratch_mem pixels; /* a decoded image (dlk_image.px) */
+    dlk_scratch_mem planes; /* resize input and output planes */
+} dlk_scratch;
+/* This thread's scratch, or NULL when there is no memory. */
+dlk_scratch *dlk_scratch_get(void);
+/* b's memory, grown to at least bytes (aligned); NULL past 32 MiB (blocks
+ * that large are not kept: allocate them on their own) or without
+ * memory. */
+uint8_t *dlk_scratch_block(dlk_scratch_mem *b, size_t bytes);
 /* Silence FFmpeg's logging (process-wide, once): the library never
  * prints; errors come back in dlk_error. */
 void dlk_av_quiet(void);

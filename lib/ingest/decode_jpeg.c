@@ -128,7 +128,9 @@ static dlk_status orient(dlk_image *im, int o, dlk_error *err)
             memcpy(d, im->px + ((size_t)sy * w + sx) * c, (size_t)c);
         }
     }
-    free(im->px);
+    if (!im->borrowed)
+        free(im->px);
+    im->borrowed = false;
     im->px = out;
     im->w = dw;
     im->h = dh;
@@ -165,10 +167,17 @@ dlk_status dlk_jpeg_decode(const uint8_t *p, size_t n, const char *name,
     if (n > ULONG_MAX || n > INT_MAX)
         return dlk_fail(err, DLK_ELIMIT, "cannot decode JPEG '%s': %zu bytes "
                         "is too large", name, n);
-    tjhandle tj = tjInitDecompress();
-    if (!tj)
+    /* the thread's decompressor, taken while in use; given back only
+     * after a clean decode, so an error never leaves a handle in an odd
+     * state for the next image */
+    dlk_scratch *scr = dlk_scratch_get();
+    tjhandle tj = scr ? scr->tj : NULL;
+    if (scr)
+        scr->tj = NULL;
+    if (!tj && !(tj = tjInitDecompress()))
         return dlk_fail(err, DLK_ENOMEM, "cannot decode JPEG '%s': %s", name,
                         tjGetErrorStr2(NULL));
+    bool tj_clean = false;
     dlk_status st = DLK_OK;
     int w = 0, h = 0, subsamp = 0, cs = 0; /* a tables-only JPEG sets none */
     if (tjDecompressHeader3(tj, p, (unsigned long)n, &w, &h, &subsamp, &cs)) {
@@ -222,7 +231,12 @@ dlk_status dlk_jpeg_decode(const uint8_t *p, size_t n, const char *name,
             bytes = (size_t)sw * sh * tjPixelSize[pf];
     }
     out->c = ycc ? 3 : tjPixelSize[pf];
-    out->px = malloc(bytes);
+    /* the thread's pixel scratch when it fits (nothing rotates them) */
+    out->px = scr && m.orientation == 1 ? dlk_scratch_block(&scr->pixels, bytes)
+                                        : NULL;
+    out->borrowed = out->px != NULL;
+    if (!out->px)
+        out->px = malloc(bytes);
     if (!out->px) {
         st = dlk_fail(err, DLK_ENOMEM, "cannot decode JPEG '%s': cannot "
                       "allocate %dx%d pixels", name, sw, sh);
@@ -251,12 +265,16 @@ dlk_status dlk_jpeg_decode(const uint8_t *p, size_t n, const char *name,
                       tjGetErrorStr2(tj));
         goto done;
     }
+    tj_clean = rc == 0;
     if (cmyk)
         cmyk_to_rgb(out, m.adobe);
     if (m.orientation > 1)
         st = orient(out, m.orientation, err);
 done:
-    tjDestroy(tj);
+    if (tj_clean && scr && !scr->tj)
+        scr->tj = tj;
+    else
+        tjDestroy(tj);
     if (st)
         dlk_image_free(out);
     return st;

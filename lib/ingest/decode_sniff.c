@@ -77,10 +77,25 @@ dlk_status dlk_decode_image(const uint8_t *p, size_t n, const char *name,
                             const dlk_image_opts *o, dlk_decoded *out,
                             dlk_error *err)
 {
+    memset(out, 0, sizeof *out);
+    dlk_buf_init(&out->data);
+    dlk_status st = dlk_decode_image_reuse(p, n, name, o, out, err);
+    if (st)
+        dlk_buf_free(&out->data);
+    return st;
+}
+
+dlk_status dlk_decode_image_reuse(const uint8_t *p, size_t n,
+                                  const char *name, const dlk_image_opts *o,
+                                  dlk_decoded *out, dlk_error *err)
+{
     static const dlk_image_opts defaults;
     if (!o)
         o = &defaults;
+    dlk_buf keep = out->data;
     memset(out, 0, sizeof *out);
+    out->data = keep;
+    out->data.len = 0;
     if (!name)
         name = "(image)";
     int dw, dh;
@@ -107,7 +122,7 @@ dlk_status dlk_decode_image(const uint8_t *p, size_t n, const char *name,
     }
     if (st)
         return st;
-    st = dlk_image_finish(&im, o, out, err);
+    st = dlk_image_finish_reuse(&im, o, out, err);
     if (st)
         dlk_fail_wrap(err, "cannot decode image '%s'", name);
     dlk_image_free(&im);

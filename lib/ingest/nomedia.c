@@ -25,6 +25,14 @@ dlk_status dlk_decode_image(const uint8_t *p, size_t n, const char *name,
     return no_media(name, err);
 }
 
+dlk_status dlk_decode_image_reuse(const uint8_t *p, size_t n,
+                                  const char *name, const dlk_image_opts *o,
+                                  dlk_decoded *out, dlk_error *err)
+{
+    (void)p; (void)n; (void)o; (void)out;
+    return no_media(name, err);
+}
+
 dlk_status dlk_decode_video(const uint8_t *p, size_t n, const char *name,
                             const dlk_video_opts *o, dlk_decoded *out,
                             dlk_error *err)

@@ -7,7 +7,9 @@
  *   slot k % W:  EMPTY -> FETCHING -> FETCHED -> DECODING -> DONE
  *                -> APPENDING -> APPENDED -> EMPTY
  *   fetchers take row k only while k < base + W (base: lowest row not yet
- *   appended); decoders take the lowest FETCHED row; the thread that
+ *   appended); decoders take the lowest FETCHED row (with no fetchers, as
+ *   from a local directory, each decoder reads the next row itself: a
+ *   local read costs less than handing the row over); the thread that
  *   finishes row `base` (or, --unordered, any row) appends it and every
  *   row after it that is done, unless another thread is appending.  No
  *   thread waits to be woken to append: on a 16-core VM, handing each row
@@ -23,11 +25,11 @@
 
 #define OBJECT_MAX ((uint64_t)1 << 30)
 #define ERRORS_KEPT 10000
+#define VAL_KEEP ((size_t)4 << 20) /* a row's sample buffers kept up to */
 
 enum { EMPTY, FETCHING, FETCHED, DECODING, DONE, APPENDING, APPENDED };
 
 typedef struct slot {
-    int state;
     size_t row;
     dlk_buf *bufs;
     size_t nbufs;
@@ -45,16 +47,23 @@ typedef struct pipe_state {
     const size_t *todo;
     size_t ntodo;
     slot *slots;
+    unsigned char *state; /* of slot k % W: apart, so that looking for a
+                             row to take touches a few cache lines */
     size_t W;
     pthread_mutex_t mu;
     pthread_cond_t cv_fetch, cv_decode, cv_append;
     size_t next_fetch, base;
+    size_t nfetchers;     /* 0: the decoders read their own rows */
+    size_t scan;          /* rows below it (and from base) are taken or
+                             failed: no decoder looks there again */
     bool stop;
     bool appending;       /* a thread is in drain() */
     dlk_status rc;        /* the first fatal error, which stops the run */
     dlk_error err;
     double t0, last_report, last_ckpt, every;
     uint64_t done, since_ckpt;
+    /* summed over the threads, added as each thread exits */
+    double fetch_s, decode_s, decode_wait_s, decode_lock_s;
 } pipe_state;
 
 static double now_s(void)
@@ -65,6 +74,10 @@ static double now_s(void)
 }
 
 static slot *slot_of(pipe_state *p, size_t k) { return &p->slots[k % p->W]; }
+static unsigned char *state_of(pipe_state *p, size_t k)
+{
+    return &p->state[k % p->W];
+}
 
 static void fetch_row(pipe_state *p, slot *s)
 {
@@ -100,6 +113,7 @@ static void drain(pipe_state *p);
 static void *fetcher(void *arg)
 {
     pipe_state *p = arg;
+    double busy = 0;
     pthread_mutex_lock(&p->mu);
     for (;;) {
         while (!p->stop && p->next_fetch < p->ntodo &&
@@ -109,12 +123,14 @@ static void *fetcher(void *arg)
             break;
         size_t k = p->next_fetch++;
         slot *s = slot_of(p, k);
-        s->state = FETCHING;
+        *state_of(p, k) = FETCHING;
         s->row = p->todo[k];
         pthread_mutex_unlock(&p->mu);
+        double t = now_s();
         fetch_row(p, s);
+        busy += now_s() - t;
         pthread_mutex_lock(&p->mu);
-        s->state = s->rc ? DONE : FETCHED;
+        *state_of(p, k) = s->rc ? DONE : FETCHED;
         /* one row for one thread: a broadcast would wake every idle
          * decoder (or fetcher) to find nothing, which on few cores costs
          * more than the decoding */
@@ -123,29 +139,72 @@ static void *fetcher(void *arg)
         else
             pthread_cond_signal(&p->cv_decode);
     }
+    p->fetch_s += busy;
     pthread_mutex_unlock(&p->mu);
     return NULL;
+}
+
+/* The lowest fetched row, or p->next_fetch when none (under p->mu).
+ * Fetchers finish nearly in order, so this looks at the rows still being
+ * fetched, not the whole window. */
+static size_t fetched_row(pipe_state *p)
+{
+    if (p->scan < p->base)
+        p->scan = p->base;
+    while (p->scan < p->next_fetch && *state_of(p, p->scan) > FETCHED)
+        p->scan++;
+    size_t k = p->scan;
+    while (k < p->next_fetch && *state_of(p, k) != FETCHED)
+        k++;
+    return k;
 }
 
 static void *decoder(void *arg)
 {
     pipe_state *p = arg;
+    double busy = 0, wait = 0, lock = 0, fetch = 0;
     pthread_mutex_lock(&p->mu);
     while (!p->stop) {
-        slot *s = NULL;
-        for (size_t k = p->base; k < p->next_fetch; k++)
-            if (slot_of(p, k)->state == FETCHED) {
-                s = slot_of(p, k);
+        size_t k;
+        slot *s;
+        if (p->nfetchers == 0) {
+            /* no fetch threads: take the next row and read it here */
+            if (p->next_fetch >= p->ntodo)
                 break;
+            if (p->next_fetch >= p->base + p->W) {
+                double t = now_s();
+                pthread_cond_wait(&p->cv_decode, &p->mu);
+                wait += now_s() - t;
+                continue;
             }
-        if (!s) {
-            pthread_cond_wait(&p->cv_decode, &p->mu);
-            continue;
+            k = p->next_fetch++;
+            s = slot_of(p, k);
+            *state_of(p, k) = FETCHING;
+            s->row = p->todo[k];
+            pthread_mutex_unlock(&p->mu);
+            double t = now_s();
+            fetch_row(p, s);
+            fetch += now_s() - t;
+            if (s->rc) {
+                pthread_mutex_lock(&p->mu);
+                *state_of(p, k) = DONE;
+                drain(p);
+                continue;
+            }
+        } else {
+            if ((k = fetched_row(p)) >= p->next_fetch) {
+                double t = now_s();
+                pthread_cond_wait(&p->cv_decode, &p->mu);
+                wait += now_s() - t;
+                continue;
+            }
+            s = slot_of(p, k);
+            *state_of(p, k) = DECODING;
+            pthread_mutex_unlock(&p->mu);
         }
-        s->state = DECODING;
-        pthread_mutex_unlock(&p->mu);
         dlk_error e;
         e.msg[0] = '\0';
+        double t = now_s();
         s->rc = ing_row_build(p->c, s->row, s->bufs, s->vals, &s->bad_key,
                               &e);
         if (s->rc) {
@@ -157,19 +216,33 @@ static void *decoder(void *arg)
         for (uint32_t i = 0; i < r->n; i++)
             if (s->bufs[i].cap > (4u << 20))
                 dlk_buf_free(&s->bufs[i]);
+        double t1 = now_s();
+        busy += t1 - t;
         pthread_mutex_lock(&p->mu);
-        s->state = DONE;
+        lock += now_s() - t1;
+        *state_of(p, k) = DONE;
         drain(p);
     }
+    p->decode_s += busy;
+    p->fetch_s += fetch;
+    p->decode_wait_s += wait;
+    p->decode_lock_s += lock;
     pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
-static void clear_vals(ing_val *v, size_t n)
+/* Reset a slot's values for its next row; keep is the largest buffer
+ * kept (0: free them all).  Keeping them spares a fresh block, and its
+ * page faults, per image: W rows' samples at most stay allocated. */
+static void clear_vals(ing_val *v, size_t n, size_t keep)
 {
     for (size_t i = 0; i < n; i++) {
-        dlk_buf_free(&v[i].data);
+        dlk_buf b = v[i].data;
+        if (b.cap > keep || b.fixed)
+            dlk_buf_free(&b);
+        b.len = 0;
         memset(&v[i], 0, sizeof v[i]);
+        v[i].data = b;
     }
 }
 
@@ -217,14 +290,14 @@ static dlk_status progress_stems(ing_run *run, pipe_state *p, dlk_error *err)
     pr->n_done_also = 0;
     size_t extra = 0;
     for (size_t k = p->base; k < p->next_fetch; k++)
-        extra += slot_of(p, k)->state == APPENDED;
+        extra += *state_of(p, k) == APPENDED;
     if (extra) {
         char **v = realloc(pr->done_also, extra * sizeof *v);
         if (!v)
             return dlk_fail(err, DLK_ENOMEM, "out of memory");
         pr->done_also = v;
         for (size_t k = p->base; k < p->next_fetch; k++)
-            if (slot_of(p, k)->state == APPENDED &&
+            if (*state_of(p, k) == APPENDED &&
                 !(v[pr->n_done_also++] = stem_dup(p->c->src, p->todo[k])))
                 return dlk_fail(err, DLK_ENOMEM, "out of memory");
     }
@@ -283,18 +356,18 @@ static dlk_status take(ing_run *run, pipe_state *p, slot *s, dlk_error *err)
 }
 
 /* The next row that may be appended: row base when done, or with
- * --unordered the lowest done row in the window.  Under p->mu. */
-static slot *appendable(pipe_state *p)
+ * --unordered the lowest done row in the window; p->next_fetch when none.
+ * Under p->mu. */
+static size_t appendable(pipe_state *p)
 {
     if (!p->run->o->unordered)
-        return p->base < p->next_fetch &&
-                       slot_of(p, p->base)->state == DONE
-                   ? slot_of(p, p->base)
-                   : NULL;
-    for (size_t k = p->base; k < p->next_fetch; k++)
-        if (slot_of(p, k)->state == DONE)
-            return slot_of(p, k);
-    return NULL;
+        return p->base < p->next_fetch && *state_of(p, p->base) == DONE
+                   ? p->base
+                   : p->next_fetch;
+    size_t k = p->base;
+    while (k < p->next_fetch && *state_of(p, k) != DONE)
+        k++;
+    return k;
 }
 
 /* Under p->mu (released while appending): append every row that can go
@@ -306,14 +379,15 @@ static void drain(pipe_state *p)
         return;
     p->appending = true;
     ing_run *run = p->run;
-    slot *s;
-    while (!p->stop && (s = appendable(p))) {
-        s->state = APPENDING;
+    size_t k;
+    while (!p->stop && (k = appendable(p)) < p->next_fetch) {
+        slot *s = slot_of(p, k);
+        *state_of(p, k) = APPENDING;
         pthread_mutex_unlock(&p->mu);
         dlk_error e;
         double ta = now_s();
         dlk_status rc = take(run, p, s, &e);
-        clear_vals(s->vals, run->ctx.ntensors);
+        clear_vals(s->vals, run->ctx.ntensors, VAL_KEEP);
         double now = now_s();
         run->res->append_seconds += now - ta;
         p->done++;
@@ -323,12 +397,13 @@ static void drain(pipe_state *p)
             p->last_report = now;
         }
         pthread_mutex_lock(&p->mu);
-        s->state = APPENDED;
+        *state_of(p, k) = APPENDED;
         while (p->base < p->next_fetch &&
-               slot_of(p, p->base)->state == APPENDED) {
-            slot_of(p, p->base)->state = EMPTY;
+               *state_of(p, p->base) == APPENDED) {
+            *state_of(p, p->base) = EMPTY;
             p->base++;
-            pthread_cond_signal(&p->cv_fetch); /* one slot, one fetcher */
+            /* one slot, one fetcher (or decoder reading its own) */
+            pthread_cond_signal(p->nfetchers ? &p->cv_fetch : &p->cv_decode);
         }
         if (!rc && now - p->last_ckpt >= p->every && p->base < p->ntodo) {
             pthread_mutex_unlock(&p->mu);
@@ -359,6 +434,7 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     p.c = &run->ctx;
     p.todo = todo;
     p.ntodo = ntodo;
+    p.nfetchers = (size_t)run->fetchers;
     size_t nfetch = (size_t)run->fetchers, njobs = (size_t)run->jobs;
     /* 16 rows a decoder: a decoder descheduled for a few ms (16 decoders,
      * 4 writers and the fetchers share the cores) holds back every row
@@ -373,7 +449,8 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
         if (run->ctx.src->rows[i].n > maxn)
             maxn = run->ctx.src->rows[i].n;
     p.slots = calloc(p.W, sizeof *p.slots);
-    bool oom = !p.slots;
+    p.state = calloc(p.W, sizeof *p.state);
+    bool oom = !p.slots || !p.state;
     for (size_t i = 0; !oom && i < p.W; i++) {
         p.slots[i].bufs = calloc(maxn, sizeof *p.slots[i].bufs);
         p.slots[i].nbufs = maxn;
@@ -388,6 +465,7 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
             free(p.slots[i].vals);
         }
         free(p.slots);
+        free(p.state);
         free(th);
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     }
@@ -426,6 +504,10 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     pthread_mutex_unlock(&p.mu);
     for (size_t i = 0; i < started; i++)
         pthread_join(th[i], NULL);
+    run->res->fetch_seconds = p.fetch_s;
+    run->res->decode_seconds = p.decode_s;
+    run->res->decode_wait_seconds = p.decode_wait_s;
+    run->res->decode_lock_seconds = p.decode_lock_s;
     if (!rc && p.since_ckpt)
         rc = checkpoint(run, &p, err);
     if (!rc)
@@ -433,11 +515,12 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     for (size_t i = 0; i < p.W; i++) {
         for (size_t j = 0; j < p.slots[i].nbufs; j++)
             dlk_buf_free(&p.slots[i].bufs[j]);
-        clear_vals(p.slots[i].vals, run->ctx.ntensors);
+        clear_vals(p.slots[i].vals, run->ctx.ntensors, 0);
         free(p.slots[i].bufs);
         free(p.slots[i].vals);
     }
     free(p.slots);
+    free(p.state);
     free(th);
     pthread_mutex_destroy(&p.mu);
     pthread_cond_destroy(&p.cv_fetch);

@@ -13,12 +13,12 @@
 
 #define PLANE_ALIGN 64
 #define DLK_RESIZE_ROW_MAX 1024 /* pixels converted at a time */
-#define SCRATCH_KEEP (UINT64_C(32) << 20) /* larger planes are not kept */
 
 void dlk_image_free(dlk_image *im)
 {
     if (im) {
-        free(im->px);
+        if (!im->borrowed)
+            free(im->px);
         memset(im, 0, sizeof *im);
     }
 }
@@ -244,69 +244,17 @@ bool dlk_resize_scales(int sw, int sh, const dlk_image_opts *o)
     return g.cw != g.nw || g.ch != g.nh;
 }
 
-/* Per thread: the scaler, reused while the geometry repeats (ingest
- * resizes every image to one size), and the plane memory, kept at its
- * largest (fresh large blocks each time cost as much in page faults as
- * the scaling itself).  Freed when the thread exits. */
-typedef struct scratch {
-    struct SwsContext *sws, *sws_chroma;
-    uint8_t *mem;
-    size_t cap;
-} scratch;
-
-static pthread_key_t scratch_key;
-static bool scratch_key_ok;
-
-static void scratch_free(void *p)
-{
-    scratch *s = p;
-    sws_freeContext(s->sws);
-    sws_freeContext(s->sws_chroma);
-    free(s->mem);
-    free(s);
-}
-
-static void scratch_key_once(void)
-{
-    scratch_key_ok = pthread_key_create(&scratch_key, scratch_free) == 0;
-}
-
-/* The thread's scratch with at least `bytes` of plane memory, or NULL. */
-static scratch *get_scratch(size_t bytes)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, scratch_key_once);
-    if (!scratch_key_ok)
-        return NULL;
-    scratch *s = pthread_getspecific(scratch_key);
-    if (!s) {
-        if (!(s = calloc(1, sizeof *s)))
-            return NULL;
-        if (pthread_setspecific(scratch_key, s)) {
-            free(s);
-            return NULL;
-        }
-    }
-    if (s->cap < bytes && bytes <= SCRATCH_KEEP) {
-        free(s->mem);
-        s->cap = 0;
-        if (!(s->mem = aligned_alloc(PLANE_ALIGN, align_up(bytes))))
-            return NULL;
-        s->cap = align_up(bytes);
-    }
-    return s;
-}
-
 /* bytes of plane memory: the thread's scratch, or, past what it keeps, a
  * block of its own in *own for the caller to free.  *scr NULL (and NULL
  * returned) when there is no memory at all. */
-static uint8_t *plane_mem(size_t bytes, scratch **scr, uint8_t **own)
+static uint8_t *plane_mem(size_t bytes, dlk_scratch **scr, uint8_t **own)
 {
     *own = NULL;
-    if (!(*scr = get_scratch(bytes)))
+    if (!(*scr = dlk_scratch_get()))
         return NULL;
-    if ((*scr)->cap >= bytes)
-        return (*scr)->mem;
+    uint8_t *m = dlk_scratch_block(&(*scr)->planes, bytes);
+    if (m)
+        return m;
     return *own = aligned_alloc(PLANE_ALIGN, align_up(bytes));
 }
 
@@ -318,7 +266,7 @@ static dlk_status scale(const dlk_image *src, const geom *g, int dw, int dh,
     size_t in_sz = is * (size_t)g->ch + PLANE_ALIGN,
            out_sz = os * (size_t)g->nh + PLANE_ALIGN;
     size_t bytes = (align_up(in_sz) + align_up(out_sz)) * dc;
-    scratch *scr;
+    dlk_scratch *scr;
     uint8_t *own, *mem = plane_mem(bytes, &scr, &own);
     if (!mem)
         return dlk_fail(err, DLK_ENOMEM, "cannot allocate resize planes");
@@ -441,7 +389,7 @@ static dlk_status scale_ycc(const dlk_image *src, const geom *g, int dw,
     dlk_av_quiet();
     size_t os = align_up((size_t)g->nw);
     size_t plane = align_up(os * (size_t)g->nh + PLANE_ALIGN);
-    scratch *scr;
+    dlk_scratch *scr;
     uint8_t *own, *mem = plane_mem(3 * plane, &scr, &own);
     if (!mem)
         return dlk_fail(err, DLK_ENOMEM, "cannot allocate resize planes");
@@ -497,19 +445,28 @@ dlk_status dlk_resize_into(const dlk_image *src, const dlk_image_opts *o,
 dlk_status dlk_image_finish(const dlk_image *src, const dlk_image_opts *o,
                             dlk_decoded *out, dlk_error *err)
 {
+    memset(out, 0, sizeof *out);
+    dlk_buf_init(&out->data);
+    dlk_status st = dlk_image_finish_reuse(src, o, out, err);
+    if (st)
+        dlk_buf_free(&out->data);
+    return st;
+}
+
+dlk_status dlk_image_finish_reuse(const dlk_image *src,
+                                  const dlk_image_opts *o, dlk_decoded *out,
+                                  dlk_error *err)
+{
     int dw, dh, dc = out_channels(o);
     dlk_status st = dlk_resize_dims(src->w, src->h, o, &dw, &dh, err);
     if (st)
         return st;
-    memset(out, 0, sizeof *out);
-    dlk_buf_init(&out->data);
+    out->data.len = 0;
     size_t bytes = (size_t)dw * dh * dc;
     if ((st = dlk_buf_reserve(&out->data, bytes, err)))
         return st;
-    if ((st = dlk_resize_into(src, o, dw, dh, out->data.data, err))) {
-        dlk_buf_free(&out->data);
+    if ((st = dlk_resize_into(src, o, dw, dh, out->data.data, err)))
         return st;
-    }
     out->data.len = bytes;
     out->dtype = DLK_U8;
     out->ndim = 3;

@@ -310,17 +310,20 @@ dlk_status ing_row_build(const ing_ctx *c, size_t row, const dlk_buf *bufs,
             }
             dlk_decoded d;
             memset(&d, 0, sizeof d);
-            rc = o->role == ING_IMAGE
-                     ? dlk_decode_image(b->data, b->len, o->key, &c->img, &d,
-                                        err)
-                     : dlk_decode_video(b->data, b->len, o->key, &c->vid, &d,
-                                        err);
-            if (rc) {
-                dlk_buf_free(&d.data);
-                break;
+            if (o->role == ING_IMAGE) {
+                /* into the row's buffer, kept from the slot's last row */
+                d.data = vals[ti].data;
+                dlk_buf_init(&vals[ti].data);
+                rc = dlk_decode_image_reuse(b->data, b->len, o->key, &c->img,
+                                            &d, err);
+            } else {
+                rc = dlk_decode_video(b->data, b->len, o->key, &c->vid, &d,
+                                      err);
+                dlk_buf_free(&vals[ti].data);
             }
-            dlk_buf_free(&vals[ti].data);
             vals[ti].data = d.data;
+            if (rc)
+                break;
             vals[ti].ndim = d.ndim;
             memcpy(vals[ti].shape, d.shape, sizeof d.shape);
             vals[ti].set = true;

@@ -19,6 +19,12 @@ check "13 rows ingested, none skipped" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))
 assert d["ingested"]==13 and d["skipped"]==0 and d["errors"]==[] and d["complete"], d
 assert d["bytes_in"]>0 and d["bytes_out"]==13*(64*48*3+4), d' "$OUT"
+check "stages: the rows time split into fetch, decode and waits" python3 -c '
+import json,os,sys; s=json.load(open(sys.argv[1]))["stages"]
+assert set(s) == {"list","rows","append","finish","fetch","decode","decode_wait","decode_lock"}, s
+assert s["decode"] > 0 and s["fetch"] > 0 and min(s.values()) >= 0, s
+# one decode thread per online core by default, each at most the rows time
+assert s["decode"] <= s["rows"] * os.cpu_count() + 0.01, s' "$OUT"
 ok "ls --json" dlk ls "$DS" --json
 check "schema: images 48x64x3, labels with sorted folder names" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1])); t={x["name"]:x for x in d["tensors"]}

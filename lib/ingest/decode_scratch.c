@@ -1,0 +1,69 @@
+/* decode_scratch.c - what a decoding thread keeps between images: the
+ * TurboJPEG decompressor, the decoded planes, the scalers and the resize
+ * planes.  Ingest decodes every image of a run to one size on each of its
+ * threads; creating these per image cost a tenth of the decode (handle
+ * set-up, and page faults on fresh large blocks, which on many cores also
+ * serialise the threads on the process's memory map).  Freed when the
+ * thread exits. */
+#include "ingest/decode.h"
+
+#include <libswscale/swscale.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <turbojpeg.h>
+
+#define SCRATCH_KEEP (UINT64_C(32) << 20) /* larger blocks are not kept */
+
+static pthread_key_t key;
+static bool key_ok;
+
+static void scratch_free(void *p)
+{
+    dlk_scratch *s = p;
+    sws_freeContext(s->sws);
+    sws_freeContext(s->sws_chroma);
+    if (s->tj)
+        tjDestroy(s->tj);
+    free(s->planes.mem);
+    free(s->pixels.mem);
+    free(s);
+}
+
+static void key_once(void)
+{
+    key_ok = pthread_key_create(&key, scratch_free) == 0;
+}
+
+dlk_scratch *dlk_scratch_get(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, key_once);
+    if (!key_ok)
+        return NULL;
+    dlk_scratch *s = pthread_getspecific(key);
+    if (!s) {
+        if (!(s = calloc(1, sizeof *s)))
+            return NULL;
+        if (pthread_setspecific(key, s)) {
+            free(s);
+            return NULL;
+        }
+    }
+    return s;
+}
+
+uint8_t *dlk_scratch_block(dlk_scratch_mem *b, size_t bytes)
+{
+    size_t want = (bytes + DLK_SCRATCH_ALIGN - 1) &
+                  ~(size_t)(DLK_SCRATCH_ALIGN - 1);
+    if (want > SCRATCH_KEEP)
+        return NULL;
+    if (b->cap < want) {
+        free(b->mem);
+        b->cap = 0;
+        if (!(b->mem = aligned_alloc(DLK_SCRATCH_ALIGN, want)))
+            return NULL;
+        b->cap = want;
+    }
+    return b->mem;
+}
