@@ -242,6 +242,7 @@ int cmd_bench_stream(int argc, char **argv)
     }
     lo.rank = (uint32_t)rank;
     lo.world_size = (uint32_t)world;
+    lo.epochs = (uint64_t)epochs; /* nothing read ahead after the last */
     char devbuf[32];
     if (strcmp(device, "auto") == 0) {
         char why[160];

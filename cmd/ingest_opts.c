@@ -250,7 +250,7 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
     if (rc)
         return cmd_fail(cmd, err);
     if (c->json) {
-        json_t *o = json_pack("{s:I,s:I,s:o,s:I,s:I,s:f,s:{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f},"
+        json_t *o = json_pack("{s:I,s:I,s:o,s:I,s:I,s:f,s:{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f},"
                               "s:I,s:I,s:b,s:b}",
                               "ingested", (json_int_t)r->ingested,
                               "skipped", (json_int_t)r->skipped,
@@ -268,6 +268,7 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
                               "decode", r->decode_seconds,
                               "decode_wait", r->decode_wait_seconds,
                               "decode_lock", r->decode_lock_seconds,
+                              "write_wait", r->write_wait_seconds,
                               "ignored", (json_int_t)r->ignored,
                               "resumed", (json_int_t)r->resumed_rows,
                               "complete", r->complete,

@@ -368,6 +368,9 @@ typedef struct dlk_loader_opts {
                                     is compared with the CPU's */
     int no_verify;               /* skip each chunk's stored-payload
                                     checksum on read (a CPU pass) */
+    uint64_t epochs;             /* epochs the consumer reads; 0: unknown.
+                                    The next epoch's first chunks are read
+                                    while one ends, except after the last */
 } dlk_loader_opts;
 
 /* One tensor of a batch.  Fixed shapes: data is [batch, *shape] dense.
@@ -594,6 +597,8 @@ typedef struct dlk_ingest_result {
     double decode_seconds;  /* building rows (decoding, resizing) */
     double decode_wait_seconds; /* decoders with no fetched row to take */
     double decode_lock_seconds; /* decoders waiting for the pipeline's lock */
+    double write_wait_seconds;  /* of append_seconds: waiting for a chunk
+                                   writer (the writes are the bottleneck) */
 } dlk_ingest_result;
 
 /* Ingest every row of opts->source into the dataset at `url`.  Objects

@@ -53,6 +53,9 @@ dlk_status dlk_seal_submit(dlk_dataset *ds, size_t ti, dlk_error *err);
  * write error, if any (then the manifest must not be published). */
 dlk_status dlk_seal_wait(dlk_dataset *ds, dlk_error *err);
 void dlk_sealer_free(dlk_sealer *s);
+/* Seconds the appending thread has waited for a free chunk writer (all
+ * busy: the writes are the bottleneck). */
+double dlk_seal_wait_seconds(const dlk_dataset *ds);
 
 /* "chunks/<tensor>/<hash>" into out. */
 #define DLK_CHUNK_KEY_MAX (sizeof DLK_KEY_CHUNKS + DLK_NAME_MAX + 40)

@@ -47,7 +47,20 @@ struct dlk_sealer {
     bool stop;
     dlk_status failed;             /* first writer error, kept */
     dlk_error failed_err;
+    double submit_wait_s;          /* dlk_seal_submit waiting for a job */
 };
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+double dlk_seal_wait_seconds(const dlk_dataset *ds)
+{
+    return ds->sealer ? ds->sealer->submit_wait_s : 0;
+}
 
 /* Encode enc into out, name it by its hash (key_hex) and store it under
  * chunks/<tensor>/ (refreshing an old object of the same name). */
@@ -218,7 +231,9 @@ dlk_status dlk_seal_submit(dlk_dataset *ds, size_t ti, dlk_error *err)
                 j = &s->jobs[i];
         if (j)
             break;
+        double w0 = mono_s();
         pthread_cond_wait(&s->cv_done, &s->mu);
+        s->submit_wait_s += mono_s() - w0;
     }
     pthread_mutex_unlock(&s->mu);
     if (s->failed)

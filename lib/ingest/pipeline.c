@@ -508,6 +508,7 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     run->res->decode_seconds = p.decode_s;
     run->res->decode_wait_seconds = p.decode_wait_s;
     run->res->decode_lock_seconds = p.decode_lock_s;
+    run->res->write_wait_seconds = dlk_seal_wait_seconds(run->ds);
     if (!rc && p.since_ckpt)
         rc = checkpoint(run, &p, err);
     if (!rc)

@@ -24,101 +24,144 @@ double dlk_now_s(void)
 
 /* ---- planning ------------------------------------------------------ */
 
-static void free_plan(dlk_loader *l)
+void dlk_plan_free(dlk_loader *l, dlk_plan *pl, bool stopped)
 {
-    for (size_t i = 0; i < l->nslots; i++) {
-        dlk_slot *s = &l->slots[i];
-        if (s->state == SLOT_READY)
-            dlk_loader_release_slot(l, s);
+    for (size_t i = 0; i < pl->nslots; i++) {
+        dlk_slot *s = &pl->slots[i];
+        if (s->state == SLOT_READY ||
+            (stopped && (s->state == SLOT_FAILED ||
+                         (s->state == SLOT_LOADING && s->ch))))
+            dlk_loader_release_slot(l, s); /* queued uploads too */
     }
-    free(l->slots);
-    l->slots = NULL;
-    l->nslots = 0;
-    for (size_t t = 0; t < l->nt; t++) {
-        free(l->pos_slot[t]);
-        l->pos_slot[t] = NULL;
-    }
-    dlk_order_free(&l->order);
+    free(pl->slots);
+    free(pl->sched);
+    for (size_t t = 0; pl->pos_slot && t < l->nt; t++)
+        free(pl->pos_slot[t]);
+    free(pl->pos_slot);
+    dlk_order_free(&pl->order);
+    memset(pl, 0, sizeof *pl);
 }
 
-/* Build the epoch's plan for the current state. Workers must be idle. */
-static dlk_status build_plan(dlk_loader *l, dlk_error *err)
+/* The state at the start of the epoch after st's. */
+static dlk_loader_state next_epoch_state(const dlk_loader *l,
+                                         const dlk_loader_state *st)
 {
-    free_plan(l);
+    dlk_loader_state n = *st;
+    n.epoch++;
+    n.nseg = 1;
+    n.seg[0].world = l->o.world_size;
+    n.seg[0].batch = l->o.batch_size;
+    n.seg[0].steps = 0;
+    n.samples = 0;
+    return n;
+}
+
+/* Build into pl (empty) the plan of the epoch in state st; *skip is the
+ * position the state has consumed up to, whose slots need no load. */
+static dlk_status build_plan(dlk_loader *l, dlk_plan *pl,
+                             const dlk_loader_state *st, uint64_t *skip,
+                             dlk_error *err)
+{
     dlk_order_params p = {l->o.shuffle, l->o.seed, l->o.window_chunks,
                           l->o.drop_last};
     dlk_status rc = dlk_order_build(l->block_first, l->block_count,
-                                    l->nblocks, &p, &l->st, l->o.rank,
-                                    &l->order, err);
+                                    l->nblocks, &p, st, l->o.rank,
+                                    &pl->order, err);
     if (rc)
         return rc;
-    uint64_t n = l->order.n;
+    uint64_t n = pl->order.n;
     /* a chunk needed again after more than `gap` positions is loaded
      * again rather than held (padding wraps to the start, say) */
     uint64_t gap = (uint64_t)l->o.window_chunks * l->avg_block + l->o.batch_size;
     size_t cap = 64;
-    l->slots = malloc(cap * sizeof *l->slots);
-    if (!l->slots)
+    pl->slots = malloc(cap * sizeof *pl->slots);
+    pl->pos_slot = calloc(l->nt, sizeof *pl->pos_slot);
+    if (!pl->slots || !pl->pos_slot)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     for (size_t t = 0; t < l->nt; t++) {
         const dlk_tensor *tt = l->t[t].tensor;
         uint32_t *last = malloc((tt->nchunks ? tt->nchunks : 1) * sizeof *last);
-        l->pos_slot[t] = malloc((n ? n : 1) * sizeof *l->pos_slot[t]);
-        if (!last || !l->pos_slot[t]) {
+        pl->pos_slot[t] = malloc((n ? n : 1) * sizeof *pl->pos_slot[t]);
+        if (!last || !pl->pos_slot[t]) {
             free(last);
             return dlk_fail(err, DLK_ENOMEM, "out of memory planning");
         }
         for (size_t c = 0; c < tt->nchunks; c++)
             last[c] = UINT32_MAX;
         for (uint64_t pos = 0; pos < n; pos++) {
-            ssize_t c = dlk_tensor_find_chunk(tt, l->order.sample[pos]);
+            ssize_t c = dlk_tensor_find_chunk(tt, pl->order.sample[pos]);
             if (c < 0) {
                 free(last);
                 return dlk_fail(err, DLK_ECORRUPT, "tensor '%s' has no "
                                 "sample %llu", tt->spec.name,
-                                (unsigned long long)l->order.sample[pos]);
+                                (unsigned long long)pl->order.sample[pos]);
             }
             uint32_t si = last[c];
-            if (si == UINT32_MAX || pos - l->slots[si].last_pos > gap) {
-                if (l->nslots == cap) {
+            if (si == UINT32_MAX || pos - pl->slots[si].last_pos > gap) {
+                if (pl->nslots == cap) {
                     cap *= 2;
-                    dlk_slot *v = realloc(l->slots, cap * sizeof *v);
+                    dlk_slot *v = realloc(pl->slots, cap * sizeof *v);
                     if (!v) {
                         free(last);
                         return dlk_fail(err, DLK_ENOMEM, "out of memory");
                     }
-                    l->slots = v;
+                    pl->slots = v;
                 }
-                si = (uint32_t)l->nslots++;
-                memset(&l->slots[si], 0, sizeof l->slots[si]);
-                l->slots[si].tensor = t;
-                l->slots[si].chunk = (size_t)c;
-                l->slots[si].first_pos = pos;
+                si = (uint32_t)pl->nslots++;
+                memset(&pl->slots[si], 0, sizeof pl->slots[si]);
+                pl->slots[si].tensor = t;
+                pl->slots[si].chunk = (size_t)c;
+                pl->slots[si].first_pos = pos;
                 last[c] = si;
             }
-            l->slots[si].last_pos = pos;
-            l->pos_slot[t][pos] = si;
+            pl->slots[si].last_pos = pos;
+            pl->pos_slot[t][pos] = si;
         }
         free(last);
     }
     /* load order: by first use; pos_slot entries point into this array,
      * so sort a permutation instead of the slots themselves */
-    l->sched = realloc(l->sched, (l->nslots ? l->nslots : 1) * sizeof *l->sched);
-    if (!l->sched)
+    pl->sched = malloc((pl->nslots ? pl->nslots : 1) * sizeof *pl->sched);
+    if (!pl->sched)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
-    for (size_t i = 0; i < l->nslots; i++)
-        l->sched[i] = (uint32_t)i;
-    dlk_sort_slots_by_first(l->sched, l->nslots, l->slots);
-    l->next_sched = 0;
+    for (size_t i = 0; i < pl->nslots; i++)
+        pl->sched[i] = (uint32_t)i;
+    dlk_sort_slots_by_first(pl->sched, pl->nslots, pl->slots);
     /* skip what a restored state already consumed */
-    l->pos = l->st.seg[l->st.nseg - 1].steps * l->order.batch;
-    if (l->pos > n)
-        l->pos = n;
-    for (size_t i = 0; i < l->nslots; i++)
-        if (l->slots[i].last_pos < l->pos)
-            l->slots[i].state = SLOT_DONE;
-    l->epoch_t0 = dlk_now_s();
-    l->first_batch_pending = true;
+    *skip = st->seg[st->nseg - 1].steps * pl->order.batch;
+    if (*skip > n)
+        *skip = n;
+    for (size_t i = 0; i < pl->nslots; i++)
+        if (pl->slots[i].last_pos < *skip)
+            pl->slots[i].state = SLOT_DONE;
+    return DLK_OK;
+}
+
+/* Plan the next epoch ahead, once every slot of this one is taken (and
+ * unless the consumer said this epoch is its last). */
+static dlk_status plan_ahead(dlk_loader *l, dlk_error *err)
+{
+    if (l->have_ahead || (l->o.epochs && l->st.epoch + 1 >= l->o.epochs))
+        return DLK_OK;
+    pthread_mutex_lock(&l->mu);
+    bool taken = l->plan.next_sched >= l->plan.nslots;
+    pthread_mutex_unlock(&l->mu);
+    if (!taken)
+        return DLK_OK;
+    dlk_loader_state st = next_epoch_state(l, &l->st);
+    dlk_plan pl;
+    memset(&pl, 0, sizeof pl);
+    uint64_t skip;
+    dlk_status rc = build_plan(l, &pl, &st, &skip, err);
+    if (rc) {
+        dlk_plan_free(l, &pl, false);
+        return rc;
+    }
+    pthread_mutex_lock(&l->mu);
+    l->ahead = pl;
+    l->have_ahead = true;
+    pthread_cond_signal(&l->work); /* one wakes, and wakes the next */
+    pthread_mutex_unlock(&l->mu);
     return DLK_OK;
 }
 
@@ -139,13 +182,50 @@ void dlk_loader_release_slot(dlk_loader *l, dlk_slot *s)
     s->state = SLOT_DONE;
 }
 
-static dlk_status start_epoch(dlk_loader *l, dlk_error *err)
+/* Begin the epoch of l->st.  Its plan read ahead (the state is then the
+ * fresh one it was made for) takes over without stopping the workers:
+ * every slot of the epoch that ended was used, so none is loading. */
+static bool plan_loading(const dlk_plan *pl)
 {
-    dlk_loader_pause_workers(l);
-    dlk_status rc = build_plan(l, err);
-    dlk_loader_resume_workers(l);
-    l->planned = rc == DLK_OK;
-    return rc;
+    for (size_t i = 0; i < pl->nslots; i++)
+        if (pl->slots[i].state == SLOT_LOADING)
+            return true;
+    return false;
+}
+
+static dlk_status start_epoch(dlk_loader *l, bool fresh, dlk_error *err)
+{
+    pthread_mutex_lock(&l->mu);
+    bool swap = fresh && l->have_ahead && !plan_loading(&l->plan);
+    pthread_mutex_unlock(&l->mu);
+    if (swap) {
+        pthread_mutex_lock(&l->mu);
+        dlk_plan_free(l, &l->plan, false);
+        l->plan = l->ahead;
+        memset(&l->ahead, 0, sizeof l->ahead);
+        l->have_ahead = false;
+        l->pos = 0;
+        l->want_pos = 0;
+        pthread_cond_broadcast(&l->work);
+        pthread_mutex_unlock(&l->mu);
+    } else {
+        dlk_loader_pause_workers(l);
+        dlk_plan_free(l, &l->plan, false);
+        dlk_plan_free(l, &l->ahead, false);
+        l->have_ahead = false;
+        uint64_t skip = 0;
+        dlk_status rc = build_plan(l, &l->plan, &l->st, &skip, err);
+        if (rc)
+            dlk_plan_free(l, &l->plan, false);
+        l->pos = skip;
+        dlk_loader_resume_workers(l);
+        if (rc)
+            return rc;
+    }
+    l->epoch_t0 = dlk_now_s();
+    l->first_batch_pending = true;
+    l->planned = true;
+    return DLK_OK;
 }
 
 /* Wait until every slot that positions [p0, p1) need is ready. */
@@ -159,7 +239,7 @@ static dlk_status wait_ready(dlk_loader *l, uint64_t p0, uint64_t p1,
     dlk_status rc = DLK_OK;
     for (size_t t = 0; t < l->nt && !rc; t++) {
         for (uint64_t p = p0; p < p1 && !rc; p++) {
-            dlk_slot *s = &l->slots[l->pos_slot[t][p]];
+            dlk_slot *s = &l->plan.slots[l->plan.pos_slot[t][p]];
             while (s->state != SLOT_READY && s->state != SLOT_FAILED)
                 pthread_cond_wait(&l->ready, &l->mu);
             if (s->state == SLOT_FAILED)
@@ -173,17 +253,18 @@ static dlk_status wait_ready(dlk_loader *l, uint64_t p0, uint64_t p1,
 
 static void release_passed(dlk_loader *l, uint64_t pos)
 {
+    dlk_plan *pl = &l->plan;
     pthread_mutex_lock(&l->mu);
-    for (size_t i = l->release_from; i < l->nslots; i++) {
-        dlk_slot *s = &l->slots[l->sched[i]];
+    for (size_t i = pl->release_from; i < pl->nslots; i++) {
+        dlk_slot *s = &pl->slots[pl->sched[i]];
         if (s->first_pos >= pos)
             break;
         if (s->state == SLOT_READY && s->last_pos < pos)
             dlk_loader_release_slot(l, s);
     }
-    while (l->release_from < l->nslots &&
-           l->slots[l->sched[l->release_from]].state == SLOT_DONE)
-        l->release_from++;
+    while (pl->release_from < pl->nslots &&
+           pl->slots[pl->sched[pl->release_from]].state == SLOT_DONE)
+        pl->release_from++;
     pthread_cond_signal(&l->work); /* room in the budget: a chain of wakes */
     pthread_mutex_unlock(&l->mu);
 }
@@ -196,13 +277,13 @@ static dlk_status assemble(dlk_loader *l, uint64_t p0, uint32_t b,
         dlk_loader_tensor *lt = &l->t[t];
         uint64_t total = 0;
         for (uint32_t i = 0; i < b; i++) {
-            dlk_slot *s = &l->slots[l->pos_slot[t][p0 + i]];
+            dlk_slot *s = &l->plan.slots[l->plan.pos_slot[t][p0 + i]];
             const dlk_chunk_entry *e = &lt->tensor->chunks[s->chunk];
             size_t nb;
             int64_t shape[DLK_MAX_NDIM];
             const uint8_t *hp = dlk_chunk_sample(
-                s->ch, (uint32_t)(l->order.sample[p0 + i] - e->first), &nb,
-                shape);
+                s->ch, (uint32_t)(l->plan.order.sample[p0 + i] - e->first),
+                &nb, shape);
             if (!hp)
                 return dlk_fail(err, DLK_EINTERNAL, "sample outside chunk");
             size_t off_in_chunk = (size_t)(hp - (const uint8_t *)s->ch->payload);
@@ -218,7 +299,7 @@ static dlk_status assemble(dlk_loader *l, uint64_t p0, uint32_t b,
             }
             total += nb;
             if (l->o.check)
-                l->host_fold += s->fold[l->order.sample[p0 + i] - e->first];
+                l->host_fold += s->fold[l->plan.order.sample[p0 + i] - e->first];
         }
         if (lt->variable)
             lt->offsets[b] = total;
@@ -243,9 +324,9 @@ static dlk_status assemble(dlk_loader *l, uint64_t p0, uint32_t b,
     }
     bt->size = b;
     bt->epoch = l->st.epoch;
-    bt->step = p0 / l->order.batch;
-    bt->indices = l->order.sample + p0;
-    bt->pad = l->order.pad + p0;
+    bt->step = p0 / l->plan.order.batch;
+    bt->indices = l->plan.order.sample + p0;
+    bt->pad = l->plan.order.pad + p0;
     return DLK_OK;
 }
 
@@ -254,16 +335,12 @@ dlk_status dlk_loader_next(dlk_loader *l, const dlk_batch **out,
 {
     *out = NULL;
     dlk_status rc;
-    if (!l->planned && (rc = start_epoch(l, err)))
+    if (!l->planned && (rc = start_epoch(l, true, err)))
         return rc;
-    uint32_t b = l->order.batch;
-    if (l->pos >= l->order.n) {
+    uint32_t b = l->plan.order.batch;
+    if (l->pos >= l->plan.order.n) {
         /* end of the epoch: the next call starts the following one */
-        l->st.epoch++;
-        l->st.nseg = 1;
-        l->st.seg[0].world = l->o.world_size;
-        l->st.seg[0].batch = l->o.batch_size;
-        l->st.seg[0].steps = 0;
+        l->st = next_epoch_state(l, &l->st);
         l->planned = false;
         return DLK_OK;
     }
@@ -277,6 +354,8 @@ dlk_status dlk_loader_next(dlk_loader *l, const dlk_batch **out,
         l->stats.first_batch_s = dlk_now_s() - l->epoch_t0;
         l->first_batch_pending = false;
     }
+    if ((rc = plan_ahead(l, err)))
+        return rc;
     l->pos += b;
     l->st.seg[l->st.nseg - 1].steps++;
     l->stats.samples += b;
@@ -303,7 +382,7 @@ dlk_status dlk_loader_step(dlk_loader *l, double step_ms, dlk_error *err)
 
 uint64_t dlk_loader_batches(const dlk_loader *l)
 {
-    return l->order.batches; /* of the epoch planned last */
+    return l->plan.order.batches; /* of the epoch being read */
 }
 
 void dlk_loader_state_get(const dlk_loader *l, dlk_loader_state *out)
@@ -338,7 +417,7 @@ dlk_status dlk_loader_restore(dlk_loader *l, const dlk_loader_state *st,
         s.nseg++;
     }
     l->st = s;
-    return start_epoch(l, err);
+    return start_epoch(l, false, err);
 }
 
 void dlk_loader_checksums(const dlk_loader *l, uint64_t *device,

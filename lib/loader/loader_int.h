@@ -39,6 +39,17 @@ typedef struct dlk_loader_tensor {
     int64_t *shapes;            /* variable: batch*ndim */
 } dlk_loader_tensor;
 
+/* One epoch's plan: the rank's order and the slots it needs. */
+typedef struct dlk_plan {
+    dlk_order order;
+    dlk_slot *slots;
+    size_t nslots;
+    uint32_t *sched;            /* slots in load order */
+    size_t next_sched;          /* next slot a worker takes */
+    size_t release_from;
+    uint32_t **pos_slot;        /* per tensor: position -> slot */
+} dlk_plan;
+
 struct dlk_loader {
     dlk_dataset *ds;
     dlk_loader_opts o;
@@ -54,13 +65,13 @@ struct dlk_loader {
 
     dlk_loader_state st;
     bool planned;
-    dlk_order order;
-    dlk_slot *slots;
-    size_t nslots;
-    uint32_t *sched;            /* slots in load order */
-    size_t next_sched;          /* next slot a worker takes */
-    size_t release_from;
-    uint32_t **pos_slot;        /* per tensor: position -> slot */
+    dlk_plan plan;              /* the epoch being read */
+    /* The next epoch's plan, made once every slot of `plan` is taken:
+     * workers read its first chunks, within the budget, while the
+     * consumer finishes the epoch, so that the next one starts without
+     * a pipeline to refill (on S3, a quarter of each epoch otherwise). */
+    dlk_plan ahead;
+    bool have_ahead;
     uint64_t pos;               /* next position the consumer takes */
     uint64_t want_pos;          /* consumer needs everything before this */
 
@@ -96,6 +107,12 @@ struct dlk_loader {
 };
 
 void dlk_loader_release_slot(dlk_loader *l, dlk_slot *s);
+/* Release what a plan's slots hold (after the workers stopped: also those
+ * failed or waiting for their upload) and free the plan. */
+void dlk_plan_free(dlk_loader *l, dlk_plan *pl, bool stopped);
+/* A slot left for a worker to take in the current plan, or, after it,
+ * the plan read ahead (locked). */
+bool dlk_loader_more_to_take(const dlk_loader *l);
 void dlk_sort_slots_by_first(uint32_t *idx, size_t n, const dlk_slot *slots);
 /* Workers (loader_io.c). */
 dlk_status dlk_loader_start_workers(dlk_loader *l, dlk_error *err);

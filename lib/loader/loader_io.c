@@ -29,25 +29,42 @@ static uint64_t slot_cost(const dlk_loader *l, const dlk_slot *s)
                                    DLK_CODEC_NONE ? 0 : e->stored_bytes);
 }
 
-/* The next slot to load, if the budget admits it (called locked). */
-static dlk_slot *take(dlk_loader *l)
+/* pl's next slot to load, if the budget admits it (called locked); a
+ * slot the consumer waits for is always admitted, but never one of the
+ * plan read ahead. */
+static dlk_slot *take_from(dlk_loader *l, dlk_plan *pl, bool ahead)
 {
-    while (l->next_sched < l->nslots &&
-           l->slots[l->sched[l->next_sched]].state != SLOT_WAITING)
-        l->next_sched++;
-    if (l->next_sched >= l->nslots)
+    while (pl->next_sched < pl->nslots &&
+           pl->slots[pl->sched[pl->next_sched]].state != SLOT_WAITING)
+        pl->next_sched++;
+    if (pl->next_sched >= pl->nslots)
         return NULL;
-    dlk_slot *s = &l->slots[l->sched[l->next_sched]];
+    dlk_slot *s = &pl->slots[pl->sched[pl->next_sched]];
     uint64_t cost = slot_cost(l, s);
-    bool needed_now = s->first_pos < l->want_pos;
+    bool needed_now = !ahead && s->first_pos < l->want_pos;
     if (!needed_now && l->resident + cost > l->limit)
         return NULL;
-    l->next_sched++;
+    pl->next_sched++;
     s->state = SLOT_LOADING;
     s->bytes = cost;
     l->resident += cost;
     if (l->resident > l->peak_resident)
         l->peak_resident = l->resident;
+    return s;
+}
+
+bool dlk_loader_more_to_take(const dlk_loader *l)
+{
+    return l->plan.next_sched < l->plan.nslots ||
+           (l->have_ahead && l->ahead.next_sched < l->ahead.nslots);
+}
+
+/* The next slot to load: the epoch's, then the next epoch's. */
+static dlk_slot *take(dlk_loader *l)
+{
+    dlk_slot *s = take_from(l, &l->plan, false);
+    if (!s && l->have_ahead && l->plan.next_sched >= l->plan.nslots)
+        s = take_from(l, &l->ahead, true);
     return s;
 }
 
@@ -251,7 +268,7 @@ static void *worker(void *arg)
         l->busy++;
         /* wake one more worker if there is more to take: a chain instead of
          * a herd of every worker on every batch */
-        if (l->next_sched < l->nslots)
+        if (dlk_loader_more_to_take(l))
             pthread_cond_signal(&l->work);
         pthread_mutex_unlock(&l->mu);
         dlk_error err;
@@ -316,7 +333,6 @@ void dlk_loader_resume_workers(dlk_loader *l)
     pthread_mutex_lock(&l->mu);
     l->paused = false;
     l->want_pos = 0;
-    l->release_from = 0;
     pthread_cond_broadcast(&l->work);
     pthread_mutex_unlock(&l->mu);
 }

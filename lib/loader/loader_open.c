@@ -45,8 +45,7 @@ static dlk_status pick_tensors(dlk_loader *l, dlk_error *err)
         return dlk_fail(err, DLK_EINVAL, "no tensors to load");
     l->t = calloc(n, sizeof *l->t);
     l->bt_out = calloc(n, sizeof *l->bt_out);
-    l->pos_slot = calloc(n, sizeof *l->pos_slot);
-    if (!l->t || !l->bt_out || !l->pos_slot)
+    if (!l->t || !l->bt_out)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
         int idx = l->o.tensors ? dlk_dataset_find(l->ds, l->o.tensors[i])
@@ -301,13 +300,8 @@ void dlk_loader_close(dlk_loader *l)
         return;
     if (l->threads)
         dlk_loader_stop_workers(l);
-    for (size_t i = 0; i < l->nslots; i++)
-        if (l->slots[i].state == SLOT_READY ||
-            l->slots[i].state == SLOT_FAILED ||
-            (l->slots[i].state == SLOT_LOADING && l->slots[i].ch))
-            dlk_loader_release_slot(l, &l->slots[i]); /* queued uploads too */
-    free(l->slots);
-    free(l->sched);
+    dlk_plan_free(l, &l->plan, true);
+    dlk_plan_free(l, &l->ahead, true);
     for (size_t t = 0; l->maps && t < l->nt; t++) {
         for (size_t c = 0; l->maps[t] && c < l->t[t].tensor->nchunks; c++)
             if (l->maps[t][c].p) {
@@ -319,16 +313,13 @@ void dlk_loader_close(dlk_loader *l)
     }
     free(l->maps);
     for (size_t t = 0; t < l->nt; t++) {
-        free(l->pos_slot[t]);
         if (l->t[t].buf)
             l->dev->ops->batch_free(l->dev, l->t[t].buf);
         free(l->t[t].offsets);
         free(l->t[t].shapes);
     }
-    free(l->pos_slot);
     free(l->t);
     free(l->bt_out);
-    dlk_order_free(&l->order);
     free(l->block_first);
     free(l->block_count);
     free(l->gather);

@@ -15,7 +15,8 @@
 #   tests/bench/s3_stream.sh [IMAGES] [WORKERS] [EPOCHS]
 # Needs moto_server, boto3, numpy and Pillow; DLK_BUILD names the
 # build (default build/); BATCH the batch size (256); KEEP a directory
-# for the two bench-stream JSON reports.  moto is one Python process: on
+# for the two bench-stream JSON reports; PROXY_PROCS the proxy's processes
+# (default: a quarter of the cores).  moto is one Python process: on
 # a small machine it, not dlk, sets the ceiling of the dlk column.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -23,6 +24,8 @@ n=${1:-2000}
 workers=${2:-16}
 epochs=${3:-3}
 batch=${BATCH:-256}
+# the proxy's processes: one relays about 1 GB/s, under what dlk reads
+procs=${PROXY_PROCS:-$(( $(nproc) / 4 > 1 ? $(nproc) / 4 : 1 ))}
 build=${DLK_BUILD:-$root/build}
 dlk=$build/dlk
 export DLK_TESTS=$root/tests
@@ -77,8 +80,9 @@ PY
 echo "bench-stream: batch $batch, $workers workers, $epochs epochs shuffled, --device cpu"
 run direct "$AWS_ENDPOINT_URL"
 report "moto direct:" direct
-s3_proxy_start --delay-ms 50
+s3_proxy_start --delay-ms 50 --procs "$procs"
 run delay "http://127.0.0.1:$S3_PROXY_PORT"
 report "moto + 50 ms first byte:" delay
+echo "(the proxy: $procs processes)"
 [ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$T"/direct.json "$T"/delay.json "$KEEP"/
 true

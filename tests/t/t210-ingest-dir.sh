@@ -21,7 +21,7 @@ assert d["ingested"]==13 and d["skipped"]==0 and d["errors"]==[] and d["complete
 assert d["bytes_in"]>0 and d["bytes_out"]==13*(64*48*3+4), d' "$OUT"
 check "stages: the rows time split into fetch, decode and waits" python3 -c '
 import json,os,sys; s=json.load(open(sys.argv[1]))["stages"]
-assert set(s) == {"list","rows","append","finish","fetch","decode","decode_wait","decode_lock"}, s
+assert set(s) == {"list","rows","append","finish","fetch","decode","decode_wait","decode_lock","write_wait"}, s
 assert s["decode"] > 0 and s["fetch"] > 0 and min(s.values()) >= 0, s
 # one decode thread per online core by default, each at most the rows time
 assert s["decode"] <= s["rows"] * os.cpu_count() + 0.01, s' "$OUT"

@@ -216,6 +216,106 @@ static int make_dataset(uint64_t n)
     return dlk_dataset_close(ds, NULL) ? -1 : 0;
 }
 
+/* Read `epochs` epochs from one loader (the next epoch's plan made and
+ * read ahead while one ends) into seq[e * cap ...]; lens[e] positions. */
+static int read_epochs(dlk_dataset *ds, const dlk_loader_opts *o,
+                       const dlk_loader_state *from, int epochs,
+                       uint64_t *seq, size_t cap, size_t *lens, int *right)
+{
+    dlk_loader *l;
+    dlk_error err;
+    if (dlk_loader_open(ds, o, &l, &err))
+        return -1;
+    if (from && dlk_loader_restore(l, from, &err)) {
+        dlk_loader_close(l);
+        return -1;
+    }
+    const dlk_batch *b;
+    for (int e = 0; e < epochs; e++) {
+        lens[e] = 0;
+        dlk_status rc;
+        while ((rc = dlk_loader_next(l, &b, &err)) == DLK_OK && b) {
+            const int64_t *labels = b->tensors[1].data;
+            const uint8_t *imgs = b->tensors[0].data;
+            for (uint32_t i = 0; i < b->size; i++) {
+                uint64_t smp = b->indices[i];
+                *right &= labels[i] == (int64_t)smp &&
+                          imgs[i * 192 + 9] == (uint8_t)(smp * 7 + 9) &&
+                          b->epoch == (uint64_t)e + (from ? from->epoch : 0);
+                if (lens[e] < cap)
+                    seq[(size_t)e * cap + lens[e]++] = smp;
+            }
+        }
+        if (rc) {
+            dlk_loader_close(l);
+            return -1;
+        }
+    }
+    dlk_loader_close(l);
+    return 0;
+}
+
+/* Epochs read back to back, with the next one's chunks read ahead, are
+ * the epochs a fresh loader reads on its own (same order, same bytes),
+ * within a budget of a few chunks and with room to spare. */
+static void epochs_ahead(dlk_dataset *ds)
+{
+    enum { E = 4, CAP = 512 };
+    uint64_t *seq = calloc((size_t)E * CAP, sizeof *seq),
+             *one = calloc(CAP, sizeof *one);
+    size_t lens[E], len1[1];
+    const uint64_t limits[2] = {2048, 0};
+    for (int k = 0; k < 2 && seq && one; k++) {
+        dlk_loader_opts o = {0};
+        o.batch_size = 12;
+        o.shuffle = 1;
+        o.seed = 31;
+        o.window_chunks = 3;
+        o.io_threads = 4;
+        o.memory_limit = limits[k];
+        o.tensors = NULL;
+        int right = 1, same = 1, differ = 0;
+        UNIT_CHECK("read 4 epochs from one loader",
+                   read_epochs(ds, &o, NULL, E, seq, CAP, lens, &right) == 0);
+        for (int e = 0; e < E; e++) {
+            dlk_loader_state st = {0};
+            st.seed = o.seed;
+            st.epoch = (uint64_t)e;
+            st.nseg = 1;
+            st.seg[0].world = 1;
+            st.seg[0].batch = o.batch_size;
+            if (read_epochs(ds, &o, &st, 1, one, CAP, len1, &right)) {
+                same = 0;
+                continue;
+            }
+            same &= len1[0] == lens[e] &&
+                    memcmp(one, seq + (size_t)e * CAP,
+                           lens[e] * sizeof *one) == 0;
+            if (e)
+                differ |= memcmp(seq + (size_t)(e - 1) * CAP,
+                                 seq + (size_t)e * CAP,
+                                 lens[e] * sizeof *one) != 0;
+        }
+        char name[160];
+        snprintf(name, sizeof name, "epochs back to back (budget %llu): the "
+                 "bytes of the samples named, in the right epoch",
+                 (unsigned long long)limits[k]);
+        UNIT_CHECK(name, right);
+        snprintf(name, sizeof name, "epochs back to back (budget %llu): each "
+                 "as a fresh loader reads it, each in a new order",
+                 (unsigned long long)limits[k]);
+        UNIT_CHECK(name, same && differ);
+        /* told it reads 2 epochs, a third still works (nothing ahead) */
+        o.epochs = 2;
+        right = 1;
+        UNIT_CHECK("a loader told of 2 epochs reads a third as well",
+                   read_epochs(ds, &o, NULL, 3, seq, CAP, lens, &right) ==
+                           0 && right && lens[2] == lens[0]);
+    }
+    free(seq);
+    free(one);
+}
+
 static void test_loader_cpu(void)
 {
     const uint64_t n = 253;
@@ -341,6 +441,8 @@ static void test_loader_cpu(void)
         once &= seen[i] == 1;
     UNIT_CHECK("resumed mid-epoch on 2 ranks: the epoch completes, each "
                "sample once", once);
+
+    epochs_ahead(ds);
 
     dlk_loader_opts bad = {0};
     bad.device = "cuda:0";
