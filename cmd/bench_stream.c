@@ -326,7 +326,10 @@ int cmd_bench_stream(int argc, char **argv)
                 break;
             }
             batches++;
-            samples += b->size;
+            /* padding repeats samples to even out the ranks' batches: it
+             * is moved (bytes) but not counted as samples delivered */
+            for (uint32_t i = 0; i < b->size; i++)
+                samples += !b->pad[i];
             for (size_t t = 0; t < b->ntensors; t++)
                 bytes += b->tensors[t].nbytes;
             if (e == 0)

@@ -234,6 +234,13 @@ static dlk_status check_opts(const dlk_ingest_opts *o, dlk_error *err)
     if (o->nshards > 1 && o->shard >= o->nshards)
         return dlk_fail(err, DLK_EINVAL, "shard %u of %u: the shard must be "
                         "below the count", o->shard, o->nshards);
+    if (o->nshards > 1 && o->no_resume)
+        /* each process would name a run of its own: none would ever see
+         * every shard complete, and nothing would be merged */
+        return dlk_fail(err, DLK_EINVAL, "--no-resume cannot be combined "
+                        "with --shard %u/%u: the shards of one run must share "
+                        "its name (remove the staging/ingest documents of an "
+                        "earlier run instead)", o->shard, o->nshards);
     if (o->channels && o->channels != 1 && o->channels != 3 &&
         o->channels != 4)
         return dlk_fail(err, DLK_EINVAL, "channels must be 1, 3 or 4");

@@ -54,6 +54,10 @@ dump "$SH" > "$T/shards.txt"
 check "N=3 equals N=1 sample by sample" cmp "$T/ref.txt" "$T/shards.txt"
 ok "shard rerun is a no-op" dlk create "$SH" "${args[@]}" --shard 1/3 --json
 check "already" grep -q '"already": true' "$OUT"
+fails "--no-resume with --shard is refused" 3 dlk create "$SH" "${args[@]}" --shard 1/3 --no-resume
+check "the refusal names --no-resume and --shard" sh -c "grep -q -- '--no-resume.*--shard 1/3' '$ERR'"
+dump "$SH" > "$T/shards2.txt"
+check "the refused run changed nothing" cmp "$T/ref.txt" "$T/shards2.txt"
 
 # shards killed and rerun
 SK=$(ds_url shardkill)

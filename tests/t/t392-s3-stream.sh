@@ -2,9 +2,9 @@
 # t392-s3-stream.sh - dlk bench-stream straight from S3 (moto) through
 # tests/faultproxy.py failing 10% of requests (500, 503 SlowDown, resets
 # mid-body, truncated bodies): every sample arrives once, the checksums
-# of what was streamed match, and the proxy did break requests.  (Batch
-# sizes divide 1500: a short last batch is padded, and bench-stream
-# counts the padding in "samples".)
+# of what was streamed match, and the proxy did break requests.  A batch
+# size that does not divide 1500 pads the last batch: "samples" counts
+# the 1500, "batches" the padded one too.
 . "$DLK_TESTS/lib.sh"
 . "$DLK_TESTS/s3lib.sh"
 
@@ -47,6 +47,10 @@ sys.exit(0 if r["samples"] == 1500 else 1)' "$OUT"
 stream "bench-stream in order" --batch-size 100 --workers 8
 stream "bench-stream shuffled" --batch-size 60 --workers 16 --shuffle \
     --window 4 --seed 7
+stream "bench-stream, last batch padded" --batch-size 64 --workers 4 --shuffle
+check "24 batches of 64 (the last padded), 1500 samples counted" python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+sys.exit(0 if r["batches"] == 24 and r["samples"] == 1500 else 1)' "$OUT"
 for kind in 500 503 reset truncate; do
     n=$(grep -c "^fault $kind " "$S3_PROXY_LOG")
     check "the proxy injected $kind faults ($n)" test "$n" -gt 0
