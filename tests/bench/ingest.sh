@@ -21,7 +21,7 @@ fi
 DLK_BUILD=${DLK_BUILD:-$root/build}
 export DLK DLK_TESTS=$root/tests
 T=$(mktemp -d "${TMPDIR:-/tmp}/dlk-bench.XXXXXX")
-trap 'rm -rf "$T"' EXIT
+trap 'rm -rf "$T" "${SHM:-}"' EXIT
 cores=$(nproc)
 
 S=$T/src
@@ -74,7 +74,22 @@ print("%.1f" % (d["ingested"]/d["seconds"]))' "$T/out.json"
 dir1=$(run dir1 "$T/d1" from-dir "$S" --jobs 1); rss1=$(cat "$T/rss")
 rm -rf "$T/d1"
 dirN=$(run dirN "$T/dN" from-dir "$S"); rssN=$(cat "$T/rss")
+stagesN=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["stages"]; print(" ".join("%s %.2f" % kv for kv in s.items()))' "$T/out.json")
 rm -rf "$T/dN"
+# The dataset is 3.7x the JPEGs (150 KB a sample): what the disk takes,
+# synced as ingest syncs its chunks, bounds the rate; into a tmpfs it is
+# the CPU's.
+wrate=$(dd if=/dev/zero of="$T/dd" bs=16M count=64 conv=fdatasync 2>&1 | python3 -c '
+import re,sys; m=re.search(r"copied, ([0-9.]+) s", sys.stdin.read()); print("%.2f" % (64*16*2**20/float(m.group(1))/1e9) if m else "?")')
+rm -f "$T/dd"
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+    SHM=$(mktemp -d /dev/shm/dlk-bench.XXXXXX)
+    at_shm=$(run dirS "$SHM/d" from-dir "$S")
+    stagesS=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["stages"]; print(" ".join("%s %.2f" % kv for kv in s.items()))' "$T/out.json")
+    rm -rf "$SHM"
+else
+    at_shm="(no /dev/shm)"; stagesS=""
+fi
 dirQ=$(run dirQ "$T/dQ" from-dir "$T/q"); rssQ=$(cat "$T/rss")
 rm -rf "$T/dQ"
 mid=""
@@ -96,7 +111,10 @@ raw TurboJPEG decode, $cores cores  $rawN   1.00
 dlk decoder+resize, 1 core     $dlk1   (vs raw 1 core: $(ratio "$dlk1" "$raw1"))
 dlk decoder+resize, $cores cores    $dlkN   $(ratio "$dlkN" "$rawN")
 ingest from-dir, --jobs 1      $dir1   (vs raw 1 core: $(ratio "$dir1" "$raw1"))
-ingest from-dir, --jobs $cores      $dirN   $(ratio "$dirN" "$rawN")
+ingest from-dir, --jobs $cores      $dirN   $(ratio "$dirN" "$rawN")   (dataset on $(df -P "$T" | awk 'NR==2{print $1}'): it takes $wrate GB/s synced = $(python3 -c "print('%.0f' % ($wrate * 1e9 / (224*224*3)) if '$wrate' != '?' else '?')") samples/s)
+  stages (s, summed over threads): $stagesN
+ingest into /dev/shm, --jobs $cores $at_shm   $(ratio "$at_shm" "$rawN" 2>/dev/null || echo "-")   (tmpfs: bound by the CPU)
+  stages (s, summed over threads): $stagesS
 ingest from-dir, other jobs   $mid
 $1
 scaling 1 -> $cores cores: raw decode x$(ratio "$rawN" "$raw1"), from-dir x$(ratio "$dirN" "$dir1")$2
