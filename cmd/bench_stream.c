@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 static const char usage_text[] =
@@ -39,13 +38,6 @@ static const char usage_text[] =
     "  --baseline-seconds S    time limit of the baseline (default 20)\n"
     "  --json             print the report as JSON\n"
     "  -h, --help         this text\n";
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static unsigned long long parse_bytes(const char *s)
 {
@@ -271,7 +263,7 @@ int cmd_bench_stream(int argc, char **argv)
 
     dlk_error err;
     dlk_dataset *ds;
-    double t_open = now_s();
+    double t_open = cmd_now_s();
     if (dlk_dataset_open(argv[optind], at, &ds, &err)) {
         free(tlist);
         return cmd_fail("bench-stream", &err);
@@ -283,7 +275,7 @@ int cmd_bench_stream(int argc, char **argv)
         return cmd_fail("bench-stream", &err);
     }
     bool tty = isatty(2) && !json;
-    double t0 = now_s(), last_draw = 0, first_batch = -1;
+    double t0 = cmd_now_s(), last_draw = 0, first_batch = -1;
     uint64_t samples = 0, bytes = 0, batches = 0;
     struct quality q = {0};
     uint64_t pos = 0;
@@ -307,7 +299,7 @@ int cmd_bench_stream(int argc, char **argv)
     }
     for (long e = 0; e < epochs && code == EXIT_OK; e++) {
         const dlk_batch *b;
-        double e0 = now_s();
+        double e0 = cmd_now_s();
         uint64_t s0 = samples, b0 = bytes;
         runs[e].first_batch = -1;
         for (;;) {
@@ -318,9 +310,9 @@ int cmd_bench_stream(int argc, char **argv)
             if (!b)
                 break;
             if (first_batch < 0)
-                first_batch = now_s() - t_open;
+                first_batch = cmd_now_s() - t_open;
             if (runs[e].first_batch < 0)
-                runs[e].first_batch = now_s() - e0;
+                runs[e].first_batch = cmd_now_s() - e0;
             if (dlk_loader_step(l, step_ms, &err)) {
                 code = cmd_fail("bench-stream", &err);
                 break;
@@ -336,7 +328,7 @@ int cmd_bench_stream(int argc, char **argv)
                 for (uint32_t i = 0; i < b->size; i++)
                     if (!b->pad[i]) /* padding repeats: not part of the order */
                         quality_add(&q, (double)pos++, (double)b->indices[i]);
-            double now = now_s();
+            double now = cmd_now_s();
             if (tty && now - last_draw > 0.25) {
                 last_draw = now;
                 fprintf(stderr, "\r  epoch %ld  %llu batches  %.0f samples/s  "
@@ -374,7 +366,7 @@ int cmd_bench_stream(int argc, char **argv)
     free(runs);
     if (tty)
         fputs("\r\033[K", stderr);
-    double wall = now_s() - t0;
+    double wall = cmd_now_s() - t0;
     dlk_loader_stats st;
     dlk_loader_stats_get(l, &st);
     uint64_t dev_sum, host_sum;

@@ -29,6 +29,8 @@ int cmd_log(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 
+/* Seconds on the monotonic clock. */
+double cmd_now_s(void);
 /* Print "dlk CMD: message" to stderr. */
 void cmd_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

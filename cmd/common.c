@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <string.h>
+#include <time.h>
 
 void cmd_error(const char *cmd, const char *fmt, ...)
 {
@@ -81,4 +82,11 @@ const char *cmd_shape(const int64_t *shape, int ndim, char buf[128])
                                   (long long)shape[i]);
     }
     return buf;
+}
+
+double cmd_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }

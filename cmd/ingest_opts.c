@@ -5,7 +5,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 const char ingest_opts_usage[] =
@@ -35,17 +34,10 @@ const char ingest_opts_usage[] =
     "  --json               print a summary as JSON\n"
     "  -q, --quiet          print nothing but errors\n";
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void on_progress(void *ud, const dlk_ingest_progress *p)
 {
     ingest_cli *c = ud;
-    double now = now_s();
+    double now = cmd_now_s();
     bool last = p->rows_done == p->rows_total;
     if (!c->tty || c->quiet || c->json || (now - c->last_draw < 0.1 && !last))
         return;

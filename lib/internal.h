@@ -87,6 +87,9 @@ static inline uint64_t dlk_get_le64(const uint8_t *p)
     return v;
 }
 
+/* Seconds on the monotonic clock (util/clock.c). */
+double dlk_now_s(void);
+
 /* ---- hashing (util/hash.c): XXH3, seed 0 -------------------------- */
 
 uint64_t dlk_hash64(const void *p, size_t n);

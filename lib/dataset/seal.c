@@ -50,13 +50,6 @@ struct dlk_sealer {
     double submit_wait_s;          /* dlk_seal_submit waiting for a job */
 };
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 double dlk_seal_wait_seconds(const dlk_dataset *ds)
 {
     return ds->sealer ? ds->sealer->submit_wait_s : 0;
@@ -231,9 +224,9 @@ dlk_status dlk_seal_submit(dlk_dataset *ds, size_t ti, dlk_error *err)
                 j = &s->jobs[i];
         if (j)
             break;
-        double w0 = mono_s();
+        double w0 = dlk_now_s();
         pthread_cond_wait(&s->cv_done, &s->mu);
-        s->submit_wait_s += mono_s() - w0;
+        s->submit_wait_s += dlk_now_s() - w0;
     }
     pthread_mutex_unlock(&s->mu);
     if (s->failed)

@@ -18,7 +18,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define IO_BUF 65536
 #define MAX_PACKETS (1L << 22)
@@ -37,13 +36,6 @@ typedef struct mem_io {
     size_t n, off;
     double deadline;
 } mem_io;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static int io_read(void *opaque, uint8_t *buf, int size)
 {
@@ -78,7 +70,7 @@ static int64_t io_seek(void *opaque, int64_t off, int whence)
 
 static int interrupted(void *opaque)
 {
-    return now_s() > ((mem_io *)opaque)->deadline;
+    return dlk_now_s() > ((mem_io *)opaque)->deadline;
 }
 
 static int deny_open(AVFormatContext *s, AVIOContext **pb, const char *url,
@@ -461,7 +453,7 @@ dlk_status dlk_decode_video(const uint8_t *p, size_t n, const char *name,
     if (!name)
         name = "(video)";
     dlk_av_quiet();
-    vdec v = {.name = name, .o = o, .io = {p, n, 0, now_s() + MAX_SECONDS}};
+    vdec v = {.name = name, .o = o, .io = {p, n, 0, dlk_now_s() + MAX_SECONDS}};
     dlk_buf_init(&v.out);
     int dw, dh;
     dlk_status st = dlk_resize_dims(1, 1, &o->image, &dw, &dh, err);

@@ -21,7 +21,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define OBJECT_MAX ((uint64_t)1 << 30)
 #define ERRORS_KEPT 10000
@@ -65,13 +64,6 @@ typedef struct pipe_state {
     /* summed over the threads, added as each thread exits */
     double fetch_s, decode_s, decode_wait_s, decode_lock_s;
 } pipe_state;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static slot *slot_of(pipe_state *p, size_t k) { return &p->slots[k % p->W]; }
 static unsigned char *state_of(pipe_state *p, size_t k)
@@ -126,9 +118,9 @@ static void *fetcher(void *arg)
         *state_of(p, k) = FETCHING;
         s->row = p->todo[k];
         pthread_mutex_unlock(&p->mu);
-        double t = now_s();
+        double t = dlk_now_s();
         fetch_row(p, s);
-        busy += now_s() - t;
+        busy += dlk_now_s() - t;
         pthread_mutex_lock(&p->mu);
         *state_of(p, k) = s->rc ? DONE : FETCHED;
         /* one row for one thread: a broadcast would wake every idle
@@ -172,9 +164,9 @@ static void *decoder(void *arg)
             if (p->next_fetch >= p->ntodo)
                 break;
             if (p->next_fetch >= p->base + p->W) {
-                double t = now_s();
+                double t = dlk_now_s();
                 pthread_cond_wait(&p->cv_decode, &p->mu);
-                wait += now_s() - t;
+                wait += dlk_now_s() - t;
                 continue;
             }
             k = p->next_fetch++;
@@ -182,9 +174,9 @@ static void *decoder(void *arg)
             *state_of(p, k) = FETCHING;
             s->row = p->todo[k];
             pthread_mutex_unlock(&p->mu);
-            double t = now_s();
+            double t = dlk_now_s();
             fetch_row(p, s);
-            fetch += now_s() - t;
+            fetch += dlk_now_s() - t;
             if (s->rc) {
                 pthread_mutex_lock(&p->mu);
                 *state_of(p, k) = DONE;
@@ -193,9 +185,9 @@ static void *decoder(void *arg)
             }
         } else {
             if ((k = fetched_row(p)) >= p->next_fetch) {
-                double t = now_s();
+                double t = dlk_now_s();
                 pthread_cond_wait(&p->cv_decode, &p->mu);
-                wait += now_s() - t;
+                wait += dlk_now_s() - t;
                 continue;
             }
             s = slot_of(p, k);
@@ -204,7 +196,7 @@ static void *decoder(void *arg)
         }
         dlk_error e;
         e.msg[0] = '\0';
-        double t = now_s();
+        double t = dlk_now_s();
         s->rc = ing_row_build(p->c, s->row, s->bufs, s->vals, &s->bad_key,
                               &e);
         if (s->rc) {
@@ -216,10 +208,10 @@ static void *decoder(void *arg)
         for (uint32_t i = 0; i < r->n; i++)
             if (s->bufs[i].cap > (4u << 20))
                 dlk_buf_free(&s->bufs[i]);
-        double t1 = now_s();
+        double t1 = dlk_now_s();
         busy += t1 - t;
         pthread_mutex_lock(&p->mu);
-        lock += now_s() - t1;
+        lock += dlk_now_s() - t1;
         *state_of(p, k) = DONE;
         drain(p);
     }
@@ -311,7 +303,7 @@ static void report(ing_run *run, double t0, uint64_t done, size_t total)
     dlk_ingest_progress pg = {
         .rows_done = done, .rows_total = total,
         .bytes_in = run->res->bytes_in, .bytes_out = run->res->bytes_out,
-        .seconds = now_s() - t0,
+        .seconds = dlk_now_s() - t0,
     };
     run->o->progress(run->o->ud, &pg);
 }
@@ -385,10 +377,10 @@ static void drain(pipe_state *p)
         *state_of(p, k) = APPENDING;
         pthread_mutex_unlock(&p->mu);
         dlk_error e;
-        double ta = now_s();
+        double ta = dlk_now_s();
         dlk_status rc = take(run, p, s, &e);
         clear_vals(s->vals, run->ctx.ntensors, VAL_KEEP);
-        double now = now_s();
+        double now = dlk_now_s();
         run->res->append_seconds += now - ta;
         p->done++;
         p->since_ckpt++;
@@ -408,7 +400,7 @@ static void drain(pipe_state *p)
         if (!rc && now - p->last_ckpt >= p->every && p->base < p->ntodo) {
             pthread_mutex_unlock(&p->mu);
             rc = checkpoint(run, p, &e);
-            p->last_ckpt = now_s();
+            p->last_ckpt = dlk_now_s();
             p->since_ckpt = 0;
             pthread_mutex_lock(&p->mu);
         }
@@ -474,7 +466,7 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     pthread_cond_init(&p.cv_decode, NULL);
     pthread_cond_init(&p.cv_append, NULL);
     p.run = run;
-    p.t0 = p.last_ckpt = now_s();
+    p.t0 = p.last_ckpt = dlk_now_s();
     p.every = o->checkpoint_seconds > 0 ? o->checkpoint_seconds : 30;
     size_t started = 0;
     dlk_status rc = DLK_OK;
@@ -497,7 +489,7 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
         if (err)
             *err = p.err;
     }
-    run->res->rows_seconds = now_s() - p.t0;
+    run->res->rows_seconds = dlk_now_s() - p.t0;
     p.stop = true;
     pthread_cond_broadcast(&p.cv_fetch);
     pthread_cond_broadcast(&p.cv_decode);

@@ -10,13 +10,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static int find_kind(const dlk_dataset *ds, dlk_kind k)
 {
     for (size_t i = 0; i < ds->m.ntensors; i++)
@@ -283,14 +276,14 @@ dlk_status dlk_ingest(const char *url, const dlk_ingest_opts *o,
     if (!res)
         res = &local;
     memset(res, 0, sizeof *res);
-    double t0 = now_s();
+    double t0 = dlk_now_s();
     dlk_status rc = check_opts(o, err);
     if (rc)
         return rc;
     ing_source src;
     if ((rc = ing_source_open(o->source, &src, err)))
         return rc;
-    res->list_seconds = now_s() - t0;
+    res->list_seconds = dlk_now_s() - t0;
     res->ignored = src.ignored;
     bool local_dir = strncmp(o->source, "s3://", 5) != 0;
     if (local_dir && src.nobjs && src.npy == src.nobjs && !o->labels &&
@@ -299,7 +292,7 @@ dlk_status dlk_ingest(const char *url, const dlk_ingest_opts *o,
         const char *dir = strncmp(o->source, "file://", 7) == 0
                               ? o->source + 7 : o->source;
         rc = legacy_npy(url, dir, res, err);
-        res->seconds = now_s() - t0;
+        res->seconds = dlk_now_s() - t0;
         return rc;
     }
     ing_labels labels;
@@ -383,6 +376,6 @@ dlk_status dlk_ingest(const char *url, const dlk_ingest_opts *o,
     if (have_labels)
         ing_labels_free(&labels);
     ing_source_free(&src);
-    res->seconds = now_s() - t0;
+    res->seconds = dlk_now_s() - t0;
     return rc;
 }

@@ -8,7 +8,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct key_vec {
     char **v;
@@ -42,13 +41,6 @@ typedef struct base_run {
     dlk_baseline_result *res;
 } base_run;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void *worker(void *arg)
 {
     base_run *r = arg;
@@ -60,7 +52,7 @@ static void *worker(void *arg)
     dlk_buf_init(&b);
     for (;;) {
         pthread_mutex_lock(&r->mu);
-        size_t i = r->next < r->keys.n && now_s() < r->deadline ? r->next++
+        size_t i = r->next < r->keys.n && dlk_now_s() < r->deadline ? r->next++
                                                                  : SIZE_MAX;
         pthread_mutex_unlock(&r->mu);
         if (i == SIZE_MAX)
@@ -85,7 +77,7 @@ static void *worker(void *arg)
             if (++r->in_batch == r->o->batch_size) {
                 r->in_batch = 0;
                 if (r->res->batches++ == 0)
-                    r->res->first_batch_s = now_s() - r->t0;
+                    r->res->first_batch_s = dlk_now_s() - r->t0;
             }
         }
         pthread_mutex_unlock(&r->mu);
@@ -122,7 +114,7 @@ dlk_status dlk_source_baseline(const dlk_baseline_opts *o,
         }
         pthread_mutex_init(&r.mu, NULL);
         pthread_t *th = calloc(o->workers, sizeof *th);
-        r.t0 = now_s();
+        r.t0 = dlk_now_s();
         r.deadline = r.t0 + (o->seconds > 0 ? o->seconds : 60);
         uint32_t started = 0;
         for (; th && started < o->workers; started++)
@@ -130,7 +122,7 @@ dlk_status dlk_source_baseline(const dlk_baseline_opts *o,
                 break;
         for (uint32_t i = 0; i < started; i++)
             pthread_join(th[i], NULL);
-        res->seconds = now_s() - r.t0;
+        res->seconds = dlk_now_s() - r.t0;
         if (!th || started == 0)
             rc = dlk_fail(err, DLK_ENOMEM, "cannot start baseline threads");
         free(th);

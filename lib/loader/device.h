@@ -80,8 +80,4 @@ dlk_status dlk_dev_open_cuda(int index, dlk_dev **out, dlk_error *err);
  * A batch's fold is the sum of its samples' folds, in any order. */
 uint64_t dlk_fold64(const void *p, size_t n);
 
-/* Seconds on the monotonic clock (loader.c): devices time host work and
- * traces with it. */
-double dlk_now_s(void);
-
 #endif
