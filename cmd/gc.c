@@ -101,11 +101,13 @@ int cmd_gc(int argc, char **argv)
         return cmd_fail("gc", &err);
     }
     if (o.json) {
-        json_t *j = json_pack("{s:I,s:I,s:I,s:I,s:b,s:O}",
+        json_t *j = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:O}",
                               "removed", (json_int_t)res.removed,
                               "removed_bytes", (json_int_t)res.removed_bytes,
                               "young", (json_int_t)res.young,
                               "referenced", (json_int_t)res.referenced,
+                              "temp_files", (json_int_t)res.temp_files,
+                              "temp_bytes", (json_int_t)res.temp_bytes,
                               "dry_run", go.dry_run, "objects", o.objects);
         json_dumpf(j, stdout, JSON_PRESERVE_ORDER | JSON_INDENT(2));
         putchar('\n');
@@ -119,6 +121,12 @@ int cmd_gc(int argc, char **argv)
                cmd_bytes(res.removed_bytes, b),
                (unsigned long long)res.referenced,
                (unsigned long long)res.young);
+        if (res.temp_files)
+            printf("%s %llu temporary file%s of interrupted writes (%s)\n",
+                   go.dry_run ? "would remove" : "removed",
+                   (unsigned long long)res.temp_files,
+                   res.temp_files == 1 ? "" : "s",
+                   cmd_bytes(res.temp_bytes, b));
     }
     json_decref(o.objects);
     return cmd_finish("gc", EXIT_OK);

@@ -321,6 +321,9 @@ typedef struct dlk_gc_result {
     uint64_t removed, removed_bytes;  /* (or would be, with dry_run) */
     uint64_t young;                   /* unreferenced, within grace */
     uint64_t referenced;              /* chunks kept */
+    uint64_t temp_files, temp_bytes;  /* left by writes interrupted before
+                                         they completed, older than the
+                                         grace (local datasets) */
 } dlk_gc_result;
 
 dlk_status dlk_gc(dlk_dataset *ds, const dlk_gc_opts *opts,

@@ -151,6 +151,10 @@ typedef struct dlk_store_ops {
     dlk_status (*map)(dlk_store *s, const char *key, const void **ptr,
                       size_t *len, dlk_error *err);
     void (*unmap)(dlk_store *s, const void *ptr, size_t len);
+    /* Optional: remove (dry: count) what writes interrupted before they
+     * completed left behind, last modified before `before` (unix s). */
+    dlk_status (*sweep)(dlk_store *s, int64_t before, bool dry,
+                        uint64_t *files, uint64_t *bytes, dlk_error *err);
 } dlk_store_ops;
 
 struct dlk_store {
@@ -197,6 +201,9 @@ dlk_status dlk_store_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
 dlk_status dlk_store_map(dlk_store *s, const char *key, const void **ptr,
                          size_t *len, dlk_error *err);
 void dlk_store_unmap(dlk_store *s, const void *ptr, size_t len);
+/* The store's sweep (nothing where it has none: an S3 PUT is atomic). */
+dlk_status dlk_store_sweep(dlk_store *s, int64_t before, bool dry,
+                           uint64_t *files, uint64_t *bytes, dlk_error *err);
 
 /* ---- chunk format (format/chunk.c) --------------------------------- */
 

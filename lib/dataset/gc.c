@@ -1,4 +1,5 @@
-/* gc.c - removing chunks that no state of the dataset references. */
+/* gc.c - removing chunks that no state of the dataset references, and
+ * what interrupted writes left behind. */
 #include "dataset.h"
 
 #include <string.h>
@@ -73,5 +74,12 @@ dlk_status dlk_gc(dlk_dataset *ds, const dlk_gc_opts *opts,
             rc = w.rc;
     }
     dlk_refs_free(&s);
+    /* files of writes that crashed before their rename, as old as an
+     * unreferenced chunk must be: a younger one may be a live write */
+    if (!rc)
+        rc = dlk_store_sweep(ds->store,
+                             (int64_t)time(NULL) - opts->grace_seconds,
+                             opts->dry_run, &res->temp_files,
+                             &res->temp_bytes, err);
     return rc;
 }

@@ -296,6 +296,10 @@ typedef struct key_list {
     char **keys;
     uint64_t *sizes;
     size_t n, cap;
+    /* a sweep: collect the temporary files of interrupted writes last
+     * modified before `before`, instead of the objects */
+    bool temps;
+    int64_t before;
 } key_list;
 
 static int add_key(key_list *l, const char *key, uint64_t size)
@@ -342,9 +346,10 @@ static dlk_status walk(file_store *fs, const char *rel, const char *prefix,
     char key[1100];
     size_t plen = strlen(prefix);
     while (!rc && (de = readdir(d)) != NULL) {
+        bool temp = strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0;
         if (de->d_name[0] == '.' &&
             (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2]) ||
-             strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0))
+             (temp && !l->temps)))
             continue;
         int n = snprintf(key, sizeof key, "%s%s%s", rel, *rel ? "/" : "",
                          de->d_name);
@@ -359,7 +364,8 @@ static dlk_status walk(file_store *fs, const char *rel, const char *prefix,
             continue;
         if (S_ISDIR(st.st_mode))
             rc = walk(fs, key, prefix, l, depth + 1, err);
-        else if (S_ISREG(st.st_mode) && klen >= plen &&
+        else if (S_ISREG(st.st_mode) && klen >= plen && temp == l->temps &&
+                 (!temp || (int64_t)st.st_mtim.tv_sec < l->before) &&
                  add_key(l, key, (uint64_t)st.st_size) != 0)
             rc = dlk_fail(err, DLK_ENOMEM, "out of memory listing '%s'",
                           fs->root);
@@ -400,6 +406,31 @@ static dlk_status fs_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
     free(l.keys);
     free(l.sizes);
     free(order);
+    return rc;
+}
+
+/* Remove (or, dry, count) the temporary files that writes interrupted
+ * before their rename left, last modified before `before`. */
+static dlk_status fs_sweep(dlk_store *s, int64_t before, bool dry,
+                           uint64_t *files, uint64_t *bytes, dlk_error *err)
+{
+    file_store *fs = (file_store *)s;
+    key_list l = {.temps = true, .before = before};
+    dlk_status rc = walk(fs, "", "", &l, 0, err);
+    for (size_t i = 0; !rc && i < l.n; i++) {
+        if (!dry && unlinkat(fs->rootfd, l.keys[i], 0) != 0) {
+            if (errno == ENOENT)
+                continue; /* its writer finished or another sweep won */
+            rc = io_fail(err, fs, "delete", l.keys[i], errno);
+            break;
+        }
+        (*files)++;
+        *bytes += l.sizes[i];
+    }
+    for (size_t i = 0; i < l.n; i++)
+        free(l.keys[i]);
+    free(l.keys);
+    free(l.sizes);
     return rc;
 }
 
@@ -444,7 +475,7 @@ static void fs_unmap(dlk_store *s, const void *ptr, size_t len)
 
 static const dlk_store_ops file_ops = {
     "file", fs_get, fs_head, fs_put, fs_del, fs_list, fs_free, fs_map,
-    fs_unmap,
+    fs_unmap, fs_sweep,
 };
 
 dlk_status dlk_store_open_file(const char *path, bool create,

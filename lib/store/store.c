@@ -134,6 +134,14 @@ dlk_status dlk_store_map(dlk_store *s, const char *key, const void **ptr,
     return rc;
 }
 
+dlk_status dlk_store_sweep(dlk_store *s, int64_t before, bool dry,
+                           uint64_t *files, uint64_t *bytes, dlk_error *err)
+{
+    *files = *bytes = 0;
+    return s->ops->sweep ? s->ops->sweep(s, before, dry, files, bytes, err)
+                         : DLK_OK;
+}
+
 void dlk_store_unmap(dlk_store *s, const void *ptr, size_t len)
 {
     if (s->ops->unmap && ptr)

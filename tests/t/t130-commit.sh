@@ -104,3 +104,23 @@ import json,sys; d=json.load(open(sys.argv[1])); assert d["ok"] and d["unreferen
 "$DLK" cat "$DS" images 7 --raw --at "$C1" > "$T/a"
 check "the first commit still reads the same bytes after gc" cmp "$T/a" "$T/c1-img7"
 fails "bad --grace" 2 dlk gc "$DS" --grace 5y
+
+# gc: the temporary files of writes killed before their rename (local
+# datasets), once older than the grace period
+if [ "${DLK_TEST_STORE:-file}" = file ]; then
+    old=$DS/chunks/images/.dlk-tmp-4242-1-ab-7f00aa
+    young=$DS/.dlk-tmp-4242-2-cd-head.json
+    head -c 5000 /dev/urandom > "$old"
+    touch -d '3 hours ago' "$old"
+    echo '{"partial' > "$young"
+    ok "gc --dry-run with leftovers of killed writes" dlk gc "$DS" --dry-run --json
+    check "dry run: counts the old temporary file, removes nothing" python3 -c '
+import json,os,sys; d=json.load(open(sys.argv[1]))
+assert d["temp_files"]==1 and d["temp_bytes"]==5000 and d["dry_run"], d
+assert os.path.exists(sys.argv[2]) and os.path.exists(sys.argv[3])' "$OUT" "$old" "$young"
+    ok "gc removes it" dlk gc "$DS"
+    check "the summary names it" grep -q "removed 1 temporary file of interrupted writes" "$OUT"
+    check "the old one is gone, the young one (a write maybe running) kept" sh -c "! test -e '$old' && test -e '$young'"
+    ok "verify --all after the sweep" dlk verify "$DS" --all
+    rm -f "$young"
+fi
