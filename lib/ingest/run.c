@@ -312,12 +312,13 @@ dlk_status dlk_ingest(const char *url, const dlk_ingest_opts *o,
     r.nshards = o->nshards > 1 ? o->nshards : 1;
     r.shard = o->nshards > 1 ? o->shard : 0;
     r.jobs = o->jobs > 0 ? o->jobs : online_cpus();
-    /* a local tree is read by the decode threads themselves unless
-     * --fetch asks for fetch threads (a network file system may want
-     * many reads in flight); object stores get 16 GETs in flight */
-    r.fetchers = o->fetchers > 0                      ? o->fetchers
-                 : strncmp(o->source, "s3://", 5) != 0 ? 0
-                                                       : 16;
+    /* A local tree with a decode thread on every core is read by the
+     * decode threads themselves (on 16 cores, handing each row over cost
+     * more than reading it); with cores to spare, and from object
+     * stores, 16 fetch threads keep reads off the decoders. */
+    r.fetchers = o->fetchers > 0 ? o->fetchers
+                 : local_dir && r.jobs >= online_cpus() ? 0
+                                                        : 16;
     rc = report_unsafe(&r, &src, err);
     if (!rc)
         rc = dlk_dataset_open(url, NULL, &r.ds, err);

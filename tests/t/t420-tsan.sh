@@ -91,6 +91,15 @@ tsan "ingest --unordered --jobs 2 --fetch 4" 0 "$TDLK" create "$U" from-dir "$JP
     --resize 64x48 --jobs 2 --fetch 4 --chunk-size 32K --unordered --quiet
 tsan "ingest --jobs 4 --fetch 1 (queue full)" 0 "$TDLK" create "$T/j4" from-dir "$JPG" \
     --resize 32x24 --jobs 4 --fetch 1 --chunk-size 8K --quiet
+# a decode thread on every core (and more): they read their rows themselves
+ncpu=$(nproc)
+tsan "ingest --jobs $((ncpu + 2)), no fetch threads" 0 "$TDLK" create "$T/inl" from-dir "$JPG" \
+    --resize 32x24 --jobs $((ncpu + 2)) --chunk-size 8K --json
+check "60 rows read by the decode threads" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1]))
+assert d["ingested"]==60 and len(d["errors"])==1 and d["stages"]["fetch"] > 0, d' "$OUT"
+tsan "ingest --unordered, no fetch threads" 0 "$TDLK" create "$T/inlu" from-dir "$JPG" \
+    --resize 32x24 --jobs $((ncpu + 2)) --chunk-size 8K --unordered --quiet
 tsan "commit" 0 "$TDLK" commit "$D" -m tsan
 
 tsan "bench-stream cpu, 4 workers, 3 epochs, shuffle" 0 "$TDLK" bench-stream "$D" \
