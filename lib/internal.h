@@ -201,6 +201,18 @@ dlk_status dlk_store_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
 dlk_status dlk_store_map(dlk_store *s, const char *key, const void **ptr,
                          size_t *len, dlk_error *err);
 void dlk_store_unmap(dlk_store *s, const void *ptr, size_t len);
+/* Several whole-object GETs at once (on threads for a remote store, one
+ * after the other for a local one): each request gets its own status and
+ * error; out buffers are appended to, as by dlk_store_get. */
+typedef struct dlk_get_req {
+    const char *key;
+    uint64_t max;
+    dlk_buf *out;
+    dlk_obj_info *info;   /* may be NULL */
+    dlk_status rc;
+    dlk_error err;
+} dlk_get_req;
+void dlk_store_get_each(dlk_store *s, dlk_get_req *reqs, size_t n);
 /* The store's sweep (nothing where it has none: an S3 PUT is atomic). */
 dlk_status dlk_store_sweep(dlk_store *s, int64_t before, bool dry,
                            uint64_t *files, uint64_t *bytes, dlk_error *err);

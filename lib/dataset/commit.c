@@ -23,42 +23,58 @@ static bool is_hex_id(const char *s, size_t min, size_t max)
     return s[n] == '\0' && n >= min && n <= max;
 }
 
+void dlk_ref_get_req(dlk_get_req *r, dlk_buf *b, dlk_obj_info *info)
+{
+    memset(r, 0, sizeof *r);
+    r->key = DLK_KEY_MAIN;
+    r->max = REF_MAX;
+    r->out = b;
+    r->info = info;
+}
+
+dlk_status dlk_ref_parse(const dlk_get_req *r, char id[DLK_ID_MAX],
+                         char *etag, bool *exists, dlk_error *err)
+{
+    *exists = false;
+    if (r->rc == DLK_ENOTFOUND) {
+        dlk_error_clear(err);
+        return DLK_OK;
+    }
+    if (r->rc) {
+        if (err)
+            *err = r->err;
+        return r->rc;
+    }
+    const dlk_buf *b = r->out;
+    size_t n = b->len;
+    while (n && (b->data[n - 1] == '\n' || b->data[n - 1] == '\r'))
+        n--;
+    if (n != 32 || memchr(b->data, 0, n))
+        return dlk_fail(err, DLK_ECORRUPT, "%s: not a commit id",
+                        DLK_KEY_MAIN);
+    memcpy(id, b->data, n);
+    id[n] = '\0';
+    if (!is_hex_id(id, 32, 32))
+        return dlk_fail(err, DLK_ECORRUPT, "%s: not a commit id",
+                        DLK_KEY_MAIN);
+    if (etag)
+        memcpy(etag, r->info->etag, DLK_ETAG_MAX);
+    *exists = true;
+    return DLK_OK;
+}
+
 dlk_status dlk_ref_read(dlk_dataset *ds, char id[DLK_ID_MAX], char *etag,
                         bool *exists, dlk_error *err)
 {
     dlk_buf b;
     dlk_buf_init(&b);
     dlk_obj_info info;
-    *exists = false;
-    dlk_status rc = dlk_store_get(ds->store, DLK_KEY_MAIN, REF_MAX, &b, &info,
-                                  err);
-    if (rc == DLK_ENOTFOUND) {
-        dlk_error_clear(err);
-        dlk_buf_free(&b);
-        return DLK_OK;
-    }
-    if (rc) {
-        dlk_buf_free(&b);
-        return rc;
-    }
-    size_t n = b.len;
-    while (n && (b.data[n - 1] == '\n' || b.data[n - 1] == '\r'))
-        n--;
-    if (n != 32 || memchr(b.data, 0, n)) {
-        dlk_buf_free(&b);
-        return dlk_fail(err, DLK_ECORRUPT, "%s: not a commit id",
-                        DLK_KEY_MAIN);
-    }
-    memcpy(id, b.data, n);
-    id[n] = '\0';
+    dlk_get_req r;
+    dlk_ref_get_req(&r, &b, &info);
+    dlk_store_get_each(ds->store, &r, 1);
+    dlk_status rc = dlk_ref_parse(&r, id, etag, exists, err);
     dlk_buf_free(&b);
-    if (!is_hex_id(id, 32, 32))
-        return dlk_fail(err, DLK_ECORRUPT, "%s: not a commit id",
-                        DLK_KEY_MAIN);
-    if (etag)
-        memcpy(etag, info.etag, DLK_ETAG_MAX);
-    *exists = true;
-    return DLK_OK;
+    return rc;
 }
 
 static void commit_key(char *out, size_t cap, const char *id)

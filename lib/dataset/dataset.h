@@ -78,6 +78,11 @@ dlk_status dlk_chunk_load(dlk_dataset *ds, const dlk_tensor *t,
 /* Read refs/heads/main: *exists 0 when absent; id and etag otherwise. */
 dlk_status dlk_ref_read(dlk_dataset *ds, char id[DLK_ID_MAX], char *etag,
                         bool *exists, dlk_error *err);
+/* The same in two steps, so that the GET can go with others: the request
+ * (into b and info), then what its answer says. */
+void dlk_ref_get_req(dlk_get_req *r, dlk_buf *b, dlk_obj_info *info);
+dlk_status dlk_ref_parse(const dlk_get_req *r, char id[DLK_ID_MAX],
+                         char *etag, bool *exists, dlk_error *err);
 /* Read and check commits/<id>.json into m; time/message (may be NULL)
  * receive malloc'd copies. */
 dlk_status dlk_commit_load(dlk_dataset *ds, const char *id, dlk_manifest *m,

@@ -100,21 +100,29 @@ static dlk_status write_dataset_json(dlk_dataset *ds, dlk_error *err)
     return rc;
 }
 
+/* dlk.json, as answered to request r. */
+static dlk_status parse_dataset_json(dlk_dataset *ds, const dlk_get_req *r,
+                                     dlk_error *err)
+{
+    if (r->rc == DLK_ENOTFOUND)
+        return dlk_fail(err, DLK_ENOTFOUND, "no dataset at '%s' (no %s)",
+                        ds->url, DLK_KEY_DATASET);
+    if (r->rc) {
+        if (err)
+            *err = r->err;
+        return r->rc;
+    }
+    return dlk_dataset_doc_parse((const char *)r->out->data, r->out->len,
+                                 DLK_KEY_DATASET, ds->id, sizeof ds->id, err);
+}
+
 static dlk_status read_dataset_json(dlk_dataset *ds, dlk_error *err)
 {
     dlk_buf b;
     dlk_buf_init(&b);
-    dlk_status rc = dlk_store_get(ds->store, DLK_KEY_DATASET, DATASET_JSON_MAX,
-                                  &b, NULL, err);
-    if (rc == DLK_ENOTFOUND)
-        rc = dlk_fail(err, DLK_ENOTFOUND, "no dataset at '%s' (no %s)",
-                      ds->url, DLK_KEY_DATASET);
-    if (rc) {
-        dlk_buf_free(&b);
-        return rc;
-    }
-    rc = dlk_dataset_doc_parse((const char *)b.data, b.len, DLK_KEY_DATASET,
-                               ds->id, sizeof ds->id, err);
+    dlk_get_req r = {DLK_KEY_DATASET, DATASET_JSON_MAX, &b, NULL, 0, {0}};
+    dlk_store_get_each(ds->store, &r, 1);
+    dlk_status rc = parse_dataset_json(ds, &r, err);
     dlk_buf_free(&b);
     return rc;
 }
@@ -199,6 +207,57 @@ dlk_status dlk_dataset_create(const char *url, const dlk_tensor_spec *specs,
     return DLK_OK;
 }
 
+/* The head: dlk.json, the ref and the head manifest, three independent
+ * objects read at once (on S3 one round trip instead of three; each read
+ * is atomic, and a writer changing the head meanwhile is caught by the
+ * head's etag when this handle writes). */
+static dlk_status open_head(dlk_dataset *ds, dlk_dataset **out,
+                            dlk_error *err)
+{
+    dlk_buf b[3];
+    for (int i = 0; i < 3; i++)
+        dlk_buf_init(&b[i]);
+    dlk_obj_info ref_info, info;
+    dlk_get_req r[3] = {
+        {DLK_KEY_DATASET, DATASET_JSON_MAX, &b[0], NULL, 0, {0}},
+        {0},
+        {DLK_KEY_HEAD, DLK_JSON_MAX_BYTES, &b[2], &info, 0, {0}},
+    };
+    dlk_ref_get_req(&r[1], &b[1], &ref_info);
+    dlk_store_get_each(ds->store, r, 3);
+    dlk_status rc = parse_dataset_json(ds, &r[0], err);
+    char id[DLK_ID_MAX];
+    bool exists = false;
+    if (!rc)
+        rc = dlk_ref_parse(&r[1], id, NULL, &exists, err);
+    if (!rc && exists && !(ds->head = strdup(id)))
+        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    if (!rc && r[2].rc == DLK_ENOTFOUND)
+        rc = dlk_fail(err, DLK_ECORRUPT, "dataset '%s' has no head "
+                      "manifest (%s)", ds->url, DLK_KEY_HEAD);
+    else if (!rc && r[2].rc) {
+        rc = r[2].rc;
+        if (err)
+            *err = r[2].err;
+    }
+    if (!rc)
+        rc = dlk_manifest_parse((const char *)b[2].data, b[2].len,
+                                DLK_KEY_HEAD, &ds->m, err);
+    for (int i = 0; i < 3; i++)
+        dlk_buf_free(&b[i]);
+    if (!rc) {
+        memcpy(ds->etag, info.etag, sizeof ds->etag);
+        ds->have_etag = true;
+        rc = alloc_per_tensor(ds, err);
+    }
+    if (rc) {
+        dlk_dataset_free(ds);
+        return rc;
+    }
+    *out = ds;
+    return DLK_OK;
+}
+
 dlk_status dlk_dataset_open(const char *url, const char *at,
                             dlk_dataset **out, dlk_error *err)
 {
@@ -209,52 +268,21 @@ dlk_status dlk_dataset_open(const char *url, const char *at,
     dlk_status rc = dlk_store_open(url, false, &ds->store, err);
     if (rc == DLK_ENOTFOUND)
         rc = dlk_fail(err, DLK_ENOTFOUND, "no dataset at '%s'", url);
+    if (!rc && !(at && *at))
+        return open_head(ds, out, err);
+    /* a commit: dlk.json, the commit (and for main, its ref) */
     if (!rc)
         rc = read_dataset_json(ds, err);
-    if (!rc && at && *at) {
-        /* a commit: dlk.json, the commit (and for main, its ref) */
-        char id[DLK_ID_MAX];
-        rc = dlk_resolve(ds, at, id, err);
-        if (!rc)
-            rc = dlk_commit_load(ds, id, &ds->m, NULL, NULL, NULL, NULL, err);
-        if (!rc && !(ds->head = strdup(id)))
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
-        ds->read_only = true;
-        if (!rc)
-            rc = alloc_per_tensor(ds, err);
-        if (rc) {
-            dlk_dataset_free(ds);
-            return rc;
-        }
-        *out = ds;
-        return DLK_OK;
-    }
-    if (!rc) {
-        char id[DLK_ID_MAX];
-        bool exists;
-        rc = dlk_ref_read(ds, id, NULL, &exists, err);
-        if (!rc && exists && !(ds->head = strdup(id)))
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
-    }
-    dlk_buf b;
-    dlk_buf_init(&b);
-    dlk_obj_info info;
-    if (!rc) {
-        rc = dlk_store_get(ds->store, DLK_KEY_HEAD, DLK_JSON_MAX_BYTES, &b,
-                           &info, err);
-        if (rc == DLK_ENOTFOUND)
-            rc = dlk_fail(err, DLK_ECORRUPT, "dataset '%s' has no head "
-                          "manifest (%s)", url, DLK_KEY_HEAD);
-    }
+    char id[DLK_ID_MAX];
     if (!rc)
-        rc = dlk_manifest_parse((const char *)b.data, b.len, DLK_KEY_HEAD,
-                                &ds->m, err);
-    dlk_buf_free(&b);
-    if (!rc) {
-        memcpy(ds->etag, info.etag, sizeof ds->etag);
-        ds->have_etag = true;
+        rc = dlk_resolve(ds, at, id, err);
+    if (!rc)
+        rc = dlk_commit_load(ds, id, &ds->m, NULL, NULL, NULL, NULL, err);
+    if (!rc && !(ds->head = strdup(id)))
+        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    ds->read_only = true;
+    if (!rc)
         rc = alloc_per_tensor(ds, err);
-    }
     if (rc) {
         dlk_dataset_free(ds);
         return rc;

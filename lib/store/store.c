@@ -3,6 +3,7 @@
 #include "internal.h"
 #include "s3_internal.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,6 +133,42 @@ dlk_status dlk_store_map(dlk_store *s, const char *key, const void **ptr,
     if (!rc)
         COUNT(bytes_read, *len);
     return rc;
+}
+
+typedef struct get_job {
+    dlk_store *s;
+    dlk_get_req *r;
+} get_job;
+
+static void *get_one(void *arg)
+{
+    get_job *j = arg;
+    dlk_error_clear(&j->r->err);
+    j->r->rc = dlk_store_get(j->s, j->r->key, j->r->max, j->r->out,
+                             j->r->info, &j->r->err);
+    return NULL;
+}
+
+void dlk_store_get_each(dlk_store *s, dlk_get_req *reqs, size_t n)
+{
+    /* a local read takes microseconds: threads would cost more; a remote
+     * one a round trip each, which the threads overlap */
+    bool remote = !s->ops->map;
+    get_job jobs[8];
+    pthread_t th[8];
+    bool started[8] = {false};
+    for (size_t i = 1; remote && i < n && i < 8; i++) {
+        jobs[i] = (get_job){s, &reqs[i]};
+        started[i] = pthread_create(&th[i], NULL, get_one, &jobs[i]) == 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (i >= 8 || !started[i]) {
+            get_job j = {s, &reqs[i]};
+            get_one(&j);
+        }
+    for (size_t i = 1; i < n && i < 8; i++)
+        if (started[i])
+            pthread_join(th[i], NULL);
 }
 
 dlk_status dlk_store_sweep(dlk_store *s, int64_t before, bool dry,
