@@ -2,8 +2,10 @@
  * every file named on the command line is read into memory, then decoded
  * by T threads (each takes the next file) with TurboJPEG's tjDecompress2
  * at full size to RGB; prints "files/s".  With --dlk W H the decoder that
- * ingest uses (dlk_decode_image, resize included) is timed instead.
- *   decode_bench THREADS [--dlk W H] FILE...                            */
+ * ingest uses (dlk_decode_image, resize included) is timed instead; with
+ * --planes W H only its JPEG decode (dlk_jpeg_decode, to the planes the
+ * resize starts from): what the rest costs is the difference.
+ *   decode_bench THREADS [--dlk W H | --planes W H] FILE...             */
 #include "ingest/decode.h"
 
 #include <pthread.h>
@@ -14,7 +16,7 @@
 #include <turbojpeg.h>
 
 static dlk_buf *files;
-static int nfiles, use_dlk, W, H;
+static int nfiles, use_dlk, planes_only, W, H;
 static int next;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -29,7 +31,14 @@ static void *work(void *arg)
         pthread_mutex_unlock(&mu);
         if (i >= nfiles)
             break;
-        if (use_dlk) {
+        if (planes_only) {
+            dlk_image_opts o = {.width = W, .height = H, .channels = 3};
+            dlk_image im;
+            if (dlk_jpeg_decode(files[i].data, files[i].len, "f", &o, &im,
+                                NULL))
+                fprintf(stderr, "decode error\n");
+            dlk_image_free(&im);
+        } else if (use_dlk) {
             dlk_image_opts o = {.width = W, .height = H, .channels = 3};
             dlk_decoded d;
             memset(&d, 0, sizeof d);
@@ -56,8 +65,9 @@ int main(int argc, char **argv)
     if (argc < 3)
         return 2;
     int threads = atoi(argv[1]), a = 2;
-    if (strcmp(argv[2], "--dlk") == 0) {
+    if (strcmp(argv[2], "--dlk") == 0 || strcmp(argv[2], "--planes") == 0) {
         use_dlk = 1;
+        planes_only = argv[2][2] == 'p';
         W = atoi(argv[3]);
         H = atoi(argv[4]);
         a = 5;
