@@ -20,9 +20,10 @@ void dlk_plan_free(dlk_loader *l, dlk_plan *pl, bool stopped)
 {
     for (size_t i = 0; i < pl->nslots; i++) {
         dlk_slot *s = &pl->slots[i];
-        if (s->state == SLOT_READY ||
-            (stopped && (s->state == SLOT_FAILED ||
-                         (s->state == SLOT_LOADING && s->ch))))
+        /* no worker holds a ready or failed slot (a failed one may hold
+         * a buffer, and its bytes count against the budget) */
+        if (s->state == SLOT_READY || s->state == SLOT_FAILED ||
+            (stopped && s->state == SLOT_LOADING && s->ch))
             dlk_loader_release_slot(l, s); /* queued uploads too */
     }
     free(pl->slots);
@@ -174,9 +175,6 @@ void dlk_loader_release_slot(dlk_loader *l, dlk_slot *s)
     s->state = SLOT_DONE;
 }
 
-/* Begin the epoch of l->st.  Its plan read ahead (the state is then the
- * fresh one it was made for) takes over without stopping the workers:
- * every slot of the epoch that ended was used, so none is loading. */
 static bool plan_loading(const dlk_plan *pl)
 {
     for (size_t i = 0; i < pl->nslots; i++)
@@ -185,13 +183,14 @@ static bool plan_loading(const dlk_plan *pl)
     return false;
 }
 
+/* Begin the epoch of l->st.  Its plan read ahead (the state is then the
+ * fresh one it was made for) takes over without stopping the workers:
+ * every slot of the epoch that ended was used, so none is loading. */
 static dlk_status start_epoch(dlk_loader *l, bool fresh, dlk_error *err)
 {
     pthread_mutex_lock(&l->mu);
     bool swap = fresh && l->have_ahead && !plan_loading(&l->plan);
-    pthread_mutex_unlock(&l->mu);
     if (swap) {
-        pthread_mutex_lock(&l->mu);
         dlk_plan_free(l, &l->plan, false);
         l->plan = l->ahead;
         memset(&l->ahead, 0, sizeof l->ahead);
@@ -199,8 +198,9 @@ static dlk_status start_epoch(dlk_loader *l, bool fresh, dlk_error *err)
         l->pos = 0;
         l->want_pos = 0;
         pthread_cond_broadcast(&l->work);
-        pthread_mutex_unlock(&l->mu);
-    } else {
+    }
+    pthread_mutex_unlock(&l->mu);
+    if (!swap) {
         dlk_loader_pause_workers(l);
         dlk_plan_free(l, &l->plan, false);
         dlk_plan_free(l, &l->ahead, false);
