@@ -319,15 +319,16 @@ int cmd_bench_stream(int argc, char **argv)
             }
             batches++;
             /* padding repeats samples to even out the ranks' batches: it
-             * is moved (bytes) but not counted as samples delivered */
+             * is moved (bytes) but neither counted as samples delivered
+             * nor part of the order */
             for (uint32_t i = 0; i < b->size; i++)
-                samples += !b->pad[i];
+                if (!b->pad[i]) {
+                    samples++;
+                    if (e == 0)
+                        quality_add(&q, (double)pos++, (double)b->indices[i]);
+                }
             for (size_t t = 0; t < b->ntensors; t++)
                 bytes += b->tensors[t].nbytes;
-            if (e == 0)
-                for (uint32_t i = 0; i < b->size; i++)
-                    if (!b->pad[i]) /* padding repeats: not part of the order */
-                        quality_add(&q, (double)pos++, (double)b->indices[i]);
             double now = cmd_now_s();
             if (tty && now - last_draw > 0.25) {
                 last_draw = now;

@@ -213,6 +213,8 @@ typedef struct dlk_get_req {
     dlk_error err;
 } dlk_get_req;
 void dlk_store_get_each(dlk_store *s, dlk_get_req *reqs, size_t n);
+/* A request's status, its error copied to err when it failed. */
+dlk_status dlk_get_req_status(const dlk_get_req *r, dlk_error *err);
 /* The store's sweep (nothing where it has none: an S3 PUT is atomic). */
 dlk_status dlk_store_sweep(dlk_store *s, int64_t before, bool dry,
                            uint64_t *files, uint64_t *bytes, dlk_error *err);

@@ -40,11 +40,8 @@ dlk_status dlk_ref_parse(const dlk_get_req *r, char id[DLK_ID_MAX],
         dlk_error_clear(err);
         return DLK_OK;
     }
-    if (r->rc) {
-        if (err)
-            *err = r->err;
-        return r->rc;
-    }
+    if (r->rc)
+        return dlk_get_req_status(r, err);
     const dlk_buf *b = r->out;
     size_t n = b->len;
     while (n && (b->data[n - 1] == '\n' || b->data[n - 1] == '\r'))

@@ -107,11 +107,8 @@ static dlk_status parse_dataset_json(dlk_dataset *ds, const dlk_get_req *r,
     if (r->rc == DLK_ENOTFOUND)
         return dlk_fail(err, DLK_ENOTFOUND, "no dataset at '%s' (no %s)",
                         ds->url, DLK_KEY_DATASET);
-    if (r->rc) {
-        if (err)
-            *err = r->err;
-        return r->rc;
-    }
+    if (r->rc)
+        return dlk_get_req_status(r, err);
     return dlk_dataset_doc_parse((const char *)r->out->data, r->out->len,
                                  DLK_KEY_DATASET, ds->id, sizeof ds->id, err);
 }
@@ -235,11 +232,8 @@ static dlk_status open_head(dlk_dataset *ds, dlk_dataset **out,
     if (!rc && r[2].rc == DLK_ENOTFOUND)
         rc = dlk_fail(err, DLK_ECORRUPT, "dataset '%s' has no head "
                       "manifest (%s)", ds->url, DLK_KEY_HEAD);
-    else if (!rc && r[2].rc) {
-        rc = r[2].rc;
-        if (err)
-            *err = r[2].err;
-    }
+    else if (!rc)
+        rc = dlk_get_req_status(&r[2], err);
     if (!rc)
         rc = dlk_manifest_parse((const char *)b[2].data, b[2].len,
                                 DLK_KEY_HEAD, &ds->m, err);

@@ -151,6 +151,15 @@ static size_t fetched_row(pipe_state *p)
     return k;
 }
 
+/* A decode thread waits for a row (or, reading its own, for room in the
+ * window), its wait added to *waited (under p->mu). */
+static void wait_decode(pipe_state *p, double *waited)
+{
+    double t = dlk_now_s();
+    pthread_cond_wait(&p->cv_decode, &p->mu);
+    *waited += dlk_now_s() - t;
+}
+
 static void *decoder(void *arg)
 {
     pipe_state *p = arg;
@@ -164,9 +173,7 @@ static void *decoder(void *arg)
             if (p->next_fetch >= p->ntodo)
                 break;
             if (p->next_fetch >= p->base + p->W) {
-                double t = dlk_now_s();
-                pthread_cond_wait(&p->cv_decode, &p->mu);
-                wait += dlk_now_s() - t;
+                wait_decode(p, &wait);
                 continue;
             }
             k = p->next_fetch++;
@@ -185,9 +192,7 @@ static void *decoder(void *arg)
             }
         } else {
             if ((k = fetched_row(p)) >= p->next_fetch) {
-                double t = dlk_now_s();
-                pthread_cond_wait(&p->cv_decode, &p->mu);
-                wait += dlk_now_s() - t;
+                wait_decode(p, &wait);
                 continue;
             }
             s = slot_of(p, k);

@@ -52,8 +52,9 @@ static void *worker(void *arg)
     dlk_buf_init(&b);
     for (;;) {
         pthread_mutex_lock(&r->mu);
-        size_t i = r->next < r->keys.n && dlk_now_s() < r->deadline ? r->next++
-                                                                 : SIZE_MAX;
+        size_t i = r->next < r->keys.n && dlk_now_s() < r->deadline
+                       ? r->next++
+                       : SIZE_MAX;
         pthread_mutex_unlock(&r->mu);
         if (i == SIZE_MAX)
             break;

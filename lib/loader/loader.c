@@ -291,7 +291,8 @@ static dlk_status assemble(dlk_loader *l, uint64_t p0, uint32_t b,
             }
             total += nb;
             if (l->o.check)
-                l->host_fold += s->fold[l->plan.order.sample[p0 + i] - e->first];
+                l->host_fold +=
+                    s->fold[l->plan.order.sample[p0 + i] - e->first];
         }
         if (lt->variable)
             lt->offsets[b] = total;

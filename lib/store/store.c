@@ -171,6 +171,13 @@ void dlk_store_get_each(dlk_store *s, dlk_get_req *reqs, size_t n)
             pthread_join(th[i], NULL);
 }
 
+dlk_status dlk_get_req_status(const dlk_get_req *r, dlk_error *err)
+{
+    if (r->rc && err)
+        *err = r->err;
+    return r->rc;
+}
+
 dlk_status dlk_store_sweep(dlk_store *s, int64_t before, bool dry,
                            uint64_t *files, uint64_t *bytes, dlk_error *err)
 {
