@@ -31,9 +31,9 @@ PKGS    := jansson libxxhash libzstd libcurl expat
 # libavcodec and their codec libraries: most of the weight).
 MEDIA   ?= 1
 VIDEO   ?= 1
-IMAGE_PKGS := libturbojpeg libpng libswscale libavutil
-VIDEO_PKGS := libavformat libavcodec
-MEDIA_SRC := $(wildcard lib/ingest/decode_*.c) lib/ingest/resize.c lib/ingest/png_write.c
+IMAGE_PKGS := libturbojpeg libpng
+VIDEO_PKGS := libavformat libavcodec libswscale libavutil
+MEDIA_SRC := $(wildcard lib/ingest/decode_*.c) lib/ingest/resize.c lib/ingest/resample.c lib/ingest/png_write.c
 ifeq ($(MEDIA),1)
 ifeq ($(VIDEO),1)
 PKGS    += $(IMAGE_PKGS) $(VIDEO_PKGS)
@@ -188,7 +188,7 @@ install-man:
 # decoders but not video, the image libraries bundled in dist/lib (found
 # first through the rpath, an old-style DT_RPATH so that it also serves
 # their own dependencies; glibc, libstdc++ and zlib are the system's).
-DIST_BUNDLE := libturbojpeg libpng16 libswscale libavutil
+DIST_BUNDLE := libturbojpeg libpng16
 DIST_PKGS := jansson libxxhash libzstd libcurl expat $(IMAGE_PKGS)
 dist:
 	$(Q)$(MAKE) BUILD=build-dist MEDIA=1 VIDEO=0 \

@@ -1,12 +1,13 @@
 /* decode.h - raw media to tensors of their final shape: the decoders that
  * ingest runs once per object (JPEG through TurboJPEG, PNG through libpng,
- * video through libavformat/libavcodec, resizing through libswscale), and
+ * video through libavformat/libavcodec, resizing in resample.c), and
  * the PNG writer behind `dlk cat --png`.  Pure functions of their input
  * bytes: thread-safe, no I/O, every size checked before it is allocated. */
 #ifndef DLK_DECODE_H
 #define DLK_DECODE_H
 
 #include "internal.h"
+#include "ingest/resample.h"
 
 typedef enum dlk_fit {
     DLK_FIT_STRETCH = 0, /* scale to WxH, ignoring the aspect ratio */
@@ -117,7 +118,7 @@ double dlk_resize_min_scale(int sw, int sh, const dlk_image_opts *o);
  * the target of o. */
 bool dlk_resize_scales(int sw, int sh, const dlk_image_opts *o);
 /* Convert src's channels to o->channels, fit it into dw x dh as o->fit
- * says (libswscale), and write it at dst (dw*dh*channels bytes) as [H,W,C]
+ * says (resample.c), and write it at dst (dw*dh*channels bytes) as [H,W,C]
  * or, with o->chw, [C,H,W]. */
 dlk_status dlk_resize_into(const dlk_image *src, const dlk_image_opts *o,
                            int dw, int dh, uint8_t *dst, dlk_error *err);
@@ -140,11 +141,18 @@ typedef struct dlk_scratch_mem {
     uint8_t *mem;
     size_t cap;
 } dlk_scratch_mem;
+/* A resize filter kept while the sizes repeat. */
+typedef struct dlk_scratch_filter {
+    dlk_scratch_mem mem;
+    dlk_rs_filter f; /* f.n_in 0: none */
+} dlk_scratch_filter;
+#define DLK_SCRATCH_FILTERS 4 /* a JPEG's luma and chroma, two axes each */
 typedef struct dlk_scratch {
-    struct SwsContext *sws, *sws_chroma; /* reused while the sizes repeat */
     void *tj;                 /* tjhandle; destroyed after an error */
     dlk_scratch_mem pixels; /* a decoded image (dlk_image.px) */
     dlk_scratch_mem planes; /* resize input and output planes */
+    dlk_scratch_filter filters[DLK_SCRATCH_FILTERS];
+    unsigned next_filter;   /* the one replaced next */
 } dlk_scratch;
 /* This thread's scratch, or NULL when there is no memory. */
 dlk_scratch *dlk_scratch_get(void);
@@ -152,8 +160,8 @@ dlk_scratch *dlk_scratch_get(void);
  * that large are not kept: allocate them on their own) or without
  * memory. */
 uint8_t *dlk_scratch_block(dlk_scratch_mem *b, size_t bytes);
-/* Silence FFmpeg's logging (process-wide, once): the library never
- * prints; errors come back in dlk_error. */
+/* decode_video.c: silence FFmpeg's logging (process-wide, once): the
+ * library never prints; errors come back in dlk_error. */
 void dlk_av_quiet(void);
 
 #endif

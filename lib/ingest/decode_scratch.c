@@ -1,5 +1,5 @@
 /* decode_scratch.c - what a decoding thread keeps between images: the
- * TurboJPEG decompressor, the decoded planes, the scalers and the resize
+ * TurboJPEG decompressor, the decoded planes, the resize filters and
  * planes.  Ingest decodes every image of a run to one size on each of its
  * threads; creating these per image cost a tenth of the decode (handle
  * set-up, and page faults on fresh large blocks, which on many cores also
@@ -7,7 +7,6 @@
  * thread exits. */
 #include "ingest/decode.h"
 
-#include <libswscale/swscale.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <turbojpeg.h>
@@ -20,8 +19,8 @@ static bool key_ok;
 static void scratch_free(void *p)
 {
     dlk_scratch *s = p;
-    sws_freeContext(s->sws);
-    sws_freeContext(s->sws_chroma);
+    for (int i = 0; i < DLK_SCRATCH_FILTERS; i++)
+        free(s->filters[i].mem.mem);
     if (s->tj)
         tjDestroy(s->tj);
     free(s->planes.mem);

@@ -14,8 +14,10 @@
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <libavutil/imgutils.h>
+#include <libavutil/log.h>
 #include <libswscale/swscale.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +25,17 @@
 #define MAX_PACKETS (1L << 22)
 #define MAX_DECODED (1L << 20)
 #define MAX_SECONDS 120.0
+
+static void av_quiet_once(void)
+{
+    av_log_set_level(AV_LOG_QUIET);
+}
+
+void dlk_av_quiet(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, av_quiet_once);
+}
 #define MAX_OUT_BYTES (UINT64_C(16) << 30)
 
 /* Demuxers allowed: containers of video (and an audio-only container is

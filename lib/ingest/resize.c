@@ -1,18 +1,14 @@
 /* resize.c - a decoded image to its final shape: channel conversion,
- * stretch / crop / pad to the target size through libswscale, and the
- * [H,W,C] or [C,H,W] layout.  Channels are scaled one plane at a time as
- * GRAY8, so no colour conversion ever touches the values: an image that
- * needs no scaling comes out bit-exact. */
+ * stretch / crop / pad to the target size (resample.c), and the [H,W,C]
+ * or [C,H,W] layout.  Channels are scaled one plane at a time, so no
+ * colour conversion ever touches the values: an image that needs no
+ * scaling comes out bit-exact. */
 #include "ingest/decode.h"
 
-#include <libavutil/log.h>
-#include <libswscale/swscale.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define PLANE_ALIGN 64
-#define DLK_RESIZE_ROW_MAX 1024 /* pixels converted at a time */
 
 void dlk_image_free(dlk_image *im)
 {
@@ -21,17 +17,6 @@ void dlk_image_free(dlk_image *im)
             free(im->px);
         memset(im, 0, sizeof *im);
     }
-}
-
-static void av_quiet_once(void)
-{
-    av_log_set_level(AV_LOG_QUIET);
-}
-
-void dlk_av_quiet(void)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, av_quiet_once);
 }
 
 dlk_status dlk_check_pixels(uint64_t w, uint64_t h, const dlk_image_opts *o,
@@ -258,103 +243,82 @@ static uint8_t *plane_mem(size_t bytes, dlk_scratch **scr, uint8_t **own)
     return *own = aligned_alloc(PLANE_ALIGN, align_up(bytes));
 }
 
+/* The thread's n_in -> n_out filter, built when it has none; never in
+ * the slot of `keep` (a filter the caller still holds).  NULL without
+ * memory. */
+static const dlk_rs_filter *filter_for(dlk_scratch *scr, int n_in, int n_out,
+                                       const dlk_rs_filter *keep)
+{
+    for (int i = 0; i < DLK_SCRATCH_FILTERS; i++) {
+        dlk_scratch_filter *c = &scr->filters[i];
+        if (c->f.n_in == n_in && c->f.n_out == n_out)
+            return &c->f;
+    }
+    dlk_scratch_filter *c;
+    do
+        c = &scr->filters[scr->next_filter++ % DLK_SCRATCH_FILTERS];
+    while (&c->f == keep);
+    c->f.n_in = 0;
+    size_t bytes = dlk_rs_filter_size(n_in, n_out);
+    void *m = bytes ? dlk_scratch_block(&c->mem, bytes) : NULL;
+    if (!m)
+        return NULL;
+    dlk_rs_filter_build(n_in, n_out, m, &c->f);
+    return &c->f;
+}
+
+/* Both filters for cw x ch -> nw x nh, or DLK_ENOMEM. */
+static dlk_status filters_for(dlk_scratch *scr, int cw, int ch, int nw,
+                              int nh, const dlk_rs_filter **fx,
+                              const dlk_rs_filter **fy, dlk_error *err)
+{
+    *fy = filter_for(scr, ch, nh, NULL);
+    *fx = *fy ? filter_for(scr, cw, nw, *fy) : NULL;
+    if (!*fx)
+        return dlk_fail(err, DLK_ENOMEM, "cannot allocate the filters to "
+                        "resize %dx%d to %dx%d", cw, ch, nw, nh);
+    return DLK_OK;
+}
+
 static dlk_status scale(const dlk_image *src, const geom *g, int dw, int dh,
                         int dc, bool chw, uint8_t *dst, dlk_error *err)
 {
-    dlk_av_quiet();
     size_t is = align_up((size_t)g->cw), os = align_up((size_t)g->nw);
-    size_t in_sz = is * (size_t)g->ch + PLANE_ALIGN,
-           out_sz = os * (size_t)g->nh + PLANE_ALIGN;
-    size_t bytes = (align_up(in_sz) + align_up(out_sz)) * dc;
+    size_t in_sz = align_up(is * (size_t)g->ch),
+           out_sz = align_up(os * (size_t)g->nh),
+           tmp_sz = align_up(dlk_rs_tmp_elems(g->cw, g->nh) * 2),
+           q_sz = align_up(dlk_rs_out_elems(g->nw, g->nh) * 2);
+    size_t bytes = (in_sz + out_sz) * dc + tmp_sz + q_sz;
     dlk_scratch *scr;
     uint8_t *own, *mem = plane_mem(bytes, &scr, &own);
     if (!mem)
         return dlk_fail(err, DLK_ENOMEM, "cannot allocate resize planes");
+    const dlk_rs_filter *fx, *fy;
+    dlk_status st = filters_for(scr, g->cw, g->ch, g->nw, g->nh, &fx, &fy,
+                                err);
+    if (st) {
+        free(own);
+        return st;
+    }
     uint8_t *in[4], *outp[4];
     for (int c = 0; c < dc; c++) {
-        in[c] = mem + (size_t)c * align_up(in_sz);
-        outp[c] = mem + (size_t)dc * align_up(in_sz) + (size_t)c * align_up(out_sz);
+        in[c] = mem + (size_t)c * in_sz;
+        outp[c] = mem + (size_t)dc * in_sz + (size_t)c * out_sz;
     }
+    uint16_t *tmp = (uint16_t *)(mem + (in_sz + out_sz) * dc),
+             *q = (uint16_t *)((uint8_t *)tmp + tmp_sz);
     for (int y = 0; y < g->ch; y++)
         split_row(src->px + ((size_t)(g->y0 + y) * src->w + g->x0) * src->c,
                   src->c, g->cw, in, (size_t)y * is, dc);
-    int flags = (g->nw <= g->cw && g->nh <= g->ch) ? SWS_AREA : SWS_BILINEAR;
-    struct SwsContext *sws = scr->sws = sws_getCachedContext(
-        scr->sws, g->cw, g->ch, AV_PIX_FMT_GRAY8, g->nw, g->nh,
-        AV_PIX_FMT_GRAY8, flags | SWS_ACCURATE_RND, NULL, NULL, NULL);
-    if (!sws) {
-        free(own);
-        return dlk_fail(err, DLK_EINTERNAL, "cannot resize %dx%d to %dx%d",
-                        g->cw, g->ch, g->nw, g->nh);
-    }
-    int ins = (int)is, outs = (int)os;
+    size_t qs = dlk_rs_out_stride(g->nw);
     for (int c = 0; c < dc; c++) {
-        const uint8_t *sp[4] = {in[c]};
-        uint8_t *dp[4] = {outp[c]};
-        int ss[4] = {ins}, ds[4] = {outs};
-        sws_scale(sws, sp, ss, 0, g->ch, dp, ds);
+        dlk_rs_plane(in[c], is, fy, fx, tmp, q);
+        for (int y = 0; y < g->nh; y++)
+            dlk_rs_to_u8(q + (size_t)y * qs, outp[c] + (size_t)y * os, g->nw);
     }
-    put_planes(outp, outs, g, dw, dh, dc, chw, dst);
+    put_planes(outp, (int)os, g, dw, dh, dc, chw, dst);
     free(own);
     return DLK_OK;
-}
-
-/* One row of JFIF YCbCr (full range) to R, G and B rows by the
- * equations of ITU-T T.871 (R = Y + 1.402 Cr', G = Y - 0.34414 Cb' -
- * 0.71414 Cr', B = Y + 1.772 Cb', Cb' = Cb - 128) in 8-bit fixed point:
- * 16-bit lanes, so the compiler vectorises it; within 2 of the exact
- * values, well inside what resizing changes. */
-#if defined(__GNUC__) && !defined(__clang__)
-__attribute__((optimize("tree-vectorize"))) /* gcc's -O2 does not */
-#endif
-static void ycc_row(const uint8_t *restrict Y, const uint8_t *restrict Cb,
-                    const uint8_t *restrict Cr, uint8_t *restrict r,
-                    uint8_t *restrict g, uint8_t *restrict b, int n)
-{
-    for (int x = 0; x < n; x++) {
-        int16_t cb = (int16_t)(Cb[x] - 128), cr = (int16_t)(Cr[x] - 128),
-                l = Y[x];
-        int16_t R = (int16_t)(l + (int16_t)((cr * 359 + 128) >> 8));
-        int16_t G = (int16_t)(l - (int16_t)((cb * 88 + cr * 183 - 128) >> 8));
-        int16_t B = (int16_t)(l + (int16_t)((cb * 454 + 128) >> 8));
-        r[x] = (uint8_t)(R < 0 ? 0 : R > 255 ? 255 : R);
-        g[x] = (uint8_t)(G < 0 ? 0 : G > 255 ? 255 : G);
-        b[x] = (uint8_t)(B < 0 ? 0 : B > 255 ? 255 : B);
-    }
-}
-
-#if defined(__GNUC__) && !defined(__clang__)
-__attribute__((optimize("tree-vectorize")))
-#endif
-static void interleave3(const uint8_t *restrict r, const uint8_t *restrict g,
-                        const uint8_t *restrict b, uint8_t *restrict d, int n)
-{
-    for (int x = 0; x < n; x++, d += 3)
-        d[0] = r[x], d[1] = g[x], d[2] = b[x];
-}
-
-/* The scaled planes to RGB at g's place in dst, [H,W,C] or [C,H,W]. */
-static void ycc_to_rgb(uint8_t *const *pl, size_t ps, const geom *g, int dw,
-                       int dh, bool chw, uint8_t *dst)
-{
-    uint8_t row[3][DLK_RESIZE_ROW_MAX];
-    size_t plane = (size_t)dw * dh;
-    for (int y = 0; y < g->nh; y++) {
-        size_t at = (size_t)(g->oy + y) * dw + g->ox, in = (size_t)y * ps;
-        for (int x0 = 0; x0 < g->nw; x0 += DLK_RESIZE_ROW_MAX) {
-            int n = g->nw - x0 < DLK_RESIZE_ROW_MAX ? g->nw - x0
-                                                     : DLK_RESIZE_ROW_MAX;
-            if (chw) {
-                ycc_row(pl[0] + in + x0, pl[1] + in + x0, pl[2] + in + x0,
-                        dst + at + x0, dst + plane + at + x0,
-                        dst + 2 * plane + at + x0, n);
-            } else {
-                ycc_row(pl[0] + in + x0, pl[1] + in + x0, pl[2] + in + x0,
-                        row[0], row[1], row[2], n);
-                interleave3(row[0], row[1], row[2], dst + (at + x0) * 3, n);
-            }
-        }
-    }
 }
 
 /* The crop rectangle of g in the coordinates of a pw x ph plane of a
@@ -386,34 +350,41 @@ static void plane_rect(const geom *g, int w, int h, int pw, int ph, int *x0,
 static dlk_status scale_ycc(const dlk_image *src, const geom *g, int dw,
                             int dh, bool chw, uint8_t *dst, dlk_error *err)
 {
-    dlk_av_quiet();
-    size_t os = align_up((size_t)g->nw);
-    size_t plane = align_up(os * (size_t)g->nh + PLANE_ALIGN);
+    int x0[3], y0[3], cw[3], ch[3];
+    size_t tmp_sz = 0, q_sz = align_up(dlk_rs_out_elems(g->nw, g->nh) * 2);
+    for (int i = 0; i < 3; i++) {
+        plane_rect(g, src->w, src->h, src->pw[i], src->ph[i], &x0[i], &y0[i],
+                   &cw[i], &ch[i]);
+        size_t t = align_up(dlk_rs_tmp_elems(cw[i], g->nh) * 2);
+        tmp_sz = t > tmp_sz ? t : tmp_sz;
+    }
     dlk_scratch *scr;
-    uint8_t *own, *mem = plane_mem(3 * plane, &scr, &own);
+    uint8_t *own, *mem = plane_mem(tmp_sz + 3 * q_sz, &scr, &own);
     if (!mem)
         return dlk_fail(err, DLK_ENOMEM, "cannot allocate resize planes");
-    uint8_t *outp[3] = {mem, mem + plane, mem + 2 * plane};
+    uint16_t *tmp = (uint16_t *)mem, *q[3];
     for (int i = 0; i < 3; i++) {
-        int x0, y0, cw, ch;
-        plane_rect(g, src->w, src->h, src->pw[i], src->ph[i], &x0, &y0, &cw,
-                   &ch);
-        int flags = (g->nw <= cw && g->nh <= ch) ? SWS_AREA : SWS_BILINEAR;
-        struct SwsContext **c = i ? &scr->sws_chroma : &scr->sws;
-        *c = sws_getCachedContext(*c, cw, ch, AV_PIX_FMT_GRAY8, g->nw, g->nh,
-                                  AV_PIX_FMT_GRAY8, flags | SWS_ACCURATE_RND,
-                                  NULL, NULL, NULL);
-        if (!*c) {
+        q[i] = (uint16_t *)(mem + tmp_sz + (size_t)i * q_sz);
+        const dlk_rs_filter *fx, *fy;
+        dlk_status st = filters_for(scr, cw[i], ch[i], g->nw, g->nh, &fx,
+                                    &fy, err);
+        if (st) {
             free(own);
-            return dlk_fail(err, DLK_EINTERNAL, "cannot resize %dx%d to %dx%d",
-                            cw, ch, g->nw, g->nh);
+            return st;
         }
-        const uint8_t *sp[4] = {src->plane[i] + (size_t)y0 * src->ps[i] + x0};
-        uint8_t *dp[4] = {outp[i]};
-        int ss[4] = {src->ps[i]}, ds[4] = {(int)os};
-        sws_scale(*c, sp, ss, 0, ch, dp, ds);
+        dlk_rs_plane(src->plane[i] + (size_t)y0[i] * src->ps[i] + x0[i],
+                     (size_t)src->ps[i], fy, fx, tmp, q[i]);
     }
-    ycc_to_rgb(outp, os, g, dw, dh, chw, dst);
+    size_t qs = dlk_rs_out_stride(g->nw), plane = (size_t)dw * dh;
+    for (int y = 0; y < g->nh; y++) {
+        size_t at = (size_t)(g->oy + y) * dw + g->ox, in = (size_t)y * qs;
+        if (chw)
+            dlk_rs_ycc_row(q[0] + in, q[1] + in, q[2] + in, g->nw, dst + at,
+                           dst + plane + at, dst + 2 * plane + at, NULL);
+        else
+            dlk_rs_ycc_row(q[0] + in, q[1] + in, q[2] + in, g->nw, NULL,
+                           NULL, NULL, dst + at * 3);
+    }
     free(own);
     return DLK_OK;
 }

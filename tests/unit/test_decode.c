@@ -1,5 +1,5 @@
 /* test_decode.c - the media decoders (lib/ingest/decode_*.c, resize.c,
- * png_write.c).  Hand-made inputs always; with DLK_MEDIA_DIR (set by
+ * resample.c, png_write.c).  Hand-made inputs always; with DLK_MEDIA_DIR (set by
  * tests/t/t200-decode.sh after tests/fixtures/make_media.sh and Pillow's
  * reference decodes, NAME.MODE.ref: u32 LE width, height, then pixels)
  * the generated fixtures too. */
@@ -319,6 +319,135 @@ static void resize_tests(void)
     dlk_buf_free(&a.data);
     dlk_buf_free(&b.data);
     dlk_image_free(&im);
+}
+
+/* ---- resample ------------------------------------------------------- */
+
+/* The fixed-point arithmetic that resample.h defines, one output at a
+ * time from the filter's own weights: the SIMD paths (SSE2, AVX2) must
+ * give exactly these values. */
+static void rs_reference(const uint8_t *src, size_t ss, const dlk_rs_filter *fy,
+                         const dlk_rs_filter *fx, uint16_t *out, size_t os)
+{
+    int sw = fx->n_in;
+    uint16_t *t = malloc((size_t)sw * fy->n_out * 2);
+    for (int y = 0; y < fy->n_out; y++)
+        for (int x = 0; x < sw; x++) {
+            uint16_t acc = 0;
+            for (int k = 0; k < fy->taps; k++)
+                acc = (uint16_t)(acc +
+                    (((uint32_t)src[(size_t)(fy->start[y] + k) * ss + x] << 8) *
+                     fy->w[(size_t)y * fy->taps + k][0] >> 16));
+            t[(size_t)y * sw + x] = acc;
+        }
+    for (int y = 0; y < fy->n_out; y++)
+        for (int x = 0; x < fx->n_out; x++) {
+            uint16_t acc = 0;
+            for (int k = 0; k < fx->taps; k++)
+                acc = (uint16_t)(acc +
+                    ((uint32_t)t[(size_t)y * sw + fx->start[x] + k] *
+                     fx->w[(size_t)x * fx->taps + k][0] >> 16));
+            out[(size_t)y * os + x] = acc;
+        }
+    free(t);
+}
+
+static void resample_tests(void)
+{
+    static const int sz[][4] = {
+        {500, 375, 224, 224}, {250, 188, 224, 224}, {37, 29, 16, 8},
+        {9, 7, 31, 45}, {1, 1, 8, 3}, {640, 3, 5, 17}, {17, 17, 17, 17},
+        {1000, 20, 3, 20}, {33, 65, 32, 64},
+    };
+    unsigned seed = 12345;
+    for (size_t c = 0; c < sizeof sz / sizeof sz[0]; c++) {
+        int sw = sz[c][0], sh = sz[c][1], dw = sz[c][2], dh = sz[c][3];
+        size_t ss = (size_t)sw + 3; /* a stride past the width */
+        uint8_t *src = malloc(ss * sh), *flat = malloc(ss * sh);
+        for (size_t i = 0; i < ss * sh; i++) {
+            seed = seed * 1103515245u + 12345u;
+            src[i] = (uint8_t)(seed >> 16);
+            flat[i] = 77;
+        }
+        void *my = aligned_alloc(16, (dlk_rs_filter_size(sh, dh) + 15) & ~15u),
+             *mx = aligned_alloc(16, (dlk_rs_filter_size(sw, dw) + 15) & ~15u);
+        dlk_rs_filter fy, fx;
+        dlk_rs_filter_build(sh, dh, my, &fy);
+        dlk_rs_filter_build(sw, dw, mx, &fx);
+        bool sums = true;
+        for (int pass = 0; pass < 2; pass++) {
+            const dlk_rs_filter *f = pass ? &fx : &fy;
+            for (int i = 0; i < f->n_out8; i++) {
+                uint32_t s = 0;
+                for (int k = 0; k < f->taps; k++)
+                    s += f->w[(size_t)i * f->taps + k][0];
+                sums &= (s == 65536 || s == 65535) &&
+                        f->start[i] >= 0 && f->start[i] + f->taps <= f->n_in;
+            }
+        }
+        CHECKF(sums, "resample %dx%d -> %dx%d: weights sum to one, taps "
+               "inside the source", sw, sh, dw, dh);
+        size_t os = dlk_rs_out_stride(dw);
+        uint16_t *tmp = aligned_alloc(64, (dlk_rs_tmp_elems(sw, dh) * 2 + 63) & ~(size_t)63),
+                 *out = aligned_alloc(64, (dlk_rs_out_elems(dw, dh) * 2 + 63) & ~(size_t)63),
+                 *ref = malloc(os * dh * 2);
+        rs_reference(src, ss, &fy, &fx, ref, os);
+        bool same = true;
+        for (int avx2 = 0; avx2 < 2; avx2++) { /* AVX2 where the CPU has it */
+            dlk_rs_avx2 = avx2 ? -1 : 0;
+            memset(out, 0, dlk_rs_out_elems(dw, dh) * 2);
+            dlk_rs_plane(src, ss, &fy, &fx, tmp, out);
+            for (int y = 0; y < dh; y++)
+                for (int x = 0; x < dw; x++)
+                    same &= out[(size_t)y * os + x] == ref[(size_t)y * os + x];
+        }
+        CHECKF(same, "resample %dx%d -> %dx%d: the vector code gives the "
+               "reference arithmetic's values", sw, sh, dw, dh);
+        dlk_rs_plane(flat, ss, &fy, &fx, tmp, out);
+        uint8_t row[64];
+        bool kept = true;
+        for (int y = 0; y < dh; y++)
+            for (int x0 = 0; x0 < dw; x0 += 64) {
+                int n = dw - x0 < 64 ? dw - x0 : 64;
+                dlk_rs_to_u8(out + (size_t)y * os + x0, row, n);
+                for (int x = 0; x < n; x++)
+                    kept &= row[x] == 77;
+            }
+        CHECKF(kept, "resample %dx%d -> %dx%d: a flat plane stays flat", sw,
+               sh, dw, dh);
+        free(src), free(flat), free(my), free(mx), free(tmp), free(out),
+            free(ref);
+    }
+    /* colour: the vector rows equal the per-pixel ones, and grey is grey */
+    uint16_t Y[37], Cb[37], Cr[37];
+    for (int i = 0; i < 37; i++) {
+        seed = seed * 1103515245u + 12345u;
+        Y[i] = (uint16_t)((seed >> 8) % 65281);
+        Cb[i] = (uint16_t)((seed >> 3) % 65281);
+        Cr[i] = (uint16_t)((seed >> 13) % 65281);
+    }
+    uint8_t rgb[37 * 3 + 1], r[37], g[37], b[37];
+    rgb[37 * 3] = 0xA5;
+    dlk_rs_ycc_row(Y, Cb, Cr, 37, NULL, NULL, NULL, rgb);
+    dlk_rs_ycc_row(Y, Cb, Cr, 37, r, g, b, NULL);
+    bool same = rgb[37 * 3] == 0xA5;
+    for (int i = 0; i < 37; i++) {
+        uint8_t one[3];
+        dlk_rs_ycc_row(Y + i, Cb + i, Cr + i, 1, NULL, NULL, NULL, one);
+        same &= memcmp(one, rgb + 3 * i, 3) == 0 && r[i] == one[0] &&
+                g[i] == one[1] && b[i] == one[2];
+        double yy = Y[i] / 256.0, cb = Cb[i] / 256.0 - 128,
+               cr = Cr[i] / 256.0 - 128;
+        double e[3] = {yy + 1.402 * cr, yy - 0.34414 * cb - 0.71414 * cr,
+                       yy + 1.772 * cb};
+        for (int k = 0; k < 3; k++) {
+            double v = e[k] < 0 ? 0 : e[k] > 255 ? 255 : e[k];
+            same &= fabs(v - one[k]) <= 1.5;
+        }
+    }
+    CHECKF(same, "YCbCr to RGB: packed and planar rows agree with each "
+           "pixel alone, within 1.5 of the exact values, nothing written "
+           "past the row");
 }
 
 /* A colour JPEG scaled to RGB goes through its YCbCr planes (chroma
@@ -682,6 +811,7 @@ int main(void)
     sniff_tests();
     crafted_errors();
     resize_tests();
+    resample_tests();
     png_write_tests();
     if (!media || !*media) {
         UNIT_SKIP("media fixtures", "run by tests/t/t200-decode.sh");
