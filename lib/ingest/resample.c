@@ -262,8 +262,8 @@ RS_INLINE __m128i taps8_panel(const uint16_t *panel, const dlk_rs_filter *f,
 #define RS_AVX2_FN __attribute__((target("avx2")))
 
 /* transpose8 in each 128-bit lane (t and u: scratch). */
-RS_AVX2_FN static inline void transpose8x2(const __m256i *a, __m256i *t,
-                                           __m256i *u, __m256i *b)
+RS_AVX2_FN RS_INLINE void transpose8x2(const __m256i *a, __m256i *t,
+                                         __m256i *u, __m256i *b)
 {
     for (int i = 0; i < 4; i++) {
         t[2 * i] = _mm256_unpacklo_epi16(a[2 * i], a[2 * i + 1]);
@@ -476,10 +476,80 @@ static void ycc_px(uint16_t Y, uint16_t Cb, uint16_t Cr, uint8_t *r,
     *b = sat_q4(y + mulhi16(cb, K_BCB));
 }
 
+#ifdef RS_AVX2
+/* dlk_rs_ycc_row's 16-pixel blocks with AVX2; returns the pixels done. */
+RS_AVX2_FN static int ycc_row_avx2(const uint16_t *Y, const uint16_t *Cb,
+                                   const uint16_t *Cr, int w, uint8_t *r,
+                                   uint8_t *g, uint8_t *b, uint8_t *rgb)
+{
+    const __m256i half = _mm256_set1_epi16(2048), eight = _mm256_set1_epi16(8);
+    /* four RGB0 pixels to their twelve bytes */
+    const __m128i pack3 = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13,
+                                        14, -1, -1, -1, -1);
+    const __m128i zero = _mm_setzero_si128();
+    int x = 0;
+    for (; x + 16 <= w; x += 16) {
+        __m256i y = _mm256_srli_epi16(
+                    _mm256_loadu_si256((const __m256i *)(Y + x)), 4),
+                cb = _mm256_slli_epi16(
+                    _mm256_sub_epi16(_mm256_srli_epi16(_mm256_loadu_si256(
+                                         (const __m256i *)(Cb + x)), 4), half), 3),
+                cr = _mm256_slli_epi16(
+                    _mm256_sub_epi16(_mm256_srli_epi16(_mm256_loadu_si256(
+                                         (const __m256i *)(Cr + x)), 4), half), 3);
+        __m256i R = _mm256_add_epi16(
+                    y, _mm256_mulhi_epi16(cr, _mm256_set1_epi16(K_RCR))),
+                G = _mm256_sub_epi16(
+                    _mm256_sub_epi16(
+                        y, _mm256_mulhi_epi16(cb, _mm256_set1_epi16(K_GCB))),
+                    _mm256_mulhi_epi16(cr, _mm256_set1_epi16(K_GCR))),
+                B = _mm256_add_epi16(
+                    y, _mm256_mulhi_epi16(cb, _mm256_set1_epi16(K_BCB)));
+        R = _mm256_srai_epi16(_mm256_add_epi16(R, eight), 4);
+        G = _mm256_srai_epi16(_mm256_add_epi16(G, eight), 4);
+        B = _mm256_srai_epi16(_mm256_add_epi16(B, eight), 4);
+        /* 16 bytes of each, in order (packus works within lanes) */
+        __m128i r8 = _mm256_castsi256_si128(
+                    _mm256_permute4x64_epi64(_mm256_packus_epi16(R, R), 0xD8)),
+                g8 = _mm256_castsi256_si128(
+                    _mm256_permute4x64_epi64(_mm256_packus_epi16(G, G), 0xD8)),
+                b8 = _mm256_castsi256_si128(
+                    _mm256_permute4x64_epi64(_mm256_packus_epi16(B, B), 0xD8));
+        if (!rgb) {
+            _mm_storeu_si128((__m128i *)(r + x), r8);
+            _mm_storeu_si128((__m128i *)(g + x), g8);
+            _mm_storeu_si128((__m128i *)(b + x), b8);
+            continue;
+        }
+        __m128i rg[2] = {_mm_unpacklo_epi8(r8, g8), _mm_unpackhi_epi8(r8, g8)},
+                bz[2] = {_mm_unpacklo_epi8(b8, zero), _mm_unpackhi_epi8(b8, zero)};
+        uint8_t *d = rgb + (size_t)x * 3;
+        for (int j = 0; j < 4; j++) {
+            __m128i q = _mm_shuffle_epi8(
+                j & 1 ? _mm_unpackhi_epi16(rg[j / 2], bz[j / 2])
+                      : _mm_unpacklo_epi16(rg[j / 2], bz[j / 2]),
+                pack3);
+            if (j < 3 || x + 16 < w) { /* 16 bytes, 4 past the twelve */
+                _mm_storeu_si128((__m128i *)(d + 12 * j), q);
+            } else {
+                uint8_t t[16];
+                _mm_storeu_si128((__m128i *)t, q);
+                memcpy(d + 12 * j, t, 12);
+            }
+        }
+    }
+    return x;
+}
+#endif
+
 void dlk_rs_ycc_row(const uint16_t *Y, const uint16_t *Cb, const uint16_t *Cr,
                     int w, uint8_t *r, uint8_t *g, uint8_t *b, uint8_t *rgb)
 {
     int x = 0;
+#ifdef RS_AVX2
+    if (have_avx2())
+        x = ycc_row_avx2(Y, Cb, Cr, w, r, g, b, rgb);
+#endif
 #ifdef RS_SSE2
     const __m128i zero = _mm_setzero_si128(), half = _mm_set1_epi16(2048),
                   eight = _mm_set1_epi16(8);

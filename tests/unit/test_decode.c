@@ -426,23 +426,34 @@ static void resample_tests(void)
         Cb[i] = (uint16_t)((seed >> 3) % 65281);
         Cr[i] = (uint16_t)((seed >> 13) % 65281);
     }
-    uint8_t rgb[37 * 3 + 1], r[37], g[37], b[37];
-    rgb[37 * 3] = 0xA5;
-    dlk_rs_ycc_row(Y, Cb, Cr, 37, NULL, NULL, NULL, rgb);
-    dlk_rs_ycc_row(Y, Cb, Cr, 37, r, g, b, NULL);
-    bool same = rgb[37 * 3] == 0xA5;
-    for (int i = 0; i < 37; i++) {
-        uint8_t one[3];
-        dlk_rs_ycc_row(Y + i, Cb + i, Cr + i, 1, NULL, NULL, NULL, one);
-        same &= memcmp(one, rgb + 3 * i, 3) == 0 && r[i] == one[0] &&
-                g[i] == one[1] && b[i] == one[2];
-        double yy = Y[i] / 256.0, cb = Cb[i] / 256.0 - 128,
-               cr = Cr[i] / 256.0 - 128;
-        double e[3] = {yy + 1.402 * cr, yy - 0.34414 * cb - 0.71414 * cr,
-                       yy + 1.772 * cb};
-        for (int k = 0; k < 3; k++) {
-            double v = e[k] < 0 ? 0 : e[k] > 255 ? 255 : e[k];
-            same &= fabs(v - one[k]) <= 1.5;
+    /* widths that end in each path: 16-pixel blocks (AVX2), 8-pixel
+     * blocks (SSE2), single pixels; with and without AVX2 */
+    static const int widths[] = {37, 16, 24, 8, 5};
+    bool same = true;
+    for (int avx2 = 0; avx2 < 2; avx2++) {
+        dlk_rs_avx2 = avx2 ? -1 : 0;
+        for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
+            int w = widths[wi];
+            uint8_t rgb[37 * 3 + 1], r[38], g[38], b[38];
+            memset(rgb, 0xA5, sizeof rgb), memset(r, 0xA5, sizeof r);
+            dlk_rs_ycc_row(Y, Cb, Cr, w, NULL, NULL, NULL, rgb);
+            dlk_rs_ycc_row(Y, Cb, Cr, w, r, g, b, NULL);
+            same &= rgb[w * 3] == 0xA5 && r[w] == 0xA5;
+            for (int i = 0; i < w; i++) {
+                uint8_t one[3];
+                dlk_rs_ycc_row(Y + i, Cb + i, Cr + i, 1, NULL, NULL, NULL, one);
+                same &= memcmp(one, rgb + 3 * i, 3) == 0 && r[i] == one[0] &&
+                        g[i] == one[1] && b[i] == one[2];
+                double yy = Y[i] / 256.0, cb = Cb[i] / 256.0 - 128,
+                       cr = Cr[i] / 256.0 - 128;
+                double e[3] = {yy + 1.402 * cr,
+                               yy - 0.34414 * cb - 0.71414 * cr,
+                               yy + 1.772 * cb};
+                for (int k = 0; k < 3; k++) {
+                    double v = e[k] < 0 ? 0 : e[k] > 255 ? 255 : e[k];
+                    same &= fabs(v - one[k]) <= 1.5;
+                }
+            }
         }
     }
     CHECKF(same, "YCbCr to RGB: packed and planar rows agree with each "
