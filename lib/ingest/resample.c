@@ -177,25 +177,27 @@ static uint16_t tap_u16(const uint16_t *in, size_t is,
 #define RS_INLINE static inline
 #endif
 
-/* b[c] = column c of the 8x8 block of u16 rows a[r]. */
-RS_INLINE void transpose8(const __m128i *a, __m128i *b)
-{
-    __m128i t[8], u[8];
-    for (int i = 0; i < 4; i++) {
-        t[2 * i] = _mm_unpacklo_epi16(a[2 * i], a[2 * i + 1]);
-        t[2 * i + 1] = _mm_unpackhi_epi16(a[2 * i], a[2 * i + 1]);
-    }
-    for (int i = 0; i < 2; i++) {
-        u[4 * i + 0] = _mm_unpacklo_epi32(t[4 * i], t[4 * i + 2]);
-        u[4 * i + 1] = _mm_unpackhi_epi32(t[4 * i], t[4 * i + 2]);
-        u[4 * i + 2] = _mm_unpacklo_epi32(t[4 * i + 1], t[4 * i + 3]);
-        u[4 * i + 3] = _mm_unpackhi_epi32(t[4 * i + 1], t[4 * i + 3]);
-    }
-    for (int i = 0; i < 4; i++) {
-        b[2 * i] = _mm_unpacklo_epi64(u[i], u[i + 4]);
-        b[2 * i + 1] = _mm_unpackhi_epi64(u[i], u[i + 4]);
-    }
-}
+/* b[c] = column c of the 8x8 block of u16 rows a[r], within each
+ * 128-bit lane; P is _mm (SSE2) or _mm256 (AVX2), V the vector type. */
+#define RS_TRANSPOSE8(P, V, a, b)                                          \
+    do {                                                                   \
+        V t_[8], u_[8];                                                    \
+        for (int i_ = 0; i_ < 4; i_++) {                                   \
+            t_[2 * i_] = P##_unpacklo_epi16(a[2 * i_], a[2 * i_ + 1]);     \
+            t_[2 * i_ + 1] = P##_unpackhi_epi16(a[2 * i_], a[2 * i_ + 1]); \
+        }                                                                  \
+        for (int i_ = 0; i_ < 2; i_++) {                                   \
+            V *t4_ = t_ + 4 * i_, *u4_ = u_ + 4 * i_;                      \
+            u4_[0] = P##_unpacklo_epi32(t4_[0], t4_[2]);                   \
+            u4_[1] = P##_unpackhi_epi32(t4_[0], t4_[2]);                   \
+            u4_[2] = P##_unpacklo_epi32(t4_[1], t4_[3]);                   \
+            u4_[3] = P##_unpackhi_epi32(t4_[1], t4_[3]);                   \
+        }                                                                  \
+        for (int i_ = 0; i_ < 4; i_++) {                                   \
+            b[2 * i_] = P##_unpacklo_epi64(u_[i_], u_[i_ + 4]);            \
+            b[2 * i_ + 1] = P##_unpackhi_epi64(u_[i_], u_[i_ + 4]);        \
+        }                                                                  \
+    } while (0)
 
 /* Output i of f at 8 columns from x of u8 rows.  Two to four taps (the
  * common reductions) unrolled: the loop's own work was most of it. */
@@ -261,26 +263,6 @@ RS_INLINE __m128i taps8_panel(const uint16_t *panel, const dlk_rs_filter *f,
 #define RS_AVX2 1
 #define RS_AVX2_FN __attribute__((target("avx2")))
 
-/* transpose8 in each 128-bit lane (t and u: scratch). */
-RS_AVX2_FN RS_INLINE void transpose8x2(const __m256i *a, __m256i *t,
-                                         __m256i *u, __m256i *b)
-{
-    for (int i = 0; i < 4; i++) {
-        t[2 * i] = _mm256_unpacklo_epi16(a[2 * i], a[2 * i + 1]);
-        t[2 * i + 1] = _mm256_unpackhi_epi16(a[2 * i], a[2 * i + 1]);
-    }
-    for (int i = 0; i < 2; i++) {
-        u[4 * i + 0] = _mm256_unpacklo_epi32(t[4 * i], t[4 * i + 2]);
-        u[4 * i + 1] = _mm256_unpackhi_epi32(t[4 * i], t[4 * i + 2]);
-        u[4 * i + 2] = _mm256_unpacklo_epi32(t[4 * i + 1], t[4 * i + 3]);
-        u[4 * i + 3] = _mm256_unpackhi_epi32(t[4 * i + 1], t[4 * i + 3]);
-    }
-    for (int i = 0; i < 4; i++) {
-        b[2 * i] = _mm256_unpacklo_epi64(u[i], u[i + 4]);
-        b[2 * i + 1] = _mm256_unpackhi_epi64(u[i], u[i + 4]);
-    }
-}
-
 /* pass_down's blocks of 16 columns with AVX2 (half the instructions):
  * each 128-bit lane transposes its own 8x8 block.  Returns the columns
  * done (a multiple of 16). */
@@ -291,7 +273,7 @@ RS_AVX2_FN static int pass_down_avx2(const uint8_t *src, size_t ss, int sw,
     for (int i0 = 0; i0 < fy->n_out8; i0 += 8) {
         uint16_t *panel = tmp + (size_t)i0 * sw;
         for (int x = 0; x < x16; x += 16) {
-            __m256i a[8], t[8], u[8], b[8];
+            __m256i a[8], b[8];
             for (int r = 0; r < 8; r++) {
                 int i = i0 + r;
                 const uint8_t *p = src + (size_t)fy->start[i] * ss + x;
@@ -307,7 +289,7 @@ RS_AVX2_FN static int pass_down_avx2(const uint8_t *src, size_t ss, int sw,
                 }
                 a[r] = acc;
             }
-            transpose8x2(a, t, u, b);
+            RS_TRANSPOSE8(_mm256, __m256i, a, b);
             /* b[c]: column x+c in the low lane, x+8+c in the high one */
             for (int c = 0; c < 8; c += 2) {
                 _mm256_storeu_si256(
@@ -332,7 +314,7 @@ RS_AVX2_FN static int pass_across_avx2(const uint16_t *tmp, int sw,
     for (int y0 = 0; y0 < rows16; y0 += 16) {
         const uint16_t *lo = tmp + (size_t)y0 * sw, *hi = lo + (size_t)8 * sw;
         for (int i0 = 0; i0 < fx->n_out8; i0 += 8) {
-            __m256i a[8], t[8], u[8], b[8];
+            __m256i a[8], b[8];
             for (int c = 0; c < 8; c++) {
                 int i = i0 + c;
                 size_t at = (size_t)fx->start[i] * 8;
@@ -349,7 +331,7 @@ RS_AVX2_FN static int pass_across_avx2(const uint16_t *tmp, int sw,
                 }
                 a[c] = acc;
             }
-            transpose8x2(a, t, u, b);
+            RS_TRANSPOSE8(_mm256, __m256i, a, b);
             for (int r = 0; r < 8; r++) {
                 _mm_storeu_si128((__m128i *)(out + (size_t)(y0 + r) * os + i0),
                                  _mm256_castsi256_si128(b[r]));
@@ -395,7 +377,7 @@ static void pass_down(const uint8_t *src, size_t ss, int sw,
             __m128i a[8], b[8];
             for (int r = 0; r < 8; r++)
                 a[r] = taps8_u8(src, ss, fy, i0 + r, x);
-            transpose8(a, b);
+            RS_TRANSPOSE8(_mm, __m128i, a, b);
             for (int c = 0; c < 8; c++)
                 _mm_store_si128((__m128i *)(panel + (size_t)(x + c) * 8), b[c]);
         }
@@ -424,7 +406,7 @@ static void pass_across(const uint16_t *tmp, int sw, int rows8,
             __m128i a[8], b[8];
             for (int c = 0; c < 8; c++)
                 a[c] = taps8_panel(panel, fx, i0 + c);
-            transpose8(a, b);
+            RS_TRANSPOSE8(_mm, __m128i, a, b);
             for (int r = 0; r < 8; r++)
                 _mm_storeu_si128((__m128i *)(out + (size_t)(y0 + r) * os + i0),
                                  b[r]);
