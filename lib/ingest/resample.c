@@ -130,19 +130,24 @@ void dlk_rs_filter_build(int n_in, int n_out, void *mem, dlk_rs_filter *f)
     }
 }
 
+static size_t round8z(int n) /* n >= 0, without int overflow */
+{
+    return ((size_t)n + 7) & ~(size_t)7;
+}
+
 size_t dlk_rs_out_stride(int dw)
 {
-    return (size_t)round8(dw);
+    return round8z(dw);
 }
 
 size_t dlk_rs_out_elems(int dw, int dh)
 {
-    return (size_t)round8(dw) * (size_t)round8(dh);
+    return round8z(dw) * round8z(dh);
 }
 
 size_t dlk_rs_tmp_elems(int sw, int dh)
 {
-    return (size_t)sw * (size_t)round8(dh);
+    return (size_t)sw * round8z(dh);
 }
 
 /* One output of f (index i) from column x of rows of u8 or u16 values. */
@@ -257,7 +262,7 @@ RS_INLINE __m128i taps8_panel(const uint16_t *panel, const dlk_rs_filter *f,
 }
 #endif
 
-#if defined(RS_SSE2) && defined(__GNUC__) && !defined(__AVX2__) && \
+#if defined(RS_SSE2) && defined(__GNUC__) && \
     (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
 #define RS_AVX2 1
