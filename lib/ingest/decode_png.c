@@ -7,14 +7,13 @@
  * that must survive one lives in a heap job, never in locals. */
 #include "ingest/decode.h"
 
-#include <png.h>
-#include <setjmp.h>
+#include "ingest/png_jump.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct png_job {
-    jmp_buf jb;
-    char msg[256];
+    dlk_png_jump jump; /* first: libpng's error pointer */
     const uint8_t *p;
     size_t n, off;
     png_structp png;
@@ -22,19 +21,6 @@ typedef struct png_job {
     uint8_t *px;
     png_bytep *rows;
 } png_job;
-
-static void on_error(png_structp png, png_const_charp msg)
-{
-    png_job *j = png_get_error_ptr(png);
-    snprintf(j->msg, sizeof j->msg, "%s", msg);
-    longjmp(j->jb, 1);
-}
-
-static void on_warning(png_structp png, png_const_charp msg)
-{
-    (void)png;
-    (void)msg;
-}
 
 static void on_read(png_structp png, png_bytep d, size_t len)
 {
@@ -104,16 +90,16 @@ dlk_status dlk_png_decode(const uint8_t *p, size_t n, const char *name,
     j->p = p;
     j->n = n;
     dlk_status st = DLK_OK;
-    j->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, j, on_error,
-                                    on_warning);
+    j->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, j,
+                                    dlk_png_on_error, dlk_png_on_warning);
     if (!j->png || !(j->info = png_create_info_struct(j->png))) {
         st = dlk_fail(err, DLK_ENOMEM, "cannot decode PNG '%s': out of "
                       "memory", name);
         goto done;
     }
-    if (setjmp(j->jb)) {
+    if (setjmp(j->jump.jb)) {
         st = dlk_fail(err, DLK_EDECODE, "cannot decode PNG '%s': %s", name,
-                      j->msg);
+                      j->jump.msg);
         dlk_image_free(out);
         goto done;
     }

@@ -2,30 +2,29 @@
  * dlk_png_from_sample behind `dlk cat --png`. */
 #include "ingest/decode.h"
 
-#include <png.h>
-#include <setjmp.h>
+#include "ingest/png_jump.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct wjob {
-    jmp_buf jb;
-    char msg[256];
-    dlk_buf *out;
-    dlk_error oom;
-} wjob;
-
-static void on_error(png_structp png, png_const_charp msg)
+void dlk_png_on_error(png_structp png, png_const_charp msg)
 {
-    wjob *j = png_get_error_ptr(png);
+    dlk_png_jump *j = png_get_error_ptr(png);
     snprintf(j->msg, sizeof j->msg, "%s", msg);
     longjmp(j->jb, 1);
 }
 
-static void on_warning(png_structp png, png_const_charp msg)
+void dlk_png_on_warning(png_structp png, png_const_charp msg)
 {
     (void)png;
     (void)msg;
 }
+
+typedef struct wjob {
+    dlk_png_jump jump; /* first: libpng's error pointer */
+    dlk_buf *out;
+    dlk_error oom;
+} wjob;
 
 static void on_write(png_structp png, png_bytep d, size_t len)
 {
@@ -67,14 +66,14 @@ dlk_status dlk_png_encode(const uint8_t *pixels, int w, int h, int c,
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     j->out = out;
     dlk_status st = DLK_OK;
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, j,
-                                              on_error, on_warning);
+    png_structp png = png_create_write_struct(
+        PNG_LIBPNG_VER_STRING, j, dlk_png_on_error, dlk_png_on_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     if (!info) {
         st = dlk_fail(err, DLK_ENOMEM, "cannot write PNG: out of memory");
-    } else if (setjmp(j->jb)) {
+    } else if (setjmp(j->jump.jb)) {
         st = dlk_fail(err, j->oom.code ? j->oom.code : DLK_EINTERNAL,
-                      "cannot write PNG: %s", j->msg);
+                      "cannot write PNG: %s", j->jump.msg);
     } else {
         write_png(j, png, info, pixels, w, h, c);
     }
