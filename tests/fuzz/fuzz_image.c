@@ -53,5 +53,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.width = 8, o.height = 40, o.channels = 4, o.fit = DLK_FIT_PAD;
     o.chw = true;
     one(data, size, &o);
+    /* RGB: a colour JPEG goes through its YCbCr planes (resample.c) */
+    o.width = 57, o.height = 23, o.channels = 3, o.fit = DLK_FIT_STRETCH;
+    o.chw = false;
+    one(data, size, &o);
     return 0;
 }
