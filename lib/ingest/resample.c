@@ -269,15 +269,19 @@ RS_INLINE __m128i taps8_panel(const uint16_t *panel, const dlk_rs_filter *f,
 #define RS_AVX2_FN __attribute__((target("avx2")))
 
 /* pass_down's blocks of 16 columns with AVX2 (half the instructions):
- * each 128-bit lane transposes its own 8x8 block.  Returns the columns
- * done (a multiple of 16). */
+ * each 128-bit lane transposes its own 8x8 block; the last block ends at
+ * the last column (overlapping its neighbour, which it writes again with
+ * the same values).  Returns the columns done: all, or none when fewer
+ * than 16. */
 RS_AVX2_FN static int pass_down_avx2(const uint8_t *src, size_t ss, int sw,
                                      const dlk_rs_filter *fy, uint16_t *tmp)
 {
-    int x16 = sw & ~15;
+    if (sw < 16)
+        return 0;
     for (int i0 = 0; i0 < fy->n_out8; i0 += 8) {
         uint16_t *panel = tmp + (size_t)i0 * sw;
-        for (int x = 0; x < x16; x += 16) {
+        for (int x0 = 0; x0 < sw; x0 += 16) {
+            int x = x0 + 16 <= sw ? x0 : sw - 16;
             __m256i a[8], b[8];
             for (int r = 0; r < 8; r++) {
                 int i = i0 + r;
@@ -306,7 +310,7 @@ RS_AVX2_FN static int pass_down_avx2(const uint8_t *src, size_t ss, int sw,
             }
         }
     }
-    return x16;
+    return sw;
 }
 
 /* pass_across with AVX2: two panels at once, one in each 128-bit lane.
@@ -368,17 +372,17 @@ static bool have_avx2(void)
 static void pass_down(const uint8_t *src, size_t ss, int sw,
                       const dlk_rs_filter *fy, uint16_t *tmp)
 {
-    int x8 = 0;
+    int done = 0; /* columns done by the vector code */
 #ifdef RS_SSE2
-    int x0 = 0;
 #ifdef RS_AVX2
     if (have_avx2())
-        x0 = pass_down_avx2(src, ss, sw, fy, tmp);
+        done = pass_down_avx2(src, ss, sw, fy, tmp);
 #endif
-    x8 = sw & ~7;
-    for (int i0 = 0; i0 < fy->n_out8; i0 += 8) {
+    /* blocks of 8, the last one ending at the last column */
+    for (int i0 = 0; done < sw && sw >= 8 && i0 < fy->n_out8; i0 += 8) {
         uint16_t *panel = tmp + (size_t)i0 * sw;
-        for (int x = x0; x < x8; x += 8) {
+        for (int x0 = 0; x0 < sw; x0 += 8) {
+            int x = x0 + 8 <= sw ? x0 : sw - 8;
             __m128i a[8], b[8];
             for (int r = 0; r < 8; r++)
                 a[r] = taps8_u8(src, ss, fy, i0 + r, x);
@@ -387,9 +391,11 @@ static void pass_down(const uint8_t *src, size_t ss, int sw,
                 _mm_store_si128((__m128i *)(panel + (size_t)(x + c) * 8), b[c]);
         }
     }
+    if (sw >= 8)
+        done = sw;
 #endif
     for (int i = 0; i < fy->n_out8; i++)
-        for (int x = x8; x < sw; x++)
+        for (int x = done; x < sw; x++)
             tmp[(size_t)(i / 8) * sw * 8 + (size_t)x * 8 + i % 8] =
                 tap_u8(src, ss, fy, i, x);
 }
