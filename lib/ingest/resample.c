@@ -9,7 +9,7 @@
  * transpose per block), so the second pass, again down the columns,
  * does the rows, and its transposed output is the right way round.
  *
- * Arithmetic (the same with SSE2 and in C, so both give equal bits):
+ * Arithmetic (the same with SSE2, AVX2 and in C: all give equal bits):
  * values are Q8 in u16 lanes; a tap adds (v * w) >> 16 with w the Q16
  * weight; weights are non-negative and sum to at most 65536, so no sum
  * can pass 65280. */
@@ -40,12 +40,12 @@ static size_t align16(size_t n)
  * touches at most ceil of that plus one; interpolation two. */
 static int max_taps(int n_in, int n_out)
 {
-    int t;
+    int64_t t;
     if (n_out < n_in)
-        t = (n_in + n_out - 1) / n_out + 1;
+        t = ((int64_t)n_in + n_out - 1) / n_out + 1;
     else
         t = n_out == n_in ? 1 : 2;
-    return t < n_in ? t : n_in;
+    return t < n_in ? (int)t : n_in;
 }
 
 size_t dlk_rs_filter_size(int n_in, int n_out)
