@@ -204,14 +204,15 @@ static uint16_t tap_u16(const uint16_t *in, size_t is,
         }                                                                  \
     } while (0)
 
-/* Output i of f at 8 columns from x of u8 rows.  Two to four taps (the
- * common reductions) unrolled: the loop's own work was most of it. */
+/* 8 bytes at p as Q8 lanes (each byte in a lane's high half). */
 RS_INLINE __m128i load8_u8(const uint8_t *p)
 {
     return _mm_unpacklo_epi8(_mm_setzero_si128(),
                              _mm_loadl_epi64((const __m128i *)p));
 }
 
+/* Output i of f at 8 columns from x of u8 rows.  Two to four taps (the
+ * common reductions) unrolled: the loop's own work was most of it. */
 RS_INLINE __m128i taps8_u8(const uint8_t *in, size_t is,
                            const dlk_rs_filter *f, int i, int x)
 {
