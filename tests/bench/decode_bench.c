@@ -2,7 +2,8 @@
  * every file named on the command line is read into memory, then decoded
  * by T threads (each takes the next file) with TurboJPEG's tjDecompress2
  * at full size to RGB; prints "files/s".  With --dlk W H the decoder that
- * ingest uses (dlk_decode_image, resize included) is timed instead; with
+ * ingest uses (dlk_decode_image_reuse, resize included, one output buffer
+ * a thread as ingest keeps one a row) is timed instead; with
  * --planes W H only its JPEG decode (dlk_jpeg_decode, to the planes the
  * resize starts from): what the rest costs is the difference.
  *   decode_bench THREADS [--dlk W H | --planes W H] FILE...             */
@@ -25,6 +26,9 @@ static void *work(void *arg)
     (void)arg;
     tjhandle tj = tjInitDecompress();
     unsigned char *out = malloc((size_t)8192 * 8192 * 3);
+    dlk_decoded d; /* one output kept across images, as ingest keeps it */
+    memset(&d, 0, sizeof d);
+    dlk_buf_init(&d.data);
     for (;;) {
         pthread_mutex_lock(&mu);
         int i = next++;
@@ -40,12 +44,9 @@ static void *work(void *arg)
             dlk_image_free(&im);
         } else if (use_dlk) {
             dlk_image_opts o = {.width = W, .height = H, .channels = 3};
-            dlk_decoded d;
-            memset(&d, 0, sizeof d);
-            if (dlk_decode_image(files[i].data, files[i].len, "f", &o, &d,
-                                 NULL))
+            if (dlk_decode_image_reuse(files[i].data, files[i].len, "f", &o,
+                                       &d, NULL))
                 fprintf(stderr, "decode error\n");
-            dlk_buf_free(&d.data);
         } else {
             int w, h, ss, cs;
             if (tjDecompressHeader3(tj, files[i].data, files[i].len, &w, &h,
@@ -55,6 +56,7 @@ static void *work(void *arg)
                 fprintf(stderr, "decode error\n");
         }
     }
+    dlk_buf_free(&d.data);
     free(out);
     tjDestroy(tj);
     return NULL;
