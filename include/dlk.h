@@ -568,9 +568,10 @@ typedef struct dlk_ingest_opts {
     dlk_on_error on_error;
     int unordered;          /* append rows as they are decoded */
     int jobs;               /* decode threads; 0: the online cores */
-    int fetchers;           /* GETs in flight; 0: 16, or none from a local
-                               directory with jobs >= the cores (the
-                               decode threads then read their rows) */
+    int fetchers;           /* GETs in flight; 0: 64 from S3, from a
+                               local directory 16, or none with jobs >=
+                               the cores (the decode threads then read
+                               their rows) */
     unsigned shard, nshards;/* this process takes share `shard` of
                                `nshards` (0 and 0 or 1: everything) */
     double checkpoint_seconds; /* publish progress this often; 0: 30 */

@@ -314,11 +314,15 @@ dlk_status dlk_ingest(const char *url, const dlk_ingest_opts *o,
     r.jobs = o->jobs > 0 ? o->jobs : online_cpus();
     /* A local tree with a decode thread on every core is read by the
      * decode threads themselves (on 16 cores, handing each row over cost
-     * more than reading it); with cores to spare, and from object
-     * stores, 16 fetch threads keep reads off the decoders. */
+     * more than reading it); with cores to spare 16 fetch threads keep
+     * reads off the decoders.  From an object store each GET waits tens
+     * of milliseconds for its first byte while a decoder takes ~1 ms an
+     * image: 64 in flight (through 50 ms on the 2-core VM: 162 files/s
+     * with 16, 213 with 64, 198 with 128). */
     r.fetchers = o->fetchers > 0 ? o->fetchers
-                 : local_dir && r.jobs >= online_cpus() ? 0
-                                                        : 16;
+                 : !local_dir                 ? 64
+                 : r.jobs >= online_cpus()    ? 0
+                                              : 16;
     rc = report_unsafe(&r, &src, err);
     if (!rc)
         rc = dlk_dataset_open(url, NULL, &r.ds, err);
