@@ -470,38 +470,46 @@ static void ycc_px(uint16_t Y, uint16_t Cb, uint16_t Cr, uint8_t *r,
     *b = sat_q4(y + mulhi16(cb, K_BCB));
 }
 
+#ifdef RS_SSE2
+/* ycc_px on vectors of Q8 Y, Cb and Cr (P _mm or _mm256, V the type):
+ * R, G and B rounded in 16-bit lanes, not yet clamped (the caller's
+ * saturating pack clamps them to 0..255). */
+#define RS_YCC(P, V, Yq, Cbq, Crq, R, G, B)                                \
+    do {                                                                   \
+        V half_ = P##_set1_epi16(2048), eight_ = P##_set1_epi16(8);        \
+        V y_ = P##_srli_epi16(Yq, 4),                                      \
+          cb_ = P##_slli_epi16(                                            \
+              P##_sub_epi16(P##_srli_epi16(Cbq, 4), half_), 3),            \
+          cr_ = P##_slli_epi16(                                            \
+              P##_sub_epi16(P##_srli_epi16(Crq, 4), half_), 3);            \
+        R = P##_add_epi16(y_, P##_mulhi_epi16(cr_, P##_set1_epi16(K_RCR)));\
+        G = P##_sub_epi16(                                                 \
+            P##_sub_epi16(y_, P##_mulhi_epi16(cb_, P##_set1_epi16(K_GCB))),\
+            P##_mulhi_epi16(cr_, P##_set1_epi16(K_GCR)));                  \
+        B = P##_add_epi16(y_, P##_mulhi_epi16(cb_, P##_set1_epi16(K_BCB)));\
+        R = P##_srai_epi16(P##_add_epi16(R, eight_), 4);                   \
+        G = P##_srai_epi16(P##_add_epi16(G, eight_), 4);                   \
+        B = P##_srai_epi16(P##_add_epi16(B, eight_), 4);                   \
+    } while (0)
+#endif
+
 #ifdef RS_AVX2
 /* dlk_rs_ycc_row's 16-pixel blocks with AVX2; returns the pixels done. */
 RS_AVX2_FN static int ycc_row_avx2(const uint16_t *Y, const uint16_t *Cb,
                                    const uint16_t *Cr, int w, uint8_t *r,
                                    uint8_t *g, uint8_t *b, uint8_t *rgb)
 {
-    const __m256i half = _mm256_set1_epi16(2048), eight = _mm256_set1_epi16(8);
     /* four RGB0 pixels to their twelve bytes */
     const __m128i pack3 = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13,
                                         14, -1, -1, -1, -1);
     const __m128i zero = _mm_setzero_si128();
     int x = 0;
     for (; x + 16 <= w; x += 16) {
-        __m256i y = _mm256_srli_epi16(
-                    _mm256_loadu_si256((const __m256i *)(Y + x)), 4),
-                cb = _mm256_slli_epi16(
-                    _mm256_sub_epi16(_mm256_srli_epi16(_mm256_loadu_si256(
-                                         (const __m256i *)(Cb + x)), 4), half), 3),
-                cr = _mm256_slli_epi16(
-                    _mm256_sub_epi16(_mm256_srli_epi16(_mm256_loadu_si256(
-                                         (const __m256i *)(Cr + x)), 4), half), 3);
-        __m256i R = _mm256_add_epi16(
-                    y, _mm256_mulhi_epi16(cr, _mm256_set1_epi16(K_RCR))),
-                G = _mm256_sub_epi16(
-                    _mm256_sub_epi16(
-                        y, _mm256_mulhi_epi16(cb, _mm256_set1_epi16(K_GCB))),
-                    _mm256_mulhi_epi16(cr, _mm256_set1_epi16(K_GCR))),
-                B = _mm256_add_epi16(
-                    y, _mm256_mulhi_epi16(cb, _mm256_set1_epi16(K_BCB)));
-        R = _mm256_srai_epi16(_mm256_add_epi16(R, eight), 4);
-        G = _mm256_srai_epi16(_mm256_add_epi16(G, eight), 4);
-        B = _mm256_srai_epi16(_mm256_add_epi16(B, eight), 4);
+        __m256i R, G, B;
+        RS_YCC(_mm256, __m256i,
+               _mm256_loadu_si256((const __m256i *)(Y + x)),
+               _mm256_loadu_si256((const __m256i *)(Cb + x)),
+               _mm256_loadu_si256((const __m256i *)(Cr + x)), R, G, B);
         /* 16 bytes of each, in order (packus works within lanes) */
         __m128i r8 = _mm256_castsi256_si128(
                     _mm256_permute4x64_epi64(_mm256_packus_epi16(R, R), 0xD8)),
@@ -545,24 +553,12 @@ void dlk_rs_ycc_row(const uint16_t *Y, const uint16_t *Cb, const uint16_t *Cr,
         x = ycc_row_avx2(Y, Cb, Cr, w, r, g, b, rgb);
 #endif
 #ifdef RS_SSE2
-    const __m128i zero = _mm_setzero_si128(), half = _mm_set1_epi16(2048),
-                  eight = _mm_set1_epi16(8);
+    const __m128i zero = _mm_setzero_si128();
     for (; x + 8 <= w; x += 8) {
-        __m128i y = _mm_srli_epi16(_mm_loadu_si128((const __m128i *)(Y + x)), 4),
-                cb = _mm_slli_epi16(
-                    _mm_sub_epi16(_mm_srli_epi16(_mm_loadu_si128(
-                                      (const __m128i *)(Cb + x)), 4), half), 3),
-                cr = _mm_slli_epi16(
-                    _mm_sub_epi16(_mm_srli_epi16(_mm_loadu_si128(
-                                      (const __m128i *)(Cr + x)), 4), half), 3);
-        __m128i R = _mm_add_epi16(y, _mm_mulhi_epi16(cr, _mm_set1_epi16(K_RCR))),
-                G = _mm_sub_epi16(
-                    _mm_sub_epi16(y, _mm_mulhi_epi16(cb, _mm_set1_epi16(K_GCB))),
-                    _mm_mulhi_epi16(cr, _mm_set1_epi16(K_GCR))),
-                B = _mm_add_epi16(y, _mm_mulhi_epi16(cb, _mm_set1_epi16(K_BCB)));
-        R = _mm_srai_epi16(_mm_add_epi16(R, eight), 4);
-        G = _mm_srai_epi16(_mm_add_epi16(G, eight), 4);
-        B = _mm_srai_epi16(_mm_add_epi16(B, eight), 4);
+        __m128i R, G, B;
+        RS_YCC(_mm, __m128i, _mm_loadu_si128((const __m128i *)(Y + x)),
+               _mm_loadu_si128((const __m128i *)(Cb + x)),
+               _mm_loadu_si128((const __m128i *)(Cr + x)), R, G, B);
         __m128i r8 = _mm_packus_epi16(R, R), g8 = _mm_packus_epi16(G, G),
                 b8 = _mm_packus_epi16(B, B);
         if (!rgb) {
