@@ -25,6 +25,7 @@
 #define MAX_PACKETS (1L << 22)
 #define MAX_DECODED (1L << 20)
 #define MAX_SECONDS 120.0
+#define MAX_OUT_BYTES (UINT64_C(16) << 30)
 
 static void av_quiet_once(void)
 {
@@ -36,7 +37,6 @@ void dlk_av_quiet(void)
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, av_quiet_once);
 }
-#define MAX_OUT_BYTES (UINT64_C(16) << 30)
 
 /* Demuxers allowed: containers of video (and an audio-only container is
  * still opened, to say it has no video stream). */
