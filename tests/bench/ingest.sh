@@ -72,6 +72,9 @@ import json,sys; d=json.load(open(sys.argv[1]))
 assert d["skipped"]==0, d
 print("%.1f" % (d["ingested"]/d["seconds"]))' "$T/out.json"
 }
+stages() { # the last run's stages (seconds, summed over threads)
+    python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["stages"]; print(" ".join("%s %.2f" % kv for kv in s.items()))' "$T/out.json"
+}
 # Scaling is measured into a tmpfs where there is one (the CPU's bound;
 # on a disk the higher job counts meet its write rate instead).
 if [ -d /dev/shm ] && [ -w /dev/shm ]; then
@@ -83,7 +86,7 @@ fi
 dir1=$(run dir1 "$CPUD/d1" from-dir "$S" --jobs 1); rss1=$(cat "$T/rss")
 rm -rf "$CPUD/d1"
 dirN=$(run dirN "$T/dN" from-dir "$S"); rssN=$(cat "$T/rss")
-stagesN=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["stages"]; print(" ".join("%s %.2f" % kv for kv in s.items()))' "$T/out.json")
+stagesN=$(stages)
 rm -rf "$T/dN"
 # The dataset is 3.7x the JPEGs (150 KB a sample): what the disk takes,
 # synced as ingest syncs its chunks, bounds the rate; into a tmpfs it is
@@ -92,7 +95,7 @@ wrate=$(dd if=/dev/zero of="$T/dd" bs=16M count=64 conv=fdatasync 2>&1 | python3
 import re,sys; m=re.search(r"copied, ([0-9.]+) s", sys.stdin.read()); print("%.2f" % (64*16*2**20/float(m.group(1))/1e9) if m else "?")')
 rm -f "$T/dd"
 at_cpu=$(run dirC "$CPUD/d" from-dir "$S")
-stagesC=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["stages"]; print(" ".join("%s %.2f" % kv for kv in s.items()))' "$T/out.json")
+stagesC=$(stages)
 rm -rf "$CPUD/d"
 dirQ=$(run dirQ "$T/dQ" from-dir "$T/q"); rssQ=$(cat "$T/rss")
 rm -rf "$T/dQ"
