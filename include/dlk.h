@@ -358,7 +358,8 @@ typedef struct dlk_loader_opts {
     uint32_t batch_size;         /* default 256 */
     int shuffle;                 /* 0: dataset order */
     uint64_t seed;
-    uint32_t window_chunks;      /* shuffle window, in chunks (default 8) */
+    uint32_t window_chunks;      /* shuffle window, in chunks (default 8;
+                                    the first ones ramp up to it) */
     uint32_t rank, world_size;   /* default 0 of 1 */
     int drop_last;               /* else pad the last batch (flagged) */
     uint32_t prefetch_chunks;    /* chunks read ahead (default 2x window) */

@@ -6,9 +6,10 @@
  * count does not divide, or dropping the rest with drop_last), so every
  * rank reads about 1/world of the blocks plus at most two shared at its
  * span's edges.  Inside its span a rank shuffles samples within windows of
- * `window_chunks` consecutive blocks.  Batches are consecutive positions;
- * the last one is padded (flagged) or dropped, so all ranks have the same
- * number of batches.
+ * `window_chunks` consecutive blocks (the first ones smaller: from the
+ * blocks one batch fills, doubling).
+ * Batches are consecutive positions; the last one is padded (flagged) or
+ * dropped, so all ranks have the same number of batches.
  *
  * A later segment (an epoch resumed with another world size or batch
  * size): the positions the previous segment's ranks had not consumed,
@@ -116,8 +117,17 @@ static dlk_status rank_stream(const uint64_t *base, uint64_t n,
         out->pad[i] = g >= n;
     }
     if (p->shuffle && bounds && span) {
-        /* windows of window_chunks blocks, cut at block starts in the span */
+        /* windows of window_chunks blocks, cut at block starts in the span;
+         * the first ones ramp up from the blocks a batch fills on average,
+         * doubling, so that the first batch waits for the blocks it needs
+         * rather than a whole window (as a shuffle buffer that starts
+         * small: WebDataset's `initial`) */
         uint64_t w0 = 0, blocks = 0, w = 0;
+        uint64_t size = nbounds ? (batch * (uint64_t)nbounds + n - 1) / n : 1;
+        if (size < 1)
+            size = 1;
+        if (size > p->window_chunks)
+            size = p->window_chunks;
         size_t bi = 0;
         while (bi < nbounds && bounds[bi] <= start)
             bi++;
@@ -125,7 +135,7 @@ static dlk_status rank_stream(const uint64_t *base, uint64_t n,
             bool edge = i == span;
             if (!edge && bi < nbounds && bounds[bi] == start + i) {
                 bi++;
-                if (++blocks == p->window_chunks)
+                if (++blocks == size)
                     edge = true;
             }
             if (edge) {
@@ -144,6 +154,9 @@ static dlk_status rank_stream(const uint64_t *base, uint64_t n,
                 }
                 w0 = i;
                 blocks = 0;
+                if (size < p->window_chunks)
+                    size = size * 2 < p->window_chunks ? size * 2
+                                                       : p->window_chunks;
             }
         }
     }

@@ -121,6 +121,50 @@ static void test_order(void)
     UNIT_CHECK("shuffled: most samples leave their place", moved > 400);
     free(sa); free(sb); free(sc); free(sa2);
 
+    /* the windows ramp up from the blocks a batch fills (blocks of 7-17
+     * samples: 1 for a batch of 4, 4 for a batch of 40), doubling up to
+     * window_chunks (8) */
+    static const uint32_t ramp_batch[2] = {4, 40}, ramp[2][6] = {
+        {1, 2, 4, 8, 8, 8}, {4, 8, 8, 8, 8, 8}};
+    for (int rc = 0; rc < 2; rc++) {
+        static uint64_t first[4096];
+        static uint32_t count[4096];
+        size_t nb = make_blocks(3000, first, count);
+        dlk_order_params p = {1, 77, 8, 0};
+        dlk_loader_state st = state1(77, 0, 1, ramp_batch[rc]);
+        dlk_order o;
+        int ok = dlk_order_build(first, count, nb, &p, &st, 0, &o, NULL) == 0;
+        const uint32_t *want = ramp[rc];
+        uint64_t pos = 0;
+        for (size_t w = 0; ok && w < 6; w++) {
+            /* a window is the samples of its blocks: it ends where the
+             * positions taken equal the samples of the blocks seen */
+            uint64_t taken = 0, held = 0;
+            uint32_t blocks = 0;
+            size_t seen[16];
+            do {
+                uint64_t s = o.sample[pos + taken++];
+                size_t blk = 0;
+                while (blk + 1 < nb && first[blk + 1] <= s)
+                    blk++;
+                int known = 0;
+                for (uint32_t k = 0; k < blocks; k++)
+                    known |= seen[k] == blk;
+                if (!known && blocks < 16) {
+                    seen[blocks++] = blk;
+                    held += count[blk];
+                }
+            } while (taken < held && pos + taken < o.n);
+            ok &= blocks == want[w] && taken == held;
+            pos += taken;
+        }
+        if (ok)
+            dlk_order_free(&o);
+        UNIT_CHECK(rc ? "batch 40: shuffle windows of 4, then 8 blocks"
+                     : "batch 4: shuffle windows of 1, 2, 4, then 8 blocks",
+                   ok);
+    }
+
     /* resume: world 3 for 7 steps, then world 5 (and batch 4): the rest of
      * the epoch is exactly the samples not yet consumed */
     const uint64_t n = 1000;
