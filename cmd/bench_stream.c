@@ -27,6 +27,10 @@ static const char usage_text[] =
     "                     from RANK/WORLD_SIZE, OMPI_COMM_WORLD_*, SLURM_*)\n"
     "  --tensors A,B      load only these tensors (default all)\n"
     "  --memory BYTES     budget for chunk buffers (suffix K M G)\n"
+    "  --pin-cache BYTES  on a GPU, keep up to BYTES (or auto: half the\n"
+    "                     memory) of a local dataset's page cache mapped\n"
+    "                     and pinned across epochs: no copy, but counted in\n"
+    "                     RSS (default 0: read into the pinned buffers)\n"
     "  --no-check         skip the CPU-side checksum of every batch\n"
     "  --no-verify        skip the check of each chunk's stored checksum on\n"
     "                     read (saves a CPU pass over every byte)\n"
@@ -150,6 +154,7 @@ int cmd_bench_stream(int argc, char **argv)
         {"world", required_argument, 0, 'W'},
         {"tensors", required_argument, 0, 'T'},
         {"memory", required_argument, 0, 'm'},
+        {"pin-cache", required_argument, 0, 'P'},
         {"no-check", no_argument, 0, 'C'},
         {"no-verify", no_argument, 0, 'V'},
         {"at", required_argument, 0, 'a'},
@@ -188,6 +193,16 @@ int cmd_bench_stream(int argc, char **argv)
         case 'm':
             if (!(lo.memory_limit = parse_bytes(optarg))) {
                 cmd_error("bench-stream", "bad --memory '%s'", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'P':
+            if (strcmp(optarg, "auto") == 0)
+                lo.pin_cache = DLK_PIN_CACHE_AUTO;
+            else if (strcmp(optarg, "0") != 0 &&
+                     !(lo.pin_cache = parse_bytes(optarg))) {
+                cmd_error("bench-stream", "bad --pin-cache '%s' (bytes with "
+                          "an optional K, M or G, or auto)", optarg);
                 return EXIT_USAGE;
             }
             break;

@@ -375,7 +375,16 @@ typedef struct dlk_loader_opts {
     uint64_t epochs;             /* epochs the consumer reads; 0: unknown.
                                     The next epoch's first chunks are read
                                     while one ends, except after the last */
+    uint64_t pin_cache;          /* on a GPU, bytes of a local dataset's
+                                    page cache that may stay mapped and
+                                    pinned for DMA across epochs (no copy,
+                                    but counted in RSS); 0: none, chunks
+                                    are read into the pinned buffers;
+                                    DLK_PIN_CACHE_AUTO: up to half the
+                                    usable memory less the budget */
 } dlk_loader_opts;
+
+#define DLK_PIN_CACHE_AUTO UINT64_MAX
 
 /* One tensor of a batch.  Fixed shapes: data is [batch, *shape] dense.
  * Variable shapes: samples back to back; offsets[i] / shapes[i*ndim..]

@@ -269,12 +269,15 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         l->st.seg[0].world = l->o.world_size;
         l->st.seg[0].batch = l->o.batch_size;
         l->nthreads = l->o.io_threads;
-        /* map chunks in place where the store can; on a GPU that pins
-         * them: with the buffers, keep to half of the usable memory */
-        l->use_maps = l->ds->store->ops->map && !getenv("DLK_NO_MMAP");
+        /* map chunks in place where the store can.  On a GPU that pins
+         * them for the loader's life, so only as many as pin_cache asks,
+         * and with the buffers within half of the usable memory */
+        uint64_t room = usable / 2 > l->limit ? usable / 2 - l->limit : 0;
         l->map_limit = !l->dev->ops->on_device ? UINT64_MAX
-                       : usable / 2 > l->limit ? usable / 2 - l->limit
-                                               : 0;
+                       : l->o.pin_cache < room ? l->o.pin_cache
+                                               : room;
+        l->use_maps = l->ds->store->ops->map && !getenv("DLK_NO_MMAP") &&
+                      l->map_limit > 0;
         l->maps = calloc(l->nt, sizeof *l->maps);
         for (size_t i = 0; l->maps && i < l->nt; i++)
             if (!(l->maps[i] = calloc(l->t[i].tensor->nchunks + 1,

@@ -11,6 +11,7 @@ dl = [r for r in rows if "samples_per_s" in r and "dataset" in r]
 jpeg = next((r for r in rows if r.get("baseline") == "jpeg"), None)
 npy = next((r for r in rows if r.get("baseline") == "npy"), None)
 big, big_checked, big_step, img, zstd = dl[:5]
+big_default = dl[5] if len(dl) > 5 else None
 t = {x["name"]: x for x in ls["tensors"]}["images"]
 ratio = t["raw_bytes"] / t["stored_bytes"]
 out = []
@@ -24,14 +25,16 @@ def steady(r):
     return max(eps, key=lambda e: e["bytes_per_s"])
 
 
-p("| run | epochs | first epoch GB/s | steady samples/s | steady GB/s | steady GPU busy % | first batch s | bottleneck |")
-p("|---|---|---|---|---|---|---|---|")
-for name, r in [("dlk big, line rate", big), ("dlk big, all checks", big_checked),
-                ("dlk big, step 1.2x transfer", big_step), ("dlk images (decoded)", img),
-                ("dlk images zstd", zstd)]:
+p("| run | epochs | first epoch GB/s | steady samples/s | steady GB/s | steady GPU busy % | first batch s | peak RSS GB | bottleneck |")
+p("|---|---|---|---|---|---|---|---|---|")
+for name, r in [("dlk big, line rate (--pin-cache auto)", big), ("dlk big, all checks (--pin-cache auto)", big_checked),
+                ("dlk big, step 1.2x transfer (--pin-cache auto)", big_step), ("dlk images (decoded)", img),
+                ("dlk images zstd", zstd), ("dlk big, default (read into pinned buffers)", big_default)]:
+    if not r:
+        continue
     s = steady(r)
     p(f"| {name} | {len(r['epochs'])} | {r['epochs'][0]['bytes_per_s']/1e9:.2f} | {s['samples_per_s']:.0f} | "
-      f"{s['bytes_per_s']/1e9:.2f} | {s['busy_pct']:.1f} | {r['first_batch_s']:.3f} | {r['bottleneck']} |")
+      f"{s['bytes_per_s']/1e9:.2f} | {s['busy_pct']:.1f} | {r['first_batch_s']:.3f} | {r['peak_rss_bytes']/1e9:.2f} | {r['bottleneck']} |")
 for name, r in [("PyTorch DataLoader + Pillow (JPEG)", jpeg), ("PyTorch DataLoader, .npy memmap", npy)]:
     if r:
         p(f"| {name} | | | {r['samples_per_s']:.0f} | {r['samples_per_s']*150528/1e9:.2f} | | {r['first_batch_s']:.3f} | |")
@@ -39,6 +42,10 @@ p("")
 lr = steady(big)["bytes_per_s"] / 1e9
 p(f"line rate (steady epoch): {lr:.1f} GB/s = {lr/h2d['h2d_best_GBps']*100:.0f}% of pinned H2D (target >= 90%); "
   f"whole run incl. first epoch {big['bytes_per_s']/1e9:.1f} GB/s")
+if big_default:
+    d = steady(big_default)["bytes_per_s"] / 1e9
+    p(f"default (no page cache pinned): {d:.1f} GB/s = {d/h2d['h2d_best_GBps']*100:.0f}% of pinned H2D, "
+      f"peak RSS {big_default['peak_rss_bytes']/1e9:.2f} GB (pinned: {big['peak_rss_bytes']/1e9:.2f} GB)")
 p(f"GPU busy with a step of 1.2x the transfer time (steady epoch): {steady(big_step)['busy_pct']:.1f}% (target >= 95%)")
 si = steady(img)["samples_per_s"]
 if jpeg:

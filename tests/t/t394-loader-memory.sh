@@ -5,6 +5,8 @@
 # the peak RSS under that + 512 MiB, the same for both sizes; and in a
 # cgroup whose memory limit is lower than the budget the flags ask for,
 # the budget shrinks to half the limit and the run completes inside it.
+# On a GPU (when there is one) the same bound by default, and the page
+# cache pinned past it with --pin-cache auto.
 . "$DLK_TESTS/lib.sh"
 
 synth=$DLK_BUILD/tests/synth
@@ -47,6 +49,35 @@ else
     check "peak RSS does not grow with the dataset (within 64 MiB)" \
         python3 -c 'import sys; a, b = map(int, sys.argv[1:]); sys.exit(abs(a - b) > 64 << 20)' \
         "$(field small peak_rss_bytes)" "$(field big peak_rss_bytes)"
+fi
+
+fails "--pin-cache that is not a size is a usage error" 2 \
+    "$DLK" bench-stream "$T/small" --device cpu --pin-cache 12X
+check "... naming the flag" grep -q -- "--pin-cache '12X'" "$ERR"
+
+# On a GPU: by default the chunk files are read into pinned buffers, so
+# the same bound holds; --pin-cache auto keeps them mapped and pinned (the
+# page cache counted in RSS: above the bound for the big dataset).
+if "$DLK" bench-stream "$T/small" --device cuda:0 --epochs 1 --json \
+        >"$T/probe.json" 2>"$T/probe.err"; then
+    stream "$T/small" gpu-small --window 2 --prefetch 4 --device cuda:0
+    stream "$T/big" gpu-big --window 2 --prefetch 4 --device cuda:0
+    stream "$T/big" gpu-pinned --window 2 --prefetch 4 --device cuda:0 \
+        --pin-cache auto
+    for n in gpu-small gpu-big gpu-pinned; do
+        check "$n: every checksum equal" test "$(field $n checksum_ok)" = True
+    done
+    if [ "${SAN:-}" != 1 ]; then
+        for n in gpu-small gpu-big; do
+            check "$n: peak RSS within (2+4) chunks + 512 MiB" \
+                test "$(field $n peak_rss_bytes)" -le $((6 * chunk + 512 * MiB))
+        done
+        check "gpu-pinned: the pinned page cache shows in the RSS" \
+            test "$(field gpu-pinned peak_rss_bytes)" -gt $((6 * chunk + 512 * MiB))
+    fi
+else
+    skip "bench-stream on a GPU within the bound, and with --pin-cache" \
+        "no GPU here: $(tail -n 1 "$T/probe.err")"
 fi
 
 # A memory cgroup of 600 MiB (v1 or v2, where this user may make one).
