@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #define DLK_UNUSED(x) ((void)(x))
 
@@ -97,6 +98,9 @@ uint64_t dlk_hash64(const void *p, size_t n);
 uint64_t dlk_hash64_2(const void *a, size_t na, const void *b, size_t nb);
 /* XXH3-128 of p as 32 lower-case hex digits plus NUL. */
 void dlk_hash128_hex(const void *p, size_t n, char out[33]);
+/* The same of a followed by b. */
+void dlk_hash128_hex_2(const void *a, size_t na, const void *b, size_t nb,
+                       char out[33]);
 
 /* ---- storage (store/) --------------------------------------------- */
 
@@ -155,6 +159,11 @@ typedef struct dlk_store_ops {
      * completed left behind, last modified before `before` (unix s). */
     dlk_status (*sweep)(dlk_store *s, int64_t before, bool dry,
                         uint64_t *files, uint64_t *bytes, dlk_error *err);
+    /* Optional: put the concatenation of n parts, as put does (without
+     * it, dlk_store_putv joins the parts in a buffer first). */
+    dlk_status (*putv)(dlk_store *s, const char *key, const struct iovec *v,
+                       int n, dlk_put_mode mode, const char *etag,
+                       dlk_obj_info *out, dlk_error *err);
 } dlk_store_ops;
 
 struct dlk_store {
@@ -194,6 +203,10 @@ dlk_status dlk_store_head(dlk_store *s, const char *key, dlk_obj_info *info,
 dlk_status dlk_store_put(dlk_store *s, const char *key, const void *data,
                          size_t len, dlk_put_mode mode, const char *etag,
                          dlk_obj_info *out, dlk_error *err);
+dlk_status dlk_store_putv(dlk_store *s, const char *key,
+                          const struct iovec *v, int n, dlk_put_mode mode,
+                          const char *etag, dlk_obj_info *out,
+                          dlk_error *err);
 dlk_status dlk_store_del(dlk_store *s, const char *key, dlk_error *err);
 dlk_status dlk_store_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
                           void *ud, dlk_error *err);
@@ -261,6 +274,11 @@ typedef struct dlk_chunk_enc {
 
 dlk_status dlk_chunk_encode(const dlk_chunk_enc *in, dlk_buf *out,
                             dlk_error *err);
+/* The same without copying an uncompressed payload: out receives the
+ * header and index, and *payload_follows says that the object is those
+ * followed by in->raw (false: out is the whole object, compressed). */
+dlk_status dlk_chunk_encode_head(const dlk_chunk_enc *in, dlk_buf *out,
+                                 bool *payload_follows, dlk_error *err);
 
 /* Parse and check the header and index of a chunk object of `len` bytes.
  * `name` is used in messages.  Does not touch the payload. */

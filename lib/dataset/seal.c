@@ -55,30 +55,37 @@ double dlk_seal_wait_seconds(const dlk_dataset *ds)
     return ds->sealer ? ds->sealer->submit_wait_s : 0;
 }
 
-/* Encode enc into out, name it by its hash (key_hex) and store it under
- * chunks/<tensor>/ (refreshing an old object of the same name). */
+/* Encode enc, name it by its hash (key_hex) and store it under
+ * chunks/<tensor>/ (refreshing an old object of the same name); *stored
+ * is its size.  An uncompressed payload is written from where it is,
+ * after the header and index that `out` receives, not copied first. */
 static dlk_status seal_store(dlk_store *store, const char *tensor,
                              const dlk_chunk_enc *enc, dlk_buf *out,
-                             char key_hex[33], dlk_error *err)
+                             char key_hex[33], uint64_t *stored,
+                             dlk_error *err)
 {
-    dlk_status rc = dlk_chunk_encode(enc, out, err);
+    bool follows;
+    dlk_status rc = dlk_chunk_encode_head(enc, out, &follows, err);
     if (rc)
         return dlk_fail_wrap(err, "tensor '%s'", tensor);
-    dlk_hash128_hex(out->data, out->len, key_hex);
+    struct iovec v[2] = {{out->data, out->len},
+                         {(void *)enc->raw, follows ? enc->raw_bytes : 0}};
+    dlk_hash128_hex_2(v[0].iov_base, v[0].iov_len, v[1].iov_base,
+                      v[1].iov_len, key_hex);
+    *stored = v[0].iov_len + v[1].iov_len;
     char key[DLK_CHUNK_KEY_MAX];
     dlk_chunk_key(key, tensor, key_hex);
     /* Content-addressed: an existing object of this name has these bytes.
      * But an old one may be unreferenced and about to be collected by gc,
      * which spares only young chunks: refresh it by writing it again. */
-    rc = dlk_store_put(store, key, out->data, out->len, DLK_PUT_IF_ABSENT,
-                       NULL, NULL, err);
+    rc = dlk_store_putv(store, key, v, 2, DLK_PUT_IF_ABSENT, NULL, NULL, err);
     if (rc == DLK_EEXIST) {
         dlk_obj_info info;
         dlk_error_clear(err);
         rc = dlk_store_head(store, key, &info, err);
         if (!rc && (info.mtime == 0 || time(NULL) - info.mtime > 600))
-            rc = dlk_store_put(store, key, out->data, out->len,
-                               DLK_PUT_ALWAYS, NULL, NULL, err);
+            rc = dlk_store_putv(store, key, v, 2, DLK_PUT_ALWAYS, NULL, NULL,
+                                err);
     }
     return rc;
 }
@@ -102,8 +109,7 @@ static void *writer(void *arg)
         pthread_mutex_unlock(&s->mu);
         dlk_error_clear(&j->err);
         j->rc = seal_store(s->store, j->name, &j->enc, &j->out, j->key,
-                               &j->err);
-        j->stored = j->out.len;
+                           &j->stored, &j->err);
         /* keep the buffers for the next chunk, not an encoded copy */
         j->out.len = 0;
         pthread_mutex_lock(&s->mu);

@@ -71,8 +71,10 @@ static bool sample_size(dlk_dtype dt, int ndim, const uint32_t *dims,
     return true;
 }
 
-dlk_status dlk_chunk_encode(const dlk_chunk_enc *in, dlk_buf *out,
-                            dlk_error *err)
+/* Encode into out; with `head_only` an uncompressed payload is left
+ * where it is (in->raw) and out gets the header and index alone. */
+static dlk_status encode(const dlk_chunk_enc *in, bool head_only,
+                         dlk_buf *out, dlk_error *err)
 {
     if (in->samples == 0 || in->samples > DLK_CHUNK_MAX_SAMPLES ||
         in->ndim < 0 || in->ndim > DLK_MAX_NDIM ||
@@ -82,8 +84,10 @@ dlk_status dlk_chunk_encode(const dlk_chunk_enc *in, dlk_buf *out,
     if (!index_size(in->samples, in->ndim, in->variable, &index_bytes))
         return dlk_fail(err, DLK_ELIMIT, "chunk index too large");
 
-    size_t bound = in->codec == DLK_CODEC_ZSTD ? ZSTD_compressBound(in->raw_bytes)
-                                               : in->raw_bytes;
+    bool zstd = in->codec == DLK_CODEC_ZSTD;
+    head_only &= !zstd;
+    size_t bound = zstd ? ZSTD_compressBound(in->raw_bytes)
+                        : head_only ? 0 : in->raw_bytes;
     out->len = 0;
     dlk_status rc = dlk_buf_reserve(out, DLK_CHUNK_HEADER_BYTES +
                                              (size_t)index_bytes + bound, err);
@@ -130,7 +134,7 @@ dlk_status dlk_chunk_encode(const dlk_chunk_enc *in, dlk_buf *out,
             return dlk_fail(err, DLK_EINTERNAL, "zstd compression failed: %s",
                             ZSTD_getErrorName(stored));
     } else {
-        if (in->raw_bytes)
+        if (in->raw_bytes && !head_only)
             memcpy(payload, in->raw, in->raw_bytes);
         stored = in->raw_bytes;
     }
@@ -154,8 +158,22 @@ dlk_status dlk_chunk_encode(const dlk_chunk_enc *in, dlk_buf *out,
                                             : raw_hash);
     dlk_put_le64(hdr + OFF_HEADER_HASH,
                  dlk_hash64_2(hdr, HASHED_HEADER_BYTES, idx, index_bytes));
-    out->len = DLK_CHUNK_HEADER_BYTES + (size_t)index_bytes + stored;
+    out->len = DLK_CHUNK_HEADER_BYTES + (size_t)index_bytes +
+               (head_only ? 0 : stored);
     return DLK_OK;
+}
+
+dlk_status dlk_chunk_encode(const dlk_chunk_enc *in, dlk_buf *out,
+                            dlk_error *err)
+{
+    return encode(in, false, out, err);
+}
+
+dlk_status dlk_chunk_encode_head(const dlk_chunk_enc *in, dlk_buf *out,
+                                 bool *payload_follows, dlk_error *err)
+{
+    *payload_follows = in->codec != DLK_CODEC_ZSTD;
+    return encode(in, true, out, err);
 }
 
 #define BAD(...) dlk_fail(err, DLK_ECORRUPT, __VA_ARGS__)

@@ -175,24 +175,29 @@ static int open_parent_dir(file_store *fs, const char *key)
     return openat(fs->rootfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
-static dlk_status write_all(int fd, const void *data, size_t len)
+/* Write the n parts in order (each in writes of at most 1 GiB). */
+static dlk_status write_all(int fd, const struct iovec *v, int n)
 {
-    const uint8_t *p = data;
-    while (len) {
-        ssize_t w = write(fd, p, len > (1u << 30) ? (1u << 30) : len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return DLK_EIO;
-        p += w;
-        len -= (size_t)w;
+    for (int i = 0; i < n; i++) {
+        const uint8_t *p = v[i].iov_base;
+        size_t len = v[i].iov_len;
+        while (len) {
+            ssize_t w = write(fd, p, len > (1u << 30) ? (1u << 30) : len);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0)
+                return DLK_EIO;
+            p += w;
+            len -= (size_t)w;
+        }
     }
     return DLK_OK;
 }
 
-static dlk_status fs_put(dlk_store *s, const char *key, const void *data,
-                         size_t len, dlk_put_mode mode, const char *etag,
-                         dlk_obj_info *out, dlk_error *err)
+static dlk_status fs_putv(dlk_store *s, const char *key,
+                          const struct iovec *v, int n, dlk_put_mode mode,
+                          const char *etag, dlk_obj_info *out,
+                          dlk_error *err)
 {
     file_store *fs = (file_store *)s;
     dlk_status rc = make_parents(fs, key, err);
@@ -218,7 +223,7 @@ static dlk_status fs_put(dlk_store *s, const char *key, const void *data,
         return io_fail(err, fs, "create a temporary file for", key, e);
     }
     int e = 0;
-    if (write_all(fd, data, len) != DLK_OK || fsync(fd) != 0)
+    if (write_all(fd, v, n) != DLK_OK || fsync(fd) != 0)
         e = errno ? errno : EIO;
     struct stat st;
     if (!e && fstat(fd, &st) != 0)
@@ -277,11 +282,19 @@ static dlk_status fs_put(dlk_store *s, const char *key, const void *data,
             out->size = (uint64_t)fin.st_size;
             file_etag(&fin, out->etag);
         } else {
-            out->size = len;
+            out->size = (uint64_t)st.st_size;
             file_etag(&st, out->etag);
         }
     }
     return rc;
+}
+
+static dlk_status fs_put(dlk_store *s, const char *key, const void *data,
+                         size_t len, dlk_put_mode mode, const char *etag,
+                         dlk_obj_info *out, dlk_error *err)
+{
+    struct iovec v = {(void *)data, len};
+    return fs_putv(s, key, &v, 1, mode, etag, out, err);
 }
 
 static dlk_status fs_del(dlk_store *s, const char *key, dlk_error *err)
@@ -475,7 +488,7 @@ static void fs_unmap(dlk_store *s, const void *ptr, size_t len)
 
 static const dlk_store_ops file_ops = {
     "file", fs_get, fs_head, fs_put, fs_del, fs_list, fs_free, fs_map,
-    fs_unmap, fs_sweep,
+    fs_unmap, fs_sweep, fs_putv,
 };
 
 dlk_status dlk_store_open_file(const char *path, bool create,

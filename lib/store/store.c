@@ -96,9 +96,10 @@ dlk_status dlk_store_head(dlk_store *s, const char *key, dlk_obj_info *info,
     return s->ops->head(s, key, info, err);
 }
 
-dlk_status dlk_store_put(dlk_store *s, const char *key, const void *data,
-                         size_t len, dlk_put_mode mode, const char *etag,
-                         dlk_obj_info *out, dlk_error *err)
+/* What every put checks and counts first. */
+static dlk_status put_begin(const char *key, size_t len, dlk_put_mode mode,
+                            const char *etag, dlk_obj_info *out,
+                            dlk_error *err)
 {
     if (!dlk_key_valid(key))
         return bad_key(key, err);
@@ -109,7 +110,43 @@ dlk_status dlk_store_put(dlk_store *s, const char *key, const void *data,
     COUNT(bytes_written, len);
     if (out)
         memset(out, 0, sizeof *out);
-    return s->ops->put(s, key, data, len, mode, etag, out, err);
+    return DLK_OK;
+}
+
+dlk_status dlk_store_put(dlk_store *s, const char *key, const void *data,
+                         size_t len, dlk_put_mode mode, const char *etag,
+                         dlk_obj_info *out, dlk_error *err)
+{
+    dlk_status rc = put_begin(key, len, mode, etag, out, err);
+    return rc ? rc : s->ops->put(s, key, data, len, mode, etag, out, err);
+}
+
+dlk_status dlk_store_putv(dlk_store *s, const char *key,
+                          const struct iovec *v, int n, dlk_put_mode mode,
+                          const char *etag, dlk_obj_info *out,
+                          dlk_error *err)
+{
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        if (__builtin_add_overflow(len, v[i].iov_len, &len))
+            return dlk_fail(err, DLK_ELIMIT, "object '%s' is too large", key);
+    dlk_status rc = put_begin(key, len, mode, etag, out, err);
+    if (rc || s->ops->putv)
+        return rc ? rc : s->ops->putv(s, key, v, n, mode, etag, out, err);
+    /* a store that takes one buffer: join the parts */
+    uint8_t *joined = malloc(len ? len : 1);
+    if (!joined)
+        return dlk_fail(err, DLK_ENOMEM, "cannot allocate %zu bytes for "
+                        "object '%s'", len, key);
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        if (v[i].iov_len)
+            memcpy(joined + at, v[i].iov_base, v[i].iov_len);
+        at += v[i].iov_len;
+    }
+    rc = s->ops->put(s, key, joined, len, mode, etag, out, err);
+    free(joined);
+    return rc;
 }
 
 dlk_status dlk_store_del(dlk_store *s, const char *key, dlk_error *err)

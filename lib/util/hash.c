@@ -11,11 +11,25 @@ uint64_t dlk_hash64(const void *p, size_t n)
     return XXH3_64bits(p, n);
 }
 
-void dlk_hash128_hex(const void *p, size_t n, char out[33])
+static void hex128(XXH128_hash_t h, char out[33])
 {
-    XXH128_hash_t h = XXH3_128bits(p, n);
     snprintf(out, 33, "%016llx%016llx", (unsigned long long)h.high64,
              (unsigned long long)h.low64);
+}
+
+void dlk_hash128_hex(const void *p, size_t n, char out[33])
+{
+    hex128(XXH3_128bits(p, n), out);
+}
+
+void dlk_hash128_hex_2(const void *a, size_t na, const void *b, size_t nb,
+                       char out[33])
+{
+    XXH3_state_t st;
+    XXH3_128bits_reset(&st);
+    XXH3_128bits_update(&st, a, na);
+    XXH3_128bits_update(&st, b, nb);
+    hex128(XXH3_128bits_digest(&st), out);
 }
 
 uint64_t dlk_hash64_2(const void *a, size_t na, const void *b, size_t nb)

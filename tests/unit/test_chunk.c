@@ -723,6 +723,50 @@ static void encode_limits(void)
     dlk_buf_free(&b);
 }
 
+/* The head-only encoding followed by the payload is the whole encoding
+ * (so the writer, which stores them as two parts, names and writes the
+ * same bytes); a compressed chunk comes whole either way; the two-part
+ * 128-bit hash is the hash of the joined bytes. */
+static void encode_head(void)
+{
+    uint32_t shp[6] = {3, 2, 1, 5, 4, 4};
+    const int64_t fixed[2] = {4, 3};
+    for (int k = 0; k < 3; k++) {
+        dlk_codec codec = k == 2 ? DLK_CODEC_ZSTD : DLK_CODEC_NONE;
+        uint8_t raw[64];
+        for (size_t i = 0; i < sizeof raw; i++)
+            raw[i] = (uint8_t)(i * 7 + 3);
+        dlk_chunk_enc e = {.dtype = DLK_U8, .codec = codec, .ndim = 2,
+                           .variable = k == 1, .shape = fixed,
+                           .shapes = k == 1 ? shp : NULL,
+                           .samples = k == 1 ? 3 : 4, .raw = raw,
+                           .raw_bytes = k == 1 ? 6 + 5 + 16 : 48};
+        dlk_buf whole, head;
+        dlk_buf_init(&whole);
+        dlk_buf_init(&head);
+        bool follows = false;
+        int ok = dlk_chunk_encode(&e, &whole, NULL) == DLK_OK &&
+                 dlk_chunk_encode_head(&e, &head, &follows, NULL) == DLK_OK;
+        size_t tail = follows ? e.raw_bytes : 0;
+        ok = ok && follows == (codec == DLK_CODEC_NONE) &&
+             head.len + tail == whole.len &&
+             memcmp(head.data, whole.data, head.len) == 0 &&
+             memcmp(whole.data + head.len, raw, tail) == 0;
+        char h1[33] = "", h2[33] = "";
+        if (ok) {
+            dlk_hash128_hex(whole.data, whole.len, h1);
+            dlk_hash128_hex_2(head.data, head.len, raw, tail, h2);
+        }
+        char name[96];
+        snprintf(name, sizeof name, "%s chunk: header + index, then the "
+                 "payload, is the whole object, and hashes the same",
+                 k == 2 ? "zstd" : k == 1 ? "variable" : "fixed");
+        UNIT_CHECK(name, ok && strcmp(h1, h2) == 0);
+        dlk_buf_free(&whole);
+        dlk_buf_free(&head);
+    }
+}
+
 /* ---- replay of fuzzer finds ---------------------------------------- */
 
 /* Every mode gives a clean verdict; with verification, an error (header-
@@ -754,6 +798,7 @@ int main(void)
     bad_variable();
     bad_zstd();
     encode_limits();
+    encode_head();
     unit_replay("chunk", replay_chunk);
     unit_replay("fuzz_chunk", replay_chunk);
     return unit_done();
