@@ -4,7 +4,9 @@
 # S3 server (moto), against the raw TurboJPEG decode rate of the same files
 # on the same cores; scaling from --jobs 1 to all cores (into /dev/shm
 # where there is one: the CPU's bound, not the disk's); peak RSS at N/4
-# and N rows (the bound does not grow with the source).
+# and N rows (the bound does not grow with the source).  The all-cores
+# ingest is also measured three times between raw decode runs (the host's
+# speed drifts), each ratio against the raw rates around it.
 #   DLK=build/dlk DLK_BUILD=build tests/bench/ingest.sh [N]
 # On a machine with `make dist` only (no compiler, ffmpeg or moto, like the
 # GPU machines): DIST=dist tests/bench/ingest.sh [N] uses dist/bin's dlk
@@ -97,6 +99,16 @@ rm -f "$T/dd"
 at_cpu=$(run dirC "$CPUD/d" from-dir "$S")
 stagesC=$(stages)
 rm -rf "$CPUD/d"
+# The host's speed drifts by several percent within minutes: measure the
+# all-cores ingest again three times, each between two raw decode runs,
+# and take each against the mean of the two around it.
+paired="" prev=$("$DB" "$cores" "$S"/*/*.jpg)
+for k in 1 2 3; do
+    r=$(run "dirP$k" "$CPUD/dp" from-dir "$S"); rm -rf "$CPUD/dp"
+    next=$("$DB" "$cores" "$S"/*/*.jpg)
+    paired="$paired $(python3 -c "print('%.2f' % ($r / (($prev + $next) / 2)))") ($r vs $prev/$next)"
+    prev=$next
+done
 dirQ=$(run dirQ "$T/dQ" from-dir "$T/q"); rssQ=$(cat "$T/rss")
 rm -rf "$T/dQ"
 mid=""
@@ -120,6 +132,7 @@ dlk decoder+resize, $cores cores    $dlkN   $(ratio "$dlkN" "$rawN")
 ingest from-dir, --jobs 1      $dir1   (vs raw 1 core: $(ratio "$dir1" "$raw1"); into $where)
 ingest from-dir, --jobs $cores      $at_cpu   $(ratio "$at_cpu" "$rawN")   (into $where)
   stages (s, summed over threads): $stagesC
+  paired with raw decode before and after each:$paired
 ingest from-dir, other jobs   $mid (into $where)
 ingest onto the disk, --jobs $cores $dirN   $(ratio "$dirN" "$rawN")   (dataset on $(df -P "$T" | awk 'NR==2{print $1}'): it takes $wrate GB/s synced = $(python3 -c "print('%.0f' % ($wrate * 1e9 / (224*224*3)) if '$wrate' != '?' else '?')") samples/s)
   stages (s, summed over threads): $stagesN
