@@ -52,6 +52,6 @@ python3 "$here/torch_baselines.py" jpeg "$W/img/jpeg" --workers 16 --seconds 25 
 python3 "$here/torch_baselines.py" npy "$W/img/decoded.npy" --workers 16 --seconds 25 | tee -a "$R"
 log "dlk big the default way: read into pinned buffers, RSS within the budget"
 B "$W/ds_big" --device cuda:0 --shuffle --epochs 3 --workers 16 --no-verify --no-check
-log "dlk on the decoded images for ${IMG_EPOCHS:=100} epochs (seconds, as the baselines' 25 s: the start amortized as theirs is)"
+log "dlk on the decoded images for ${IMG_EPOCHS:=100} epochs (seconds, not half of one, like the baselines' 25 s: start-up amortized as theirs is)"
 B "$W/ds_img" --device cuda:0 --shuffle --epochs "$IMG_EPOCHS" --workers 16 --no-verify --no-check
 python3 "$here/summarize_gpu.py" "$R" "$W/ls_zstd.json" "$W/gpu.txt"
