@@ -124,8 +124,6 @@ static dlk_status rank_stream(const uint64_t *base, uint64_t n,
          * small: WebDataset's `initial`) */
         uint64_t w0 = 0, blocks = 0, w = 0;
         uint64_t size = nbounds ? (batch * (uint64_t)nbounds + n - 1) / n : 1;
-        if (size < 1)
-            size = 1;
         if (size > p->window_chunks)
             size = p->window_chunks;
         size_t bi = 0;
