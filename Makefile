@@ -138,7 +138,15 @@ $(BUILD)/tests/synth: tests/bench/synth.c $(LIBA)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBA) $(LIBS)
 
-unit: $(UNIT_BIN) $(BUILD)/tests/synth
+# s3_dir_server: a fast read-only S3 endpoint over a folder (benchmarks;
+# a test checks dlk reads through it as it reads the folder)
+$(BUILD)/tests/s3_dir_server: tests/bench/s3_dir_server.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< \
+	    $(shell $(PKG_CONFIG) --cflags --libs libmicrohttpd 2>/dev/null) -lpthread
+
+unit: $(UNIT_BIN) $(BUILD)/tests/synth $(BUILD)/tests/s3_dir_server
 
 # The suite: unit tests and CLI tests; last line "N passed, N failed, N skipped".
 test: check-deps all unit
@@ -208,6 +216,11 @@ dist:
 	    tests/bench/decode_bench.c build-dist/libdlk.a \
 	    $(shell $(PKG_CONFIG) --cflags --libs $(DIST_PKGS)) \
 	    $(CUDA_LIBS) -lpthread -lm -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib'
+	$(Q)if $(PKG_CONFIG) --exists libmicrohttpd; then $(CC) -O2 -std=c11 -D_GNU_SOURCE \
+	    -o dist/bin/s3_dir_server tests/bench/s3_dir_server.c \
+	    $$($(PKG_CONFIG) --cflags --libs libmicrohttpd) -lpthread \
+	    -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib' && \
+	    cp -L $$(ldd dist/bin/s3_dir_server | awk '/libmicrohttpd/{print $$3}') dist/lib/; fi
 	$(Q)if [ "$(CUDA)" = 1 ]; then $(NVCC) -O2 -o dist/bin/copy_overlap \
 	    tests/bench/copy_overlap.cu -cudart static; fi
 	$(Q)mkdir -p dist/tests/bench && cp tests/bench/*.sh tests/bench/*.py dist/tests/bench/

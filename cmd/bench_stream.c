@@ -401,9 +401,9 @@ int cmd_bench_stream(int argc, char **argv)
     double stall_pct = on_device ? (busy_pct < 100 ? 100 - busy_pct : 0)
                                  : 100.0 * st.wait_s / wall;
     /* the bottleneck: the stage with the most time per thread doing it */
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int ncpu = dlk_cpu_count();
     double io_threads = lo.io_threads ? lo.io_threads
-                        : ncpu < 1 ? 1 : ncpu > 32 ? 32 : (double)ncpu;
+                        : ncpu > 32 ? 32 : (double)ncpu;
     struct { const char *name; double s; } stages[] = {
         {"storage", st.storage_s / io_threads},
         {"decompress", st.decompress_s / io_threads},
@@ -425,7 +425,7 @@ int cmd_bench_stream(int argc, char **argv)
     if (code == EXIT_OK && baseline) {
         dlk_baseline_opts bo = {baseline, lo.batch_size ? lo.batch_size : 256,
                                 lo.io_threads ? lo.io_threads
-                                              : (uint32_t)sysconf(_SC_NPROCESSORS_ONLN),
+                                              : (uint32_t)dlk_cpu_count(),
                                 0, 0, baseline_s, lo.seed};
         for (size_t i = 0; i < dlk_dataset_ntensors(ds); i++) {
             dlk_tensor_info ti;

@@ -26,7 +26,7 @@ const char ingest_opts_usage[] =
     "  --labels FILE|URL    CSV (key,label,...) or JSONL label manifest\n"
     "  --on-error MODE      skip (default: report and go on) or fail\n"
     "  --unordered          append rows as decoded, not in key order\n"
-    "  -j, --jobs N         decode threads (default: all cores)\n"
+    "  -j, --jobs N         decode threads (default: the cores it may use)\n"
     "  --fetch N            GETs in flight (default 64 from S3, 16 from a dir)\n"
     "  --shard I/N          this process takes share I of N\n"
     "  --checkpoint SEC     publish progress every SEC seconds (default 30)\n"

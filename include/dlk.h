@@ -41,6 +41,11 @@ extern "C" {
 int dlk_version_number(void);
 const char *dlk_version_string(void);
 
+/* The CPUs this process may run on: its affinity mask, as taskset, a
+ * cgroup cpuset or Slurm set it (not every online core), at least 1.  The
+ * default for ingest's --jobs and the loader's io_threads. */
+int dlk_cpu_count(void);
+
 /* Status codes.  Values never change meaning; new codes are appended. */
 typedef enum dlk_status {
     DLK_OK = 0,
@@ -363,7 +368,7 @@ typedef struct dlk_loader_opts {
     uint32_t rank, world_size;   /* default 0 of 1 */
     int drop_last;               /* else pad the last batch (flagged) */
     uint32_t prefetch_chunks;    /* chunks read ahead (default 2x window) */
-    uint32_t io_threads;         /* default: number of cores, at most 32 */
+    uint32_t io_threads;         /* default: dlk_cpu_count(), at most 32 */
     const char *device;          /* "cpu" (default), "cuda:N" or "auto" */
     uint64_t memory_limit;       /* bytes for chunk buffers; 0: derived;
                                   * at most half of the machine's memory

@@ -214,12 +214,6 @@ static dlk_status report_unsafe(ing_run *r, const ing_source *src,
     return DLK_OK;
 }
 
-static int online_cpus(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
-
 static dlk_status check_opts(const dlk_ingest_opts *o, dlk_error *err)
 {
     if (!o || !o->source || !*o->source)
@@ -311,7 +305,7 @@ dlk_status dlk_ingest(const char *url, const dlk_ingest_opts *o,
     r.source = o->source;
     r.nshards = o->nshards > 1 ? o->nshards : 1;
     r.shard = o->nshards > 1 ? o->shard : 0;
-    r.jobs = o->jobs > 0 ? o->jobs : online_cpus();
+    r.jobs = o->jobs > 0 ? o->jobs : dlk_cpu_count();
     /* A local tree with a decode thread on every core is read by the
      * decode threads themselves (on 16 cores, handing each row over cost
      * more than reading it); with cores to spare 16 fetch threads keep
@@ -321,7 +315,7 @@ dlk_status dlk_ingest(const char *url, const dlk_ingest_opts *o,
      * with 16, 213 with 64, 198 with 128). */
     r.fetchers = o->fetchers > 0 ? o->fetchers
                  : !local_dir                 ? 64
-                 : r.jobs >= online_cpus()    ? 0
+                 : r.jobs >= dlk_cpu_count()    ? 0
                                               : 16;
     rc = report_unsafe(&r, &src, err);
     if (!rc)

@@ -223,8 +223,8 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
     if (!l->o.world_size)
         l->o.world_size = 1;
     if (!l->o.io_threads) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        l->o.io_threads = n < 1 ? 1 : n > 32 ? 32 : (uint32_t)n;
+        int n = dlk_cpu_count();
+        l->o.io_threads = n > 32 ? 32 : (uint32_t)n;
     }
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->work, NULL);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/bench/ingest.sh [N] - ingest N JPEGs (500x375, quality 90, as in
-# ImageNet; default 2000) to 224x224 from a directory and from the local
-# S3 server (moto), against the raw TurboJPEG decode rate of the same files
+# ImageNet; default 2000) to 224x224 from a directory and from a local S3
+# server (s3_dir_server, fast; and moto, the tests' server), against the raw TurboJPEG decode rate of the same files
 # on the same cores; scaling from --jobs 1 to all cores (into /dev/shm
 # where there is one: the CPU's bound, not the disk's); peak RSS at N/4
 # and N rows (the bound does not grow with the source).  The all-cores
@@ -11,7 +11,8 @@
 # On a machine with `make dist` only (no compiler, ffmpeg or moto, like the
 # GPU machines): DIST=dist tests/bench/ingest.sh [N] uses dist/bin's dlk
 # and decode_bench, makes the JPEGs with Pillow (make_images.py) and says
-# that from-s3 was not measured when there is no moto.
+# that from-s3 was not measured when there is no moto.  SRC=DIR takes the
+# JPEGs under DIR/*/ instead of making N new ones.
 set -eu
 N=${1:-2000}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,7 +31,11 @@ cores=$(nproc)
 S=$T/src
 mkdir -p "$S/a" "$S/b"
 half=$((N / 2))
-if command -v ffmpeg >/dev/null && command -v mogrify >/dev/null; then
+if [ -n "${SRC:-}" ]; then
+    # SRC=DIR: JPEGs made before (DIR/*/*.jpg), e.g. to run twice on one set
+    S=$SRC kind="the JPEGs under $SRC"
+    N=$(ls "$S"/*/*.jpg | wc -l)
+elif command -v ffmpeg >/dev/null && command -v mogrify >/dev/null; then
     kind="ffmpeg testsrc2 + mandelbrot frames, ImageMagick q90"
     echo "# generating $N JPEGs (500x375, q90) ..." >&2
     ffmpeg -nostdin -loglevel error -f lavfi -i "testsrc2=s=500x375:r=25" -frames:v "$half" -qmin 1 -q:v 2 "$S/a/%06d.png"
@@ -65,7 +70,7 @@ dlkN=$("$DB" "$cores" --dlk 224 224 "$S"/*/*.jpg)
 run() { # NAME DATASET ARGS... -> rate and peak RSS (KiB)
     local name=$1 ds=$2; shift 2
     # peak RSS (KiB) of the child, without GNU time (absent on some hosts)
-    python3 -c 'import resource, subprocess, sys
+    ${PIN:-} python3 -c 'import resource, subprocess, sys
 r = subprocess.call(sys.argv[2:])
 open(sys.argv[1], "w").write("%d" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 sys.exit(r)' "$T/rss" "$DLK" create "$ds" "$@" --resize 224x224 --json > "$T/out.json"
@@ -119,6 +124,75 @@ for j in 2 4 8; do
 done
 
 ratio() { python3 -c "print('%.2f' % ($1 / $2))"; }
+
+# From a fast S3 server: s3_dir_server (tests/bench/s3_dir_server.c)
+# serving the same folder as bucket "raw".  moto, below, is one Python
+# process that serves ~300 small GETs a second: against it ingest measures
+# moto.  S3 is another machine: with 4 cores or more the server runs on the
+# last core and ingest and the raw decode it is compared with on the
+# others (taskset; dlk's default --jobs follows the affinity mask); one
+# more run shares all the cores with the server.
+SRV=""
+if [ -n "${DIST:-}" ]; then
+    [ -x "$DIST/bin/s3_dir_server" ] && SRV=$DIST/bin/s3_dir_server
+elif [ -x "$DLK_BUILD/tests/s3_dir_server" ]; then
+    SRV=$DLK_BUILD/tests/s3_dir_server
+fi
+fast="ingest from-s3 (s3_dir_server): not measured (no s3_dir_server: apt-get install libmicrohttpd-dev, then make unit)"
+fast_scale=""
+if [ -n "$SRV" ]; then
+    ncl=$cores pin_s="" pin_c=""
+    if [ "$cores" -ge 4 ] && command -v taskset >/dev/null; then
+        ncl=$((cores - 1))
+        pin_s="taskset -c $ncl" pin_c="taskset -c 0-$((ncl - 1))"
+    fi
+    mkdir -p "$T/s3root/raw" && ln -s "$S" "$T/s3root/raw/train"
+    $pin_s "$SRV" "$T/s3root" 1 > "$T/srv.out" 2> "$T/srv.err" &
+    srv=$!
+    trap 'kill $srv 2>/dev/null || true; rm -rf "$T" "${SHM:-}"' EXIT
+    for _ in $(seq 100); do grep -q '^port' "$T/srv.out" 2>/dev/null && break; sleep 0.1; done
+    port=$(awk '/^port/{print $2}' "$T/srv.out")
+    fast_run() { # NAME DATASET ARGS...: run() against the server
+        (export AWS_ENDPOINT_URL=http://127.0.0.1:$port AWS_REGION=us-east-1 \
+                AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench \
+                AWS_SHARED_CREDENTIALS_FILE=$T/none AWS_CONFIG_FILE=$T/none
+         unset AWS_SESSION_TOKEN AWS_PROFILE
+         run "$@")
+    }
+    srv_cpu() { python3 -c "import os; f=open('/proc/$srv/stat').read().rsplit(')',1)[1].split(); print('%.2f' % ((int(f[11])+int(f[12]))/os.sysconf('SC_CLK_TCK')))"; }
+    rawc() { $pin_c "$DB" "$ncl" "$S"/*/*.jpg; }
+    raw1c=$($pin_c "$DB" 1 "$S"/*/*.jpg)
+    f1=$(PIN=$pin_c fast_run f1 "$CPUD/f1" from-s3 s3://raw/train --jobs 1); rm -rf "$CPUD/f1"
+    c0=$(srv_cpu)
+    rawNc=$(rawc)
+    fN=$(PIN=$pin_c fast_run fN "$CPUD/fN" from-s3 s3://raw/train); rm -rf "$CPUD/fN"
+    fstages=$(stages)
+    c1=$(srv_cpu)
+    fpaired="" prev=$(rawc)
+    for k in 1 2 3; do
+        r=$(PIN=$pin_c fast_run "fP$k" "$CPUD/fp" from-s3 s3://raw/train); rm -rf "$CPUD/fp"
+        next=$(rawc)
+        fpaired="$fpaired $(python3 -c "print('%.2f' % ($r / (($prev + $next) / 2)))") ($r vs $prev/$next)"
+        prev=$next
+    done
+    fshared=""
+    if [ -n "$pin_c" ]; then
+        # the server moved onto all the cores, beside ingest
+        taskset -pc "0-$((cores - 1))" "$srv" >/dev/null
+        prev=$("$DB" "$cores" "$S"/*/*.jpg)
+        r=$(fast_run fS "$CPUD/fs" from-s3 s3://raw/train); rm -rf "$CPUD/fs"
+        next=$("$DB" "$cores" "$S"/*/*.jpg)
+        fshared="
+  the server sharing all $cores cores with ingest, paired: $(python3 -c "print('%.2f' % ($r / (($prev + $next) / 2)))") ($r vs $prev/$next)"
+    fi
+    kill $srv 2>/dev/null || true
+    where_c="$ncl cores${pin_s:+, the server on core $ncl}"
+    fast="ingest from-s3 (s3_dir_server), --jobs 1 $f1   (vs raw 1 core: $(ratio "$f1" "$raw1c"); into $where)
+ingest from-s3 (s3_dir_server), $where_c: $fN   $(ratio "$fN" "$rawNc") of raw decode on those cores ($rawNc)   (into $where; the server's CPU: $(python3 -c "print('%.2f' % ($c1 - $c0))") s for $N GETs)
+  stages (s, summed over threads): $fstages
+  paired with raw decode on the same cores before and after each:$fpaired$fshared"
+    fast_scale=", from-s3 (s3_dir_server) x$(ratio "$fN" "$f1") (1 -> $ncl cores)"
+fi
 report() { # S3-LINES SCALING-EXTRA
     cat <<TXT
 machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
@@ -136,8 +210,9 @@ ingest from-dir, --jobs $cores      $at_cpu   $(ratio "$at_cpu" "$rawN")   (into
 ingest from-dir, other jobs   $mid (into $where)
 ingest onto the disk, --jobs $cores $dirN   $(ratio "$dirN" "$rawN")   (dataset on $(df -P "$T" | awk 'NR==2{print $1}'): it takes $wrate GB/s synced = $(python3 -c "print('%.0f' % ($wrate * 1e9 / (224*224*3)) if '$wrate' != '?' else '?')") samples/s)
   stages (s, summed over threads): $stagesN
+$fast
 $1
-scaling 1 -> $cores cores: raw decode x$(ratio "$rawN" "$raw1"), from-dir x$(ratio "$at_cpu" "$dir1") (into $where)$2
+scaling 1 -> $cores cores: raw decode x$(ratio "$rawN" "$raw1"), from-dir x$(ratio "$at_cpu" "$dir1") (into $where)$fast_scale$2
 peak RSS: from-dir --jobs 1 $((rss1 / 1024)) MiB; $cores jobs: $((N / 4)) files $((rssQ / 1024)) MiB, $N files $((rssN / 1024)) MiB
 TXT
 }

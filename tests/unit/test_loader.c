@@ -2,6 +2,7 @@
  * ranks, equal batches, reproducible, resumable across world sizes) and
  * its batches (the right bytes for the indices it reports), on the CPU. */
 #include "unit.h"
+#include <sched.h>
 #include "loader/order.h"
 #include "dlk.h"
 
@@ -510,8 +511,34 @@ static void test_loader_cpu(void)
         fprintf(stderr, "cannot remove %s\n", dir);
 }
 
+/* dlk_cpu_count follows the affinity mask (taskset, cpusets, Slurm): the
+ * default decode and I/O thread counts come from it. */
+static void test_cpu_count(void)
+{
+    cpu_set_t all, one;
+    if (sched_getaffinity(0, sizeof all, &all) != 0) {
+        UNIT_SKIP("cpu count follows the affinity mask", "no affinity mask");
+        return;
+    }
+    UNIT_CHECK("cpu count is the mask's", dlk_cpu_count() == CPU_COUNT(&all));
+    int first = 0;
+    while (!CPU_ISSET(first, &all))
+        first++;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) {
+        UNIT_SKIP("cpu count follows the affinity mask", "cannot set it");
+        return;
+    }
+    UNIT_CHECK("cpu count is 1 on one cpu", dlk_cpu_count() == 1);
+    sched_setaffinity(0, sizeof all, &all);
+    UNIT_CHECK("cpu count back to the mask's",
+               dlk_cpu_count() == CPU_COUNT(&all));
+}
+
 int main(void)
 {
+    test_cpu_count();
     test_order();
     test_loader_cpu();
     return unit_done();

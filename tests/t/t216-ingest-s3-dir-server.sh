@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# from-s3 against s3_dir_server (tests/bench/s3_dir_server.c, the fast
+# read-only S3 endpoint the ingest benchmark uses): the result equals
+# from-dir over the same folder sample by sample, also for keys with
+# spaces, '+' and UTF-8 and for listings past one page; the server
+# answers ranges, unknown keys and writes as S3 does.
+. "$DLK_TESTS/lib.sh"
+command -v ffmpeg >/dev/null || { skip "from-s3 via s3_dir_server" "ffmpeg missing"; exit 0; }
+srv_bin=$DLK_BUILD/tests/s3_dir_server
+if [ ! -x "$srv_bin" ]; then
+    echo "not ok - $srv_bin is not built (make unit; needs libmicrohttpd-dev)"
+    exit 1
+fi
+
+R=$T/root
+S=$R/raw/train
+for c in cat dog; do
+    mkdir -p "$S/$c"
+    ff -f lavfi -i "testsrc2=s=320x240:r=10" -frames:v 5 -q:v 3 "$S/$c/$c%02d.jpg"
+done
+cp "$S/cat/cat01.jpg" "$S/dog/a b+c é.jpg"
+mkdir -p "$R/raw/labels"
+python3 -c '
+import sys
+for i in range(1100):
+    open("%s/%05d.cls" % (sys.argv[1], i), "w").write(str(i % 7))' "$R/raw/labels"
+
+"$srv_bin" "$R" > "$T/srv.out" 2> "$T/srv.err" &
+srv=$!
+at_exit kill "$srv"
+for _ in $(seq 100); do grep -q '^port' "$T/srv.out" && break; sleep 0.1; done
+port=$(awk '/^port/{print $2}' "$T/srv.out")
+check "server started" test -n "$port"
+export AWS_ENDPOINT_URL=http://127.0.0.1:$port AWS_REGION=us-east-1 \
+       AWS_ACCESS_KEY_ID=t216 AWS_SECRET_ACCESS_KEY=t216 \
+       AWS_SHARED_CREDENTIALS_FILE=$T/none AWS_CONFIG_FILE=$T/none
+unset AWS_SESSION_TOKEN AWS_PROFILE DLK_S3_NO_SIGN DLK_S3_ADDRESSING
+
+ok "create from-s3" dlk create "$T/s3" from-s3 s3://raw/train --resize 64x48 --json
+check "11 rows" grep -q '"ingested": 11' "$OUT"
+ok "create from-dir of the same folder" dlk create "$T/dir" from-dir "$S" --resize 64x48 --quiet
+dump "$T/s3" > "$T/s3.txt"
+dump "$T/dir" > "$T/dir.txt"
+check "from-s3 equals from-dir sample by sample" cmp "$T/s3.txt" "$T/dir.txt"
+ok "a folder below the root" dlk create "$T/part" from-s3 s3://raw/train/dog --resize 8x8 --json
+check "6 rows under train/dog/" grep -q '"ingested": 6' "$OUT"
+
+ok "1100 label-only rows: two listing pages" dlk create "$T/lab" from-s3 s3://raw/labels --json
+check "1100 rows" grep -q '"ingested": 1100' "$OUT"
+ok "label of row 1099" dlk cat "$T/lab" labels 1099 --json
+check "is 1099 % 7 = 0" grep -q '"values":\[0\]' "$OUT"
+
+base=$AWS_ENDPOINT_URL/raw
+check "a range is 206 with its bytes" test "$(curl -s -o "$T/r" -w '%{http_code}' -r 2-9 "$base/train/cat/cat01.jpg")" = 206
+check "... the right bytes" cmp "$T/r" <(tail -c +3 "$S/cat/cat01.jpg" | head -c 8)
+check "an unknown key is 404 NoSuchKey" sh -c "curl -s -w '%{http_code}' '$base/train/nope.jpg' | grep -q 'NoSuchKey.*404'"
+check "'..' does not leave the bucket" sh -c "curl -s --path-as-is -w '%{http_code}' '$base/../raw/train/cat/cat01.jpg' | grep -q 404"
+check "a PUT is 501 (read-only)" test "$(curl -s -o /dev/null -w '%{http_code}' -X PUT --data x "$base/k")" = 501
