@@ -125,6 +125,8 @@ typedef struct dlk_obj_info {
     int64_t mtime;   /* last modified, Unix seconds; 0 when unknown */
 } dlk_obj_info;
 
+typedef struct dlk_get_req dlk_get_req;
+
 /* Called by list for each object, in key order; non-zero stops. */
 typedef int (*dlk_list_fn)(void *ud, const char *key, uint64_t size);
 
@@ -164,6 +166,9 @@ typedef struct dlk_store_ops {
     dlk_status (*putv)(dlk_store *s, const char *key, const struct iovec *v,
                        int n, dlk_put_mode mode, const char *etag,
                        dlk_obj_info *out, dlk_error *err);
+    /* Optional: the whole-object GETs of dlk_store_get_each all in flight
+     * at once without a thread each (keys checked, results in reqs). */
+    void (*get_each)(dlk_store *s, dlk_get_req *reqs, size_t n);
 } dlk_store_ops;
 
 struct dlk_store {
@@ -214,17 +219,18 @@ dlk_status dlk_store_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
 dlk_status dlk_store_map(dlk_store *s, const char *key, const void **ptr,
                          size_t *len, dlk_error *err);
 void dlk_store_unmap(dlk_store *s, const void *ptr, size_t len);
-/* Several whole-object GETs at once (on threads for a remote store, one
- * after the other for a local one): each request gets its own status and
+/* Several whole-object GETs at once (all in flight on the engine for S3,
+ * on threads for another remote store, one after the other for a local
+ * one): each request gets its own status and
  * error; out buffers are appended to, as by dlk_store_get. */
-typedef struct dlk_get_req {
+struct dlk_get_req {
     const char *key;
     uint64_t max;
     dlk_buf *out;
     dlk_obj_info *info;   /* may be NULL */
     dlk_status rc;
     dlk_error err;
-} dlk_get_req;
+};
 void dlk_store_get_each(dlk_store *s, dlk_get_req *reqs, size_t n);
 /* A request's status, its error copied to err when it failed. */
 dlk_status dlk_get_req_status(const dlk_get_req *r, dlk_error *err);

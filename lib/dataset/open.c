@@ -31,12 +31,20 @@ static dlk_dataset *new_handle(const char *url, dlk_error *err)
     return ds;
 }
 
-static int any_object(void *ud, const char *key, uint64_t size)
+/* The first two objects of a listing: how many, and whether the first
+ * is dlk.json. */
+typedef struct first_objects {
+    size_t n;
+    bool only_dataset_json;
+} first_objects;
+
+static int first_two(void *ud, const char *key, uint64_t size)
 {
-    (void)key;
     (void)size;
-    *(bool *)ud = true;
-    return 1;
+    first_objects *f = ud;
+    if (f->n++ == 0)
+        f->only_dataset_json = strcmp(key, DLK_KEY_DATASET) == 0;
+    return f->n >= 2;
 }
 
 static dlk_status new_id(char out[33], dlk_error *err)
@@ -176,10 +184,14 @@ dlk_status dlk_dataset_create(const char *url, const dlk_tensor_spec *specs,
     if (!ds)
         return DLK_ENOMEM;
     dlk_status rc = dlk_store_open(url, true, &ds->store, err);
-    bool exists = false;
+    first_objects seen = {0};
     if (!rc)
-        rc = dlk_store_list(ds->store, "", any_object, &exists, err);
-    if (!rc && exists)
+        rc = dlk_store_list(ds->store, "", first_two, &seen, err);
+    /* dlk.json alone: a create stopped (killed) between its two writes, or
+     * one writing its head right now: go on with its id; the head is
+     * create-only, and the same tensors give the same head */
+    bool half = !rc && seen.n == 1 && seen.only_dataset_json;
+    if (!rc && seen.n && !half)
         rc = dlk_fail(err, DLK_EEXIST, "'%s' is not empty: refusing to "
                       "create a dataset over existing objects", url);
     if (!rc && !(ds->m.tensors = calloc(n_specs, sizeof *ds->m.tensors)))
@@ -190,9 +202,11 @@ dlk_status dlk_dataset_create(const char *url, const dlk_tensor_spec *specs,
     }
     if (!rc)
         rc = alloc_per_tensor(ds, err);
-    if (!rc)
+    if (!rc && half)
+        rc = read_dataset_json(ds, err);
+    else if (!rc)
         rc = new_id(ds->id, err);
-    if (!rc)
+    if (!rc && !half)
         rc = write_dataset_json(ds, err);
     if (!rc)
         rc = dlk_write_head(ds, err);

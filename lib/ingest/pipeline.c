@@ -53,6 +53,9 @@ typedef struct pipe_state {
     pthread_cond_t cv_fetch, cv_decode, cv_append;
     size_t next_fetch, base;
     size_t nfetchers;     /* 0: the decoders read their own rows */
+    size_t batch;         /* rows a fetcher takes at once: their GETs go
+                             out together (dlk_store_get_each) */
+    size_t maxn;          /* objects in a row at most */
     size_t scan;          /* rows below it (and from base) are taken or
                              failed: no decoder looks there again */
     bool stop;
@@ -100,39 +103,110 @@ static void fetch_row(pipe_state *p, slot *s)
     }
 }
 
+/* Fetch rows k0 .. k0+n-1 (their slots' rows set) with all their GETs in
+ * flight at once; each row's result as fetch_row gives it.  reqs holds
+ * n * p->maxn requests. */
+static void fetch_rows(pipe_state *p, size_t k0, size_t n, dlk_get_req *reqs)
+{
+    const ing_source *src = p->c->src;
+    size_t nr = 0;
+    for (size_t k = k0; k < k0 + n; k++) {
+        slot *s = slot_of(p, k);
+        const ing_row *r = &src->rows[s->row];
+        s->rc = DLK_OK;
+        s->fatal = false;
+        s->bytes_in = 0;
+        for (uint32_t i = 0; i < r->n; i++) {
+            const ing_obj *o = &src->objs[r->first + i];
+            s->bufs[i].len = 0;
+            if (o->role == ING_NONE)
+                continue;
+            reqs[nr++] = (dlk_get_req){.key = o->key, .max = OBJECT_MAX,
+                                       .out = &s->bufs[i]};
+        }
+    }
+    dlk_store_get_each(src->store, reqs, nr);
+    nr = 0;
+    for (size_t k = k0; k < k0 + n; k++) {
+        slot *s = slot_of(p, k);
+        const ing_row *r = &src->rows[s->row];
+        for (uint32_t i = 0; i < r->n; i++) {
+            const ing_obj *o = &src->objs[r->first + i];
+            if (o->role == ING_NONE)
+                continue;
+            dlk_get_req *q = &reqs[nr++];
+            if (q->rc && !s->rc) {
+                /* the row's first failure, as fetch_row reports it */
+                s->rc = q->rc;
+                s->bad_key = o->key;
+                snprintf(s->reason, sizeof s->reason, "%s", q->err.msg);
+                s->fatal = q->rc != DLK_ENOTFOUND && q->rc != DLK_ELIMIT;
+            }
+            if (!q->rc)
+                s->bytes_in += s->bufs[i].len;
+        }
+    }
+}
+
 static void drain(pipe_state *p);
+
+/* Free slots a fetcher waits for: a batch, or the rows left (p->mu). */
+static size_t fetch_need(const pipe_state *p)
+{
+    size_t left = p->ntodo - p->next_fetch;
+    return left < p->batch ? left : p->batch;
+}
 
 static void *fetcher(void *arg)
 {
     pipe_state *p = arg;
     double busy = 0;
+    dlk_get_req *reqs = NULL;
+    /* without the requests' memory this thread fetches row by row */
+    if (p->batch > 1)
+        reqs = calloc(p->batch * p->maxn, sizeof *reqs);
     pthread_mutex_lock(&p->mu);
     for (;;) {
+        /* a whole batch of room (or the last rows): one row at a time
+         * would bring back a wake-up per GET */
         while (!p->stop && p->next_fetch < p->ntodo &&
-               p->next_fetch >= p->base + p->W)
+               p->base + p->W - p->next_fetch < fetch_need(p))
             pthread_cond_wait(&p->cv_fetch, &p->mu);
         if (p->stop || p->next_fetch >= p->ntodo)
             break;
-        size_t k = p->next_fetch++;
-        slot *s = slot_of(p, k);
-        *state_of(p, k) = FETCHING;
-        s->row = p->todo[k];
+        size_t k0 = p->next_fetch, n = 0;
+        while (n < (reqs ? p->batch : 1) && p->next_fetch < p->ntodo &&
+               p->next_fetch < p->base + p->W) {
+            size_t k = p->next_fetch++;
+            *state_of(p, k) = FETCHING;
+            slot_of(p, k)->row = p->todo[k];
+            n++;
+        }
         pthread_mutex_unlock(&p->mu);
         double t = dlk_now_s();
-        fetch_row(p, s);
+        if (reqs)
+            fetch_rows(p, k0, n, reqs);
+        else
+            fetch_row(p, slot_of(p, k0));
         busy += dlk_now_s() - t;
         pthread_mutex_lock(&p->mu);
-        *state_of(p, k) = s->rc ? DONE : FETCHED;
-        /* one row for one thread: a broadcast would wake every idle
-         * decoder (or fetcher) to find nothing, which on few cores costs
-         * more than the decoding */
-        if (s->rc)
+        bool failed = false;
+        for (size_t k = k0; k < k0 + n; k++) {
+            slot *s = slot_of(p, k);
+            *state_of(p, k) = s->rc ? DONE : FETCHED;
+            failed |= s->rc != DLK_OK;
+            /* one row for one thread: a broadcast would wake every idle
+             * decoder (or fetcher) to find nothing, which on few cores
+             * costs more than the decoding */
+            if (!s->rc)
+                pthread_cond_signal(&p->cv_decode);
+        }
+        if (failed)
             drain(p);
-        else
-            pthread_cond_signal(&p->cv_decode);
     }
     p->fetch_s += busy;
     pthread_mutex_unlock(&p->mu);
+    free(reqs);
     return NULL;
 }
 
@@ -399,8 +473,13 @@ static void drain(pipe_state *p)
                *state_of(p, p->base) == APPENDED) {
             *state_of(p, p->base) = EMPTY;
             p->base++;
-            /* one slot, one fetcher (or decoder reading its own) */
-            pthread_cond_signal(p->nfetchers ? &p->cv_fetch : &p->cv_decode);
+            /* one slot, one decoder reading its own; a batch of slots,
+             * one fetcher */
+            if (!p->nfetchers)
+                pthread_cond_signal(&p->cv_decode);
+            else if (p->next_fetch < p->ntodo &&
+                     p->base + p->W - p->next_fetch >= fetch_need(p))
+                pthread_cond_signal(&p->cv_fetch);
         }
         if (!rc && now - p->last_ckpt >= p->every && p->base < p->ntodo) {
             pthread_mutex_unlock(&p->mu);
@@ -431,8 +510,12 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     p.c = &run->ctx;
     p.todo = todo;
     p.ntodo = ntodo;
-    p.nfetchers = (size_t)run->fetchers;
+    /* --fetch GETs in flight: from a store that keeps many in flight
+     * without a thread each (S3), 8 rows a fetch thread */
+    p.batch = run->ctx.src->store->ops->get_each ? 8 : 1;
     size_t nfetch = (size_t)run->fetchers, njobs = (size_t)run->jobs;
+    size_t nthreads = (nfetch + p.batch - 1) / p.batch;
+    p.nfetchers = nthreads;
     /* 16 rows a decoder: a decoder descheduled for a few ms (16 decoders,
      * 4 writers and the fetchers share the cores) holds back every row
      * after its own, and with 2 a decoder (64 rows at 16 jobs) the others
@@ -445,6 +528,7 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     for (size_t i = 0; i < run->ctx.src->nrows; i++)
         if (run->ctx.src->rows[i].n > maxn)
             maxn = run->ctx.src->rows[i].n;
+    p.maxn = maxn;
     p.slots = calloc(p.W, sizeof *p.slots);
     p.state = calloc(p.W, sizeof *p.state);
     bool oom = !p.slots || !p.state;
@@ -455,7 +539,7 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
                                  sizeof *p.slots[i].vals);
         oom = !p.slots[i].bufs || !p.slots[i].vals;
     }
-    pthread_t *th = calloc(nfetch + njobs, sizeof *th);
+    pthread_t *th = calloc(nthreads + njobs, sizeof *th);
     if (oom || !th) {
         for (size_t i = 0; p.slots && i < p.W; i++) {
             free(p.slots[i].bufs);
@@ -475,13 +559,14 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     p.every = o->checkpoint_seconds > 0 ? o->checkpoint_seconds : 30;
     size_t started = 0;
     dlk_status rc = DLK_OK;
-    for (size_t i = 0; i < nfetch + njobs; i++) {
-        if (pthread_create(&th[i], NULL, i < nfetch ? fetcher : decoder, &p)) {
+    for (size_t i = 0; i < nthreads + njobs; i++) {
+        if (pthread_create(&th[i], NULL, i < nthreads ? fetcher : decoder,
+                           &p)) {
             rc = dlk_fail(err, DLK_EIO, "cannot start a thread");
             break;
         }
         /* names for top -H and /proc/PID/task/TID/comm */
-        pthread_setname_np(th[i], i < nfetch ? "dlk-fetch" : "dlk-decode");
+        pthread_setname_np(th[i], i < nthreads ? "dlk-fetch" : "dlk-decode");
         started++;
     }
     /* the rows are appended by the threads that finish them (drain);

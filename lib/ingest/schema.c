@@ -370,8 +370,17 @@ dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
     dlk_dataset *ds = NULL;
     rc = dlk_dataset_create(url, specs, n, &ds, err);
     if (rc == DLK_EEXIST) {
+        dlk_error not_empty = {0};
+        if (err)
+            not_empty = *err;
         dlk_error_clear(err);
         rc = reuse(url, specs, n, err);
+        /* objects but no dataset: the refusal says what is there */
+        if (rc == DLK_ENOTFOUND) {
+            rc = DLK_EEXIST;
+            if (err)
+                *err = not_empty;
+        }
     } else if (!rc) {
         rc = dlk_dataset_close(ds, err);
     }

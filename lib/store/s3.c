@@ -256,6 +256,56 @@ static dlk_status get_empty(s3_store *s, const char *okey, uint64_t off,
     return DLK_OK;
 }
 
+/* What a GET's answer means: the bytes appended to out (from
+ * r->out_start), or the error naming the object. */
+static dlk_status get_answer(s3_store *s, const char *okey, s3_req *r,
+                             uint64_t off, uint64_t len, uint64_t max,
+                             bool ranged, dlk_buf *out, dlk_obj_info *info,
+                             dlk_error *err)
+{
+    dlk_status rc = DLK_OK;
+    size_t start = r->out_start;
+    if (r->over_limit) {
+        rc = over_limit(s, okey, r->content_length, max, err);
+    } else if (r->status == 416 && len == UINT64_MAX) {
+        rc = get_empty(s, okey, off, len, info, err);  /* off == size? */
+    } else if (r->status == 416) {
+        rc = short_object(s, okey, off, len, r->total_size, err);
+    } else if (!ok2xx(r)) {
+        rc = req_fail(s, r, "read", okey, DLK_PUT_ALWAYS, err);
+    } else if (r->short_body) {
+        rc = dlk_fail(err, DLK_ENET, "cannot read 's3://%s/%s': %llu of "
+                      "%llu bytes received, after %d attempts", s->bucket,
+                      okey, (unsigned long long)r->received,
+                      (unsigned long long)r->content_length, r->attempts);
+    } else {
+        uint64_t size = r->status == 206 ? r->total_size : r->received;
+        if (ranged && r->status == 200) {
+            /* the server ignored Range: cut the answer ourselves */
+            size = r->received;
+            uint64_t want = len == UINT64_MAX ? size - (off < size ? off : size)
+                                              : len;
+            if (off > size || want > size - off) {
+                rc = short_object(s, okey, off, len, size, err);
+            } else {
+                memmove(out->data + start, out->data + start + off,
+                        (size_t)want);
+                out->len = start + (size_t)want;
+            }
+        } else if (len != UINT64_MAX && r->received < len) {
+            rc = short_object(s, okey, off, len, size, err);
+        }
+        if (!rc && info) {
+            info->size = size;
+            info->mtime = r->mtime;
+            snprintf(info->etag, sizeof info->etag, "%s", r->etag);
+        }
+    }
+    if (rc && out->len > start)
+        out->len = start;
+    return rc;
+}
+
 static dlk_status s3_get(dlk_store *st, const char *key, uint64_t off,
                          uint64_t len, uint64_t max, dlk_buf *out,
                          dlk_obj_info *info, dlk_error *err)
@@ -297,52 +347,67 @@ static dlk_status s3_get(dlk_store *st, const char *key, uint64_t off,
     r.max = max;
     rc = run(s, &r, "GET", okey, NULL, err);
     curl_slist_free_all(hdr);
-    if (rc)
-        goto done;
-    size_t start = r.out_start;
-    if (r.over_limit) {
-        rc = over_limit(s, okey, r.content_length, max, err);
-    } else if (r.status == 416 && len == UINT64_MAX) {
-        rc = get_empty(s, okey, off, len, info, err);  /* off == size? */
-    } else if (r.status == 416) {
-        rc = short_object(s, okey, off, len, r.total_size, err);
-    } else if (!ok2xx(&r)) {
-        rc = req_fail(s, &r, "read", okey, DLK_PUT_ALWAYS, err);
-    } else if (r.short_body) {
-        rc = dlk_fail(err, DLK_ENET, "cannot read 's3://%s/%s': %llu of "
-                      "%llu bytes received, after %d attempts", s->bucket,
-                      okey, (unsigned long long)r.received,
-                      (unsigned long long)r.content_length, r.attempts);
-    } else {
-        uint64_t size = r.status == 206 ? r.total_size : r.received;
-        if (range[0] && r.status == 200) {
-            /* the server ignored Range: cut the answer ourselves */
-            size = r.received;
-            uint64_t want = len == UINT64_MAX ? size - (off < size ? off : size)
-                                              : len;
-            if (off > size || want > size - off) {
-                rc = short_object(s, okey, off, len, size, err);
-            } else {
-                memmove(out->data + start, out->data + start + off,
-                        (size_t)want);
-                out->len = start + (size_t)want;
-            }
-        } else if (len != UINT64_MAX && r.received < len) {
-            rc = short_object(s, okey, off, len, size, err);
-        }
-        if (!rc && info) {
-            info->size = size;
-            info->mtime = r.mtime;
-            snprintf(info->etag, sizeof info->etag, "%s", r.etag);
-        }
-    }
-    if (rc && out->len > start)
-        out->len = start;
-done:
+    if (!rc)
+        rc = get_answer(s, okey, &r, off, len, max, range[0] != 0, out, info,
+                        err);
     s3_req_fini(&r);
 out:
     free(okey);
     return rc;
+}
+
+/* Whole-object GETs all in flight at once on the engine, with no thread
+ * each: the ingest fetchers hand over a batch of rows' objects this way
+ * (a blocking thread per GET cost ~7 context switches an object).  A
+ * request whose rc is set already is left alone. */
+static void s3_get_each(dlk_store *st, dlk_get_req *reqs, size_t n)
+{
+    s3_store *s = (s3_store *)st;
+    typedef struct pending {
+        s3_req r;
+        char *okey;
+        dlk_buf url;
+        bool sent;
+    } pending;
+    pending *pg = calloc(n, sizeof *pg);
+    if (!pg) {
+        for (size_t i = 0; i < n; i++)
+            if (!reqs[i].rc)
+                reqs[i].rc = s3_get(st, reqs[i].key, 0, UINT64_MAX,
+                                    reqs[i].max, reqs[i].out, reqs[i].info,
+                                    &reqs[i].err);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        dlk_get_req *q = &reqs[i];
+        dlk_buf_init(&pg[i].url);
+        if (q->rc)
+            continue; /* refused before (a bad key) */
+        if (!(pg[i].okey = object_key(s, q->key))) {
+            q->rc = dlk_fail(&q->err, DLK_ENOMEM, "out of memory");
+            continue;
+        }
+        if ((q->rc = make_url(s, pg[i].okey, NULL, &pg[i].url, &q->err)))
+            continue;
+        pg[i].r.method = "GET";
+        pg[i].r.url = (const char *)pg[i].url.data;
+        pg[i].r.out = q->out;
+        pg[i].r.max = q->max;
+        s3_submit(s->eng, &pg[i].r);
+        pg[i].sent = true;
+    }
+    for (size_t i = 0; i < n; i++) {
+        dlk_get_req *q = &reqs[i];
+        if (pg[i].sent) {
+            s3_wait(s->eng, &pg[i].r);
+            q->rc = get_answer(s, pg[i].okey, &pg[i].r, 0, UINT64_MAX,
+                               q->max, false, q->out, q->info, &q->err);
+            s3_req_fini(&pg[i].r);
+        }
+        dlk_buf_free(&pg[i].url);
+        free(pg[i].okey);
+    }
+    free(pg);
 }
 
 /* ---- put ------------------------------------------------------------ */
@@ -724,7 +789,9 @@ static void s3_free(dlk_store *st)
 }
 
 static const dlk_store_ops s3_ops = {
-    "s3", s3_get, s3_head, s3_put, s3_del, s3_list, s3_free,
+    .scheme = "s3", .get = s3_get, .head = s3_head, .put = s3_put,
+    .del = s3_del, .list = s3_list, .free = s3_free,
+    .get_each = s3_get_each,
 };
 
 static bool bucket_valid(const char *b, size_t n)

@@ -40,6 +40,21 @@ dump "$DS" > "$T/killed.txt"
 check "every sample exactly once, in order: equal to the uninterrupted run" cmp "$T/ref.txt" "$T/killed.txt"
 ok "verify" dlk verify "$DS"
 
+# killed between the create's two writes: dlk.json alone, no head yet
+HALF=$(ds_url half)
+obj_get "$REF" dlk.json "$T/dlk.json"
+[ "${DLK_TEST_STORE:-file}" = s3 ] || mkdir -p "$HALF"
+obj_put "$HALF" dlk.json "$T/dlk.json"
+check "dlk.json is there" obj_get "$HALF" dlk.json "$T/dlk2.json"
+fails "dlk.json alone is no dataset yet" 3 dlk ls "$HALF"
+ok "the same create takes it up" dlk create "$HALF" "${args[@]}" --json
+check "... and ingests every row" grep -q '"ingested": 150' "$OUT"
+dump "$HALF" > "$T/half.txt"
+check "... equal to the uninterrupted run" cmp "$T/ref.txt" "$T/half.txt"
+mkdir -p "$T/other" && echo x > "$T/other/notes.txt"
+fails "a folder of other objects is refused" 3 dlk create "$T/other" "${args[@]}"
+check "... naming what is there" grep -q "is not empty" "$ERR"
+
 # three shards at once, each its own process
 SH=$(ds_url shards)
 for i in 0 1 2; do
