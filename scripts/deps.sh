@@ -8,10 +8,10 @@ set -u
 
 # Debian packages: build, libraries (found with pkg-config), test tools.
 APT_PKGS="build-essential pkg-config libjansson-dev libxxhash-dev libzstd-dev
- libcurl4-openssl-dev libexpat1-dev libpng-dev libturbojpeg0-dev
+ libcurl4-openssl-dev libssl-dev libexpat1-dev libpng-dev libturbojpeg0-dev
  libavcodec-dev libavformat-dev libswscale-dev libavutil-dev libmicrohttpd-dev
  python3 python3-pip clang libclang-rt-14-dev man-db groff-base xxd"
-PC_PKGS="jansson libxxhash libzstd libcurl expat libturbojpeg libpng libavformat libavcodec libswscale libavutil libmicrohttpd"
+PC_PKGS="jansson libxxhash libzstd libcurl expat libcrypto libturbojpeg libpng libavformat libavcodec libswscale libavutil libmicrohttpd"
 # Python packages the tests use: numpy reads what dlk writes; moto's
 # server is the S3 the tests talk to; awscli is the independent client.
 PIP_PKGS="numpy pillow moto[server] awscli boto3"

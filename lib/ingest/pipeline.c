@@ -74,13 +74,30 @@ static unsigned char *state_of(pipe_state *p, size_t k)
     return &p->state[k % p->W];
 }
 
+/* A row's fetch failed on object o. */
+static void fetch_failed(slot *s, const ing_obj *o, dlk_status rc,
+                         const char *msg)
+{
+    s->rc = rc;
+    s->bad_key = o->key;
+    snprintf(s->reason, sizeof s->reason, "%s", msg);
+    /* gone since the listing, or too big: the row's fault; the rest
+     * (network, access) stops the run, which can resume */
+    s->fatal = rc != DLK_ENOTFOUND && rc != DLK_ELIMIT;
+}
+
+static void fetch_start(slot *s)
+{
+    s->rc = DLK_OK;
+    s->fatal = false;
+    s->bytes_in = 0;
+}
+
 static void fetch_row(pipe_state *p, slot *s)
 {
     const ing_source *src = p->c->src;
     const ing_row *r = &src->rows[s->row];
-    s->rc = DLK_OK;
-    s->fatal = false;
-    s->bytes_in = 0;
+    fetch_start(s);
     for (uint32_t i = 0; i < r->n; i++) {
         const ing_obj *o = &src->objs[r->first + i];
         dlk_buf *b = &s->bufs[i];
@@ -91,12 +108,7 @@ static void fetch_row(pipe_state *p, slot *s)
         dlk_status rc = dlk_store_get(src->store, o->key, OBJECT_MAX, b, NULL,
                                       &e);
         if (rc) {
-            s->rc = rc;
-            s->bad_key = o->key;
-            snprintf(s->reason, sizeof s->reason, "%s", e.msg);
-            /* gone since the listing, or too big: the row's fault; the
-             * rest (network, access) stops the run, which can resume */
-            s->fatal = rc != DLK_ENOTFOUND && rc != DLK_ELIMIT;
+            fetch_failed(s, o, rc, e.msg);
             return;
         }
         s->bytes_in += b->len;
@@ -113,9 +125,7 @@ static void fetch_rows(pipe_state *p, size_t k0, size_t n, dlk_get_req *reqs)
     for (size_t k = k0; k < k0 + n; k++) {
         slot *s = slot_of(p, k);
         const ing_row *r = &src->rows[s->row];
-        s->rc = DLK_OK;
-        s->fatal = false;
-        s->bytes_in = 0;
+        fetch_start(s);
         for (uint32_t i = 0; i < r->n; i++) {
             const ing_obj *o = &src->objs[r->first + i];
             s->bufs[i].len = 0;
@@ -135,13 +145,8 @@ static void fetch_rows(pipe_state *p, size_t k0, size_t n, dlk_get_req *reqs)
             if (o->role == ING_NONE)
                 continue;
             dlk_get_req *q = &reqs[nr++];
-            if (q->rc && !s->rc) {
-                /* the row's first failure, as fetch_row reports it */
-                s->rc = q->rc;
-                s->bad_key = o->key;
-                snprintf(s->reason, sizeof s->reason, "%s", q->err.msg);
-                s->fatal = q->rc != DLK_ENOTFOUND && q->rc != DLK_ELIMIT;
-            }
+            if (q->rc && !s->rc) /* the row's first failure */
+                fetch_failed(s, o, q->rc, q->err.msg);
             if (!q->rc)
                 s->bytes_in += s->bufs[i].len;
         }

@@ -20,8 +20,9 @@
  *    finished transfers, a burst of ten at most; four in flight at most,
  *    as each holds a copy of its body).
  *
- * Requests are signed by libcurl (CURLOPT_AWS_SIGV4).  Secrets live only
- * in the curl handles and the engine; messages never carry them. */
+ * Requests are signed here each time they are sent (s3_sign.c, SigV4
+ * with a signing key derived once a day).  The secret lives only in the
+ * engine's signer; messages never carry it. */
 #include "s3_internal.h"
 
 #include <curl/curl.h>
@@ -82,7 +83,8 @@ struct s3_engine {
     int hedges_inflight;
     uint64_t hedges, hedge_wins;
     /* signing */
-    char *user, *secret, *sigv4, *token_hdr, *ca_bundle;
+    s3_signer *signer;        /* NULL: anonymous */
+    char *token_hdr, *ca_bundle;
 };
 
 static uint64_t hedges_total;  /* all engines (atomic) */
@@ -288,8 +290,8 @@ static bool build_headers(s3_engine *e, const s3_req *r,
             goto oom;
         h = t;
     }
-    if (e->sigv4) {
-        /* libcurl 7.88 does not add it for s3; S3 requires it */
+    if (e->signer) {
+        /* S3 requires it; the signature covers it */
         if (!(t = curl_slist_append(h, "x-amz-content-sha256: "
                                        "UNSIGNED-PAYLOAD")))
             goto oom;
@@ -299,6 +301,9 @@ static bool build_headers(s3_engine *e, const s3_req *r,
                 goto oom;
             h = t;
         }
+        /* signed when (re)sent: the date is part of the signature */
+        if (s3_sign(e->signer, r->method, r->url, &h))
+            goto oom;
     }
     *out = h;
     return true;
@@ -532,11 +537,6 @@ static bool start(s3_engine *e, s3_req *r)
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, r->all_headers);
     if (e->ca_bundle)
         curl_easy_setopt(h, CURLOPT_CAINFO, e->ca_bundle);
-    if (e->sigv4) {
-        curl_easy_setopt(h, CURLOPT_USERNAME, e->user);
-        curl_easy_setopt(h, CURLOPT_PASSWORD, e->secret);
-        curl_easy_setopt(h, CURLOPT_AWS_SIGV4, e->sigv4);
-    }
     if (strcmp(r->method, "HEAD") == 0) {
         curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
     } else if (strcmp(r->method, "PUT") == 0) {
@@ -919,11 +919,8 @@ void s3_engine_free(s3_engine *e)
     if (e->multi)
         curl_multi_cleanup(e->multi);
     pthread_mutex_destroy(&e->mu);
-    wipe(e->secret);
+    s3_signer_free(e->signer);
     wipe(e->token_hdr);
-    free(e->user);
-    free(e->secret);
-    free(e->sigv4);
     free(e->token_hdr);
     free(e->ca_bundle);
     free(e);
@@ -965,15 +962,11 @@ dlk_status s3_engine_new(const s3_config *cfg, s3_engine **out,
     bool ok = true;
     e->ca_bundle = dup_or(cfg->ca_bundle, &ok);
     if (cfg->access_key && cfg->secret_key) {
-        e->user = dup_or(cfg->access_key, &ok);
-        e->secret = dup_or(cfg->secret_key, &ok);
-        size_t n = strlen(cfg->region) + 16;
-        if ((e->sigv4 = malloc(n)) != NULL)
-            snprintf(e->sigv4, n, "aws:amz:%s:s3", cfg->region);
-        else
-            ok = false;
+        e->signer = s3_signer_new(cfg->access_key, cfg->secret_key,
+                                  cfg->region, cfg->session_token);
+        ok = e->signer != NULL;
         if (cfg->session_token) {
-            n = strlen(cfg->session_token) + 32;
+            size_t n = strlen(cfg->session_token) + 32;
             if ((e->token_hdr = malloc(n)) != NULL)
                 snprintf(e->token_hdr, n, "x-amz-security-token: %s",
                          cfg->session_token);

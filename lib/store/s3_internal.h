@@ -43,6 +43,21 @@ void s3_config_free(s3_config *c);
 int s3_ini_get(const char *path, const char *section, const char *key,
                char **out, bool *found_section);
 
+/* ---- signing (s3_sign.c) ------------------------------------------- */
+
+/* AWS Signature Version 4 for one engine's requests; the secret stays in
+ * it (wiped when freed).  One thread signs at a time. */
+typedef struct s3_signer s3_signer;
+s3_signer *s3_signer_new(const char *access_key, const char *secret,
+                         const char *region, const char *token);
+void s3_signer_free(s3_signer *g);
+/* Append Host, x-amz-date and Authorization for method and url (path and
+ * query percent-encoded as sent; the payload UNSIGNED-PAYLOAD, the
+ * x-amz-content-sha256 and x-amz-security-token headers sent by the
+ * caller).  0 on success, -1 when out of memory or the URL is too long. */
+int s3_sign(s3_signer *g, const char *method, const char *url,
+            struct curl_slist **headers);
+
 /* ---- the request engine (s3_http.c) -------------------------------- */
 
 typedef struct s3_engine s3_engine;

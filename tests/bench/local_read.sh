@@ -13,7 +13,7 @@ make -s -C "$root" "$build/libdlk.a" >/dev/null
 bin=$dir/read_bench
 cc -O2 -std=c11 -D_GNU_SOURCE -I"$root/include" -o "$bin" \
     "$root/tests/bench/read_bench.c" "$build/libdlk.a" \
-    $(pkg-config --libs jansson libxxhash libzstd libcurl expat) -lpthread -lm
+    $(pkg-config --libs jansson libxxhash libzstd libcurl expat libcrypto) -lpthread -lm
 ds=$dir/ds
 rm -rf "$ds"
 echo "machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -m)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # t300-s3-store.sh - the S3 store (lib/store/s3*.c) against moto: the
 # store's unit test with a server, once without signature checks (every
-# key shape) and once with them (SigV4 through libcurl, wrong secret).
+# key shape) and once with them (dlk's SigV4 signing checked by moto, wrong secret).
 . "$DLK_TESTS/lib.sh"
 . "$DLK_TESTS/s3lib.sh"
 

@@ -139,7 +139,7 @@ fi
 # shellcheck disable=SC2046,SC2086
 ok "build the reader" cc -O1 -g -std=c11 -D_GNU_SOURCE $san \
     -I"$root/include" -I"$root/lib" -o "$T/hedge_get" "$T/hedge_get.c" \
-    "$lib" $(pkg-config --libs jansson libxxhash libzstd libcurl expat) \
+    "$lib" $(pkg-config --libs jansson libxxhash libzstd libcurl expat libcrypto) \
     -lpthread -lm || exit 1
 
 s3_start
