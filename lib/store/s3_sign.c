@@ -18,6 +18,7 @@
 
 #define SHA256_LEN 32
 #define SHA256_BLOCK 64
+#define QUERY_PARAMS_MAX 64
 
 struct s3_signer {
     EVP_MD *md;         /* fetched once */
@@ -143,12 +144,14 @@ static bool day_key(s3_signer *g, const char *day)
  * the canonical request wants it, into out. */
 static bool canonical_query(const char *q, char *out, size_t cap)
 {
-    const char *part[64];
-    size_t plen[64], n = 0;
-    for (const char *p = q; p && *p && n < 64;) {
+    const char *part[QUERY_PARAMS_MAX];
+    size_t plen[QUERY_PARAMS_MAX], n = 0;
+    for (const char *p = q; p && *p;) {
         const char *amp = strchr(p, '&');
         size_t len = amp ? (size_t)(amp - p) : strlen(p);
         if (len) {
+            if (n == QUERY_PARAMS_MAX)
+                return false; /* more than the store ever sends */
             part[n] = p;
             plen[n++] = len;
         }
@@ -197,9 +200,13 @@ int s3_sign(s3_signer *g, const char *method, const char *url,
     size_t hlen = path ? (size_t)(path - h) : strlen(h);
     const char *q = path ? strchr(path, '?') : NULL;
     size_t plen = path ? (q ? (size_t)(q - path) : strlen(path)) : 0;
-    char query[4096];
-    if (!canonical_query(q ? q + 1 : NULL, query, sizeof query))
+    /* each parameter gains at most a '=' and a '&' */
+    size_t qcap = (q ? strlen(q) : 0) + 2 * QUERY_PARAMS_MAX + 1;
+    char *query = malloc(qcap);
+    if (!query || !canonical_query(q ? q + 1 : NULL, query, qcap)) {
+        free(query);
         return -1;
+    }
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
@@ -207,32 +214,31 @@ int s3_sign(s3_signer *g, const char *method, const char *url,
     strftime(amzdate, sizeof amzdate, "%Y%m%dT%H%M%SZ", &tm);
     memcpy(day, amzdate, 8);
     day[8] = '\0';
-    if (!day_key(g, day))
-        return -1;
     const char *signed_hdrs = g->token
         ? "host;x-amz-content-sha256;x-amz-date;x-amz-security-token"
         : "host;x-amz-content-sha256;x-amz-date";
-    char creq[8192];
-    int n = snprintf(creq, sizeof creq,
-                     "%s\n%.*s\n%s\nhost:%.*s\nx-amz-content-sha256:"
-                     "UNSIGNED-PAYLOAD\nx-amz-date:%s\n%s%s%s\n%s\n"
-                     "UNSIGNED-PAYLOAD",
-                     method, (int)(plen ? plen : 1), plen ? path : "/",
-                     query, (int)hlen, h, amzdate,
-                     g->token ? "x-amz-security-token:" : "",
-                     g->token ? g->token : "", g->token ? "\n" : "",
-                     signed_hdrs);
-    if (n < 0 || (size_t)n >= sizeof creq)
-        return -1;
+    /* the canonical request, hashed in its parts (no length limit) */
+    const char *tok = g->token ? g->token : "";
+    const void *part[] = {
+        method, "\n", plen ? path : "/", "\n", query, "\nhost:", h,
+        "\nx-amz-content-sha256:UNSIGNED-PAYLOAD\nx-amz-date:", amzdate,
+        g->token ? "\nx-amz-security-token:" : "", tok, "\n\n",
+        signed_hdrs, "\nUNSIGNED-PAYLOAD"};
+    size_t len[sizeof part / sizeof part[0]];
+    for (size_t i = 0; i < sizeof len / sizeof len[0]; i++)
+        len[i] = strlen(part[i]);
+    len[2] = plen ? plen : 1; /* the path and host end inside url */
+    len[6] = hlen;
     uint8_t dg[SHA256_LEN], sig[SHA256_LEN];
-    const void *pp[1] = {creq};
-    size_t pl[1] = {(size_t)n};
     char dghex[2 * SHA256_LEN + 1], sighex[2 * SHA256_LEN + 1];
-    if (!sha256(g, pp, pl, 1, dg))
+    bool ok = day_key(g, day) &&
+              sha256(g, part, len, (int)(sizeof len / sizeof len[0]), dg);
+    free(query);
+    if (!ok)
         return -1;
     hex(dg, SHA256_LEN, dghex);
     char sts[512];
-    n = snprintf(sts, sizeof sts, "AWS4-HMAC-SHA256\n%s\n%s/%s/s3/"
+    int n = snprintf(sts, sizeof sts, "AWS4-HMAC-SHA256\n%s\n%s/%s/s3/"
                  "aws4_request\n%s", amzdate, day, g->region, dghex);
     if (n < 0 || (size_t)n >= sizeof sts ||
         !hmac(g, g->key, SHA256_LEN, sts, (size_t)n, sig))
