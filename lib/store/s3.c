@@ -378,6 +378,8 @@ static void s3_get_each(dlk_store *st, dlk_get_req *reqs, size_t n)
                                     &reqs[i].err);
         return;
     }
+    s3_req **batch = calloc(n, sizeof *batch);
+    size_t nb = 0;
     for (size_t i = 0; i < n; i++) {
         dlk_get_req *q = &reqs[i];
         dlk_buf_init(&pg[i].url);
@@ -393,9 +395,15 @@ static void s3_get_each(dlk_store *st, dlk_get_req *reqs, size_t n)
         pg[i].r.url = (const char *)pg[i].url.data;
         pg[i].r.out = q->out;
         pg[i].r.max = q->max;
-        s3_submit(s->eng, &pg[i].r);
         pg[i].sent = true;
+        if (batch)
+            batch[nb++] = &pg[i].r;
+        else
+            s3_submit(s->eng, &pg[i].r);
     }
+    if (batch)
+        s3_submit_all(s->eng, batch, nb);
+    free(batch);
     for (size_t i = 0; i < n; i++) {
         dlk_get_req *q = &reqs[i];
         if (pg[i].sent) {

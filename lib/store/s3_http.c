@@ -801,7 +801,8 @@ static void *loop(void *arg)
 
 /* ---- the callers' side ---------------------------------------------- */
 
-void s3_submit(s3_engine *e, s3_req *r)
+/* A request made ready to queue (not yet queued). */
+static void prepare(s3_req *r)
 {
     pthread_cond_init(&r->cond, NULL);
     r->cond_ready = true;
@@ -816,14 +817,30 @@ void s3_submit(s3_engine *e, s3_req *r)
     dlk_buf_init(&r->hbody);
     r->out_start = r->out ? r->out->len : 0;
     reset_result(r);
+}
+
+void s3_submit_all(s3_engine *e, s3_req **rs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        prepare(rs[i]);
     pthread_mutex_lock(&e->mu);
-    if (e->tail)
-        e->tail->next = r;
-    else
-        e->head = r;
-    e->tail = r;
+    for (size_t i = 0; i < n; i++) {
+        if (e->tail)
+            e->tail->next = rs[i];
+        else
+            e->head = rs[i];
+        e->tail = rs[i];
+    }
     pthread_mutex_unlock(&e->mu);
-    curl_multi_wakeup(e->multi);
+    /* one wake-up for the lot: each costs the loop a pass over its
+     * transfers */
+    if (n)
+        curl_multi_wakeup(e->multi);
+}
+
+void s3_submit(s3_engine *e, s3_req *r)
+{
+    s3_submit_all(e, &r, 1);
 }
 
 void s3_wait(s3_engine *e, s3_req *r)

@@ -123,6 +123,8 @@ void s3_perform(s3_engine *e, s3_req *r);
 /* Submit without waiting; s3_wait waits for one submitted request.
  * Several requests may be in flight from one thread. */
 void s3_submit(s3_engine *e, s3_req *r);
+/* Queue n requests at once (one wake-up of the engine's thread). */
+void s3_submit_all(s3_engine *e, s3_req **rs, size_t n);
 void s3_wait(s3_engine *e, s3_req *r);
 /* Release what a finished request holds (errbody, condition variable). */
 void s3_req_fini(s3_req *r);
