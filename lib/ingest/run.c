@@ -313,10 +313,10 @@ dlk_status dlk_ingest(const char *url, const dlk_ingest_opts *o,
      * of milliseconds for its first byte while a decoder takes ~1 ms an
      * image: 64 in flight (through 50 ms on the 2-core VM: 162 files/s
      * with 16, 213 with 64, 198 with 128). */
-    r.fetchers = o->fetchers > 0 ? o->fetchers
-                 : !local_dir                 ? 64
-                 : r.jobs >= dlk_cpu_count()    ? 0
-                                              : 16;
+    r.fetchers = o->fetchers > 0          ? o->fetchers
+                 : !local_dir                ? 64
+                 : r.jobs >= dlk_cpu_count() ? 0
+                                             : 16;
     rc = report_unsafe(&r, &src, err);
     if (!rc)
         rc = dlk_dataset_open(url, NULL, &r.ds, err);
