@@ -84,7 +84,7 @@ struct s3_engine {
     uint64_t hedges, hedge_wins;
     /* signing */
     s3_signer *signer;        /* NULL: anonymous */
-    char *token_hdr, *ca_bundle;
+    char *ca_bundle;
 };
 
 static uint64_t hedges_total;  /* all engines (atomic) */
@@ -290,21 +290,9 @@ static bool build_headers(s3_engine *e, const s3_req *r,
             goto oom;
         h = t;
     }
-    if (e->signer) {
-        /* S3 requires it; the signature covers it */
-        if (!(t = curl_slist_append(h, "x-amz-content-sha256: "
-                                       "UNSIGNED-PAYLOAD")))
-            goto oom;
-        h = t;
-        if (e->token_hdr) {
-            if (!(t = curl_slist_append(h, e->token_hdr)))
-                goto oom;
-            h = t;
-        }
-        /* signed when (re)sent: the date is part of the signature */
-        if (s3_sign(e->signer, r->method, r->url, &h))
-            goto oom;
-    }
+    /* signed when (re)sent: the date is part of the signature */
+    if (e->signer && s3_sign(e->signer, r->method, r->url, &h))
+        goto oom;
     *out = h;
     return true;
 oom:
@@ -910,15 +898,6 @@ static dlk_status hedge_config(s3_engine *e, dlk_error *err)
     return DLK_OK;
 }
 
-static void wipe(char *s)
-{
-    if (s) {
-        volatile char *v = s;
-        while (*v)
-            *v++ = '\0';
-    }
-}
-
 void s3_engine_free(s3_engine *e)
 {
     if (!e)
@@ -937,8 +916,6 @@ void s3_engine_free(s3_engine *e)
         curl_multi_cleanup(e->multi);
     pthread_mutex_destroy(&e->mu);
     s3_signer_free(e->signer);
-    wipe(e->token_hdr);
-    free(e->token_hdr);
     free(e->ca_bundle);
     free(e);
 }
@@ -981,15 +958,7 @@ dlk_status s3_engine_new(const s3_config *cfg, s3_engine **out,
     if (cfg->access_key && cfg->secret_key) {
         e->signer = s3_signer_new(cfg->access_key, cfg->secret_key,
                                   cfg->region, cfg->session_token);
-        ok = e->signer != NULL;
-        if (cfg->session_token) {
-            size_t n = strlen(cfg->session_token) + 32;
-            if ((e->token_hdr = malloc(n)) != NULL)
-                snprintf(e->token_hdr, n, "x-amz-security-token: %s",
-                         cfg->session_token);
-            else
-                ok = false;
-        }
+        ok = ok && e->signer != NULL;
     }
     e->idle = calloc((size_t)e->max, sizeof *e->idle);
     e->multi = curl_multi_init();

@@ -51,10 +51,11 @@ typedef struct s3_signer s3_signer;
 s3_signer *s3_signer_new(const char *access_key, const char *secret,
                          const char *region, const char *token);
 void s3_signer_free(s3_signer *g);
-/* Append Host, x-amz-date and Authorization for method and url (path and
- * query percent-encoded as sent; the payload UNSIGNED-PAYLOAD, the
- * x-amz-content-sha256 and x-amz-security-token headers sent by the
- * caller).  0 on success, -1 when out of memory or the URL is too long. */
+/* Append the headers that sign a request for method and url (path and
+ * query percent-encoded as sent; the payload UNSIGNED-PAYLOAD): Host,
+ * x-amz-content-sha256, x-amz-date, x-amz-security-token with a session
+ * token, and Authorization.  0 on success, -1 when out of memory or the
+ * request cannot be signed. */
 int s3_sign(s3_signer *g, const char *method, const char *url,
             struct curl_slist **headers);
 

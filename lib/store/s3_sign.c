@@ -10,7 +10,9 @@
  * and one HMAC. */
 #include "s3_internal.h"
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,8 +86,8 @@ void s3_signer_free(s3_signer *g)
     EVP_MD_CTX_free(g->ctx);
     EVP_MD_free(g->md);
     if (g->secret)
-        memset(g->secret, 0, strlen(g->secret));
-    memset(g->key, 0, sizeof g->key);
+        OPENSSL_cleanse(g->secret, strlen(g->secret));
+    OPENSSL_cleanse(g->key, sizeof g->key);
     free(g->access_key);
     free(g->secret);
     free(g->region);
@@ -129,10 +131,10 @@ static bool day_key(s3_signer *g, const char *day)
               hmac(g, a, SHA256_LEN, g->region, strlen(g->region), b) &&
               hmac(g, b, SHA256_LEN, "s3", 2, a) &&
               hmac(g, a, SHA256_LEN, "aws4_request", 12, g->key);
-    memset(k0, 0, sl + 4);
+    OPENSSL_cleanse(k0, sl + 4);
     free(k0);
-    memset(a, 0, sizeof a);
-    memset(b, 0, sizeof b);
+    OPENSSL_cleanse(a, sizeof a);
+    OPENSSL_cleanse(b, sizeof b);
     if (ok)
         memcpy(g->day, day, 9);
     else
@@ -185,6 +187,31 @@ static bool canonical_query(const char *q, char *out, size_t cap)
     }
     out[o] = '\0';
     return true;
+}
+
+/* Append one formatted header line (of any length); -1 when out of
+ * memory.  The line is wiped (OPENSSL_cleanse, which the compiler keeps):
+ * it may hold the session token. */
+__attribute__((format(printf, 2, 3)))
+static int add_header(struct curl_slist **headers, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *line = n < 0 ? NULL : malloc((size_t)n + 1);
+    if (!line)
+        return -1;
+    va_start(ap, fmt);
+    vsnprintf(line, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    struct curl_slist *t = curl_slist_append(*headers, line);
+    OPENSSL_cleanse(line, (size_t)n);
+    free(line);
+    if (!t)
+        return -1;
+    *headers = t;
+    return 0;
 }
 
 int s3_sign(s3_signer *g, const char *method, const char *url,
@@ -244,23 +271,15 @@ int s3_sign(s3_signer *g, const char *method, const char *url,
         !hmac(g, g->key, SHA256_LEN, sts, (size_t)n, sig))
         return -1;
     hex(sig, SHA256_LEN, sighex);
-    char line[1024];
-    struct curl_slist *t;
-    snprintf(line, sizeof line, "Host: %.*s", (int)hlen, h);
-    if (!(t = curl_slist_append(*headers, line)))
+    /* what the signature covers, all sent from here */
+    if (add_header(headers, "x-amz-content-sha256: UNSIGNED-PAYLOAD") ||
+        (g->token &&
+         add_header(headers, "x-amz-security-token: %s", g->token)) ||
+        add_header(headers, "Host: %.*s", (int)hlen, h) ||
+        add_header(headers, "x-amz-date: %s", amzdate) ||
+        add_header(headers, "Authorization: AWS4-HMAC-SHA256 Credential="
+                   "%s/%s/%s/s3/aws4_request, SignedHeaders=%s, Signature=%s",
+                   g->access_key, day, g->region, signed_hdrs, sighex))
         return -1;
-    *headers = t;
-    snprintf(line, sizeof line, "x-amz-date: %s", amzdate);
-    if (!(t = curl_slist_append(*headers, line)))
-        return -1;
-    *headers = t;
-    n = snprintf(line, sizeof line, "Authorization: AWS4-HMAC-SHA256 "
-                 "Credential=%s/%s/%s/s3/aws4_request, SignedHeaders=%s, "
-                 "Signature=%s", g->access_key, day, g->region, signed_hdrs,
-                 sighex);
-    if (n < 0 || (size_t)n >= sizeof line ||
-        !(t = curl_slist_append(*headers, line)))
-        return -1;
-    *headers = t;
     return 0;
 }
