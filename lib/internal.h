@@ -101,6 +101,15 @@ void dlk_hash128_hex(const void *p, size_t n, char out[33]);
 /* The same of a followed by b. */
 void dlk_hash128_hex_2(const void *a, size_t na, const void *b, size_t nb,
                        char out[33]);
+/* The same of n parts, as one stream. */
+void dlk_hash128_hex_v(const struct iovec *v, size_t n, char out[33]);
+/* XXH3-64 fed in pieces: the same value as dlk_hash64 of them joined. */
+typedef struct dlk_hash64_stream dlk_hash64_stream;
+dlk_hash64_stream *dlk_hash64_stream_new(void); /* NULL: out of memory */
+void dlk_hash64_stream_reset(dlk_hash64_stream *h);
+void dlk_hash64_stream_update(dlk_hash64_stream *h, const void *p, size_t n);
+uint64_t dlk_hash64_stream_digest(const dlk_hash64_stream *h);
+void dlk_hash64_stream_free(dlk_hash64_stream *h);
 
 /* ---- storage (store/) --------------------------------------------- */
 
@@ -169,6 +178,11 @@ typedef struct dlk_store_ops {
     /* Optional: the whole-object GETs of dlk_store_get_each all in flight
      * at once without a thread each (keys checked, results in reqs). */
     void (*get_each)(dlk_store *s, dlk_get_req *reqs, size_t n);
+    /* Optional: list as `list` does, the whole listing (fn's stop ends
+     * only the calls), gathered by many requests at once where the keys
+     * are spread over folders. */
+    dlk_status (*list_wide)(dlk_store *s, const char *prefix,
+                            dlk_list_fn fn, void *ud, dlk_error *err);
 } dlk_store_ops;
 
 struct dlk_store {
@@ -215,6 +229,10 @@ dlk_status dlk_store_putv(dlk_store *s, const char *key,
 dlk_status dlk_store_del(dlk_store *s, const char *key, dlk_error *err);
 dlk_status dlk_store_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
                           void *ud, dlk_error *err);
+/* The same listing, for a caller that wants all of it: a remote store
+ * lists many folders at once instead of page after page. */
+dlk_status dlk_store_list_wide(dlk_store *s, const char *prefix,
+                               dlk_list_fn fn, void *ud, dlk_error *err);
 /* DLK_EUNSUPPORTED when the store cannot map. */
 dlk_status dlk_store_map(dlk_store *s, const char *key, const void **ptr,
                          size_t *len, dlk_error *err);
@@ -274,8 +292,11 @@ typedef struct dlk_chunk_enc {
     const int64_t *shape;    /* fixed shape (ndim dims) when !variable */
     const uint32_t *shapes;  /* samples*ndim dims when variable */
     uint32_t samples;
-    const void *raw;
+    const void *raw;         /* NULL: the payload is elsewhere (encode_head
+                                with raw_hash given, uncompressed only) */
     size_t raw_bytes;
+    bool have_raw_hash;      /* raw_hash is XXH3-64 of the raw payload, */
+    uint64_t raw_hash;       /* computed as it was gathered */
 } dlk_chunk_enc;
 
 dlk_status dlk_chunk_encode(const dlk_chunk_enc *in, dlk_buf *out,

@@ -1,7 +1,15 @@
 /* append.c - appending samples: per-tensor chunk builders that seal a
  * chunk when it reaches the tensor's target size and hand it to a writer
  * (seal.c), which stores it under its content hash for the (unpublished)
- * head manifest. */
+ * head manifest.
+ *
+ * A builder gathers the payload either copied into one buffer or, for
+ * large samples of an uncompressed tensor, as the samples' own buffers
+ * (dlk_append_take): the writer then writes them where they are, and the
+ * appending thread, which ingest runs in sorted order, copies nothing.
+ * Either way the payload's XXH3-64 (the chunk's raw_hash) is computed as
+ * samples arrive, while they are still in the cache, not by a later pass
+ * over the whole chunk. */
 #include "dataset.h"
 
 #include <stdlib.h>
@@ -15,18 +23,16 @@ static dlk_status seal(dlk_dataset *ds, size_t ti, dlk_error *err)
     return dlk_seal_submit(ds, ti, err);
 }
 
-dlk_status dlk_append(dlk_dataset *ds, size_t tensor, const void *data,
-                      size_t nbytes, const int64_t *shape, int ndim,
-                      dlk_error *err)
+/* Check a sample against tensor's schema; its size in *bytes. */
+static dlk_status check_sample(dlk_dataset *ds, size_t tensor, size_t nbytes,
+                               const int64_t *shape, int ndim, dlk_error *err)
 {
     if (ds->read_only)
         return dlk_fail(err, DLK_EINVAL, "dataset opened at a commit is "
                         "read-only");
     if (tensor >= ds->m.ntensors)
         return dlk_fail(err, DLK_ENOTFOUND, "no tensor %zu", tensor);
-    dlk_tensor *t = &ds->m.tensors[tensor];
-    dlk_builder *b = &ds->builders[tensor];
-    const dlk_tensor_spec *s = &t->spec;
+    const dlk_tensor_spec *s = &ds->m.tensors[tensor].spec;
     if (ndim != s->ndim)
         return dlk_fail(err, DLK_EINVAL, "tensor '%s': sample has %d "
                         "dimensions, the schema %d", s->name, ndim, s->ndim);
@@ -48,13 +54,26 @@ dlk_status dlk_append(dlk_dataset *ds, size_t tensor, const void *data,
     if (nbytes > DLK_CHUNK_MAX_RAW / 2)
         return dlk_fail(err, DLK_ELIMIT, "tensor '%s': a sample of %zu bytes "
                         "is over the 1 GiB limit", s->name, nbytes);
+    return DLK_OK;
+}
+
+/* Seal the builder first when the sample would take it past the chunk's
+ * size, its sample limit, or (*parts more) its part limit; then make room
+ * for the sample's shape and one more part, so that nothing after this
+ * can fail half-way. */
+static dlk_status make_room(dlk_dataset *ds, size_t tensor, size_t nbytes,
+                            int ndim, size_t parts, dlk_error *err)
+{
+    const dlk_tensor_spec *s = &ds->m.tensors[tensor].spec;
+    dlk_builder *b = &ds->builders[tensor];
     dlk_status rc;
-    if (b->samples && (b->raw.len + nbytes > s->chunk_bytes ||
-                       b->samples == DLK_CHUNK_MAX_SAMPLES))
+    if (b->samples && (b->bytes + nbytes > s->chunk_bytes ||
+                       b->samples == DLK_CHUNK_MAX_SAMPLES ||
+                       b->nsegs + parts > DLK_SEGS_MAX))
         if ((rc = seal(ds, tensor, err)))
             return rc;
-    if ((rc = dlk_buf_append(&b->raw, data, nbytes, err)))
-        return rc;
+    if (!b->hash && !(b->hash = dlk_hash64_stream_new()))
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
     if (ndim) {
         size_t need = ((size_t)b->samples + 1) * (size_t)ndim;
         if (need > b->shapes_cap) {
@@ -62,25 +81,93 @@ dlk_status dlk_append(dlk_dataset *ds, size_t tensor, const void *data,
             while (cap < need)
                 cap *= 2;
             uint32_t *p = realloc(b->shapes, cap * sizeof *p);
-            if (!p) {
-                b->raw.len -= nbytes;
+            if (!p)
                 return dlk_fail(err, DLK_ENOMEM, "out of memory");
-            }
             b->shapes = p;
             b->shapes_cap = cap;
         }
-        for (int d = 0; d < ndim; d++) {
-            b->shapes[(size_t)b->samples * ndim + d] = (uint32_t)shape[d];
-            if (!b->samples || shape[d] < b->smin[d])
-                b->smin[d] = shape[d];
-            if (!b->samples || shape[d] > b->smax[d])
-                b->smax[d] = shape[d];
-        }
     }
+    if (parts && b->nsegs + parts > b->segs_cap) {
+        size_t cap = b->segs_cap ? b->segs_cap * 2 : 64;
+        dlk_buf *p = realloc(b->segs, cap * sizeof *p);
+        if (!p)
+            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        b->segs = p;
+        b->segs_cap = cap;
+    }
+    return DLK_OK;
+}
+
+/* The sample is in: its shape, count and hash; seal when full. */
+static dlk_status added(dlk_dataset *ds, size_t tensor, const void *data,
+                        size_t nbytes, const int64_t *shape, int ndim,
+                        dlk_error *err)
+{
+    dlk_builder *b = &ds->builders[tensor];
+    for (int d = 0; d < ndim; d++) {
+        b->shapes[(size_t)b->samples * ndim + d] = (uint32_t)shape[d];
+        if (!b->samples || shape[d] < b->smin[d])
+            b->smin[d] = shape[d];
+        if (!b->samples || shape[d] > b->smax[d])
+            b->smax[d] = shape[d];
+    }
+    dlk_hash64_stream_update(b->hash, data, nbytes);
+    b->bytes += nbytes;
     b->samples++;
-    if (b->raw.len >= s->chunk_bytes)
+    if (b->bytes >= ds->m.tensors[tensor].spec.chunk_bytes)
         return seal(ds, tensor, err);
     return DLK_OK;
+}
+
+/* Small parts are joined up to this size. */
+#define PART_JOIN ((size_t)1 << 20)
+
+dlk_status dlk_append(dlk_dataset *ds, size_t tensor, const void *data,
+                      size_t nbytes, const int64_t *shape, int ndim,
+                      dlk_error *err)
+{
+    dlk_status rc = check_sample(ds, tensor, nbytes, shape, ndim, err);
+    if (rc)
+        return rc;
+    dlk_builder *b = &ds->builders[tensor];
+    /* in parts: into the last one while it is small, else a new one */
+    bool join = b->nsegs && b->segs[b->nsegs - 1].len + nbytes <= PART_JOIN;
+    size_t parts = b->nsegs && !join ? 1 : 0;
+    if ((rc = make_room(ds, tensor, nbytes, ndim, parts, err)))
+        return rc;
+    if (!b->nsegs) { /* after make_room: sealing empties the parts */
+        rc = dlk_buf_append(&b->raw, data, nbytes, err);
+    } else {
+        join = b->segs[b->nsegs - 1].len + nbytes <= PART_JOIN;
+        if (!join) {
+            b->segs[b->nsegs] = dlk_seal_recycled(ds);
+            b->segs[b->nsegs++].len = 0;
+        }
+        rc = dlk_buf_append(&b->segs[b->nsegs - 1], data, nbytes, err);
+    }
+    if (rc)
+        return rc;
+    return added(ds, tensor, data, nbytes, shape, ndim, err);
+}
+
+dlk_status dlk_append_take(dlk_dataset *ds, size_t tensor, dlk_buf *data,
+                           const int64_t *shape, int ndim, dlk_error *err)
+{
+    if (tensor >= ds->m.ntensors || data->fixed || data->len < DLK_TAKE_MIN ||
+        ds->m.tensors[tensor].spec.codec != DLK_CODEC_NONE ||
+        ds->builders[tensor].raw.len)
+        return dlk_append(ds, tensor, data->data, data->len, shape, ndim,
+                          err);
+    dlk_status rc = check_sample(ds, tensor, data->len, shape, ndim, err);
+    if (!rc)
+        rc = make_room(ds, tensor, data->len, ndim, 1, err);
+    if (rc)
+        return rc;
+    dlk_builder *b = &ds->builders[tensor];
+    dlk_buf taken = *data;
+    *data = dlk_seal_recycled(ds);
+    b->segs[b->nsegs++] = taken;
+    return added(ds, tensor, taken.data, taken.len, shape, ndim, err);
 }
 
 /* Seal every partly filled chunk into ds->m without publishing the head:

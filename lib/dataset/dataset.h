@@ -13,7 +13,13 @@
 
 /* Samples appended to a tensor and not yet written as a chunk. */
 typedef struct dlk_builder {
-    dlk_buf raw;
+    dlk_buf raw;               /* samples copied in, while nsegs is 0 */
+    dlk_buf *segs;             /* or the payload in parts: samples taken
+                                  whole (dlk_append_take), small ones
+                                  copied into the last part */
+    size_t nsegs, segs_cap;
+    size_t bytes;              /* the payload so far */
+    dlk_hash64_stream *hash;   /* its XXH3-64 so far (raw_hash) */
     uint32_t *shapes;          /* samples*ndim dims (variable shapes) */
     size_t shapes_cap;
     uint32_t samples;
@@ -42,6 +48,15 @@ struct dlk_dataset {
     struct dlk_sealer *sealer; /* chunk writer threads, once started */
 };
 
+/* dlk_append, taking the sample's buffer instead of copying it when the
+ * tensor is stored uncompressed and the sample is large: *data then holds
+ * a recycled buffer (length 0, perhaps no memory) for the caller's next
+ * sample.  Otherwise the sample is copied and *data left as it was. */
+dlk_status dlk_append_take(dlk_dataset *ds, size_t tensor, dlk_buf *data,
+                           const int64_t *shape, int ndim, dlk_error *err);
+#define DLK_TAKE_MIN ((size_t)64 << 10) /* smaller samples are copied */
+#define DLK_SEGS_MAX 512        /* parts a chunk's payload may have */
+
 /* Chunk writers (seal.c). */
 #define DLK_SEAL_THREADS 4     /* chunks being encoded and written at once */
 typedef struct dlk_sealer dlk_sealer;
@@ -53,6 +68,8 @@ dlk_status dlk_seal_submit(dlk_dataset *ds, size_t ti, dlk_error *err);
  * write error, if any (then the manifest must not be published). */
 dlk_status dlk_seal_wait(dlk_dataset *ds, dlk_error *err);
 void dlk_sealer_free(dlk_sealer *s);
+/* A buffer the writers are done with (its length 0), or an empty one. */
+dlk_buf dlk_seal_recycled(dlk_dataset *ds);
 /* Seconds the appending thread has waited for a free chunk writer (all
  * busy: the writes are the bottleneck). */
 double dlk_seal_wait_seconds(const dlk_dataset *ds);

@@ -305,8 +305,14 @@ void dlk_dataset_free(dlk_dataset *ds)
         return;
     dlk_sealer_free(ds->sealer); /* joins writers still storing chunks */
     for (size_t i = 0; ds->builders && i < ds->m.ntensors; i++) {
-        dlk_buf_free(&ds->builders[i].raw);
-        free(ds->builders[i].shapes);
+        dlk_builder *b = &ds->builders[i];
+        dlk_buf_free(&b->raw);
+        for (size_t j = 0; j < b->nsegs; j++)
+            dlk_buf_free(&b->segs[j]);
+        free(b->segs);
+        if (b->hash)
+            dlk_hash64_stream_free(b->hash);
+        free(b->shapes);
     }
     for (size_t i = 0; ds->cache && i < ds->m.ntensors; i++)
         dlk_chunk_free(ds->cache[i].chunk);

@@ -27,6 +27,10 @@ typedef struct seal_job {
     dlk_chunk_enc enc;             /* raw and shapes point into the job */
     int64_t shape[DLK_MAX_NDIM];
     dlk_buf raw;
+    dlk_buf *segs;                 /* or the payload in parts */
+    size_t nsegs, segs_cap;
+    struct iovec *iov;             /* header and payload, to write */
+    size_t iov_cap;
     uint32_t *shapes;
     size_t shapes_cap;
     dlk_buf out;                   /* the encoded object */
@@ -48,46 +52,97 @@ struct dlk_sealer {
     dlk_status failed;             /* first writer error, kept */
     dlk_error failed_err;
     double submit_wait_s;          /* dlk_seal_submit waiting for a job */
+    dlk_buf *pool;                 /* parts written, for new samples */
+    size_t npool, pool_bytes;
 };
+
+/* The pool keeps at most this many bytes, in buffers up to POOL_BUF. */
+#define POOL_BYTES ((size_t)256 << 20)
+#define POOL_BUF ((size_t)4 << 20)
 
 double dlk_seal_wait_seconds(const dlk_dataset *ds)
 {
     return ds->sealer ? ds->sealer->submit_wait_s : 0;
 }
 
-/* Encode enc, name it by its hash (key_hex) and store it under
- * chunks/<tensor>/ (refreshing an old object of the same name); *stored
- * is its size.  An uncompressed payload is written from where it is,
- * after the header and index that `out` receives, not copied first. */
-static dlk_status seal_store(dlk_store *store, const char *tensor,
-                             const dlk_chunk_enc *enc, dlk_buf *out,
-                             char key_hex[33], uint64_t *stored,
-                             dlk_error *err)
+/* Encode j's chunk, name it by its hash (j->key) and store it under
+ * chunks/<tensor>/ (refreshing an old object of the same name); j->stored
+ * is its size.  An uncompressed payload is written from where it is (the
+ * builder's buffer or the samples' own), after the header and index that
+ * j->out receives, not copied first. */
+static dlk_status seal_store(dlk_store *store, seal_job *j, dlk_error *err)
 {
     bool follows;
-    dlk_status rc = dlk_chunk_encode_head(enc, out, &follows, err);
+    dlk_status rc = dlk_chunk_encode_head(&j->enc, &j->out, &follows, err);
     if (rc)
-        return dlk_fail_wrap(err, "tensor '%s'", tensor);
-    struct iovec v[2] = {{out->data, out->len},
-                         {(void *)enc->raw, follows ? enc->raw_bytes : 0}};
-    dlk_hash128_hex_2(v[0].iov_base, v[0].iov_len, v[1].iov_base,
-                      v[1].iov_len, key_hex);
-    *stored = v[0].iov_len + v[1].iov_len;
+        return dlk_fail_wrap(err, "tensor '%s'", j->name);
+    size_t n = 1 + (follows ? (j->nsegs ? j->nsegs : 1) : 0);
+    if (n > j->iov_cap) {
+        struct iovec *v = realloc(j->iov, n * sizeof *v);
+        if (!v)
+            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        j->iov = v;
+        j->iov_cap = n;
+    }
+    struct iovec *v = j->iov;
+    v[0] = (struct iovec){j->out.data, j->out.len};
+    for (size_t i = 1; i < n; i++)
+        v[i] = j->nsegs ? (struct iovec){j->segs[i - 1].data,
+                                         j->segs[i - 1].len}
+                        : (struct iovec){j->raw.data, j->raw.len};
+    dlk_hash128_hex_v(v, n, j->key);
+    j->stored = 0;
+    for (size_t i = 0; i < n; i++)
+        j->stored += v[i].iov_len;
     char key[DLK_CHUNK_KEY_MAX];
-    dlk_chunk_key(key, tensor, key_hex);
+    dlk_chunk_key(key, j->name, j->key);
     /* Content-addressed: an existing object of this name has these bytes.
      * But an old one may be unreferenced and about to be collected by gc,
      * which spares only young chunks: refresh it by writing it again. */
-    rc = dlk_store_putv(store, key, v, 2, DLK_PUT_IF_ABSENT, NULL, NULL, err);
+    rc = dlk_store_putv(store, key, v, (int)n, DLK_PUT_IF_ABSENT, NULL, NULL,
+                        err);
     if (rc == DLK_EEXIST) {
         dlk_obj_info info;
         dlk_error_clear(err);
         rc = dlk_store_head(store, key, &info, err);
         if (!rc && (info.mtime == 0 || time(NULL) - info.mtime > 600))
-            rc = dlk_store_putv(store, key, v, 2, DLK_PUT_ALWAYS, NULL, NULL,
-                                err);
+            rc = dlk_store_putv(store, key, v, (int)n, DLK_PUT_ALWAYS, NULL,
+                                NULL, err);
     }
     return rc;
+}
+
+/* A job's parts back to the pool, or freed past its bounds (s->mu). */
+static void recycle(dlk_sealer *s, seal_job *j)
+{
+    for (size_t i = 0; i < j->nsegs; i++) {
+        dlk_buf *b = &j->segs[i];
+        if (b->cap <= POOL_BUF && s->pool_bytes + b->cap <= POOL_BYTES &&
+            s->npool < DLK_SEAL_THREADS * DLK_SEGS_MAX) {
+            b->len = 0;
+            s->pool[s->npool++] = *b;
+            s->pool_bytes += b->cap;
+        } else {
+            dlk_buf_free(b);
+        }
+    }
+    j->nsegs = 0;
+}
+
+dlk_buf dlk_seal_recycled(dlk_dataset *ds)
+{
+    dlk_buf b;
+    dlk_buf_init(&b);
+    dlk_sealer *s = ds->sealer;
+    if (!s)
+        return b;
+    pthread_mutex_lock(&s->mu);
+    if (s->npool) {
+        b = s->pool[--s->npool];
+        s->pool_bytes -= b.cap;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return b;
 }
 
 static void *writer(void *arg)
@@ -108,11 +163,11 @@ static void *writer(void *arg)
         j->state = JOB_RUNNING;
         pthread_mutex_unlock(&s->mu);
         dlk_error_clear(&j->err);
-        j->rc = seal_store(s->store, j->name, &j->enc, &j->out, j->key,
-                           &j->stored, &j->err);
+        j->rc = seal_store(s->store, j, &j->err);
         /* keep the buffers for the next chunk, not an encoded copy */
         j->out.len = 0;
         pthread_mutex_lock(&s->mu);
+        recycle(s, j);
         j->state = JOB_DONE;
         pthread_cond_broadcast(&s->cv_done);
     }
@@ -127,6 +182,11 @@ static dlk_status sealer_start(dlk_dataset *ds, dlk_error *err)
     if (!s)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     s->store = ds->store;
+    s->pool = calloc(DLK_SEAL_THREADS * DLK_SEGS_MAX, sizeof *s->pool);
+    if (!s->pool) {
+        free(s);
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv_work, NULL);
     pthread_cond_init(&s->cv_done, NULL);
@@ -155,10 +215,18 @@ void dlk_sealer_free(dlk_sealer *s)
     for (int i = 0; i < s->nthreads; i++)
         pthread_join(s->th[i], NULL);
     for (int i = 0; i < DLK_SEAL_THREADS; i++) {
-        dlk_buf_free(&s->jobs[i].raw);
-        dlk_buf_free(&s->jobs[i].out);
-        free(s->jobs[i].shapes);
+        seal_job *j = &s->jobs[i];
+        dlk_buf_free(&j->raw);
+        dlk_buf_free(&j->out);
+        for (size_t k = 0; k < j->nsegs; k++)
+            dlk_buf_free(&j->segs[k]);
+        free(j->segs);
+        free(j->iov);
+        free(j->shapes);
     }
+    for (size_t i = 0; i < s->npool; i++)
+        dlk_buf_free(&s->pool[i]);
+    free(s->pool);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv_work);
     pthread_cond_destroy(&s->cv_done);
@@ -241,19 +309,28 @@ dlk_status dlk_seal_submit(dlk_dataset *ds, size_t ti, dlk_error *err)
     dlk_chunk_entry e;
     memset(&e, 0, sizeof e);
     e.samples = b->samples;
-    e.raw_bytes = b->raw.len;
+    e.raw_bytes = b->bytes;
     rc = dlk_tensor_add_chunk(t, &e, b->smin, b->smax, err);
     if (rc)
         return rc;
-    /* The builder's buffers go to the writer; it gets the job's back. */
+    /* The builder's buffers go to the writer; it gets the job's back (the
+     * job's parts went to the pool when it was written). */
     dlk_buf raw = j->raw;
+    dlk_buf *segs = j->segs;
+    size_t segs_cap = j->segs_cap;
     uint32_t *shapes = j->shapes;
     size_t shapes_cap = j->shapes_cap;
     j->raw = b->raw;
+    j->segs = b->segs;
+    j->nsegs = b->nsegs;
+    j->segs_cap = b->segs_cap;
     j->shapes = b->shapes;
     j->shapes_cap = b->shapes_cap;
     b->raw = raw;
     b->raw.len = 0;
+    b->segs = segs;
+    b->nsegs = 0;
+    b->segs_cap = segs_cap;
     b->shapes = shapes;
     b->shapes_cap = shapes_cap;
     j->tensor = ti;
@@ -268,10 +345,13 @@ dlk_status dlk_seal_submit(dlk_dataset *ds, size_t ti, dlk_error *err)
         .dtype = t->spec.dtype, .codec = t->spec.codec,
         .level = t->spec.level, .ndim = t->spec.ndim, .variable = variable,
         .shape = j->shape, .shapes = j->shapes, .samples = b->samples,
-        .raw = j->raw.data, .raw_bytes = j->raw.len,
+        .raw = j->nsegs ? NULL : j->raw.data, .raw_bytes = e.raw_bytes,
+        .have_raw_hash = true, .raw_hash = dlk_hash64_stream_digest(b->hash),
     };
     ds->dirty = true;
     b->samples = 0;
+    b->bytes = 0;
+    dlk_hash64_stream_reset(b->hash);
     pthread_mutex_lock(&s->mu);
     j->state = JOB_QUEUED;
     s->busy++;

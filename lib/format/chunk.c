@@ -86,6 +86,8 @@ static dlk_status encode(const dlk_chunk_enc *in, bool head_only,
 
     bool zstd = in->codec == DLK_CODEC_ZSTD;
     head_only &= !zstd;
+    if (!in->raw && in->raw_bytes && !(head_only && in->have_raw_hash))
+        return dlk_fail(err, DLK_EINTERNAL, "chunk to encode has no payload");
     size_t bound = zstd ? ZSTD_compressBound(in->raw_bytes)
                         : head_only ? 0 : in->raw_bytes;
     out->len = 0;
@@ -150,7 +152,8 @@ static dlk_status encode(const dlk_chunk_enc *in, bool head_only,
     dlk_put_le64(hdr + OFF_INDEX_BYTES, index_bytes);
     dlk_put_le64(hdr + OFF_STORED_BYTES, stored);
     dlk_put_le64(hdr + OFF_RAW_BYTES, in->raw_bytes);
-    uint64_t raw_hash = dlk_hash64(in->raw, in->raw_bytes);
+    uint64_t raw_hash = in->have_raw_hash ? in->raw_hash
+                                          : dlk_hash64(in->raw, in->raw_bytes);
     dlk_put_le64(hdr + OFF_RAW_HASH, raw_hash);
     /* uncompressed, the stored payload is the raw one: hash it once */
     dlk_put_le64(hdr + OFF_STORED_HASH, in->codec == DLK_CODEC_ZSTD

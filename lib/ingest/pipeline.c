@@ -419,12 +419,15 @@ static dlk_status take(ing_run *run, pipe_state *p, slot *s, dlk_error *err)
     }
     for (size_t t = 0; t < c->ntensors; t++) {
         ing_val *v = &s->vals[t];
-        dlk_status rc = dlk_append(run->ds, t, v->data.data, v->data.len,
-                                   v->shape, v->ndim, err);
+        size_t n = v->data.len;
+        /* a large sample's buffer goes into the chunk as it is; the slot
+         * gets one the chunk writers are done with */
+        dlk_status rc = dlk_append_take(run->ds, t, &v->data, v->shape,
+                                        v->ndim, err);
         if (rc)
             return rc;
-        run->res->bytes_out += v->data.len;
-        run->prog.bytes_out += v->data.len;
+        run->res->bytes_out += n;
+        run->prog.bytes_out += n;
     }
     run->res->ingested++;
     run->prog.ingested++;

@@ -176,20 +176,39 @@ static int open_parent_dir(file_store *fs, const char *key)
 }
 
 /* Write the n parts in order (each in writes of at most 1 GiB). */
+/* Write every part, as few writev calls as the parts allow (a chunk of
+ * whole samples has a part per sample). */
 static dlk_status write_all(int fd, const struct iovec *v, int n)
 {
-    for (int i = 0; i < n; i++) {
-        const uint8_t *p = v[i].iov_base;
-        size_t len = v[i].iov_len;
-        while (len) {
-            ssize_t w = write(fd, p, len > (1u << 30) ? (1u << 30) : len);
-            if (w < 0 && errno == EINTR)
+    struct iovec cur[64];
+    int i = 0;
+    size_t done = 0; /* bytes of v[i] already written */
+    while (i < n) {
+        int k = 0;
+        size_t total = 0;
+        for (int j = i; j < n && k < 64 && total < (1u << 30); j++) {
+            size_t skip = j == i ? done : 0;
+            if (v[j].iov_len == skip)
                 continue;
-            if (w < 0)
-                return DLK_EIO;
-            p += w;
-            len -= (size_t)w;
+            cur[k].iov_base = (uint8_t *)v[j].iov_base + skip;
+            cur[k].iov_len = v[j].iov_len - skip;
+            total += cur[k++].iov_len;
         }
+        if (!k)
+            break;
+        ssize_t w = writev(fd, cur, k);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return DLK_EIO;
+        /* advance past what was written */
+        size_t left = (size_t)w;
+        while (i < n && left >= v[i].iov_len - done) {
+            left -= v[i].iov_len - done;
+            done = 0;
+            i++;
+        }
+        done += left;
     }
     return DLK_OK;
 }
