@@ -134,7 +134,7 @@ dlk_status ing_source_open(const char *url, ing_source *s, dlk_error *err)
         return dlk_fail(err, DLK_ENOTFOUND, "no source at '%s'", url);
     if (rc)
         return dlk_fail_wrap(err, "source");
-    rc = dlk_store_list(s->store, "", add_obj, s, err);
+    rc = dlk_store_list_wide(s->store, "", add_obj, s, err);
     if (!rc && s->oom)
         rc = dlk_fail(err, DLK_ENOMEM, "out of memory listing '%s'", url);
     if (rc) {

@@ -714,71 +714,365 @@ static int list_item(void *ud, const char *key, uint64_t size)
     return c->fn(c->ud, key + c->strip, size);
 }
 
+/* The query of a ListObjectsV2 page, its parameters in name order. */
+static dlk_status list_query(dlk_buf *q, const char *full, const char *token,
+                             const char *start_after, bool delimit,
+                             dlk_error *err)
+{
+    q->len = 0;
+    dlk_status rc = DLK_OK;
+    if (token) {
+        rc = str_append(q, "continuation-token=", err);
+        if (!rc)
+            rc = enc_append(q, token, false, err);
+        if (!rc)
+            rc = str_append(q, "&", err);
+    }
+    if (!rc && delimit)
+        rc = str_append(q, "delimiter=%2F&", err);
+    if (!rc)
+        rc = str_append(q, "encoding-type=url&list-type=2", err);
+    if (!rc && *full) {
+        rc = str_append(q, "&prefix=", err);
+        if (!rc)
+            rc = enc_append(q, full, false, err);
+    }
+    if (!rc && start_after && !token) {
+        rc = str_append(q, "&start-after=", err);
+        if (!rc)
+            rc = enc_append(q, start_after, false, err);
+    }
+    return rc ? rc : terminate(q, err);
+}
+
+/* Check a listing's answer and parse its page. */
+static dlk_status list_answer(s3_store *s, s3_req *r, const char *full,
+                              const dlk_buf *resp, s3_list_item_fn fn,
+                              void *ud, s3_list_page *page, dlk_error *err)
+{
+    memset(page, 0, sizeof *page);
+    if (!ok2xx(r))
+        return req_fail(s, r, "list", full, DLK_PUT_ALWAYS, err);
+    if (r->over_limit || r->short_body)
+        return dlk_fail(err, DLK_ENET, "cannot list 's3://%s/%s': bad "
+                        "answer size", s->bucket, full);
+    char what[1200];
+    snprintf(what, sizeof what, "s3://%s/%s", s->bucket, full);
+    return s3_xml_list(resp->data, resp->len, fn, ud, page, what, err);
+}
+
+/* "PREFIX/" + prefix, or just prefix at the bucket's root. */
+static char *full_prefix(const s3_store *s, const char *prefix)
+{
+    size_t n = strlen(s->prefix) + strlen(prefix) + 2;
+    char *full = malloc(n);
+    if (full)
+        snprintf(full, n, "%s%s%s", s->prefix, *s->prefix ? "/" : "",
+                 prefix);
+    return full;
+}
+
+/* One page: its request run to the end, its answer parsed. */
+static dlk_status list_page(s3_store *s, const char *full, const char *token,
+                            bool delimit, s3_list_item_fn fn, void *ud,
+                            s3_list_page *page, dlk_error *err)
+{
+    dlk_buf q, resp;
+    dlk_buf_init(&q);
+    dlk_buf_init(&resp);
+    memset(page, 0, sizeof *page);
+    dlk_status rc = list_query(&q, full, token, NULL, delimit, err);
+    s3_req r = {0};
+    r.out = &resp;
+    r.max = 64u << 20;
+    /* the bucket itself: base_url + "/" + "" */
+    if (!rc)
+        rc = run(s, &r, "GET", "", (const char *)q.data, err);
+    if (!rc)
+        rc = list_answer(s, &r, full, &resp, fn, ud, page, err);
+    s3_req_fini(&r);
+    dlk_buf_free(&q);
+    dlk_buf_free(&resp);
+    return rc;
+}
+
 static dlk_status s3_list(dlk_store *st, const char *prefix, dlk_list_fn fn,
                           void *ud, dlk_error *err)
 {
     s3_store *s = (s3_store *)st;
     list_ctx c = {s, fn, ud, *s->prefix ? strlen(s->prefix) + 1 : 0};
-    /* "PREFIX/" + prefix, or just prefix at the bucket's root */
-    size_t n = strlen(s->prefix) + strlen(prefix) + 2;
-    char *full = malloc(n);
+    char *full = full_prefix(s, prefix);
     if (!full)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
-    snprintf(full, n, "%s%s%s", s->prefix, *s->prefix ? "/" : "", prefix);
     char *token = NULL;
-    dlk_buf q, resp;
-    dlk_buf_init(&q);
-    dlk_buf_init(&resp);
-    dlk_status rc = DLK_OK;
+    dlk_status rc;
     for (;;) {
-        /* sorted by name: libcurl 7.88 signs the query as written */
-        q.len = 0;
-        resp.len = 0;
-        if (token) {
-            rc = str_append(&q, "continuation-token=", err);
-            if (!rc)
-                rc = enc_append(&q, token, false, err);
-            if (!rc)
-                rc = str_append(&q, "&", err);
-        }
-        if (!rc)
-            rc = str_append(&q, "encoding-type=url&list-type=2", err);
-        if (!rc && *full) {
-            rc = str_append(&q, "&prefix=", err);
-            if (!rc)
-                rc = enc_append(&q, full, false, err);
-        }
-        if (!rc)
-            rc = terminate(&q, err);
-        if (rc)
-            break;
-        s3_req r = {0};
-        r.out = &resp;
-        r.max = 64u << 20;
-        /* the bucket itself: base_url + "/" + "" */
-        rc = run(s, &r, "GET", "", (const char *)q.data, err);
-        if (!rc && !ok2xx(&r))
-            rc = req_fail(s, &r, "list", full, DLK_PUT_ALWAYS, err);
-        else if (!rc && (r.over_limit || r.short_body))
-            rc = dlk_fail(err, DLK_ENET, "cannot list 's3://%s/%s': bad "
-                          "answer size", s->bucket, full);
-        s3_req_fini(&r);
-        if (rc)
-            break;
         s3_list_page page;
-        char what[1200];
-        snprintf(what, sizeof what, "s3://%s/%s", s->bucket, full);
-        rc = s3_xml_list(resp.data, resp.len, list_item, &c, &page, what,
-                         err);
+        rc = list_page(s, full, token, false, list_item, &c, &page, err);
         free(token);
         token = page.next_token;
-        if (rc || page.stopped || !page.truncated)
+        page.next_token = NULL;
+        bool more = !rc && !page.stopped && page.truncated;
+        s3_list_page_fini(&page);
+        if (!more)
             break;
     }
     free(token);
     free(full);
-    dlk_buf_free(&q);
-    dlk_buf_free(&resp);
+    return rc;
+}
+
+/* ---- the wide listing ------------------------------------------------
+ * ListObjectsV2 pages follow each other (each needs the last one's token),
+ * so one listing of 10,000 keys is ten round trips in a row, and of a
+ * million a thousand.  Where the keys are spread over folders, those can
+ * be listed at once: the top folder is listed with a delimiter (its keys
+ * and its subfolders; down the chain while it has a single subfolder),
+ * then its subfolders, split into up to WIDE_RANGES ranges, are listed
+ * flat, every range's pages in flight together.  A range's listing
+ * starts just before its first folder and ends at the next range's. */
+
+#define WIDE_RANGES 32
+#define WIDE_DEPTH 64    /* single-folder levels followed down, at most */
+
+typedef struct key_set {
+    const s3_store *s;
+    size_t strip;        /* as list_ctx */
+    char **k;
+    uint64_t *sz;
+    size_t n, cap;
+    bool oom;
+    /* a range's page: keep keys whose folder below `full` (flen bytes)
+     * is in [lo, hi), hi NULL at the end; past: one at or after hi came */
+    size_t flen;
+    const char *lo, *hi;
+    bool past;
+} key_set;
+
+/* a (n bytes) against the string b, as strcmp would order them */
+static int cmp_prefix(const char *a, size_t n, const char *b)
+{
+    size_t bn = strlen(b);
+    int c = memcmp(a, b, n < bn ? n : bn);
+    return c ? c : (n > bn) - (n < bn);
+}
+
+static int gather(void *ud, const char *key, uint64_t size)
+{
+    key_set *g = ud;
+    if (g->lo) {
+        if (g->hi && strcmp(key, g->hi) >= 0) {
+            g->past = true;
+            return 0;
+        }
+        const char *slash = strchr(key + g->flen, '/');
+        if (strlen(key) < g->flen || !slash)
+            return 0; /* a key of the top folder: listed with it */
+        size_t fl = (size_t)(slash + 1 - key);
+        if (cmp_prefix(key, fl, g->lo) < 0)
+            return 0; /* an earlier range's */
+    }
+    if (strlen(key) <= g->strip ||
+        (g->strip && (strncmp(key, g->s->prefix, g->strip - 1) != 0 ||
+                      key[g->strip - 1] != '/')))
+        return 0;
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 1024;
+        char **k = realloc(g->k, cap * sizeof *k);
+        uint64_t *sz = k ? realloc(g->sz, cap * sizeof *sz) : NULL;
+        if (k)
+            g->k = k;
+        if (!sz) {
+            g->oom = true;
+            return 1;
+        }
+        g->sz = sz;
+        g->cap = cap;
+    }
+    if (!(g->k[g->n] = strdup(key + g->strip))) {
+        g->oom = true;
+        return 1;
+    }
+    g->sz[g->n++] = size;
+    return 0;
+}
+
+typedef struct wide_range {
+    const char *lo, *hi;
+    char *after;         /* lo without its last '/' */
+    char *token;
+    s3_req r;
+    dlk_buf q, url, resp;
+    bool busy;
+} wide_range;
+
+static dlk_status range_submit(s3_store *s, const char *full, wide_range *w,
+                               dlk_error *err)
+{
+    memset(&w->r, 0, sizeof w->r);
+    w->resp.len = 0;
+    dlk_status rc = list_query(&w->q, full, w->token, w->after, false, err);
+    dlk_buf_free(&w->url); /* make_url starts a new one */
+    if (!rc)
+        rc = make_url(s, "", (const char *)w->q.data, &w->url, err);
+    if (rc)
+        return rc;
+    w->r.method = "GET";
+    w->r.url = (const char *)w->url.data;
+    w->r.out = &w->resp;
+    w->r.max = 64u << 20;
+    s3_submit(s->eng, &w->r);
+    w->busy = true;
+    return DLK_OK;
+}
+
+/* Wait for a range's page and gather it; *more when it goes on. */
+static dlk_status range_take(s3_store *s, const char *full, wide_range *w,
+                             key_set *g, bool *more, dlk_error *err)
+{
+    s3_wait(s->eng, &w->r);
+    w->busy = false;
+    g->lo = w->lo;
+    g->hi = w->hi;
+    g->past = false;
+    s3_list_page page;
+    dlk_status rc = list_answer(s, &w->r, full, &w->resp, gather, g, &page,
+                                err);
+    s3_req_fini(&w->r);
+    g->lo = NULL;
+    free(w->token);
+    w->token = page.next_token;
+    page.next_token = NULL;
+    *more = !rc && !g->oom && page.truncated && !g->past;
+    s3_list_page_fini(&page);
+    return rc;
+}
+
+static dlk_status list_ranges(s3_store *s, const char *full, char **cps,
+                              size_t ncps, key_set *g, dlk_error *err)
+{
+    size_t nr = ncps < WIDE_RANGES ? ncps : WIDE_RANGES;
+    wide_range *w = calloc(nr, sizeof *w);
+    if (!w)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    dlk_status rc = DLK_OK;
+    for (size_t i = 0; i < nr; i++) {
+        w[i].lo = cps[i * ncps / nr];
+        w[i].hi = i + 1 < nr ? cps[(i + 1) * ncps / nr] : NULL;
+        size_t n = strlen(w[i].lo);
+        if (!(w[i].after = strndup(w[i].lo, n ? n - 1 : 0)))
+            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
+    g->flen = strlen(full);
+    for (size_t i = 0; !rc && i < nr; i++)
+        rc = range_submit(s, full, &w[i], err);
+    /* every range's next page goes out as soon as its last one is in;
+     * after an error, only what is in flight is waited for */
+    for (bool any = true; any;) {
+        any = false;
+        for (size_t i = 0; i < nr; i++) {
+            if (!w[i].busy)
+                continue;
+            bool more = false;
+            dlk_error e;
+            dlk_status r = range_take(s, full, &w[i], g, &more, &e);
+            if (!rc && (r || g->oom)) {
+                rc = r ? r : dlk_fail(&e, DLK_ENOMEM, "out of memory");
+                if (err)
+                    *err = e;
+            }
+            if (!rc && more)
+                rc = range_submit(s, full, &w[i], err);
+            any |= w[i].busy;
+        }
+    }
+    for (size_t i = 0; i < nr; i++) {
+        free(w[i].after);
+        free(w[i].token);
+        dlk_buf_free(&w[i].q);
+        dlk_buf_free(&w[i].url);
+        dlk_buf_free(&w[i].resp);
+    }
+    free(w);
+    return rc;
+}
+
+static int cmp_keys(const void *a, const void *b)
+{
+    return strcmp(**(char *const *const *)a, **(char *const *const *)b);
+}
+
+static dlk_status s3_list_wide(dlk_store *st, const char *prefix,
+                               dlk_list_fn fn, void *ud, dlk_error *err)
+{
+    s3_store *s = (s3_store *)st;
+    key_set g = {.s = s, .strip = *s->prefix ? strlen(s->prefix) + 1 : 0};
+    char *full = full_prefix(s, prefix);
+    char **cps = NULL;
+    size_t ncps = 0;
+    dlk_status rc = full ? DLK_OK
+                         : dlk_fail(err, DLK_ENOMEM, "out of memory");
+    /* the top folder: its keys and subfolders, down a single subfolder */
+    for (int depth = 0; !rc && depth < WIDE_DEPTH; depth++) {
+        char *token = NULL;
+        for (;;) {
+            s3_list_page page;
+            rc = list_page(s, full, token, true, gather, &g, &page, err);
+            free(token);
+            token = page.next_token;
+            page.next_token = NULL;
+            if (!rc && page.nprefixes) {
+                char **v = realloc(cps, (ncps + page.nprefixes) * sizeof *v);
+                if (!v) {
+                    rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+                } else {
+                    cps = v;
+                    memcpy(cps + ncps, page.prefixes,
+                           page.nprefixes * sizeof *cps);
+                    ncps += page.nprefixes;
+                    page.nprefixes = 0;
+                }
+            }
+            bool more = !rc && !g.oom && page.truncated;
+            s3_list_page_fini(&page);
+            if (!more)
+                break;
+        }
+        free(token);
+        if (!rc && g.oom)
+            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        if (rc || ncps != 1)
+            break;
+        free(full);
+        full = cps[0];
+        cps[0] = NULL;
+        ncps = 0;
+    }
+    if (!rc && ncps)
+        rc = list_ranges(s, full, cps, ncps, &g, err);
+    for (size_t i = 0; i < ncps; i++)
+        free(cps[i]);
+    free(cps);
+    free(full);
+    /* in key order, as list gives them */
+    char ***by = NULL;
+    if (!rc && g.n) {
+        by = malloc(g.n * sizeof *by);
+        if (!by)
+            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        for (size_t i = 0; by && i < g.n; i++)
+            by[i] = &g.k[i];
+        if (by)
+            qsort(by, g.n, sizeof *by, cmp_keys);
+    }
+    for (size_t i = 0; !rc && i < g.n; i++)
+        if (fn(ud, *by[i], g.sz[by[i] - g.k]))
+            break;
+    free(by);
+    for (size_t i = 0; i < g.n; i++)
+        free(g.k[i]);
+    free(g.k);
+    free(g.sz);
     return rc;
 }
 
@@ -799,7 +1093,7 @@ static void s3_free(dlk_store *st)
 static const dlk_store_ops s3_ops = {
     .scheme = "s3", .get = s3_get, .head = s3_head, .put = s3_put,
     .del = s3_del, .list = s3_list, .free = s3_free,
-    .get_each = s3_get_each,
+    .get_each = s3_get_each, .list_wide = s3_list_wide,
 };
 
 static bool bucket_valid(const char *b, size_t n)

@@ -515,6 +515,11 @@ static bool start(s3_engine *e, s3_req *r)
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, LOW_SPEED_BYTES);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, LOW_SPEED_SECONDS);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    /* receive in 64 KiB reads, not 16: an image of tens of KiB arrives in
+     * one or two (each read is a pass of the loop; 4,000 GETs of 41 KB:
+     * 3.1 reads a GET at 16 KiB).  Under glibc's mmap threshold, so a
+     * handle's buffer is not mapped anew per transfer. */
+    curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 64L << 10);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, r->curl_msg);

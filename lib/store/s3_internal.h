@@ -166,7 +166,11 @@ typedef struct s3_list_page {
     bool truncated;
     char *next_token;     /* malloc'd, NULL when none */
     int stopped;          /* non-zero when the callback stopped */
+    char **prefixes;      /* CommonPrefixes, decoded (with a delimiter) */
+    size_t nprefixes;
 } s3_list_page;
+/* Free what a page holds (its token and prefixes). */
+void s3_list_page_fini(s3_list_page *page);
 dlk_status s3_xml_list(const void *body, size_t len, s3_list_item_fn fn,
                        void *ud, s3_list_page *page, const char *what,
                        dlk_error *err);

@@ -202,7 +202,22 @@ typedef struct list_ud {
     bool bad;              /* a malformed field */
     bool oom;
     bool is_list;
+    char **pfx;            /* CommonPrefixes (with a delimiter) */
+    size_t npfx, pfx_cap;
 } list_ud;
+
+static bool add_prefix(list_ud *u, const char *text)
+{
+    if (u->npfx == u->pfx_cap) {
+        size_t cap = u->pfx_cap ? u->pfx_cap * 2 : 64;
+        char **v = realloc(u->pfx, cap * sizeof *v);
+        if (!v)
+            return false;
+        u->pfx = v;
+        u->pfx_cap = cap;
+    }
+    return (u->pfx[u->npfx] = strdup(text)) && ++u->npfx;
+}
 
 static bool add_entry(list_ud *u)
 {
@@ -309,6 +324,14 @@ static int list_end(xml_walk *w, const char *name, const char *text)
         }
         return 0;
     }
+    if (w->depth == 3 && strcmp(par, "CommonPrefixes") == 0 &&
+        strcmp(name, "Prefix") == 0) {
+        if (u->npfx >= 100000 || !add_prefix(u, text)) {
+            u->oom = true;
+            return 1;
+        }
+        return 0;
+    }
     if (w->depth == 3 && strcmp(par, "Contents") == 0) {
         if (strcmp(name, "Key") == 0) {
             copy_text(u->key, sizeof u->key, text);
@@ -342,6 +365,9 @@ dlk_status s3_xml_list(const void *body, size_t len, s3_list_item_fn fn,
     for (size_t i = 0; ok && !u->bad && u->encoded && i < u->n; i++)
         if (!url_decode(u->keys[i]))
             u->bad = true;
+    for (size_t i = 0; ok && !u->bad && u->encoded && i < u->npfx; i++)
+        if (!url_decode(u->pfx[i]))
+            u->bad = true;
     if (u->oom)
         rc = dlk_fail(err, DLK_ENOMEM, "out of memory listing '%s'", what);
     else if (!ok || u->bad || !u->is_list)
@@ -357,12 +383,21 @@ dlk_status s3_xml_list(const void *body, size_t len, s3_list_item_fn fn,
             break;
         }
     }
+    if (!rc) {
+        page->prefixes = u->pfx;
+        page->nprefixes = u->npfx;
+        u->pfx = NULL;
+        u->npfx = 0;
+    }
 out:
     if (u) {
         for (size_t i = 0; i < u->n; i++)
             free(u->keys[i]);
         free(u->keys);
         free(u->sizes);
+        for (size_t i = 0; i < u->npfx; i++)
+            free(u->pfx[i]);
+        free(u->pfx);
     }
     if (rc) {
         free(page->next_token);
@@ -371,4 +406,13 @@ out:
     free(u);
     free(w);
     return rc;
+}
+
+void s3_list_page_fini(s3_list_page *page)
+{
+    free(page->next_token);
+    for (size_t i = 0; i < page->nprefixes; i++)
+        free(page->prefixes[i]);
+    free(page->prefixes);
+    memset(page, 0, sizeof *page);
 }

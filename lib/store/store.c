@@ -258,3 +258,15 @@ dlk_status dlk_store_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
     COUNT(lists, 1);
     return s->ops->list(s, prefix, fn, ud, err);
 }
+
+dlk_status dlk_store_list_wide(dlk_store *s, const char *prefix,
+                               dlk_list_fn fn, void *ud, dlk_error *err)
+{
+    if (!prefix)
+        prefix = "";
+    if (strstr(prefix, ".."))
+        return bad_key(prefix, err);
+    COUNT(lists, 1);
+    return (s->ops->list_wide ? s->ops->list_wide : s->ops->list)(
+        s, prefix, fn, ud, err);
+}

@@ -16,6 +16,11 @@
  *   s3_dir_server ROOT [THREADS]   listens on 127.0.0.1, a free port, and
  *                                  prints "port N" when ready; runs until
  *                                  SIGTERM or SIGINT
+ * S3_DIR_SERVER_DELAY_MS=D holds every answer D ms, as S3's time to first
+ * byte, and serves each connection on a thread of its own (THREADS is
+ * then ignored: a pool thread holds every connection it accepted, and
+ * their waits would add up): what a client gains by having requests in
+ * flight together then shows.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -50,6 +55,7 @@ typedef struct bucket {
 } bucket;
 
 static const char *root;
+static unsigned delay_ms;
 static bucket *buckets;
 static size_t nbuckets;
 
@@ -471,6 +477,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
         *upload_size = 0; /* a body, ignored: only GET and HEAD are served */
         return MHD_YES;
     }
+    if (delay_ms) {
+        struct timespec ts = {delay_ms / 1000,
+                              (long)(delay_ms % 1000) * 1000000};
+        while (nanosleep(&ts, &ts) && errno == EINTR)
+            ;
+    }
     if (strcmp(method, "GET") && strcmp(method, "HEAD"))
         return answer_error(c, 501, "NotImplemented",
                             "This server is read-only: GET and HEAD only",
@@ -504,6 +516,8 @@ int main(int argc, char **argv)
     unsigned threads = argc > 2 ? (unsigned)atoi(argv[2]) : 1;
     if (threads < 1 || threads > 256)
         die("THREADS must be 1 to 256");
+    const char *dl = getenv("S3_DIR_SERVER_DELAY_MS");
+    delay_ms = dl ? (unsigned)atoi(dl) : 0;
     load();
     sigset_t set;
     sigemptyset(&set);
@@ -517,10 +531,14 @@ int main(int argc, char **argv)
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     sa.sin_port = 0;
-    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+    unsigned flags = delay_ms ? MHD_USE_THREAD_PER_CONNECTION |
+                                    MHD_USE_INTERNAL_POLLING_THREAD
+                              : MHD_USE_EPOLL_INTERNAL_THREAD;
+    if (delay_ms)
+        threads = 1;
     struct MHD_Daemon *d = MHD_start_daemon(
-        flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, &sa,
-        MHD_OPTION_CONNECTION_TIMEOUT,
+        flags | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle, NULL,
+        MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)120, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
         /* a pool of one is no pool (libmicrohttpd warns): end the list */
         threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, threads,
