@@ -176,11 +176,14 @@ typedef struct dlk_store_ops {
                        int n, dlk_put_mode mode, const char *etag,
                        dlk_obj_info *out, dlk_error *err);
     /* Optional: the whole-object GETs of dlk_store_get_each all in flight
-     * at once without a thread each (keys checked, results in reqs). */
-    void (*get_each)(dlk_store *s, dlk_get_req *reqs, size_t n);
+     * at once without a thread each (keys checked, results in reqs);
+     * done (may be NULL) called as dlk_store_get_each_cb says. */
+    void (*get_each)(dlk_store *s, dlk_get_req *reqs, size_t n,
+                     void (*done)(void *ud, size_t i), void *ud);
     /* Optional: list as `list` does, the whole listing (fn's stop ends
      * only the calls), gathered by many requests at once where the keys
-     * are spread over folders. */
+     * are spread over folders; a size may be UINT64_MAX (unknown) where
+     * knowing it costs a request per object (a local file's stat). */
     dlk_status (*list_wide)(dlk_store *s, const char *prefix,
                             dlk_list_fn fn, void *ud, dlk_error *err);
 } dlk_store_ops;
@@ -229,8 +232,9 @@ dlk_status dlk_store_putv(dlk_store *s, const char *key,
 dlk_status dlk_store_del(dlk_store *s, const char *key, dlk_error *err);
 dlk_status dlk_store_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
                           void *ud, dlk_error *err);
-/* The same listing, for a caller that wants all of it: a remote store
- * lists many folders at once instead of page after page. */
+/* The same listing, for a caller that wants all of it and not the sizes
+ * (some may be UINT64_MAX): a remote store lists many folders at once
+ * instead of page after page, a local one reads no file's inode. */
 dlk_status dlk_store_list_wide(dlk_store *s, const char *prefix,
                                dlk_list_fn fn, void *ud, dlk_error *err);
 /* DLK_EUNSUPPORTED when the store cannot map. */
@@ -250,6 +254,11 @@ struct dlk_get_req {
     dlk_error err;
 };
 void dlk_store_get_each(dlk_store *s, dlk_get_req *reqs, size_t n);
+/* The same, calling done(ud, i) in the caller's thread once request i and
+ * every one before it have finished (in order), before the rest have: a
+ * caller can use the first answers while the others arrive. */
+void dlk_store_get_each_cb(dlk_store *s, dlk_get_req *reqs, size_t n,
+                           void (*done)(void *ud, size_t i), void *ud);
 /* A request's status, its error copied to err when it failed. */
 dlk_status dlk_get_req_status(const dlk_get_req *r, dlk_error *err);
 /* The store's sweep (nothing where it has none: an S3 PUT is atomic). */

@@ -115,10 +115,61 @@ static void fetch_row(pipe_state *p, slot *s)
     }
 }
 
+static void drain(pipe_state *p);
+
+/* A fetcher's batch: rows k0 .. k0+n-1, their requests in row order. */
+typedef struct fetch_batch {
+    pipe_state *p;
+    size_t k0, n;
+    dlk_get_req *reqs;
+    size_t *ends;         /* ends[j]: requests of rows 0..j */
+    size_t next;          /* rows before it are handed on */
+} fetch_batch;
+
+/* Row j of the batch has its answers: its result as fetch_row gives it,
+ * and on to a decoder (or, failed, to the appender). */
+static void row_fetched(fetch_batch *b, size_t j)
+{
+    pipe_state *p = b->p;
+    const ing_source *src = p->c->src;
+    size_t k = b->k0 + j, q = j ? b->ends[j - 1] : 0;
+    slot *s = slot_of(p, k);
+    const ing_row *r = &src->rows[s->row];
+    for (uint32_t i = 0; i < r->n; i++) {
+        const ing_obj *o = &src->objs[r->first + i];
+        if (o->role == ING_NONE)
+            continue;
+        dlk_get_req *g = &b->reqs[q++];
+        if (g->rc && !s->rc) /* the row's first failure */
+            fetch_failed(s, o, g->rc, g->err.msg);
+        if (!g->rc)
+            s->bytes_in += s->bufs[i].len;
+    }
+    pthread_mutex_lock(&p->mu);
+    *state_of(p, k) = s->rc ? DONE : FETCHED;
+    /* one row for one thread: a broadcast would wake every idle decoder
+     * (or fetcher) to find nothing, which on few cores costs more than
+     * the decoding */
+    if (!s->rc)
+        pthread_cond_signal(&p->cv_decode);
+    else
+        drain(p);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Called as each request is answered, in order: the rows whose requests
+ * are all answered go on at once, not when the whole batch is. */
+static void request_done(void *ud, size_t i)
+{
+    fetch_batch *b = ud;
+    while (b->next < b->n && b->ends[b->next] <= i + 1)
+        row_fetched(b, b->next++);
+}
+
 /* Fetch rows k0 .. k0+n-1 (their slots' rows set) with all their GETs in
- * flight at once; each row's result as fetch_row gives it.  reqs holds
- * n * p->maxn requests. */
-static void fetch_rows(pipe_state *p, size_t k0, size_t n, dlk_get_req *reqs)
+ * flight at once.  reqs holds n * p->maxn requests, ends n counts. */
+static void fetch_rows(pipe_state *p, size_t k0, size_t n, dlk_get_req *reqs,
+                       size_t *ends)
 {
     const ing_source *src = p->c->src;
     size_t nr = 0;
@@ -134,26 +185,13 @@ static void fetch_rows(pipe_state *p, size_t k0, size_t n, dlk_get_req *reqs)
             reqs[nr++] = (dlk_get_req){.key = o->key, .max = OBJECT_MAX,
                                        .out = &s->bufs[i]};
         }
+        ends[k - k0] = nr;
     }
-    dlk_store_get_each(src->store, reqs, nr);
-    nr = 0;
-    for (size_t k = k0; k < k0 + n; k++) {
-        slot *s = slot_of(p, k);
-        const ing_row *r = &src->rows[s->row];
-        for (uint32_t i = 0; i < r->n; i++) {
-            const ing_obj *o = &src->objs[r->first + i];
-            if (o->role == ING_NONE)
-                continue;
-            dlk_get_req *q = &reqs[nr++];
-            if (q->rc && !s->rc) /* the row's first failure */
-                fetch_failed(s, o, q->rc, q->err.msg);
-            if (!q->rc)
-                s->bytes_in += s->bufs[i].len;
-        }
-    }
+    fetch_batch b = {p, k0, n, reqs, ends, 0};
+    dlk_store_get_each_cb(src->store, reqs, nr, request_done, &b);
+    while (b.next < n) /* rows with no request at the end */
+        row_fetched(&b, b.next++);
 }
-
-static void drain(pipe_state *p);
 
 /* Free slots a fetcher waits for: a batch, or the rows left (p->mu). */
 static size_t fetch_need(const pipe_state *p)
@@ -167,9 +205,18 @@ static void *fetcher(void *arg)
     pipe_state *p = arg;
     double busy = 0;
     dlk_get_req *reqs = NULL;
+    size_t *ends = NULL;
     /* without the requests' memory this thread fetches row by row */
-    if (p->batch > 1)
+    if (p->batch > 1) {
         reqs = calloc(p->batch * p->maxn, sizeof *reqs);
+        ends = calloc(p->batch, sizeof *ends);
+        if (!reqs || !ends) {
+            free(reqs);
+            free(ends);
+            reqs = NULL;
+            ends = NULL;
+        }
+    }
     pthread_mutex_lock(&p->mu);
     for (;;) {
         /* a whole batch of room (or the last rows): one row at a time
@@ -189,29 +236,27 @@ static void *fetcher(void *arg)
         }
         pthread_mutex_unlock(&p->mu);
         double t = dlk_now_s();
-        if (reqs)
-            fetch_rows(p, k0, n, reqs);
-        else
-            fetch_row(p, slot_of(p, k0));
+        if (reqs) {
+            /* each row goes on to a decoder as its answers are in */
+            fetch_rows(p, k0, n, reqs, ends);
+            busy += dlk_now_s() - t;
+            pthread_mutex_lock(&p->mu);
+            continue;
+        }
+        fetch_row(p, slot_of(p, k0));
         busy += dlk_now_s() - t;
         pthread_mutex_lock(&p->mu);
-        bool failed = false;
-        for (size_t k = k0; k < k0 + n; k++) {
-            slot *s = slot_of(p, k);
-            *state_of(p, k) = s->rc ? DONE : FETCHED;
-            failed |= s->rc != DLK_OK;
-            /* one row for one thread: a broadcast would wake every idle
-             * decoder (or fetcher) to find nothing, which on few cores
-             * costs more than the decoding */
-            if (!s->rc)
-                pthread_cond_signal(&p->cv_decode);
-        }
-        if (failed)
+        slot *s = slot_of(p, k0);
+        *state_of(p, k0) = s->rc ? DONE : FETCHED;
+        if (!s->rc)
+            pthread_cond_signal(&p->cv_decode);
+        else
             drain(p);
     }
     p->fetch_s += busy;
     pthread_mutex_unlock(&p->mu);
     free(reqs);
+    free(ends);
     return NULL;
 }
 

@@ -176,6 +176,13 @@ typedef struct ing_run {
 
 /* Run rows todo[0..ntodo) (source row indices, ascending) through fetch,
  * decode and append, checkpointing to the staging document. */
+/* dlk_ingest with the source listed already (listed, taken and freed;
+ * list_s the seconds its listing took) or, NULL, listed here; t0 is when
+ * the command's clock started (run.c). */
+dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
+                             ing_source *listed, double t0, double list_s,
+                             dlk_ingest_result *res, dlk_error *err);
+
 dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
                             dlk_error *err);
 

@@ -266,18 +266,33 @@ static dlk_status legacy_npy(const char *url, const char *dir,
 dlk_status dlk_ingest(const char *url, const dlk_ingest_opts *o,
                       dlk_ingest_result *res, dlk_error *err)
 {
+    return ing_ingest_listed(url, o, NULL, dlk_now_s(), 0, res, err);
+}
+
+dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
+                             ing_source *listed, double t0, double list_s,
+                             dlk_ingest_result *res, dlk_error *err)
+{
     dlk_ingest_result local;
     if (!res)
         res = &local;
     memset(res, 0, sizeof *res);
-    double t0 = dlk_now_s();
-    dlk_status rc = check_opts(o, err);
-    if (rc)
-        return rc;
     ing_source src;
-    if ((rc = ing_source_open(o->source, &src, err)))
+    dlk_status rc = check_opts(o, err);
+    if (rc) {
+        if (listed)
+            ing_source_free(listed);
         return rc;
-    res->list_seconds = dlk_now_s() - t0;
+    }
+    if (listed) {
+        src = *listed;
+        memset(listed, 0, sizeof *listed);
+        res->list_seconds = list_s;
+    } else {
+        if ((rc = ing_source_open(o->source, &src, err)))
+            return rc;
+        res->list_seconds = dlk_now_s() - t0;
+    }
     res->ignored = src.ignored;
     bool local_dir = strncmp(o->source, "s3://", 5) != 0;
     if (local_dir && src.nobjs && src.npy == src.nobjs && !o->labels &&

@@ -136,17 +136,12 @@ static void json_tensors(spec_list *l, const dlk_buf *b)
     json_decref(root);
 }
 
-dlk_status dlk_ingest_infer(const dlk_ingest_opts *o, dlk_tensor_spec **out,
-                            size_t *nout, dlk_error *err)
+/* The tensors of a listed source (the listing is the caller's). */
+static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
+                        dlk_tensor_spec **out, size_t *nout, dlk_error *err)
 {
-    *out = NULL;
-    *nout = 0;
-    if (!o || !o->source)
-        return dlk_fail(err, DLK_EINVAL, "no source to ingest from");
-    ing_source src;
-    dlk_status rc = ing_source_open(o->source, &src, err);
-    if (rc)
-        return rc;
+    const ing_source src = *sp;
+    dlk_status rc = DLK_OK;
     bool image = false, video = false, cls = false, txt = false,
          folders = true;
     const ing_obj *json = NULL;
@@ -271,7 +266,6 @@ dlk_status dlk_ingest_infer(const dlk_ingest_opts *o, dlk_tensor_spec **out,
     if (have_lab)
         ing_labels_free(&lab);
     names_free(&nm);
-    ing_source_free(&src);
     if (rc) {
         dlk_ingest_specs_free(l.v, l.n);
         return rc;
@@ -279,6 +273,22 @@ dlk_status dlk_ingest_infer(const dlk_ingest_opts *o, dlk_tensor_spec **out,
     *out = l.v;
     *nout = l.n;
     return DLK_OK;
+}
+
+dlk_status dlk_ingest_infer(const dlk_ingest_opts *o, dlk_tensor_spec **out,
+                            size_t *nout, dlk_error *err)
+{
+    *out = NULL;
+    *nout = 0;
+    if (!o || !o->source)
+        return dlk_fail(err, DLK_EINVAL, "no source to ingest from");
+    ing_source src;
+    dlk_status rc = ing_source_open(o->source, &src, err);
+    if (rc)
+        return rc;
+    rc = infer(o, &src, out, nout, err);
+    ing_source_free(&src);
+    return rc;
 }
 
 void dlk_ingest_specs_free(dlk_tensor_spec *specs, size_t n)
@@ -359,10 +369,23 @@ dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
     dlk_tensor_spec *inferred = NULL;
     size_t n = n_specs;
     dlk_status rc = DLK_OK;
+    /* the schema is inferred from the listing that the ingest then uses:
+     * the source is listed once (a million keys of S3: a thousand pages) */
+    double t0 = dlk_now_s(), list_s = 0;
+    ing_source src;
+    bool listed = false;
     if (!n_specs) {
-        rc = dlk_ingest_infer(opts, &inferred, &n, err);
-        if (rc)
+        if (!opts || !opts->source)
+            return dlk_fail(err, DLK_EINVAL, "no source to ingest from");
+        if ((rc = ing_source_open(opts->source, &src, err)))
             return rc;
+        listed = true;
+        list_s = dlk_now_s() - t0;
+        rc = infer(opts, &src, &inferred, &n, err);
+        if (rc) {
+            ing_source_free(&src);
+            return rc;
+        }
         for (size_t i = 0; i < n; i++)
             inferred[i].chunk_bytes = chunk_bytes;
         specs = inferred;
@@ -385,7 +408,12 @@ dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
         rc = dlk_dataset_close(ds, err);
     }
     dlk_ingest_specs_free(inferred, inferred ? n : 0);
-    if (rc)
+    if (rc) {
+        if (listed)
+            ing_source_free(&src);
         return rc;
-    return dlk_ingest(url, opts, result, err);
+    }
+    return listed ? ing_ingest_listed(url, opts, &src, t0, list_s, result,
+                                      err)
+                  : dlk_ingest(url, opts, result, err);
 }

@@ -332,6 +332,9 @@ typedef struct key_list {
      * modified before `before`, instead of the objects */
     bool temps;
     int64_t before;
+    /* sizes not wanted: a file's type from its directory entry, where the
+     * file system gives it, saves a stat per file (NFS: a round trip) */
+    bool no_sizes;
 } key_list;
 
 static int add_key(key_list *l, const char *key, uint64_t size)
@@ -392,13 +395,24 @@ static dlk_status walk(file_store *fs, const char *rel, const char *prefix,
         if (strncmp(key, prefix, klen < plen ? klen : plen) != 0)
             continue;
         struct stat st;
-        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        memset(&st, 0, sizeof st);
+        uint64_t size = UINT64_MAX;
+        if (l->no_sizes && (de->d_type == DT_DIR || de->d_type == DT_REG ||
+                            de->d_type == DT_LNK)) {
+            st.st_mode = de->d_type == DT_DIR   ? S_IFDIR
+                         : de->d_type == DT_REG ? S_IFREG
+                                                : S_IFLNK;
+        } else if (fstatat(dirfd(d), de->d_name, &st,
+                           AT_SYMLINK_NOFOLLOW) != 0) {
             continue;
+        } else {
+            size = (uint64_t)st.st_size;
+        }
         if (S_ISDIR(st.st_mode))
             rc = walk(fs, key, prefix, l, depth + 1, err);
         else if (S_ISREG(st.st_mode) && klen >= plen && temp == l->temps &&
                  (!temp || (int64_t)st.st_mtim.tv_sec < l->before) &&
-                 add_key(l, key, (uint64_t)st.st_size) != 0)
+                 add_key(l, key, size) != 0)
             rc = dlk_fail(err, DLK_ENOMEM, "out of memory listing '%s'",
                           fs->root);
     }
@@ -412,11 +426,12 @@ static int cmp_idx(const void *a, const void *b, void *keys)
     return strcmp(k[*(const size_t *)a], k[*(const size_t *)b]);
 }
 
-static dlk_status fs_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
-                          void *ud, dlk_error *err)
+static dlk_status list_keys(dlk_store *s, const char *prefix, bool sizes,
+                            dlk_list_fn fn, void *ud, dlk_error *err)
 {
     file_store *fs = (file_store *)s;
     key_list l = {0};
+    l.no_sizes = !sizes;
     dlk_status rc = walk(fs, "", prefix, &l, 0, err);
     size_t *order = NULL;
     if (!rc && l.n) {
@@ -505,9 +520,24 @@ static void fs_unmap(dlk_store *s, const void *ptr, size_t len)
     munmap((void *)ptr, len);
 }
 
+static dlk_status fs_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
+                          void *ud, dlk_error *err)
+{
+    return list_keys(s, prefix, true, fn, ud, err);
+}
+
+/* The whole listing without sizes (UINT64_MAX): no stat per file. */
+static dlk_status fs_list_wide(dlk_store *s, const char *prefix,
+                               dlk_list_fn fn, void *ud, dlk_error *err)
+{
+    return list_keys(s, prefix, false, fn, ud, err);
+}
+
 static const dlk_store_ops file_ops = {
-    "file", fs_get, fs_head, fs_put, fs_del, fs_list, fs_free, fs_map,
-    fs_unmap, fs_sweep, fs_putv,
+    .scheme = "file", .get = fs_get, .head = fs_head, .put = fs_put,
+    .del = fs_del, .list = fs_list, .free = fs_free, .map = fs_map,
+    .unmap = fs_unmap, .sweep = fs_sweep, .putv = fs_putv,
+    .list_wide = fs_list_wide,
 };
 
 dlk_status dlk_store_open_file(const char *path, bool create,

@@ -360,7 +360,8 @@ out:
  * each: the ingest fetchers hand over a batch of rows' objects this way
  * (a blocking thread per GET cost ~7 context switches an object).  A
  * request whose rc is set already is left alone. */
-static void s3_get_each(dlk_store *st, dlk_get_req *reqs, size_t n)
+static void s3_get_each(dlk_store *st, dlk_get_req *reqs, size_t n,
+                        void (*done)(void *ud, size_t i), void *ud)
 {
     s3_store *s = (s3_store *)st;
     typedef struct pending {
@@ -371,11 +372,14 @@ static void s3_get_each(dlk_store *st, dlk_get_req *reqs, size_t n)
     } pending;
     pending *pg = calloc(n, sizeof *pg);
     if (!pg) {
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
             if (!reqs[i].rc)
                 reqs[i].rc = s3_get(st, reqs[i].key, 0, UINT64_MAX,
                                     reqs[i].max, reqs[i].out, reqs[i].info,
                                     &reqs[i].err);
+            if (done)
+                done(ud, i);
+        }
         return;
     }
     s3_req **batch = calloc(n, sizeof *batch);
@@ -414,6 +418,8 @@ static void s3_get_each(dlk_store *st, dlk_get_req *reqs, size_t n)
         }
         dlk_buf_free(&pg[i].url);
         free(pg[i].okey);
+        if (done)
+            done(ud, i);
     }
     free(pg);
 }

@@ -188,10 +188,33 @@ static void *get_one(void *arg)
 
 void dlk_store_get_each(dlk_store *s, dlk_get_req *reqs, size_t n)
 {
+    dlk_store_get_each_cb(s, reqs, n, NULL, NULL);
+}
+
+/* Counts each answer's bytes as it is handed on: after that the caller
+ * may reuse its buffer. */
+typedef struct each_ctx {
+    dlk_get_req *reqs;
+    void (*done)(void *ud, size_t i);
+    void *ud;
+    uint64_t bytes;
+} each_ctx;
+
+static void each_done(void *arg, size_t i)
+{
+    each_ctx *c = arg;
+    c->bytes += c->reqs[i].out->len;
+    if (c->done)
+        c->done(c->ud, i);
+}
+
+void dlk_store_get_each_cb(dlk_store *s, dlk_get_req *reqs, size_t n,
+                           void (*done)(void *ud, size_t i), void *ud)
+{
     if (s->ops->get_each) {
         /* the op skips requests already failed here (a bad key); each
          * request has its own out buffer, a failed one is left as it was */
-        uint64_t before = 0, after = 0;
+        uint64_t before = 0;
         for (size_t i = 0; i < n; i++) {
             dlk_get_req *r = &reqs[i];
             dlk_error_clear(&r->err);
@@ -201,10 +224,9 @@ void dlk_store_get_each(dlk_store *s, dlk_get_req *reqs, size_t n)
             before += r->out->len;
         }
         COUNT(gets, n);
-        s->ops->get_each(s, reqs, n);
-        for (size_t i = 0; i < n; i++)
-            after += reqs[i].out->len;
-        COUNT(bytes_read, after - before);
+        each_ctx c = {reqs, done, ud, 0};
+        s->ops->get_each(s, reqs, n, each_done, &c);
+        COUNT(bytes_read, c.bytes - before);
         return;
     }
     /* a local read takes microseconds: threads would cost more; a remote
@@ -225,6 +247,8 @@ void dlk_store_get_each(dlk_store *s, dlk_get_req *reqs, size_t n)
     for (size_t i = 1; i < n && i < 8; i++)
         if (started[i])
             pthread_join(th[i], NULL);
+    for (size_t i = 0; done && i < n; i++)
+        done(ud, i);
 }
 
 dlk_status dlk_get_req_status(const dlk_get_req *r, dlk_error *err)
