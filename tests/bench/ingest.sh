@@ -6,7 +6,9 @@
 # where there is one: the CPU's bound, not the disk's); peak RSS at N/4
 # and N rows (the bound does not grow with the source).  The all-cores
 # ingest is also measured three times between raw decode runs (the host's
-# speed drifts), each ratio against the raw rates around it.
+# speed drifts), each ratio against the raw rates around it.  A rate is
+# rows / the "seconds" of `dlk create ... --json`: from the listing (which
+# the tensors are inferred from) to the end, process start excluded.
 #   DLK=build/dlk DLK_BUILD=build tests/bench/ingest.sh [N]
 # On a machine with `make dist` only (no compiler, ffmpeg or moto, like the
 # GPU machines): DIST=dist tests/bench/ingest.sh [N] uses dist/bin's dlk
