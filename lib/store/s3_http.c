@@ -20,6 +20,13 @@
  *    finished transfers, a burst of ten at most; four in flight at most,
  *    as each holds a copy of its body).
  *
+ * The loop waits in epoll for the sockets libcurl names (its socket
+ * interface), an eventfd that callers write to, and the next due time,
+ * and hands libcurl only the sockets that are ready: curl_multi_perform
+ * and curl_multi_poll look at every transfer and socket at each wake-up,
+ * which with 64 GETs of small images in flight cost the loop ~50 us a GET
+ * (2.8 poll calls a GET on the 2-core VM).
+ *
  * Requests are signed here each time they are sent (s3_sign.c, SigV4
  * with a signing key derived once a day).  The secret lives only in the
  * engine's signer; messages never carry it. */
@@ -30,7 +37,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #define BACKOFF_BASE_MS 100
 #define BACKOFF_CAP_MS 20000
@@ -60,6 +70,9 @@ typedef struct lat_class {
 
 struct s3_engine {
     CURLM *multi;
+    int epfd;                 /* the sockets libcurl waits on, and evfd */
+    int evfd;                 /* callers' wake-ups */
+    int64_t timer_at_ms;      /* libcurl's next timeout; -1: none */
     pthread_t thread;
     bool thread_started;
     pthread_mutex_t mu;
@@ -755,9 +768,53 @@ static void start_queued(s3_engine *e)
     }
 }
 
+/* libcurl's socket interface: which sockets to wait on, for what. */
+static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp,
+                     void *socketp)
+{
+    s3_engine *e = userp;
+    (void)easy;
+    if (what == CURL_POLL_REMOVE) {
+        /* it may be closed already: the error does not matter */
+        epoll_ctl(e->epfd, EPOLL_CTL_DEL, fd, NULL);
+        return 0;
+    }
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0u) |
+                (what & CURL_POLL_OUT ? EPOLLOUT : 0u);
+    ev.data.fd = fd;
+    int op = socketp ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    if (epoll_ctl(e->epfd, op, fd, &ev) != 0)
+        epoll_ctl(e->epfd, op == EPOLL_CTL_ADD ? EPOLL_CTL_MOD
+                                               : EPOLL_CTL_ADD, fd, &ev);
+    if (!socketp)
+        curl_multi_assign(e->multi, fd, e); /* marks it added */
+    return 0;
+}
+
+static int on_timer(CURLM *multi, long timeout_ms, void *userp)
+{
+    s3_engine *e = userp;
+    (void)multi;
+    e->timer_at_ms = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+    return 0;
+}
+
+static void finished_transfers(s3_engine *e)
+{
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(e->multi, &left)) != NULL)
+        if (m->msg == CURLMSG_DONE)
+            on_done(e, m->easy_handle, m->data.result);
+}
+
 static void *loop(void *arg)
 {
     s3_engine *e = arg;
+    struct epoll_event ev[64];
+    int running = 0;
     pthread_mutex_lock(&e->mu);
     while (!e->stop) {
         promote_due(e);
@@ -765,16 +822,15 @@ static void *loop(void *arg)
         start_queued(e);
         pthread_mutex_unlock(&e->mu);
 
-        int running = 0;
-        curl_multi_perform(e->multi, &running);
-        CURLMsg *m;
-        int left;
-        while ((m = curl_multi_info_read(e->multi, &left)) != NULL)
-            if (m->msg == CURLMSG_DONE)
-                on_done(e, m->easy_handle, m->data.result);
+        if (e->timer_at_ms >= 0 && e->timer_at_ms <= now_ms()) {
+            e->timer_at_ms = -1;
+            curl_multi_socket_action(e->multi, CURL_SOCKET_TIMEOUT, 0,
+                                     &running);
+            finished_transfers(e);
+        }
 
-        /* sleep until a socket is ready, a caller submits (wakeup), or
-         * the next retry is due */
+        /* sleep until a socket is ready, a caller submits (evfd), libcurl
+         * has a timeout or the next retry or hedge is due */
         pthread_mutex_lock(&e->mu);
         int64_t wait = e->stop ? 0 : promote_due(e);
         if (!e->stop) {
@@ -784,12 +840,41 @@ static void *loop(void *arg)
         }
         bool ready = e->head && e->inflight < e->limit;
         pthread_mutex_unlock(&e->mu);
-        if (!ready && wait > 0)
-            curl_multi_poll(e->multi, NULL, 0, (int)wait, NULL);
+        if (e->timer_at_ms >= 0) {
+            int64_t t = e->timer_at_ms - now_ms();
+            if (t < wait)
+                wait = t < 0 ? 0 : t;
+        }
+        int n = epoll_wait(e->epfd, ev, 64, ready || wait <= 0 ? 0
+                                                               : (int)wait);
+        for (int i = 0; i < n; i++) {
+            if (ev[i].data.fd == e->evfd) {
+                uint64_t x; /* reset the counter; EAGAIN: read already */
+                ssize_t r = read(e->evfd, &x, sizeof x);
+                (void)r;
+                continue;
+            }
+            int flags = (ev[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
+                        (ev[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+                        (ev[i].events & (EPOLLERR | EPOLLHUP)
+                             ? CURL_CSELECT_ERR : 0);
+            curl_multi_socket_action(e->multi, ev[i].data.fd, flags,
+                                     &running);
+        }
+        if (n > 0)
+            finished_transfers(e);
         pthread_mutex_lock(&e->mu);
     }
     pthread_mutex_unlock(&e->mu);
     return NULL;
+}
+
+static void wake(s3_engine *e)
+{
+    uint64_t one = 1;
+    /* can fail only with a full counter, which wakes the loop as well */
+    ssize_t w = write(e->evfd, &one, sizeof one);
+    (void)w;
 }
 
 /* ---- the callers' side ---------------------------------------------- */
@@ -825,10 +910,9 @@ void s3_submit_all(s3_engine *e, s3_req **rs, size_t n)
         e->tail = rs[i];
     }
     pthread_mutex_unlock(&e->mu);
-    /* one wake-up for the lot: each costs the loop a pass over its
-     * transfers */
+    /* one wake-up for the lot */
     if (n)
-        curl_multi_wakeup(e->multi);
+        wake(e);
 }
 
 void s3_submit(s3_engine *e, s3_req *r)
@@ -911,14 +995,18 @@ void s3_engine_free(s3_engine *e)
         pthread_mutex_lock(&e->mu);
         e->stop = true;
         pthread_mutex_unlock(&e->mu);
-        curl_multi_wakeup(e->multi);
+        wake(e);
         pthread_join(e->thread, NULL);
     }
     for (int i = 0; i < e->nidle; i++)
         curl_easy_cleanup(e->idle[i]);
     free(e->idle);
     if (e->multi)
-        curl_multi_cleanup(e->multi);
+        curl_multi_cleanup(e->multi); /* may still name sockets to drop */
+    if (e->epfd >= 0)
+        close(e->epfd);
+    if (e->evfd >= 0)
+        close(e->evfd);
     pthread_mutex_destroy(&e->mu);
     s3_signer_free(e->signer);
     free(e->ca_bundle);
@@ -947,6 +1035,8 @@ dlk_status s3_engine_new(const s3_config *cfg, s3_engine **out,
     if (!e)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     pthread_mutex_init(&e->mu, NULL);
+    e->epfd = e->evfd = -1;
+    e->timer_at_ms = -1;
     e->max = e->limit = cfg->max_inflight;
     e->max_attempts = cfg->max_attempts;
     dlk_status hrc = hedge_config(e, err);
@@ -971,6 +1061,23 @@ dlk_status s3_engine_new(const s3_config *cfg, s3_engine **out,
         s3_engine_free(e);
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     }
+    e->epfd = epoll_create1(EPOLL_CLOEXEC);
+    e->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    struct epoll_event wev;
+    memset(&wev, 0, sizeof wev);
+    wev.events = EPOLLIN;
+    wev.data.fd = e->evfd;
+    if (e->epfd < 0 || e->evfd < 0 ||
+        epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->evfd, &wev) != 0) {
+        int errnum = errno;
+        s3_engine_free(e);
+        return dlk_fail(err, DLK_EIO, "cannot set up the s3 i/o thread's "
+                        "event loop: %s", strerror(errnum));
+    }
+    curl_multi_setopt(e->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(e->multi, CURLMOPT_SOCKETDATA, e);
+    curl_multi_setopt(e->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+    curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
     curl_multi_setopt(e->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
                       (long)e->max);
     curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, (long)e->max);
