@@ -186,6 +186,9 @@ typedef struct dlk_store_ops {
      * knowing it costs a request per object (a local file's stat). */
     dlk_status (*list_wide)(dlk_store *s, const char *prefix,
                             dlk_list_fn fn, void *ud, dlk_error *err);
+    /* Optional: a caller would keep up to n requests in flight (0: only
+     * asks); returns how many the store takes in flight now. */
+    int (*want_inflight)(dlk_store *s, int n);
 } dlk_store_ops;
 
 struct dlk_store {
@@ -237,6 +240,11 @@ dlk_status dlk_store_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
  * instead of page after page, a local one reads no file's inode. */
 dlk_status dlk_store_list_wide(dlk_store *s, const char *prefix,
                                dlk_list_fn fn, void *ud, dlk_error *err);
+/* The caller would keep up to n requests in flight (ingest's GETs; 0:
+ * only asks): a remote store lets its in-flight limit grow to n where its
+ * answers are slow, unless the user set one (DLK_S3_MAX_INFLIGHT).
+ * Returns the store's in-flight limit now (INT_MAX: none). */
+int dlk_store_want_inflight(dlk_store *s, int n);
 /* DLK_EUNSUPPORTED when the store cannot map. */
 dlk_status dlk_store_map(dlk_store *s, const char *key, const void **ptr,
                          size_t *len, dlk_error *err);

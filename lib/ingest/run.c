@@ -326,12 +326,18 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
      * more than reading it); with cores to spare 16 fetch threads keep
      * reads off the decoders.  From an object store each GET waits tens
      * of milliseconds for its first byte while a decoder takes ~1 ms an
-     * image: 64 in flight (through 50 ms on the 2-core VM: 162 files/s
-     * with 16, 213 with 64, 198 with 128). */
+     * image: GETs in flight = rate x latency, 15 cores x 1 ms-images
+     * through 20 ms = 300.  256 rows, and the store's in-flight limit may
+     * grow to match where its answers are slow (s3_http.c, grow): through
+     * 20 ms on a 16-core host 2,640 files/s with 64 in flight, 6,600 with
+     * 256; through none, 256 in flight were 13% slower than 64 (session
+     * 8, tests/bench/results). */
     r.fetchers = o->fetchers > 0          ? o->fetchers
-                 : !local_dir                ? 64
+                 : !local_dir                ? 256
                  : r.jobs >= dlk_cpu_count() ? 0
                                              : 16;
+    if (!local_dir)
+        dlk_store_want_inflight(src.store, r.fetchers);
     rc = report_unsafe(&r, &src, err);
     if (!rc)
         rc = dlk_dataset_open(url, NULL, &r.ds, err);

@@ -1096,10 +1096,19 @@ static void s3_free(dlk_store *st)
     free(s);
 }
 
+static int s3_want_inflight(dlk_store *st, int n)
+{
+    s3_store *s = (s3_store *)st;
+    if (n > 0 && !s->cfg.max_inflight_set && n <= 4096) /* the user's wins */
+        s3_engine_raise_max(s->eng, n);
+    return s3_engine_max(s->eng);
+}
+
 static const dlk_store_ops s3_ops = {
     .scheme = "s3", .get = s3_get, .head = s3_head, .put = s3_put,
     .del = s3_del, .list = s3_list, .free = s3_free,
     .get_each = s3_get_each, .list_wide = s3_list_wide,
+    .want_inflight = s3_want_inflight,
 };
 
 static bool bucket_valid(const char *b, size_t n)

@@ -336,6 +336,8 @@ dlk_status s3_config_load(s3_config *c, dlk_error *err)
     if ((rc = env_int("DLK_S3_MAX_INFLIGHT", 1, 4096, 64, &v, err)))
         goto bad;
     c->max_inflight = (int)v;
+    const char *mi = getenv("DLK_S3_MAX_INFLIGHT");
+    c->max_inflight_set = mi && *mi;
     if ((rc = env_int("DLK_S3_MAX_ATTEMPTS", 1, 100, 8, &v, err)))
         goto bad;
     c->max_attempts = (int)v;

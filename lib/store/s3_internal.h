@@ -24,6 +24,7 @@ typedef struct s3_config {
     bool path_style;      /* bucket in the path, not in the host name */
     bool force_virtual;   /* DLK_S3_ADDRESSING=virtual */
     int max_inflight;     /* DLK_S3_MAX_INFLIGHT, default 64 */
+    bool max_inflight_set; /* ... given by the user: a cap, not a default */
     int max_attempts;     /* DLK_S3_MAX_ATTEMPTS, default 8 */
     uint64_t part_size;   /* DLK_S3_PART_SIZE, default 16 MiB */
     uint64_t multipart_threshold; /* DLK_S3_MULTIPART_THRESHOLD, 64 MiB */
@@ -129,6 +130,11 @@ void s3_submit_all(s3_engine *e, s3_req **rs, size_t n);
 void s3_wait(s3_engine *e, s3_req *r);
 /* Release what a finished request holds (errbody, condition variable). */
 void s3_req_fini(s3_req *r);
+/* Let the in-flight maximum grow up to n where the store's latency, not
+ * its speed, bounds the rate (see grow() in s3_http.c). */
+void s3_engine_raise_max(s3_engine *e, int n);
+/* The in-flight maximum now (it grows, see s3_engine_raise_max). */
+int s3_engine_max(s3_engine *e);
 /* The current in-flight limit (AIMD), for tests and statistics. */
 int s3_engine_limit(s3_engine *e);
 

@@ -3,6 +3,8 @@
 #include "internal.h"
 #include "s3_internal.h"
 
+#include <limits.h>
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,6 +283,11 @@ dlk_status dlk_store_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
         return bad_key(prefix, err);
     COUNT(lists, 1);
     return s->ops->list(s, prefix, fn, ud, err);
+}
+
+int dlk_store_want_inflight(dlk_store *s, int n)
+{
+    return s->ops->want_inflight ? s->ops->want_inflight(s, n) : INT_MAX;
 }
 
 dlk_status dlk_store_list_wide(dlk_store *s, const char *prefix,
