@@ -55,8 +55,10 @@ typedef struct pipe_state {
     size_t nfetchers;     /* 0: the decoders read their own rows */
     size_t batch;         /* rows a fetcher takes at once: their GETs go
                              out together (dlk_store_get_each) */
-    size_t fetching;      /* rows the fetchers hold: at most depth() */
+    size_t fetching;      /* rows the fetchers hold: at most depth */
     size_t nfetch;        /* --fetch: the most rows they may hold */
+    size_t depth;         /* what depth() gave last (read under p->mu
+                             without asking the store) */
     size_t maxn;          /* objects in a row at most */
     size_t scan;          /* rows below it (and from base) are taken or
                              failed: no decoder looks there again */
@@ -211,7 +213,7 @@ static size_t fetch_need(const pipe_state *p)
  * default) that many and a few batches more, so that its slots never
  * wait for a fetch thread.  More rows queued there than it serves only
  * cost (16-core host, 0 ms: 256 rows 5-7% slower than 64). */
-static size_t depth(pipe_state *p)
+static size_t depth(const pipe_state *p)
 {
     int in = dlk_store_want_inflight(p->c->src->store, 0);
     size_t d = in > 0 && (size_t)in < p->nfetch ? (size_t)in + 8 * p->batch
@@ -223,7 +225,7 @@ static size_t depth(pipe_state *p)
  * the window and under depth. */
 static bool may_fetch(pipe_state *p)
 {
-    size_t need = fetch_need(p), d = depth(p);
+    size_t need = fetch_need(p), d = p->depth;
     if (need > d)
         need = d;
     return p->base + p->W - p->next_fetch >= need &&
@@ -255,7 +257,7 @@ static void *fetcher(void *arg)
             pthread_cond_wait(&p->cv_fetch, &p->mu);
         if (p->stop || p->next_fetch >= p->ntodo)
             break;
-        size_t k0 = p->next_fetch, n = 0, d = depth(p);
+        size_t k0 = p->next_fetch, n = 0, d = p->depth;
         while (n < (reqs ? p->batch : 1) && p->next_fetch < p->ntodo &&
                p->next_fetch < p->base + p->W && p->fetching + n < d) {
             size_t k = p->next_fetch++;
@@ -270,7 +272,9 @@ static void *fetcher(void *arg)
             /* each row goes on to a decoder as its answers are in */
             fetch_rows(p, k0, n, reqs, ends);
             busy += dlk_now_s() - t;
+            size_t d2 = depth(p); /* the store's limit may have grown */
             pthread_mutex_lock(&p->mu);
+            p->depth = d2;
             continue;
         }
         fetch_row(p, slot_of(p, k0));
@@ -639,6 +643,7 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     pthread_cond_init(&p.cv_decode, NULL);
     pthread_cond_init(&p.cv_append, NULL);
     p.run = run;
+    p.depth = nthreads ? depth(&p) : 0;
     p.t0 = p.last_ckpt = dlk_now_s();
     p.every = o->checkpoint_seconds > 0 ? o->checkpoint_seconds : 30;
     size_t started = 0;
