@@ -27,7 +27,7 @@ const char ingest_opts_usage[] =
     "  --on-error MODE      skip (default: report and go on) or fail\n"
     "  --unordered          append rows as decoded, not in key order\n"
     "  -j, --jobs N         decode threads (default: the cores it may use)\n"
-    "  --fetch N            GETs in flight (default 64 from S3, 16 from a dir)\n"
+    "  --fetch N            rows fetched ahead (default 256 from S3, 16 from a dir)\n"
     "  --shard I/N          this process takes share I of N\n"
     "  --checkpoint SEC     publish progress every SEC seconds (default 30)\n"
     "  --no-resume          ingest everything again, ignoring earlier runs\n"
