@@ -137,8 +137,7 @@ dlk_status dlk_append(dlk_dataset *ds, size_t tensor, const void *data,
         return rc;
     if (!b->nsegs) { /* after make_room: sealing empties the parts */
         rc = dlk_buf_append(&b->raw, data, nbytes, err);
-    } else {
-        join = b->segs[b->nsegs - 1].len + nbytes <= PART_JOIN;
+    } else { /* not sealed: join still holds */
         if (!join) {
             b->segs[b->nsegs] = dlk_seal_recycled(ds);
             b->segs[b->nsegs++].len = 0;

@@ -122,6 +122,24 @@ static void fetch_row(pipe_state *p, slot *s)
 static void drain(pipe_state *p);
 static bool may_fetch(pipe_state *p);
 
+/* Row k is fetched (or failed): on to a decoder (or, failed, to the
+ * appender), and its place to a fetcher (under p->mu). */
+static void row_ready(pipe_state *p, size_t k)
+{
+    slot *s = slot_of(p, k);
+    *state_of(p, k) = s->rc ? DONE : FETCHED;
+    p->fetching--;
+    /* one row for one thread: a broadcast would wake every idle decoder
+     * (or fetcher) to find nothing, which on few cores costs more than
+     * the decoding */
+    if (!s->rc)
+        pthread_cond_signal(&p->cv_decode);
+    else
+        drain(p);
+    if (p->next_fetch < p->ntodo && may_fetch(p))
+        pthread_cond_signal(&p->cv_fetch);
+}
+
 /* A fetcher's batch: rows k0 .. k0+n-1, their requests in row order. */
 typedef struct fetch_batch {
     pipe_state *p;
@@ -151,17 +169,7 @@ static void row_fetched(fetch_batch *b, size_t j)
             s->bytes_in += s->bufs[i].len;
     }
     pthread_mutex_lock(&p->mu);
-    *state_of(p, k) = s->rc ? DONE : FETCHED;
-    p->fetching--;
-    /* one row for one thread: a broadcast would wake every idle decoder
-     * (or fetcher) to find nothing, which on few cores costs more than
-     * the decoding */
-    if (!s->rc)
-        pthread_cond_signal(&p->cv_decode);
-    else
-        drain(p);
-    if (p->next_fetch < p->ntodo && may_fetch(p))
-        pthread_cond_signal(&p->cv_fetch);
+    row_ready(p, k);
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -280,13 +288,7 @@ static void *fetcher(void *arg)
         fetch_row(p, slot_of(p, k0));
         busy += dlk_now_s() - t;
         pthread_mutex_lock(&p->mu);
-        slot *s = slot_of(p, k0);
-        *state_of(p, k0) = s->rc ? DONE : FETCHED;
-        p->fetching--;
-        if (!s->rc)
-            pthread_cond_signal(&p->cv_decode);
-        else
-            drain(p);
+        row_ready(p, k0);
     }
     p->fetch_s += busy;
     pthread_mutex_unlock(&p->mu);

@@ -710,13 +710,20 @@ typedef struct list_ctx {
     size_t strip;     /* bytes of "PREFIX/" to drop from each key */
 } list_ctx;
 
+/* Whether a listed key is below the store's root ("PREFIX/", strip
+ * bytes of it); others are not ours. */
+static bool below_root(const s3_store *s, size_t strip, const char *key)
+{
+    return strlen(key) > strip &&
+           (!strip || (strncmp(key, s->prefix, strip - 1) == 0 &&
+                       key[strip - 1] == '/'));
+}
+
 static int list_item(void *ud, const char *key, uint64_t size)
 {
     list_ctx *c = ud;
-    if (strlen(key) <= c->strip || (c->strip &&
-        (strncmp(key, c->s->prefix, c->strip - 1) != 0 ||
-         key[c->strip - 1] != '/')))
-        return 0;     /* not below the root: not ours */
+    if (!below_root(c->s, c->strip, key))
+        return 0;
     return c->fn(c->ud, key + c->strip, size);
 }
 
@@ -878,9 +885,7 @@ static int gather(void *ud, const char *key, uint64_t size)
         if (cmp_prefix(key, fl, g->lo) < 0)
             return 0; /* an earlier range's */
     }
-    if (strlen(key) <= g->strip ||
-        (g->strip && (strncmp(key, g->s->prefix, g->strip - 1) != 0 ||
-                      key[g->strip - 1] != '/')))
+    if (!below_root(g->s, g->strip, key))
         return 0;
     if (g->n == g->cap) {
         size_t cap = g->cap ? g->cap * 2 : 1024;
