@@ -10,6 +10,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <zstd.h>
+/* XXH3 as compiled here, for the baseline target: the reference that
+ * the library's (maybe AVX2, lib/util/hash_avx2.c) XXH3 must equal */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #define NAME "chunks/t/bad"
 
@@ -767,6 +771,68 @@ static void encode_head(void)
     }
 }
 
+/* ---- hashes --------------------------------------------------------- */
+
+/* The library's XXH3 (whichever vector code the CPU gets) against the
+ * reference compiled in this file, over lengths around XXH3's internal
+ * boundaries (16, 128, 240 bytes, stripes, 1 KiB blocks) up to a chunk,
+ * whole, in two pieces and streamed in uneven pieces. */
+static void hashes(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    printf("# this CPU %s AVX2\n",
+           __builtin_cpu_supports("avx2") ? "has" : "has no");
+#endif
+    size_t lens[] = {0,    1,    3,    16,   17,     128,    129,
+                     240,  241,  1023, 1024, 1025,   4096,   65536 + 13,
+                     1u << 20, (16u << 20) + 5};
+    size_t max = lens[sizeof lens / sizeof lens[0] - 1];
+    uint8_t *p = malloc(max);
+    if (!p) {
+        UNIT_CHECK("hash buffer", false);
+        return;
+    }
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    for (size_t i = 0; i < max; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        p[i] = (uint8_t)x;
+    }
+    bool h64 = true, h128 = true, two = true, stream = true;
+    dlk_hash64_stream *st = dlk_hash64_stream_new();
+    for (size_t j = 0; st && j < sizeof lens / sizeof lens[0]; j++) {
+        size_t n = lens[j], cut = n / 3;
+        uint64_t want = XXH3_64bits(p, n);
+        XXH128_hash_t w128 = XXH3_128bits(p, n);
+        char want128[33], got128[33], got128b[33];
+        snprintf(want128, sizeof want128, "%016llx%016llx",
+                 (unsigned long long)w128.high64,
+                 (unsigned long long)w128.low64);
+        dlk_hash128_hex(p, n, got128);
+        dlk_hash128_hex_2(p, cut, p + cut, n - cut, got128b);
+        h64 &= dlk_hash64(p, n) == want;
+        h128 &= strcmp(got128, want128) == 0 && strcmp(got128b, want128) == 0;
+        two &= dlk_hash64_2(p, cut, p + cut, n - cut) == want;
+        dlk_hash64_stream_reset(st);
+        for (size_t at = 0, k = 1; at < n; k = k * 7 % 65537 + 1) {
+            size_t m = n - at < k ? n - at : k;
+            dlk_hash64_stream_update(st, p + at, m);
+            at += m;
+        }
+        stream &= dlk_hash64_stream_digest(st) == want;
+    }
+    UNIT_CHECK("XXH3-64 equals the reference, 0 bytes to 16 MiB", st && h64);
+    UNIT_CHECK("XXH3-128 (chunk names) equals the reference, whole and in "
+               "two pieces", st && h128);
+    UNIT_CHECK("XXH3-64 of two pieces equals the reference", st && two);
+    UNIT_CHECK("XXH3-64 streamed in uneven pieces equals the reference",
+               st && stream);
+    /* XXH3's published value of no input, seed 0 */
+    UNIT_CHECK("XXH3-64 of no bytes is 2d06800538d394c2",
+               dlk_hash64("", 0) == 0x2d06800538d394c2u);
+    dlk_hash64_stream_free(st);
+    free(p);
+}
+
 /* ---- replay of fuzzer finds ---------------------------------------- */
 
 /* Every mode gives a clean verdict; with verification, an error (header-
@@ -799,6 +865,7 @@ int main(void)
     bad_zstd();
     encode_limits();
     encode_head();
+    hashes();
     unit_replay("chunk", replay_chunk);
     unit_replay("fuzz_chunk", replay_chunk);
     return unit_done();
