@@ -341,6 +341,9 @@ dlk_status s3_config_load(s3_config *c, dlk_error *err)
     if ((rc = env_int("DLK_S3_MAX_ATTEMPTS", 1, 100, 8, &v, err)))
         goto bad;
     c->max_attempts = (int)v;
+    if ((rc = env_int("DLK_S3_IO_THREADS", 0, 16, 0, &v, err)))
+        goto bad;
+    c->io_threads = (int)v;
     /* S3 parts: at least 5 MiB (but the last), at most 5 GiB */
     if ((rc = env_int("DLK_S3_PART_SIZE", 5L << 20, 5L << 30, 16L << 20,
                       &v, err)))

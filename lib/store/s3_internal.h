@@ -26,6 +26,7 @@ typedef struct s3_config {
     int max_inflight;     /* DLK_S3_MAX_INFLIGHT, default 64 */
     bool max_inflight_set; /* ... given by the user: a cap, not a default */
     int max_attempts;     /* DLK_S3_MAX_ATTEMPTS, default 8 */
+    int io_threads;       /* DLK_S3_IO_THREADS for bulk GETs; 0: by cores */
     uint64_t part_size;   /* DLK_S3_PART_SIZE, default 16 MiB */
     uint64_t multipart_threshold; /* DLK_S3_MULTIPART_THRESHOLD, 64 MiB */
 } s3_config;

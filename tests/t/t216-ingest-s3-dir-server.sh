@@ -50,6 +50,20 @@ check "1100 rows" grep -q '"ingested": 1100' "$OUT"
 ok "label of row 1099" dlk cat "$T/lab" labels 1099 --json
 check "is 1099 % 7 = 0" grep -q '"values":\[0\]' "$OUT"
 
+# bulk GETs spread over three I/O threads (the default on 24 cores or
+# more): the same dataset; the 1100 label rows are many batches
+DLK_S3_IO_THREADS=3 ok "three I/O threads for the source's GETs" dlk create "$T/s3io" from-s3 s3://raw/train --resize 64x48 --quiet
+dump "$T/s3io" > "$T/s3io.txt"
+check "... equals from-dir sample by sample" cmp "$T/s3io.txt" "$T/dir.txt"
+DLK_S3_IO_THREADS=3 ok "three I/O threads, 1100 label rows" dlk create "$T/labio" from-s3 s3://raw/labels --json
+check "... all 1100 rows" grep -q '"ingested": 1100' "$OUT"
+# chunks are named by their bytes: the same chunks, the same dataset
+(cd "$T/lab" && find chunks -type f | sort) > "$T/lab.txt"
+(cd "$T/labio" && find chunks -type f | sort) > "$T/labio.txt"
+check "... the same chunks as one I/O thread's" cmp "$T/labio.txt" "$T/lab.txt"
+check "... which are some" test -s "$T/lab.txt"
+check "DLK_S3_IO_THREADS out of range is refused" sh -c '! DLK_S3_IO_THREADS=17 "$DLK" ls s3://raw/train 2>"$0/e" && grep -q DLK_S3_IO_THREADS "$0/e"' "$T"
+
 base=$AWS_ENDPOINT_URL/raw
 check "a range is 206 with its bytes" test "$(curl -s -o "$T/r" -w '%{http_code}' -r 2-9 "$base/train/cat/cat01.jpg")" = 206
 check "... the right bytes" cmp "$T/r" <(tail -c +3 "$S/cat/cat01.jpg" | head -c 8)

@@ -151,8 +151,10 @@ tsan "bench-stream s3 through 503s, 500s, truncated bodies" 0 env \
     "$TDLK" bench-stream "$S" --device cpu --workers 4 --epochs 2 --shuffle \
     --batch-size 8 --json
 check "checksum_ok" grep -q '"checksum_ok": true' "$OUT"
-tsan "ingest from-s3 through 503s, 500s, truncated bodies" 0 env \
+# ... with the source's GETs on three I/O threads (DLK_S3_IO_THREADS)
+tsan "ingest from-s3 through 503s, 500s, truncated bodies, 3 I/O threads" 0 env \
     AWS_ENDPOINT_URL=http://127.0.0.1:$S3_PROXY_PORT DLK_S3_MAX_ATTEMPTS=20 \
+    DLK_S3_IO_THREADS=3 \
     "$TDLK" create s3://dlk-t420/ds2 from-s3 s3://dlk-t420/src --resize 32x24 \
     --jobs 2 --fetch 4 --chunk-size 8K --json
 check "60 rows through the proxy" grep -q '"ingested": 60' "$OUT"
