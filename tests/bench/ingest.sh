@@ -106,16 +106,27 @@ rm -f "$T/dd"
 at_cpu=$(run dirC "$CPUD/d" from-dir "$S")
 stagesC=$(stages)
 rm -rf "$CPUD/d"
-# The host's speed drifts by several percent within minutes: measure the
-# all-cores ingest again three times, each between two raw decode runs,
-# and take each against the mean of the two around it.
-paired="" prev=$("$DB" "$cores" "$S"/*/*.jpg)
-for k in 1 2 3; do
-    r=$(run "dirP$k" "$CPUD/dp" from-dir "$S"); rm -rf "$CPUD/dp"
-    next=$("$DB" "$cores" "$S"/*/*.jpg)
-    paired="$paired $(python3 -c "print('%.2f' % ($r / (($prev + $next) / 2)))") ($r vs $prev/$next)"
-    prev=$next
-done
+# The host's speed drifts: on the GPU machines' 16-core hosts one raw
+# decode run to the next moved by up to 25%.  So the all-cores ingest is
+# measured PAIRS times (default 7), each between two raw decode runs and
+# taken against the mean of the two around it; the median of those
+# ratios is the figure (each pair is printed).
+PAIRS=${PAIRS:-7}
+pairs() { # RAW-CMD RUN-ARGS...: "median (ratio (rate vs before/after) ...)"
+    local rawcmd=$1 out="" prev next r k; shift
+    prev=$($rawcmd)
+    for k in $(seq "$PAIRS"); do
+        r=$("$@"); rm -rf "$CPUD/dp"
+        next=$($rawcmd)
+        out="$out $(python3 -c "print('%.2f' % ($r / (($prev + $next) / 2)))") ($r vs $prev/$next)"
+        prev=$next
+    done
+    python3 -c 'import statistics, sys
+w = sys.argv[1].split(); r = [float(x) for x in w[0::4]]
+print("median %.2f of %d:" % (statistics.median(r), len(r)), " ".join(w))' "$out"
+}
+rawall() { "$DB" "$cores" "$S"/*/*.jpg; }
+paired=$(pairs rawall run dirP "$CPUD/dp" from-dir "$S")
 dirQ=$(run dirQ "$T/dQ" from-dir "$T/q"); rssQ=$(cat "$T/rss")
 rm -rf "$T/dQ"
 mid=""
@@ -170,13 +181,7 @@ if [ -n "$SRV" ]; then
     fN=$(PIN=$pin_c fast_run fN "$CPUD/fN" from-s3 s3://raw/train); rm -rf "$CPUD/fN"
     fstages=$(stages)
     c1=$(srv_cpu)
-    fpaired="" prev=$(rawc)
-    for k in 1 2 3; do
-        r=$(PIN=$pin_c fast_run "fP$k" "$CPUD/fp" from-s3 s3://raw/train); rm -rf "$CPUD/fp"
-        next=$(rawc)
-        fpaired="$fpaired $(python3 -c "print('%.2f' % ($r / (($prev + $next) / 2)))") ($r vs $prev/$next)"
-        prev=$next
-    done
+    fpaired=$(PIN=$pin_c pairs rawc fast_run fP "$CPUD/dp" from-s3 s3://raw/train)
     fshared=""
     if [ -n "$pin_c" ]; then
         # the server moved onto all the cores, beside ingest
@@ -192,7 +197,7 @@ if [ -n "$SRV" ]; then
     fast="ingest from-s3 (s3_dir_server), --jobs 1 $f1   (vs raw 1 core: $(ratio "$f1" "$raw1c"); into $where)
 ingest from-s3 (s3_dir_server), $where_c: $fN   $(ratio "$fN" "$rawNc") of raw decode on those cores ($rawNc)   (into $where; the server's CPU: $(python3 -c "print('%.2f' % ($c1 - $c0))") s for $N GETs)
   stages (s, summed over threads): $fstages
-  paired with raw decode on the same cores before and after each:$fpaired$fshared"
+  paired with raw decode on the same cores before and after each, $fpaired$fshared"
     fast_scale=", from-s3 (s3_dir_server) x$(ratio "$fN" "$f1") (1 -> $ncl cores)"
 fi
 report() { # S3-LINES SCALING-EXTRA
@@ -208,7 +213,7 @@ dlk decoder+resize, $cores cores    $dlkN   $(ratio "$dlkN" "$rawN")
 ingest from-dir, --jobs 1      $dir1   (vs raw 1 core: $(ratio "$dir1" "$raw1"); into $where)
 ingest from-dir, --jobs $cores      $at_cpu   $(ratio "$at_cpu" "$rawN")   (into $where)
   stages (s, summed over threads): $stagesC
-  paired with raw decode before and after each:$paired
+  paired with raw decode before and after each, $paired
 ingest from-dir, other jobs   $mid (into $where)
 ingest onto the disk, --jobs $cores $dirN   $(ratio "$dirN" "$rawN")   (dataset on $(df -P "$T" | awk 'NR==2{print $1}'): it takes $wrate GB/s synced = $(python3 -c "print('%.0f' % ($wrate * 1e9 / (224*224*3)) if '$wrate' != '?' else '?')") samples/s)
   stages (s, summed over threads): $stagesN
