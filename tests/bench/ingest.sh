@@ -5,8 +5,9 @@
 # on the same cores; scaling from --jobs 1 to all cores (into /dev/shm
 # where there is one: the CPU's bound, not the disk's); peak RSS at N/4
 # and N rows (the bound does not grow with the source).  The all-cores
-# ingest is also measured three times between raw decode runs (the host's
-# speed drifts), each ratio against the raw rates around it.  A rate is
+# ingest is also measured PAIRS times (default 7) between raw decode runs
+# (the host's speed drifts), each ratio against the raw rates around it,
+# and the median of those ratios reported.  A rate is
 # rows / the "seconds" of `dlk create ... --json`: from the listing (which
 # the tensors are inferred from) to the end, process start excluded.
 #   DLK=build/dlk DLK_BUILD=build tests/bench/ingest.sh [N]
