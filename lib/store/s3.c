@@ -405,7 +405,7 @@ static s3_engine *bulk_engine(s3_store *s)
                     break;
                 made++;
             }
-            if (made < n || n == 1) {
+            if (made < n) { /* all or none (n 1: none) */
                 for (int i = 0; i < made; i++)
                     s3_engine_free(s->bulk[i]);
                 made = 0;
@@ -1185,11 +1185,11 @@ static int s3_want_inflight(dlk_store *st, int n)
         for (int i = 0; i < s->nbulk; i++)
             s3_engine_raise_max(s->bulk[i], share(n, s->nbulk));
     }
-    int m = 0;
-    for (int i = 0; i < s->nbulk; i++)
+    int m = s->nbulk > 1 ? 0 : s3_engine_max(s->eng);
+    for (int i = 0; s->nbulk > 1 && i < s->nbulk; i++)
         m += s3_engine_max(s->bulk[i]);
     pthread_mutex_unlock(&s->bulk_mu);
-    return s->nbulk > 1 ? m : s3_engine_max(s->eng);
+    return m;
 }
 
 static const dlk_store_ops s3_ops = {

@@ -71,12 +71,24 @@ void dlk_hash128_hex_v(const struct iovec *v, size_t n, char out[33])
     hex128(h.high64, h.low64, out);
 }
 
+/* XXH3-64 state fed with n bytes at p. */
+static void update64(XXH3_state_t *st, const void *p, size_t n)
+{
+#if DLK_HASH_AVX2
+    if (avx2()) {
+        dlk_hash64_update_avx2(st, p, n);
+        return;
+    }
+#endif
+    XXH3_64bits_update(st, p, n);
+}
+
 uint64_t dlk_hash64_2(const void *a, size_t na, const void *b, size_t nb)
 {
     XXH3_state_t st;
     XXH3_64bits_reset(&st);
-    dlk_hash64_stream_update((dlk_hash64_stream *)&st, a, na);
-    dlk_hash64_stream_update((dlk_hash64_stream *)&st, b, nb);
+    update64(&st, a, na);
+    update64(&st, b, nb);
     return XXH3_64bits_digest(&st);
 }
 
@@ -99,13 +111,7 @@ void dlk_hash64_stream_reset(dlk_hash64_stream *h)
 
 void dlk_hash64_stream_update(dlk_hash64_stream *h, const void *p, size_t n)
 {
-#if DLK_HASH_AVX2
-    if (avx2()) {
-        dlk_hash64_update_avx2(&h->st, p, n);
-        return;
-    }
-#endif
-    XXH3_64bits_update(&h->st, p, n);
+    update64(&h->st, p, n);
 }
 
 uint64_t dlk_hash64_stream_digest(const dlk_hash64_stream *h)
