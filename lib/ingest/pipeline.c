@@ -62,6 +62,13 @@ typedef struct pipe_state {
     size_t maxn;          /* objects in a row at most */
     size_t scan;          /* rows below it (and from base) are taken or
                              failed: no decoder looks there again */
+    /* Sample buffers between rows, one stack per tensor: a row's go back
+     * here when it is appended and a decoder takes the latest when it
+     * starts one, so that only rows being decoded or waiting to be
+     * appended hold them (not every slot of the window), and the one a
+     * decoder writes was in use moments ago. */
+    dlk_buf **spare;
+    size_t *nspare;
     bool stop;
     bool appending;       /* a thread is in drain() */
     dlk_status rc;        /* the first fatal error, which stops the run */
@@ -321,6 +328,28 @@ static void wait_decode(pipe_state *p, double *waited)
     *waited += dlk_now_s() - t;
 }
 
+/* A row about to be decoded takes a spare buffer for each tensor whose
+ * value has none (under p->mu). */
+static void take_spares(pipe_state *p, slot *s)
+{
+    for (size_t t = 0; t < p->c->ntensors; t++)
+        if (!s->vals[t].data.cap && p->nspare[t])
+            s->vals[t].data = p->spare[t][--p->nspare[t]];
+}
+
+/* An appended row's sample buffers (cleared, kept up to VAL_KEEP) back to
+ * the spares (under p->mu); W a tensor at most, which no run exceeds. */
+static void give_spares(pipe_state *p, slot *s)
+{
+    for (size_t t = 0; t < p->c->ntensors; t++) {
+        dlk_buf *b = &s->vals[t].data;
+        if (b->cap && p->nspare[t] < p->W) {
+            p->spare[t][p->nspare[t]++] = *b;
+            dlk_buf_init(b);
+        }
+    }
+}
+
 static void *decoder(void *arg)
 {
     pipe_state *p = arg;
@@ -341,6 +370,7 @@ static void *decoder(void *arg)
             s = slot_of(p, k);
             *state_of(p, k) = FETCHING;
             s->row = p->todo[k];
+            take_spares(p, s);
             pthread_mutex_unlock(&p->mu);
             double t = dlk_now_s();
             fetch_row(p, s);
@@ -358,6 +388,7 @@ static void *decoder(void *arg)
             }
             s = slot_of(p, k);
             *state_of(p, k) = DECODING;
+            take_spares(p, s);
             pthread_mutex_unlock(&p->mu);
         }
         dlk_error e;
@@ -390,8 +421,8 @@ static void *decoder(void *arg)
 }
 
 /* Reset a slot's values for its next row; keep is the largest buffer
- * kept (0: free them all).  Keeping them spares a fresh block, and its
- * page faults, per image: W rows' samples at most stay allocated. */
+ * kept (0: free them all).  Keeping them (as spares) spares a fresh
+ * block, and its page faults, per image. */
 static void clear_vals(ing_val *v, size_t n, size_t keep)
 {
     for (size_t i = 0; i < n; i++) {
@@ -558,6 +589,7 @@ static void drain(pipe_state *p)
             p->last_report = now;
         }
         pthread_mutex_lock(&p->mu);
+        give_spares(p, s);
         *state_of(p, k) = APPENDED;
         while (p->base < p->next_fetch &&
                *state_of(p, p->base) == APPENDED) {
@@ -590,6 +622,29 @@ static void drain(pipe_state *p)
     p->appending = false;
 }
 
+/* The window's slots, their buffers and the spares (nt tensors; any of
+ * them may be missing after an allocation failed). */
+static void free_window(pipe_state *p, size_t nt)
+{
+    for (size_t i = 0; p->slots && i < p->W; i++) {
+        for (size_t j = 0; p->slots[i].bufs && j < p->slots[i].nbufs; j++)
+            dlk_buf_free(&p->slots[i].bufs[j]);
+        if (p->slots[i].vals)
+            clear_vals(p->slots[i].vals, p->c->ntensors, 0);
+        free(p->slots[i].bufs);
+        free(p->slots[i].vals);
+    }
+    for (size_t t = 0; p->spare && p->nspare && t < nt; t++) {
+        for (size_t i = 0; p->spare[t] && i < p->nspare[t]; i++)
+            dlk_buf_free(&p->spare[t][i]);
+        free(p->spare[t]);
+    }
+    free(p->slots);
+    free(p->state);
+    free(p->spare);
+    free(p->nspare);
+}
+
 dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
                             dlk_error *err)
 {
@@ -619,24 +674,23 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
         if (run->ctx.src->rows[i].n > maxn)
             maxn = run->ctx.src->rows[i].n;
     p.maxn = maxn;
+    size_t nt = run->ctx.ntensors ? run->ctx.ntensors : 1;
     p.slots = calloc(p.W, sizeof *p.slots);
     p.state = calloc(p.W, sizeof *p.state);
-    bool oom = !p.slots || !p.state;
+    p.spare = calloc(nt, sizeof *p.spare);
+    p.nspare = calloc(nt, sizeof *p.nspare);
+    bool oom = !p.slots || !p.state || !p.spare || !p.nspare;
     for (size_t i = 0; !oom && i < p.W; i++) {
         p.slots[i].bufs = calloc(maxn, sizeof *p.slots[i].bufs);
         p.slots[i].nbufs = maxn;
-        p.slots[i].vals = calloc(run->ctx.ntensors ? run->ctx.ntensors : 1,
-                                 sizeof *p.slots[i].vals);
+        p.slots[i].vals = calloc(nt, sizeof *p.slots[i].vals);
         oom = !p.slots[i].bufs || !p.slots[i].vals;
     }
+    for (size_t t = 0; !oom && t < nt; t++)
+        oom = !(p.spare[t] = calloc(p.W, sizeof *p.spare[t]));
     pthread_t *th = calloc(nthreads + njobs, sizeof *th);
     if (oom || !th) {
-        for (size_t i = 0; p.slots && i < p.W; i++) {
-            free(p.slots[i].bufs);
-            free(p.slots[i].vals);
-        }
-        free(p.slots);
-        free(p.state);
+        free_window(&p, nt);
         free(th);
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     }
@@ -686,15 +740,7 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
         rc = checkpoint(run, &p, err);
     if (!rc)
         report(run, p.t0, p.done, ntodo);
-    for (size_t i = 0; i < p.W; i++) {
-        for (size_t j = 0; j < p.slots[i].nbufs; j++)
-            dlk_buf_free(&p.slots[i].bufs[j]);
-        clear_vals(p.slots[i].vals, run->ctx.ntensors, 0);
-        free(p.slots[i].bufs);
-        free(p.slots[i].vals);
-    }
-    free(p.slots);
-    free(p.state);
+    free_window(&p, nt);
     free(th);
     pthread_mutex_destroy(&p.mu);
     pthread_cond_destroy(&p.cv_fetch);
