@@ -338,7 +338,8 @@ static void take_spares(pipe_state *p, slot *s)
 }
 
 /* An appended row's sample buffers (cleared, kept up to VAL_KEEP) back to
- * the spares (under p->mu); W a tensor at most, which no run exceeds. */
+ * the spares (under p->mu), W a tensor at most (past that a buffer stays
+ * with its slot, as before there were spares). */
 static void give_spares(pipe_state *p, slot *s)
 {
     for (size_t t = 0; t < p->c->ntensors; t++) {
