@@ -31,6 +31,8 @@ typedef struct s3_store {
     s3_engine *bulk[BULK_ENGINES_MAX];
     int nbulk;
     bool bulk_made;
+    bool bulk_wanted;   /* want_inflight was called: an ingest's source
+                           (a dataset's own few reads stay on eng) */
     int want;           /* in flight asked for (want_inflight), 0: none */
     unsigned rr;        /* the next batch's engine */
     char *bucket;
@@ -394,6 +396,10 @@ static s3_engine *bulk_engine(s3_store *s)
 {
     if (!__atomic_load_n(&s->bulk_made, __ATOMIC_ACQUIRE)) {
         pthread_mutex_lock(&s->bulk_mu);
+        if (!s->bulk_wanted) {
+            pthread_mutex_unlock(&s->bulk_mu);
+            return s->eng;
+        }
         if (!s->bulk_made) {
             int n = bulk_count(s);
             s3_config c = s->cfg; /* engines copy what they keep */
@@ -1179,6 +1185,7 @@ static int s3_want_inflight(dlk_store *st, int n)
 {
     s3_store *s = (s3_store *)st;
     pthread_mutex_lock(&s->bulk_mu);
+    s->bulk_wanted |= n > 0;
     if (n > 0 && !s->cfg.max_inflight_set && n <= 4096) { /* the user's wins */
         s->want = n > s->want ? n : s->want;
         s3_engine_raise_max(s->eng, n);
