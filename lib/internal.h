@@ -180,6 +180,13 @@ typedef struct dlk_store_ops {
      * done (may be NULL) called as dlk_store_get_each_cb says. */
     void (*get_each)(dlk_store *s, dlk_get_req *reqs, size_t n,
                      void (*done)(void *ud, size_t i), void *ud);
+    /* Optional: get_each without waiting (reqs checked as there): done
+     * called once for each request as it finishes, in any order, on the
+     * store's own threads (or in the caller's, before get_start returns,
+     * for one that cannot be sent); a request and its buffer stay the
+     * caller's to keep alive until then. */
+    void (*get_start)(dlk_store *s, dlk_get_req **reqs, size_t n,
+                      void (*done)(void *ud, dlk_get_req *q), void *ud);
     /* Optional: list as `list` does, the whole listing (fn's stop ends
      * only the calls), gathered by many requests at once where the keys
      * are spread over folders; a size may be UINT64_MAX (unknown) where
@@ -267,6 +274,16 @@ void dlk_store_get_each(dlk_store *s, dlk_get_req *reqs, size_t n);
  * caller can use the first answers while the others arrive. */
 void dlk_store_get_each_cb(dlk_store *s, dlk_get_req *reqs, size_t n,
                            void (*done)(void *ud, size_t i), void *ud);
+/* The GETs of reqs started without waiting where the store can (false:
+ * it cannot, nothing was done): done(ud, q) is called once for each, in
+ * any order, from the store's threads or (a request that cannot be sent,
+ * a bad key) from this one before it returns.  Each request and its out
+ * buffer must stay alive until its done. */
+bool dlk_store_get_start(dlk_store *s, dlk_get_req **reqs, size_t n,
+                         void (*done)(void *ud, dlk_get_req *q), void *ud);
+/* For stores: count n bytes read (the I/O counters) where the read ends
+ * on a thread of their own. */
+void dlk_io_count_read(uint64_t n);
 /* A request's status, its error copied to err when it failed. */
 dlk_status dlk_get_req_status(const dlk_get_req *r, dlk_error *err);
 /* The store's sweep (nothing where it has none: an S3 PUT is atomic). */

@@ -38,6 +38,8 @@ typedef struct slot {
     const char *bad_key;
     char reason[DLK_ERRMSG_MAX];
     uint64_t bytes_in;
+    size_t k;             /* the window row it holds (get_start) */
+    size_t pending;       /* GETs not yet answered (atomic; get_start) */
 } slot;
 
 typedef struct pipe_state {
@@ -53,6 +55,12 @@ typedef struct pipe_state {
     pthread_cond_t cv_fetch, cv_decode, cv_append;
     size_t next_fetch, base;
     size_t nfetchers;     /* 0: the decoders read their own rows */
+    /* A store that starts GETs without waiting (S3: dlk_store_get_start):
+     * one thread submits rows' GETs and the store's I/O threads hand each
+     * row on as its answers come (no fetch thread waits for them).
+     * reqs[i * maxn + j]: slot i's object j. */
+    bool async;
+    dlk_get_req *reqs;
     size_t batch;         /* rows a fetcher takes at once: their GETs go
                              out together (dlk_store_get_each) */
     size_t fetching;      /* rows the fetchers hold: at most depth */
@@ -143,7 +151,8 @@ static void row_ready(pipe_state *p, size_t k)
         pthread_cond_signal(&p->cv_decode);
     else
         drain(p);
-    if (p->next_fetch < p->ntodo && may_fetch(p))
+    if ((p->next_fetch < p->ntodo && may_fetch(p)) ||
+        (p->async && !p->fetching)) /* the submitter waits for the last */
         pthread_cond_signal(&p->cv_fetch);
 }
 
@@ -301,6 +310,109 @@ static void *fetcher(void *arg)
     pthread_mutex_unlock(&p->mu);
     free(reqs);
     free(ends);
+    return NULL;
+}
+
+/* Every GET of the row in slot s (the window's row k) is answered
+ * (get_start): its result as fetch_row gives it, on to a decoder. */
+static void row_answered(pipe_state *p, slot *s)
+{
+    const ing_source *src = p->c->src;
+    const ing_row *r = &src->rows[s->row];
+    dlk_get_req *g = &p->reqs[(size_t)(s - p->slots) * p->maxn];
+    for (uint32_t i = 0; i < r->n; i++) {
+        const ing_obj *o = &src->objs[r->first + i];
+        if (o->role == ING_NONE)
+            continue;
+        if (g[i].rc && !s->rc) /* the row's first failure, in key order */
+            fetch_failed(s, o, g[i].rc, g[i].err.msg);
+        if (!g[i].rc)
+            s->bytes_in += s->bufs[i].len;
+    }
+    pthread_mutex_lock(&p->mu);
+    row_ready(p, s->k);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* A GET of get_start is answered (on the store's I/O thread): the row's
+ * last one hands the row on. */
+static void get_answered(void *ud, dlk_get_req *q)
+{
+    pipe_state *p = ud;
+    slot *s = &p->slots[(size_t)(q - p->reqs) / p->maxn];
+    if (__atomic_sub_fetch(&s->pending, 1, __ATOMIC_ACQ_REL) == 0)
+        row_answered(p, s);
+}
+
+/* The one fetch thread of a get_start store: it takes rows as the window
+ * and depth allow and starts their GETs; the store's threads hand them
+ * on (get_answered).  It leaves when every row it started is answered,
+ * so that none is answered into a freed window. */
+static void *submitter(void *arg)
+{
+    pipe_state *p = arg;
+    const ing_source *src = p->c->src;
+    double busy = 0;
+    dlk_get_req **qs = calloc(p->batch * p->maxn, sizeof *qs);
+    pthread_mutex_lock(&p->mu);
+    if (!qs && !p->stop) {
+        p->rc = dlk_fail(&p->err, DLK_ENOMEM, "out of memory");
+        p->stop = true;
+        pthread_cond_broadcast(&p->cv_decode);
+        pthread_cond_signal(&p->cv_append);
+    }
+    for (;;) {
+        while (!p->stop && p->next_fetch < p->ntodo && !may_fetch(p))
+            pthread_cond_wait(&p->cv_fetch, &p->mu);
+        if (p->stop || p->next_fetch >= p->ntodo)
+            break;
+        size_t k0 = p->next_fetch, n = 0, d = p->depth;
+        while (n < p->batch && p->next_fetch < p->ntodo &&
+               p->next_fetch < p->base + p->W && p->fetching + n < d) {
+            size_t k = p->next_fetch++;
+            *state_of(p, k) = FETCHING;
+            slot_of(p, k)->row = p->todo[k];
+            n++;
+        }
+        p->fetching += n;
+        pthread_mutex_unlock(&p->mu);
+        double t = dlk_now_s();
+        size_t nq = 0;
+        slot *bare[64]; /* rows with no object to GET */
+        size_t nbare = 0;
+        for (size_t k = k0; k < k0 + n; k++) {
+            slot *s = slot_of(p, k);
+            const ing_row *r = &src->rows[s->row];
+            dlk_get_req *g = &p->reqs[(size_t)(s - p->slots) * p->maxn];
+            fetch_start(s);
+            s->k = k;
+            size_t m = 0;
+            for (uint32_t i = 0; i < r->n; i++) {
+                s->bufs[i].len = 0;
+                if (src->objs[r->first + i].role == ING_NONE)
+                    continue;
+                g[i] = (dlk_get_req){.key = src->objs[r->first + i].key,
+                                     .max = OBJECT_MAX, .out = &s->bufs[i]};
+                qs[nq++] = &g[i];
+                m++;
+            }
+            __atomic_store_n(&s->pending, m, __ATOMIC_RELEASE);
+            if (!m)
+                bare[nbare++] = s;
+        }
+        dlk_store_get_start(src->store, qs, nq, get_answered, p);
+        for (size_t i = 0; i < nbare; i++)
+            row_answered(p, bare[i]);
+        busy += dlk_now_s() - t;
+        size_t d2 = depth(p); /* the store's limit may have grown */
+        pthread_mutex_lock(&p->mu);
+        p->depth = d2;
+    }
+    while (p->fetching) /* answers still to come */
+        pthread_cond_wait(&p->cv_fetch, &p->mu);
+    p->fetch_s += busy;
+    pthread_mutex_unlock(&p->mu);
+    free(qs);
     return NULL;
 }
 
@@ -641,6 +753,7 @@ static void free_window(pipe_state *p, size_t nt)
         free(p->spare[t]);
     }
     free(p->slots);
+    free(p->reqs);
     free(p->state);
     free(p->spare);
     free(p->nspare);
@@ -657,9 +770,16 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     p.ntodo = ntodo;
     /* --fetch GETs in flight: from a store that keeps many in flight
      * without a thread each (S3), 8 rows a fetch thread */
-    p.batch = run->ctx.src->store->ops->get_each ? 8 : 1;
+    const dlk_store_ops *ops = run->ctx.src->store->ops;
+    p.batch = ops->get_each || ops->get_start ? 8 : 1;
     size_t nfetch = (size_t)run->fetchers, njobs = (size_t)run->jobs;
     size_t nthreads = (nfetch + p.batch - 1) / p.batch;
+    /* a store that answers on threads of its own needs one thread to
+     * start its GETs, none to wait for them (16-core host: the decoders
+     * waited on the lock that 32 fetch threads took for each row) */
+    p.async = ops->get_start && nthreads;
+    if (p.async)
+        nthreads = 1;
     p.nfetchers = nthreads;
     p.nfetch = nfetch;
     /* 16 rows a decoder: a decoder descheduled for a few ms (16 decoders,
@@ -689,6 +809,8 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     }
     for (size_t t = 0; !oom && t < nt; t++)
         oom = !(p.spare[t] = calloc(p.W, sizeof *p.spare[t]));
+    if (!oom && p.async)
+        oom = !(p.reqs = calloc(p.W * maxn, sizeof *p.reqs));
     pthread_t *th = calloc(nthreads + njobs, sizeof *th);
     if (oom || !th) {
         free_window(&p, nt);
@@ -706,8 +828,10 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     size_t started = 0;
     dlk_status rc = DLK_OK;
     for (size_t i = 0; i < nthreads + njobs; i++) {
-        if (pthread_create(&th[i], NULL, i < nthreads ? fetcher : decoder,
-                           &p)) {
+        void *(*fn)(void *) = i >= nthreads ? decoder
+                              : p.async     ? submitter
+                                            : fetcher;
+        if (pthread_create(&th[i], NULL, fn, &p)) {
             rc = dlk_fail(err, DLK_EIO, "cannot start a thread");
             break;
         }

@@ -429,6 +429,61 @@ static s3_engine *bulk_engine(s3_store *s)
     return s->bulk[i % (unsigned)s->nbulk];
 }
 
+/* One whole-object GET of get_each or get_start: its request (first, so
+ * that on_finish's request is the pending), object name and URL. */
+typedef struct pending {
+    s3_req r;
+    s3_store *s;
+    char *okey;
+    dlk_buf url;
+    dlk_get_req *q;
+    bool sent;
+    void (*done)(void *ud, dlk_get_req *q);  /* get_start's */
+    void *ud;
+} pending;
+
+/* Set up pg's request for q (pg zeroed); false, q->rc set, when it
+ * cannot be sent. */
+static bool pending_init(s3_store *s, pending *pg, dlk_get_req *q)
+{
+    pg->s = s;
+    pg->q = q;
+    dlk_buf_init(&pg->url);
+    if (q->rc)
+        return false; /* refused before (a bad key) */
+    if (!(pg->okey = object_key(s, q->key))) {
+        q->rc = dlk_fail(&q->err, DLK_ENOMEM, "out of memory");
+        return false;
+    }
+    if ((q->rc = make_url(s, pg->okey, NULL, &pg->url, &q->err)))
+        return false;
+    pg->r.method = "GET";
+    pg->r.url = (const char *)pg->url.data;
+    pg->r.out = q->out;
+    pg->r.max = q->max;
+    pg->sent = true;
+    return true;
+}
+
+/* The answer to pg's GET into its request (when it was sent), and what pg
+ * holds freed.  No Range was sent, so a 416 is the server's fault (a
+ * ranged GET's 416 asks for a HEAD, which an engine's own thread, where
+ * get_start finishes, cannot wait for). */
+static void pending_finish(pending *pg)
+{
+    dlk_get_req *q = pg->q;
+    if (pg->sent && pg->r.status == 416)
+        q->rc = req_fail(pg->s, &pg->r, "read", pg->okey, DLK_PUT_ALWAYS,
+                         &q->err);
+    else if (pg->sent)
+        q->rc = get_answer(pg->s, pg->okey, &pg->r, 0, UINT64_MAX, q->max,
+                           false, q->out, q->info, &q->err);
+    if (pg->sent)
+        s3_req_fini(&pg->r);
+    dlk_buf_free(&pg->url);
+    free(pg->okey);
+}
+
 /* Whole-object GETs all in flight at once on the engine, with no thread
  * each: the ingest fetchers hand over a batch of rows' objects this way
  * (a blocking thread per GET cost ~7 context switches an object).  A
@@ -438,12 +493,6 @@ static void s3_get_each(dlk_store *st, dlk_get_req *reqs, size_t n,
 {
     s3_store *s = (s3_store *)st;
     s3_engine *eng = bulk_engine(s);
-    typedef struct pending {
-        s3_req r;
-        char *okey;
-        dlk_buf url;
-        bool sent;
-    } pending;
     pending *pg = calloc(n, sizeof *pg);
     if (!pg) {
         for (size_t i = 0; i < n; i++) {
@@ -459,21 +508,8 @@ static void s3_get_each(dlk_store *st, dlk_get_req *reqs, size_t n,
     s3_req **batch = calloc(n, sizeof *batch);
     size_t nb = 0;
     for (size_t i = 0; i < n; i++) {
-        dlk_get_req *q = &reqs[i];
-        dlk_buf_init(&pg[i].url);
-        if (q->rc)
-            continue; /* refused before (a bad key) */
-        if (!(pg[i].okey = object_key(s, q->key))) {
-            q->rc = dlk_fail(&q->err, DLK_ENOMEM, "out of memory");
+        if (!pending_init(s, &pg[i], &reqs[i]))
             continue;
-        }
-        if ((q->rc = make_url(s, pg[i].okey, NULL, &pg[i].url, &q->err)))
-            continue;
-        pg[i].r.method = "GET";
-        pg[i].r.url = (const char *)pg[i].url.data;
-        pg[i].r.out = q->out;
-        pg[i].r.max = q->max;
-        pg[i].sent = true;
         if (batch)
             batch[nb++] = &pg[i].r;
         else
@@ -483,19 +519,66 @@ static void s3_get_each(dlk_store *st, dlk_get_req *reqs, size_t n,
         s3_submit_all(eng, batch, nb);
     free(batch);
     for (size_t i = 0; i < n; i++) {
-        dlk_get_req *q = &reqs[i];
-        if (pg[i].sent) {
+        if (pg[i].sent)
             s3_wait(eng, &pg[i].r);
-            q->rc = get_answer(s, pg[i].okey, &pg[i].r, 0, UINT64_MAX,
-                               q->max, false, q->out, q->info, &q->err);
-            s3_req_fini(&pg[i].r);
-        }
-        dlk_buf_free(&pg[i].url);
-        free(pg[i].okey);
+        pending_finish(&pg[i]);
         if (done)
             done(ud, i);
     }
     free(pg);
+}
+
+/* A get_start request has finished (on its engine's thread). */
+static void pending_done(s3_req *r)
+{
+    pending *pg = (pending *)r;
+    dlk_get_req *q = pg->q;
+    void (*done)(void *ud, dlk_get_req *q) = pg->done;
+    void *ud = pg->ud;
+    pending_finish(pg);
+    free(pg);
+    if (!q->rc)
+        dlk_io_count_read(q->out->len);
+    done(ud, q);
+}
+
+/* get_each without waiting: each request's done is called on an I/O
+ * thread as it finishes, in any order (or here, at once, when it cannot
+ * be sent).  The ingest's decoders take each row as its answers come,
+ * with no fetch thread between. */
+static void s3_get_start(dlk_store *st, dlk_get_req **reqs, size_t n,
+                         void (*done)(void *ud, dlk_get_req *q), void *ud)
+{
+    s3_store *s = (s3_store *)st;
+    s3_engine *eng = bulk_engine(s);
+    s3_req *batch[64];
+    size_t nb = 0;
+    for (size_t i = 0; i < n; i++) {
+        dlk_get_req *q = reqs[i];
+        pending *pg = calloc(1, sizeof *pg);
+        if (!pg) {
+            if (!q->rc)
+                q->rc = dlk_fail(&q->err, DLK_ENOMEM, "out of memory");
+            done(ud, q);
+            continue;
+        }
+        if (!pending_init(s, pg, q)) {
+            pending_finish(pg);
+            free(pg);
+            done(ud, q);
+            continue;
+        }
+        pg->done = done;
+        pg->ud = ud;
+        pg->r.on_finish = pending_done;
+        batch[nb++] = &pg->r;
+        if (nb == sizeof batch / sizeof *batch) {
+            s3_submit_all(eng, batch, nb); /* one wake-up for them */
+            nb = 0;
+        }
+    }
+    if (nb)
+        s3_submit_all(eng, batch, nb);
 }
 
 /* ---- put ------------------------------------------------------------ */
@@ -1202,7 +1285,8 @@ static int s3_want_inflight(dlk_store *st, int n)
 static const dlk_store_ops s3_ops = {
     .scheme = "s3", .get = s3_get, .head = s3_head, .put = s3_put,
     .del = s3_del, .list = s3_list, .free = s3_free,
-    .get_each = s3_get_each, .list_wide = s3_list_wide,
+    .get_each = s3_get_each, .get_start = s3_get_start,
+    .list_wide = s3_list_wide,
     .want_inflight = s3_want_inflight,
 };
 

@@ -613,6 +613,11 @@ static void finish_one(s3_engine *e, s3_req *r)
 {
     curl_slist_free_all(r->all_headers);
     r->all_headers = NULL;
+    if (r->on_finish) {
+        r->done = true;
+        r->on_finish(r); /* may free r */
+        return;
+    }
     pthread_mutex_lock(&e->mu);
     r->done = true;
     pthread_cond_signal(&r->cond);
@@ -759,7 +764,10 @@ static int64_t promote_due(s3_engine *e)
     return wait;
 }
 
-static void start_queued(s3_engine *e)
+/* Start what the limit allows (under e->mu).  A request that cannot be
+ * set up is finished: a waiting caller is woken here, one with an
+ * on_finish callback goes onto *failed, to be called without the lock. */
+static void start_queued(s3_engine *e, s3_req **failed)
 {
     while (e->head && e->inflight < e->limit) {
         s3_req *r = e->head;
@@ -774,6 +782,11 @@ static void start_queued(s3_engine *e)
             snprintf(r->curl_msg, sizeof r->curl_msg,
                      "cannot set up the request");
             r->curl_code = CURLE_OUT_OF_MEMORY;
+            if (r->on_finish) {
+                r->next = *failed;
+                *failed = r;
+                continue;
+            }
             r->done = true;
             pthread_cond_signal(&r->cond);
         }
@@ -864,8 +877,15 @@ static void *loop(void *arg)
             grow(e, now_ms());
         promote_due(e);
         hedge_scan(e, true);     /* before new requests take the slots */
-        start_queued(e);
+        s3_req *failed = NULL;
+        start_queued(e, &failed);
         pthread_mutex_unlock(&e->mu);
+        while (failed) {
+            s3_req *r = failed;
+            failed = r->next;
+            r->next = NULL;
+            finish_one(e, r);
+        }
 
         if (e->timer_at_ms >= 0 && e->timer_at_ms <= now_ms()) {
             e->timer_at_ms = -1;

@@ -78,6 +78,10 @@ typedef struct s3_req {
     size_t body_len;
     dlk_buf *out;                /* 2xx body sink (GET, list, POST) */
     uint64_t max;                /* DLK_ELIMIT past this many body bytes */
+    /* NULL: the caller waits (s3_wait).  Else called on the engine's
+     * thread, with no lock held, once r has finished for good; r may be
+     * freed there (s3_wait must not be used on it). */
+    void (*on_finish)(struct s3_req *r);
 
     /* results, valid after s3_perform returns */
     long status;                 /* HTTP status, 0 if none */

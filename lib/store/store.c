@@ -188,6 +188,15 @@ static void *get_one(void *arg)
     return NULL;
 }
 
+/* A request's checks before the store sees it (get_each, get_start). */
+static void req_check(dlk_get_req *r)
+{
+    dlk_error_clear(&r->err);
+    r->rc = dlk_key_valid(r->key) ? DLK_OK : bad_key(r->key, &r->err);
+    if (r->info)
+        memset(r->info, 0, sizeof *r->info);
+}
+
 void dlk_store_get_each(dlk_store *s, dlk_get_req *reqs, size_t n)
 {
     dlk_store_get_each_cb(s, reqs, n, NULL, NULL);
@@ -218,12 +227,8 @@ void dlk_store_get_each_cb(dlk_store *s, dlk_get_req *reqs, size_t n,
          * request has its own out buffer, a failed one is left as it was */
         uint64_t before = 0;
         for (size_t i = 0; i < n; i++) {
-            dlk_get_req *r = &reqs[i];
-            dlk_error_clear(&r->err);
-            r->rc = dlk_key_valid(r->key) ? DLK_OK : bad_key(r->key, &r->err);
-            if (r->info)
-                memset(r->info, 0, sizeof *r->info);
-            before += r->out->len;
+            req_check(&reqs[i]);
+            before += reqs[i].out->len;
         }
         COUNT(gets, n);
         each_ctx c = {reqs, done, ud, 0};
@@ -252,6 +257,20 @@ void dlk_store_get_each_cb(dlk_store *s, dlk_get_req *reqs, size_t n,
     for (size_t i = 0; done && i < n; i++)
         done(ud, i);
 }
+
+bool dlk_store_get_start(dlk_store *s, dlk_get_req **reqs, size_t n,
+                         void (*done)(void *ud, dlk_get_req *q), void *ud)
+{
+    if (!s->ops->get_start)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        req_check(reqs[i]);
+    COUNT(gets, n);
+    s->ops->get_start(s, reqs, n, done, ud);
+    return true;
+}
+
+void dlk_io_count_read(uint64_t n) { COUNT(bytes_read, n); }
 
 dlk_status dlk_get_req_status(const dlk_get_req *r, dlk_error *err)
 {

@@ -386,6 +386,100 @@ static void test_basic(dlk_store *s)
     dlk_buf_free(&b);
 }
 
+/* dlk_store_get_start: every request answered once, in any order, from
+ * the store's threads; a missing key, one over its max and a bad key each
+ * fail on their own, the rest bring their bytes. */
+typedef struct started {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int calls[64];
+    int left;
+    dlk_get_req *base;
+} started;
+
+static void on_answer(void *ud, dlk_get_req *q)
+{
+    started *st = ud;
+    pthread_mutex_lock(&st->mu);
+    st->calls[q - st->base]++;
+    st->left--;
+    pthread_cond_signal(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+}
+
+static void test_get_start(dlk_store *s)
+{
+    enum { N = 40 };  /* objects put; then a missing, a bad, a too big */
+    dlk_error err = {0};
+    char names[N][32];
+    static uint8_t data[N][3000];
+    bool put_ok = true;
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof names[i], "start/%03d.bin", i);
+        fill(data[i], sizeof data[i], 100 + (uint64_t)i);
+        /* sizes 0 .. 2925: an empty object among them */
+        put_ok &= dlk_store_put(s, names[i], data[i], (size_t)i * 75,
+                                DLK_PUT_ALWAYS, NULL, NULL, &err) == DLK_OK;
+    }
+    check(put_ok, "get_start: put %d objects", N);
+    diag(&err);
+    dlk_get_req reqs[N + 3];
+    dlk_buf bufs[N + 3];
+    dlk_get_req *ptrs[N + 3];
+    memset(reqs, 0, sizeof reqs);
+    for (int i = 0; i < N + 3; i++) {
+        dlk_buf_init(&bufs[i]);
+        reqs[i] = (dlk_get_req){.key = i < N ? names[i] : "start/none",
+                                .max = 1 << 20, .out = &bufs[i]};
+        ptrs[i] = &reqs[i];
+    }
+    reqs[N + 1].key = "start/../x";                  /* refused key */
+    reqs[N + 2] = (dlk_get_req){.key = names[N - 1], .max = 100,
+                                .out = &bufs[N + 2]}; /* over its max */
+    started st = {.left = N + 3, .base = reqs};
+    pthread_mutex_init(&st.mu, NULL);
+    pthread_cond_init(&st.cv, NULL);
+    dlk_io_counters c0, c1;
+    dlk_io_counters_get(&c0);
+    bool can = dlk_store_get_start(s, ptrs, N + 3, on_answer, &st);
+    check(can, "get_start: the s3 store starts GETs without waiting");
+    pthread_mutex_lock(&st.mu);
+    while (can && st.left > 0)
+        pthread_cond_wait(&st.cv, &st.mu);
+    pthread_mutex_unlock(&st.mu);
+    dlk_io_counters_get(&c1);
+    bool once = true, bytes = true;
+    uint64_t total = 0;
+    for (int i = 0; i < N + 3; i++)
+        once &= st.calls[i] == 1;
+    for (int i = 0; i < N; i++) {
+        size_t n = (size_t)i * 75;
+        bytes &= reqs[i].rc == DLK_OK && bufs[i].len == n &&
+                 (n == 0 || memcmp(bufs[i].data, data[i], n) == 0);
+        total += n;
+    }
+    check(can && once, "get_start: each request answered once");
+    check(bytes, "get_start: every object's bytes, the empty one too");
+    check(reqs[N].rc == DLK_ENOTFOUND &&
+          strstr(reqs[N].err.msg, "start/none") != NULL,
+          "get_start: a missing key fails alone, named");
+    check(reqs[N + 1].rc == DLK_EINVAL && bufs[N + 1].len == 0,
+          "get_start: a bad key is refused before any request");
+    check(reqs[N + 2].rc == DLK_ELIMIT && bufs[N + 2].len == 0,
+          "get_start: over max: DLK_ELIMIT, nothing kept");
+    check(c1.bytes_read - c0.bytes_read == total &&
+          c1.gets - c0.gets == N + 3,
+          "get_start: I/O counters (%llu bytes, %llu gets)",
+          (unsigned long long)(c1.bytes_read - c0.bytes_read),
+          (unsigned long long)(c1.gets - c0.gets));
+    for (int i = 0; i < N + 3; i++)
+        dlk_buf_free(&bufs[i]);
+    for (int i = 0; i < N; i++)
+        dlk_store_del(s, names[i], &err);
+    pthread_mutex_destroy(&st.mu);
+    pthread_cond_destroy(&st.cv);
+}
+
 static void test_conditional(dlk_store *s)
 {
     dlk_error err = {0};
@@ -806,6 +900,7 @@ int main(void)
     const char *auth = getenv("DLK_TEST_S3_AUTH");
     bool signed_ = auth && strcmp(auth, "1") == 0;
     test_basic(s);
+    test_get_start(s);
     test_conditional(s);
     /* moto 5.2.1 checks signatures of keys with symbols or non-ASCII
      * and of query values with '/' against a canonical form of its own
