@@ -267,7 +267,7 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
         return cmd_fail(cmd, err);
     if (c->json) {
         json_t *o = json_pack("{s:I,s:I,s:o,s:I,s:I,s:f,s:{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f},"
-                              "s:I,s:I,s:b,s:b}",
+                              "s:I,s:I,s:b,s:b,s:i}",
                               "ingested", (json_int_t)r->ingested,
                               "skipped", (json_int_t)r->skipped,
                               "errors", c->errors ? json_incref(c->errors)
@@ -288,7 +288,8 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
                               "ignored", (json_int_t)r->ignored,
                               "resumed", (json_int_t)r->resumed_rows,
                               "complete", r->complete,
-                              "already", r->already);
+                              "already", r->already,
+                              "jobs", r->jobs);
         json_dumpf(o, stdout, JSON_PRESERVE_ORDER);
         putchar('\n');
         json_decref(o);

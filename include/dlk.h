@@ -607,6 +607,7 @@ typedef struct dlk_ingest_result {
     uint64_t resumed_rows;  /* rows an earlier run had done already */
     int complete;           /* 1: every shard is in the head (merged) */
     int already;            /* 1: an earlier identical run had finished */
+    int jobs;               /* decode threads the run used */
     double seconds;
     double list_seconds;    /* of which: listing the source */
     double rows_seconds;    /* fetching, decoding and appending the rows */

@@ -187,6 +187,9 @@ typedef struct dlk_store_ops {
      * caller's to keep alive until then. */
     void (*get_start)(dlk_store *s, dlk_get_req **reqs, size_t n,
                       void (*done)(void *ud, dlk_get_req *q), void *ud);
+    /* Optional: threads of the store's own that send and receive
+     * dlk_store_get_start's GETs (0: none). */
+    int (*io_threads)(dlk_store *s);
     /* Optional: list as `list` does, the whole listing (fn's stop ends
      * only the calls), gathered by many requests at once where the keys
      * are spread over folders; a size may be UINT64_MAX (unknown) where
@@ -281,6 +284,9 @@ void dlk_store_get_each_cb(dlk_store *s, dlk_get_req *reqs, size_t n,
  * buffer must stay alive until its done. */
 bool dlk_store_get_start(dlk_store *s, dlk_get_req **reqs, size_t n,
                          void (*done)(void *ud, dlk_get_req *q), void *ud);
+/* How many threads of its own the store has for dlk_store_get_start's
+ * GETs (0: none; an S3 store's DLK_S3_IO_THREADS). */
+int dlk_store_io_threads(dlk_store *s);
 /* For stores: count n bytes read (the I/O counters) where the read ends
  * on a thread of their own. */
 void dlk_io_count_read(uint64_t n);

@@ -1,4 +1,5 @@
-/* pipeline.c - the ingest pipeline: fetch threads (many GETs in flight)
+/* pipeline.c - the ingest pipeline: fetch threads (many GETs in flight;
+ * from S3 one thread starting GETs that the store's I/O threads answer)
  * -> decode threads -> appending in sorted order, and checkpoints.  Rows
  * move through a window of W slots, so memory is bounded by W rows (their
  * source objects and decoded samples) plus the chunks being built and
@@ -62,7 +63,7 @@ typedef struct pipe_state {
     bool async;
     dlk_get_req *reqs;
     size_t batch;         /* rows a fetcher takes at once: their GETs go
-                             out together (dlk_store_get_each) */
+                             out together (dlk_store_get_start) */
     size_t fetching;      /* rows the fetchers hold: at most depth */
     size_t nfetch;        /* --fetch: the most rows they may hold */
     size_t depth;         /* what depth() gave last (read under p->mu
@@ -156,75 +157,6 @@ static void row_ready(pipe_state *p, size_t k)
         pthread_cond_signal(&p->cv_fetch);
 }
 
-/* A fetcher's batch: rows k0 .. k0+n-1, their requests in row order. */
-typedef struct fetch_batch {
-    pipe_state *p;
-    size_t k0, n;
-    dlk_get_req *reqs;
-    size_t *ends;         /* ends[j]: requests of rows 0..j */
-    size_t next;          /* rows before it are handed on */
-} fetch_batch;
-
-/* Row j of the batch has its answers: its result as fetch_row gives it,
- * and on to a decoder (or, failed, to the appender). */
-static void row_fetched(fetch_batch *b, size_t j)
-{
-    pipe_state *p = b->p;
-    const ing_source *src = p->c->src;
-    size_t k = b->k0 + j, q = j ? b->ends[j - 1] : 0;
-    slot *s = slot_of(p, k);
-    const ing_row *r = &src->rows[s->row];
-    for (uint32_t i = 0; i < r->n; i++) {
-        const ing_obj *o = &src->objs[r->first + i];
-        if (o->role == ING_NONE)
-            continue;
-        dlk_get_req *g = &b->reqs[q++];
-        if (g->rc && !s->rc) /* the row's first failure */
-            fetch_failed(s, o, g->rc, g->err.msg);
-        if (!g->rc)
-            s->bytes_in += s->bufs[i].len;
-    }
-    pthread_mutex_lock(&p->mu);
-    row_ready(p, k);
-    pthread_mutex_unlock(&p->mu);
-}
-
-/* Called as each request is answered, in order: the rows whose requests
- * are all answered go on at once, not when the whole batch is. */
-static void request_done(void *ud, size_t i)
-{
-    fetch_batch *b = ud;
-    while (b->next < b->n && b->ends[b->next] <= i + 1)
-        row_fetched(b, b->next++);
-}
-
-/* Fetch rows k0 .. k0+n-1 (their slots' rows set) with all their GETs in
- * flight at once.  reqs holds n * p->maxn requests, ends n counts. */
-static void fetch_rows(pipe_state *p, size_t k0, size_t n, dlk_get_req *reqs,
-                       size_t *ends)
-{
-    const ing_source *src = p->c->src;
-    size_t nr = 0;
-    for (size_t k = k0; k < k0 + n; k++) {
-        slot *s = slot_of(p, k);
-        const ing_row *r = &src->rows[s->row];
-        fetch_start(s);
-        for (uint32_t i = 0; i < r->n; i++) {
-            const ing_obj *o = &src->objs[r->first + i];
-            s->bufs[i].len = 0;
-            if (o->role == ING_NONE)
-                continue;
-            reqs[nr++] = (dlk_get_req){.key = o->key, .max = OBJECT_MAX,
-                                       .out = &s->bufs[i]};
-        }
-        ends[k - k0] = nr;
-    }
-    fetch_batch b = {p, k0, n, reqs, ends, 0};
-    dlk_store_get_each_cb(src->store, reqs, nr, request_done, &b);
-    while (b.next < n) /* rows with no request at the end */
-        row_fetched(&b, b.next++);
-}
-
 /* Free slots a fetcher waits for: a batch, or the rows left (p->mu). */
 static size_t fetch_need(const pipe_state *p)
 {
@@ -260,56 +192,25 @@ static void *fetcher(void *arg)
 {
     pipe_state *p = arg;
     double busy = 0;
-    dlk_get_req *reqs = NULL;
-    size_t *ends = NULL;
-    /* without the requests' memory this thread fetches row by row */
-    if (p->batch > 1) {
-        reqs = calloc(p->batch * p->maxn, sizeof *reqs);
-        ends = calloc(p->batch, sizeof *ends);
-        if (!reqs || !ends) {
-            free(reqs);
-            free(ends);
-            reqs = NULL;
-            ends = NULL;
-        }
-    }
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        /* a whole batch of room (or the last rows): one row at a time
-         * would bring back a wake-up per GET */
         while (!p->stop && p->next_fetch < p->ntodo && !may_fetch(p))
             pthread_cond_wait(&p->cv_fetch, &p->mu);
         if (p->stop || p->next_fetch >= p->ntodo)
             break;
-        size_t k0 = p->next_fetch, n = 0, d = p->depth;
-        while (n < (reqs ? p->batch : 1) && p->next_fetch < p->ntodo &&
-               p->next_fetch < p->base + p->W && p->fetching + n < d) {
-            size_t k = p->next_fetch++;
-            *state_of(p, k) = FETCHING;
-            slot_of(p, k)->row = p->todo[k];
-            n++;
-        }
-        p->fetching += n;
+        size_t k = p->next_fetch++;
+        *state_of(p, k) = FETCHING;
+        slot_of(p, k)->row = p->todo[k];
+        p->fetching++;
         pthread_mutex_unlock(&p->mu);
         double t = dlk_now_s();
-        if (reqs) {
-            /* each row goes on to a decoder as its answers are in */
-            fetch_rows(p, k0, n, reqs, ends);
-            busy += dlk_now_s() - t;
-            size_t d2 = depth(p); /* the store's limit may have grown */
-            pthread_mutex_lock(&p->mu);
-            p->depth = d2;
-            continue;
-        }
-        fetch_row(p, slot_of(p, k0));
+        fetch_row(p, slot_of(p, k));
         busy += dlk_now_s() - t;
         pthread_mutex_lock(&p->mu);
-        row_ready(p, k0);
+        row_ready(p, k);
     }
     p->fetch_s += busy;
     pthread_mutex_unlock(&p->mu);
-    free(reqs);
-    free(ends);
     return NULL;
 }
 
@@ -771,12 +672,15 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     /* --fetch GETs in flight: from a store that keeps many in flight
      * without a thread each (S3), 8 rows a fetch thread */
     const dlk_store_ops *ops = run->ctx.src->store->ops;
-    p.batch = ops->get_each || ops->get_start ? 8 : 1;
+    p.batch = ops->get_start ? 8 : 1;
     size_t nfetch = (size_t)run->fetchers, njobs = (size_t)run->jobs;
     size_t nthreads = (nfetch + p.batch - 1) / p.batch;
     /* a store that answers on threads of its own needs one thread to
      * start its GETs, none to wait for them (16-core host: the decoders
-     * waited on the lock that 32 fetch threads took for each row) */
+     * waited on the lock that 32 fetch threads took for each row).
+     * Tried and slower (5%, session 10): each decode thread with a
+     * thread-less engine of its own, turned between images - libcurl's
+     * work on the decoders' cores cost more than on an I/O thread. */
     p.async = ops->get_start && nthreads;
     if (p.async)
         nthreads = 1;

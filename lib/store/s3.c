@@ -384,6 +384,11 @@ static int bulk_count(const s3_store *s)
     return n > BULK_ENGINES_MAX ? BULK_ENGINES_MAX : n;
 }
 
+static int s3_io_threads(dlk_store *st)
+{
+    return bulk_count((s3_store *)st);
+}
+
 static int share(int total, int n)
 {
     int v = (total + n - 1) / n;
@@ -1286,6 +1291,7 @@ static const dlk_store_ops s3_ops = {
     .scheme = "s3", .get = s3_get, .head = s3_head, .put = s3_put,
     .del = s3_del, .list = s3_list, .free = s3_free,
     .get_each = s3_get_each, .get_start = s3_get_start,
+    .io_threads = s3_io_threads,
     .list_wide = s3_list_wide,
     .want_inflight = s3_want_inflight,
 };

@@ -270,6 +270,11 @@ bool dlk_store_get_start(dlk_store *s, dlk_get_req **reqs, size_t n,
     return true;
 }
 
+int dlk_store_io_threads(dlk_store *s)
+{
+    return s->ops->io_threads ? s->ops->io_threads(s) : 0;
+}
+
 void dlk_io_count_read(uint64_t n) { COUNT(bytes_read, n); }
 
 dlk_status dlk_get_req_status(const dlk_get_req *r, dlk_error *err)

@@ -185,6 +185,7 @@ if [ -n "$SRV" ]; then
     rawNc=$(rawc)
     fN=$(PIN=$pin_c fast_run fN "$CPUD/fN" from-s3 s3://raw/train); rm -rf "$CPUD/fN"
     fstages=$(stages)
+    fjobs=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["jobs"])' "$T/out.json")
     c1=$(srv_cpu)
     fpaired=$(PIN=$pin_c pairs rawc fast_run fP "$CPUD/dp" from-s3 s3://raw/train)
     fshared=""
@@ -198,7 +199,7 @@ if [ -n "$SRV" ]; then
   the server sharing all $cores cores with ingest, paired: $(python3 -c "print('%.2f' % ($r / (($prev + $next) / 2)))") ($r vs $prev/$next)"
     fi
     kill $srv 2>/dev/null || true
-    where_c="$ncl cores${pin_s:+, the server on core $ncl}"
+    where_c="$ncl cores ($fjobs decode threads)${pin_s:+, the server on core $ncl}"
     fast="ingest from-s3 (s3_dir_server), --jobs 1 $f1   (vs raw 1 core: $(ratio "$f1" "$raw1c"); into $where)
 ingest from-s3 (s3_dir_server), $where_c: $fN   $(ratio "$fN" "$rawNc") of raw decode on those cores ($rawNc)   (into $where; the server's CPU: $(python3 -c "print('%.2f' % ($c1 - $c0))") s for $N GETs)
   stages (s, summed over threads): $fstages

@@ -25,6 +25,9 @@ assert set(s) == {"list","rows","append","finish","fetch","decode","decode_wait"
 assert s["decode"] > 0 and s["fetch"] > 0 and min(s.values()) >= 0, s
 # one decode thread per online core by default, each at most the rows time
 assert s["decode"] <= s["rows"] * os.cpu_count() + 0.01, s' "$OUT"
+check "from a directory: a decode thread for each core it may use" python3 -c '
+import json,os,sys; d=json.load(open(sys.argv[1]))
+assert d["jobs"] == len(os.sched_getaffinity(0)), d["jobs"]' "$OUT"
 ok "ls --json" dlk ls "$DS" --json
 check "schema: images 48x64x3, labels with sorted folder names" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1])); t={x["name"]:x for x in d["tensors"]}
@@ -64,7 +67,8 @@ import json,sys; d=json.load(open(sys.argv[1])); t={x["name"]:x for x in d["tens
 assert t["images"]["shape"]==[1,24,32], t["images"]' "$OUT"
 
 DS4=$(ds_url ds4)
-ok "--unordered --jobs 2" dlk create "$DS4" from-dir "$S" --resize 64x48 --unordered --jobs 2 --quiet
+ok "--unordered --jobs 2" dlk create "$DS4" from-dir "$S" --resize 64x48 --unordered --jobs 2 --json
+check "... 2 decode threads" grep -q "\"jobs\": 2" "$OUT"
 dump "$DS4" > "$T/unordered.txt"
 check "unordered holds the same samples" sh -c "cut -d' ' -f1,3 '$T/first.txt' | sort > '$T/a'; cut -d' ' -f1,3 '$T/unordered.txt' | sort > '$T/b'; cmp '$T/a' '$T/b'"
 

@@ -38,6 +38,16 @@ unset AWS_SESSION_TOKEN AWS_PROFILE DLK_S3_NO_SIGN DLK_S3_ADDRESSING
 
 ok "create from-s3" dlk create "$T/s3" from-s3 s3://raw/train --resize 64x48 --json
 check "11 rows" grep -q '"ingested": 11' "$OUT"
+# decode threads: the cores, less one a source I/O thread from 12 cores
+jobs_are() { # JSON IO_THREADS(0: default)
+    python3 -c '
+import json,os,sys; d=json.load(open(sys.argv[1])); io=int(sys.argv[2])
+cores=len(os.sched_getaffinity(0))
+io=io or max(1, min(4, cores // 8))
+want=cores - io if cores >= 12 else cores
+assert d["jobs"] == want, (d["jobs"], want, cores)' "$@"
+}
+check "decode threads: the cores ($(nproc)), less the I/O thread's from 12" jobs_are "$OUT" 0
 ok "create from-dir of the same folder" dlk create "$T/dir" from-dir "$S" --resize 64x48 --quiet
 dump "$T/s3" > "$T/s3.txt"
 dump "$T/dir" > "$T/dir.txt"
@@ -57,6 +67,7 @@ dump "$T/s3io" > "$T/s3io.txt"
 check "... equals from-dir sample by sample" cmp "$T/s3io.txt" "$T/dir.txt"
 DLK_S3_IO_THREADS=3 ok "three I/O threads, 1100 label rows" dlk create "$T/labio" from-s3 s3://raw/labels --json
 check "... all 1100 rows" grep -q '"ingested": 1100' "$OUT"
+check "... decode threads: the cores, less three from 12" jobs_are "$OUT" 3
 # chunks are named by their bytes: the same chunks, the same dataset
 (cd "$T/lab" && find chunks -type f | sort) > "$T/lab.txt"
 (cd "$T/labio" && find chunks -type f | sort) > "$T/labio.txt"
