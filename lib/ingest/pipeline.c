@@ -279,7 +279,7 @@ static void *submitter(void *arg)
         pthread_mutex_unlock(&p->mu);
         double t = dlk_now_s();
         size_t nq = 0;
-        slot *bare[64]; /* rows with no object to GET */
+        slot *bare[8]; /* rows with no object to GET (a batch: 8) */
         size_t nbare = 0;
         for (size_t k = k0; k < k0 + n; k++) {
             slot *s = slot_of(p, k);
@@ -670,7 +670,7 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     p.todo = todo;
     p.ntodo = ntodo;
     /* --fetch GETs in flight: from a store that keeps many in flight
-     * without a thread each (S3), 8 rows a fetch thread */
+     * without a thread each (S3), started 8 rows at a time */
     const dlk_store_ops *ops = run->ctx.src->store->ops;
     p.batch = ops->get_start ? 8 : 1;
     size_t nfetch = (size_t)run->fetchers, njobs = (size_t)run->jobs;
