@@ -152,7 +152,7 @@ static void row_ready(pipe_state *p, size_t k)
         pthread_cond_signal(&p->cv_decode);
     else
         drain(p);
-    if ((p->next_fetch < p->ntodo && may_fetch(p)) ||
+    if (may_fetch(p) ||
         (p->async && !p->fetching)) /* the submitter waits for the last */
         pthread_cond_signal(&p->cv_fetch);
 }
@@ -177,10 +177,12 @@ static size_t depth(const pipe_state *p)
     return d < p->nfetch ? d : p->nfetch;
 }
 
-/* A fetcher may take a batch (or as many rows as depth allows): room in
- * the window and under depth. */
+/* A fetcher may take a batch (or as many rows as depth allows): rows
+ * left, room in the window and under depth. */
 static bool may_fetch(pipe_state *p)
 {
+    if (p->next_fetch >= p->ntodo)
+        return false;
     size_t need = fetch_need(p), d = p->depth;
     if (need > d)
         need = d;
@@ -188,16 +190,21 @@ static bool may_fetch(pipe_state *p)
            p->fetching + need <= d;
 }
 
+/* A fetcher waits until it may take rows (under p->mu); false when it is
+ * to leave: the run stopped or every row is taken. */
+static bool wait_fetch(pipe_state *p)
+{
+    while (!p->stop && p->next_fetch < p->ntodo && !may_fetch(p))
+        pthread_cond_wait(&p->cv_fetch, &p->mu);
+    return !p->stop && p->next_fetch < p->ntodo;
+}
+
 static void *fetcher(void *arg)
 {
     pipe_state *p = arg;
     double busy = 0;
     pthread_mutex_lock(&p->mu);
-    for (;;) {
-        while (!p->stop && p->next_fetch < p->ntodo && !may_fetch(p))
-            pthread_cond_wait(&p->cv_fetch, &p->mu);
-        if (p->stop || p->next_fetch >= p->ntodo)
-            break;
+    while (wait_fetch(p)) {
         size_t k = p->next_fetch++;
         *state_of(p, k) = FETCHING;
         slot_of(p, k)->row = p->todo[k];
@@ -262,11 +269,7 @@ static void *submitter(void *arg)
         pthread_cond_broadcast(&p->cv_decode);
         pthread_cond_signal(&p->cv_append);
     }
-    for (;;) {
-        while (!p->stop && p->next_fetch < p->ntodo && !may_fetch(p))
-            pthread_cond_wait(&p->cv_fetch, &p->mu);
-        if (p->stop || p->next_fetch >= p->ntodo)
-            break;
+    while (wait_fetch(p)) {
         size_t k0 = p->next_fetch, n = 0, d = p->depth;
         while (n < p->batch && p->next_fetch < p->ntodo &&
                p->next_fetch < p->base + p->W && p->fetching + n < d) {
@@ -613,7 +616,7 @@ static void drain(pipe_state *p)
              * one fetcher */
             if (!p->nfetchers)
                 pthread_cond_signal(&p->cv_decode);
-            else if (p->next_fetch < p->ntodo && may_fetch(p))
+            else if (may_fetch(p))
                 pthread_cond_signal(&p->cv_fetch);
         }
         if (!rc && now - p->last_ckpt >= p->every && p->base < p->ntodo) {
