@@ -22,17 +22,16 @@ typedef struct s3_store {
     dlk_store base;
     s3_config cfg;
     s3_engine *eng;
-    /* Bulk GETs (get_each: an ingest's source) spread over engines of
-     * their own, each with its I/O thread, made at the first batch: one
-     * thread's loop costs ~66 us a GET (16-core host), so alone it caps
-     * the rate near 15,000 GETs/s and fewer where it shares a core with
-     * decoders.  nbulk 1: they go to eng. */
+    /* Bulk GETs (get_start: an ingest's source; a dataset's own few
+     * reads stay on eng) spread over engines of their own, each with its
+     * I/O thread, made at the first batch: one thread's loop costs ~66 us
+     * a GET (16-core host), so alone it caps the rate near 15,000 GETs/s
+     * and fewer where it shares a core with decoders.  nbulk 1: they go
+     * to eng. */
     pthread_mutex_t bulk_mu;
     s3_engine *bulk[BULK_ENGINES_MAX];
     int nbulk;
     bool bulk_made;
-    bool bulk_wanted;   /* want_inflight was called: an ingest's source
-                           (a dataset's own few reads stay on eng) */
     int want;           /* in flight asked for (want_inflight), 0: none */
     unsigned rr;        /* the next batch's engine */
     char *bucket;
@@ -401,10 +400,6 @@ static s3_engine *bulk_engine(s3_store *s)
 {
     if (!__atomic_load_n(&s->bulk_made, __ATOMIC_ACQUIRE)) {
         pthread_mutex_lock(&s->bulk_mu);
-        if (!s->bulk_wanted) {
-            pthread_mutex_unlock(&s->bulk_mu);
-            return s->eng;
-        }
         if (!s->bulk_made) {
             int n = bulk_count(s);
             s3_config c = s->cfg; /* engines copy what they keep */
@@ -489,15 +484,14 @@ static void pending_finish(pending *pg)
     free(pg->okey);
 }
 
-/* Whole-object GETs all in flight at once on the engine, with no thread
- * each: the ingest fetchers hand over a batch of rows' objects this way
- * (a blocking thread per GET cost ~7 context switches an object).  A
- * request whose rc is set already is left alone. */
+/* Whole-object GETs all in flight at once on the store's engine, with no
+ * thread each (a dataset's manifest and documents).  A request whose rc
+ * is set already is left alone. */
 static void s3_get_each(dlk_store *st, dlk_get_req *reqs, size_t n,
                         void (*done)(void *ud, size_t i), void *ud)
 {
     s3_store *s = (s3_store *)st;
-    s3_engine *eng = bulk_engine(s);
+    s3_engine *eng = s->eng;
     pending *pg = calloc(n, sizeof *pg);
     if (!pg) {
         for (size_t i = 0; i < n; i++) {
@@ -1273,7 +1267,6 @@ static int s3_want_inflight(dlk_store *st, int n)
 {
     s3_store *s = (s3_store *)st;
     pthread_mutex_lock(&s->bulk_mu);
-    s->bulk_wanted |= n > 0;
     if (n > 0 && !s->cfg.max_inflight_set && n <= 4096) { /* the user's wins */
         s->want = n > s->want ? n : s->want;
         s3_engine_raise_max(s->eng, n);
