@@ -141,7 +141,12 @@ dlk_status ing_source_open(const char *url, ing_source *s, dlk_error *err)
         ing_source_free(s);
         return rc;
     }
-    if (s->nobjs)
+    /* in stem order already, unless a stem is followed by a byte below
+     * '.' ("a.jpg" before "a-b.jpg" by stem, after it by key) */
+    bool sorted = true;
+    for (size_t i = 1; sorted && i < s->nobjs; i++)
+        sorted = obj_cmp(&s->objs[i - 1], &s->objs[i]) <= 0;
+    if (!sorted)
         qsort(s->objs, s->nobjs, sizeof *s->objs, obj_cmp);
     if (s->nunsafe)
         qsort(s->unsafe, s->nunsafe, sizeof *s->unsafe, unsafe_cmp);

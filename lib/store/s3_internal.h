@@ -186,6 +186,14 @@ dlk_status s3_xml_list(const void *body, size_t len, s3_list_item_fn fn,
                        void *ud, s3_list_page *page, const char *what,
                        dlk_error *err);
 
+/* A ListObjectsV2 page's NextContinuationToken when it comes before the
+ * page's first entry (AWS sends it near the top), read without parsing
+ * the entries, so that the next page can be asked for before this one is
+ * parsed.  false when there is none, it comes after an entry (moto), it
+ * does not fit in cap or the start is malformed: then the full parse's
+ * token (s3_xml_list) is the one to use. */
+bool s3_xml_list_token(const void *body, size_t len, char *out, size_t cap);
+
 /* Text of the first element named `name` anywhere in the document, into
  * out (bounded).  false if absent or malformed. */
 bool s3_xml_find(const void *body, size_t len, const char *name, char *out,

@@ -188,6 +188,35 @@ bool s3_xml_find(const void *body, size_t len, const char *name, char *out,
     return xml_run(&w, body, len) && u.found;
 }
 
+/* The next page's token, when it comes before the page's entries */
+static int token_end(xml_walk *w, const char *name, const char *text)
+{
+    find_ud *u = w->ud;
+    if (w->depth == 2 && strcmp(name, "NextContinuationToken") == 0) {
+        if (*text && strlen(text) < u->cap) {
+            memcpy(u->out, text, strlen(text) + 1);
+            u->found = true;
+        }
+        return 1;
+    }
+    return w->depth >= 3; /* the first entry's field: the token is not first */
+}
+
+bool s3_xml_list_token(const void *body, size_t len, char *out, size_t cap)
+{
+    if (!cap)
+        return false;
+    out[0] = '\0';
+    if (!body || !len)
+        return false;
+    find_ud u = {"NextContinuationToken", out, cap, false};
+    xml_walk w = {.end = token_end, .ud = &u};
+    bool ok = xml_run(&w, body, len) && u.found;
+    if (!ok)
+        out[0] = '\0';
+    return ok;
+}
+
 /* ---- ListObjectsV2 --------------------------------------------------- */
 
 typedef struct list_ud {

@@ -24,6 +24,15 @@ python3 -c '
 import sys
 for i in range(1100):
     open("%s/%05d.cls" % (sys.argv[1], i), "w").write(str(i % 7))' "$R/raw/labels"
+# three folders of 1,100 keys: listed as three ranges at once, two pages
+# each, the second asked for before the first is parsed (this server,
+# like AWS, sends the next page's token before the keys)
+python3 -c '
+import os, sys
+for f in "abc":
+    os.makedirs("%s/%s" % (sys.argv[1], f))
+    for i in range(1100):
+        open("%s/%s/%05d.cls" % (sys.argv[1], f, i), "w").write(str((i + ord(f)) % 5))' "$R/raw/wide"
 
 "$srv_bin" "$R" > "$T/srv.out" 2> "$T/srv.err" &
 srv=$!
@@ -59,6 +68,16 @@ ok "1100 label-only rows: two listing pages" dlk create "$T/lab" from-s3 s3://ra
 check "1100 rows" grep -q '"ingested": 1100' "$OUT"
 ok "label of row 1099" dlk cat "$T/lab" labels 1099 --json
 check "is 1099 % 7 = 0" grep -q '"values":\[0\]' "$OUT"
+
+ok "three folders of 1100 label rows" dlk create "$T/wide" from-s3 s3://raw/wide --json
+check "3300 rows" grep -q '"ingested": 3300' "$OUT"
+ok "the same folders from-dir" dlk create "$T/wided" from-dir "$R/raw/wide" --quiet
+(cd "$T/wide" && find chunks -type f | sort) > "$T/wide.txt"
+(cd "$T/wided" && find chunks -type f | sort) > "$T/wided.txt"
+check "... the same chunks (the same rows in the same order)" cmp "$T/wide.txt" "$T/wided.txt"
+check "... which are some" test -s "$T/wide.txt"
+ok "row 1100 is the first of folder b" dlk cat "$T/wide" labels 1100 --json
+check "... its label (0 + 98) % 5" grep -q '"values":\[3\]' "$OUT"
 
 # bulk GETs spread over three I/O threads (the default on 24 cores or
 # more): the same dataset; the 1100 label rows are many batches

@@ -294,6 +294,37 @@ static void test_xml(void)
     char v[64];
     check(s3_xml_find("<R><UploadId>U1</UploadId></R>", 30, "UploadId", v,
                       sizeof v) && strcmp(v, "U1") == 0, "xml: find value");
+
+    /* the next page's token read ahead of the entries: only where it
+     * comes first (AWS, s3_dir_server), whole, and at the top level */
+    const char *first = "<ListBucketResult><IsTruncated>true</IsTruncated>"
+                        "<NextContinuationToken>k1000</NextContinuationToken>"
+                        "<Contents><Key>a</Key><Size>1</Size></Contents>"
+                        "<Contents><Key>b</Key><Size>1</Size>";
+    check(s3_xml_list_token(first, strlen(first), v, sizeof v) &&
+              strcmp(v, "k1000") == 0,
+          "xml: a token before the entries is read (the rest not parsed)");
+    check(!s3_xml_list_token(l, strlen(l), v, sizeof v) && !*v,
+          "xml: a token after the entries (moto) is left to the full parse");
+    check(!s3_xml_list_token(first, strlen(first), v, 4) && !*v,
+          "xml: a token longer than the room is not taken cut short");
+    const char *nots[] = {
+        "<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>"
+        "a</Key></Contents></ListBucketResult>",
+        "<ListBucketResult><CommonPrefixes><Prefix>p/</Prefix>"
+        "</CommonPrefixes><NextContinuationToken>t</NextContinuationToken>",
+        "<ListBucketResult><X><NextContinuationToken>t</NextContinuationToken>"
+        "</X>",
+        "<ListBucketResult><NextContinuationToken></NextContinuationToken>",
+        "<ListBucketResult><NextContinuationToken>t<",
+        "",
+    };
+    int none = 0;
+    for (size_t i = 0; i < sizeof nots / sizeof *nots; i++)
+        none += !s3_xml_list_token(nots[i], strlen(nots[i]), v, sizeof v) &&
+                !*v;
+    check(none == (int)(sizeof nots / sizeof *nots),
+          "xml: %d pages without a token first give none", none);
 }
 
 /* ---- against the server --------------------------------------------- */
