@@ -1155,6 +1155,7 @@ typedef struct range_job {
     const char *full;
     wide_range *w;
     size_t nw, first, step;
+    bool *failed;        /* any thread's error: the others stop too */
     dlk_status rc;
     dlk_error err;
 } range_job;
@@ -1170,6 +1171,8 @@ static void *range_run(void *arg)
         j->rc = range_submit(j->s, j->full, &w[i], 0, NULL, &j->err);
     for (bool any = !j->rc; any;) {
         any = false;
+        if (__atomic_load_n(j->failed, __ATOMIC_RELAXED))
+            break;
         for (size_t i = j->first; !j->rc && i < j->nw; i += j->step) {
             if (!w[i].busy[w[i].cur])
                 continue;
@@ -1185,6 +1188,8 @@ static void *range_run(void *arg)
             any |= w[i].busy[0] || w[i].busy[1];
         }
     }
+    if (j->rc)
+        __atomic_store_n(j->failed, true, __ATOMIC_RELAXED);
     for (size_t i = j->first; i < j->nw; i += j->step)
         range_drop(j->s, &w[i]);
     return NULL;
@@ -1193,7 +1198,9 @@ static void *range_run(void *arg)
 /* Add src's keys to dst (src keeps none). */
 static bool keys_move(key_set *dst, key_set *src)
 {
-    if (src->n && dst->n + src->n > dst->cap) {
+    if (!src->n)
+        return true;
+    if (dst->n + src->n > dst->cap) {
         size_t cap = dst->n + src->n;
         char **k = realloc(dst->k, cap * sizeof *k);
         uint64_t *sz = k ? realloc(dst->sz, cap * sizeof *sz) : NULL;
@@ -1225,6 +1232,7 @@ static dlk_status list_ranges(s3_store *s, const char *full, char **cps,
     range_job *jobs = calloc(nt, sizeof *jobs);
     pthread_t *th = calloc(nt, sizeof *th);
     bool *started = calloc(nt, sizeof *started);
+    bool failed = false;
     dlk_status rc = w && jobs && th && started
                         ? DLK_OK
                         : dlk_fail(err, DLK_ENOMEM, "out of memory");
@@ -1239,7 +1247,7 @@ static dlk_status list_ranges(s3_store *s, const char *full, char **cps,
     }
     for (size_t t = 0; !rc && t < nt; t++) {
         jobs[t] = (range_job){.s = s, .full = full, .w = w, .nw = nr,
-                              .first = t, .step = nt};
+                              .first = t, .step = nt, .failed = &failed};
         /* the first on this thread; the others where one cannot start */
         started[t] = t > 0 && pthread_create(&th[t], NULL, range_run,
                                              &jobs[t]) == 0;
