@@ -942,52 +942,128 @@ static char *full_prefix(const s3_store *s, const char *prefix)
     return full;
 }
 
-/* One page: its request run to the end, its answer parsed. */
-static dlk_status list_page(s3_store *s, const char *full, const char *token,
-                            bool delimit, s3_list_item_fn fn, void *ud,
-                            s3_list_page *page, dlk_error *err)
+/* ---- pages of a listing --------------------------------------------
+ * A listing's pages come one after another (each needs the last one's
+ * token).  The next page is asked for as soon as a page is in, where the
+ * page's token comes before its keys (s3_xml_list_token: AWS, MinIO and
+ * s3_dir_server send it near the top; moto after the keys), so that the
+ * server answers it while this one is parsed (a page of 1,000 keys took
+ * ~1 ms to parse on the 2-core VM, 1.5-2.5 ms on a 16-core host: about
+ * what a local server takes to answer); otherwise after the parse.  At
+ * the end of a listing that ends early (a range's next folder, a callback
+ * that stops) the page asked for ahead is not used. */
+
+typedef struct page_chain {
+    const char *full;    /* the prefix listed */
+    const char *after;   /* its first page starts after this (or NULL) */
+    bool delimit;
+    s3_req r[2];         /* the page answered next, and the one after */
+    dlk_buf q[2], url[2], resp[2];
+    bool busy[2];
+    int cur;
+    char early[1024];    /* the token that r[!cur] was asked with */
+} page_chain;
+
+/* Ask for a page (token; NULL: the first) into request i. */
+static dlk_status chain_ask(s3_store *s, page_chain *c, int i,
+                            const char *token, dlk_error *err)
 {
-    dlk_buf q, resp;
-    dlk_buf_init(&q);
-    dlk_buf_init(&resp);
-    memset(page, 0, sizeof *page);
-    dlk_status rc = list_query(&q, full, token, NULL, delimit, err);
-    s3_req r = {0};
-    r.out = &resp;
-    r.max = 64u << 20;
+    memset(&c->r[i], 0, sizeof c->r[i]);
+    c->resp[i].len = 0;
+    dlk_status rc = list_query(&c->q[i], c->full, token, c->after,
+                               c->delimit, err);
+    dlk_buf_free(&c->url[i]); /* make_url starts a new one */
     /* the bucket itself: base_url + "/" + "" */
     if (!rc)
-        rc = run(s, &r, "GET", "", (const char *)q.data, err);
-    if (!rc)
-        rc = list_answer(s, &r, full, &resp, fn, ud, page, err);
-    s3_req_fini(&r);
-    dlk_buf_free(&q);
-    dlk_buf_free(&resp);
+        rc = make_url(s, "", (const char *)c->q[i].data, &c->url[i], err);
+    if (rc)
+        return rc;
+    c->r[i].method = "GET";
+    c->r[i].url = (const char *)c->url[i].data;
+    c->r[i].out = &c->resp[i];
+    c->r[i].max = 64u << 20;
+    s3_submit(s->eng, &c->r[i]);
+    c->busy[i] = true;
+    return DLK_OK;
+}
+
+static bool chain_pending(const page_chain *c) { return c->busy[c->cur]; }
+
+/* Wait for what is in flight and drop it. */
+static void chain_drop(s3_store *s, page_chain *c)
+{
+    for (int i = 0; i < 2; i++)
+        if (c->busy[i]) {
+            s3_wait(s->eng, &c->r[i]);
+            s3_req_fini(&c->r[i]);
+            c->busy[i] = false;
+        }
+}
+
+static void chain_fini(s3_store *s, page_chain *c)
+{
+    chain_drop(s, c);
+    for (int i = 0; i < 2; i++) {
+        dlk_buf_free(&c->q[i]);
+        dlk_buf_free(&c->url[i]);
+        dlk_buf_free(&c->resp[i]);
+    }
+}
+
+/* Wait for the next page (chain_pending) and parse it into *page, fn
+ * called for each key; the page after it may be asked for meanwhile. */
+static dlk_status chain_take(s3_store *s, page_chain *c, s3_list_item_fn fn,
+                             void *ud, s3_list_page *page, dlk_error *err)
+{
+    int k = c->cur;
+    s3_req *r = &c->r[k];
+    s3_wait(s->eng, r);
+    c->busy[k] = false;
+    c->cur = 1 - k;
+    dlk_error e2;
+    if (!(ok2xx(r) && !r->over_limit && !r->short_body &&
+          s3_xml_list_token(c->resp[k].data, c->resp[k].len, c->early,
+                            sizeof c->early) &&
+          chain_ask(s, c, c->cur, c->early, &e2) == DLK_OK))
+        c->early[0] = '\0';
+    dlk_status rc = list_answer(s, r, c->full, &c->resp[k], fn, ud, page,
+                                err);
+    s3_req_fini(r);
     return rc;
+}
+
+/* After chain_take: the listing goes on from token (more), its next page
+ * asked for unless it was already, or ends. */
+static dlk_status chain_next(s3_store *s, page_chain *c, bool more,
+                             const char *token, dlk_error *err)
+{
+    bool asked = chain_pending(c);
+    if (asked && !(more && token && strcmp(c->early, token) == 0)) {
+        chain_drop(s, c); /* not the page wanted, or none is */
+        asked = false;
+    }
+    return more && !asked ? chain_ask(s, c, c->cur, token, err) : DLK_OK;
 }
 
 static dlk_status s3_list(dlk_store *st, const char *prefix, dlk_list_fn fn,
                           void *ud, dlk_error *err)
 {
     s3_store *s = (s3_store *)st;
-    list_ctx c = {s, fn, ud, *s->prefix ? strlen(s->prefix) + 1 : 0};
+    list_ctx lc = {s, fn, ud, *s->prefix ? strlen(s->prefix) + 1 : 0};
     char *full = full_prefix(s, prefix);
     if (!full)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
-    char *token = NULL;
-    dlk_status rc;
-    for (;;) {
+    page_chain c = {.full = full};
+    dlk_status rc = chain_ask(s, &c, 0, NULL, err);
+    while (!rc && chain_pending(&c)) {
         s3_list_page page;
-        rc = list_page(s, full, token, false, list_item, &c, &page, err);
-        free(token);
-        token = page.next_token;
-        page.next_token = NULL;
+        rc = chain_take(s, &c, list_item, &lc, &page, err);
         bool more = !rc && !page.stopped && page.truncated;
+        dlk_status r2 = chain_next(s, &c, more, page.next_token, err);
+        rc = rc ? rc : r2;
         s3_list_page_fini(&page);
-        if (!more)
-            break;
     }
-    free(token);
+    chain_fini(s, &c);
     free(full);
     return rc;
 }
@@ -1065,94 +1141,17 @@ static int gather(void *ud, const char *key, uint64_t size)
     return 0;
 }
 
-/* A range's listing keeps two requests: the page being parsed and, when
- * its token came before its entries (s3_xml_list_token), the next page,
- * asked for before the parse (on the 2-core VM a page of 1,000 keys took
- * ~1 ms to parse, about what the local server took to answer it). */
+/* A range of folders, listed flat from just before its first. */
 typedef struct wide_range {
     const char *lo, *hi;
     char *after;         /* lo without its last '/' */
-    char *token;         /* the next page's */
-    s3_req r[2];
-    dlk_buf q[2], url[2], resp[2];
-    bool busy[2];
-    int cur;             /* the request answered next */
+    page_chain c;
     key_set g;           /* its keys, in the order listed */
 } wide_range;
-
-/* Ask for range w's next page (token; NULL: its first) into request i. */
-static dlk_status range_submit(s3_store *s, const char *full, wide_range *w,
-                               int i, const char *token, dlk_error *err)
-{
-    memset(&w->r[i], 0, sizeof w->r[i]);
-    w->resp[i].len = 0;
-    dlk_status rc = list_query(&w->q[i], full, token, w->after, false, err);
-    dlk_buf_free(&w->url[i]); /* make_url starts a new one */
-    if (!rc)
-        rc = make_url(s, "", (const char *)w->q[i].data, &w->url[i], err);
-    if (rc)
-        return rc;
-    w->r[i].method = "GET";
-    w->r[i].url = (const char *)w->url[i].data;
-    w->r[i].out = &w->resp[i];
-    w->r[i].max = 64u << 20;
-    s3_submit(s->eng, &w->r[i]);
-    w->busy[i] = true;
-    return DLK_OK;
-}
-
-/* Wait for whatever range w has in flight and drop it. */
-static void range_drop(s3_store *s, wide_range *w)
-{
-    for (int i = 0; i < 2; i++)
-        if (w->busy[i]) {
-            s3_wait(s->eng, &w->r[i]);
-            s3_req_fini(&w->r[i]);
-            w->busy[i] = false;
-        }
-}
-
-/* Wait for a range's page and gather it; *more when the range goes on,
- * *asked when its next page is in flight already. */
-static dlk_status range_take(s3_store *s, const char *full, wide_range *w,
-                             bool *more, bool *asked, dlk_error *err)
-{
-    int c = w->cur, n = 1 - c;
-    key_set *g = &w->g;
-    s3_req *r = &w->r[c];
-    s3_wait(s->eng, r);
-    w->busy[c] = false;
-    char early[1024];
-    dlk_error e2;
-    *asked = ok2xx(r) && !r->over_limit && !r->short_body &&
-             s3_xml_list_token(w->resp[c].data, w->resp[c].len, early,
-                               sizeof early) &&
-             range_submit(s, full, w, n, early, &e2) == DLK_OK;
-    g->lo = w->lo;
-    g->hi = w->hi;
-    g->past = false;
-    s3_list_page page;
-    dlk_status rc = list_answer(s, r, full, &w->resp[c], gather, g, &page,
-                                err);
-    s3_req_fini(r);
-    g->lo = NULL;
-    free(w->token);
-    w->token = page.next_token;
-    page.next_token = NULL;
-    *more = !rc && !g->oom && page.truncated && !g->past;
-    s3_list_page_fini(&page);
-    w->cur = n;
-    if (*asked && !(*more && strcmp(early, w->token) == 0)) {
-        range_drop(s, w); /* not the page wanted, or none is */
-        *asked = false;
-    }
-    return rc;
-}
 
 /* The ranges a listing thread takes: first, first + step, ... */
 typedef struct range_job {
     s3_store *s;
-    const char *full;
     wide_range *w;
     size_t nw, first, step;
     bool *failed;        /* any thread's error: the others stop too */
@@ -1160,38 +1159,40 @@ typedef struct range_job {
     dlk_error err;
 } range_job;
 
-/* Every range's next page goes out as soon as its last one is in (or,
- * its token first, before it is parsed); after an error, what is in
- * flight is waited for and dropped. */
+/* The thread's ranges, each page taken as it comes (in turn); after an
+ * error, what is in flight is waited for and dropped. */
 static void *range_run(void *arg)
 {
     range_job *j = arg;
     wide_range *w = j->w;
     for (size_t i = j->first; !j->rc && i < j->nw; i += j->step)
-        j->rc = range_submit(j->s, j->full, &w[i], 0, NULL, &j->err);
+        j->rc = chain_ask(j->s, &w[i].c, 0, NULL, &j->err);
     for (bool any = !j->rc; any;) {
         any = false;
         if (__atomic_load_n(j->failed, __ATOMIC_RELAXED))
             break;
         for (size_t i = j->first; !j->rc && i < j->nw; i += j->step) {
-            if (!w[i].busy[w[i].cur])
+            if (!chain_pending(&w[i].c))
                 continue;
-            bool more = false, asked = false;
-            dlk_status r = range_take(j->s, j->full, &w[i], &more, &asked,
+            key_set *g = &w[i].g;
+            g->past = false;
+            s3_list_page page;
+            dlk_status r = chain_take(j->s, &w[i].c, gather, g, &page,
                                       &j->err);
-            if (!r && w[i].g.oom)
+            if (!r && g->oom)
                 r = dlk_fail(&j->err, DLK_ENOMEM, "out of memory");
-            if (!r && more && !asked)
-                r = range_submit(j->s, j->full, &w[i], w[i].cur, w[i].token,
-                                 &j->err);
-            j->rc = r;
-            any |= w[i].busy[0] || w[i].busy[1];
+            bool more = !r && page.truncated && !g->past;
+            dlk_status r2 = chain_next(j->s, &w[i].c, more, page.next_token,
+                                       &j->err);
+            s3_list_page_fini(&page);
+            j->rc = r ? r : r2;
+            any |= chain_pending(&w[i].c);
         }
     }
     if (j->rc)
         __atomic_store_n(j->failed, true, __ATOMIC_RELAXED);
     for (size_t i = j->first; i < j->nw; i += j->step)
-        range_drop(j->s, &w[i]);
+        chain_drop(j->s, &w[i].c);
     return NULL;
 }
 
@@ -1240,14 +1241,16 @@ static dlk_status list_ranges(s3_store *s, const char *full, char **cps,
         w[i].lo = cps[i * ncps / nr];
         w[i].hi = i + 1 < nr ? cps[(i + 1) * ncps / nr] : NULL;
         w[i].g = (key_set){.s = g->s, .strip = g->strip,
-                           .flen = strlen(full)};
+                           .flen = strlen(full), .lo = w[i].lo,
+                           .hi = w[i].hi};
         size_t n = strlen(w[i].lo);
         if (!(w[i].after = strndup(w[i].lo, n ? n - 1 : 0)))
             rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        w[i].c = (page_chain){.full = full, .after = w[i].after};
     }
     for (size_t t = 0; !rc && t < nt; t++) {
-        jobs[t] = (range_job){.s = s, .full = full, .w = w, .nw = nr,
-                              .first = t, .step = nt, .failed = &failed};
+        jobs[t] = (range_job){.s = s, .w = w, .nw = nr, .first = t,
+                              .step = nt, .failed = &failed};
         /* the first on this thread; the others where one cannot start */
         started[t] = t > 0 && pthread_create(&th[t], NULL, range_run,
                                              &jobs[t]) == 0;
@@ -1274,13 +1277,8 @@ static dlk_status list_ranges(s3_store *s, const char *full, char **cps,
             free(w[i].g.k[k]);
         free(w[i].g.k);
         free(w[i].g.sz);
+        chain_fini(s, &w[i].c);
         free(w[i].after);
-        free(w[i].token);
-        for (int k = 0; k < 2; k++) {
-            dlk_buf_free(&w[i].q[k]);
-            dlk_buf_free(&w[i].url[k]);
-            dlk_buf_free(&w[i].resp[k]);
-        }
     }
     free(w);
     free(jobs);
@@ -1306,13 +1304,11 @@ static dlk_status s3_list_wide(dlk_store *st, const char *prefix,
                          : dlk_fail(err, DLK_ENOMEM, "out of memory");
     /* the top folder: its keys and subfolders, down a single subfolder */
     for (int depth = 0; !rc && depth < WIDE_DEPTH; depth++) {
-        char *token = NULL;
-        for (;;) {
+        page_chain c = {.full = full, .delimit = true};
+        rc = chain_ask(s, &c, 0, NULL, err);
+        while (!rc && chain_pending(&c)) {
             s3_list_page page;
-            rc = list_page(s, full, token, true, gather, &g, &page, err);
-            free(token);
-            token = page.next_token;
-            page.next_token = NULL;
+            rc = chain_take(s, &c, gather, &g, &page, err);
             if (!rc && page.nprefixes) {
                 char **v = realloc(cps, (ncps + page.nprefixes) * sizeof *v);
                 if (!v) {
@@ -1326,11 +1322,11 @@ static dlk_status s3_list_wide(dlk_store *st, const char *prefix,
                 }
             }
             bool more = !rc && !g.oom && page.truncated;
+            dlk_status r2 = chain_next(s, &c, more, page.next_token, err);
+            rc = rc ? rc : r2;
             s3_list_page_fini(&page);
-            if (!more)
-                break;
         }
-        free(token);
+        chain_fini(s, &c);
         if (!rc && g.oom)
             rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
         if (rc || ncps != 1)
