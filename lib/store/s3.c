@@ -1111,8 +1111,9 @@ static int gather(void *ud, const char *key, uint64_t size)
             g->past = true;
             return 0;
         }
-        const char *slash = strchr(key + g->flen, '/');
-        if (strlen(key) < g->flen || !slash)
+        const char *slash =
+            strlen(key) < g->flen ? NULL : strchr(key + g->flen, '/');
+        if (!slash)
             return 0; /* a key of the top folder: listed with it */
         size_t fl = (size_t)(slash + 1 - key);
         if (cmp_prefix(key, fl, g->lo) < 0)
