@@ -177,7 +177,9 @@ typedef struct dlk_store_ops {
                        dlk_obj_info *out, dlk_error *err);
     /* Optional: the whole-object GETs of dlk_store_get_each all in flight
      * at once without a thread each (keys checked, results in reqs);
-     * done (may be NULL) called as dlk_store_get_each_cb says. */
+     * done called in the caller's thread for request i once it and every
+     * one before it have finished (dlk_store_get_each counts the bytes
+     * there). */
     void (*get_each)(dlk_store *s, dlk_get_req *reqs, size_t n,
                      void (*done)(void *ud, size_t i), void *ud);
     /* Optional: get_each without waiting (reqs checked as there): done
@@ -272,11 +274,6 @@ struct dlk_get_req {
     dlk_error err;
 };
 void dlk_store_get_each(dlk_store *s, dlk_get_req *reqs, size_t n);
-/* The same, calling done(ud, i) in the caller's thread once request i and
- * every one before it have finished (in order), before the rest have: a
- * caller can use the first answers while the others arrive. */
-void dlk_store_get_each_cb(dlk_store *s, dlk_get_req *reqs, size_t n,
-                           void (*done)(void *ud, size_t i), void *ud);
 /* The GETs of reqs started without waiting where the store can (false:
  * it cannot, nothing was done): done(ud, q) is called once for each, in
  * any order, from the store's threads or (a request that cannot be sent,

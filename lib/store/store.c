@@ -197,17 +197,9 @@ static void req_check(dlk_get_req *r)
         memset(r->info, 0, sizeof *r->info);
 }
 
-void dlk_store_get_each(dlk_store *s, dlk_get_req *reqs, size_t n)
-{
-    dlk_store_get_each_cb(s, reqs, n, NULL, NULL);
-}
-
-/* Counts each answer's bytes as it is handed on: after that the caller
- * may reuse its buffer. */
+/* Counts each answer's bytes as the op hands it on. */
 typedef struct each_ctx {
     dlk_get_req *reqs;
-    void (*done)(void *ud, size_t i);
-    void *ud;
     uint64_t bytes;
 } each_ctx;
 
@@ -215,12 +207,9 @@ static void each_done(void *arg, size_t i)
 {
     each_ctx *c = arg;
     c->bytes += c->reqs[i].out->len;
-    if (c->done)
-        c->done(c->ud, i);
 }
 
-void dlk_store_get_each_cb(dlk_store *s, dlk_get_req *reqs, size_t n,
-                           void (*done)(void *ud, size_t i), void *ud)
+void dlk_store_get_each(dlk_store *s, dlk_get_req *reqs, size_t n)
 {
     if (s->ops->get_each) {
         /* the op skips requests already failed here (a bad key); each
@@ -231,7 +220,7 @@ void dlk_store_get_each_cb(dlk_store *s, dlk_get_req *reqs, size_t n,
             before += reqs[i].out->len;
         }
         COUNT(gets, n);
-        each_ctx c = {reqs, done, ud, 0};
+        each_ctx c = {reqs, 0};
         s->ops->get_each(s, reqs, n, each_done, &c);
         COUNT(bytes_read, c.bytes - before);
         return;
@@ -254,8 +243,6 @@ void dlk_store_get_each_cb(dlk_store *s, dlk_get_req *reqs, size_t n,
     for (size_t i = 1; i < n && i < 8; i++)
         if (started[i])
             pthread_join(th[i], NULL);
-    for (size_t i = 0; done && i < n; i++)
-        done(ud, i);
 }
 
 bool dlk_store_get_start(dlk_store *s, dlk_get_req **reqs, size_t n,
