@@ -358,6 +358,9 @@ static void resample_tests(void)
         {500, 375, 224, 224}, {250, 188, 224, 224}, {37, 29, 16, 8},
         {9, 7, 31, 45}, {1, 1, 8, 3}, {640, 3, 5, 17}, {17, 17, 17, 17},
         {1000, 20, 3, 20}, {33, 65, 32, 64},
+        /* four taps and one down the columns (each a case of its own in
+         * the AVX2 passes) */
+        {45, 90, 30, 40}, {48, 16, 40, 16},
     };
     unsigned seed = 12345;
     for (size_t c = 0; c < sizeof sz / sizeof sz[0]; c++) {
