@@ -109,6 +109,9 @@ dlk_hash64_stream *dlk_hash64_stream_new(void); /* NULL: out of memory */
 void dlk_hash64_stream_reset(dlk_hash64_stream *h);
 void dlk_hash64_stream_update(dlk_hash64_stream *h, const void *p, size_t n);
 uint64_t dlk_hash64_stream_digest(const dlk_hash64_stream *h);
+/* The XXH3-128 of the same bytes, as dlk_hash128_hex gives it (XXH3's two
+ * widths share their state and its updates; only the digest differs). */
+void dlk_hash64_stream_hex128(const dlk_hash64_stream *h, char out[33]);
 void dlk_hash64_stream_free(dlk_hash64_stream *h);
 
 /* ---- storage (store/) --------------------------------------------- */
@@ -175,6 +178,15 @@ typedef struct dlk_store_ops {
     dlk_status (*putv)(dlk_store *s, const char *key, const struct iovec *v,
                        int n, dlk_put_mode mode, const char *etag,
                        dlk_obj_info *out, dlk_error *err);
+    /* Optional: putv (IF_ABSENT or ALWAYS) under the key prefix + hex,
+     * hex the XXH3-128 of the parts' bytes (content addressing), hashed
+     * as each part is written while it is in cache, where the store
+     * names an object after writing it (a local file system).  Without
+     * it, dlk_store_putv_hashed hashes all first, then puts. */
+    dlk_status (*putv_hashed)(dlk_store *s, const char *prefix,
+                              const struct iovec *v, int n,
+                              dlk_put_mode mode, char hex[33],
+                              dlk_error *err);
     /* Optional: the whole-object GETs of dlk_store_get_each all in flight
      * at once without a thread each (keys checked, results in reqs);
      * done called in the caller's thread for request i once it and every
@@ -244,6 +256,13 @@ dlk_status dlk_store_putv(dlk_store *s, const char *key,
                           const struct iovec *v, int n, dlk_put_mode mode,
                           const char *etag, dlk_obj_info *out,
                           dlk_error *err);
+/* putv of content-addressed parts: the key is prefix + hex, hex (out)
+ * the XXH3-128 of their bytes (dlk_hash128_hex_v's); mode IF_ABSENT or
+ * ALWAYS. */
+dlk_status dlk_store_putv_hashed(dlk_store *s, const char *prefix,
+                                 const struct iovec *v, int n,
+                                 dlk_put_mode mode, char hex[33],
+                                 dlk_error *err);
 dlk_status dlk_store_del(dlk_store *s, const char *key, dlk_error *err);
 dlk_status dlk_store_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
                           void *ud, dlk_error *err);

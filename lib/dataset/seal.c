@@ -90,20 +90,23 @@ static dlk_status seal_store(dlk_store *store, seal_job *j, dlk_error *err)
         v[i] = j->nsegs ? (struct iovec){j->segs[i - 1].data,
                                          j->segs[i - 1].len}
                         : (struct iovec){j->raw.data, j->raw.len};
-    dlk_hash128_hex_v(v, n, j->key);
     j->stored = 0;
     for (size_t i = 0; i < n; i++)
         j->stored += v[i].iov_len;
-    char key[DLK_CHUNK_KEY_MAX];
-    dlk_chunk_key(key, j->name, j->key);
-    /* Content-addressed: an existing object of this name has these bytes.
-     * But an old one may be unreferenced and about to be collected by gc,
-     * which spares only young chunks: refresh it by writing it again. */
-    rc = dlk_store_putv(store, key, v, (int)n, DLK_PUT_IF_ABSENT, NULL, NULL,
-                        err);
+    /* named by the hash of its bytes, taken as they are written where the
+     * store can (a local directory), so that they are read once */
+    char prefix[DLK_CHUNK_KEY_MAX], key[DLK_CHUNK_KEY_MAX];
+    dlk_chunk_key(prefix, j->name, "");
+    rc = dlk_store_putv_hashed(store, prefix, v, (int)n, DLK_PUT_IF_ABSENT,
+                               j->key, err);
     if (rc == DLK_EEXIST) {
+        /* Content-addressed: an existing object of this name has these
+         * bytes.  But an old one may be unreferenced and about to be
+         * collected by gc, which spares only young chunks: refresh it by
+         * writing it again. */
         dlk_obj_info info;
         dlk_error_clear(err);
+        dlk_chunk_key(key, j->name, j->key);
         rc = dlk_store_head(store, key, &info, err);
         if (!rc && (info.mtime == 0 || time(NULL) - info.mtime > 600))
             rc = dlk_store_putv(store, key, v, (int)n, DLK_PUT_ALWAYS, NULL,

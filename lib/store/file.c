@@ -213,49 +213,103 @@ static dlk_status write_all(int fd, const struct iovec *v, int n)
     return DLK_OK;
 }
 
-static dlk_status fs_putv(dlk_store *s, const char *key,
-                          const struct iovec *v, int n, dlk_put_mode mode,
-                          const char *etag, dlk_obj_info *out,
-                          dlk_error *err)
+/* Bytes hashed and then written in one go by write_hashed: they are
+ * still in the cache when the kernel copies them. */
+#define HASH_RUN ((size_t)1 << 20)
+
+/* write_all, each run of up to HASH_RUN bytes fed to h just before it is
+ * written: one pass over memory for both, where hashing a whole chunk
+ * first read it twice. */
+static dlk_status write_hashed(int fd, const struct iovec *v, int n,
+                               dlk_hash64_stream *h)
 {
-    file_store *fs = (file_store *)s;
+    int i = 0;
+    size_t off = 0; /* bytes of v[i] already taken */
+    while (i < n) {
+        struct iovec cur[64];
+        int k = 0;
+        size_t total = 0;
+        while (i < n && k < 64 && total < HASH_RUN) {
+            size_t take = v[i].iov_len - off;
+            if (take > HASH_RUN - total)
+                take = HASH_RUN - total;
+            if (take) {
+                cur[k].iov_base = (uint8_t *)v[i].iov_base + off;
+                cur[k].iov_len = take;
+                dlk_hash64_stream_update(h, cur[k].iov_base, take);
+                total += take;
+                k++;
+            }
+            off += take;
+            if (off == v[i].iov_len) {
+                i++;
+                off = 0;
+            }
+        }
+        if (k && write_all(fd, cur, k) != DLK_OK)
+            return DLK_EIO;
+    }
+    return DLK_OK;
+}
+
+/* A temporary file in key's directory (made if missing) holding the
+ * parts, synced (and hashed into h where set): its name in tmp, its
+ * directory open in *dirfd (the caller's to close), its stat in *st. */
+static dlk_status fs_write_temp(file_store *fs, const char *key,
+                                const struct iovec *v, int n,
+                                dlk_hash64_stream *h, int *dirfd,
+                                char tmp[1200], struct stat *st,
+                                dlk_error *err)
+{
     dlk_status rc = make_parents(fs, key, err);
     if (rc)
         return rc;
-    int dirfd = open_parent_dir(fs, key);
-    if (dirfd < 0)
+    int dfd = open_parent_dir(fs, key);
+    if (dfd < 0)
         return io_fail(err, fs, "open directory of", key, errno);
     const char *base = strrchr(key, '/');
     base = base ? base + 1 : key;
 
-    char tmp[1200];
     static unsigned counter;
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    snprintf(tmp, sizeof tmp, TMP_PREFIX "%ld-%u-%lx-%.64s", (long)getpid(),
+    snprintf(tmp, 1200, TMP_PREFIX "%ld-%u-%lx-%.64s", (long)getpid(),
              __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED),
              (unsigned long)now.tv_nsec, base);
-    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0) {
         int e = errno;
-        close(dirfd);
+        close(dfd);
         return io_fail(err, fs, "create a temporary file for", key, e);
     }
     int e = 0;
-    if (write_all(fd, v, n) != DLK_OK || fsync(fd) != 0)
+    dlk_status wr = h ? write_hashed(fd, v, n, h) : write_all(fd, v, n);
+    if (wr != DLK_OK || fsync(fd) != 0)
         e = errno ? errno : EIO;
-    struct stat st;
-    if (!e && fstat(fd, &st) != 0)
+    if (!e && fstat(fd, st) != 0)
         e = errno;
     if (close(fd) != 0 && !e)
         e = errno;
     if (e) {
-        unlinkat(dirfd, tmp, 0);
-        close(dirfd);
+        unlinkat(dfd, tmp, 0);
+        close(dfd);
         return io_fail(err, fs, "write", key, e);
     }
+    *dirfd = dfd;
+    return DLK_OK;
+}
 
-    rc = DLK_OK;
+/* The temporary file tmp (in dirfd, which this closes) becomes key, as
+ * mode says. */
+static dlk_status fs_place(file_store *fs, int dirfd, const char *tmp,
+                           const char *key, dlk_put_mode mode,
+                           const char *etag, const struct stat *st,
+                           dlk_obj_info *out, dlk_error *err)
+{
+    const char *base = strrchr(key, '/');
+    base = base ? base + 1 : key;
+    dlk_status rc = DLK_OK;
+    int e;
     if (mode == DLK_PUT_IF_ABSENT) {
         if (linkat(dirfd, tmp, dirfd, base, 0) != 0) {
             e = errno;
@@ -301,10 +355,45 @@ static dlk_status fs_putv(dlk_store *s, const char *key,
             out->size = (uint64_t)fin.st_size;
             file_etag(&fin, out->etag);
         } else {
-            out->size = (uint64_t)st.st_size;
-            file_etag(&st, out->etag);
+            out->size = (uint64_t)st->st_size;
+            file_etag(st, out->etag);
         }
     }
+    return rc;
+}
+
+static dlk_status fs_putv(dlk_store *s, const char *key,
+                          const struct iovec *v, int n, dlk_put_mode mode,
+                          const char *etag, dlk_obj_info *out,
+                          dlk_error *err)
+{
+    file_store *fs = (file_store *)s;
+    int dirfd;
+    char tmp[1200];
+    struct stat st;
+    dlk_status rc = fs_write_temp(fs, key, v, n, NULL, &dirfd, tmp, &st, err);
+    return rc ? rc : fs_place(fs, dirfd, tmp, key, mode, etag, &st, out, err);
+}
+
+static dlk_status fs_putv_hashed(dlk_store *s, const char *prefix,
+                                 const struct iovec *v, int n,
+                                 dlk_put_mode mode, char hex[33],
+                                 dlk_error *err)
+{
+    file_store *fs = (file_store *)s;
+    dlk_hash64_stream *h = dlk_hash64_stream_new();
+    if (!h)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    int dirfd;
+    char tmp[1200], key[1100];
+    struct stat st;
+    dlk_status rc = fs_write_temp(fs, prefix, v, n, h, &dirfd, tmp, &st, err);
+    if (!rc) {
+        dlk_hash64_stream_hex128(h, hex);
+        snprintf(key, sizeof key, "%s%s", prefix, hex);
+        rc = fs_place(fs, dirfd, tmp, key, mode, NULL, &st, NULL, err);
+    }
+    dlk_hash64_stream_free(h);
     return rc;
 }
 
@@ -537,6 +626,7 @@ static const dlk_store_ops file_ops = {
     .scheme = "file", .get = fs_get, .head = fs_head, .put = fs_put,
     .del = fs_del, .list = fs_list, .free = fs_free, .map = fs_map,
     .unmap = fs_unmap, .sweep = fs_sweep, .putv = fs_putv,
+    .putv_hashed = fs_putv_hashed,
     .list_wide = fs_list_wide,
 };
 

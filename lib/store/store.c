@@ -123,19 +123,14 @@ dlk_status dlk_store_put(dlk_store *s, const char *key, const void *data,
     return rc ? rc : s->ops->put(s, key, data, len, mode, etag, out, err);
 }
 
-dlk_status dlk_store_putv(dlk_store *s, const char *key,
-                          const struct iovec *v, int n, dlk_put_mode mode,
-                          const char *etag, dlk_obj_info *out,
-                          dlk_error *err)
+/* The parts to the store's putv, or joined in one buffer for its put. */
+static dlk_status putv_parts(dlk_store *s, const char *key,
+                             const struct iovec *v, int n, size_t len,
+                             dlk_put_mode mode, const char *etag,
+                             dlk_obj_info *out, dlk_error *err)
 {
-    size_t len = 0;
-    for (int i = 0; i < n; i++)
-        if (__builtin_add_overflow(len, v[i].iov_len, &len))
-            return dlk_fail(err, DLK_ELIMIT, "object '%s' is too large", key);
-    dlk_status rc = put_begin(key, len, mode, etag, out, err);
-    if (rc || s->ops->putv)
-        return rc ? rc : s->ops->putv(s, key, v, n, mode, etag, out, err);
-    /* a store that takes one buffer: join the parts */
+    if (s->ops->putv)
+        return s->ops->putv(s, key, v, n, mode, etag, out, err);
     uint8_t *joined = malloc(len ? len : 1);
     if (!joined)
         return dlk_fail(err, DLK_ENOMEM, "cannot allocate %zu bytes for "
@@ -146,9 +141,59 @@ dlk_status dlk_store_putv(dlk_store *s, const char *key,
             memcpy(joined + at, v[i].iov_base, v[i].iov_len);
         at += v[i].iov_len;
     }
-    rc = s->ops->put(s, key, joined, len, mode, etag, out, err);
+    dlk_status rc = s->ops->put(s, key, joined, len, mode, etag, out, err);
     free(joined);
     return rc;
+}
+
+static dlk_status parts_len(const struct iovec *v, int n, const char *name,
+                            size_t *len, dlk_error *err)
+{
+    *len = 0;
+    for (int i = 0; i < n; i++)
+        if (__builtin_add_overflow(*len, v[i].iov_len, len))
+            return dlk_fail(err, DLK_ELIMIT, "object '%s' is too large",
+                            name);
+    return DLK_OK;
+}
+
+dlk_status dlk_store_putv(dlk_store *s, const char *key,
+                          const struct iovec *v, int n, dlk_put_mode mode,
+                          const char *etag, dlk_obj_info *out,
+                          dlk_error *err)
+{
+    size_t len;
+    dlk_status rc = parts_len(v, n, key, &len, err);
+    if (!rc)
+        rc = put_begin(key, len, mode, etag, out, err);
+    return rc ? rc : putv_parts(s, key, v, n, len, mode, etag, out, err);
+}
+
+dlk_status dlk_store_putv_hashed(dlk_store *s, const char *prefix,
+                                 const struct iovec *v, int n,
+                                 dlk_put_mode mode, char hex[33],
+                                 dlk_error *err)
+{
+    char key[1100];
+    size_t len;
+    dlk_status rc = parts_len(v, n, prefix, &len, err);
+    if (rc)
+        return rc;
+    if (mode == DLK_PUT_IF_MATCH)
+        return dlk_fail(err, DLK_EINVAL, "conditional put under '%s' of "
+                        "content-addressed parts", prefix);
+    /* the key's shape with any hash, checked before anything is written */
+    int kn = snprintf(key, sizeof key, "%s%032x", prefix, 0);
+    if (kn < 0 || (size_t)kn >= sizeof key)
+        return dlk_fail(err, DLK_EINVAL, "key prefix too long '%.100s'",
+                        prefix);
+    if ((rc = put_begin(key, len, mode, NULL, NULL, err)))
+        return rc;
+    if (s->ops->putv_hashed)
+        return s->ops->putv_hashed(s, prefix, v, n, mode, hex, err);
+    dlk_hash128_hex_v(v, (size_t)n, hex);
+    snprintf(key, sizeof key, "%s%s", prefix, hex);
+    return putv_parts(s, key, v, n, len, mode, NULL, NULL, err);
 }
 
 dlk_status dlk_store_del(dlk_store *s, const char *key, dlk_error *err)

@@ -119,6 +119,12 @@ uint64_t dlk_hash64_stream_digest(const dlk_hash64_stream *h)
     return XXH3_64bits_digest(&h->st);
 }
 
+void dlk_hash64_stream_hex128(const dlk_hash64_stream *h, char out[33])
+{
+    XXH128_hash_t v = XXH3_128bits_digest(&h->st);
+    hex128(v.high64, v.low64, out);
+}
+
 void dlk_hash64_stream_free(dlk_hash64_stream *h)
 {
     XXH3_freeState((XXH3_state_t *)h);
