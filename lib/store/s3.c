@@ -209,7 +209,7 @@ static dlk_status do_head(s3_store *s, const char *okey, dlk_obj_info *info,
                       "content-length in the answer", s->bucket, okey);
     if (!rc && info) {
         info->size = r.content_length;
-        info->mtime = r.mtime;
+        info->mtime = s3_req_mtime(&r);
         snprintf(info->etag, sizeof info->etag, "%s", r.etag);
     }
     s3_req_fini(&r);
@@ -312,7 +312,7 @@ static dlk_status get_answer(s3_store *s, const char *okey, s3_req *r,
         }
         if (!rc && info) {
             info->size = size;
-            info->mtime = r->mtime;
+            info->mtime = s3_req_mtime(r);
             snprintf(info->etag, sizeof info->etag, "%s", r->etag);
         }
     }

@@ -174,6 +174,12 @@ static uint64_t parse_u64(const char *v, size_t n, bool *ok)
     return x;
 }
 
+int64_t s3_req_mtime(const s3_req *r)
+{
+    time_t t = r->lastmod[0] ? curl_getdate(r->lastmod, NULL) : 0;
+    return t > 0 ? (int64_t)t : 0;
+}
+
 static size_t on_header(char *line, size_t size, size_t nitems, void *ud)
 {
     s3_req *r = ud;
@@ -189,16 +195,13 @@ static size_t on_header(char *line, size_t size, size_t nitems, void *ud)
         r->content_length = UINT64_MAX;
         r->total_size = UINT64_MAX;
         r->etag[0] = '\0';
-        r->mtime = 0;
+        r->lastmod[0] = '\0';
         r->request_id[0] = '\0';
     } else if (hdr_is(line, n, "content-length", &v, &vn)) {
         uint64_t x = parse_u64(v, vn, &ok);
         r->content_length = ok ? x : UINT64_MAX;
     } else if (hdr_is(line, n, "last-modified", &v, &vn)) {
-        char date[64];
-        copy_hdr(date, sizeof date, v, vn);
-        time_t t = curl_getdate(date, NULL);
-        r->mtime = t > 0 ? (int64_t)t : 0;
+        copy_hdr(r->lastmod, sizeof r->lastmod, v, vn);
     } else if (hdr_is(line, n, "etag", &v, &vn)) {
         copy_hdr(r->etag, sizeof r->etag, v, vn);
     } else if (hdr_is(line, n, "x-amz-request-id", &v, &vn) ||
@@ -293,7 +296,7 @@ static void reset_result(s3_req *r)
     r->content_length = UINT64_MAX;
     r->total_size = UINT64_MAX;
     r->etag[0] = '\0';
-    r->mtime = 0;
+    r->lastmod[0] = '\0';
     r->request_id[0] = '\0';
 }
 
@@ -505,7 +508,7 @@ static void adopt(s3_req *p, s3_req *x)
     p->content_length = x->content_length;
     p->total_size = x->total_size;
     memcpy(p->etag, x->etag, sizeof p->etag);
-    p->mtime = x->mtime;
+    memcpy(p->lastmod, x->lastmod, sizeof p->lastmod);
     memcpy(p->request_id, x->request_id, sizeof p->request_id);
     p->received = x->received;
     dlk_buf_free(&p->errbody);
