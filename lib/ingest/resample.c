@@ -287,7 +287,8 @@ RS_AVX2_FN RS_INLINE __m256i load16_q8(const uint8_t *p)
  * each 128-bit lane transposes its own 8x8 block; the last block ends at
  * the last column (overlapping its neighbour, which it writes again with
  * the same values).  `taps` is a constant where the callers below pass
- * one, so that the tap loop unrolls (it was a fifth of the time). */
+ * one, so that the tap loop unrolls (the three planes of a 500x375
+ * JPEG: 80 -> 69 us on the 2-core VM). */
 RS_AVX2_FN RS_INLINE void down_avx2(const uint8_t *src, size_t ss, int sw,
                                     const dlk_rs_filter *fy, uint16_t *tmp,
                                     int taps)
