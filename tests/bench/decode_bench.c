@@ -5,8 +5,12 @@
  * ingest uses (dlk_decode_image_reuse, resize included, one output buffer
  * a thread as ingest keeps one a row) is timed instead; with
  * --planes W H only its JPEG decode (dlk_jpeg_decode, to the planes the
- * resize starts from): what the rest costs is the difference.
- *   decode_bench THREADS [--dlk W H | --planes W H] FILE...             */
+ * resize starts from): what the rest costs is the difference.  --split
+ * W H runs --dlk's work and times its two halves apart (the clock read
+ * between them), printing "files/s planes-us resize-us" (microseconds of
+ * a thread an image): whether the JPEG decode slows when the resize runs
+ * between images shows there, not in --planes.
+ *   decode_bench THREADS [--dlk W H | --planes W H | --split W H] FILE... */
 #include "ingest/decode.h"
 
 #include <pthread.h>
@@ -17,13 +21,22 @@
 #include <turbojpeg.h>
 
 static dlk_buf *files;
-static int nfiles, use_dlk, planes_only, W, H;
+static int nfiles, use_dlk, planes_only, split, W, H;
 static int next;
+static double planes_s, resize_s; /* --split: summed over threads */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
 
 static void *work(void *arg)
 {
     (void)arg;
+    double ps = 0, rs = 0;
     tjhandle tj = tjInitDecompress();
     unsigned char *out = malloc((size_t)8192 * 8192 * 3);
     dlk_decoded d; /* one output kept across images, as ingest keeps it */
@@ -35,7 +48,21 @@ static void *work(void *arg)
         pthread_mutex_unlock(&mu);
         if (i >= nfiles)
             break;
-        if (planes_only) {
+        if (split) {
+            dlk_image_opts o = {.width = W, .height = H, .channels = 3};
+            dlk_image im;
+            double t0 = now_s();
+            if (dlk_jpeg_decode(files[i].data, files[i].len, "f", &o, &im,
+                                NULL))
+                fprintf(stderr, "decode error\n");
+            double t1 = now_s();
+            if (dlk_image_finish_reuse(&im, &o, &d, NULL))
+                fprintf(stderr, "resize error\n");
+            double t2 = now_s();
+            dlk_image_free(&im);
+            ps += t1 - t0;
+            rs += t2 - t1;
+        } else if (planes_only) {
             dlk_image_opts o = {.width = W, .height = H, .channels = 3};
             dlk_image im;
             if (dlk_jpeg_decode(files[i].data, files[i].len, "f", &o, &im,
@@ -56,6 +83,10 @@ static void *work(void *arg)
                 fprintf(stderr, "decode error\n");
         }
     }
+    pthread_mutex_lock(&mu);
+    planes_s += ps;
+    resize_s += rs;
+    pthread_mutex_unlock(&mu);
     dlk_buf_free(&d.data);
     free(out);
     tjDestroy(tj);
@@ -67,9 +98,11 @@ int main(int argc, char **argv)
     if (argc < 3)
         return 2;
     int threads = atoi(argv[1]), a = 2;
-    if (strcmp(argv[2], "--dlk") == 0 || strcmp(argv[2], "--planes") == 0) {
+    if (strcmp(argv[2], "--dlk") == 0 || strcmp(argv[2], "--planes") == 0 ||
+        strcmp(argv[2], "--split") == 0) {
         use_dlk = 1;
         planes_only = argv[2][2] == 'p';
+        split = argv[2][2] == 's';
         W = atoi(argv[3]);
         H = atoi(argv[4]);
         a = 5;
@@ -95,6 +128,10 @@ int main(int argc, char **argv)
         pthread_join(th[i], NULL);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
-    printf("%.1f\n", nfiles / s);
+    if (split)
+        printf("%.1f %.1f %.1f\n", nfiles / s, planes_s / nfiles * 1e6,
+               resize_s / nfiles * 1e6);
+    else
+        printf("%.1f\n", nfiles / s);
     return 0;
 }

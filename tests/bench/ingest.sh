@@ -73,6 +73,9 @@ raw1=$("$DB" 1 "$S"/*/*.jpg)
 rawN=$("$DB" "$cores" "$S"/*/*.jpg)
 dlk1=$("$DB" 1 --dlk 224 224 "$S"/*/*.jpg)
 dlkN=$("$DB" "$cores" --dlk 224 224 "$S"/*/*.jpg)
+# the decoder's two halves timed apart on every core: TurboJPEG to planes,
+# then resize and YCbCr->RGB (microseconds of a thread an image)
+split=$("$DB" "$cores" --split 224 224 "$S"/*/*.jpg | awk '{printf "TurboJPEG to planes %.0f us + resize %.0f us", $2, $3}')
 
 run() { # NAME DATASET ARGS... -> rate and peak RSS (KiB)
     local name=$1 ds=$2; shift 2
@@ -216,6 +219,7 @@ raw TurboJPEG decode, 1 core   $raw1
 raw TurboJPEG decode, $cores cores  $rawN   1.00
 dlk decoder+resize, 1 core     $dlk1   (vs raw 1 core: $(ratio "$dlk1" "$raw1"))
 dlk decoder+resize, $cores cores    $dlkN   $(ratio "$dlkN" "$rawN")
+  of a thread an image: $split
 ingest from-dir, --jobs 1      $dir1   (vs raw 1 core: $(ratio "$dir1" "$raw1"); into $where)
 ingest from-dir, --jobs $cores      $at_cpu   $(ratio "$at_cpu" "$rawN")   (into $where)
   stages (s, summed over threads): $stagesC
