@@ -401,9 +401,7 @@ int cmd_bench_stream(int argc, char **argv)
     double stall_pct = on_device ? (busy_pct < 100 ? 100 - busy_pct : 0)
                                  : 100.0 * st.wait_s / wall;
     /* the bottleneck: the stage with the most time per thread doing it */
-    int ncpu = dlk_cpu_count();
-    double io_threads = lo.io_threads ? lo.io_threads
-                        : ncpu > 32 ? 32 : (double)ncpu;
+    double io_threads = st.io_threads ? st.io_threads : 1;
     struct { const char *name; double s; } stages[] = {
         {"storage", st.storage_s / io_threads},
         {"decompress", st.decompress_s / io_threads},

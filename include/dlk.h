@@ -447,6 +447,7 @@ typedef struct dlk_loader_stats {
     uint64_t chunks_loaded, bytes_loaded, samples, batches;
     uint64_t peak_buffer_bytes;
     double gpu_busy_s;           /* device time in gather + step */
+    uint32_t io_threads;         /* I/O threads it runs (opts' or default) */
 } dlk_loader_stats;
 void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out);
 /* A point on the device's clock after all the work queued so far (an

@@ -432,6 +432,7 @@ void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out)
     out->chunks_loaded = l->stats.chunks_loaded;
     out->bytes_loaded = l->stats.bytes_loaded;
     out->peak_buffer_bytes = l->peak_resident;
+    out->io_threads = l->o.io_threads;
     pthread_mutex_unlock((pthread_mutex_t *)&l->mu);
     dlk_dev_times t = {0};
     l->dev->ops->sync(l->dev, &t, NULL);

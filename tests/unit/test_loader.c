@@ -372,7 +372,7 @@ static void test_loader_cpu(void)
     dlk_error err;
     UNIT_CHECK("open", dlk_dataset_open(dir, NULL, &ds, &err) == DLK_OK);
     uint32_t *seen = calloc(n, sizeof *seen);
-    int right = 1, equal_batches = 1, sums = 1;
+    int right = 1, equal_batches = 1, sums = 1, threads_given = 1;
     uint64_t batches0 = 0;
     for (uint32_t r = 0; r < 3; r++) {
         dlk_loader_opts o = {0};
@@ -428,6 +428,9 @@ static void test_loader_cpu(void)
                            DLK_EINVAL);
         }
         equal_batches &= nb == batches0 && nb == dlk_loader_batches(l) + 0 * nb;
+        dlk_loader_stats ls;
+        dlk_loader_stats_get(l, &ls);
+        threads_given &= ls.io_threads == 3;
         uint64_t dev, host;
         dlk_loader_checksums(l, &dev, &host);
         sums &= dev == host && dev != 0;
@@ -442,6 +445,8 @@ static void test_loader_cpu(void)
     UNIT_CHECK("cpu loader: device and host checksums agree", sums);
     UNIT_CHECK("cpu loader: the same number of batches on every rank",
                equal_batches);
+    UNIT_CHECK("cpu loader: stats report the I/O threads asked for",
+               threads_given);
 
     /* stop mid-epoch, save the state, resume in a new loader with 2 ranks */
     memset(seen, 0, n * sizeof *seen);
@@ -453,6 +458,11 @@ static void test_loader_cpu(void)
     dlk_loader *l;
     const dlk_batch *b;
     dlk_loader_open(ds, &o, &l, &err);
+    dlk_loader_stats ls;
+    dlk_loader_stats_get(l, &ls);
+    int ncpu = dlk_cpu_count();
+    UNIT_CHECK("cpu loader: by default an I/O thread a core, at most 32",
+               ls.io_threads == (uint32_t)(ncpu > 32 ? 32 : ncpu));
     for (int k = 0; k < 9 && dlk_loader_next(l, &b, &err) == DLK_OK && b; k++)
         for (uint32_t i = 0; i < b->size; i++)
             seen[b->indices[i]] += !b->pad[i];
