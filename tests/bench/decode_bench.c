@@ -48,26 +48,20 @@ static void *work(void *arg)
         pthread_mutex_unlock(&mu);
         if (i >= nfiles)
             break;
-        if (split) {
+        if (planes_only || split) {
             dlk_image_opts o = {.width = W, .height = H, .channels = 3};
             dlk_image im;
             double t0 = now_s();
             if (dlk_jpeg_decode(files[i].data, files[i].len, "f", &o, &im,
                                 NULL))
                 fprintf(stderr, "decode error\n");
-            double t1 = now_s();
-            if (dlk_image_finish_reuse(&im, &o, &d, NULL))
-                fprintf(stderr, "resize error\n");
-            double t2 = now_s();
-            dlk_image_free(&im);
-            ps += t1 - t0;
-            rs += t2 - t1;
-        } else if (planes_only) {
-            dlk_image_opts o = {.width = W, .height = H, .channels = 3};
-            dlk_image im;
-            if (dlk_jpeg_decode(files[i].data, files[i].len, "f", &o, &im,
-                                NULL))
-                fprintf(stderr, "decode error\n");
+            if (split) {
+                double t1 = now_s();
+                if (dlk_image_finish_reuse(&im, &o, &d, NULL))
+                    fprintf(stderr, "resize error\n");
+                ps += t1 - t0;
+                rs += now_s() - t1;
+            }
             dlk_image_free(&im);
         } else if (use_dlk) {
             dlk_image_opts o = {.width = W, .height = H, .channels = 3};
@@ -119,15 +113,13 @@ int main(int argc, char **argv)
             dlk_buf_append(&files[i], buf, n, NULL);
         fclose(f);
     }
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = now_s();
     pthread_t th[256];
     for (int i = 0; i < threads && i < 256; i++)
         pthread_create(&th[i], NULL, work, NULL);
     for (int i = 0; i < threads && i < 256; i++)
         pthread_join(th[i], NULL);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+    double s = now_s() - t0;
     if (split)
         printf("%.1f %.1f %.1f\n", nfiles / s, planes_s / nfiles * 1e6,
                resize_s / nfiles * 1e6);
