@@ -1,9 +1,10 @@
 /* resample.h - one 8-bit plane to another size: area averaging along an
  * axis that shrinks, linear interpolation along one that grows (the
  * filters of swscale's SWS_AREA / SWS_BILINEAR and Pillow's reduce), in
- * 16-bit fixed point, with SSE2 on x86-64 and the same arithmetic in plain
- * C elsewhere.  Results are Q8 (value x 256) so that colour conversion
- * after it rounds only once.  Pure C: no media library needed. */
+ * 16-bit fixed point, with SSE2, AVX2 or AVX-512 on x86-64 and the same
+ * arithmetic in plain C elsewhere.  Results are Q8 (value x 256) so that
+ * colour conversion after it rounds only once.  Pure C: no media library
+ * needed. */
 #ifndef DLK_RESAMPLE_H
 #define DLK_RESAMPLE_H
 
@@ -16,6 +17,14 @@ typedef struct dlk_rs_filter {
     int n_in, n_out, n_out8, taps; /* n_out8: n_out rounded up to 8 */
     int32_t *start;                /* n_out8 entries */
     uint16_t (*w)[8];              /* n_out8 * taps, each weight 8 times */
+    /* For the AVX-512 path: runs of up to 32 outputs whose inputs all
+     * lie within 64 from `base` (n_groups 0 where the filter has none:
+     * fewer than 64 inputs or more than 64 taps), start[] as u16 and the
+     * weights by tap (weight k of output i at wt[k * wt_stride + i]),
+     * both padded by 32 entries so that a group loads them whole. */
+    int n_groups, wt_stride;
+    struct dlk_rs_group { int32_t first, n, base; } *groups;
+    uint16_t *start16, *wt;
 } dlk_rs_filter;
 
 /* Bytes dlk_rs_filter_build needs for n_in -> n_out (0 on overflow). */
@@ -47,8 +56,8 @@ void dlk_rs_to_u8(const uint16_t *in, uint8_t *out, int n);
 void dlk_rs_ycc_row(const uint16_t *Y, const uint16_t *Cb, const uint16_t *Cr,
                     int w, uint8_t *r, uint8_t *g, uint8_t *b, uint8_t *rgb);
 
-/* Whether the x86 AVX2 code runs: -1 (the default) asks the CPU; tests
- * set 0 to check the SSE2 code on a machine that has AVX2. */
-extern int dlk_rs_avx2;
+/* Whether the x86 AVX2 and AVX-512 code runs: -1 (the default) asks the
+ * CPU; tests set 0 to check the code below it on a machine that has it. */
+extern int dlk_rs_avx2, dlk_rs_avx512;
 
 #endif

@@ -361,6 +361,10 @@ static void resample_tests(void)
         /* four taps and one down the columns (each a case of its own in
          * the AVX2 passes) */
         {45, 90, 30, 40}, {48, 16, 40, 16},
+        /* the AVX-512 path's windows of 64 inputs: exactly one, runs of
+         * outputs that end at the input's end, upscaling, 64 taps */
+        {64, 10, 64, 10}, {130, 41, 61, 40}, {100, 50, 300, 61},
+        {4100, 9, 66, 9}, {333, 300, 224, 224},
     };
     unsigned seed = 12345;
     for (size_t c = 0; c < sizeof sz / sizeof sz[0]; c++) {
@@ -396,8 +400,10 @@ static void resample_tests(void)
                  *ref = malloc(os * dh * 2);
         rs_reference(src, ss, &fy, &fx, ref, os);
         bool same = true;
-        for (int avx2 = 0; avx2 < 2; avx2++) { /* AVX2 where the CPU has it */
-            dlk_rs_avx2 = avx2 ? -1 : 0;
+        /* SSE2, AVX2 and AVX-512 where the CPU has them */
+        for (int isa = 0; isa < 3; isa++) {
+            dlk_rs_avx2 = isa ? -1 : 0;
+            dlk_rs_avx512 = isa == 2 ? -1 : 0;
             memset(out, 0, dlk_rs_out_elems(dw, dh) * 2);
             dlk_rs_plane(src, ss, &fy, &fx, tmp, out);
             for (int y = 0; y < dh; y++)
@@ -433,6 +439,7 @@ static void resample_tests(void)
      * blocks (SSE2), single pixels; with and without AVX2 */
     static const int widths[] = {37, 16, 24, 8, 5};
     bool same = true;
+    dlk_rs_avx512 = -1;
     for (int avx2 = 0; avx2 < 2; avx2++) {
         dlk_rs_avx2 = avx2 ? -1 : 0;
         for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
