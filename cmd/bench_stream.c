@@ -212,9 +212,9 @@ int cmd_bench_stream(int argc, char **argv)
         case 'B': baseline = optarg; break;
         case 'L':
             baseline_s = strtod(optarg, &end);
-            if (baseline_s <= 0 || baseline_s > 86400) {
+            if (!(baseline_s > 0 && baseline_s <= 86400)) { /* NaN too */
                 cmd_error("bench-stream", "--baseline-seconds must be "
-                          "above 0");
+                          "above 0 and at most 86400");
                 return EXIT_USAGE;
             }
             break;
@@ -232,7 +232,7 @@ int cmd_bench_stream(int argc, char **argv)
         cmd_error("bench-stream", "expected one DATASET");
         return cmd_usage(usage_text, false);
     }
-    if (epochs < 1 || epochs > 1000000 || step_ms < 0 || step_ms > 60000) {
+    if (epochs < 1 || epochs > 1000000 || !(step_ms >= 0 && step_ms <= 60000)) {
         cmd_error("bench-stream", "--epochs must be 1-1000000 and --step-ms "
                   "0-60000");
         return EXIT_USAGE;
@@ -421,10 +421,10 @@ int cmd_bench_stream(int argc, char **argv)
     dlk_baseline_result br = {0};
     bool have_baseline = false;
     if (code == EXIT_OK && baseline) {
+        /* as many threads as the loader ran (given or its default) */
         dlk_baseline_opts bo = {baseline, lo.batch_size ? lo.batch_size : 256,
-                                lo.io_threads ? lo.io_threads
-                                              : (uint32_t)dlk_cpu_count(),
-                                0, 0, baseline_s, lo.seed};
+                                st.io_threads ? st.io_threads : 1, 0, 0,
+                                baseline_s, lo.seed};
         for (size_t i = 0; i < dlk_dataset_ntensors(ds); i++) {
             dlk_tensor_info ti;
             if (!dlk_tensor_info_get(ds, i, &ti, NULL) && ti.kind == DLK_KIND_IMAGE &&

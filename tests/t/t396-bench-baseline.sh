@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# t396-bench-baseline.sh - bench-stream --source-baseline: the per-file
+# baseline reads every object of the source (one read and one decode a
+# sample), counts the ones that cannot be decoded as errors, reports its
+# rate and first full batch, and the ratio of the stream's rate to it; a
+# source with no objects and bad --baseline-seconds are errors.
+. "$DLK_TESTS/lib.sh"
+command -v ffmpeg >/dev/null || { skip "bench-stream --source-baseline" "ffmpeg missing"; exit 0; }
+
+S=$T/raw
+mkdir -p "$S/a" "$S/b"
+ff -f lavfi -i "testsrc2=s=96x72:r=10" -frames:v 6 -q:v 3 "$S/a/f%02d.jpg"
+ff -f lavfi -i "mandelbrot=s=96x72:r=10" -frames:v 4 "$S/b/m%02d.png"
+echo "not an image" > "$S/b/bad.jpg"
+: > "$S/b/empty.jpg" # zero bytes: not an object to read
+
+DS=$(ds_url ds)
+ok "create from-dir (the text file skipped)" dlk create "$DS" from-dir "$S" --resize 32x24 --json
+check "10 images ingested" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1])); assert d["ingested"]==10, d' "$OUT"
+
+ok "bench-stream with a per-file baseline" dlk bench-stream "$DS" --device cpu --json \
+    --batch-size 4 --workers 2 --source-baseline "$S" --baseline-seconds 60
+cp "$OUT" "$T/b.json"
+check "the baseline decoded the 10 images and counted the text file as an error" python3 -c '
+import json,sys; b=json.load(open(sys.argv[1]))["baseline"]
+assert b["source"]==sys.argv[2] and b["samples"]==10 and b["errors"]==1, b' "$T/b.json" "$S"
+check "its rate is samples over seconds, its first full batch inside the run" python3 -c '
+import json,sys; b=json.load(open(sys.argv[1]))["baseline"]
+assert b["seconds"] > 0 and abs(b["samples_per_s"] - b["samples"] / b["seconds"]) <= 1e-6 * b["samples_per_s"] + 1e-9, b
+assert 0 < b["first_batch_s"] <= b["seconds"], b' "$T/b.json"
+check "ratio_to_baseline is the stream's rate over the baseline's" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1])); b=d["baseline"]
+assert abs(d["ratio_to_baseline"] - d["samples_per_s"] / b["samples_per_s"]) <= 1e-6 * d["ratio_to_baseline"], d' "$T/b.json"
+ok "the text report has the baseline line" dlk bench-stream "$DS" --device cpu \
+    --batch-size 4 --source-baseline "$S"
+check "... with its samples" grep -q "per-file baseline ($S): 10 samples" "$OUT"
+
+mkdir -p "$T/none"
+: > "$T/none/empty.jpg"
+fails "a source with no objects is an error" 3 \
+    dlk bench-stream "$DS" --device cpu --source-baseline "$T/none"
+check "... naming the source" grep -q "no objects under '$T/none'" "$ERR"
+for bad in 0 -1 nan 86401; do
+    fails "--baseline-seconds $bad is a usage error" 2 \
+        dlk bench-stream "$DS" --device cpu --source-baseline "$S" --baseline-seconds "$bad"
+    check "... saying the range" grep -q -- "--baseline-seconds must be above 0 and at most 86400" "$ERR"
+done
+fails "--baseline-seconds 5x is a usage error" 2 \
+    dlk bench-stream "$DS" --device cpu --source-baseline "$S" --baseline-seconds 5x
+check "... naming the value" grep -q "bad number '5x'" "$ERR"
