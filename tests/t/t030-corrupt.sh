@@ -5,6 +5,7 @@
 # themselves replay the same files in the unit tests (test_chunk,
 # test_manifest, test_npy), and, where the libFuzzer targets are built
 # (t020), through them too.
+# after: t020-fuzz.sh
 #
 #   corrupt/chunk, corrupt/fuzz_chunk        chunk objects: dlk cat, verify
 #   corrupt/manifest, corrupt/fuzz_manifest  staging/manifest.json: dlk ls
