@@ -15,10 +15,10 @@
  * to 224x224 on the 2-core VM: 92-102 us -> 64-66 us with the colour
  * conversion).
  *
- * Arithmetic (the same with SSE2, AVX2 and in C: all give equal bits):
- * values are Q8 in u16 lanes; a tap adds (v * w) >> 16 with w the Q16
- * weight; weights are non-negative and sum to at most 65536, so no sum
- * can pass 65280. */
+ * Arithmetic (the same with SSE2, AVX2, AVX-512 and in C: all give equal
+ * bits): values are Q8 in u16 lanes; a tap adds (v * w) >> 16 with w the
+ * Q16 weight; weights are non-negative and sum to at most 65536, so no
+ * sum can pass 65280. */
 #include "ingest/resample.h"
 
 #include <math.h>
