@@ -462,12 +462,19 @@ static bool have_avx2(void)
 #define RS_AVX512 1
 #define RS_AVX512_FN __attribute__((target("avx512f,avx512bw")))
 
+/* AVX-512BW, on a CPU that also has VBMI: Ice Lake, Sapphire Rapids,
+ * Zen 4 and later.  On Skylake-SP and Cascade Lake (BW, no VBMI) 512-bit
+ * multiplies lower the core's clock and keep it lower for milliseconds
+ * after them, so TurboJPEG's next image would run slower: those keep the
+ * AVX2 path (not measured here: no such host).  The code itself needs
+ * only F and BW. */
 static bool have_avx512(void)
 {
     int v = __atomic_load_n(&dlk_rs_avx512, __ATOMIC_RELAXED);
     if (v < 0) {
         v = __builtin_cpu_supports("avx512f") &&
-                    __builtin_cpu_supports("avx512bw") ? 1 : 0;
+                    __builtin_cpu_supports("avx512bw") &&
+                    __builtin_cpu_supports("avx512vbmi") ? 1 : 0;
         __atomic_store_n(&dlk_rs_avx512, v, __ATOMIC_RELAXED);
     }
     return v;
