@@ -412,6 +412,9 @@ static void resample_tests(void)
         }
         CHECKF(same, "resample %dx%d -> %dx%d: the vector code gives the "
                "reference arithmetic's values", sw, sh, dw, dh);
+        if (c == 0) /* which paths this CPU checked (-1: not x86) */
+            printf("# resample: AVX-512 %s\n", dlk_rs_avx512 == 1
+                   ? "checked" : "not on this CPU");
         dlk_rs_plane(flat, ss, &fy, &fx, tmp, out);
         uint8_t row[64];
         bool kept = true;
