@@ -442,7 +442,6 @@ static void resample_tests(void)
      * blocks (SSE2), single pixels; with and without AVX2 */
     static const int widths[] = {37, 16, 24, 8, 5};
     bool same = true;
-    dlk_rs_avx512 = -1;
     for (int avx2 = 0; avx2 < 2; avx2++) {
         dlk_rs_avx2 = avx2 ? -1 : 0;
         for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
