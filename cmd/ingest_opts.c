@@ -5,7 +5,9 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
+#include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,7 +30,11 @@ const char ingest_opts_usage[] =
     "  --clip-seconds S     ... for S seconds from the start\n"
     "  --labels FILE|URL    CSV (key,label,...) or JSONL label manifest\n"
     "  --on-error MODE      skip (default: report and go on) or fail\n"
-    "  --unordered          append rows as decoded, not in key order\n"
+    "  --order ORDER        shuffled (default: rows in a seeded permutation,\n"
+    "                       so every chunk holds a sample of the whole\n"
+    "                       source) or sorted (by key, as listed)\n"
+    "  --order-seed N       the permutation's seed (default 0)\n"
+    "  --unordered          append rows as decoded, not in order\n"
     "  -j, --jobs N         decode threads (default: the cores it may use)\n"
     "  --fetch N            rows fetched ahead (default 256 from S3, 16 from a dir)\n"
     "  --shard I/N          this process takes share I of N\n"
@@ -198,6 +204,21 @@ int ingest_cli_opt(ingest_cli *c, const char *cmd, int code, const char *arg)
     case IO_UNORDERED:
         o->unordered = 1;
         return 0;
+    case IO_ORDER:
+        if (!strcmp(arg, "shuffled")) o->order = DLK_ORDER_SHUFFLED;
+        else if (!strcmp(arg, "sorted")) o->order = DLK_ORDER_SORTED;
+        else return bad(cmd, "--order", arg, "shuffled or sorted");
+        return 0;
+    case IO_ORDER_SEED: {
+        char *end;
+        errno = 0;
+        unsigned long long seed = strtoull(arg, &end, 10);
+        if (end == arg || *end || errno || *arg == '-' || seed > INT64_MAX)
+            return bad(cmd, "--order-seed", arg, "a whole number from 0 to "
+                       "9223372036854775807");
+        o->order_seed = seed;
+        return 0;
+    }
     case IO_JOBS:
         if (!parse_int(arg, 1, 1024, &v))
             return bad(cmd, "--jobs", arg, "1 to 1024");
@@ -290,6 +311,10 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
                               "complete", r->complete,
                               "already", r->already,
                               "jobs", r->jobs);
+        json_object_set_new(o, "order", json_string(
+            r->order == DLK_ORDER_SORTED ? "sorted" : "shuffled"));
+        json_object_set_new(o, "order_seed",
+                            json_integer((json_int_t)r->order_seed));
         json_dumpf(o, stdout, JSON_PRESERVE_ORDER);
         putchar('\n');
         json_decref(o);

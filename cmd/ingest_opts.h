@@ -13,7 +13,7 @@ enum {
     IO_RESIZE = 1000, IO_FIT, IO_LAYOUT, IO_CHANNELS, IO_MAX_PIXELS,
     IO_FRAMES, IO_FPS, IO_CLIP, IO_LABELS, IO_ON_ERROR, IO_UNORDERED,
     IO_JOBS, IO_FETCH, IO_SHARD, IO_CHECKPOINT, IO_NO_RESUME, IO_JSON,
-    IO_QUIET
+    IO_QUIET, IO_ORDER, IO_ORDER_SEED
 };
 
 /* The usage lines of the shared options. */
@@ -52,6 +52,8 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
     {"labels", required_argument, 0, IO_LABELS}, \
     {"on-error", required_argument, 0, IO_ON_ERROR}, \
     {"unordered", no_argument, 0, IO_UNORDERED}, \
+    {"order", required_argument, 0, IO_ORDER}, \
+    {"order-seed", required_argument, 0, IO_ORDER_SEED}, \
     {"jobs", required_argument, 0, IO_JOBS}, \
     {"fetch", required_argument, 0, IO_FETCH}, \
     {"shard", required_argument, 0, IO_SHARD}, \

@@ -568,6 +568,16 @@ typedef struct dlk_ingest_progress {
     double seconds;
 } dlk_ingest_progress;
 
+/* The order ingest appends rows in.  Shuffled (the default): a seeded
+ * permutation of the source's rows, each placed by a keyed hash of its
+ * stem, so that chunks of a class-folder tree hold every class and a
+ * loader's shuffle window is a sample of the whole source.  Sorted: by
+ * stem, as listed (a class-folder tree becomes class-sorted). */
+typedef enum dlk_ingest_order {
+    DLK_ORDER_SHUFFLED = 0,
+    DLK_ORDER_SORTED = 1
+} dlk_ingest_order;
+
 typedef struct dlk_ingest_opts {
     const char *source;     /* "s3://bucket/prefix", "file://DIR" or DIR */
     /* Final shape.  width/height 0: each image keeps its own size, unless
@@ -583,6 +593,8 @@ typedef struct dlk_ingest_opts {
     const char *labels;     /* CSV or JSONL manifest: a path or s3:// URL */
     dlk_on_error on_error;
     int unordered;          /* append rows as they are decoded */
+    dlk_ingest_order order; /* the rows' order in the dataset */
+    uint64_t order_seed;    /* DLK_ORDER_SHUFFLED: the permutation's seed */
     int jobs;               /* decode threads; 0: the online cores */
     int fetchers;           /* GETs in flight; 0: 64 from S3, from a
                                local directory 16, or none with jobs >=
@@ -609,6 +621,8 @@ typedef struct dlk_ingest_result {
     int complete;           /* 1: every shard is in the head (merged) */
     int already;            /* 1: an earlier identical run had finished */
     int jobs;               /* decode threads the run used */
+    dlk_ingest_order order; /* the order the rows were appended in */
+    uint64_t order_seed;
     double seconds;
     double list_seconds;    /* of which: listing the source */
     double rows_seconds;    /* fetching, decoding and appending the rows */
@@ -626,7 +640,8 @@ typedef struct dlk_ingest_result {
 
 /* Ingest every row of opts->source into the dataset at `url`.  Objects
  * are grouped by key stem into rows ("x/0001.jpg" + "x/0001.cls" +
- * "x/0001.json"); rows are appended in sorted stem order.  Resumable:
+ * "x/0001.json"); rows are appended in the order opts->order says
+ * (shuffled by default, each shard a share of the shuffled rows).  Resumable:
  * the same call after a crash continues after the last checkpoint, and
  * after a finished run does nothing (result->already).  With nshards > 1
  * each process stages its share; the last one to finish merges all shares

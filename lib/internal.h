@@ -94,6 +94,8 @@ double dlk_now_s(void);
 /* ---- hashing (util/hash.c): XXH3, seed 0 -------------------------- */
 
 uint64_t dlk_hash64(const void *p, size_t n);
+/* A deterministic 64-bit mix (splitmix64's finalizer). */
+uint64_t dlk_mix64(uint64_t x);
 /* XXH3-64 of a followed by b, as one stream. */
 uint64_t dlk_hash64_2(const void *a, size_t na, const void *b, size_t nb);
 /* XXH3-128 of p as 32 lower-case hex digits plus NUL. */

@@ -159,6 +159,19 @@ dlk_status ing_merge_done(dlk_store *store, const char *run, bool *done,
                           dlk_error *err);
 
 /* One run of dlk_ingest (ingest.c, pipeline.c). */
+/* The order rows are appended in (row_order.c). */
+typedef struct ing_order {
+    bool shuffled;      /* by a keyed hash of the stem; else by stem */
+    uint64_t seed;
+} ing_order;
+
+/* Source row indices in append order, into *out (malloc'd). */
+dlk_status ing_order_rows(const ing_source *s, const ing_order *o,
+                          size_t **out, dlk_error *err);
+/* <0, 0, >0 as row comes before, is, or comes after stem in that order. */
+int ing_order_cmp(const ing_source *s, const ing_order *o, size_t row,
+                  const char *stem);
+
 typedef struct ing_run {
     const dlk_ingest_opts *o;
     dlk_ingest_result *res;
@@ -172,9 +185,11 @@ typedef struct ing_run {
     unsigned shard, nshards;
     int fetchers, jobs;
     bool failed;            /* stopped by --on-error fail */
+    ing_order order;
+    size_t *rows;           /* source rows in append order */
 } ing_run;
 
-/* Run rows todo[0..ntodo) (source row indices, ascending) through fetch,
+/* Run rows todo[0..ntodo) (source row indices, in append order) through fetch,
  * decode and append, checkpointing to the staging document. */
 /* dlk_ingest with the source listed already (listed, taken and freed;
  * list_s the seconds its listing took) or, NULL, listed here; t0 is when

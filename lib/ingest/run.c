@@ -82,16 +82,22 @@ static void canonical_options(ing_run *r, const char *nonce)
 {
     const dlk_ingest_opts *o = r->o;
     const ing_ctx *c = &r->ctx;
+    /* sorted runs keep the text of before, so that a run interrupted
+     * before the order existed resumes */
+    char order_text[48] = "";
+    if (r->order.shuffled)
+        snprintf(order_text, sizeof order_text, " order=shuffled/%llu",
+                 (unsigned long long)r->order.seed);
     snprintf(r->options, sizeof r->options,
              "v1 shards=%u image=%dx%d/%d/%d/%s video=%dx%d/%d/%d frames=%d "
              "fps=%g clip=%g max_pixels=%llu labels=%s on_error=%d "
-             "unordered=%d%s%s", r->nshards, c->img.width, c->img.height,
+             "unordered=%d%s%s%s", r->nshards, c->img.width, c->img.height,
              c->img.fit, c->img.channels, c->img.chw ? "chw" : "hwc",
              c->vid.image.width, c->vid.image.height, c->vid.image.channels,
              c->vid.image.chw, c->vid.frames, c->vid.fps, c->vid.clip_seconds,
              (unsigned long long)o->max_pixels, o->labels ? o->labels : "",
-             (int)o->on_error, o->unordered, nonce ? " nonce=" : "",
-             nonce ? nonce : "");
+             (int)o->on_error, o->unordered, order_text,
+             nonce ? " nonce=" : "", nonce ? nonce : "");
     char *text;
     if (asprintf(&text, "%s\n%s", r->source, r->options) < 0) {
         snprintf(r->run, sizeof r->run, "%s", "0");
@@ -106,7 +112,8 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The rows of this shard not done by an earlier run. */
+/* The rows of this shard (positions [a, b) of the append order) not done
+ * by an earlier run, in append order. */
 static dlk_status plan(ing_run *r, size_t a, size_t b, size_t **todo,
                        size_t *ntodo, dlk_error *err)
 {
@@ -118,8 +125,10 @@ static dlk_status plan(ing_run *r, size_t a, size_t b, size_t **todo,
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     if (p->n_done_also)
         qsort(p->done_also, p->n_done_also, sizeof *p->done_also, cmp_str);
-    for (size_t i = a; i < b; i++) {
-        if (p->done_through && ing_row_cmp(src, i, p->done_through) <= 0) {
+    for (size_t k = a; k < b; k++) {
+        size_t i = r->rows[k];
+        if (p->done_through &&
+            ing_order_cmp(src, &r->order, i, p->done_through) <= 0) {
             r->res->resumed_rows++;
             continue;
         }
@@ -157,12 +166,11 @@ static dlk_status begin_shard(ing_run *r, size_t a, size_t b, bool *resumed,
     if (rc)
         return rc;
     *resumed = exists;
-    char *first = a < b ? strndup(src->objs[src->rows[a].first].key,
-                                  src->objs[src->rows[a].first].stem_len)
-                        : strdup("");
-    char *last = a < b ? strndup(src->objs[src->rows[b - 1].first].key,
-                                 src->objs[src->rows[b - 1].first].stem_len)
-                       : strdup("");
+    size_t fl, ll;
+    const char *fs = a < b ? ing_row_stem(src, r->rows[a], &fl) : "";
+    const char *ls = a < b ? ing_row_stem(src, r->rows[b - 1], &ll) : "";
+    char *first = a < b ? strndup(fs, fl) : strdup("");
+    char *last = a < b ? strndup(ls, ll) : strdup("");
     if (!first || !last) {
         free(first);
         free(last);
@@ -228,6 +236,9 @@ static dlk_status check_opts(const dlk_ingest_opts *o, dlk_error *err)
                         "with --shard %u/%u: the shards of one run must share "
                         "its name (remove the staging/ingest documents of an "
                         "earlier run instead)", o->shard, o->nshards);
+    if (o->order != DLK_ORDER_SHUFFLED && o->order != DLK_ORDER_SORTED)
+        return dlk_fail(err, DLK_EINVAL, "unknown row order %d",
+                        (int)o->order);
     if (o->channels && o->channels != 1 && o->channels != 3 &&
         o->channels != 4)
         return dlk_fail(err, DLK_EINVAL, "channels must be 1, 3 or 4");
@@ -320,6 +331,10 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
     r.source = o->source;
     r.nshards = o->nshards > 1 ? o->nshards : 1;
     r.shard = o->nshards > 1 ? o->shard : 0;
+    r.order.shuffled = o->order != DLK_ORDER_SORTED;
+    r.order.seed = o->order_seed;
+    res->order = r.order.shuffled ? DLK_ORDER_SHUFFLED : DLK_ORDER_SORTED;
+    res->order_seed = r.order.seed;
     /* From S3 on many cores, a core for each of the store's I/O threads,
      * which receive every GET: sharing all the cores with as many
      * decoders, the one I/O thread fell behind them (16-core H100 host,
@@ -352,6 +367,8 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
         rc = dlk_dataset_open(url, NULL, &r.ds, err);
     if (!rc)
         rc = setup_ctx(&r, &src, have_labels ? &labels : NULL, err);
+    if (!rc)
+        rc = ing_order_rows(&src, &r.order, &r.rows, err);
     char nonce[40] = "";
     if (!rc && o->no_resume) {
         uint64_t x = 0;
@@ -401,6 +418,7 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
         res->complete = merged;
     }
     free(todo);
+    free(r.rows);
     ing_progress_free(&r.prog);
     if (have_labels)
         ing_labels_free(&labels);

@@ -20,14 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint64_t dlk_mix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 typedef struct rng { uint64_t s; } rng;
 
 static uint64_t rng_next(rng *r)

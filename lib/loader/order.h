@@ -33,7 +33,4 @@ dlk_status dlk_order_build(const uint64_t *first, const uint32_t *count,
                            dlk_order *out, dlk_error *err);
 void dlk_order_free(dlk_order *o);
 
-/* A deterministic 64-bit mix (splitmix64's finalizer). */
-uint64_t dlk_mix64(uint64_t x);
-
 #endif

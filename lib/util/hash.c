@@ -25,6 +25,14 @@ static bool avx2(void)
 #endif
 }
 
+uint64_t dlk_mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
 uint64_t dlk_hash64(const void *p, size_t n)
 {
 #if DLK_HASH_AVX2
