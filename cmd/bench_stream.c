@@ -1,9 +1,11 @@
 /* bench_stream.c - dlk bench-stream: stream a dataset the way a training
  * job would and report what the GPU (or CPU) would see. */
 #include "cmd.h"
+#include "label_mix.h"
 
 #include <getopt.h>
 #include <jansson.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,8 +42,14 @@ static const char usage_text[] =
     "                     train today: one GET and one decode per sample, same\n"
     "                     batch size and workers; print both side by side\n"
     "  --baseline-seconds S    time limit of the baseline (default 20)\n"
+    "  --order-out FILE   write the dataset rows of each batch, one line a\n"
+    "                     batch (padding left out), to FILE\n"
     "  --json             print the report as JSON\n"
     "  -h, --help         this text\n";
+
+/* Above this label-mix ratio batches are dominated by a few classes
+ * (a class-sorted dataset read in order scores 3-10). */
+#define MIX_WARN 1.5
 
 static unsigned long long parse_bytes(const char *s)
 {
@@ -161,13 +169,14 @@ int cmd_bench_stream(int argc, char **argv)
         {"source-baseline", required_argument, 0, 'B'},
         {"baseline-seconds", required_argument, 0, 'L'},
         {"json", no_argument, 0, 'j'},
+        {"order-out", required_argument, 0, 'O'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     dlk_loader_opts lo = {0};
     lo.check = 1;
     const char *device = "auto", *at = NULL, *tensors = NULL,
-               *baseline = NULL;
+               *baseline = NULL, *order_out = NULL;
     double baseline_s = 20;
     long epochs = 1, rank = -1, world = -1;
     double step_ms = 0;
@@ -219,6 +228,7 @@ int cmd_bench_stream(int argc, char **argv)
             }
             break;
         case 'j': json = true; break;
+        case 'O': order_out = optarg; break;
         case 'h': return cmd_finish("bench-stream", cmd_usage(usage_text, true));
         default:
             return cmd_bad_option("bench-stream", argv, usage_text);
@@ -289,6 +299,27 @@ int cmd_bench_stream(int argc, char **argv)
         dlk_dataset_free(ds);
         return cmd_fail("bench-stream", &err);
     }
+    /* how well batches mix the classes, when there is a class label */
+    label_mix *mix = NULL;
+    if (label_mix_open(ds, lo.batch_size ? lo.batch_size : 256, lo.seed,
+                       &mix, &err)) {
+        dlk_loader_close(l);
+        dlk_dataset_free(ds);
+        free(tlist);
+        return cmd_fail("bench-stream", &err);
+    }
+    FILE *order_f = NULL;
+    if (order_out && !(order_f = fopen(order_out, "w"))) {
+        cmd_error("bench-stream", "cannot write '%s': %s", order_out,
+                  strerror(errno));
+        label_mix_free(mix);
+        dlk_loader_close(l);
+        dlk_dataset_free(ds);
+        free(tlist);
+        return cmd_finish("bench-stream", EXIT_ERROR);
+    }
+    json_t *mix_epochs = json_array();
+    double mix_worst = 0;
     bool tty = isatty(2) && !json;
     double t0 = cmd_now_s(), last_draw = 0, first_batch = -1;
     uint64_t samples = 0, bytes = 0, batches = 0;
@@ -344,6 +375,18 @@ int cmd_bench_stream(int argc, char **argv)
                 }
             for (size_t t = 0; t < b->ntensors; t++)
                 bytes += b->tensors[t].nbytes;
+            if (mix)
+                label_mix_batch(mix, b->indices, b->pad, b->size);
+            if (order_f) {
+                const char *sep = "";
+                for (uint32_t i = 0; i < b->size; i++)
+                    if (!b->pad[i]) {
+                        fprintf(order_f, "%s%llu", sep,
+                                (unsigned long long)b->indices[i]);
+                        sep = " ";
+                    }
+                fputc('\n', order_f);
+            }
             double now = cmd_now_s();
             if (tty && now - last_draw > 0.25) {
                 last_draw = now;
@@ -357,6 +400,12 @@ int cmd_bench_stream(int argc, char **argv)
         runs[e].samples = samples - s0;
         runs[e].bytes = bytes - b0;
         ran = e + 1;
+        if (mix) {
+            double r = label_mix_epoch_end(mix);
+            json_array_append_new(mix_epochs, json_real(r));
+            if (r > mix_worst)
+                mix_worst = r;
+        }
     }
     /* each epoch's rate and busy time on the device's clock; the first
      * includes opening (and, on a GPU, pinning the page cache), so later
@@ -380,6 +429,11 @@ int cmd_bench_stream(int argc, char **argv)
         }
     }
     free(runs);
+    if (order_f && (ferror(order_f) | fclose(order_f)) && code == EXIT_OK) {
+        cmd_error("bench-stream", "cannot write '%s': %s", order_out,
+                  strerror(errno));
+        code = EXIT_ERROR;
+    }
     if (tty)
         fputs("\r\033[K", stderr);
     double wall = cmd_now_s() - t0;
@@ -466,6 +520,10 @@ int cmd_bench_stream(int argc, char **argv)
         json_object_set_new(o, "steady_bytes_per_s", json_real(best_steady));
         json_object_set_new(o, "hedged_requests", json_integer((json_int_t)io.hedges));
         json_object_set_new(o, "steady_busy_pct", json_real(steady_busy));
+        json_object_set_new(o, "label_mix", !mix ? json_null() : json_pack(
+            "{s:s,s:f,s:O,s:f}", "tensor", label_mix_tensor(mix),
+            "ratio", mix_worst, "per_epoch", mix_epochs, "random_tvd",
+            label_mix_random_tvd(mix)));
         if (have_baseline) {
             json_object_set_new(o, "baseline", json_pack(
                 "{s:s,s:I,s:I,s:f,s:f,s:f}", "source", baseline,
@@ -512,6 +570,15 @@ int cmd_bench_stream(int argc, char **argv)
                cmd_bytes(st.peak_buffer_bytes, b3));
         printf("  shuffle: mean displacement %.2f of a random permutation's, "
                "neighbour correlation %.3f\n", mean_disp, corr);
+        if (mix) {
+            printf("  label mix (%s): %.2f of a random permutation's in the "
+                   "worst epoch (1.0 is ideal", label_mix_tensor(mix),
+                   mix_worst);
+            for (size_t i = 0; epochs > 1 && i < json_array_size(mix_epochs); i++)
+                printf("%s%.2f", i ? " " : "; epochs ",
+                       json_real_value(json_array_get(mix_epochs, i)));
+            printf(")\n");
+        }
         if (have_baseline)
             printf("  per-file baseline (%s): %llu samples in %.2f s: %.0f "
                    "samples/s, first batch %.3f s, %llu errors; dlk is %.1fx\n",
@@ -523,12 +590,20 @@ int cmd_bench_stream(int argc, char **argv)
                    (unsigned long long)dev_sum, (unsigned long long)host_sum,
                    check_ok ? "equal" : "DIFFERENT");
     }
+    if (code == EXIT_OK && mix && mix_worst > MIX_WARN)
+        fprintf(stderr, "dlk bench-stream: warning: batches mix the classes "
+                "of '%s' %.1fx worse than a random permutation: the rows are "
+                "likely stored in class order (re-ingest with --order "
+                "shuffled, or stream with --shuffle and a larger --window)\n",
+                label_mix_tensor(mix), mix_worst);
     if (code == EXIT_OK && !check_ok) {
         cmd_error("bench-stream", "the device's checksum differs from the "
                   "cpu's: wrong bytes arrived");
         code = EXIT_PROBLEMS;
     }
     json_decref(per_epoch);
+    json_decref(mix_epochs);
+    label_mix_free(mix);
     dlk_loader_close(l);
     dlk_dataset_free(ds);
     free(tlist);

@@ -10,7 +10,7 @@ set -u
 APT_PKGS="build-essential pkg-config libjansson-dev libxxhash-dev libzstd-dev
  libcurl4-openssl-dev libssl-dev libexpat1-dev libpng-dev libturbojpeg0-dev
  libavcodec-dev libavformat-dev libswscale-dev libavutil-dev libmicrohttpd-dev
- python3 python3-pip clang libclang-rt-14-dev man-db groff-base xxd"
+ python3 python3-pip clang libclang-rt-14-dev man-db groff-base xxd ffmpeg imagemagick"
 PC_PKGS="jansson libxxhash libzstd libcurl expat libcrypto libturbojpeg libpng libavformat libavcodec libswscale libavutil libmicrohttpd"
 # Python packages the tests use: numpy reads what dlk writes; moto's
 # server is the S3 the tests talk to; awscli is the independent client.
@@ -22,7 +22,9 @@ missing_apt() {
     for p in $PC_PKGS; do
         pkg-config --exists "$p" 2>/dev/null || miss="$miss $p"
     done
-    for c in cc make pkg-config python3; do
+    # ffmpeg and ImageMagick (identify: some machines have a stand-in
+    # `convert`) make the tests' sample videos and images
+    for c in cc make pkg-config python3 ffmpeg identify; do
         command -v "$c" >/dev/null 2>&1 || miss="$miss $c"
     done
     echo "$miss"

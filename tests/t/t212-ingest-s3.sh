@@ -46,7 +46,7 @@ import sys
 for i in range(1100):
     open("%s/%05d.cls" % (sys.argv[1], i), "w").write(str(i % 7))' "$L"
 upload "$L" s3://raw/labels-only
-ok "label-only source past one listing page" dlk create s3://lake/lab from-s3 s3://raw/labels-only --json
+ok "label-only source past one listing page" dlk create s3://lake/lab from-s3 s3://raw/labels-only --order sorted --json
 check "1100 rows" grep -q '"ingested": 1100' "$OUT"
 ok "label of row 1099" dlk cat s3://lake/lab labels 1099 --json
 check "is 1099 % 7 = 0" grep -q '"values":\[0\]' "$OUT"

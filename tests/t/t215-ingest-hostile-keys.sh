@@ -23,12 +23,13 @@ for n, w in names:
     Image.new("RGB", (w, 4), (w * 9 % 256, 0, 0)).save(d + b"/" + n + b".png")
 PY
 }
-widths() { # DATASET -> the width of every sample, in order
+widths() { # DATASET -> the width of every sample, smallest first (rows are
+           # stored in a shuffled order)
     local n i
     n=$(dlk ls "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["tensors"][0]["samples"])')
     for ((i = 0; i < n; i++)); do
         dlk cat "$1" images "$i" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["shape"][1])'
-    done | tr '\n' ' '
+    done | sort -n | tr '\n' ' '
 }
 
 mkdir -p "$T/src" "$T/out"

@@ -64,14 +64,14 @@ check "from-s3 equals from-dir sample by sample" cmp "$T/s3.txt" "$T/dir.txt"
 ok "a folder below the root" dlk create "$T/part" from-s3 s3://raw/train/dog --resize 8x8 --json
 check "6 rows under train/dog/" grep -q '"ingested": 6' "$OUT"
 
-ok "1100 label-only rows: two listing pages" dlk create "$T/lab" from-s3 s3://raw/labels --json
+ok "1100 label-only rows: two listing pages" dlk create "$T/lab" from-s3 s3://raw/labels --order sorted --json
 check "1100 rows" grep -q '"ingested": 1100' "$OUT"
 ok "label of row 1099" dlk cat "$T/lab" labels 1099 --json
 check "is 1099 % 7 = 0" grep -q '"values":\[0\]' "$OUT"
 
-ok "three folders of 1100 label rows" dlk create "$T/wide" from-s3 s3://raw/wide --json
+ok "three folders of 1100 label rows" dlk create "$T/wide" from-s3 s3://raw/wide --order sorted --json
 check "3300 rows" grep -q '"ingested": 3300' "$OUT"
-ok "the same folders from-dir" dlk create "$T/wided" from-dir "$R/raw/wide" --quiet
+ok "the same folders from-dir" dlk create "$T/wided" from-dir "$R/raw/wide" --order sorted --quiet
 (cd "$T/wide" && find chunks -type f | sort) > "$T/wide.txt"
 (cd "$T/wided" && find chunks -type f | sort) > "$T/wided.txt"
 check "... the same chunks (the same rows in the same order)" cmp "$T/wide.txt" "$T/wided.txt"
@@ -84,7 +84,7 @@ check "... its label (0 + 98) % 5" grep -q '"values":\[3\]' "$OUT"
 DLK_S3_IO_THREADS=3 ok "three I/O threads for the source's GETs" dlk create "$T/s3io" from-s3 s3://raw/train --resize 64x48 --quiet
 dump "$T/s3io" > "$T/s3io.txt"
 check "... equals from-dir sample by sample" cmp "$T/s3io.txt" "$T/dir.txt"
-DLK_S3_IO_THREADS=3 ok "three I/O threads, 1100 label rows" dlk create "$T/labio" from-s3 s3://raw/labels --json
+DLK_S3_IO_THREADS=3 ok "three I/O threads, 1100 label rows" dlk create "$T/labio" from-s3 s3://raw/labels --order sorted --json
 check "... all 1100 rows" grep -q '"ingested": 1100' "$OUT"
 check "... decode threads: the cores, less three from 12" jobs_are "$OUT" 3
 # chunks are named by their bytes: the same chunks, the same dataset
