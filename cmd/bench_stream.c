@@ -42,6 +42,9 @@ static const char usage_text[] =
     "                     train today: one GET and one decode per sample, same\n"
     "                     batch size and workers; print both side by side\n"
     "  --baseline-seconds S    time limit of the baseline (default 20)\n"
+    "  --s3-price G,E     dollars per 1000 GETs and per GB read, for the cost\n"
+    "                     of an epoch (default 0.0004,0.09: AWS S3 Standard,\n"
+    "                     us-east-1, to the internet; 0 egress in-region)\n"
     "  --order-out FILE   write the dataset rows of each batch, one line a\n"
     "                     batch (padding left out), to FILE\n"
     "  --json             print the report as JSON\n"
@@ -170,6 +173,7 @@ int cmd_bench_stream(int argc, char **argv)
         {"baseline-seconds", required_argument, 0, 'L'},
         {"json", no_argument, 0, 'j'},
         {"order-out", required_argument, 0, 'O'},
+        {"s3-price", required_argument, 0, 'Q'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -178,6 +182,10 @@ int cmd_bench_stream(int argc, char **argv)
     const char *device = "auto", *at = NULL, *tensors = NULL,
                *baseline = NULL, *order_out = NULL;
     double baseline_s = 20;
+    /* AWS S3 Standard in us-east-1: GET $0.0004 per 1,000 requests, data
+     * transfer out to the internet $0.09 per GB (the first 10 TB a month) */
+    double price_get = 0.0004, price_gb = 0.09;
+    bool price_given = false;
     long epochs = 1, rank = -1, world = -1;
     double step_ms = 0;
     bool json = false;
@@ -229,6 +237,18 @@ int cmd_bench_stream(int argc, char **argv)
             break;
         case 'j': json = true; break;
         case 'O': order_out = optarg; break;
+        case 'Q': {
+            int n = 0;
+            if (sscanf(optarg, "%lf,%lf%n", &price_get, &price_gb, &n) != 2 ||
+                optarg[n] || !(price_get >= 0 && price_get < 1e6) ||
+                !(price_gb >= 0 && price_gb < 1e6)) {
+                cmd_error("bench-stream", "bad --s3-price '%s' (dollars per "
+                          "1000 GETs and per GB, e.g. 0.0004,0.09)", optarg);
+                return EXIT_USAGE;
+            }
+            price_given = true;
+            break;
+        }
         case 'h': return cmd_finish("bench-stream", cmd_usage(usage_text, true));
         default:
             return cmd_bad_option("bench-stream", argv, usage_text);
@@ -335,6 +355,7 @@ int cmd_bench_stream(int argc, char **argv)
         size_t mark;            /* at the start of the epoch's work */
         uint64_t samples, bytes;
         double first_batch;
+        dlk_io_counters io;     /* storage requests at its end */
     } *runs = calloc((size_t)epochs + 1, sizeof *runs); /* +1: the last end */
     long ran = 0;
     if (!runs) {
@@ -343,6 +364,8 @@ int cmd_bench_stream(int argc, char **argv)
     } else if (dlk_loader_mark(l, &runs[0].mark, &err)) {
         code = cmd_fail("bench-stream", &err);
     }
+    dlk_io_counters io_open;
+    dlk_io_counters_get(&io_open);
     for (long e = 0; e < epochs && code == EXIT_OK; e++) {
         const dlk_batch *b;
         double e0 = cmd_now_s();
@@ -399,6 +422,7 @@ int cmd_bench_stream(int argc, char **argv)
             code = cmd_fail("bench-stream", &err);
         runs[e].samples = samples - s0;
         runs[e].bytes = bytes - b0;
+        dlk_io_counters_get(&runs[e].io);
         ran = e + 1;
         if (mix) {
             double r = label_mix_epoch_end(mix);
@@ -419,10 +443,20 @@ int cmd_bench_stream(int argc, char **argv)
         }
         double rate = es > 0 ? runs[e].bytes / es : 0;
         double busy = es > 0 ? 100.0 * busy_s / es : 0;
+        /* requests between epoch ends: each epoch's reads ahead for the
+         * next are counted in it, as they are made */
+        const dlk_io_counters *a = e ? &runs[e - 1].io : &io_open,
+                              *z = &runs[e].io;
+        uint64_t reqs = (z->gets + z->heads + z->lists) -
+                        (a->gets + a->heads + a->lists);
+        uint64_t rd = z->bytes_read - a->bytes_read;
         json_array_append_new(per_epoch, json_pack(
-            "{s:f,s:f,s:f,s:f,s:f}", "seconds", es, "samples_per_s",
-            es > 0 ? runs[e].samples / es : 0, "bytes_per_s", rate,
-            "busy_pct", busy, "first_batch_s", runs[e].first_batch));
+            "{s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:f}", "seconds", es,
+            "samples_per_s", es > 0 ? runs[e].samples / es : 0,
+            "bytes_per_s", rate, "busy_pct", busy, "first_batch_s",
+            runs[e].first_batch, "requests", (json_int_t)reqs, "bytes_read",
+            (json_int_t)rd, "cost_usd",
+            reqs / 1000.0 * price_get + rd / 1e9 * price_gb));
         if ((e > 0 || ran == 1) && rate > best_steady) {
             best_steady = rate;
             steady_busy = busy;
@@ -494,6 +528,15 @@ int cmd_bench_stream(int argc, char **argv)
             have_baseline = true;
     }
     double base_rate = have_baseline && br.seconds > 0 ? br.samples / br.seconds : 0;
+    /* an epoch's cost: the last epoch's requests and bytes (the first also
+     * opens the dataset); the per-file way, one GET of every object */
+    json_t *last_ep = json_array_get(per_epoch, json_array_size(per_epoch) - 1);
+    uint64_t ep_reqs = (uint64_t)json_integer_value(json_object_get(last_ep, "requests"));
+    uint64_t ep_bytes = (uint64_t)json_integer_value(json_object_get(last_ep, "bytes_read"));
+    double ep_cost = json_real_value(json_object_get(last_ep, "cost_usd"));
+    double base_cost = br.files_listed / 1000.0 * price_get +
+                       br.bytes_listed / 1e9 * price_gb;
+    bool show_cost = price_given || strncmp(argv[optind], "s3://", 5) == 0;
     if (code == EXIT_OK && json) {
         json_t *o = json_pack(
             "{s:s,s:s,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:s,"
@@ -524,13 +567,19 @@ int cmd_bench_stream(int argc, char **argv)
             "{s:s,s:f,s:O,s:f}", "tensor", label_mix_tensor(mix),
             "ratio", mix_worst, "per_epoch", mix_epochs, "random_tvd",
             label_mix_random_tvd(mix)));
+        json_object_set_new(o, "epoch_cost", json_pack(
+            "{s:f,s:f,s:I,s:I,s:f}", "get_per_1000", price_get,
+            "per_gb", price_gb, "requests", (json_int_t)ep_reqs,
+            "bytes_read", (json_int_t)ep_bytes, "usd", ep_cost));
         if (have_baseline) {
             json_object_set_new(o, "baseline", json_pack(
-                "{s:s,s:I,s:I,s:f,s:f,s:f}", "source", baseline,
-                "samples", (json_int_t)br.samples, "errors",
+                "{s:s,s:I,s:I,s:f,s:f,s:f,s:{s:I,s:I,s:f}}", "source",
+                baseline, "samples", (json_int_t)br.samples, "errors",
                 (json_int_t)br.errors, "seconds", br.seconds,
                 "samples_per_s", base_rate, "first_batch_s",
-                br.first_batch_s));
+                br.first_batch_s, "epoch_cost", "requests",
+                (json_int_t)br.files_listed, "bytes_read",
+                (json_int_t)br.bytes_listed, "usd", base_cost));
             json_object_set_new(o, "ratio_to_baseline",
                                 json_real(base_rate > 0 ? samples / wall / base_rate
                                                         : 0));
@@ -585,6 +634,16 @@ int cmd_bench_stream(int argc, char **argv)
                    baseline, (unsigned long long)br.samples, br.seconds,
                    base_rate, br.first_batch_s, (unsigned long long)br.errors,
                    base_rate > 0 ? samples / wall / base_rate : 0);
+        if (show_cost) {
+            printf("  an epoch on S3 at $%g per 1000 GETs and $%g per GB: "
+                   "$%.6f (%llu requests, %s)", price_get, price_gb, ep_cost,
+                   (unsigned long long)ep_reqs, cmd_bytes(ep_bytes, b1));
+            if (have_baseline)
+                printf("; per-file $%.6f (%llu GETs, %s)", base_cost,
+                       (unsigned long long)br.files_listed,
+                       cmd_bytes(br.bytes_listed, b2));
+            printf("\n");
+        }
         if (lo.check)
             printf("  checksum: device %016llx, cpu %016llx: %s\n",
                    (unsigned long long)dev_sum, (unsigned long long)host_sum,

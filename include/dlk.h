@@ -479,6 +479,8 @@ typedef struct dlk_baseline_opts {
 typedef struct dlk_baseline_result {
     uint64_t files, samples, batches, errors, bytes_read;
     double seconds, first_batch_s;
+    uint64_t files_listed;       /* objects in the source: one epoch's GETs */
+    uint64_t bytes_listed;       /* their bytes: one epoch's reads */
 } dlk_baseline_result;
 
 dlk_status dlk_source_baseline(const dlk_baseline_opts *o,

@@ -12,6 +12,7 @@
 typedef struct key_vec {
     char **v;
     size_t n, cap;
+    uint64_t bytes;
 } key_vec;
 
 static int on_key(void *ud, const char *key, uint64_t size)
@@ -27,6 +28,7 @@ static int on_key(void *ud, const char *key, uint64_t size)
         k->v = v;
         k->cap = cap;
     }
+    k->bytes += size;
     return (k->v[k->n] = strdup(key)) ? (k->n++, 0) : 1;
 }
 
@@ -103,6 +105,8 @@ dlk_status dlk_source_baseline(const dlk_baseline_opts *o,
         rc = dlk_store_list(r.store, "", on_key, &r.keys, err);
     if (!rc && r.keys.n == 0)
         rc = dlk_fail(err, DLK_ENOTFOUND, "no objects under '%s'", o->source);
+    res->files_listed = r.keys.n;
+    res->bytes_listed = r.keys.bytes;
     if (!rc) {
         /* shuffled, as a training loader reads them */
         uint64_t x = o->seed * 0x9e3779b97f4a7c15ull + 1;

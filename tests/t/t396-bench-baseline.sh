@@ -3,7 +3,9 @@
 # baseline reads every object of the source (one read and one decode a
 # sample), counts the ones that cannot be decoded as errors, reports its
 # rate and first full batch, and the ratio of the stream's rate to it; a
-# source with no objects and bad --baseline-seconds are errors.
+# source with no objects and bad --baseline-seconds are errors.  The cost
+# of an epoch on S3: each epoch's requests and bytes priced with
+# --s3-price, beside one GET of every source object.
 . "$DLK_TESTS/lib.sh"
 command -v ffmpeg >/dev/null || { skip "bench-stream --source-baseline" "ffmpeg missing"; exit 0; }
 
@@ -32,6 +34,28 @@ assert 0 < b["first_batch_s"] <= b["seconds"], b' "$T/b.json"
 check "ratio_to_baseline is the stream's rate over the baseline's" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1])); b=d["baseline"]
 assert abs(d["ratio_to_baseline"] - d["samples_per_s"] / b["samples_per_s"]) <= 1e-6 * d["ratio_to_baseline"], d' "$T/b.json"
+check "each epoch's requests, bytes and cost at the default prices" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1])); e=d["epochs"][-1]; c=d["epoch_cost"]
+assert e["requests"] >= 1 and e["bytes_read"] > 0, e
+assert abs(e["cost_usd"] - (e["requests"] / 1000 * 0.0004 + e["bytes_read"] / 1e9 * 0.09)) < 1e-12, e
+assert (c["requests"], c["bytes_read"], c["usd"]) == (e["requests"], e["bytes_read"], e["cost_usd"]), c
+assert (c["get_per_1000"], c["per_gb"]) == (0.0004, 0.09), c' "$T/b.json"
+check "the per-file epoch: one GET of each of the 11 objects with bytes" python3 -c '
+import json,os,sys; b=json.load(open(sys.argv[1]))["baseline"]["epoch_cost"]
+size = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(sys.argv[2]) for f in fs)
+assert b["requests"] == 11 and b["bytes_read"] == size, (b, size)
+assert abs(b["usd"] - (11 / 1000 * 0.0004 + size / 1e9 * 0.09)) < 1e-12, b' "$T/b.json" "$S"
+ok "--s3-price 1,2 with --epochs 2" dlk bench-stream "$DS" --device cpu --epochs 2 --json --s3-price 1,2
+check "... prices both epochs with it" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1]))
+for e in d["epochs"]:
+    assert abs(e["cost_usd"] - (e["requests"] / 1000 + e["bytes_read"] / 1e9 * 2)) < 1e-12, e' "$OUT"
+ok "... and the text report says what an epoch costs" dlk bench-stream "$DS" --device cpu --s3-price 1,2 --source-baseline "$S"
+check "... for dlk and the per-file way" grep -q "an epoch on S3 at \$1 per 1000 GETs and \$2 per GB: .*; per-file \$0.011" "$OUT"
+for bad in 1 -1,2 1,x 1,2,3 nan,1; do
+    fails "--s3-price $bad is a usage error" 2 dlk bench-stream "$DS" --device cpu --s3-price "$bad"
+    check "... naming it" grep -q "bad --s3-price '$bad'" "$ERR"
+done
 ok "the text report has the baseline line" dlk bench-stream "$DS" --device cpu \
     --batch-size 4 --source-baseline "$S"
 check "... with its samples" grep -q "per-file baseline ($S): 10 samples" "$OUT"
