@@ -512,7 +512,7 @@ int cmd_bench_stream(int argc, char **argv)
         /* as many threads as the loader ran (given or its default) */
         dlk_baseline_opts bo = {baseline, lo.batch_size ? lo.batch_size : 256,
                                 st.io_threads ? st.io_threads : 1, 0, 0,
-                                baseline_s, lo.seed};
+                                baseline_s, lo.seed, device, step_ms};
         for (size_t i = 0; i < dlk_dataset_ntensors(ds); i++) {
             dlk_tensor_info ti;
             if (!dlk_tensor_info_get(ds, i, &ti, NULL) && ti.kind == DLK_KIND_IMAGE &&
@@ -573,11 +573,12 @@ int cmd_bench_stream(int argc, char **argv)
             "bytes_read", (json_int_t)ep_bytes, "usd", ep_cost));
         if (have_baseline) {
             json_object_set_new(o, "baseline", json_pack(
-                "{s:s,s:I,s:I,s:f,s:f,s:f,s:{s:I,s:I,s:f}}", "source",
+                "{s:s,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:{s:I,s:I,s:f}}", "source",
                 baseline, "samples", (json_int_t)br.samples, "errors",
                 (json_int_t)br.errors, "seconds", br.seconds,
                 "samples_per_s", base_rate, "first_batch_s",
-                br.first_batch_s, "epoch_cost", "requests",
+                br.first_batch_s, "gpu_busy_pct", br.busy_pct, "step_ms",
+                step_ms, "epoch_cost", "requests",
                 (json_int_t)br.files_listed, "bytes_read",
                 (json_int_t)br.bytes_listed, "usd", base_cost));
             json_object_set_new(o, "ratio_to_baseline",
@@ -634,6 +635,11 @@ int cmd_bench_stream(int argc, char **argv)
                    baseline, (unsigned long long)br.samples, br.seconds,
                    base_rate, br.first_batch_s, (unsigned long long)br.errors,
                    base_rate > 0 ? samples / wall / base_rate : 0);
+        if (have_baseline)
+            printf("  %s busy with a %g ms step: dlk %.1f%%, per-file %.1f%% "
+                   "(%.0f against %.0f samples/s)\n",
+                   on_device ? "GPU" : "consumer", step_ms, busy_pct,
+                   br.busy_pct, samples / wall, base_rate);
         if (show_cost) {
             printf("  an epoch on S3 at $%g per 1000 GETs and $%g per GB: "
                    "$%.6f (%llu requests, %s)", price_get, price_gb, ep_cost,

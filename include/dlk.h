@@ -466,14 +466,17 @@ dlk_status dlk_loader_span(dlk_loader *l, size_t from, size_t to,
 dlk_status dlk_loader_step(dlk_loader *l, double step_ms, dlk_error *err);
 /* The way teams train today, for comparison: one GET per raw source file
  * (JPEG or PNG), decoded and resized on `workers` threads at every step,
- * assembled into batches.  Runs until every file was read or `seconds`
- * passed. */
+ * assembled into batches in pinned host memory, each copied to `device`
+ * and a simulated step of `step_ms` run on it, as dlk_loader_step does.
+ * Runs until every file was read or `seconds` passed. */
 typedef struct dlk_baseline_opts {
     const char *source;          /* s3://bucket/prefix or a directory */
     uint32_t batch_size, workers;
     int width, height;           /* resize to; 0x0 keeps each image's size */
     double seconds;              /* time limit (0: 60 s) */
     uint64_t seed;               /* file order is shuffled with it */
+    const char *device;          /* "cpu" (NULL) or "cuda:N" */
+    double step_ms;              /* a step per batch on the device, 0-60000 */
 } dlk_baseline_opts;
 
 typedef struct dlk_baseline_result {
@@ -481,6 +484,8 @@ typedef struct dlk_baseline_result {
     double seconds, first_batch_s;
     uint64_t files_listed;       /* objects in the source: one epoch's GETs */
     uint64_t bytes_listed;       /* their bytes: one epoch's reads */
+    double busy_pct;             /* the device busy with batches and steps,
+                                    % of the time from start to the last */
 } dlk_baseline_result;
 
 dlk_status dlk_source_baseline(const dlk_baseline_opts *o,

@@ -1,13 +1,21 @@
 /* baseline.c - the per-file baseline bench-stream compares with: what a
  * PyTorch DataLoader over a bucket of JPEGs does (one GET per sample, a
- * decode and resize per sample per step), on the same threads and batch
- * size, so a user sees the difference on their own data. */
+ * decode and resize per sample per step, batches pinned and copied to
+ * the device, a training step on each), on the same threads, batch size,
+ * device and step, so a user sees the difference on their own data:
+ * samples per second and how busy the device was. */
 #include "internal.h"
+#include "device.h"
 #include "ingest/decode.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Host batches between the decoding threads and the consumer: one being
+ * filled, the others ready or on their way to the device (a DataLoader's
+ * prefetch) */
+#define RING 4
 
 typedef struct key_vec {
     char **v;
@@ -32,16 +40,77 @@ static int on_key(void *ud, const char *key, uint64_t size)
     return (k->v[k->n] = strdup(key)) ? (k->n++, 0) : 1;
 }
 
+enum { B_FREE, B_FILLING, B_READY };
+
+typedef struct host_batch {
+    uint8_t *p;           /* pinned (dev->host_alloc) */
+    size_t cap, len;
+    dlk_gather *g;        /* batch_size entries: offset and size */
+    uint32_t n;
+    int state;
+    uint64_t seq;         /* order the batches filled in */
+} host_batch;
+
 typedef struct base_run {
     dlk_store *store;
+    dlk_dev *dev;
     const dlk_baseline_opts *o;
     key_vec keys;
     pthread_mutex_t mu;
+    pthread_cond_t ready, freed;
     size_t next;          /* next file to take */
-    uint32_t in_batch;    /* samples in the batch being filled */
+    host_batch ring[RING];
+    host_batch *filling;
+    uint64_t filled;      /* batches filled so far */
+    uint32_t running;     /* workers still decoding */
+    dlk_status rc;        /* the first fatal error (out of memory) */
+    dlk_error err;
     double t0, deadline;
     dlk_baseline_result *res;
 } base_run;
+
+/* The batch to add to (locked): the one filling, or a free one, waiting
+ * for the consumer to free one. */
+static host_batch *filling(base_run *r)
+{
+    while (!r->filling && !r->rc) {
+        for (int i = 0; i < RING; i++)
+            if (r->ring[i].state == B_FREE) {
+                r->filling = &r->ring[i];
+                r->filling->state = B_FILLING;
+                r->filling->n = 0;
+                r->filling->len = 0;
+                break;
+            }
+        if (!r->filling)
+            pthread_cond_wait(&r->freed, &r->mu);
+    }
+    return r->filling;
+}
+
+/* Append a decoded sample to the batch (locked). */
+static dlk_status add_sample(base_run *r, host_batch *b, const dlk_buf *d)
+{
+    if (b->len + d->len > b->cap) {
+        size_t cap = (b->len + d->len) * 2;
+        uint8_t *p = r->dev->ops->host_alloc(r->dev, cap);
+        if (!p)
+            return dlk_fail(&r->err, DLK_ENOMEM, "out of memory for a "
+                            "batch of %zu bytes", cap);
+        if (b->len)
+            memcpy(p, b->p, b->len);
+        if (b->p)
+            r->dev->ops->host_free(r->dev, b->p);
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, d->data, d->len);
+    b->g[b->n].dst_off = b->len;
+    b->g[b->n].nbytes = d->len;
+    b->n++;
+    b->len += d->len;
+    return DLK_OK;
+}
 
 static void *worker(void *arg)
 {
@@ -54,7 +123,8 @@ static void *worker(void *arg)
     dlk_buf_init(&b);
     for (;;) {
         pthread_mutex_lock(&r->mu);
-        size_t i = r->next < r->keys.n && dlk_now_s() < r->deadline
+        size_t i = r->next < r->keys.n && dlk_now_s() < r->deadline &&
+                           !r->rc
                        ? r->next++
                        : SIZE_MAX;
         pthread_mutex_unlock(&r->mu);
@@ -69,44 +139,145 @@ static void *worker(void *arg)
                                       &b, &info, &err);
         if (!rc)
             rc = dlk_decode_image(b.data, b.len, r->keys.v[i], &io, &d, &err);
-        dlk_buf_free(&d.data);
         pthread_mutex_lock(&r->mu);
         r->res->files++;
         r->res->bytes_read += b.len;
         if (rc) {
             r->res->errors++;
         } else {
-            r->res->samples++;
-            if (++r->in_batch == r->o->batch_size) {
-                r->in_batch = 0;
-                if (r->res->batches++ == 0)
-                    r->res->first_batch_s = dlk_now_s() - r->t0;
+            host_batch *hb = filling(r);
+            if (hb && !r->rc) {
+                if ((rc = add_sample(r, hb, &d.data)))
+                    r->rc = rc;
+                else {
+                    r->res->samples++;
+                    if (hb->n == r->o->batch_size) {
+                        hb->state = B_READY;
+                        hb->seq = r->filled++;
+                        r->filling = NULL;
+                        pthread_cond_signal(&r->ready);
+                    }
+                }
             }
         }
         pthread_mutex_unlock(&r->mu);
+        dlk_buf_free(&d.data);
     }
     dlk_buf_free(&b);
+    pthread_mutex_lock(&r->mu);
+    r->running--;
+    pthread_cond_broadcast(&r->ready);
+    pthread_cond_broadcast(&r->freed);
+    pthread_mutex_unlock(&r->mu);
     return NULL;
+}
+
+/* The consumer (the calling thread): each full batch to the device as a
+ * training loop would: copied, gathered into a batch buffer, stepped. */
+static dlk_status consume(base_run *r, dlk_error *err)
+{
+    dlk_dev *dev = r->dev;
+    void *batch = NULL;
+    size_t batch_cap = 0;
+    dlk_status rc = DLK_OK;
+    for (;;) {
+        pthread_mutex_lock(&r->mu);
+        host_batch *b = NULL;
+        for (;;) {
+            for (int i = 0; i < RING; i++)
+                if (r->ring[i].state == B_READY &&
+                    (!b || r->ring[i].seq < b->seq))
+                    b = &r->ring[i];
+            if (b || r->running == 0 || r->rc)
+                break;
+            pthread_cond_wait(&r->ready, &r->mu);
+        }
+        pthread_mutex_unlock(&r->mu);
+        if (!b)
+            break;
+        void *dev_ptr = NULL, *handle = NULL;
+        if (b->len > batch_cap) {
+            if (batch)
+                dev->ops->batch_free(dev, batch);
+            batch_cap = b->len * 2;
+            if (!(batch = dev->ops->batch_alloc(dev, batch_cap))) {
+                rc = dlk_fail(err, DLK_ENOMEM, "cannot allocate a batch of "
+                              "%zu bytes on the device", batch_cap);
+                batch_cap = 0;
+            }
+        }
+        if (!rc)
+            rc = dev->ops->upload(dev, b->p, b->len, &dev_ptr, &handle, err);
+        if (!rc) {
+            for (uint32_t i = 0; i < b->n; i++) {
+                b->g[i].src = (const uint8_t *)dev_ptr + b->g[i].dst_off;
+                b->g[i].handle = handle;
+            }
+            rc = dev->ops->gather(dev, b->g, b->n, batch, err);
+            if (!rc)
+                rc = dev->ops->step(dev, batch, b->g, b->n, r->o->step_ms,
+                                    err);
+            /* the host batch may be filled again once its copy is over */
+            dev->ops->release(dev, handle, dev_ptr);
+        }
+        pthread_mutex_lock(&r->mu);
+        b->state = B_FREE;
+        if (!rc && r->res->batches++ == 0)
+            r->res->first_batch_s = dlk_now_s() - r->t0;
+        if (rc && !r->rc) {
+            r->rc = rc;
+            r->err = *err;
+        }
+        pthread_cond_broadcast(&r->freed);
+        pthread_mutex_unlock(&r->mu);
+        if (rc)
+            break;
+    }
+    if (batch)
+        dev->ops->batch_free(dev, batch);
+    return rc;
+}
+
+static dlk_status open_device(const char *name, dlk_dev **out,
+                              dlk_error *err)
+{
+    if (!name || !*name || strcmp(name, "cpu") == 0)
+        return dlk_dev_open_cpu(out, err);
+    int idx = 0;
+    if (strncmp(name, "cuda", 4) == 0 &&
+        (name[4] == '\0' || (name[4] == ':' && (idx = atoi(name + 5)) >= 0)))
+        return dlk_dev_open_cuda(idx, out, err);
+    return dlk_fail(err, DLK_EINVAL, "bad baseline device '%s' (cpu or "
+                    "cuda:N)", name);
 }
 
 dlk_status dlk_source_baseline(const dlk_baseline_opts *o,
                                dlk_baseline_result *res, dlk_error *err)
 {
     memset(res, 0, sizeof *res);
-    if (!o->batch_size || !o->workers || o->workers > 1024)
-        return dlk_fail(err, DLK_EINVAL, "baseline needs a batch size and "
-                        "1-1024 workers");
+    if (!o->batch_size || o->batch_size > (1u << 24) || !o->workers ||
+        o->workers > 1024 || !(o->step_ms >= 0 && o->step_ms <= 60000))
+        return dlk_fail(err, DLK_EINVAL, "baseline needs a batch size, "
+                        "1-1024 workers and a step of 0-60000 ms");
     base_run r;
     memset(&r, 0, sizeof r);
     r.o = o;
     r.res = res;
-    dlk_status rc = dlk_store_open(o->source, false, &r.store, err);
+    dlk_status rc = open_device(o->device, &r.dev, err);
+    if (!rc)
+        rc = dlk_store_open(o->source, false, &r.store, err);
     if (!rc)
         rc = dlk_store_list(r.store, "", on_key, &r.keys, err);
     if (!rc && r.keys.n == 0)
         rc = dlk_fail(err, DLK_ENOTFOUND, "no objects under '%s'", o->source);
     res->files_listed = r.keys.n;
     res->bytes_listed = r.keys.bytes;
+    for (int i = 0; !rc && i < RING; i++)
+        if (!(r.ring[i].g = calloc(o->batch_size, sizeof *r.ring[i].g)))
+            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    size_t m0 = 0, m1 = 0;
+    if (!rc)
+        rc = r.dev->ops->mark(r.dev, &m0, err);
     if (!rc) {
         /* shuffled, as a training loader reads them */
         uint64_t x = o->seed * 0x9e3779b97f4a7c15ull + 1;
@@ -118,24 +289,51 @@ dlk_status dlk_source_baseline(const dlk_baseline_opts *o,
             r.keys.v[j] = t;
         }
         pthread_mutex_init(&r.mu, NULL);
+        pthread_cond_init(&r.ready, NULL);
+        pthread_cond_init(&r.freed, NULL);
         pthread_t *th = calloc(o->workers, sizeof *th);
         r.t0 = dlk_now_s();
         r.deadline = r.t0 + (o->seconds > 0 ? o->seconds : 60);
         uint32_t started = 0;
-        for (; th && started < o->workers; started++)
+        pthread_mutex_lock(&r.mu);
+        for (; th && started < o->workers; started++) {
             if (pthread_create(&th[started], NULL, worker, &r) != 0)
                 break;
+            r.running++;
+        }
+        pthread_mutex_unlock(&r.mu);
+        if (started)
+            rc = consume(&r, err);
         for (uint32_t i = 0; i < started; i++)
             pthread_join(th[i], NULL);
+        if (!rc && r.rc) {
+            rc = r.rc;
+            *err = r.err;
+        }
+        if (!rc)
+            rc = r.dev->ops->mark(r.dev, &m1, err);
+        double busy = 0, wall = 0;
+        if (!rc)
+            rc = r.dev->ops->span(r.dev, m0, m1, &wall, &busy, err);
         res->seconds = dlk_now_s() - r.t0;
-        if (!th || started == 0)
+        res->busy_pct = wall > 0 ? 100.0 * busy / wall : 0;
+        if (!rc && (!th || started == 0))
             rc = dlk_fail(err, DLK_ENOMEM, "cannot start baseline threads");
         free(th);
+        pthread_cond_destroy(&r.ready);
+        pthread_cond_destroy(&r.freed);
         pthread_mutex_destroy(&r.mu);
+    }
+    for (int i = 0; i < RING; i++) {
+        if (r.ring[i].p)
+            r.dev->ops->host_free(r.dev, r.ring[i].p);
+        free(r.ring[i].g);
     }
     for (size_t i = 0; i < r.keys.n; i++)
         free(r.keys.v[i]);
     free(r.keys.v);
     dlk_store_free(r.store);
+    if (r.dev)
+        r.dev->ops->close(r.dev);
     return rc;
 }

@@ -50,7 +50,10 @@ print("%d chunks of images" % i["chunks"])')"
 mix() { # DATASET WORLD FLAGS... -> "r0 r1 ... first-batch-s of rank 0"
     local ds=$1 w=$2 r out first="" line=""; shift 2
     for ((r = 0; r < w; r++)); do
-        out=$("$DLK" bench-stream "$ds" --device cpu --batch-size 256 --epochs 3 --rank $r --world $w "$@" --json 2>/dev/null)
+        if ! out=$("$DLK" bench-stream "$ds" --device cpu --batch-size 256 --epochs 3 --rank $r --world $w "$@" --json 2>"$T/err"); then
+            echo "bench-stream $ds rank $r of $w $* failed: $(grep -v warning "$T/err")" >&2
+            exit 1
+        fi
         line="$line $(echo "$out" | python3 -c 'import json, sys; print("%.2f" % json.load(sys.stdin)["label_mix"]["ratio"])')"
         [ -n "$first" ] || first=$(echo "$out" | python3 -c 'import json, sys; print("%.3f" % json.load(sys.stdin)["first_batch_s"])')
     done

@@ -45,6 +45,15 @@ import json,os,sys; b=json.load(open(sys.argv[1]))["baseline"]["epoch_cost"]
 size = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(sys.argv[2]) for f in fs)
 assert b["requests"] == 11 and b["bytes_read"] == size, (b, size)
 assert abs(b["usd"] - (11 / 1000 * 0.0004 + size / 1e9 * 0.09)) < 1e-12, b' "$T/b.json" "$S"
+ok "the baseline under the stream's step" dlk bench-stream "$DS" --device cpu --json \
+    --batch-size 2 --workers 2 --step-ms 20 --source-baseline "$S"
+check "... ran the step on each full batch and says how busy that kept the device" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1])); b=d["baseline"]
+assert b["step_ms"] == 20 and b["samples"] == 10, b
+# five batches of two, each with a 20 ms step: at least 0.1 s, mostly busy
+assert b["seconds"] >= 0.1 and 30 < b["gpu_busy_pct"] <= 100, b' "$OUT"
+ok "... side by side in the text report" dlk bench-stream "$DS" --device cpu --batch-size 2 --step-ms 5 --source-baseline "$S"
+check "... one line with both" grep -q "consumer busy with a 5 ms step: dlk [0-9.]*%, per-file [0-9.]*% ([0-9]* against [0-9]* samples/s)" "$OUT"
 ok "--s3-price 1,2 with --epochs 2" dlk bench-stream "$DS" --device cpu --epochs 2 --json --s3-price 1,2
 check "... prices both epochs with it" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))
