@@ -106,6 +106,14 @@ dlk_status dlk_png_decode(const uint8_t *p, size_t n, const char *name,
                           const dlk_image_opts *o, dlk_image *out,
                           dlk_error *err);
 
+/* decode_exif.c.  The EXIF Orientation (1..8; 1 when absent or invalid)
+ * of a TIFF block of n bytes ("II*\0" or "MM\0*", optionally after
+ * "Exif\0\0"): a JPEG's APP1 payload, a PNG's eXIf chunk. */
+int dlk_exif_orientation(const uint8_t *tiff, size_t n);
+/* Turn im (packed, not ycc) upright for orientation o (2..8; others do
+ * nothing) into a new buffer. */
+dlk_status dlk_image_orient(dlk_image *im, int o, dlk_error *err);
+
 /* resize.c.  The output size for an sw x sh source: the target, or the
  * source's own without one.  DLK_EINVAL if only one of width and height
  * is set or the channels are not 0, 1, 3 or 4. */

@@ -1,9 +1,13 @@
 /* decode_jpeg.c - JPEG through the TurboJPEG 2.x API: baseline and
  * progressive, gray, YCbCr, CMYK and YCCK; EXIF orientation applied; the
- * size checked from the header before anything is allocated; any
- * libjpeg warning (a truncated file decodes to grey without one being an
- * error) is an error, except extraneous bytes before a marker, which
- * cameras write and which lose nothing. */
+ * size checked from the header before anything is allocated.  A libjpeg
+ * warning is an error (a truncated file decodes to grey with only a
+ * warning), except the few that concern bytes outside the image data:
+ * extraneous bytes before a marker (cameras and editors write them;
+ * libjpeg skips them and loses nothing) and JFIF metadata it does not
+ * understand.  Warnings about the entropy-coded data (premature end,
+ * bad Huffman code, a marker where data should be) stay errors: the
+ * image would be partly grey or garbled. */
 #include "ingest/decode.h"
 
 #include <limits.h>
@@ -16,54 +20,16 @@ typedef struct jpeg_meta {
     bool adobe;      /* an Adobe APP14 marker: CMYK stored inverted */
 } jpeg_meta;
 
-static unsigned get16(const uint8_t *p, bool le)
-{
-    return le ? (unsigned)(p[0] | p[1] << 8) : (unsigned)(p[0] << 8 | p[1]);
-}
-
-static uint32_t get32(const uint8_t *p, bool le)
-{
-    return le ? dlk_get_le32(p)
-              : (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-                    (uint32_t)p[2] << 8 | p[3];
-}
-
-/* IFD0's Orientation (tag 0x0112, SHORT) in a TIFF block of n bytes. */
-static int exif_orientation(const uint8_t *t, size_t n)
-{
-    if (n < 8)
-        return 1;
-    bool le;
-    if (memcmp(t, "II*\0", 4) == 0)
-        le = true;
-    else if (memcmp(t, "MM\0*", 4) == 0)
-        le = false;
-    else
-        return 1;
-    uint32_t ifd = get32(t + 4, le);
-    if (ifd > n - 2)
-        return 1;
-    unsigned count = get16(t + ifd, le);
-    for (unsigned i = 0; i < count; i++) {
-        size_t e = ifd + 2 + (size_t)i * 12;
-        if (e + 12 > n)
-            break;
-        if (get16(t + e, le) == 0x0112 && get16(t + e + 2, le) == 3) {
-            unsigned v = get16(t + e + 8, le);
-            return v >= 1 && v <= 8 ? (int)v : 1;
-        }
-    }
-    return 1;
-}
-
 /* Walk the marker segments before the first SOS (bounded by n). */
 static jpeg_meta scan_markers(const uint8_t *p, size_t n)
 {
     jpeg_meta m = {1, false};
     size_t i = 2;
     while (i + 4 <= n) {
-        if (p[i] != 0xFF)
-            break;
+        if (p[i] != 0xFF) { /* extraneous bytes: skipped, as libjpeg does */
+            i++;
+            continue;
+        }
         uint8_t mk = p[i + 1];
         if (mk == 0xFF) { /* fill byte */
             i++;
@@ -77,7 +43,7 @@ static jpeg_meta scan_markers(const uint8_t *p, size_t n)
         const uint8_t *s = p + i + 4;
         size_t sn = len - 2;
         if (mk == 0xE1 && sn >= 6 && memcmp(s, "Exif\0\0", 6) == 0)
-            m.orientation = exif_orientation(s + 6, sn - 6);
+            m.orientation = dlk_exif_orientation(s + 6, sn - 6);
         else if (mk == 0xEE && sn >= 5 && memcmp(s, "Adobe", 5) == 0)
             m.adobe = true;
         i += 2 + len;
@@ -103,40 +69,6 @@ static tjscalingfactor pick_scale(double min)
     return best;
 }
 
-/* Apply EXIF orientation o (2..8) to im in place (a new buffer). */
-static dlk_status orient(dlk_image *im, int o, dlk_error *err)
-{
-    int w = im->w, h = im->h, c = im->c;
-    bool swap = o >= 5;
-    int dw = swap ? h : w, dh = swap ? w : h;
-    uint8_t *out = malloc((size_t)w * h * c);
-    if (!out)
-        return dlk_fail(err, DLK_ENOMEM, "cannot allocate %dx%d pixels", w, h);
-    for (int y = 0; y < dh; y++) {
-        uint8_t *d = out + (size_t)y * dw * c;
-        for (int x = 0; x < dw; x++, d += c) {
-            int sx, sy;
-            switch (o) {
-            case 2: sx = w - 1 - x; sy = y; break;
-            case 3: sx = w - 1 - x; sy = h - 1 - y; break;
-            case 4: sx = x; sy = h - 1 - y; break;
-            case 5: sx = y; sy = x; break;
-            case 6: sx = y; sy = h - 1 - x; break;
-            case 7: sx = w - 1 - y; sy = h - 1 - x; break;
-            default: sx = w - 1 - y; sy = x; break; /* 8 */
-            }
-            memcpy(d, im->px + ((size_t)sy * w + sx) * c, (size_t)c);
-        }
-    }
-    if (!im->borrowed)
-        free(im->px);
-    im->borrowed = false;
-    im->px = out;
-    im->w = dw;
-    im->h = dh;
-    return DLK_OK;
-}
-
 /* CMYK (inverted when Adobe wrote it) to RGB, as Pillow converts it:
  * R = (255-C)(255-K)/255 rounded, in place to 3 channels. */
 static void cmyk_to_rgb(dlk_image *im, bool inverted)
@@ -154,9 +86,17 @@ static void cmyk_to_rgb(dlk_image *im, bool inverted)
     im->c = 3;
 }
 
-static bool benign_warning(const char *msg)
+/* Warnings about bytes that are not image data (libjpeg's message
+ * texts, jerror.h: JWRN_EXTRANEOUS_DATA, JWRN_JFIF_MAJOR,
+ * JWRN_JFIF_BADTHUMBNAILSIZE). */
+static bool benign_warning(tjhandle tj)
 {
-    return strstr(msg, "extraneous bytes before marker") != NULL;
+    if (tjGetErrorCode(tj) != TJERR_WARNING)
+        return false;
+    const char *msg = tjGetErrorStr2(tj);
+    return strstr(msg, "extraneous bytes before marker") ||
+           strstr(msg, "unknown JFIF revision number") ||
+           strstr(msg, "thumbnail image size does not match");
 }
 
 dlk_status dlk_jpeg_decode(const uint8_t *p, size_t n, const char *name,
@@ -180,7 +120,9 @@ dlk_status dlk_jpeg_decode(const uint8_t *p, size_t n, const char *name,
     bool tj_clean = false;
     dlk_status st = DLK_OK;
     int w = 0, h = 0, subsamp = 0, cs = 0; /* a tables-only JPEG sets none */
-    if (tjDecompressHeader3(tj, p, (unsigned long)n, &w, &h, &subsamp, &cs)) {
+    /* a warning fails the header call too, with the header read */
+    if (tjDecompressHeader3(tj, p, (unsigned long)n, &w, &h, &subsamp, &cs) &&
+        (!benign_warning(tj) || w <= 0 || h <= 0)) {
         st = dlk_fail(err, DLK_EDECODE, "cannot decode JPEG '%s': %s", name,
                       tjGetErrorStr2(tj));
         goto done;
@@ -257,8 +199,7 @@ dlk_status dlk_jpeg_decode(const uint8_t *p, size_t n, const char *name,
     } else {
         rc = tjDecompress2(tj, p, (unsigned long)n, out->px, sw, 0, sh, pf, 0);
     }
-    if (rc && (tjGetErrorCode(tj) != TJERR_WARNING ||
-         !benign_warning(tjGetErrorStr2(tj)))) {
+    if (rc && !benign_warning(tj)) {
         st = dlk_fail(err, DLK_EDECODE, "cannot decode JPEG '%s': %s%s", name,
                       tjGetErrorCode(tj) == TJERR_WARNING ? "corrupt data: "
                                                           : "",
@@ -269,7 +210,7 @@ dlk_status dlk_jpeg_decode(const uint8_t *p, size_t n, const char *name,
     if (cmyk)
         cmyk_to_rgb(out, m.adobe);
     if (m.orientation > 1)
-        st = orient(out, m.orientation, err);
+        st = dlk_image_orient(out, m.orientation, err);
 done:
     if (tj_clean && scr && !scr->tj)
         scr->tj = tj;

@@ -2,6 +2,7 @@
  * that the values are the file's own (no gamma or background applied),
  * as Pillow reads them: palette and tRNS expanded, gray of 1/2/4 bits
  * scaled to 8, 16 bits reduced to their high byte, interlacing undone.
+ * EXIF orientation (an eXIf chunk) is applied as for JPEG.
  * Every CRC error, in critical and ancillary chunks alike, is an error;
  * so is a truncated file.  libpng reports errors by longjmp: everything
  * that must survive one lives in a heap job, never in locals. */
@@ -67,13 +68,30 @@ static dlk_status read_png(png_job *j, const char *name,
     for (png_uint_32 y = 0; y < h; y++)
         j->rows[y] = j->px + rowbytes * y;
     png_read_image(png, j->rows);
-    png_read_end(png, NULL);
+    /* into info: an eXIf chunk may come after the image data too */
+    png_read_end(png, j->info);
     out->w = (int)w;
     out->h = (int)h;
     out->c = c;
     out->px = j->px;
     j->px = NULL;
     return DLK_OK;
+}
+
+/* EXIF orientation from the eXIf chunk (PNG 1.5 extensions), as for
+ * JPEG's APP1: cameras and phones that save PNG keep the sensor's
+ * orientation and record the turn there. */
+static int png_orientation(png_job *j)
+{
+#ifdef PNG_eXIf_SUPPORTED
+    png_uint_32 n = 0;
+    png_bytep exif = NULL;
+    if (png_get_eXIf_1(j->png, j->info, &n, &exif) && exif && n)
+        return dlk_exif_orientation(exif, n);
+#else
+    (void)j;
+#endif
+    return 1;
 }
 
 dlk_status dlk_png_decode(const uint8_t *p, size_t n, const char *name,
@@ -104,6 +122,10 @@ dlk_status dlk_png_decode(const uint8_t *p, size_t n, const char *name,
         goto done;
     }
     st = read_png(j, name, o, out, err);
+    if (!st)
+        st = dlk_image_orient(out, png_orientation(j), err);
+    if (st)
+        dlk_image_free(out);
 done:
     png_destroy_read_struct(j->png ? &j->png : NULL,
                             j->info ? &j->info : NULL, NULL);
