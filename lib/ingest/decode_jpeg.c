@@ -31,8 +31,8 @@ static jpeg_meta scan_markers(const uint8_t *p, size_t n)
             continue;
         }
         uint8_t mk = p[i + 1];
-        if (mk == 0xFF) { /* fill byte */
-            i++;
+        if (mk == 0xFF || mk == 0x00) { /* fill byte; a stuffed 0xFF */
+            i += mk ? 1 : 2;
             continue;
         }
         if (mk == 0xDA || mk == 0xD9)
