@@ -19,6 +19,9 @@ const char ingest_opts_usage[] =
     "                               .npy files is read as before)\n"
     "Objects with one stem form a row: 0001.jpg (or .png, .mp4 ...) with\n"
     "0001.cls (class), 0001.txt (text), 0001.json (numeric fields).\n"
+    "A sidecar kind is inferred as a tensor when most rows have one; rows\n"
+    "without an image or video, READMEs, dotfiles, _SUCCESS and the like\n"
+    "are not samples: reported, not ingested.\n"
     "\n"
     "  --resize WxH         final image size (default: each its own)\n"
     "  --fit MODE           stretch (default), crop or pad\n"
@@ -40,6 +43,8 @@ const char ingest_opts_usage[] =
     "  --shard I/N          this process takes share I of N\n"
     "  --checkpoint SEC     publish progress every SEC seconds (default 30)\n"
     "  --no-resume          ingest everything again, ignoring earlier runs\n"
+    "  --dry-run            list and infer, print what would be ingested and\n"
+    "                       what not (and the schema); write nothing\n"
     "  --json               print a summary as JSON\n"
     "  -q, --quiet          print nothing but errors\n";
 
@@ -81,6 +86,103 @@ static void on_bad(void *ud, const char *key, const char *reason)
     }
 }
 
+/* Objects not ingested on stderr: the first few by key, the rest only
+ * counted (a tree of 100,000 .xml annotations would drown the output);
+ * --json lists more. */
+#define UNUSED_PRINTED 20
+#define UNUSED_LISTED 1000
+
+static void on_unused(void *ud, const char *key, const char *reason)
+{
+    ingest_cli *c = ud;
+    if (!c->unused_why)
+        c->unused_why = json_object();
+    if (!c->unused)
+        c->unused = json_array();
+    json_t *n = json_object_get(c->unused_why, reason);
+    json_object_set_new(c->unused_why, reason,
+                        json_integer(n ? json_integer_value(n) + 1 : 1));
+    size_t listed = json_array_size(c->unused);
+    if (listed < UNUSED_LISTED)
+        json_array_append_new(c->unused, json_pack("{s:s,s:s}", "key", key,
+                                                   "reason", reason));
+    if (c->json || c->quiet || listed >= UNUSED_PRINTED)
+        return;
+    if (c->tty)
+        fputs("\r\033[K", stderr);
+    fprintf(stderr, "dlk: not ingested '%s': %s\n", key, reason);
+}
+
+static json_t *schema_json(const dlk_tensor_spec *specs, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++) {
+        const dlk_tensor_spec *t = &specs[i];
+        json_t *shape = json_array(), *classes = json_array();
+        for (int d = 0; d < t->ndim; d++)
+            json_array_append_new(shape, t->shape[d] == DLK_DIM_VARIABLE
+                                         ? json_null()
+                                         : json_integer(t->shape[d]));
+        for (size_t k = 0; k < t->n_class_names; k++)
+            json_array_append_new(classes, json_string(t->class_names[k]));
+        json_array_append_new(a, json_pack("{s:s,s:s,s:o,s:s,s:s,s:o}",
+                                           "name", t->name,
+                                           "dtype", dlk_dtype_name(t->dtype),
+                                           "shape", shape,
+                                           "kind", dlk_kind_name(t->kind),
+                                           "codec", dlk_codec_name(t->codec),
+                                           "classes", classes));
+    }
+    return a;
+}
+
+/* The schema as lines "  NAME  DTYPE  SHAPE  KIND  CODEC  classes...". */
+static void print_schema(FILE *f, const json_t *schema)
+{
+    size_t i;
+    json_t *t;
+    fprintf(f, "schema:\n");
+    json_array_foreach(schema, i, t) {
+        char shape[128] = "scalar";
+        size_t d, len = 0;
+        json_t *x;
+        json_array_foreach(json_object_get(t, "shape"), d, x) {
+            if (len >= sizeof shape - 24)
+                break;
+            if (json_is_null(x))
+                len += (size_t)snprintf(shape + len, sizeof shape - len,
+                                        "%s?", d ? "x" : "");
+            else
+                len += (size_t)snprintf(shape + len, sizeof shape - len,
+                                        "%s%lld", d ? "x" : "",
+                                        (long long)json_integer_value(x));
+        }
+        fprintf(f, "  %-16s %-5s %-12s %-12s %s",
+                json_string_value(json_object_get(t, "name")),
+                json_string_value(json_object_get(t, "dtype")), shape,
+                json_string_value(json_object_get(t, "kind")),
+                json_string_value(json_object_get(t, "codec")));
+        json_t *cl = json_object_get(t, "classes");
+        size_t nc = json_array_size(cl);
+        for (size_t k = 0; k < nc && k < 8; k++)
+            fprintf(f, "%s%s", k ? ", " : "  classes: ",
+                    json_string_value(json_array_get(cl, k)));
+        if (nc > 8)
+            fprintf(f, ", ... (%zu)", nc);
+        fputc('\n', f);
+    }
+}
+
+static void on_schema(void *ud, const dlk_tensor_spec *specs, size_t n)
+{
+    ingest_cli *c = ud;
+    json_decref(c->schema);
+    c->schema = schema_json(specs, n);
+    /* before the rows on a terminal, so a wrong guess can be stopped */
+    if (c->tty && !c->quiet && !c->json && !c->o.dry_run)
+        print_schema(stderr, c->schema);
+}
+
 /* Ingest's threads allocate blocks of a few hundred KB by the thousand
  * (a slot's file, a sample).  glibc maps the larger ones and unmaps each
  * when freed; every munmap holds the address-space lock and interrupts
@@ -109,12 +211,17 @@ void ingest_cli_init(ingest_cli *c)
     c->errors = NULL; /* made on the first error: nothing to free on misuse */
     c->o.progress = on_progress;
     c->o.on_bad = on_bad;
+    c->o.on_schema = on_schema;
+    c->o.on_unused = on_unused;
     c->o.ud = c;
 }
 
 void ingest_cli_free(ingest_cli *c)
 {
     json_decref(c->errors);
+    json_decref(c->schema);
+    json_decref(c->unused);
+    json_decref(c->unused_why);
 }
 
 static int bad(const char *cmd, const char *opt, const char *arg,
@@ -247,6 +354,9 @@ int ingest_cli_opt(ingest_cli *c, const char *cmd, int code, const char *arg)
     case IO_NO_RESUME:
         o->no_resume = 1;
         return 0;
+    case IO_DRY_RUN:
+        o->dry_run = 1;
+        return 0;
     case IO_JSON:
         c->json = true;
         return 0;
@@ -279,6 +389,16 @@ int ingest_cli_source(ingest_cli *c, const char *cmd, const char *kind,
     }
     c->o.source = where;
     return 0;
+}
+
+/* "; N objects not samples" when there are any. */
+static const char *unused_note(const dlk_ingest_result *r, char note[64])
+{
+    note[0] = '\0';
+    if (r->unused)
+        snprintf(note, 64, "; %llu object%s not ingested (not samples)",
+                 (unsigned long long)r->unused, r->unused == 1 ? "" : "s");
+    return note;
 }
 
 int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
@@ -315,19 +435,43 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
             r->order == DLK_ORDER_SORTED ? "sorted" : "shuffled"));
         json_object_set_new(o, "order_seed",
                             json_integer((json_int_t)r->order_seed));
+        json_object_set_new(o, "dry_run", json_boolean(c->o.dry_run));
+        json_object_set_new(o, "planned", json_integer((json_int_t)r->planned));
+        json_object_set_new(o, "unused", json_integer((json_int_t)r->unused));
+        json_object_set_new(o, "unused_reasons", c->unused_why
+                            ? json_incref(c->unused_why) : json_object());
+        json_object_set_new(o, "unused_objects", c->unused
+                            ? json_incref(c->unused) : json_array());
+        json_object_set_new(o, "schema", c->schema ? json_incref(c->schema)
+                                                   : json_array());
         json_dumpf(o, stdout, JSON_PRESERVE_ORDER);
         putchar('\n');
         json_decref(o);
+    } else if (!c->quiet && c->o.dry_run) {
+        printf("dry run, nothing written: would ingest %llu rows from '%s'"
+               "%s; %llu objects not ingested, %llu skipped\n",
+               (unsigned long long)r->planned, c->o.source,
+               c->o.nshards > 1 ? " (this shard)" : "",
+               (unsigned long long)r->unused,
+               (unsigned long long)r->skipped);
+        if (c->schema)
+            print_schema(stdout, c->schema);
+        const char *why;
+        json_t *n;
+        json_object_foreach(c->unused_why, why, n)
+            printf("not ingested: %lld %s\n",
+                   (long long)json_integer_value(n), why);
     } else if (!c->quiet) {
-        char b1[32], b2[32];
+        char b1[32], b2[32], note[64];
         if (r->already)
             printf("already ingested by an earlier run of this command; "
                    "nothing to do\n");
         else
             printf("ingested %llu rows (%s read, %s of samples) in %.2f s; "
-                   "%llu skipped%s%s\n", (unsigned long long)r->ingested,
+                   "%llu skipped%s%s%s\n", (unsigned long long)r->ingested,
                    cmd_bytes(r->bytes_in, b1), cmd_bytes(r->bytes_out, b2),
                    r->seconds, (unsigned long long)r->skipped,
+                   unused_note(r, note),
                    r->resumed_rows ? "; resumed an interrupted run" : "",
                    r->complete ? ""
                    : "; shard staged, the last shard to finish merges");

@@ -13,7 +13,7 @@ enum {
     IO_RESIZE = 1000, IO_FIT, IO_LAYOUT, IO_CHANNELS, IO_MAX_PIXELS,
     IO_FRAMES, IO_FPS, IO_CLIP, IO_LABELS, IO_ON_ERROR, IO_UNORDERED,
     IO_JOBS, IO_FETCH, IO_SHARD, IO_CHECKPOINT, IO_NO_RESUME, IO_JSON,
-    IO_QUIET, IO_ORDER, IO_ORDER_SEED
+    IO_QUIET, IO_ORDER, IO_ORDER_SEED, IO_DRY_RUN
 };
 
 /* The usage lines of the shared options. */
@@ -23,6 +23,9 @@ typedef struct ingest_cli {
     dlk_ingest_opts o;
     bool json, quiet, tty;
     json_t *errors;      /* [{key, reason}] for --json */
+    json_t *schema;      /* [{name, dtype, shape, kind, codec, classes}] */
+    json_t *unused;      /* [{key, reason}]: the first UNUSED_LISTED */
+    json_t *unused_why;  /* {reason: count} */
     double last_draw;
 } ingest_cli;
 
@@ -58,6 +61,7 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
     {"fetch", required_argument, 0, IO_FETCH}, \
     {"shard", required_argument, 0, IO_SHARD}, \
     {"checkpoint", required_argument, 0, IO_CHECKPOINT}, \
-    {"no-resume", no_argument, 0, IO_NO_RESUME},
+    {"no-resume", no_argument, 0, IO_NO_RESUME}, \
+    {"dry-run", no_argument, 0, IO_DRY_RUN},
 
 #endif

@@ -612,9 +612,24 @@ typedef struct dlk_ingest_opts {
     double checkpoint_seconds; /* publish progress this often; 0: 30 */
     int no_resume;          /* ignore (and keep) what an earlier run of the
                                same command left: ingest everything again */
+    int dry_run;            /* list the source, infer or read the schema
+                               and report what would be ingested and
+                               what not (on_schema, on_unused, result:
+                               planned, unused); write nothing */
     void (*progress)(void *ud, const dlk_ingest_progress *p);
     /* Called for each skipped row (on_error skip) or the failing one. */
     void (*on_bad)(void *ud, const char *key, const char *reason);
+    /* Called once, before any row is read, with the schema the rows are
+     * ingested into (inferred from the source, or the dataset's). */
+    void (*on_schema)(void *ud, const dlk_tensor_spec *specs, size_t n);
+    /* Called for each object of the source that is not a sample, or that
+     * feeds no tensor (a README, .DS_Store, _SUCCESS, the --labels
+     * manifest, a file of no known kind, a .txt beside an image when the
+     * schema has no text tensor), with the reason; at most the first
+     * 1000 objects of the listing of these kinds, and every object of the
+     * rows that are no sample (no image or video where the schema has
+     * one).  Not errors: the run goes on. */
+    void (*on_unused)(void *ud, const char *key, const char *reason);
     void *ud;
 } dlk_ingest_opts;
 
@@ -622,6 +637,11 @@ typedef struct dlk_ingest_result {
     uint64_t ingested;      /* rows appended (each a sample of every tensor) */
     uint64_t skipped;       /* rows skipped for an error */
     uint64_t ignored;       /* objects of no known kind (not in any row) */
+    uint64_t unused;        /* objects not ingested that are not errors:
+                               no sample, or feeding no tensor (these
+                               and `ignored` included; see on_unused) */
+    uint64_t planned;       /* rows of samples this run had to do (with
+                               dry_run: would do), earlier runs' included */
     uint64_t bytes_in;      /* source bytes fetched by this process */
     uint64_t bytes_out;     /* raw sample bytes appended */
     uint64_t resumed_rows;  /* rows an earlier run had done already */

@@ -46,12 +46,46 @@ typedef struct ing_source {
     } *unsafe;          /* keys no store may read ("..", control bytes,
                            not UTF-8), sorted */
     size_t nunsafe;
+    struct ing_unused {
+        char *key;      /* escaped (dlk_key_escape) */
+        const char *why;
+    } *unused;          /* objects that cannot be a sample (a README,
+                           .DS_Store, _SUCCESS, the --labels manifest, a
+                           file of no known kind): the first
+                           ING_UNUSED_KEPT, in listing order */
+    size_t nunused;
+    uint64_t unused_total; /* all of them */
+    char *labels_key;   /* the --labels manifest's key, when inside */
     bool oom;
 } ing_source;
 
+#define ING_UNUSED_KEPT 1000
+
 /* List `url` (s3://bucket/prefix, file://DIR or DIR) and group the keys
- * into rows (source.c). */
-dlk_status ing_source_open(const char *url, ing_source *s, dlk_error *err);
+ * into rows (source.c); `labels` (or NULL), the --labels manifest, is no
+ * sample when it lies below `url`. */
+dlk_status ing_source_open(const char *url, const char *labels,
+                           ing_source *s, dlk_error *err);
+/* Keep (up to ING_UNUSED_KEPT) and count an object that is no sample. */
+void ing_source_unused(ing_source *s, const char *key, const char *why);
+
+/* What the tensors of a schema take from a row (unused.c). */
+typedef struct ing_feeds {
+    bool media;   /* an image or video tensor: rows without one are no
+                     samples */
+    bool text;    /* a text tensor takes .txt objects */
+    bool label;   /* a class_label tensor takes .cls objects */
+} ing_feeds;
+/* Add what tensor s takes to f. */
+void ing_feeds_add(ing_feeds *f, const dlk_tensor_spec *s);
+/* Whether a row is a sample of a schema that takes f.  For a row that is
+ * not, each of its objects, and for one that is, each object that feeds
+ * no tensor, is passed to report (may be NULL) with the reason and
+ * counted in *unused. */
+bool ing_row_is_sample(const ing_source *s, size_t row, const ing_feeds *f,
+                       void (*report)(void *ud, const char *key,
+                                      const char *why),
+                       void *ud, uint64_t *unused);
 void ing_source_free(ing_source *s);
 /* The stem of a row (not NUL-terminated: *len bytes). */
 const char *ing_row_stem(const ing_source *s, size_t row, size_t *len);

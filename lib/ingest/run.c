@@ -125,8 +125,15 @@ static dlk_status plan(ing_run *r, size_t a, size_t b, size_t **todo,
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     if (p->n_done_also)
         qsort(p->done_also, p->n_done_also, sizeof *p->done_also, cmp_str);
+    ing_feeds feeds = {0};
+    for (size_t t = 0; t < r->ds->m.ntensors; t++)
+        ing_feeds_add(&feeds, &r->ds->m.tensors[t].spec);
     for (size_t k = a; k < b; k++) {
         size_t i = r->rows[k];
+        if (!ing_row_is_sample(src, i, &feeds, r->o->on_unused, r->o->ud,
+                               &r->res->unused))
+            continue;
+        r->res->planned++;
         if (p->done_through &&
             ing_order_cmp(src, &r->order, i, p->done_through) <= 0) {
             r->res->resumed_rows++;
@@ -222,6 +229,37 @@ static dlk_status report_unsafe(ing_run *r, const ing_source *src,
     return DLK_OK;
 }
 
+/* Objects of the listing that cannot be samples (a README, .DS_Store,
+ * _SUCCESS): reported by the first shard, as report_unsafe does. */
+static void report_unused(ing_run *r, const ing_source *src)
+{
+    if (r->shard != 0)
+        return;
+    for (size_t i = 0; r->o->on_unused && i < src->nunused; i++)
+        r->o->on_unused(r->o->ud, src->unused[i].key, src->unused[i].why);
+    r->res->unused += src->unused_total;
+}
+
+/* The dataset's schema to opts->on_schema, class names included. */
+static dlk_status tell_schema(const ing_run *r, dlk_error *err)
+{
+    const dlk_dataset *ds = r->ds;
+    if (!r->o->on_schema)
+        return DLK_OK;
+    size_t n = ds->m.ntensors;
+    dlk_tensor_spec *v = calloc(n ? n : 1, sizeof *v);
+    if (!v)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        v[i] = ds->m.tensors[i].spec;
+        v[i].class_names = (const char *const *)ds->m.tensors[i].class_names;
+        v[i].n_class_names = ds->m.tensors[i].n_class_names;
+    }
+    r->o->on_schema(r->o->ud, v, n);
+    free(v);
+    return DLK_OK;
+}
+
 static dlk_status check_opts(const dlk_ingest_opts *o, dlk_error *err)
 {
     if (!o || !o->source || !*o->source)
@@ -300,14 +338,14 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
         memset(listed, 0, sizeof *listed);
         res->list_seconds = list_s;
     } else {
-        if ((rc = ing_source_open(o->source, &src, err)))
+        if ((rc = ing_source_open(o->source, o->labels, &src, err)))
             return rc;
         res->list_seconds = dlk_now_s() - t0;
     }
     res->ignored = src.ignored;
     bool local_dir = strncmp(o->source, "s3://", 5) != 0;
     if (local_dir && src.nobjs && src.npy == src.nobjs && !o->labels &&
-        o->nshards <= 1) {
+        o->nshards <= 1 && !o->dry_run) {
         ing_source_free(&src);
         const char *dir = strncmp(o->source, "file://", 7) == 0
                               ? o->source + 7 : o->source;
@@ -369,6 +407,26 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
         rc = setup_ctx(&r, &src, have_labels ? &labels : NULL, err);
     if (!rc)
         rc = ing_order_rows(&src, &r.order, &r.rows, err);
+    if (!rc)
+        rc = tell_schema(&r, err);
+    if (!rc)
+        report_unused(&r, &src);
+    size_t n = src.nrows;
+    size_t a = (size_t)((unsigned __int128)n * r.shard / r.nshards);
+    size_t b = (size_t)((unsigned __int128)n * (r.shard + 1) / r.nshards);
+    if (!rc && o->dry_run) {
+        /* the plan without the staging document: nothing is written */
+        size_t *all = NULL, nall = 0;
+        rc = plan(&r, a, b, &all, &nall, err);
+        free(all);
+        free(r.rows);
+        dlk_dataset_free(r.ds);
+        if (have_labels)
+            ing_labels_free(&labels);
+        ing_source_free(&src);
+        res->seconds = dlk_now_s() - t0;
+        return rc;
+    }
     char nonce[40] = "";
     if (!rc && o->no_resume) {
         uint64_t x = 0;
@@ -387,9 +445,6 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
     size_t *todo = NULL, ntodo = 0;
     bool resumed = false;
     if (!rc && !done) {
-        size_t n = src.nrows;
-        size_t a = (size_t)((unsigned __int128)n * r.shard / r.nshards);
-        size_t b = (size_t)((unsigned __int128)n * (r.shard + 1) / r.nshards);
         rc = begin_shard(&r, a, b, &resumed, err);
         if (!rc && !r.prog.complete)
             rc = plan(&r, a, b, &todo, &ntodo, err);

@@ -136,27 +136,77 @@ static void json_tensors(spec_list *l, const dlk_buf *b)
     json_decref(root);
 }
 
-/* The tensors of a listed source (the listing is the caller's). */
+/* Whether a row holds an object of role r. */
+static bool row_has(const ing_source *src, size_t row, ing_role r)
+{
+    const ing_row *rw = &src->rows[row];
+    for (uint32_t i = 0; i < rw->n; i++)
+        if (src->objs[rw->first + i].role == r)
+            return true;
+    return false;
+}
+
+/* Whether object i's row is a sample (has media, when any row has). */
+static bool in_sample(const ing_source *src, size_t i, bool media)
+{
+    if (!media)
+        return true;
+    const char *stem = src->objs[i].key;
+    uint32_t len = src->objs[i].stem_len;
+    /* the row's objects are next to it, sharing its stem */
+    for (size_t j = i; j-- > 0 && src->objs[j].stem_len == len &&
+                       memcmp(src->objs[j].key, stem, len) == 0;)
+        if (src->objs[j].role == ING_IMAGE || src->objs[j].role == ING_VIDEO)
+            return true;
+    for (size_t j = i + 1; j < src->nobjs && src->objs[j].stem_len == len &&
+                           memcmp(src->objs[j].key, stem, len) == 0; j++)
+        if (src->objs[j].role == ING_IMAGE || src->objs[j].role == ING_VIDEO)
+            return true;
+    return false;
+}
+
+/* The tensors of a listed source (the listing is the caller's).  The
+ * samples are the rows with an image or a clip (all rows when none has
+ * one: labels or text alone); a sidecar (.cls, .txt, .json) becomes a
+ * tensor only when more than half of the samples have one, so that a
+ * stray notes.txt never makes every image a bad row for want of text. */
 static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
                         dlk_tensor_spec **out, size_t *nout, dlk_error *err)
 {
     const ing_source src = *sp;
     dlk_status rc = DLK_OK;
-    bool image = false, video = false, cls = false, txt = false,
-         folders = true;
-    const ing_obj *json = NULL;
+    bool image = false, video = false, folders = true;
+    size_t media_rows = 0;
     for (size_t i = 0; i < src.nobjs; i++) {
         const ing_obj *ob = &src.objs[i];
         image |= ob->role == ING_IMAGE;
         video |= ob->role == ING_VIDEO;
-        cls |= ob->role == ING_CLS;
-        txt |= ob->role == ING_TXT;
-        if (ob->role == ING_JSON && !json)
-            json = ob;
         if ((ob->role == ING_IMAGE || ob->role == ING_VIDEO) &&
             !strchr(ob->key, '/'))
             folders = false;
     }
+    bool media = image || video;
+    size_t n_cls = 0, n_txt = 0, n_json = 0;
+    const ing_obj *json = NULL;
+    for (size_t r = 0; r < src.nrows; r++) {
+        if (media && !row_has(&src, r, ING_IMAGE) &&
+            !row_has(&src, r, ING_VIDEO))
+            continue;
+        media_rows++;
+        n_cls += row_has(&src, r, ING_CLS);
+        n_txt += row_has(&src, r, ING_TXT);
+        if (row_has(&src, r, ING_JSON)) {
+            n_json++;
+            const ing_row *rw = &src.rows[r];
+            for (uint32_t i = 0; !json && i < rw->n; i++)
+                if (src.objs[rw->first + i].role == ING_JSON)
+                    json = &src.objs[rw->first + i];
+        }
+    }
+    /* samples: media_rows (every row when there is no media) */
+    bool cls = n_cls * 2 > media_rows, txt = n_txt * 2 > media_rows;
+    if (n_json * 2 <= media_rows)
+        json = NULL;
     spec_list l = {0};
     names nm = {.all_int = true};
     int64_t sh[DLK_MAX_NDIM];
@@ -192,7 +242,7 @@ static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
         dlk_buf b;
         dlk_buf_init(&b);
         for (size_t i = 0; !rc && i < src.nobjs; i++) {
-            if (src.objs[i].role != ING_CLS)
+            if (src.objs[i].role != ING_CLS || !in_sample(&src, i, media))
                 continue;
             b.len = 0;
             rc = dlk_store_get(src.store, src.objs[i].key, 4096, &b, NULL,
@@ -283,7 +333,7 @@ dlk_status dlk_ingest_infer(const dlk_ingest_opts *o, dlk_tensor_spec **out,
     if (!o || !o->source)
         return dlk_fail(err, DLK_EINVAL, "no source to ingest from");
     ing_source src;
-    dlk_status rc = ing_source_open(o->source, &src, err);
+    dlk_status rc = ing_source_open(o->source, o->labels, &src, err);
     if (rc)
         return rc;
     rc = infer(o, &src, out, nout, err);
@@ -361,6 +411,51 @@ static dlk_status reuse(const char *url, const dlk_tensor_spec *s, size_t n,
     return DLK_OK;
 }
 
+/* --dry-run of a create: what the source's rows would give the schema
+ * s[0..n), reported as the run would; nothing is written. */
+static dlk_status dry_create(const dlk_ingest_opts *o,
+                             const ing_source *src, const dlk_tensor_spec *s,
+                             size_t n, dlk_ingest_result *res,
+                             dlk_error *err)
+{
+    ing_feeds f = {0};
+    for (size_t i = 0; i < n; i++)
+        ing_feeds_add(&f, &s[i]);
+    unsigned nshards = o->nshards > 1 ? o->nshards : 1;
+    unsigned shard = o->nshards > 1 ? o->shard : 0;
+    if (shard == 0) {
+        for (size_t i = 0; i < src->nunsafe; i++) {
+            char why[160];
+            snprintf(why, sizeof why, "not read: the key has %s",
+                     src->unsafe[i].why);
+            if (o->on_bad)
+                o->on_bad(o->ud, src->unsafe[i].key, why);
+            res->skipped++;
+        }
+        for (size_t i = 0; o->on_unused && i < src->nunused; i++)
+            o->on_unused(o->ud, src->unused[i].key, src->unused[i].why);
+        res->unused += src->unused_total;
+    }
+    /* the shard's rows in the order the run would append them */
+    ing_order order = {.shuffled = o->order != DLK_ORDER_SORTED,
+                       .seed = o->order_seed};
+    size_t *rows = NULL;
+    dlk_status rc = ing_order_rows(src, &order, &rows, err);
+    if (rc)
+        return rc;
+    size_t a = (size_t)((unsigned __int128)src->nrows * shard / nshards);
+    size_t b = (size_t)((unsigned __int128)src->nrows * (shard + 1) /
+                        nshards);
+    for (size_t k = a; k < b; k++)
+        res->planned += ing_row_is_sample(src, rows[k], &f, o->on_unused,
+                                          o->ud, &res->unused);
+    free(rows);
+    res->ignored = src->ignored;
+    res->order = order.shuffled ? DLK_ORDER_SHUFFLED : DLK_ORDER_SORTED;
+    res->order_seed = order.seed;
+    return DLK_OK;
+}
+
 dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
                              size_t n_specs, uint64_t chunk_bytes,
                              const dlk_ingest_opts *opts,
@@ -377,7 +472,7 @@ dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
     if (!n_specs) {
         if (!opts || !opts->source)
             return dlk_fail(err, DLK_EINVAL, "no source to ingest from");
-        if ((rc = ing_source_open(opts->source, &src, err)))
+        if ((rc = ing_source_open(opts->source, opts->labels, &src, err)))
             return rc;
         listed = true;
         list_s = dlk_now_s() - t0;
@@ -389,6 +484,28 @@ dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
         for (size_t i = 0; i < n; i++)
             inferred[i].chunk_bytes = chunk_bytes;
         specs = inferred;
+    }
+    if (opts && opts->dry_run) {
+        dlk_ingest_result local;
+        if (!result)
+            result = &local;
+        memset(result, 0, sizeof *result);
+        if (!listed) {
+            if (!opts->source)
+                return dlk_fail(err, DLK_EINVAL, "no source to ingest from");
+            if ((rc = ing_source_open(opts->source, opts->labels, &src, err)))
+                return rc;
+            listed = true;
+            list_s = dlk_now_s() - t0;
+        }
+        if (opts->on_schema)
+            opts->on_schema(opts->ud, specs, n);
+        rc = dry_create(opts, &src, specs, n, result, err);
+        result->list_seconds = list_s;
+        result->seconds = dlk_now_s() - t0;
+        dlk_ingest_specs_free(inferred, inferred ? n : 0);
+        ing_source_free(&src);
+        return rc;
     }
     dlk_dataset *ds = NULL;
     rc = dlk_dataset_create(url, specs, n, &ds, err);

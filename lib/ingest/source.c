@@ -54,14 +54,70 @@ static int add_unsafe(ing_source *s, const char *key, const char *why)
     return 0;
 }
 
+void ing_source_unused(ing_source *s, const char *key, const char *why)
+{
+    s->unused_total++;
+    if (s->nunused >= ING_UNUSED_KEPT)
+        return;
+    if (s->nunused % 64 == 0) {
+        struct ing_unused *v =
+            realloc(s->unused, (s->nunused + 64) * sizeof *v);
+        if (!v) {
+            s->oom = true;
+            return;
+        }
+        s->unused = v;
+    }
+    char safe[512];
+    dlk_key_escape(key, safe, sizeof safe);
+    if (!(s->unused[s->nunused].key = strdup(safe))) {
+        s->oom = true;
+        return;
+    }
+    s->unused[s->nunused++].why = why;
+}
+
+/* Files that tools and people leave beside data, whatever their
+ * extension: never a sample, so never a tensor of an inferred schema
+ * nor a bad row.  Media files are exempt (README.jpg is an image). */
+static const char *not_sample_name(const char *base, size_t stem_len)
+{
+    static const char *const notes[] = {
+        "README", "LICENSE", "LICENCE", "COPYING", "NOTICE", "CHANGELOG",
+        "CHANGES", "AUTHORS", "CITATION",
+    };
+    for (size_t i = 0; i < sizeof notes / sizeof notes[0]; i++)
+        if (stem_len == strlen(notes[i]) &&
+            strncasecmp(base, notes[i], stem_len) == 0)
+            return "not a sample: a README, licence or notes file";
+    /* job markers of Hadoop, Spark and Databricks */
+    static const char *const markers[] = {
+        "_SUCCESS", "_FAILED", "_committed_", "_started_", "_metadata",
+        "_common_metadata",
+    };
+    for (size_t i = 0; i < sizeof markers / sizeof markers[0]; i++)
+        if (strncmp(base, markers[i], strlen(markers[i])) == 0)
+            return "not a sample: a job marker file";
+    if (strcasecmp(base, "Thumbs.db") == 0 ||
+        strcasecmp(base, "desktop.ini") == 0)
+        return "not a sample: a file manager's file";
+    return NULL;
+}
+
 static int add_obj(void *ud, const char *key, uint64_t size)
 {
     ing_source *s = ud;
     const char *why = dlk_key_problem(key);
     if (why)
         return add_unsafe(s, key, why);
-    if (hidden(key))
-        return 0;
+    if (hidden(key)) {
+        ing_source_unused(s, key, "not a sample: a hidden file");
+        return s->oom;
+    }
+    if (s->labels_key && strcmp(key, s->labels_key) == 0) {
+        ing_source_unused(s, key, "not a sample: the --labels manifest");
+        return s->oom;
+    }
     const char *base = strrchr(key, '/');
     base = base ? base + 1 : key;
     const char *dot = strrchr(base, '.');
@@ -69,9 +125,18 @@ static int add_obj(void *ud, const char *key, uint64_t size)
     for (size_t i = 0; dot && i < sizeof roles / sizeof roles[0]; i++)
         if (strcasecmp(dot + 1, roles[i].ext) == 0)
             role = roles[i].role;
-    if (role == ING_NONE || dot == base) {
+    if (dot == base)
+        role = ING_NONE;
+    if (role != ING_IMAGE && role != ING_VIDEO &&
+        (why = not_sample_name(base, dot ? (size_t)(dot - base)
+                                         : strlen(base)))) {
+        ing_source_unused(s, key, why);
+        return s->oom;
+    }
+    if (role == ING_NONE) {
         s->ignored++;
-        return 0;
+        ing_source_unused(s, key, "not a sample: a file of no known kind");
+        return s->oom;
     }
     if (s->nobjs == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 1024;
@@ -126,14 +191,52 @@ static int unsafe_cmp(const void *a, const void *b)
                   ((const struct ing_unsafe *)b)->key);
 }
 
-dlk_status ing_source_open(const char *url, ing_source *s, dlk_error *err)
+/* "file://DIR", "DIR/" and "./DIR" name one local directory. */
+static char *local_path(const char *p)
+{
+    if (strncmp(p, "file://", 7) == 0)
+        p += 7;
+    char *r = realpath(p, NULL);
+    return r ? r : strdup(p);
+}
+
+/* The key of `labels` below the source `url`, or NULL. */
+static char *key_below(const char *url, const char *labels)
+{
+    bool s3 = strncmp(url, "s3://", 5) == 0;
+    if (s3 != (strncmp(labels, "s3://", 5) == 0))
+        return NULL;
+    char *root = s3 ? strdup(url) : local_path(url);
+    char *file = s3 ? strdup(labels) : local_path(labels);
+    char *key = NULL;
+    if (root && file) {
+        size_t n = strlen(root);
+        while (n && root[n - 1] == '/')
+            n--;
+        if (strncmp(file, root, n) == 0 && file[n] == '/')
+            key = strdup(file + n + 1);
+    }
+    free(root);
+    free(file);
+    return key;
+}
+
+dlk_status ing_source_open(const char *url, const char *labels,
+                           ing_source *s, dlk_error *err)
 {
     memset(s, 0, sizeof *s);
+    if (labels)
+        s->labels_key = key_below(url, labels);
     dlk_status rc = dlk_store_open(url, false, &s->store, err);
     if (rc == DLK_ENOTFOUND)
-        return dlk_fail(err, DLK_ENOTFOUND, "no source at '%s'", url);
-    if (rc)
-        return dlk_fail_wrap(err, "source");
+        rc = dlk_fail(err, DLK_ENOTFOUND, "no source at '%s'", url);
+    else if (rc)
+        rc = dlk_fail_wrap(err, "source");
+    if (rc) {
+        free(s->labels_key);
+        s->labels_key = NULL;
+        return rc;
+    }
     rc = dlk_store_list_wide(s->store, "", add_obj, s, err);
     if (!rc && s->oom)
         rc = dlk_fail(err, DLK_ENOMEM, "out of memory listing '%s'", url);
@@ -175,6 +278,10 @@ void ing_source_free(ing_source *s)
     for (size_t i = 0; i < s->nunsafe; i++)
         free(s->unsafe[i].key);
     free(s->unsafe);
+    for (size_t i = 0; i < s->nunused; i++)
+        free(s->unused[i].key);
+    free(s->unused);
+    free(s->labels_key);
     dlk_store_free(s->store);
     memset(s, 0, sizeof *s);
 }
