@@ -2,12 +2,12 @@
  * progressive, gray, YCbCr, CMYK and YCCK; EXIF orientation applied; the
  * size checked from the header before anything is allocated.  A libjpeg
  * warning is an error (a truncated file decodes to grey with only a
- * warning), except the few that concern bytes outside the image data:
- * extraneous bytes before a marker (cameras and editors write them;
- * libjpeg skips them and loses nothing) and JFIF metadata it does not
- * understand.  Warnings about the entropy-coded data (premature end,
- * bad Huffman code, a marker where data should be) stay errors: the
- * image would be partly grey or garbled. */
+ * warning; a bad Huffman code or a marker inside the data garbles it),
+ * except extraneous bytes before a marker, which cameras and editors
+ * write and libjpeg skips, losing nothing: between the header's segments
+ * (the file is decoded again without them, since TurboJPEG reports only
+ * the first warning of a call and a later one must not hide behind
+ * them) or right before EOI. */
 #include "ingest/decode.h"
 
 #include <limits.h>
@@ -86,22 +86,92 @@ static void cmyk_to_rgb(dlk_image *im, bool inverted)
     im->c = 3;
 }
 
-/* Warnings about bytes that are not image data (libjpeg's message
- * texts, jerror.h: JWRN_EXTRANEOUS_DATA, JWRN_JFIF_MAJOR,
- * JWRN_JFIF_BADTHUMBNAILSIZE). */
-static bool benign_warning(tjhandle tj)
+/* Extraneous bytes before a marker: libjpeg skips them and loses
+ * nothing.  TurboJPEG reports only the first warning of a call, so one
+ * of these may hide a later one that does lose data; see junk_ok. */
+static bool junk_warning(tjhandle tj)
 {
-    if (tjGetErrorCode(tj) != TJERR_WARNING)
-        return false;
-    const char *msg = tjGetErrorStr2(tj);
-    return strstr(msg, "extraneous bytes before marker") ||
-           strstr(msg, "unknown JFIF revision number") ||
-           strstr(msg, "thumbnail image size does not match");
+    return tjGetErrorCode(tj) == TJERR_WARNING &&
+           strstr(tjGetErrorStr2(tj), "extraneous bytes before marker");
+}
+
+/* p without the extraneous bytes between its marker segments before the
+ * first SOS, where cameras and editors leave them (in *out_n bytes); NULL
+ * when there are none there (or no memory). */
+static uint8_t *strip_header_junk(const uint8_t *p, size_t n, size_t *out_n)
+{
+    uint8_t *q = malloc(n);
+    if (!q)
+        return NULL;
+    memcpy(q, p, 2);
+    size_t i = 2, k = 2;
+    bool stripped = false;
+    while (i + 4 <= n) {
+        if (p[i] != 0xFF || p[i + 1] == 0x00) { /* junk, as libjpeg sees it */
+            i += p[i] == 0xFF ? 2 : 1;
+            stripped = true;
+            continue;
+        }
+        uint8_t mk = p[i + 1];
+        size_t len = (size_t)p[i + 2] << 8 | p[i + 3];
+        if (mk == 0xFF) {
+            q[k++] = p[i++];
+            continue;
+        }
+        if (mk == 0xDA || mk == 0xD9 || len < 2 || i + 2 + len > n)
+            break;
+        memcpy(q + k, p + i, 2 + len);
+        k += 2 + len;
+        i += 2 + len;
+    }
+    if (!stripped) {
+        free(q);
+        return NULL;
+    }
+    memcpy(q + k, p + i, n - i);
+    *out_n = k + n - i;
+    return q;
+}
+
+/* Junk that libjpeg reported after the header is stripped: accepted only
+ * right before EOI, where no image data follows that a hidden warning
+ * could concern. */
+static bool junk_ok(tjhandle tj)
+{
+    return junk_warning(tj) &&
+           strstr(tjGetErrorStr2(tj), "before marker 0xd9") != NULL;
+}
+
+static dlk_status jpeg_decode(const uint8_t *p, size_t n, const char *name,
+                              const dlk_image_opts *o, dlk_image *out,
+                              dlk_error *err, bool stripped);
+
+/* Decode p again without the junk of its header (once). */
+static dlk_status decode_stripped(const uint8_t *p, size_t n,
+                                  const char *name, const dlk_image_opts *o,
+                                  dlk_image *out, dlk_error *err)
+{
+    size_t m;
+    uint8_t *q = strip_header_junk(p, n, &m);
+    if (!q)
+        return dlk_fail(err, DLK_EDECODE, "cannot decode JPEG '%s': "
+                        "corrupt data: extraneous bytes between image data",
+                        name);
+    dlk_status st = jpeg_decode(q, m, name, o, out, err, true);
+    free(q);
+    return st;
 }
 
 dlk_status dlk_jpeg_decode(const uint8_t *p, size_t n, const char *name,
                            const dlk_image_opts *o, dlk_image *out,
                            dlk_error *err)
+{
+    return jpeg_decode(p, n, name, o, out, err, false);
+}
+
+static dlk_status jpeg_decode(const uint8_t *p, size_t n, const char *name,
+                              const dlk_image_opts *o, dlk_image *out,
+                              dlk_error *err, bool stripped)
 {
     memset(out, 0, sizeof *out);
     if (n > ULONG_MAX || n > INT_MAX)
@@ -117,12 +187,17 @@ dlk_status dlk_jpeg_decode(const uint8_t *p, size_t n, const char *name,
     if (!tj && !(tj = tjInitDecompress()))
         return dlk_fail(err, DLK_ENOMEM, "cannot decode JPEG '%s': %s", name,
                         tjGetErrorStr2(NULL));
-    bool tj_clean = false;
+    bool tj_clean = false, strip = false;
     dlk_status st = DLK_OK;
     int w = 0, h = 0, subsamp = 0, cs = 0; /* a tables-only JPEG sets none */
-    /* a warning fails the header call too, with the header read */
-    if (tjDecompressHeader3(tj, p, (unsigned long)n, &w, &h, &subsamp, &cs) &&
-        (!benign_warning(tj) || w <= 0 || h <= 0)) {
+    /* a warning fails the header call too: junk between the header's
+     * segments, decoded again without it so that a warning about the
+     * image data cannot hide behind it */
+    if (tjDecompressHeader3(tj, p, (unsigned long)n, &w, &h, &subsamp, &cs)) {
+        if (junk_warning(tj) && !stripped) {
+            strip = true;
+            goto done;
+        }
         st = dlk_fail(err, DLK_EDECODE, "cannot decode JPEG '%s': %s", name,
                       tjGetErrorStr2(tj));
         goto done;
@@ -199,7 +274,7 @@ dlk_status dlk_jpeg_decode(const uint8_t *p, size_t n, const char *name,
     } else {
         rc = tjDecompress2(tj, p, (unsigned long)n, out->px, sw, 0, sh, pf, 0);
     }
-    if (rc && !benign_warning(tj)) {
+    if (rc && !junk_ok(tj)) {
         st = dlk_fail(err, DLK_EDECODE, "cannot decode JPEG '%s': %s%s", name,
                       tjGetErrorCode(tj) == TJERR_WARNING ? "corrupt data: "
                                                           : "",
@@ -218,5 +293,7 @@ done:
         tjDestroy(tj);
     if (st)
         dlk_image_free(out);
+    if (strip)
+        st = decode_stripped(p, n, name, o, out, err);
     return st;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Images as cameras and editors write them: JPEGs with extraneous bytes
 # before a marker decode to the clean file's pixels (a truncated JPEG
-# still fails); a PNG's eXIf orientation is applied as a JPEG's is.
+# still fails, with junk or without); a PNG's eXIf orientation is applied as a JPEG's is.
 . "$DLK_TESTS/lib.sh"
 if ! python3 -c 'import PIL, numpy' 2>/dev/null; then
     skip "image quirks" "needs Pillow and numpy: python3 -m pip install pillow numpy"
@@ -22,6 +22,9 @@ for name, marker in (("b-dht", b"\xff\xc4"), ("c-sos", b"\xff\xda")):
     i = d.index(marker)
     open(f"{s}/{name}.jpg", "wb").write(d[:i] + b"\x00\x12\x34\x56" + d[i:])
 open(f"{s}/d-truncated.jpg", "wb").write(d[: len(d) * 2 // 3])
+# junk, then the file cut short: the junk's warning must not hide the cut
+i = d.index(b"\xff\xc4"); j = d[:i] + b"\x00\x12" + d[i:]
+open(f"{s}/e-junk-truncated.jpg", "wb").write(j[: len(j) * 2 // 3])
 # orientation 6 (turn 90 degrees clockwise) in a PNG's eXIf and in a JPEG
 exif = Image.Exif(); exif[0x0112] = 6
 im.save(f"{o}/e-exif6.png", exif=exif.tobytes())
@@ -33,11 +36,11 @@ EOF
 
 DS=$(ds_url ds)
 ok "ingest JPEGs with extraneous bytes" dlk create "$DS" from-dir "$S" --json
-check "3 decoded; only the truncated one skipped" python3 -c '
+check "3 decoded; only the truncated ones skipped" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))
-assert d["ingested"]==3 and d["skipped"]==1, d
-assert [e["key"] for e in d["errors"]]==["d-truncated.jpg"], d["errors"]
-assert "Premature end" in d["errors"][0]["reason"], d["errors"]' "$OUT"
+assert d["ingested"]==3 and d["skipped"]==2, d
+assert [e["key"] for e in d["errors"]]==["d-truncated.jpg", "e-junk-truncated.jpg"], d["errors"]
+assert all("Premature end" in e["reason"] for e in d["errors"]), d["errors"]' "$OUT"
 dump "$DS" > "$T/dump.txt"
 check "extraneous bytes before DHT and SOS: the clean pixels" python3 -c '
 import sys; h=[l.split()[2] for l in open(sys.argv[1]) if l.startswith("images ")]

@@ -196,9 +196,33 @@ static void fixture_errors(void)
                !memcmp(a.data.data, b.data.data, a.data.len),
            "extraneous bytes before EOI: decoded, same pixels (%s)",
            st ? err.msg : "ok");
-    dlk_buf_free(&a.data); /* zeroed on failure */
     dlk_buf_free(&b.data);
     free(junk);
+    /* Junk before DHT and before SOS (editors write it): the header call
+     * warns too, and the pixels are the clean file's. */
+    static const uint8_t markers[][2] = {{0xFF, 0xC4}, {0xFF, 0xDA}};
+    for (int k = 0; k < 2; k++) {
+        uint8_t *at = memmem(p, n, markers[k], 2);
+        if (!at)
+            continue;
+        size_t off = (size_t)(at - p);
+        junk = malloc(n + 4);
+        memcpy(junk, p, off);
+        memcpy(junk + off, "\x00\x12\x34\x56", 4);
+        memcpy(junk + off + 4, p + off, n - off);
+        err = (dlk_error){0};
+        st = dlk_decode_image(junk, n + 4, "junk.jpg", &o, &b, &err);
+        CHECKF(!st && a.data.len == b.data.len &&
+                   !memcmp(a.data.data, b.data.data, a.data.len),
+               "extraneous bytes before marker 0x%02X: decoded, same "
+               "pixels (%s)", markers[k][1], st ? err.msg : "ok");
+        dlk_buf_free(&b.data);
+        /* the same, truncated: still an error */
+        expect_fail(junk, (n + 4) * 2 / 3, "junk-cut.jpg", &o, DLK_EDECODE,
+                    "extraneous bytes and truncated: an error");
+        free(junk);
+    }
+    dlk_buf_free(&a.data); /* zeroed on failure */
     dlk_image_opts small = img_opts(3);
     small.max_pixels = 500 * 375 - 1;
     expect_fail(p, n, "base500.jpg", &small, DLK_ELIMIT,
