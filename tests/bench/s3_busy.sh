@@ -12,7 +12,9 @@
 # STEPS (default "13 50") the step times in ms; DEVICE (default auto:
 # cuda:0 when there is a GPU); WORKERS the loader's I/O threads and the
 # baseline's decode threads (default: the cores); BASELINE_S the
-# baseline's time limit (default 20); KEEP a folder for the JSON reports.
+# baseline's time limit (default 20); KEEP a folder for the JSON reports;
+# ROOT a folder holding bench/raw (the JPEGs) and bench/ds (the dataset)
+# from an earlier run, used instead of making them.
 #   DLK=build/dlk SRV=build/tests/s3_dir_server tests/bench/s3_busy.sh
 set -eu
 n=${1:-20000}
@@ -29,10 +31,15 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/dlk-busy.XXXXXX")
 pid=""
 stop() { [ -z "$pid" ] || { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; }; pid=""; }
 trap 'stop; rm -rf "$T"' EXIT
-python3 "$here/make_images.py" "$T/img" --n "$n" --jpeg-only >/dev/null
-mkdir -p "$T/root/bench"
-mv "$T/img/jpeg" "$T/root/bench/raw"
-"$DLK" create "$T/root/bench/ds" from-dir "$T/root/bench/raw" --resize 224x224 --quiet
+if [ -n "${ROOT:-}" ]; then
+    ln -s "$(cd "$ROOT" && pwd)" "$T/root"
+    n=$(ls "$T/root/bench/raw" | wc -l)
+else
+    python3 "$here/make_images.py" "$T/img" --n "$n" --jpeg-only >/dev/null
+    mkdir -p "$T/root/bench"
+    mv "$T/img/jpeg" "$T/root/bench/raw"
+    "$DLK" create "$T/root/bench/ds" from-dir "$T/root/bench/raw" --resize 224x224 --quiet
+fi
 echo "machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name --format=csv,noheader | head -n1 | sed 's/^/gpu: /'
 echo "data: $n JPEGs 500x375 q90 ($(du -sm "$T/root/bench/raw" | cut -f1) MB) and the dataset of them as u8 224x224x3 ($(du -sm "$T/root/bench/ds" | cut -f1) MB), both served by s3_dir_server"
