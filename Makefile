@@ -1,6 +1,6 @@
 # dlk - build, test, install.
 #
-#   make               build libdlk.a and the dlk binary (build/)
+#   make               build libdlk.a, libdlk.so and the dlk binary (build/)
 #   make test          run the test suite (installs missing deps as root)
 #   make check         what CI runs: make test, then make SAN=1 test
 #   make SAN=1 test    the same under AddressSanitizer + UBSan (build-san/)
@@ -102,11 +102,16 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
 LIBA    := $(BUILD)/libdlk.a
 DLK     := $(BUILD)/dlk
+# The shared library: soname libdlk.so.MAJOR; only the functions that
+# include/dlk.h declares are exported (a version script made from it).
+SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
+SONAME  := libdlk.so.$(SOMAJOR)
+LIBSO   := $(BUILD)/libdlk.so.$(VERSION)
 
 .PHONY: check all test demo install install-bin install-lib install-man clean deps \
         check-deps fuzz bench dist
 
-all: $(LIBA) $(DLK)
+all: $(LIBA) $(LIBSO) $(DLK)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -121,6 +126,17 @@ $(BUILD)/%.cu.o: %.cu
 $(LIBA): $(LIB_OBJ)
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/libdlk.map: include/dlk.h
+	@mkdir -p $(dir $@)
+	$(Q){ echo '{ global:'; sed -n 's/^[a-z].*[ *]\(dlk_[a-z0-9_]*\)(.*/    \1;/p' $< | sort -u; \
+	    echo '  local: *; };'; } > $@
+
+$(LIBSO): $(LIB_OBJ) $(BUILD)/libdlk.map
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,$(SONAME) \
+	    -Wl,--version-script=$(BUILD)/libdlk.map -o $@ $(LIB_OBJ) $(LIBS)
+	$(Q)ln -sf $(notdir $@) $(BUILD)/$(SONAME) && ln -sf $(SONAME) $(BUILD)/libdlk.so
 
 $(DLK): $(CMD_OBJ) $(LIBA)
 	@$(if $(Q),echo "  LINK    $@")
@@ -187,9 +203,12 @@ install-bin: $(DLK)
 	install -d $(DESTDIR)$(bindir)
 	install -m 755 $(DLK) $(DESTDIR)$(bindir)/dlk
 
-install-lib: $(LIBA) dlk.pc
+install-lib: $(LIBA) $(LIBSO) dlk.pc
 	install -d $(DESTDIR)$(libdir) $(DESTDIR)$(incdir) $(DESTDIR)$(pcdir)
 	install -m 644 $(LIBA) $(DESTDIR)$(libdir)/libdlk.a
+	install -m 755 $(LIBSO) $(DESTDIR)$(libdir)/$(notdir $(LIBSO))
+	ln -sf $(notdir $(LIBSO)) $(DESTDIR)$(libdir)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(libdir)/libdlk.so
 	install -m 644 include/dlk.h $(DESTDIR)$(incdir)/dlk.h
 	install -m 644 dlk.pc $(DESTDIR)$(pcdir)/dlk.pc
 

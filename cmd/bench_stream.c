@@ -68,17 +68,6 @@ static unsigned long long parse_bytes(const char *s)
     return *end ? 0 : v;
 }
 
-static long env_long(const char *a, const char *b, const char *c, long dflt)
-{
-    const char *names[] = {a, b, c};
-    for (int i = 0; i < 3; i++) {
-        const char *v = names[i] ? getenv(names[i]) : NULL;
-        if (v && *v)
-            return strtol(v, NULL, 10);
-    }
-    return dflt;
-}
-
 /* Shuffle quality of one rank's epoch: how far each sample lands from
  * its place in sorted order (relative to a random permutation's n/3), and
  * the correlation of neighbours. */
@@ -268,10 +257,16 @@ int cmd_bench_stream(int argc, char **argv)
         return EXIT_USAGE;
     }
     /* rank and world from the flags, else from the launcher */
+    dlk_launch launch;
+    dlk_error lerr;
+    if (dlk_launch_env(&launch, &lerr)) {
+        cmd_error("bench-stream", "%s", lerr.msg);
+        return EXIT_USAGE;
+    }
     if (rank < 0)
-        rank = env_long("RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", 0);
+        rank = launch.rank;
     if (world < 0)
-        world = env_long("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", 1);
+        world = launch.world_size;
     if (world < 1 || rank < 0 || rank >= world) {
         cmd_error("bench-stream", "rank %ld is not in a world of %ld", rank,
                   world);
@@ -284,9 +279,7 @@ int cmd_bench_stream(int argc, char **argv)
     if (strcmp(device, "auto") == 0) {
         char why[160];
         if (dlk_cuda_available(why, sizeof why)) {
-            snprintf(devbuf, sizeof devbuf, "cuda:%ld",
-                     env_long("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
-                              "SLURM_LOCALID", 0));
+            snprintf(devbuf, sizeof devbuf, "cuda:%u", launch.local_rank);
             device = devbuf;
         } else {
             fprintf(stderr, "dlk bench-stream: no usable GPU (%s); running "

@@ -494,7 +494,43 @@ dlk_status dlk_source_baseline(const dlk_baseline_opts *o,
 /* Whether this build can use CUDA and a device is present (0/1), with a
  * one-line reason when not. */
 int dlk_cuda_available(char *why, size_t cap);
+/* Frees what the loader holds, batches still kept (dlk_loader_keep)
+ * included. */
 void dlk_loader_close(dlk_loader *l);
+
+/* Keep the current batch's memory (its tensors' data) past the next
+ * dlk_loader_next: later batches are gathered into other buffers, reused
+ * from those given back, so a consumer may hold several batches at once.
+ * The batch's host arrays (indices, pad, offsets, shapes) still last only
+ * until the next call: copy what is needed.  Fails (DLK_EINVAL) when no
+ * batch is current or it is kept already. */
+typedef struct dlk_kept dlk_kept;
+dlk_status dlk_loader_keep(dlk_loader *l, dlk_kept **out, dlk_error *err);
+/* Give a kept batch's memory back for reuse.  On a CUDA device,
+ * `cuda_stream` (a cudaStream_t; NULL for the legacy default stream) is
+ * the stream that last read it: the loader's later writes into the memory
+ * wait for the work queued on it so far, without blocking the host.
+ * Ignored on cpu. */
+void dlk_loader_release(dlk_loader *l, dlk_kept *k, void *cuda_stream);
+/* Make `cuda_stream` (a cudaStream_t; NULL for the legacy default stream)
+ * wait for the device work that produced the current batch, without
+ * blocking the host: a consumer's kernels queued on that stream afterwards
+ * see the batch's bytes.  Nothing to do on cpu (batches are complete when
+ * dlk_loader_next returns). */
+dlk_status dlk_loader_stream_wait(dlk_loader *l, void *cuda_stream,
+                                  dlk_error *err);
+
+/* Where a launcher placed this process: torchrun (RANK, WORLD_SIZE,
+ * LOCAL_RANK), Open MPI (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK) or
+ * Slurm (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID), each value from the
+ * first of those variables that is set; rank 0 of 1 and local rank 0
+ * without a launcher.  The one place the library reads the environment:
+ * loader options take the values explicitly.  DLK_EINVAL naming the
+ * variable for a value that is not a number in range. */
+typedef struct dlk_launch {
+    uint32_t rank, world_size, local_rank;
+} dlk_launch;
+dlk_status dlk_launch_env(dlk_launch *out, dlk_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Requests made to storage by this process (all stores, all threads).  */

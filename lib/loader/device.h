@@ -65,6 +65,12 @@ typedef struct dlk_dev_ops {
     dlk_status (*mark)(dlk_dev *d, size_t *id, dlk_error *err);
     dlk_status (*span)(dlk_dev *d, size_t from, size_t to, double *wall_s,
                        double *busy_s, dlk_error *err);
+    /* A consumer's stream (cudaStream_t; NULL: the legacy default) waits
+     * for the device work queued so far (the batches gathered), and the
+     * device's later work waits for what is queued on that stream (before
+     * a buffer it read is written again).  No host wait; cpu: nothing. */
+    dlk_status (*consumer_waits)(dlk_dev *d, void *stream, dlk_error *err);
+    dlk_status (*wait_consumer)(dlk_dev *d, void *stream, dlk_error *err);
 } dlk_dev_ops;
 
 struct dlk_dev {

@@ -154,10 +154,20 @@ static dlk_status cpu_span(dlk_dev *d, size_t from, size_t to, double *wall_s,
     return DLK_OK;
 }
 
+/* Batches are complete when gathered: no stream to order. */
+static dlk_status cpu_no_stream(dlk_dev *d, void *stream, dlk_error *err)
+{
+    (void)d;
+    (void)stream;
+    (void)err;
+    return DLK_OK;
+}
+
 static const dlk_dev_ops cpu_ops = {
     false, cpu_alloc, cpu_free, cpu_upload, cpu_host_done, cpu_release,
     cpu_register, cpu_unregister, cpu_alloc, cpu_free, cpu_gather, cpu_step,
-    cpu_sync, cpu_close, cpu_set_budget, cpu_mark, cpu_span,
+    cpu_sync, cpu_close, cpu_set_budget, cpu_mark, cpu_span, cpu_no_stream,
+    cpu_no_stream,
 };
 
 dlk_status dlk_dev_open_cpu(dlk_dev **out, dlk_error *err)

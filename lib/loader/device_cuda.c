@@ -634,10 +634,44 @@ static dlk_status cu_span(dlk_dev *d, size_t from, size_t to, double *wall_s,
     return DLK_OK;
 }
 
+/* `waiter` waits for what is queued on `signaller` so far, through an
+ * event (destroying it right after the wait is queued is allowed). */
+static dlk_status stream_order(cudaStream_t signaller, cudaStream_t waiter,
+                               dlk_error *err)
+{
+    cudaEvent_t ev;
+    CK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    cudaError_t e = cudaEventRecord(ev, signaller);
+    if (e == cudaSuccess)
+        e = cudaStreamWaitEvent(waiter, ev, 0);
+    cudaEventDestroy(ev);
+    if (e != cudaSuccess)
+        return dlk_fail(err, DLK_EGPU, "cannot order a consumer's stream "
+                        "with the loader's: %s", cudaGetErrorString(e));
+    return DLK_OK;
+}
+
+static dlk_status cu_consumer_waits(dlk_dev *d, void *stream, dlk_error *err)
+{
+    cuda_dev *c = (cuda_dev *)d;
+    set_device(c);
+    return stream_order(c->compute, stream ? (cudaStream_t)stream
+                                           : cudaStreamLegacy, err);
+}
+
+static dlk_status cu_wait_consumer(dlk_dev *d, void *stream, dlk_error *err)
+{
+    cuda_dev *c = (cuda_dev *)d;
+    set_device(c);
+    return stream_order(stream ? (cudaStream_t)stream : cudaStreamLegacy,
+                        c->compute, err);
+}
+
 static const dlk_dev_ops cuda_ops = {
     true, cu_host_alloc, cu_host_free, cu_upload, cu_host_done, cu_release,
     cu_register, cu_unregister, cu_batch_alloc, cu_batch_free, cu_gather,
     cu_step, cu_sync, cu_close, cu_set_budget, cu_mark, cu_span,
+    cu_consumer_waits, cu_wait_consumer,
 };
 
 int dlk_cuda_available(char *why, size_t cap)

@@ -296,6 +296,8 @@ static dlk_status assemble(dlk_loader *l, uint64_t p0, uint32_t b,
         }
         if (lt->variable)
             lt->offsets[b] = total;
+        if (!lt->buf)
+            dlk_loader_take_spare(l, lt, total);
         if (total > lt->cap) {
             if (lt->buf)
                 l->dev->ops->batch_free(l->dev, lt->buf);
@@ -354,6 +356,7 @@ dlk_status dlk_loader_next(dlk_loader *l, const dlk_batch **out,
     l->stats.samples += b;
     l->stats.batches++;
     l->have_batch = true;
+    l->batch_kept = false;
     *out = &l->batch;
     return DLK_OK;
 }

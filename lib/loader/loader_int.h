@@ -8,6 +8,10 @@
 
 #include <pthread.h>
 
+/* Batch buffers a tensor keeps for reuse once kept batches come back;
+ * more are freed (a consumer holding many batches is rare). */
+#define DLK_SPARES 8
+
 enum { SLOT_WAITING = 0, SLOT_LOADING, SLOT_READY, SLOT_FAILED, SLOT_DONE };
 
 /* A chunk of a tensor needed over positions [first_pos, last_pos]. */
@@ -37,6 +41,9 @@ typedef struct dlk_loader_tensor {
     uint64_t cap;
     uint64_t *offsets;          /* variable: batch+1 */
     int64_t *shapes;            /* variable: batch*ndim */
+    /* batch buffers given back after dlk_loader_keep, for reuse */
+    struct dlk_spare { void *p; uint64_t cap; } spare[DLK_SPARES];
+    size_t nspare;
 } dlk_loader_tensor;
 
 /* One epoch's plan: the rank's order and the slots it needs. */
@@ -78,6 +85,8 @@ struct dlk_loader {
     dlk_gather *gather;         /* per tensor: batch entries */
     dlk_batch batch;
     bool have_batch;
+    bool batch_kept;            /* its buffers were taken by dlk_loader_keep */
+    struct dlk_kept *kept;      /* kept batches not given back (close frees) */
     uint64_t host_fold;
     size_t nmarks;               /* dlk_loader_mark calls that succeeded */
 
@@ -107,6 +116,12 @@ struct dlk_loader {
 };
 
 void dlk_loader_release_slot(dlk_loader *l, dlk_slot *s);
+/* Batch buffers (loader_keep.c): a spare of lt for a batch of `need`
+ * bytes into lt->buf, when lt has none; free the spares and what is
+ * still kept, at close. */
+void dlk_loader_take_spare(dlk_loader *l, dlk_loader_tensor *lt,
+                           uint64_t need);
+void dlk_loader_free_kept(dlk_loader *l);
 /* Release what a plan's slots hold (after the workers stopped: also those
  * failed or waiting for their upload) and free the plan. */
 void dlk_plan_free(dlk_loader *l, dlk_plan *pl, bool stopped);

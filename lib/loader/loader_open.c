@@ -315,6 +315,7 @@ void dlk_loader_close(dlk_loader *l)
         free(l->maps[t]);
     }
     free(l->maps);
+    dlk_loader_free_kept(l);
     for (size_t t = 0; t < l->nt; t++) {
         if (l->t[t].buf)
             l->dev->ops->batch_free(l->dev, l->t[t].buf);

@@ -1,0 +1,47 @@
+/* launch.c - rank, world size and local rank from a launcher's
+ * environment (torchrun, Open MPI, Slurm). */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* The first of `names` that is set, parsed into *out (kept otherwise). */
+static dlk_status from_env(const char *const names[3], uint32_t *out,
+                           dlk_error *err)
+{
+    for (int i = 0; i < 3; i++) {
+        const char *v = getenv(names[i]);
+        if (!v || !*v)
+            continue;
+        char *end;
+        errno = 0;
+        long long n = strtoll(v, &end, 10);
+        if (errno || *end || n < 0 || n > (long long)UINT32_MAX)
+            return dlk_fail(err, DLK_EINVAL, "bad %s '%.40s' (a number "
+                            "from 0 is expected)", names[i], v);
+        *out = (uint32_t)n;
+        return DLK_OK;
+    }
+    return DLK_OK;
+}
+
+dlk_status dlk_launch_env(dlk_launch *out, dlk_error *err)
+{
+    static const char *const rank[3] = {"RANK", "OMPI_COMM_WORLD_RANK",
+                                        "SLURM_PROCID"};
+    static const char *const world[3] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE",
+                                         "SLURM_NTASKS"};
+    static const char *const local[3] = {"LOCAL_RANK",
+                                         "OMPI_COMM_WORLD_LOCAL_RANK",
+                                         "SLURM_LOCALID"};
+    dlk_launch l = {0, 1, 0};
+    dlk_status rc = from_env(rank, &l.rank, err);
+    if (!rc)
+        rc = from_env(world, &l.world_size, err);
+    if (!rc)
+        rc = from_env(local, &l.local_rank, err);
+    if (rc)
+        return rc;
+    *out = l;
+    return DLK_OK;
+}
