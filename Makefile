@@ -7,6 +7,7 @@
 #   make SAN=thread test   ThreadSanitizer (build-tsan/)
 #   make demo          the main job on a small built-in example
 #   make fuzz          build the libFuzzer targets (clang)
+#   make shared        build/libdlk.so only (the Python package links it)
 #   make install PREFIX=/usr/local DESTDIR=
 #   make deps          install the Debian packages (root) or print the line
 #   V=1                show the commands
@@ -108,10 +109,13 @@ SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
 SONAME  := libdlk.so.$(SOMAJOR)
 LIBSO   := $(BUILD)/libdlk.so.$(VERSION)
 
-.PHONY: check all test demo install install-bin install-lib install-man clean deps \
-        check-deps fuzz bench dist
+.PHONY: check all shared test demo install install-bin install-lib install-man clean \
+        deps check-deps fuzz bench dist
 
 all: $(LIBA) $(LIBSO) $(DLK)
+
+# the shared library alone (what `pip install ./python` builds)
+shared: $(LIBSO)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

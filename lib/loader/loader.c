@@ -378,7 +378,18 @@ dlk_status dlk_loader_step(dlk_loader *l, double step_ms, dlk_error *err)
 
 uint64_t dlk_loader_batches(const dlk_loader *l)
 {
-    return l->plan.order.batches; /* of the epoch being read */
+    if (l->planned)
+        return l->plan.order.batches; /* of the epoch being read */
+    /* before the epoch's first batch: its order, made to be counted */
+    dlk_order_params p = {l->o.shuffle, l->o.seed, l->o.window_chunks,
+                          l->o.drop_last};
+    dlk_order o;
+    memset(&o, 0, sizeof o);
+    uint64_t n = dlk_order_build(l->block_first, l->block_count, l->nblocks,
+                                 &p, &l->st, l->o.rank, &o, NULL)
+                 ? 0 : o.batches;
+    dlk_order_free(&o);
+    return n;
 }
 
 void dlk_loader_state_get(const dlk_loader *l, dlk_loader_state *out)

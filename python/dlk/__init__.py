@@ -1,0 +1,259 @@
+"""dlk: read and stream dlk datasets from Python.
+
+    ds = dlk.open("s3://bucket/train")          # or a path, file://PATH
+    ds.tensors, ds.commit, len(ds), ds[i], ds.log()
+
+    loader = dlk.Loader(ds, batch_size=256, device="cuda")
+    for batch in loader:                         # one epoch per loop
+        images = torch.from_dlpack(batch["images"])   # no copy
+        rows = batch.index                       # the dataset rows
+
+Every call goes to libdlk (include/dlk.h); failures raise dlk.Error with
+the library's message, its status number (.code) and the exit-code class
+the `dlk` command would give (.exit_code: 2 bad usage, 3 failed, 4 a
+concurrent writer).
+"""
+import json as _json
+
+import numpy as _np
+
+from . import _core
+from ._core import Error, Tensor
+
+__all__ = ["open", "Dataset", "Loader", "Batch", "Tensor", "Error",
+           "launch_env", "cuda_available", "__version__"]
+__version__ = _core.version()
+
+# dlk dtype names -> numpy (bf16 has no numpy type: its raw 16 bits)
+_NP = {"u8": _np.uint8, "i8": _np.int8, "u16": _np.uint16, "i16": _np.int16,
+       "u32": _np.uint32, "i32": _np.int32, "u64": _np.uint64,
+       "i64": _np.int64, "f16": _np.float16, "bf16": _np.uint16,
+       "f32": _np.float32, "f64": _np.float64, "bool": _np.bool_}
+
+
+def launch_env():
+    """(rank, world_size, local_rank) as torchrun, MPI or Slurm set them
+    (the same variables `dlk bench-stream` reads); (0, 1, 0) without."""
+    return _core.launch_env()
+
+
+def cuda_available():
+    """(True, "") when this build has CUDA and a GPU is there, else
+    (False, why)."""
+    return _core.cuda_available()
+
+
+class Dataset:
+    """A dataset opened at its head or at a commit (`at`: "main",
+    "main~2", an id or a unique prefix)."""
+
+    def __init__(self, url, at=None):
+        self._ds = _core.Dataset(str(url), at)
+        self.url = self._ds.url
+        self.at = at
+        self._tensors = self._ds.tensors()
+        self._index = {t["name"]: i for i, t in enumerate(self._tensors)}
+
+    @property
+    def tensors(self):
+        """The tensors in schema order: dicts of name, kind, dtype, shape
+        (None where a dimension varies), classes (class labels' names),
+        samples, chunks, stored_bytes, raw_bytes."""
+        return [dict(t) for t in self._tensors]
+
+    @property
+    def commit(self):
+        """The commit id of the state opened (None before any commit)."""
+        return self._ds.head
+
+    def __len__(self):
+        """Rows: the sample count every tensor shares (the smallest)."""
+        return min((t["samples"] for t in self._tensors), default=0)
+
+    def __getitem__(self, row):
+        """Row `row` as {tensor name: numpy array}; a class label also
+        gives "NAME_class", its class name (None when out of range)."""
+        n = len(self)
+        if row < 0:
+            row += n
+        if not 0 <= row < n:
+            raise IndexError(f"row {row} is not in a dataset of {n} rows")
+        out = {}
+        for i, t in enumerate(self._tensors):
+            dtype, shape, data = self._ds.read(i, row)
+            a = _np.frombuffer(data, dtype=_NP[dtype]).reshape(shape)
+            out[t["name"]] = a
+            if t["kind"] == "class_label" and t["classes"]:
+                v = int(a.reshape(-1)[0]) if a.size else -1
+                out[t["name"] + "_class"] = (
+                    t["classes"][v] if 0 <= v < len(t["classes"]) else None)
+        return out
+
+    def read(self, tensor, row):
+        """One sample of one tensor as a numpy array."""
+        if tensor not in self._index:
+            raise KeyError(f"no tensor '{tensor}' in '{self.url}'")
+        dtype, shape, data = self._ds.read(self._index[tensor], row)
+        return _np.frombuffer(data, dtype=_NP[dtype]).reshape(shape)
+
+    def log(self, at=None, max=0):
+        """The history from `at` (default main), newest first: dicts of
+        id, parent, time, message, bytes_added, chunks_added, samples."""
+        return self._ds.log(at, max)
+
+    def __repr__(self):
+        return f"dlk.Dataset({self.url!r}, {len(self)} rows)"
+
+
+def open(url, at=None):  # noqa: A001 - the package's verb
+    """Open a dataset: a local path, file://PATH or s3://bucket/prefix."""
+    return Dataset(url, at)
+
+
+class Batch(dict):
+    """One batch: {tensor name: dlk.Tensor} (variable-shape tensors: a
+    list with one dlk.Tensor per sample), plus
+
+      .index  numpy u64 array: the dataset row of each sample
+      .pad    numpy bool array: True where a sample repeats as padding
+              (the last batch of an epoch, unless drop_last)
+      .epoch, .step
+
+    The memory stays valid as long as any of its tensors (or anything a
+    framework made from them with from_dlpack) is alive."""
+    __slots__ = ("index", "pad", "epoch", "step")
+
+
+def _parse_bytes(v):
+    if v is None:
+        return 0
+    if isinstance(v, int):
+        return v
+    s = str(v).strip()
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(s[-1:].upper())
+    return int(s[:-1]) * mult if mult else int(s)
+
+
+class Loader:
+    """Shuffled, sharded, prefetched batches of a dataset.
+
+    url_or_ds   a URL or a dlk.Dataset
+    batch_size  samples per batch
+    shuffle, seed   the order (the same on every rank for a seed)
+    tensors     names to load (default all)
+    device      "cuda" (cuda:LOCAL_RANK), "cuda:N", "cpu", or "auto"
+                (cuda when a GPU is there, else cpu)
+    epochs      None: each `for batch in loader` runs one epoch, as long as
+                one keeps iterating; E: iterating runs the remaining of E
+                epochs in one loop, and nothing is read ahead past the last
+    drop_last   drop the samples that do not fill a last batch (else it is
+                padded with repeats, flagged in batch.pad)
+    rank, world_size  default: the launcher's (torchrun, MPI, Slurm)
+    at          a commit to read (with a URL)
+    memory      bytes for chunk buffers (int, or "4G"); default derived
+    workers     I/O threads (default: the cores, at most 32)
+    state       a state_dict() to continue from (any world or batch size)
+
+    len(loader) is the number of batches this rank gets in an epoch."""
+
+    def __init__(self, url_or_ds, batch_size=256, shuffle=True, seed=0,
+                 tensors=None, device="cuda", epochs=None, drop_last=False,
+                 rank=None, world_size=None, at=None, memory=None,
+                 workers=None, state=None, window=None, prefetch=None,
+                 verify=True):
+        if isinstance(url_or_ds, Dataset):
+            if at is not None and at != url_or_ds.at:
+                raise ValueError("at= is for a URL; open the Dataset at it")
+            self.dataset = url_or_ds
+        else:
+            self.dataset = Dataset(url_or_ds, at)
+        env_rank, env_world, local_rank = _core.launch_env()
+        rank = env_rank if rank is None else rank
+        world_size = env_world if world_size is None else world_size
+        if device == "auto":
+            device = "cuda" if _core.cuda_available()[0] else "cpu"
+        if device == "cuda":
+            device = f"cuda:{local_rank}"
+        if isinstance(state, dict):
+            state = _json.dumps(state["dlk"] if "dlk" in state else state)
+        self.device = device
+        self.batch_size = batch_size
+        self.world_size = world_size
+        self.epochs = epochs
+        self._epochs_done = 0
+        self._l = _core.Loader(
+            self.dataset._ds, device, batch_size=batch_size,
+            shuffle=bool(shuffle), seed=seed,
+            tensors=list(tensors) if tensors is not None else None,
+            epochs=epochs or 0, drop_last=bool(drop_last), rank=rank,
+            world_size=world_size, memory=_parse_bytes(memory),
+            workers=workers or 0, window=window or 0,
+            prefetch=prefetch or 0, verify=bool(verify), state=state)
+        if state is not None:
+            self._epochs_done = _json.loads(state)["epoch"]
+
+    def __len__(self):
+        return self._l.batches()
+
+    def _next(self):
+        r = self._l.next()
+        if r is None:
+            return None
+        epoch, step, index, pad, tensors = r
+        b = Batch(tensors)
+        b.index = _np.frombuffer(index, dtype=_np.uint64)
+        b.pad = _np.frombuffer(pad, dtype=_np.uint8).astype(bool)
+        b.epoch, b.step = epoch, step
+        return b
+
+    def __iter__(self):
+        while True:
+            if self.epochs is not None and self._epochs_done >= self.epochs:
+                return
+            while True:
+                b = self._next()
+                if b is None:
+                    break
+                yield b
+            self._epochs_done += 1
+            if self.epochs is None:
+                return
+
+    def set_epoch(self, epoch):
+        """Start epoch `epoch` from its beginning (its order depends on
+        seed and epoch); nothing happens if the loader stands there."""
+        st = _json.loads(self._l.state())
+        fresh = st["nseg"] == 1 and st["segments"][0]["steps"] == 0
+        if st["epoch"] == epoch and fresh:
+            return
+        st.update(epoch=epoch, samples=0, nseg=1,
+                  segments=[{"world": self.world_size,
+                             "batch": self.batch_size, "steps": 0}])
+        self._l.restore(_json.dumps(st))
+        self._epochs_done = epoch
+
+    def state_dict(self):
+        """Where the epoch stands (plain data; save it with a checkpoint
+        and pass it back as Loader(..., state=...))."""
+        return {"dlk": _json.loads(self._l.state())}
+
+    def load_state_dict(self, state):
+        """Continue from a state_dict() (of any world or batch size)."""
+        st = state["dlk"] if "dlk" in state else state
+        self._l.restore(_json.dumps(st))
+        self._epochs_done = st["epoch"]
+
+    def stats(self):
+        """Where time went: storage, decompression, copies, waits."""
+        return self._l.stats()
+
+    def close(self):
+        """Stop the I/O threads (batches still held stay valid: the loader
+        goes once the last of them is freed)."""
+        self._l.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

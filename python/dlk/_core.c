@@ -1,0 +1,1007 @@
+/* _core.c - the CPython binding of libdlk: thin wrappers over the public
+ * API of include/dlk.h, and batch tensors that hand their memory out
+ * through DLPack without a copy.
+ *
+ * Why a C extension rather than ctypes or cffi: a batch becomes a handful
+ * of Python objects and DLPack capsules whose deleters must run the
+ * library's release, and the loader call must drop the GIL while it
+ * waits; here that costs a few microseconds per batch, with no struct
+ * layouts copied into Python. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "dlk.h"
+
+/* ---- DLPack (dlpack.h v1.0; the ABI is stable) --------------------- */
+
+typedef struct { uint32_t major, minor; } DLPackVersion;
+typedef struct { int32_t device_type, device_id; } DLDevice;
+typedef struct { uint8_t code, bits; uint16_t lanes; } DLDataType;
+typedef struct {
+    void *data;
+    DLDevice device;
+    int32_t ndim;
+    DLDataType dtype;
+    int64_t *shape;
+    int64_t *strides;
+    uint64_t byte_offset;
+} DLTensor;
+typedef struct DLManagedTensor {
+    DLTensor dl_tensor;
+    void *manager_ctx;
+    void (*deleter)(struct DLManagedTensor *);
+} DLManagedTensor;
+typedef struct DLManagedTensorVersioned {
+    DLPackVersion version;
+    void *manager_ctx;
+    void (*deleter)(struct DLManagedTensorVersioned *);
+    uint64_t flags;
+    DLTensor dl_tensor;
+} DLManagedTensorVersioned;
+enum { kDLCPU = 1, kDLCUDA = 2 };
+enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6 };
+
+/* ---- errors ---------------------------------------------------------- */
+
+static PyObject *DlkError;
+
+/* The exit code `dlk` gives a status (man/dlk.1): 2 bad usage, 4 a
+ * concurrent writer, 3 an operation that failed. */
+static int exit_class(dlk_status c)
+{
+    return c == DLK_EINVAL ? 2 : c == DLK_ECONFLICT ? 4 : 3;
+}
+
+static PyObject *raise_dlk(const dlk_error *err)
+{
+    PyObject *msg = PyUnicode_DecodeUTF8(err->msg, strlen(err->msg),
+                                         "backslashreplace");
+    PyObject *e = msg ? PyObject_CallOneArg(DlkError, msg) : NULL;
+    Py_XDECREF(msg);
+    if (!e)
+        return NULL;
+    PyObject *code = PyLong_FromLong((long)err->code),
+             *ec = PyLong_FromLong(exit_class(err->code)),
+             *why = PyUnicode_FromString(dlk_strerror(err->code));
+    if (code && ec && why && !PyObject_SetAttrString(e, "code", code) &&
+        !PyObject_SetAttrString(e, "exit_code", ec) &&
+        !PyObject_SetAttrString(e, "reason", why))
+        PyErr_SetObject(DlkError, e);
+    Py_XDECREF(code);
+    Py_XDECREF(ec);
+    Py_XDECREF(why);
+    Py_DECREF(e);
+    return NULL;
+}
+
+/* ---- Dataset ------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    dlk_dataset *ds;
+    pthread_mutex_t mu; /* a handle is used by one thread at a time */
+} Dataset;
+
+static PyObject *Dataset_new(PyTypeObject *type, PyObject *a, PyObject *k)
+{
+    (void)a;
+    (void)k;
+    Dataset *self = (Dataset *)type->tp_alloc(type, 0);
+    if (self)
+        pthread_mutex_init(&self->mu, NULL);
+    return (PyObject *)self;
+}
+
+static void Dataset_dealloc(Dataset *self)
+{
+    dlk_dataset_free(self->ds);
+    pthread_mutex_destroy(&self->mu);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int Dataset_init(Dataset *self, PyObject *args, PyObject *kw)
+{
+    static char *kws[] = {"url", "at", NULL};
+    const char *url, *at = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|z", kws, &url, &at))
+        return -1;
+    if (self->ds) {
+        PyErr_SetString(PyExc_RuntimeError, "dataset already open");
+        return -1;
+    }
+    dlk_error err;
+    dlk_status rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = dlk_dataset_open(url, at, &self->ds, &err);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        self->ds = NULL;
+        raise_dlk(&err);
+        return -1;
+    }
+    return 0;
+}
+
+static int need_ds(Dataset *self)
+{
+    if (!self->ds) {
+        PyErr_SetString(PyExc_ValueError, "dataset is not open");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *dims(int ndim, const int64_t *d)
+{
+    PyObject *t = PyTuple_New(ndim);
+    for (int i = 0; t && i < ndim; i++)
+        PyTuple_SET_ITEM(t, i, d[i] == DLK_DIM_VARIABLE
+                                   ? Py_NewRef(Py_None)
+                                   : PyLong_FromLongLong(d[i]));
+    return t;
+}
+
+static PyObject *Dataset_tensors(Dataset *self, PyObject *unused)
+{
+    (void)unused;
+    if (need_ds(self))
+        return NULL;
+    size_t n = dlk_dataset_ntensors(self->ds);
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; i++) {
+        dlk_tensor_info ti;
+        dlk_error err;
+        if (dlk_tensor_info_get(self->ds, i, &ti, &err)) {
+            Py_DECREF(list);
+            return raise_dlk(&err);
+        }
+        PyObject *classes = PyList_New((Py_ssize_t)ti.n_class_names);
+        for (size_t c = 0; classes && c < ti.n_class_names; c++)
+            PyList_SET_ITEM(classes, c, PyUnicode_FromString(ti.class_names[c]));
+        PyObject *d = Py_BuildValue(
+            "{s:s,s:s,s:s,s:N,s:N,s:K,s:K,s:K,s:K}", "name", ti.name, "kind",
+            dlk_kind_name(ti.kind), "dtype", dlk_dtype_name(ti.dtype), "shape",
+            dims(ti.ndim, ti.shape), "classes", classes, "samples",
+            (unsigned long long)ti.samples, "chunks",
+            (unsigned long long)ti.chunks, "stored_bytes",
+            (unsigned long long)ti.stored_bytes, "raw_bytes",
+            (unsigned long long)ti.raw_bytes);
+        if (!d) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, d);
+    }
+    return list;
+}
+
+/* read(tensor, index) -> (dtype name, shape, bytes) */
+static PyObject *Dataset_read(Dataset *self, PyObject *args)
+{
+    Py_ssize_t t;
+    unsigned long long index;
+    if (!PyArg_ParseTuple(args, "nK", &t, &index) || need_ds(self))
+        return NULL;
+    if (t < 0 || (size_t)t >= dlk_dataset_ntensors(self->ds)) {
+        PyErr_SetString(PyExc_IndexError, "no such tensor");
+        return NULL;
+    }
+    dlk_sample s;
+    dlk_error err;
+    dlk_status rc;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&self->mu);
+    rc = dlk_read_sample(self->ds, (size_t)t, index, &s, &err);
+    pthread_mutex_unlock(&self->mu);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_dlk(&err);
+    PyObject *r = Py_BuildValue("(sNy#)", dlk_dtype_name(s.dtype),
+                                dims(s.ndim, s.shape), (const char *)s.data,
+                                (Py_ssize_t)s.nbytes);
+    dlk_sample_free(&s);
+    return r;
+}
+
+static int log_entry(void *ud, const dlk_log_entry *e)
+{
+    PyObject *samples = PyDict_New();
+    for (size_t i = 0; samples && i < e->ntensors; i++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(e->samples[i]);
+        if (!v || PyDict_SetItemString(samples, e->tensor_names[i], v)) {
+            Py_XDECREF(v);
+            Py_CLEAR(samples);
+            break;
+        }
+        Py_DECREF(v);
+    }
+    if (!samples)
+        return 1;
+    PyObject *d = Py_BuildValue("{s:s,s:z,s:s,s:s,s:K,s:K,s:N}", "id", e->id,
+                                "parent", e->parent, "time", e->time,
+                                "message", e->message ? e->message : "",
+                                "bytes_added",
+                                (unsigned long long)e->bytes_added,
+                                "chunks_added",
+                                (unsigned long long)e->chunks_added,
+                                "samples", samples);
+    int bad = !d || PyList_Append((PyObject *)ud, d);
+    Py_XDECREF(d);
+    return bad;
+}
+
+static PyObject *Dataset_log(Dataset *self, PyObject *args)
+{
+    const char *at = NULL;
+    Py_ssize_t max = 0;
+    if (!PyArg_ParseTuple(args, "|zn", &at, &max) || need_ds(self))
+        return NULL;
+    PyObject *list = PyList_New(0);
+    if (!list)
+        return NULL;
+    dlk_error err;
+    /* the callback builds Python objects: the GIL stays held */
+    pthread_mutex_lock(&self->mu);
+    dlk_status rc = dlk_log(self->ds, at, max > 0 ? (size_t)max : 0,
+                            log_entry, list, &err);
+    pthread_mutex_unlock(&self->mu);
+    if (PyErr_Occurred()) {
+        Py_DECREF(list);
+        return NULL;
+    }
+    if (rc) {
+        Py_DECREF(list);
+        return raise_dlk(&err);
+    }
+    return list;
+}
+
+static PyObject *Dataset_get_url(Dataset *self, void *c)
+{
+    (void)c;
+    return need_ds(self) ? NULL : PyUnicode_FromString(dlk_dataset_url(self->ds));
+}
+
+static PyObject *Dataset_get_id(Dataset *self, void *c)
+{
+    (void)c;
+    return need_ds(self) ? NULL : PyUnicode_FromString(dlk_dataset_id(self->ds));
+}
+
+static PyObject *Dataset_get_head(Dataset *self, void *c)
+{
+    (void)c;
+    if (need_ds(self))
+        return NULL;
+    const char *h = dlk_dataset_head(self->ds);
+    return h ? PyUnicode_FromString(h) : Py_NewRef(Py_None);
+}
+
+static PyMethodDef Dataset_methods[] = {
+    {"tensors", (PyCFunction)Dataset_tensors, METH_NOARGS,
+     "the tensors: a list of dicts"},
+    {"read", (PyCFunction)Dataset_read, METH_VARARGS,
+     "read(tensor_index, row) -> (dtype, shape, bytes)"},
+    {"log", (PyCFunction)Dataset_log, METH_VARARGS,
+     "log(at=None, max=0) -> list of commits, newest first"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Dataset_getset[] = {
+    {"url", (getter)Dataset_get_url, NULL, "the dataset's URL", NULL},
+    {"id", (getter)Dataset_get_id, NULL, "the dataset's id", NULL},
+    {"head", (getter)Dataset_get_head, NULL, "the commit id, or None", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject DatasetType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dlk._core.Dataset",
+    .tp_basicsize = sizeof(Dataset),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_new = Dataset_new,
+    .tp_init = (initproc)Dataset_init,
+    .tp_dealloc = (destructor)Dataset_dealloc,
+    .tp_methods = Dataset_methods,
+    .tp_getset = Dataset_getset,
+};
+
+/* ---- Loader -------------------------------------------------------- */
+
+typedef struct Loader {
+    PyObject_HEAD
+    Dataset *ds;
+    dlk_loader *l;
+    int device_type, device_id;
+    /* the loader handle is used under mu only; the GIL is dropped while
+     * it is held across a wait */
+    pthread_mutex_t mu;
+    Py_ssize_t nkept;       /* kept batches alive */
+    int closing;            /* close() came while batches were alive */
+} Loader;
+
+/* The memory of one batch, kept while any of its tensors lives. */
+typedef struct {
+    PyObject_HEAD
+    Loader *loader;
+    dlk_kept *k;
+    void *stream;           /* the consumer's CUDA stream, for release */
+} Kept;
+
+static void loader_close_now(Loader *self)
+{
+    if (self->l) {
+        dlk_loader *l = self->l;
+        self->l = NULL;
+        Py_BEGIN_ALLOW_THREADS
+        pthread_mutex_lock(&self->mu);
+        dlk_loader_close(l); /* stops the I/O threads */
+        pthread_mutex_unlock(&self->mu);
+        Py_END_ALLOW_THREADS
+    }
+}
+
+static void Kept_dealloc(Kept *self)
+{
+    Loader *L = self->loader;
+    if (L && L->l && self->k) {
+        /* the lock is taken without the GIL: the thread in next() holds
+         * it across its wait and needs no GIL to let go */
+        Py_BEGIN_ALLOW_THREADS
+        pthread_mutex_lock(&L->mu);
+        dlk_loader_release(L->l, self->k, self->stream);
+        pthread_mutex_unlock(&L->mu);
+        Py_END_ALLOW_THREADS
+    }
+    if (L) {
+        L->nkept--;
+        if (L->closing && L->nkept == 0)
+            loader_close_now(L);
+        Py_DECREF(L);
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject KeptType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dlk._core.Kept",
+    .tp_basicsize = sizeof(Kept),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)Kept_dealloc,
+};
+
+static PyObject *Loader_new(PyTypeObject *type, PyObject *a, PyObject *k)
+{
+    (void)a;
+    (void)k;
+    Loader *self = (Loader *)type->tp_alloc(type, 0);
+    if (self)
+        pthread_mutex_init(&self->mu, NULL);
+    return (PyObject *)self;
+}
+
+static void Loader_dealloc(Loader *self)
+{
+    loader_close_now(self); /* no Kept refers to it any more */
+    pthread_mutex_destroy(&self->mu);
+    Py_XDECREF(self->ds);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Loader(dataset, device, batch_size, shuffle, seed, tensors, epochs,
+ *        drop_last, rank, world_size, memory, workers, window, prefetch,
+ *        verify, state_json) - every option explicit; dlk/__init__.py
+ * supplies the defaults. */
+static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
+{
+    static char *kws[] = {"dataset", "device", "batch_size", "shuffle",
+                          "seed", "tensors", "epochs", "drop_last", "rank",
+                          "world_size", "memory", "workers", "window",
+                          "prefetch", "verify", "state", NULL};
+    PyObject *dso, *tensors = Py_None;
+    const char *device, *state = NULL;
+    unsigned int batch = 256, rank = 0, world = 1, workers = 0, window = 0,
+                 prefetch = 0;
+    int shuffle = 1, drop_last = 0, verify = 1;
+    unsigned long long seed = 0, epochs = 0, memory = 0;
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kw, "O!s|IpKOKpIIKIIIpz", kws, &DatasetType, &dso, &device,
+            &batch, &shuffle, &seed, &tensors, &epochs, &drop_last, &rank,
+            &world, &memory, &workers, &window, &prefetch, &verify, &state))
+        return -1;
+    if (self->l) {
+        PyErr_SetString(PyExc_RuntimeError, "loader already open");
+        return -1;
+    }
+    Dataset *ds = (Dataset *)dso;
+    if (need_ds(ds))
+        return -1;
+    Py_XSETREF(self->ds, (Dataset *)Py_NewRef(ds));
+    dlk_loader_opts o = {0};
+    o.batch_size = batch;
+    o.shuffle = shuffle;
+    o.seed = seed;
+    o.epochs = epochs;
+    o.drop_last = drop_last;
+    o.rank = rank;
+    o.world_size = world;
+    o.memory_limit = memory;
+    o.io_threads = workers;
+    o.window_chunks = window;
+    o.prefetch_chunks = prefetch;
+    o.no_verify = !verify;
+    o.device = device;
+    const char *names[256];
+    PyObject *seq = NULL;
+    if (tensors != Py_None) {
+        seq = PySequence_Fast(tensors, "tensors must be a list of names");
+        if (!seq)
+            return -1;
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+        if (n > 256) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_ValueError, "at most 256 tensors");
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            names[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i));
+            if (!names[i]) {
+                Py_DECREF(seq);
+                return -1;
+            }
+        }
+        o.tensors = names;
+        o.ntensors = (size_t)n;
+    }
+    dlk_error err;
+    dlk_status rc;
+    dlk_loader_state st;
+    if (state && dlk_loader_state_parse(state, &st, &err)) {
+        Py_XDECREF(seq);
+        raise_dlk(&err);
+        return -1;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&ds->mu);
+    rc = dlk_loader_open(ds->ds, &o, &self->l, &err);
+    if (!rc && state && (rc = dlk_loader_restore(self->l, &st, &err))) {
+        dlk_loader_close(self->l);
+        self->l = NULL;
+    }
+    pthread_mutex_unlock(&ds->mu);
+    Py_END_ALLOW_THREADS
+    Py_XDECREF(seq);
+    if (rc) {
+        self->l = NULL;
+        raise_dlk(&err);
+        return -1;
+    }
+    self->device_type = kDLCPU;
+    self->device_id = 0;
+    if (strncmp(device, "cuda", 4) == 0) {
+        self->device_type = kDLCUDA;
+        self->device_id = device[4] == ':' ? atoi(device + 5) : 0;
+    }
+    return 0;
+}
+
+static int need_loader(Loader *self)
+{
+    if (!self->l || self->closing) {
+        PyErr_SetString(PyExc_ValueError, "loader is closed");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- batch tensors (DLPack producers) ------------------------------ */
+
+typedef struct {
+    PyObject_HEAD
+    Kept *kept;             /* owns the memory */
+    void *data;
+    int ndim;
+    int64_t shape[DLK_MAX_NDIM + 1];
+    DLDataType dtype;
+    const char *dtype_name;
+    int device_type, device_id;
+} Tensor;
+
+static void Tensor_dealloc(Tensor *self)
+{
+    Py_XDECREF(self->kept);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static DLDataType dl_dtype(dlk_dtype t)
+{
+    DLDataType d = {kDLUInt, 8, 1};
+    switch (t) {
+    case DLK_U8: d.code = kDLUInt; d.bits = 8; break;
+    case DLK_I8: d.code = kDLInt; d.bits = 8; break;
+    case DLK_U16: d.code = kDLUInt; d.bits = 16; break;
+    case DLK_I16: d.code = kDLInt; d.bits = 16; break;
+    case DLK_U32: d.code = kDLUInt; d.bits = 32; break;
+    case DLK_I32: d.code = kDLInt; d.bits = 32; break;
+    case DLK_U64: d.code = kDLUInt; d.bits = 64; break;
+    case DLK_I64: d.code = kDLInt; d.bits = 64; break;
+    case DLK_F16: d.code = kDLFloat; d.bits = 16; break;
+    case DLK_BF16: d.code = kDLBfloat; d.bits = 16; break;
+    case DLK_F32: d.code = kDLFloat; d.bits = 32; break;
+    case DLK_F64: d.code = kDLFloat; d.bits = 64; break;
+    case DLK_BOOL: d.code = kDLBool; d.bits = 8; break;
+    }
+    return d;
+}
+
+/* What a capsule's DLManagedTensor points back to. */
+typedef struct {
+    union {
+        DLManagedTensor legacy;
+        DLManagedTensorVersioned v1;
+    } m;
+    int64_t shape[DLK_MAX_NDIM + 1];
+    PyObject *owner;        /* the Tensor */
+} Managed;
+
+static void managed_free(Managed *mt)
+{
+    if (!mt)
+        return;
+    /* consumers may call the deleter from any thread, GIL or not */
+    if (Py_IsInitialized()) {
+        PyGILState_STATE g = PyGILState_Ensure();
+        Py_XDECREF(mt->owner);
+        PyGILState_Release(g);
+    }
+    PyMem_RawFree(mt);
+}
+
+static void deleter_legacy(DLManagedTensor *m) { managed_free(m->manager_ctx); }
+static void deleter_v1(DLManagedTensorVersioned *m) { managed_free(m->manager_ctx); }
+
+static void capsule_legacy(PyObject *cap)
+{
+    if (PyCapsule_IsValid(cap, "used_dltensor"))
+        return; /* a consumer took it and owns the deleter */
+    DLManagedTensor *m = PyCapsule_GetPointer(cap, "dltensor");
+    if (m && m->deleter)
+        m->deleter(m);
+    else
+        PyErr_Clear();
+}
+
+static void capsule_v1(PyObject *cap)
+{
+    if (PyCapsule_IsValid(cap, "used_dltensor_versioned"))
+        return;
+    DLManagedTensorVersioned *m =
+        PyCapsule_GetPointer(cap, "dltensor_versioned");
+    if (m && m->deleter)
+        m->deleter(m);
+    else
+        PyErr_Clear();
+}
+
+/* __dlpack__(stream=None, max_version=None, dl_device=None, copy=None) */
+static PyObject *Tensor_dlpack(Tensor *self, PyObject *args, PyObject *kw)
+{
+    static char *kws[] = {"stream", "max_version", "dl_device", "copy", NULL};
+    PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None,
+             *copy = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOOO", kws, &stream,
+                                     &max_version, &dl_device, &copy))
+        return NULL;
+    if (copy == Py_True) {
+        PyErr_SetString(PyExc_BufferError, "dlk batches are shared, not "
+                        "copied (copy=True is not supported)");
+        return NULL;
+    }
+    if (dl_device != Py_None) {
+        int dt, di;
+        if (!PyArg_ParseTuple(dl_device, "ii", &dt, &di))
+            return NULL;
+        if (dt != self->device_type || di != self->device_id) {
+            PyErr_SetString(PyExc_BufferError, "the batch is on another "
+                            "device (copy it there with the framework)");
+            return NULL;
+        }
+    }
+    if (self->device_type == kDLCUDA) {
+        /* the DLPack contract: the consumer's stream waits for ours.
+         * None means the legacy default stream; -1: no ordering asked */
+        long long s = 1;
+        if (stream != Py_None && (s = PyLong_AsLongLong(stream)) == -1 &&
+            PyErr_Occurred())
+            return NULL;
+        if (s != -1) {
+            void *cs = s == 1 ? NULL : (void *)(intptr_t)s;
+            Loader *L = self->kept->loader;
+            dlk_error err;
+            dlk_status rc = DLK_OK;
+            if (L->l) {
+                Py_BEGIN_ALLOW_THREADS
+                pthread_mutex_lock(&L->mu);
+                rc = dlk_loader_stream_wait(L->l, cs, &err);
+                pthread_mutex_unlock(&L->mu);
+                Py_END_ALLOW_THREADS
+            }
+            if (rc)
+                return raise_dlk(&err);
+            self->kept->stream = cs; /* what reads the memory last */
+        }
+    }
+    int versioned = 0;
+    if (max_version != Py_None) {
+        long major = PyLong_AsLong(PyTuple_GetItem(max_version, 0));
+        if (PyErr_Occurred())
+            return NULL;
+        versioned = major >= 1;
+    }
+    Managed *mt = PyMem_RawCalloc(1, sizeof *mt);
+    if (!mt)
+        return PyErr_NoMemory();
+    memcpy(mt->shape, self->shape, sizeof mt->shape);
+    DLTensor t = {self->data, {self->device_type, self->device_id},
+                  self->ndim, self->dtype, mt->shape, NULL, 0};
+    mt->owner = Py_NewRef((PyObject *)self);
+    PyObject *cap;
+    if (versioned) {
+        mt->m.v1.version.major = 1;
+        mt->m.v1.version.minor = 0;
+        mt->m.v1.manager_ctx = mt;
+        mt->m.v1.deleter = deleter_v1;
+        mt->m.v1.dl_tensor = t;
+        cap = PyCapsule_New(&mt->m.v1, "dltensor_versioned", capsule_v1);
+    } else {
+        mt->m.legacy.dl_tensor = t;
+        mt->m.legacy.manager_ctx = mt;
+        mt->m.legacy.deleter = deleter_legacy;
+        cap = PyCapsule_New(&mt->m.legacy, "dltensor", capsule_legacy);
+    }
+    if (!cap) {
+        Py_DECREF(mt->owner);
+        PyMem_RawFree(mt);
+    }
+    return cap;
+}
+
+static PyObject *Tensor_dlpack_device(Tensor *self, PyObject *unused)
+{
+    (void)unused;
+    return Py_BuildValue("(ii)", self->device_type, self->device_id);
+}
+
+static PyObject *Tensor_get_shape(Tensor *self, void *c)
+{
+    (void)c;
+    return dims(self->ndim, self->shape);
+}
+
+static PyObject *Tensor_get_dtype(Tensor *self, void *c)
+{
+    (void)c;
+    return PyUnicode_FromString(self->dtype_name);
+}
+
+static PyObject *Tensor_get_device(Tensor *self, void *c)
+{
+    (void)c;
+    return self->device_type == kDLCUDA
+               ? PyUnicode_FromFormat("cuda:%d", self->device_id)
+               : PyUnicode_FromString("cpu");
+}
+
+static PyObject *Tensor_get_ptr(Tensor *self, void *c)
+{
+    (void)c;
+    return PyLong_FromVoidPtr(self->data);
+}
+
+static PyObject *Tensor_repr(Tensor *self)
+{
+    PyObject *shape = dims(self->ndim, self->shape);
+    PyObject *r = shape ? PyUnicode_FromFormat("dlk.Tensor(%s, %R, %s%s)",
+                                               self->dtype_name, shape,
+                                               self->device_type == kDLCUDA
+                                                   ? "cuda:" : "cpu",
+                                               self->device_type == kDLCUDA
+                                                   ? "N" : "")
+                        : NULL;
+    Py_XDECREF(shape);
+    return r;
+}
+
+static PyMethodDef Tensor_methods[] = {
+    {"__dlpack__", (PyCFunction)(void (*)(void))Tensor_dlpack,
+     METH_VARARGS | METH_KEYWORDS, "a DLPack capsule of the memory"},
+    {"__dlpack_device__", (PyCFunction)Tensor_dlpack_device, METH_NOARGS,
+     "(device type, device id) as DLPack numbers them"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Tensor_getset[] = {
+    {"shape", (getter)Tensor_get_shape, NULL, "shape", NULL},
+    {"dtype", (getter)Tensor_get_dtype, NULL, "dlk dtype name", NULL},
+    {"device", (getter)Tensor_get_device, NULL, "cpu or cuda:N", NULL},
+    {"data_ptr", (getter)Tensor_get_ptr, NULL, "address of the data", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject TensorType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dlk.Tensor",
+    .tp_doc = "A tensor of a batch: pass it to numpy.from_dlpack, "
+              "torch.from_dlpack or jax.dlpack.from_dlpack (no copy).",
+    .tp_basicsize = sizeof(Tensor),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)Tensor_dealloc,
+    .tp_methods = Tensor_methods,
+    .tp_getset = Tensor_getset,
+    .tp_repr = (reprfunc)Tensor_repr,
+};
+
+static Tensor *new_tensor(Loader *L, Kept *k, const dlk_batch_tensor *bt,
+                          void *data, int ndim, const int64_t *shape)
+{
+    Tensor *t = PyObject_New(Tensor, &TensorType);
+    if (!t)
+        return NULL;
+    t->kept = (Kept *)Py_NewRef((PyObject *)k);
+    t->data = data;
+    t->ndim = ndim;
+    memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
+    t->dtype = dl_dtype(bt->dtype);
+    t->dtype_name = dlk_dtype_name(bt->dtype);
+    t->device_type = L->device_type;
+    t->device_id = L->device_id;
+    return t;
+}
+
+/* next() -> None at the end of the epoch, else
+ * (epoch, step, indices bytes (u64), pad bytes (u8), {name: Tensor or
+ * [Tensor per sample]}) */
+static PyObject *Loader_next(Loader *self, PyObject *unused)
+{
+    (void)unused;
+    if (need_loader(self))
+        return NULL;
+    const dlk_batch *b = NULL;
+    dlk_kept *k = NULL;
+    dlk_error err;
+    dlk_status rc;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&self->mu);
+    rc = dlk_loader_next(self->l, &b, &err);
+    if (!rc && b)
+        rc = dlk_loader_keep(self->l, &k, &err);
+    pthread_mutex_unlock(&self->mu);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_dlk(&err);
+    /* Ctrl-C while we waited: stop here (the batch's memory goes back) */
+    if (!b || PyErr_CheckSignals() < 0) {
+        if (k) {
+            pthread_mutex_lock(&self->mu);
+            dlk_loader_release(self->l, k, NULL);
+            pthread_mutex_unlock(&self->mu);
+        }
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    }
+    Kept *kp = PyObject_New(Kept, &KeptType);
+    if (!kp) {
+        pthread_mutex_lock(&self->mu);
+        dlk_loader_release(self->l, k, NULL);
+        pthread_mutex_unlock(&self->mu);
+        return NULL;
+    }
+    kp->loader = (Loader *)Py_NewRef((PyObject *)self);
+    kp->k = k;
+    kp->stream = NULL;
+    self->nkept++;
+    PyObject *tensors = PyDict_New();
+    for (size_t i = 0; tensors && i < b->ntensors; i++) {
+        const dlk_batch_tensor *bt = &b->tensors[i];
+        PyObject *v;
+        if (!bt->offsets) {
+            int64_t shape[DLK_MAX_NDIM + 1];
+            shape[0] = b->size;
+            memcpy(shape + 1, bt->shape, (size_t)bt->ndim * sizeof *shape);
+            v = (PyObject *)new_tensor(self, kp, bt, bt->data, bt->ndim + 1,
+                                       shape);
+        } else {
+            v = PyList_New(b->size);
+            for (uint32_t s = 0; v && s < b->size; s++) {
+                PyObject *e = (PyObject *)new_tensor(
+                    self, kp, bt, (uint8_t *)bt->data + bt->offsets[s],
+                    bt->ndim, bt->shapes + (size_t)s * bt->ndim);
+                if (!e)
+                    Py_CLEAR(v);
+                else
+                    PyList_SET_ITEM(v, s, e);
+            }
+        }
+        if (!v || PyDict_SetItemString(tensors, bt->name, v))
+            Py_CLEAR(tensors);
+        Py_XDECREF(v);
+    }
+    Py_DECREF(kp);
+    if (!tensors)
+        return NULL;
+    return Py_BuildValue("(KKy#y#N)", (unsigned long long)b->epoch,
+                         (unsigned long long)b->step, (const char *)b->indices,
+                         (Py_ssize_t)(b->size * sizeof *b->indices),
+                         (const char *)b->pad, (Py_ssize_t)b->size, tensors);
+}
+
+static PyObject *Loader_batches(Loader *self, PyObject *unused)
+{
+    (void)unused;
+    if (need_loader(self))
+        return NULL;
+    uint64_t n;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&self->mu);
+    n = dlk_loader_batches(self->l);
+    pthread_mutex_unlock(&self->mu);
+    Py_END_ALLOW_THREADS
+    return PyLong_FromUnsignedLongLong(n);
+}
+
+static PyObject *Loader_state(Loader *self, PyObject *unused)
+{
+    (void)unused;
+    if (need_loader(self))
+        return NULL;
+    dlk_loader_state st;
+    pthread_mutex_lock(&self->mu);
+    dlk_loader_state_get(self->l, &st);
+    pthread_mutex_unlock(&self->mu);
+    char *j = dlk_loader_state_json(&st);
+    if (!j)
+        return PyErr_NoMemory();
+    PyObject *r = PyUnicode_FromString(j);
+    free(j);
+    return r;
+}
+
+static PyObject *Loader_restore(Loader *self, PyObject *args)
+{
+    const char *json;
+    if (!PyArg_ParseTuple(args, "s", &json) || need_loader(self))
+        return NULL;
+    dlk_loader_state st;
+    dlk_error err;
+    if (dlk_loader_state_parse(json, &st, &err))
+        return raise_dlk(&err);
+    dlk_status rc;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&self->mu);
+    rc = dlk_loader_restore(self->l, &st, &err);
+    pthread_mutex_unlock(&self->mu);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_dlk(&err);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Loader_stats(Loader *self, PyObject *unused)
+{
+    (void)unused;
+    if (need_loader(self))
+        return NULL;
+    dlk_loader_stats s;
+    pthread_mutex_lock(&self->mu);
+    dlk_loader_stats_get(self->l, &s);
+    pthread_mutex_unlock(&self->mu);
+    return Py_BuildValue(
+        "{s:d,s:d,s:d,s:d,s:d,s:d,s:K,s:K,s:K,s:K,s:K,s:I}", "storage_s",
+        s.storage_s, "decompress_s", s.decompress_s, "h2d_s", s.h2d_s,
+        "gather_s", s.gather_s, "wait_s", s.wait_s, "first_batch_s",
+        s.first_batch_s, "chunks_loaded", (unsigned long long)s.chunks_loaded,
+        "bytes_loaded", (unsigned long long)s.bytes_loaded, "samples",
+        (unsigned long long)s.samples, "batches",
+        (unsigned long long)s.batches, "peak_buffer_bytes",
+        (unsigned long long)s.peak_buffer_bytes, "io_threads", s.io_threads);
+}
+
+static PyObject *Loader_close(Loader *self, PyObject *unused)
+{
+    (void)unused;
+    /* batches still held keep their memory: the loader closes when the
+     * last of them goes */
+    self->closing = 1;
+    if (self->nkept == 0)
+        loader_close_now(self);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef Loader_methods[] = {
+    {"next", (PyCFunction)Loader_next, METH_NOARGS, "the next batch or None"},
+    {"batches", (PyCFunction)Loader_batches, METH_NOARGS,
+     "batches of this rank in the current epoch"},
+    {"state", (PyCFunction)Loader_state, METH_NOARGS, "the state as JSON"},
+    {"restore", (PyCFunction)Loader_restore, METH_VARARGS,
+     "continue from a state (JSON)"},
+    {"stats", (PyCFunction)Loader_stats, METH_NOARGS, "where time went"},
+    {"close", (PyCFunction)Loader_close, METH_NOARGS, "stop the loader"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject LoaderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dlk._core.Loader",
+    .tp_basicsize = sizeof(Loader),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_new = Loader_new,
+    .tp_init = (initproc)Loader_init,
+    .tp_dealloc = (destructor)Loader_dealloc,
+    .tp_methods = Loader_methods,
+};
+
+/* ---- module functions ---------------------------------------------- */
+
+static PyObject *launch_env(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    dlk_launch l;
+    dlk_error err;
+    if (dlk_launch_env(&l, &err))
+        return raise_dlk(&err);
+    return Py_BuildValue("(III)", l.rank, l.world_size, l.local_rank);
+}
+
+static PyObject *cuda_available(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    char why[256] = "";
+    int ok = dlk_cuda_available(why, sizeof why);
+    return Py_BuildValue("(Os)", ok ? Py_True : Py_False, why);
+}
+
+static PyObject *version(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    return PyUnicode_FromString(dlk_version_string());
+}
+
+static PyMethodDef module_methods[] = {
+    {"launch_env", launch_env, METH_NOARGS,
+     "(rank, world_size, local_rank) from torchrun, MPI or Slurm"},
+    {"cuda_available", cuda_available, METH_NOARGS, "(bool, why not)"},
+    {"version", version, METH_NOARGS, "the library's version"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "dlk._core", "libdlk binding", -1, module_methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__core(void)
+{
+    if (PyType_Ready(&DatasetType) < 0 || PyType_Ready(&LoaderType) < 0 ||
+        PyType_Ready(&KeptType) < 0 || PyType_Ready(&TensorType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m)
+        return NULL;
+    DlkError = PyErr_NewExceptionWithDoc(
+        "dlk.Error", "An error from libdlk: str() is its message; .code the "
+        "dlk_status number, .exit_code the class `dlk` exits with (2 bad "
+        "usage, 3 failed, 4 concurrent writer)", PyExc_Exception, NULL);
+    if (!DlkError || PyModule_AddObjectRef(m, "Error", DlkError) < 0 ||
+        PyModule_AddObjectRef(m, "Dataset", (PyObject *)&DatasetType) < 0 ||
+        PyModule_AddObjectRef(m, "Loader", (PyObject *)&LoaderType) < 0 ||
+        PyModule_AddObjectRef(m, "Tensor", (PyObject *)&TensorType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

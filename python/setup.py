@@ -1,0 +1,75 @@
+"""Build the dlk package: libdlk.so from the repository's C sources (its
+Makefile, one build) and the CPython binding linked against it.
+
+The library is built from the checkout this file sits in (or the one
+DLK_SOURCE_DIR names); DLK_LIBDIR=DIR uses a libdlk.so already built in
+DIR instead (`make shared` leaves one in build/).  Needs what `make deps`
+installs: a C compiler, make, pkg-config and the -dev packages."""
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+HERE = Path(__file__).resolve().parent
+
+
+def source_dir():
+    d = Path(os.environ.get("DLK_SOURCE_DIR") or HERE.parent)
+    if not (d / "include" / "dlk.h").is_file() or not (d / "Makefile").is_file():
+        raise SystemExit(f"dlk: no dlk sources at '{d}' (set DLK_SOURCE_DIR "
+                         "to the repository's root)")
+    return d
+
+
+def version(src):
+    m = re.search(r'#define DLK_VERSION_STRING "([^"]+)"',
+                  (src / "include" / "dlk.h").read_text())
+    return m.group(1)
+
+
+class BuildDlk(build_ext):
+    def run(self):
+        src = source_dir()
+        ver = version(src)
+        soname = "libdlk.so." + ver.split(".")[0]
+        libdir = os.environ.get("DLK_LIBDIR")
+        if libdir:
+            lib = Path(libdir) / soname
+            if not lib.exists():
+                raise SystemExit(f"dlk: DLK_LIBDIR: no '{lib}'")
+        else:
+            out = Path(self.build_temp).resolve() / "libdlk"
+            jobs = os.environ.get("DLK_MAKE_JOBS") or str(os.cpu_count() or 1)
+            subprocess.check_call(["make", "-C", str(src), "-j" + jobs,
+                                   "BUILD=" + str(out), "shared"])
+            lib = out / soname
+        # the package carries the library; the binding finds it through
+        # its rpath ($ORIGIN), so no system install is needed
+        pkg = Path(self.build_lib) / "dlk"
+        pkg.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(lib.resolve(), pkg / soname)
+        if self.inplace:
+            shutil.copyfile(lib.resolve(), HERE / "dlk" / soname)
+        for ext in self.extensions:
+            ext.include_dirs.append(str(src / "include"))
+            ext.library_dirs.append(str(lib.parent))
+            ext.libraries.append(":" + soname)
+        super().run()
+
+
+src = source_dir()
+setup(
+    version=version(src),
+    ext_modules=[Extension(
+        "dlk._core", ["dlk/_core.c"],
+        extra_compile_args=["-std=c11", "-Wall", "-Wextra",
+                            "-Wno-missing-field-initializers",
+                            "-Wno-cast-function-type"],
+        extra_link_args=["-Wl,-rpath,$ORIGIN"],
+    )],
+    cmdclass={"build_ext": BuildDlk},
+)
