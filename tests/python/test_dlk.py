@@ -1,0 +1,390 @@
+"""The Python package against the CLI, on the cpu device (TAP output).
+
+    python3 tests/python/test_dlk.py DATASET_URL [S3_DATASET_URL]
+
+DATASET holds rows of every tensor kind (t500 makes it); the dlk binary
+is $DLK.  Each check prints `ok - NAME` or `not ok - NAME` with why."""
+import gc
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import numpy as np
+
+import dlk
+
+DLK = os.environ["DLK"]
+URL = sys.argv[1]
+S3_URL = sys.argv[2] if len(sys.argv) > 2 else None
+failed = 0
+
+
+def test(fn):
+    global failed
+    name = " ".join(fn.__doc__.split())
+    try:
+        fn()
+        print(f"ok - {name}", flush=True)
+    except Exception:
+        failed += 1
+        print(f"not ok - {name}", flush=True)
+        for line in traceback.format_exc().splitlines():
+            print("#   " + line, flush=True)
+    return fn
+
+
+def cat_npy(url, tensor, row):
+    out = subprocess.run([DLK, "cat", url, tensor, str(row), "--npy"],
+                         check=True, capture_output=True).stdout
+    with tempfile.TemporaryFile() as f:
+        f.write(out)
+        f.seek(0)
+        return np.load(f)
+
+
+def cpu_loader(src=URL, **kw):
+    kw.setdefault("device", "cpu")
+    kw.setdefault("batch_size", 7)
+    return dlk.Loader(src, **kw)
+
+
+def epoch_rows(loader):
+    """(batches, the non-padding rows in delivery order)"""
+    n, rows = 0, []
+    for b in loader:
+        n += 1
+        rows += [int(i) for i, p in zip(b.index, b.pad) if not p]
+    return n, rows
+
+
+ds = dlk.open(URL)
+N = len(ds)
+KINDS = {t["kind"] for t in ds.tensors}
+VARIABLE = {t["name"] for t in ds.tensors if None in t["shape"]}
+
+
+def as_np(v):
+    return [np.from_dlpack(x) for x in v] if isinstance(v, list) \
+        else np.from_dlpack(v)
+
+
+def same(a, b):
+    return a.dtype == b.dtype and a.shape == b.shape and \
+        a.tobytes() == b.tobytes()
+
+
+@test
+def _():
+    """the dataset: tensors, rows, commit and log as the CLI has them"""
+    ls = json.loads(subprocess.run([DLK, "ls", URL, "--json"], check=True,
+                                   capture_output=True).stdout)
+    assert [t["name"] for t in ds.tensors] == [t["name"] for t in ls["tensors"]]
+    assert {"image", "video", "class_label", "bbox", "text", "generic"} <= KINDS
+    assert N == 50 and all(t["samples"] == N for t in ds.tensors)
+    log = ds.log()
+    assert ds.commit and log[0]["id"] == ds.commit and log[0]["message"] == "first"
+    assert ds.log(max=1)[0]["samples"]["images"] == N
+    lab = [t for t in ds.tensors if t["kind"] == "class_label"][0]
+    assert lab["classes"] == ["a", "b", "c"], lab
+
+
+@test
+def _():
+    """ds[i] equals `dlk cat --npy` for every tensor, class names given"""
+    for row in (0, 17, 49):
+        r = ds[row]
+        for t in ds.tensors:
+            c = cat_npy(URL, t["name"], row)
+            assert same(r[t["name"]], c), (t["name"], row)
+        assert r["labels_class"] == "abc"[int(r["labels"])]
+    assert same(ds[-1]["images"], ds[N - 1]["images"])
+
+
+@test
+def _():
+    """loader batches equal `dlk cat --npy` for every tensor kind"""
+    seen = set()
+    for b in cpu_loader(shuffle=True, seed=3):
+        for j, row in enumerate(b.index):
+            row = int(row)
+            if row in seen or b.pad[j]:
+                continue
+            seen.add(row)
+            if row % 9:   # the others against the library's reader
+                ref = {t["name"]: ds.read(t["name"], row) for t in ds.tensors}
+            else:         # every ninth against the CLI
+                ref = {t["name"]: cat_npy(URL, t["name"], row)
+                       for t in ds.tensors}
+            for name, v in b.items():
+                got = np.array(as_np(v)[j])
+                assert same(got, ref[name]), (name, row)
+    assert seen == set(range(N))
+
+
+@test
+def _():
+    """numpy takes a batch tensor without a copy"""
+    b = next(iter(cpu_loader()))
+    t = b["images"]
+    a = np.from_dlpack(t)
+    assert a.ctypes.data == t.data_ptr and a.shape == (7,) + ds.tensors[0]["shape"]
+    assert t.__dlpack_device__() == (1, 0) and t.device == "cpu"
+    assert isinstance(b["boxes"], list) and len(b["boxes"]) == 7
+    assert np.from_dlpack(b["boxes"][0]).shape[1] == 4
+
+
+@test
+def _():
+    """len(loader) is the batches delivered; a short last batch is padded"""
+    l = cpu_loader(shuffle=False)
+    n = len(l)
+    batches = list(l)
+    assert n == len(batches) == 8, (n, len(batches))   # ceil(50 / 7)
+    last = batches[-1]
+    assert last.pad.sum() == 6 and not batches[0].pad.any()
+    l = cpu_loader(shuffle=False, drop_last=True)
+    assert len(l) == 7 == len(list(l))
+
+
+@test
+def _():
+    """unshuffled is dataset order; shuffled is a permutation, per seed
+    and epoch"""
+    assert epoch_rows(cpu_loader(shuffle=False))[1] == list(range(N))
+    l = cpu_loader(shuffle=True, seed=5)
+    e0 = epoch_rows(l)[1]
+    e1 = epoch_rows(l)[1]
+    assert sorted(e0) == list(range(N)) == sorted(e1)
+    assert e0 != list(range(N)) and e0 != e1
+    assert epoch_rows(cpu_loader(shuffle=True, seed=5))[1] == e0
+    assert epoch_rows(cpu_loader(shuffle=True, seed=6))[1] != e0
+    l = cpu_loader(shuffle=True, seed=5)
+    l.set_epoch(1)
+    assert epoch_rows(l)[1] == e1
+
+
+@test
+def _():
+    """epochs=E runs E epochs in one loop, then stops"""
+    l = cpu_loader(epochs=2, shuffle=True)
+    bs = list(l)
+    assert len(bs) == 16 and {b.epoch for b in bs} == {0, 1}
+    assert list(l) == []
+
+
+@test
+def _():
+    """2 and 3 ranks: each row once, equal batch counts"""
+    for world in (2, 3):
+        counts, rows = [], []
+        for r in range(world):
+            l = cpu_loader(rank=r, world_size=world, shuffle=True, seed=1)
+            n, got = epoch_rows(l)
+            counts.append((n, len(l)))
+            rows += got
+        assert sorted(rows) == list(range(N)), (world, sorted(rows))
+        assert len(set(counts)) == 1 and counts[0][0] == counts[0][1], counts
+
+
+@test
+def _():
+    """rank and world size come from torchrun, MPI or Slurm variables"""
+    code = ("import dlk,sys; l=dlk.Loader(sys.argv[1],device='cpu',"
+            "batch_size=7); print(dlk.launch_env(), sorted(int(i) for b in l "
+            "for i,p in zip(b.index,b.pad) if not p))")
+    for env in ({"RANK": "1", "WORLD_SIZE": "3", "LOCAL_RANK": "1"},
+                {"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "3"},
+                {"SLURM_PROCID": "1", "SLURM_NTASKS": "3"}):
+        e = {k: v for k, v in os.environ.items()
+             if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+        e.update(env)
+        out = subprocess.run([sys.executable, "-c", code, URL], env=e,
+                             check=True, capture_output=True, text=True).stdout
+        want = epoch_rows(cpu_loader(rank=1, world_size=3))[1]
+        assert out.split(")", 1)[1].strip() == str(sorted(want)), (env, out)
+    e = dict(os.environ, WORLD_SIZE="two")
+    r = subprocess.run([sys.executable, "-c", code, URL], env=e,
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "bad WORLD_SIZE 'two'" in r.stderr, r.stderr
+
+
+RESUME = r"""
+import dlk, json, sys
+url, k, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+world = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+rows = []
+if k >= 0:      # the first process: k batches, then save the state
+    l = dlk.Loader(url, device="cpu", batch_size=7, seed=9)
+    it = iter(l)
+    for _ in range(k):
+        b = next(it)
+        rows += [int(i) for i, p in zip(b.index, b.pad) if not p]
+    json.dump(l.state_dict(), open(path, "w"))
+else:           # a new process (each rank of the new world) resumes
+    st = json.load(open(path))
+    for r in range(world):
+        l = dlk.Loader(url, device="cpu", batch_size=5, seed=9, rank=r,
+                       world_size=world, state=st)
+        rows += [int(i) for b in l for i, p in zip(b.index, b.pad) if not p]
+print(json.dumps(rows))
+"""
+
+
+@test
+def _():
+    """state resume in a new process (same and another world size): the
+    rows equal one uninterrupted epoch"""
+    whole = epoch_rows(cpu_loader(seed=9))[1]
+    with tempfile.TemporaryDirectory() as d:
+        st = os.path.join(d, "state.json")
+        for k, world in ((3, 1), (4, 2)):
+            run = lambda *a: json.loads(subprocess.run(
+                [sys.executable, "-c", RESUME, URL, *map(str, a)], check=True,
+                capture_output=True, text=True).stdout)
+            first = run(k, st)
+            rest = run(-1, st, world)
+            assert len(first) == 7 * k
+            if world == 1:
+                assert first + rest == whole[:len(first)] + rest
+            assert sorted(first + rest) == list(range(N)), (k, world)
+            assert first == whole[:len(first)]
+
+
+@test
+def _():
+    """errors raise dlk.Error with the library's message and exit class"""
+    try:
+        dlk.open(URL + "-missing")
+        raise AssertionError("no error")
+    except dlk.Error as e:
+        assert "-missing" in str(e) and e.exit_code == 3 and e.code == 2, e
+    for kw, want, ec in (({"tensors": ["nope"]}, "nope", 3),
+                         ({"device": "cuda:0"}, "cuda:0", 3),
+                         ({"rank": 3, "world_size": 2}, "rank 3", 2),
+                         ({"device": "tpu"}, "bad device 'tpu'", 2),
+                         ({"state": '{"epoch": 1}'}, "malformed", 2)):
+        try:
+            cpu_loader(**kw)
+            raise AssertionError(f"no error for {kw}")
+        except dlk.Error as e:
+            assert want in str(e) and e.exit_code == ec, (kw, str(e), e.exit_code)
+    try:
+        cpu_loader(state=cpu_loader(seed=1).state_dict(), seed=2)
+        raise AssertionError("no error for another seed's state")
+    except dlk.Error as e:
+        assert "seed 1" in str(e), str(e)
+
+
+@test
+def _():
+    """a held batch never shows later data; buffers given back are reused"""
+    l = cpu_loader(shuffle=True, seed=4, batch_size=5)
+    held, ptrs = [], []
+    for b in l:
+        a = np.from_dlpack(b["images"])
+        held.append((b.index.copy(), a, a.copy(), b["boxes"],
+                     [np.from_dlpack(x).copy() for x in b["boxes"]]))
+        ptrs.append(b["images"].data_ptr)
+    assert len(set(ptrs)) == len(ptrs)   # every held batch its own memory
+    for idx, a, snap, boxes, bsnap in held:
+        assert same(a, snap)
+        for j, row in enumerate(idx):
+            assert same(a[j], ds.read("images", int(row)))
+            assert same(np.from_dlpack(boxes[j]), bsnap[j])
+    del held, b, a, boxes
+    gc.collect()
+    # none held now: the next epoch's batches come from those buffers
+    again = [b["images"].data_ptr for b in l]
+    assert set(again) <= set(ptrs), (again, ptrs)
+
+
+@test
+def _():
+    """a batch outlives its loader's close, and the loader then closes"""
+    l = cpu_loader(seed=2)
+    b = next(iter(l))
+    a = np.from_dlpack(b["images"])
+    idx = b.index.copy()
+    l.close()
+    del l, b
+    gc.collect()
+    for j, row in enumerate(idx):
+        assert same(a[j], ds.read("images", int(row)))
+    try:
+        cpu_loader().close() or next(iter(cpu_loader(seed=1)))
+    except dlk.Error:
+        raise AssertionError("a fresh loader failed")
+
+
+INTERRUPT = r"""
+import dlk, sys
+l = dlk.Loader(sys.argv[1], device="cpu", batch_size=1, shuffle=True)
+print("started", flush=True)
+n = 0
+try:
+    while True:
+        for b in l:
+            n += 1
+except KeyboardInterrupt:
+    l.close()
+    print("interrupted", n > 0, flush=True)
+    sys.exit(130)
+"""
+
+
+@test
+def _():
+    """Ctrl-C stops iteration: KeyboardInterrupt, no hang"""
+    p = subprocess.Popen([sys.executable, "-c", INTERRUPT, URL],
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "started"
+    time.sleep(0.5)
+    p.send_signal(signal.SIGINT)
+    try:
+        out, _ = p.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise AssertionError("no exit 20 s after SIGINT")
+    assert p.returncode == 130 and "interrupted True" in out, (p.returncode, out)
+
+
+if S3_URL:
+    @test
+    def _():
+        """an s3:// dataset (moto): the same rows, values and order"""
+        s3 = dlk.open(S3_URL)
+        assert len(s3) == N and s3.commit
+        a = epoch_rows(cpu_loader(S3_URL, seed=3))[1]
+        assert a == epoch_rows(cpu_loader(seed=3))[1]
+        for b in cpu_loader(S3_URL, seed=3, batch_size=16):
+            for j, row in enumerate(b.index):
+                assert same(np.from_dlpack(b["images"])[j],
+                            ds.read("images", int(row)))
+                assert same(np.from_dlpack(b["clip"][j]),
+                            ds.read("clip", int(row)))
+
+
+try:
+    import torch
+    have_torch = torch.cuda.is_available()
+    why = "no CUDA device" if not have_torch else ""
+except ImportError:
+    have_torch, why = False, "no torch (python3 -m pip install torch)"
+if not dlk.cuda_available()[0]:
+    have_torch, why = False, "libdlk: " + dlk.cuda_available()[1]
+if have_torch:
+    here = os.path.dirname(os.path.abspath(__file__))
+    r = subprocess.run([sys.executable,
+                        os.path.join(here, "..", "gpu", "torch_cuda.py"), URL])
+    print(("ok" if r.returncode == 0 else "not ok") +
+          " - dlk.torch on cuda:0 (tests/gpu/torch_cuda.py)")
+    failed += r.returncode != 0
+else:
+    print(f"ok - dlk.torch on cuda:0 # SKIP {why}")
+
+sys.exit(1 if failed else 0)

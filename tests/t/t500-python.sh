@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# t500-python.sh - the Python package: `pip install` from a copy of the
+# sources holding no build output (it builds libdlk.so from them: the
+# one build of this test), then tests/python/test_dlk.py on the cpu
+# device: values against `dlk cat --npy` for every tensor kind, shuffle,
+# sharding over 2 and 3 ranks, resume in a new process, errors, batch
+# memory held across next(), Ctrl-C, and an s3:// dataset on moto.
+. "$DLK_TESTS/lib.sh"
+. "$DLK_TESTS/s3lib.sh"
+
+if ! have_numpy; then
+    skip "python package" "numpy missing: python3 -m pip install numpy"
+    exit 0
+fi
+if ! python3 -c 'import setuptools, wheel, pip' 2>/dev/null; then
+    skip "python package" "pip, setuptools or wheel missing: python3 -m pip install setuptools wheel"
+    exit 0
+fi
+repo=$(cd "$DLK_TESTS/.." && pwd)
+
+# the sources as a fresh checkout has them: no build/, no objects
+mkdir -p "$T/clone"
+ok "copy the sources" sh -c 'cd "$1" && tar cf - --exclude=build --exclude="*.o" \
+    --exclude="*.d" --exclude="*.so*" --exclude="*.egg-info" --exclude=__pycache__ \
+    Makefile dlk.pc.in include lib python | tar xf - -C "$2"' sh "$repo" "$T/clone"
+ok "pip install builds libdlk.so and the binding" env DLK_MAKE_JOBS=2 \
+    python3 -m pip install --no-build-isolation --no-deps --no-cache-dir \
+    --target "$T/py" "$T/clone/python"
+check "the package carries the library, soname libdlk.so.0" \
+    test -f "$T/py/dlk/libdlk.so.0"
+check "the library exports only dlk_ functions" sh -c \
+    'nm -D --defined-only "$1" | awk "{print \$3}" | grep -v "^dlk_" | grep . && exit 1; \
+     nm -D --defined-only "$1" | grep -q " dlk_loader_keep$"' sh "$T/py/dlk/libdlk.so.0"
+
+python3 - "$T/src" <<'PY'
+import os, sys, numpy as np
+out = sys.argv[1]
+os.makedirs(out)
+rng = np.random.default_rng(500)
+for i in range(50):
+    p = os.path.join(out, "%06d" % i)
+    np.save(p + ".images.npy", rng.integers(0, 255, (8, 8, 3), dtype=np.uint8))
+    np.save(p + ".labels.npy", np.int32(i % 3))
+    np.save(p + ".boxes.npy", rng.random((1 + i % 4, 4), dtype=np.float32))
+    np.save(p + ".clip.npy", rng.integers(0, 255, (1 + i % 3, 4, 4, 3), dtype=np.uint8))
+    np.save(p + ".text.npy", np.frombuffer(b"row %d" % i * (1 + i % 2), dtype=np.uint8))
+    np.save(p + ".emb.npy", rng.random(5).astype(np.float16))
+    np.save(p + ".mask.npy", rng.random(3) > 0.5)
+    np.save(p + ".big.npy", rng.integers(-2**60, 2**60, (2,), dtype=np.int64))
+PY
+make_ds() { # URL
+    dlk create "$1" --tensor images:u8:8x8x3 --tensor labels:i32 \
+        --tensor 'boxes:f32:?x4:zstd' --tensor 'clip:u8:?x4x4x3' --kind clip=video \
+        --tensor 'text:u8:?' --kind text=text --tensor emb:f16:5 \
+        --tensor mask:bool:3 --tensor big:i64:2:zstd --classes labels=a,b,c \
+        --chunk-size 2K >/dev/null &&
+        dlk ingest "$1" from-dir "$T/src" --quiet && dlk commit "$1" -m first >/dev/null
+}
+ok "a dataset of every tensor kind" make_ds "$T/ds"
+s3_start
+s3_mkbucket dlk-t500
+ok "the same dataset on s3" make_ds s3://dlk-t500/ds
+
+# TAP lines of its own: passed through
+PYTHONPATH="$T/py" python3 "$DLK_TESTS/python/test_dlk.py" "$T/ds" s3://dlk-t500/ds
+rc=$?
+[ $rc = 0 ] || echo "not ok - tests/python/test_dlk.py exited $rc"
