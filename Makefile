@@ -228,10 +228,16 @@ DIST_BUNDLE := libturbojpeg libpng16
 DIST_PKGS := jansson libxxhash libzstd libcurl expat libcrypto $(IMAGE_PKGS)
 dist:
 	$(Q)$(MAKE) BUILD=build-dist MEDIA=1 VIDEO=0 \
-	    LDFLAGS="$(LDFLAGS) -Wl,--disable-new-dtags,-rpath,'\$$\$$ORIGIN/../lib'" build-dist/dlk
+	    LDFLAGS="$(LDFLAGS) -Wl,--disable-new-dtags,-rpath,'\$$\$$ORIGIN/../lib'" \
+	    build-dist/dlk build-dist/libdlk.so.$(VERSION)
 	$(Q)rm -rf dist && mkdir -p dist/bin dist/lib dist/share/man/man1
 	$(Q)cp build-dist/dlk dist/bin/ && cp man/*.1 dist/share/man/man1/
 	$(Q)cp include/dlk.h build-dist/libdlk.a dist/lib/
+	$(Q)cp build-dist/libdlk.so.$(VERSION) dist/lib/$(SONAME)
+	$(Q)mkdir -p dist/python && cp -r python/pyproject.toml python/setup.py \
+	    python/README.md python/dlk dist/python/ && rm -f dist/python/dlk/*.so*
+	$(Q)mkdir -p dist/tests/python dist/tests/gpu && \
+	    cp tests/python/*.py dist/tests/python/ && cp tests/gpu/*.py dist/tests/gpu/
 	$(Q)for l in $$(ldd build-dist/dlk | awk '/=>/{print $$3}'); do \
 	    case $$(basename $$l) in $(foreach b,$(DIST_BUNDLE),$(b).so*|) none) \
 	    echo $$l; ldd $$l | awk '/=>/{print $$3}';; esac; done | sort -u | \

@@ -3,8 +3,9 @@ Makefile, one build) and the CPython binding linked against it.
 
 The library is built from the checkout this file sits in (or the one
 DLK_SOURCE_DIR names); DLK_LIBDIR=DIR uses a libdlk.so already built in
-DIR instead (`make shared` leaves one in build/).  Needs what `make deps`
-installs: a C compiler, make, pkg-config and the -dev packages."""
+DIR instead (`make shared` leaves one in build/; `make dist` one with
+dlk.h in dist/lib).  Needs what `make deps` installs: a C compiler, make,
+pkg-config and the -dev packages."""
 import os
 import re
 import shutil
@@ -25,16 +26,24 @@ def source_dir():
     return d
 
 
-def version(src):
+def include_dir():
+    """dlk.h: beside a prebuilt library (a `make dist` tree), else the
+    sources'."""
+    libdir = os.environ.get("DLK_LIBDIR")
+    if libdir and (Path(libdir) / "dlk.h").is_file():
+        return Path(libdir)
+    return source_dir() / "include"
+
+
+def version():
     m = re.search(r'#define DLK_VERSION_STRING "([^"]+)"',
-                  (src / "include" / "dlk.h").read_text())
+                  (include_dir() / "dlk.h").read_text())
     return m.group(1)
 
 
 class BuildDlk(build_ext):
     def run(self):
-        src = source_dir()
-        ver = version(src)
+        ver = version()
         soname = "libdlk.so." + ver.split(".")[0]
         libdir = os.environ.get("DLK_LIBDIR")
         if libdir:
@@ -42,6 +51,7 @@ class BuildDlk(build_ext):
             if not lib.exists():
                 raise SystemExit(f"dlk: DLK_LIBDIR: no '{lib}'")
         else:
+            src = source_dir()
             out = Path(self.build_temp).resolve() / "libdlk"
             jobs = os.environ.get("DLK_MAKE_JOBS") or str(os.cpu_count() or 1)
             subprocess.check_call(["make", "-C", str(src), "-j" + jobs,
@@ -55,15 +65,14 @@ class BuildDlk(build_ext):
         if self.inplace:
             shutil.copyfile(lib.resolve(), HERE / "dlk" / soname)
         for ext in self.extensions:
-            ext.include_dirs.append(str(src / "include"))
+            ext.include_dirs.append(str(include_dir()))
             ext.library_dirs.append(str(lib.parent))
             ext.libraries.append(":" + soname)
         super().run()
 
 
-src = source_dir()
 setup(
-    version=version(src),
+    version=version(),
     ext_modules=[Extension(
         "dlk._core", ["dlk/_core.c"],
         extra_compile_args=["-std=c11", "-Wall", "-Wextra",

@@ -143,9 +143,8 @@ class Loader:
     tensors     names to load (default all)
     device      "cuda" (cuda:LOCAL_RANK), "cuda:N", "cpu", or "auto"
                 (cuda when a GPU is there, else cpu)
-    epochs      None: each `for batch in loader` runs one epoch, as long as
-                one keeps iterating; E: iterating runs the remaining of E
-                epochs in one loop, and nothing is read ahead past the last
+    epochs      each `for batch in loader` runs one epoch; with E, nothing
+                is read ahead past the E-th, and loops after it are empty
     drop_last   drop the samples that do not fill a last batch (else it is
                 padded with repeats, flagged in batch.pad)
     rank, world_size  default: the launcher's (torchrun, MPI, Slurm)
@@ -207,17 +206,16 @@ class Loader:
         return b
 
     def __iter__(self):
+        """The batches of one epoch (the next one, or the one set_epoch
+        or a state chose); after `epochs` epochs, none."""
+        if self.epochs is not None and self._epochs_done >= self.epochs:
+            return
         while True:
-            if self.epochs is not None and self._epochs_done >= self.epochs:
-                return
-            while True:
-                b = self._next()
-                if b is None:
-                    break
-                yield b
-            self._epochs_done += 1
-            if self.epochs is None:
-                return
+            b = self._next()
+            if b is None:
+                break
+            yield b
+        self._epochs_done += 1
 
     def set_epoch(self, epoch):
         """Start epoch `epoch` from its beginning (its order depends on

@@ -170,10 +170,11 @@ def _():
 
 @test
 def _():
-    """epochs=E runs E epochs in one loop, then stops"""
+    """a loop is an epoch; with epochs=E, loops after the E-th are empty"""
     l = cpu_loader(epochs=2, shuffle=True)
-    bs = list(l)
-    assert len(bs) == 16 and {b.epoch for b in bs} == {0, 1}
+    e0, e1 = list(l), list(l)
+    assert len(e0) == len(e1) == 8
+    assert {b.epoch for b in e0} == {0} and {b.epoch for b in e1} == {1}
     assert list(l) == []
 
 
