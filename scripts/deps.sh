@@ -10,12 +10,13 @@ set -u
 APT_PKGS="build-essential pkg-config libjansson-dev libxxhash-dev libzstd-dev
  libcurl4-openssl-dev libssl-dev libexpat1-dev libpng-dev libturbojpeg0-dev
  libavcodec-dev libavformat-dev libswscale-dev libavutil-dev libmicrohttpd-dev
- python3 python3-pip clang libclang-rt-14-dev man-db groff-base xxd ffmpeg imagemagick"
+ python3 python3-pip python3-dev clang libclang-rt-14-dev man-db groff-base xxd ffmpeg imagemagick"
 PC_PKGS="jansson libxxhash libzstd libcurl expat libcrypto libturbojpeg libpng libavformat libavcodec libswscale libavutil libmicrohttpd"
 # Python packages the tests use: numpy reads what dlk writes; moto's
-# server is the S3 the tests talk to; awscli is the independent client.
-PIP_PKGS="numpy pillow moto[server] awscli boto3"
-PY_MODULES="numpy PIL moto boto3"
+# server is the S3 the tests talk to; awscli is the independent client;
+# setuptools and wheel build the dlk package (python/).
+PIP_PKGS="numpy pillow moto[server] awscli boto3 setuptools wheel"
+PY_MODULES="numpy PIL moto boto3 setuptools wheel"
 
 missing_apt() {
     local miss=""
@@ -27,6 +28,10 @@ missing_apt() {
     for c in cc make pkg-config python3 ffmpeg identify; do
         command -v "$c" >/dev/null 2>&1 || miss="$miss $c"
     done
+    # the headers the Python package's binding builds against
+    python3 -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+        2>/dev/null || miss="$miss python3-dev"
     echo "$miss"
 }
 
