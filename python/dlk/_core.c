@@ -704,14 +704,13 @@ static PyObject *Tensor_get_ptr(Tensor *self, void *c)
 static PyObject *Tensor_repr(Tensor *self)
 {
     PyObject *shape = dims(self->ndim, self->shape);
-    PyObject *r = shape ? PyUnicode_FromFormat("dlk.Tensor(%s, %R, %s%s)",
-                                               self->dtype_name, shape,
-                                               self->device_type == kDLCUDA
-                                                   ? "cuda:" : "cpu",
-                                               self->device_type == kDLCUDA
-                                                   ? "N" : "")
-                        : NULL;
+    PyObject *dev = Tensor_get_device(self, NULL);
+    PyObject *r = shape && dev ? PyUnicode_FromFormat("dlk.Tensor(%s, %R, %U)",
+                                                      self->dtype_name, shape,
+                                                      dev)
+                               : NULL;
     Py_XDECREF(shape);
+    Py_XDECREF(dev);
     return r;
 }
 

@@ -371,6 +371,26 @@ if S3_URL:
 
 
 try:
+    import jax
+    import jax.numpy as jnp
+except ImportError:
+    jax = None
+if jax is None:
+    print("ok - jax takes batches through DLPack # SKIP no jax "
+          "(python3 -m pip install 'jax[cpu]')")
+else:
+    @test
+    def _():
+        """jax takes batches through DLPack"""
+        for b in cpu_loader(seed=8, tensors=["images", "emb", "labels"]):
+            x = jax.dlpack.from_dlpack(b["images"])
+            assert x.shape == (7, 8, 8, 3) and x.dtype == jnp.uint8
+            for j, row in enumerate(b.index):
+                assert (np.asarray(x[j]) == ds.read("images", int(row))).all()
+                assert np.asarray(jax.dlpack.from_dlpack(b["emb"])[j]).tobytes() \
+                    == ds.read("emb", int(row)).tobytes()
+
+try:
     import torch
     have_torch = torch.cuda.is_available()
     why = "no CUDA device" if not have_torch else ""
