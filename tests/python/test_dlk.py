@@ -134,6 +134,9 @@ def _():
     a = np.from_dlpack(t)
     assert a.ctypes.data == t.data_ptr and a.shape == (7,) + ds.tensors[0]["shape"]
     assert t.__dlpack_device__() == (1, 0) and t.device == "cpu"
+    # both capsule kinds; one never consumed frees itself
+    assert '"dltensor"' in repr(t.__dlpack__())
+    assert '"dltensor_versioned"' in repr(t.__dlpack__(max_version=(1, 0)))
     assert isinstance(b["boxes"], list) and len(b["boxes"]) == 7
     assert np.from_dlpack(b["boxes"][0]).shape[1] == 4
 

@@ -5,6 +5,8 @@
 # device: values against `dlk cat --npy` for every tensor kind, shuffle,
 # sharding over 2 and 3 ranks, resume in a new process, errors, batch
 # memory held across next(), Ctrl-C, and an s3:// dataset on moto.
+# Under SAN=1 the binding is installed over the sanitized libdlk.so of
+# the build under test instead, and Python runs with the ASan runtime.
 . "$DLK_TESTS/lib.sh"
 . "$DLK_TESTS/s3lib.sh"
 
@@ -23,9 +25,21 @@ mkdir -p "$T/clone"
 ok "copy the sources" sh -c 'cd "$1" && tar cf - --exclude=build --exclude="*.o" \
     --exclude="*.d" --exclude="*.so*" --exclude="*.egg-info" --exclude=__pycache__ \
     Makefile dlk.pc.in include lib python | tar xf - -C "$2"' sh "$repo" "$T/clone"
-ok "pip install builds libdlk.so and the binding" env DLK_MAKE_JOBS=2 \
-    python3 -m pip install --no-build-isolation --no-deps --no-cache-dir \
-    --target "$T/py" "$T/clone/python"
+run_py=(python3)
+if [ -n "${SAN:-}" ] && [ "$SAN" != thread ]; then
+    # under the sanitizers: the binding over the sanitized libdlk.so of
+    # this build (the sources' own build ran in the plain pass), with the
+    # ASan runtime loaded first
+    ok "pip install the binding over $DLK_BUILD/libdlk.so" env DLK_LIBDIR="$DLK_BUILD" \
+        python3 -m pip install --no-build-isolation --no-deps --no-cache-dir \
+        --target "$T/py" "$T/clone/python"
+    run_py=(env LD_PRELOAD="$(cc -print-file-name=libasan.so)" PYTHONMALLOC=malloc
+            ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 python3)
+else
+    ok "pip install builds libdlk.so and the binding" env DLK_MAKE_JOBS=2 \
+        python3 -m pip install --no-build-isolation --no-deps --no-cache-dir \
+        --target "$T/py" "$T/clone/python"
+fi
 check "the package carries the library, soname libdlk.so.0" \
     test -f "$T/py/dlk/libdlk.so.0"
 check "the library exports only dlk_ functions" sh -c \
@@ -62,6 +76,6 @@ s3_mkbucket dlk-t500
 ok "the same dataset on s3" make_ds s3://dlk-t500/ds
 
 # TAP lines of its own: passed through
-PYTHONPATH="$T/py" python3 "$DLK_TESTS/python/test_dlk.py" "$T/ds" s3://dlk-t500/ds
+PYTHONPATH="$T/py" "${run_py[@]}" "$DLK_TESTS/python/test_dlk.py" "$T/ds" s3://dlk-t500/ds
 rc=$?
 [ $rc = 0 ] || echo "not ok - tests/python/test_dlk.py exited $rc"
