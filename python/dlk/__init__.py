@@ -201,7 +201,7 @@ class Loader:
         epoch, step, index, pad, tensors = r
         b = Batch(tensors)
         b.index = _np.frombuffer(index, dtype=_np.uint64)
-        b.pad = _np.frombuffer(pad, dtype=_np.uint8).astype(bool)
+        b.pad = _np.frombuffer(pad, dtype=_np.bool_)  # 0 or 1 per sample
         b.epoch, b.step = epoch, step
         return b
 
