@@ -46,7 +46,7 @@ class Loader(_dlk.Loader):
             return None
         out = Batch((k, _convert(v)) for k, v in b.items())
         out.index = _torch.from_numpy(b.index.astype(_np.int64))
-        out.pad = _torch.from_numpy(b.pad)
+        out.pad = _torch.from_numpy(b.pad.copy())
         out.epoch, out.step = b.epoch, b.step
         return out
 

@@ -96,7 +96,7 @@ def _():
 @test
 def _():
     """ds[i] equals `dlk cat --npy` for every tensor, class names given"""
-    for row in (0, 17, 49):
+    for row in (0, 49):
         r = ds[row]
         for t in ds.tensors:
             c = cat_npy(URL, t["name"], row)
@@ -115,9 +115,9 @@ def _():
             if row in seen or b.pad[j]:
                 continue
             seen.add(row)
-            if row % 9:   # the others against the library's reader
+            if row % 20 != 1:  # most against the library's reader
                 ref = {t["name"]: ds.read(t["name"], row) for t in ds.tensors}
-            else:         # every ninth against the CLI
+            else:              # rows 1, 21, 41 against the CLI
                 ref = {t["name"]: cat_npy(URL, t["name"], row)
                        for t in ds.tensors}
             for name, v in b.items():
