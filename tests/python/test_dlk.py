@@ -91,6 +91,15 @@ def _():
     assert ds.log(max=1)[0]["samples"]["images"] == N
     lab = [t for t in ds.tensors if t["kind"] == "class_label"][0]
     assert lab["classes"] == ["a", "b", "c"], lab
+    at = dlk.open(URL, at="main")
+    assert at.commit == ds.commit and len(at) == N
+    assert epoch_rows(cpu_loader(URL, at=ds.commit[:8], shuffle=False))[1] \
+        == list(range(N))
+    try:
+        dlk.open(URL, at="main~5")
+        raise AssertionError("no error for main~5")
+    except dlk.Error as e:
+        assert e.exit_code in (2, 3), e
 
 
 @test
