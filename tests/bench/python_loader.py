@@ -13,6 +13,7 @@ binding: us_per_batch, the loop's whole time per batch (next(), the
 tensors' conversion and any wait for the loader)."""
 import argparse
 import json
+import sys
 import time
 
 import dlk
@@ -28,13 +29,19 @@ ap.add_argument("--no-shuffle", action="store_true")
 a = ap.parse_args()
 
 sync = lambda: None
-if a.device.startswith("cuda") or a.mode != "dlk":
+modes = ["dlk", "torch"] if a.mode == "both" else [a.mode]
+try:
     import torch
     import dlk.torch
     if a.device.startswith("cuda"):
         sync = torch.cuda.synchronize
+except ImportError:
+    if a.mode != "dlk" and (a.mode == "torch" or a.device != "cpu"):
+        raise
+    modes = ["dlk"]
+    print("no torch: dlk.Loader alone", file=sys.stderr)
 
-for mode in (["dlk", "torch"] if a.mode == "both" else [a.mode]):
+for mode in modes:
     make = dlk.torch.loader if mode == "torch" else dlk.Loader
     l = make(a.dataset, device=a.device, batch_size=a.batch_size,
              shuffle=not a.no_shuffle, epochs=a.epochs,
