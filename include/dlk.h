@@ -62,7 +62,8 @@ typedef enum dlk_status {
     DLK_ELIMIT = 11,      /* a size or count over a configured limit */
     DLK_EDECODE = 12,     /* a source object cannot be decoded */
     DLK_EGPU = 13,        /* a CUDA call failed or no device */
-    DLK_EINTERNAL = 14    /* a bug in dlk */
+    DLK_EINTERNAL = 14,   /* a bug in dlk */
+    DLK_ECANCELED = 15    /* the caller's cancel callback asked to stop */
 } dlk_status;
 
 /* A short, constant, lower-case description of a status code. */
@@ -387,6 +388,12 @@ typedef struct dlk_loader_opts {
                                     are read into the pinned buffers;
                                     DLK_PIN_CACHE_AUTO: up to half the
                                     usable memory less the budget */
+    /* Asked about every 100 ms while dlk_loader_next waits for data, on
+     * the calling thread: non-zero makes that call return DLK_ECANCELED
+     * (the loader stays usable; the next call waits again).  An
+     * interpreter checks for Ctrl-C here.  NULL: never asked. */
+    int (*cancel)(void *ud);
+    void *cancel_ud;
 } dlk_loader_opts;
 
 #define DLK_PIN_CACHE_AUTO UINT64_MAX

@@ -9,9 +9,11 @@
  * deadlocks), and released once the consumer has passed their last use. */
 #include "loader_int.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- planning ------------------------------------------------------ */
@@ -232,9 +234,31 @@ static dlk_status wait_ready(dlk_loader *l, uint64_t p0, uint64_t p1,
     for (size_t t = 0; t < l->nt && !rc; t++) {
         for (uint64_t p = p0; p < p1 && !rc; p++) {
             dlk_slot *s = &l->plan.slots[l->plan.pos_slot[t][p]];
-            while (s->state != SLOT_READY && s->state != SLOT_FAILED)
-                pthread_cond_wait(&l->ready, &l->mu);
-            if (s->state == SLOT_FAILED)
+            while (!rc && s->state != SLOT_READY && s->state != SLOT_FAILED) {
+                if (!l->o.cancel) {
+                    pthread_cond_wait(&l->ready, &l->mu);
+                    continue;
+                }
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_nsec += 100000000;
+                if (ts.tv_nsec >= 1000000000) {
+                    ts.tv_sec++;
+                    ts.tv_nsec -= 1000000000;
+                }
+                if (pthread_cond_timedwait(&l->ready, &l->mu, &ts) !=
+                    ETIMEDOUT)
+                    continue;
+                /* the callback may run the caller's code: not under the
+                 * lock the workers need */
+                pthread_mutex_unlock(&l->mu);
+                int stop = l->o.cancel(l->o.cancel_ud);
+                pthread_mutex_lock(&l->mu);
+                if (stop)
+                    rc = dlk_fail(err, DLK_ECANCELED, "canceled while "
+                                  "waiting for a batch");
+            }
+            if (!rc && s->state == SLOT_FAILED)
                 rc = dlk_fail(err, s->err.code, "%s", s->err.msg);
         }
     }

@@ -22,6 +22,7 @@ const char *dlk_strerror(dlk_status code)
     case DLK_EDECODE: return "cannot decode";
     case DLK_EGPU: return "gpu error";
     case DLK_EINTERNAL: return "internal error";
+    case DLK_ECANCELED: return "canceled";
     }
     return "unknown status";
 }

@@ -9,10 +9,11 @@
         rows = batch.index                       # the dataset rows
 
 Every call goes to libdlk (include/dlk.h); failures raise dlk.Error with
-the library's message, its status number (.code) and the exit-code class
-the `dlk` command would give (.exit_code: 2 bad usage, 3 failed, 4 a
+the library's message, its status number (.code, .reason) and the code
+the `dlk` command exits with for it (.exit_code: 3 failed, 4 a
 concurrent writer).
 """
+import atexit as _atexit
 import json as _json
 
 import numpy as _np
@@ -23,6 +24,9 @@ from ._core import Error, Tensor
 __all__ = ["open", "Dataset", "Loader", "Batch", "Tensor", "Error",
            "launch_env", "cuda_available", "__version__"]
 __version__ = _core.version()
+# at exit, loaders still open are not closed: a close would wait for the
+# storage reads in flight (after a Ctrl-C during a slow read, say)
+_atexit.register(_core._at_exit)
 
 # dlk dtype names -> numpy (bf16 has no numpy type: its raw 16 bits)
 _NP = {"u8": _np.uint8, "i8": _np.int8, "u16": _np.uint16, "i16": _np.int16,

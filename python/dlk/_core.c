@@ -48,12 +48,16 @@ enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6 };
 
 static PyObject *DlkError;
 
-/* The exit code `dlk` gives a status (man/dlk.1): 2 bad usage, 4 a
- * concurrent writer, 3 an operation that failed. */
+/* The exit code `dlk` gives a failed call's status (cmd/common.c): 4 a
+ * concurrent writer, else 3. */
 static int exit_class(dlk_status c)
 {
-    return c == DLK_EINVAL ? 2 : c == DLK_ECONFLICT ? 4 : 3;
+    return c == DLK_ECONFLICT ? 4 : 3;
 }
+
+/* Set at interpreter exit: loaders are then left to the process's end
+ * rather than closed (a close waits for the reads in flight). */
+static int exiting;
 
 static PyObject *raise_dlk(const dlk_error *err)
 {
@@ -385,10 +389,22 @@ static PyObject *Loader_new(PyTypeObject *type, PyObject *a, PyObject *k)
 
 static void Loader_dealloc(Loader *self)
 {
-    loader_close_now(self); /* no Kept refers to it any more */
+    if (!exiting)
+        loader_close_now(self); /* no Kept refers to it any more */
     pthread_mutex_destroy(&self->mu);
     Py_XDECREF(self->ds);
     Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* The loader asks this while it waits for data: Ctrl-C (or any signal
+ * handler that raises) stops the wait, its exception pending. */
+static int check_signals(void *ud)
+{
+    (void)ud;
+    PyGILState_STATE g = PyGILState_Ensure();
+    int stop = PyErr_CheckSignals() < 0;
+    PyGILState_Release(g);
+    return stop;
 }
 
 /* Loader(dataset, device, batch_size, shuffle, seed, tensors, epochs,
@@ -434,6 +450,7 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
     o.prefetch_chunks = prefetch;
     o.no_verify = !verify;
     o.device = device;
+    o.cancel = check_signals;
     const char *names[256];
     PyObject *seq = NULL;
     if (tensors != Py_None) {
@@ -780,8 +797,9 @@ static PyObject *Loader_next(Loader *self, PyObject *unused)
     pthread_mutex_unlock(&self->mu);
     Py_END_ALLOW_THREADS
     if (rc)
-        return raise_dlk(&err);
-    /* Ctrl-C while we waited: stop here (the batch's memory goes back) */
+        return PyErr_Occurred() ? NULL : raise_dlk(&err); /* Ctrl-C */
+    /* a signal that came as the batch did: stop here (its memory goes
+     * back) */
     if (!b || PyErr_CheckSignals() < 0) {
         if (k) {
             pthread_mutex_lock(&self->mu);
@@ -963,6 +981,14 @@ static PyObject *cuda_available(PyObject *m, PyObject *unused)
     return Py_BuildValue("(Os)", ok ? Py_True : Py_False, why);
 }
 
+static PyObject *at_exit(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    exiting = 1;
+    Py_RETURN_NONE;
+}
+
 static PyObject *version(PyObject *m, PyObject *unused)
 {
     (void)m;
@@ -975,6 +1001,8 @@ static PyMethodDef module_methods[] = {
      "(rank, world_size, local_rank) from torchrun, MPI or Slurm"},
     {"cuda_available", cuda_available, METH_NOARGS, "(bool, why not)"},
     {"version", version, METH_NOARGS, "the library's version"},
+    {"_at_exit", at_exit, METH_NOARGS,
+     "leave open loaders to the process's end (atexit)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -993,8 +1021,8 @@ PyMODINIT_FUNC PyInit__core(void)
         return NULL;
     DlkError = PyErr_NewExceptionWithDoc(
         "dlk.Error", "An error from libdlk: str() is its message; .code the "
-        "dlk_status number, .exit_code the class `dlk` exits with (2 bad "
-        "usage, 3 failed, 4 concurrent writer)", PyExc_Exception, NULL);
+        "dlk_status number, .reason its name, .exit_code the code `dlk` "
+        "exits with for it (3 failed, 4 a concurrent writer)", PyExc_Exception, NULL);
     if (!DlkError || PyModule_AddObjectRef(m, "Error", DlkError) < 0 ||
         PyModule_AddObjectRef(m, "Dataset", (PyObject *)&DatasetType) < 0 ||
         PyModule_AddObjectRef(m, "Loader", (PyObject *)&LoaderType) < 0 ||

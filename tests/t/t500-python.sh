@@ -75,7 +75,11 @@ s3_start
 s3_mkbucket dlk-t500
 ok "the same dataset on s3" make_ds s3://dlk-t500/ds
 
+# every chunk read held back a minute (a stalled store), for Ctrl-C
+s3_proxy_start --slow-path '/chunks/' --slow-ms 60000
+
 # TAP lines of its own: passed through
-PYTHONPATH="$T/py" "${run_py[@]}" "$DLK_TESTS/python/test_dlk.py" "$T/ds" s3://dlk-t500/ds
+PYTHONPATH="$T/py" "${run_py[@]}" "$DLK_TESTS/python/test_dlk.py" "$T/ds" \
+    s3://dlk-t500/ds "http://127.0.0.1:$S3_PROXY_PORT"
 rc=$?
 [ $rc = 0 ] || echo "not ok - tests/python/test_dlk.py exited $rc"
