@@ -428,7 +428,7 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
                            dlk_loader **out, dlk_error *err);
 /* The next batch of this rank, or *out = NULL at the end of the epoch
  * (the next call starts the following epoch).  The batch and its memory
- * stay valid until the next call. */
+ * stay valid until the next call (the memory longer with dlk_loader_keep). */
 dlk_status dlk_loader_next(dlk_loader *l, const dlk_batch **out,
                            dlk_error *err);
 /* Batches each rank gets in the current epoch (the same on every rank). */
@@ -520,9 +520,9 @@ dlk_status dlk_loader_keep(dlk_loader *l, dlk_kept **out, dlk_error *err);
  * Ignored on cpu. */
 void dlk_loader_release(dlk_loader *l, dlk_kept *k, void *cuda_stream);
 /* Make `cuda_stream` (a cudaStream_t; NULL for the legacy default stream)
- * wait for the device work that produced the current batch, without
- * blocking the host: a consumer's kernels queued on that stream afterwards
- * see the batch's bytes.  Nothing to do on cpu (batches are complete when
+ * wait for the loader's device work queued so far (the current batch's
+ * included), without blocking the host: a consumer's kernels queued on
+ * that stream afterwards see the batch's bytes.  Nothing to do on cpu (batches are complete when
  * dlk_loader_next returns). */
 dlk_status dlk_loader_stream_wait(dlk_loader *l, void *cuda_stream,
                                   dlk_error *err);
