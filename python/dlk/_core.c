@@ -333,6 +333,8 @@ typedef struct {
     Loader *loader;
     dlk_kept *k;
     void *stream;           /* the consumer's CUDA stream, for release */
+    int ordered;            /* `stream` already waits for the batch (the
+                               samples of a variable-shape tensor share it) */
 } Kept;
 
 static void loader_close_now(Loader *self)
@@ -634,8 +636,8 @@ static PyObject *Tensor_dlpack(Tensor *self, PyObject *args, PyObject *kw)
         if (stream != Py_None && (s = PyLong_AsLongLong(stream)) == -1 &&
             PyErr_Occurred())
             return NULL;
-        if (s != -1) {
-            void *cs = s == 1 ? NULL : (void *)(intptr_t)s;
+        void *cs = s == 1 ? NULL : (void *)(intptr_t)s;
+        if (s != -1 && !(self->kept->ordered && self->kept->stream == cs)) {
             Loader *L = self->kept->loader;
             dlk_error err;
             dlk_status rc = DLK_OK;
@@ -649,6 +651,7 @@ static PyObject *Tensor_dlpack(Tensor *self, PyObject *args, PyObject *kw)
             if (rc)
                 return raise_dlk(&err);
             self->kept->stream = cs; /* what reads the memory last */
+            self->kept->ordered = 1;
         }
     }
     int versioned = 0;
@@ -818,6 +821,7 @@ static PyObject *Loader_next(Loader *self, PyObject *unused)
     kp->loader = (Loader *)Py_NewRef((PyObject *)self);
     kp->k = k;
     kp->stream = NULL;
+    kp->ordered = 0;
     self->nkept++;
     PyObject *tensors = PyDict_New();
     for (size_t i = 0; tensors && i < b->ntensors; i++) {
