@@ -215,13 +215,6 @@ typedef struct dlk_store_ops {
     /* Optional: a caller would keep up to n requests in flight (0: only
      * asks); returns how many the store takes in flight now. */
     int (*want_inflight)(dlk_store *s, int n);
-    /* Optional: get the whole object, expected to be `size` bytes, as get
-     * with max = size does (the same results and errors), reading it in
-     * parts in flight together where that is faster (S3: one connection
-     * carries ~100-150 MB/s, a chunk is tens of MB). */
-    dlk_status (*get_sized)(dlk_store *s, const char *key, uint64_t size,
-                            dlk_buf *out, dlk_obj_info *info,
-                            dlk_error *err);
 } dlk_store_ops;
 
 struct dlk_store {
@@ -256,11 +249,6 @@ dlk_status dlk_store_get(dlk_store *s, const char *key, uint64_t max,
                          dlk_buf *out, dlk_obj_info *info, dlk_error *err);
 dlk_status dlk_store_get_range(dlk_store *s, const char *key, uint64_t off,
                                uint64_t len, dlk_buf *out, dlk_error *err);
-/* dlk_store_get of an object expected to be `size` bytes (max = size),
- * in parts in flight together where the store can. */
-dlk_status dlk_store_get_sized(dlk_store *s, const char *key, uint64_t size,
-                               dlk_buf *out, dlk_obj_info *info,
-                               dlk_error *err);
 dlk_status dlk_store_head(dlk_store *s, const char *key, dlk_obj_info *info,
                           dlk_error *err);
 dlk_status dlk_store_put(dlk_store *s, const char *key, const void *data,
@@ -320,8 +308,6 @@ int dlk_store_io_threads(dlk_store *s);
 /* For stores: count n bytes read (the I/O counters) where the read ends
  * on a thread of their own. */
 void dlk_io_count_read(uint64_t n);
-/* More GETs than the store call that made them (a read in parts). */
-void dlk_io_count_gets(uint64_t n);
 /* A request's status, its error copied to err when it failed. */
 dlk_status dlk_get_req_status(const dlk_get_req *r, dlk_error *err);
 /* The store's sweep (nothing where it has none: an S3 PUT is atomic). */

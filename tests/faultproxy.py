@@ -34,9 +34,6 @@ work), then nothing more for --stall-ms (default 120000) or until the
 client gives up, and the connection is closed; --stall-max N injects at
 most N stalls (0: no limit).  Logged as "fault stall METHOD PATH".
 
-A server that ignores Range (answers every GET with the whole object):
---ignore-range drops the header on the way.
-
 For benchmarks, --procs N serves from N processes sharing the listening
 socket (one Python process relays about 1 GB/s); only with --delay-ms, as
 each process would draw and count faults of its own.
@@ -214,8 +211,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def forward(self, body):
         headers = [(k, v) for k, v in self.headers.items()
-                   if k.lower() not in HOP and
-                   not (self.server.opts.ignore_range and k.lower() == "range")]
+                   if k.lower() not in HOP]
         for attempt in (0, 1):
             conn = self.upstream(fresh=attempt > 0)
             try:
@@ -396,9 +392,6 @@ def main():
     p.add_argument("--slow-first-per-path", action="store_true",
                    help="only the first slow candidate of each path")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--ignore-range", action="store_true",
-                   help="drop Range headers: a server that answers every "
-                        "GET with the whole object")
     p.add_argument("--max-conns", type=int, default=256,
                    help="requests served at once")
     p.add_argument("--max-body", type=int, default=1 << 30,

@@ -371,98 +371,6 @@ out:
     return rc;
 }
 
-/* A large object in parts of PART_BYTES, each its own ranged GET, all in
- * flight together and spread over the bulk engines: one connection
- * carries ~150 MB/s (a 16 MiB chunk took ~0.1 s on one GET from a server
- * that serves 13 GB/s to many connections), so a reader with a GET per
- * thread was bound by connections, not by the store.  AWS's guidance is
- * the same: byte ranges of 8-16 MB in parallel for throughput. */
-#define PART_BYTES ((uint64_t)8 << 20)
-
-static s3_engine *bulk_engine(s3_store *s);
-
-/* The object in parts into out (reserved): true when every part came
- * whole and the object is exactly size bytes; otherwise false, out as it
- * was, and the caller asks again as one GET, whose answer names what is
- * wrong as it always has (a missing object, a shorter or longer one, a
- * server that ignores Range). */
-static bool get_parts(s3_store *s, const char *okey, uint64_t size,
-                      dlk_buf *out, dlk_obj_info *info)
-{
-    size_t k = (size_t)((size + PART_BYTES - 1) / PART_BYTES);
-    size_t start = out->len;
-    dlk_error err;
-    s3_req *r = calloc(k, sizeof *r);
-    dlk_buf *b = calloc(k, sizeof *b);
-    s3_engine **eng = calloc(k, sizeof *eng);
-    struct curl_slist **h = calloc(k, sizeof *h);
-    dlk_buf url;
-    dlk_buf_init(&url);
-    bool ok = r && b && eng && h && !make_url(s, okey, NULL, &url, &err);
-    size_t sent = 0;
-    for (size_t i = 0; ok && i < k; i++) {
-        uint64_t off = i * PART_BYTES,
-                 n = size - off < PART_BYTES ? size - off : PART_BYTES;
-        char range[64];
-        snprintf(range, sizeof range, "Range: bytes=%llu-%llu",
-                 (unsigned long long)off, (unsigned long long)(off + n - 1));
-        if (!(h[i] = curl_slist_append(NULL, range))) {
-            ok = false;
-            break;
-        }
-        dlk_buf_wrap(&b[i], out->data + start + off, (size_t)n);
-        r[i].method = "GET";
-        r[i].url = (const char *)url.data;
-        r[i].headers = h[i];
-        r[i].out = &b[i];
-        r[i].max = n;
-        eng[i] = bulk_engine(s);
-        s3_submit(eng[i], &r[i]);
-        sent++;
-    }
-    for (size_t i = 0; i < sent; i++)
-        s3_wait(eng[i], &r[i]);
-    for (size_t i = 0; ok && i < k; i++) {
-        uint64_t off = i * PART_BYTES,
-                 n = size - off < PART_BYTES ? size - off : PART_BYTES;
-        ok = r[i].status == 206 && r[i].total_size == size &&
-             !get_answer(s, okey, &r[i], off, n, n, true, &b[i],
-                         i == 0 ? info : NULL, &err) &&
-             b[i].len == n;
-    }
-    for (size_t i = 0; i < sent; i++)
-        s3_req_fini(&r[i]);
-    for (size_t i = 0; h && i < k; i++)
-        curl_slist_free_all(h[i]);
-    dlk_buf_free(&url);
-    free(r);
-    free(b);
-    free(eng);
-    free(h);
-    if (sent > 1)
-        dlk_io_count_gets(sent - 1); /* the caller counted one */
-    if (ok)
-        out->len = start + (size_t)size;
-    return ok;
-}
-
-static dlk_status s3_get_sized(dlk_store *st, const char *key, uint64_t size,
-                               dlk_buf *out, dlk_obj_info *info,
-                               dlk_error *err)
-{
-    s3_store *s = (s3_store *)st;
-    if (size >= 2 * PART_BYTES && size <= SIZE_MAX &&
-        !dlk_buf_reserve(out, (size_t)size, err)) {
-        char *okey = object_key(s, key);
-        bool ok = okey && get_parts(s, okey, size, out, info);
-        free(okey);
-        if (ok)
-            return DLK_OK;
-        dlk_io_count_gets(1); /* the one GET after the parts */
-    }
-    return s3_get(st, key, 0, UINT64_MAX, size, out, info, err);
-}
-
 /* Engines for bulk GETs: DLK_S3_IO_THREADS, or one for every 8 cores,
  * 1 to 4.  Each starts with its share of the in-flight limit and may grow
  * to its share of what was asked (want_inflight). */
@@ -1505,7 +1413,6 @@ static const dlk_store_ops s3_ops = {
     .io_threads = s3_io_threads,
     .list_wide = s3_list_wide,
     .want_inflight = s3_want_inflight,
-    .get_sized = s3_get_sized,
 };
 
 static bool bucket_valid(const char *b, size_t n)

@@ -75,24 +75,6 @@ dlk_status dlk_store_get(dlk_store *s, const char *key, uint64_t max,
     return rc;
 }
 
-dlk_status dlk_store_get_sized(dlk_store *s, const char *key, uint64_t size,
-                               dlk_buf *out, dlk_obj_info *info,
-                               dlk_error *err)
-{
-    if (!s->ops->get_sized)
-        return dlk_store_get(s, key, size, out, info, err);
-    if (!dlk_key_valid(key))
-        return bad_key(key, err);
-    size_t before = out->len;
-    COUNT(gets, 1);
-    if (info)
-        memset(info, 0, sizeof *info);
-    dlk_status rc = s->ops->get_sized(s, key, size, out, info, err);
-    if (!rc)
-        COUNT(bytes_read, out->len - before);
-    return rc;
-}
-
 dlk_status dlk_store_get_range(dlk_store *s, const char *key, uint64_t off,
                                uint64_t len, dlk_buf *out, dlk_error *err)
 {
@@ -326,7 +308,6 @@ int dlk_store_io_threads(dlk_store *s)
 }
 
 void dlk_io_count_read(uint64_t n) { COUNT(bytes_read, n); }
-void dlk_io_count_gets(uint64_t n) { COUNT(gets, n); }
 
 dlk_status dlk_get_req_status(const dlk_get_req *r, dlk_error *err)
 {
