@@ -240,7 +240,7 @@ int cmd_bench_stream(int argc, char **argv)
         }
         case 'h': return cmd_finish("bench-stream", cmd_usage(usage_text, true));
         default:
-            return cmd_bad_option("bench-stream", argv, usage_text);
+            return cmd_bad_option("bench-stream", argv, opts, usage_text);
         }
         if (end && *end) {
             cmd_error("bench-stream", "bad number '%s'", optarg);
@@ -251,6 +251,9 @@ int cmd_bench_stream(int argc, char **argv)
         cmd_error("bench-stream", "expected one DATASET");
         return cmd_usage(usage_text, false);
     }
+    if (cmd_check_url("bench-stream", argv[optind]) ||
+        cmd_check_url("bench-stream", baseline))
+        return EXIT_USAGE;
     if (epochs < 1 || epochs > 1000000 || !(step_ms >= 0 && step_ms <= 60000)) {
         cmd_error("bench-stream", "--epochs must be 1-1000000 and --step-ms "
                   "0-60000");
@@ -578,8 +581,7 @@ int cmd_bench_stream(int argc, char **argv)
                                 json_real(base_rate > 0 ? samples / wall / base_rate
                                                         : 0));
         }
-        json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_INDENT(2));
-        putchar('\n');
+        cmd_json_print(o, JSON_PRESERVE_ORDER | JSON_INDENT(2));
         json_decref(o);
     } else if (code == EXIT_OK) {
         char b1[32], b2[32], b3[32];

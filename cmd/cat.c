@@ -102,8 +102,7 @@ static void print_json(const dlk_tensor_info *t, const dlk_sample *s,
                           "shape", shape, "values", values);
     if (cn)
         json_object_set_new(o, "class_name", json_string(cn));
-    json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_COMPACT);
-    putchar('\n');
+    cmd_json_print(o, JSON_PRESERVE_ORDER | JSON_COMPACT);
     json_decref(o);
 }
 
@@ -147,13 +146,15 @@ int cmd_cat(int argc, char **argv)
         case 'a': at = optarg; break;
         case 'h': return cmd_finish("cat", cmd_usage(usage_text, true));
         default:
-            return cmd_bad_option("cat", argv, usage_text);
+            return cmd_bad_option("cat", argv, opts, usage_text);
         }
     }
     if (argc - optind != 3) {
         cmd_error("cat", "expected DATASET TENSOR INDEX");
         return cmd_usage(usage_text, false);
     }
+    if (cmd_check_url("cat", argv[optind]))
+        return EXIT_USAGE;
     const char *url = argv[optind], *tname = argv[optind + 1],
                *istr = argv[optind + 2];
     char *end;
@@ -168,7 +169,16 @@ int cmd_cat(int argc, char **argv)
         return cmd_fail("cat", &err);
     int ti = dlk_dataset_find(ds, tname);
     if (ti < 0) {
-        cmd_error("cat", "no tensor '%s' in '%s'", tname, url);
+        char names[512] = "";
+        size_t len = 0, nt = dlk_dataset_ntensors(ds);
+        for (size_t i = 0; i < nt && len < sizeof names - 1; i++) {
+            dlk_tensor_info ti2;
+            if (dlk_tensor_info_get(ds, i, &ti2, &err) == DLK_OK)
+                len += (size_t)snprintf(names + len, sizeof names - len,
+                                        "%s%s", i ? ", " : "", ti2.name);
+        }
+        cmd_error("cat", "no tensor '%s' in '%s' (its tensors: %s)", tname,
+                  url, nt ? names : "none");
         dlk_dataset_free(ds);
         return EXIT_ERROR;
     }

@@ -7,6 +7,8 @@
 
 #include "dlk.h"
 
+#include <jansson.h>
+
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -39,9 +41,38 @@ int cmd_fail(const char *cmd, const dlk_error *err);
 /* Print the usage text to `f`; return EXIT_USAGE for misuse (to stderr)
  * or EXIT_OK for --help (to stdout). */
 int cmd_usage(const char *usage, bool help);
-/* Report an unknown or incomplete option (the one getopt just passed)
- * and print the usage: returns EXIT_USAGE. */
-int cmd_bad_option(const char *cmd, char **argv, const char *usage);
+/* Report an unknown or incomplete option (the one getopt just passed),
+ * with the nearest of `opts` when one is close, and print the usage:
+ * returns EXIT_USAGE. */
+struct option;
+int cmd_bad_option(const char *cmd, char **argv, const struct option *opts,
+                   const char *usage);
+/* The report of an unknown or incomplete option without the usage text:
+ * returns EXIT_USAGE. */
+int cmd_option_error(const char *cmd, char **argv,
+                     const struct option *opts);
+/* The candidate nearest to `word` (edit distance) when it is close
+ * enough to be a likely typo, else NULL. */
+const char *cmd_nearest(const char *word, const char *const *cands,
+                        size_t n);
+/* A URL argument that starts like an S3 URL must be s3://BUCKET[/...]:
+ * "s3:/x" or "s3://" is refused (EXIT_USAGE, after saying why) rather
+ * than taken for a local path; 0 when fine. */
+int cmd_check_url(const char *cmd, const char *url);
+
+/* --json anywhere on the command line (before "--"): every exit prints
+ * one JSON object on stdout, {"error": {...}} when the command printed
+ * none (cmd_json_main). */
+extern bool cmd_json;
+/* Print a JSON object on stdout (flags as for json_dumpf) as the
+ * command's one object; later calls print nothing. */
+void cmd_json_print(json_t *o, size_t flags);
+/* The "error" member of a failure's object: message and exit code. */
+json_t *cmd_json_error(const char *msg, int code);
+/* At exit with --json: the error object, unless an object was printed. */
+int cmd_json_main(int code);
+/* The last message cmd_error printed (for the error object). */
+const char *cmd_last_error(void);
 /* Flush stdout and report a failed write (a full disk, a closed pipe). */
 int cmd_finish(const char *cmd, int code);
 /* "1.5 MiB" style sizes. */

@@ -40,7 +40,7 @@ int cmd_commit(int argc, char **argv)
         case 'U': flags |= DLK_COMMIT_UNSAFE_SINGLE_WRITER; break;
         case 'h': return cmd_finish("commit", cmd_usage(usage_text, true));
         default:
-            return cmd_bad_option("commit", argv, usage_text);
+            return cmd_bad_option("commit", argv, opts, usage_text);
         }
     }
     if (argc - optind != 1 || !message) {
@@ -48,6 +48,8 @@ int cmd_commit(int argc, char **argv)
                                      : "expected one DATASET");
         return cmd_usage(usage_text, false);
     }
+    if (cmd_check_url("commit", argv[optind]))
+        return EXIT_USAGE;
     const char *url = argv[optind];
     dlk_error err;
     dlk_dataset *ds;
@@ -68,8 +70,7 @@ int cmd_commit(int argc, char **argv)
                               committed, "parent",
                               *parent && committed ? json_string(parent)
                                                    : json_null());
-        json_dumpf(o, stdout, JSON_PRESERVE_ORDER);
-        putchar('\n');
+        cmd_json_print(o, JSON_PRESERVE_ORDER);
         json_decref(o);
     } else if (committed) {
         printf("%s\n", id);

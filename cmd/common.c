@@ -5,16 +5,51 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
+
+bool cmd_json;
+static bool json_printed;
+static char last_error[1024];
 
 void cmd_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "dlk %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
+    fprintf(stderr, "dlk%s%s: %s\n", *cmd ? " " : "", cmd, last_error);
+}
+
+const char *cmd_last_error(void) { return last_error; }
+
+void cmd_json_print(json_t *o, size_t flags)
+{
+    if (json_printed || !o)
+        return;
+    json_printed = true;
+    json_dumpf(o, stdout, flags);
+    putchar('\n');
+}
+
+json_t *cmd_json_error(const char *msg, int code)
+{
+    return json_pack("{s:s,s:i}", "message", msg, "exit_code", code);
+}
+
+int cmd_json_main(int code)
+{
+    if (!cmd_json || json_printed || code == EXIT_OK)
+        return code;
+    char msg[64];
+    if (!last_error[0])
+        snprintf(msg, sizeof msg, "failed with exit code %d", code);
+    json_t *o = json_pack("{s:o}", "error",
+                          cmd_json_error(last_error[0] ? last_error : msg,
+                                         code));
+    cmd_json_print(o, JSON_PRESERVE_ORDER);
+    json_decref(o);
+    return cmd_finish("json", code);
 }
 
 int cmd_fail(const char *cmd, const dlk_error *err)
@@ -33,10 +68,94 @@ int cmd_usage(const char *usage, bool help)
     return help ? EXIT_OK : EXIT_USAGE;
 }
 
-int cmd_bad_option(const char *cmd, char **argv, const char *usage)
+/* Levenshtein distance, capped: the rows of two lengths up to 64. */
+static size_t distance(const char *a, const char *b)
 {
-    cmd_error(cmd, "unknown or incomplete option '%s'", argv[optind - 1]);
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64)
+        return (size_t)-1;
+    size_t row[65];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+const char *cmd_nearest(const char *word, const char *const *cands,
+                        size_t n)
+{
+    const char *best = NULL;
+    size_t bd = (size_t)-1;
+    for (size_t i = 0; i < n; i++) {
+        size_t d = distance(word, cands[i]);
+        if (d < bd) {
+            bd = d;
+            best = cands[i];
+        }
+    }
+    /* a typo, not another word: two edits, or a third of a long name */
+    size_t len = strlen(word), limit = len / 3 > 2 ? len / 3 : 2;
+    return best && bd > 0 && bd <= limit ? best : NULL;
+}
+
+int cmd_option_error(const char *cmd, char **argv, const struct option *opts)
+{
+    const char *arg = argv[optind - 1];
+    char word[80] = "";
+    if (strncmp(arg, "--", 2) == 0) {
+        snprintf(word, sizeof word, "%s", arg + 2);
+        char *eq = strchr(word, '=');
+        if (eq)
+            *eq = '\0';
+    }
+    const char *names[128];
+    size_t n = 0;
+    const struct option *known = NULL;
+    for (size_t i = 0; opts && opts[i].name && n < 128; i++) {
+        names[n++] = opts[i].name;
+        if (strcmp(opts[i].name, word) == 0)
+            known = &opts[i];
+    }
+    const char *near = word[0] && !known ? cmd_nearest(word, names, n) : NULL;
+    if (known && known->has_arg == no_argument)
+        cmd_error(cmd, "option '--%s' takes no value", word);
+    else if (known)
+        cmd_error(cmd, "option '--%s' needs a value", word);
+    else if (near)
+        cmd_error(cmd, "unknown option '%s'; did you mean '--%s'?", arg, near);
+    else
+        cmd_error(cmd, "unknown or incomplete option '%s'", arg);
+    return EXIT_USAGE;
+}
+
+int cmd_bad_option(const char *cmd, char **argv, const struct option *opts,
+                   const char *usage)
+{
+    cmd_option_error(cmd, argv, opts);
     return cmd_usage(usage, false);
+}
+
+int cmd_check_url(const char *cmd, const char *url)
+{
+    if (!url || strncasecmp(url, "s3:", 3) != 0)
+        return 0;
+    if (strncmp(url, "s3://", 5) == 0 && url[5] && url[5] != '/')
+        return 0;
+    cmd_error(cmd, "bad url '%s': an S3 url is s3://BUCKET/PREFIX", url);
+    return EXIT_USAGE;
 }
 
 int cmd_finish(const char *cmd, int code)

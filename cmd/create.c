@@ -25,6 +25,9 @@ static const char usage_text[] =
     "  --classes NAME=A,B   class names of a class_label tensor, in id order\n"
     "  --chunk-size SIZE    target chunk size for every tensor (default 16M;\n"
     "                       suffixes K M G)\n"
+    "  --exist-ok           a dataset with the same tensors there already is\n"
+    "                       used (with a source: ingested into); without it\n"
+    "                       an existing dataset is refused (exit 2)\n"
     "  --json               print the result as JSON\n"
     "  -h, --help           this text\n";
 
@@ -137,7 +140,9 @@ static int create_from(ingest_cli *cli, const char *url,
         specs[i].chunk_bytes = chunk_size;
     if (code == EXIT_OK) {
         dlk_error err;
-        dlk_ingest_result res;
+        dlk_ingest_result res = {0};
+        ingest_cli_signals(cli);
+        cli->url = url;
         dlk_status rc = dlk_ingest_create(url, specs, n, chunk_size, &cli->o,
                                           &res, &err);
         code = ingest_cli_report(cli, "create", rc, &res, &err);
@@ -147,6 +152,41 @@ static int create_from(ingest_cli *cli, const char *url,
     return code;
 }
 
+/* Something exists at url (err says what): a dataset with the same
+ * tensors is opened into *ds with --exist-ok (EXIT_OK); a dataset is
+ * otherwise refused as a usage error, and other objects as a failure. */
+static int existing(const char *url, const dlk_tensor_spec *specs, size_t n,
+                    bool exist_ok, dlk_dataset **ds, dlk_error *err)
+{
+    dlk_error e2;
+    if (dlk_dataset_open(url, NULL, ds, &e2))
+        return cmd_fail("create", e2.code == DLK_ENOTFOUND ? err : &e2);
+    if (!exist_ok) {
+        dlk_dataset_free(*ds);
+        *ds = NULL;
+        cmd_error("create", "a dataset already exists at '%s' (--exist-ok "
+                  "uses it when its tensors are the same)", url);
+        return EXIT_USAGE;
+    }
+    bool same = dlk_dataset_ntensors(*ds) == n;
+    for (size_t i = 0; same && i < n; i++) {
+        dlk_tensor_info t;
+        same = !dlk_tensor_info_get(*ds, i, &t, err) &&
+               !strcmp(t.name, specs[i].name) && t.dtype == specs[i].dtype &&
+               t.ndim == specs[i].ndim &&
+               !memcmp(t.shape, specs[i].shape,
+                       sizeof(int64_t) * (size_t)t.ndim);
+    }
+    if (!same) {
+        dlk_dataset_free(*ds);
+        *ds = NULL;
+        cmd_error("create", "a dataset already exists at '%s' with other "
+                  "tensors (see dlk ls '%s')", url, url);
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
+}
+
 int cmd_create(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -154,7 +194,8 @@ int cmd_create(int argc, char **argv)
         {"kind", required_argument, 0, 'k'},
         {"classes", required_argument, 0, 'c'},
         {"chunk-size", required_argument, 0, 's'},
-        {"json", no_argument, 0, 'j'},
+        {"json", no_argument, 0, IO_JSON},
+        {"exist-ok", no_argument, 0, 'x'},
         {"help", no_argument, 0, 'h'},
         INGEST_LONG_OPTIONS
         {"quiet", no_argument, 0, IO_QUIET},
@@ -174,7 +215,7 @@ int cmd_create(int argc, char **argv)
     ingest_cli_init(&cli);
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "qhj:", opts, NULL)) != -1) {
         switch (c) {
         case 't':
             if (n == MAX_TENSORS) {
@@ -199,7 +240,14 @@ int cmd_create(int argc, char **argv)
                 return EXIT_USAGE;
             }
             break;
-        case 'j': json = true; cli.json = true; break;
+        case IO_JSON: json = true; cli.json = true; break;
+        case 'j':
+            if (ingest_cli_opt(&cli, "create", IO_JOBS, optarg)) {
+                ingest_cli_free(&cli);
+                return cmd_usage(usage_text, false);
+            }
+            break;
+        case 'x': cli.o.exist_ok = 1; break;
         case 'q': cli.quiet = true; break;
         case 'h':
             ingest_cli_free(&cli);
@@ -208,10 +256,8 @@ int cmd_create(int argc, char **argv)
             return cmd_finish("create", EXIT_OK);
         case '?':
         case ':':
-            cmd_error("create", "unknown or incomplete option '%s'",
-                      argv[optind - 1]);
             ingest_cli_free(&cli);
-            return cmd_usage(usage_text, false);
+            return cmd_bad_option("create", argv, opts, usage_text);
         default:
             if (ingest_cli_opt(&cli, "create", c, optarg)) {
                 ingest_cli_free(&cli);
@@ -221,8 +267,10 @@ int cmd_create(int argc, char **argv)
         }
     }
     if (argc - optind == 3) {
-        code = ingest_cli_source(&cli, "create", argv[optind + 1],
-                                 argv[optind + 2]);
+        code = cmd_check_url("create", argv[optind]);
+        if (code == EXIT_OK)
+            code = ingest_cli_source(&cli, "create", argv[optind + 1],
+                                     argv[optind + 2]);
         if (code == EXIT_OK)
             code = create_from(&cli, argv[optind], specs, n, kinds, nkinds,
                                classes, nclasses, chunk_size);
@@ -237,6 +285,9 @@ int cmd_create(int argc, char **argv)
         return cmd_usage(usage_text, false);
     }
     const char *url = argv[optind];
+    if (cmd_check_url("create", url))
+        return EXIT_USAGE;
+    bool exist_ok = cli.o.exist_ok;
     for (size_t i = 0; i < nkinds; i++) {
         const char *v;
         dlk_tensor_spec *s = find_spec(specs, n, kinds[i], &v);
@@ -265,21 +316,35 @@ int cmd_create(int argc, char **argv)
         specs[i].chunk_bytes = chunk_size;
 
     dlk_dataset *ds = NULL;
-    if (code == EXIT_OK && dlk_dataset_create(url, specs, n, &ds, &err))
+    bool existed = false;
+    dlk_status rc = code == EXIT_OK
+                        ? dlk_dataset_create(url, specs, n, &ds, &err)
+                        : DLK_OK;
+    if (rc == DLK_EEXIST)
+        code = existing(url, specs, n, exist_ok, &ds, &err);
+    else if (rc)
         code = cmd_fail("create", &err);
+    existed = rc == DLK_EEXIST;
+    char id[DLK_ID_MAX];
+    if (code == EXIT_OK) {
+        snprintf(id, sizeof id, "%s", dlk_dataset_id(ds));
+        if (dlk_dataset_close(ds, &err))
+            code = cmd_fail("create", &err);
+    }
     if (code == EXIT_OK) {
         if (json) {
-            json_t *o = json_pack("{s:s,s:s,s:i}", "dataset", url, "id",
-                                  dlk_dataset_id(ds), "tensors", (int)n);
-            json_dumpf(o, stdout, JSON_PRESERVE_ORDER);
-            putchar('\n');
+            json_t *o = json_pack("{s:s,s:s,s:i,s:b}", "dataset", url, "id",
+                                  id, "tensors", (int)n, "created",
+                                  !existed);
+            cmd_json_print(o, JSON_PRESERVE_ORDER);
             json_decref(o);
+        } else if (existed) {
+            printf("dataset '%s' exists with these %zu tensor%s\n", url, n,
+                   n == 1 ? "" : "s");
         } else {
             printf("created dataset '%s' with %zu tensor%s\n", url, n,
                    n == 1 ? "" : "s");
         }
-        if (dlk_dataset_close(ds, &err))
-            code = cmd_fail("create", &err);
     }
     for (size_t i = 0; i < n; i++)
         free(class_lists[i]);

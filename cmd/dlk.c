@@ -32,6 +32,21 @@ static const struct cmd *find(const char *name)
     return NULL;
 }
 
+/* "dlk: 'x' is not a dlk command", with the nearest one when close. */
+static void unknown_command(const char *name)
+{
+    const char *names[N_COMMANDS + 1];
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        names[i] = commands[i].name;
+    names[N_COMMANDS] = "help";
+    const char *near = cmd_nearest(name, names, N_COMMANDS + 1);
+    if (near)
+        cmd_error("", "'%s' is not a dlk command; did you mean '%s'?", name,
+                  near);
+    else
+        cmd_error("", "'%s' is not a dlk command", name);
+}
+
 static int usage(FILE *f, int code)
 {
     fprintf(f,
@@ -77,8 +92,8 @@ static int global_options(int *argc, char **argv)
             v = argv[++i];
         if (v) {
             if (strcmp(v, "path") && strcmp(v, "virtual") && strcmp(v, "auto")) {
-                fprintf(stderr, "dlk: bad --s3-addressing '%s' (path, "
-                        "virtual or auto)\n", v);
+                cmd_error("", "bad --s3-addressing '%s' (path, virtual or "
+                          "auto)", v);
                 return -1;
             }
             setenv("DLK_S3_ADDRESSING", v, 1);
@@ -91,7 +106,16 @@ static int global_options(int *argc, char **argv)
     return 0;
 }
 
+static int run(int argc, char **argv);
+
 int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        cmd_json |= strcmp(argv[i], "--json") == 0;
+    return cmd_json_main(run(argc, argv));
+}
+
+static int run(int argc, char **argv)
 {
     if (global_options(&argc, argv))
         return EXIT_USAGE;
@@ -110,7 +134,7 @@ int main(int argc, char **argv)
             return cmd_finish("help", usage(stdout, EXIT_OK));
         const struct cmd *c = find(argv[2]);
         if (!c) {
-            fprintf(stderr, "dlk: '%s' is not a dlk command\n", argv[2]);
+            unknown_command(argv[2]);
             return usage(stderr, EXIT_USAGE);
         }
         char *help_argv[] = {(char *)c->name, "--help", NULL};
@@ -118,7 +142,7 @@ int main(int argc, char **argv)
     }
     const struct cmd *c = find(name);
     if (!c) {
-        fprintf(stderr, "dlk: '%s' is not a dlk command\n", name);
+        unknown_command(name);
         return usage(stderr, EXIT_USAGE);
     }
     int code = c->fn(argc - 1, argv + 1);

@@ -81,13 +81,15 @@ int cmd_gc(int argc, char **argv)
         case 'j': o.json = true; break;
         case 'h': return cmd_finish("gc", cmd_usage(usage_text, true));
         default:
-            return cmd_bad_option("gc", argv, usage_text);
+            return cmd_bad_option("gc", argv, opts, usage_text);
         }
     }
     if (argc - optind != 1) {
         cmd_error("gc", "expected one DATASET");
         return cmd_usage(usage_text, false);
     }
+    if (cmd_check_url("gc", argv[optind]))
+        return EXIT_USAGE;
     dlk_error err;
     dlk_dataset *ds;
     if (dlk_dataset_open(argv[optind], NULL, &ds, &err))
@@ -109,8 +111,7 @@ int cmd_gc(int argc, char **argv)
                               "temp_files", (json_int_t)res.temp_files,
                               "temp_bytes", (json_int_t)res.temp_bytes,
                               "dry_run", go.dry_run, "objects", o.objects);
-        json_dumpf(j, stdout, JSON_PRESERVE_ORDER | JSON_INDENT(2));
-        putchar('\n');
+        cmd_json_print(j, JSON_PRESERVE_ORDER | JSON_INDENT(2));
         json_decref(j);
     } else {
         char b[32];

@@ -40,9 +40,7 @@ int cmd_ingest(int argc, char **argv)
             return cmd_finish("ingest", EXIT_OK);
         case '?':
         case ':':
-            cmd_error("ingest", "unknown or incomplete option '%s'",
-                      argv[optind - 1]);
-            code = EXIT_USAGE;
+            code = cmd_option_error("ingest", argv, opts);
             break;
         default:
             code = ingest_cli_opt(&cli, "ingest", c, optarg);
@@ -53,6 +51,8 @@ int cmd_ingest(int argc, char **argv)
         cmd_error("ingest", "expected DATASET SOURCE LOCATION");
         code = EXIT_USAGE;
     }
+    if (code == EXIT_OK)
+        code = cmd_check_url("ingest", argv[optind]);
     if (code == EXIT_OK)
         code = ingest_cli_source(&cli, "ingest", argv[optind + 1],
                                  argv[optind + 2]);
@@ -65,7 +65,8 @@ int cmd_ingest(int argc, char **argv)
         return code;
     }
     dlk_error err;
-    dlk_ingest_result res;
+    dlk_ingest_result res = {0};
+    ingest_cli_signals(&cli);
     dlk_status rc = dlk_ingest(argv[optind], &cli.o, &res, &err);
     code = ingest_cli_report(&cli, "ingest", rc, &res, &err);
     ingest_cli_free(&cli);

@@ -8,8 +8,10 @@
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 const char ingest_opts_usage[] =
@@ -45,27 +47,81 @@ const char ingest_opts_usage[] =
     "  --no-resume          ingest everything again, ignoring earlier runs\n"
     "  --dry-run            list and infer, print what would be ingested and\n"
     "                       what not (and the schema); write nothing\n"
+    "  --max-skip F         fail (exit 3, nothing merged) when more than the\n"
+    "                       share F of the rows tried is skipped (default\n"
+    "                       0.1; 1: never); a run that ingests no row of a\n"
+    "                       source that is not empty fails as well\n"
     "  --json               print a summary as JSON\n"
     "  -q, --quiet          print nothing but errors\n";
 
+static void clear_line(ingest_cli *c)
+{
+    if (c->drawn)
+        fputs("\r\033[K", stderr);
+    c->drawn = false;
+}
+
+/* The progress line on a terminal, redrawn at most four times a second:
+ * while listing the keys found, then rows, their rate, MB/s and ETA. */
 static void on_progress(void *ud, const dlk_ingest_progress *p)
 {
     ingest_cli *c = ud;
     double now = cmd_now_s();
-    bool last = p->rows_done == p->rows_total;
-    if (!c->tty || c->quiet || c->json || (now - c->last_draw < 0.1 && !last))
+    bool last = !p->listing && p->rows_done == p->rows_total &&
+                p->rows_total;
+    if (!c->tty || c->quiet || c->json || c->finished ||
+        (now - c->last_draw < 0.25 && !last))
         return;
+    c->finished = last;
     c->last_draw = now;
+    if (p->listing) {
+        fprintf(stderr, "\r\033[Klisting: %llu keys found (%.0f s)",
+                (unsigned long long)p->keys_listed, p->seconds);
+        c->drawn = true;
+        return;
+    }
     double s = p->seconds > 1e-6 ? p->seconds : 1e-6;
     double rate = (double)p->rows_done / s;
     double eta = rate > 0 ? (double)(p->rows_total - p->rows_done) / rate : 0;
-    fprintf(stderr, "\r\033[K%llu/%llu rows  %.0f obj/s  in %.1f MB/s  out "
-            "%.1f MB/s  ETA %dm%02ds", (unsigned long long)p->rows_done,
+    fprintf(stderr, "\r\033[K%llu/%llu rows  %.0f rows/s  in %.1f MB/s  "
+            "out %.1f MB/s  ETA ", (unsigned long long)p->rows_done,
             (unsigned long long)p->rows_total, rate,
-            (double)p->bytes_in / s / 1e6, (double)p->bytes_out / s / 1e6,
-            (int)(eta / 60), (int)fmod(eta, 60));
+            (double)p->bytes_in / s / 1e6, (double)p->bytes_out / s / 1e6);
+    if (rate > 0 || last)
+        fprintf(stderr, "%dm%02ds", (int)(eta / 60), (int)fmod(eta, 60));
+    else
+        fputs("-", stderr);
+    c->drawn = !last;
     if (last)
         fputc('\n', stderr);
+}
+
+/* The signal that stopped the run (0: none).  A second one ends the
+ * process at once: the handler gives the signal back its default. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+    stop_signal = sig;
+    signal(sig, SIG_DFL);
+}
+
+static int should_stop(void *ud)
+{
+    (void)ud;
+    return stop_signal != 0;
+}
+
+void ingest_cli_signals(ingest_cli *c)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART; /* the run stops when it polls, not in a call */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    c->o.stop = should_stop;
 }
 
 static void on_bad(void *ud, const char *key, const char *reason)
@@ -79,8 +135,7 @@ static void on_bad(void *ud, const char *key, const char *reason)
                                                    "reason",
                                                    reason ? reason : ""));
     } else {
-        if (c->tty && !c->quiet)
-            fputs("\r\033[K", stderr);
+        clear_line(c);
         fprintf(stderr, "dlk: skipped '%s': %s\n", key ? key : "",
                 reason ? reason : "");
     }
@@ -108,8 +163,7 @@ static void on_unused(void *ud, const char *key, const char *reason)
                                                    "reason", reason));
     if (c->json || c->quiet || listed >= UNUSED_PRINTED)
         return;
-    if (c->tty)
-        fputs("\r\033[K", stderr);
+    clear_line(c);
     fprintf(stderr, "dlk: not ingested '%s': %s\n", key, reason);
 }
 
@@ -179,8 +233,10 @@ static void on_schema(void *ud, const dlk_tensor_spec *specs, size_t n)
     json_decref(c->schema);
     c->schema = schema_json(specs, n);
     /* before the rows on a terminal, so a wrong guess can be stopped */
-    if (c->tty && !c->quiet && !c->json && !c->o.dry_run)
+    if (c->tty && !c->quiet && !c->json && !c->o.dry_run) {
+        clear_line(c);
         print_schema(stderr, c->schema);
+    }
 }
 
 /* Ingest's threads allocate blocks of a few hundred KB by the thousand
@@ -363,6 +419,13 @@ int ingest_cli_opt(ingest_cli *c, const char *cmd, int code, const char *arg)
     case IO_QUIET:
         c->quiet = true;
         return 0;
+    case IO_MAX_SKIP: {
+        double f;
+        if (!parse_double(arg, &f) || f > 1)
+            return bad(cmd, "--max-skip", arg, "a share from 0 to 1");
+        o->max_skip = f > 0 ? f : -1; /* the library's "none" */
+        return 0;
+    }
     }
     cmd_error(cmd, "unknown option");
     return EXIT_USAGE;
@@ -371,6 +434,8 @@ int ingest_cli_opt(ingest_cli *c, const char *cmd, int code, const char *arg)
 int ingest_cli_source(ingest_cli *c, const char *cmd, const char *kind,
                       const char *where)
 {
+    if (cmd_check_url(cmd, where) || cmd_check_url(cmd, c->o.labels))
+        return EXIT_USAGE;
     if (strcmp(kind, "from-s3") == 0) {
         if (strncmp(where, "s3://", 5) != 0) {
             cmd_error(cmd, "from-s3 needs an s3://BUCKET/PREFIX url, not "
@@ -378,13 +443,20 @@ int ingest_cli_source(ingest_cli *c, const char *cmd, const char *kind,
             return EXIT_USAGE;
         }
     } else if (strcmp(kind, "from-dir") == 0) {
-        if (strncmp(where, "s3://", 5) == 0) {
+        if (strncasecmp(where, "s3:", 3) == 0) {
             cmd_error(cmd, "from-dir needs a directory; use from-s3 for "
                       "'%s'", where);
             return EXIT_USAGE;
         }
     } else {
-        cmd_error(cmd, "unknown source '%s' (from-s3 or from-dir)", kind);
+        static const char *const kinds[] = {"from-s3", "from-dir"};
+        const char *near = cmd_nearest(kind, kinds, 2);
+        if (near)
+            cmd_error(cmd, "unknown source '%s'; did you mean '%s'?", kind,
+                      near);
+        else
+            cmd_error(cmd, "unknown source '%s' (from-s3 or from-dir)",
+                      kind);
         return EXIT_USAGE;
     }
     c->o.source = where;
@@ -401,51 +473,105 @@ static const char *unused_note(const dlk_ingest_result *r, char note[64])
     return note;
 }
 
+/* The summary of a run for --json (also of a failed one). */
+static json_t *summary_json(ingest_cli *c, const dlk_ingest_result *r)
+{
+    json_t *o = json_pack("{s:I,s:I,s:o,s:I,s:I,s:f,s:{s:f,s:f,s:f,s:f,s:f,"
+                          "s:f,s:f,s:f,s:f},s:I,s:I,s:b,s:b,s:i}",
+                          "ingested", (json_int_t)r->ingested,
+                          "skipped", (json_int_t)r->skipped,
+                          "errors", c->errors ? json_incref(c->errors)
+                                              : json_array(),
+                          "bytes_in", (json_int_t)r->bytes_in,
+                          "bytes_out", (json_int_t)r->bytes_out,
+                          "seconds", r->seconds,
+                          "stages", "list", r->list_seconds,
+                          "rows", r->rows_seconds,
+                          "append", r->append_seconds,
+                          "finish", r->seconds - r->list_seconds -
+                                        r->rows_seconds,
+                          "fetch", r->fetch_seconds,
+                          "decode", r->decode_seconds,
+                          "decode_wait", r->decode_wait_seconds,
+                          "decode_lock", r->decode_lock_seconds,
+                          "write_wait", r->write_wait_seconds,
+                          "ignored", (json_int_t)r->ignored,
+                          "resumed", (json_int_t)r->resumed_rows,
+                          "complete", r->complete,
+                          "already", r->already,
+                          "jobs", r->jobs);
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "order", json_string(
+        r->order == DLK_ORDER_SORTED ? "sorted" : "shuffled"));
+    json_object_set_new(o, "order_seed",
+                        json_integer((json_int_t)r->order_seed));
+    json_object_set_new(o, "dry_run", json_boolean(c->o.dry_run));
+    json_object_set_new(o, "planned", json_integer((json_int_t)r->planned));
+    json_object_set_new(o, "unused", json_integer((json_int_t)r->unused));
+    json_object_set_new(o, "unused_reasons", c->unused_why
+                        ? json_incref(c->unused_why) : json_object());
+    json_object_set_new(o, "unused_objects", c->unused
+                        ? json_incref(c->unused) : json_array());
+    json_object_set_new(o, "schema", c->schema ? json_incref(c->schema)
+                                               : json_array());
+    return o;
+}
+
+/* A run that did not finish: the message (stderr) and, with --json, the
+ * summary with its "error". */
+static int report_failure(ingest_cli *c, const dlk_ingest_result *r,
+                          const char *cmd, const char *msg, int code)
+{
+    clear_line(c);
+    cmd_error(cmd, "%s", msg);
+    if (c->json) {
+        json_t *o = summary_json(c, r);
+        json_object_set_new(o, "error", cmd_json_error(msg, code));
+        if (r->interrupted) {
+            json_object_set_new(o, "interrupted", json_true());
+            json_object_set_new(o, "kept", json_integer((json_int_t)r->kept));
+        }
+        cmd_json_print(o, JSON_PRESERVE_ORDER);
+        json_decref(o);
+    }
+    return code;
+}
+
 int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
                       const dlk_ingest_result *r, const dlk_error *err)
 {
-    if (rc)
-        return cmd_fail(cmd, err);
+    if (rc) {
+        /* create refuses an existing dataset as a usage error: the
+         * command names the wrong url or lacks --exist-ok */
+        int code = rc == DLK_ECONFLICT ? EXIT_CONFLICT : EXIT_ERROR;
+        dlk_dataset *ds;
+        dlk_error e2;
+        if (rc == DLK_EEXIST && !strcmp(cmd, "create") && c->url &&
+            !dlk_dataset_open(c->url, NULL, &ds, &e2)) {
+            dlk_dataset_free(ds);
+            code = EXIT_USAGE; /* a dataset, not other objects, is there */
+        }
+        return report_failure(c, r, cmd,
+                              err->msg[0] ? err->msg : dlk_strerror(rc),
+                              code);
+    }
+    if (r->interrupted) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "interrupted: %llu rows kept; run the same "
+                 "command to continue", (unsigned long long)r->kept);
+        int sig = stop_signal ? stop_signal : SIGINT;
+        clear_line(c);
+        if (!c->json) {
+            fprintf(stderr, "%s\n", msg);
+            return 128 + sig;
+        }
+        return report_failure(c, r, cmd, msg, 128 + sig);
+    }
+    clear_line(c);
     if (c->json) {
-        json_t *o = json_pack("{s:I,s:I,s:o,s:I,s:I,s:f,s:{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f},"
-                              "s:I,s:I,s:b,s:b,s:i}",
-                              "ingested", (json_int_t)r->ingested,
-                              "skipped", (json_int_t)r->skipped,
-                              "errors", c->errors ? json_incref(c->errors)
-                                                  : json_array(),
-                              "bytes_in", (json_int_t)r->bytes_in,
-                              "bytes_out", (json_int_t)r->bytes_out,
-                              "seconds", r->seconds,
-                              "stages", "list", r->list_seconds,
-                              "rows", r->rows_seconds,
-                              "append", r->append_seconds,
-                              "finish", r->seconds - r->list_seconds -
-                                            r->rows_seconds,
-                              "fetch", r->fetch_seconds,
-                              "decode", r->decode_seconds,
-                              "decode_wait", r->decode_wait_seconds,
-                              "decode_lock", r->decode_lock_seconds,
-                              "write_wait", r->write_wait_seconds,
-                              "ignored", (json_int_t)r->ignored,
-                              "resumed", (json_int_t)r->resumed_rows,
-                              "complete", r->complete,
-                              "already", r->already,
-                              "jobs", r->jobs);
-        json_object_set_new(o, "order", json_string(
-            r->order == DLK_ORDER_SORTED ? "sorted" : "shuffled"));
-        json_object_set_new(o, "order_seed",
-                            json_integer((json_int_t)r->order_seed));
-        json_object_set_new(o, "dry_run", json_boolean(c->o.dry_run));
-        json_object_set_new(o, "planned", json_integer((json_int_t)r->planned));
-        json_object_set_new(o, "unused", json_integer((json_int_t)r->unused));
-        json_object_set_new(o, "unused_reasons", c->unused_why
-                            ? json_incref(c->unused_why) : json_object());
-        json_object_set_new(o, "unused_objects", c->unused
-                            ? json_incref(c->unused) : json_array());
-        json_object_set_new(o, "schema", c->schema ? json_incref(c->schema)
-                                                   : json_array());
-        json_dumpf(o, stdout, JSON_PRESERVE_ORDER);
-        putchar('\n');
+        json_t *o = summary_json(c, r);
+        cmd_json_print(o, JSON_PRESERVE_ORDER);
         json_decref(o);
     } else if (!c->quiet && c->o.dry_run) {
         printf("dry run, nothing written: would ingest %llu rows from '%s'"

@@ -13,7 +13,7 @@ enum {
     IO_RESIZE = 1000, IO_FIT, IO_LAYOUT, IO_CHANNELS, IO_MAX_PIXELS,
     IO_FRAMES, IO_FPS, IO_CLIP, IO_LABELS, IO_ON_ERROR, IO_UNORDERED,
     IO_JOBS, IO_FETCH, IO_SHARD, IO_CHECKPOINT, IO_NO_RESUME, IO_JSON,
-    IO_QUIET, IO_ORDER, IO_ORDER_SEED, IO_DRY_RUN
+    IO_QUIET, IO_ORDER, IO_ORDER_SEED, IO_DRY_RUN, IO_MAX_SKIP
 };
 
 /* The usage lines of the shared options. */
@@ -27,6 +27,10 @@ typedef struct ingest_cli {
     json_t *unused;      /* [{key, reason}]: the first UNUSED_LISTED */
     json_t *unused_why;  /* {reason: count} */
     double last_draw;
+    bool drawn;          /* a progress line is on the terminal */
+    bool finished;       /* the last progress line was drawn */
+    const char *url;     /* the dataset (create: told apart from objects
+                            that are no dataset when it exists) */
 } ingest_cli;
 
 void ingest_cli_init(ingest_cli *c);
@@ -37,6 +41,8 @@ int ingest_cli_opt(ingest_cli *c, const char *cmd, int code,
 /* "from-s3 URL" / "from-dir DIR": sets o.source; EXIT_USAGE if bad. */
 int ingest_cli_source(ingest_cli *c, const char *cmd, const char *kind,
                       const char *where);
+/* SIGINT and SIGTERM stop the run at a checkpoint (o.stop) from now on. */
+void ingest_cli_signals(ingest_cli *c);
 /* Print the outcome (stdout) and return the exit code. */
 int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
                       const dlk_ingest_result *r, const dlk_error *err);
@@ -62,6 +68,7 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
     {"shard", required_argument, 0, IO_SHARD}, \
     {"checkpoint", required_argument, 0, IO_CHECKPOINT}, \
     {"no-resume", no_argument, 0, IO_NO_RESUME}, \
-    {"dry-run", no_argument, 0, IO_DRY_RUN},
+    {"dry-run", no_argument, 0, IO_DRY_RUN}, \
+    {"max-skip", required_argument, 0, IO_MAX_SKIP},
 
 #endif

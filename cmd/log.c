@@ -81,13 +81,15 @@ int cmd_log(int argc, char **argv)
         case 'j': o.json = true; break;
         case 'h': return cmd_finish("log", cmd_usage(usage_text, true));
         default:
-            return cmd_bad_option("log", argv, usage_text);
+            return cmd_bad_option("log", argv, opts, usage_text);
         }
     }
     if (argc - optind != 1) {
         cmd_error("log", "expected one DATASET");
         return cmd_usage(usage_text, false);
     }
+    if (cmd_check_url("log", argv[optind]))
+        return EXIT_USAGE;
     dlk_error err;
     dlk_dataset *ds;
     if (dlk_dataset_open(argv[optind], NULL, &ds, &err))
@@ -100,8 +102,7 @@ int cmd_log(int argc, char **argv)
         return cmd_fail("log", &err);
     }
     if (o.json) {
-        json_dumpf(o.arr, stdout, JSON_PRESERVE_ORDER | JSON_INDENT(2));
-        putchar('\n');
+        cmd_json_print(o.arr, JSON_PRESERVE_ORDER | JSON_INDENT(2));
     }
     json_decref(o.arr);
     return cmd_finish("log", EXIT_OK);

@@ -102,7 +102,7 @@ int cmd_ls(int argc, char **argv)
         case 'a': at = optarg; break;
         case 'h': return cmd_finish("ls", cmd_usage(usage_text, true));
         default:
-            return cmd_bad_option("ls", argv, usage_text);
+            return cmd_bad_option("ls", argv, opts, usage_text);
         }
     }
     if (argc - optind != 1) {
@@ -110,6 +110,8 @@ int cmd_ls(int argc, char **argv)
                                        : "too many arguments");
         return cmd_usage(usage_text, false);
     }
+    if (cmd_check_url("ls", argv[optind]))
+        return EXIT_USAGE;
     const char *url = argv[optind];
     dlk_error err;
     dlk_dataset *ds;
@@ -154,8 +156,7 @@ int cmd_ls(int argc, char **argv)
                               head ? json_string(head) : json_null(), "at",
                               at ? json_string(head) : json_null(), "dirty",
                               dirty, "tensors", tensors);
-        json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_INDENT(2));
-        putchar('\n');
+        cmd_json_print(o, JSON_PRESERVE_ORDER | JSON_INDENT(2));
         json_decref(o);
     } else {
         json_decref(tensors);

@@ -78,7 +78,7 @@ int cmd_verify(int argc, char **argv)
         case 'j': r.json = true; break;
         case 'h': return cmd_finish("verify", cmd_usage(usage_text, true));
         default:
-            return cmd_bad_option("verify", argv, usage_text);
+            return cmd_bad_option("verify", argv, opts, usage_text);
         }
     }
     if (argc - optind != 1) {
@@ -86,6 +86,8 @@ int cmd_verify(int argc, char **argv)
                                            : "too many arguments");
         return cmd_usage(usage_text, false);
     }
+    if (cmd_check_url("verify", argv[optind]))
+        return EXIT_USAGE;
     if (at && vo.all) {
         cmd_error("verify", "--at and --all exclude each other");
         return cmd_usage(usage_text, false);
@@ -119,8 +121,7 @@ int cmd_verify(int argc, char **argv)
                               (json_int_t)res.bytes_checked, "commits_checked",
                               (json_int_t)res.commits_checked, "errors",
                               r.errors, "unreferenced", r.unreferenced);
-        json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_INDENT(2));
-        putchar('\n');
+        cmd_json_print(o, JSON_PRESERVE_ORDER | JSON_INDENT(2));
         json_decref(o);
     } else {
         char b[32];

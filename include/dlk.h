@@ -609,13 +609,17 @@ typedef enum dlk_on_error {
     DLK_ON_ERROR_FAIL = 1  /* stop at the first; publish nothing */
 } dlk_on_error;
 
-/* Progress, passed to the callback at most every 100 ms and at the end. */
+/* Progress, passed to the callback at most every 100 ms and at the end:
+ * first while the source is listed (listing 1, keys_listed growing), then
+ * as rows are done. */
 typedef struct dlk_ingest_progress {
     uint64_t rows_done;       /* rows of this run appended or skipped */
     uint64_t rows_total;      /* rows of this run (its shard, after resume) */
     uint64_t bytes_in;        /* source bytes fetched */
     uint64_t bytes_out;       /* raw sample bytes appended */
-    double seconds;
+    double seconds;           /* since the rows began (listing: the listing) */
+    int listing;              /* 1: the source is being listed */
+    uint64_t keys_listed;     /* keys found so far (while listing) */
 } dlk_ingest_progress;
 
 /* The order ingest appends rows in.  Shuffled (the default): a seeded
@@ -674,6 +678,20 @@ typedef struct dlk_ingest_opts {
      * one).  Not errors: the run goes on. */
     void (*on_unused)(void *ud, const char *key, const char *reason);
     void *ud;
+    /* The share of the rows a run tries that may be skipped before it
+     * fails: in (0, 1]; 0 means 0.1; negative, none.  A run over the
+     * limit, or one that ingests no row from a source that is not empty,
+     * returns DLK_EDECODE naming the commonest reasons, and merges
+     * nothing into the head (its staged chunks are left for gc). */
+    double max_skip;
+    int exist_ok;           /* dlk_ingest_create: ingest into a dataset that
+                               exists already with the same tensors */
+    /* Polled a few times a second (from the calling thread, or while
+     * listing from a thread of the run), NULL: never.  Non-zero stops the
+     * run: what is appended is checkpointed (a later identical run
+     * continues from there) and the call returns DLK_OK with
+     * result->interrupted set. */
+    int (*stop)(void *ud);
 } dlk_ingest_opts;
 
 typedef struct dlk_ingest_result {
@@ -706,6 +724,10 @@ typedef struct dlk_ingest_result {
     double decode_lock_seconds; /* decoders waiting for the pipeline's lock */
     double write_wait_seconds;  /* of append_seconds: waiting for a chunk
                                    writer (the writes are the bottleneck) */
+    int interrupted;        /* 1: stopped by opts->stop; not merged */
+    uint64_t kept;          /* interrupted: rows checkpointed for the next
+                               run (this shard, earlier runs included) */
+    int rejected;           /* 1: failed on max_skip or no rows */
 } dlk_ingest_result;
 
 /* Ingest every row of opts->source into the dataset at `url`.  Objects
@@ -720,11 +742,14 @@ dlk_status dlk_ingest(const char *url, const dlk_ingest_opts *opts,
                       dlk_ingest_result *result, dlk_error *err);
 
 /* Create the dataset at `url` with `specs` or, when n_specs is 0, with a
- * schema inferred from the source, then ingest into it.  When the dataset
- * exists already with the same schema and an unfinished (or finished) run
- * of the same source and options, that run is resumed (or nothing is
- * done): the same command can simply be run again.  chunk_bytes applies to
- * inferred tensors (0: default). */
+ * schema inferred from the source, then ingest into it.  A dataset that
+ * exists already is refused (DLK_EEXIST, naming it) unless it has the same
+ * tensors and is empty, or an unfinished ingest run is staged there (a
+ * rerun after a crash or an interruption resumes it), or opts->exist_ok
+ * is set.  A
+ * run rejected by max_skip (result->rejected) removes the dataset it
+ * created, so that the corrected command can be run.  chunk_bytes applies
+ * to inferred tensors (0: default). */
 dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
                              size_t n_specs, uint64_t chunk_bytes,
                              const dlk_ingest_opts *opts,

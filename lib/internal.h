@@ -220,6 +220,8 @@ typedef struct dlk_store_ops {
 struct dlk_store {
     const dlk_store_ops *ops;
     char *url;   /* the root as given, without credentials */
+    uint64_t listed; /* keys a listing under way has found (atomic): read
+                        by another thread to show its progress */
 };
 
 /* Open the store for a URL: "PATH", "file://PATH" or "s3://BUCKET/PREFIX".

@@ -112,6 +112,9 @@ static dlk_status write_dataset_json(dlk_dataset *ds, dlk_error *err)
 static dlk_status parse_dataset_json(dlk_dataset *ds, const dlk_get_req *r,
                                      dlk_error *err)
 {
+    if (r->rc == DLK_ENOTFOUND && strstr(r->err.msg, "NoSuchBucket"))
+        return dlk_fail(err, DLK_ENOTFOUND, "no dataset at '%s': %s",
+                        ds->url, r->err.msg);
     if (r->rc == DLK_ENOTFOUND)
         return dlk_fail(err, DLK_ENOTFOUND, "no dataset at '%s' (no %s)",
                         ds->url, DLK_KEY_DATASET);

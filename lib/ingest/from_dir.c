@@ -184,6 +184,12 @@ static dlk_status ingest_file(dlk_dataset *ds, size_t ti, const char *path,
 dlk_status dlk_ingest_npy_dir(dlk_dataset *ds, const char *dir,
                               dlk_ingest_stats *stats, dlk_error *err)
 {
+    return ing_npy_dir(ds, dir, stats, true, err);
+}
+
+dlk_status ing_npy_dir(dlk_dataset *ds, const char *dir,
+                       dlk_ingest_stats *stats, bool flush, dlk_error *err)
+{
     dlk_ingest_stats local;
     if (!stats)
         stats = &local;
@@ -203,7 +209,7 @@ dlk_status dlk_ingest_npy_dir(dlk_dataset *ds, const char *dir,
     for (size_t i = 0; i < l.n; i++)
         free(l.v[i]);
     free(l.v);
-    if (!rc)
+    if (!rc && flush)
         rc = dlk_dataset_flush(ds, err);
     return rc;
 }

@@ -19,4 +19,8 @@ typedef struct dlk_npy_header {
 dlk_status dlk_npy_parse(const uint8_t *p, size_t len, const char *name,
                          dlk_npy_info *h, dlk_error *err);
 
+/* dlk_ingest_npy_dir, the head flushed only when `flush` (from_dir.c). */
+dlk_status ing_npy_dir(dlk_dataset *ds, const char *dir,
+                       dlk_ingest_stats *stats, bool flush, dlk_error *err);
+
 #endif

@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define OBJECT_MAX ((uint64_t)1 << 30)
 #define ERRORS_KEPT 10000
@@ -734,6 +735,7 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     p.every = o->checkpoint_seconds > 0 ? o->checkpoint_seconds : 30;
     size_t started = 0;
     dlk_status rc = DLK_OK;
+    report(run, p.t0, 0, ntodo); /* the rows' count, before the first */
     for (size_t i = 0; i < nthreads + njobs; i++) {
         void *(*fn)(void *) = i >= nthreads ? decoder
                               : p.async     ? submitter
@@ -749,8 +751,27 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     /* the rows are appended by the threads that finish them (drain);
      * this one waits for the last, or for a fatal error */
     pthread_mutex_lock(&p.mu);
-    while (!rc && !p.stop && p.base < p.ntodo)
-        pthread_cond_wait(&p.cv_append, &p.mu);
+    while (!rc && !p.stop && p.base < p.ntodo) {
+        if (!o->stop) {
+            pthread_cond_wait(&p.cv_append, &p.mu);
+            continue;
+        }
+        /* polled here, on the caller's thread, a few times a second */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&p.cv_append, &p.mu, &ts);
+        if (!p.stop && p.base < p.ntodo && o->stop(o->ud)) {
+            /* the rows appended so far are checkpointed below; those
+             * fetched or decoded are left for the next run */
+            run->interrupted = true;
+            break;
+        }
+    }
     if (!rc && p.rc) {
         rc = p.rc;
         if (err)

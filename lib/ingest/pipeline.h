@@ -57,15 +57,19 @@ typedef struct ing_source {
     uint64_t unused_total; /* all of them */
     char *labels_key;   /* the --labels manifest's key, when inside */
     bool oom;
+    bool stopped;       /* o->stop asked to stop while listing */
 } ing_source;
 
 #define ING_UNUSED_KEPT 1000
 
 /* List `url` (s3://bucket/prefix, file://DIR or DIR) and group the keys
  * into rows (source.c); `labels` (or NULL), the --labels manifest, is no
- * sample when it lies below `url`. */
+ * sample when it lies below `url`.  With o (may be NULL): o->progress is
+ * told the keys found so far while the listing runs, and o->stop is
+ * polled; when it asks to stop, s->stopped is set once the listing ends. */
 dlk_status ing_source_open(const char *url, const char *labels,
-                           ing_source *s, dlk_error *err);
+                           const dlk_ingest_opts *o, ing_source *s,
+                           dlk_error *err);
 /* Keep (up to ING_UNUSED_KEPT) and count an object that is no sample. */
 void ing_source_unused(ing_source *s, const char *key, const char *why);
 
@@ -221,6 +225,7 @@ typedef struct ing_run {
     bool failed;            /* stopped by --on-error fail */
     ing_order order;
     size_t *rows;           /* source rows in append order */
+    bool interrupted;       /* stopped by o->stop (checkpointed) */
 } ing_run;
 
 /* Run rows todo[0..ntodo) (source row indices, in append order) through fetch,
@@ -234,5 +239,12 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
 
 dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
                             dlk_error *err);
+/* The rows tried: none ingested from a source that is not empty, or more
+ * skipped than o->max_skip allows, fails (DLK_EDECODE, res->rejected),
+ * naming the commonest reasons (run.c).  errors: [{"key","reason"}]. */
+dlk_status ing_check_outcome(const dlk_ingest_opts *o, const char *source,
+                             uint64_t ingested, uint64_t skipped,
+                             bool nonempty, const struct json_t *errors,
+                             dlk_ingest_result *res, dlk_error *err);
 
 #endif

@@ -1,5 +1,6 @@
 /* run.c - dlk_ingest: one run over a source, from its listing to the
  * merge into the head; resumes what an identical earlier run left. */
+#include "ingest.h"
 #include "pipeline.h"
 
 #include <jansson.h>
@@ -204,7 +205,121 @@ static dlk_status begin_shard(ing_run *r, size_t a, size_t b, bool *resumed,
     r->prog.last = last;
     if (!(r->prog.errors = json_array()))
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
-    return DLK_OK;
+    /* at once, not at the first checkpoint: a create killed before then
+     * is told apart from a finished one (dlk_ingest_create) */
+    return ing_stage_write(r->ds, r->stage_key, r->source, r->shard,
+                           r->nshards, r->options, &r->prog, err);
+}
+
+/* A reason without the key it names ("cannot decode image 'a/1.jpg':
+ * ..." -> "cannot decode image '*': ..."), so that rows skipped for one
+ * cause count together. */
+static void generic_reason(const char *why, const char *key, char *out,
+                           size_t cap)
+{
+    const char *p = key && *key ? strstr(why, key) : NULL;
+    if (!p)
+        snprintf(out, cap, "%s", why);
+    else
+        snprintf(out, cap, "%.*s*%s", (int)(p - why), why, p + strlen(key));
+}
+
+/* The commonest reasons of errors ([{"key","reason"}]) and of the
+ * source's unsafe keys (NULL: none), "N x reason; ..." into out. */
+static void common_reasons(const json_t *errors, const ing_source *unsafe,
+                           char *out, size_t cap)
+{
+    enum { TRACK = 32, SHOW = 3 };
+    struct tally { char why[160]; uint64_t n; } t[TRACK];
+    size_t nt = 0;
+    size_t ne = json_array_size(errors);
+    size_t nu = unsafe ? unsafe->nunsafe : 0;
+    for (size_t i = 0; i < ne + nu; i++) {
+        char why[160];
+        if (i < ne) {
+            const json_t *e = json_array_get(errors, i);
+            const char *r = json_string_value(json_object_get(e, "reason"));
+            if (!r)
+                continue;
+            generic_reason(r, json_string_value(json_object_get(e, "key")),
+                           why, sizeof why);
+        } else {
+            snprintf(why, sizeof why, "not read: the key has %s",
+                     unsafe->unsafe[i - ne].why);
+        }
+        size_t k = 0;
+        while (k < nt && strcmp(t[k].why, why))
+            k++;
+        if (k == nt && nt < TRACK) {
+            memcpy(t[nt].why, why, sizeof why);
+            t[nt++].n = 0;
+        }
+        if (k < nt)
+            t[k].n++;
+    }
+    size_t len = 0;
+    out[0] = '\0';
+    for (size_t shown = 0; shown < SHOW && len < cap; shown++) {
+        size_t best = nt;
+        for (size_t k = 0; k < nt; k++)
+            if (t[k].n && (best == nt || t[k].n > t[best].n))
+                best = k;
+        if (best == nt)
+            break;
+        len += (size_t)snprintf(out + len, cap - len, "%s%llu x %s",
+                                shown ? "; " : "",
+                                (unsigned long long)t[best].n, t[best].why);
+        t[best].n = 0;
+    }
+}
+
+static dlk_status check_outcome(const dlk_ingest_opts *o, const char *source,
+                                uint64_t ingested, uint64_t skipped,
+                                bool nonempty, const json_t *errors,
+                                const ing_source *unsafe,
+                                dlk_ingest_result *res, dlk_error *err);
+
+dlk_status ing_check_outcome(const dlk_ingest_opts *o, const char *source,
+                             uint64_t ingested, uint64_t skipped,
+                             bool nonempty, const json_t *errors,
+                             dlk_ingest_result *res, dlk_error *err)
+{
+    return check_outcome(o, source, ingested, skipped, nonempty, errors,
+                         NULL, res, err);
+}
+
+/* What a run tried (rows ingested and skipped, over every run of it):
+ * no row ingested from a source that is not empty, or a share skipped
+ * over o->max_skip, fails (res->rejected) before the rows are merged. */
+static dlk_status check_outcome(const dlk_ingest_opts *o, const char *source,
+                                uint64_t ingested, uint64_t skipped,
+                                bool nonempty, const json_t *errors,
+                                const ing_source *unsafe,
+                                dlk_ingest_result *res, dlk_error *err)
+{
+    double max = o->max_skip > 0 ? o->max_skip : o->max_skip < 0 ? 0 : 0.1;
+    uint64_t tried = ingested + skipped;
+    bool none = ingested == 0 && nonempty;
+    bool over = tried && (double)skipped > max * (double)tried;
+    if (!none && !over)
+        return DLK_OK;
+    res->rejected = 1;
+    char why[DLK_ERRMSG_MAX / 2];
+    common_reasons(errors, unsafe, why, sizeof why);
+    if (none && !tried)
+        return dlk_fail(err, DLK_EDECODE, "no row to ingest in '%s': none "
+                        "of its objects is an image, a video, a label or a "
+                        ".npy file of a tensor", source);
+    if (none)
+        return dlk_fail(err, DLK_EDECODE, "ingested no row of '%s': all %llu "
+                        "tried were skipped (%s); nothing was merged into the "
+                        "head", source, (unsigned long long)tried, why);
+    return dlk_fail(err, DLK_EDECODE, "skipped %llu of %llu rows of '%s' "
+                    "(%.0f%%, more than the %g%% allowed by --max-skip): %s; "
+                    "nothing was merged into the head (--max-skip 1 keeps the "
+                    "rows that could be read)", (unsigned long long)skipped,
+                    (unsigned long long)tried, source,
+                    100.0 * (double)skipped / (double)tried, 100 * max, why);
 }
 
 /* Keys of the listing that cannot be read safely: skipped and reported
@@ -292,7 +407,8 @@ static dlk_status check_opts(const dlk_ingest_opts *o, dlk_error *err)
 }
 
 /* The .npy-only local directory of before: dlk_ingest_npy_dir. */
-static dlk_status legacy_npy(const char *url, const char *dir,
+static dlk_status legacy_npy(const char *url, const dlk_ingest_opts *o,
+                             const char *dir, uint64_t files,
                              dlk_ingest_result *res, dlk_error *err)
 {
     dlk_dataset *ds;
@@ -300,8 +416,18 @@ static dlk_status legacy_npy(const char *url, const char *dir,
     if (rc)
         return rc;
     dlk_ingest_stats st;
-    rc = dlk_ingest_npy_dir(ds, dir, &st, err);
+    rc = ing_npy_dir(ds, dir, &st, false, err);
+    /* files of no tensor are its skips; the head is written only after */
+    if (!rc)
+        rc = ing_check_outcome(o, o->source, files - st.skipped, st.skipped,
+                               files > 0, NULL, res, err);
+    if (!rc && st.ingested == 0)
+        rc = ing_check_outcome(o, o->source, 0, st.skipped, files > 0, NULL,
+                               res, err);
+    if (!rc)
+        rc = dlk_dataset_flush(ds, err);
     if (rc) {
+        res->skipped = st.skipped;
         dlk_dataset_free(ds);
         return rc;
     }
@@ -338,18 +464,26 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
         memset(listed, 0, sizeof *listed);
         res->list_seconds = list_s;
     } else {
-        if ((rc = ing_source_open(o->source, o->labels, &src, err)))
+        if ((rc = ing_source_open(o->source, o->labels, o, &src, err)))
             return rc;
         res->list_seconds = dlk_now_s() - t0;
+    }
+    if (src.stopped) {
+        /* nothing appended yet: nothing to keep */
+        ing_source_free(&src);
+        res->interrupted = 1;
+        res->seconds = dlk_now_s() - t0;
+        return DLK_OK;
     }
     res->ignored = src.ignored;
     bool local_dir = strncmp(o->source, "s3://", 5) != 0;
     if (local_dir && src.nobjs && src.npy == src.nobjs && !o->labels &&
         o->nshards <= 1 && !o->dry_run) {
+        uint64_t files = src.nobjs; /* .npy files: the rest are not read */
         ing_source_free(&src);
         const char *dir = strncmp(o->source, "file://", 7) == 0
                               ? o->source + 7 : o->source;
-        rc = legacy_npy(url, dir, res, err);
+        rc = legacy_npy(url, o, dir, files, res, err);
         res->seconds = dlk_now_s() - t0;
         return rc;
     }
@@ -450,13 +584,31 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
             rc = plan(&r, a, b, &todo, &ntodo, err);
         if (!rc && !r.prog.complete)
             rc = ing_pipeline_run(&r, todo, ntodo, err);
-        if (!rc && !r.prog.complete) {
+        if (!rc && r.interrupted) {
+            res->interrupted = 1;
+            res->kept = r.prog.ingested;
+        }
+        if (!rc && !r.prog.complete && !r.interrupted) {
+            /* the unsafe keys are shard 0's skips (report_unsafe) */
+            bool first = r.shard == 0;
+            uint64_t unsafe = first ? src.nunsafe : 0;
+            bool nonempty = r.nshards == 1
+                                ? src.nobjs + src.unused_total + src.nunsafe > 0
+                                : b - a + unsafe > 0;
+            rc = check_outcome(o, r.source, r.prog.ingested,
+                               r.prog.skipped + unsafe, nonempty,
+                               r.prog.errors, first ? &src : NULL, res, err);
+            if (rc)
+                r.failed = true;
+        }
+        if (!rc && !r.prog.complete && !r.interrupted) {
             r.prog.complete = true;
             rc = ing_stage_write(r.ds, r.stage_key, r.source, r.shard,
                                  r.nshards, r.options, &r.prog, err);
         }
         if (r.failed) {
-            /* --on-error fail: forget this run; the head never saw it */
+            /* --on-error fail, or rejected: forget this run (its chunks
+             * are left for gc); the head never saw it */
             dlk_error e2;
             dlk_store_del(r.ds->store, r.stage_key, &e2);
         }
@@ -467,7 +619,7 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
     }
     dlk_dataset_free(r.ds);
     r.ds = NULL;
-    if (!rc && !done) {
+    if (!rc && !done && !res->interrupted) {
         bool merged = false;
         rc = ing_merge(url, r.run, r.nshards, &merged, err);
         res->complete = merged;

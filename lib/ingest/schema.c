@@ -333,7 +333,7 @@ dlk_status dlk_ingest_infer(const dlk_ingest_opts *o, dlk_tensor_spec **out,
     if (!o || !o->source)
         return dlk_fail(err, DLK_EINVAL, "no source to ingest from");
     ing_source src;
-    dlk_status rc = ing_source_open(o->source, o->labels, &src, err);
+    dlk_status rc = ing_source_open(o->source, o->labels, NULL, &src, err);
     if (rc)
         return rc;
     rc = infer(o, &src, out, nout, err);
@@ -351,8 +351,11 @@ void dlk_ingest_specs_free(dlk_tensor_spec *specs, size_t n)
     free(specs);
 }
 
+/* classes: the class names must be the same as well (ingesting into an
+ * existing dataset maps class names to its own ids instead, and reports
+ * rows of a class it lacks). */
 static bool same_specs(const dlk_dataset *ds, const dlk_tensor_spec *s,
-                       size_t n)
+                       size_t n, bool classes)
 {
     if (ds->m.ntensors != n)
         return false;
@@ -360,8 +363,11 @@ static bool same_specs(const dlk_dataset *ds, const dlk_tensor_spec *s,
         const dlk_tensor_spec *x = &ds->m.tensors[i].spec;
         if (strcmp(x->name, s[i].name) || x->dtype != s[i].dtype ||
             x->ndim != s[i].ndim || x->kind != s[i].kind ||
-            memcmp(x->shape, s[i].shape, sizeof(int64_t) * (size_t)x->ndim) ||
-            ds->m.tensors[i].n_class_names != s[i].n_class_names)
+            memcmp(x->shape, s[i].shape, sizeof(int64_t) * (size_t)x->ndim))
+            return false;
+        if (!classes)
+            continue;
+        if (ds->m.tensors[i].n_class_names != s[i].n_class_names)
             return false;
         for (size_t j = 0; j < s[i].n_class_names; j++)
             if (strcmp(ds->m.tensors[i].class_names[j], s[i].class_names[j]))
@@ -378,10 +384,33 @@ static int any_object(void *ud, const char *key, uint64_t size)
     return 1;
 }
 
-/* The dataset exists: go on only when it is what this command creates
- * and either empty or holding a run's record (a rerun after a crash). */
+/* A shard document of a run not yet merged (merge removes them). */
+static int staged_shard(void *ud, const char *key, uint64_t size)
+{
+    DLK_UNUSED(size);
+    const char *base = strrchr(key, '/');
+    if (strncmp(base ? base + 1 : key, "shard-", 6) != 0)
+        return 0;
+    *(bool *)ud = true;
+    return 1;
+}
+
+/* Append ", name" (or "name" first) to out (len bytes used so far). */
+static size_t add_name(char *out, size_t cap, size_t len, const char *name)
+{
+    if (len >= cap)
+        return len;
+    return len + (size_t)snprintf(out + len, cap - len, "%s%s",
+                                  len ? ", " : "", name);
+}
+
+/* The dataset exists: go on only when it has the tensors this command
+ * creates and it is empty (a create that stopped before its first row),
+ * or an unfinished run is staged there (a rerun after a crash or an
+ * interruption), or exist_ok.  The shards of one sharded create start at
+ * once: they also go on while it holds a run's record. */
 static dlk_status reuse(const char *url, const dlk_tensor_spec *s, size_t n,
-                        dlk_error *err)
+                        const dlk_ingest_opts *o, dlk_error *err)
 {
     dlk_dataset *ds = NULL;
     dlk_status rc = DLK_OK;
@@ -395,20 +424,82 @@ static dlk_status reuse(const char *url, const dlk_tensor_spec *s, size_t n,
     }
     if (rc)
         return rc;
-    bool ok = same_specs(ds, s, n), empty = true, record = false;
+    bool ok = same_specs(ds, s, n, !(o && o->exist_ok)), empty = true,
+         record = false;
+    bool staged = false, sharded = o && o->nshards > 1;
     for (size_t i = 0; i < ds->m.ntensors; i++)
         empty &= ds->m.tensors[i].samples == 0;
-    if (ok && !empty)
+    if (ok)
+        rc = dlk_store_list(ds->store, "staging/ingest/", staged_shard,
+                            &staged, err);
+    if (!rc && ok && sharded && !empty && !staged)
         rc = dlk_store_list(ds->store, "staging/ingest/", any_object, &record,
                             err);
+    char have[256] = "", want[256] = "";
+    for (size_t i = 0, len = 0; !ok && i < ds->m.ntensors; i++)
+        len = add_name(have, sizeof have, len, ds->m.tensors[i].spec.name);
+    for (size_t i = 0, len = 0; !ok && i < n; i++)
+        len = add_name(want, sizeof want, len, s[i].name);
     dlk_dataset_free(ds);
     if (rc)
         return rc;
-    if (!ok || (!empty && !record))
-        return dlk_fail(err, DLK_EEXIST, "a dataset already exists at '%s'%s",
-                        url, ok ? " (and holds samples of another run)"
-                                : " with other tensors");
-    return DLK_OK;
+    if (!ok && strcmp(have, want) == 0)
+        return dlk_fail(err, DLK_EEXIST, "a dataset already exists at '%s' "
+                        "with other tensors (the same names, %s, of another "
+                        "dtype, shape, kind or classes: see dlk ls '%s'%s)",
+                        url, have, url,
+                        o && o->exist_ok ? "" : "; --exist-ok ingests into "
+                        "it when only the classes differ");
+    if (!ok)
+        return dlk_fail(err, DLK_EEXIST, "a dataset already exists at '%s' "
+                        "with other tensors (%s; this command's: %s): remove "
+                        "it or choose another url", url, have, want);
+    if (empty || staged || (o && o->exist_ok) || (sharded && record))
+        return DLK_OK;
+    return dlk_fail(err, DLK_EEXIST, "a dataset already exists at '%s' and "
+                    "holds samples (--exist-ok ingests into it)", url);
+}
+
+typedef struct key_vec {
+    char **k;
+    size_t n, cap;
+} key_vec;
+
+static int collect_key(void *ud, const char *key, uint64_t size)
+{
+    DLK_UNUSED(size);
+    key_vec *v = ud;
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? 2 * v->cap : 64;
+        char **k = realloc(v->k, cap * sizeof *k);
+        if (!k)
+            return 1;
+        v->k = k;
+        v->cap = cap;
+    }
+    return !(v->k[v->n] = strdup(key)) || (v->n++, 0);
+}
+
+/* A create whose ingest was rejected leaves no dataset: every object
+ * under the url was written by this call. */
+static void remove_created(const char *url)
+{
+    dlk_store *st;
+    dlk_error e;
+    if (dlk_store_open(url, false, &st, &e))
+        return;
+    key_vec keys = {0};
+    dlk_store_list(st, "", collect_key, &keys, &e);
+    /* dlk.json last: until then the url still reads as a dataset */
+    for (size_t i = keys.n; i-- > 0;) {
+        if (strcmp(keys.k[i], DLK_KEY_DATASET))
+            dlk_store_del(st, keys.k[i], &e);
+    }
+    dlk_store_del(st, DLK_KEY_DATASET, &e);
+    for (size_t i = 0; i < keys.n; i++)
+        free(keys.k[i]);
+    free(keys.k);
+    dlk_store_free(st);
 }
 
 /* --dry-run of a create: what the source's rows would give the schema
@@ -464,6 +555,8 @@ dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
     dlk_tensor_spec *inferred = NULL;
     size_t n = n_specs;
     dlk_status rc = DLK_OK;
+    if (result) /* failures before the ingest leave it all zero */
+        memset(result, 0, sizeof *result);
     /* the schema is inferred from the listing that the ingest then uses:
      * the source is listed once (a million keys of S3: a thousand pages) */
     double t0 = dlk_now_s(), list_s = 0;
@@ -472,10 +565,21 @@ dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
     if (!n_specs) {
         if (!opts || !opts->source)
             return dlk_fail(err, DLK_EINVAL, "no source to ingest from");
-        if ((rc = ing_source_open(opts->source, opts->labels, &src, err)))
+        if ((rc = ing_source_open(opts->source, opts->labels, opts, &src,
+                                  err)))
             return rc;
         listed = true;
         list_s = dlk_now_s() - t0;
+        if (src.stopped) {
+            ing_source_free(&src);
+            dlk_ingest_result local;
+            if (!result)
+                result = &local;
+            memset(result, 0, sizeof *result);
+            result->interrupted = 1;
+            result->list_seconds = result->seconds = list_s;
+            return DLK_OK;
+        }
         rc = infer(opts, &src, &inferred, &n, err);
         if (rc) {
             ing_source_free(&src);
@@ -493,7 +597,8 @@ dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
         if (!listed) {
             if (!opts->source)
                 return dlk_fail(err, DLK_EINVAL, "no source to ingest from");
-            if ((rc = ing_source_open(opts->source, opts->labels, &src, err)))
+            if ((rc = ing_source_open(opts->source, opts->labels, opts, &src,
+                                      err)))
                 return rc;
             listed = true;
             list_s = dlk_now_s() - t0;
@@ -509,12 +614,13 @@ dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
     }
     dlk_dataset *ds = NULL;
     rc = dlk_dataset_create(url, specs, n, &ds, err);
+    bool created = !rc;
     if (rc == DLK_EEXIST) {
         dlk_error not_empty = {0};
         if (err)
             not_empty = *err;
         dlk_error_clear(err);
-        rc = reuse(url, specs, n, err);
+        rc = reuse(url, specs, n, opts, err);
         /* objects but no dataset: the refusal says what is there */
         if (rc == DLK_ENOTFOUND) {
             rc = DLK_EEXIST;
@@ -530,7 +636,12 @@ dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
             ing_source_free(&src);
         return rc;
     }
-    return listed ? ing_ingest_listed(url, opts, &src, t0, list_s, result,
-                                      err)
-                  : dlk_ingest(url, opts, result, err);
+    dlk_ingest_result local;
+    if (!result)
+        result = &local;
+    rc = listed ? ing_ingest_listed(url, opts, &src, t0, list_s, result, err)
+                : dlk_ingest(url, opts, result, err);
+    if (rc && result->rejected && created && !(opts && opts->nshards > 1))
+        remove_created(url);
+    return rc;
 }

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <pthread.h>
+#include <time.h>
 
 static const struct {
     const char *ext;
@@ -221,7 +223,74 @@ static char *key_below(const char *url, const char *labels)
     return key;
 }
 
+/* While a listing runs: the keys found so far to o->progress, and
+ * o->stop polled, every 100 ms (the listing itself runs in the store's
+ * threads and the caller's, and gives nothing back until it is done). */
+typedef struct list_watch {
+    const dlk_ingest_opts *o;
+    dlk_store *store;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done, stop;
+    double t0;
+} list_watch;
+
+static void *watch_listing(void *arg)
+{
+    list_watch *w = arg;
+    pthread_mutex_lock(&w->mu);
+    while (!w->done) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+        if (w->done)
+            break;
+        pthread_mutex_unlock(&w->mu);
+        if (w->o->progress) {
+            dlk_ingest_progress pg = {
+                .listing = 1, .seconds = dlk_now_s() - w->t0,
+                .keys_listed = __atomic_load_n(&w->store->listed,
+                                               __ATOMIC_RELAXED)};
+            w->o->progress(w->o->ud, &pg);
+        }
+        bool stop = w->o->stop && w->o->stop(w->o->ud);
+        pthread_mutex_lock(&w->mu);
+        w->stop |= stop;
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+static dlk_status list_watched(const dlk_ingest_opts *o, ing_source *s,
+                               dlk_error *err)
+{
+    if (!o || (!o->progress && !o->stop))
+        return dlk_store_list_wide(s->store, "", add_obj, s, err);
+    list_watch w = {.o = o, .store = s->store, .t0 = dlk_now_s()};
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    pthread_t th;
+    bool started = pthread_create(&th, NULL, watch_listing, &w) == 0;
+    dlk_status rc = dlk_store_list_wide(s->store, "", add_obj, s, err);
+    pthread_mutex_lock(&w.mu);
+    w.done = true;
+    pthread_cond_signal(&w.cv);
+    pthread_mutex_unlock(&w.mu);
+    if (started)
+        pthread_join(th, NULL);
+    s->stopped = w.stop || (o->stop && o->stop(o->ud));
+    pthread_mutex_destroy(&w.mu);
+    pthread_cond_destroy(&w.cv);
+    return rc;
+}
+
 dlk_status ing_source_open(const char *url, const char *labels,
+                           const dlk_ingest_opts *o,
                            ing_source *s, dlk_error *err)
 {
     memset(s, 0, sizeof *s);
@@ -237,7 +306,7 @@ dlk_status ing_source_open(const char *url, const char *labels,
         s->labels_key = NULL;
         return rc;
     }
-    rc = dlk_store_list_wide(s->store, "", add_obj, s, err);
+    rc = list_watched(o, s, err);
     if (!rc && s->oom)
         rc = dlk_fail(err, DLK_ENOMEM, "out of memory listing '%s'", url);
     if (rc) {

@@ -50,9 +50,17 @@ static dlk_status pick_tensors(dlk_loader *l, dlk_error *err)
     for (size_t i = 0; i < n; i++) {
         int idx = l->o.tensors ? dlk_dataset_find(l->ds, l->o.tensors[i])
                                : (int)i;
-        if (idx < 0)
-            return dlk_fail(err, DLK_ENOTFOUND, "no tensor '%s' in '%s'",
-                            l->o.tensors[i], l->ds->url);
+        if (idx < 0) {
+            char names[512] = "";
+            size_t len = 0;
+            for (size_t t = 0; t < m->ntensors && len < sizeof names; t++)
+                len += (size_t)snprintf(names + len, sizeof names - len,
+                                        "%s%s", t ? ", " : "",
+                                        m->tensors[t].spec.name);
+            return dlk_fail(err, DLK_ENOTFOUND, "no tensor '%s' in '%s' (its "
+                            "tensors: %s)", l->o.tensors[i], l->ds->url,
+                            m->ntensors ? names : "none");
+        }
         dlk_loader_tensor *lt = &l->t[i];
         lt->tensor = &m->tensors[idx];
         lt->index = (size_t)idx;

@@ -424,6 +424,7 @@ typedef struct key_list {
     /* sizes not wanted: a file's type from its directory entry, where the
      * file system gives it, saves a stat per file (NFS: a round trip) */
     bool no_sizes;
+    uint64_t *listed;    /* the store's count of keys found (progress) */
 } key_list;
 
 static int add_key(key_list *l, const char *key, uint64_t size)
@@ -443,6 +444,8 @@ static int add_key(key_list *l, const char *key, uint64_t size)
     if (!(l->keys[l->n] = strdup(key)))
         return -1;
     l->sizes[l->n++] = size;
+    if (l->listed)
+        __atomic_add_fetch(l->listed, 1, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -521,6 +524,7 @@ static dlk_status list_keys(dlk_store *s, const char *prefix, bool sizes,
     file_store *fs = (file_store *)s;
     key_list l = {0};
     l.no_sizes = !sizes;
+    l.listed = &s->listed;
     dlk_status rc = walk(fs, "", prefix, &l, 0, err);
     size_t *order = NULL;
     if (!rc && l.n) {

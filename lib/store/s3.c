@@ -165,6 +165,10 @@ static dlk_status req_fail(const s3_store *s, const s3_req *r,
         code = DLK_ENOTFOUND;
     else if (r->status == 416)
         code = DLK_ECORRUPT;
+    if (strcmp(ei.code, "NoSuchBucket") == 0)
+        return dlk_fail(err, DLK_ENOTFOUND, "cannot %s 's3://%s/%s': the "
+                        "bucket '%s' does not exist (HTTP %ld NoSuchBucket)",
+                        verb, s->bucket, okey, s->bucket, r->status);
     const char *hint = "";
     if (code == DLK_EAUTH && !s->cfg.access_key)
         hint = " (no aws credentials found: request was not signed)";
@@ -1139,6 +1143,7 @@ static int gather(void *ud, const char *key, uint64_t size)
         return 1;
     }
     g->sz[g->n++] = size;
+    __atomic_add_fetch((uint64_t *)&g->s->base.listed, 1, __ATOMIC_RELAXED);
     return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 dlk_status dlk_store_open(const char *url, bool create, dlk_store **out,
                           dlk_error *err)
@@ -17,6 +18,10 @@ dlk_status dlk_store_open(const char *url, bool create, dlk_store **out,
         return dlk_fail(err, DLK_EINVAL, "empty dataset url");
     if (strncmp(url, "s3://", 5) == 0)
         return dlk_store_open_s3(url, out, err);
+    /* "s3:/x" is a typo, not a local directory named "s3:" */
+    if (strncasecmp(url, "s3:", 3) == 0)
+        return dlk_fail(err, DLK_EINVAL, "bad url '%s': an S3 url is "
+                        "s3://BUCKET/PREFIX", url);
     if (strncmp(url, "file://", 7) == 0)
         return dlk_store_open_file(url + 7, create, out, err);
     const char *colon = strstr(url, "://");

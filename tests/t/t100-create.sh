@@ -12,7 +12,7 @@ t={x["name"]:x for x in d["tensors"]}
 assert t["images"]["shape"]==[32,32,3] and t["images"]["codec"]=="zstd", t
 assert t["labels"]["samples"]==0 and t["labels"]["kind"]=="class_label", t
 assert d["head"] is None' "$OUT"
-fails "create refuses an existing dataset" 3 dlk create "$DS" --tensor x:u8
+fails "create refuses an existing dataset" 2 dlk create "$DS" --tensor x:u8
 check "refusal names the dataset" grep -q "already exists\|not empty" "$ERR"
 ok "existing dataset still opens after refusal" dlk ls "$DS"
 

@@ -44,7 +44,9 @@ import sys; l = sys.argv[1]
 assert "".join(sorted(l)) == "0000011112222" and l != "0000011112222", l' "$labels"
 dump "$DS" > "$T/first.txt"
 
-ok "the same command again does nothing" dlk create "$DS" from-dir "$S" --resize 64x48 --json
+fails "the same create again: the dataset exists (exit 2)" 2 dlk create "$DS" from-dir "$S" --resize 64x48 --json
+check "names the dataset" grep -q "already exists at '$DS'" "$ERR"
+ok "the same create with --exist-ok does nothing" dlk create "$DS" from-dir "$S" --resize 64x48 --json --exist-ok
 check "reports already" grep -q '"already": true' "$OUT"
 ok "ingest with the options create used: nothing to do" dlk ingest "$DS" from-dir "$S" --resize 64x48 --json
 check "still already" grep -q '"already": true' "$OUT"

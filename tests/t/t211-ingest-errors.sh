@@ -39,7 +39,9 @@ schema="--tensor images:u8:32x32x3 --tensor labels:i32 --tensor video:u8:2x32x32
 DS=$(ds_url skip)
 # shellcheck disable=SC2086
 ok "create with a schema" dlk create "$DS" $schema
-ok "skip: ingest goes on" dlk ingest "$DS" from-dir "$S" --labels "$T/labels.csv" --max-pixels 200000 --frames 2 --json
+# every row is bad (an image row has no video): none ingested, exit 3,
+# and the --json summary still reports each one
+fails "skip: ingest goes on, and fails with no row ingested" 3 dlk ingest "$DS" from-dir "$S" --labels "$T/labels.csv" --max-pixels 200000 --frames 2 --json --max-skip 1
 check "good rows in, each bad key reported with a reason" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))
 # rows without a video have no value for "video": every image row is bad
@@ -53,7 +55,7 @@ assert all(e["reason"] for e in d["errors"]), d' "$OUT" "$cases"
 # has nothing to feed: an image-less, label-less row is an error as well.
 DS=$(ds_url skip2)
 ok "create images+labels" dlk create "$DS" --tensor images:u8:32x32x3 --tensor labels:i32 --classes labels=x,y
-ok "skip mode" dlk ingest "$DS" from-dir "$S" --labels "$T/labels.csv" --max-pixels 200000 --json
+ok "skip mode" dlk ingest "$DS" from-dir "$S" --labels "$T/labels.csv" --max-pixels 200000 --json --max-skip 1
 check "3 ingested, 7 skipped, keys and reasons" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))
 assert d["ingested"]==3 and d["skipped"]==7, d
@@ -62,7 +64,7 @@ assert set(r)==set(sys.argv[2].split()), r
 assert "label" in r["nolabel.jpg"] and "labels.csv" in r["nolabel.jpg"], r
 assert "pixels" in r["huge.jpg"] or "max" in r["huge.jpg"], r
 print(r)' "$OUT" "$cases"
-ok "text report names the keys" dlk ingest "$DS" from-dir "$S" --labels "$T/labels.csv" --max-pixels 200000 --no-resume
+ok "text report names the keys" dlk ingest "$DS" from-dir "$S" --labels "$T/labels.csv" --max-pixels 200000 --no-resume --max-skip 1
 check "stderr names truncated.jpg" grep -q "skipped 'truncated.jpg'" "$ERR"
 
 for c in $cases; do

@@ -34,7 +34,9 @@ ok "create from-dir (local) of the same tree" dlk create "$T/local" from-dir "$S
 dump s3://lake/ds > "$T/s3.txt"
 dump "$T/local" > "$T/dir.txt"
 check "from-s3 equals from-dir sample by sample" cmp "$T/s3.txt" "$T/dir.txt"
-ok "rerun is a no-op" dlk create s3://lake/ds from-s3 s3://raw/train --resize 64x48 --json
+fails "the same create again: the dataset exists (exit 2)" 2 dlk create s3://lake/ds from-s3 s3://raw/train --resize 64x48 --json
+check "names the dataset" grep -q "already exists at 's3://lake/ds'" "$ERR"
+ok "rerun with --exist-ok is a no-op" dlk create s3://lake/ds from-s3 s3://raw/train --resize 64x48 --json --exist-ok
 check "already" grep -q '"already": true' "$OUT"
 ok "verify" dlk verify s3://lake/ds
 

@@ -33,7 +33,9 @@ for f in 0.1 0.3 0.5 0.2 0.7 0.4 0.9 0.6; do
 done
 echo "# $kills of 8 runs killed"
 check "some runs were killed mid-way" test "$kills" -ge 1
-ok "the same command finishes the job" dlk create "$DS" "${args[@]}" --json
+# --exist-ok: a run killed after its merge leaves a finished dataset,
+# which create refuses without it; an unfinished run is resumed either way
+ok "the same command finishes the job" dlk create "$DS" "${args[@]}" --json --exist-ok
 check "reports the resumed or finished run" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1])); assert d["complete"], d' "$OUT"
 dump "$DS" > "$T/killed.txt"

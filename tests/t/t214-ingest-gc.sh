@@ -33,7 +33,9 @@ import json,sys; d=json.load(open(sys.argv[1])); assert d["ok"] and d["unreferen
 ok "gc --grace 0 during the unfinished run" dlk gc "$DS" --grace 0 --json
 check "gc removed none of the staged chunks" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1])); assert d["removed"]==0 and d["referenced"]>0, d' "$OUT"
-ok "the same command finishes the job" dlk create "$DS" "${args[@]}" --json
+# --exist-ok: a run killed after its merge leaves a finished dataset,
+# which create refuses without it; an unfinished run is resumed either way
+ok "the same command finishes the job" dlk create "$DS" "${args[@]}" --json --exist-ok
 for t in images labels; do
     n=$(python3 -c 'import json,subprocess,sys; print([x["samples"] for x in json.loads(subprocess.check_output([sys.argv[1],"ls",sys.argv[2],"--json"]))["tensors"] if x["name"]==sys.argv[3]][0])' "$DLK" "$DS" "$t")
     check "$t: 120 samples" test "$n" = 120

@@ -35,7 +35,7 @@ widths() { # DATASET -> the width of every sample, smallest first (rows are
 mkdir -p "$T/src" "$T/out"
 make_src "$T/src"
 cd "$T/out" || exit 1
-ok "from-dir: hostile names are skipped, not fatal" dlk create "$T/out/ds" from-dir "$T/src" --json
+ok "from-dir: hostile names are skipped, not fatal" dlk create "$T/out/ds" from-dir "$T/src" --json --max-skip 1
 check "valid JSON with 3 ingested, 5 skipped, every key escaped" python3 - "$OUT" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -46,7 +46,7 @@ assert keys == sorted(["new\\x0aline.png", "\\xff\\xfebad.png", "tab\\x09here.pn
 assert all("not read: the key has" in e["reason"] for e in d["errors"]), d["errors"]
 PY
 check "the three valid objects, each with its own pixels" test "$(widths "$T/out/ds")" = "10 11 12 "
-ok "without --json: one line per skipped key on stderr" dlk create "$T/out/ds2" from-dir "$T/src"
+ok "without --json: one line per skipped key on stderr" dlk create "$T/out/ds2" from-dir "$T/src" --max-skip 1
 check "escaped on stderr (no raw newline or tab)" python3 - "$ERR" <<'PY'
 import sys
 t = open(sys.argv[1], "rb").read()
@@ -78,7 +78,7 @@ for k, w in {**good, **bad}.items():
 keys = [o["Key"] for o in s3.list_objects_v2(Bucket="raw", Prefix="train/")["Contents"]]
 assert len(keys) == len(good) + len(bad), keys
 PY
-ok "from-s3: hostile keys skipped" dlk create s3://lake/h from-s3 s3://raw/train --json
+ok "from-s3: hostile keys skipped" dlk create s3://lake/h from-s3 s3://raw/train --json --max-skip 1
 check "3 ingested, the 7 others reported, each with its reason" python3 - "$OUT" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
