@@ -14,15 +14,15 @@ J=$T/junky
 mkdir -p "$J/cat"
 ff -f lavfi -i "testsrc2=s=64x48:r=25" -frames:v 3 -q:v 4 "$J/cat/g%04d.jpg"
 for i in 1 2 3 4 5 6 7; do echo "not an image" > "$J/cat/bad$i.jpg"; done
-# a good tree, and one where a stray README.txt at the root became a text
-# tensor that no image row has
+# a good tree, and one of nothing but files named .jpg that are not
+# images (a schema is inferred from it, and then every row fails)
 G=$T/good
 mkdir -p "$G/cat" "$G/dog"
 ff -f lavfi -i "testsrc2=s=64x48:r=25" -frames:v 4 -q:v 4 "$G/cat/c%04d.jpg"
 ff -f lavfi -i "testsrc2=s=64x48:r=25" -frames:v 4 -q:v 4 "$G/dog/d%04d.jpg"
-R=$T/readme
-cp -r "$G" "$R"
-echo "how this data was made" > "$R/README.txt"
+R=$T/alljunk
+mkdir -p "$R/cat"
+for i in 1 2 3 4 5; do echo "not an image" > "$R/cat/bad$i.jpg"; done
 # nothing ingestable at all
 N=$T/nothing
 mkdir -p "$N"
@@ -31,8 +31,8 @@ echo x > "$N/a.bmp"; echo y > "$N/b.bmp"
 samples() { "$DLK" ls "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["tensors"][0]["samples"])'; }
 args=(--resize 32x24 --jobs 1)
 
-run_cases() { # KIND SRC-JUNKY SRC-GOOD SRC-README SRC-NOTHING DS-PREFIX
-    local kind=$1 junky=$2 good=$3 readme=$4 nothing=$5 pre=$6
+run_cases() { # KIND SRC-JUNKY SRC-GOOD SRC-ALLJUNK SRC-NOTHING DS-PREFIX
+    local kind=$1 junky=$2 good=$3 alljunk=$4 nothing=$5 pre=$6
     local DS=$pre/ds
     ok "$kind: create from a good tree" dlk create "$DS" "$kind" "$good" "${args[@]}" --quiet
     check "$kind: 8 rows" test "$(samples "$DS")" = 8
@@ -56,8 +56,8 @@ assert d["ingested"]==3 and d["skipped"]==7 and len(d["errors"])==7, d' "$OUT"
     check "$kind: ingested 3, 7 skipped" grep -q "ingested 3 rows .* 7 skipped" "$OUT"
     check "$kind: 3 rows" test "$(samples "$pre/all")" = 3
 
-    fails "$kind: create of a tree whose README became a tensor exits 3" 3 dlk create "$pre/rd" "$kind" "$readme" "${args[@]}"
-    check "$kind: no row ingested, reasons counted" grep -q "ingested no row of .*all 9 tried were skipped (8 x no value for tensor 'text'; 1 x no value for tensor 'images')" "$ERR"
+    fails "$kind: create from a tree of junk only exits 3" 3 dlk create "$pre/rd" "$kind" "$alljunk" "${args[@]}"
+    check "$kind: no row ingested, reasons counted" grep -q "ingested no row of .*all 5 tried were skipped (5 x cannot decode image '\*': not a JPEG or PNG file)" "$ERR"
     fails "$kind: ... and leaves no dataset behind" 3 dlk ls "$pre/rd"
     ok "$kind: the corrected command then works" dlk create "$pre/rd" "$kind" "$good" "${args[@]}" --quiet
     check "$kind: 8 rows" test "$(samples "$pre/rd")" = 8
@@ -97,9 +97,9 @@ s3_mkbucket raw
 s3_mkbucket lake
 s3_put_tree "$J" s3://raw/junky
 s3_put_tree "$G" s3://raw/good
-s3_put_tree "$R" s3://raw/readme
+s3_put_tree "$R" s3://raw/alljunk
 s3_put_tree "$N" s3://raw/nothing
-run_cases from-s3 s3://raw/junky s3://raw/good s3://raw/readme s3://raw/nothing s3://lake/out
+run_cases from-s3 s3://raw/junky s3://raw/good s3://raw/alljunk s3://raw/nothing s3://lake/out
 
 fails "ls of a bucket that does not exist" 3 dlk ls s3://missing-bucket/x
 check "says the bucket does not exist" grep -q "the bucket 'missing-bucket' does not exist (HTTP 404 NoSuchBucket)" "$ERR"
