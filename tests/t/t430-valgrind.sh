@@ -95,7 +95,8 @@ vg "create from-dir of JPEGs (one broken file)" 0 create "$J" from-dir "$JPG" \
 check "16 rows, 1 error reported" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))
 assert d["ingested"]==16 and len(d["errors"])==1, d' "$OUT"
-vg "create again is a no-op" 0 create "$J" from-dir "$JPG" --resize 32x24 --json
+vg "create again is refused: the dataset exists" 2 create "$J" from-dir "$JPG" --resize 32x24 --json
+vg "create again with --exist-ok is a no-op" 0 create "$J" from-dir "$JPG" --resize 32x24 --json --exist-ok
 vg "ingest --on-error fail (error path)" 3 ingest "$J" from-dir "$JPG" \
     --resize 32x24 --on-error fail --no-resume
 vg "commit JPEG dataset" 0 commit "$J" -m jpegs
