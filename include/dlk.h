@@ -335,6 +335,29 @@ typedef struct dlk_gc_result {
 dlk_status dlk_gc(dlk_dataset *ds, const dlk_gc_opts *opts,
                   dlk_gc_result *res, dlk_error *err);
 
+/* Compaction: rewrite each tensor's runs of two or more consecutive small
+ * chunks (left by many small appends that predate filling, by ingest
+ * shards, or by a smaller chunk size) into chunks of the target size, and
+ * publish the head (conditionally, as dlk_dataset_flush).  Samples, their
+ * order and values are unchanged; the old chunks stay for the commits
+ * that name them and for gc's rules.  Appends already fill a tensor's
+ * last small chunk (its samples and the new ones are sealed together
+ * into a chunk that replaces it), so this is rarely needed. */
+typedef struct dlk_compact_opts {
+    uint64_t target_bytes;   /* raw size of the new chunks; 0: each
+                                tensor's chunk_bytes; at most 1 GiB */
+} dlk_compact_opts;
+
+typedef struct dlk_compact_result {
+    uint64_t chunks_before, chunks_after;  /* entries over every tensor */
+    uint64_t chunks_read, bytes_read;      /* small chunks read */
+    uint64_t chunks_written;               /* new chunks replacing them (0
+                                              when they packed as they were) */
+} dlk_compact_result;
+
+dlk_status dlk_compact(dlk_dataset *ds, const dlk_compact_opts *opts,
+                       dlk_compact_result *res, dlk_error *err);
+
 /* ------------------------------------------------------------------ */
 /* Streaming loader: shuffled, sharded, prefetched batches              */
 

@@ -443,6 +443,11 @@ void dlk_tensor_fini(dlk_tensor *t);
 dlk_status dlk_tensor_add_chunk(dlk_tensor *t, const dlk_chunk_entry *e,
                                 const int64_t *smin, const int64_t *smax,
                                 dlk_error *err);
+/* Keep the first n chunk entries (their totals recomputed).  shape_min
+ * and shape_max are left as they are: the samples of the dropped entries
+ * are appended again by the callers (a chunk replaced by its
+ * compaction), so the bounds stay right. */
+void dlk_tensor_truncate(dlk_tensor *t, size_t n);
 /* Find the chunk holding sample i (binary search); -1 if out of range. */
 ssize_t dlk_tensor_find_chunk(const dlk_tensor *t, uint64_t i);
 

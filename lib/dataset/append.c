@@ -64,10 +64,10 @@ static dlk_status check_sample(dlk_dataset *ds, size_t tensor, size_t nbytes,
 static dlk_status make_room(dlk_dataset *ds, size_t tensor, size_t nbytes,
                             int ndim, size_t parts, dlk_error *err)
 {
-    const dlk_tensor_spec *s = &ds->m.tensors[tensor].spec;
     dlk_builder *b = &ds->builders[tensor];
     dlk_status rc;
-    if (b->samples && (b->bytes + nbytes > s->chunk_bytes ||
+    uint64_t target = dlk_chunk_target(ds, tensor);
+    if (b->samples && (b->bytes + nbytes > target ||
                        b->samples == DLK_CHUNK_MAX_SAMPLES ||
                        b->nsegs + parts > DLK_SEGS_MAX))
         if ((rc = seal(ds, tensor, err)))
@@ -114,7 +114,7 @@ static dlk_status added(dlk_dataset *ds, size_t tensor, const void *data,
     dlk_hash64_stream_update(b->hash, data, nbytes);
     b->bytes += nbytes;
     b->samples++;
-    if (b->bytes >= ds->m.tensors[tensor].spec.chunk_bytes)
+    if (b->bytes >= dlk_chunk_target(ds, tensor))
         return seal(ds, tensor, err);
     return DLK_OK;
 }
@@ -122,13 +122,46 @@ static dlk_status added(dlk_dataset *ds, size_t tensor, const void *data,
 /* Small parts are joined up to this size. */
 #define PART_JOIN ((size_t)1 << 20)
 
+static dlk_status append_checked(dlk_dataset *ds, size_t tensor,
+                                 const void *data, size_t nbytes,
+                                 const int64_t *shape, int ndim,
+                                 dlk_error *err);
+
+uint64_t dlk_chunk_target(const dlk_dataset *ds, size_t ti)
+{
+    return ds->chunk_target ? ds->chunk_target
+                            : ds->m.tensors[ti].spec.chunk_bytes;
+}
+
 dlk_status dlk_append(dlk_dataset *ds, size_t tensor, const void *data,
                       size_t nbytes, const int64_t *shape, int ndim,
                       dlk_error *err)
 {
     dlk_status rc = check_sample(ds, tensor, nbytes, shape, ndim, err);
+    if (!rc)
+        rc = dlk_fill_tail(ds, tensor, nbytes, err);
     if (rc)
         return rc;
+    return append_checked(ds, tensor, data, nbytes, shape, ndim, err);
+}
+
+dlk_status dlk_append_sample(dlk_dataset *ds, size_t tensor, const void *data,
+                             size_t nbytes, const int64_t *shape, int ndim,
+                             dlk_error *err)
+{
+    dlk_status rc = check_sample(ds, tensor, nbytes, shape, ndim, err);
+    if (rc)
+        return rc;
+    return append_checked(ds, tensor, data, nbytes, shape, ndim, err);
+}
+
+/* A sample that check_sample accepted into the builder. */
+static dlk_status append_checked(dlk_dataset *ds, size_t tensor,
+                                 const void *data, size_t nbytes,
+                                 const int64_t *shape, int ndim,
+                                 dlk_error *err)
+{
+    dlk_status rc;
     dlk_builder *b = &ds->builders[tensor];
     /* in parts: into the last one while it is small, else a new one */
     bool join = b->nsegs && b->segs[b->nsegs - 1].len + nbytes <= PART_JOIN;
@@ -152,6 +185,12 @@ dlk_status dlk_append(dlk_dataset *ds, size_t tensor, const void *data,
 dlk_status dlk_append_take(dlk_dataset *ds, size_t tensor, dlk_buf *data,
                            const int64_t *shape, int ndim, dlk_error *err)
 {
+    /* first, so that a filled builder takes the copying path below */
+    if (tensor < ds->m.ntensors && !ds->read_only) {
+        dlk_status rc = dlk_fill_tail(ds, tensor, data->len, err);
+        if (rc)
+            return rc;
+    }
     if (tensor >= ds->m.ntensors || data->fixed || data->len < DLK_TAKE_MIN ||
         ds->m.tensors[tensor].spec.codec != DLK_CODEC_NONE ||
         ds->builders[tensor].raw.len)
@@ -181,7 +220,12 @@ dlk_status dlk_dataset_seal(dlk_dataset *ds, dlk_error *err)
         if (rc)
             return rc;
     }
-    return dlk_seal_wait(ds, err);
+    dlk_status rc = dlk_seal_wait(ds, err);
+    /* the next append fills the chunks just sealed, when they are small
+     * (an ingest checkpoint would otherwise leave one behind each time) */
+    for (size_t i = 0; !rc && i < ds->m.ntensors; i++)
+        ds->builders[i].tail_seen = false;
+    return rc;
 }
 
 dlk_status dlk_dataset_flush(dlk_dataset *ds, dlk_error *err)

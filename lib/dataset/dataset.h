@@ -24,6 +24,11 @@ typedef struct dlk_builder {
     size_t shapes_cap;
     uint32_t samples;
     int64_t smin[DLK_MAX_NDIM], smax[DLK_MAX_NDIM];
+    bool tail_seen;            /* the last chunk was considered for
+                                  filling (compact.c), since the open or
+                                  the last dlk_dataset_seal */
+    bool replaces_last;        /* the samples begin with the tensor's last
+                                  chunk's: sealed, they replace its entry */
 } dlk_builder;
 
 /* The most recently read chunk of a tensor, kept for sequential reads. */
@@ -46,7 +51,13 @@ struct dlk_dataset {
     dlk_builder *builders;     /* one per tensor */
     dlk_chunk_cache *cache;    /* one per tensor */
     struct dlk_sealer *sealer; /* chunk writer threads, once started */
+    uint64_t chunk_target;     /* raw size chunks are sealed at; 0: each
+                                  tensor's chunk_bytes (dlk_compact sets
+                                  another) */
 };
+
+/* The raw size at which tensor ti's chunks are sealed. */
+uint64_t dlk_chunk_target(const dlk_dataset *ds, size_t ti);
 
 /* dlk_append, taking the sample's buffer instead of copying it when the
  * tensor is stored uncompressed and the sample is large: *data then holds
@@ -56,6 +67,28 @@ dlk_status dlk_append_take(dlk_dataset *ds, size_t tensor, dlk_buf *data,
                            const int64_t *shape, int ndim, dlk_error *err);
 #define DLK_TAKE_MIN ((size_t)64 << 10) /* smaller samples are copied */
 #define DLK_SEGS_MAX 512        /* parts a chunk's payload may have */
+
+/* dlk_append without filling the last chunk first (compact.c feeds the
+ * samples of the chunks it rewrites through it). */
+dlk_status dlk_append_sample(dlk_dataset *ds, size_t tensor, const void *data,
+                             size_t nbytes, const int64_t *shape, int ndim,
+                             dlk_error *err);
+
+/* Filling and compaction (compact.c). */
+/* Before the first sample of nbytes appended to tensor ti since the open
+ * or the last dlk_dataset_seal: when the tensor's last chunk is below the
+ * target size and the sample fits with it, its samples go into the
+ * builder first, and the chunk sealed from them replaces that entry. */
+dlk_status dlk_fill_tail(dlk_dataset *ds, size_t ti, size_t nbytes,
+                         dlk_error *err);
+/* Rewrite the runs of two or more consecutive small chunks (that could
+ * take another sample of their mean size) among tensor ti's entries from
+ * index `from` on into chunks of the target size, in place in ds->m; the
+ * others are kept as they are.  The builder must be empty.  Adds to the
+ * counts of res (may be NULL).  The new chunks are written when it
+ * returns; on an error the list is as it was. */
+dlk_status dlk_compact_from(dlk_dataset *ds, size_t ti, size_t from,
+                            dlk_compact_result *res, dlk_error *err);
 
 /* Chunk writers (seal.c). */
 #define DLK_SEAL_THREADS 4     /* chunks being encoded and written at once */

@@ -127,6 +127,19 @@ dlk_status dlk_tensor_add_chunk(dlk_tensor *t, const dlk_chunk_entry *e,
     return DLK_OK;
 }
 
+void dlk_tensor_truncate(dlk_tensor *t, size_t n)
+{
+    if (n >= t->nchunks)
+        return;
+    t->nchunks = n;
+    t->samples = t->stored_bytes = t->raw_bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        t->samples += t->chunks[i].samples;
+        t->stored_bytes += t->chunks[i].stored_bytes;
+        t->raw_bytes += t->chunks[i].raw_bytes;
+    }
+}
+
 ssize_t dlk_tensor_find_chunk(const dlk_tensor *t, uint64_t i)
 {
     size_t lo = 0, hi = t->nchunks;

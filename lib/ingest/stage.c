@@ -375,8 +375,22 @@ dlk_status ing_merge(const char *url, const char *run, unsigned nshards,
                           "with dlk ls and remove staging/ingest/%s/ to "
                           "start over", url, run, run);
         } else if (!rc) {
-            bool ready;
-            rc = gather(ds, run, nshards, &ready, err);
+            bool ready = false;
+            size_t *tail = calloc(ds->m.ntensors + 1, sizeof *tail);
+            for (size_t t = 0; tail && t < ds->m.ntensors; t++)
+                tail[t] = ds->m.tensors[t].nchunks;
+            rc = tail ? gather(ds, run, nshards, &ready, err)
+                      : dlk_fail(err, DLK_ENOMEM, "out of memory");
+            /* the head's last chunk and the shards' small ones (each
+             * shard's last, a whole small run) become full chunks */
+            for (size_t t = 0; !rc && ready && t < ds->m.ntensors; t++)
+                rc = dlk_compact_from(ds, t, tail[t] ? tail[t] - 1 : 0,
+                                      NULL, err);
+            if (!rc && ready)
+                rc = dlk_seal_wait(ds, err);
+            free(tail);
+            if (rc == DLK_ECONFLICT) /* a chunk gone with a newer head */
+                retry = true;
             if (!rc && ready) {
                 after = samples_json(&ds->m);
                 rc = write_merge(ds->store, run, cur, after, false, err);

@@ -1,0 +1,221 @@
+/* compact.c - keeping chunks near their target size when samples arrive
+ * a few at a time: an append fills the tensor's last small chunk (its
+ * samples and the new ones are sealed together into a chunk that replaces
+ * its entry), and compaction rewrites runs of small chunks (left by
+ * ingest shards, or by datasets written before filling) into chunks of
+ * the target size.  Chunks are immutable: a replaced chunk stays in the
+ * store for the commits that name it, and gc removes it once nothing
+ * does. */
+#include "dataset.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Drop the builder's samples (a fill that failed half-way). */
+static void builder_clear(dlk_builder *b)
+{
+    b->raw.len = 0;
+    for (size_t i = 0; i < b->nsegs; i++)
+        dlk_buf_free(&b->segs[i]);
+    b->nsegs = 0;
+    b->bytes = 0;
+    b->samples = 0;
+    b->replaces_last = false;
+    if (b->hash)
+        dlk_hash64_stream_reset(b->hash);
+}
+
+/* The chunk of a tensor that ds->cache may hold is replaced. */
+static void forget_cached(dlk_dataset *ds, size_t ti)
+{
+    dlk_chunk_free(ds->cache[ti].chunk);
+    ds->cache[ti].chunk = NULL;
+}
+
+/* A chunk this handle's head names could not be read: when the head was
+ * replaced since it was read, another writer may have replaced that
+ * chunk too and gc removed it; that is a conflict (retry), not damage. */
+static dlk_status lost_race(dlk_dataset *ds, dlk_status rc, dlk_error *err)
+{
+    dlk_obj_info info;
+    dlk_error e2;
+    if (rc != DLK_ENOTFOUND || !ds->have_etag ||
+        dlk_store_head(ds->store, DLK_KEY_HEAD, &info, &e2) ||
+        strcmp(info.etag, ds->etag) == 0)
+        return rc;
+    return dlk_fail(err, DLK_ECONFLICT, "the head of '%s' was changed by "
+                    "another writer since it was opened; nothing of this run "
+                    "was published (retry the command)", ds->url);
+}
+
+/* Read the chunk of entry e (a copy: the list may grow meanwhile) and
+ * append its samples to tensor ti's builder, in order. */
+static dlk_status feed(dlk_dataset *ds, size_t ti, const dlk_chunk_entry *e,
+                       dlk_error *err)
+{
+    const dlk_tensor *t = &ds->m.tensors[ti];
+    dlk_chunk *c;
+    dlk_status rc = dlk_chunk_load(ds, t, e, DLK_DECODE_VERIFY, NULL, 0, &c,
+                                   err);
+    for (uint32_t i = 0; !rc && i < e->samples; i++) {
+        size_t n;
+        int64_t shape[DLK_MAX_NDIM];
+        const void *p = dlk_chunk_sample(c, i, &n, shape);
+        rc = dlk_append_sample(ds, ti, p, n, shape, t->spec.ndim, err);
+    }
+    dlk_chunk_free(c);
+    return rc ? lost_race(ds, rc, err) : DLK_OK;
+}
+
+dlk_status dlk_fill_tail(dlk_dataset *ds, size_t ti, size_t nbytes,
+                         dlk_error *err)
+{
+    dlk_builder *b = &ds->builders[ti];
+    if (b->tail_seen)
+        return DLK_OK;
+    b->tail_seen = true;
+    dlk_tensor *t = &ds->m.tensors[ti];
+    if (b->samples || !t->nchunks)
+        return DLK_OK;
+    if (!t->chunks[t->nchunks - 1].key[0]) { /* still being written */
+        dlk_status rc = dlk_seal_wait(ds, err);
+        if (rc)
+            return rc;
+    }
+    dlk_chunk_entry e = t->chunks[t->nchunks - 1];
+    if (e.samples >= DLK_CHUNK_MAX_SAMPLES ||
+        e.raw_bytes + nbytes > dlk_chunk_target(ds, ti))
+        return DLK_OK;
+    dlk_status rc = feed(ds, ti, &e, err);
+    if (rc == DLK_ECONFLICT) {
+        builder_clear(b);
+        return rc;
+    }
+    if (rc) {
+        builder_clear(b);
+        char key[DLK_CHUNK_KEY_MAX];
+        dlk_chunk_key(key, t->spec.name, e.key);
+        return dlk_fail_wrap(err, "cannot fill the last chunk '%s' of "
+                             "tensor '%s'", key, t->spec.name);
+    }
+    b->replaces_last = true;
+    return DLK_OK;
+}
+
+/* Below the target size by at least the chunk's mean sample: a chunk that
+ * sealing at the target would have given another sample (one sealed
+ * because the next did not fit is not small, for a fixed shape exactly). */
+static bool small(const dlk_chunk_entry *e, uint64_t target)
+{
+    return e->samples && e->samples < DLK_CHUNK_MAX_SAMPLES &&
+           e->raw_bytes + e->raw_bytes / e->samples <= target;
+}
+
+dlk_status dlk_compact_from(dlk_dataset *ds, size_t ti, size_t from,
+                            dlk_compact_result *res, dlk_error *err)
+{
+    dlk_tensor *t = &ds->m.tensors[ti];
+    dlk_builder *b = &ds->builders[ti];
+    if (b->samples)
+        return dlk_fail(err, DLK_EINTERNAL, "tensor '%s': compaction with "
+                        "samples pending", t->spec.name);
+    dlk_status rc = dlk_seal_wait(ds, err);
+    if (rc)
+        return rc;
+    uint64_t target = dlk_chunk_target(ds, ti);
+    size_t n = t->nchunks, start = from;
+    while (start + 1 < n && !(small(&t->chunks[start], target) &&
+                              small(&t->chunks[start + 1], target)))
+        start++;
+    if (start + 1 >= n)
+        return DLK_OK; /* no run of two: nothing to rewrite */
+    size_t nold = n - start;
+    dlk_chunk_entry *old = malloc(nold * sizeof *old);
+    if (!old)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    memcpy(old, t->chunks + start, nold * sizeof *old);
+    dlk_tensor_truncate(t, start);
+    forget_cached(ds, ti);
+    bool changed = false;
+    for (size_t i = 0; !rc && i < nold;) {
+        size_t j = i;
+        while (j < nold && small(&old[j], target))
+            j++;
+        if (j - i < 2) { /* a full chunk, or a small one alone: kept */
+            j = j > i ? j : i + 1;
+            for (; !rc && i < j; i++)
+                rc = dlk_tensor_add_chunk(t, &old[i], NULL, NULL, err);
+            continue;
+        }
+        size_t before = t->nchunks, i0 = i;
+        for (; !rc && i < j; i++) {
+            rc = feed(ds, ti, &old[i], err);
+            if (!rc && res) {
+                res->chunks_read++;
+                res->bytes_read += old[i].stored_bytes;
+            }
+        }
+        if (!rc && b->samples)
+            rc = dlk_seal_submit(ds, ti, err);
+        if (!rc)
+            rc = dlk_seal_wait(ds, err);
+        /* a run that packs into the chunks it had (variable shapes:
+         * "small" is judged by the mean sample) changes nothing */
+        bool same = !rc && t->nchunks - before == j - i0;
+        for (size_t k = 0; same && k < j - i0; k++)
+            same = strcmp(t->chunks[before + k].key, old[i0 + k].key) == 0;
+        if (!rc && !same) {
+            changed = true;
+            if (res)
+                res->chunks_written += t->nchunks - before;
+        }
+    }
+    if (rc) {
+        /* back to the list as it was, so that a flush after the error
+         * publishes nothing half-compacted */
+        dlk_error e2;
+        dlk_seal_wait(ds, &e2);
+        builder_clear(b);
+        dlk_tensor_truncate(t, start);
+        for (size_t i = 0; i < nold; i++)
+            dlk_tensor_add_chunk(t, &old[i], NULL, NULL, &e2);
+        changed = false;
+    }
+    free(old);
+    if (changed)
+        ds->dirty = true;
+    /* a later append may fill the last chunk written here */
+    b->tail_seen = false;
+    return rc;
+}
+
+dlk_status dlk_compact(dlk_dataset *ds, const dlk_compact_opts *opts,
+                       dlk_compact_result *res, dlk_error *err)
+{
+    dlk_compact_result local;
+    if (!res)
+        res = &local;
+    memset(res, 0, sizeof *res);
+    if (ds->read_only)
+        return dlk_fail(err, DLK_EINVAL, "dataset opened at a commit is "
+                        "read-only");
+    uint64_t target = opts ? opts->target_bytes : 0;
+    if (target > DLK_CHUNK_MAX_RAW / 2)
+        return dlk_fail(err, DLK_ELIMIT, "target size of %llu bytes is over "
+                        "the 1 GiB limit", (unsigned long long)target);
+    /* samples appended through this handle first, as chunks */
+    dlk_status rc = dlk_dataset_seal(ds, err);
+    ds->chunk_target = target;
+    for (size_t i = 0; !rc && i < ds->m.ntensors; i++) {
+        res->chunks_before += ds->m.tensors[i].nchunks;
+        rc = dlk_compact_from(ds, i, 0, res, err);
+    }
+    if (!rc)
+        rc = dlk_seal_wait(ds, err);
+    ds->chunk_target = 0;
+    for (size_t i = 0; !rc && i < ds->m.ntensors; i++)
+        res->chunks_after += ds->m.tensors[i].nchunks;
+    if (!rc && ds->dirty)
+        rc = dlk_write_head(ds, err);
+    return rc;
+}
