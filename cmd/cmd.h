@@ -24,6 +24,7 @@ enum {
 int cmd_bench_stream(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
 int cmd_commit(int argc, char **argv);
+int cmd_compact(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 int cmd_ingest(int argc, char **argv);
@@ -75,6 +76,9 @@ int cmd_json_main(int code);
 const char *cmd_last_error(void);
 /* Flush stdout and report a failed write (a full disk, a closed pipe). */
 int cmd_finish(const char *cmd, int code);
+/* "16M", "64KiB", "1G" -> bytes (K, M, G are powers of 1024); 0 when
+ * malformed or over 1 TiB. */
+unsigned long long cmd_parse_size(const char *s);
 /* "1.5 MiB" style sizes. */
 const char *cmd_bytes(unsigned long long n, char buf[32]);
 /* "224x224x3" style shapes ('?' for variable). */

@@ -34,27 +34,6 @@ static const char usage_text[] =
 #define MAX_TENSORS 256
 
 /* "16M" -> bytes; 0 on error. */
-static unsigned long long parse_size(const char *s)
-{
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (end == s || *s == '-')
-        return 0;
-    unsigned long long mul = 1;
-    switch (*end) {
-    case 'K': case 'k': mul = 1ull << 10; end++; break;
-    case 'M': case 'm': mul = 1ull << 20; end++; break;
-    case 'G': case 'g': mul = 1ull << 30; end++; break;
-    }
-    if (*end == 'i')
-        end++;
-    if (*end == 'B' || *end == 'b')
-        end++;
-    if (*end || v > (1ull << 40) / mul)
-        return 0;
-    return v * mul;
-}
-
 static dlk_tensor_spec *find_spec(dlk_tensor_spec *specs, size_t n,
                                   const char *arg, const char **value)
 {
@@ -235,7 +214,7 @@ int cmd_create(int argc, char **argv)
             if (nclasses < MAX_TENSORS) classes[nclasses++] = optarg;
             break;
         case 's':
-            if (!(chunk_size = parse_size(optarg))) {
+            if (!(chunk_size = cmd_parse_size(optarg))) {
                 cmd_error("create", "bad --chunk-size '%s'", optarg);
                 return EXIT_USAGE;
             }

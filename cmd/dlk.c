@@ -15,6 +15,7 @@ static const struct cmd commands[] = {
     {"bench-stream", cmd_bench_stream, "stream a dataset and report what a GPU would see"},
     {"cat", cmd_cat, "print one sample of a tensor"},
     {"commit", cmd_commit, "turn the head into an immutable commit"},
+    {"compact", cmd_compact, "rewrite runs of small chunks into full ones"},
     {"create", cmd_create, "create an empty dataset with a schema"},
     {"gc", cmd_gc, "remove chunks that nothing references"},
     {"ingest", cmd_ingest, "append samples from a source"},

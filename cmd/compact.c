@@ -1,0 +1,93 @@
+/* compact.c - dlk compact: rewrite runs of small chunks into full ones. */
+#include "cmd.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <stdlib.h>
+
+static const char usage_text[] =
+    "usage: dlk compact DATASET [--target-size SIZE] [--json]\n"
+    "\n"
+    "Rewrites every run of two or more consecutive small chunks of each\n"
+    "tensor into chunks of the target size, and publishes them as the new\n"
+    "head: the samples, their order and their values stay as they were.\n"
+    "Commits keep the chunks they name; 'dlk gc' removes the replaced ones\n"
+    "that nothing names once they are past the grace period.\n"
+    "\n"
+    "  --target-size SIZE  raw size of the new chunks (default: each\n"
+    "                      tensor's chunk size; K M G suffixes, at most 1G)\n"
+    "  --json              {\"chunks_before\", \"chunks_after\", \"chunks_read\",\n"
+    "                      \"bytes_read\", \"chunks_written\", \"seconds\"}\n"
+    "  -h, --help          this text\n";
+
+int cmd_compact(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"target-size", required_argument, 0, 's'},
+        {"json", no_argument, 0, 'j'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    dlk_compact_opts co = {0};
+    bool json = false;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            co.target_bytes = cmd_parse_size(optarg);
+            if (!co.target_bytes || co.target_bytes > (1ull << 30)) {
+                cmd_error("compact", "bad --target-size '%s' (1 byte to 1G, "
+                          "like 16M)", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'j': json = true; break;
+        case 'h': return cmd_finish("compact", cmd_usage(usage_text, true));
+        default:
+            return cmd_bad_option("compact", argv, opts, usage_text);
+        }
+    }
+    if (argc - optind != 1) {
+        cmd_error("compact", "expected one DATASET");
+        return cmd_usage(usage_text, false);
+    }
+    if (cmd_check_url("compact", argv[optind]))
+        return EXIT_USAGE;
+    double t0 = cmd_now_s();
+    dlk_error err;
+    dlk_dataset *ds;
+    if (dlk_dataset_open(argv[optind], NULL, &ds, &err))
+        return cmd_fail("compact", &err);
+    dlk_compact_result res;
+    dlk_status rc = dlk_compact(ds, &co, &res, &err);
+    dlk_dataset_free(ds);
+    if (rc)
+        return cmd_fail("compact", &err);
+    double secs = cmd_now_s() - t0;
+    if (json) {
+        json_t *j = json_pack("{s:I,s:I,s:I,s:I,s:I,s:f}",
+                              "chunks_before", (json_int_t)res.chunks_before,
+                              "chunks_after", (json_int_t)res.chunks_after,
+                              "chunks_read", (json_int_t)res.chunks_read,
+                              "bytes_read", (json_int_t)res.bytes_read,
+                              "chunks_written", (json_int_t)res.chunks_written,
+                              "seconds", secs);
+        cmd_json_print(j, JSON_PRESERVE_ORDER | JSON_INDENT(2));
+        json_decref(j);
+    } else if (res.chunks_written) {
+        char b[32];
+        printf("compacted %llu small chunks (%s) into %llu; %llu chunks in "
+               "all, %llu before, in %.2f s\n",
+               (unsigned long long)res.chunks_read,
+               cmd_bytes(res.bytes_read, b),
+               (unsigned long long)res.chunks_written,
+               (unsigned long long)res.chunks_after,
+               (unsigned long long)res.chunks_before, secs);
+    } else {
+        printf("nothing to compact: %llu chunks, no run of small ones\n",
+               (unsigned long long)res.chunks_after);
+    }
+    return cmd_finish("compact", EXIT_OK);
+}
