@@ -158,6 +158,12 @@ $(BUILD)/tests/synth: tests/bench/synth.c $(LIBA)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBA) $(LIBS)
 
+# key_lookup: incremental ingest's key lookup against the listing's cost
+$(BUILD)/tests/key_lookup: tests/bench/key_lookup.c $(LIBA)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBA) $(LIBS)
+
 # s3_dir_server: a fast read-only S3 endpoint over a folder (benchmarks;
 # a test checks dlk reads through it as it reads the folder)
 $(BUILD)/tests/s3_dir_server: tests/bench/s3_dir_server.c
@@ -166,7 +172,8 @@ $(BUILD)/tests/s3_dir_server: tests/bench/s3_dir_server.c
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< \
 	    $(shell $(PKG_CONFIG) --cflags --libs libmicrohttpd 2>/dev/null) -lpthread
 
-unit: $(UNIT_BIN) $(BUILD)/tests/synth $(BUILD)/tests/s3_dir_server
+unit: $(UNIT_BIN) $(BUILD)/tests/synth $(BUILD)/tests/s3_dir_server \
+      $(BUILD)/tests/key_lookup
 
 # The suite: unit tests and CLI tests; last line "N passed, N failed, N skipped".
 # The build runs in a make started after check-deps: the pkg-config flags

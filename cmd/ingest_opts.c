@@ -17,8 +17,8 @@
 const char ingest_opts_usage[] =
     "Sources:\n"
     "  from-s3 s3://BUCKET/PREFIX   every object below the prefix\n"
-    "  from-dir DIR                 every file below DIR (a tree of only\n"
-    "                               .npy files is read as before)\n"
+    "  from-dir DIR                 every file below DIR (.npy files as\n"
+    "                               rows of STEM.TENSOR.npy, or as before)\n"
     "Objects with one stem form a row: 0001.jpg (or .png, .mp4 ...) with\n"
     "0001.cls (class), 0001.txt (text), 0001.json (numeric fields).\n"
     "A sidecar kind is inferred as a tensor when most rows have one; rows\n"
@@ -44,7 +44,13 @@ const char ingest_opts_usage[] =
     "  --fetch N            rows fetched ahead (default 256 from S3, 16 from a dir)\n"
     "  --shard I/N          this process takes share I of N\n"
     "  --checkpoint SEC     publish progress every SEC seconds (default 30)\n"
-    "  --no-resume          ingest everything again, ignoring earlier runs\n"
+    "  --no-resume          start afresh instead of resuming an interrupted run\n"
+    "                       (keys already in the dataset are still skipped)\n"
+    "  --no-key             a new dataset gets no 'key' and 'key_version'\n"
+    "                       tensors (then every rerun ingests everything)\n"
+    "  --on-changed MODE    an ingested object whose version changed: skip\n"
+    "                       (default: report it and go on) or fail (exit 3,\n"
+    "                       ingest nothing)\n"
     "  --dry-run            list and infer, print what would be ingested and\n"
     "                       what not (and the schema); write nothing\n"
     "  --max-skip F         fail (exit 3, nothing merged) when more than the\n"
@@ -122,6 +128,21 @@ void ingest_cli_signals(ingest_cli *c)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     c->o.stop = should_stop;
+}
+
+static void on_changed(void *ud, const char *key)
+{
+    ingest_cli *c = ud;
+    if (c->json) {
+        if (!c->changed)
+            c->changed = json_array();
+        json_array_append_new(c->changed, json_string(key));
+    } else if (!c->quiet) {
+        if (c->tty)
+            fputs("\r\033[K", stderr);
+        fprintf(stderr, "dlk: changed since it was ingested (skipped): "
+                "'%s'\n", key);
+    }
 }
 
 static void on_bad(void *ud, const char *key, const char *reason)
@@ -269,6 +290,7 @@ void ingest_cli_init(ingest_cli *c)
     c->o.on_bad = on_bad;
     c->o.on_schema = on_schema;
     c->o.on_unused = on_unused;
+    c->o.on_changed_key = on_changed;
     c->o.ud = c;
 }
 
@@ -278,6 +300,7 @@ void ingest_cli_free(ingest_cli *c)
     json_decref(c->schema);
     json_decref(c->unused);
     json_decref(c->unused_why);
+    json_decref(c->changed);
 }
 
 static int bad(const char *cmd, const char *opt, const char *arg,
@@ -413,6 +436,14 @@ int ingest_cli_opt(ingest_cli *c, const char *cmd, int code, const char *arg)
     case IO_DRY_RUN:
         o->dry_run = 1;
         return 0;
+    case IO_NO_KEY:
+        o->no_key = 1;
+        return 0;
+    case IO_ON_CHANGED:
+        if (!strcmp(arg, "skip")) o->on_changed = DLK_ON_CHANGED_SKIP;
+        else if (!strcmp(arg, "fail")) o->on_changed = DLK_ON_CHANGED_FAIL;
+        else return bad(cmd, "--on-changed", arg, "skip or fail");
+        return 0;
     case IO_JSON:
         c->json = true;
         return 0;
@@ -515,6 +546,17 @@ static json_t *summary_json(ingest_cli *c, const dlk_ingest_result *r)
                         ? json_incref(c->unused) : json_array());
     json_object_set_new(o, "schema", c->schema ? json_incref(c->schema)
                                                : json_array());
+    json_object_set_new(o, "keys", json_boolean(r->keyed));
+    if (r->keyed) {
+        json_object_set_new(o, "new", json_integer((json_int_t)r->new_rows));
+        json_object_set_new(o, "present",
+                            json_integer((json_int_t)r->present));
+        json_object_set_new(o, "changed",
+                            json_integer((json_int_t)r->changed));
+        json_object_set_new(o, "changed_keys",
+                            c->changed ? json_incref(c->changed)
+                                       : json_array());
+    }
     return o;
 }
 
@@ -591,7 +633,15 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
         char b1[32], b2[32], note[64];
         if (r->already)
             printf("already ingested by an earlier run of this command; "
-                   "nothing to do\n");
+                   "nothing to do (this dataset has no 'key' tensor, so "
+                   "objects added to the source since are not picked up; "
+                   "--no-resume ingests everything again)\n");
+        else if (r->keyed && !r->new_rows && !r->ingested && !r->skipped &&
+                 !r->resumed_rows)
+            printf("nothing new: %llu object%s already ingested%s%llu "
+                   "changed since (skipped)\n",
+                   (unsigned long long)r->present, r->present == 1 ? "" : "s",
+                   "; ", (unsigned long long)r->changed);
         else
             printf("ingested %llu rows (%s read, %s of samples) in %.2f s; "
                    "%llu skipped%s%s%s\n", (unsigned long long)r->ingested,
@@ -601,6 +651,13 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
                    r->resumed_rows ? "; resumed an interrupted run" : "",
                    r->complete ? ""
                    : "; shard staged, the last shard to finish merges");
+        if (r->keyed && (r->new_rows || r->ingested || r->skipped ||
+                         r->resumed_rows))
+            printf("source keys: %llu new, %llu already ingested, %llu "
+                   "changed since (skipped)\n",
+                   (unsigned long long)r->new_rows,
+                   (unsigned long long)r->present,
+                   (unsigned long long)r->changed);
     }
     return EXIT_OK;
 }

@@ -13,7 +13,8 @@ enum {
     IO_RESIZE = 1000, IO_FIT, IO_LAYOUT, IO_CHANNELS, IO_MAX_PIXELS,
     IO_FRAMES, IO_FPS, IO_CLIP, IO_LABELS, IO_ON_ERROR, IO_UNORDERED,
     IO_JOBS, IO_FETCH, IO_SHARD, IO_CHECKPOINT, IO_NO_RESUME, IO_JSON,
-    IO_QUIET, IO_ORDER, IO_ORDER_SEED, IO_DRY_RUN, IO_MAX_SKIP
+    IO_QUIET, IO_ORDER, IO_ORDER_SEED, IO_DRY_RUN, IO_MAX_SKIP, IO_NO_KEY,
+    IO_ON_CHANGED
 };
 
 /* The usage lines of the shared options. */
@@ -26,6 +27,7 @@ typedef struct ingest_cli {
     json_t *schema;      /* [{name, dtype, shape, kind, codec, classes}] */
     json_t *unused;      /* [{key, reason}]: the first UNUSED_LISTED */
     json_t *unused_why;  /* {reason: count} */
+    json_t *changed;     /* [key] for --json */
     double last_draw;
     bool drawn;          /* a progress line is on the terminal */
     bool finished;       /* the last progress line was drawn */
@@ -69,6 +71,8 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
     {"checkpoint", required_argument, 0, IO_CHECKPOINT}, \
     {"no-resume", no_argument, 0, IO_NO_RESUME}, \
     {"dry-run", no_argument, 0, IO_DRY_RUN}, \
-    {"max-skip", required_argument, 0, IO_MAX_SKIP},
+    {"max-skip", required_argument, 0, IO_MAX_SKIP}, \
+    {"no-key", no_argument, 0, IO_NO_KEY}, \
+    {"on-changed", required_argument, 0, IO_ON_CHANGED},
 
 #endif

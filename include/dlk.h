@@ -613,6 +613,8 @@ typedef struct dlk_ingest_stats {
     uint64_t ingested;   /* samples appended, over all tensors */
     uint64_t skipped;    /* files skipped */
     uint64_t bytes_in;   /* bytes of source files read */
+    uint64_t rows;       /* rows appended: the most samples one tensor got */
+    uint64_t bytes_out;  /* raw sample bytes appended */
 } dlk_ingest_stats;
 
 /* Append every .npy file under `dir`, sorted by path.  A file belongs to
@@ -631,6 +633,13 @@ typedef enum dlk_on_error {
     DLK_ON_ERROR_SKIP = 0, /* skip a bad object, report it, go on */
     DLK_ON_ERROR_FAIL = 1  /* stop at the first; publish nothing */
 } dlk_on_error;
+
+/* An object already ingested whose version (ETag, or size and mtime)
+ * differs now: the rows of a dataset are never replaced in place. */
+typedef enum dlk_on_changed {
+    DLK_ON_CHANGED_SKIP = 0, /* report it, ingest the new objects */
+    DLK_ON_CHANGED_FAIL = 1  /* ingest nothing (DLK_EINVAL naming them) */
+} dlk_on_changed;
 
 /* Progress, passed to the callback at most every 100 ms and at the end:
  * first while the source is listed (listing 1, keys_listed growing), then
@@ -715,6 +724,14 @@ typedef struct dlk_ingest_opts {
      * continues from there) and the call returns DLK_OK with
      * result->interrupted set. */
     int (*stop)(void *ud);
+    /* Source keys (formats/dlk-v1.md 6.9): a new dataset (or an empty
+     * one) gets the text tensors "key" and "key_version" unless no_key;
+     * a dataset that has them gets every row's key, and only objects
+     * whose keys it does not hold yet are ingested. */
+    int no_key;
+    dlk_on_changed on_changed;
+    /* Called for each already-ingested key whose version changed. */
+    void (*on_changed_key)(void *ud, const char *key);
 } dlk_ingest_opts;
 
 typedef struct dlk_ingest_result {
@@ -751,6 +768,11 @@ typedef struct dlk_ingest_result {
     uint64_t kept;          /* interrupted: rows checkpointed for the next
                                run (this shard, earlier runs included) */
     int rejected;           /* 1: failed on max_skip or no rows */
+    int keyed;              /* 1: the dataset has key tensors; the counts
+                               below are of the source's rows */
+    uint64_t new_rows;      /* keys not in the dataset before this run */
+    uint64_t present;       /* keys in it already, same version: skipped */
+    uint64_t changed;       /* keys in it already, other version: skipped */
 } dlk_ingest_result;
 
 /* Ingest every row of opts->source into the dataset at `url`.  Objects

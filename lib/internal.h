@@ -143,6 +143,10 @@ typedef struct dlk_get_req dlk_get_req;
 
 /* Called by list for each object, in key order; non-zero stops. */
 typedef int (*dlk_list_fn)(void *ud, const char *key, uint64_t size);
+/* The same with what identifies the object's version: an S3 object's
+ * ETag (without quotes), a file's "<size>-<mtime s>.<ns>" ("" unknown). */
+typedef int (*dlk_list_version_fn)(void *ud, const char *key, uint64_t size,
+                                   const char *version);
 
 typedef struct dlk_store_ops {
     const char *scheme;
@@ -215,6 +219,11 @@ typedef struct dlk_store_ops {
     /* Optional: a caller would keep up to n requests in flight (0: only
      * asks); returns how many the store takes in flight now. */
     int (*want_inflight)(dlk_store *s, int n);
+    /* Optional: the whole listing as list_wide, with each object's size
+     * and version (without it: list_wide, versions ""). */
+    dlk_status (*list_versions)(dlk_store *s, const char *prefix,
+                                dlk_list_version_fn fn, void *ud,
+                                dlk_error *err);
 } dlk_store_ops;
 
 struct dlk_store {
@@ -275,6 +284,11 @@ dlk_status dlk_store_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
  * instead of page after page, a local one reads no file's inode. */
 dlk_status dlk_store_list_wide(dlk_store *s, const char *prefix,
                                dlk_list_fn fn, void *ud, dlk_error *err);
+/* The whole listing with each object's version (dlk_list_version_fn):
+ * one request a page from S3, a stat per file from a directory. */
+dlk_status dlk_store_list_versions(dlk_store *s, const char *prefix,
+                                   dlk_list_version_fn fn, void *ud,
+                                   dlk_error *err);
 /* The caller would keep up to n requests in flight (ingest's GETs; 0:
  * only asks): a remote store lets its in-flight limit grow to n where its
  * answers are slow, unless the user set one (DLK_S3_MAX_INFLIGHT).
@@ -421,10 +435,17 @@ typedef struct dlk_tensor {
     size_t nchunks, capchunks;
 } dlk_tensor;
 
+#define DLK_KEY_INDEX_PREFIX "index/keys/"
+#define DLK_KEY_INDEX_MAX (sizeof DLK_KEY_INDEX_PREFIX + 32)
+
 typedef struct dlk_manifest {
     dlk_tensor *tensors;
     size_t ntensors;
     char *parent;     /* commit id this head builds on, or NULL */
+    /* the key index (formats/dlk-v1.md 6.9) of the first key_index_rows
+     * rows of the key tensor; "" when there is none */
+    char key_index[DLK_KEY_INDEX_MAX];
+    uint64_t key_index_rows;
 } dlk_manifest;
 
 /* Parse a manifest JSON document (bounded: size, depth, counts). */

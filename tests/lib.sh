@@ -120,12 +120,14 @@ ff() { ffmpeg -nostdin -hide_banner -loglevel error -y "$@"; }
 
 # Every sample of every tensor of a dataset: "tensor index sha1" lines, to
 # compare two datasets sample by sample.
-dump() {
-    python3 - "$DLK" "$1" <<'PY'
+dump() { # DATASET [TENSOR TO LEAVE OUT ...]
+    python3 - "$DLK" "$@" <<'PY'
 import hashlib, json, subprocess, sys
-dlk, ds = sys.argv[1], sys.argv[2]
+dlk, ds, skip = sys.argv[1], sys.argv[2], sys.argv[3:]
 m = json.loads(subprocess.check_output([dlk, "ls", ds, "--json"]))
 for t in m["tensors"]:
+    if t["name"] in skip:
+        continue
     for i in range(t["samples"]):
         b = subprocess.check_output([dlk, "cat", ds, t["name"], str(i), "--raw"])
         print(t["name"], i, hashlib.sha1(b).hexdigest())

@@ -1,5 +1,5 @@
-/* gc.c - removing chunks that no state of the dataset references, and
- * what interrupted writes left behind. */
+/* gc.c - removing chunks and key indexes that no state of the dataset
+ * references, and what interrupted writes left behind. */
 #include "dataset.h"
 
 #include <string.h>
@@ -13,12 +13,24 @@ struct gc_walk {
     time_t now;
     dlk_status rc;
     dlk_error *err;
+    bool index;      /* listing index/keys/, not chunks/ */
 };
+
+/* Whether the head, a commit or a staging document names key index key. */
+static bool index_referenced(const struct gc_walk *w, const char *key)
+{
+    if (strcmp(w->ds->m.key_index, key) == 0)
+        return true;
+    for (size_t i = 0; i < w->s->nextra; i++)
+        if (strcmp(w->s->extra[i].key_index, key) == 0)
+            return true;
+    return false;
+}
 
 static int on_chunk(void *ud, const char *key, uint64_t size)
 {
     struct gc_walk *w = ud;
-    if (dlk_refs_has(w->s, key)) {
+    if (w->index ? index_referenced(w, key) : dlk_refs_has(w->s, key)) {
         w->res->referenced++;
         return 0;
     }
@@ -70,6 +82,12 @@ dlk_status dlk_gc(dlk_dataset *ds, const dlk_gc_opts *opts,
     if (!rc) {
         struct gc_walk w = {ds, opts, res, &s, time(NULL), DLK_OK, err};
         rc = dlk_store_list(ds->store, DLK_KEY_CHUNKS, on_chunk, &w, err);
+        if (!rc)
+            rc = w.rc;
+        w.index = true;
+        if (!rc)
+            rc = dlk_store_list(ds->store, DLK_KEY_INDEX_PREFIX, on_chunk, &w,
+                                err);
         if (!rc)
             rc = w.rc;
     }

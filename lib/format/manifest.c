@@ -371,6 +371,22 @@ dlk_status dlk_manifest_parse(const char *json, size_t len, const char *name,
     if (!rc && json_is_string(parent) &&
         !(m->parent = strdup(json_string_value(parent))))
         rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    json_t *ki = json_object_get(root, "key_index");
+    if (!rc && ki) {
+        const char *obj = json_string_value(json_object_get(ki, "object"));
+        json_t *rows = json_object_get(ki, "rows");
+        size_t pl = strlen(DLK_KEY_INDEX_PREFIX);
+        if (!json_is_object(ki) || !obj || strlen(obj) != pl + 32 ||
+            strncmp(obj, DLK_KEY_INDEX_PREFIX, pl) != 0 ||
+            strspn(obj + pl, "0123456789abcdef") != 32 ||
+            !json_is_integer(rows) || json_integer_value(rows) < 0)
+            rc = BAD("%s: 'key_index' is not {\"object\": \"%s<32 hex "
+                     "digits>\", \"rows\": N}", name, DLK_KEY_INDEX_PREFIX);
+        else {
+            memcpy(m->key_index, obj, pl + 33);
+            m->key_index_rows = (uint64_t)json_integer_value(rows);
+        }
+    }
     size_t n = rc ? 0 : json_array_size(tensors);
     if (n && !(m->tensors = calloc(n, sizeof *m->tensors)))
         rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
@@ -452,6 +468,10 @@ dlk_status dlk_manifest_dump(const dlk_manifest *m, char **out, size_t *len,
     for (size_t i = 0; i < m->ntensors; i++)
         json_array_append_new(tensors, tensor_json(&m->tensors[i]));
     json_object_set_new(root, "tensors", tensors);
+    if (m->key_index[0])
+        json_object_set_new(root, "key_index",
+                            json_pack("{s:s,s:I}", "object", m->key_index,
+                                      "rows", (json_int_t)m->key_index_rows));
     *out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(root);
     if (!*out)

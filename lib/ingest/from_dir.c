@@ -131,7 +131,8 @@ static void swap_bytes(uint8_t *p, size_t n, size_t size)
 }
 
 static dlk_status ingest_file(dlk_dataset *ds, size_t ti, const char *path,
-                              dlk_ingest_stats *stats, dlk_error *err)
+                              dlk_ingest_stats *stats, uint64_t *samples,
+                              dlk_error *err)
 {
     const dlk_tensor *t = &ds->m.tensors[ti];
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -171,10 +172,13 @@ static dlk_status ingest_file(dlk_dataset *ds, size_t ti, const char *path,
         size_t each = n ? h.data_bytes / n : 0;
         for (uint64_t i = 0; !rc && i < n; i++)
             rc = dlk_append(ds, ti, data + i * each, each, shape, nd, err);
-        if (rc)
+        if (rc) {
             dlk_fail_wrap(err, "'%s'", path);
-        else
+        } else {
             stats->ingested += n;
+            stats->bytes_out += n * each;
+            *samples += n;
+        }
     }
     munmap(map, len);
     stats->bytes_in += len;
@@ -195,6 +199,10 @@ dlk_status ing_npy_dir(dlk_dataset *ds, const char *dir,
         stats = &local;
     memset(stats, 0, sizeof *stats);
     path_list l = {0};
+    /* samples appended to each tensor: a row is a sample of every one */
+    uint64_t *per = calloc(ds->m.ntensors + 1, sizeof *per);
+    if (!per)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
     dlk_status rc = collect(dir, 0, &l, err);
     if (!rc && l.n)
         qsort(l.v, l.n, sizeof *l.v, cmp_str);
@@ -204,8 +212,12 @@ dlk_status ing_npy_dir(dlk_dataset *ds, const char *dir,
             stats->skipped++;
             continue;
         }
-        rc = ingest_file(ds, (size_t)ti, l.v[i], stats, err);
+        rc = ingest_file(ds, (size_t)ti, l.v[i], stats, &per[ti], err);
     }
+    for (size_t t = 0; t < ds->m.ntensors; t++)
+        if (per[t] > stats->rows)
+            stats->rows = per[t];
+    free(per);
     for (size_t i = 0; i < l.n; i++)
         free(l.v[i]);
     free(l.v);

@@ -20,6 +20,7 @@ typedef enum ing_role {
 
 typedef struct ing_obj {
     char *key;          /* relative to the source root */
+    char *version;      /* S3 ETag, or a file's size and mtime */
     uint64_t size;
     uint32_t stem_len;  /* key[0..stem_len) is the row's stem */
     ing_role role;
@@ -91,6 +92,12 @@ bool ing_row_is_sample(const ing_source *s, size_t row, const ing_feeds *f,
                                       const char *why),
                        void *ud, uint64_t *unused);
 void ing_source_free(ing_source *s);
+/* The two halves of ing_source_open after the store is open: add each
+ * listed object (ud: the source; a dlk_list_version_fn), then sort and
+ * group them (url names the source in messages). */
+int ing_source_add(void *ud, const char *key, uint64_t size,
+                   const char *version);
+dlk_status ing_source_finish(ing_source *s, const char *url, dlk_error *err);
 /* The stem of a row (not NUL-terminated: *len bytes). */
 const char *ing_row_stem(const ing_source *s, size_t row, size_t *len);
 /* Compare row's stem with a NUL-terminated stem. */
@@ -98,6 +105,61 @@ int ing_row_cmp(const ing_source *s, size_t row, const char *stem);
 /* Parent folder of an object key (relative to the root): into out, 0 on
  * success, -1 when the key has no folder. */
 int ing_parent_folder(const char *key, char *out, size_t cap);
+
+/* Source keys (keys.c; formats/dlk-v1.md 6.9): the tensors that hold
+ * each row's key and version, and the set of (key, version) hashes a
+ * dataset holds. */
+#define ING_KEY_TENSOR "key"
+#define ING_KEY_VERSION_TENSOR "key_version"
+typedef struct ing_key_entry {
+    uint64_t key, version;   /* XXH3-64 of each; version 0: unknown */
+} ing_key_entry;
+typedef struct ing_keyset {
+    ing_key_entry *e;        /* sorted (ing_keyset_sort) */
+    size_t n, cap;
+} ing_keyset;
+enum { ING_KEY_NEW = 0, ING_KEY_PRESENT = 1, ING_KEY_CHANGED = 2 };
+void ing_keyset_free(ing_keyset *k);
+dlk_status ing_keyset_add(ing_keyset *k, uint64_t kh, uint64_t vh,
+                          dlk_error *err);
+void ing_keyset_sort(ing_keyset *k);
+/* ING_KEY_NEW, ING_KEY_PRESENT (with this version) or ING_KEY_CHANGED. */
+int ing_keyset_find(const ing_keyset *k, uint64_t kh, uint64_t vh);
+/* The indices of the tensors "key" and "key_version" (text, u8 [-1]):
+ * true when the schema has both. */
+bool ing_key_tensors(const dlk_manifest *m, int *t_key, int *t_ver);
+/* Their specs, for a new dataset. */
+void ing_key_specs(dlk_tensor_spec out[2]);
+/* specs[0..*n) and the key tensors' after them, in *out (malloc'd, a
+ * shallow copy; *n grows by 2), or *out NULL when a tensor of specs has
+ * either name already. */
+dlk_status ing_key_specs_add(const dlk_tensor_spec *specs, size_t *n,
+                             dlk_tensor_spec **out, dlk_error *err);
+uint64_t ing_key_hash(const char *key, size_t len);
+uint64_t ing_version_hash(const char *v, size_t len);
+/* A row's key: its image's or video's key, else its stem (*len bytes). */
+const char *ing_row_key(const ing_source *s, size_t row, size_t *len);
+/* A row's version text: its objects' versions in key order, with a space
+ * between two. */
+dlk_status ing_row_version(const ing_source *s, size_t row, dlk_buf *out,
+                           dlk_error *err);
+/* The hashes of both (tmp: scratch). */
+dlk_status ing_row_key_hashes(const ing_source *s, size_t row, dlk_buf *tmp,
+                              uint64_t *kh, uint64_t *vh, dlk_error *err);
+/* Add the key tensor's rows [from, samples) of ds->m to k (unsorted). */
+dlk_status ing_keyset_add_rows(dlk_dataset *ds, int t_key, int t_ver,
+                               uint64_t from, ing_keyset *k, dlk_error *err);
+/* Every key of ds->m: its key index, then the rows past it. */
+dlk_status ing_keyset_load(dlk_dataset *ds, int t_key, int t_ver,
+                           ing_keyset *k, dlk_error *err);
+/* Write k (sorted) as the key index of `rows` rows, named in ds->m. */
+dlk_status ing_keyidx_write(dlk_dataset *ds, const ing_keyset *k,
+                            uint64_t rows, dlk_error *err);
+/* Bring ds->m's key index up to its key tensor's rows (the merge). */
+dlk_status ing_keyidx_update(dlk_dataset *ds, dlk_error *err);
+/* Give the dataset at url the key tensors when it has no samples and no
+ * tensor of their names yet (an ingest into a dataset made without). */
+dlk_status ing_keys_prepare(const char *url, dlk_error *err);
 
 /* A CSV or JSONL label manifest (labels.c).  Column 0 is the key; the
  * other columns are values kept as text. */
@@ -138,6 +200,7 @@ typedef struct ing_ctx {
     const dlk_tensor *tensors;   /* the dataset's schema */
     size_t ntensors;
     int t_image, t_video, t_label, t_text; /* tensor indices or -1 */
+    int t_key, t_key_version;    /* the source key tensors, or -1 */
     dlk_image_opts img;
     dlk_video_opts vid;
     const ing_labels *labels;    /* NULL: none */
@@ -226,6 +289,8 @@ typedef struct ing_run {
     ing_order order;
     size_t *rows;           /* source rows in append order */
     bool interrupted;       /* stopped by o->stop (checkpointed) */
+    bool keyed;             /* the dataset has key tensors */
+    ing_keyset staged;      /* keyed: keys of the rows this run staged */
 } ing_run;
 
 /* Run rows todo[0..ntodo) (source row indices, in append order) through fetch,

@@ -287,6 +287,21 @@ dlk_status ing_row_build(const ing_ctx *c, size_t row, const dlk_buf *bufs,
     char *cls = NULL;
     dlk_status rc = DLK_OK;
     *bad_key = objs[0].key;
+    if (c->t_key >= 0) {
+        /* first, so that no sidecar or manifest column takes its place */
+        size_t len;
+        const char *key = ing_row_key(c->src, row, &len);
+        ing_val *k = &vals[c->t_key], *v = &vals[c->t_key_version];
+        rc = dlk_buf_append(&k->data, key, len, err);
+        if (!rc)
+            rc = ing_row_version(c->src, row, &v->data, err);
+        if (rc)
+            return rc;
+        k->ndim = v->ndim = 1;
+        k->shape[0] = (int64_t)k->data.len;
+        v->shape[0] = (int64_t)v->data.len;
+        k->set = v->set = true;
+    }
     for (uint32_t i = 0; !rc && i < r->n; i++) {
         const ing_obj *o = &objs[i];
         const dlk_buf *b = &bufs[i];

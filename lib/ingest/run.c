@@ -11,10 +11,13 @@
 #include <time.h>
 #include <unistd.h>
 
-static int find_kind(const dlk_dataset *ds, dlk_kind k)
+/* The first tensor of kind k that is not a source key tensor. */
+static int find_kind(const dlk_dataset *ds, dlk_kind k, int t_key,
+                     int t_key_version)
 {
     for (size_t i = 0; i < ds->m.ntensors; i++)
-        if (ds->m.tensors[i].spec.kind == k)
+        if (ds->m.tensors[i].spec.kind == k && (int)i != t_key &&
+            (int)i != t_key_version)
             return (int)i;
     return -1;
 }
@@ -54,10 +57,12 @@ static dlk_status setup_ctx(ing_run *r, const ing_source *src,
     c->src = src;
     c->tensors = ds->m.tensors;
     c->ntensors = ds->m.ntensors;
-    c->t_image = find_kind(ds, DLK_KIND_IMAGE);
-    c->t_video = find_kind(ds, DLK_KIND_VIDEO);
-    c->t_label = find_kind(ds, DLK_KIND_CLASS_LABEL);
-    c->t_text = find_kind(ds, DLK_KIND_TEXT);
+    ing_key_tensors(&ds->m, &c->t_key, &c->t_key_version);
+    c->t_image = find_kind(ds, DLK_KIND_IMAGE, c->t_key, c->t_key_version);
+    c->t_video = find_kind(ds, DLK_KIND_VIDEO, c->t_key, c->t_key_version);
+    c->t_label = find_kind(ds, DLK_KIND_CLASS_LABEL, c->t_key,
+                           c->t_key_version);
+    c->t_text = find_kind(ds, DLK_KIND_TEXT, c->t_key, c->t_key_version);
     c->labels = labels;
     c->folder_labels = c->t_label >= 0 && !labels;
     if (c->t_image >= 0)
@@ -79,7 +84,11 @@ static dlk_status setup_ctx(ing_run *r, const ing_source *src,
     return DLK_OK;
 }
 
-static void canonical_options(ing_run *r, const char *nonce)
+/* keyed_rows: the head's key rows (a keyed run is one attempt at the
+ * keys missing from that head: once merged, the next run is another), or
+ * -1 for a dataset without keys. */
+static void canonical_options(ing_run *r, const char *nonce,
+                              long long keyed_rows)
 {
     const dlk_ingest_opts *o = r->o;
     const ing_ctx *c = &r->ctx;
@@ -99,6 +108,11 @@ static void canonical_options(ing_run *r, const char *nonce)
              (unsigned long long)o->max_pixels, o->labels ? o->labels : "",
              (int)o->on_error, o->unordered, order_text,
              nonce ? " nonce=" : "", nonce ? nonce : "");
+    if (keyed_rows >= 0) {
+        size_t n = strlen(r->options);
+        snprintf(r->options + n, sizeof r->options - n, " keyed=%lld",
+                 keyed_rows);
+    }
     char *text;
     if (asprintf(&text, "%s\n%s", r->source, r->options) < 0) {
         snprintf(r->run, sizeof r->run, "%s", "0");
@@ -113,27 +127,39 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The rows of this shard (positions [a, b) of the append order) not done
- * by an earlier run, in append order. */
-static dlk_status plan(ing_run *r, size_t a, size_t b, size_t **todo,
-                       size_t *ntodo, dlk_error *err)
+/* The rows of this shard (cand[0..n), in append order) not done by an
+ * earlier attempt, in append order: keyed, those whose keys it staged;
+ * else those up to its done_through and in its done_also. */
+static dlk_status plan(ing_run *r, const size_t *cand, size_t n,
+                       size_t **todo, size_t *ntodo, dlk_error *err)
 {
     const ing_source *src = r->ctx.src;
     ing_progress *p = &r->prog;
     *ntodo = 0;
-    *todo = malloc((b - a + 1) * sizeof **todo);
+    *todo = malloc((n + 1) * sizeof **todo);
     if (!*todo)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    if (r->keyed) {
+        dlk_buf tmp;
+        dlk_buf_init(&tmp);
+        dlk_status rc = DLK_OK;
+        for (size_t j = 0; !rc && j < n; j++) {
+            uint64_t kh, vh;
+            r->res->planned++;
+            rc = ing_row_key_hashes(src, cand[j], &tmp, &kh, &vh, err);
+            if (!rc && r->staged.n &&
+                ing_keyset_find(&r->staged, kh, vh) != ING_KEY_NEW)
+                r->res->resumed_rows++;
+            else if (!rc)
+                (*todo)[(*ntodo)++] = cand[j];
+        }
+        dlk_buf_free(&tmp);
+        return rc;
+    }
     if (p->n_done_also)
         qsort(p->done_also, p->n_done_also, sizeof *p->done_also, cmp_str);
-    ing_feeds feeds = {0};
-    for (size_t t = 0; t < r->ds->m.ntensors; t++)
-        ing_feeds_add(&feeds, &r->ds->m.tensors[t].spec);
-    for (size_t k = a; k < b; k++) {
-        size_t i = r->rows[k];
-        if (!ing_row_is_sample(src, i, &feeds, r->o->on_unused, r->o->ud,
-                               &r->res->unused))
-            continue;
+    for (size_t j = 0; j < n; j++) {
+        size_t i = cand[j];
         r->res->planned++;
         if (p->done_through &&
             ing_order_cmp(src, &r->order, i, p->done_through) <= 0) {
@@ -141,8 +167,8 @@ static dlk_status plan(ing_run *r, size_t a, size_t b, size_t **todo,
             continue;
         }
         bool also = false;
-        for (size_t j = 0; !also && j < p->n_done_also; j++)
-            also = ing_row_cmp(src, i, p->done_also[j]) == 0;
+        for (size_t d = 0; !also && d < p->n_done_also; d++)
+            also = ing_row_cmp(src, i, p->done_also[d]) == 0;
         if (also) {
             r->res->resumed_rows++;
             continue;
@@ -150,6 +176,84 @@ static dlk_status plan(ing_run *r, size_t a, size_t b, size_t **todo,
         (*todo)[(*ntodo)++] = i;
     }
     return DLK_OK;
+}
+
+/* The listing's rows to ingest, in append order: every row or, keyed, those
+ * whose key the dataset lacks (the others counted as present or changed,
+ * changed ones reported). */
+static dlk_status candidates(ing_run *r, const ing_source *src,
+                             size_t **out, size_t *n, dlk_error *err)
+{
+    *n = 0;
+    *out = malloc((src->nrows + 1) * sizeof **out);
+    if (!*out)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    /* rows of objects that feed no tensor are no samples (the key
+     * tensors, fed by every row, do not count) */
+    ing_feeds feeds = {0};
+    for (size_t t = 0; t < r->ds->m.ntensors; t++)
+        if ((int)t != r->ctx.t_key && (int)t != r->ctx.t_key_version)
+            ing_feeds_add(&feeds, &r->ds->m.tensors[t].spec);
+    size_t nsample = 0;
+    for (size_t pos = 0; pos < src->nrows; pos++)
+        if (ing_row_is_sample(src, r->rows[pos], &feeds, r->o->on_unused,
+                              r->o->ud, &r->res->unused))
+            (*out)[nsample++] = r->rows[pos];
+    if (!r->keyed) {
+        *n = nsample;
+        return DLK_OK;
+    }
+    ing_keyset k;
+    dlk_status rc = ing_keyset_load(r->ds, r->ctx.t_key,
+                                    r->ctx.t_key_version, &k, err);
+    if (rc)
+        return dlk_fail_wrap(err, "cannot read the source keys of '%s'",
+                             r->ds->url);
+    dlk_buf tmp;
+    dlk_buf_init(&tmp);
+    char named[512] = "";
+    size_t nl = 0;
+    bool report = r->shard == 0; /* every shard lists the whole source */
+    for (size_t pos = 0; !rc && pos < nsample; pos++) {
+        size_t i = (*out)[pos];
+        uint64_t kh, vh;
+        rc = ing_row_key_hashes(src, i, &tmp, &kh, &vh, err);
+        int f = rc ? ING_KEY_NEW : ing_keyset_find(&k, kh, vh);
+        if (rc) {
+            break;
+        } else if (f == ING_KEY_NEW) {
+            (*out)[(*n)++] = i;
+            r->res->new_rows++;
+        } else if (f == ING_KEY_PRESENT) {
+            r->res->present++;
+        } else {
+            r->res->changed++;
+            size_t len;
+            const char *key = ing_row_key(src, i, &len);
+            char *z = strndup(key, len);
+            if (!z) {
+                rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+                break;
+            }
+            if (report && r->o->on_changed_key)
+                r->o->on_changed_key(r->o->ud, z);
+            if (r->res->changed <= 3 && nl < sizeof named)
+                nl += (size_t)snprintf(named + nl, sizeof named - nl,
+                                       "%s'%s'", nl ? ", " : "", z);
+            free(z);
+        }
+    }
+    dlk_buf_free(&tmp);
+    ing_keyset_free(&k);
+    if (!rc && r->res->changed && r->o->on_changed == DLK_ON_CHANGED_FAIL)
+        rc = dlk_fail(err, DLK_EINVAL, "%llu object%s changed since %s "
+                      "ingested (%s%s); nothing was ingested (--on-changed "
+                      "skip ingests the new objects and skips these)",
+                      (unsigned long long)r->res->changed,
+                      r->res->changed == 1 ? "" : "s",
+                      r->res->changed == 1 ? "it was" : "they were", named,
+                      r->res->changed > 3 ? ", ..." : "");
+    return rc;
 }
 
 static void replay_errors(const ing_run *r)
@@ -164,8 +268,8 @@ static void replay_errors(const ing_run *r)
 }
 
 /* Open the shard's staging document, or start one. */
-static dlk_status begin_shard(ing_run *r, size_t a, size_t b, bool *resumed,
-                              dlk_error *err)
+static dlk_status begin_shard(ing_run *r, const size_t *cand, size_t n,
+                              bool *resumed, dlk_error *err)
 {
     const ing_source *src = r->ctx.src;
     bool exists = false;
@@ -175,32 +279,51 @@ static dlk_status begin_shard(ing_run *r, size_t a, size_t b, bool *resumed,
         return rc;
     *resumed = exists;
     size_t fl, ll;
-    const char *fs = a < b ? ing_row_stem(src, r->rows[a], &fl) : "";
-    const char *ls = a < b ? ing_row_stem(src, r->rows[b - 1], &ll) : "";
-    char *first = a < b ? strndup(fs, fl) : strdup("");
-    char *last = a < b ? strndup(ls, ll) : strdup("");
+    const char *fs = n ? ing_row_stem(src, cand[0], &fl) : "";
+    const char *ls = n ? ing_row_stem(src, cand[n - 1], &ll) : "";
+    char *first = n ? strndup(fs, fl) : strdup("");
+    char *last = n ? strndup(ls, ll) : strdup("");
     if (!first || !last) {
         free(first);
         free(last);
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     }
     if (exists) {
-        bool same = r->prog.rows == b - a && r->prog.first && r->prog.last &&
-                    strcmp(r->prog.first, first) == 0 &&
-                    strcmp(r->prog.last, last) == 0;
-        free(first);
-        free(last);
+        /* keyed, one process: what the source gained since is ingested
+         * with the rest; shards must agree on their rows */
+        bool same = (r->keyed && r->nshards == 1) ||
+                    (r->prog.rows == n && r->prog.first && r->prog.last &&
+                     strcmp(r->prog.first, first) == 0 &&
+                     strcmp(r->prog.last, last) == 0);
+        free(r->prog.first);
+        free(r->prog.last);
+        r->prog.first = first;
+        r->prog.last = last;
+        r->prog.rows = n;
         if (!same)
             return dlk_fail(err, DLK_ECONFLICT, "the source '%s' changed "
                             "since the interrupted run (%s): its rows differ; "
                             "remove %s to start over, or use --no-resume",
                             r->source, r->stage_key, r->stage_key);
+        if (r->keyed) {
+            /* the rows it staged are known by their keys; bad rows are
+             * tried again (so counted and reported afresh) */
+            if (r->nshards == 1)
+                r->prog.complete = false;
+            r->prog.skipped = 0;
+            json_array_clear(r->prog.errors);
+            rc = ing_keyset_add_rows(r->ds, r->ctx.t_key,
+                                     r->ctx.t_key_version, 0, &r->staged,
+                                     err);
+            ing_keyset_sort(&r->staged);
+            return rc;
+        }
         r->res->skipped += r->prog.skipped;
         replay_errors(r);
         return DLK_OK;
     }
     ing_stage_reset(r->ds);
-    r->prog.rows = b - a;
+    r->prog.rows = n;
     r->prog.first = first;
     r->prog.last = last;
     if (!(r->prog.errors = json_array()))
@@ -415,6 +538,15 @@ static dlk_status legacy_npy(const char *url, const dlk_ingest_opts *o,
     dlk_status rc = dlk_dataset_open(url, NULL, &ds, err);
     if (rc)
         return rc;
+    int tk, tv;
+    if (ing_key_tensors(&ds->m, &tk, &tv)) {
+        /* its rows would get no key: the key tensors would fall behind */
+        dlk_dataset_free(ds);
+        return dlk_fail(err, DLK_EINVAL, "'%s' has key tensors, so every "
+                        "row needs a key: name the .npy files STEM.TENSOR.npy "
+                        "(one sample of TENSOR each) for tensors of the "
+                        "dataset", url);
+    }
     dlk_ingest_stats st;
     rc = ing_npy_dir(ds, dir, &st, false, err);
     /* files of no tensor are its skips; the head is written only after */
@@ -431,11 +563,40 @@ static dlk_status legacy_npy(const char *url, const dlk_ingest_opts *o,
         dlk_dataset_free(ds);
         return rc;
     }
-    res->ingested = st.ingested;
+    res->ingested = st.rows;
     res->skipped = st.skipped;
     res->bytes_in = st.bytes_in;
+    res->bytes_out = st.bytes_out;
     res->complete = 1;
     return dlk_dataset_close(ds, err);
+}
+
+/* Whether a tree of .npy files is ingested as rows with keys, as media
+ * are: every file names a tensor of the dataset by its stem's suffix
+ * ("0001.images.npy": one sample of "images"), and the dataset has key
+ * tensors or, empty, will get them.  Otherwise the reading of before
+ * (batches, folders named after tensors), without keys. */
+static bool npy_as_rows(const char *url, const dlk_ingest_opts *o,
+                        const ing_source *src)
+{
+    dlk_dataset *ds;
+    dlk_error e;
+    if (dlk_dataset_open(url, NULL, &ds, &e))
+        return false; /* the legacy path reports it */
+    int tk, tv;
+    bool keyed = ing_key_tensors(&ds->m, &tk, &tv), empty = true;
+    for (size_t i = 0; i < ds->m.ntensors; i++)
+        empty &= ds->m.tensors[i].samples == 0;
+    bool ok = keyed || (empty && !o->no_key &&
+                        dlk_dataset_find(ds, ING_KEY_TENSOR) < 0 &&
+                        dlk_dataset_find(ds, ING_KEY_VERSION_TENSOR) < 0);
+    for (size_t i = 0; ok && i < src->nobjs; i++) {
+        int t = src->objs[i].tensor[0]
+                    ? dlk_dataset_find(ds, src->objs[i].tensor) : -1;
+        ok = t >= 0 && t != tk && t != tv;
+    }
+    dlk_dataset_free(ds);
+    return ok;
 }
 
 dlk_status dlk_ingest(const char *url, const dlk_ingest_opts *o,
@@ -478,7 +639,7 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
     res->ignored = src.ignored;
     bool local_dir = strncmp(o->source, "s3://", 5) != 0;
     if (local_dir && src.nobjs && src.npy == src.nobjs && !o->labels &&
-        o->nshards <= 1 && !o->dry_run) {
+        o->nshards <= 1 && !o->dry_run && !npy_as_rows(url, o, &src)) {
         uint64_t files = src.nobjs; /* .npy files: the rest are not read */
         ing_source_free(&src);
         const char *dir = strncmp(o->source, "file://", 7) == 0
@@ -535,6 +696,8 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
     if (!local_dir)
         dlk_store_want_inflight(src.store, r.fetchers);
     rc = report_unsafe(&r, &src, err);
+    if (!rc && !o->no_key && !o->dry_run)
+        rc = ing_keys_prepare(url, err);
     if (!rc)
         rc = dlk_dataset_open(url, NULL, &r.ds, err);
     if (!rc)
@@ -545,14 +708,21 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
         rc = tell_schema(&r, err);
     if (!rc)
         report_unused(&r, &src);
-    size_t n = src.nrows;
-    size_t a = (size_t)((unsigned __int128)n * r.shard / r.nshards);
-    size_t b = (size_t)((unsigned __int128)n * (r.shard + 1) / r.nshards);
+    r.keyed = !rc && r.ctx.t_key >= 0;
+    res->keyed = r.keyed;
+    /* the rows to ingest, in append order: the source's samples or, keyed,
+     * those whose keys the head lacks; this shard's share [a, b) of them */
+    size_t *cand = NULL, ncand = 0;
+    if (!rc)
+        rc = candidates(&r, &src, &cand, &ncand, err);
+    size_t a = (size_t)((unsigned __int128)ncand * r.shard / r.nshards);
+    size_t b = (size_t)((unsigned __int128)ncand * (r.shard + 1) / r.nshards);
     if (!rc && o->dry_run) {
         /* the plan without the staging document: nothing is written */
         size_t *all = NULL, nall = 0;
-        rc = plan(&r, a, b, &all, &nall, err);
+        rc = plan(&r, cand + a, b - a, &all, &nall, err);
         free(all);
+        free(cand);
         free(r.rows);
         dlk_dataset_free(r.ds);
         if (have_labels)
@@ -569,19 +739,41 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
         snprintf(nonce, sizeof nonce, "%016llx", (unsigned long long)x);
     }
     if (!rc) {
-        canonical_options(&r, *nonce ? nonce : NULL);
+        canonical_options(&r, *nonce ? nonce : NULL,
+                          r.keyed ? (long long)r.ds->m.tensors[r.ctx.t_key]
+                                        .samples
+                                  : -1);
         ing_stage_key(r.stage_key, sizeof r.stage_key, r.run, r.shard,
                       r.nshards);
     }
     bool done = false;
     if (!rc)
         rc = ing_merge_done(r.ds->store, r.run, &done, err);
+    if (!rc && done && r.keyed) {
+        /* merged without adding a key (the head's key rows are those it
+         * was named after): the record says nothing of this run */
+        char key[256];
+        snprintf(key, sizeof key, "staging/ingest/%s/merge.json", r.run);
+        rc = dlk_store_del(r.ds->store, key, err);
+        done = false;
+    }
+    bool idle = false;
+    if (!rc && !done && r.keyed && ncand == 0) {
+        /* nothing new, and no attempt of this run to finish */
+        dlk_obj_info info;
+        rc = dlk_store_head(r.ds->store, r.stage_key, &info, err);
+        if (rc == DLK_ENOTFOUND) {
+            dlk_error_clear(err);
+            rc = DLK_OK;
+            idle = true;
+        }
+    }
     size_t *todo = NULL, ntodo = 0;
     bool resumed = false;
-    if (!rc && !done) {
-        rc = begin_shard(&r, a, b, &resumed, err);
+    if (!rc && !done && !idle) {
+        rc = begin_shard(&r, cand + a, b - a, &resumed, err);
         if (!rc && !r.prog.complete)
-            rc = plan(&r, a, b, &todo, &ntodo, err);
+            rc = plan(&r, cand + a, b - a, &todo, &ntodo, err);
         if (!rc && !r.prog.complete)
             rc = ing_pipeline_run(&r, todo, ntodo, err);
         if (!rc && r.interrupted) {
@@ -592,7 +784,9 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
             /* the unsafe keys are shard 0's skips (report_unsafe) */
             bool first = r.shard == 0;
             uint64_t unsafe = first ? src.nunsafe : 0;
-            bool nonempty = r.nshards == 1
+            /* keyed: the rows tried are the new ones (those the dataset
+             * holds were not tried) */
+            bool nonempty = r.nshards == 1 && !r.keyed
                                 ? src.nobjs + src.unused_total + src.nunsafe > 0
                                 : b - a + unsafe > 0;
             rc = check_outcome(o, r.source, r.prog.ingested,
@@ -617,13 +811,17 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
         res->already = 1;
         res->complete = 1;
     }
+    if (idle)
+        res->complete = 1;
     dlk_dataset_free(r.ds);
     r.ds = NULL;
-    if (!rc && !done && !res->interrupted) {
+    if (!rc && !done && !idle && !res->interrupted) {
         bool merged = false;
         rc = ing_merge(url, r.run, r.nshards, &merged, err);
         res->complete = merged;
     }
+    free(cand);
+    ing_keyset_free(&r.staged);
     free(todo);
     free(r.rows);
     ing_progress_free(&r.prog);

@@ -553,7 +553,7 @@ dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
                              dlk_ingest_result *result, dlk_error *err)
 {
     dlk_tensor_spec *inferred = NULL;
-    size_t n = n_specs;
+    size_t n = n_specs, n_inferred = 0;
     dlk_status rc = DLK_OK;
     if (result) /* failures before the ingest leave it all zero */
         memset(result, 0, sizeof *result);
@@ -588,6 +588,18 @@ dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
         for (size_t i = 0; i < n; i++)
             inferred[i].chunk_bytes = chunk_bytes;
         specs = inferred;
+        n_inferred = n;
+    }
+    dlk_tensor_spec *keyed = NULL;
+    if (!opts || !opts->no_key) {
+        if ((rc = ing_key_specs_add(specs, &n, &keyed, err))) {
+            dlk_ingest_specs_free(inferred, inferred ? n_inferred : 0);
+            if (listed)
+                ing_source_free(&src);
+            return rc;
+        }
+        if (keyed)
+            specs = keyed;
     }
     if (opts && opts->dry_run) {
         dlk_ingest_result local;
@@ -630,7 +642,8 @@ dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
     } else if (!rc) {
         rc = dlk_dataset_close(ds, err);
     }
-    dlk_ingest_specs_free(inferred, inferred ? n : 0);
+    free(keyed); /* a shallow copy: the names belong to specs */
+    dlk_ingest_specs_free(inferred, inferred ? n_inferred : 0);
     if (rc) {
         if (listed)
             ing_source_free(&src);

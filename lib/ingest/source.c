@@ -106,7 +106,8 @@ static const char *not_sample_name(const char *base, size_t stem_len)
     return NULL;
 }
 
-static int add_obj(void *ud, const char *key, uint64_t size)
+int ing_source_add(void *ud, const char *key, uint64_t size,
+                   const char *version)
 {
     ing_source *s = ud;
     const char *why = dlk_key_problem(key);
@@ -152,6 +153,10 @@ static int add_obj(void *ud, const char *key, uint64_t size)
     memset(o, 0, sizeof *o);
     if (!(o->key = strdup(key)))
         return s->oom = true;
+    if (!(o->version = strdup(version))) {
+        free(o->key);
+        return s->oom = true;
+    }
     o->size = size;
     o->role = role;
     o->stem_len = (uint32_t)(dot - key);
@@ -270,13 +275,13 @@ static dlk_status list_watched(const dlk_ingest_opts *o, ing_source *s,
                                dlk_error *err)
 {
     if (!o || (!o->progress && !o->stop))
-        return dlk_store_list_wide(s->store, "", add_obj, s, err);
+        return dlk_store_list_versions(s->store, "", ing_source_add, s, err);
     list_watch w = {.o = o, .store = s->store, .t0 = dlk_now_s()};
     pthread_mutex_init(&w.mu, NULL);
     pthread_cond_init(&w.cv, NULL);
     pthread_t th;
     bool started = pthread_create(&th, NULL, watch_listing, &w) == 0;
-    dlk_status rc = dlk_store_list_wide(s->store, "", add_obj, s, err);
+    dlk_status rc = dlk_store_list_versions(s->store, "", ing_source_add, s, err);
     pthread_mutex_lock(&w.mu);
     w.done = true;
     pthread_cond_signal(&w.cv);
@@ -307,12 +312,17 @@ dlk_status ing_source_open(const char *url, const char *labels,
         return rc;
     }
     rc = list_watched(o, s, err);
-    if (!rc && s->oom)
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory listing '%s'", url);
-    if (rc) {
+    if (!rc)
+        rc = ing_source_finish(s, url, err);
+    if (rc)
         ing_source_free(s);
-        return rc;
-    }
+    return rc;
+}
+
+dlk_status ing_source_finish(ing_source *s, const char *url, dlk_error *err)
+{
+    if (s->oom)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory listing '%s'", url);
     /* in stem order already, unless a stem is followed by a byte below
      * '.' ("a.jpg" before "a-b.jpg" by stem, after it by key) */
     bool sorted = true;
@@ -326,10 +336,8 @@ dlk_status ing_source_open(const char *url, const char *labels,
     for (size_t i = 0; i < s->nobjs; i++)
         nrows += i == 0 || stem_cmp(&s->objs[i - 1], &s->objs[i]) != 0;
     s->rows = calloc(nrows ? nrows : 1, sizeof *s->rows);
-    if (!s->rows) {
-        ing_source_free(s);
+    if (!s->rows)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
-    }
     for (size_t i = 0; i < s->nobjs; i++) {
         if (i == 0 || stem_cmp(&s->objs[i - 1], &s->objs[i]) != 0)
             s->rows[s->nrows++].first = i;
@@ -340,8 +348,10 @@ dlk_status ing_source_open(const char *url, const char *labels,
 
 void ing_source_free(ing_source *s)
 {
-    for (size_t i = 0; i < s->nobjs; i++)
+    for (size_t i = 0; i < s->nobjs; i++) {
         free(s->objs[i].key);
+        free(s->objs[i].version);
+    }
     free(s->objs);
     free(s->rows);
     for (size_t i = 0; i < s->nunsafe; i++)

@@ -388,6 +388,9 @@ dlk_status ing_merge(const char *url, const char *run, unsigned nshards,
                                       NULL, err);
             if (!rc && ready)
                 rc = dlk_seal_wait(ds, err);
+            /* the key index of the head to be: in the same head write */
+            if (!rc && ready)
+                rc = ing_keyidx_update(ds, err);
             free(tail);
             if (rc == DLK_ECONFLICT) /* a chunk gone with a newer head */
                 retry = true;

@@ -416,6 +416,8 @@ static dlk_status fs_del(dlk_store *s, const char *key, dlk_error *err)
 typedef struct key_list {
     char **keys;
     uint64_t *sizes;
+    char **versions;   /* with `want_versions`: size and mtime */
+    bool want_versions;
     size_t n, cap;
     /* a sweep: collect the temporary files of interrupted writes last
      * modified before `before`, instead of the objects */
@@ -427,7 +429,8 @@ typedef struct key_list {
     uint64_t *listed;    /* the store's count of keys found (progress) */
 } key_list;
 
-static int add_key(key_list *l, const char *key, uint64_t size)
+static int add_key(key_list *l, const char *key, uint64_t size,
+                   const struct stat *st)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 64;
@@ -439,10 +442,26 @@ static int add_key(key_list *l, const char *key, uint64_t size)
         if (!sz)
             return -1;
         l->sizes = sz;
+        char **v = l->want_versions
+                       ? realloc(l->versions, cap * sizeof *v) : NULL;
+        if (l->want_versions && !v)
+            return -1;
+        l->versions = v;
         l->cap = cap;
     }
     if (!(l->keys[l->n] = strdup(key)))
         return -1;
+    if (l->want_versions) {
+        /* what a directory tells of a file's version: size and mtime */
+        char v[64];
+        snprintf(v, sizeof v, "%llu-%lld.%09ld",
+                 (unsigned long long)st->st_size, (long long)st->st_mtim.tv_sec,
+                 (long)st->st_mtim.tv_nsec);
+        if (!(l->versions[l->n] = strdup(v))) {
+            free(l->keys[l->n]);
+            return -1;
+        }
+    }
     l->sizes[l->n++] = size;
     if (l->listed)
         __atomic_add_fetch(l->listed, 1, __ATOMIC_RELAXED);
@@ -504,7 +523,7 @@ static dlk_status walk(file_store *fs, const char *rel, const char *prefix,
             rc = walk(fs, key, prefix, l, depth + 1, err);
         else if (S_ISREG(st.st_mode) && klen >= plen && temp == l->temps &&
                  (!temp || (int64_t)st.st_mtim.tv_sec < l->before) &&
-                 add_key(l, key, size) != 0)
+                 add_key(l, key, size, &st) != 0)
             rc = dlk_fail(err, DLK_ENOMEM, "out of memory listing '%s'",
                           fs->root);
     }
@@ -519,11 +538,13 @@ static int cmp_idx(const void *a, const void *b, void *keys)
 }
 
 static dlk_status list_keys(dlk_store *s, const char *prefix, bool sizes,
-                            dlk_list_fn fn, void *ud, dlk_error *err)
+                            dlk_list_fn fn, dlk_list_version_fn vfn,
+                            void *ud, dlk_error *err)
 {
     file_store *fs = (file_store *)s;
     key_list l = {0};
-    l.no_sizes = !sizes;
+    l.no_sizes = !sizes && !vfn;
+    l.want_versions = vfn != NULL;
     l.listed = &s->listed;
     dlk_status rc = walk(fs, "", prefix, &l, 0, err);
     size_t *order = NULL;
@@ -538,13 +559,20 @@ static dlk_status list_keys(dlk_store *s, const char *prefix, bool sizes,
             qsort_r(order, l.n, sizeof *order, cmp_idx, l.keys);
         }
     }
-    for (size_t i = 0; !rc && i < l.n; i++)
-        if (fn(ud, l.keys[order[i]], l.sizes[order[i]]))
+    for (size_t i = 0; !rc && i < l.n; i++) {
+        size_t j = order[i];
+        if (vfn ? vfn(ud, l.keys[j], l.sizes[j], l.versions[j])
+                : fn(ud, l.keys[j], l.sizes[j]))
             break;
-    for (size_t i = 0; i < l.n; i++)
+    }
+    for (size_t i = 0; i < l.n; i++) {
         free(l.keys[i]);
+        if (l.want_versions)
+            free(l.versions[i]);
+    }
     free(l.keys);
     free(l.sizes);
+    free(l.versions);
     free(order);
     return rc;
 }
@@ -616,14 +644,22 @@ static void fs_unmap(dlk_store *s, const void *ptr, size_t len)
 static dlk_status fs_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
                           void *ud, dlk_error *err)
 {
-    return list_keys(s, prefix, true, fn, ud, err);
+    return list_keys(s, prefix, true, fn, NULL, ud, err);
 }
 
 /* The whole listing without sizes (UINT64_MAX): no stat per file. */
 static dlk_status fs_list_wide(dlk_store *s, const char *prefix,
                                dlk_list_fn fn, void *ud, dlk_error *err)
 {
-    return list_keys(s, prefix, false, fn, ud, err);
+    return list_keys(s, prefix, false, fn, NULL, ud, err);
+}
+
+/* With versions: a stat per file (its size and mtime). */
+static dlk_status fs_list_versions(dlk_store *s, const char *prefix,
+                                   dlk_list_version_fn fn, void *ud,
+                                   dlk_error *err)
+{
+    return list_keys(s, prefix, true, NULL, fn, ud, err);
 }
 
 static const dlk_store_ops file_ops = {
@@ -632,6 +668,7 @@ static const dlk_store_ops file_ops = {
     .unmap = fs_unmap, .sweep = fs_sweep, .putv = fs_putv,
     .putv_hashed = fs_putv_hashed,
     .list_wide = fs_list_wide,
+    .list_versions = fs_list_versions,
 };
 
 dlk_status dlk_store_open_file(const char *path, bool create,

@@ -880,9 +880,11 @@ static bool below_root(const s3_store *s, size_t strip, const char *key)
                        key[strip - 1] == '/'));
 }
 
-static int list_item(void *ud, const char *key, uint64_t size)
+static int list_item(void *ud, const char *key, uint64_t size,
+                     const char *etag)
 {
     list_ctx *c = ud;
+    DLK_UNUSED(etag);
     if (!below_root(c->s, c->strip, key))
         return 0;
     return c->fn(c->ud, key + c->strip, size);
@@ -921,7 +923,7 @@ static dlk_status list_query(dlk_buf *q, const char *full, const char *token,
 
 /* Check a listing's answer and parse its page. */
 static dlk_status list_answer(s3_store *s, s3_req *r, const char *full,
-                              const dlk_buf *resp, s3_list_item_fn fn,
+                              const dlk_buf *resp, s3_list_etag_fn fn,
                               void *ud, s3_list_page *page, dlk_error *err)
 {
     memset(page, 0, sizeof *page);
@@ -932,7 +934,7 @@ static dlk_status list_answer(s3_store *s, s3_req *r, const char *full,
                         "answer size", s->bucket, full);
     char what[1200];
     snprintf(what, sizeof what, "s3://%s/%s", s->bucket, full);
-    return s3_xml_list(resp->data, resp->len, fn, ud, page, what, err);
+    return s3_xml_list_etags(resp->data, resp->len, fn, ud, page, what, err);
 }
 
 /* "PREFIX/" + prefix, or just prefix at the bucket's root. */
@@ -1016,7 +1018,7 @@ static void chain_fini(s3_store *s, page_chain *c)
 
 /* Wait for the next page (chain_pending) and parse it into *page, fn
  * called for each key; the page after it may be asked for meanwhile. */
-static dlk_status chain_take(s3_store *s, page_chain *c, s3_list_item_fn fn,
+static dlk_status chain_take(s3_store *s, page_chain *c, s3_list_etag_fn fn,
                              void *ud, s3_list_page *page, dlk_error *err)
 {
     int k = c->cur;
@@ -1090,6 +1092,8 @@ typedef struct key_set {
     size_t strip;        /* as list_ctx */
     char **k;
     uint64_t *sz;
+    char **etag;         /* kept when `etags` */
+    bool etags;
     size_t n, cap;
     bool oom;
     /* a range's page: keep keys whose folder below `full` (flen bytes)
@@ -1107,7 +1111,8 @@ static int cmp_prefix(const char *a, size_t n, const char *b)
     return c ? c : (n > bn) - (n < bn);
 }
 
-static int gather(void *ud, const char *key, uint64_t size)
+static int gather(void *ud, const char *key, uint64_t size,
+                  const char *etag)
 {
     key_set *g = ud;
     if (g->lo) {
@@ -1131,14 +1136,23 @@ static int gather(void *ud, const char *key, uint64_t size)
         uint64_t *sz = k ? realloc(g->sz, cap * sizeof *sz) : NULL;
         if (k)
             g->k = k;
-        if (!sz) {
+        if (sz)
+            g->sz = sz;
+        char **e = sz && g->etags ? realloc(g->etag, cap * sizeof *e) : NULL;
+        if (e)
+            g->etag = e;
+        if (!sz || (g->etags && !e)) {
             g->oom = true;
             return 1;
         }
-        g->sz = sz;
         g->cap = cap;
     }
     if (!(g->k[g->n] = strdup(key + g->strip))) {
+        g->oom = true;
+        return 1;
+    }
+    if (g->etags && !(g->etag[g->n] = strdup(etag))) {
+        free(g->k[g->n]);
         g->oom = true;
         return 1;
     }
@@ -1213,13 +1227,20 @@ static bool keys_move(key_set *dst, key_set *src)
         uint64_t *sz = k ? realloc(dst->sz, cap * sizeof *sz) : NULL;
         if (k)
             dst->k = k;
-        if (!sz)
+        if (sz)
+            dst->sz = sz;
+        char **e = sz && dst->etags ? realloc(dst->etag, cap * sizeof *e)
+                                    : NULL;
+        if (e)
+            dst->etag = e;
+        if (!sz || (dst->etags && !e))
             return false;
-        dst->sz = sz;
         dst->cap = cap;
     }
     memcpy(dst->k + dst->n, src->k, src->n * sizeof *src->k);
     memcpy(dst->sz + dst->n, src->sz, src->n * sizeof *src->sz);
+    if (dst->etags)
+        memcpy(dst->etag + dst->n, src->etag, src->n * sizeof *src->etag);
     dst->n += src->n;
     src->n = 0;
     return true;
@@ -1246,7 +1267,7 @@ static dlk_status list_ranges(s3_store *s, const char *full, char **cps,
     for (size_t i = 0; !rc && i < nr; i++) {
         w[i].lo = cps[i * ncps / nr];
         w[i].hi = i + 1 < nr ? cps[(i + 1) * ncps / nr] : NULL;
-        w[i].g = (key_set){.s = g->s, .strip = g->strip,
+        w[i].g = (key_set){.s = g->s, .strip = g->strip, .etags = g->etags,
                            .flen = strlen(full), .lo = w[i].lo,
                            .hi = w[i].hi};
         size_t n = strlen(w[i].lo);
@@ -1279,10 +1300,14 @@ static dlk_status list_ranges(s3_store *s, const char *full, char **cps,
         if (!keys_move(g, &w[i].g))
             rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
     for (size_t i = 0; w && i < nr; i++) {
-        for (size_t k = 0; k < w[i].g.n; k++)
+        for (size_t k = 0; k < w[i].g.n; k++) {
             free(w[i].g.k[k]);
+            if (w[i].g.etags)
+                free(w[i].g.etag[k]);
+        }
         free(w[i].g.k);
         free(w[i].g.sz);
+        free(w[i].g.etag);
         chain_fini(s, &w[i].c);
         free(w[i].after);
     }
@@ -1298,11 +1323,14 @@ static int cmp_keys(const void *a, const void *b)
     return strcmp(**(char *const *const *)a, **(char *const *const *)b);
 }
 
-static dlk_status s3_list_wide(dlk_store *st, const char *prefix,
-                               dlk_list_fn fn, void *ud, dlk_error *err)
+/* The wide listing to fn or, with versions, to vfn. */
+static dlk_status list_wide(dlk_store *st, const char *prefix,
+                            dlk_list_fn fn, dlk_list_version_fn vfn,
+                            void *ud, dlk_error *err)
 {
     s3_store *s = (s3_store *)st;
-    key_set g = {.s = s, .strip = *s->prefix ? strlen(s->prefix) + 1 : 0};
+    key_set g = {.s = s, .strip = *s->prefix ? strlen(s->prefix) + 1 : 0,
+                 .etags = vfn != NULL};
     char *full = full_prefix(s, prefix);
     char **cps = NULL;
     size_t ncps = 0;
@@ -1363,15 +1391,36 @@ static dlk_status s3_list_wide(dlk_store *st, const char *prefix,
         if (by && !sorted)
             qsort(by, g.n, sizeof *by, cmp_keys);
     }
-    for (size_t i = 0; !rc && i < g.n; i++)
-        if (fn(ud, *by[i], g.sz[by[i] - g.k]))
+    for (size_t i = 0; !rc && i < g.n; i++) {
+        size_t j = (size_t)(by[i] - g.k);
+        if (vfn ? vfn(ud, g.k[j], g.sz[j], g.etag[j])
+                : fn(ud, g.k[j], g.sz[j]))
             break;
+    }
     free(by);
-    for (size_t i = 0; i < g.n; i++)
+    for (size_t i = 0; i < g.n; i++) {
         free(g.k[i]);
+        if (g.etags)
+            free(g.etag[i]);
+    }
     free(g.k);
     free(g.sz);
+    free(g.etag);
     return rc;
+}
+
+static dlk_status s3_list_wide(dlk_store *st, const char *prefix,
+                               dlk_list_fn fn, void *ud, dlk_error *err)
+{
+    return list_wide(st, prefix, fn, NULL, ud, err);
+}
+
+/* The version of an object is its ETag. */
+static dlk_status s3_list_versions(dlk_store *st, const char *prefix,
+                                   dlk_list_version_fn fn, void *ud,
+                                   dlk_error *err)
+{
+    return list_wide(st, prefix, NULL, fn, ud, err);
 }
 
 /* ---- open and free -------------------------------------------------- */
@@ -1417,6 +1466,7 @@ static const dlk_store_ops s3_ops = {
     .get_each = s3_get_each, .get_start = s3_get_start,
     .io_threads = s3_io_threads,
     .list_wide = s3_list_wide,
+    .list_versions = s3_list_versions,
     .want_inflight = s3_want_inflight,
 };
 

@@ -178,6 +178,10 @@ bool s3_xml_error(const void *body, size_t len, s3_error_info *out);
 
 /* One page of ListObjectsV2.  Keys are decoded (encoding-type=url). */
 typedef int (*s3_list_item_fn)(void *ud, const char *key, uint64_t size);
+/* The same with the object's ETag as listed, quotes removed ("" when the
+ * listing gives none). */
+typedef int (*s3_list_etag_fn)(void *ud, const char *key, uint64_t size,
+                               const char *etag);
 typedef struct s3_list_page {
     bool truncated;
     char *next_token;     /* malloc'd, NULL when none */
@@ -190,6 +194,10 @@ void s3_list_page_fini(s3_list_page *page);
 dlk_status s3_xml_list(const void *body, size_t len, s3_list_item_fn fn,
                        void *ud, s3_list_page *page, const char *what,
                        dlk_error *err);
+/* s3_xml_list with each entry's ETag. */
+dlk_status s3_xml_list_etags(const void *body, size_t len, s3_list_etag_fn fn,
+                             void *ud, s3_list_page *page, const char *what,
+                             dlk_error *err);
 
 /* A ListObjectsV2 page's NextContinuationToken when it comes before the
  * page's first entry (AWS sends it near the top), read without parsing

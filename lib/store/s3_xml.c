@@ -5,6 +5,7 @@
 #include "s3_internal.h"
 
 #include <expat.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -224,8 +225,10 @@ typedef struct list_ud {
     bool encoded;          /* <EncodingType>url</EncodingType> seen */
     char **keys;           /* this page's entries, called back at the end */
     uint64_t *sizes;
+    char **etags;
     size_t n, cap;
     char key[XML_TEXT_MAX];
+    char etag[DLK_ETAG_MAX];
     bool have_key;
     uint64_t size;
     bool bad;              /* a malformed field */
@@ -260,10 +263,18 @@ static bool add_entry(list_ud *u)
         if (!sz)
             return false;
         u->sizes = sz;
+        char **e = realloc(u->etags, cap * sizeof *e);
+        if (!e)
+            return false;
+        u->etags = e;
         u->cap = cap;
     }
     if (!(u->keys[u->n] = strdup(u->key)))
         return false;
+    if (!(u->etags[u->n] = strdup(u->etag))) {
+        free(u->keys[u->n]);
+        return false;
+    }
     u->sizes[u->n++] = u->size;
     return true;
 }
@@ -366,6 +377,13 @@ static int list_end(xml_walk *w, const char *name, const char *text)
             copy_text(u->key, sizeof u->key, text);
             u->have_key = true;
             u->size = 0;
+            u->etag[0] = '\0';
+        } else if (strcmp(name, "ETag") == 0) {
+            /* the version of the object; quotes are not part of it */
+            size_t n = strlen(text);
+            bool q = n >= 2 && text[0] == '"' && text[n - 1] == '"';
+            snprintf(u->etag, sizeof u->etag, "%.*s",
+                     (int)(q ? n - 2 : n), q ? text + 1 : text);
         } else if (strcmp(name, "Size") == 0 && !parse_u64(text, &u->size)) {
             u->bad = true;
             return 1;
@@ -374,9 +392,30 @@ static int list_end(xml_walk *w, const char *name, const char *text)
     return 0;
 }
 
+typedef struct plain_ud {
+    s3_list_item_fn fn;
+    void *ud;
+} plain_ud;
+
+static int plain_item(void *ud, const char *key, uint64_t size,
+                      const char *etag)
+{
+    plain_ud *p = ud;
+    DLK_UNUSED(etag);
+    return p->fn(p->ud, key, size);
+}
+
 dlk_status s3_xml_list(const void *body, size_t len, s3_list_item_fn fn,
                        void *ud, s3_list_page *page, const char *what,
                        dlk_error *err)
+{
+    plain_ud p = {fn, ud};
+    return s3_xml_list_etags(body, len, plain_item, &p, page, what, err);
+}
+
+dlk_status s3_xml_list_etags(const void *body, size_t len, s3_list_etag_fn fn,
+                             void *ud, s3_list_page *page, const char *what,
+                             dlk_error *err)
 {
     memset(page, 0, sizeof *page);
     list_ud *u = calloc(1, sizeof *u);
@@ -406,7 +445,7 @@ dlk_status s3_xml_list(const void *body, size_t len, s3_list_item_fn fn,
         rc = dlk_fail(err, DLK_ECORRUPT, "cannot list '%s': truncated "
                       "listing without a continuation token", what);
     for (size_t i = 0; !rc && i < u->n; i++) {
-        int r = fn(ud, u->keys[i], u->sizes[i]);
+        int r = fn(ud, u->keys[i], u->sizes[i], u->etags[i]);
         if (r) {
             page->stopped = r;
             break;
@@ -420,10 +459,13 @@ dlk_status s3_xml_list(const void *body, size_t len, s3_list_item_fn fn,
     }
 out:
     if (u) {
-        for (size_t i = 0; i < u->n; i++)
+        for (size_t i = 0; i < u->n; i++) {
             free(u->keys[i]);
+            free(u->etags[i]);
+        }
         free(u->keys);
         free(u->sizes);
+        free(u->etags);
         for (size_t i = 0; i < u->npfx; i++)
             free(u->pfx[i]);
         free(u->pfx);

@@ -362,3 +362,30 @@ dlk_status dlk_store_list_wide(dlk_store *s, const char *prefix,
     return (s->ops->list_wide ? s->ops->list_wide : s->ops->list)(
         s, prefix, fn, ud, err);
 }
+
+typedef struct unversioned {
+    dlk_list_version_fn fn;
+    void *ud;
+} unversioned;
+
+static int no_version(void *ud, const char *key, uint64_t size)
+{
+    unversioned *u = ud;
+    return u->fn(u->ud, key, size, "");
+}
+
+dlk_status dlk_store_list_versions(dlk_store *s, const char *prefix,
+                                   dlk_list_version_fn fn, void *ud,
+                                   dlk_error *err)
+{
+    if (!prefix)
+        prefix = "";
+    if (strstr(prefix, ".."))
+        return bad_key(prefix, err);
+    COUNT(lists, 1);
+    if (s->ops->list_versions)
+        return s->ops->list_versions(s, prefix, fn, ud, err);
+    unversioned u = {fn, ud};
+    return (s->ops->list_wide ? s->ops->list_wide : s->ops->list)(
+        s, prefix, no_version, &u, err);
+}

@@ -8,8 +8,10 @@ python3 "$DLK_TESTS/../examples/sample_data.py" "$SRC" --samples 40 --size 24 >/
 DS=$(ds_url ds)
 ok "create" dlk create "$DS" --tensor images:u8:24x24x3 --tensor labels:i32 --tensor 'boxes:f32:?x4:zstd' --classes labels=red,green,blue --chunk-size 16K
 ok "ingest from-dir" dlk ingest "$DS" from-dir "$SRC" --json
-check "ingest counts every sample" python3 -c '
-import json,sys; d=json.load(open(sys.argv[1])); assert d["ingested"]==120 and d["skipped"]==0, d' "$OUT"
+check "ingest counts rows (40 of 3 tensors) and their bytes" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1])); assert d["ingested"]==40 and d["skipped"]==0, d
+assert d["bytes_out"] > 40*(24*24*3+4), d
+assert d["keys"] and d["new"]==40 and d["present"]==0, d' "$OUT"
 ok "ls --json" dlk ls "$DS" --json
 check "ls counts, chunks and sizes" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))
@@ -54,15 +56,42 @@ fails "cat of a missing tensor" 3 dlk cat "$DS" nope 0
 fails "cat with a bad index" 2 dlk cat "$DS" images -1
 fails "cat with two modes" 2 dlk cat "$DS" images 0 --raw --npy
 
-# a second ingest appends after what is there
-ok "second ingest appends" dlk ingest "$DS" from-dir "$SRC" --quiet
-ok "ls after append" dlk ls "$DS" --json
-check "samples doubled" python3 -c '
+ok "cat key" dlk cat "$DS" key 7
+check "the key of row 7 is its stem" grep -q 'text: "000007"' "$OUT"
+# a second ingest of the same files: nothing new
+ok "second ingest" dlk ingest "$DS" from-dir "$SRC" --json
+check "... ingests nothing: 40 keys present" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))
-assert all(x["samples"]==80 for x in d["tensors"])' "$OUT"
-"$DLK" cat "$DS" images 0 --raw > "$T/raw0"
-"$DLK" cat "$DS" images 40 --raw > "$T/raw40"
-check "sample 40 is sample 0 again" cmp "$T/raw0" "$T/raw40"
+assert d["ingested"]==0 and d["new"]==0 and d["present"]==40 and d["bytes_out"]==0, d' "$OUT"
+python3 -c '
+import numpy as np,sys
+np.save(sys.argv[1]+"/000040.images.npy", np.full((24,24,3), 7, dtype=np.uint8))
+np.save(sys.argv[1]+"/000040.labels.npy", np.array(2, dtype=np.int32))
+np.save(sys.argv[1]+"/000040.boxes.npy", np.zeros((1,4), dtype=np.float32))' "$SRC"
+ok "a third ingest after one more row" dlk ingest "$DS" from-dir "$SRC" --json
+check "... ingests that row alone" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1]))
+assert d["ingested"]==1 and d["new"]==1 and d["present"]==40, d
+assert d["bytes_out"] > 24*24*3 + 4 + 16, d' "$OUT"
+ok "ls after the new row" dlk ls "$DS" --json
+check "41 samples in every tensor" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1]))
+assert all(x["samples"]==41 for x in d["tensors"]), d' "$OUT"
+
+# without keys (--no-key), a second ingest appends after what is there
+DS3=$(ds_url ds3)
+ok "create for --no-key" dlk create "$DS3" --tensor images:u8:24x24x3 --tensor labels:i32 --tensor 'boxes:f32:?x4:zstd'
+ok "ingest --no-key" dlk ingest "$DS3" from-dir "$SRC" --no-key --quiet
+ok "second ingest --no-key appends" dlk ingest "$DS3" from-dir "$SRC" --no-key --json
+check "... 41 rows again" grep -q '"ingested": 41' "$OUT"
+ok "ls after append" dlk ls "$DS3" --json
+check "samples doubled, no key tensors" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1]))
+assert [x["name"] for x in d["tensors"]]==["images","labels","boxes"], d
+assert all(x["samples"]==82 for x in d["tensors"])' "$OUT"
+"$DLK" cat "$DS3" images 0 --raw > "$T/raw0"
+"$DLK" cat "$DS3" images 41 --raw > "$T/raw41"
+check "sample 41 is sample 0 again" cmp "$T/raw0" "$T/raw41"
 
 # batches along the first axis, and bad inputs
 mkdir -p "$T/batch/labels" "$T/bad"

@@ -14,7 +14,7 @@ ok "log of a dataset without commits is empty" dlk log "$DS" --json
 check "empty log" python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))==[]' "$OUT"
 fails "--at main without commits" 3 dlk ls "$DS" --at main
 check "says there are no commits" grep -q "no commits yet" "$ERR"
-ok "ingest" dlk ingest "$DS" from-dir "$SRC" --quiet
+ok "ingest" dlk ingest "$DS" from-dir "$SRC" --no-key --quiet
 ok "ls shows uncommitted changes" dlk ls "$DS" --json
 check "dirty before the first commit" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["dirty"] is True and d["head"] is None' "$OUT"
 fails "commit needs a message" 2 dlk commit "$DS"
@@ -27,7 +27,7 @@ ok "committing again is a no-op" dlk commit "$DS" -m again --json
 check "nothing committed" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["committed"] is False and d["id"]==sys.argv[2]' "$OUT" "$C1"
 for i in 0 7 19; do "$DLK" cat "$DS" images $i --raw > "$T/c1-img$i"; "$DLK" cat "$DS" boxes $i --raw > "$T/c1-box$i"; done
 
-ok "ingest more after the commit" dlk ingest "$DS" from-dir "$SRC2" --quiet
+ok "ingest more after the commit" dlk ingest "$DS" from-dir "$SRC2" --no-key --quiet
 ok "commit 2" dlk commit "$DS" -m "plus 12"
 C2=$(cat "$OUT")
 ok "log" dlk log "$DS" --json
@@ -73,7 +73,7 @@ for k in 3 4 5 6 7 8; do
 import numpy as np,sys,os
 d=sys.argv[1]; os.makedirs(d,exist_ok=True)
 np.save(d+"/x.labels.npy", np.array(int(sys.argv[2]),np.int32))' "$T/more$k" "$k"
-    "$DLK" ingest "$DS" from-dir "$T/more$k" --quiet
+    "$DLK" ingest "$DS" from-dir "$T/more$k" --no-key --quiet
     "$DLK" commit "$DS" -m "commit $k" >/dev/null
 done
 DLK_IO_STATS=1 "$DLK" ls "$DS" --at "$C1" >/dev/null 2>"$T/io1"
@@ -86,7 +86,7 @@ mkdir -p "$T/orphan"
 # 600 labels fill (and write) one 2 KiB chunk before the bad file stops the run
 python3 -c 'import numpy as np,sys; np.save(sys.argv[1]+"/o.labels.npy", np.arange(600,dtype=np.int32))' "$T/orphan"
 printf 'garbage' > "$T/orphan/z.labels.npy"
-fails "a failed ingest" 3 dlk ingest "$DS" from-dir "$T/orphan"
+fails "a failed ingest" 3 dlk ingest "$DS" from-dir "$T/orphan" --no-key
 ok "verify --all reports the chunk the failed run left" dlk verify "$DS" --all --json
 check "one unreferenced chunk, still ok" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1])); assert d["ok"] and len(d["unreferenced"])==1, d' "$OUT"

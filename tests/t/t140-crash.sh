@@ -10,7 +10,7 @@ SRC=$T/src
 python3 "$DLK_TESTS/../examples/sample_data.py" "$SRC" --samples 150 --size 16 >/dev/null
 DS=$(ds_url crash)
 ok "create" dlk create "$DS" --tensor images:u8:16x16x3:zstd --tensor labels:i32 --tensor 'boxes:f32:?x4' --chunk-size 2K
-ok "first ingest" dlk ingest "$DS" from-dir "$SRC" --quiet
+ok "first ingest" dlk ingest "$DS" from-dir "$SRC" --no-key --quiet
 ok "first commit" dlk commit "$DS" -m base
 
 state() { # prints "samples-per-tensor head-id"; fails if tensors disagree
@@ -23,7 +23,7 @@ print(n.pop(), d["head"])' "$T/ls.json"
 }
 
 t0=$(date +%s%N)
-"$DLK" ingest "$DS" from-dir "$SRC" --quiet
+"$DLK" ingest "$DS" from-dir "$SRC" --no-key --quiet
 t1=$(date +%s%N)
 full_ms=$(( (t1 - t0) / 1000000 + 1 ))
 "$DLK" commit "$DS" -m second >/dev/null
@@ -36,7 +36,7 @@ for i in $(seq 1 "$KILLS"); do
     [ $((i % 3)) -eq 0 ] && op=commit
     delay=$(python3 -c "import random; print(random.uniform(0, $full_ms/1000.0))")
     if [ $op = ingest ]; then
-        "$DLK" ingest "$DS" from-dir "$SRC" --quiet 2>/dev/null &
+        "$DLK" ingest "$DS" from-dir "$SRC" --no-key --quiet 2>/dev/null &
     else
         "$DLK" commit "$DS" -m "commit $i" >/dev/null 2>&1 &
     fi
@@ -72,7 +72,7 @@ done
 echo "# $KILLS kills: ingest left the old state $old_seen times, the new $new_seen times"
 check "verify --all passed after every kill" test "$bad" -eq 0
 check "never a mixed or unreadable state" test "$mixed" -eq 0
-ok "rerun ingest finishes" dlk ingest "$DS" from-dir "$SRC" --quiet
+ok "rerun ingest finishes" dlk ingest "$DS" from-dir "$SRC" --no-key --quiet
 ok "rerun commit finishes" dlk commit "$DS" -m final
 read -r s3 h3 < <(state)
 check "the rerun added exactly one source's samples" test "$s3" -eq $((samples + 150))

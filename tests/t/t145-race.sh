@@ -18,7 +18,7 @@ ok "create" dlk create "$DS" --tensor labels:i32 --chunk-size 64
 writer() { # DIR LOG: ingest then commit, each retried while it conflicts
     local tries=0 rc
     while :; do
-        "$DLK" ingest "$DS" from-dir "$1" --quiet 2>>"$2"; rc=$?
+        "$DLK" ingest "$DS" from-dir "$1" --no-key --quiet 2>>"$2"; rc=$?
         [ $rc -eq 0 ] && break
         [ $rc -eq 4 ] || { echo "ingest exit $rc" >>"$2"; return 1; }
         tries=$((tries + 1)); [ $tries -lt 50 ] || return 1
@@ -59,7 +59,7 @@ for a,b in zip(d,d[1:]): assert a["parent"]==b["id"]
 assert d[-1]["parent"] is None' "$OUT" "$total"
 # two commits of the same head at the same moment: both succeed, one commit
 mk "$T/c" $total 10
-"$DLK" ingest "$DS" from-dir "$T/c" --quiet
+"$DLK" ingest "$DS" from-dir "$T/c" --no-key --quiet
 "$DLK" commit "$DS" -m x1 > "$T/c1" 2>&1 & p1=$!
 "$DLK" commit "$DS" -m x2 > "$T/c2" 2>&1 & p2=$!
 wait $p1; r1=$?; wait $p2; r2=$?

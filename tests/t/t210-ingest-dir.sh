@@ -14,7 +14,8 @@ frames "$S/bird" b 4 160x120
 ff -f lavfi -i "mandelbrot=s=200x150" -frames:v 1 "$S/bird/png1.png"
 
 DS=$(ds_url ds)
-ok "create from-dir infers and ingests" dlk create "$DS" from-dir "$S" --resize 64x48 --json
+# without key tensors: every rerun is the same run (t217 covers keys)
+ok "create from-dir infers and ingests" dlk create "$DS" from-dir "$S" --resize 64x48 --no-key --json
 check "13 rows ingested, none skipped" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))
 assert d["ingested"]==13 and d["skipped"]==0 and d["errors"]==[] and d["complete"], d
@@ -44,9 +45,9 @@ import sys; l = sys.argv[1]
 assert "".join(sorted(l)) == "0000011112222" and l != "0000011112222", l' "$labels"
 dump "$DS" > "$T/first.txt"
 
-fails "the same create again: the dataset exists (exit 2)" 2 dlk create "$DS" from-dir "$S" --resize 64x48 --json
+fails "the same create again: the dataset exists (exit 2)" 2 dlk create "$DS" from-dir "$S" --resize 64x48 --no-key --json
 check "names the dataset" grep -q "already exists at '$DS'" "$ERR"
-ok "the same create with --exist-ok does nothing" dlk create "$DS" from-dir "$S" --resize 64x48 --json --exist-ok
+ok "the same create with --exist-ok does nothing" dlk create "$DS" from-dir "$S" --resize 64x48 --no-key --json --exist-ok
 check "reports already" grep -q '"already": true' "$OUT"
 ok "ingest with the options create used: nothing to do" dlk ingest "$DS" from-dir "$S" --resize 64x48 --json
 check "still already" grep -q '"already": true' "$OUT"
@@ -73,7 +74,7 @@ assert t["images"]["shape"]==[1,24,32], t["images"]' "$OUT"
 DS4=$(ds_url ds4)
 ok "--unordered --jobs 2" dlk create "$DS4" from-dir "$S" --resize 64x48 --unordered --jobs 2 --json
 check "... 2 decode threads" grep -q "\"jobs\": 2" "$OUT"
-dump "$DS4" > "$T/unordered.txt"
+dump "$DS4" key key_version > "$T/unordered.txt"
 check "unordered holds the same samples" sh -c "cut -d' ' -f1,3 '$T/first.txt' | sort > '$T/a'; cut -d' ' -f1,3 '$T/unordered.txt' | sort > '$T/b'; cmp '$T/a' '$T/b'"
 
 # sidecars: one row from 0001.jpg + .cls + .txt + .json
@@ -90,7 +91,7 @@ check "3 rows" grep -q '"ingested": 3' "$OUT"
 ok "ls ds5" dlk ls "$DS5" --json
 check "tensors images, labels(cat,dog), text, score, boxes" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1])); t={x["name"]:x for x in d["tensors"]}
-assert set(t)=={"images","labels","text","score","boxes"}, t.keys()
+assert set(t)=={"images","labels","text","score","boxes","key","key_version"}, t.keys()
 assert t["labels"]["class_names"]==["cat","dog"]
 assert t["boxes"]["shape"][1]==4 and t["boxes"]["kind"]=="bbox", t["boxes"]' "$OUT"
 ok "cat label 1" dlk cat "$DS5" labels 1 --json
