@@ -7,7 +7,7 @@ SRC=$T/src
 python3 "$DLK_TESTS/../examples/sample_data.py" "$SRC" --samples 40 --size 24 >/dev/null
 DS=$(ds_url ds)
 ok "create" dlk create "$DS" --tensor images:u8:24x24x3 --tensor labels:i32 --tensor 'boxes:f32:?x4:zstd' --classes labels=red,green,blue --chunk-size 16K
-ok "ingest from-dir" dlk ingest "$DS" from-dir "$SRC" --json
+ok "ingest from-dir" dlk ingest "$DS" from-dir "$SRC" --order sorted --json
 check "ingest counts rows (40 of 3 tensors) and their bytes" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1])); assert d["ingested"]==40 and d["skipped"]==0, d
 assert d["bytes_out"] > 40*(24*24*3+4), d

@@ -32,7 +32,7 @@ S=$T/src
 frames "$S/cat" c 3 64x48
 frames "$S/dog" d 2 64x48
 DS=$T/ds
-ok "run 1: create from-dir" dlk create "$DS" from-dir "$S" --json
+ok "run 1: create from-dir (sorted, so that row 3 is known)" dlk create "$DS" from-dir "$S" --order sorted --json
 check "5 new rows ingested" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))
 assert d["ingested"]==5 and d["keys"] and d["new"]==5 and d["present"]==0 and d["changed"]==0, d' "$OUT"

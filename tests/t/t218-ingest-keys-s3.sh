@@ -38,7 +38,7 @@ frames "$S/cat" c 3 64x48
 frames "$S/dog" d 2 64x48
 s3_put_tree "$S" s3://raw/train
 DS=$T/ds
-ok "run 1: create from-s3" dlk create "$DS" from-s3 s3://raw/train --json
+ok "run 1: create from-s3 (sorted, so that row 0 is known)" dlk create "$DS" from-s3 s3://raw/train --order sorted --json
 check "5 new rows" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))
 assert d["ingested"]==5 and d["new"]==5 and d["present"]==0, d' "$OUT"

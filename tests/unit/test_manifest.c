@@ -463,6 +463,53 @@ static void size_limit(void)
                "{", 1, DOC, &m, NULL) == DLK_ECORRUPT);
 }
 
+/* ---- key_index (formats 6.9) ---------------------------------------- */
+
+static void key_index(void)
+{
+    const char *hex = "0123456789abcdef0123456789abcdef";
+    char doc[512];
+    snprintf(doc, sizeof doc, "{\"format\":\"dlk\",\"version\":1,"
+             "\"parent\":null,\"tensors\":[],\"key_index\":{\"object\":"
+             "\"index/keys/%s\",\"rows\":7}}", hex);
+    dlk_manifest m;
+    dlk_status rc = parse(doc, strlen(doc), &m);
+    UNIT_CHECK("key_index: parsed", rc == DLK_OK &&
+               strcmp(m.key_index + strlen("index/keys/"), hex) == 0 &&
+               m.key_index_rows == 7);
+    char *out = NULL;
+    size_t len;
+    if (!rc && !dlk_manifest_dump(&m, &out, &len, NULL)) {
+        dlk_manifest m2;
+        UNIT_CHECK("key_index: dumped as read", strstr(out, hex) &&
+                   parse(out, len, &m2) == DLK_OK &&
+                   strcmp(m2.key_index, m.key_index) == 0 &&
+                   m2.key_index_rows == 7);
+        dlk_manifest_free(&m2);
+    }
+    free(out);
+    if (!rc)
+        dlk_manifest_free(&m);
+    const char *bad[] = {
+        "\"x\"", "{\"object\":\"index/keys/abc\",\"rows\":1}",
+        "{\"object\":\"chunks/a/0123456789abcdef0123456789abcdef\","
+        "\"rows\":1}",
+        "{\"object\":\"index/keys/0123456789ABCDEF0123456789abcdef\","
+        "\"rows\":1}",
+        "{\"object\":\"index/keys/0123456789abcdef0123456789abcdef\","
+        "\"rows\":-1}",
+        "{\"object\":\"index/keys/0123456789abcdef0123456789abcdef\"}",
+    };
+    int refused = 0;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(doc, sizeof doc, "{\"format\":\"dlk\",\"version\":1,"
+                 "\"tensors\":[],\"key_index\":%s}", bad[i]);
+        refused += fails(doc, strlen(doc), DLK_ECORRUPT);
+    }
+    UNIT_CHECK("key_index: malformed ones refused",
+               refused == (int)(sizeof bad / sizeof *bad));
+}
+
 /* ---- replay of fuzzer finds ---------------------------------------- */
 
 static bool replay_manifest(const uint8_t *p, size_t len)
@@ -489,6 +536,7 @@ int main(void)
     duplicates();
     chunk_entries();
     size_limit();
+    key_index();
     unit_replay("manifest", replay_manifest);
     unit_replay("fuzz_manifest", replay_manifest);
     return unit_done();

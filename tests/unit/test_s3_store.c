@@ -220,6 +220,15 @@ typedef struct keys {
     size_t stop_after;   /* 0: never stop */
 } keys;
 
+static int collect_etag(void *ud, const char *key, uint64_t size,
+                        const char *etag)
+{
+    char (*out)[64] = ud;
+    DLK_UNUSED(size);
+    snprintf(out[key[0] == 'n'], 64, "%s", etag);
+    return 0;
+}
+
 static int collect(void *ud, const char *key, uint64_t size)
 {
     keys *ks = ud;
@@ -268,6 +277,17 @@ static void test_xml(void)
           strcmp(pg.next_token, "T/1=") == 0, "xml: list page decoded");
     free(pg.next_token);
     keys_free(&ks);
+    const char *le = "<ListBucketResult><Contents><Key>k</Key><ETag>"
+                     "&quot;9b2c-3&quot;</ETag><Size>5</Size></Contents>"
+                     "<Contents><Key>n</Key><Size>1</Size></Contents>"
+                     "</ListBucketResult>";
+    char etags[2][64] = {"?", "?"};
+    rc = s3_xml_list_etags(le, strlen(le), collect_etag, etags, &pg, "x",
+                           &err);
+    check(rc == DLK_OK && strcmp(etags[0], "9b2c-3") == 0 &&
+          strcmp(etags[1], "") == 0, "xml: ETags without quotes, '' when "
+          "absent ('%s', '%s')", etags[0], etags[1]);
+    s3_list_page_fini(&pg);
 
     const char *bad[] = {
         "<ListBucketResult><Contents><Size>1</Size></Contents>"
