@@ -10,7 +10,8 @@ static const char usage_text[] =
     "       dlk ingest DATASET from-dir DIR [options]\n"
     "\n"
     "Decode images, video and labels once into the dataset's tensors.\n"
-    "Resumable: after a crash, run the same command again.\n"
+    "Resumable: after a crash, run the same command again.  Each row keeps\n"
+    "its object's key: a rerun ingests only the objects added since.\n"
     "\n";
 
 int cmd_ingest(int argc, char **argv)

@@ -47,7 +47,7 @@ const char ingest_opts_usage[] =
     "  --no-resume          start afresh instead of resuming an interrupted run\n"
     "                       (keys already in the dataset are still skipped)\n"
     "  --no-key             a new dataset gets no 'key' and 'key_version'\n"
-    "                       tensors (then every rerun ingests everything)\n"
+    "                       tensors (then a rerun picks up no new objects)\n"
     "  --on-changed MODE    an ingested object whose version changed: skip\n"
     "                       (default: report it and go on) or fail (exit 3,\n"
     "                       ingest nothing)\n"
