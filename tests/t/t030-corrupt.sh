@@ -122,7 +122,7 @@ ok "make a dataset for .npy sources" dlk create "$DS" --tensor t:i32:2
 for f in $(files "$C/npy" "$C/fuzz_npy"); do
     name=${f#"$C"/}
     rm -rf "$T/src" && mkdir -p "$T/src" && cp "$f" "$T/src/0001.t.npy"
-    fails "$name: dlk ingest refuses it" 3 dlk ingest "$DS" from-dir "$T/src"
+    fails "$name: dlk ingest refuses it" 3 dlk ingest "$DS" from-dir "$T/src" --on-error fail
     check "$name: no sanitizer report" no_report
     check "$name: the message names the file" grep -q "0001.t.npy" "$ERR"
 done
