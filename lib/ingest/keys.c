@@ -310,11 +310,17 @@ dlk_status ing_keyset_load(dlk_dataset *ds, int t_key, int t_ver,
     /* an index of more rows than the tensor has is not this head's */
     if (ds->m.key_index[0] && ds->m.key_index_rows <= samples) {
         dlk_status rc = load_index(ds, k, err);
-        if (rc) {
+        if (rc == DLK_ENOTFOUND || rc == DLK_ECORRUPT || rc == DLK_ELIMIT) {
+            /* the index only repeats the key chunks: read those instead
+             * (and the merge writes a good index again) */
+            dlk_error_clear(err);
+            ing_keyset_free(k);
+        } else if (rc) {
             ing_keyset_free(k);
             return rc;
+        } else {
+            from = ds->m.key_index_rows;
         }
-        from = ds->m.key_index_rows;
     }
     dlk_status rc = ing_keyset_add_rows(ds, t_key, t_ver, from, k, err);
     if (rc) {

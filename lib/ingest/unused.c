@@ -20,7 +20,8 @@ bool ing_row_is_sample(const ing_source *s, size_t row, const ing_feeds *f,
     const ing_obj *o = &s->objs[r->first];
     bool media = false;
     for (uint32_t i = 0; i < r->n; i++)
-        media |= o[i].role == ING_IMAGE || o[i].role == ING_VIDEO;
+        media |= o[i].role == ING_IMAGE || o[i].role == ING_VIDEO ||
+                 o[i].role == ING_NPY; /* an array feeds its tensor itself */
     bool sample = media || !f->media;
     for (uint32_t i = 0; i < r->n; i++) {
         const char *why = NULL;

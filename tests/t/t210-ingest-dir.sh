@@ -14,7 +14,7 @@ frames "$S/bird" b 4 160x120
 ff -f lavfi -i "mandelbrot=s=200x150" -frames:v 1 "$S/bird/png1.png"
 
 DS=$(ds_url ds)
-# without key tensors: every rerun is the same run (t217 covers keys)
+# without key tensors: every rerun is the same run (t225 covers keys)
 ok "create from-dir infers and ingests" dlk create "$DS" from-dir "$S" --resize 64x48 --no-key --json
 check "13 rows ingested, none skipped" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))

@@ -84,6 +84,14 @@ ds=sys.argv[1]; m=json.load(open(ds+"/staging/manifest.json"))
 left=os.listdir(ds+"/index/keys")
 assert left==[m["key_index"]["object"].split("/")[-1]], (left, m.get("key_index"))
 assert m["key_index"]["rows"]==8, m["key_index"]' "$DS"
+# a corrupt index is not used: the keys are read from the key chunks
+idx=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["key_index"]["object"])' "$DS/staging/manifest.json")
+chmod u+w "$DS/$idx"
+flip_byte "$DS/$idx" 30
+ok "with a corrupt index: still nothing new" dlk ingest "$DS" from-dir "$S" --json
+check "... 7 present, 1 changed" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1]))
+assert d["ingested"]==0 and d["present"]==7 and d["changed"]==1, d' "$OUT"
 # a head whose index was dropped (a writer of an earlier revision): the
 # keys are read from the key chunks
 python3 -c '
