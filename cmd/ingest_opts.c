@@ -638,10 +638,10 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
                    "--no-resume ingests everything again)\n");
         else if (r->keyed && !r->new_rows && !r->ingested && !r->skipped &&
                  !r->resumed_rows)
-            printf("nothing new: %llu object%s already ingested%s%llu "
-                   "changed since (skipped)\n",
+            printf("nothing new: %llu object%s already ingested; %llu "
+                   "changed since (skipped)%s\n",
                    (unsigned long long)r->present, r->present == 1 ? "" : "s",
-                   "; ", (unsigned long long)r->changed);
+                   (unsigned long long)r->changed, unused_note(r, note));
         else
             printf("ingested %llu rows (%s read, %s of samples) in %.2f s; "
                    "%llu skipped%s%s%s\n", (unsigned long long)r->ingested,

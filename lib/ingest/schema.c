@@ -620,7 +620,8 @@ dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
         rc = dry_create(opts, &src, specs, n, result, err);
         result->list_seconds = list_s;
         result->seconds = dlk_now_s() - t0;
-        dlk_ingest_specs_free(inferred, inferred ? n : 0);
+        free(keyed);
+        dlk_ingest_specs_free(inferred, inferred ? n_inferred : 0);
         ing_source_free(&src);
         return rc;
     }

@@ -37,6 +37,7 @@ plan_ok() { # JSON
     python3 - "$1" "$strays" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1])); strays = json.loads(sys.argv[2])
+KEYS = ("key", "key_version")  # the source keys every row gets
 assert d["dry_run"] and d["planned"] == 6 and d["ingested"] == 0, d
 assert d["skipped"] == 0 and d["errors"] == [], d
 assert sorted(x["key"] for x in d["unused_objects"]) == strays, d["unused_objects"]
@@ -44,7 +45,7 @@ assert d["unused"] == 7 and sum(d["unused_reasons"].values()) == 7, d
 r = {x["key"]: x["reason"] for x in d["unused_objects"]}
 assert r["README.txt"].startswith("not a sample"), r
 assert r["dog/notes.txt"] == "not a sample: no image or video has its stem", r
-assert [t["name"] for t in d["schema"]] == ["images", "labels"], d["schema"]
+assert [t["name"] for t in d["schema"] if t["name"] not in KEYS] == ["images", "labels"], d["schema"]
 t = {x["name"]: x for x in d["schema"]}
 assert t["images"] == {"name": "images", "dtype": "u8", "shape": [None, None, 3],
                        "kind": "image", "codec": "none", "classes": []}, t
@@ -56,9 +57,10 @@ run_ok() { # JSON
     python3 - "$1" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
+KEYS = ("key", "key_version")
 assert d["ingested"] == 6 and d["skipped"] == 0 and d["errors"] == [], d
 assert d["unused"] == 7 and not d["dry_run"] and d["complete"], d
-assert [t["name"] for t in d["schema"]] == ["images", "labels"], d["schema"]
+assert [t["name"] for t in d["schema"] if t["name"] not in KEYS] == ["images", "labels"], d["schema"]
 EOF
 }
 
@@ -77,9 +79,9 @@ ok "create from-dir with strays" dlk create "$DS" from-dir "$S" --json
 check "every image ingested, the strays reported, not skipped" run_ok "$OUT"
 ok "ls" dlk ls "$DS" --json
 check "only images and labels, 6 samples each" python3 -c '
-import json,sys; d=json.load(open(sys.argv[1]))
-assert [(t["name"], t["samples"]) for t in d["tensors"]] == [("images", 6), ("labels", 6)], d' "$OUT"
-ok "text output" dlk ingest "$DS" from-dir "$S" --no-resume
+import json,sys; d=json.load(open(sys.argv[1])); KEYS=("key","key_version")
+assert [(t["name"], t["samples"]) for t in d["tensors"] if t["name"] not in KEYS] == [("images", 6), ("labels", 6)], d' "$OUT"
+ok "text output" dlk create "$T/text" from-dir "$S"
 check "counts the objects not ingested" grep -q "; 0 skipped; 7 objects not ingested (not samples)" "$OUT"
 
 check "no schema printed off a terminal" sh -c "! grep -q '^schema:' '$ERR'"
@@ -97,10 +99,10 @@ fi
 cp "$T/ds/staging/manifest.json" "$T/head.before"
 find "$T/ds" | sort > "$T/files.before"
 ok "ingest --dry-run --json" dlk ingest "$DS" from-dir "$S" --no-resume --dry-run --json
-check "plans 6 rows with the dataset's schema" python3 -c '
-import json,sys; d=json.load(open(sys.argv[1]))
-assert d["dry_run"] and d["planned"] == 6 and d["ingested"] == 0 and d["unused"] == 7, d
-assert [t["name"] for t in d["schema"]] == ["images", "labels"], d["schema"]' "$OUT"
+check "plans no row (the 6 are there, by key) with the dataset's schema" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1])); KEYS=("key","key_version")
+assert d["dry_run"] and d["planned"] == 0 and d["present"] == 6 and d["ingested"] == 0 and d["unused"] == 7, d
+assert [t["name"] for t in d["schema"] if t["name"] not in KEYS] == ["images", "labels"], d["schema"]' "$OUT"
 find "$T/ds" | sort > "$T/files.after"
 check "ingest --dry-run wrote nothing" sh -c "cmp '$T/head.before' '$T/ds/staging/manifest.json' && cmp '$T/files.before' '$T/files.after'"
 
@@ -110,14 +112,14 @@ jpegs "$F" 001 002 003 004
 for i in 001 002 003; do printf 'caption %s' $i > "$F/$i.txt"; done
 ok "3 of 4 rows with a .txt: dry run" dlk create "$T/many" from-dir "$F" --dry-run --json
 check "text is a tensor" python3 -c '
-import json,sys; d=json.load(open(sys.argv[1]))
-assert [t["name"] for t in d["schema"]] == ["images", "text"], d["schema"]
+import json,sys; d=json.load(open(sys.argv[1])); KEYS=("key","key_version")
+assert [t["name"] for t in d["schema"] if t["name"] not in KEYS] == ["images", "text"], d["schema"]
 assert d["planned"] == 4 and d["unused"] == 0, d' "$OUT"
 rm "$F/001.txt" "$F/002.txt"
 ok "1 of 4 rows with a .txt" dlk create "$T/one" from-dir "$F" --json
 check "no text tensor; every image ingested; the .txt reported" python3 -c '
-import json,sys; d=json.load(open(sys.argv[1]))
-assert [t["name"] for t in d["schema"]] == ["images"], d["schema"]
+import json,sys; d=json.load(open(sys.argv[1])); KEYS=("key","key_version")
+assert [t["name"] for t in d["schema"] if t["name"] not in KEYS] == ["images"], d["schema"]
 assert d["ingested"] == 4 and d["skipped"] == 0, d
 assert d["unused_objects"] == [{"key": "003.txt", "reason": "not used: the schema has no text tensor"}], d' "$OUT"
 
@@ -127,9 +129,9 @@ jpegs "$M" a b c
 printf '{"key": "a.jpg", "label": "x"}\n{"key": "b.jpg", "label": "y"}\n{"key": "c.jpg", "label": "x"}\n' > "$M/labels.json"
 ok "--labels naming a file in the source" dlk create "$T/mds" from-dir "$M" --labels "$M/labels.json" --json
 check "3 rows, the manifest not ingested" python3 -c '
-import json,sys; d=json.load(open(sys.argv[1]))
+import json,sys; d=json.load(open(sys.argv[1])); KEYS=("key","key_version")
 assert d["ingested"] == 3 and d["skipped"] == 0, d
-assert [t["name"] for t in d["schema"]] == ["images", "labels"], d["schema"]
+assert [t["name"] for t in d["schema"] if t["name"] not in KEYS] == ["images", "labels"], d["schema"]
 assert d["unused_objects"] == [{"key": "labels.json", "reason": "not a sample: the --labels manifest"}], d' "$OUT"
 
 # the same tree from S3
