@@ -66,7 +66,8 @@ clear_error() {
 start() {
     local ds=$1
     ok "setup $ds: create" dlk create "$ds" "${SPECS[@]}"
-    ok "setup $ds: ingest" dlk ingest "$ds" from-dir "$T/src1" --quiet
+    # without key tensors: the failing ingests below append src1 again
+    ok "setup $ds: ingest" dlk ingest "$ds" from-dir "$T/src1" --no-key --quiet
     ok "setup $ds: commit" dlk commit "$ds" -m base
     log_sig "$ds" >"$(meta "$ds").log"
     dump "$ds" --at main~0 >"$(meta "$ds").dump"
@@ -101,7 +102,7 @@ if [ -n "$fs" ]; then
     # ---- disk full ----
     D=$MNT/full
     start "$D"
-    fails "disk full: ingest of 2.8 MB into 2 MB" 3 dlk ingest "$D" from-dir "$T/src2" --quiet
+    fails "disk full: ingest of 2.8 MB into 2 MB" 3 dlk ingest "$D" from-dir "$T/src2" --no-key --quiet
     clear_error "disk full: ingest" "No space left on device" "$D"
     intact "disk full: ingest" "$D"
     ok "after the failed ingest: ls" dlk ls "$D"
@@ -109,14 +110,14 @@ if [ -n "$fs" ]; then
     ok "disk full: gc of what the failed ingest left (frees space)" dlk gc "$D" --grace 0
     intact "disk full: after gc" "$D"
 
-    ok "disk full: a small ingest (head ahead of main)" dlk ingest "$D" from-dir "$T/src3" --quiet
+    ok "disk full: a small ingest (head ahead of main)" dlk ingest "$D" from-dir "$T/src3" --no-key --quiet
     stray "$D"
     dd if=/dev/zero of="$MNT/filler" bs=4k 2>/dev/null
     check "the disk is full" test "$(df --output=avail "$MNT" | tail -n 1 | tr -d ' ')" -lt 8
     fails "disk full: commit" 3 dlk commit "$D" -m full
     clear_error "disk full: commit" "No space left on device" "$D"
     intact "disk full: commit" "$D"
-    fails "disk full: ingest" 3 dlk ingest "$D" from-dir "$T/src1" --quiet --no-resume
+    fails "disk full: ingest" 3 dlk ingest "$D" from-dir "$T/src1" --no-key --quiet --no-resume
     clear_error "disk full: second ingest" "No space left on device" "$D"
     intact "disk full: second ingest" "$D"
     # gc only deletes: on a full disk it works (or fails clearly)
@@ -159,12 +160,12 @@ import json,sys; assert [c["message"] for c in json.load(open(sys.argv[1]))]==["
     # ---- read-only file system ----
     R=$MNT/ro
     start "$R"
-    ok "ro: a small ingest (head ahead of main)" dlk ingest "$R" from-dir "$T/src3" --quiet
+    ok "ro: a small ingest (head ahead of main)" dlk ingest "$R" from-dir "$T/src3" --no-key --quiet
     stray "$R"
     log_sig "$R" >"$(meta "$R").log"
     if mount -o remount,ro "$MNT" 2>"$T/remount.err"; then
         at_exit "mount -o remount,rw '$MNT' 2>/dev/null"
-        fails "read-only fs: ingest" 3 dlk ingest "$R" from-dir "$T/src1" --quiet --no-resume
+        fails "read-only fs: ingest" 3 dlk ingest "$R" from-dir "$T/src1" --no-key --quiet --no-resume
         clear_error "read-only fs: ingest" "Read-only file system" "$R"
         fails "read-only fs: commit" 3 dlk commit "$R" -m ro
         clear_error "read-only fs: commit" "Read-only file system" "$R"
@@ -197,12 +198,12 @@ if [ ${#as_nobody[@]} -eq 0 ]; then
 fi
 P=$T/perm
 start "$P"
-ok "perm: a small ingest (head ahead of main)" dlk ingest "$P" from-dir "$T/src3" --quiet
+ok "perm: a small ingest (head ahead of main)" dlk ingest "$P" from-dir "$T/src3" --no-key --quiet
 stray "$P"
 log_sig "$P" >"$(meta "$P").log"
 chmod -R go-w "$P"
 check "the dataset is not writable by others" test -z "$(find "$P" -perm -o+w | head -n 1)"
-fails "permission denied: ingest" 3 "${as_nobody[@]}" "$DLK" ingest "$P" from-dir "$T/src1" --quiet --no-resume
+fails "permission denied: ingest" 3 "${as_nobody[@]}" "$DLK" ingest "$P" from-dir "$T/src1" --no-key --quiet --no-resume
 clear_error "permission denied: ingest" "Permission denied" "$P"
 fails "permission denied: commit" 3 "${as_nobody[@]}" "$DLK" commit "$P" -m perm
 clear_error "permission denied: commit" "Permission denied" "$P"
