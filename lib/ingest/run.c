@@ -398,7 +398,8 @@ static void common_reasons(const json_t *errors, const ing_source *unsafe,
 
 static dlk_status check_outcome(const dlk_ingest_opts *o, const char *source,
                                 uint64_t ingested, uint64_t skipped,
-                                bool nonempty, const json_t *errors,
+                                uint64_t held, bool nonempty,
+                                const json_t *errors,
                                 const ing_source *unsafe,
                                 dlk_ingest_result *res, dlk_error *err);
 
@@ -407,23 +408,28 @@ dlk_status ing_check_outcome(const dlk_ingest_opts *o, const char *source,
                              bool nonempty, const json_t *errors,
                              dlk_ingest_result *res, dlk_error *err)
 {
-    return check_outcome(o, source, ingested, skipped, nonempty, errors,
+    return check_outcome(o, source, ingested, skipped, 0, nonempty, errors,
                          NULL, res, err);
 }
 
 /* What a run tried (rows ingested and skipped, over every run of it):
  * no row ingested from a source that is not empty, or a share skipped
- * over o->max_skip, fails (res->rejected) before the rows are merged. */
+ * over o->max_skip, fails (res->rejected) before the rows are merged.
+ * held: rows of the source that the dataset holds already (by key): a
+ * source ingested before is not empty of rows, and its skips are a share
+ * of all its rows, so that an object that stays bad does not fail every
+ * later run over a growing prefix. */
 static dlk_status check_outcome(const dlk_ingest_opts *o, const char *source,
                                 uint64_t ingested, uint64_t skipped,
-                                bool nonempty, const json_t *errors,
+                                uint64_t held, bool nonempty,
+                                const json_t *errors,
                                 const ing_source *unsafe,
                                 dlk_ingest_result *res, dlk_error *err)
 {
     double max = o->max_skip > 0 ? o->max_skip : o->max_skip < 0 ? 0 : 0.1;
     uint64_t tried = ingested + skipped;
-    bool none = ingested == 0 && nonempty;
-    bool over = tried && (double)skipped > max * (double)tried;
+    bool none = ingested == 0 && held == 0 && nonempty;
+    bool over = tried && (double)skipped > max * (double)(tried + held);
     if (!none && !over)
         return DLK_OK;
     res->rejected = 1;
@@ -767,6 +773,14 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
             rc = DLK_OK;
             idle = true;
         }
+        /* nothing to do because the source has no row at all: the
+         * outcome of an empty run (no row to ingest in a source that is
+         * not empty fails) */
+        if (!rc && idle && !res->present && !res->changed)
+            rc = check_outcome(o, r.source, 0,
+                               r.shard == 0 ? src.nunsafe : 0, 0,
+                               src.nobjs + src.unused_total + src.nunsafe > 0,
+                               NULL, r.shard == 0 ? &src : NULL, res, err);
     }
     size_t *todo = NULL, ntodo = 0;
     bool resumed = false;
@@ -790,7 +804,8 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
                                 ? src.nobjs + src.unused_total + src.nunsafe > 0
                                 : b - a + unsafe > 0;
             rc = check_outcome(o, r.source, r.prog.ingested,
-                               r.prog.skipped + unsafe, nonempty,
+                               r.prog.skipped + unsafe,
+                               res->present + res->changed, nonempty,
                                r.prog.errors, first ? &src : NULL, res, err);
             if (rc)
                 r.failed = true;

@@ -74,6 +74,20 @@ check "... and counted" grep -q "nothing new: 7 objects already ingested; 1 chan
 keys_of "$DS" | LC_ALL=C sort > "$T/keys"
 listing "$S" > "$T/list"
 check "every object exactly once" cmp "$T/keys" "$T/list"
+# an object that stays bad: a share of all the source's rows, not of the
+# new ones, so the runs after it do not fail (--max-skip, default 10%)
+printf 'not an image' > "$T/bad.jpg"
+cp "$T/bad.jpg" "$S/cat/c900.jpg"
+frames "$S/dog" d 1 64x48 5
+ok "a bad and a good new object" dlk ingest "$DS" from-dir "$S" --json
+check "... the good one ingested, the bad one skipped" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1]))
+assert d["ingested"]==1 and d["skipped"]==1 and d["new"]==2 and d["present"]==7, d' "$OUT"
+ok "the next run: the bad one tried again, not a failure" dlk ingest "$DS" from-dir "$S" --json
+check "... skipped again, 8 present" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1]))
+assert d["ingested"]==0 and d["skipped"]==1 and d["new"]==1 and d["present"]==8, d' "$OUT"
+rm "$S/cat/c900.jpg"
 ok "verify --all" dlk verify "$DS" --all
 
 # the key index: written at each merge, older ones collected
@@ -83,15 +97,15 @@ import json,os,sys
 ds=sys.argv[1]; m=json.load(open(ds+"/staging/manifest.json"))
 left=os.listdir(ds+"/index/keys")
 assert left==[m["key_index"]["object"].split("/")[-1]], (left, m.get("key_index"))
-assert m["key_index"]["rows"]==8, m["key_index"]' "$DS"
+assert m["key_index"]["rows"]==9, m["key_index"]' "$DS"
 # a corrupt index is not used: the keys are read from the key chunks
 idx=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["key_index"]["object"])' "$DS/staging/manifest.json")
 chmod u+w "$DS/$idx"
 flip_byte "$DS/$idx" 30
 ok "with a corrupt index: still nothing new" dlk ingest "$DS" from-dir "$S" --json
-check "... 7 present, 1 changed" python3 -c '
+check "... 8 present, 1 changed" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))
-assert d["ingested"]==0 and d["present"]==7 and d["changed"]==1, d' "$OUT"
+assert d["ingested"]==0 and d["present"]==8 and d["changed"]==1, d' "$OUT"
 # a head whose index was dropped (a writer of an earlier revision): the
 # keys are read from the key chunks
 python3 -c '
@@ -99,9 +113,9 @@ import json,sys
 p=sys.argv[1]+"/staging/manifest.json"; m=json.load(open(p)); del m["key_index"]
 open(p,"w").write(json.dumps(m))' "$DS"
 ok "without the index: still nothing new" dlk ingest "$DS" from-dir "$S" --json
-check "... 7 present, 1 changed" python3 -c '
+check "... 8 present, 1 changed" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))
-assert d["ingested"]==0 and d["present"]==7 and d["changed"]==1, d' "$OUT"
+assert d["ingested"]==0 and d["present"]==8 and d["changed"]==1, d' "$OUT"
 
 # --no-key: no key tensors, and a rerun is the run of before
 NK=$T/nokey
