@@ -7,7 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -577,14 +580,40 @@ static dlk_status legacy_npy(const char *url, const dlk_ingest_opts *o,
     return dlk_dataset_close(ds, err);
 }
 
+/* The number of dimensions of the .npy file at dir/key, or -1. */
+static int npy_ndim(const char *dir, const char *key)
+{
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s", dir, key) >= (int)sizeof path)
+        return -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_size <= 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED)
+        return -1;
+    dlk_npy_info h;
+    int nd = dlk_npy_parse(map, (size_t)st.st_size, key, &h, NULL) ? -1
+                                                                  : h.ndim;
+    munmap(map, (size_t)st.st_size);
+    return nd;
+}
+
 /* Whether a tree of .npy files is ingested as rows with keys, as media
  * are: every file names a tensor of the dataset by its stem's suffix
- * ("0001.images.npy": one sample of "images"), and the dataset has key
+ * ("0001.images.npy") and holds one sample of it, and the dataset has key
  * tensors or, empty, will get them.  Otherwise the reading of before
  * (batches, folders named after tensors), without keys. */
 static bool npy_as_rows(const char *url, const dlk_ingest_opts *o,
                         const ing_source *src)
 {
+    const char *dir = strncmp(o->source, "file://", 7) == 0 ? o->source + 7
+                                                             : o->source;
     dlk_dataset *ds;
     dlk_error e;
     if (dlk_dataset_open(url, NULL, &ds, &e))
@@ -599,7 +628,11 @@ static bool npy_as_rows(const char *url, const dlk_ingest_opts *o,
     for (size_t i = 0; ok && i < src->nobjs; i++) {
         int t = src->objs[i].tensor[0]
                     ? dlk_dataset_find(ds, src->objs[i].tensor) : -1;
-        ok = t >= 0 && t != tk && t != tv;
+        /* a batch (one dimension more) is read as before; a file that
+         * cannot be parsed becomes a bad row, reported with its key */
+        int nd = t >= 0 ? npy_ndim(dir, src->objs[i].key) : -1;
+        ok = t >= 0 && t != tk && t != tv &&
+             (nd < 0 || nd == ds->m.tensors[t].spec.ndim);
     }
     dlk_dataset_free(ds);
     return ok;

@@ -47,9 +47,9 @@ import json,sys; d=json.load(open(sys.argv[1])); assert d["jobs"]==2, d' "$OUT"
 
 # an unknown tensor lists the dataset's tensors
 fails "cat of an unknown tensor" 3 dlk cat "$DS" image 0
-check "cat lists the tensors" grep -q "no tensor 'image' in '$DS' (its tensors: images, labels)" "$ERR"
+check "cat lists the tensors" grep -q "no tensor 'image' in '$DS' (its tensors: images, labels, key, key_version)" "$ERR"
 fails "bench-stream --tensors with an unknown one" 3 dlk bench-stream "$DS" --device cpu --tensors images,label
-check "bench-stream lists the tensors" grep -q "no tensor 'label' in '$DS' (its tensors: images, labels)" "$ERR"
+check "bench-stream lists the tensors" grep -q "no tensor 'label' in '$DS' (its tensors: images, labels, key, key_version)" "$ERR"
 
 # create on an existing dataset
 samples() { "$DLK" ls "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["tensors"][0]["samples"])'; }
