@@ -17,7 +17,7 @@ echo "not an image" > "$S/b/bad.jpg"
 : > "$S/b/empty.jpg" # zero bytes: not an object to read
 
 DS=$(ds_url ds)
-ok "create from-dir (the text file skipped)" dlk create "$DS" from-dir "$S" --resize 32x24 --json
+ok "create from-dir (the text file skipped; 2 of 12 objects bad: --max-skip 1)" dlk create "$DS" from-dir "$S" --resize 32x24 --max-skip 1 --json
 check "10 images ingested" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1])); assert d["ingested"]==10, d' "$OUT"
 
