@@ -6,6 +6,7 @@
 
 #include "dlk.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -90,6 +91,10 @@ static inline uint64_t dlk_get_le64(const uint8_t *p)
 
 /* Seconds on the monotonic clock (util/clock.c). */
 double dlk_now_s(void);
+/* pthread_cond_timedwait for at most ms milliseconds from now (callers
+ * that poll a stop or cancel callback a few times a second while they
+ * wait); returns its result (ETIMEDOUT when the time ran out). */
+int dlk_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, long ms);
 
 /* ---- hashing (util/hash.c): XXH3, seed 0 -------------------------- */
 

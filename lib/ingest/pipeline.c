@@ -757,14 +757,7 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
             continue;
         }
         /* polled here, on the caller's thread, a few times a second */
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_cond_timedwait(&p.cv_append, &p.mu, &ts);
+        dlk_cond_wait_ms(&p.cv_append, &p.mu, 100);
         if (!p.stop && p.base < p.ntodo && o->stop(o->ud)) {
             /* the rows appended so far are checkpointed below; those
              * fetched or decoded are left for the next run */

@@ -245,14 +245,7 @@ static void *watch_listing(void *arg)
     list_watch *w = arg;
     pthread_mutex_lock(&w->mu);
     while (!w->done) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+        dlk_cond_wait_ms(&w->cv, &w->mu, 100);
         if (w->done)
             break;
         pthread_mutex_unlock(&w->mu);

@@ -239,15 +239,7 @@ static dlk_status wait_ready(dlk_loader *l, uint64_t p0, uint64_t p1,
                     pthread_cond_wait(&l->ready, &l->mu);
                     continue;
                 }
-                struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
-                ts.tv_nsec += 100000000;
-                if (ts.tv_nsec >= 1000000000) {
-                    ts.tv_sec++;
-                    ts.tv_nsec -= 1000000000;
-                }
-                if (pthread_cond_timedwait(&l->ready, &l->mu, &ts) !=
-                    ETIMEDOUT)
+                if (dlk_cond_wait_ms(&l->ready, &l->mu, 100) != ETIMEDOUT)
                     continue;
                 /* the callback may run the caller's code: not under the
                  * lock the workers need */
