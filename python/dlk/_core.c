@@ -394,7 +394,11 @@ static void Loader_dealloc(Loader *self)
     if (!exiting)
         loader_close_now(self); /* no Kept refers to it any more */
     pthread_mutex_destroy(&self->mu);
-    Py_XDECREF(self->ds);
+    /* a loader left open at exit still reads through its dataset on its
+     * I/O threads until the process ends: the dataset must outlive it
+     * (freeing it here crashed such a process now and then) */
+    if (!self->l)
+        Py_XDECREF(self->ds);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
