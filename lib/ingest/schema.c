@@ -547,6 +547,16 @@ static dlk_status dry_create(const dlk_ingest_opts *o,
     return DLK_OK;
 }
 
+/* The source create ingests, listed once: for inference, or for a dry
+ * run of a given schema. */
+static dlk_status list_source(const dlk_ingest_opts *opts, ing_source *src,
+                              dlk_error *err)
+{
+    if (!opts || !opts->source)
+        return dlk_fail(err, DLK_EINVAL, "no source to ingest from");
+    return ing_source_open(opts->source, opts->labels, opts, src, err);
+}
+
 dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
                              size_t n_specs, uint64_t chunk_bytes,
                              const dlk_ingest_opts *opts,
@@ -563,10 +573,7 @@ dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
     ing_source src;
     bool listed = false;
     if (!n_specs) {
-        if (!opts || !opts->source)
-            return dlk_fail(err, DLK_EINVAL, "no source to ingest from");
-        if ((rc = ing_source_open(opts->source, opts->labels, opts, &src,
-                                  err)))
+        if ((rc = list_source(opts, &src, err)))
             return rc;
         listed = true;
         list_s = dlk_now_s() - t0;
@@ -607,11 +614,10 @@ dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
             result = &local;
         memset(result, 0, sizeof *result);
         if (!listed) {
-            if (!opts->source)
-                return dlk_fail(err, DLK_EINVAL, "no source to ingest from");
-            if ((rc = ing_source_open(opts->source, opts->labels, opts, &src,
-                                      err)))
+            if ((rc = list_source(opts, &src, err))) {
+                free(keyed);
                 return rc;
+            }
             listed = true;
             list_s = dlk_now_s() - t0;
         }
