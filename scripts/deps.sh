@@ -15,8 +15,8 @@ PC_PKGS="jansson libxxhash libzstd libcurl expat libcrypto libturbojpeg libpng l
 # Python packages the tests use: numpy reads what dlk writes; moto's
 # server is the S3 the tests talk to; awscli is the independent client;
 # setuptools and wheel build the dlk package (python/).
-PIP_PKGS="numpy pillow moto[server] awscli boto3 setuptools wheel"
-PY_MODULES="numpy PIL moto boto3 setuptools wheel"
+PIP_PKGS="numpy pillow moto[server] awscli boto3 setuptools wheel jax[cpu]"
+PY_MODULES="numpy PIL moto boto3 setuptools wheel jax"
 
 missing_apt() {
     local miss=""
