@@ -14,7 +14,8 @@ APT_PKGS="build-essential pkg-config libjansson-dev libxxhash-dev libzstd-dev
 PC_PKGS="jansson libxxhash libzstd libcurl expat libcrypto libturbojpeg libpng libavformat libavcodec libswscale libavutil libmicrohttpd"
 # Python packages the tests use: numpy reads what dlk writes; moto's
 # server is the S3 the tests talk to; awscli is the independent client;
-# setuptools and wheel build the dlk package (python/).
+# setuptools and wheel build the dlk package (python/); jax takes its
+# batches through DLPack.
 PIP_PKGS="numpy pillow moto[server] awscli boto3 setuptools wheel jax[cpu]"
 PY_MODULES="numpy PIL moto boto3 setuptools wheel jax"
 
