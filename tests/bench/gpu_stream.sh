@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU streaming benchmark (issue 5), all measured in this one run on this
+# GPU streaming benchmark, all measured in this one run on this
 # machine: pinned host-to-device bandwidth; dlk on an uncompressed u8
 # dataset of >= 8 GiB from the page cache; GPU busy with a step of 1.2x
 # the batch's transfer time; the same images as JPEGs through PyTorch's

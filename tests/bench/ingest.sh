@@ -41,7 +41,7 @@ if [ -n "${SRC:-}" ]; then
 elif command -v ffmpeg >/dev/null && command -v mogrify >/dev/null; then
     # 4:2:0 as in ImageNet (and as Pillow writes): at quality 90 and up
     # ImageMagick keeps full chroma (4:4:4) unless told, which makes the
-    # files 1.6x larger and raw decode 1.5x slower (2-core VM: the dlk
+    # files 1.6x larger and raw decode 1.5x slower (on a 2-core machine the dlk
     # decoder 0.84 of raw decode on such files, 0.92 on 4:2:0 ones)
     kind="ffmpeg testsrc2 + mandelbrot frames, ImageMagick q90 4:2:0"
     echo "# generating $N JPEGs (500x375, q90) ..." >&2

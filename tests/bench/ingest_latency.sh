@@ -4,7 +4,7 @@
 # that answers each request after D ms (s3_dir_server with
 # S3_DIR_SERVER_DELAY_MS; S3's time to first byte is tens of ms), for
 # each D of DELAYS (default "0 20 50"): dlk's defaults against the
-# defaults before session 8 (--fetch 64, 64 requests in flight), two runs
+# earlier defaults (--fetch 64, 64 requests in flight), two runs
 # each, alternated; the server on the last core, ingest on the others.
 #   DLK=build/dlk SRV=build/tests/s3_dir_server tests/bench/ingest_latency.sh SRC
 #   (DIST=dist: dist/bin's dlk, s3_dir_server and decode_bench)
