@@ -238,19 +238,6 @@ static dlk_status consume(base_run *r, dlk_error *err)
     return rc;
 }
 
-static dlk_status open_device(const char *name, dlk_dev **out,
-                              dlk_error *err)
-{
-    if (!name || !*name || strcmp(name, "cpu") == 0)
-        return dlk_dev_open_cpu(out, err);
-    int idx = 0;
-    if (strncmp(name, "cuda", 4) == 0 &&
-        (name[4] == '\0' || (name[4] == ':' && (idx = atoi(name + 5)) >= 0)))
-        return dlk_dev_open_cuda(idx, out, err);
-    return dlk_fail(err, DLK_EINVAL, "bad baseline device '%s' (cpu or "
-                    "cuda:N)", name);
-}
-
 dlk_status dlk_source_baseline(const dlk_baseline_opts *o,
                                dlk_baseline_result *res, dlk_error *err)
 {
@@ -263,7 +250,7 @@ dlk_status dlk_source_baseline(const dlk_baseline_opts *o,
     memset(&r, 0, sizeof r);
     r.o = o;
     r.res = res;
-    dlk_status rc = open_device(o->device, &r.dev, err);
+    dlk_status rc = dlk_dev_open(o->device, &r.dev, err);
     if (!rc)
         rc = dlk_store_open(o->source, false, &r.store, err);
     if (!rc)

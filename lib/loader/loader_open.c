@@ -8,8 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static dlk_status pick_device(const char *name, dlk_dev **out,
-                              dlk_error *err)
+dlk_status dlk_dev_open(const char *name, dlk_dev **out, dlk_error *err)
 {
     if (!name || !*name || strcmp(name, "cpu") == 0)
         return dlk_dev_open_cpu(out, err);
@@ -252,7 +251,7 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
     if (!rc)
         rc = pick_blocks(l, err);
     if (!rc)
-        rc = pick_device(l->o.device, &l->dev, err);
+        rc = dlk_dev_open(l->o.device, &l->dev, err);
     if (!rc && !(l->gather = malloc(l->nt * l->o.batch_size *
                                     sizeof *l->gather)))
         rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
