@@ -164,6 +164,14 @@ typedef struct dlk_store_ops {
                       dlk_obj_info *info, dlk_error *err);
     dlk_status (*head)(dlk_store *s, const char *key, dlk_obj_info *info,
                        dlk_error *err);
+    /* Optional: the whole object, known to be `size` bytes (a chunk the
+     * manifest sizes), read as the store reads fastest: S3 asks for byte
+     * ranges of it in parallel on its I/O threads.  *requests: how many
+     * were sent.  An object of another size fails as get with max =
+     * size does, or succeeds with info->size telling the size found. */
+    dlk_status (*get_sized)(dlk_store *s, const char *key, uint64_t size,
+                            dlk_buf *out, dlk_obj_info *info,
+                            unsigned *requests, dlk_error *err);
     /* Atomic: readers see the old object or the new one, never a part.
      * etag_out (may be NULL) receives the new object's etag. */
     dlk_status (*put)(dlk_store *s, const char *key, const void *data,
@@ -265,6 +273,14 @@ dlk_status dlk_store_get(dlk_store *s, const char *key, uint64_t max,
                          dlk_buf *out, dlk_obj_info *info, dlk_error *err);
 dlk_status dlk_store_get_range(dlk_store *s, const char *key, uint64_t off,
                                uint64_t len, dlk_buf *out, dlk_error *err);
+/* The whole object, which the caller knows to be `size` bytes (as
+ * dlk_store_get with max = size where the store has no faster way). */
+dlk_status dlk_store_get_sized(dlk_store *s, const char *key, uint64_t size,
+                               dlk_buf *out, dlk_obj_info *info,
+                               dlk_error *err);
+/* Whether the store is remote (no object can be mapped from a local
+ * file): its reads pay a round trip, so readers keep more in flight. */
+bool dlk_store_is_remote(const dlk_store *s);
 dlk_status dlk_store_head(dlk_store *s, const char *key, dlk_obj_info *info,
                           dlk_error *err);
 dlk_status dlk_store_put(dlk_store *s, const char *key, const void *data,

@@ -81,8 +81,8 @@ dlk_status dlk_chunk_load(dlk_dataset *ds, const dlk_tensor *t,
     if (buf && t->spec.codec == DLK_CODEC_NONE && cap >= e->stored_bytes)
         dlk_buf_wrap(&c->object, buf, cap);
     dlk_obj_info info;
-    dlk_status rc = dlk_store_get(ds->store, key, e->stored_bytes, &c->object,
-                                  &info, err);
+    dlk_status rc = dlk_store_get_sized(ds->store, key, e->stored_bytes,
+                                        &c->object, &info, err);
     if (rc == DLK_ELIMIT || (!rc && info.size != e->stored_bytes))
         rc = dlk_fail(err, DLK_ECORRUPT, "chunk '%s': object has %llu bytes, "
                       "the manifest says %llu", key,

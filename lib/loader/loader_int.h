@@ -11,6 +11,7 @@
 /* Batch buffers a tensor keeps for reuse once kept batches come back;
  * more are freed (a consumer holding many batches is rare). */
 #define DLK_SPARES 8
+#define RAMP_START 4
 
 enum { SLOT_WAITING = 0, SLOT_LOADING, SLOT_READY, SLOT_FAILED, SLOT_DONE };
 
@@ -102,6 +103,11 @@ struct dlk_loader {
     pthread_t *threads;
     uint32_t nthreads;
     uint32_t busy;              /* workers inside a load */
+    /* Loads that may run at once for chunks no batch waits for yet: from
+     * RAMP_START up by one a load finished (doubling each round), so
+     * that the first batch's chunks are not one in many sharing the
+     * store's bandwidth and a GPU's first pinned allocations */
+    uint32_t ramp;
     bool paused, stopping;
 
     /* chunks used in place from the page cache (file stores, codec none):

@@ -42,7 +42,7 @@ static dlk_slot *take_from(dlk_loader *l, dlk_plan *pl, bool ahead)
     dlk_slot *s = &pl->slots[pl->sched[pl->next_sched]];
     uint64_t cost = slot_cost(l, s);
     bool needed_now = !ahead && s->first_pos < l->want_pos;
-    if (!needed_now && l->resident + cost > l->limit)
+    if (!needed_now && (l->resident + cost > l->limit || l->busy >= l->ramp))
         return NULL;
     pl->next_sched++;
     s->state = SLOT_LOADING;
@@ -219,6 +219,9 @@ static void finish(dlk_loader *l, dlk_slot *s, dlk_status rc,
         s->state = SLOT_FAILED;
     } else {
         s->state = SLOT_READY;
+        if (l->ramp < l->nthreads)
+            l->ramp++;
+        pthread_cond_signal(&l->work); /* room under the ramp */
         l->stats.chunks_loaded++;
         l->stats.bytes_loaded += s->ch->object.len;
     }

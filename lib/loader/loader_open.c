@@ -118,9 +118,15 @@ static dlk_status pick_blocks(dlk_loader *l, dlk_error *err)
     return DLK_OK;
 }
 
-/* The budget: the shuffle window plus the read-ahead, in chunks of the
- * largest size, for every tensor; never below what one batch needs. */
-static uint64_t derive_limit(const dlk_loader *l)
+/* Bytes a remote store's reads keep in flight by default: what a rate of
+ * ~10 GB/s needs at ~100 ms to the first byte (rate x latency). */
+#define REMOTE_INFLIGHT_BYTES (1ull << 30)
+/* I/O threads for a remote store by default, at least: each waits on one
+ * chunk's GETs, so they bound the chunks in flight. */
+#define REMOTE_IO_THREADS 64
+
+/* Bytes one chunk of every loaded tensor takes, at the largest. */
+static uint64_t chunk_set_bytes(const dlk_loader *l)
 {
     uint64_t per_set = 0;
     for (size_t i = 0; i < l->nt; i++) {
@@ -135,7 +141,36 @@ static uint64_t derive_limit(const dlk_loader *l)
         }
         per_set += mx;
     }
-    return per_set * (l->o.window_chunks + l->o.prefetch_chunks);
+    return per_set;
+}
+
+/* The budget: the shuffle window plus the read-ahead, in chunks of the
+ * largest size, for every tensor; never below what one batch needs. */
+static uint64_t derive_limit(const dlk_loader *l)
+{
+    return chunk_set_bytes(l) * (l->o.window_chunks + l->o.prefetch_chunks);
+}
+
+/* Defaults that depend on the store: from a remote one, the read-ahead
+ * and the threads cover REMOTE_INFLIGHT_BYTES, as a store's latency,
+ * not its bandwidth, bounds what few requests in flight can read. */
+static void store_defaults(dlk_loader *l, const dlk_loader_opts *given)
+{
+    bool remote = dlk_store_is_remote(l->ds->store);
+    uint64_t set = chunk_set_bytes(l);
+    if (!given->prefetch_chunks && remote && set) {
+        uint64_t want = (REMOTE_INFLIGHT_BYTES + set - 1) / set;
+        if (want > 256)
+            want = 256;
+        if (want > l->o.prefetch_chunks)
+            l->o.prefetch_chunks = (uint32_t)want;
+    }
+    if (!given->io_threads && remote) {
+        uint32_t n = l->o.prefetch_chunks < REMOTE_IO_THREADS
+                         ? l->o.prefetch_chunks : REMOTE_IO_THREADS;
+        if (n > l->o.io_threads)
+            l->o.io_threads = n;
+    }
 }
 
 /* The memory limit of the cgroup this process is in (v2, or v1's memory
@@ -251,6 +286,8 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
     if (!rc)
         rc = pick_blocks(l, err);
     if (!rc)
+        store_defaults(l, opts);
+    if (!rc)
         rc = dlk_dev_open(l->o.device, &l->dev, err);
     if (!rc && !(l->gather = malloc(l->nt * l->o.batch_size *
                                     sizeof *l->gather)))
@@ -276,6 +313,7 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         l->st.seg[0].world = l->o.world_size;
         l->st.seg[0].batch = l->o.batch_size;
         l->nthreads = l->o.io_threads;
+        l->ramp = RAMP_START;
         /* map chunks in place where the store can.  On a GPU that pins
          * them for the loader's life, so only as many as pin_cache asks,
          * and with the buffers within half of the usable memory */

@@ -18,6 +18,10 @@
 #define MAX_PARTS 10000       /* S3's limit */
 
 #define BULK_ENGINES_MAX 16
+#define READ_ENGINES_MAX 16
+/* A read engine receives in reads of this size: a chunk's bytes come in
+ * a few large copies instead of many 64 KiB ones. */
+#define READ_RECV_BUFFER (1L << 20)
 
 typedef struct s3_store {
     dlk_store base;
@@ -35,6 +39,12 @@ typedef struct s3_store {
     bool bulk_made;
     int want;           /* in flight asked for (want_inflight), 0: none */
     unsigned rr;        /* the next batch's engine */
+    /* Sized reads (a dataset's chunks, in ranges) on engines of their
+     * own, made at the first such read (under bulk_mu); nrd 0: on eng. */
+    s3_engine *rd[READ_ENGINES_MAX];
+    int nrd;
+    bool rd_made;
+    unsigned rd_rr;
     char *bucket;
     char *prefix;       /* "" or "a/b": no leading or trailing '/' */
     char *base_url;     /* objects are base_url "/" key */
@@ -178,9 +188,11 @@ static dlk_status req_fail(const s3_store *s, const s3_req *r,
                     rid[0] ? ")" : "", tries[0] ? tries : hint);
 }
 
-/* Run one request; returns its status class, the caller inspects r. */
-static dlk_status run(s3_store *s, s3_req *r, const char *method,
-                      const char *okey, const char *query, dlk_error *err)
+/* Run one request on eng; returns its status class, the caller
+ * inspects r. */
+static dlk_status run_on(s3_store *s, s3_engine *eng, s3_req *r,
+                         const char *method, const char *okey,
+                         const char *query, dlk_error *err)
 {
     dlk_buf url;
     dlk_status rc = make_url(s, okey, query, &url, err);
@@ -188,10 +200,16 @@ static dlk_status run(s3_store *s, s3_req *r, const char *method,
         return rc;
     r->method = method;
     r->url = (const char *)url.data;
-    s3_perform(s->eng, r);
+    s3_perform(eng, r);
     r->url = NULL;
     dlk_buf_free(&url);
     return DLK_OK;
+}
+
+static dlk_status run(s3_store *s, s3_req *r, const char *method,
+                      const char *okey, const char *query, dlk_error *err)
+{
+    return run_on(s, s->eng, r, method, okey, query, err);
 }
 
 static bool ok2xx(const s3_req *r)
@@ -325,11 +343,10 @@ static dlk_status get_answer(s3_store *s, const char *okey, s3_req *r,
     return rc;
 }
 
-static dlk_status s3_get(dlk_store *st, const char *key, uint64_t off,
-                         uint64_t len, uint64_t max, dlk_buf *out,
-                         dlk_obj_info *info, dlk_error *err)
+static dlk_status get_on(s3_store *s, s3_engine *eng, const char *key,
+                         uint64_t off, uint64_t len, uint64_t max,
+                         dlk_buf *out, dlk_obj_info *info, dlk_error *err)
 {
-    s3_store *s = (s3_store *)st;
     char *okey = object_key(s, key);
     if (!okey)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
@@ -364,7 +381,7 @@ static dlk_status s3_get(dlk_store *st, const char *key, uint64_t off,
     r.headers = hdr;
     r.out = out;
     r.max = max;
-    rc = run(s, &r, "GET", okey, NULL, err);
+    rc = run_on(s, eng, &r, "GET", okey, NULL, err);
     curl_slist_free_all(hdr);
     if (!rc)
         rc = get_answer(s, okey, &r, off, len, max, range[0] != 0, out, info,
@@ -373,6 +390,14 @@ static dlk_status s3_get(dlk_store *st, const char *key, uint64_t off,
 out:
     free(okey);
     return rc;
+}
+
+static dlk_status s3_get(dlk_store *st, const char *key, uint64_t off,
+                         uint64_t len, uint64_t max, dlk_buf *out,
+                         dlk_obj_info *info, dlk_error *err)
+{
+    s3_store *s = (s3_store *)st;
+    return get_on(s, s->eng, key, off, len, max, out, info, err);
 }
 
 /* Engines for bulk GETs: DLK_S3_IO_THREADS, or one for every 8 cores,
@@ -432,6 +457,156 @@ static s3_engine *bulk_engine(s3_store *s)
         return s->eng;
     unsigned i = __atomic_fetch_add(&s->rr, 1, __ATOMIC_RELAXED);
     return s->bulk[i % (unsigned)s->nbulk];
+}
+
+/* Engines for sized reads: DLK_S3_READ_THREADS, or half the cores, at
+ * most READ_ENGINES_MAX.  Each engine's thread copies every byte it
+ * receives out of the socket, about 2 GB/s a thread, so a store that
+ * serves 10 GB/s or more needs several (docs/benchmarks.md#s3-throughput:
+ * 2.5 GB/s on one engine, 14.5 on eight, 16-core host).  Each has the
+ * configured in-flight limit, or its share of the user's. */
+static s3_engine *read_engine(s3_store *s)
+{
+    if (!__atomic_load_n(&s->rd_made, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&s->bulk_mu);
+        if (!s->rd_made) {
+            int n = s->cfg.read_threads;
+            if (n <= 0)
+                n = dlk_cpu_count() / 2;
+            n = n < 1 ? 1 : n > READ_ENGINES_MAX ? READ_ENGINES_MAX : n;
+            s3_config c = s->cfg; /* engines copy what they keep */
+            c.recv_buffer = READ_RECV_BUFFER;
+            if (s->cfg.max_inflight_set)
+                c.max_inflight = share(s->cfg.max_inflight, n);
+            for (int i = 0; i < n; i++) {
+                dlk_error e;
+                if (s3_engine_new(&c, &s->rd[i], &e))
+                    break;
+                s->nrd++;
+            }
+            __atomic_store_n(&s->rd_made, true, __ATOMIC_RELEASE);
+        }
+        pthread_mutex_unlock(&s->bulk_mu);
+    }
+    if (s->nrd == 0)
+        return s->eng;
+    unsigned i = __atomic_fetch_add(&s->rd_rr, 1, __ATOMIC_RELAXED);
+    return s->rd[i % (unsigned)s->nrd];
+}
+
+#define READ_PARTS_MAX 64
+
+/* One range of a sized read: its request, the slice of the caller's
+ * buffer it fills, and where that slice starts in the object. */
+typedef struct read_part {
+    s3_req r;
+    s3_engine *eng;
+    dlk_buf slice;
+    struct curl_slist *hdr;
+    uint64_t off, len;
+} read_part;
+
+/* The object in ranges of read_part_size, all in flight at once and
+ * spread over the read engines: a whole-object GET is one connection and
+ * one receiving thread, while a store serves each connection a fraction
+ * of what it serves many (AWS: ~100 MB/s a connection).  Every range
+ * must come back as a 206 of the expected size with the same ETag;
+ * anything else (a server that ignores Range, an object of another size,
+ * one replaced while read) falls back to one whole-object GET, whose
+ * answer decides. */
+static dlk_status s3_get_sized(dlk_store *st, const char *key, uint64_t size,
+                               dlk_buf *out, dlk_obj_info *info,
+                               unsigned *requests, dlk_error *err)
+{
+    s3_store *s = (s3_store *)st;
+    uint64_t part = s->cfg.read_part_size;
+    uint64_t n = part ? (size + part - 1) / part : 1;
+    *requests = 1;
+    if (n < 2 || size > SIZE_MAX) {
+        s3_engine *eng = read_engine(s);
+        return get_on(s, eng, key, 0, UINT64_MAX, size, out, info, err);
+    }
+    if (n > READ_PARTS_MAX) {
+        n = READ_PARTS_MAX;
+        part = (size + n - 1) / n;
+    }
+    size_t start = out->len;
+    dlk_status rc = dlk_buf_reserve(out, (size_t)size, err);
+    if (rc)
+        return rc;
+    char *okey = object_key(s, key);
+    read_part *p = calloc((size_t)n, sizeof *p);
+    dlk_buf url;
+    dlk_buf_init(&url);
+    if (!okey || !p || (rc = make_url(s, okey, NULL, &url, err))) {
+        free(okey);
+        free(p);
+        return rc ? rc : dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
+    size_t sent = 0;
+    for (; sent < n; sent++) {
+        read_part *q = &p[sent];
+        q->off = sent * part;
+        q->len = size - q->off < part ? size - q->off : part;
+        char range[64];
+        snprintf(range, sizeof range, "Range: bytes=%llu-%llu",
+                 (unsigned long long)q->off,
+                 (unsigned long long)(q->off + q->len - 1));
+        if (!(q->hdr = curl_slist_append(NULL, range))) {
+            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+            break;
+        }
+        dlk_buf_wrap(&q->slice, out->data + start + q->off, (size_t)q->len);
+        q->r.method = "GET";
+        q->r.url = (const char *)url.data;
+        q->r.headers = q->hdr;
+        q->r.out = &q->slice;
+        q->r.max = q->len;
+        q->eng = read_engine(s);
+        s3_submit(q->eng, &q->r);
+    }
+    bool whole = false;    /* the ranges did not give the object */
+    dlk_obj_info pi = {0};
+    for (size_t i = 0; i < sent; i++) {
+        read_part *q = &p[i];
+        s3_wait(q->eng, &q->r);
+        if (!rc && !whole) {
+            dlk_error perr;
+            dlk_status prc = get_answer(s, okey, &q->r, q->off, q->len,
+                                        q->len, true, &q->slice, NULL,
+                                        &perr);
+            if (prc == DLK_ENOTFOUND || prc == DLK_EAUTH) {
+                rc = prc;
+                *err = perr;
+            } else if (prc || q->r.status != 206 ||
+                       q->r.total_size != size || q->slice.len != q->len ||
+                       (i && strcmp(q->r.etag, pi.etag) != 0)) {
+                whole = true;
+            } else if (i == 0) {
+                pi.size = size;
+                pi.mtime = s3_req_mtime(&q->r);
+                snprintf(pi.etag, sizeof pi.etag, "%s", q->r.etag);
+            }
+        }
+        s3_req_fini(&q->r);
+        curl_slist_free_all(q->hdr);
+    }
+    *requests = (unsigned)sent;
+    free(p);
+    dlk_buf_free(&url);
+    free(okey);
+    if (rc)
+        return rc;
+    if (whole) {
+        (*requests)++;
+        out->len = start;
+        return get_on(s, read_engine(s), key, 0, UINT64_MAX, size, out, info,
+                      err);
+    }
+    out->len = start + (size_t)size;
+    if (info)
+        *info = pi;
+    return DLK_OK;
 }
 
 /* One whole-object GET of get_each or get_start: its request (first, so
@@ -1431,6 +1606,8 @@ static void s3_free(dlk_store *st)
     s3_engine_free(s->eng);
     for (int i = 0; i < s->nbulk; i++)
         s3_engine_free(s->bulk[i]);
+    for (int i = 0; i < s->nrd; i++)
+        s3_engine_free(s->rd[i]);
     pthread_mutex_destroy(&s->bulk_mu);
     s3_config_free(&s->cfg);
     free(s->bucket);
@@ -1465,6 +1642,7 @@ static const dlk_store_ops s3_ops = {
     .del = s3_del, .list = s3_list, .free = s3_free,
     .get_each = s3_get_each, .get_start = s3_get_start,
     .io_threads = s3_io_threads,
+    .get_sized = s3_get_sized,
     .list_wide = s3_list_wide,
     .list_versions = s3_list_versions,
     .want_inflight = s3_want_inflight,

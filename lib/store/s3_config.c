@@ -353,6 +353,13 @@ dlk_status s3_config_load(s3_config *c, dlk_error *err)
                       64L << 20, &v, err)))
         goto bad;
     c->multipart_threshold = (uint64_t)v;
+    if ((rc = env_int("DLK_S3_READ_PART_SIZE", 16L << 10, 1L << 30, 8L << 20,
+                      &v, err)))
+        goto bad;
+    c->read_part_size = (uint64_t)v;
+    if ((rc = env_int("DLK_S3_READ_THREADS", 0, 16, 0, &v, err)))
+        goto bad;
+    c->read_threads = (int)v;
     goto out;
 bad:
     s3_config_free(c);

@@ -94,6 +94,7 @@ struct s3_engine {
     int64_t last_decrease_ms;
     bool stop;
     int max_attempts;
+    long recv_buffer;         /* CURLOPT_BUFFERSIZE */
     CURL **idle;              /* reusable easy handles */
     int nidle;
     uint64_t rng;
@@ -545,7 +546,7 @@ static bool start(s3_engine *e, s3_req *r)
      * one or two (each read is a pass of the loop; 4,000 GETs of 41 KB:
      * 3.1 reads a GET at 16 KiB).  Under glibc's mmap threshold, so a
      * handle's buffer is not mapped anew per transfer. */
-    curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 64L << 10);
+    curl_easy_setopt(h, CURLOPT_BUFFERSIZE, e->recv_buffer);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, r->curl_msg);
@@ -1124,6 +1125,7 @@ dlk_status s3_engine_new(const s3_config *cfg, s3_engine **out,
     e->max = e->limit = e->cap = cfg->max_inflight;
     e->win_min_lat_ms = INT64_MAX;
     e->max_attempts = cfg->max_attempts;
+    e->recv_buffer = cfg->recv_buffer ? cfg->recv_buffer : 64L << 10;
     dlk_status hrc = hedge_config(e, err);
     if (hrc) {
         pthread_mutex_destroy(&e->mu);

@@ -29,6 +29,11 @@ typedef struct s3_config {
     int io_threads;       /* DLK_S3_IO_THREADS for bulk GETs; 0: by cores */
     uint64_t part_size;   /* DLK_S3_PART_SIZE, default 16 MiB */
     uint64_t multipart_threshold; /* DLK_S3_MULTIPART_THRESHOLD, 64 MiB */
+    uint64_t read_part_size; /* DLK_S3_READ_PART_SIZE: a sized read's
+                             ranges, default 8 MiB */
+    int read_threads;     /* DLK_S3_READ_THREADS for sized reads; 0: by
+                             cores */
+    long recv_buffer;     /* bytes a receive asks for; 0: 64 KiB */
 } s3_config;
 
 /* Load from the environment and the shared AWS files, as the AWS tools

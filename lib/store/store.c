@@ -93,6 +93,30 @@ dlk_status dlk_store_get_range(dlk_store *s, const char *key, uint64_t off,
     return rc;
 }
 
+dlk_status dlk_store_get_sized(dlk_store *s, const char *key, uint64_t size,
+                               dlk_buf *out, dlk_obj_info *info,
+                               dlk_error *err)
+{
+    if (!s->ops->get_sized)
+        return dlk_store_get(s, key, size, out, info, err);
+    if (!dlk_key_valid(key))
+        return bad_key(key, err);
+    size_t before = out->len;
+    if (info)
+        memset(info, 0, sizeof *info);
+    unsigned n = 0;
+    dlk_status rc = s->ops->get_sized(s, key, size, out, info, &n, err);
+    COUNT(gets, n);
+    if (!rc)
+        COUNT(bytes_read, out->len - before);
+    return rc;
+}
+
+bool dlk_store_is_remote(const dlk_store *s)
+{
+    return s->ops->map == NULL;
+}
+
 dlk_status dlk_store_head(dlk_store *s, const char *key, dlk_obj_info *info,
                           dlk_error *err)
 {

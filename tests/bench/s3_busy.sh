@@ -11,7 +11,8 @@
 #   (S3_DIR_SERVER_DELAY_MS holds every answer).
 # STEPS (default "13 50") the step times in ms; DEVICE (default auto:
 # cuda:0 when there is a GPU); WORKERS the loader's I/O threads and the
-# baseline's decode threads (default: the cores); BASELINE_S the
+# baseline's decode threads (default: the loader's default, which the
+# baseline then uses too); BASELINE_S the
 # baseline's time limit (default 20); KEEP a folder for the JSON reports;
 # ROOT a folder holding bench/raw (the JPEGs) and bench/ds (the dataset)
 # from an earlier run, used instead of making them.
@@ -25,7 +26,7 @@ DLK=${DLK:-$root/build/dlk}
 SRV=${SRV:-$root/build/tests/s3_dir_server}
 STEPS=${STEPS:-13 50}
 DEVICE=${DEVICE:-auto}
-WORKERS=${WORKERS:-$(nproc)}
+WORKERS=${WORKERS:-}
 BASELINE_S=${BASELINE_S:-20}
 T=$(mktemp -d "${TMPDIR:-/tmp}/dlk-busy.XXXXXX")
 pid=""
@@ -53,7 +54,7 @@ for delay in 0 50; do
     for step in $STEPS; do
         out=$T/d$delay-s$step.json
         "$DLK" bench-stream s3://bench/ds --device "$DEVICE" --epochs "$epochs" \
-            --shuffle --step-ms "$step" --workers "$WORKERS" \
+            --shuffle --step-ms "$step" ${WORKERS:+--workers "$WORKERS"} \
             --source-baseline s3://bench/raw/ --baseline-seconds "$BASELINE_S" \
             --json > "$out"
         [ -z "${KEEP:-}" ] || cp "$out" "$KEEP/"

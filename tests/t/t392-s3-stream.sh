@@ -51,6 +51,13 @@ stream "bench-stream, last batch padded" --batch-size 64 --workers 4 --shuffle
 check "24 batches of 64 (the last padded), 1500 samples counted" python3 -c 'import json, sys
 r = json.load(open(sys.argv[1]))
 sys.exit(0 if r["batches"] == 24 and r["samples"] == 1500 else 1)' "$OUT"
+# each 64K chunk read as ranges of 16K in parallel, through the same faults
+DLK_S3_READ_PART_SIZE=16384 stream "bench-stream, chunks read in ranges" \
+    --batch-size 100 --workers 8 --shuffle
+check "ranged: four GETs or more a chunk" python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+e = r["epochs"][0]
+sys.exit(0 if e["requests"] >= 4 * e["bytes_read"] // 65536 else 1)' "$OUT"
 for kind in 500 503 reset truncate; do
     n=$(grep -c "^fault $kind " "$S3_PROXY_LOG")
     check "the proxy injected $kind faults ($n)" test "$n" -gt 0
