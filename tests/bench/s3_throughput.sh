@@ -16,20 +16,22 @@
 # (e.g. "DLK_S3_IO_THREADS=8 -- --workers 128"; "bin=PATH" runs another
 # dlk binary, an older build for instance), printed below the default.
 # DEVICE (default auto: cuda:0 when there is a GPU); KEEP a folder for the
-# JSON reports.  Run from a `make dist` folder or with DLK, SRV and SYNTH.
+# JSON reports.  DIST names a `make dist` folder to take bin/dlk,
+# bin/s3_dir_server and bin/synth from (default: build/), or DLK, SRV and
+# SYNTH name each.
 set -eu
 n=${1:-20000}
 epochs=${2:-3}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-pick() { # VAR DIST-PATH BUILD-PATH
+pick() { # VAR NAME-IN-DIST BUILD-PATH
     if [ -n "${!1:-}" ]; then echo "${!1}"
-    elif [ -x "$root/$2" ]; then echo "$root/$2"
+    elif [ -n "${DIST:-}" ]; then echo "$DIST/bin/$2"
     else echo "$root/$3"; fi
 }
-DLK=$(pick DLK bin/dlk build/dlk)
-SRV=$(pick SRV bin/s3_dir_server build/tests/s3_dir_server)
-SYNTH=$(pick SYNTH bin/synth build/tests/synth)
+DLK=$(pick DLK dlk build/dlk)
+SRV=$(pick SRV s3_dir_server build/tests/s3_dir_server)
+SYNTH=$(pick SYNTH synth build/tests/synth)
 DELAYS=${DELAYS:-0 50}
 DEVICE=${DEVICE:-auto}
 REF_PROCS=${REF_PROCS:-64}
