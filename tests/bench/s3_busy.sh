@@ -14,6 +14,8 @@
 # baseline's decode threads (default: the loader's default, which the
 # baseline then uses too); BASELINE_S the
 # baseline's time limit (default 20); KEEP a folder for the JSON reports;
+# RANKS (default 1) processes, one a GPU (cuda:0, cuda:1, ...), each
+# --rank R --world RANKS, the per-file side on rank 0 only;
 # ROOT a folder holding bench/raw (the JPEGs) and bench/ds (the dataset)
 # from an earlier run, used instead of making them.
 #   DLK=build/dlk SRV=build/tests/s3_dir_server tests/bench/s3_busy.sh
@@ -28,6 +30,7 @@ STEPS=${STEPS:-13 50}
 DEVICE=${DEVICE:-auto}
 WORKERS=${WORKERS:-}
 BASELINE_S=${BASELINE_S:-20}
+RANKS=${RANKS:-1}
 T=$(mktemp -d "${TMPDIR:-/tmp}/dlk-busy.XXXXXX")
 pid=""
 stop() { [ -z "$pid" ] || { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; }; pid=""; }
@@ -44,6 +47,9 @@ fi
 echo "machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name --format=csv,noheader | head -n1 | sed 's/^/gpu: /'
 echo "data: $n JPEGs 500x375 q90 ($(du -sm "$T/root/bench/raw" | cut -f1) MB) and the dataset of them as u8 224x224x3 ($(du -sm "$T/root/bench/ds" | cut -f1) MB), both served by s3_dir_server"
+dev_of() { # RANK -> the device of that rank
+    if [ "$RANKS" -gt 1 ] && [ "$DEVICE" != cpu ]; then echo "cuda:$1"; else echo "$DEVICE"; fi
+}
 for delay in 0 50; do
     stop
     S3_DIR_SERVER_DELAY_MS=$delay "$SRV" "$T/root" 64 > "$T/port" 2> "$T/srv.err" &
@@ -53,19 +59,36 @@ for delay in 0 50; do
         AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench
     for step in $STEPS; do
         out=$T/d$delay-s$step.json
-        "$DLK" bench-stream s3://bench/ds --device "$DEVICE" --epochs "$epochs" \
+        # ranks 1.. on cuda:1.. in the background; rank 0 also runs the
+        # per-file side once its stream is done
+        ranks=()
+        for ((r = 1; r < RANKS; r++)); do
+            "$DLK" bench-stream s3://bench/ds --device "$(dev_of $r)" --epochs "$epochs" \
+                --shuffle --step-ms "$step" ${WORKERS:+--workers "$WORKERS"} \
+                --rank "$r" --world "$RANKS" --json > "$T/d$delay-s$step-r$r.json" &
+            ranks+=($!)
+        done
+        "$DLK" bench-stream s3://bench/ds --device "$(dev_of 0)" --epochs "$epochs" \
             --shuffle --step-ms "$step" ${WORKERS:+--workers "$WORKERS"} \
+            --rank 0 --world "$RANKS" \
             --source-baseline s3://bench/raw/ --baseline-seconds "$BASELINE_S" \
             --json > "$out"
-        [ -z "${KEEP:-}" ] || cp "$out" "$KEEP/"
-        python3 - "$out" "$delay" "$step" <<'PY'
+        [ ${#ranks[@]} -eq 0 ] || wait "${ranks[@]}"
+        [ -z "${KEEP:-}" ] || cp "$T"/d$delay-s$step*.json "$KEEP/"
+        python3 - "$out" "$delay" "$step" "$RANKS" <<'PY'
 import json, sys
-d = json.load(open(sys.argv[1])); b = d["baseline"]
-steady = [e["busy_pct"] for e in d["epochs"][1:]] or [d["epochs"][0]["busy_pct"]]
-print("%3s ms to first byte, step %3s ms on %s: dlk %7.0f samples/s, busy %5.1f%% whole run (%5.1f%% steady), first batch %.3f s"
-      % (sys.argv[2], sys.argv[3], d["device"], d["samples_per_s"], d["gpu_busy_pct"], max(steady), d["first_batch_s"]))
-print("%36s per-file %7.0f samples/s, busy %5.1f%%; dlk is %.1fx; an epoch costs $%.4f against $%.4f per-file"
-      % ("", b["samples_per_s"], b["gpu_busy_pct"], d.get("ratio_to_baseline", 0), d["epoch_cost"]["usd"], b["epoch_cost"]["usd"]))
+out, delay, step, ranks = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+d = json.load(open(out)); b = d["baseline"]
+runs = [d] + [json.load(open(out.replace(".json", "-r%d.json" % r))) for r in range(1, ranks)]
+for r, x in enumerate(runs):
+    steady = [e["busy_pct"] for e in x["epochs"][1:]] or [x["epochs"][0]["busy_pct"]]
+    print("%3s ms to first byte, step %3s ms, rank %d of %d on %s: dlk %7.0f samples/s, busy %5.1f%% whole run (%5.1f%% steady), first batch %.3f s, checksums %s"
+          % (delay, step, r, ranks, x["device"], x["samples_per_s"], x["gpu_busy_pct"], max(steady), x["first_batch_s"],
+             "ok" if x["checksum_ok"] is True else "BAD"))
+if ranks > 1:
+    print("%36s all ranks: %7.0f samples/s" % ("", sum(x["samples_per_s"] for x in runs)))
+print("%36s per-file (one process on %s) %7.0f samples/s, busy %5.1f%%; an epoch costs $%.4f against $%.4f per-file"
+      % ("", d["device"], b["samples_per_s"], b["gpu_busy_pct"], d["epoch_cost"]["usd"], b["epoch_cost"]["usd"]))
 PY
     done
 done
