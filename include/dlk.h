@@ -478,6 +478,8 @@ typedef struct dlk_loader_stats {
     uint64_t peak_buffer_bytes;
     double gpu_busy_s;           /* device time in gather + step */
     uint32_t io_threads;         /* I/O threads it runs (opts' or default) */
+    uint64_t chunks_verified;    /* loads that checked the stored checksum:
+                                    each chunk once per loader */
 } dlk_loader_stats;
 void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out);
 /* A point on the device's clock after all the work queued so far (an

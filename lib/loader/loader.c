@@ -171,7 +171,8 @@ void dlk_loader_release_slot(dlk_loader *l, dlk_slot *s)
         dlk_store_unmap(l->ds->store, s->map_p, s->map_n);
     if (s->host)
         l->dev->ops->host_free(l->dev, s->host);
-    free(s->fold);
+    if (!s->fold_kept)
+        free(s->fold);
     l->resident -= s->bytes;
     memset(&s->ch, 0, sizeof *s - offsetof(dlk_slot, ch));
     s->state = SLOT_DONE;
@@ -460,6 +461,8 @@ void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out)
     out->decompress_s = l->stats.decompress_s;
     out->h2d_s = l->stats.h2d_s;
     out->chunks_loaded = l->stats.chunks_loaded;
+    out->chunks_verified = __atomic_load_n(&l->stats.chunks_verified,
+                                           __ATOMIC_RELAXED);
     out->bytes_loaded = l->stats.bytes_loaded;
     out->peak_buffer_bytes = l->peak_resident;
     out->io_threads = l->o.io_threads;

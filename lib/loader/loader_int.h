@@ -12,6 +12,7 @@
  * more are freed (a consumer holding many batches is rare). */
 #define DLK_SPARES 8
 #define RAMP_START 4
+#define FOLDS_KEPT_MAX (64u << 20)
 
 enum { SLOT_WAITING = 0, SLOT_LOADING, SLOT_READY, SLOT_FAILED, SLOT_DONE };
 
@@ -28,6 +29,7 @@ typedef struct dlk_slot {
     size_t map_n;
     void *dev_ptr, *dev_handle; /* payload on the device */
     uint64_t *fold;             /* per-sample folds (check mode) */
+    bool fold_kept;             /* fold is the chunk's kept one, not ours */
     uint64_t bytes;             /* counted against the budget */
     dlk_error err;
     struct dlk_slot *up_next;   /* in the upload queue */
@@ -110,9 +112,19 @@ struct dlk_loader {
     uint32_t ramp;
     bool paused, stopping;
 
-    /* chunks used in place from the page cache (file stores, codec none):
-     * mapped (and registered with the device) once, kept until close */
-    struct dlk_map { const void *p; size_t n; } **maps;
+    /* What the loader keeps of each chunk until close: a mapping of it
+     * used in place from the page cache (file stores, codec none; mapped
+     * and registered with the device once); whether its stored checksum
+     * was verified (a chunk is verified once per loader, not every
+     * epoch: a pass over its bytes each time otherwise); its samples'
+     * folds (check mode), within FOLDS_KEPT_MAX bytes in all */
+    struct dlk_map {
+        const void *p;
+        size_t n;
+        bool verified;          /* atomic */
+        uint64_t *fold;         /* atomic pointer */
+    } **maps;
+    uint64_t folds_kept;        /* bytes of kept folds (atomic) */
     uint64_t mapped_bytes, map_limit;
     bool use_maps;
 

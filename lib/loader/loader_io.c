@@ -106,8 +106,58 @@ static dlk_status get_map(dlk_loader *l, dlk_slot *s, const char *key,
     return rc;
 }
 
-static dlk_status load_mapped(dlk_loader *l, dlk_slot *s, bool *done,
-                              dlk_error *err)
+static struct dlk_map *kept(dlk_loader *l, const dlk_slot *s)
+{
+    return &l->maps[s->tensor][s->chunk];
+}
+
+/* The stored checksum is checked at a chunk's first load by this loader
+ * (unless asked not to; header and index are always checked). */
+static unsigned verify_mode(dlk_loader *l, const dlk_slot *s)
+{
+    if (l->o.no_verify ||
+        __atomic_load_n(&kept(l, s)->verified, __ATOMIC_ACQUIRE))
+        return 0;
+    return DLK_DECODE_VERIFY;
+}
+
+/* The samples' folds (check mode): the chunk's kept ones, or computed
+ * and kept for the next loads while FOLDS_KEPT_MAX allows. */
+static dlk_status fold_samples(dlk_loader *l, dlk_slot *s, dlk_error *err)
+{
+    struct dlk_map *k = kept(l, s);
+    uint64_t *f = __atomic_load_n(&k->fold, __ATOMIC_ACQUIRE);
+    if (f) {
+        s->fold = f;
+        s->fold_kept = true;
+        return DLK_OK;
+    }
+    uint32_t n = dlk_chunk_samples(s->ch);
+    if (!(f = malloc((n ? n : 1) * sizeof *f)))
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < n; i++) {
+        size_t nb;
+        const void *p = dlk_chunk_sample(s->ch, i, &nb, NULL);
+        f[i] = dlk_fold64(p, nb);
+    }
+    s->fold = f;
+    uint64_t bytes = (uint64_t)n * sizeof *f;
+    if (__atomic_add_fetch(&l->folds_kept, bytes, __ATOMIC_RELAXED) >
+        FOLDS_KEPT_MAX) {
+        __atomic_sub_fetch(&l->folds_kept, bytes, __ATOMIC_RELAXED);
+        return DLK_OK;
+    }
+    uint64_t *none = NULL;
+    if (__atomic_compare_exchange_n(&k->fold, &none, f, false,
+                                    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+        s->fold_kept = true;  /* the loader frees it at close */
+    else
+        __atomic_sub_fetch(&l->folds_kept, bytes, __ATOMIC_RELAXED);
+    return DLK_OK;
+}
+
+static dlk_status load_mapped(dlk_loader *l, dlk_slot *s, bool verify,
+                              bool *done, dlk_error *err)
 {
     const dlk_tensor *t = l->t[s->tensor].tensor;
     const dlk_chunk_entry *e = &t->chunks[s->chunk];
@@ -134,8 +184,8 @@ static dlk_status load_mapped(dlk_loader *l, dlk_slot *s, bool *done,
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     dlk_buf_wrap(&c->object, (void *)m.p, m.n);
     c->object.len = m.n;
-    rc = dlk_chunk_open(c, t, e, key, l->o.no_verify ? 0 : DLK_DECODE_VERIFY,
-                        NULL, 0, err);
+    rc = dlk_chunk_open(c, t, e, key, verify ? DLK_DECODE_VERIFY : 0, NULL, 0,
+                        err);
     if (rc) {
         dlk_chunk_free(c);
         return rc;
@@ -148,10 +198,11 @@ static dlk_status load_mapped(dlk_loader *l, dlk_slot *s, bool *done,
 static dlk_status load(dlk_loader *l, dlk_slot *s, double *storage_s,
                        double *decompress_s, dlk_error *err)
 {
+    bool verify = verify_mode(l, s) != 0;
     if (l->use_maps && l->t[s->tensor].tensor->spec.codec == DLK_CODEC_NONE) {
         bool done;
         double t0 = dlk_now_s();
-        dlk_status rc = load_mapped(l, s, &done, err);
+        dlk_status rc = load_mapped(l, s, verify, &done, err);
         if (rc)
             return rc;
         if (done) {
@@ -169,11 +220,9 @@ static dlk_status load(dlk_loader *l, dlk_slot *s, double *storage_s,
                         "chunk of '%s'", cap, t->spec.name);
     {
     double t0 = dlk_now_s();
-    /* the stored bytes' checksum is checked on every read, unless asked
-     * not to (header and index are always checked) */
     dlk_status rc = dlk_chunk_load(l->ds, t, e,
-                                   l->o.no_verify ? 0 : DLK_DECODE_VERIFY,
-                                   s->host, cap, &s->ch, err);
+                                   verify ? DLK_DECODE_VERIFY : 0, s->host,
+                                   cap, &s->ch, err);
     double t1 = dlk_now_s();
     if (rc)
         return rc;
@@ -187,17 +236,12 @@ static dlk_status load(dlk_loader *l, dlk_slot *s, double *storage_s,
     }
     }
 loaded:
-    if (l->o.check) {
-        uint32_t n = dlk_chunk_samples(s->ch);
-        s->fold = malloc(n * sizeof *s->fold);
-        if (!s->fold)
-            return dlk_fail(err, DLK_ENOMEM, "out of memory");
-        for (uint32_t i = 0; i < n; i++) {
-            size_t nb;
-            const void *p = dlk_chunk_sample(s->ch, i, &nb, NULL);
-            s->fold[i] = dlk_fold64(p, nb);
-        }
+    if (verify) {
+        __atomic_store_n(&kept(l, s)->verified, true, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&l->stats.chunks_verified, 1, __ATOMIC_RELAXED);
     }
+    if (l->o.check)
+        return fold_samples(l, s, err);
     return DLK_OK;
 }
 

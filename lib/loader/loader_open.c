@@ -352,6 +352,8 @@ void dlk_loader_close(dlk_loader *l)
     dlk_plan_free(l, &l->ahead, true);
     for (size_t t = 0; l->maps && t < l->nt; t++) {
         for (size_t c = 0; l->maps[t] && c < l->t[t].tensor->nchunks; c++)
+            free(l->maps[t][c].fold);
+        for (size_t c = 0; l->maps[t] && c < l->t[t].tensor->nchunks; c++)
             if (l->maps[t][c].p) {
                 l->dev->ops->unregister_host(l->dev, l->maps[t][c].p);
                 dlk_store_unmap(l->ds->store, l->maps[t][c].p,
