@@ -491,6 +491,33 @@ void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out);
 dlk_status dlk_loader_mark(dlk_loader *l, size_t *id, dlk_error *err);
 dlk_status dlk_loader_span(dlk_loader *l, size_t from, size_t to,
                            double *seconds, double *busy_s, dlk_error *err);
+/* Where each batch's time went, for a timeline of the run.
+ * dlk_loader_next keeps it in at most DLK_TRACE_BUCKETS buckets of
+ * consecutive batches: when they are full, neighbours merge and each then
+ * covers twice as many, so a run of any length costs the same memory.
+ * Times are seconds on the monotonic clock (CLOCK_MONOTONIC).  A wait is
+ * split by what the chunk waited for was doing meanwhile: queued (no I/O
+ * thread free to start it), storage (being read, and decompressed when
+ * the tensor is compressed) or host_to_device (read, its copy to the
+ * device not done). */
+#define DLK_TRACE_BUCKETS 512
+enum { DLK_LATE_QUEUED, DLK_LATE_STORAGE, DLK_LATE_H2D, DLK_LATE_N };
+typedef struct dlk_trace_bucket {
+    uint64_t first_batch, batches; /* batches counted from the open */
+    uint64_t samples;              /* padding included */
+    uint64_t epoch, last_epoch;    /* of its first and last batch */
+    double t0;                     /* dlk_loader_next called for the first */
+    double t1;                     /* ... and called again after the last
+                                      (its return, until then) */
+    double next_s;                 /* inside dlk_loader_next: waiting,
+                                      planning an epoch, queuing gathers */
+    double wait_s;                 /* of which waiting for chunks */
+    double late_s[DLK_LATE_N];     /* wait_s by the stage waited for */
+    uint64_t buffer_bytes;         /* most chunk-buffer bytes resident */
+} dlk_trace_bucket;
+/* Copies up to `cap` buckets, oldest first, into out; returns how many
+ * the loader holds. */
+size_t dlk_loader_trace(const dlk_loader *l, dlk_trace_bucket *out, size_t cap);
 /* Run a simulated training step on the current batch: reads every byte
  * (folded into the device checksum) and, with step_ms > 0, keeps the
  * device busy that long.  On cpu it reads the bytes on the calling

@@ -236,11 +236,19 @@ static dlk_status wait_ready(dlk_loader *l, uint64_t p0, uint64_t p1,
         for (uint64_t p = p0; p < p1 && !rc; p++) {
             dlk_slot *s = &l->plan.slots[l->plan.pos_slot[t][p]];
             while (!rc && s->state != SLOT_READY && s->state != SLOT_FAILED) {
-                if (!l->o.cancel) {
+                /* the timeline: each stretch of waiting goes to what the
+                 * chunk was doing when it began */
+                int late = s->state == SLOT_WAITING ? DLK_LATE_QUEUED
+                           : s->uploading ? DLK_LATE_H2D : DLK_LATE_STORAGE;
+                double w0 = dlk_now_s();
+                int timed_out = 0;
+                if (!l->o.cancel)
                     pthread_cond_wait(&l->ready, &l->mu);
-                    continue;
-                }
-                if (dlk_cond_wait_ms(&l->ready, &l->mu, 100) != ETIMEDOUT)
+                else
+                    timed_out = dlk_cond_wait_ms(&l->ready, &l->mu, 100) ==
+                                ETIMEDOUT;
+                l->cur_late[late] += dlk_now_s() - w0;
+                if (!timed_out)
                     continue;
                 /* the callback may run the caller's code: not under the
                  * lock the workers need */
@@ -255,8 +263,11 @@ static dlk_status wait_ready(dlk_loader *l, uint64_t p0, uint64_t p1,
                 rc = dlk_fail(err, s->err.code, "%s", s->err.msg);
         }
     }
+    l->cur_resident = l->resident;
     pthread_mutex_unlock(&l->mu);
-    l->stats.wait_s += dlk_now_s() - t0;
+    double waited = dlk_now_s() - t0;
+    l->stats.wait_s += waited;
+    l->cur_wait += waited;
     return rc;
 }
 
@@ -347,6 +358,8 @@ dlk_status dlk_loader_next(dlk_loader *l, const dlk_batch **out,
 {
     *out = NULL;
     dlk_status rc;
+    double t_in = dlk_now_s();
+    dlk_trace_enter(l, t_in);
     if (!l->planned && (rc = start_epoch(l, true, err)))
         return rc;
     uint32_t b = l->plan.order.batch;
@@ -374,6 +387,7 @@ dlk_status dlk_loader_next(dlk_loader *l, const dlk_batch **out,
     l->stats.batches++;
     l->have_batch = true;
     l->batch_kept = false;
+    dlk_trace_batch(l, t_in, dlk_now_s(), b);
     *out = &l->batch;
     return DLK_OK;
 }

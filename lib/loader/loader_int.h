@@ -24,6 +24,7 @@ typedef struct dlk_slot {
     int state;
     /* from here on: what a load fills (cleared on release) */
     dlk_chunk *ch;              /* header, index, payload (host) */
+    bool uploading;             /* read; queued for or in its copy */
     void *host;                 /* buffer the payload lives in, if pooled */
     const void *map_p;          /* a mapping of the object this slot owns */
     size_t map_n;
@@ -129,11 +130,24 @@ struct dlk_loader {
     bool use_maps;
 
     dlk_loader_stats stats;
+    /* the timeline (loader_trace.c): buckets of `trace_per` batches, and
+     * the batch being read's waits, filled by wait_ready */
+    dlk_trace_bucket trace[DLK_TRACE_BUCKETS];
+    size_t ntrace;
+    uint64_t trace_per, trace_batches;
+    double cur_wait, cur_late[DLK_LATE_N];
+    uint64_t cur_resident;
     double epoch_t0;
     bool first_batch_pending;
 };
 
 void dlk_loader_release_slot(dlk_loader *l, dlk_slot *s);
+/* The timeline (loader_trace.c): dlk_loader_next entered at `now` (ends
+ * the previous batch's consumer time), and a batch of `samples` returned
+ * after entering at t_in. */
+void dlk_trace_enter(dlk_loader *l, double now);
+void dlk_trace_batch(dlk_loader *l, double t_in, double t_out,
+                     uint32_t samples);
 /* Batch buffers (loader_keep.c): a spare of lt for a batch of `need`
  * bytes into lt->buf, when lt has none; free the spares and what is
  * still kept, at close. */

@@ -335,6 +335,7 @@ static void *worker(void *arg)
             else
                 l->up_head = s;
             l->up_tail = s;
+            s->uploading = true; /* a consumer waiting now waits for it */
             pthread_cond_signal(&l->upq);
             queued = true;
         }

@@ -1,0 +1,355 @@
+/* bench_stream_run.c - the run of dlk bench-stream: stream the epochs
+ * as a training loop would, and collect what the report shows. */
+#include "bench_stream.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+const char *const bench_stage_names[BENCH_NSTAGES] = {
+    "storage", "decompress", "host_to_device", "gather", "step",
+};
+
+/* per thread doing it: the I/O threads share storage and decompression */
+void bench_stage_times(const dlk_loader_stats *st, double out[BENCH_NSTAGES])
+{
+    double io_threads = st->io_threads ? st->io_threads : 1;
+    out[0] = st->storage_s / io_threads;
+    out[1] = st->decompress_s / io_threads;
+    out[2] = st->h2d_s;
+    out[3] = st->gather_s;
+    out[4] = st->step_s;
+}
+
+/* the bottleneck: the stage with the most time per thread doing it */
+size_t bench_bottleneck(const dlk_loader_stats *st)
+{
+    double s[BENCH_NSTAGES];
+    bench_stage_times(st, s);
+    size_t worst = 0;
+    for (size_t i = 1; i < BENCH_NSTAGES; i++)
+        if (s[i] > s[worst])
+            worst = i;
+    return worst;
+}
+
+/* Shuffle quality of one rank's epoch: how far each sample lands from
+ * its place in sorted order (relative to a random permutation's n/3), and
+ * the correlation of neighbours. */
+struct quality {
+    double sum_disp, n;
+    double sx, sy, sxx, syy, sxy, pairs;
+    double prev;
+    uint64_t *idx;       /* the epoch's indices, in delivery order */
+    size_t nidx, capidx;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Mean |delivered position - sorted position|: indices of a rank need not
+ * start at 0, so compare with the rank's own sorted order. */
+static double quality_displacement(struct quality *q)
+{
+    if (q->nidx < 2)
+        return 0;
+    uint64_t *sorted = malloc(q->nidx * sizeof *sorted);
+    if (!sorted)
+        return 0;
+    memcpy(sorted, q->idx, q->nidx * sizeof *sorted);
+    qsort(sorted, q->nidx, sizeof *sorted, cmp_u64);
+    double sum = 0;
+    for (size_t i = 0; i < q->nidx; i++) {
+        uint64_t *p = bsearch(&q->idx[i], sorted, q->nidx, sizeof *sorted,
+                              cmp_u64);
+        sum += fabs((double)i - (double)(p - sorted));
+    }
+    free(sorted);
+    return sum / q->nidx / (q->nidx / 3.0);
+}
+
+static void quality_add(struct quality *q, double pos, double idx)
+{
+    (void)pos;
+    if (q->nidx == q->capidx) {
+        size_t cap = q->capidx ? q->capidx * 2 : 4096;
+        uint64_t *v = realloc(q->idx, cap * sizeof *v);
+        if (v) {
+            q->idx = v;
+            q->capidx = cap;
+        }
+    }
+    if (q->nidx < q->capidx)
+        q->idx[q->nidx++] = (uint64_t)idx;
+    q->n++;
+    if (q->n > 1) {
+        q->sx += q->prev; q->sy += idx;
+        q->sxx += q->prev * q->prev; q->syy += idx * idx;
+        q->sxy += q->prev * idx;
+        q->pairs++;
+    }
+    q->prev = idx;
+}
+
+static double quality_corr(const struct quality *q)
+{
+    double n = q->pairs;
+    double cov = q->sxy / n - (q->sx / n) * (q->sy / n);
+    double vx = q->sxx / n - (q->sx / n) * (q->sx / n);
+    double vy = q->syy / n - (q->sy / n) * (q->sy / n);
+    return vx > 0 && vy > 0 ? cov / sqrt(vx * vy) : 1.0;
+}
+
+/* The resident set now, from /proc (0 where there is none). */
+static uint64_t rss_now(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long size, res = 0;
+    if (f) {
+        if (fscanf(f, "%llu %llu", &size, &res) != 2)
+            res = 0;
+        fclose(f);
+    }
+    return res * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* A point of memory and requests, when `series_every` passed since the
+ * last: when the points are full, every other goes and the spacing
+ * doubles, so a long run keeps BENCH_SERIES_MAX spread over all of it. */
+static void series_sample(struct bench_result *r, double t, bool force)
+{
+    if (!force && r->nseries &&
+        t - r->series[r->nseries - 1].t < r->series_every)
+        return;
+    if (r->nseries == BENCH_SERIES_MAX) {
+        for (size_t i = 0; i < BENCH_SERIES_MAX / 2; i++)
+            r->series[i] = r->series[2 * i];
+        r->nseries = BENCH_SERIES_MAX / 2;
+        r->series_every *= 2;
+    }
+    dlk_io_counters io;
+    dlk_io_counters_get(&io);
+    struct bench_point *p = &r->series[r->nseries++];
+    p->t = t;
+    p->rss = rss_now();
+    p->requests = io.gets + io.heads + io.lists;
+    p->bytes_read = io.bytes_read;
+}
+
+void bench_result_free(struct bench_result *r)
+{
+    json_decref(r->per_epoch);
+    json_decref(r->mix_epochs);
+    label_mix_free(r->mix);
+    free(r->trace);
+    dlk_loader_close(r->l);
+    dlk_dataset_free(r->ds);
+    memset(r, 0, sizeof *r);
+}
+
+int bench_run(struct bench_opts *o, struct bench_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->series_every = 0.02;
+    r->per_epoch = json_array();
+    r->mix_epochs = json_array();
+    dlk_loader_opts lo = o->lo;
+    long epochs = o->epochs;
+    double step_ms = o->step_ms;
+    dlk_error err;
+    dlk_dataset *ds;
+    r->t_open = cmd_now_s();
+    if (dlk_dataset_open(o->dataset, o->at, &ds, &err))
+        return cmd_fail("bench-stream", &err);
+    r->ds = ds; /* closed by bench_result_free: the report names tensors */
+    dlk_loader *l;
+    if (dlk_loader_open(ds, &lo, &l, &err))
+        return cmd_fail("bench-stream", &err);
+    r->l = l;
+    /* how well batches mix the classes, when there is a class label */
+    if (label_mix_open(ds, lo.batch_size ? lo.batch_size : 256, lo.seed,
+                       &r->mix, &err))
+        return cmd_fail("bench-stream", &err);
+    FILE *order_f = NULL;
+    if (o->order_out && !(order_f = fopen(o->order_out, "w"))) {
+        cmd_error("bench-stream", "cannot write '%s': %s", o->order_out,
+                  strerror(errno));
+        return EXIT_ERROR;
+    }
+    bool tty = isatty(2) && !o->json;
+    double last_draw = 0;
+    r->t0 = cmd_now_s();
+    r->first_batch = -1;
+    series_sample(r, 0, true);
+    struct quality q = {0};
+    uint64_t pos = 0;
+    int code = EXIT_OK;
+    /* epochs are measured between marks on the device's clock, read
+     * after the run: waiting for the device at each epoch's end would
+     * drain it there and show a gap no training loop has */
+    struct epoch_run {
+        size_t mark;            /* at the start of the epoch's work */
+        uint64_t samples, bytes;
+        double first_batch;
+        dlk_io_counters io;     /* storage requests at its end */
+    } *runs = calloc((size_t)epochs + 1, sizeof *runs); /* +1: the last end */
+    long ran = 0;
+    if (!runs) {
+        cmd_error("bench-stream", "out of memory");
+        code = EXIT_ERROR;
+    } else if (dlk_loader_mark(l, &runs[0].mark, &err)) {
+        code = cmd_fail("bench-stream", &err);
+    }
+    dlk_io_counters io_open;
+    dlk_io_counters_get(&io_open);
+    for (long e = 0; e < epochs && code == EXIT_OK; e++) {
+        const dlk_batch *b;
+        double e0 = cmd_now_s();
+        uint64_t s0 = r->samples, b0 = r->bytes;
+        runs[e].first_batch = -1;
+        for (;;) {
+            if (dlk_loader_next(l, &b, &err)) {
+                code = cmd_fail("bench-stream", &err);
+                break;
+            }
+            if (!b)
+                break;
+            if (r->first_batch < 0)
+                r->first_batch = cmd_now_s() - r->t_open;
+            if (runs[e].first_batch < 0)
+                runs[e].first_batch = cmd_now_s() - e0;
+            if (dlk_loader_step(l, step_ms, &err)) {
+                code = cmd_fail("bench-stream", &err);
+                break;
+            }
+            r->batches++;
+            /* padding repeats samples to even out the ranks' batches: it
+             * is moved (bytes) but neither counted as samples delivered
+             * nor part of the order */
+            for (uint32_t i = 0; i < b->size; i++)
+                if (!b->pad[i]) {
+                    r->samples++;
+                    if (e == 0)
+                        quality_add(&q, (double)pos++, (double)b->indices[i]);
+                }
+            for (size_t t = 0; t < b->ntensors; t++)
+                r->bytes += b->tensors[t].nbytes;
+            if (r->mix)
+                label_mix_batch(r->mix, b->indices, b->pad, b->size);
+            if (order_f) {
+                const char *sep = "";
+                for (uint32_t i = 0; i < b->size; i++)
+                    if (!b->pad[i]) {
+                        fprintf(order_f, "%s%llu", sep,
+                                (unsigned long long)b->indices[i]);
+                        sep = " ";
+                    }
+                fputc('\n', order_f);
+            }
+            double now = cmd_now_s();
+            series_sample(r, now - r->t0, false);
+            if (tty && now - last_draw > 0.25) {
+                last_draw = now;
+                fprintf(stderr, "\r  epoch %ld  %llu batches  %.0f samples/s  "
+                        "%.2f GB/s   ", e + 1, (unsigned long long)r->batches,
+                        r->samples / (now - r->t0),
+                        r->bytes / (now - r->t0) / 1e9);
+            }
+        }
+        if (code == EXIT_OK && dlk_loader_mark(l, &runs[e + 1].mark, &err))
+            code = cmd_fail("bench-stream", &err);
+        runs[e].samples = r->samples - s0;
+        runs[e].bytes = r->bytes - b0;
+        dlk_io_counters_get(&runs[e].io);
+        ran = e + 1;
+        if (r->mix) {
+            double m = label_mix_epoch_end(r->mix);
+            json_array_append_new(r->mix_epochs, json_real(m));
+            if (m > r->mix_worst)
+                r->mix_worst = m;
+        }
+    }
+    /* each epoch's rate and busy time on the device's clock; the first
+     * includes opening (and, on a GPU, pinning the page cache), so later
+     * ones show the steady state */
+    for (long e = 0; e < ran && code == EXIT_OK; e++) {
+        double es = 0, busy_s = 0;
+        if (dlk_loader_span(l, runs[e].mark, runs[e + 1].mark, &es, &busy_s,
+                            &err)) {
+            code = cmd_fail("bench-stream", &err);
+            break;
+        }
+        double rate = es > 0 ? runs[e].bytes / es : 0;
+        double busy = es > 0 ? 100.0 * busy_s / es : 0;
+        /* requests between epoch ends: each epoch's reads ahead for the
+         * next are counted in it, as they are made */
+        const dlk_io_counters *a = e ? &runs[e - 1].io : &io_open,
+                              *z = &runs[e].io;
+        uint64_t reqs = (z->gets + z->heads + z->lists) -
+                        (a->gets + a->heads + a->lists);
+        uint64_t rd = z->bytes_read - a->bytes_read;
+        json_array_append_new(r->per_epoch, json_pack(
+            "{s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:f}", "seconds", es,
+            "samples_per_s", es > 0 ? runs[e].samples / es : 0,
+            "bytes_per_s", rate, "busy_pct", busy, "first_batch_s",
+            runs[e].first_batch, "requests", (json_int_t)reqs, "bytes_read",
+            (json_int_t)rd, "cost_usd",
+            reqs / 1000.0 * o->price_get + rd / 1e9 * o->price_gb));
+        if ((e > 0 || ran == 1) && rate > r->best_steady) {
+            r->best_steady = rate;
+            r->steady_busy = busy;
+        }
+    }
+    free(runs);
+    if (order_f && (ferror(order_f) | fclose(order_f)) && code == EXIT_OK) {
+        cmd_error("bench-stream", "cannot write '%s': %s", o->order_out,
+                  strerror(errno));
+        code = EXIT_ERROR;
+    }
+    if (tty)
+        fputs("\r\033[K", stderr);
+    r->wall = cmd_now_s() - r->t0;
+    series_sample(r, r->wall, true);
+    dlk_loader_stats_get(l, &r->st);
+    dlk_loader_checksums(l, &r->dev_sum, &r->host_sum);
+    dlk_io_counters_get(&r->io);
+    /* the timeline, in the loader's buckets */
+    size_t n = dlk_loader_trace(l, NULL, 0);
+    if (n && (r->trace = malloc(n * sizeof *r->trace)))
+        r->ntrace = dlk_loader_trace(l, r->trace, n);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    r->rss = (uint64_t)ru.ru_maxrss * 1024;
+    r->on_device = strncmp(o->device, "cuda", 4) == 0;
+    r->mean_disp = quality_displacement(&q);
+    free(q.idx);
+    r->corr = q.pairs > 1 ? quality_corr(&q) : 1;
+    r->check_ok = !lo.check || r->dev_sum == r->host_sum;
+    /* the per-file baseline, resized to the dataset's image shape */
+    if (code == EXIT_OK && o->baseline) {
+        /* as many threads as the loader ran (given or its default) */
+        dlk_baseline_opts bo = {o->baseline, lo.batch_size ? lo.batch_size : 256,
+                                r->st.io_threads ? r->st.io_threads : 1, 0, 0,
+                                o->baseline_s, lo.seed, o->device, step_ms};
+        for (size_t i = 0; i < dlk_dataset_ntensors(ds); i++) {
+            dlk_tensor_info ti;
+            if (!dlk_tensor_info_get(ds, i, &ti, NULL) && ti.kind == DLK_KIND_IMAGE &&
+                ti.ndim == 3 && ti.shape[0] > 0 && ti.shape[1] > 0) {
+                bo.height = (int)ti.shape[0];
+                bo.width = (int)ti.shape[1];
+                break;
+            }
+        }
+        if (dlk_source_baseline(&bo, &r->br, &err))
+            code = cmd_fail("bench-stream", &err);
+        else
+            r->have_baseline = true;
+    }
+    return code;
+}
