@@ -145,8 +145,9 @@ static void hint(const struct bench_opts *o, const struct bench_result *r,
              * (on S3 latency, not cores, limits a thread) */
             uint32_t more = threads * 2 > 64 ? 64 : threads * 2;
             snprintf(flag, fcap, "--workers %u", more);
-            snprintf(why, wcap, "the %u I/O threads were %s %.0f%% of the "
+            snprintf(why, wcap, "the %u I/O thread%s %s %.0f%% of the "
                      "time at %s/s each; this machine has %d cores", threads,
+                     threads == 1 ? " was" : "s were",
                      !strcmp(name, "decompress") ? "reading and decompressing"
                                                  : "reading",
                      io_busy > 100 ? 100 : io_busy, cmd_bytes((unsigned long long)per_thread, b1),

@@ -21,6 +21,7 @@ enum {
     EXIT_CONFLICT = 4  /* another writer changed the dataset: retry */
 };
 
+int cmd_bench_report(int argc, char **argv);
 int cmd_bench_stream(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
 int cmd_commit(int argc, char **argv);

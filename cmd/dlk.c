@@ -12,6 +12,7 @@ struct cmd {
 
 /* Alphabetical. */
 static const struct cmd commands[] = {
+    {"bench-report", cmd_bench_report, "draw the reports of several ranks on one page"},
     {"bench-stream", cmd_bench_stream, "stream a dataset and report what a GPU would see"},
     {"cat", cmd_cat, "print one sample of a tensor"},
     {"commit", cmd_commit, "turn the head into an immutable commit"},

@@ -339,25 +339,57 @@ static void chart_timeline(FILE *f, const struct rank *rk, size_t n)
     fputs("</div>\n", f);
 }
 
-/* 2. Samples per second per bucket, per rank; the baseline's average. */
+/* Samples per second in `nbins` equal bins of [0, span): each bucket's
+ * samples spread evenly over its time (a bucket of one batch that was
+ * ready at once would otherwise read as a spike). */
+#define RATE_BINS 120
+static void rate_bins(const struct rank *k, double span, double *out)
+{
+    double bw = span / RATE_BINS;
+    memset(out, 0, RATE_BINS * sizeof *out);
+    for (size_t i = 0; i < json_array_size(k->buckets); i++) {
+        double t0 = cell(k->buckets, i, k->c_t0),
+               t1 = cell(k->buckets, i, k->c_t1),
+               s = cell(k->buckets, i, k->c_samples);
+        if (!(t1 > t0))
+            continue;
+        for (int b = (int)(t0 / bw); b < RATE_BINS && b * bw < t1; b++) {
+            double lo = fmax(t0, b * bw), hi = fmin(t1, (b + 1) * bw);
+            if (b >= 0 && hi > lo)
+                out[b] += s * (hi - lo) / (t1 - t0) / bw;
+        }
+    }
+}
+
+/* The rate's end: where the last batch of a rank came, the bin there is
+ * partly empty; drop bins after it. */
+static int rate_last_bin(const struct rank *k, double span)
+{
+    size_t nb = json_array_size(k->buckets);
+    double t = nb ? cell(k->buckets, nb - 1, k->c_t1) : 0;
+    int b = (int)(t / (span / RATE_BINS));
+    return b >= RATE_BINS ? RATE_BINS - 1 : b;
+}
+
+/* 2. Samples per second over time, per rank; the baseline's average. */
 static void chart_rate(FILE *f, const struct rank *rk, size_t n)
 {
-    double ymax = 0;
+    double span = nice(time_span(rk, n, true)), ymax = 0;
+    double (*bins)[RATE_BINS] = calloc(n ? n : 1, sizeof *bins);
+    if (!bins)
+        return;
     for (size_t r = 0; r < n; r++) {
-        for (size_t i = 0; i < json_array_size(rk[r].buckets); i++) {
-            double d = cell(rk[r].buckets, i, rk[r].c_t1) -
-                       cell(rk[r].buckets, i, rk[r].c_t0);
-            double v = d > 0 ? cell(rk[r].buckets, i, rk[r].c_samples) / d : 0;
-            if (v > ymax)
-                ymax = v;
-        }
-        json_t *b = json_object_get(rk[r].j, "baseline");
-        if (b && get(b, "samples_per_s") > ymax)
-            ymax = get(b, "samples_per_s");
+        rate_bins(&rk[r], span, bins[r]);
+        for (int b = 0; b < rate_last_bin(&rk[r], span); b++)
+            if (bins[r][b] > ymax)
+                ymax = bins[r][b];
+        json_t *base = json_object_get(rk[r].j, "baseline");
+        if (base && get(base, "samples_per_s") > ymax)
+            ymax = get(base, "samples_per_s");
     }
     int height = 260;
-    struct plot p = {ML, MT, W - ML - MR, height - MT - MB,
-                     nice(time_span(rk, n, true)), nice(ymax * 1.05)};
+    struct plot p = {ML, MT, W - ML - MR, height - MT - MB, span,
+                     nice(ymax * 1.05)};
     svg_open(f, "rate", height, "samples per second over time");
     axes(f, &p, BG_RATE, "seconds since the run began", U_SECONDS,
          "samples/s", U_PLAIN);
@@ -366,15 +398,11 @@ static void chart_rate(FILE *f, const struct rank *rk, size_t n)
         const struct rank *k = &rk[r];
         fprintf(f, "<polyline class=\"line\" stroke=\"%s\" points=\"",
                 k->colour);
-        for (size_t i = 0; i < json_array_size(k->buckets); i++) {
-            double t0 = cell(k->buckets, i, k->c_t0),
-                   t1 = cell(k->buckets, i, k->c_t1);
-            if (!(t1 > t0))
-                continue;
-            double v = cell(k->buckets, i, k->c_samples) / (t1 - t0);
-            fprintf(f, "%.1f,%.1f %.1f,%.1f ", px(&p, t0), py(&p, v),
-                    px(&p, t1), py(&p, v));
-        }
+        double bw = span / RATE_BINS;
+        for (int b = 0; b <= rate_last_bin(k, span); b++)
+            fprintf(f, "%.1f,%.1f %.1f,%.1f ", px(&p, b * bw),
+                    py(&p, bins[r][b]), px(&p, (b + 1) * bw),
+                    py(&p, bins[r][b]));
         fputs("\"/>\n", f);
         json_t *b = json_object_get(k->j, "baseline");
         if (b) {
@@ -402,6 +430,7 @@ static void chart_rate(FILE *f, const struct rank *rk, size_t n)
             break;
         }
     fputs("</div>\n", f);
+    free(bins);
 }
 
 /* Horizontal stacked bars, one per rank, of parts in `unit`. */
@@ -828,7 +857,9 @@ int report_html_write(FILE *f, json_t *const *ranks, size_t n)
 
     fputs("<h2>Samples per second</h2>\n", f);
     chart_rate(f, rk, n);
-    fputs("<p class=\"how\">Each column's samples over its time. A dip at "
+    fputs("<p class=\"how\">Samples delivered per second, in 120 equal slices "
+          "of the time axis (each run of batches spread over its time). "
+          "A dip at "
           "each epoch's start is the pipeline refilling (the next epoch's "
           "first chunks are read while one ends; <code>--prefetch</code> "
           "and <code>--memory</code> set how far ahead). "

@@ -1,0 +1,104 @@
+/* bench_report.c - dlk bench-report: draw the JSON reports that the
+ * ranks of a run wrote (bench-stream --report FILE.json, or --json) on
+ * one HTML page, so that a straggling rank stands out. */
+#include "cmd.h"
+#include "report_html.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage_text[] =
+    "usage: dlk bench-report OUT.html REPORT.json...\n"
+    "\n"
+    "Draw the reports of bench-stream's ranks (each written with --report\n"
+    "FILE.json or --json) on one self-contained HTML page, all ranks on\n"
+    "the same axes.\n"
+    "\n"
+    "  -h, --help         this text\n";
+
+/* Ranks beyond this are more than a page can show a lane each for. */
+#define MAX_RANKS 1024
+
+int cmd_bench_report(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h': return cmd_finish("bench-report", cmd_usage(usage_text, true));
+        default:
+            return cmd_bad_option("bench-report", argv, opts, usage_text);
+        }
+    }
+    int n = argc - optind - 1;
+    if (n < 1) {
+        cmd_error("bench-report", "expected OUT.html and at least one "
+                  "REPORT.json");
+        return cmd_usage(usage_text, false);
+    }
+    if (n > MAX_RANKS) {
+        cmd_error("bench-report", "%d reports: at most %d", n, MAX_RANKS);
+        return EXIT_USAGE;
+    }
+    const char *out = argv[optind];
+    json_t **ranks = calloc((size_t)n, sizeof *ranks);
+    if (!ranks) {
+        cmd_error("bench-report", "out of memory");
+        return EXIT_ERROR;
+    }
+    int code = EXIT_OK;
+    for (int i = 0; i < n && code == EXIT_OK; i++) {
+        const char *path = argv[optind + 1 + i];
+        json_error_t je;
+        ranks[i] = json_load_file(path, 0, &je);
+        if (!ranks[i]) {
+            cmd_error("bench-report", "cannot read report '%s': %s (line %d)",
+                      path, je.text, je.line);
+            code = EXIT_ERROR;
+        } else if (!json_is_object(ranks[i]) ||
+                   !json_is_object(json_object_get(ranks[i], "timeline"))) {
+            cmd_error("bench-report", "report '%s' has no timeline: not the "
+                      "JSON of dlk bench-stream --report or --json", path);
+            code = EXIT_ERROR;
+        }
+        for (int k = 0; k < i && code == EXIT_OK; k++)
+            if (json_integer_value(json_object_get(ranks[k], "rank")) ==
+                json_integer_value(json_object_get(ranks[i], "rank"))) {
+                cmd_error("bench-report", "reports '%s' and '%s' are both of "
+                          "rank %lld", argv[optind + 1 + k], path,
+                          (long long)json_integer_value(
+                              json_object_get(ranks[i], "rank")));
+                code = EXIT_USAGE;
+            }
+    }
+    FILE *f = NULL;
+    if (code == EXIT_OK && !(f = fopen(out, "w"))) {
+        cmd_error("bench-report", "cannot write '%s': %s", out,
+                  strerror(errno));
+        code = EXIT_ERROR;
+    }
+    if (f) {
+        int rc = report_html_write(f, ranks, (size_t)n);
+        bool write_failed = (ferror(f) | fclose(f)) != 0;
+        if (rc) {
+            cmd_error("bench-report", "a report lacks the timeline's "
+                      "columns: written by another version of dlk?");
+            code = EXIT_ERROR;
+        } else if (write_failed) {
+            cmd_error("bench-report", "cannot write '%s': %s", out,
+                      strerror(errno));
+            code = EXIT_ERROR;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        json_decref(ranks[i]);
+    free(ranks);
+    return cmd_finish("bench-report", code);
+}
