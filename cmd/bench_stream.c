@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage_text[] =
     "usage: dlk bench-stream DATASET [options]\n"
@@ -246,6 +247,11 @@ int cmd_bench_stream(int argc, char **argv)
         free(o.tlist);
         return code;
     }
+    if ((code = bench_open_report(&o)) != EXIT_OK) {
+        free(o.report_path);
+        free(o.tlist);
+        return cmd_finish("bench-stream", code);
+    }
     struct bench_result r;
     code = bench_run(&o, &r);
     if (code == EXIT_OK) {
@@ -267,6 +273,11 @@ int cmd_bench_stream(int argc, char **argv)
     if (code == EXIT_OK)
         code = bench_verdict(&o, &r);
     bench_result_free(&r);
+    if (o.report_f) { /* the run failed: no empty page left behind */
+        fclose(o.report_f);
+        unlink(o.report_path);
+    }
+    free(o.report_path);
     free(o.tlist);
     return cmd_finish("bench-stream", code);
 }

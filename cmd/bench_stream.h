@@ -21,6 +21,8 @@ struct bench_opts {
     char devbuf[32];
     char *tlist;                 /* --tensors, split into names */
     char *names[256];
+    char *report_path;           /* --report's, for this rank */
+    FILE *report_f;
     int argc;                    /* the command line, for the report */
     char **argv;
 };
@@ -76,8 +78,10 @@ void bench_print_text(const struct bench_opts *o,
 /* After the report: the label-mix warning, and EXIT_PROBLEMS when the
  * device's checksum differs from the cpu's. */
 int bench_verdict(const struct bench_opts *o, const struct bench_result *r);
-/* Write --report's file (HTML, or JSON for a name ending in .json); the
- * rank's name in a world of several: an exit code. */
-int bench_write_report(const struct bench_opts *o, json_t *report);
+/* --report's file, under this rank's name (%r, or .rankR in a world of
+ * several), opened before the run; then written (HTML, or JSON for a
+ * name ending in .json) and closed.  Exit codes, errors printed. */
+int bench_open_report(struct bench_opts *o);
+int bench_write_report(struct bench_opts *o, json_t *report);
 
 #endif

@@ -123,6 +123,15 @@ static void hint(const struct bench_opts *o, const struct bench_result *r,
     const char *name = bench_stage_names[d->worst];
     flag[0] = why[0] = 0;
     double stalled = r->on_device ? d->stall_pct : s->stalled;
+    /* the waiting for the first batch: the pipeline filling once */
+    double first = r->ntrace ? r->trace[0].wait_s : 0;
+    if (stalled >= 5 && s->wait_s > 0 && first >= 0.5 * s->wait_s) {
+        snprintf(why, wcap, "none: %.0f%% of the waiting was for the first "
+                 "batch (%.3f s, the first chunks' read), a start-up cost "
+                 "rather than a steady bottleneck; a longer run shows the "
+                 "steady state", 100 * first / s->wait_s, first);
+        return;
+    }
     if (stalled < 5) {
         if (!strcmp(name, "storage") || !strcmp(name, "decompress") ||
             !strcmp(name, "host_to_device"))
@@ -134,7 +143,7 @@ static void hint(const struct bench_opts *o, const struct bench_result *r,
     uint32_t threads = st->io_threads ? st->io_threads : 1;
     int cores = dlk_cpu_count();
     double w = r->wall > 0 ? r->wall : 1;
-    double io_busy = 100 * (st->storage_s + st->decompress_s) / (threads * w);
+    double io_busy = 100 * st->io_busy_s / (threads * w);
     double per_thread = st->storage_s + st->decompress_s > 0
         ? st->bytes_loaded / (st->storage_s + st->decompress_s) : 0;
     char b1[32];
@@ -607,31 +616,37 @@ static bool ends_with(const char *s, const char *suffix)
     return n >= m && strcasecmp(s + n - m, suffix) == 0;
 }
 
-int bench_write_report(const struct bench_opts *o, json_t *report)
+int bench_open_report(struct bench_opts *o)
 {
-    char *path = report_path(o);
-    if (!path) {
+    if (!o->report)
+        return EXIT_OK;
+    if (!(o->report_path = report_path(o))) {
         cmd_error("bench-stream", "out of memory");
         return EXIT_ERROR;
     }
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        cmd_error("bench-stream", "cannot write '%s': %s", path,
+    /* opened before the run: a bad path fails at once, not after it */
+    if (!(o->report_f = fopen(o->report_path, "w"))) {
+        cmd_error("bench-stream", "cannot write '%s': %s", o->report_path,
                   strerror(errno));
-        free(path);
         return EXIT_ERROR;
     }
+    return EXIT_OK;
+}
+
+int bench_write_report(struct bench_opts *o, json_t *report)
+{
+    FILE *f = o->report_f;
+    o->report_f = NULL;
+    errno = 0;
     int rc;
-    if (ends_with(path, ".json"))
+    if (ends_with(o->report_path, ".json"))
         rc = json_dumpf(report, f, JSON_PRESERVE_ORDER | JSON_INDENT(1));
     else
         rc = report_html_write(f, &report, 1);
     if ((rc | ferror(f) | fclose(f)) != 0) {
-        cmd_error("bench-stream", "cannot write '%s': %s", path,
+        cmd_error("bench-stream", "cannot write '%s': %s", o->report_path,
                   errno ? strerror(errno) : "write failed");
-        free(path);
         return EXIT_ERROR;
     }
-    free(path);
     return EXIT_OK;
 }

@@ -272,16 +272,18 @@ static void legend_item(FILE *f, const char *colour, const char *text)
  * into the consumer's time, the loader's and the waits by late stage. */
 static void chart_timeline(FILE *f, const struct rank *rk, size_t n)
 {
-    const int lane = 64, gap = 12;
-    int height = MT + (int)n * (lane + gap) - gap + MB;
-    struct plot p = {ML, MT, W - ML - MR, (double)n * (lane + gap) - gap,
+    /* lanes sit inside the plot area with a gap around each, so that
+     * its background shows however full they are */
+    const int lane = 64, gap = 10;
+    int height = MT + (int)n * (lane + gap) + gap + MB;
+    struct plot p = {ML, MT, W - ML - MR, (double)n * (lane + gap) + gap,
                      nice(time_span(rk, n, false)), 1};
     svg_open(f, "timeline", height, "timeline of the batches per rank");
     axes(f, &p, BG_TIMELINE, "seconds since the run began", U_SECONDS, "",
          U_PLAIN);
     for (size_t r = 0; r < n; r++) {
         const struct rank *k = &rk[r];
-        double y0 = MT + (double)r * (lane + gap);
+        double y0 = MT + gap + (double)r * (lane + gap);
         fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"lane\">rank %ld</text>\n",
                 ML - 6, y0 + lane / 2.0 + 4, k->rank);
         size_t nb = json_array_size(k->buckets);
@@ -440,8 +442,8 @@ static void stacked_bars(FILE *f, const char *id, int bg, const char *title,
                          const char *const *colour,
                          const char *const *name, enum unit u, double xmax)
 {
-    const int bar = 26, gap = 10;
-    int height = MT + (int)n * (bar + gap) - gap + MB;
+    const int bar = 26, gap = 8;
+    int height = MT + (int)n * (bar + gap) + gap + MB;
     if (xmax <= 0) {
         for (size_t r = 0; r < n; r++) {
             double s = 0;
@@ -452,14 +454,14 @@ static void stacked_bars(FILE *f, const char *id, int bg, const char *title,
         }
         xmax = nice(xmax);
     }
-    struct plot p = {ML, MT, W - ML - MR, (double)n * (bar + gap) - gap,
+    struct plot p = {ML, MT, W - ML - MR, (double)n * (bar + gap) + gap,
                      xmax, 1};
     svg_open(f, id, height, title);
     axes(f, &p, bg, u == U_PCT ? "% of the run's wall time"
                                : "seconds (per thread doing it)", u, "",
          U_PLAIN);
     for (size_t r = 0; r < n; r++) {
-        double y = MT + (double)r * (bar + gap), x = 0;
+        double y = MT + gap + (double)r * (bar + gap), x = 0;
         fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"lane\">rank %ld</text>\n",
                 ML - 6, y + bar / 2.0 + 4, rk[r].rank);
         for (int c = 0; c < nparts; c++) {

@@ -480,6 +480,8 @@ typedef struct dlk_loader_stats {
     uint32_t io_threads;         /* I/O threads it runs (opts' or default) */
     uint64_t chunks_verified;    /* loads that checked the stored checksum:
                                     each chunk once per loader */
+    double io_busy_s;            /* I/O threads loading chunks (reading,
+                                    decompressing, checking), summed */
 } dlk_loader_stats;
 void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out);
 /* A point on the device's clock after all the work queued so far (an

@@ -473,6 +473,7 @@ void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out)
     pthread_mutex_lock((pthread_mutex_t *)&l->mu);
     out->storage_s = l->stats.storage_s;
     out->decompress_s = l->stats.decompress_s;
+    out->io_busy_s = l->stats.io_busy_s;
     out->h2d_s = l->stats.h2d_s;
     out->chunks_loaded = l->stats.chunks_loaded;
     out->chunks_verified = __atomic_load_n(&l->stats.chunks_verified,

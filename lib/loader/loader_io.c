@@ -320,14 +320,16 @@ static void *worker(void *arg)
         pthread_mutex_unlock(&l->mu);
         dlk_error err;
         dlk_error_clear(&err);
-        double st = 0, dt = 0;
+        double st = 0, dt = 0, t0 = dlk_now_s();
         dlk_status rc = load(l, s, &st, &dt, &err);
         bool queued = false;
         if (!rc && !l->dev->ops->on_device)
             rc = upload(l, s, &err); /* cpu: nothing to copy */
+        double busy = dlk_now_s() - t0;
         pthread_mutex_lock(&l->mu);
         l->stats.storage_s += st;
         l->stats.decompress_s += dt;
+        l->stats.io_busy_s += busy;
         if (!rc && l->dev->ops->on_device) {
             /* still busy: the uploader finishes it */
             if (l->up_tail)
