@@ -10,7 +10,8 @@ set -u
 APT_PKGS="build-essential pkg-config libjansson-dev libxxhash-dev libzstd-dev
  libcurl4-openssl-dev libssl-dev libexpat1-dev libpng-dev libturbojpeg0-dev
  libavcodec-dev libavformat-dev libswscale-dev libavutil-dev libmicrohttpd-dev
- python3 python3-pip python3-dev clang libclang-rt-14-dev man-db groff-base xxd ffmpeg imagemagick"
+ python3 python3-pip python3-dev clang libclang-rt-14-dev man-db groff-base xxd ffmpeg imagemagick
+ chromium"
 PC_PKGS="jansson libxxhash libzstd libcurl expat libcrypto libturbojpeg libpng libavformat libavcodec libswscale libavutil libmicrohttpd"
 # Python packages the tests use: numpy reads what dlk writes; moto's
 # server is the S3 the tests talk to; awscli is the independent client;
@@ -25,8 +26,9 @@ missing_apt() {
         pkg-config --exists "$p" 2>/dev/null || miss="$miss $p"
     done
     # ffmpeg and ImageMagick (identify: some machines have a stand-in
-    # `convert`) make the tests' sample videos and images
-    for c in cc make pkg-config python3 ffmpeg identify; do
+    # `convert`) make the tests' sample videos and images; headless
+    # Chromium renders bench-stream's report page (t397)
+    for c in cc make pkg-config python3 ffmpeg identify chromium; do
         command -v "$c" >/dev/null 2>&1 || miss="$miss $c"
     done
     # the headers the Python package's binding builds against
