@@ -133,13 +133,18 @@ static void hint(const struct bench_opts *o, const struct bench_result *r,
         return;
     }
     if (stalled < 5) {
-        if (!strcmp(name, "storage") || !strcmp(name, "decompress") ||
-            !strcmp(name, "host_to_device"))
-            snprintf(why, wcap, "none needed: %s is the busiest stage but "
-                     "the consumer %s only %.1f%% of the time",
-                     name, r->on_device ? "device idled" : "waited", stalled);
+        snprintf(why, wcap, "none needed: %s is the busiest stage but the "
+                 "%s only %.1f%% of the time", name,
+                 r->on_device ? "device idled" : "consumer waited", stalled);
         return;
     }
+    /* gather or step the busiest, and the consumer waited all the same:
+     * what the chunks it waited for were in says where to look */
+    if (strcmp(name, "storage") && strcmp(name, "decompress") &&
+        strcmp(name, "host_to_device"))
+        name = s->late[DLK_LATE_H2D] > s->late[DLK_LATE_STORAGE] +
+                                       s->late[DLK_LATE_QUEUED]
+                   ? "host_to_device" : "storage";
     uint32_t threads = st->io_threads ? st->io_threads : 1;
     int cores = dlk_cpu_count();
     double w = r->wall > 0 ? r->wall : 1;
