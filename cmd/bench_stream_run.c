@@ -153,6 +153,76 @@ void bench_result_free(struct bench_result *r)
     memset(r, 0, sizeof *r);
 }
 
+/* One epoch of the run (bench_run). */
+struct epoch_run {
+    size_t mark;                /* at the start of the epoch's work */
+    uint64_t samples, bytes;
+    double first_batch;
+    dlk_io_counters io;         /* storage requests at its end */
+};
+
+/* Each epoch's rate and busy time on the device's clock, into
+ * r->per_epoch; the first includes opening (and, on a GPU, pinning the
+ * page cache), so later ones show the steady state. */
+static int epoch_rates(const struct bench_opts *o, struct bench_result *r,
+                       const struct epoch_run *runs, long ran,
+                       const dlk_io_counters *io_open)
+{
+    dlk_error err;
+    for (long e = 0; e < ran; e++) {
+        double es = 0, busy_s = 0;
+        if (dlk_loader_span(r->l, runs[e].mark, runs[e + 1].mark, &es,
+                            &busy_s, &err))
+            return cmd_fail("bench-stream", &err);
+        double rate = es > 0 ? runs[e].bytes / es : 0;
+        double busy = es > 0 ? 100.0 * busy_s / es : 0;
+        /* requests between epoch ends: each epoch's reads ahead for the
+         * next are counted in it, as they are made */
+        const dlk_io_counters *a = e ? &runs[e - 1].io : io_open,
+                              *z = &runs[e].io;
+        uint64_t reqs = (z->gets + z->heads + z->lists) -
+                        (a->gets + a->heads + a->lists);
+        uint64_t rd = z->bytes_read - a->bytes_read;
+        json_array_append_new(r->per_epoch, json_pack(
+            "{s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:f}", "seconds", es,
+            "samples_per_s", es > 0 ? runs[e].samples / es : 0,
+            "bytes_per_s", rate, "busy_pct", busy, "first_batch_s",
+            runs[e].first_batch, "requests", (json_int_t)reqs, "bytes_read",
+            (json_int_t)rd, "cost_usd",
+            reqs / 1000.0 * o->price_get + rd / 1e9 * o->price_gb));
+        if ((e > 0 || ran == 1) && rate > r->best_steady) {
+            r->best_steady = rate;
+            r->steady_busy = busy;
+        }
+    }
+    return EXIT_OK;
+}
+
+/* The per-file baseline, resized to the dataset's image shape, with as
+ * many threads as the loader ran (given or its default). */
+static int run_baseline(const struct bench_opts *o, struct bench_result *r)
+{
+    const dlk_loader_opts *lo = &o->lo;
+    dlk_baseline_opts bo = {o->baseline, lo->batch_size ? lo->batch_size : 256,
+                            r->st.io_threads ? r->st.io_threads : 1, 0, 0,
+                            o->baseline_s, lo->seed, o->device, o->step_ms};
+    for (size_t i = 0; i < dlk_dataset_ntensors(r->ds); i++) {
+        dlk_tensor_info ti;
+        if (!dlk_tensor_info_get(r->ds, i, &ti, NULL) &&
+            ti.kind == DLK_KIND_IMAGE && ti.ndim == 3 && ti.shape[0] > 0 &&
+            ti.shape[1] > 0) {
+            bo.height = (int)ti.shape[0];
+            bo.width = (int)ti.shape[1];
+            break;
+        }
+    }
+    dlk_error err;
+    if (dlk_source_baseline(&bo, &r->br, &err))
+        return cmd_fail("bench-stream", &err);
+    r->have_baseline = true;
+    return EXIT_OK;
+}
+
 int bench_run(struct bench_opts *o, struct bench_result *r)
 {
     memset(r, 0, sizeof *r);
@@ -193,12 +263,7 @@ int bench_run(struct bench_opts *o, struct bench_result *r)
     /* epochs are measured between marks on the device's clock, read
      * after the run: waiting for the device at each epoch's end would
      * drain it there and show a gap no training loop has */
-    struct epoch_run {
-        size_t mark;            /* at the start of the epoch's work */
-        uint64_t samples, bytes;
-        double first_batch;
-        dlk_io_counters io;     /* storage requests at its end */
-    } *runs = calloc((size_t)epochs + 1, sizeof *runs); /* +1: the last end */
+    struct epoch_run *runs = calloc((size_t)epochs + 1, sizeof *runs);
     long ran = 0;
     if (!runs) {
         cmd_error("bench-stream", "out of memory");
@@ -275,37 +340,8 @@ int bench_run(struct bench_opts *o, struct bench_result *r)
                 r->mix_worst = m;
         }
     }
-    /* each epoch's rate and busy time on the device's clock; the first
-     * includes opening (and, on a GPU, pinning the page cache), so later
-     * ones show the steady state */
-    for (long e = 0; e < ran && code == EXIT_OK; e++) {
-        double es = 0, busy_s = 0;
-        if (dlk_loader_span(l, runs[e].mark, runs[e + 1].mark, &es, &busy_s,
-                            &err)) {
-            code = cmd_fail("bench-stream", &err);
-            break;
-        }
-        double rate = es > 0 ? runs[e].bytes / es : 0;
-        double busy = es > 0 ? 100.0 * busy_s / es : 0;
-        /* requests between epoch ends: each epoch's reads ahead for the
-         * next are counted in it, as they are made */
-        const dlk_io_counters *a = e ? &runs[e - 1].io : &io_open,
-                              *z = &runs[e].io;
-        uint64_t reqs = (z->gets + z->heads + z->lists) -
-                        (a->gets + a->heads + a->lists);
-        uint64_t rd = z->bytes_read - a->bytes_read;
-        json_array_append_new(r->per_epoch, json_pack(
-            "{s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:f}", "seconds", es,
-            "samples_per_s", es > 0 ? runs[e].samples / es : 0,
-            "bytes_per_s", rate, "busy_pct", busy, "first_batch_s",
-            runs[e].first_batch, "requests", (json_int_t)reqs, "bytes_read",
-            (json_int_t)rd, "cost_usd",
-            reqs / 1000.0 * o->price_get + rd / 1e9 * o->price_gb));
-        if ((e > 0 || ran == 1) && rate > r->best_steady) {
-            r->best_steady = rate;
-            r->steady_busy = busy;
-        }
-    }
+    if (code == EXIT_OK)
+        code = epoch_rates(o, r, runs, ran, &io_open);
     free(runs);
     if (order_f && (ferror(order_f) | fclose(order_f)) && code == EXIT_OK) {
         cmd_error("bench-stream", "cannot write '%s': %s", o->order_out,
@@ -331,25 +367,7 @@ int bench_run(struct bench_opts *o, struct bench_result *r)
     free(q.idx);
     r->corr = q.pairs > 1 ? quality_corr(&q) : 1;
     r->check_ok = !lo.check || r->dev_sum == r->host_sum;
-    /* the per-file baseline, resized to the dataset's image shape */
-    if (code == EXIT_OK && o->baseline) {
-        /* as many threads as the loader ran (given or its default) */
-        dlk_baseline_opts bo = {o->baseline, lo.batch_size ? lo.batch_size : 256,
-                                r->st.io_threads ? r->st.io_threads : 1, 0, 0,
-                                o->baseline_s, lo.seed, o->device, step_ms};
-        for (size_t i = 0; i < dlk_dataset_ntensors(ds); i++) {
-            dlk_tensor_info ti;
-            if (!dlk_tensor_info_get(ds, i, &ti, NULL) && ti.kind == DLK_KIND_IMAGE &&
-                ti.ndim == 3 && ti.shape[0] > 0 && ti.shape[1] > 0) {
-                bo.height = (int)ti.shape[0];
-                bo.width = (int)ti.shape[1];
-                break;
-            }
-        }
-        if (dlk_source_baseline(&bo, &r->br, &err))
-            code = cmd_fail("bench-stream", &err);
-        else
-            r->have_baseline = true;
-    }
+    if (code == EXIT_OK && o->baseline)
+        code = run_baseline(o, r);
     return code;
 }
