@@ -1,6 +1,7 @@
 /* test_loader.c - the loader's order (every sample once per epoch across
  * ranks, equal batches, reproducible, resumable across world sizes) and
- * its batches (the right bytes for the indices it reports), on the CPU. */
+ * its batches (the right bytes for the indices it reports), on the CPU;
+ * its per-batch timeline stays within a fixed number of buckets. */
 #include "unit.h"
 #include <sched.h>
 #include "loader/order.h"
@@ -546,10 +547,69 @@ static void test_cpu_count(void)
                dlk_cpu_count() == CPU_COUNT(&all));
 }
 
+/* The timeline keeps a bounded number of buckets however many batches:
+ * 200 epochs of batches of one sample (50600 batches) merge into at most
+ * DLK_TRACE_BUCKETS buckets that still cover every batch once, in order. */
+static void test_loader_trace(void)
+{
+    const uint64_t n = 253, epochs = 200;
+    dlk_dataset *ds;
+    dlk_error err;
+    if (make_dataset(n) || dlk_dataset_open(dir, NULL, &ds, &err)) {
+        UNIT_CHECK("a dataset for the timeline", 0);
+        return;
+    }
+    dlk_loader_opts o = {0};
+    o.batch_size = 1;
+    o.io_threads = 1;
+    o.epochs = epochs;
+    dlk_loader *l;
+    if (dlk_loader_open(ds, &o, &l, &err)) {
+        UNIT_CHECK(err.msg, 0);
+        dlk_dataset_free(ds);
+        return;
+    }
+    const dlk_batch *b;
+    uint64_t batches = 0;
+    size_t most = 0;
+    for (uint64_t e = 0; e < epochs; e++)
+        while (dlk_loader_next(l, &b, &err) == DLK_OK && b) {
+            batches++;
+            size_t k = dlk_loader_trace(l, NULL, 0);
+            if (k > most)
+                most = k;
+        }
+    UNIT_CHECK("every batch delivered", batches == n * epochs);
+    UNIT_CHECK("never more than DLK_TRACE_BUCKETS buckets",
+               most == DLK_TRACE_BUCKETS);
+    dlk_trace_bucket *t = calloc(DLK_TRACE_BUCKETS, sizeof *t);
+    size_t k = t ? dlk_loader_trace(l, t, DLK_TRACE_BUCKETS) : 0;
+    UNIT_CHECK("at least half of them in use after merging",
+               k >= DLK_TRACE_BUCKETS / 2 && k <= DLK_TRACE_BUCKETS);
+    uint64_t next = 0, samples = 0;
+    int ordered = 1;
+    for (size_t i = 0; i < k; i++) {
+        ordered &= t[i].first_batch == next && t[i].t0 <= t[i].t1 &&
+                   t[i].wait_s <= t[i].next_s + 1e-9 &&
+                   (i == 0 || (t[i].t0 >= t[i - 1].t1 - 1e-9 &&
+                               t[i].epoch >= t[i - 1].last_epoch));
+        next += t[i].batches;
+        samples += t[i].samples;
+    }
+    UNIT_CHECK("the buckets cover every batch once, in order", ordered &&
+               next == batches && samples == batches);
+    UNIT_CHECK("from the first epoch to the last",
+               k && t[0].epoch == 0 && t[k - 1].last_epoch == epochs - 1);
+    free(t);
+    dlk_loader_close(l);
+    dlk_dataset_free(ds);
+}
+
 int main(void)
 {
     test_cpu_count();
     test_order();
     test_loader_cpu();
+    test_loader_trace();
     return unit_done();
 }
