@@ -265,10 +265,10 @@ static void on_schema(void *ud, const dlk_tensor_spec *specs, size_t n)
  * when freed; every munmap holds the address-space lock and interrupts
  * every core that ran a thread of the process.  At the end of an ingest
  * that freed hundreds at once: 17-83 ms from the last row to the end on
- * a 16-core host, 13-18 ms with blocks under 32 MiB from the arenas
- * (session 9).  Freed blocks are reused while the ingest runs and the
- * process exits after it: peak RSS stayed the same (within 5%).  A
- * user's GLIBC_TUNABLES for malloc are left as set. */
+ * a 16-core host, 13-18 ms with blocks under 32 MiB from the arenas.
+ * Freed blocks are reused while the ingest runs and the process exits
+ * after it: peak RSS stayed the same (within 5%).  A user's
+ * GLIBC_TUNABLES for malloc are left as set. */
 static void tune_malloc(void)
 {
 #if defined(__GLIBC__) && defined(M_MMAP_THRESHOLD) && defined(M_TRIM_THRESHOLD)

@@ -13,7 +13,7 @@
  *   local read costs less than handing the row over); the thread that
  *   finishes row `base` (or, --unordered, any row) appends it and every
  *   row after it that is done, unless another thread is appending.  No
- *   thread waits to be woken to append: on a 16-core VM, handing each row
+ *   thread waits to be woken to append: on a 16-core host, handing each row
  *   to a sleeping appender cost more than the appending.
  */
 #include "pipeline.h"
@@ -682,7 +682,7 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     /* a store that answers on threads of its own needs one thread to
      * start its GETs, none to wait for them (16-core host: the decoders
      * waited on the lock that 32 fetch threads took for each row).
-     * Tried and slower (5%, session 10): each decode thread with a
+     * Slower by 5% on that host: each decode thread with a
      * thread-less engine of its own, turned between images - libcurl's
      * work on the decoders' cores cost more than on an I/O thread. */
     p.async = ops->get_start && nthreads;

@@ -12,8 +12,8 @@
  * a row buffer that stays in L1, and across it by gathering each tap of
  * up to 32 neighbouring outputs from a window of 64 inputs with one
  * two-source permute (vpermt2w), storing in place (500x375 JPEG planes
- * to 224x224 on the 2-core VM: 92-102 us -> 64-66 us with the colour
- * conversion).
+ * to 224x224 on a 2-core x86-64 host: 92-102 us -> 64-66 us with the
+ * colour conversion; docs/benchmarks.md#ingest).
  *
  * Arithmetic (the same with SSE2, AVX2, AVX-512 and in C: all give equal
  * bits): values are Q8 in u16 lanes; a tap adds (v * w) >> 16 with w the
@@ -335,7 +335,7 @@ RS_AVX2_FN RS_INLINE __m256i load16_q8(const uint8_t *p)
  * the last column (overlapping its neighbour, which it writes again with
  * the same values).  `taps` is a constant where the callers below pass
  * one, so that the tap loop unrolls (the three planes of a 500x375
- * JPEG: 80 -> 69 us on the 2-core VM). */
+ * JPEG: 80 -> 69 us on a 2-core x86-64 host). */
 RS_AVX2_FN RS_INLINE void down_avx2(const uint8_t *src, size_t ss, int sw,
                                     const dlk_rs_filter *fy, uint16_t *tmp,
                                     int taps)

@@ -726,8 +726,8 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
      * through 20 ms = 300.  256 rows, and the store's in-flight limit may
      * grow to match where its answers are slow (s3_http.c, grow): through
      * 20 ms on a 16-core host 2,640 files/s with 64 in flight, 6,600 with
-     * 256; through none, 256 in flight were 13% slower than 64 (session
-     * 8, tests/bench/results). */
+     * 256; through none, 256 in flight were 13% slower than 64
+     * (docs/benchmarks.md#ingest). */
     r.fetchers = o->fetchers > 0          ? o->fetchers
                  : !local_dir                ? 256
                  : r.jobs >= dlk_cpu_count() ? 0

@@ -1129,7 +1129,7 @@ static char *full_prefix(const s3_store *s, const char *prefix)
  * page's token comes before its keys (s3_xml_list_token: AWS, MinIO and
  * s3_dir_server send it near the top; moto after the keys), so that the
  * server answers it while this one is parsed (a page of 1,000 keys took
- * ~1 ms to parse on the 2-core VM, 1.5-2.5 ms on a 16-core host: about
+ * ~1 ms to parse on a 2-core x86-64 host, 1.5-2.5 ms on a 16-core host: about
  * what a local server takes to answer); otherwise after the parse.  At
  * the end of a listing that ends early (a range's next folder, a callback
  * that stops) the page asked for ahead is not used. */

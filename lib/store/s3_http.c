@@ -25,7 +25,7 @@
  * and hands libcurl only the sockets that are ready: curl_multi_perform
  * and curl_multi_poll look at every transfer and socket at each wake-up,
  * which with 64 GETs of small images in flight cost the loop ~50 us a GET
- * (2.8 poll calls a GET on the 2-core VM).
+ * (2.8 poll calls a GET on a 2-core x86-64 host).
  *
  * Requests are signed here each time they are sent (s3_sign.c, SigV4
  * with a signing key derived once a day).  The secret lives only in the

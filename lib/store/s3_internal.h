@@ -60,9 +60,9 @@ s3_signer *s3_signer_new(const char *access_key, const char *secret,
 void s3_signer_free(s3_signer *g);
 /* Append the headers that sign a request for method and url (path and
  * query percent-encoded as sent; the payload UNSIGNED-PAYLOAD): Host,
- * x-amz-content-sha256, x-amz-date, x-amz-security-token with a session
- * token, and Authorization.  0 on success, -1 when out of memory or the
- * request cannot be signed. */
+ * x-amz-content-sha256, x-amz-date, x-amz-security-token (with
+ * temporary credentials' session token), and Authorization.  0 on
+ * success, -1 when out of memory or the request cannot be signed. */
 int s3_sign(s3_signer *g, const char *method, const char *url,
             struct curl_slist **headers);
 

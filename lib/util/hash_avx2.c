@@ -3,8 +3,8 @@
  * twice (the chunk's raw_hash as samples arrive, its XXH3-128 name when
  * it is sealed) and the loader checks raw_hash on every chunk it reads:
  * the baseline (SSE2) XXH3 ran at 5.8 GB/s over 16 MiB chunks from
- * memory and 18.5 GB/s in cache on the 2-core VM, this one at 12.4 and
- * 33.9.  The values are XXH3's whatever the vector width. */
+ * memory and 18.5 GB/s in cache on a 2-core x86-64 host, this one at
+ * 12.4 and 33.9.  The values are XXH3's whatever the vector width. */
 #include "util/hash_simd.h"
 
 #if DLK_HASH_AVX2

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Summarize gpu_stream.sh's results.jsonl: a table with the ratios the
-issue asks for, printed and written as Markdown next to the JSON."""
+"""Summarize gpu_stream.sh's results.jsonl: a table of the ratios to
+its baselines, printed and written as Markdown next to the JSON."""
 import json, sys
 
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith("{")]

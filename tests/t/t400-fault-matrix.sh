@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# t400-fault-matrix.sh - the fault matrix of issue 7 item 3: ingest
-# (from-s3), commit and bench-stream (--device cpu) on an s3:// dataset,
-# each through tests/faultproxy.py under each fault:
+# t400-fault-matrix.sh - the fault matrix: ingest (from-s3), commit and
+# bench-stream (--device cpu) on an s3:// dataset, each through
+# tests/faultproxy.py under each fault:
 #
 #   503-burst  every request answered 503 SlowDown for 1.5 s, then none
 #   500        25% of requests answered 500 InternalError

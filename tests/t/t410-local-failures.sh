@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
-# t410-local-failures.sh - local file-system failures (issue 7 item 5):
-# a full disk (a small tmpfs, else a loop-mounted ext4), a read-only file
-# system (the same, remounted ro) and permission denied (the dataset
-# owned by root, dlk run as nobody).  ingest, commit and gc each give a
-# clear error - exit 3 and a message naming the object and the reason -
-# or, where the failure cannot hurt them (gc on a full disk only
-# deletes), succeed; and nothing half-written becomes visible: every
-# commit and the head verify --deep (verify --all --deep), the log is
-# unchanged, the earlier commit's samples are byte-identical, no
-# temporary file is left behind, and once the fault is gone the same
-# commands succeed.
+# t410-local-failures.sh - local file-system failures: a full disk (a
+# small tmpfs, else a loop-mounted ext4), a read-only file system (the
+# same, remounted ro) and permission denied (the dataset owned by root,
+# dlk run as nobody).  ingest, commit and gc each give a clear error -
+# exit 3 and a message naming the object and the reason - or, where the
+# failure cannot hurt them (gc on a full disk only deletes), succeed; and
+# nothing half-written becomes visible: every commit and the head verify
+# --deep (verify --all --deep), the log is unchanged, the earlier commit's
+# samples are byte-identical, no temporary file is left behind, and once
+# the fault is gone the same commands succeed.
 . "$DLK_TESTS/lib.sh"
 
 have_numpy || { skip "local failures" "numpy missing: python3 -m pip install numpy"; exit 0; }

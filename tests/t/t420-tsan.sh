@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# t420-tsan.sh - the threaded parts under ThreadSanitizer (issue 7 item
-# 6): the loader unit test; bench-stream (cpu, several I/O workers,
-# shuffled, several epochs) on a local dataset, on an uncompressed one
-# with DLK_NO_MMAP and on an s3:// one; ingest from-dir of JPEGs with
-# --jobs 2 --fetch 4 (ordered and --unordered) and from-s3 through moto.
-# Any ThreadSanitizer report fails the test (halt_on_error=1).
+# t420-tsan.sh - the threaded parts under ThreadSanitizer: the loader unit
+# test; bench-stream (cpu, several I/O workers, shuffled, several epochs)
+# on a local dataset, on an uncompressed one with DLK_NO_MMAP and on an
+# s3:// one; ingest from-dir of JPEGs with --jobs 2 --fetch 4 (ordered and
+# --unordered) and from-s3 through moto. Any ThreadSanitizer report fails
+# the test (halt_on_error=1).
 #
 # Uses $DLK when it is a TSan build (make SAN=thread test), else builds
 # build-tsan/ (make SAN=thread all unit; CUDA is left out there).

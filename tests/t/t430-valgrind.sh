@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# t430-valgrind.sh - the end-to-end CLI flows under valgrind's memcheck
-# (issue 7 item 2): create, ingest from-dir of .npy files and of JPEGs,
-# ls, cat in every mode, verify --deep and --all, commit, log, gc and
-# bench-stream --device cpu (shuffled, several workers, two epochs), on a
-# local dataset and on an s3:// one (moto).  Every command must exit as it
-# does natively, with no memcheck error and no definite leak.  Small
-# datasets keep it short.
+# t430-valgrind.sh - the end-to-end CLI flows under valgrind's memcheck:
+# create, ingest from-dir of .npy files and of JPEGs, ls, cat in every
+# mode, verify --deep and --all, commit, log, gc and bench-stream --device
+# cpu (shuffled, several workers, two epochs), on a local dataset and on
+# an s3:// one (moto).  Every command must exit as it does natively, with
+# no memcheck error and no definite leak.  Small datasets keep it short.
 #
 # Needs the normal build (build/dlk): valgrind cannot run a sanitizer
 # build.  DLK_VALGRIND_S3=0 leaves the S3 part out.
