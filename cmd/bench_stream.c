@@ -52,7 +52,11 @@ static const char usage_text[] =
     "                     to draw several ranks); %r in FILE is the rank,\n"
     "                     and ranks above 0 of a world without %r add\n"
     "                     .rankR before the extension\n"
-    "  -h, --help         this text\n";
+    "  -h, --help         this text\n"
+    "\n"
+    "Examples:\n"
+    "  dlk bench-stream pets --shuffle --epochs 2\n"
+    "  dlk bench-stream s3://lake/pets --device cpu --json --report pets.html\n";
 
 static unsigned long long parse_bytes(const char *s)
 {

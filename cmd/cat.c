@@ -23,7 +23,11 @@ static const char usage_text[] =
     "  --png        an image sample (u8 [H,W,C] or [C,H,W], C 1, 3 or 4)\n"
     "               as a PNG file\n"
     "  --frame K    frame K (from 0) of a clip [T,H,W,C] as a PNG file\n"
-    "  -h, --help   this text\n";
+    "  -h, --help   this text\n"
+    "\n"
+    "Examples:\n"
+    "  dlk cat pets labels 7\n"
+    "  dlk cat pets images 7 --png > 7.png\n";
 
 #define SHOW_EDGE 8
 

@@ -16,7 +16,10 @@ static const char usage_text[] =
     "  --json                   {\"id\", \"committed\", \"parent\"}\n"
     "  --unsafe-single-writer   commit even on a store that ignores\n"
     "                           conditional writes (no concurrent writers!)\n"
-    "  -h, --help               this text\n";
+    "  -h, --help               this text\n"
+    "\n"
+    "Example:\n"
+    "  dlk commit pets -m \"pets v1\"\n";
 
 int cmd_commit(int argc, char **argv)
 {

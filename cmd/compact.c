@@ -18,7 +18,10 @@ static const char usage_text[] =
     "                      tensor's chunk size; K M G suffixes, at most 1G)\n"
     "  --json              {\"chunks_before\", \"chunks_after\", \"chunks_read\",\n"
     "                      \"bytes_read\", \"chunks_written\", \"seconds\"}\n"
-    "  -h, --help          this text\n";
+    "  -h, --help          this text\n"
+    "\n"
+    "Example:\n"
+    "  dlk compact s3://lake/pets --target-size 64M\n";
 
 int cmd_compact(int argc, char **argv)
 {

@@ -31,6 +31,13 @@ static const char usage_text[] =
     "  --json               print the result as JSON\n"
     "  -h, --help           this text\n";
 
+/* printed after the shared ingest options, so that --help ends with it */
+static const char examples_text[] =
+    "\n"
+    "Examples:\n"
+    "  dlk create pets from-dir train/ --resize 224x224 --fit crop\n"
+    "  dlk create emb --tensor emb:f16:768:zstd --tensor id:u64\n";
+
 #define MAX_TENSORS 256
 
 /* "16M" -> bytes; 0 on error. */
@@ -232,6 +239,7 @@ int cmd_create(int argc, char **argv)
             ingest_cli_free(&cli);
             fputs(usage_text, stdout);
             fputs(ingest_opts_usage, stdout);
+            fputs(examples_text, stdout);
             return cmd_finish("create", EXIT_OK);
         case '?':
         case ':':

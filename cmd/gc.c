@@ -18,7 +18,11 @@ static const char usage_text[] =
     "  -n, --dry-run      only report what would be removed\n"
     "  --json             {\"removed\", \"removed_bytes\", \"young\", \"referenced\",\n"
     "                     \"dry_run\", \"objects\": [...]}\n"
-    "  -h, --help         this text\n";
+    "  -h, --help         this text\n"
+    "\n"
+    "Examples:\n"
+    "  dlk gc --dry-run s3://lake/pets\n"
+    "  dlk gc --grace 1d s3://lake/pets\n";
 
 /* "90", "30m", "1h", "2d" -> seconds; -1 on error. */
 static long long parse_duration(const char *s)

@@ -14,6 +14,13 @@ static const char usage_text[] =
     "its object's key: a rerun ingests only the objects added since.\n"
     "\n";
 
+/* printed after the shared ingest options, so that --help ends with it */
+static const char examples_text[] =
+    "\n"
+    "Examples:\n"
+    "  dlk ingest pets from-dir new-batch/ --resize 224x224 --fit crop\n"
+    "  dlk ingest s3://lake/pets from-s3 s3://raw/train/ --shard 0/8 --json\n";
+
 int cmd_ingest(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -37,6 +44,7 @@ int cmd_ingest(int argc, char **argv)
         case 'h':
             fputs(usage_text, stdout);
             fputs(ingest_opts_usage, stdout);
+            fputs(examples_text, stdout);
             ingest_cli_free(&cli);
             return cmd_finish("ingest", EXIT_OK);
         case '?':

@@ -15,7 +15,10 @@ static const char usage_text[] =
     "  -n, --max N     at most N commits\n"
     "  --json          [{\"id\", \"parent\", \"time\", \"message\", \"samples\": {tensor:\n"
     "                  n}, \"bytes_added\", \"chunks_added\"}]\n"
-    "  -h, --help      this text\n";
+    "  -h, --help      this text\n"
+    "\n"
+    "Example:\n"
+    "  dlk log pets -n 5\n";
 
 struct log_out {
     bool json;

@@ -14,7 +14,11 @@ static const char usage_text[] =
     "               \"tensors\": [{\"name\",\n"
     "               \"kind\", \"dtype\", \"shape\", \"samples\", \"chunks\",\n"
     "               \"stored_bytes\", \"raw_bytes\", \"codec\", ...}]}\n"
-    "  -h, --help   this text\n";
+    "  -h, --help   this text\n"
+    "\n"
+    "Examples:\n"
+    "  dlk ls pets\n"
+    "  dlk ls --json --at main pets\n";
 
 static json_t *shape_json(const int64_t *shape, int ndim)
 {

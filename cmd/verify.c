@@ -22,7 +22,10 @@ static const char usage_text[] =
     "  --json       {\"ok\", \"chunks_checked\", \"bytes_checked\", \"commits_checked\",\n"
     "               \"errors\": [{\"object\", \"error\"}], \"unreferenced\": [{\"object\",\n"
     "               \"bytes\"}]}\n"
-    "  -h, --help   this text\n";
+    "  -h, --help   this text\n"
+    "\n"
+    "Example:\n"
+    "  dlk verify --deep pets\n";
 
 struct report {
     bool json;
