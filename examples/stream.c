@@ -42,12 +42,12 @@ int main(int argc, char **argv)
     for (int epoch = 0; epoch < 2; epoch++) {
         const dlk_batch *b;
         uint64_t samples = 0, batches = 0;
-        while (dlk_loader_next(l, &b, &err) == DLK_OK && b) {
+        dlk_status rc;
+        /* err is set only when a call fails: test the status it returns */
+        while ((rc = dlk_loader_next(l, &b, &err)) == DLK_OK && b) {
             /* your training step here; this one reads every byte */
-            if (dlk_loader_step(l, 0, &err)) {
-                fprintf(stderr, "%s\n", err.msg);
+            if ((rc = dlk_loader_step(l, 0, &err)) != DLK_OK)
                 break;
-            }
             samples += b->size;
             batches++;
             if (batches == 1 && epoch == 0)
@@ -56,7 +56,7 @@ int main(int argc, char **argv)
                            b->tensors[t].name, b->tensors[t].nbytes,
                            b->on_device ? "GPU" : "CPU");
         }
-        if (err.code && err.code != DLK_OK) {
+        if (rc != DLK_OK) {
             fprintf(stderr, "%s\n", err.msg);
             break;
         }

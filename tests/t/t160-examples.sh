@@ -21,5 +21,11 @@ python3 "$root/examples/sample_data.py" "$T/src" --samples 100 --size 16 >/dev/n
 check "pkg-config links the example to libdlk.so" sh -c "readelf -d '$T/stream' | grep -q 'NEEDED.*libdlk.so.0'"
 ok "the example streams a dataset on the cpu" env LD_LIBRARY_PATH="$P/usr/lib" "$T/stream" "$T/ds" cpu
 check "two epochs of 100 samples, equal checksums" sh -c "grep -q 'epoch 1: 128 samples' '$OUT' && grep -q '(equal)' '$OUT'"
+# a dataset with a commit: the example reads main's chunks the same way
+"$DLK" commit "$T/ds" -m "first" >/dev/null
+for i in 1 2 3 4 5; do
+    ok "the example streams a dataset with a commit (run $i)" env LD_LIBRARY_PATH="$P/usr/lib" "$T/stream" "$T/ds" cpu
+    check "run $i: two epochs of 100 samples, equal checksums" sh -c "grep -q 'epoch 0: 128 samples' '$OUT' && grep -q 'epoch 1: 128 samples' '$OUT' && grep -q '(equal)' '$OUT'"
+done
 ok "demo script runs" env DLK="$DLK" "$root/examples/demo.sh" "$T/demo"
 check "demo ends with a bench-stream report" grep -q "samples/s" "$OUT"

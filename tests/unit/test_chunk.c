@@ -866,7 +866,7 @@ int main(void)
     encode_limits();
     encode_head();
     hashes();
-    unit_replay("chunk", replay_chunk);
-    unit_replay("fuzz_chunk", replay_chunk);
+    unit_replay("chunk", replay_chunk, true);
+    unit_replay("fuzz_chunk", replay_chunk, false);
     return unit_done();
 }

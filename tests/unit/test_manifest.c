@@ -537,7 +537,7 @@ int main(void)
     chunk_entries();
     size_limit();
     key_index();
-    unit_replay("manifest", replay_manifest);
-    unit_replay("fuzz_manifest", replay_manifest);
+    unit_replay("manifest", replay_manifest, true);
+    unit_replay("fuzz_manifest", replay_manifest, false);
     return unit_done();
 }

@@ -232,7 +232,7 @@ int main(void)
 {
     valid();
     hostile();
-    unit_replay("npy", replay_npy);
-    unit_replay("fuzz_npy", replay_npy);
+    unit_replay("npy", replay_npy, true);
+    unit_replay("fuzz_npy", replay_npy, false);
     return unit_done();
 }
