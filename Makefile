@@ -65,11 +65,15 @@ SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fra
 endif
 
 OPT     ?= -O2 -g
+# Internal invariants (DLK_ASSERT) are checked in sanitizer builds, and in
+# any build with CHECKS=1; release builds leave them out.
+CHECKS  ?= $(if $(SAN),1,0)
+CHECK_CFLAGS := $(if $(filter 1,$(CHECKS)),-DDLK_CHECKS)
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wstrict-prototypes \
              -Wno-missing-field-initializers -fPIC -MMD -MP \
-             -Iinclude -Ilib $(PKG_CFLAGS) $(CUDA_CFLAGS) $(MEDIA_CFLAGS) $(OPT) $(SANFLAGS) $(CFLAGS)
+             -Iinclude -Ilib $(PKG_CFLAGS) $(CUDA_CFLAGS) $(MEDIA_CFLAGS) $(CHECK_CFLAGS) $(OPT) $(SANFLAGS) $(CFLAGS)
 ALL_LDFLAGS = -Wl,--as-needed $(SANFLAGS) $(LDFLAGS)
 LIBS    = $(PKG_LIBS) $(CUDA_LIBS) -lpthread -lm
 

@@ -77,8 +77,8 @@ int cmd_json_main(int code);
 const char *cmd_last_error(void);
 /* Flush stdout and report a failed write (a full disk, a closed pipe). */
 int cmd_finish(const char *cmd, int code);
-/* "16M", "64KiB", "1G" -> bytes (K, M, G are powers of 1024); 0 when
- * malformed or over 1 TiB. */
+/* "16M", "64KiB", "1G" -> bytes (K, M, G, T are powers of 1024), as
+ * dlk_parse_size reads them; 0 when malformed or over 1 TiB. */
 unsigned long long cmd_parse_size(const char *s);
 /* "1.5 MiB" style sizes. */
 const char *cmd_bytes(unsigned long long n, char buf[32]);

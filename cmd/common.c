@@ -1,5 +1,6 @@
 /* common.c - printing helpers shared by the subcommands. */
 #include "cmd.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -213,21 +214,6 @@ double cmd_now_s(void)
 
 unsigned long long cmd_parse_size(const char *s)
 {
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (end == s || *s == '-')
-        return 0;
-    unsigned long long mul = 1;
-    switch (*end) {
-    case 'K': case 'k': mul = 1ull << 10; end++; break;
-    case 'M': case 'm': mul = 1ull << 20; end++; break;
-    case 'G': case 'g': mul = 1ull << 30; end++; break;
-    }
-    if (*end == 'i')
-        end++;
-    if (*end == 'B' || *end == 'b')
-        end++;
-    if (*end || v > (1ull << 40) / mul)
-        return 0;
-    return v * mul;
+    uint64_t v;
+    return dlk_parse_size(s, &v) ? v : 0;
 }

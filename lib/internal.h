@@ -32,6 +32,49 @@ dlk_status dlk_fail(dlk_error *err, dlk_status code, const char *fmt, ...)
 dlk_status dlk_fail_wrap(dlk_error *err, const char *fmt, ...)
     DLK_PRINTF(2, 3);
 void dlk_error_clear(dlk_error *err);
+/* dlk_oom(err): the one message for an
+ * allocation that failed where nothing more useful can be said. */
+dlk_status dlk_oom(dlk_error *err);
+
+/* ---- internal invariants ------------------------------------------ */
+
+/* DLK_ASSERT(cond): a condition the code relies on and that no input can
+ * break.  Checked in test and sanitizer builds (DLK_CHECKS: make SAN=...
+ * or CHECKS=1), where a broken one aborts naming the place; compiled out
+ * of release builds (the condition is still type-checked, not run). */
+#ifdef DLK_CHECKS
+void dlk_assert_fail(const char *cond, const char *file, int line)
+    __attribute__((noreturn));
+#define DLK_ASSERT(cond) \
+    ((cond) ? (void)0 : dlk_assert_fail(#cond, __FILE__, __LINE__))
+#else
+#define DLK_ASSERT(cond) ((void)sizeof(!(cond)))
+#endif
+
+/* ---- growable arrays ---------------------------------------------- */
+
+/* Room for element n of an array of *cap elements of elem bytes: p itself
+ * when n < *cap, else p reallocated to twice the capacity (first when
+ * empty) with *cap updated; NULL when out of memory or the size
+ * overflows, p and *cap then unchanged (the caller still owns p). */
+void *dlk_grow(void *p, size_t *cap, size_t n, size_t elem, size_t first);
+/* DLK_GROW(arr, n, cap, first): the same on an array variable, which is
+ * replaced by the grown array; false when out of memory. */
+#define DLK_GROW(arr, n, cap, first)                                      \
+    __extension__({                                                       \
+        void *dlk_grown_ = dlk_grow((arr), &(cap), (n), sizeof *(arr),    \
+                                    (first));                             \
+        if (dlk_grown_)                                                   \
+            (arr) = dlk_grown_;                                           \
+        dlk_grown_ != NULL;                                               \
+    })
+
+/* ---- sizes (util/size.c) ------------------------------------------ */
+
+/* "16M", "16MiB", "64KB", "1G", "4096" -> bytes: K, M, G and T are powers
+ * of 1024, optionally followed by "i" and "B".  false when malformed,
+ * negative, zero or over 1 TiB. */
+bool dlk_parse_size(const char *s, uint64_t *out);
 
 /* ---- growable byte buffer (util/buf.c) ---------------------------- */
 

@@ -73,7 +73,7 @@ static dlk_status make_room(dlk_dataset *ds, size_t tensor, size_t nbytes,
         if ((rc = seal(ds, tensor, err)))
             return rc;
     if (!b->hash && !(b->hash = dlk_hash64_stream_new()))
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     if (ndim) {
         size_t need = ((size_t)b->samples + 1) * (size_t)ndim;
         if (need > b->shapes_cap) {
@@ -82,7 +82,7 @@ static dlk_status make_room(dlk_dataset *ds, size_t tensor, size_t nbytes,
                 cap *= 2;
             uint32_t *p = realloc(b->shapes, cap * sizeof *p);
             if (!p)
-                return dlk_fail(err, DLK_ENOMEM, "out of memory");
+                return dlk_oom(err);
             b->shapes = p;
             b->shapes_cap = cap;
         }
@@ -91,7 +91,7 @@ static dlk_status make_room(dlk_dataset *ds, size_t tensor, size_t nbytes,
         size_t cap = b->segs_cap ? b->segs_cap * 2 : 64;
         dlk_buf *p = realloc(b->segs, cap * sizeof *p);
         if (!p)
-            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+            return dlk_oom(err);
         b->segs = p;
         b->segs_cap = cap;
     }

@@ -252,7 +252,7 @@ static dlk_status count_added(const dlk_manifest *head,
         if (p && p->nchunks) {
             sorted = malloc(p->nchunks * sizeof *sorted);
             if (!sorted)
-                return dlk_fail(err, DLK_ENOMEM, "out of memory");
+                return dlk_oom(err);
             memcpy(sorted, p->chunks, p->nchunks * sizeof *sorted);
             qsort(sorted, p->nchunks, sizeof *sorted, cmp_key);
         }
@@ -323,7 +323,7 @@ static dlk_status commit_doc(dlk_dataset *ds, const char *parent_id,
     char now[32];
     utc_now(now);
     if (!doc)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     /* keep "tensors" last: readers of the log need only the start */
     json_t *tensors = json_incref(json_object_get(doc, "tensors"));
     json_object_del(doc, "tensors");
@@ -336,7 +336,7 @@ static dlk_status commit_doc(dlk_dataset *ds, const char *parent_id,
     *text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(doc);
     if (!*text)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     return DLK_OK;
 }
 
@@ -472,7 +472,7 @@ dlk_status dlk_log(dlk_dataset *ds, const char *at, size_t max,
         const char **names = calloc(m.ntensors + 1, sizeof *names);
         uint64_t *samples = calloc(m.ntensors + 1, sizeof *samples);
         if (!names || !samples) {
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+            rc = dlk_oom(err);
         } else {
             for (size_t i = 0; i < m.ntensors; i++) {
                 names[i] = m.tensors[i].spec.name;

@@ -132,7 +132,7 @@ dlk_status dlk_compact_from(dlk_dataset *ds, size_t ti, size_t from,
     size_t nold = n - start;
     dlk_chunk_entry *old = malloc(nold * sizeof *old);
     if (!old)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     memcpy(old, t->chunks + start, nold * sizeof *old);
     dlk_tensor_truncate(t, start);
     forget_cached(ds, ti);

@@ -16,7 +16,7 @@ static dlk_status alloc_per_tensor(dlk_dataset *ds, dlk_error *err)
     ds->builders = calloc(n, sizeof *ds->builders);
     ds->cache = calloc(n, sizeof *ds->cache);
     if (!ds->builders || !ds->cache)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     return DLK_OK;
 }
 
@@ -25,7 +25,7 @@ static dlk_dataset *new_handle(const char *url, dlk_error *err)
     dlk_dataset *ds = calloc(1, sizeof *ds);
     if (!ds || !(ds->url = strdup(url))) {
         free(ds);
-        dlk_fail(err, DLK_ENOMEM, "out of memory");
+        dlk_oom(err);
         return NULL;
     }
     return ds;
@@ -92,7 +92,7 @@ static dlk_status write_dataset_json(dlk_dataset *ds, dlk_error *err)
     char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     if (!text)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     dlk_status rc = dlk_store_put(ds->store, DLK_KEY_DATASET, text,
                                   strlen(text), DLK_PUT_IF_ABSENT, NULL, NULL,
                                   err);
@@ -198,7 +198,7 @@ dlk_status dlk_dataset_create(const char *url, const dlk_tensor_spec *specs,
         rc = dlk_fail(err, DLK_EEXIST, "'%s' is not empty: refusing to "
                       "create a dataset over existing objects", url);
     if (!rc && !(ds->m.tensors = calloc(n_specs, sizeof *ds->m.tensors)))
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        rc = dlk_oom(err);
     for (size_t i = 0; !rc && i < n_specs; i++) {
         rc = dlk_tensor_init(&ds->m.tensors[i], &specs[i], err);
         ds->m.ntensors = i + 1;
@@ -245,7 +245,7 @@ static dlk_status open_head(dlk_dataset *ds, dlk_dataset **out,
     if (!rc)
         rc = dlk_ref_parse(&r[1], id, NULL, &exists, err);
     if (!rc && exists && !(ds->head = strdup(id)))
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        rc = dlk_oom(err);
     if (!rc && r[2].rc == DLK_ENOTFOUND)
         rc = dlk_fail(err, DLK_ECORRUPT, "dataset '%s' has no head "
                       "manifest (%s)", ds->url, DLK_KEY_HEAD);
@@ -290,7 +290,7 @@ dlk_status dlk_dataset_open(const char *url, const char *at,
     if (!rc)
         rc = dlk_commit_load(ds, id, &ds->m, NULL, NULL, NULL, NULL, err);
     if (!rc && !(ds->head = strdup(id)))
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        rc = dlk_oom(err);
     ds->read_only = true;
     if (!rc)
         rc = alloc_per_tensor(ds, err);

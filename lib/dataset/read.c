@@ -76,7 +76,7 @@ dlk_status dlk_chunk_load(dlk_dataset *ds, const dlk_tensor *t,
     dlk_chunk_key(key, t->spec.name, e->key);
     dlk_chunk *c = calloc(1, sizeof *c);
     if (!c)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     /* Uncompressed chunks are read straight into caller memory. */
     if (buf && t->spec.codec == DLK_CODEC_NONE && cap >= e->stored_bytes)
         dlk_buf_wrap(&c->object, buf, cap);
@@ -168,7 +168,7 @@ dlk_status dlk_read_sample(dlk_dataset *ds, size_t tensor, uint64_t index,
                                      &n, out->shape);
     out->data = malloc(n ? n : 1);
     if (!out->data)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     memcpy(out->data, p, n);
     out->nbytes = n;
     out->dtype = t->spec.dtype;

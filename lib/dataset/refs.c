@@ -13,14 +13,8 @@ dlk_status dlk_refs_add_manifest(dlk_ref_set *s, const dlk_manifest *m,
     for (size_t i = 0; i < m->ntensors; i++) {
         const dlk_tensor *t = &m->tensors[i];
         for (size_t c = 0; c < t->nchunks; c++) {
-            if (s->n == s->cap) {
-                size_t cap = s->cap ? s->cap * 2 : 256;
-                dlk_ref_chunk *v = realloc(s->v, cap * sizeof *v);
-                if (!v)
-                    return dlk_fail(err, DLK_ENOMEM, "out of memory");
-                s->v = v;
-                s->cap = cap;
-            }
+            if (!DLK_GROW(s->v, s->n, s->cap, 256))
+                return dlk_oom(err);
             dlk_ref_chunk *r = &s->v[s->n++];
             dlk_chunk_key(r->key, t->spec.name, t->chunks[c].key);
             r->t = t;
@@ -39,15 +33,8 @@ static int cmp_ref(const void *a, const void *b)
 /* Room for one more loaded manifest in s->extra. */
 static dlk_status grow_extra(dlk_ref_set *s, dlk_error *err)
 {
-    if (s->nextra < s->capextra)
-        return DLK_OK;
-    size_t cap = s->capextra ? s->capextra * 2 : 16;
-    dlk_manifest *v = realloc(s->extra, cap * sizeof *v);
-    if (!v)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
-    s->extra = v;
-    s->capextra = cap;
-    return DLK_OK;
+    return DLK_GROW(s->extra, s->nextra, s->capextra, 16) ? DLK_OK
+                                                          : dlk_oom(err);
 }
 
 dlk_status dlk_refs_add_history(dlk_dataset *ds, dlk_ref_set *s,

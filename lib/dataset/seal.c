@@ -80,7 +80,7 @@ static dlk_status seal_store(dlk_store *store, seal_job *j, dlk_error *err)
     if (n > j->iov_cap) {
         struct iovec *v = realloc(j->iov, n * sizeof *v);
         if (!v)
-            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+            return dlk_oom(err);
         j->iov = v;
         j->iov_cap = n;
     }
@@ -183,12 +183,12 @@ static dlk_status sealer_start(dlk_dataset *ds, dlk_error *err)
 {
     dlk_sealer *s = calloc(1, sizeof *s);
     if (!s)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     s->store = ds->store;
     s->pool = calloc(DLK_SEAL_THREADS * DLK_SEGS_MAX, sizeof *s->pool);
     if (!s->pool) {
         free(s);
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv_work, NULL);

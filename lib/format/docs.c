@@ -46,7 +46,7 @@ dlk_status dlk_commit_parse(const char *json, size_t len, const char *name,
         rc = dlk_fail(err, DLK_ECORRUPT, "%s: missing or bad 'time', "
                       "'message' or 'stats'", name);
     } else if (!(meta->time = strdup(t)) || !(meta->message = strdup(msg))) {
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        rc = dlk_oom(err);
     } else {
         meta->bytes_added = (uint64_t)json_integer_value(ba);
         meta->chunks_added = (uint64_t)json_integer_value(ca);

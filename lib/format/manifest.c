@@ -72,13 +72,13 @@ dlk_status dlk_tensor_init(dlk_tensor *t, const dlk_tensor_spec *s,
     if (s->n_class_names) {
         t->class_names = calloc(s->n_class_names, sizeof *t->class_names);
         if (!t->class_names)
-            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+            return dlk_oom(err);
         for (size_t i = 0; i < s->n_class_names; i++) {
             t->class_names[i] = strdup(s->class_names[i] ? s->class_names[i]
                                                          : "");
             if (!t->class_names[i]) {
                 t->n_class_names = i;
-                return dlk_fail(err, DLK_ENOMEM, "out of memory");
+                return dlk_oom(err);
             }
         }
         t->n_class_names = s->n_class_names;
@@ -101,14 +101,8 @@ dlk_status dlk_tensor_add_chunk(dlk_tensor *t, const dlk_chunk_entry *e,
                                 const int64_t *smin, const int64_t *smax,
                                 dlk_error *err)
 {
-    if (t->nchunks == t->capchunks) {
-        size_t cap = t->capchunks ? t->capchunks * 2 : 16;
-        dlk_chunk_entry *c = realloc(t->chunks, cap * sizeof *c);
-        if (!c)
-            return dlk_fail(err, DLK_ENOMEM, "out of memory");
-        t->chunks = c;
-        t->capchunks = cap;
-    }
+    if (!DLK_GROW(t->chunks, t->nchunks, t->capchunks, 16))
+        return dlk_oom(err);
     dlk_chunk_entry *c = &t->chunks[t->nchunks++];
     *c = *e;
     c->first = t->samples;
@@ -244,7 +238,7 @@ static dlk_status parse_tensor(json_t *jt, const char *name, dlk_tensor *t,
         s.n_class_names = json_array_size(names);
         cn = calloc(s.n_class_names ? s.n_class_names : 1, sizeof *cn);
         if (!cn)
-            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+            return dlk_oom(err);
         for (size_t i = 0; i < s.n_class_names; i++)
             if (!(cn[i] = json_string_value(json_array_get(names, i)))) {
                 free(cn);
@@ -370,7 +364,7 @@ dlk_status dlk_manifest_parse(const char *json, size_t len, const char *name,
     }
     if (!rc && json_is_string(parent) &&
         !(m->parent = strdup(json_string_value(parent))))
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        rc = dlk_oom(err);
     json_t *ki = json_object_get(root, "key_index");
     if (!rc && ki) {
         const char *obj = json_string_value(json_object_get(ki, "object"));
@@ -389,7 +383,7 @@ dlk_status dlk_manifest_parse(const char *json, size_t len, const char *name,
     }
     size_t n = rc ? 0 : json_array_size(tensors);
     if (n && !(m->tensors = calloc(n, sizeof *m->tensors)))
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        rc = dlk_oom(err);
     for (size_t i = 0; !rc && i < n; i++) {
         rc = parse_tensor(json_array_get(tensors, i), name, &m->tensors[i],
                           err);
@@ -459,7 +453,7 @@ dlk_status dlk_manifest_dump(const dlk_manifest *m, char **out, size_t *len,
     if (!root || !tensors) {
         json_decref(root);
         json_decref(tensors);
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     }
     json_object_set_new(root, "format", json_string("dlk"));
     json_object_set_new(root, "version", json_integer(DLK_FORMAT_VERSION));

@@ -104,7 +104,7 @@ dlk_status dlk_png_decode(const uint8_t *p, size_t n, const char *name,
                         "PNG file", name);
     png_job *j = calloc(1, sizeof *j);
     if (!j)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     j->p = p;
     j->n = n;
     dlk_status st = DLK_OK;

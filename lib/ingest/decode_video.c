@@ -140,7 +140,7 @@ static dlk_status open_input(vdec *v, dlk_error *err)
     if (!v->fc || !v->pb) {
         if (!v->pb)
             av_free(iobuf);
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     }
     v->fc->pb = v->pb;
     v->fc->flags |= AVFMT_FLAG_CUSTOM_IO;
@@ -186,7 +186,7 @@ static dlk_status open_decoder(vdec *v, dlk_error *err)
                         "decoder for codec '%s'", v->name,
                         avcodec_get_name(par->codec_id));
     if (!(v->cc = avcodec_alloc_context3(codec)))
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     int ret = avcodec_parameters_to_context(v->cc, par);
     if (ret >= 0) {
         v->cc->thread_count = 1; /* ingest runs one decode per core */
@@ -251,7 +251,7 @@ static dlk_status plan(vdec *v, dlk_error *err)
                         "frames are over the limit of %d", v->name, n, maxf);
     v->ntargets = (int)n;
     if (!(v->targets = malloc(sizeof *v->targets * v->ntargets)))
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     for (int i = 0; i < v->ntargets; i++)
         v->targets[i] = o->frames ? (i + 0.5) * d / n : i / o->fps;
     return DLK_OK;
@@ -272,7 +272,7 @@ static dlk_status to_image(vdec *v, const AVFrame *f, dlk_error *err)
         free(v->rgb.px);
         if (!(v->rgb.px = malloc(need + 64))) {
             memset(&v->rgb, 0, sizeof v->rgb);
-            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+            return dlk_oom(err);
         }
         v->rgb.w = f->width, v->rgb.h = f->height, v->rgb.c = v->dc;
     }
@@ -482,7 +482,7 @@ dlk_status dlk_decode_video(const uint8_t *p, size_t n, const char *name,
     v.cur = av_frame_alloc();
     v.prev = av_frame_alloc();
     if (!v.pkt || !v.cur || !v.prev)
-        st = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        st = dlk_oom(err);
     if (!st && !(st = open_input(&v, err)) && !(st = open_decoder(&v, err)) &&
         !(st = plan(&v, err)))
         st = run(&v, err);

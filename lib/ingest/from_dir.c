@@ -35,7 +35,7 @@ static dlk_status collect(const char *dir, int depth, path_list *l,
             continue;
         char *path;
         if (asprintf(&path, "%s/%s", dir, de->d_name) < 0) {
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+            rc = dlk_oom(err);
             break;
         }
         struct stat st;
@@ -53,16 +53,10 @@ static dlk_status collect(const char *dir, int depth, path_list *l,
             free(path);
             continue;
         }
-        if (l->n == l->cap) {
-            size_t cap = l->cap ? l->cap * 2 : 256;
-            char **v = realloc(l->v, cap * sizeof *v);
-            if (!v) {
-                free(path);
-                rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
-                break;
-            }
-            l->v = v;
-            l->cap = cap;
+        if (!DLK_GROW(l->v, l->n, l->cap, 256)) {
+            free(path);
+            rc = dlk_oom(err);
+            break;
         }
         l->v[l->n++] = path;
     }
@@ -202,7 +196,7 @@ dlk_status ing_npy_dir(dlk_dataset *ds, const char *dir,
     /* samples appended to each tensor: a row is a sample of every one */
     uint64_t *per = calloc(ds->m.ntensors + 1, sizeof *per);
     if (!per)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     dlk_status rc = collect(dir, 0, &l, err);
     if (!rc && l.n)
         qsort(l.v, l.n, sizeof *l.v, cmp_str);

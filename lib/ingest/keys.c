@@ -28,14 +28,8 @@ void ing_keyset_free(ing_keyset *k)
 dlk_status ing_keyset_add(ing_keyset *k, uint64_t kh, uint64_t vh,
                           dlk_error *err)
 {
-    if (k->n == k->cap) {
-        size_t cap = k->cap ? k->cap * 2 : 1024;
-        ing_key_entry *e = realloc(k->e, cap * sizeof *e);
-        if (!e)
-            return dlk_fail(err, DLK_ENOMEM, "out of memory for the keys");
-        k->e = e;
-        k->cap = cap;
-    }
+    if (!DLK_GROW(k->e, k->n, k->cap, 1024))
+        return dlk_fail(err, DLK_ENOMEM, "out of memory for the keys");
     k->e[k->n].key = kh;
     k->e[k->n++].version = vh;
     return DLK_OK;
@@ -412,7 +406,7 @@ dlk_status ing_keys_prepare(const char *url, dlk_error *err)
         ds->cache = c;
     if (!c) {
         dlk_dataset_free(ds);
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     }
     memset(ds->builders + n, 0, 2 * sizeof *ds->builders);
     memset(ds->cache + n, 0, 2 * sizeof *ds->cache);
@@ -445,7 +439,7 @@ dlk_status ing_key_specs_add(const dlk_tensor_spec *specs, size_t *n,
             return DLK_OK;
     dlk_tensor_spec *v = malloc((*n + 2) * sizeof *v);
     if (!v)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     if (*n)
         memcpy(v, specs, *n * sizeof *v);
     ing_key_specs(v + *n);

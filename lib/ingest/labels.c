@@ -29,15 +29,9 @@ static int push(table *t, char *text)
 {
     if (!text)
         return -1;
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 256;
-        char **c = realloc(t->cells, cap * sizeof *c);
-        if (!c) {
-            free(text);
-            return -1;
-        }
-        t->cells = c;
-        t->cap = cap;
+    if (!DLK_GROW(t->cells, t->n, t->cap, 256)) {
+        free(text);
+        return -1;
     }
     t->cells[t->n++] = text;
     return 0;
@@ -94,7 +88,7 @@ static dlk_status parse_csv(const char *p, const char *end, ing_labels *l,
 {
     size_t nf;
     if (csv_record(&p, end, t, &nf))
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     l->ncols = nf;
     if (nf < 2)
         return dlk_fail(err, DLK_EINVAL, "label manifest '%s': the header "
@@ -107,7 +101,7 @@ static dlk_status parse_csv(const char *p, const char *end, ing_labels *l,
             continue;
         }
         if (csv_record(&p, end, t, &nf))
-            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+            return dlk_oom(err);
         if (nf != l->ncols)
             return dlk_fail(err, DLK_EINVAL, "label manifest '%s': line %zu "
                             "has %zu fields, the header %zu", l->name, line,
@@ -169,7 +163,7 @@ static dlk_status parse_jsonl(const char *p, const char *end, ing_labels *l,
             json_t **no = realloc(objs, cap * sizeof *no);
             if (!no) {
                 json_decref(o);
-                rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+                rc = dlk_oom(err);
                 break;
             }
             objs = no;
@@ -180,12 +174,12 @@ static dlk_status parse_jsonl(const char *p, const char *end, ing_labels *l,
     if (!rc) {
         for (size_t c = 0; !rc && c < l->ncols; c++)
             if (push(t, strdup(json_string_value(json_array_get(cols, c)))))
-                rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+                rc = dlk_oom(err);
         for (size_t i = 0; !rc && i < nobjs; i++)
             for (size_t c = 0; !rc && c < l->ncols; c++) {
                 const char *f = json_string_value(json_array_get(cols, c));
                 if (push(t, cell_text(json_object_get(objs[i], f))))
-                    rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+                    rc = dlk_oom(err);
             }
     }
     for (size_t i = 0; i < nobjs; i++)
@@ -202,7 +196,7 @@ static dlk_status build_index(ing_labels *l, dlk_error *err)
         n *= 2;
     l->slots = calloc(n, sizeof *l->slots);
     if (!l->slots)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     l->nslots = n;
     for (size_t r = 0; r < l->nrows; r++) {
         const char *k = l->cells[r * l->ncols];
@@ -225,7 +219,7 @@ static dlk_status read_all(const char *src, dlk_buf *b, dlk_error *err)
     char *dir = slash ? strndup(src, (size_t)(slash - src)) : strdup(".");
     const char *base = slash ? slash + 1 : src;
     if (!dir)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     if (!*dir) {
         free(dir);
         dir = strdup("/");
@@ -245,7 +239,7 @@ dlk_status ing_labels_load(const char *src, ing_labels *l, dlk_error *err)
 {
     memset(l, 0, sizeof *l);
     if (!(l->name = strdup(src)))
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     dlk_buf b;
     dlk_buf_init(&b);
     dlk_status rc = read_all(src, &b, err);
@@ -264,7 +258,7 @@ dlk_status ing_labels_load(const char *src, ing_labels *l, dlk_error *err)
     if (!rc && (!l->ncols || t.n < l->ncols))
         rc = dlk_fail(err, DLK_EINVAL, "label manifest '%s' is empty", src);
     if (!rc && !(l->cols = malloc(l->ncols * sizeof *l->cols)))
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        rc = dlk_oom(err);
     if (rc) {
         for (size_t i = 0; i < t.n; i++)
             free(t.cells[i]);

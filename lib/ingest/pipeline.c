@@ -144,6 +144,7 @@ static bool may_fetch(pipe_state *p);
 static void row_ready(pipe_state *p, size_t k)
 {
     slot *s = slot_of(p, k);
+    DLK_ASSERT(*state_of(p, k) == FETCHING && p->fetching > 0);
     *state_of(p, k) = s->rc ? DONE : FETCHED;
     p->fetching--;
     /* one row for one thread: a broadcast would wake every idle decoder
@@ -265,7 +266,7 @@ static void *submitter(void *arg)
     dlk_get_req **qs = calloc(p->batch * p->maxn, sizeof *qs);
     pthread_mutex_lock(&p->mu);
     if (!qs && !p->stop) {
-        p->rc = dlk_fail(&p->err, DLK_ENOMEM, "out of memory");
+        p->rc = dlk_oom(&p->err);
         p->stop = true;
         pthread_cond_broadcast(&p->cv_decode);
         pthread_cond_signal(&p->cv_append);
@@ -487,7 +488,7 @@ static dlk_status progress_stems(ing_run *run, pipe_state *p, dlk_error *err)
     if (p->base > 0) {
         char *st = stem_dup(p->c->src, p->todo[p->base - 1]);
         if (!st)
-            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+            return dlk_oom(err);
         /* rows skipped by resume before todo[0] are done as well */
         free(pr->done_through);
         pr->done_through = st;
@@ -501,12 +502,12 @@ static dlk_status progress_stems(ing_run *run, pipe_state *p, dlk_error *err)
     if (extra) {
         char **v = realloc(pr->done_also, extra * sizeof *v);
         if (!v)
-            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+            return dlk_oom(err);
         pr->done_also = v;
         for (size_t k = p->base; k < p->next_fetch; k++)
             if (*state_of(p, k) == APPENDED &&
                 !(v[pr->n_done_also++] = stem_dup(p->c->src, p->todo[k])))
-                return dlk_fail(err, DLK_ENOMEM, "out of memory");
+                return dlk_oom(err);
     }
     return DLK_OK;
 }
@@ -592,6 +593,9 @@ static void drain(pipe_state *p)
     size_t k;
     while (!p->stop && (k = appendable(p)) < p->next_fetch) {
         slot *s = slot_of(p, k);
+        /* in order, only the lowest row not yet appended is taken */
+        DLK_ASSERT(*state_of(p, k) == DONE &&
+                   (run->o->unordered || k == p->base));
         *state_of(p, k) = APPENDING;
         pthread_mutex_unlock(&p->mu);
         dlk_error e;
@@ -723,7 +727,7 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     if (oom || !th) {
         free_window(&p, nt);
         free(th);
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     }
     pthread_mutex_init(&p.mu, NULL);
     pthread_cond_init(&p.cv_fetch, NULL);

@@ -63,7 +63,7 @@ dlk_status dlk_png_encode(const uint8_t *pixels, int w, int h, int c,
                         "of %d channels", w, h, c);
     wjob *j = calloc(1, sizeof *j);
     if (!j)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     j->out = out;
     dlk_status st = DLK_OK;
     png_structp png = png_create_write_struct(
@@ -140,7 +140,7 @@ dlk_status dlk_png_from_sample(const dlk_sample *s, int frame, int chw,
     uint8_t *tmp = NULL;
     if (planar) {
         if (!(tmp = malloc(fbytes)))
-            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+            return dlk_oom(err);
         size_t plane = (size_t)(h * w);
         for (size_t i = 0; i < plane; i++)
             for (int64_t k = 0; k < c; k++)

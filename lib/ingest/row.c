@@ -118,7 +118,7 @@ static dlk_status numbers_val(const dlk_tensor *t, const char *text,
     size_t n, inner;
     double *nums = malloc(MAX_NUMBERS * sizeof *nums);
     if (!nums)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     if (ing_parse_numbers(text, nums, MAX_NUMBERS, &n, &inner)) {
         free(nums);
         return dlk_fail(err, DLK_EDECODE, "tensor '%s': '%.40s' is not a "
@@ -218,7 +218,7 @@ static dlk_status json_fields(const ing_ctx *c, const ing_obj *o,
         char *text = json_is_string(v) ? strdup(json_string_value(v))
                      : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
         if (!text) {
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+            rc = dlk_oom(err);
             break;
         }
         const dlk_tensor *t = &c->tensors[ti];
@@ -347,7 +347,7 @@ dlk_status ing_row_build(const ing_ctx *c, size_t row, const dlk_buf *bufs,
         case ING_CLS:
             free(cls);
             if (!(cls = strndup((const char *)b->data, b->len)))
-                rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+                rc = dlk_oom(err);
             else
                 trim(cls);
             break;

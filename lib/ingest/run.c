@@ -141,7 +141,7 @@ static dlk_status plan(ing_run *r, const size_t *cand, size_t n,
     *ntodo = 0;
     *todo = malloc((n + 1) * sizeof **todo);
     if (!*todo)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     if (r->keyed) {
         dlk_buf tmp;
         dlk_buf_init(&tmp);
@@ -190,7 +190,7 @@ static dlk_status candidates(ing_run *r, const ing_source *src,
     *n = 0;
     *out = malloc((src->nrows + 1) * sizeof **out);
     if (!*out)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     /* rows of objects that feed no tensor are no samples (the key
      * tensors, fed by every row, do not count) */
     ing_feeds feeds = {0};
@@ -235,7 +235,7 @@ static dlk_status candidates(ing_run *r, const ing_source *src,
             const char *key = ing_row_key(src, i, &len);
             char *z = strndup(key, len);
             if (!z) {
-                rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+                rc = dlk_oom(err);
                 break;
             }
             if (report && r->o->on_changed_key)
@@ -289,7 +289,7 @@ static dlk_status begin_shard(ing_run *r, const size_t *cand, size_t n,
     if (!first || !last) {
         free(first);
         free(last);
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     }
     if (exists) {
         /* keyed, one process: what the source gained since is ingested
@@ -330,7 +330,7 @@ static dlk_status begin_shard(ing_run *r, const size_t *cand, size_t n,
     r->prog.first = first;
     r->prog.last = last;
     if (!(r->prog.errors = json_array()))
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     /* at once, not at the first checkpoint: a create killed before then
      * is told apart from a finished one (dlk_ingest_create) */
     return ing_stage_write(r->ds, r->stage_key, r->source, r->shard,
@@ -496,7 +496,7 @@ static dlk_status tell_schema(const ing_run *r, dlk_error *err)
     size_t n = ds->m.ntensors;
     dlk_tensor_spec *v = calloc(n ? n : 1, sizeof *v);
     if (!v)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     for (size_t i = 0; i < n; i++) {
         v[i] = ds->m.tensors[i].spec;
         v[i].class_names = (const char *const *)ds->m.tensors[i].class_names;

@@ -18,14 +18,8 @@ static int names_add(names *s, const char *text)
     for (size_t i = 0; i < s->n; i++)
         if (strcmp(s->v[i], text) == 0)
             return 0;
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 64;
-        char **v = realloc(s->v, cap * sizeof *v);
-        if (!v)
-            return -1;
-        s->v = v;
-        s->cap = cap;
-    }
+    if (!DLK_GROW(s->v, s->n, s->cap, 64))
+        return -1;
     char *end;
     (void)strtoll(text, &end, 10);
     if (!*text || *end)
@@ -80,7 +74,7 @@ static dlk_status set_classes(dlk_tensor_spec *s, names *nm, dlk_error *err)
     qsort(nm->v, nm->n, sizeof *nm->v, cmp_str);
     char **copy = calloc(nm->n, sizeof *copy);
     if (!copy)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     for (size_t i = 0; i < nm->n; i++)
         copy[i] = strdup(nm->v[i]);
     s->class_names = (const char *const *)copy;
@@ -219,13 +213,13 @@ static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
     if (!rc && image) {
         image_shape(o, sh);
         if (!add_spec(&l, "images", DLK_U8, DLK_KIND_IMAGE, 3, sh))
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+            rc = dlk_oom(err);
     }
     if (!rc && video) {
         sh[0] = o->frames > 0 ? o->frames : DLK_DIM_VARIABLE;
         image_shape(o, sh + 1);
         if (!add_spec(&l, "video", DLK_U8, DLK_KIND_VIDEO, 4, sh))
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+            rc = dlk_oom(err);
     }
     ing_labels lab;
     bool have_lab = false;
@@ -236,7 +230,7 @@ static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
         for (size_t r = 0; !rc && r < lab.nrows; r++)
             if (names_add(&nm, lab.cells[r * lab.ncols +
                                          (size_t)lab.label_col]))
-                rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+                rc = dlk_oom(err);
         label_tensor = !rc;
     } else if (!rc && cls) {
         dlk_buf b;
@@ -259,7 +253,7 @@ static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
             while (n && strchr(" \t\r\n", text[n - 1]))
                 text[--n] = '\0';
             if (!rc && names_add(&nm, text + strspn(text, " \t\r\n")))
-                rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+                rc = dlk_oom(err);
         }
         dlk_buf_free(&b);
         label_tensor = !rc;
@@ -270,7 +264,7 @@ static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
                  src.objs[i].role == ING_VIDEO) &&
                 ing_parent_folder(src.objs[i].key, f, sizeof f) == 0 &&
                 names_add(&nm, f))
-                rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+                rc = dlk_oom(err);
         nm.all_int = false; /* folder names are names, even "0" */
         label_tensor = !rc;
     }
@@ -278,12 +272,12 @@ static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
         dlk_tensor_spec *s = add_spec(&l, "labels", DLK_I32,
                                       DLK_KIND_CLASS_LABEL, 0, sh);
         rc = s ? set_classes(s, &nm, err)
-               : dlk_fail(err, DLK_ENOMEM, "out of memory");
+               : dlk_oom(err);
     }
     if (!rc && txt) {
         sh[0] = DLK_DIM_VARIABLE;
         if (!add_spec(&l, "text", DLK_U8, DLK_KIND_TEXT, 1, sh))
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+            rc = dlk_oom(err);
     }
     /* the manifest's other columns: numbers, else text */
     for (size_t c = 1; !rc && have_lab && c < lab.ncols; c++) {
@@ -469,14 +463,8 @@ static int collect_key(void *ud, const char *key, uint64_t size)
 {
     DLK_UNUSED(size);
     key_vec *v = ud;
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? 2 * v->cap : 64;
-        char **k = realloc(v->k, cap * sizeof *k);
-        if (!k)
-            return 1;
-        v->k = k;
-        v->cap = cap;
-    }
+    if (!DLK_GROW(v->k, v->n, v->cap, 64))
+        return 1;
     return !(v->k[v->n] = strdup(key)) || (v->n++, 0);
 }
 

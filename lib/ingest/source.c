@@ -141,14 +141,8 @@ int ing_source_add(void *ud, const char *key, uint64_t size,
         ing_source_unused(s, key, "not a sample: a file of no known kind");
         return s->oom;
     }
-    if (s->nobjs == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 1024;
-        ing_obj *v = realloc(s->objs, cap * sizeof *v);
-        if (!v)
-            return s->oom = true;
-        s->objs = v;
-        s->cap = cap;
-    }
+    if (!DLK_GROW(s->objs, s->nobjs, s->cap, 1024))
+        return s->oom = true;
     ing_obj *o = &s->objs[s->nobjs];
     memset(o, 0, sizeof *o);
     if (!(o->key = strdup(key)))
@@ -330,7 +324,7 @@ dlk_status ing_source_finish(ing_source *s, const char *url, dlk_error *err)
         nrows += i == 0 || stem_cmp(&s->objs[i - 1], &s->objs[i]) != 0;
     s->rows = calloc(nrows ? nrows : 1, sizeof *s->rows);
     if (!s->rows)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     for (size_t i = 0; i < s->nobjs; i++) {
         if (i == 0 || stem_cmp(&s->objs[i - 1], &s->objs[i]) != 0)
             s->rows[s->nrows++].first = i;

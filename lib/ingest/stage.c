@@ -207,12 +207,12 @@ dlk_status ing_stage_write(dlk_dataset *ds, const char *key,
                            "complete", p->complete);
     if (!root || !in || json_object_set_new(root, "ingest", in)) {
         json_decref(root);
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     }
     text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(root);
     if (!text)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     rc = dlk_store_put(ds->store, key, text, strlen(text), DLK_PUT_ALWAYS,
                        NULL, NULL, err);
     free(text);
@@ -264,7 +264,7 @@ static dlk_status write_merge(dlk_store *st, const char *run, json_t *before,
     char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     if (!text)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     dlk_status rc = dlk_store_put(st, key, text, strlen(text), DLK_PUT_ALWAYS,
                                   NULL, NULL, err);
     free(text);
@@ -380,7 +380,7 @@ dlk_status ing_merge(const char *url, const char *run, unsigned nshards,
             for (size_t t = 0; tail && t < ds->m.ntensors; t++)
                 tail[t] = ds->m.tensors[t].nchunks;
             rc = tail ? gather(ds, run, nshards, &ready, err)
-                      : dlk_fail(err, DLK_ENOMEM, "out of memory");
+                      : dlk_oom(err);
             /* the head's last chunk and the shards' small ones (each
              * shard's last, a whole small run) become full chunks */
             for (size_t t = 0; !rc && ready && t < ds->m.ntensors; t++)

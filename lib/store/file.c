@@ -383,7 +383,7 @@ static dlk_status fs_putv_hashed(dlk_store *s, const char *prefix,
     file_store *fs = (file_store *)s;
     dlk_hash64_stream *h = dlk_hash64_stream_new();
     if (!h)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     int dirfd;
     char tmp[1200], key[1100];
     struct stat st;
@@ -679,14 +679,14 @@ dlk_status dlk_store_open_file(const char *path, bool create,
         return dlk_fail(err, DLK_EINVAL, "empty dataset path");
     file_store *fs = calloc(1, sizeof *fs);
     if (!fs)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     fs->base.ops = &file_ops;
     fs->rootfd = -1;
     fs->root = strdup(path);
     fs->base.url = strdup(path);
     if (!fs->root || !fs->base.url) {
         fs_free(&fs->base);
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     }
     size_t n = strlen(fs->root);
     while (n > 1 && fs->root[n - 1] == '/')

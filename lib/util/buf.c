@@ -1,4 +1,5 @@
-/* buf.c - a growable byte buffer, or a fixed one over caller memory. */
+/* buf.c - a growable byte buffer, or a fixed one over caller memory; and
+ * the growth step of the arrays that grow one element at a time. */
 #include "internal.h"
 
 #include <stdlib.h>
@@ -43,6 +44,7 @@ dlk_status dlk_buf_append(dlk_buf *b, const void *p, size_t n, dlk_error *err)
     dlk_status st = dlk_buf_reserve(b, n, err);
     if (st)
         return st;
+    DLK_ASSERT(b->cap - b->len >= n);
     if (n)
         memcpy(b->data + b->len, p, n);
     b->len += n;
@@ -54,4 +56,20 @@ void dlk_buf_free(dlk_buf *b)
     if (!b->fixed)
         free(b->data);
     dlk_buf_init(b);
+}
+
+void *dlk_grow(void *p, size_t *cap, size_t n, size_t elem, size_t first)
+{
+    if (n < *cap)
+        return p;
+    size_t c = *cap ? *cap : first ? first : 1, bytes;
+    while (c <= n)
+        if (__builtin_mul_overflow(c, (size_t)2, &c))
+            return NULL;
+    if (__builtin_mul_overflow(c, elem, &bytes))
+        return NULL;
+    void *q = realloc(p, bytes);
+    if (q)
+        *cap = c;
+    return q;
 }

@@ -2,6 +2,7 @@
 #include "internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *dlk_strerror(dlk_status code)
@@ -63,6 +64,22 @@ dlk_status dlk_fail_wrap(dlk_error *err, const char *fmt, ...)
     err->msg[n + 2 + m] = '\0';
     return err->code;
 }
+
+dlk_status dlk_oom(dlk_error *err)
+{
+    return dlk_fail(err, DLK_ENOMEM, "out of memory");
+}
+
+#ifdef DLK_CHECKS
+void dlk_assert_fail(const char *cond, const char *file, int line)
+{
+    /* test and sanitizer builds only: a broken invariant is a bug in dlk,
+     * and stopping at it is what those builds are for */
+    fprintf(stderr, "dlk: internal invariant '%s' broken at %s:%d\n", cond,
+            file, line);
+    abort();
+}
+#endif
 
 void dlk_error_clear(dlk_error *err)
 {
