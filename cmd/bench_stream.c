@@ -25,7 +25,7 @@ static const char usage_text[] =
     "  --rank R --world W this process's rank and the world size (default\n"
     "                     from RANK/WORLD_SIZE, OMPI_COMM_WORLD_*, SLURM_*)\n"
     "  --tensors A,B      load only these tensors (default all)\n"
-    "  --memory BYTES     budget for chunk buffers (suffix K M G)\n"
+    "  --memory BYTES     budget for chunk buffers (e.g. 512M, 4GiB)\n"
     "  --pin-cache BYTES  on a GPU, keep up to BYTES (or auto: half the\n"
     "                     memory) of a local dataset's page cache mapped\n"
     "                     and pinned across epochs: no copy, but counted in\n"
@@ -57,20 +57,6 @@ static const char usage_text[] =
     "Examples:\n"
     "  dlk bench-stream pets --shuffle --epochs 2\n"
     "  dlk bench-stream s3://lake/pets --device cpu --json --report pets.html\n";
-
-static unsigned long long parse_bytes(const char *s)
-{
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (end == s)
-        return 0;
-    switch (*end) {
-    case 'K': case 'k': v <<= 10; end++; break;
-    case 'M': case 'm': v <<= 20; end++; break;
-    case 'G': case 'g': v <<= 30; end++; break;
-    }
-    return *end ? 0 : v;
-}
 
 /* Fill o from the command line: -1 to go on, else the exit code. */
 static int bench_parse(int argc, char **argv, struct bench_opts *o)
@@ -132,7 +118,7 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
         case 'W': o->world = strtol(optarg, &end, 10); break;
         case 'T': o->tensors = optarg; break;
         case 'm':
-            if (!(o->lo.memory_limit = parse_bytes(optarg))) {
+            if (!(o->lo.memory_limit = cmd_parse_size(optarg))) {
                 cmd_error("bench-stream", "bad --memory '%s'", optarg);
                 return EXIT_USAGE;
             }
@@ -141,7 +127,7 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
             if (strcmp(optarg, "auto") == 0)
                 o->lo.pin_cache = DLK_PIN_CACHE_AUTO;
             else if (strcmp(optarg, "0") != 0 &&
-                     !(o->lo.pin_cache = parse_bytes(optarg))) {
+                     !(o->lo.pin_cache = cmd_parse_size(optarg))) {
                 cmd_error("bench-stream", "bad --pin-cache '%s' (bytes with "
                           "an optional K, M or G, or auto)", optarg);
                 return EXIT_USAGE;
