@@ -34,7 +34,8 @@ MEDIA   ?= 1
 VIDEO   ?= 1
 IMAGE_PKGS := libturbojpeg libpng
 VIDEO_PKGS := libavformat libavcodec libswscale libavutil
-MEDIA_SRC := $(wildcard lib/ingest/decode_*.c) lib/ingest/resize.c lib/ingest/resample.c lib/ingest/png_write.c
+# The codecs are lib/media/ (their stubs, no*.c, stand in where left out).
+MEDIA_SRC := $(filter-out lib/media/no%.c,$(wildcard lib/media/*.c))
 ifeq ($(MEDIA),1)
 ifeq ($(VIDEO),1)
 PKGS    += $(IMAGE_PKGS) $(VIDEO_PKGS)
@@ -97,7 +98,7 @@ LIB_SRC := $(sort $(wildcard lib/*/*.c))
 ifneq ($(MEDIA),1)
 LIB_SRC := $(filter-out $(MEDIA_SRC),$(LIB_SRC))
 else ifneq ($(VIDEO),1)
-LIB_SRC := $(filter-out lib/ingest/decode_video.c,$(LIB_SRC))
+LIB_SRC := $(filter-out lib/media/decode_video.c,$(LIB_SRC))
 endif
 CMD_SRC := $(sort $(wildcard cmd/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))

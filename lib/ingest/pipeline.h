@@ -5,7 +5,7 @@
 #define DLK_INGEST_PIPELINE_H
 
 #include "dataset/dataset.h"
-#include "decode.h"
+#include "media/decode.h"
 
 /* What an object is, from its key's extension. */
 typedef enum ing_role {

@@ -11,7 +11,7 @@
  * a thread an image): whether the JPEG decode slows when the resize runs
  * between images shows there, not in --planes.
  *   decode_bench THREADS [--dlk W H | --planes W H | --split W H] FILE... */
-#include "ingest/decode.h"
+#include "media/decode.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * with a buffer of exactly the shape's size, or an error status with a
  * message, never a crash, leak or sanitizer report.  A decoded image is
  * written back as PNG and must decode to the same pixels. */
-#include "ingest/decode.h"
+#include "media/decode.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * it allows, frame sampling, resize) must give DLK_OK with [T,H,W,C] of
  * exactly the buffer's size, or an error status with a message, never a
  * crash, leak, hang or sanitizer report. */
-#include "ingest/decode.h"
+#include "media/decode.h"
 
 #include <stdlib.h>
 

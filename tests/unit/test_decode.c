@@ -1,9 +1,9 @@
-/* test_decode.c - the media decoders (lib/ingest/decode_*.c, resize.c,
+/* test_decode.c - the media decoders (lib/media/decode_*.c, resize.c,
  * resample.c, png_write.c).  Hand-made inputs always; with DLK_MEDIA_DIR (set by
  * tests/t/t200-decode.sh after tests/fixtures/make_media.sh and Pillow's
  * reference decodes, NAME.MODE.ref: u32 LE width, height, then pixels)
  * the generated fixtures too. */
-#include "ingest/decode.h"
+#include "media/decode.h"
 #include "unit.h"
 
 #include <math.h>

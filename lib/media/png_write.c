@@ -1,8 +1,8 @@
 /* png_write.c - pixels to a PNG in memory (libpng), and the public
  * dlk_png_from_sample behind `dlk cat --png`. */
-#include "ingest/decode.h"
+#include "media/decode.h"
 
-#include "ingest/png_jump.h"
+#include "media/png_jump.h"
 
 #include <stdlib.h>
 #include <string.h>

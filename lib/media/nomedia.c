@@ -2,7 +2,7 @@
  * a streaming-only dlk for GPU nodes, which need none of FFmpeg,
  * libjpeg-turbo or libpng.  Every entry point says so clearly. */
 #ifdef DLK_NO_MEDIA
-#include "decode.h"
+#include "media/decode.h"
 
 static dlk_status no_media(const char *name, dlk_error *err)
 {

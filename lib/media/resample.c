@@ -19,7 +19,7 @@
  * bits): values are Q8 in u16 lanes; a tap adds (v * w) >> 16 with w the
  * Q16 weight; weights are non-negative and sum to at most 65536, so no
  * sum can pass 65280. */
-#include "ingest/resample.h"
+#include "media/resample.h"
 
 #include <math.h>
 #include <stdbool.h>

@@ -3,7 +3,7 @@
  * or [C,H,W] layout.  Channels are scaled one plane at a time, so no
  * colour conversion ever touches the values: an image that needs no
  * scaling comes out bit-exact. */
-#include "ingest/decode.h"
+#include "media/decode.h"
 
 #include <stdlib.h>
 #include <string.h>

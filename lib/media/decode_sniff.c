@@ -1,7 +1,7 @@
 /* decode_sniff.c - what a source object is, from its first bytes (never
  * from its key's extension), and the image entry point that dispatches on
  * it. */
-#include "ingest/decode.h"
+#include "media/decode.h"
 
 #include <string.h>
 

@@ -5,7 +5,7 @@
  * set-up, and page faults on fresh large blocks, which on many cores also
  * serialise the threads on the process's memory map).  Freed when the
  * thread exits. */
-#include "ingest/decode.h"
+#include "media/decode.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* decode_exif.c - EXIF orientation, shared by the JPEG (APP1) and PNG
  * (eXIf) decoders: read from a TIFF block, applied to decoded pixels. */
-#include "ingest/decode.h"
+#include "media/decode.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * (make VIDEO=0): no libavformat or libavcodec, which with the codec
  * libraries they pull in are most of a media build's weight. */
 #ifdef DLK_NO_VIDEO
-#include "decode.h"
+#include "media/decode.h"
 
 dlk_status dlk_decode_video(const uint8_t *p, size_t n, const char *name,
                             const dlk_video_opts *o, dlk_decoded *out,

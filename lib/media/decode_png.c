@@ -6,9 +6,9 @@
  * Every CRC error, in critical and ancillary chunks alike, is an error;
  * so is a truncated file.  libpng reports errors by longjmp: everything
  * that must survive one lives in a heap job, never in locals. */
-#include "ingest/decode.h"
+#include "media/decode.h"
 
-#include "ingest/png_jump.h"
+#include "media/png_jump.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,7 @@
  * (the file is decoded again without them, since TurboJPEG reports only
  * the first warning of a call and a later one must not hide behind
  * them) or right before EOI. */
-#include "ingest/decode.h"
+#include "media/decode.h"
 
 #include <limits.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
  * clip_seconds (or the whole clip), neither every frame.  Each is
  * converted and fitted by the resizer.  Bounded: frames out, pixels per
  * frame, packets read, frames decoded and wall time. */
-#include "ingest/decode.h"
+#include "media/decode.h"
 
 #include <errno.h>
 #include <libavcodec/avcodec.h>
