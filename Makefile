@@ -73,7 +73,7 @@ CHECK_CFLAGS := $(if $(filter 1,$(CHECKS)),-DDLK_CHECKS)
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wstrict-prototypes \
-             -Wno-missing-field-initializers -fPIC -MMD -MP \
+             -Wno-missing-field-initializers -fPIC -fvisibility=hidden -MMD -MP \
              -Iinclude -Ilib $(PKG_CFLAGS) $(CUDA_CFLAGS) $(MEDIA_CFLAGS) $(CHECK_CFLAGS) $(OPT) $(SANFLAGS) $(CFLAGS)
 ALL_LDFLAGS = -Wl,--as-needed $(SANFLAGS) $(LDFLAGS)
 LIBS    = $(PKG_LIBS) $(CUDA_LIBS) -lpthread -lm
@@ -109,7 +109,10 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 LIBA    := $(BUILD)/libdlk.a
 DLK     := $(BUILD)/dlk
 # The shared library: soname libdlk.so.MAJOR; only the functions that
-# include/dlk.h declares are exported (a version script made from it).
+# the installed headers declare DLK_API are exported (a version script
+# made from them, and every other symbol compiled hidden).  dlk.h is the
+# stable API, dlk_bench.h the measuring and tracing hooks.
+PUBLIC_H := include/dlk.h include/dlk_bench.h
 SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
 SONAME  := libdlk.so.$(SOMAJOR)
 LIBSO   := $(BUILD)/libdlk.so.$(VERSION)
@@ -136,9 +139,9 @@ $(LIBA): $(LIB_OBJ)
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/libdlk.map: include/dlk.h
+$(BUILD)/libdlk.map: $(PUBLIC_H)
 	@mkdir -p $(dir $@)
-	$(Q){ echo '{ global:'; sed -n 's/^[a-z].*[ *]\(dlk_[a-z0-9_]*\)(.*/    \1;/p' $< | sort -u; \
+	$(Q){ echo '{ global:'; sed -n 's/^DLK_API .*[ *]\(dlk_[a-z0-9_]*\)(.*/    \1;/p' $^ | sort -u; \
 	    echo '  local: *; };'; } > $@
 
 $(LIBSO): $(LIB_OBJ) $(BUILD)/libdlk.map
@@ -208,7 +211,7 @@ fuzz:
 bench: all
 	$(Q)DLK=$(abspath $(DLK)) tests/bench/run-all.sh
 
-dlk.pc: dlk.pc.in include/dlk.h
+dlk.pc: dlk.pc.in $(PUBLIC_H)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(libdir)|' \
 	    -e 's|@INCDIR@|$(incdir)|' -e 's|@VERSION@|$(VERSION)|' \
 	    -e 's|@REQUIRES@|$(PKGS)|' -e 's|@LIBS_PRIVATE@|$(CUDA_LIBS) -lpthread -lm|' $< > $@
@@ -225,7 +228,7 @@ install-lib: $(LIBA) $(LIBSO) dlk.pc
 	install -m 755 $(LIBSO) $(DESTDIR)$(libdir)/$(notdir $(LIBSO))
 	ln -sf $(notdir $(LIBSO)) $(DESTDIR)$(libdir)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(libdir)/libdlk.so
-	install -m 644 include/dlk.h $(DESTDIR)$(incdir)/dlk.h
+	install -m 644 $(PUBLIC_H) $(DESTDIR)$(incdir)/
 	install -m 644 dlk.pc $(DESTDIR)$(pcdir)/dlk.pc
 
 install-man:
@@ -244,7 +247,7 @@ dist:
 	    build-dist/dlk build-dist/libdlk.so.$(VERSION)
 	$(Q)rm -rf dist && mkdir -p dist/bin dist/lib dist/share/man/man1
 	$(Q)cp build-dist/dlk dist/bin/ && cp man/*.1 dist/share/man/man1/
-	$(Q)cp include/dlk.h build-dist/libdlk.a dist/lib/
+	$(Q)cp $(PUBLIC_H) build-dist/libdlk.a dist/lib/
 	$(Q)cp build-dist/libdlk.so.$(VERSION) dist/lib/$(SONAME)
 	$(Q)mkdir -p dist/python && cp -r python/pyproject.toml python/setup.py \
 	    python/README.md python/dlk dist/python/ && rm -f dist/python/dlk/*.so*

@@ -6,6 +6,7 @@
 #define DLK_CMD_H
 
 #include "dlk.h"
+#include "dlk_bench.h"
 
 #include <jansson.h>
 

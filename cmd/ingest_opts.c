@@ -346,14 +346,14 @@ int ingest_cli_opt(ingest_cli *c, const char *cmd, int code, const char *arg)
         return 0;
     }
     case IO_FIT:
-        if (!strcmp(arg, "stretch")) o->fit = 0;
-        else if (!strcmp(arg, "crop")) o->fit = 1;
-        else if (!strcmp(arg, "pad")) o->fit = 2;
+        if (!strcmp(arg, "stretch")) o->fit = DLK_FIT_STRETCH;
+        else if (!strcmp(arg, "crop")) o->fit = DLK_FIT_CROP;
+        else if (!strcmp(arg, "pad")) o->fit = DLK_FIT_PAD;
         else return bad(cmd, "--fit", arg, "stretch, crop or pad");
         return 0;
     case IO_LAYOUT:
-        if (!strcmp(arg, "hwc")) o->layout = 1;
-        else if (!strcmp(arg, "chw")) o->layout = 2;
+        if (!strcmp(arg, "hwc")) o->layout = DLK_LAYOUT_HWC;
+        else if (!strcmp(arg, "chw")) o->layout = DLK_LAYOUT_CHW;
         else return bad(cmd, "--layout", arg, "hwc or chw");
         return 0;
     case IO_CHANNELS:

@@ -9,6 +9,7 @@
  * state printed at the end can be saved with a checkpoint and passed to
  * dlk_loader_restore() to continue mid-epoch, with any number of ranks. */
 #include <dlk.h>
+#include <dlk_bench.h> /* dlk_loader_step, dlk_loader_checksums */
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,19 +3,31 @@
  *
  * dlk packs training data into large immutable chunks of tensors of their
  * final shape and dtype on object storage (a local directory or S3), and
- * streams them back.  This header is the only one a program includes.
+ * streams them back.  This header is the stable API: what it declares
+ * keeps its meaning within a major version.  Measuring and tracing hooks
+ * (dlk bench-stream's) are in dlk_bench.h and may change.
  *
  * Conventions, for every function below unless it says otherwise:
- *  - A function returns a dlk_status; DLK_OK (0) is success.
+ *  - @return: a dlk_status; DLK_OK (0) is success, any other value names
+ *    the kind of failure (see dlk_status).
  *  - The last argument `err` may be NULL.  When it is not and the call
  *    fails, err->code is the returned status and err->msg a one-line
- *    message naming the object, key or field at fault.  No message ever
- *    contains a credential.
- *  - Handles are opaque; every *_open / *_create has a *_close / *_free
- *    that accepts NULL.
- *  - The library never prints and never exits.
- *  - A handle may be used by one thread at a time; distinct handles may be
- *    used concurrently.
+ *    message naming the object, key or field at fault.  On success err is
+ *    left as it was: test the returned status, not err->code.  No message
+ *    ever contains a credential.
+ *  - Ownership: handles are opaque; every *_open / *_create has a
+ *    *_close / *_free that accepts NULL.  Strings and arrays a function
+ *    returns through a const pointer belong to the handle they came from
+ *    and live as long as it (or as the comment says); memory the caller
+ *    must free says so.  Input pointers are not kept after the call
+ *    unless the comment says so.
+ *  - Thread-safety: functions without a handle may be called from any
+ *    thread at any time.  A handle may be used by one thread at a time;
+ *    distinct handles, even of the same dataset, may be used
+ *    concurrently.
+ *  - The library never prints, never exits and reads no environment
+ *    variable except where a comment says so (dlk_launch_env; the S3
+ *    settings of AWS_* and DLK_S3_* listed in dlk(1)).
  */
 #ifndef DLK_H
 #define DLK_H
@@ -25,6 +37,14 @@
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+/* DLK_API marks the functions libdlk.so exports; the library is built
+ * with every other symbol hidden. */
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define DLK_API __attribute__((visibility("default")))
+#else
+#define DLK_API
 #endif
 
 #define DLK_VERSION_MAJOR 0
@@ -37,14 +57,17 @@ extern "C" {
 /* The on-disk format version this library writes (formats/dlk-v1.md). */
 #define DLK_FORMAT_VERSION 1
 
-/* Run-time version, to check that header and library match. */
-int dlk_version_number(void);
-const char *dlk_version_string(void);
+/* Run-time version, to check that header and library match.
+ * @return DLK_VERSION_NUMBER / DLK_VERSION_STRING of the library (a
+ *         static string). */
+DLK_API int dlk_version_number(void);
+DLK_API const char *dlk_version_string(void);
 
 /* The CPUs this process may run on: its affinity mask, as taskset, a
- * cgroup cpuset or Slurm set it (not every online core), at least 1.  The
- * default for ingest's --jobs and the loader's io_threads. */
-int dlk_cpu_count(void);
+ * cgroup cpuset or Slurm set it (not every online core).  The default
+ * for ingest's --jobs and the loader's io_threads.
+ * @return the count, at least 1. */
+DLK_API int dlk_cpu_count(void);
 
 /* Status codes.  Values never change meaning; new codes are appended. */
 typedef enum dlk_status {
@@ -66,8 +89,9 @@ typedef enum dlk_status {
     DLK_ECANCELED = 15    /* the caller's cancel callback asked to stop */
 } dlk_status;
 
-/* A short, constant, lower-case description of a status code. */
-const char *dlk_strerror(dlk_status code);
+/* @return a short, constant, lower-case description of a status code
+ *         ("unknown status" for a value not listed above); never NULL. */
+DLK_API const char *dlk_strerror(dlk_status code);
 
 #define DLK_ERRMSG_MAX 512
 typedef struct dlk_error {
@@ -91,15 +115,17 @@ typedef enum dlk_kind {
 typedef enum dlk_codec { DLK_CODEC_NONE = 0, DLK_CODEC_ZSTD = 1 } dlk_codec;
 
 /* Names as they appear in the format and on the command line ("u8",
- * "class_label", "zstd").  *_name returns NULL for an unknown value;
- * *_parse returns 0 and sets *out, or -1 for an unknown name. */
-const char *dlk_dtype_name(dlk_dtype t);
-int dlk_dtype_parse(const char *name, dlk_dtype *out);
-size_t dlk_dtype_size(dlk_dtype t); /* bytes per element, 0 if unknown */
-const char *dlk_kind_name(dlk_kind k);
-int dlk_kind_parse(const char *name, dlk_kind *out);
-const char *dlk_codec_name(dlk_codec c);
-int dlk_codec_parse(const char *name, dlk_codec *out);
+ * "class_label", "zstd").
+ * @return *_name: a static string, or NULL for an unknown value;
+ *         *_parse: 0 with *out set, or -1 for an unknown name (*out
+ *         unchanged); dlk_dtype_size: bytes per element, 0 if unknown. */
+DLK_API const char *dlk_dtype_name(dlk_dtype t);
+DLK_API int dlk_dtype_parse(const char *name, dlk_dtype *out);
+DLK_API size_t dlk_dtype_size(dlk_dtype t); /* bytes per element, 0 if unknown */
+DLK_API const char *dlk_kind_name(dlk_kind k);
+DLK_API int dlk_kind_parse(const char *name, dlk_kind *out);
+DLK_API const char *dlk_codec_name(dlk_codec c);
+DLK_API int dlk_codec_parse(const char *name, dlk_codec *out);
 
 #define DLK_MAX_NDIM 8
 #define DLK_NAME_MAX 64          /* tensor names: [A-Za-z0-9_.-], 1..64 */
@@ -126,47 +152,63 @@ typedef struct dlk_tensor_spec {
  * "img:u8:?x?x3:zstd5".  SHAPE dims are separated by 'x'; '?' is a
  * variable dimension; "scalar" (or an omitted shape) is ndim 0.  The kind
  * is guessed from name and shape (image for HxWxC u8, class_label for
- * "label(s)"/"class" integer scalars) unless KIND= is set later. */
-dlk_status dlk_tensor_spec_parse(const char *text, dlk_tensor_spec *out,
-                                 dlk_error *err);
+ * "label(s)"/"class" integer scalars) unless KIND= is set later.
+ * @return DLK_OK with *out filled (class_names NULL); DLK_EINVAL naming
+ *         the part of `text` at fault. */
+DLK_API dlk_status dlk_tensor_spec_parse(const char *text, dlk_tensor_spec *out,
+                                         dlk_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Datasets                                                            */
 
 typedef struct dlk_dataset dlk_dataset;
 
-/* Create a new, empty dataset at `url` (a local path, file://PATH or, when
- * built with S3, s3://bucket/prefix) with the given tensors.  Fails with
- * DLK_EEXIST if a dataset (or any object) is already there. */
-dlk_status dlk_dataset_create(const char *url, const dlk_tensor_spec *specs,
-                              size_t n_specs, dlk_dataset **out,
-                              dlk_error *err);
+/* Create a new, empty dataset at `url` (a local path, file://PATH or
+ * s3://bucket/prefix) with the given tensors.  `specs` is copied.
+ * @return DLK_OK with *out an open handle on the new head (the caller
+ *         closes it with dlk_dataset_close); DLK_EEXIST if a dataset (or
+ *         any object) is already there; DLK_EINVAL for a bad spec; a
+ *         store's status (DLK_EIO, DLK_EAUTH, DLK_ENET) when it cannot be
+ *         written. */
+DLK_API dlk_status dlk_dataset_create(const char *url, const dlk_tensor_spec *specs,
+                                      size_t n_specs, dlk_dataset **out,
+                                      dlk_error *err);
 
 /* Open an existing dataset.  `at` selects the state to read: NULL or ""
  * for the working head (readable and appendable), or a reference as
  * dlk_resolve takes it ("main", "main~2", an id or a unique prefix), which
  * opens that commit read-only.  Opening a commit costs a constant number
- * of small reads, however long the history. */
-dlk_status dlk_dataset_open(const char *url, const char *at,
-                            dlk_dataset **out, dlk_error *err);
+ * of small reads, however long the history.
+ * @return DLK_OK with *out a handle the caller frees (dlk_dataset_close
+ *         or dlk_dataset_free); DLK_ENOTFOUND when there is no dataset
+ *         or no such commit; DLK_ECORRUPT, DLK_EUNSUPPORTED for a dataset
+ *         this library cannot read; a store's status. */
+DLK_API dlk_status dlk_dataset_open(const char *url, const char *at,
+                                    dlk_dataset **out, dlk_error *err);
 
-/* Write pending chunks and the head manifest, then free.  Returns the
- * status of the final flush; ds is freed in every case. */
-dlk_status dlk_dataset_close(dlk_dataset *ds, dlk_error *err);
+/* Write pending chunks and the head manifest, then free ds.
+ * @return the status of the final flush (as dlk_dataset_flush); ds is
+ *         freed in every case. */
+DLK_API dlk_status dlk_dataset_close(dlk_dataset *ds, dlk_error *err);
 
-/* Free without flushing: appended samples not yet flushed are dropped. */
-void dlk_dataset_free(dlk_dataset *ds);
+/* Free ds without flushing: appended samples not yet flushed are dropped
+ * (chunks already written stay for dlk_gc).  NULL is allowed. */
+DLK_API void dlk_dataset_free(dlk_dataset *ds);
 
-/* Identity and head. The strings live as long as the handle. */
-const char *dlk_dataset_url(const dlk_dataset *ds);
-const char *dlk_dataset_id(const dlk_dataset *ds);
-/* The head commit id, or NULL when nothing was committed yet. */
-const char *dlk_dataset_head(const dlk_dataset *ds);
+/* Identity and head.
+ * @return the URL as opened and the dataset's id: strings that live as
+ *         long as the handle. */
+DLK_API const char *dlk_dataset_url(const dlk_dataset *ds);
+DLK_API const char *dlk_dataset_id(const dlk_dataset *ds);
+/* @return the id of the commit the handle was opened at, or of main for
+ *         a head; NULL when nothing was committed yet.  Lives as long as
+ *         the handle. */
+DLK_API const char *dlk_dataset_head(const dlk_dataset *ds);
 
-/* Tensors, in schema order. */
-size_t dlk_dataset_ntensors(const dlk_dataset *ds);
-/* Index of a tensor by name, or -1. */
-int dlk_dataset_find(const dlk_dataset *ds, const char *name);
+/* @return the number of tensors, in schema order. */
+DLK_API size_t dlk_dataset_ntensors(const dlk_dataset *ds);
+/* @return the index of a tensor by name, or -1 when there is none. */
+DLK_API int dlk_dataset_find(const dlk_dataset *ds, const char *name);
 
 /* What `dlk ls` shows of one tensor. Pointers live as long as ds. */
 typedef struct dlk_tensor_info {
@@ -188,23 +230,34 @@ typedef struct dlk_tensor_info {
     const char *const *class_names;
 } dlk_tensor_info;
 
-dlk_status dlk_tensor_info_get(const dlk_dataset *ds, size_t tensor,
-                               dlk_tensor_info *out, dlk_error *err);
+/* @return DLK_OK with *out filled (its pointers live as long as ds);
+ *         DLK_ENOTFOUND when tensor is out of range. */
+DLK_API dlk_status dlk_tensor_info_get(const dlk_dataset *ds, size_t tensor,
+                                       dlk_tensor_info *out, dlk_error *err);
 
-/* Append one sample to a tensor.  `data` holds the sample's elements in
- * C order, little-endian, `nbytes` = product(shape) * dtype size; shape
- * must match the schema's fixed dimensions.  Chunks are written as they
- * fill; the head manifest only by dlk_dataset_flush / _close. */
-dlk_status dlk_append(dlk_dataset *ds, size_t tensor, const void *data,
-                      size_t nbytes, const int64_t *shape, int ndim,
-                      dlk_error *err);
+/* Append one sample to a tensor of a head opened for writing.  `data`
+ * holds the sample's elements in C order, little-endian, `nbytes` =
+ * product(shape) * dtype size; shape must match the schema's fixed
+ * dimensions.  `data` is copied.  Chunks are written as they fill; the
+ * head manifest only by dlk_dataset_flush / _close.
+ * @return DLK_OK; DLK_EINVAL for a shape or size that does not match the
+ *         schema, or a handle opened at a commit (nothing appended);
+ *         DLK_ENOTFOUND for a tensor out of range; DLK_ELIMIT for a
+ *         sample over 1 GiB; a store's status when a full chunk cannot be
+ *         written. */
+DLK_API dlk_status dlk_append(dlk_dataset *ds, size_t tensor, const void *data,
+                              size_t nbytes, const int64_t *shape, int ndim,
+                              dlk_error *err);
 
 /* Seal partly filled chunks, write them, and publish the head manifest
- * atomically (a conditional write: a concurrent writer's change yields
- * DLK_ECONFLICT, never a silent loss). */
-dlk_status dlk_dataset_flush(dlk_dataset *ds, dlk_error *err);
+ * atomically.
+ * @return DLK_OK; DLK_ECONFLICT when a concurrent writer changed the head
+ *         meanwhile (the publish is a conditional write: never a silent
+ *         loss; the appended chunks stay for a retry or dlk_gc); a
+ *         store's status. */
+DLK_API dlk_status dlk_dataset_flush(dlk_dataset *ds, dlk_error *err);
 
-/* One sample.  data is owned by the struct; free with dlk_sample_free. */
+/* One sample.  data is owned by the struct: free it with dlk_sample_free. */
 typedef struct dlk_sample {
     dlk_dtype dtype;
     int ndim;
@@ -214,13 +267,20 @@ typedef struct dlk_sample {
 } dlk_sample;
 
 /* Read sample `index` of a tensor (random access; the chunk holding it is
- * cached in the handle, so reading in order fetches each chunk once). */
-dlk_status dlk_read_sample(dlk_dataset *ds, size_t tensor, uint64_t index,
-                           dlk_sample *out, dlk_error *err);
-void dlk_sample_free(dlk_sample *s);
+ * cached in the handle, so reading in order fetches each chunk once).
+ * @return DLK_OK with *out filled (the caller frees it with
+ *         dlk_sample_free); DLK_ENOTFOUND for a tensor out of range or an
+ *         index past the samples;
+ *         DLK_ECORRUPT for a chunk that fails its checks; a store's
+ *         status. */
+DLK_API dlk_status dlk_read_sample(dlk_dataset *ds, size_t tensor, uint64_t index,
+                                   dlk_sample *out, dlk_error *err);
+/* Free a sample's data and clear it; NULL and a cleared sample are
+ * allowed. */
+DLK_API void dlk_sample_free(dlk_sample *s);
 
 /* ------------------------------------------------------------------ */
-/* Whole chunks: what loaders and benchmarks read.                     */
+/* Whole chunks: what a loader reads                                   */
 
 typedef struct dlk_chunk_ref {
     const char *key;          /* object key below the dataset root */
@@ -230,11 +290,12 @@ typedef struct dlk_chunk_ref {
     uint64_t raw_bytes;
 } dlk_chunk_ref;
 
-size_t dlk_tensor_nchunks(const dlk_dataset *ds, size_t tensor);
-/* Returns 0 on success, -1 if tensor or chunk is out of range. The key
- * string lives as long as ds. */
-int dlk_tensor_chunk(const dlk_dataset *ds, size_t tensor, size_t chunk,
-                     dlk_chunk_ref *out);
+/* @return dlk_tensor_nchunks: the chunks of a tensor (0 when out of
+ *         range); dlk_tensor_chunk: 0 with *out filled (its key lives as
+ *         long as ds), -1 if tensor or chunk is out of range. */
+DLK_API size_t dlk_tensor_nchunks(const dlk_dataset *ds, size_t tensor);
+DLK_API int dlk_tensor_chunk(const dlk_dataset *ds, size_t tensor, size_t chunk,
+                             dlk_chunk_ref *out);
 
 /* A decoded chunk: its payload (all samples back to back) and, for
  * variable shapes, each sample's shape and offset. */
@@ -246,17 +307,25 @@ enum {
 
 /* Read and decode one chunk.  `buf`, when not NULL, is caller memory of
  * `cap` bytes (for instance pinned host memory) that receives the raw
- * payload when it fits; otherwise the chunk owns its memory. */
-dlk_status dlk_chunk_read(dlk_dataset *ds, size_t tensor, size_t chunk,
-                          unsigned flags, void *buf, size_t cap,
-                          dlk_chunk **out, dlk_error *err);
-const void *dlk_chunk_payload(const dlk_chunk *c, size_t *nbytes);
-uint32_t dlk_chunk_samples(const dlk_chunk *c);
-/* Pointer and size of sample i of the chunk, and its shape into `shape`
- * (DLK_MAX_NDIM entries); returns NULL when i is out of range. */
-const void *dlk_chunk_sample(const dlk_chunk *c, uint32_t i, size_t *nbytes,
-                             int64_t *shape);
-void dlk_chunk_free(dlk_chunk *c);
+ * payload when it fits; otherwise the chunk owns its memory.
+ * @return DLK_OK with *out a chunk the caller frees with dlk_chunk_free
+ *         (buf must outlive it); DLK_EINVAL when tensor or chunk is out
+ *         of range; DLK_ECORRUPT for a chunk that fails its checks; a
+ *         store's status. */
+DLK_API dlk_status dlk_chunk_read(dlk_dataset *ds, size_t tensor, size_t chunk,
+                                  unsigned flags, void *buf, size_t cap,
+                                  dlk_chunk **out, dlk_error *err);
+/* @return the payload (all samples back to back; it lives as long as c)
+ *         and its size in *nbytes. */
+DLK_API const void *dlk_chunk_payload(const dlk_chunk *c, size_t *nbytes);
+DLK_API uint32_t dlk_chunk_samples(const dlk_chunk *c);
+/* @return a pointer into the payload at sample i of the chunk, with its
+ *         size in *nbytes and its shape in `shape` (DLK_MAX_NDIM
+ *         entries); NULL when i is out of range. */
+DLK_API const void *dlk_chunk_sample(const dlk_chunk *c, uint32_t i, size_t *nbytes,
+                                     int64_t *shape);
+/* Free a chunk (not the caller's buf it was read into); NULL is allowed. */
+DLK_API void dlk_chunk_free(dlk_chunk *c);
 
 /* ------------------------------------------------------------------ */
 /* Versions: commits, the log, references                              */
@@ -277,14 +346,18 @@ enum {
  * new commit's id.  When the head equals main's commit there is nothing
  * to commit: *committed is set to 0 and id_out holds main's id.
  * Stores that ignore conditional writes are detected and refused
- * (DLK_EUNSUPPORTED) unless DLK_COMMIT_UNSAFE_SINGLE_WRITER is given. */
-dlk_status dlk_commit(dlk_dataset *ds, const char *message, unsigned flags,
-                      char id_out[DLK_ID_MAX], int *committed,
-                      dlk_error *err);
+ * (DLK_EUNSUPPORTED) unless DLK_COMMIT_UNSAFE_SINGLE_WRITER is given.
+ * @return DLK_OK (*committed 1, or 0 when there was nothing to commit);
+ *         DLK_ECONFLICT after repeated concurrent commits (nothing lost:
+ *         run it again); DLK_EUNSUPPORTED as above; a store's status. */
+DLK_API dlk_status dlk_commit(dlk_dataset *ds, const char *message, unsigned flags,
+                              char id_out[DLK_ID_MAX], int *committed,
+                              dlk_error *err);
 
-/* Whether the head holds changes that main's commit does not (1), or
- * not (0); negative status on error.  Costs one read of that commit. */
-int dlk_dataset_dirty(dlk_dataset *ds, dlk_error *err);
+/* Whether the head holds changes that main's commit does not.  Costs one
+ * read of that commit.
+ * @return 1 when it does, 0 when not, or minus a dlk_status on error. */
+DLK_API int dlk_dataset_dirty(dlk_dataset *ds, dlk_error *err);
 
 typedef struct dlk_log_entry {
     const char *id;
@@ -303,14 +376,21 @@ typedef struct dlk_log_entry {
 typedef int (*dlk_log_fn)(void *ud, const dlk_log_entry *e);
 
 /* Walk the history from `at` (NULL: main) back to the first commit, or
- * at most `max` commits (0: all).  One small read per commit. */
-dlk_status dlk_log(dlk_dataset *ds, const char *at, size_t max,
-                   dlk_log_fn fn, void *ud, dlk_error *err);
+ * at most `max` commits (0: all), calling fn on the calling thread.  One
+ * small read per commit.
+ * @return DLK_OK (also when fn stopped the walk, or nothing was
+ *         committed); DLK_ENOTFOUND for an unknown `at`; DLK_ECORRUPT; a
+ *         store's status. */
+DLK_API dlk_status dlk_log(dlk_dataset *ds, const char *at, size_t max,
+                           dlk_log_fn fn, void *ud, dlk_error *err);
 
 /* Resolve a reference to a commit id: a full id, a unique prefix of at
- * least 4 hex digits, "main", or "main~N" (N commits before main). */
-dlk_status dlk_resolve(dlk_dataset *ds, const char *ref,
-                       char id_out[DLK_ID_MAX], dlk_error *err);
+ * least 4 hex digits, "main", or "main~N" (N commits before main).
+ * @return DLK_OK with the id in id_out; DLK_ENOTFOUND (no such commit,
+ *         or fewer than N before main); DLK_EINVAL for an ambiguous
+ *         prefix or a malformed reference. */
+DLK_API dlk_status dlk_resolve(dlk_dataset *ds, const char *ref,
+                               char id_out[DLK_ID_MAX], dlk_error *err);
 
 /* Garbage collection: remove chunks that neither the head nor any commit
  * reachable from main references (left by a crash or an abandoned run),
@@ -332,8 +412,11 @@ typedef struct dlk_gc_result {
                                          grace (local datasets) */
 } dlk_gc_result;
 
-dlk_status dlk_gc(dlk_dataset *ds, const dlk_gc_opts *opts,
-                  dlk_gc_result *res, dlk_error *err);
+/* Run the collection; on_remove is called on the calling thread.
+ * @return DLK_OK with *res filled; a store's status (objects removed
+ *         before it stay removed: each was unreferenced). */
+DLK_API dlk_status dlk_gc(dlk_dataset *ds, const dlk_gc_opts *opts,
+                          dlk_gc_result *res, dlk_error *err);
 
 /* Compaction: rewrite each tensor's runs of two or more consecutive small
  * chunks (left by many small appends that predate filling, by ingest
@@ -355,8 +438,11 @@ typedef struct dlk_compact_result {
                                               when they packed as they were) */
 } dlk_compact_result;
 
-dlk_status dlk_compact(dlk_dataset *ds, const dlk_compact_opts *opts,
-                       dlk_compact_result *res, dlk_error *err);
+/* @return DLK_OK with *res filled; DLK_ELIMIT for a target over 1 GiB;
+ *         DLK_EINVAL for a handle opened at a commit; DLK_ECONFLICT when a concurrent
+ *         writer changed the head (nothing published); a store's status. */
+DLK_API dlk_status dlk_compact(dlk_dataset *ds, const dlk_compact_opts *opts,
+                               dlk_compact_result *res, dlk_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Streaming loader: shuffled, sharded, prefetched batches              */
@@ -445,30 +531,50 @@ typedef struct dlk_batch {
     const dlk_batch_tensor *tensors;
 } dlk_batch;
 
-/* Open a loader on ds (which must stay open; a commit pins the bytes).
- * The first epoch is 0; dlk_loader_restore sets another. */
-dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
-                           dlk_loader **out, dlk_error *err);
+/* Open a loader on ds (which must stay open while the loader is; a
+ * commit pins the bytes).  The loader starts its own I/O threads (and,
+ * on a GPU, an upload thread); `opts` is copied.  The first epoch is 0;
+ * dlk_loader_restore sets another.
+ * @return DLK_OK with *out a loader the caller frees with
+ *         dlk_loader_close; DLK_EINVAL for bad options (a tensor that does
+ *         not exist, rank >= world_size, a batch size of 0); DLK_EGPU when
+ *         the device cannot be used; DLK_ENOMEM. */
+DLK_API dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
+                                   dlk_loader **out, dlk_error *err);
+
 /* The next batch of this rank, or *out = NULL at the end of the epoch
- * (the next call starts the following epoch).  The batch and its memory
- * stay valid until the next call (the memory longer with dlk_loader_keep). */
-dlk_status dlk_loader_next(dlk_loader *l, const dlk_batch **out,
-                           dlk_error *err);
-/* Batches each rank gets in the current epoch (the same on every rank). */
-uint64_t dlk_loader_batches(const dlk_loader *l);
-void dlk_loader_state_get(const dlk_loader *l, dlk_loader_state *out);
-/* Continue from a saved state (of any world size and batch size). */
-dlk_status dlk_loader_restore(dlk_loader *l, const dlk_loader_state *st,
-                              dlk_error *err);
-/* The state as JSON (malloc'd) and back. */
-char *dlk_loader_state_json(const dlk_loader_state *st);
-dlk_status dlk_loader_state_parse(const char *json, dlk_loader_state *out,
-                                  dlk_error *err);
-/* Fold of every batch's bytes as the device saw them, and as the CPU
- * computed them from the chunks (opts.check); equal when the right bytes
- * arrived. */
-void dlk_loader_checksums(const dlk_loader *l, uint64_t *device,
-                          uint64_t *host);
+ * (the next call starts the following epoch).  The batch belongs to the
+ * loader: it and its memory stay valid until the next call (the memory
+ * longer with dlk_loader_keep).
+ * @return DLK_OK; DLK_ECANCELED when opts.cancel asked to stop (the
+ *         loader stays usable); a store's status, DLK_ECORRUPT or DLK_EGPU
+ *         when a chunk cannot be read or copied (the loader cannot go
+ *         on: close it). */
+DLK_API dlk_status dlk_loader_next(dlk_loader *l, const dlk_batch **out,
+                                   dlk_error *err);
+
+/* @return the batches each rank gets in the current epoch (the same on
+ *         every rank, padding included unless drop_last). */
+DLK_API uint64_t dlk_loader_batches(const dlk_loader *l);
+
+/* Where the loader stands: the state to save with a checkpoint. */
+DLK_API void dlk_loader_state_get(const dlk_loader *l, dlk_loader_state *out);
+
+/* Continue from a saved state (of any world size and batch size); the
+ * next dlk_loader_next gives the first batch not consumed.
+ * @return DLK_OK; DLK_EINVAL for a malformed state or one of another
+ *         seed; DLK_ELIMIT when resuming would take more than
+ *         DLK_LOADER_MAX_SEGMENTS segments in one epoch. */
+DLK_API dlk_status dlk_loader_restore(dlk_loader *l, const dlk_loader_state *st,
+                                      dlk_error *err);
+
+/* The state as JSON and back.
+ * @return dlk_loader_state_json: a string the caller frees with free(),
+ *         or NULL when out of memory; dlk_loader_state_parse: DLK_OK with
+ *         *out filled, or DLK_EINVAL naming the field at fault. */
+DLK_API char *dlk_loader_state_json(const dlk_loader_state *st);
+DLK_API dlk_status dlk_loader_state_parse(const char *json, dlk_loader_state *out,
+                                          dlk_error *err);
 
 /* Where time went (seconds, summed over the threads doing it). */
 typedef struct dlk_loader_stats {
@@ -483,127 +589,61 @@ typedef struct dlk_loader_stats {
     double io_busy_s;            /* I/O threads loading chunks (reading,
                                     decompressing, checking), summed */
 } dlk_loader_stats;
-void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out);
-/* A point on the device's clock after all the work queued so far (an
- * epoch's end, say), numbered in *id; it does not wait for the device, so
- * measuring epochs does not drain the device between them.  Later,
- * dlk_loader_span gives the device seconds between two marks and how many
- * of them gather and step kept the device busy (it waits for the device).
- * On cpu the clock is the host's. */
-dlk_status dlk_loader_mark(dlk_loader *l, size_t *id, dlk_error *err);
-dlk_status dlk_loader_span(dlk_loader *l, size_t from, size_t to,
-                           double *seconds, double *busy_s, dlk_error *err);
-/* Where each batch's time went, for a timeline of the run.
- * dlk_loader_next keeps it in at most DLK_TRACE_BUCKETS buckets of
- * consecutive batches: when they are full, neighbours merge and each then
- * covers twice as many, so a run of any length costs the same memory.
- * Times are seconds on the monotonic clock (CLOCK_MONOTONIC).  A wait is
- * split by what the chunk waited for was doing meanwhile: queued (no I/O
- * thread free to start it), storage (being read, and decompressed when
- * the tensor is compressed) or host_to_device (read, its copy to the
- * device not done). */
-#define DLK_TRACE_BUCKETS 512
-enum { DLK_LATE_QUEUED, DLK_LATE_STORAGE, DLK_LATE_H2D, DLK_LATE_N };
-typedef struct dlk_trace_bucket {
-    uint64_t first_batch, batches; /* batches counted from the open */
-    uint64_t samples;              /* padding included */
-    uint64_t epoch, last_epoch;    /* of its first and last batch */
-    double t0;                     /* dlk_loader_next called for the first */
-    double t1;                     /* ... and called again after the last
-                                      (its return, until then) */
-    double next_s;                 /* inside dlk_loader_next: waiting,
-                                      planning an epoch, queuing gathers */
-    double wait_s;                 /* of which waiting for chunks */
-    double late_s[DLK_LATE_N];     /* wait_s by the stage waited for */
-    uint64_t buffer_bytes;         /* most chunk-buffer bytes resident */
-} dlk_trace_bucket;
-/* Copies up to `cap` buckets, oldest first, into out; returns how many
- * the loader holds. */
-size_t dlk_loader_trace(const dlk_loader *l, dlk_trace_bucket *out, size_t cap);
-/* Run a simulated training step on the current batch: reads every byte
- * (folded into the device checksum) and, with step_ms > 0, keeps the
- * device busy that long.  On cpu it reads the bytes on the calling
- * thread. */
-dlk_status dlk_loader_step(dlk_loader *l, double step_ms, dlk_error *err);
-/* The way teams train today, for comparison: one GET per raw source file
- * (JPEG or PNG), decoded and resized on `workers` threads at every step,
- * assembled into batches in pinned host memory, each copied to `device`
- * and a simulated step of `step_ms` run on it, as dlk_loader_step does.
- * Runs until every file was read or `seconds` passed. */
-typedef struct dlk_baseline_opts {
-    const char *source;          /* s3://bucket/prefix or a directory */
-    uint32_t batch_size, workers;
-    int width, height;           /* resize to; 0x0 keeps each image's size */
-    double seconds;              /* time limit (0: 60 s) */
-    uint64_t seed;               /* file order is shuffled with it */
-    const char *device;          /* "cpu" (NULL) or "cuda:N" */
-    double step_ms;              /* a step per batch on the device, 0-60000 */
-} dlk_baseline_opts;
 
-typedef struct dlk_baseline_result {
-    uint64_t files, samples, batches, errors, bytes_read;
-    double seconds, first_batch_s;
-    uint64_t files_listed;       /* objects in the source: one epoch's GETs */
-    uint64_t bytes_listed;       /* their bytes: one epoch's reads */
-    double busy_pct;             /* the device busy with batches and steps,
-                                    % of the time from start to the last */
-} dlk_baseline_result;
+/* The loader's counters so far, into *out. */
+DLK_API void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out);
 
-dlk_status dlk_source_baseline(const dlk_baseline_opts *o,
-                               dlk_baseline_result *res, dlk_error *err);
+/* Whether this build can use CUDA and a device is present.
+ * @return 1 if so; 0 if not, with a one-line reason in why (cap bytes,
+ *         NUL-terminated; why may be NULL). */
+DLK_API int dlk_cuda_available(char *why, size_t cap);
 
-/* Whether this build can use CUDA and a device is present (0/1), with a
- * one-line reason when not. */
-int dlk_cuda_available(char *why, size_t cap);
-/* Frees what the loader holds, batches still kept (dlk_loader_keep)
- * included. */
-void dlk_loader_close(dlk_loader *l);
+/* Stop the loader's threads and free what it holds, batches still kept
+ * (dlk_loader_keep) included.  NULL is allowed. */
+DLK_API void dlk_loader_close(dlk_loader *l);
 
 /* Keep the current batch's memory (its tensors' data) past the next
  * dlk_loader_next: later batches are gathered into other buffers, reused
  * from those given back, so a consumer may hold several batches at once.
  * The batch's host arrays (indices, pad, offsets, shapes) still last only
- * until the next call: copy what is needed.  Fails (DLK_EINVAL) when no
- * batch is current or it is kept already. */
+ * until the next call: copy what is needed.
+ * @return DLK_OK with *out a handle given back with dlk_loader_release
+ *         (or freed by dlk_loader_close); DLK_EINVAL when no batch is
+ *         current or it is kept already; DLK_ENOMEM. */
 typedef struct dlk_kept dlk_kept;
-dlk_status dlk_loader_keep(dlk_loader *l, dlk_kept **out, dlk_error *err);
-/* Give a kept batch's memory back for reuse.  On a CUDA device,
- * `cuda_stream` (a cudaStream_t; NULL for the legacy default stream) is
- * the stream that last read it: the loader's later writes into the memory
- * wait for the work queued on it so far, without blocking the host.
- * Ignored on cpu. */
-void dlk_loader_release(dlk_loader *l, dlk_kept *k, void *cuda_stream);
+DLK_API dlk_status dlk_loader_keep(dlk_loader *l, dlk_kept **out,
+                                   dlk_error *err);
+
+/* Give a kept batch's memory back for reuse; k is freed.  On a CUDA
+ * device, `cuda_stream` (a cudaStream_t; NULL for the legacy default
+ * stream) is the stream that last read it: the loader's later writes into
+ * the memory wait for the work queued on it so far, without blocking the
+ * host.  Ignored on cpu.
+ * Thread-safety: as the loader itself, one thread at a time (a binding
+ * that frees tensors on other threads holds its own lock around it). */
+DLK_API void dlk_loader_release(dlk_loader *l, dlk_kept *k, void *cuda_stream);
+
 /* Make `cuda_stream` (a cudaStream_t; NULL for the legacy default stream)
  * wait for the loader's device work queued so far (the current batch's
  * included), without blocking the host: a consumer's kernels queued on
- * that stream afterwards see the batch's bytes.  Nothing to do on cpu (batches are complete when
- * dlk_loader_next returns). */
-dlk_status dlk_loader_stream_wait(dlk_loader *l, void *cuda_stream,
-                                  dlk_error *err);
+ * that stream afterwards see the batch's bytes.  Nothing to do on cpu
+ * (batches are complete when dlk_loader_next returns).
+ * @return DLK_OK; DLK_EGPU when the wait cannot be queued. */
+DLK_API dlk_status dlk_loader_stream_wait(dlk_loader *l, void *cuda_stream,
+                                          dlk_error *err);
 
 /* Where a launcher placed this process: torchrun (RANK, WORLD_SIZE,
  * LOCAL_RANK), Open MPI (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK) or
  * Slurm (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID), each value from the
  * first of those variables that is set; rank 0 of 1 and local rank 0
- * without a launcher.  The one place the library reads the environment:
- * loader options take the values explicitly.  DLK_EINVAL naming the
- * variable for a value that is not a number in range. */
+ * without a launcher.  The loader reads none of these: its options take
+ * the values explicitly. */
 typedef struct dlk_launch {
     uint32_t rank, world_size, local_rank;
 } dlk_launch;
-dlk_status dlk_launch_env(dlk_launch *out, dlk_error *err);
-
-/* ------------------------------------------------------------------ */
-/* Requests made to storage by this process (all stores, all threads).  */
-
-typedef struct dlk_io_counters {
-    uint64_t gets, heads, puts, lists, deletes;
-    uint64_t bytes_read, bytes_written;
-    uint64_t hedges;  /* S3 GETs/HEADs sent again because the first was
-                         slow (the first answer wins; not in gets) */
-} dlk_io_counters;
-
-void dlk_io_counters_get(dlk_io_counters *out);
+/* @return DLK_OK with *out filled; DLK_EINVAL naming the variable for a
+ *         value that is not a number in range. */
+DLK_API dlk_status dlk_launch_env(dlk_launch *out, dlk_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Verification                                                        */
@@ -631,31 +671,13 @@ typedef struct dlk_verify_result {
 } dlk_verify_result;
 
 /* Check every chunk the opened state references (the head, or the commit
- * it was opened at), or with opts->all every state.  Returns DLK_OK when
- * the check ran (problems are counted in res, not returned); an error
- * status only when the check itself could not run. */
-dlk_status dlk_verify(dlk_dataset *ds, const dlk_verify_opts *opts,
-                      dlk_verify_result *res, dlk_error *err);
-
-/* ------------------------------------------------------------------ */
-/* Ingest from local .npy files (images and video extend this later).  */
-
-typedef struct dlk_ingest_stats {
-    uint64_t ingested;   /* samples appended, over all tensors */
-    uint64_t skipped;    /* files skipped */
-    uint64_t bytes_in;   /* bytes of source files read */
-    uint64_t rows;       /* rows appended: the most samples one tensor got */
-    uint64_t bytes_out;  /* raw sample bytes appended */
-} dlk_ingest_stats;
-
-/* Append every .npy file under `dir`, sorted by path.  A file belongs to
- * the tensor whose name is its stem's suffix after the last '.' or '_'
- * ("0001.labels.npy", "0001_images.npy") or, failing that, the name of a
- * folder on its path ("images/0001.npy").  A file holds one sample, or N
- * samples when its first dimension is N and the rest match the schema's
- * fixed rank + 1.  The head is flushed at the end. */
-dlk_status dlk_ingest_npy_dir(dlk_dataset *ds, const char *dir,
-                              dlk_ingest_stats *stats, dlk_error *err);
+ * it was opened at), or with opts->all every state.  The callbacks are
+ * called on the calling thread.
+ * @return DLK_OK when the check ran (problems are counted in res and
+ *         passed to on_problem, not returned); an error status only when
+ *         the check itself could not run (a store's status, DLK_ENOMEM). */
+DLK_API dlk_status dlk_verify(dlk_dataset *ds, const dlk_verify_opts *opts,
+                              dlk_verify_result *res, dlk_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Ingest of raw media: images, video and labels from S3 or a directory */
@@ -695,14 +717,28 @@ typedef enum dlk_ingest_order {
     DLK_ORDER_SORTED = 1
 } dlk_ingest_order;
 
+/* How an image is brought to the final size (--fit). */
+typedef enum dlk_fit {
+    DLK_FIT_STRETCH = 0, /* scale to WxH, ignoring the aspect ratio */
+    DLK_FIT_CROP = 1,    /* scale to cover WxH, cut the centre */
+    DLK_FIT_PAD = 2      /* scale to fit inside WxH, pad with zeros */
+} dlk_fit;
+
+/* The order of an image's dimensions in its tensor (--layout). */
+typedef enum dlk_layout {
+    DLK_LAYOUT_SCHEMA = 0, /* as the schema's fixed shape says, else HWC */
+    DLK_LAYOUT_HWC = 1,    /* [H,W,C]: channels last */
+    DLK_LAYOUT_CHW = 2     /* [C,H,W]: channels first */
+} dlk_layout;
+
 typedef struct dlk_ingest_opts {
     const char *source;     /* "s3://bucket/prefix", "file://DIR" or DIR */
     /* Final shape.  width/height 0: each image keeps its own size, unless
      * the dataset's image tensor has a fixed H and W (then those). */
     int width, height;      /* --resize WxH */
-    int fit;                /* 0 stretch, 1 crop, 2 pad (decode.h dlk_fit) */
+    dlk_fit fit;            /* --fit; DLK_FIT_STRETCH by default */
     int channels;           /* 1, 3 or 4; 0: from the schema, else 3 */
-    int layout;             /* 0: from the schema (else hwc), 1 hwc, 2 chw */
+    dlk_layout layout;      /* --layout; DLK_LAYOUT_SCHEMA by default */
     uint64_t max_pixels;    /* refuse larger sources; 0: 2^28 */
     int frames;             /* video: frames sampled uniformly, or */
     double fps;             /* ... this rate for */
@@ -813,9 +849,18 @@ typedef struct dlk_ingest_result {
  * the same call after a crash continues after the last checkpoint, and
  * after a finished run does nothing (result->already).  With nshards > 1
  * each process stages its share; the last one to finish merges all shares
- * into the head in shard order.  Nothing reaches the head before that. */
-dlk_status dlk_ingest(const char *url, const dlk_ingest_opts *opts,
-                      dlk_ingest_result *result, dlk_error *err);
+ * into the head in shard order.  Nothing reaches the head before that.
+ * The callbacks of opts are called from the calling thread or, where
+ * their comment says so, from a thread of the run, never two at once.
+ * @return DLK_OK (also when opts->stop interrupted the run:
+ *         result->interrupted); DLK_EDECODE for a run rejected by
+ *         max_skip or one that ingested no row (result->rejected; nothing
+ *         merged); DLK_EDECODE for the first bad row with DLK_ON_ERROR_FAIL;
+ *         DLK_EINVAL for bad options or, with DLK_ON_CHANGED_FAIL, changed
+ *         objects; DLK_ECONFLICT when another writer changed the head
+ *         during the merge; a store's status. */
+DLK_API dlk_status dlk_ingest(const char *url, const dlk_ingest_opts *opts,
+                              dlk_ingest_result *result, dlk_error *err);
 
 /* Create the dataset at `url` with `specs` or, when n_specs is 0, with a
  * schema inferred from the source, then ingest into it.  A dataset that
@@ -825,18 +870,24 @@ dlk_status dlk_ingest(const char *url, const dlk_ingest_opts *opts,
  * is set.  A
  * run rejected by max_skip (result->rejected) removes the dataset it
  * created, so that the corrected command can be run.  chunk_bytes applies
- * to inferred tensors (0: default). */
-dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
-                             size_t n_specs, uint64_t chunk_bytes,
-                             const dlk_ingest_opts *opts,
-                             dlk_ingest_result *result, dlk_error *err);
+ * to inferred tensors (0: default).
+ * @return as dlk_ingest; DLK_EEXIST for a dataset there already, as
+ *         above. */
+DLK_API dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
+                                     size_t n_specs, uint64_t chunk_bytes,
+                                     const dlk_ingest_opts *opts,
+                                     dlk_ingest_result *result, dlk_error *err);
 
-/* The schema create would infer: *specs is an array of *n specs, freed
- * (with their class names) by dlk_ingest_specs_free. */
-dlk_status dlk_ingest_infer(const dlk_ingest_opts *opts,
-                            dlk_tensor_spec **specs, size_t *n,
-                            dlk_error *err);
-void dlk_ingest_specs_free(dlk_tensor_spec *specs, size_t n);
+/* The schema dlk_ingest_create would infer from opts->source (listing it
+ * and reading a few objects).
+ * @return DLK_OK with *specs an array of *n specs that the caller frees
+ *         (with their class names) with dlk_ingest_specs_free;
+ *         DLK_ENOTFOUND for a source with no samples; a store's status. */
+DLK_API dlk_status dlk_ingest_infer(const dlk_ingest_opts *opts,
+                                    dlk_tensor_spec **specs, size_t *n,
+                                    dlk_error *err);
+/* Free what dlk_ingest_infer returned; NULL is allowed. */
+DLK_API void dlk_ingest_specs_free(dlk_tensor_spec *specs, size_t n);
 
 /* ------------------------------------------------------------------ */
 /* NumPy .npy files (format 1.0 to 3.0, C order)                        */
@@ -844,10 +895,13 @@ void dlk_ingest_specs_free(dlk_tensor_spec *specs, size_t n);
 /* Write the header of a .npy file for an array of `dtype` and `shape`
  * into out (cap bytes; 128 is always enough for up to 9 dimensions); the
  * array's bytes follow it.  bf16 has no NumPy type and is written as
- * '<u2'.  Sets *len to the header's length. */
-dlk_status dlk_npy_header(dlk_dtype dtype, int ndim, const int64_t *shape,
-                          char *out, size_t cap, size_t *len,
-                          dlk_error *err);
+ * '<u2'.
+ * @return DLK_OK with *len the header's length; DLK_EINVAL for an
+ *         unknown dtype or a bad shape; DLK_ELIMIT when it does not fit
+ *         cap bytes. */
+DLK_API dlk_status dlk_npy_header(dlk_dtype dtype, int ndim, const int64_t *shape,
+                                  char *out, size_t cap, size_t *len,
+                                  dlk_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Images out                                                           */
@@ -857,11 +911,12 @@ dlk_status dlk_npy_header(dlk_dtype dtype, int ndim, const int64_t *shape,
  * [T,C,H,W].  frame: the frame of a clip (required there, -1 or 0
  * otherwise).  chw: 1 channels first, 0 channels last, -1 detect (last
  * unless the last dimension cannot be channels and the first can).
- * Returns DLK_OK with *png (malloc'd, the caller frees it with free())
- * and *len set; DLK_EINVAL, naming why, for a sample that is not an
- * image, with *png NULL. */
-dlk_status dlk_png_from_sample(const dlk_sample *s, int frame, int chw,
-                               void **png, size_t *len, dlk_error *err);
+ * Without media support (make MEDIA=0) it fails with DLK_EUNSUPPORTED.
+ * @return DLK_OK with *png (malloc'd: the caller frees it with free())
+ *         and *len set; DLK_EINVAL, naming why, for a sample that is not
+ *         an image, with *png NULL; DLK_ENOMEM. */
+DLK_API dlk_status dlk_png_from_sample(const dlk_sample *s, int frame, int chw,
+                                       void **png, size_t *len, dlk_error *err);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,7 @@
 #define DLK_INTERNAL_H
 
 #include "dlk.h"
+#include "dlk_bench.h"
 
 #include <pthread.h>
 #include <stdarg.h>

@@ -125,7 +125,7 @@ static void swap_bytes(uint8_t *p, size_t n, size_t size)
 }
 
 static dlk_status ingest_file(dlk_dataset *ds, size_t ti, const char *path,
-                              dlk_ingest_stats *stats, uint64_t *samples,
+                              ing_npy_stats *stats, uint64_t *samples,
                               dlk_error *err)
 {
     const dlk_tensor *t = &ds->m.tensors[ti];
@@ -179,16 +179,10 @@ static dlk_status ingest_file(dlk_dataset *ds, size_t ti, const char *path,
     return rc;
 }
 
-dlk_status dlk_ingest_npy_dir(dlk_dataset *ds, const char *dir,
-                              dlk_ingest_stats *stats, dlk_error *err)
-{
-    return ing_npy_dir(ds, dir, stats, true, err);
-}
-
 dlk_status ing_npy_dir(dlk_dataset *ds, const char *dir,
-                       dlk_ingest_stats *stats, bool flush, dlk_error *err)
+                       ing_npy_stats *stats, bool flush, dlk_error *err)
 {
-    dlk_ingest_stats local;
+    ing_npy_stats local;
     if (!stats)
         stats = &local;
     memset(stats, 0, sizeof *stats);

@@ -19,8 +19,22 @@ typedef struct dlk_npy_header {
 dlk_status dlk_npy_parse(const uint8_t *p, size_t len, const char *name,
                          dlk_npy_info *h, dlk_error *err);
 
-/* dlk_ingest_npy_dir, the head flushed only when `flush` (from_dir.c). */
+typedef struct ing_npy_stats {
+    uint64_t ingested;   /* samples appended, over all tensors */
+    uint64_t skipped;    /* files skipped */
+    uint64_t bytes_in;   /* bytes of source files read */
+    uint64_t rows;       /* rows appended: the most samples one tensor got */
+    uint64_t bytes_out;  /* raw sample bytes appended */
+} ing_npy_stats;
+
+/* Append every .npy file under `dir`, sorted by path (the from-dir ingest
+ * of a tree of .npy files).  A file belongs to the tensor whose name is
+ * its stem's suffix after the last '.' or '_' ("0001.labels.npy",
+ * "0001_images.npy") or, failing that, the name of a folder on its path
+ * ("images/0001.npy").  A file holds one sample, or N samples when its
+ * first dimension is N and the rest match the schema's fixed rank + 1.
+ * The head is flushed at the end only when `flush` (from_dir.c). */
 dlk_status ing_npy_dir(dlk_dataset *ds, const char *dir,
-                       dlk_ingest_stats *stats, bool flush, dlk_error *err);
+                       ing_npy_stats *stats, bool flush, dlk_error *err);
 
 #endif

@@ -36,8 +36,8 @@ static void image_opts(const dlk_ingest_opts *o, const dlk_tensor_spec *s,
     io->max_pixels = o->max_pixels;
     const int64_t *d = s->shape + off;
     bool three = s->ndim - off == 3;
-    io->chw = o->layout == 2 ||
-              (o->layout == 0 && three && is_chan(d[0]) && !is_chan(d[2]));
+    io->chw = o->layout == DLK_LAYOUT_CHW ||
+              (o->layout == DLK_LAYOUT_SCHEMA && three && is_chan(d[0]) && !is_chan(d[2]));
     int64_t h = three ? (io->chw ? d[1] : d[0]) : -1;
     int64_t w = three ? (io->chw ? d[2] : d[1]) : -1;
     int64_t ch = three ? (io->chw ? d[0] : d[2]) : -1;
@@ -530,7 +530,8 @@ static dlk_status check_opts(const dlk_ingest_opts *o, dlk_error *err)
     if ((o->width > 0) != (o->height > 0) || o->width < 0 || o->height < 0)
         return dlk_fail(err, DLK_EINVAL, "bad resize %dx%d", o->width,
                         o->height);
-    if (o->fit < 0 || o->fit > 2 || o->layout < 0 || o->layout > 2)
+    if ((int)o->fit < 0 || o->fit > DLK_FIT_PAD || (int)o->layout < 0 ||
+        o->layout > DLK_LAYOUT_CHW)
         return dlk_fail(err, DLK_EINVAL, "bad fit or layout");
     if (o->frames < 0 || o->fps < 0 || o->clip_seconds < 0)
         return dlk_fail(err, DLK_EINVAL, "negative frame count, rate or "
@@ -538,7 +539,7 @@ static dlk_status check_opts(const dlk_ingest_opts *o, dlk_error *err)
     return DLK_OK;
 }
 
-/* The .npy-only local directory of before: dlk_ingest_npy_dir. */
+/* A local directory of .npy files only: ing_npy_dir. */
 static dlk_status legacy_npy(const char *url, const dlk_ingest_opts *o,
                              const char *dir, uint64_t files,
                              dlk_ingest_result *res, dlk_error *err)
@@ -556,7 +557,7 @@ static dlk_status legacy_npy(const char *url, const dlk_ingest_opts *o,
                         "(one sample of TENSOR each) for tensors of the "
                         "dataset", url);
     }
-    dlk_ingest_stats st;
+    ing_npy_stats st;
     rc = ing_npy_dir(ds, dir, &st, false, err);
     /* files of no tensor are its skips; the head is written only after */
     if (!rc)

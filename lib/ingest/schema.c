@@ -96,7 +96,7 @@ static void image_shape(const dlk_ingest_opts *o, int64_t *out)
     int64_t c = o->channels ? o->channels : 3;
     int64_t h = o->height > 0 ? o->height : DLK_DIM_VARIABLE;
     int64_t w = o->width > 0 ? o->width : DLK_DIM_VARIABLE;
-    if (o->layout == 2) {
+    if (o->layout == DLK_LAYOUT_CHW) {
         out[0] = c; out[1] = h; out[2] = w;
     } else {
         out[0] = h; out[1] = w; out[2] = c;

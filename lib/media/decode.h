@@ -9,11 +9,7 @@
 #include "internal.h"
 #include "media/resample.h"
 
-typedef enum dlk_fit {
-    DLK_FIT_STRETCH = 0, /* scale to WxH, ignoring the aspect ratio */
-    DLK_FIT_CROP = 1,    /* scale to cover WxH, cut the centre */
-    DLK_FIT_PAD = 2      /* scale to fit inside WxH, pad with zeros */
-} dlk_fit;
+/* dlk_fit: how an image reaches its final size (dlk.h). */
 
 typedef struct dlk_image_opts {
     int width, height;    /* target size; 0x0 keeps each image's own */
