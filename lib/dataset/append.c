@@ -76,25 +76,13 @@ static dlk_status make_room(dlk_dataset *ds, size_t tensor, size_t nbytes,
         return dlk_oom(err);
     if (ndim) {
         size_t need = ((size_t)b->samples + 1) * (size_t)ndim;
-        if (need > b->shapes_cap) {
-            size_t cap = b->shapes_cap ? b->shapes_cap * 2 : 64 * (size_t)ndim;
-            while (cap < need)
-                cap *= 2;
-            uint32_t *p = realloc(b->shapes, cap * sizeof *p);
-            if (!p)
-                return dlk_oom(err);
-            b->shapes = p;
-            b->shapes_cap = cap;
-        }
-    }
-    if (parts && b->nsegs + parts > b->segs_cap) {
-        size_t cap = b->segs_cap ? b->segs_cap * 2 : 64;
-        dlk_buf *p = realloc(b->segs, cap * sizeof *p);
-        if (!p)
+        if (need > b->shapes_cap &&
+            !DLK_GROW(b->shapes, need - 1, b->shapes_cap, 64 * (size_t)ndim))
             return dlk_oom(err);
-        b->segs = p;
-        b->segs_cap = cap;
     }
+    if (parts && b->nsegs + parts > b->segs_cap &&
+        !DLK_GROW(b->segs, b->nsegs + parts - 1, b->segs_cap, 64))
+        return dlk_oom(err);
     return DLK_OK;
 }
 

@@ -158,15 +158,10 @@ static dlk_status parse_jsonl(const char *p, const char *end, ing_labels *l,
             if (!seen)
                 json_array_append_new(cols, json_string(k));
         }
-        if (nobjs == cap) {
-            cap = cap ? cap * 2 : 256;
-            json_t **no = realloc(objs, cap * sizeof *no);
-            if (!no) {
-                json_decref(o);
-                rc = dlk_oom(err);
-                break;
-            }
-            objs = no;
+        if (!DLK_GROW(objs, nobjs, cap, 256)) {
+            json_decref(o);
+            rc = dlk_oom(err);
+            break;
         }
         objs[nobjs++] = o;
     }
