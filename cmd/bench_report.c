@@ -16,7 +16,11 @@ static const char usage_text[] =
     "FILE.json or --json) on one self-contained HTML page, all ranks on\n"
     "the same axes.\n"
     "\n"
-    "  -h, --help         this text\n";
+    "  -h, --help         this text\n"
+    "\n"
+    "Example:\n"
+    "  torchrun --nproc-per-node 2 --no-python dlk bench-stream pets --report r%r.json\n"
+    "  dlk bench-report run.html r0.json r1.json\n";
 
 /* Ranks beyond this are more than a page can show a lane each for. */
 #define MAX_RANKS 1024
