@@ -32,6 +32,7 @@ int cmd_gc(int argc, char **argv);
 int cmd_ingest(int argc, char **argv);
 int cmd_log(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
+int cmd_query(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 
 /* Seconds on the monotonic clock. */

@@ -22,6 +22,7 @@ static const struct cmd commands[] = {
     {"ingest", cmd_ingest, "append samples from a source"},
     {"log", cmd_log, "list commits, newest first"},
     {"ls", cmd_ls, "list a dataset's tensors"},
+    {"query", cmd_query, "pick rows by value and vector similarity"},
     {"verify", cmd_verify, "check every chunk of a dataset"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

@@ -503,6 +503,12 @@ typedef struct dlk_loader_opts {
      * interpreter checks for Ctrl-C here.  NULL: never asked. */
     int (*cancel)(void *ud);
     void *cancel_ud;
+    /* Only these rows (ascending, each below the row count; copied at
+     * open), e.g. a view's from dlk_view_rows; or the view named `view`,
+     * read at open.  NULL: every row.  Chunks are still read whole. */
+    const uint64_t *rows;
+    uint64_t nrows;
+    const char *view;
 } dlk_loader_opts;
 
 #define DLK_PIN_CACHE_AUTO UINT64_MAX
@@ -888,6 +894,87 @@ DLK_API dlk_status dlk_ingest_infer(const dlk_ingest_opts *opts,
                                     dlk_error *err);
 /* Free what dlk_ingest_infer returned; NULL is allowed. */
 DLK_API void dlk_ingest_specs_free(dlk_tensor_spec *specs, size_t n);
+
+/* ------------------------------------------------------------------ */
+/* Queries and views: rows picked by value and by vector similarity     */
+
+typedef enum dlk_metric {
+    DLK_METRIC_COSINE = 0,       /* highest cosine similarity first */
+    DLK_METRIC_L2 = 1,           /* smallest Euclidean distance first */
+    DLK_METRIC_IP = 2            /* highest inner product first */
+} dlk_metric;
+const char *dlk_metric_name(dlk_metric m);
+int dlk_metric_parse(const char *name, dlk_metric *out);
+
+typedef struct dlk_select_opts {
+    const char *where;           /* an expression (dlk-query(1)); NULL or
+                                    "": every row */
+    const char *view;            /* only this view's rows; NULL: all */
+    /* Vector search, done after the filter: the k rows nearest to a
+     * query vector in `near_tensor` (f32 or f64, fixed shape [D]), exact
+     * (every candidate row is scored).  The vector is `near_vector` (D
+     * floats), or the .npy file `near_npy` (D values, shape [D] or
+     * [1,D]), or the tensor's sample `near_row` (>= 0). */
+    const char *near_tensor;     /* NULL: no vector search */
+    const float *near_vector;
+    uint32_t near_dim;
+    const char *near_npy;
+    int64_t near_row;            /* -1: not a row */
+    uint32_t k;                  /* default 10 */
+    dlk_metric metric;
+    uint32_t threads;            /* default dlk_cpu_count() */
+    int no_verify;               /* skip the chunks' payload checksums */
+} dlk_select_opts;
+
+/* Rows ascending for a filter alone; nearest first with a vector search
+ * (scores: the metric's value for each row). */
+typedef struct dlk_select_result {
+    uint64_t *rows;
+    double *scores;              /* NULL without a vector search */
+    uint64_t n;
+    uint64_t candidates;         /* rows the filter or view let through
+                                    (and that were scored) */
+    uint64_t rows_total;         /* rows of the dataset */
+    uint64_t bytes_read;         /* chunk bytes read */
+    size_t error_column;         /* on an expression error: its 1-based
+                                    byte column in `where`; else 0 */
+} dlk_select_result;
+
+/* Evaluate opts on ds (the head or a commit).  The expression is checked
+ * against the schema first: an error names the column and what is wrong
+ * there (DLK_EINVAL). */
+dlk_status dlk_select(dlk_dataset *ds, const dlk_select_opts *opts,
+                      dlk_select_result *res, dlk_error *err);
+void dlk_select_result_free(dlk_select_result *res);
+
+/* Views: a named, stored list of rows of a dataset (formats/dlk-v1.md
+ * 6.10), part of the head and committed with it.  Row numbers never
+ * change (rows are only appended), so a view keeps its rows as the
+ * dataset grows. */
+#define DLK_VIEW_MAX_ROWS ((uint64_t)1 << 34)
+typedef struct dlk_view_info {
+    const char *name;
+    const char *object;          /* index/views/<hash> */
+    uint64_t rows;               /* rows in the view */
+    uint64_t dataset_rows;       /* rows the dataset had when it was saved */
+    const char *query;           /* what made it ("" if not told) */
+} dlk_view_info;
+size_t dlk_dataset_nviews(const dlk_dataset *ds);
+/* View i (in name order); pointers live until ds changes or closes. */
+int dlk_view_get(const dlk_dataset *ds, size_t i, dlk_view_info *out);
+/* Store `rows` (any order, duplicates dropped) as view `name` (a tensor
+ * name's rules) of the head, replacing one of that name, and publish the
+ * head (as dlk_dataset_flush).  `query` is recorded with it (may be
+ * NULL).  Rows must be below the head's row count. */
+dlk_status dlk_view_save(dlk_dataset *ds, const char *name,
+                         const uint64_t *rows, uint64_t n, const char *query,
+                         dlk_error *err);
+/* Remove view `name` from the head and publish it. */
+dlk_status dlk_view_drop(dlk_dataset *ds, const char *name, dlk_error *err);
+/* The rows of view `name` (ascending, malloc'd: free()), read and
+ * checked (DLK_ENOTFOUND naming the views there are when absent). */
+dlk_status dlk_view_rows(dlk_dataset *ds, const char *name, uint64_t **rows,
+                         uint64_t *n, dlk_error *err);
 
 /* ------------------------------------------------------------------ */
 /* NumPy .npy files (format 1.0 to 3.0, C order)                        */

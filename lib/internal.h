@@ -503,15 +503,37 @@ typedef struct dlk_tensor {
 #define DLK_KEY_INDEX_PREFIX "index/keys/"
 #define DLK_KEY_INDEX_MAX (sizeof DLK_KEY_INDEX_PREFIX + 32)
 
+#define DLK_VIEW_PREFIX "index/views/"
+#define DLK_VIEW_KEY_MAX (sizeof DLK_VIEW_PREFIX + 32)
+#define DLK_VIEWS_MAX 4096
+#define DLK_VIEW_QUERY_MAX 65536
+
+/* A view named by the manifest (formats/dlk-v1.md 6.10). */
+typedef struct dlk_view_ref {
+    char name[DLK_NAME_MAX + 1];
+    char object[DLK_VIEW_KEY_MAX];
+    uint64_t rows, dataset_rows;
+    char *query;               /* never NULL once parsed or added */
+} dlk_view_ref;
+
 typedef struct dlk_manifest {
     dlk_tensor *tensors;
     size_t ntensors;
+    dlk_view_ref *views;       /* in name order */
+    size_t nviews;
     char *parent;     /* commit id this head builds on, or NULL */
     /* the key index (formats/dlk-v1.md 6.9) of the first key_index_rows
      * rows of the key tensor; "" when there is none */
     char key_index[DLK_KEY_INDEX_MAX];
     uint64_t key_index_rows;
 } dlk_manifest;
+
+/* A tensor or view name: 1..64 bytes of [A-Za-z0-9_.-], not starting
+ * with '.'. */
+bool dlk_name_valid(const char *s);
+
+/* Rows of a state: the fewest samples of any tensor (0 without any). */
+uint64_t dlk_manifest_rows(const dlk_manifest *m);
 
 /* Parse a manifest JSON document (bounded: size, depth, counts). */
 dlk_status dlk_manifest_parse(const char *json, size_t len, const char *name,

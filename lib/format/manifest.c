@@ -10,7 +10,7 @@
 
 #define BAD(...) dlk_fail(err, DLK_ECORRUPT, __VA_ARGS__)
 
-static bool name_valid(const char *s)
+bool dlk_name_valid(const char *s)
 {
     size_t n = strlen(s);
     if (n == 0 || n > DLK_NAME_MAX || s[0] == '.')
@@ -25,7 +25,7 @@ static bool name_valid(const char *s)
 
 dlk_status dlk_spec_check(const dlk_tensor_spec *s, dlk_error *err)
 {
-    if (!name_valid(s->name))
+    if (!dlk_name_valid(s->name))
         return dlk_fail(err, DLK_EINVAL, "invalid tensor name '%.80s' (use "
                         "1-64 of A-Z a-z 0-9 _ - ., not starting with '.')",
                         s->name);
@@ -344,6 +344,56 @@ json_t *dlk_json_load(const char *json, size_t len, const char *name,
     return NULL;
 }
 
+/* "views": [{"name", "object", "rows", "dataset_rows", "query"}], names
+ * unique and in byte order (formats/dlk-v1.md 6.10). */
+static dlk_status parse_views(json_t *views, const char *name,
+                              dlk_manifest *m, dlk_error *err)
+{
+    if (!views)
+        return DLK_OK;
+    if (!json_is_array(views))
+        return BAD("%s: 'views' is not an array", name);
+    size_t n = json_array_size(views);
+    if (n > DLK_VIEWS_MAX)
+        return dlk_fail(err, DLK_ELIMIT, "%s: %zu views (at most %d)", name,
+                        n, DLK_VIEWS_MAX);
+    if (n && !(m->views = calloc(n, sizeof *m->views)))
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    size_t pl = strlen(DLK_VIEW_PREFIX);
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_array_get(views, i);
+        const char *vn = get_str(v, "name"), *obj = get_str(v, "object"),
+                   *q = get_str(v, "query");
+        json_t *rows = json_object_get(v, "rows"),
+               *drows = json_object_get(v, "dataset_rows");
+        if (!json_is_object(v) || !vn || !obj || !q ||
+            !json_is_integer(rows) || json_integer_value(rows) < 0 ||
+            !json_is_integer(drows) || json_integer_value(drows) < 0 ||
+            strlen(obj) != pl + 32 || strncmp(obj, DLK_VIEW_PREFIX, pl) != 0 ||
+            strspn(obj + pl, "0123456789abcdef") != 32)
+            return BAD("%s: view %zu is not {\"name\", \"object\": "
+                       "\"%s<32 hex digits>\", \"rows\", \"dataset_rows\", "
+                       "\"query\"}", name, i, DLK_VIEW_PREFIX);
+        if (!dlk_name_valid(vn))
+            return BAD("%s: view name '%.80s' is not valid", name, vn);
+        if (i && strcmp(m->views[i - 1].name, vn) >= 0)
+            return BAD("%s: view '%s' is out of order or appears twice", name,
+                       vn);
+        if ((uint64_t)json_integer_value(rows) > DLK_VIEW_MAX_ROWS)
+            return dlk_fail(err, DLK_ELIMIT, "%s: view '%s' has over 2^34 "
+                            "rows", name, vn);
+        dlk_view_ref *r = &m->views[i];
+        snprintf(r->name, sizeof r->name, "%s", vn);
+        memcpy(r->object, obj, pl + 33);
+        r->rows = (uint64_t)json_integer_value(rows);
+        r->dataset_rows = (uint64_t)json_integer_value(drows);
+        m->nviews = i + 1;
+        if (!(r->query = strdup(q)))
+            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
+    return DLK_OK;
+}
+
 dlk_status dlk_manifest_parse(const char *json, size_t len, const char *name,
                               dlk_manifest *m, dlk_error *err)
 {
@@ -381,6 +431,8 @@ dlk_status dlk_manifest_parse(const char *json, size_t len, const char *name,
             m->key_index_rows = (uint64_t)json_integer_value(rows);
         }
     }
+    if (!rc)
+        rc = parse_views(json_object_get(root, "views"), name, m, err);
     size_t n = rc ? 0 : json_array_size(tensors);
     if (n && !(m->tensors = calloc(n, sizeof *m->tensors)))
         rc = dlk_oom(err);
@@ -466,6 +518,18 @@ dlk_status dlk_manifest_dump(const dlk_manifest *m, char **out, size_t *len,
         json_object_set_new(root, "key_index",
                             json_pack("{s:s,s:I}", "object", m->key_index,
                                       "rows", (json_int_t)m->key_index_rows));
+    if (m->nviews) {
+        json_t *views = json_array();
+        for (size_t i = 0; views && i < m->nviews; i++) {
+            const dlk_view_ref *v = &m->views[i];
+            json_array_append_new(views, json_pack("{s:s,s:s,s:I,s:I,s:s}",
+                "name", v->name, "object", v->object, "rows",
+                (json_int_t)v->rows, "dataset_rows",
+                (json_int_t)v->dataset_rows, "query",
+                v->query ? v->query : ""));
+        }
+        json_object_set_new(root, "views", views);
+    }
     *out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(root);
     if (!*out)
@@ -479,6 +543,9 @@ void dlk_manifest_free(dlk_manifest *m)
     for (size_t i = 0; i < m->ntensors; i++)
         dlk_tensor_fini(&m->tensors[i]);
     free(m->tensors);
+    for (size_t i = 0; i < m->nviews; i++)
+        free(m->views[i].query);
+    free(m->views);
     free(m->parent);
     memset(m, 0, sizeof *m);
 }

@@ -1,0 +1,390 @@
+/* query.c - dlk query: the rows an expression and a vector search pick,
+ * printed or saved as a view. */
+#include "cmd.h"
+#include "values.h"
+
+#include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage_text[] =
+    "usage: dlk query DATASET [EXPR] [--near TENSOR=VECTOR [--k K]\n"
+    "                 [--metric cosine|l2|ip]] [--at REF] [--view NAME]\n"
+    "                 [--show T1,T2,...] [--limit N] [--count] [--json]\n"
+    "                 [--save-view NAME] [--drop-view NAME] [--threads N]\n"
+    "                 [--no-verify]\n"
+    "\n"
+    "  EXPR           which rows: 'labels == \"cat\" and width >= 200'\n"
+    "                 (man dlk-query for the language); all rows if omitted\n"
+    "  --near T=V     the K rows nearest to vector V in the embedding tensor\n"
+    "                 T (f32/f64 [D]), among those EXPR picks: V is a .npy\n"
+    "                 file of D values or a row number\n"
+    "  --k K          how many nearest rows (default 10)\n"
+    "  --metric M     cosine (default), l2 or ip (inner product)\n"
+    "  --at REF       query a commit (main, main~N, an id or a prefix)\n"
+    "  --view NAME    only the rows of a saved view\n"
+    "  --show LIST    print these tensors' values with each row\n"
+    "  --limit N      print at most N rows (the count is of all)\n"
+    "  --count        print only the number of rows\n"
+    "  --json         one JSON object: {\"rows\", \"scores\", \"count\", ...}\n"
+    "  --save-view N  store the rows as view N of the head (and publish it)\n"
+    "  --drop-view N  remove view N from the head\n"
+    "  --threads N    threads that read and evaluate (default: the CPUs)\n"
+    "  --no-verify    skip the chunks' payload checksums\n"
+    "  -h, --help     this text\n";
+
+#define MAX_SHOW 16
+
+typedef struct show {
+    int ti[MAX_SHOW];
+    dlk_tensor_info info[MAX_SHOW];
+    int n;
+} show;
+
+static int parse_show(dlk_dataset *ds, char *list, show *sh)
+{
+    dlk_error err;
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        int ti = dlk_dataset_find(ds, tok);
+        if (ti < 0) {
+            cmd_error("query", "--show: no tensor '%s'", tok);
+            return EXIT_USAGE;
+        }
+        if (sh->n == MAX_SHOW) {
+            cmd_error("query", "--show: at most %d tensors", MAX_SHOW);
+            return EXIT_USAGE;
+        }
+        if (dlk_tensor_info_get(ds, (size_t)ti, &sh->info[sh->n], &err))
+            return cmd_fail("query", &err);
+        sh->ti[sh->n++] = ti;
+    }
+    return EXIT_OK;
+}
+
+static bool is_text(const dlk_tensor_info *t, const dlk_sample *s)
+{
+    return t->kind == DLK_KIND_TEXT && s->dtype == DLK_U8;
+}
+
+static const char *class_of(const dlk_tensor_info *t, value v)
+{
+    if (t->kind != DLK_KIND_CLASS_LABEL)
+        return NULL;
+    uint64_t i = v.kind == V_INT ? (uint64_t)v.i : v.u;
+    if (v.kind == V_INT && v.i < 0)
+        return NULL;
+    return i < t->n_class_names ? t->class_names[i] : NULL;
+}
+
+/* A sample as JSON: text as a string, one value as itself, else its
+ * shape. */
+static json_t *sample_json(const dlk_tensor_info *t, const dlk_sample *s)
+{
+    size_t esz = dlk_dtype_size(s->dtype), n = esz ? s->nbytes / esz : 0;
+    if (is_text(t, s))
+        return json_stringn_nocheck(s->data, s->nbytes);
+    if (n == 1)
+        return value_json(value_at(s->dtype, s->data, 0));
+    json_t *shape = json_array();
+    for (int d = 0; d < s->ndim; d++)
+        json_array_append_new(shape, json_integer(s->shape[d]));
+    return json_pack("{s:o}", "shape", shape);
+}
+
+static void sample_print(const dlk_tensor_info *t, const dlk_sample *s)
+{
+    size_t esz = dlk_dtype_size(s->dtype), n = esz ? s->nbytes / esz : 0;
+    if (is_text(t, s)) {
+        putchar('"');
+        const unsigned char *p = s->data;
+        for (size_t i = 0; i < s->nbytes && i < 200; i++)
+            if (p[i] == '"' || p[i] == '\\')
+                printf("\\%c", p[i]);
+            else if (p[i] < 0x20 || p[i] == 0x7f)
+                printf("\\x%02x", p[i]);
+            else
+                putchar(p[i]);
+        printf(s->nbytes > 200 ? "\"..." : "\"");
+    } else if (n == 1) {
+        value v = value_at(s->dtype, s->data, 0);
+        value_print(stdout, v);
+        const char *cn = class_of(t, v);
+        if (cn)
+            printf(" (%s)", cn);
+    } else {
+        char shape[128];
+        printf("[%s %s]", cmd_shape(s->shape, s->ndim, shape),
+               dlk_dtype_name(s->dtype));
+    }
+}
+
+static int print_rows(dlk_dataset *ds, const dlk_select_result *r,
+                      const show *sh, uint64_t limit, json_t *o)
+{
+    dlk_error err;
+    json_t *rows = json_array(), *scores = r->scores ? json_array() : NULL,
+           *samples = o && sh->n ? json_array() : NULL;
+    uint64_t n = r->n < limit ? r->n : limit;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t row = r->rows[i];
+        if (o) {
+            json_array_append_new(rows, json_integer((json_int_t)row));
+            if (scores)
+                json_array_append_new(scores, json_real(r->scores[i]));
+        } else {
+            printf("%llu", (unsigned long long)row);
+            if (r->scores)
+                printf("\t%.6g", r->scores[i]);
+        }
+        json_t *one = samples ? json_object() : NULL;
+        for (int k = 0; k < sh->n; k++) {
+            dlk_sample s;
+            if (dlk_read_sample(ds, (size_t)sh->ti[k], row, &s, &err)) {
+                json_decref(one);
+                json_decref(rows);
+                json_decref(scores);
+                json_decref(samples);
+                return cmd_fail("query", &err);
+            }
+            if (one) {
+                json_object_set_new(one, sh->info[k].name,
+                                    sample_json(&sh->info[k], &s));
+            } else {
+                printf("\t%s=", sh->info[k].name);
+                sample_print(&sh->info[k], &s);
+            }
+            dlk_sample_free(&s);
+        }
+        if (one)
+            json_array_append_new(samples, one);
+        if (!o)
+            putchar('\n');
+    }
+    if (o) {
+        json_object_set_new(o, "rows", rows);
+        if (scores)
+            json_object_set_new(o, "scores", scores);
+        if (samples)
+            json_object_set_new(o, "samples", samples);
+    }
+    return EXIT_OK;
+}
+
+static int parse_u32(const char *what, const char *s, uint32_t min,
+                     uint32_t *out)
+{
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (!*s || *end || *s == '-' || v < min || v > UINT32_MAX) {
+        cmd_error("query", "bad %s '%s' (a number from %u)", what, s, min);
+        return EXIT_USAGE;
+    }
+    *out = (uint32_t)v;
+    return EXIT_OK;
+}
+
+/* --near TENSOR=VECTOR: a row number, or a .npy file. */
+static int parse_near(char *arg, dlk_select_opts *o)
+{
+    char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1]) {
+        cmd_error("query", "--near takes TENSOR=VECTOR (a .npy file or a "
+                  "row number), not '%s'", arg);
+        return EXIT_USAGE;
+    }
+    *eq = 0;
+    o->near_tensor = arg;
+    const char *v = eq + 1;
+    if (strspn(v, "0123456789") == strlen(v)) {
+        char *end;
+        unsigned long long row = strtoull(v, &end, 10);
+        if (row > INT64_MAX) {
+            cmd_error("query", "--near: row '%s' is out of range", v);
+            return EXIT_USAGE;
+        }
+        o->near_row = (int64_t)row;
+    } else {
+        o->near_npy = v;
+    }
+    return EXIT_OK;
+}
+
+/* The expression again with a caret under the column at fault. */
+static void point_at(const char *expr, size_t col)
+{
+    if (!col || cmd_json)
+        return;
+    fprintf(stderr, "  %s\n  %*s^\n", expr, (int)(col - 1), "");
+}
+
+int cmd_query(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"near", required_argument, 0, 'n'},
+        {"k", required_argument, 0, 'k'},
+        {"metric", required_argument, 0, 'm'},
+        {"at", required_argument, 0, 'a'},
+        {"view", required_argument, 0, 'v'},
+        {"show", required_argument, 0, 's'},
+        {"limit", required_argument, 0, 'l'},
+        {"count", no_argument, 0, 'c'},
+        {"json", no_argument, 0, 'j'},
+        {"save-view", required_argument, 0, 'S'},
+        {"drop-view", required_argument, 0, 'D'},
+        {"threads", required_argument, 0, 't'},
+        {"no-verify", no_argument, 0, 'V'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    dlk_select_opts so;
+    memset(&so, 0, sizeof so);
+    so.near_row = -1;
+    const char *at = NULL, *save = NULL, *drop = NULL;
+    char *show_list = NULL;
+    bool count_only = false, json = false, have_k = false, have_metric = false;
+    uint32_t limit = UINT32_MAX;
+    int c, code;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'n':
+            if ((code = parse_near(optarg, &so)))
+                return cmd_usage(usage_text, false), code;
+            break;
+        case 'k':
+            if ((code = parse_u32("--k", optarg, 1, &so.k)))
+                return code;
+            if (so.k > 1000000) {
+                cmd_error("query", "--k %u is over 1000000", so.k);
+                return EXIT_USAGE;
+            }
+            have_k = true;
+            break;
+        case 'm':
+            if (dlk_metric_parse(optarg, &so.metric)) {
+                cmd_error("query", "unknown metric '%s' (cosine, l2 or ip)",
+                          optarg);
+                return EXIT_USAGE;
+            }
+            have_metric = true;
+            break;
+        case 'a': at = optarg; break;
+        case 'v': so.view = optarg; break;
+        case 's': show_list = optarg; break;
+        case 'l':
+            if ((code = parse_u32("--limit", optarg, 0, &limit)))
+                return code;
+            break;
+        case 'c': count_only = true; break;
+        case 'j': json = true; break;
+        case 'S': save = optarg; break;
+        case 'D': drop = optarg; break;
+        case 't':
+            if ((code = parse_u32("--threads", optarg, 1, &so.threads)))
+                return code;
+            if (so.threads > 256) {
+                cmd_error("query", "--threads %u is over 256", so.threads);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'V': so.no_verify = 1; break;
+        case 'h': return cmd_finish("query", cmd_usage(usage_text, true));
+        default:
+            return cmd_bad_option("query", argv, opts, usage_text);
+        }
+    }
+    if (argc - optind < 1 || argc - optind > 2) {
+        cmd_error("query", "expected DATASET [EXPR]");
+        return cmd_usage(usage_text, false);
+    }
+    if ((have_k || have_metric) && !so.near_tensor) {
+        cmd_error("query", "--k and --metric go with --near");
+        return EXIT_USAGE;
+    }
+    if (drop && (save || argc - optind == 2 || so.near_tensor || at)) {
+        cmd_error("query", "--drop-view goes alone (with DATASET)");
+        return EXIT_USAGE;
+    }
+    const char *url = argv[optind];
+    so.where = argc - optind == 2 ? argv[optind + 1] : NULL;
+    if (cmd_check_url("query", url))
+        return EXIT_USAGE;
+    dlk_error err;
+    dlk_dataset *ds;
+    if (dlk_dataset_open(url, drop ? NULL : at, &ds, &err))
+        return cmd_fail("query", &err);
+    if (drop) {
+        code = dlk_view_drop(ds, drop, &err) ? cmd_fail("query", &err)
+                                               : EXIT_OK;
+        if (!code && json)
+            cmd_json_print(json_pack("{s:s,s:s}", "dataset", url,
+                                     "dropped", drop), JSON_COMPACT);
+        dlk_dataset_free(ds);
+        return cmd_finish("query", code);
+    }
+    show sh = {0};
+    if (show_list && (code = parse_show(ds, show_list, &sh))) {
+        dlk_dataset_free(ds);
+        return code;
+    }
+    dlk_select_result r;
+    double t0 = cmd_now_s();
+    if (dlk_select(ds, &so, &r, &err)) {
+        code = cmd_fail("query", &err);
+        if (r.error_column) { /* the expression is at fault: usage */
+            point_at(so.where, r.error_column);
+            code = EXIT_USAGE;
+        }
+        dlk_dataset_free(ds);
+        return code;
+    }
+    double secs = cmd_now_s() - t0;
+    code = EXIT_OK;
+    if (save) {
+        /* a view is saved into the head, whatever state was queried */
+        dlk_dataset *head = ds;
+        if (at && dlk_dataset_open(url, NULL, &head, &err))
+            code = cmd_fail("query", &err);
+        char what[1024];
+        if (so.near_tensor)
+            snprintf(what, sizeof what, "%s%s--near %s k=%u %s",
+                     so.where ? so.where : "", so.where ? " " : "",
+                     so.near_tensor, so.k ? so.k : 10,
+                     dlk_metric_name(so.metric));
+        else
+            snprintf(what, sizeof what, "%s", so.where ? so.where : "");
+        if (!code && dlk_view_save(head, save, r.rows, r.n, what, &err))
+            code = cmd_fail("query", &err);
+        if (head != ds)
+            dlk_dataset_free(head);
+    }
+    json_t *o = NULL;
+    if (!code && json) {
+        o = json_pack("{s:s,s:s?,s:s?,s:I,s:I,s:I}", "dataset", url,
+                      "at", at, "expression", so.where,
+                      "rows_total", (json_int_t)r.rows_total,
+                      "candidates", (json_int_t)r.candidates,
+                      "count", (json_int_t)r.n);
+        if (so.view)
+            json_object_set_new(o, "view", json_string(so.view));
+        if (save)
+            json_object_set_new(o, "saved_view", json_string(save));
+        json_object_set_new(o, "seconds", json_real(secs));
+        json_object_set_new(o, "bytes_read", json_integer((json_int_t)r.bytes_read));
+    }
+    if (!code && !count_only)
+        code = print_rows(ds, &r, &sh, limit, o);
+    if (!code && count_only && !json)
+        printf("%llu\n", (unsigned long long)r.n);
+    if (!code && o)
+        cmd_json_print(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    if (!code && !json && !count_only && save)
+        fprintf(stderr, "saved view '%s': %llu rows\n", save,
+                (unsigned long long)r.n);
+    dlk_select_result_free(&r);
+    dlk_dataset_free(ds);
+    return cmd_finish("query", code);
+}

@@ -1,0 +1,246 @@
+/* view.c - views: named row lists stored as content-addressed objects
+ * under index/views/ and named by the head (formats/dlk-v1.md 6.10). */
+#include "dataset.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VIEW_HEADER 32
+
+uint64_t dlk_manifest_rows(const dlk_manifest *m)
+{
+    uint64_t rows = 0;
+    for (size_t i = 0; i < m->ntensors; i++)
+        if (i == 0 || m->tensors[i].samples < rows)
+            rows = m->tensors[i].samples;
+    return rows;
+}
+
+size_t dlk_dataset_nviews(const dlk_dataset *ds)
+{
+    return ds->m.nviews;
+}
+
+int dlk_view_get(const dlk_dataset *ds, size_t i, dlk_view_info *out)
+{
+    if (i >= ds->m.nviews)
+        return -1;
+    const dlk_view_ref *v = &ds->m.views[i];
+    out->name = v->name;
+    out->object = v->object;
+    out->rows = v->rows;
+    out->dataset_rows = v->dataset_rows;
+    out->query = v->query ? v->query : "";
+    return 0;
+}
+
+static const dlk_view_ref *find_view(const dlk_manifest *m, const char *name)
+{
+    for (size_t i = 0; i < m->nviews; i++)
+        if (strcmp(m->views[i].name, name) == 0)
+            return &m->views[i];
+    return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static dlk_status publish(dlk_dataset *ds, dlk_error *err)
+{
+    ds->dirty = true;
+    return dlk_dataset_flush(ds, err);
+}
+
+dlk_status dlk_view_save(dlk_dataset *ds, const char *name,
+                         const uint64_t *rows, uint64_t n, const char *query,
+                         dlk_error *err)
+{
+    if (ds->read_only)
+        return dlk_fail(err, DLK_EINVAL, "'%s' is opened at a commit: views "
+                        "are saved into the head", ds->url);
+    if (!name || !dlk_name_valid(name))
+        return dlk_fail(err, DLK_EINVAL, "invalid view name '%.80s' (use "
+                        "1-64 of A-Z a-z 0-9 _ - ., not starting with '.')",
+                        name ? name : "");
+    if (n > DLK_VIEW_MAX_ROWS)
+        return dlk_fail(err, DLK_ELIMIT, "view '%s': %llu rows, at most 2^34",
+                        name, (unsigned long long)n);
+    if (query && strlen(query) > DLK_VIEW_QUERY_MAX)
+        return dlk_fail(err, DLK_ELIMIT, "view '%s': the query text is over "
+                        "%d bytes", name, DLK_VIEW_QUERY_MAX);
+    uint64_t total = dlk_manifest_rows(&ds->m);
+    size_t len = VIEW_HEADER + (size_t)n * 8;
+    uint8_t *obj = malloc(len);
+    uint64_t *sorted = malloc((n ? n : 1) * sizeof *sorted);
+    if (!obj || !sorted) {
+        free(obj);
+        free(sorted);
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
+    memcpy(sorted, rows, n * sizeof *sorted);
+    qsort(sorted, n, sizeof *sorted, cmp_u64);
+    uint64_t k = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        if (sorted[i] >= total) {
+            free(obj);
+            free(sorted);
+            return dlk_fail(err, DLK_EINVAL, "view '%s': row %llu is past the "
+                            "head's %llu rows", name,
+                            (unsigned long long)sorted[i],
+                            (unsigned long long)total);
+        }
+        if (k == 0 || sorted[k - 1] != sorted[i])
+            sorted[k++] = sorted[i];
+    }
+    for (uint64_t i = 0; i < k; i++)
+        dlk_put_le64(obj + VIEW_HEADER + i * 8, sorted[i]);
+    free(sorted);
+    len = VIEW_HEADER + (size_t)k * 8;
+    memcpy(obj, "DLKV", 4);
+    dlk_put_le16(obj + 4, 1);
+    dlk_put_le16(obj + 6, 0);
+    dlk_put_le64(obj + 8, k);
+    dlk_put_le64(obj + 16, total);
+    dlk_put_le64(obj + 24, dlk_hash64(obj + VIEW_HEADER, len - VIEW_HEADER));
+    char hex[33], key[DLK_VIEW_KEY_MAX];
+    dlk_hash128_hex(obj, len, hex);
+    snprintf(key, sizeof key, "%s%s", DLK_VIEW_PREFIX, hex);
+    dlk_status rc = dlk_store_put(ds->store, key, obj, len, DLK_PUT_IF_ABSENT,
+                                  NULL, NULL, err);
+    free(obj);
+    if (rc == DLK_EEXIST) { /* the same bytes: its name is their hash */
+        dlk_error_clear(err);
+        rc = DLK_OK;
+    }
+    if (rc)
+        return dlk_fail_wrap(err, "cannot write view '%s'", name);
+    char *q = strdup(query ? query : "");
+    if (!q)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    dlk_manifest *m = &ds->m;
+    dlk_view_ref *v = (dlk_view_ref *)find_view(m, name);
+    if (!v) {
+        if (m->nviews >= DLK_VIEWS_MAX) {
+            free(q);
+            return dlk_fail(err, DLK_ELIMIT, "'%s' has %d views already",
+                            ds->url, DLK_VIEWS_MAX);
+        }
+        dlk_view_ref *nv = realloc(m->views, (m->nviews + 1) * sizeof *nv);
+        if (!nv) {
+            free(q);
+            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        }
+        m->views = nv;
+        size_t at = 0;
+        while (at < m->nviews && strcmp(m->views[at].name, name) < 0)
+            at++;
+        memmove(&m->views[at + 1], &m->views[at],
+                (m->nviews - at) * sizeof *nv);
+        m->nviews++;
+        v = &m->views[at];
+        memset(v, 0, sizeof *v);
+        snprintf(v->name, sizeof v->name, "%s", name);
+    }
+    free(v->query);
+    v->query = q;
+    memcpy(v->object, key, sizeof v->object);
+    v->rows = k;
+    v->dataset_rows = total;
+    return publish(ds, err);
+}
+
+dlk_status dlk_view_drop(dlk_dataset *ds, const char *name, dlk_error *err)
+{
+    if (ds->read_only)
+        return dlk_fail(err, DLK_EINVAL, "'%s' is opened at a commit: views "
+                        "are dropped from the head", ds->url);
+    dlk_manifest *m = &ds->m;
+    const dlk_view_ref *v = find_view(m, name);
+    if (!v)
+        return dlk_fail(err, DLK_ENOTFOUND, "no view '%s' in '%s'", name,
+                        ds->url);
+    size_t at = (size_t)(v - m->views);
+    free(m->views[at].query);
+    memmove(&m->views[at], &m->views[at + 1],
+            (m->nviews - at - 1) * sizeof *m->views);
+    m->nviews--;
+    return publish(ds, err);
+}
+
+/* "a, b, c" of the views there are, for a message. */
+static void view_names(const dlk_manifest *m, char *out, size_t cap)
+{
+    size_t len = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < m->nviews && len + 1 < cap; i++)
+        len += (size_t)snprintf(out + len, cap - len, "%s%s", i ? ", " : "",
+                                m->views[i].name);
+    if (!m->nviews)
+        snprintf(out, cap, "none");
+}
+
+dlk_status dlk_view_rows(dlk_dataset *ds, const char *name, uint64_t **rows,
+                         uint64_t *n, dlk_error *err)
+{
+    *rows = NULL;
+    *n = 0;
+    const dlk_view_ref *v = find_view(&ds->m, name ? name : "");
+    if (!v) {
+        char names[256];
+        view_names(&ds->m, names, sizeof names);
+        return dlk_fail(err, DLK_ENOTFOUND, "no view '%s' in '%s' (its "
+                        "views: %s)", name ? name : "", ds->url, names);
+    }
+    /* bounded by the manifest's count before anything is allocated */
+    uint64_t want = VIEW_HEADER + v->rows * 8;
+    dlk_buf b;
+    dlk_buf_init(&b);
+    dlk_obj_info info;
+    dlk_status rc = dlk_store_get(ds->store, v->object, want, &b, &info, err);
+    if (rc == DLK_ELIMIT || (!rc && b.len != want))
+        rc = dlk_fail(err, DLK_ECORRUPT, "view '%s' ('%s'): the object is not "
+                      "the %llu bytes the manifest says", name, v->object,
+                      (unsigned long long)want);
+    if (rc) {
+        dlk_buf_free(&b);
+        return rc == DLK_ENOTFOUND
+                   ? dlk_fail_wrap(err, "view '%s' is missing", name)
+                   : rc;
+    }
+    char hex[33];
+    dlk_hash128_hex(b.data, b.len, hex);
+    const uint8_t *p = b.data;
+    if (strcmp(hex, v->object + strlen(DLK_VIEW_PREFIX)) != 0)
+        rc = dlk_fail(err, DLK_ECORRUPT, "view '%s' ('%s'): content does not "
+                      "match its name", name, v->object);
+    else if (memcmp(p, "DLKV", 4) != 0 || dlk_get_le16(p + 4) != 1 ||
+             dlk_get_le16(p + 6) != 0 || dlk_get_le64(p + 8) != v->rows ||
+             dlk_get_le64(p + 16) != v->dataset_rows ||
+             dlk_get_le64(p + 24) != dlk_hash64(p + VIEW_HEADER,
+                                                b.len - VIEW_HEADER))
+        rc = dlk_fail(err, DLK_ECORRUPT, "view '%s' ('%s'): bad header",
+                      name, v->object);
+    uint64_t *r = rc ? NULL : malloc((v->rows ? v->rows : 1) * sizeof *r);
+    if (!rc && !r)
+        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    for (uint64_t i = 0; !rc && i < v->rows; i++) {
+        r[i] = dlk_get_le64(p + VIEW_HEADER + i * 8);
+        if ((i && r[i] <= r[i - 1]) || r[i] >= v->dataset_rows)
+            rc = dlk_fail(err, DLK_ECORRUPT, "view '%s' ('%s'): row %llu is "
+                          "out of order or past its %llu rows", name,
+                          v->object, (unsigned long long)r[i],
+                          (unsigned long long)v->dataset_rows);
+    }
+    dlk_buf_free(&b);
+    if (rc) {
+        free(r);
+        return rc;
+    }
+    *rows = r;
+    *n = v->rows;
+    return DLK_OK;
+}

@@ -1,0 +1,627 @@
+/* eval.c - a checked expression over the rows of a dataset.
+ *
+ * The candidate rows are cut into tasks at the chunk boundaries of the
+ * first tensor the expression names (and into pieces small enough for
+ * every thread to have several); threads take tasks in turn.  Inside a
+ * task, rows go in batches that lie in one chunk of every tensor named,
+ * and each node of the tree is evaluated over the whole batch (a column
+ * of doubles), so a comparison of a scalar tensor is a tight loop over
+ * the chunk's payload, read in place from the page cache when the store
+ * maps it.  Checksums are verified once per chunk before that (a pass
+ * over the chunks in parallel), not once per task. */
+#include "query.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BATCH 1024
+#define PIECE_MIN ((uint64_t)16384)
+
+/* ---- chunks -------------------------------------------------------- */
+
+void q_chunk_drop(dlk_dataset *ds, q_chunk *qc)
+{
+    dlk_chunk_free(qc->c);
+    if (qc->map)
+        dlk_store_unmap(ds->store, qc->map, qc->maplen);
+    memset(qc, 0, sizeof *qc);
+    qc->index = -1;
+}
+
+dlk_status q_chunk_get(dlk_dataset *ds, size_t ti, size_t ci, unsigned mode,
+                       q_chunk *qc, uint64_t *bytes, dlk_error *err)
+{
+    if (qc->c && qc->index == (ssize_t)ci)
+        return DLK_OK;
+    q_chunk_drop(ds, qc);
+    const dlk_tensor *t = &ds->m.tensors[ti];
+    const dlk_chunk_entry *e = &t->chunks[ci];
+    dlk_status rc = DLK_EUNSUPPORTED;
+    if (t->spec.codec == DLK_CODEC_NONE) {
+        char key[DLK_CHUNK_KEY_MAX];
+        dlk_chunk_key(key, t->spec.name, e->key);
+        const void *p;
+        size_t n;
+        dlk_error merr;
+        if (!dlk_store_map(ds->store, key, &p, &n, &merr)) {
+            dlk_chunk *c = calloc(1, sizeof *c);
+            if (!c) {
+                dlk_store_unmap(ds->store, p, n);
+                return dlk_fail(err, DLK_ENOMEM, "out of memory");
+            }
+            dlk_buf_wrap(&c->object, (void *)p, n);
+            c->object.len = n;
+            qc->map = p;
+            qc->maplen = n;
+            rc = dlk_chunk_open(c, t, e, key, mode, NULL, 0, err);
+            qc->c = c;
+            if (rc) {
+                q_chunk_drop(ds, qc);
+                return rc;
+            }
+        }
+    }
+    if (rc == DLK_EUNSUPPORTED &&
+        (rc = dlk_chunk_load(ds, t, e, mode, NULL, 0, &qc->c, err)))
+        return rc;
+    qc->index = (ssize_t)ci;
+    qc->first = e->first;
+    qc->end = e->first + e->samples;
+    if (bytes)
+        *bytes += e->stored_bytes;
+    return DLK_OK;
+}
+
+/* ---- values -------------------------------------------------------- */
+
+static double f16_to_double(uint16_t h)
+{
+    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    double v = e == 0 ? ldexp(m, -24)
+             : e == 31 ? (m ? NAN : INFINITY)
+             : ldexp(m + 1024, e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+static double bf16_to_double(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* Element i of little-endian data of dtype t (the hosts dlk builds on
+ * are little-endian, as the format). */
+static inline double elem(dlk_dtype t, const uint8_t *p, size_t i)
+{
+    switch (t) {
+    case DLK_U8: case DLK_BOOL: return p[i];
+    case DLK_I8: return ((const int8_t *)p)[i];
+    case DLK_U16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return v; }
+    case DLK_I16: { int16_t v; memcpy(&v, p + 2 * i, 2); return v; }
+    case DLK_U32: { uint32_t v; memcpy(&v, p + 4 * i, 4); return v; }
+    case DLK_I32: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
+    case DLK_U64: { uint64_t v; memcpy(&v, p + 8 * i, 8); return (double)v; }
+    case DLK_I64: { int64_t v; memcpy(&v, p + 8 * i, 8); return (double)v; }
+    case DLK_F16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return f16_to_double(v); }
+    case DLK_BF16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return bf16_to_double(v); }
+    case DLK_F32: { float v; memcpy(&v, p + 4 * i, 4); return v; }
+    case DLK_F64: { double v; memcpy(&v, p + 8 * i, 8); return v; }
+    }
+    return NAN;
+}
+
+/* The scalar of each row: one loop per dtype, so that the common ones
+ * compile to a plain load and convert. */
+#define GATHER(type)                                                        \
+    for (size_t i = 0; i < n; i++) {                                        \
+        type v;                                                             \
+        memcpy(&v, base + (rows[i] - first) * sizeof(type), sizeof v);     \
+        out[i] = (double)v;                                                 \
+    }                                                                       \
+    break
+static void load_scalar(dlk_dtype t, const uint8_t *base, uint64_t first,
+                        const uint64_t *rows, size_t n, double *out)
+{
+    switch (t) {
+    case DLK_U8: case DLK_BOOL: GATHER(uint8_t);
+    case DLK_I8: GATHER(int8_t);
+    case DLK_U16: GATHER(uint16_t);
+    case DLK_I16: GATHER(int16_t);
+    case DLK_U32: GATHER(uint32_t);
+    case DLK_I32: GATHER(int32_t);
+    case DLK_U64: GATHER(uint64_t);
+    case DLK_I64: GATHER(int64_t);
+    case DLK_F32: GATHER(float);
+    case DLK_F64: GATHER(double);
+    default:
+        for (size_t i = 0; i < n; i++)
+            out[i] = elem(t, base, (size_t)(rows[i] - first));
+    }
+}
+#undef GATHER
+
+static inline bool truth(double v) { return v != 0 && v == v; }
+
+/* SQL LIKE: '%' any run of bytes, '_' any one byte. */
+static bool like(const uint8_t *s, size_t n, const char *pat, size_t m)
+{
+    size_t si = 0, pi = 0, star_p = (size_t)-1, star_s = 0;
+    while (si < n) {
+        if (pi < m && (pat[pi] == '_' || (uint8_t)pat[pi] == s[si])) {
+            si++;
+            pi++;
+        } else if (pi < m && pat[pi] == '%') {
+            star_p = pi++;
+            star_s = si;
+        } else if (star_p != (size_t)-1) {
+            pi = star_p + 1;
+            si = ++star_s;
+        } else {
+            return false;
+        }
+    }
+    while (pi < m && pat[pi] == '%')
+        pi++;
+    return pi == m;
+}
+
+/* ---- evaluation over a batch --------------------------------------- */
+
+typedef struct worker {
+    dlk_dataset *ds;
+    const q_expr *e;
+    q_chunk *qc;        /* by slot */
+    double *scratch;    /* a batch per node */
+    uint64_t rows[BATCH];
+} worker;
+
+static const double *ev(worker *w, int ni, size_t n)
+{
+    const q_node *x = &w->e->nodes[ni];
+    double *o = w->scratch + (size_t)ni * BATCH;
+    const uint64_t *rows = w->rows;
+    const q_chunk *qc = x->slot >= 0 ? &w->qc[x->slot] : NULL;
+    const dlk_tensor *t = x->tensor >= 0 ? &w->ds->m.tensors[x->tensor]
+                                         : NULL;
+    switch (x->kind) {
+    case N_NUM:
+        for (size_t i = 0; i < n; i++)
+            o[i] = x->num;
+        break;
+    case N_ROW:
+        for (size_t i = 0; i < n; i++)
+            o[i] = (double)rows[i];
+        break;
+    case N_RANDOM:
+        for (size_t i = 0; i < n; i++)
+            o[i] = q_random(x->seed, rows[i]);
+        break;
+    case N_SCALAR:
+        load_scalar(t->spec.dtype, qc->c->payload, qc->first, rows, n, o);
+        break;
+    case N_SHAPE: case N_LEN: case N_MEAN: case N_SUM: case N_MIN:
+    case N_MAX: {
+        size_t esz = dlk_dtype_size(t->spec.dtype);
+        for (size_t i = 0; i < n; i++) {
+            int64_t shape[DLK_MAX_NDIM];
+            size_t nb;
+            const uint8_t *p = dlk_chunk_sample(qc->c,
+                                                (uint32_t)(rows[i] - qc->first),
+                                                &nb, shape);
+            size_t ne = esz ? nb / esz : 0;
+            double v;
+            if (x->kind == N_SHAPE) {
+                v = (double)shape[x->dim];
+            } else if (x->kind == N_LEN) {
+                v = (double)ne;
+            } else if (x->kind == N_SUM || x->kind == N_MEAN) {
+                v = 0;
+                for (size_t k = 0; k < ne; k++)
+                    v += elem(t->spec.dtype, p, k);
+                if (x->kind == N_MEAN)
+                    v = ne ? v / (double)ne : NAN;
+            } else {
+                v = NAN;
+                for (size_t k = 0; k < ne; k++) {
+                    double y = elem(t->spec.dtype, p, k);
+                    if (k == 0 || (x->kind == N_MIN ? y < v : y > v))
+                        v = y;
+                }
+            }
+            o[i] = v;
+        }
+        break;
+    }
+    case N_TEXT_EQ: case N_TEXT_IN: case N_CONTAINS: case N_LIKE:
+        for (size_t i = 0; i < n; i++) {
+            size_t nb;
+            int64_t shape[DLK_MAX_NDIM];
+            const uint8_t *p = dlk_chunk_sample(qc->c,
+                                                (uint32_t)(rows[i] - qc->first),
+                                                &nb, shape);
+            bool hit = false;
+            for (size_t k = 0; !hit && k < x->nlist; k++) {
+                const char *s = x->strs[k];
+                size_t sl = x->lens[k];
+                if (x->kind == N_CONTAINS)
+                    hit = sl == 0 || (nb >= sl && memmem(p, nb, s, sl));
+                else if (x->kind == N_LIKE)
+                    hit = like(p, nb, s, sl);
+                else
+                    hit = nb == sl && memcmp(p, s, sl) == 0;
+            }
+            o[i] = hit != x->negate;
+        }
+        break;
+    case N_ABS: {
+        const double *a = ev(w, x->a, n);
+        for (size_t i = 0; i < n; i++)
+            o[i] = fabs(a[i]);
+        break;
+    }
+    case N_NEG: {
+        const double *a = ev(w, x->a, n);
+        for (size_t i = 0; i < n; i++)
+            o[i] = -a[i];
+        break;
+    }
+    case N_NOT: {
+        const double *a = ev(w, x->a, n);
+        for (size_t i = 0; i < n; i++)
+            o[i] = !truth(a[i]);
+        break;
+    }
+    case N_IN: {
+        const double *a = ev(w, x->a, n);
+        for (size_t i = 0; i < n; i++) {
+            bool hit = false;
+            for (size_t k = 0; k < x->nlist && !hit; k++)
+                hit = a[i] == x->list[k];
+            o[i] = hit != x->negate;
+        }
+        break;
+    }
+    case N_AND: case N_OR: {
+        const double *a = ev(w, x->a, n), *b = ev(w, x->b, n);
+        if (x->kind == N_AND)
+            for (size_t i = 0; i < n; i++)
+                o[i] = truth(a[i]) && truth(b[i]);
+        else
+            for (size_t i = 0; i < n; i++)
+                o[i] = truth(a[i]) || truth(b[i]);
+        break;
+    }
+    case N_ARITH: case N_CMP: {
+        const double *a = ev(w, x->a, n), *b = ev(w, x->b, n);
+        switch (x->op) {
+#define LOOP(expr) for (size_t i = 0; i < n; i++) o[i] = (expr); break
+        case '+': LOOP(a[i] + b[i]);
+        case '-': LOOP(a[i] - b[i]);
+        case '*': LOOP(a[i] * b[i]);
+        case '/': LOOP(a[i] / b[i]);
+        case '%': LOOP(fmod(a[i], b[i]));
+        case '=': LOOP(a[i] == b[i]);
+        case '!': LOOP(a[i] != b[i]);
+        case '<': LOOP(a[i] < b[i]);
+        case 'l': LOOP(a[i] <= b[i]);
+        case '>': LOOP(a[i] > b[i]);
+        case 'g': LOOP(a[i] >= b[i]);
+#undef LOOP
+        }
+        break;
+    }
+    default: /* parse.c lets no other kind through */
+        for (size_t i = 0; i < n; i++)
+            o[i] = NAN;
+    }
+    return o;
+}
+
+/* ---- tasks and threads ---------------------------------------------- */
+
+typedef struct task {
+    uint64_t i0, i1;     /* candidate positions */
+    uint64_t *out;
+    uint64_t nout, cap;
+} task;
+
+typedef struct run {
+    dlk_dataset *ds;
+    const q_expr *e;
+    const q_cands *cands;
+    unsigned mode;
+    task *tasks;
+    size_t ntasks;
+    /* chunk checks before the tasks: (tensor, chunk) pairs */
+    size_t (*verify)[2];
+    size_t nverify;
+    atomic_size_t next;
+    atomic_int failed;
+    pthread_mutex_t mu;
+    dlk_error err;
+    dlk_status rc;
+    uint64_t bytes;
+} run;
+
+static void run_fail(run *r, dlk_status rc, const dlk_error *err)
+{
+    pthread_mutex_lock(&r->mu);
+    if (!r->rc) {
+        r->rc = rc;
+        r->err = *err;
+    }
+    pthread_mutex_unlock(&r->mu);
+    atomic_store(&r->failed, 1);
+}
+
+/* First position in [lo, hi) whose candidate is >= row. */
+static uint64_t lower(const q_cands *c, uint64_t lo, uint64_t hi,
+                      uint64_t row)
+{
+    if (!c->rows)
+        return row < lo ? lo : row > hi ? hi : row;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (c->rows[mid] < row)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static dlk_status run_task(run *r, worker *w, task *tk, uint64_t *bytes,
+                           dlk_error *err)
+{
+    const q_expr *e = r->e;
+    dlk_dataset *ds = r->ds;
+    uint64_t i = tk->i0;
+    while (i < tk->i1) {
+        if (atomic_load(&r->failed))
+            return DLK_OK;
+        uint64_t r0 = q_cand(r->cands, i), limit = UINT64_MAX;
+        for (int s = 0; s < e->ntensors; s++) {
+            q_chunk *qc = &w->qc[s];
+            if (!qc->c || r0 < qc->first || r0 >= qc->end) {
+                const dlk_tensor *t = &ds->m.tensors[e->tensors[s]];
+                ssize_t ci = dlk_tensor_find_chunk(t, r0);
+                if (ci < 0)
+                    return dlk_fail(err, DLK_ECORRUPT, "tensor '%s' has no "
+                                    "row %llu", t->spec.name,
+                                    (unsigned long long)r0);
+                dlk_status rc = q_chunk_get(ds, (size_t)e->tensors[s],
+                                            (size_t)ci, r->mode, qc, bytes,
+                                            err);
+                if (rc)
+                    return rc;
+            }
+            if (qc->end < limit)
+                limit = qc->end;
+        }
+        size_t n = 0;
+        while (i < tk->i1 && n < BATCH) {
+            uint64_t row = q_cand(r->cands, i);
+            if (row >= limit)
+                break;
+            w->rows[n++] = row;
+            i++;
+        }
+        const double *v = ev(w, e->root, n);
+        for (size_t k = 0; k < n; k++) {
+            if (!truth(v[k]))
+                continue;
+            if (tk->nout == tk->cap) {
+                uint64_t nc = tk->cap ? tk->cap * 2 : 256;
+                uint64_t *no = realloc(tk->out, nc * sizeof *no);
+                if (!no)
+                    return dlk_fail(err, DLK_ENOMEM, "out of memory");
+                tk->out = no;
+                tk->cap = nc;
+            }
+            tk->out[tk->nout++] = w->rows[k];
+        }
+    }
+    return DLK_OK;
+}
+
+/* The checksums of the chunks the tasks will read, one chunk at a time. */
+static void *verify_main(void *arg)
+{
+    run *r = arg;
+    dlk_error err = {0};
+    uint64_t bytes = 0;
+    dlk_status rc = DLK_OK;
+    while (!rc && !atomic_load(&r->failed)) {
+        size_t k = atomic_fetch_add(&r->next, 1);
+        if (k >= r->nverify)
+            break;
+        q_chunk qc = {.index = -1};
+        rc = q_chunk_get(r->ds, r->verify[k][0], r->verify[k][1],
+                         DLK_DECODE_VERIFY, &qc, &bytes, &err);
+        q_chunk_drop(r->ds, &qc);
+    }
+    if (rc)
+        run_fail(r, rc, &err);
+    return (void *)(uintptr_t)bytes;
+}
+
+static void *task_main(void *arg)
+{
+    run *r = arg;
+    worker w = {0};
+    w.ds = r->ds;
+    w.e = r->e;
+    dlk_error err = {0};
+    uint64_t bytes = 0;
+    dlk_status rc = DLK_OK;
+    w.qc = calloc((size_t)(r->e->ntensors ? r->e->ntensors : 1), sizeof *w.qc);
+    w.scratch = malloc(r->e->n * BATCH * sizeof *w.scratch);
+    if (!w.qc || !w.scratch)
+        rc = dlk_fail(&err, DLK_ENOMEM, "out of memory");
+    for (int s = 0; w.qc && s < r->e->ntensors; s++)
+        w.qc[s].index = -1;
+    while (!rc && !atomic_load(&r->failed)) {
+        size_t k = atomic_fetch_add(&r->next, 1);
+        if (k >= r->ntasks)
+            break;
+        rc = run_task(r, &w, &r->tasks[k], r->nverify ? NULL : &bytes, &err);
+    }
+    for (int s = 0; w.qc && s < r->e->ntensors; s++)
+        q_chunk_drop(r->ds, &w.qc[s]);
+    free(w.qc);
+    free(w.scratch);
+    if (rc)
+        run_fail(r, rc, &err);
+    return (void *)(uintptr_t)bytes;
+}
+
+/* Run fn on `threads` threads (the caller's one of them); their byte
+ * counts summed into r->bytes. */
+static void run_threads(run *r, uint32_t threads, void *(*fn)(void *))
+{
+    atomic_store(&r->next, 0);
+    pthread_t *tid = calloc(threads, sizeof *tid);
+    uint32_t started = 0;
+    for (uint32_t i = 1; tid && i < threads; i++) {
+        if (pthread_create(&tid[started], NULL, fn, r) != 0)
+            break;
+        started++;
+    }
+    r->bytes += (uint64_t)(uintptr_t)fn(r);
+    for (uint32_t i = 0; i < started; i++) {
+        void *b;
+        pthread_join(tid[i], &b);
+        r->bytes += (uint64_t)(uintptr_t)b;
+    }
+    free(tid);
+}
+
+static dlk_status add_task(run *r, size_t *cap, uint64_t i0, uint64_t i1,
+                           dlk_error *err)
+{
+    if (r->ntasks == *cap) {
+        size_t nc = *cap ? *cap * 2 : 64;
+        task *nt = realloc(r->tasks, nc * sizeof *nt);
+        if (!nt)
+            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        r->tasks = nt;
+        *cap = nc;
+    }
+    r->tasks[r->ntasks++] = (task){i0, i1, NULL, 0, 0};
+    return DLK_OK;
+}
+
+/* The chunks of the tensors named that hold candidates, to verify. */
+static dlk_status plan_verify(run *r, dlk_error *err)
+{
+    const q_expr *e = r->e;
+    size_t cap = 0;
+    for (int s = 0; s < e->ntensors; s++) {
+        const dlk_tensor *t = &r->ds->m.tensors[e->tensors[s]];
+        for (size_t c = 0; c < t->nchunks; c++) {
+            const dlk_chunk_entry *ce = &t->chunks[c];
+            uint64_t i = lower(r->cands, 0, r->cands->n, ce->first);
+            if (i >= r->cands->n ||
+                q_cand(r->cands, i) >= ce->first + ce->samples)
+                continue;
+            if (r->nverify == cap) {
+                size_t nc = cap ? cap * 2 : 64;
+                size_t (*nv)[2] = realloc(r->verify, nc * sizeof *nv);
+                if (!nv)
+                    return dlk_fail(err, DLK_ENOMEM, "out of memory");
+                r->verify = nv;
+                cap = nc;
+            }
+            r->verify[r->nverify][0] = (size_t)e->tensors[s];
+            r->verify[r->nverify][1] = c;
+            r->nverify++;
+        }
+    }
+    return DLK_OK;
+}
+
+dlk_status q_filter(dlk_dataset *ds, const q_expr *e, const q_cands *cands,
+                    uint32_t threads, bool verify, uint64_t **rows,
+                    uint64_t *n, uint64_t *bytes, dlk_error *err)
+{
+    *rows = NULL;
+    *n = 0;
+    if (!threads)
+        threads = 1;
+    run r;
+    memset(&r, 0, sizeof r);
+    r.ds = ds;
+    r.e = e;
+    r.cands = cands;
+    pthread_mutex_init(&r.mu, NULL);
+    bool compressed = false;
+    for (int s = 0; s < e->ntensors; s++)
+        compressed |= ds->m.tensors[e->tensors[s]].spec.codec != DLK_CODEC_NONE;
+    /* compressed chunks are decompressed once per task: one task a chunk,
+     * verified as it is read; otherwise pieces, verified first */
+    uint64_t piece = compressed ? UINT64_MAX
+                   : cands->n / ((uint64_t)threads * 4) + 1;
+    if (piece < PIECE_MIN)
+        piece = PIECE_MIN;
+    r.mode = verify && compressed ? DLK_DECODE_VERIFY : 0;
+    dlk_status rc = DLK_OK;
+    if (verify && !compressed)
+        rc = plan_verify(&r, err);
+    const dlk_tensor *drv = e->ntensors ? &ds->m.tensors[e->tensors[0]]
+                                        : NULL;
+    size_t cap = 0;
+    for (uint64_t i = 0; !rc && i < cands->n;) {
+        uint64_t end = cands->n;
+        if (drv) {
+            ssize_t ci = dlk_tensor_find_chunk(drv, q_cand(cands, i));
+            if (ci < 0) {
+                rc = dlk_fail(err, DLK_ECORRUPT, "tensor '%s' has no row "
+                              "%llu", drv->spec.name,
+                              (unsigned long long)q_cand(cands, i));
+                break;
+            }
+            const dlk_chunk_entry *ce = &drv->chunks[ci];
+            end = lower(cands, i, cands->n, ce->first + ce->samples);
+        }
+        if (end - i > piece)
+            end = i + piece;
+        rc = add_task(&r, &cap, i, end, err);
+        i = end;
+    }
+    if (!rc && r.nverify)
+        run_threads(&r, threads, verify_main);
+    if (!rc && !r.rc)
+        run_threads(&r, threads, task_main);
+    if (!rc && r.rc) {
+        rc = r.rc;
+        if (err)
+            *err = r.err;
+    }
+    uint64_t total = 0;
+    for (size_t k = 0; k < r.ntasks; k++)
+        total += r.tasks[k].nout;
+    uint64_t *out = rc ? NULL : malloc((total ? total : 1) * sizeof *out);
+    if (!rc && !out)
+        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    uint64_t k = 0;
+    for (size_t t = 0; t < r.ntasks; t++) {
+        if (out)
+            memcpy(out + k, r.tasks[t].out, r.tasks[t].nout * sizeof *out);
+        k += r.tasks[t].nout;
+        free(r.tasks[t].out);
+    }
+    free(r.tasks);
+    free(r.verify);
+    pthread_mutex_destroy(&r.mu);
+    if (bytes)
+        *bytes += r.bytes;
+    if (rc)
+        return rc;
+    *rows = out;
+    *n = total;
+    return DLK_OK;
+}

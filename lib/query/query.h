@@ -1,0 +1,120 @@
+/* query.h - the row expression language (man/dlk-query.1): tokens, the
+ * checked tree, its evaluation over chunks, and vector search. */
+#ifndef DLK_QUERY_H
+#define DLK_QUERY_H
+
+#include "dataset/dataset.h"
+
+/* ---- tokens (lex.c) ------------------------------------------------ */
+
+typedef enum q_tok {
+    TK_END, TK_NUM, TK_STR, TK_NAME, TK_OP, TK_LP, TK_RP, TK_LB, TK_RB,
+    TK_COMMA
+} q_tok;
+
+typedef struct q_token {
+    q_tok kind;
+    size_t col;        /* 1-based byte column */
+    double num;        /* TK_NUM */
+    bool integer;      /* TK_NUM written without '.' or exponent */
+    char *text;        /* TK_STR (unescaped), TK_NAME, TK_OP */
+    size_t len;        /* bytes of text */
+    bool quoted;       /* TK_NAME written `so` (never a keyword) */
+} q_token;
+
+#define Q_EXPR_MAX 65536   /* bytes of an expression */
+#define Q_NODES_MAX 4096
+
+dlk_status q_lex(const char *src, q_token **toks, size_t *n, size_t *errcol,
+                 dlk_error *err);
+void q_tokens_free(q_token *t, size_t n);
+
+/* ---- the checked tree (parse.c) ------------------------------------ */
+
+typedef enum q_kind {
+    N_NUM, N_ROW, N_SCALAR, N_SHAPE, N_LEN, N_MEAN, N_SUM, N_MIN, N_MAX,
+    N_RANDOM, N_ABS, N_NEG, N_NOT, N_ARITH, N_CMP, N_AND, N_OR, N_IN,
+    N_TEXT_EQ, N_TEXT_IN, N_CONTAINS, N_LIKE,
+    /* only while parsing: operands that are not numbers */
+    N_STR, N_TEXTREF, N_TENSORREF
+} q_kind;
+
+typedef struct q_node {
+    q_kind kind;
+    char op;           /* N_ARITH: + - * / %; N_CMP: = ! < l > g */
+    bool negate;       /* N_IN, N_TEXT_*, N_LIKE: not in / != / not like */
+    size_t col;
+    int a, b;          /* operand nodes, -1 none */
+    int tensor;        /* dataset tensor index */
+    int slot;          /* its place among the referenced tensors */
+    int dim;           /* N_SHAPE */
+    double num;        /* N_NUM; N_RANDOM: the seed */
+    uint64_t seed;
+    double *list;      /* N_IN */
+    char **strs;       /* N_TEXT_IN; strs[0]: N_TEXT_EQ, N_CONTAINS, N_LIKE */
+    size_t *lens;
+    size_t nlist;
+} q_node;
+
+typedef struct q_expr {
+    q_node *nodes;
+    size_t n, cap;
+    int root;
+    int tensors[64];   /* referenced tensors, by slot */
+    int ntensors;
+} q_expr;
+
+/* Parse and check `src` against the tensors of m.  On an error *errcol
+ * is the 1-based column it points at. */
+dlk_status q_parse(const char *src, const dlk_manifest *m, q_expr *out,
+                   size_t *errcol, dlk_error *err);
+void q_expr_free(q_expr *e);
+
+/* ---- chunks, shared by evaluation and vector search ---------------- */
+
+typedef struct q_chunk {
+    dlk_chunk *c;
+    const void *map;   /* the mapped object, when the store maps */
+    size_t maplen;
+    ssize_t index;     /* -1: none */
+    uint64_t first, end;
+} q_chunk;
+
+/* Make qc hold chunk ci of tensor ti (kept when it already does). */
+dlk_status q_chunk_get(dlk_dataset *ds, size_t ti, size_t ci, unsigned mode,
+                       q_chunk *qc, uint64_t *bytes, dlk_error *err);
+void q_chunk_drop(dlk_dataset *ds, q_chunk *qc);
+
+/* Row i of a candidate set: a list, or every row below n. */
+typedef struct q_cands {
+    const uint64_t *rows;  /* NULL: rows 0..n-1 */
+    uint64_t n;
+} q_cands;
+static inline uint64_t q_cand(const q_cands *c, uint64_t i)
+{
+    return c->rows ? c->rows[i] : i;
+}
+
+/* ---- evaluation (eval.c) ------------------------------------------- */
+
+/* The candidates for which e holds, ascending, into *rows (malloc'd). */
+dlk_status q_filter(dlk_dataset *ds, const q_expr *e, const q_cands *cands,
+                    uint32_t threads, bool verify, uint64_t **rows,
+                    uint64_t *n, uint64_t *bytes, dlk_error *err);
+
+/* random(seed) of a row: in [0, 1) (man/dlk-query.1 gives the formula). */
+static inline double q_random(uint64_t seed, uint64_t row)
+{
+    return (double)(dlk_mix64(dlk_mix64(seed) ^ row) >> 11) * 0x1p-53;
+}
+
+/* ---- vector search (topk.c) ---------------------------------------- */
+
+/* The k candidates nearest to q (dim values) in tensor ti, best first. */
+dlk_status q_topk(dlk_dataset *ds, size_t ti, const float *q, uint32_t dim,
+                  dlk_metric metric, uint32_t k, const q_cands *cands,
+                  uint32_t threads, bool verify, uint64_t **rows,
+                  double **scores, uint64_t *n, uint64_t *bytes,
+                  dlk_error *err);
+
+#endif

@@ -1,0 +1,228 @@
+/* select.c - dlk_select: a view's rows (or all), then the filter, then
+ * the vector search over what the filter let through. */
+#include "query.h"
+#include "ingest/ingest.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const metric_names[] = {"cosine", "l2", "ip"};
+
+const char *dlk_metric_name(dlk_metric m)
+{
+    return (unsigned)m < 3 ? metric_names[m] : NULL;
+}
+
+int dlk_metric_parse(const char *name, dlk_metric *out)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp(name, metric_names[i]) == 0) {
+            *out = (dlk_metric)i;
+            return 0;
+        }
+    return -1;
+}
+
+#define NPY_MAX ((size_t)64 << 20)
+
+/* The query vector of a .npy file: D values, shape [D] or [1, D]. */
+static dlk_status vector_npy(const char *path, float **out, uint32_t *dim,
+                             dlk_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return dlk_fail(err, DLK_EIO, "cannot open '%s': %s", path,
+                        strerror(errno));
+    uint8_t *b = malloc(NPY_MAX + 1);
+    size_t len = b ? fread(b, 1, NPY_MAX + 1, f) : 0;
+    fclose(f);
+    if (!b)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    dlk_npy_info h;
+    dlk_status rc = len > NPY_MAX
+        ? dlk_fail(err, DLK_ELIMIT, "'%s': over 64 MiB for one vector", path)
+        : dlk_npy_parse(b, len, path, &h, err);
+    uint64_t d = 0;
+    if (!rc) {
+        d = h.ndim == 1 ? (uint64_t)h.shape[0]
+          : h.ndim == 2 && h.shape[0] == 1 ? (uint64_t)h.shape[1] : 0;
+        if (!d || d > (1u << 24) ||
+            (h.dtype != DLK_F32 && h.dtype != DLK_F64 && h.dtype != DLK_F16))
+            rc = dlk_fail(err, DLK_EINVAL, "'%s': a query vector is float "
+                          "values of shape [D] or [1, D]", path);
+    }
+    float *v = rc ? NULL : malloc(d * sizeof *v);
+    if (!rc && !v)
+        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    for (uint64_t i = 0; !rc && i < d; i++) {
+        const uint8_t *p = b + h.data_off;
+        size_t esz = dlk_dtype_size(h.dtype);
+        uint8_t e[8];
+        for (size_t k = 0; k < esz; k++)
+            e[k] = p[i * esz + (h.swap ? esz - 1 - k : k)];
+        if (h.dtype == DLK_F32) {
+            memcpy(&v[i], e, 4);
+        } else if (h.dtype == DLK_F64) {
+            double x;
+            memcpy(&x, e, 8);
+            v[i] = (float)x;
+        } else {
+            uint16_t x = (uint16_t)(e[0] | e[1] << 8);
+            int ex = (x >> 10) & 0x1f, m = x & 0x3ff;
+            float y = ex == 0 ? ldexpf((float)m, -24)
+                    : ex == 31 ? (m ? NAN : INFINITY)
+                    : ldexpf((float)(m + 1024), ex - 25);
+            v[i] = (x & 0x8000) ? -y : y;
+        }
+    }
+    free(b);
+    if (rc) {
+        free(v);
+        return rc;
+    }
+    *out = v;
+    *dim = (uint32_t)d;
+    return DLK_OK;
+}
+
+/* The query vector from a row of the tensor. */
+static dlk_status vector_row(dlk_dataset *ds, size_t ti, int64_t row,
+                             float **out, uint32_t *dim, dlk_error *err)
+{
+    dlk_sample s;
+    dlk_status rc = dlk_read_sample(ds, ti, (uint64_t)row, &s, err);
+    if (rc)
+        return rc;
+    size_t esz = dlk_dtype_size(s.dtype), d = esz ? s.nbytes / esz : 0;
+    float *v = malloc((d ? d : 1) * sizeof *v);
+    if (!v) {
+        dlk_sample_free(&s);
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < d; i++) {
+        if (s.dtype == DLK_F32) {
+            memcpy(&v[i], (uint8_t *)s.data + 4 * i, 4);
+        } else {
+            double x;
+            memcpy(&x, (uint8_t *)s.data + 8 * i, 8);
+            v[i] = (float)x;
+        }
+    }
+    dlk_sample_free(&s);
+    *out = v;
+    *dim = (uint32_t)d;
+    return DLK_OK;
+}
+
+void dlk_select_result_free(dlk_select_result *res)
+{
+    if (!res)
+        return;
+    free(res->rows);
+    free(res->scores);
+    memset(res, 0, sizeof *res);
+}
+
+dlk_status dlk_select(dlk_dataset *ds, const dlk_select_opts *o,
+                      dlk_select_result *res, dlk_error *err)
+{
+    memset(res, 0, sizeof *res);
+    uint32_t threads = o->threads ? o->threads : (uint32_t)dlk_cpu_count();
+    if (threads > 256)
+        threads = 256;
+    bool verify = !o->no_verify;
+    uint64_t total = dlk_manifest_rows(&ds->m);
+    res->rows_total = total;
+    q_expr e;
+    memset(&e, 0, sizeof e);
+    bool have_expr = o->where && *o->where;
+    dlk_status rc = DLK_OK;
+    int near_ti = -1;
+    float *vec = NULL;
+    uint32_t dim = 0;
+    if (have_expr)
+        rc = q_parse(o->where, &ds->m, &e, &res->error_column, err);
+    if (!rc && o->near_tensor) {
+        near_ti = dlk_dataset_find(ds, o->near_tensor);
+        int given = !!o->near_vector + !!o->near_npy + (o->near_row >= 0);
+        if (near_ti < 0)
+            rc = dlk_fail(err, DLK_ENOTFOUND, "no tensor '%s' in '%s' to "
+                          "search", o->near_tensor, ds->url);
+        else if (given != 1)
+            rc = dlk_fail(err, DLK_EINVAL, "a vector search takes one query "
+                          "vector: values, a .npy file or a row");
+        else if (o->k > 1000000)
+            rc = dlk_fail(err, DLK_ELIMIT, "k %u is over 1000000", o->k);
+        else if ((unsigned)o->metric > DLK_METRIC_IP)
+            rc = dlk_fail(err, DLK_EINVAL, "unknown metric %d", o->metric);
+        else if (o->near_npy)
+            rc = vector_npy(o->near_npy, &vec, &dim, err);
+        else if (o->near_row >= 0)
+            rc = (uint64_t)o->near_row >= total
+                ? dlk_fail(err, DLK_ENOTFOUND, "no row %lld: '%s' has %llu",
+                           (long long)o->near_row, ds->url,
+                           (unsigned long long)total)
+                : vector_row(ds, (size_t)near_ti, o->near_row, &vec, &dim,
+                             err);
+        else if (!(vec = malloc((o->near_dim ? o->near_dim : 1) * sizeof *vec)))
+            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        else {
+            memcpy(vec, o->near_vector, o->near_dim * sizeof *vec);
+            dim = o->near_dim;
+        }
+    }
+    uint64_t *view = NULL, nview = 0;
+    if (!rc && o->view && (rc = dlk_view_rows(ds, o->view, &view, &nview,
+                                              err)) == DLK_OK) {
+        /* a view of a later state may name rows this one lacks */
+        if (nview && view[nview - 1] >= total)
+            rc = dlk_fail(err, DLK_EINVAL, "view '%s' names row %llu; '%s' "
+                          "has %llu rows here", o->view,
+                          (unsigned long long)view[nview - 1], ds->url,
+                          (unsigned long long)total);
+    }
+    q_cands c = {view, o->view ? nview : total};
+    uint64_t *rows = NULL, n = 0;
+    if (!rc && have_expr) {
+        rc = q_filter(ds, &e, &c, threads, verify, &rows, &n,
+                      &res->bytes_read, err);
+    } else if (!rc) {
+        n = c.n;
+        rows = view ? view : malloc((n ? n : 1) * sizeof *rows);
+        if (view)
+            view = NULL;
+        else if (rows)
+            for (uint64_t i = 0; i < n; i++)
+                rows[i] = i;
+        else
+            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
+    free(view);
+    q_expr_free(&e);
+    res->candidates = n;
+    if (!rc && near_ti >= 0) {
+        q_cands fc = {rows, n};
+        uint64_t *top = NULL, ntop = 0;
+        double *scores = NULL;
+        rc = q_topk(ds, (size_t)near_ti, vec, dim, o->metric,
+                    o->k ? o->k : 10, &fc, threads, verify, &top, &scores,
+                    &ntop, &res->bytes_read, err);
+        free(rows);
+        rows = top;
+        n = ntop;
+        res->scores = scores;
+    }
+    free(vec);
+    if (rc) {
+        free(rows);
+        free(res->scores);
+        res->scores = NULL;
+        return rc;
+    }
+    res->rows = rows;
+    res->n = n;
+    return DLK_OK;
+}
