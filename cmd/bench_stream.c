@@ -34,6 +34,8 @@ static const char usage_text[] =
     "  --no-verify        skip the check of each chunk's stored checksum on\n"
     "                     read (saves a CPU pass over every byte)\n"
     "  --at REF           stream a commit (main, main~N, an id or prefix)\n"
+    "  --view NAME        stream only the rows of a view (dlk query\n"
+    "                     --save-view); chunks are still read whole\n"
     "  --source-baseline URL   also stream the raw files there (s3://bucket/\n"
     "                     prefix or a directory of JPEG/PNG) the way teams\n"
     "                     train today: one GET and one decode per sample, same\n"
@@ -79,6 +81,7 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
         {"no-check", no_argument, 0, 'C'},
         {"no-verify", no_argument, 0, 'V'},
         {"at", required_argument, 0, 'a'},
+        {"view", required_argument, 0, 'v'},
         {"source-baseline", required_argument, 0, 'B'},
         {"baseline-seconds", required_argument, 0, 'L'},
         {"json", no_argument, 0, 'j'},
@@ -136,6 +139,7 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
         case 'C': o->lo.check = 0; break;
         case 'V': o->lo.no_verify = 1; break;
         case 'a': o->at = optarg; break;
+        case 'v': o->lo.view = optarg; break;
         case 'B': o->baseline = optarg; break;
         case 'L':
             o->baseline_s = strtod(optarg, &end);

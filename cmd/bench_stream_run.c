@@ -242,8 +242,10 @@ int bench_run(struct bench_opts *o, struct bench_result *r)
     if (dlk_loader_open(ds, &lo, &l, &err))
         return cmd_fail("bench-stream", &err);
     r->l = l;
-    /* how well batches mix the classes, when there is a class label */
-    if (label_mix_open(ds, lo.batch_size ? lo.batch_size : 256, lo.seed,
+    /* how well batches mix the classes, when there is a class label (not
+     * of a view, whose classes are what its query chose) */
+    if (!lo.view &&
+        label_mix_open(ds, lo.batch_size ? lo.batch_size : 256, lo.seed,
                        &r->mix, &err))
         return cmd_fail("bench-stream", &err);
     FILE *order_f = NULL;

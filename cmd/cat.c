@@ -9,11 +9,13 @@
 #include <string.h>
 
 static const char usage_text[] =
-    "usage: dlk cat DATASET TENSOR INDEX [--at REF]\n"
+    "usage: dlk cat DATASET TENSOR INDEX [--at REF] [--view NAME]\n"
     "               [--raw | --npy | --json | --png [--frame K]]\n"
     "\n"
     "  --at REF     read from a commit (main, main~N, an id or a unique\n"
     "               prefix) instead of the head\n"
+    "  --view NAME  INDEX counts the rows of the view NAME (the sample is\n"
+    "               that of the view's INDEX-th row, from 0)\n"
     "  (default)    a summary: dtype, shape and the values (long ones elided);\n"
     "               class labels with their class name, text as a string\n"
     "  --raw        the sample's bytes (C order, little-endian)\n"
@@ -119,11 +121,12 @@ int cmd_cat(int argc, char **argv)
         {"png", no_argument, 0, 'p'},
         {"frame", required_argument, 0, 'f'},
         {"at", required_argument, 0, 'a'},
+        {"view", required_argument, 0, 'v'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     int mode = 0, c, frame = -1;
-    const char *at = NULL;
+    const char *at = NULL, *view = NULL;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -148,6 +151,7 @@ int cmd_cat(int argc, char **argv)
             mode = c;
             break;
         case 'a': at = optarg; break;
+        case 'v': view = optarg; break;
         case 'h': return cmd_finish("cat", cmd_usage(usage_text, true));
         default:
             return cmd_bad_option("cat", argv, opts, usage_text);
@@ -189,6 +193,23 @@ int cmd_cat(int argc, char **argv)
     dlk_tensor_info t;
     dlk_sample s;
     int code = EXIT_OK;
+    if (view) { /* the view's INDEX-th row */
+        uint64_t *rows, n;
+        if (dlk_view_rows(ds, view, &rows, &n, &err)) {
+            code = cmd_fail("cat", &err);
+            dlk_dataset_free(ds);
+            return code;
+        }
+        if (index >= n) {
+            cmd_error("cat", "view '%s' has %llu rows, no row %llu", view,
+                      (unsigned long long)n, index);
+            free(rows);
+            dlk_dataset_free(ds);
+            return EXIT_ERROR;
+        }
+        index = rows[index];
+        free(rows);
+    }
     if (dlk_tensor_info_get(ds, (size_t)ti, &t, &err) ||
         dlk_read_sample(ds, (size_t)ti, index, &s, &err)) {
         code = cmd_fail("cat", &err);

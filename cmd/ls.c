@@ -3,17 +3,22 @@
 
 #include <getopt.h>
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char usage_text[] =
-    "usage: dlk ls DATASET [--at REF] [--json]\n"
+    "usage: dlk ls DATASET [--at REF] [--view NAME] [--json]\n"
     "\n"
     "  --at REF     list a commit (main, main~N, an id or a unique prefix)\n"
     "               instead of the head\n"
+    "  --view NAME  list the view NAME as a dataset: its rows, and the chunks\n"
+    "               (and their bytes) that hold them\n"
     "  --json       print as JSON: {\"dataset\", \"id\", \"head\", \"at\", \"dirty\",\n"
     "               \"tensors\": [{\"name\",\n"
     "               \"kind\", \"dtype\", \"shape\", \"samples\", \"chunks\",\n"
-    "               \"stored_bytes\", \"raw_bytes\", \"codec\", ...}]}\n"
+    "               \"stored_bytes\", \"raw_bytes\", \"codec\", ...}],\n"
+    "               \"views\": [{\"name\", \"rows\", \"dataset_rows\", \"object\",\n"
+    "               \"query\"}]}\n"
     "  -h, --help   this text\n"
     "\n"
     "Examples:\n"
@@ -87,16 +92,69 @@ static void print_tensor(const dlk_tensor_info *t)
     }
 }
 
+/* The tensor as the view's rows see it: samples, and the chunks that
+ * hold them. */
+static void restrict_to(const dlk_dataset *ds, size_t ti, dlk_tensor_info *t,
+                        const uint64_t *rows, uint64_t n)
+{
+    uint64_t chunks = 0, stored = 0, raw = 0, samples = 0, k = 0;
+    dlk_chunk_ref c;
+    for (size_t i = 0; dlk_tensor_chunk(ds, ti, i, &c) == 0; i++) {
+        while (k < n && rows[k] < c.first_sample)
+            k++;
+        uint64_t in = 0;
+        while (k < n && rows[k] < c.first_sample + c.samples) {
+            in++;
+            k++;
+        }
+        if (in) {
+            chunks++;
+            stored += c.stored_bytes;
+            raw += c.raw_bytes;
+            samples += in;
+        }
+    }
+    t->samples = samples;
+    t->chunks = chunks;
+    t->stored_bytes = stored;
+    t->raw_bytes = raw;
+}
+
+static json_t *views_json(const dlk_dataset *ds)
+{
+    json_t *a = json_array();
+    dlk_view_info v;
+    for (size_t i = 0; dlk_view_get(ds, i, &v) == 0; i++)
+        json_array_append_new(a, json_pack("{s:s,s:I,s:I,s:s,s:s}", "name",
+            v.name, "rows", (json_int_t)v.rows, "dataset_rows",
+            (json_int_t)v.dataset_rows, "object", v.object, "query",
+            v.query));
+    return a;
+}
+
+static void print_views(const dlk_dataset *ds)
+{
+    dlk_view_info v;
+    for (size_t i = 0; dlk_view_get(ds, i, &v) == 0; i++) {
+        if (i == 0)
+            printf("%-16s %10s %10s  %s\n", "VIEW", "ROWS", "OF", "QUERY");
+        printf("%-16s %10llu %10llu  %s\n", v.name,
+               (unsigned long long)v.rows, (unsigned long long)v.dataset_rows,
+               v.query);
+    }
+}
+
 int cmd_ls(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"json", no_argument, 0, 'j'},
         {"at", required_argument, 0, 'a'},
+        {"view", required_argument, 0, 'v'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     bool json = false;
-    const char *at = NULL;
+    const char *at = NULL, *view = NULL;
     int c;
     optind = 1;
     opterr = 0;
@@ -104,6 +162,7 @@ int cmd_ls(int argc, char **argv)
         switch (c) {
         case 'j': json = true; break;
         case 'a': at = optarg; break;
+        case 'v': view = optarg; break;
         case 'h': return cmd_finish("ls", cmd_usage(usage_text, true));
         default:
             return cmd_bad_option("ls", argv, opts, usage_text);
@@ -130,6 +189,12 @@ int cmd_ls(int argc, char **argv)
         dlk_dataset_free(ds);
         return code;
     }
+    uint64_t *rows = NULL, nrows = 0;
+    if (view && dlk_view_rows(ds, view, &rows, &nrows, &err)) {
+        code = cmd_fail("ls", &err);
+        dlk_dataset_free(ds);
+        return code;
+    }
     json_t *tensors = json ? json_array() : NULL;
     if (!json) {
         if (at)
@@ -139,6 +204,8 @@ int cmd_ls(int argc, char **argv)
             printf("dataset %s (id %s), main at %s%s\n", url,
                    dlk_dataset_id(ds), head ? head : "(no commits)",
                    dirty ? ", head has uncommitted changes" : "");
+        if (view)
+            printf("view %s: %llu rows\n", view, (unsigned long long)nrows);
         printf("%-16s %-11s %-5s %-24s %10s %7s %11s %11s %s\n", "TENSOR",
                "KIND", "DTYPE", "SHAPE", "SAMPLES", "CHUNKS", "STORED",
                "RAW", "CODEC");
@@ -149,6 +216,8 @@ int cmd_ls(int argc, char **argv)
             code = cmd_fail("ls", &err);
             break;
         }
+        if (view)
+            restrict_to(ds, i, &t, rows, nrows);
         if (json)
             json_array_append_new(tensors, tensor_json(&t));
         else
@@ -160,11 +229,18 @@ int cmd_ls(int argc, char **argv)
                               head ? json_string(head) : json_null(), "at",
                               at ? json_string(head) : json_null(), "dirty",
                               dirty, "tensors", tensors);
+        json_object_set_new(o, "views", views_json(ds));
+        if (view)
+            json_object_set_new(o, "view", json_pack("{s:s,s:I}", "name",
+                                view, "rows", (json_int_t)nrows));
         cmd_json_print(o, JSON_PRESERVE_ORDER | JSON_INDENT(2));
         json_decref(o);
     } else {
         json_decref(tensors);
+        if (code == EXIT_OK && !view)
+            print_views(ds);
     }
+    free(rows);
     dlk_dataset_free(ds);
     return cmd_finish("ls", code);
 }

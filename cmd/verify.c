@@ -6,7 +6,8 @@
 #include <string.h>
 
 static const char usage_text[] =
-    "usage: dlk verify DATASET [--at REF | --all] [--deep] [--json]\n"
+    "usage: dlk verify DATASET [--at REF | --all] [--view NAME] [--deep]\n"
+    "                  [--json]\n"
     "\n"
     "Checks that every chunk the head references exists, has its recorded\n"
     "size, parses, matches its manifest entry and its content hash (its\n"
@@ -18,6 +19,8 @@ static const char usage_text[] =
     "  --all        every commit reachable from main and the head, each chunk\n"
     "               once; also lists chunks that nothing references (left by\n"
     "               a crash; not a failure)\n"
+    "  --view NAME  only the view NAME: its object, and the chunks that hold\n"
+    "               its rows\n"
     "  --deep       also decompress and re-hash every payload\n"
     "  --json       {\"ok\", \"chunks_checked\", \"bytes_checked\", \"commits_checked\",\n"
     "               \"errors\": [{\"object\", \"error\"}], \"unreferenced\": [{\"object\",\n"
@@ -63,6 +66,7 @@ int cmd_verify(int argc, char **argv)
         {"deep", no_argument, 0, 'd'},
         {"at", required_argument, 0, 'a'},
         {"all", no_argument, 0, 'A'},
+        {"view", required_argument, 0, 'v'},
         {"json", no_argument, 0, 'j'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -78,6 +82,7 @@ int cmd_verify(int argc, char **argv)
         case 'd': vo.deep = 1; break;
         case 'a': at = optarg; break;
         case 'A': vo.all = 1; break;
+        case 'v': vo.view = optarg; break;
         case 'j': r.json = true; break;
         case 'h': return cmd_finish("verify", cmd_usage(usage_text, true));
         default:
@@ -91,8 +96,8 @@ int cmd_verify(int argc, char **argv)
     }
     if (cmd_check_url("verify", argv[optind]))
         return EXIT_USAGE;
-    if (at && vo.all) {
-        cmd_error("verify", "--at and --all exclude each other");
+    if ((at || vo.view) && vo.all) {
+        cmd_error("verify", "--all excludes --at and --view");
         return cmd_usage(usage_text, false);
     }
     const char *url = argv[optind];

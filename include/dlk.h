@@ -665,6 +665,9 @@ typedef struct dlk_verify_opts {
      * crash or an abandoned run; `dlk gc` removes them).  May be NULL. */
     void (*on_unreferenced)(void *ud, const char *object, uint64_t size);
     void *ud;
+    /* Only the chunks that hold rows of this view (not with `all`), and
+     * the view's object.  NULL: every chunk, and every view's object. */
+    const char *view;
 } dlk_verify_opts;
 
 typedef struct dlk_verify_result {

@@ -3,6 +3,7 @@
 #include "dataset.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct verify_ctx {
@@ -58,15 +59,67 @@ static int on_stored_chunk(void *ud, const char *key, uint64_t size)
     return 0;
 }
 
+/* Whether a view row (rows ascending) falls in chunk entry e. */
+static bool holds_row(const dlk_chunk_entry *e, const uint64_t *rows,
+                      uint64_t n)
+{
+    uint64_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (rows[mid] < e->first)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && rows[lo] < e->first + e->samples;
+}
+
+/* The views' objects of the opened state (or the one named): each read
+ * and checked in full; *rows receives the named view's rows. */
+static dlk_status check_views(dlk_dataset *ds, const char *only,
+                              uint64_t **rows, uint64_t *n,
+                              struct verify_ctx *v, dlk_error *err)
+{
+    for (size_t i = 0; i < ds->m.nviews; i++) {
+        const dlk_view_ref *w = &ds->m.views[i];
+        if (only && strcmp(only, w->name) != 0)
+            continue;
+        uint64_t *r, k;
+        dlk_error verr;
+        dlk_error_clear(&verr);
+        if (dlk_view_rows(ds, w->name, &r, &k, &verr)) {
+            problem(v, w->object, verr.msg);
+            continue;
+        }
+        if (only) {
+            *rows = r;
+            *n = k;
+            return DLK_OK;
+        }
+        free(r);
+    }
+    if (only) /* absent, or its object could not be used */
+        return dlk_view_rows(ds, only, rows, n, err);
+    return DLK_OK;
+}
+
 dlk_status dlk_verify(dlk_dataset *ds, const dlk_verify_opts *opts,
                       dlk_verify_result *res, dlk_error *err)
 {
     memset(res, 0, sizeof *res);
     bool deep = opts && opts->deep, all = opts && opts->all;
+    const char *view = opts ? opts->view : NULL;
+    if (view && all)
+        return dlk_fail(err, DLK_EINVAL, "a check of a view is of one state, "
+                        "not of every one");
     dlk_ref_set s;
     memset(&s, 0, sizeof s);
     struct verify_ctx v = {opts, res, &s};
-    dlk_status rc = dlk_refs_add_manifest(&s, &ds->m, err);
+    uint64_t *vrows = NULL, nv = 0;
+    dlk_status rc = check_views(ds, view, &vrows, &nv, &v, err);
+    if (rc)
+        return rc;
+    rc = dlk_refs_add_manifest(&s, &ds->m, err);
     if (!rc && all)
         rc = dlk_refs_add_history(ds, &s, problem, &v, &res->commits_checked,
                                   err);
@@ -76,8 +129,11 @@ dlk_status dlk_verify(dlk_dataset *ds, const dlk_verify_opts *opts,
     for (size_t i = 0; !rc && i < s.n; i++) {
         if (i && strcmp(s.v[i].key, s.v[i - 1].key) == 0)
             continue; /* shared by several states: checked once */
+        if (view && !holds_row(s.v[i].e, vrows, nv))
+            continue;
         check_chunk(ds, &s.v[i], deep, &v);
     }
+    free(vrows);
     if (!rc && all)
         rc = dlk_store_list(ds->store, DLK_KEY_CHUNKS, on_stored_chunk, &v,
                             err);

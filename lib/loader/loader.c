@@ -58,7 +58,7 @@ static dlk_status build_plan(dlk_loader *l, dlk_plan *pl,
                              dlk_error *err)
 {
     dlk_order_params p = {l->o.shuffle, l->o.seed, l->o.window_chunks,
-                          l->o.drop_last};
+                          l->o.drop_last, l->o.rows, l->o.nrows};
     dlk_status rc = dlk_order_build(l->block_first, l->block_count,
                                     l->nblocks, &p, st, l->o.rank,
                                     &pl->order, err);
@@ -413,7 +413,7 @@ uint64_t dlk_loader_batches(const dlk_loader *l)
         return l->plan.order.batches; /* of the epoch being read */
     /* before the epoch's first batch: its order, made to be counted */
     dlk_order_params p = {l->o.shuffle, l->o.seed, l->o.window_chunks,
-                          l->o.drop_last};
+                          l->o.drop_last, l->o.rows, l->o.nrows};
     dlk_order o;
     memset(&o, 0, sizeof o);
     uint64_t n = dlk_order_build(l->block_first, l->block_count, l->nblocks,

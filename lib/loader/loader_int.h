@@ -69,6 +69,7 @@ struct dlk_loader {
     dlk_batch_tensor *bt_out;   /* the batch's tensor array */
     size_t nt;
     /* blocks: chunks of the main tensor */
+    uint64_t *rows_owned;       /* opts' rows or the view's, copied */
     uint64_t *block_first;
     uint32_t *block_count;
     size_t nblocks;
@@ -166,5 +167,8 @@ dlk_status dlk_loader_start_workers(dlk_loader *l, dlk_error *err);
 void dlk_loader_stop_workers(dlk_loader *l);
 void dlk_loader_pause_workers(dlk_loader *l);
 void dlk_loader_resume_workers(dlk_loader *l);
+
+/* Copy and check opts' rows, or read the view's (loader_rows.c). */
+dlk_status dlk_loader_pick_rows(dlk_loader *l, dlk_error *err);
 
 #endif

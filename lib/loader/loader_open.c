@@ -285,6 +285,8 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         rc = pick_tensors(l, err);
     if (!rc)
         rc = pick_blocks(l, err);
+    if (!rc && (l->o.view || l->o.rows))
+        rc = dlk_loader_pick_rows(l, err);
     if (!rc)
         store_defaults(l, opts);
     if (!rc)
@@ -371,6 +373,7 @@ void dlk_loader_close(dlk_loader *l)
     }
     free(l->t);
     free(l->bt_out);
+    free(l->rows_owned);
     free(l->block_first);
     free(l->block_count);
     free(l->gather);

@@ -176,8 +176,10 @@ dlk_status dlk_order_build(const uint64_t *first, const uint32_t *count,
                         st->seg[st->nseg - 1].world);
     /* segment 0's base: blocks permuted, samples concatenated */
     uint64_t n = 0;
-    for (size_t i = 0; i < nblocks; i++)
+    for (size_t i = 0; !p->rows && i < nblocks; i++)
         n += count[i];
+    if (p->rows)
+        n = p->nrows;
     uint64_t *order = malloc((nblocks ? nblocks : 1) * sizeof *order);
     uint64_t *bounds = malloc((nblocks ? nblocks : 1) * sizeof *bounds);
     seq base = {0};
@@ -197,16 +199,35 @@ dlk_status dlk_order_build(const uint64_t *first, const uint32_t *count,
         shuffle_u64(order, nblocks, &g);
     }
     uint64_t pos = 0;
+    size_t nb = 0;
     for (size_t i = 0; i < nblocks; i++) {
-        bounds[i] = pos;
+        uint64_t f = first[order[i]];
+        if (p->rows) { /* the block's rows: a binary search, then a run */
+            uint64_t lo = 0, hi = p->nrows;
+            while (lo < hi) {
+                uint64_t mid = lo + (hi - lo) / 2;
+                if (p->rows[mid] < f)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (lo < p->nrows && p->rows[lo] < f + count[order[i]])
+                bounds[nb++] = pos;
+            for (; lo < p->nrows && p->rows[lo] < f + count[order[i]]; lo++)
+                if (pos < n)
+                    base.s[pos++] = p->rows[lo];
+            continue;
+        }
+        bounds[nb++] = pos;
         for (uint32_t k = 0; k < count[order[i]]; k++)
-            base.s[pos++] = first[order[i]] + k;
+            base.s[pos++] = f + k;
     }
+    base.n = pos; /* rows past every block are not streamed */
     free(order);
 
     seq cur = base;
     const uint64_t *bnd = bounds;
-    size_t nbnd = nblocks;
+    size_t nbnd = nb;
     for (uint32_t sgi = 0; !rc; sgi++) {
         uint32_t world = st->seg[sgi].world, batch = st->seg[sgi].batch;
         if (sgi == st->nseg - 1) {

@@ -11,6 +11,8 @@ typedef struct dlk_order_params {
     uint64_t seed;
     uint32_t window_chunks;
     int drop_last;
+    const uint64_t *rows;  /* only these samples (ascending); NULL: all */
+    uint64_t nrows;
 } dlk_order_params;
 
 /* The stream of one rank for the current segment of an epoch. */
@@ -25,6 +27,8 @@ typedef struct dlk_order {
 /* Blocks are the units the dataset is stored in (the chunks of its main
  * tensor): block i holds samples [first[i], first[i] + count[i]).  The
  * plan for `rank` under the last segment of `st` (its world and batch);
+ * with p->rows, of those samples only (a block keeps its place in the
+ * permutation; one without any is left out);
  * the steps of earlier segments are consumed, those of the last are not
  * skipped here (the loader skips them). */
 dlk_status dlk_order_build(const uint64_t *first, const uint32_t *count,
