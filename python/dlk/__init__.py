@@ -49,14 +49,32 @@ def cuda_available():
 
 class Dataset:
     """A dataset opened at its head or at a commit (`at`: "main",
-    "main~2", an id or a unique prefix)."""
+    "main~2", an id or a unique prefix); with `view`, the rows of that
+    view only (`dlk query --save-view`): len() counts them and ds[i] is
+    the view's i-th row."""
 
-    def __init__(self, url, at=None):
+    def __init__(self, url, at=None, view=None):
         self._ds = _core.Dataset(str(url), at)
         self.url = self._ds.url
         self.at = at
+        self.view = view
         self._tensors = self._ds.tensors()
         self._index = {t["name"]: i for i, t in enumerate(self._tensors)}
+        self._rows = None
+        if view is not None:
+            self._rows = _np.frombuffer(self._ds.view_rows(view), dtype="<u8")
+
+    @property
+    def rows(self):
+        """The dataset rows this Dataset reads: the view's (a numpy u64
+        array), or None for every row."""
+        return self._rows
+
+    @property
+    def views(self):
+        """The views of the state opened: dicts of name, rows,
+        dataset_rows, object, query."""
+        return self._ds.views()
 
     @property
     def tensors(self):
@@ -71,7 +89,10 @@ class Dataset:
         return self._ds.head
 
     def __len__(self):
-        """Rows: the sample count every tensor shares (the smallest)."""
+        """Rows: the sample count every tensor shares (the smallest), or
+        the view's rows."""
+        if self._rows is not None:
+            return len(self._rows)
         return min((t["samples"] for t in self._tensors), default=0)
 
     def __getitem__(self, row):
@@ -82,6 +103,8 @@ class Dataset:
             row += n
         if not 0 <= row < n:
             raise IndexError(f"row {row} is not in a dataset of {n} rows")
+        if self._rows is not None:
+            row = int(self._rows[row])
         out = {}
         for i, t in enumerate(self._tensors):
             dtype, shape, data = self._ds.read(i, row)
@@ -109,9 +132,10 @@ class Dataset:
         return f"dlk.Dataset({self.url!r}, {len(self)} rows)"
 
 
-def open(url, at=None):  # noqa: A001 - the package's verb
-    """Open a dataset: a local path, file://PATH or s3://bucket/prefix."""
-    return Dataset(url, at)
+def open(url, at=None, view=None):  # noqa: A001 - the package's verb
+    """Open a dataset: a local path, file://PATH or s3://bucket/prefix;
+    `view` reads only that view's rows."""
+    return Dataset(url, at, view)
 
 
 class Batch(dict):
@@ -153,6 +177,8 @@ class Loader:
                 padded with repeats, flagged in batch.pad)
     rank, world_size  default: the launcher's (torchrun, MPI, Slurm)
     at          a commit to read (with a URL)
+    view        stream only this view's rows (default: the Dataset's view,
+                or every row); chunks are still read whole
     memory      bytes for chunk buffers (int, or "4G"); default derived
     workers     I/O threads (default: the cores, at most 32)
     state       a state_dict() to continue from (any world or batch size)
@@ -163,11 +189,12 @@ class Loader:
                  tensors=None, device="cuda", epochs=None, drop_last=False,
                  rank=None, world_size=None, at=None, memory=None,
                  workers=None, state=None, window=None, prefetch=None,
-                 verify=True):
+                 verify=True, view=None):
         if isinstance(url_or_ds, Dataset):
             if at is not None and at != url_or_ds.at:
                 raise ValueError("at= is for a URL; open the Dataset at it")
             self.dataset = url_or_ds
+            view = url_or_ds.view if view is None else view
         else:
             self.dataset = Dataset(url_or_ds, at)
         env_rank, env_world, local_rank = _core.launch_env()
@@ -191,7 +218,8 @@ class Loader:
             epochs=epochs or 0, drop_last=bool(drop_last), rank=rank,
             world_size=world_size, memory=_parse_bytes(memory),
             workers=workers or 0, window=window or 0,
-            prefetch=prefetch or 0, verify=bool(verify), state=state)
+            prefetch=prefetch or 0, verify=bool(verify), state=state,
+            view=view)
         if state is not None:
             self._epochs_done = _json.loads(state)["epoch"]
 

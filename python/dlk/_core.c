@@ -263,6 +263,52 @@ static PyObject *Dataset_log(Dataset *self, PyObject *args)
     return list;
 }
 
+/* view_rows(name) -> bytes: the view's rows as little-endian u64s. */
+static PyObject *Dataset_view_rows(Dataset *self, PyObject *args)
+{
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s", &name) || need_ds(self))
+        return NULL;
+    uint64_t *rows = NULL, n = 0;
+    dlk_error err;
+    dlk_status rc;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&self->mu);
+    rc = dlk_view_rows(self->ds, name, &rows, &n, &err);
+    pthread_mutex_unlock(&self->mu);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_dlk(&err);
+    PyObject *b = PyBytes_FromStringAndSize((const char *)rows,
+                                            (Py_ssize_t)(n * sizeof *rows));
+    free(rows);
+    return b;
+}
+
+/* views() -> list of {name, rows, dataset_rows, object, query}. */
+static PyObject *Dataset_views(Dataset *self, PyObject *noargs)
+{
+    (void)noargs;
+    if (need_ds(self))
+        return NULL;
+    PyObject *list = PyList_New(0);
+    dlk_view_info v;
+    for (size_t i = 0; list && dlk_view_get(self->ds, i, &v) == 0; i++) {
+        PyObject *d = Py_BuildValue("{s:s,s:K,s:K,s:s,s:s}", "name", v.name,
+                                    "rows", (unsigned long long)v.rows,
+                                    "dataset_rows",
+                                    (unsigned long long)v.dataset_rows,
+                                    "object", v.object, "query", v.query);
+        if (!d || PyList_Append(list, d)) {
+            Py_XDECREF(d);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(d);
+    }
+    return list;
+}
+
 static PyObject *Dataset_get_url(Dataset *self, void *c)
 {
     (void)c;
@@ -291,6 +337,10 @@ static PyMethodDef Dataset_methods[] = {
      "read(tensor_index, row) -> (dtype, shape, bytes)"},
     {"log", (PyCFunction)Dataset_log, METH_VARARGS,
      "log(at=None, max=0) -> list of commits, newest first"},
+    {"view_rows", (PyCFunction)Dataset_view_rows, METH_VARARGS,
+     "view_rows(name) -> bytes of little-endian u64 rows"},
+    {"views", (PyCFunction)Dataset_views, METH_NOARGS,
+     "the views: a list of dicts"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -422,17 +472,18 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
     static char *kws[] = {"dataset", "device", "batch_size", "shuffle",
                           "seed", "tensors", "epochs", "drop_last", "rank",
                           "world_size", "memory", "workers", "window",
-                          "prefetch", "verify", "state", NULL};
+                          "prefetch", "verify", "state", "view", NULL};
     PyObject *dso, *tensors = Py_None;
-    const char *device, *state = NULL;
+    const char *device, *state = NULL, *view = NULL;
     unsigned int batch = 256, rank = 0, world = 1, workers = 0, window = 0,
                  prefetch = 0;
     int shuffle = 1, drop_last = 0, verify = 1;
     unsigned long long seed = 0, epochs = 0, memory = 0;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O!s|IpKOKpIIKIIIpz", kws, &DatasetType, &dso, &device,
+            args, kw, "O!s|IpKOKpIIKIIIpzz", kws, &DatasetType, &dso, &device,
             &batch, &shuffle, &seed, &tensors, &epochs, &drop_last, &rank,
-            &world, &memory, &workers, &window, &prefetch, &verify, &state))
+            &world, &memory, &workers, &window, &prefetch, &verify, &state,
+            &view))
         return -1;
     if (self->l) {
         PyErr_SetString(PyExc_RuntimeError, "loader already open");
@@ -456,6 +507,7 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
     o.prefetch_chunks = prefetch;
     o.no_verify = !verify;
     o.device = device;
+    o.view = view;
     o.cancel = check_signals;
     const char *names[256];
     PyObject *seq = NULL;

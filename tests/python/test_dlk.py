@@ -9,6 +9,7 @@ import gc
 import json
 import os
 import signal
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -102,6 +103,34 @@ def _():
         raise AssertionError("no error for main~5")
     except dlk.Error as e:
         assert e.exit_code in (2, 3), e
+
+
+@test
+def _():
+    """a view: dlk.open(view=) reads its rows, the Loader streams exactly
+    them, shuffled or not, sharded over 3 ranks with equal batches"""
+    d = tempfile.mkdtemp()
+    v = os.path.join(d, "ds")
+    shutil.copytree(URL, v)
+    subprocess.run([DLK, "query", v, "row % 4 == 1", "--save-view", "q"],
+                   check=True, capture_output=True)
+    want = [r for r in range(N) if r % 4 == 1]
+    vd = dlk.open(v, view="q")
+    assert len(vd) == len(want) and vd.rows.tolist() == want
+    assert same(vd[2]["images"], ds[want[2]]["images"])
+    assert [x["name"] for x in vd.views] == ["q"]
+    assert sorted(epoch_rows(cpu_loader(v, view="q", seed=3))[1]) == want
+    assert epoch_rows(cpu_loader(vd, shuffle=False))[1] == want
+    parts = [epoch_rows(cpu_loader(v, view="q", rank=r, world_size=3))
+             for r in range(3)]
+    assert len({p[0] for p in parts}) == 1, parts
+    assert sorted(sum((p[1] for p in parts), [])) == want
+    try:
+        dlk.open(v, view="nope")
+        raise AssertionError("no error for a missing view")
+    except dlk.Error as e:
+        assert "no view 'nope'" in str(e), e
+    shutil.rmtree(d)
 
 
 @test
