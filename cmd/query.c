@@ -329,6 +329,7 @@ int cmd_query(int argc, char **argv)
         dlk_dataset_free(ds);
         return code;
     }
+    so.count_only = count_only && !save;
     dlk_select_result r;
     double t0 = cmd_now_s();
     if (dlk_select(ds, &so, &r, &err)) {

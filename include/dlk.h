@@ -927,6 +927,8 @@ typedef struct dlk_select_opts {
     dlk_metric metric;
     uint32_t threads;            /* default dlk_cpu_count() */
     int no_verify;               /* skip the chunks' payload checksums */
+    int count_only;              /* count the rows, list none (res->rows
+                                    NULL); not with a vector search */
 } dlk_select_opts;
 
 /* Rows ascending for a filter alone; nearest first with a vector search

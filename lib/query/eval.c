@@ -12,11 +12,18 @@
 #include "query.h"
 
 #include <math.h>
+
+/* The column loops below are the hot path: vectorized at -O3 (the
+ * build's -O2 vectorizes only loops of a known trip count). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("O3")
+#endif
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
-#define BATCH 1024
+#define BATCH 2048
 #define PIECE_MIN ((uint64_t)16384)
 
 /* ---- chunks -------------------------------------------------------- */
@@ -46,6 +53,12 @@ dlk_status q_chunk_get(dlk_dataset *ds, size_t ti, size_t ci, unsigned mode,
         size_t n;
         dlk_error merr;
         if (!dlk_store_map(ds->store, key, &p, &n, &merr)) {
+#ifdef MADV_POPULATE_READ
+            /* all of it is read now (the checksum): one call maps every
+             * page instead of a fault each */
+            if (mode & DLK_DECODE_VERIFY)
+                madvise((void *)p, n, MADV_POPULATE_READ);
+#endif
             dlk_chunk *c = calloc(1, sizeof *c);
             if (!c) {
                 dlk_store_unmap(ds->store, p, n);
@@ -117,14 +130,26 @@ static inline double elem(dlk_dtype t, const uint8_t *p, size_t i)
 /* The scalar of each row: one loop per dtype, so that the common ones
  * compile to a plain load and convert. */
 #define GATHER(type)                                                        \
+    if (contig) {                                                           \
+        const uint8_t *p = base + (rows[0] - first) * sizeof(type);        \
+        for (size_t i = 0; i < n; i++) {                                    \
+            type v;                                                         \
+            memcpy(&v, p + i * sizeof(type), sizeof v);                     \
+            out[i] = (double)v;                                             \
+        }                                                                   \
+        break;                                                              \
+    }                                                                       \
     for (size_t i = 0; i < n; i++) {                                        \
         type v;                                                             \
         memcpy(&v, base + (rows[i] - first) * sizeof(type), sizeof v);     \
         out[i] = (double)v;                                                 \
     }                                                                       \
     break
+/* rows consecutive (contig): a plain sequential loop the compiler
+ * vectorizes */
 static void load_scalar(dlk_dtype t, const uint8_t *base, uint64_t first,
-                        const uint64_t *rows, size_t n, double *out)
+                        const uint64_t *rows, size_t n, bool contig,
+                        double *out)
 {
     switch (t) {
     case DLK_U8: case DLK_BOOL: GATHER(uint8_t);
@@ -174,8 +199,11 @@ static bool like(const uint8_t *s, size_t n, const char *pat, size_t m)
 typedef struct worker {
     dlk_dataset *ds;
     const q_expr *e;
-    q_chunk *qc;        /* by slot */
+    q_chunk *qc;        /* by slot: chunks this thread read */
+    const q_chunk **cur; /* by slot: the chunk in use (its own, or one
+                            the check pass kept mapped) */
     double *scratch;    /* a batch per node */
+    bool contig;        /* rows[i] == rows[0] + i */
     uint64_t rows[BATCH];
 } worker;
 
@@ -184,7 +212,7 @@ static const double *ev(worker *w, int ni, size_t n)
     const q_node *x = &w->e->nodes[ni];
     double *o = w->scratch + (size_t)ni * BATCH;
     const uint64_t *rows = w->rows;
-    const q_chunk *qc = x->slot >= 0 ? &w->qc[x->slot] : NULL;
+    const q_chunk *qc = x->slot >= 0 ? w->cur[x->slot] : NULL;
     const dlk_tensor *t = x->tensor >= 0 ? &w->ds->m.tensors[x->tensor]
                                          : NULL;
     switch (x->kind) {
@@ -201,7 +229,8 @@ static const double *ev(worker *w, int ni, size_t n)
             o[i] = q_random(x->seed, rows[i]);
         break;
     case N_SCALAR:
-        load_scalar(t->spec.dtype, qc->c->payload, qc->first, rows, n, o);
+        load_scalar(t->spec.dtype, qc->c->payload, qc->first, rows, n,
+                    w->contig, o);
         break;
     case N_SHAPE: case N_LEN: case N_MEAN: case N_SUM: case N_MIN:
     case N_MAX: {
@@ -296,7 +325,28 @@ static const double *ev(worker *w, int ni, size_t n)
         break;
     }
     case N_ARITH: case N_CMP: {
-        const double *a = ev(w, x->a, n), *b = ev(w, x->b, n);
+        const q_node *xb = &w->e->nodes[x->b];
+        const double *a = ev(w, x->a, n);
+        if (xb->kind == N_NUM) { /* a constant: no column of it */
+            double c = xb->num;
+            switch (x->op) {
+#define LOOP(expr) for (size_t i = 0; i < n; i++) o[i] = (expr); break
+            case '+': LOOP(a[i] + c);
+            case '-': LOOP(a[i] - c);
+            case '*': LOOP(a[i] * c);
+            case '/': LOOP(a[i] / c);
+            case '%': LOOP(fmod(a[i], c));
+            case '=': LOOP(a[i] == c);
+            case '!': LOOP(a[i] != c);
+            case '<': LOOP(a[i] < c);
+            case 'l': LOOP(a[i] <= c);
+            case '>': LOOP(a[i] > c);
+            case 'g': LOOP(a[i] >= c);
+#undef LOOP
+            }
+            break;
+        }
+        const double *b = ev(w, x->b, n);
         switch (x->op) {
 #define LOOP(expr) for (size_t i = 0; i < n; i++) o[i] = (expr); break
         case '+': LOOP(a[i] + b[i]);
@@ -319,6 +369,80 @@ static const double *ev(worker *w, int ni, size_t n)
             o[i] = NAN;
     }
     return o;
+}
+
+/* ---- the common case: a scalar compared with a constant -------------- */
+
+/* `T op c` over consecutive rows, read straight from the payload (64-byte
+ * aligned, §3.3 of the format) in its dtype: no column of doubles, no
+ * row list.  Returns the rows kept, written from out[m] on (out NULL:
+ * counted only). */
+#define CMP_LOOP(CV, OP)                                                    \
+    do {                                                                    \
+        if (out)                                                            \
+            for (size_t k = 0; k < n; k++) {                                \
+                out[m] = r0 + k;                                            \
+                m += p[k] OP CV;                                            \
+            }                                                               \
+        else                                                                \
+            for (size_t k = 0; k < n; k++)                                  \
+                m += p[k] OP CV;                                            \
+    } while (0)
+#define CMP_OPS(CV)                                                         \
+    switch (op) {                                                           \
+    case '=': CMP_LOOP(CV, ==); break;                                      \
+    case '!': CMP_LOOP(CV, !=); break;                                      \
+    case '<': CMP_LOOP(CV, <); break;                                       \
+    case 'l': CMP_LOOP(CV, <=); break;                                      \
+    case '>': CMP_LOOP(CV, >); break;                                       \
+    default: CMP_LOOP(CV, >=); break;                                       \
+    }
+/* In the dtype itself when the constant is one of its values (the loop
+ * then vectorizes), else as doubles. */
+#define CMP_TYPE(type, lo, hi)                                              \
+    {                                                                       \
+        const type *p = (const type *)base + off;                           \
+        if (c >= (lo) && c <= (hi) && (double)(type)c == c) {               \
+            type cv = (type)c;                                              \
+            CMP_OPS(cv);                                                    \
+        } else {                                                            \
+            const double cd = c;                                            \
+            CMP_OPS(cd);                                                    \
+        }                                                                   \
+        return m;                                                           \
+    }
+static uint64_t cmp_const(dlk_dtype t, char op, const void *base, size_t off,
+                          double c, uint64_t r0, size_t n, uint64_t *out,
+                          uint64_t m)
+{
+    switch (t) {
+    case DLK_U8: case DLK_BOOL: CMP_TYPE(uint8_t, 0, 255)
+    case DLK_I8: CMP_TYPE(int8_t, -128, 127)
+    case DLK_U16: CMP_TYPE(uint16_t, 0, 65535)
+    case DLK_I16: CMP_TYPE(int16_t, -32768, 32767)
+    case DLK_U32: CMP_TYPE(uint32_t, 0, 4294967295.0)
+    case DLK_I32: CMP_TYPE(int32_t, -2147483648.0, 2147483647.0)
+    case DLK_I64: CMP_TYPE(int64_t, -9223372036854775808.0, 9223372036854774784.0)
+    case DLK_U64: CMP_TYPE(uint64_t, 0, 18446744073709549568.0)
+    case DLK_F32: CMP_TYPE(float, -3.4028234663852886e38, 3.4028234663852886e38)
+    default: CMP_TYPE(double, -INFINITY, INFINITY) /* f16/bf16: general path */
+    }
+}
+#undef CMP_TYPE
+#undef CMP_OPS
+#undef CMP_LOOP
+
+/* The root is `scalar op constant` of a dtype cmp_const reads. */
+static bool simple_cmp(const q_expr *e, const dlk_manifest *m)
+{
+    const q_node *x = &e->nodes[e->root];
+    if (x->kind != N_CMP)
+        return false;
+    const q_node *a = &e->nodes[x->a], *b = &e->nodes[x->b];
+    if (a->kind != N_SCALAR || b->kind != N_NUM)
+        return false;
+    dlk_dtype t = m->tensors[a->tensor].spec.dtype;
+    return t != DLK_F16 && t != DLK_BF16;
 }
 
 /* ---- tasks and threads ---------------------------------------------- */
@@ -345,6 +469,12 @@ typedef struct run {
     dlk_error err;
     dlk_status rc;
     uint64_t bytes;
+    uint64_t *out;       /* the result, a slot per candidate; NULL: count */
+    bool simple;         /* simple_cmp: the typed loop */
+    /* chunks the check pass mapped, kept for the tasks: by slot, then by
+     * chunk index (NULL where none) */
+    q_chunk *kept;       /* one per verify entry */
+    q_chunk ***shared;
 } run;
 
 static void run_fail(run *r, dlk_status rc, const dlk_error *err)
@@ -380,50 +510,79 @@ static dlk_status run_task(run *r, worker *w, task *tk, uint64_t *bytes,
     const q_expr *e = r->e;
     dlk_dataset *ds = r->ds;
     uint64_t i = tk->i0;
+    /* the task's matches go to its own stretch of the result (room for
+     * every candidate, so the append needs no branch on the result),
+     * closed up when every task is done */
+    tk->out = r->out ? r->out + tk->i0 : NULL;
     while (i < tk->i1) {
         if (atomic_load(&r->failed))
             return DLK_OK;
         uint64_t r0 = q_cand(r->cands, i), limit = UINT64_MAX;
         for (int s = 0; s < e->ntensors; s++) {
-            q_chunk *qc = &w->qc[s];
-            if (!qc->c || r0 < qc->first || r0 >= qc->end) {
+            const q_chunk *qc = w->cur[s];
+            if (!qc || !qc->c || r0 < qc->first || r0 >= qc->end) {
                 const dlk_tensor *t = &ds->m.tensors[e->tensors[s]];
                 ssize_t ci = dlk_tensor_find_chunk(t, r0);
                 if (ci < 0)
                     return dlk_fail(err, DLK_ECORRUPT, "tensor '%s' has no "
                                     "row %llu", t->spec.name,
                                     (unsigned long long)r0);
-                dlk_status rc = q_chunk_get(ds, (size_t)e->tensors[s],
-                                            (size_t)ci, r->mode, qc, bytes,
-                                            err);
-                if (rc)
-                    return rc;
+                if (r->shared && r->shared[s] && r->shared[s][ci]) {
+                    qc = r->shared[s][ci];
+                } else {
+                    dlk_status rc = q_chunk_get(ds, (size_t)e->tensors[s],
+                                                (size_t)ci, r->mode,
+                                                &w->qc[s], bytes, err);
+                    if (rc)
+                        return rc;
+                    qc = &w->qc[s];
+                }
+                w->cur[s] = qc;
             }
             if (qc->end < limit)
                 limit = qc->end;
         }
         size_t n = 0;
-        while (i < tk->i1 && n < BATCH) {
-            uint64_t row = q_cand(r->cands, i);
-            if (row >= limit)
-                break;
-            w->rows[n++] = row;
-            i++;
+        if (!r->cands->rows && r->simple) {
+            const q_node *x = &e->nodes[e->root];
+            const q_node *a = &e->nodes[x->a];
+            const q_chunk *qc = w->cur[a->slot];
+            uint64_t end = tk->i1 < limit ? tk->i1 : limit;
+            tk->nout = cmp_const(ds->m.tensors[a->tensor].spec.dtype, x->op,
+                                 qc->c->payload, (size_t)(i - qc->first),
+                                 e->nodes[x->b].num, i, (size_t)(end - i),
+                                 tk->out, tk->nout);
+            i = end;
+            continue;
+        }
+        if (!r->cands->rows) { /* every row: consecutive */
+            uint64_t end = tk->i1 < limit ? tk->i1 : limit;
+            n = end - i < BATCH ? (size_t)(end - i) : BATCH;
+            for (size_t k = 0; k < n; k++)
+                w->rows[k] = i + k;
+            i += n;
+            w->contig = true;
+        } else {
+            while (i < tk->i1 && n < BATCH) {
+                uint64_t row = r->cands->rows[i];
+                if (row >= limit)
+                    break;
+                w->rows[n++] = row;
+                i++;
+            }
+            w->contig = false;
         }
         const double *v = ev(w, e->root, n);
-        for (size_t k = 0; k < n; k++) {
-            if (!truth(v[k]))
-                continue;
-            if (tk->nout == tk->cap) {
-                uint64_t nc = tk->cap ? tk->cap * 2 : 256;
-                uint64_t *no = realloc(tk->out, nc * sizeof *no);
-                if (!no)
-                    return dlk_fail(err, DLK_ENOMEM, "out of memory");
-                tk->out = no;
-                tk->cap = nc;
+        uint64_t *out = tk->out, m = tk->nout;
+        if (out)
+            for (size_t k = 0; k < n; k++) {
+                out[m] = w->rows[k];
+                m += truth(v[k]);
             }
-            tk->out[tk->nout++] = w->rows[k];
-        }
+        else
+            for (size_t k = 0; k < n; k++)
+                m += truth(v[k]);
+        tk->nout = m;
     }
     return DLK_OK;
 }
@@ -439,10 +598,15 @@ static void *verify_main(void *arg)
         size_t k = atomic_fetch_add(&r->next, 1);
         if (k >= r->nverify)
             break;
-        q_chunk qc = {.index = -1};
-        rc = q_chunk_get(r->ds, r->verify[k][0], r->verify[k][1],
-                         DLK_DECODE_VERIFY, &qc, &bytes, &err);
-        q_chunk_drop(r->ds, &qc);
+        size_t slot = r->verify[k][0], ci = r->verify[k][1];
+        q_chunk *qc = &r->kept[k];
+        qc->index = -1;
+        rc = q_chunk_get(r->ds, (size_t)r->e->tensors[slot], ci,
+                         DLK_DECODE_VERIFY, qc, &bytes, &err);
+        if (!rc && qc->map)  /* mapped: the tasks use it as it is */
+            r->shared[slot][ci] = qc;
+        else
+            q_chunk_drop(r->ds, qc);
     }
     if (rc)
         run_fail(r, rc, &err);
@@ -459,8 +623,10 @@ static void *task_main(void *arg)
     uint64_t bytes = 0;
     dlk_status rc = DLK_OK;
     w.qc = calloc((size_t)(r->e->ntensors ? r->e->ntensors : 1), sizeof *w.qc);
+    w.cur = calloc((size_t)(r->e->ntensors ? r->e->ntensors : 1),
+                   sizeof *w.cur);
     w.scratch = malloc(r->e->n * BATCH * sizeof *w.scratch);
-    if (!w.qc || !w.scratch)
+    if (!w.qc || !w.cur || !w.scratch)
         rc = dlk_fail(&err, DLK_ENOMEM, "out of memory");
     for (int s = 0; w.qc && s < r->e->ntensors; s++)
         w.qc[s].index = -1;
@@ -473,6 +639,7 @@ static void *task_main(void *arg)
     for (int s = 0; w.qc && s < r->e->ntensors; s++)
         q_chunk_drop(r->ds, &w.qc[s]);
     free(w.qc);
+    free(w.cur);
     free(w.scratch);
     if (rc)
         run_fail(r, rc, &err);
@@ -536,7 +703,7 @@ static dlk_status plan_verify(run *r, dlk_error *err)
                 r->verify = nv;
                 cap = nc;
             }
-            r->verify[r->nverify][0] = (size_t)e->tensors[s];
+            r->verify[r->nverify][0] = (size_t)s;
             r->verify[r->nverify][1] = c;
             r->nverify++;
         }
@@ -548,7 +715,8 @@ dlk_status q_filter(dlk_dataset *ds, const q_expr *e, const q_cands *cands,
                     uint32_t threads, bool verify, uint64_t **rows,
                     uint64_t *n, uint64_t *bytes, dlk_error *err)
 {
-    *rows = NULL;
+    if (rows)
+        *rows = NULL;
     *n = 0;
     if (!threads)
         threads = 1;
@@ -557,6 +725,7 @@ dlk_status q_filter(dlk_dataset *ds, const q_expr *e, const q_cands *cands,
     r.ds = ds;
     r.e = e;
     r.cands = cands;
+    r.simple = simple_cmp(e, &ds->m);
     pthread_mutex_init(&r.mu, NULL);
     bool compressed = false;
     for (int s = 0; s < e->ntensors; s++)
@@ -592,6 +761,22 @@ dlk_status q_filter(dlk_dataset *ds, const q_expr *e, const q_cands *cands,
         rc = add_task(&r, &cap, i, end, err);
         i = end;
     }
+    if (!rc && rows && !(r.out = malloc((cands->n ? cands->n : 1) *
+                                        sizeof *r.out)))
+        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    if (!rc && r.nverify) {
+        r.kept = calloc(r.nverify, sizeof *r.kept);
+        r.shared = calloc((size_t)e->ntensors, sizeof *r.shared);
+        for (int s = 0; r.shared && s < e->ntensors; s++)
+            if (!(r.shared[s] = calloc(ds->m.tensors[e->tensors[s]].nchunks + 1,
+                                       sizeof **r.shared)))
+                break;
+        bool all = r.kept && r.shared;
+        for (int s = 0; all && s < e->ntensors; s++)
+            all = r.shared[s] != NULL;
+        if (!all)
+            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
     if (!rc && r.nverify)
         run_threads(&r, threads, verify_main);
     if (!rc && !r.rc)
@@ -602,26 +787,34 @@ dlk_status q_filter(dlk_dataset *ds, const q_expr *e, const q_cands *cands,
             *err = r.err;
     }
     uint64_t total = 0;
-    for (size_t k = 0; k < r.ntasks; k++)
-        total += r.tasks[k].nout;
-    uint64_t *out = rc ? NULL : malloc((total ? total : 1) * sizeof *out);
-    if (!rc && !out)
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
-    uint64_t k = 0;
     for (size_t t = 0; t < r.ntasks; t++) {
-        if (out)
-            memcpy(out + k, r.tasks[t].out, r.tasks[t].nout * sizeof *out);
-        k += r.tasks[t].nout;
-        free(r.tasks[t].out);
+        if (r.out && total != r.tasks[t].i0)
+            memmove(r.out + total, r.tasks[t].out,
+                    r.tasks[t].nout * sizeof *r.out);
+        total += r.tasks[t].nout;
+    }
+    for (size_t k = 0; r.kept && k < r.nverify; k++)
+        q_chunk_drop(ds, &r.kept[k]);
+    free(r.kept);
+    for (int s = 0; r.shared && s < e->ntensors; s++)
+        free(r.shared[s]);
+    free(r.shared);
+    uint64_t *out = r.out;
+    if (out && total < cands->n) { /* give back what was not used */
+        uint64_t *shrunk = realloc(out, (total ? total : 1) * sizeof *out);
+        out = shrunk ? shrunk : out;
     }
     free(r.tasks);
     free(r.verify);
     pthread_mutex_destroy(&r.mu);
     if (bytes)
         *bytes += r.bytes;
-    if (rc)
+    if (rc) {
+        free(out);
         return rc;
-    *rows = out;
+    }
+    if (rows)
+        *rows = out;
     *n = total;
     return DLK_OK;
 }

@@ -97,7 +97,8 @@ static inline uint64_t q_cand(const q_cands *c, uint64_t i)
 
 /* ---- evaluation (eval.c) ------------------------------------------- */
 
-/* The candidates for which e holds, ascending, into *rows (malloc'd). */
+/* The candidates for which e holds, ascending, into *rows (malloc'd);
+ * with rows NULL, only their number. */
 dlk_status q_filter(dlk_dataset *ds, const q_expr *e, const q_cands *cands,
                     uint32_t threads, bool verify, uint64_t **rows,
                     uint64_t *n, uint64_t *bytes, dlk_error *err);

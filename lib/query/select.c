@@ -186,9 +186,12 @@ dlk_status dlk_select(dlk_dataset *ds, const dlk_select_opts *o,
     }
     q_cands c = {view, o->view ? nview : total};
     uint64_t *rows = NULL, n = 0;
+    bool count_only = o->count_only && near_ti < 0;
     if (!rc && have_expr) {
-        rc = q_filter(ds, &e, &c, threads, verify, &rows, &n,
-                      &res->bytes_read, err);
+        rc = q_filter(ds, &e, &c, threads, verify, count_only ? NULL : &rows,
+                      &n, &res->bytes_read, err);
+    } else if (!rc && count_only) {
+        n = c.n;
     } else if (!rc) {
         n = c.n;
         rows = view ? view : malloc((n ? n : 1) * sizeof *rows);

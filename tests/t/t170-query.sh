@@ -163,6 +163,28 @@ import json, sys, numpy as np
 s = np.load(sys.argv[2] + "/0.score.npy"); w = np.load(sys.argv[2] + "/0.width.npy")
 want = np.nonzero((s.astype(np.float64) * 2 < 0.7) | np.isin(w, [100, 300]) | (-s.astype(np.float64) < -0.99))[0].tolist()
 assert json.load(open(sys.argv[1]))["rows"] == want' "$OUT" "$T/e"
+# one scalar against a constant takes a typed loop: constants of the
+# dtype, and others compared as doubles
+while IFS='|' read -r expr pred; do
+    ok "query: $expr" dlk query "$E" "$expr" --json --threads 2
+    check "equals numpy's: $pred" python3 -c '
+import json, sys, numpy as np
+s = np.load(sys.argv[2] + "/0.score.npy").astype(np.float64); w = np.load(sys.argv[2] + "/0.width.npy").astype(np.float64)
+want = np.nonzero(eval(sys.argv[3]))[0].tolist()
+assert json.load(open(sys.argv[1]))["rows"] == want' "$OUT" "$T/e" "$pred"
+    cp "$OUT" "$T/last.json"
+    ok "--count: $expr" dlk query "$E" "$expr" --count --threads 2
+    check "counts the same" python3 -c 'import json,sys; assert int(open(sys.argv[1]).read()) == len(json.load(open(sys.argv[2]))["rows"])' "$OUT" "$T/last.json"
+done <<'EOF2'
+width >= 200|w >= 200
+width < 100.5|w < 100.5
+width != 250|w != 250
+width == -3|w == -3
+width > 5000000000|w > 5e9
+score > 0.3|s > 0.3
+score <= 0.25|s <= 0.25
+score == 0.5|s == 0.5
+EOF2
 printf 'not a npy' > "$T/bad.npy"
 fails "a query vector that is not .npy" 3 dlk query "$E" --near "emb=$T/bad.npy"
 python3 -c 'import numpy as np, sys; np.save(sys.argv[1], np.zeros(5, np.float32))' "$T/short.npy"

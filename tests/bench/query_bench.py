@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Benchmark: dlk query against its baselines, measured in the same run.
+
+  tests/bench/query_bench.py filter [ROWS] [DIR]
+      a scalar filter ("score > 0.5") over ROWS rows (default 10 M) of a
+      local dataset, against reading the same tensor's chunk files from
+      the page cache (read() into one buffer, one thread).
+      Target: dlk >= 50% of the read's speed.
+  tests/bench/query_bench.py topk [ROWS] [DIM] [DIR]
+      exact top-10 over ROWS x DIM f32 embeddings (default 1 M x 512),
+      against numpy's brute force over the same array in memory
+      (X @ q with its BLAS, then argpartition).
+      Target: dlk within 2x of numpy (<= 2x its time) on the same machine.
+
+Both print each figure beside its baseline: best of 3 runs, warm page
+cache.  DLK names the binary (default build/dlk); the dataset is made
+in DIR (default a new folder under /tmp) and left there.
+"""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DLK = os.environ.get("DLK", os.path.join(ROOT, "build", "dlk"))
+
+
+def dlk(*args):
+    out = subprocess.run([DLK, *args], check=True, capture_output=True,
+                         text=True).stdout
+    return json.loads(out) if "--json" in args else out
+
+
+def machine():
+    mem = 0
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal"):
+                mem = int(line.split()[1]) / 1048576
+    return f"{os.cpu_count()} cores ({len(os.sched_getaffinity(0))} usable), {mem:.0f} GiB"
+
+
+def best_of(n, fn):
+    return min(fn() for _ in range(n))
+
+
+def read_files(files):
+    """Seconds to read the files into one reused buffer, one thread."""
+    buf = bytearray(max(os.path.getsize(f) for f in files))
+    mv = memoryview(buf)
+    t0 = time.perf_counter()
+    for f in files:
+        with open(f, "rb", buffering=0) as fh:
+            while fh.readinto(mv):
+                pass
+    return time.perf_counter() - t0
+
+
+def make(d, tensors, arrays):
+    ds = os.path.join(d, "ds")
+    if os.path.exists(os.path.join(ds, "dlk.json")):
+        return ds
+    src = os.path.join(d, "src")
+    os.makedirs(src, exist_ok=True)
+    for name, a in arrays.items():
+        np.save(os.path.join(src, f"0.{name}.npy"), a)
+    args = []
+    for t in tensors:
+        args += ["--tensor", t]
+    dlk("create", ds, *args)
+    t0 = time.perf_counter()
+    dlk("ingest", ds, "from-dir", src, "--no-key", "--quiet")
+    print(f"ingest: {time.perf_counter() - t0:.1f} s")
+    return ds
+
+
+def bench_filter(rows, d):
+    rng = np.random.default_rng(1)
+    ds = make(d, ["score:f32", "width:i32"],
+              {"score": rng.random(rows, dtype=np.float32),
+               "width": rng.integers(0, 1000, rows).astype(np.int32)})
+    ls = dlk("ls", ds, "--json")
+    t = [x for x in ls["tensors"] if x["name"] == "score"][0]
+    files = sorted(glob.glob(os.path.join(ds, "chunks", "score", "*")))
+    nbytes = sum(os.path.getsize(f) for f in files)
+    assert nbytes == t["stored_bytes"]
+    read_files(files)  # warm the page cache
+    base = best_of(3, lambda: read_files(files))
+
+    def q(*extra):
+        return best_of(3, lambda: dlk("query", ds, "score > 0.5", "--count",
+                                      "--json", *extra)["seconds"])
+    print(f"machine: {machine()}")
+    print(f"filter 'score > 0.5' over {rows} rows: the tensor is "
+          f"{nbytes / 1e6:.1f} MB in {len(files)} chunks")
+    print(f"  baseline read() from the page cache, 1 thread: "
+          f"{nbytes / base / 1e9:.2f} GB/s ({base * 1e3:.1f} ms)")
+    for label, extra in (("dlk query (default threads)", ()),
+                         ("dlk query --threads 1", ("--threads", "1")),
+                         ("dlk query --no-verify", ("--no-verify",))):
+        s = q(*extra)
+        print(f"  {label}: {nbytes / s / 1e9:.2f} GB/s ({s * 1e3:.1f} ms), "
+              f"{base / s * 100:.0f}% of the read")
+    count = dlk("query", ds, "score > 0.5", "--count", "--json")["count"]
+    want = int((np.load(os.path.join(d, "src", "0.score.npy")) > 0.5).sum())
+    print(f"  rows matched: {count} (numpy: {want})")
+    assert count == want
+
+
+def bench_topk(rows, dim, d):
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((rows, dim), dtype=np.float32)
+    ds = make(d, [f"emb:f32:{dim}"], {"emb": X})
+    q = rng.standard_normal(dim, dtype=np.float32)
+    qf = os.path.join(d, "q.npy")
+    np.save(qf, q)
+    k = 10
+
+    def numpy_topk():
+        t0 = time.perf_counter()
+        g = X @ q
+        idx = np.argpartition(-g, k)[:k]
+        idx = idx[np.argsort(-g[idx])]
+        return time.perf_counter() - t0, idx
+    numpy_topk()
+    base = min(numpy_topk()[0] for _ in range(3))
+    want = numpy_topk()[1].tolist()
+    files = glob.glob(os.path.join(ds, "chunks", "emb", "*"))
+    read_files(files)  # warm the page cache
+    print(f"machine: {machine()}")
+    print(f"top-{k} over {rows} x {dim} f32 ({X.nbytes / 1e9:.2f} GB)")
+    print(f"  baseline numpy X @ q + argpartition (array in memory): "
+          f"{base * 1e3:.1f} ms ({X.nbytes / base / 1e9:.2f} GB/s)")
+    for label, extra in (("dlk query --metric ip", ("--metric", "ip")),
+                         ("dlk query --metric ip --no-verify",
+                          ("--metric", "ip", "--no-verify")),
+                         ("dlk query --metric cosine", ("--metric", "cosine"))):
+        def run():
+            return dlk("query", ds, "--near", f"emb={qf}", "--k", str(k),
+                       "--json", *extra)
+        r = run()
+        s = min(run()["seconds"] for _ in range(3))
+        print(f"  {label}: {s * 1e3:.1f} ms ({X.nbytes / s / 1e9:.2f} GB/s), "
+              f"{s / base:.2f}x numpy's time")
+        if "ip" in extra:
+            assert r["rows"] == want, (r["rows"], want)
+    print("  rows equal numpy's: yes")
+    print("  GPU: not measured (dlk's vector search runs on the CPU)")
+
+
+def main():
+    if len(sys.argv) < 2 or sys.argv[1] not in ("filter", "topk"):
+        print(__doc__)
+        sys.exit(2)
+    if sys.argv[1] == "filter":
+        rows = int(float(sys.argv[2])) if len(sys.argv) > 2 else 10_000_000
+        d = sys.argv[3] if len(sys.argv) > 3 else tempfile.mkdtemp(prefix="dlk-qbench.")
+        bench_filter(rows, d)
+    else:
+        rows = int(float(sys.argv[2])) if len(sys.argv) > 2 else 1_000_000
+        dim = int(sys.argv[3]) if len(sys.argv) > 3 else 512
+        d = sys.argv[4] if len(sys.argv) > 4 else tempfile.mkdtemp(prefix="dlk-qbench.")
+        bench_topk(rows, dim, d)
+    print(f"dataset kept in {d}")
+
+
+if __name__ == "__main__":
+    main()
