@@ -3,7 +3,9 @@
  * threads, each keeping its own k best in a heap; the heaps are merged at
  * the end.  The scoring loop reads the chunk in place (mapped from the
  * page cache when the store maps) and is memory-bound: one pass computes
- * both x.q and x.x, which every metric needs. */
+ * both x.q and x.x, which every metric needs, and the chunk's checksum is
+ * computed in the same pass (window by window, each scored while it is
+ * in cache), not in a pass of its own. */
 #include "query.h"
 
 #include <math.h>
@@ -122,6 +124,7 @@ typedef struct search {
     uint32_t k;
     const q_cands *cands;
     unsigned mode;
+    bool fused;          /* the checksum in the scoring pass */
     size_t *chunks;      /* chunks holding candidates */
     size_t nchunks;
     atomic_size_t next;
@@ -164,6 +167,8 @@ typedef struct targ {
     uint64_t bytes;
 } targ;
 
+#define HASH_WINDOW ((size_t)256 << 10)
+
 static void *search_main(void *arg)
 {
     targ *a = arg;
@@ -173,6 +178,9 @@ static void *search_main(void *arg)
     q_chunk qc = {.index = -1};
     dlk_error err = {0};
     dlk_status rc = DLK_OK;
+    dlk_hash64_stream *hs = s->fused ? dlk_hash64_stream_new() : NULL;
+    if (s->fused && !hs)
+        rc = dlk_fail(&err, DLK_ENOMEM, "out of memory");
     while (!rc && !atomic_load(&s->failed)) {
         size_t k = atomic_fetch_add(&s->next, 1);
         if (k >= s->nchunks)
@@ -183,20 +191,41 @@ static void *search_main(void *arg)
             break;
         const uint8_t *p = qc.c->payload;
         size_t stride = qc.c->sample_bytes;
-        uint64_t i0 = lower(s->cands, qc.first), i1 = lower(s->cands, qc.end);
-        for (uint64_t i = i0; i < i1; i++) {
-            uint64_t row = q_cand(s->cands, i);
-            const void *x = p + (row - qc.first) * stride;
-            double dot, xx;
-            if (f32)
-                dot_f32(x, s->q, s->dim, &dot, &xx);
-            else
-                dot_f64(x, s->q, s->dim, &dot, &xx);
-            heap_push(a->h, (hit){goodness(s, dot, xx), row});
+        size_t total = (size_t)(qc.end - qc.first) * stride, done = 0;
+        uint64_t i = lower(s->cands, qc.first), i1 = lower(s->cands, qc.end);
+        if (hs)
+            dlk_hash64_stream_reset(hs);
+        while (done < total || i < i1) {
+            /* hash the next window, then score the rows it completes */
+            size_t upto = total;
+            if (hs) {
+                upto = done + HASH_WINDOW < total ? done + HASH_WINDOW : total;
+                dlk_hash64_stream_update(hs, p + done, upto - done);
+            }
+            done = upto;
+            for (; i < i1; i++) {
+                uint64_t row = q_cand(s->cands, i);
+                size_t off = (size_t)(row - qc.first) * stride;
+                if (off + stride > done)
+                    break;
+                double dot, xx;
+                if (f32)
+                    dot_f32((const void *)(p + off), s->q, s->dim, &dot, &xx);
+                else
+                    dot_f64((const void *)(p + off), s->q, s->dim, &dot, &xx);
+                heap_push(a->h, (hit){goodness(s, dot, xx), row});
+            }
+        }
+        if (hs && dlk_hash64_stream_digest(hs) != qc.c->h.stored_hash) {
+            rc = dlk_fail(&err, DLK_ECORRUPT, "chunk 'chunks/%s/%s': payload "
+                          "checksum mismatch", t->spec.name,
+                          t->chunks[ci].key);
+            break;
         }
         q_chunk_drop(s->ds, &qc);
     }
     q_chunk_drop(s->ds, &qc);
+    dlk_hash64_stream_free(hs);
     if (rc) {
         pthread_mutex_lock(&s->mu);
         if (!s->rc) {
@@ -245,7 +274,10 @@ dlk_status q_topk(dlk_dataset *ds, size_t ti, const float *q, uint32_t dim,
     s.metric = metric;
     s.k = k;
     s.cands = cands;
-    s.mode = verify ? DLK_DECODE_VERIFY : 0;
+    /* uncompressed: the payload is the stored bytes, hashed as it is
+     * scored; compressed chunks are checked as they are decompressed */
+    s.fused = verify && t->spec.codec == DLK_CODEC_NONE;
+    s.mode = verify && !s.fused ? DLK_DECODE_VERIFY : 0;
     for (uint32_t i = 0; i < dim; i++)
         s.qq += (double)q[i] * q[i];
     pthread_mutex_init(&s.mu, NULL);

@@ -191,3 +191,20 @@ python3 -c 'import numpy as np, sys; np.save(sys.argv[1], np.zeros(5, np.float32
 fails "a query vector of the wrong length" 3 dlk query "$E" --near "emb=$T/short.npy"
 check "says the lengths" grep -q "5 values; tensor 'emb' has 24" "$ERR"
 fails "a row past the end" 3 dlk query "$E" --near emb=3000
+
+# --- a damaged chunk is reported, never scored or matched -------------
+for tn in emb score; do
+    K=$(first_chunk_key "$E" $tn)
+    obj_get "$E" "$K" "$T/chunk"
+    cp "$T/chunk" "$T/chunk.good"
+    flip_byte "$T/chunk" -3
+    obj_put "$E" "$K" "$T/chunk"
+    if [ $tn = emb ]; then
+        fails "top-k over a damaged $tn chunk" 3 dlk query "$E" --near "emb=$T/q.npy" --threads 2
+    else
+        fails "a filter over a damaged $tn chunk" 3 dlk query "$E" "score > 0.5" --threads 2
+    fi
+    check "names the chunk and the checksum" grep -q "chunk '$K'.*checksum mismatch" "$ERR"
+    ok "--no-verify reads it anyway ($tn)" dlk query "$E" "score > 0.5" --near "emb=$T/q.npy" --no-verify
+    obj_put "$E" "$K" "$T/chunk.good"
+done
