@@ -123,7 +123,8 @@ static int print_rows(dlk_dataset *ds, const dlk_select_result *r,
                       const show *sh, uint64_t limit, json_t *o)
 {
     dlk_error err;
-    json_t *rows = json_array(), *scores = r->scores ? json_array() : NULL,
+    json_t *rows = o ? json_array() : NULL,
+           *scores = o && r->scores ? json_array() : NULL,
            *samples = o && sh->n ? json_array() : NULL;
     uint64_t n = r->n < limit ? r->n : limit;
     for (uint64_t i = 0; i < n; i++) {

@@ -156,6 +156,11 @@ dlk_status dlk_select(dlk_dataset *ds, const dlk_select_opts *o,
                           "vector: values, a .npy file or a row");
         else if (o->k > 1000000)
             rc = dlk_fail(err, DLK_ELIMIT, "k %u is over 1000000", o->k);
+        else if (ds->m.tensors[near_ti].spec.dtype != DLK_F32 &&
+                 ds->m.tensors[near_ti].spec.dtype != DLK_F64)
+            rc = dlk_fail(err, DLK_EINVAL, "tensor '%s' is not an embedding: "
+                          "vector search takes f32 or f64 of a fixed shape "
+                          "[D]", o->near_tensor);
         else if ((unsigned)o->metric > DLK_METRIC_IP)
             rc = dlk_fail(err, DLK_EINVAL, "unknown metric %d", o->metric);
         else if (o->near_npy)
