@@ -7,192 +7,25 @@
  * and each node of the tree is evaluated over the whole batch (a column
  * of doubles), so a comparison of a scalar tensor is a tight loop over
  * the chunk's payload, read in place from the page cache when the store
- * maps it.  Checksums are verified once per chunk before that (a pass
- * over the chunks in parallel), not once per task. */
+ * maps it; a lone `scalar op constant` is one loop in the scalar's own
+ * dtype (kernels.c).  Checksums are verified once per chunk before that
+ * (a pass over the chunks in parallel, which keeps them mapped for the
+ * tasks), not once per task. */
 #include "query.h"
 
 #include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* The column loops below are the hot path: vectorized at -O3 (the
  * build's -O2 vectorizes only loops of a known trip count). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3")
 #endif
-#include <stdatomic.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
 
 #define BATCH 2048
 #define PIECE_MIN ((uint64_t)16384)
-
-/* ---- chunks -------------------------------------------------------- */
-
-void q_chunk_drop(dlk_dataset *ds, q_chunk *qc)
-{
-    dlk_chunk_free(qc->c);
-    if (qc->map)
-        dlk_store_unmap(ds->store, qc->map, qc->maplen);
-    memset(qc, 0, sizeof *qc);
-    qc->index = -1;
-}
-
-dlk_status q_chunk_get(dlk_dataset *ds, size_t ti, size_t ci, unsigned mode,
-                       q_chunk *qc, uint64_t *bytes, dlk_error *err)
-{
-    if (qc->c && qc->index == (ssize_t)ci)
-        return DLK_OK;
-    q_chunk_drop(ds, qc);
-    const dlk_tensor *t = &ds->m.tensors[ti];
-    const dlk_chunk_entry *e = &t->chunks[ci];
-    dlk_status rc = DLK_EUNSUPPORTED;
-    if (t->spec.codec == DLK_CODEC_NONE) {
-        char key[DLK_CHUNK_KEY_MAX];
-        dlk_chunk_key(key, t->spec.name, e->key);
-        const void *p;
-        size_t n;
-        dlk_error merr;
-        if (!dlk_store_map(ds->store, key, &p, &n, &merr)) {
-#ifdef MADV_POPULATE_READ
-            /* all of it is read now (the checksum): one call maps every
-             * page instead of a fault each */
-            if (mode & DLK_DECODE_VERIFY)
-                madvise((void *)p, n, MADV_POPULATE_READ);
-#endif
-            dlk_chunk *c = calloc(1, sizeof *c);
-            if (!c) {
-                dlk_store_unmap(ds->store, p, n);
-                return dlk_fail(err, DLK_ENOMEM, "out of memory");
-            }
-            dlk_buf_wrap(&c->object, (void *)p, n);
-            c->object.len = n;
-            qc->map = p;
-            qc->maplen = n;
-            rc = dlk_chunk_open(c, t, e, key, mode, NULL, 0, err);
-            qc->c = c;
-            if (rc) {
-                q_chunk_drop(ds, qc);
-                return rc;
-            }
-        }
-    }
-    if (rc == DLK_EUNSUPPORTED &&
-        (rc = dlk_chunk_load(ds, t, e, mode, NULL, 0, &qc->c, err)))
-        return rc;
-    qc->index = (ssize_t)ci;
-    qc->first = e->first;
-    qc->end = e->first + e->samples;
-    if (bytes)
-        *bytes += e->stored_bytes;
-    return DLK_OK;
-}
-
-/* ---- values -------------------------------------------------------- */
-
-static double f16_to_double(uint16_t h)
-{
-    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    double v = e == 0 ? ldexp(m, -24)
-             : e == 31 ? (m ? NAN : INFINITY)
-             : ldexp(m + 1024, e - 25);
-    return (h & 0x8000) ? -v : v;
-}
-
-static double bf16_to_double(uint16_t b)
-{
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-/* Element i of little-endian data of dtype t (the hosts dlk builds on
- * are little-endian, as the format). */
-static inline double elem(dlk_dtype t, const uint8_t *p, size_t i)
-{
-    switch (t) {
-    case DLK_U8: case DLK_BOOL: return p[i];
-    case DLK_I8: return ((const int8_t *)p)[i];
-    case DLK_U16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return v; }
-    case DLK_I16: { int16_t v; memcpy(&v, p + 2 * i, 2); return v; }
-    case DLK_U32: { uint32_t v; memcpy(&v, p + 4 * i, 4); return v; }
-    case DLK_I32: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
-    case DLK_U64: { uint64_t v; memcpy(&v, p + 8 * i, 8); return (double)v; }
-    case DLK_I64: { int64_t v; memcpy(&v, p + 8 * i, 8); return (double)v; }
-    case DLK_F16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return f16_to_double(v); }
-    case DLK_BF16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return bf16_to_double(v); }
-    case DLK_F32: { float v; memcpy(&v, p + 4 * i, 4); return v; }
-    case DLK_F64: { double v; memcpy(&v, p + 8 * i, 8); return v; }
-    }
-    return NAN;
-}
-
-/* The scalar of each row: one loop per dtype, so that the common ones
- * compile to a plain load and convert. */
-#define GATHER(type)                                                        \
-    if (contig) {                                                           \
-        const uint8_t *p = base + (rows[0] - first) * sizeof(type);        \
-        for (size_t i = 0; i < n; i++) {                                    \
-            type v;                                                         \
-            memcpy(&v, p + i * sizeof(type), sizeof v);                     \
-            out[i] = (double)v;                                             \
-        }                                                                   \
-        break;                                                              \
-    }                                                                       \
-    for (size_t i = 0; i < n; i++) {                                        \
-        type v;                                                             \
-        memcpy(&v, base + (rows[i] - first) * sizeof(type), sizeof v);     \
-        out[i] = (double)v;                                                 \
-    }                                                                       \
-    break
-/* rows consecutive (contig): a plain sequential loop the compiler
- * vectorizes */
-static void load_scalar(dlk_dtype t, const uint8_t *base, uint64_t first,
-                        const uint64_t *rows, size_t n, bool contig,
-                        double *out)
-{
-    switch (t) {
-    case DLK_U8: case DLK_BOOL: GATHER(uint8_t);
-    case DLK_I8: GATHER(int8_t);
-    case DLK_U16: GATHER(uint16_t);
-    case DLK_I16: GATHER(int16_t);
-    case DLK_U32: GATHER(uint32_t);
-    case DLK_I32: GATHER(int32_t);
-    case DLK_U64: GATHER(uint64_t);
-    case DLK_I64: GATHER(int64_t);
-    case DLK_F32: GATHER(float);
-    case DLK_F64: GATHER(double);
-    default:
-        for (size_t i = 0; i < n; i++)
-            out[i] = elem(t, base, (size_t)(rows[i] - first));
-    }
-}
-#undef GATHER
-
-static inline bool truth(double v) { return v != 0 && v == v; }
-
-/* SQL LIKE: '%' any run of bytes, '_' any one byte. */
-static bool like(const uint8_t *s, size_t n, const char *pat, size_t m)
-{
-    size_t si = 0, pi = 0, star_p = (size_t)-1, star_s = 0;
-    while (si < n) {
-        if (pi < m && (pat[pi] == '_' || (uint8_t)pat[pi] == s[si])) {
-            si++;
-            pi++;
-        } else if (pi < m && pat[pi] == '%') {
-            star_p = pi++;
-            star_s = si;
-        } else if (star_p != (size_t)-1) {
-            pi = star_p + 1;
-            si = ++star_s;
-        } else {
-            return false;
-        }
-    }
-    while (pi < m && pat[pi] == '%')
-        pi++;
-    return pi == m;
-}
 
 /* ---- evaluation over a batch --------------------------------------- */
 
@@ -229,7 +62,7 @@ static const double *ev(worker *w, int ni, size_t n)
             o[i] = q_random(x->seed, rows[i]);
         break;
     case N_SCALAR:
-        load_scalar(t->spec.dtype, qc->c->payload, qc->first, rows, n,
+        q_load_scalar(t->spec.dtype, qc->c->payload, qc->first, rows, n,
                     w->contig, o);
         break;
     case N_SHAPE: case N_LEN: case N_MEAN: case N_SUM: case N_MIN:
@@ -250,13 +83,13 @@ static const double *ev(worker *w, int ni, size_t n)
             } else if (x->kind == N_SUM || x->kind == N_MEAN) {
                 v = 0;
                 for (size_t k = 0; k < ne; k++)
-                    v += elem(t->spec.dtype, p, k);
+                    v += q_elem(t->spec.dtype, p, k);
                 if (x->kind == N_MEAN)
                     v = ne ? v / (double)ne : NAN;
             } else {
                 v = NAN;
                 for (size_t k = 0; k < ne; k++) {
-                    double y = elem(t->spec.dtype, p, k);
+                    double y = q_elem(t->spec.dtype, p, k);
                     if (k == 0 || (x->kind == N_MIN ? y < v : y > v))
                         v = y;
                 }
@@ -279,7 +112,7 @@ static const double *ev(worker *w, int ni, size_t n)
                 if (x->kind == N_CONTAINS)
                     hit = sl == 0 || (nb >= sl && memmem(p, nb, s, sl));
                 else if (x->kind == N_LIKE)
-                    hit = like(p, nb, s, sl);
+                    hit = q_like(p, nb, s, sl);
                 else
                     hit = nb == sl && memcmp(p, s, sl) == 0;
             }
@@ -301,7 +134,7 @@ static const double *ev(worker *w, int ni, size_t n)
     case N_NOT: {
         const double *a = ev(w, x->a, n);
         for (size_t i = 0; i < n; i++)
-            o[i] = !truth(a[i]);
+            o[i] = !q_truth(a[i]);
         break;
     }
     case N_IN: {
@@ -318,10 +151,10 @@ static const double *ev(worker *w, int ni, size_t n)
         const double *a = ev(w, x->a, n), *b = ev(w, x->b, n);
         if (x->kind == N_AND)
             for (size_t i = 0; i < n; i++)
-                o[i] = truth(a[i]) && truth(b[i]);
+                o[i] = q_truth(a[i]) && q_truth(b[i]);
         else
             for (size_t i = 0; i < n; i++)
-                o[i] = truth(a[i]) || truth(b[i]);
+                o[i] = q_truth(a[i]) || q_truth(b[i]);
         break;
     }
     case N_ARITH: case N_CMP: {
@@ -372,65 +205,6 @@ static const double *ev(worker *w, int ni, size_t n)
 }
 
 /* ---- the common case: a scalar compared with a constant -------------- */
-
-/* `T op c` over consecutive rows, read straight from the payload (64-byte
- * aligned, §3.3 of the format) in its dtype: no column of doubles, no
- * row list.  Returns the rows kept, written from out[m] on (out NULL:
- * counted only). */
-#define CMP_LOOP(CV, OP)                                                    \
-    do {                                                                    \
-        if (out)                                                            \
-            for (size_t k = 0; k < n; k++) {                                \
-                out[m] = r0 + k;                                            \
-                m += p[k] OP CV;                                            \
-            }                                                               \
-        else                                                                \
-            for (size_t k = 0; k < n; k++)                                  \
-                m += p[k] OP CV;                                            \
-    } while (0)
-#define CMP_OPS(CV)                                                         \
-    switch (op) {                                                           \
-    case '=': CMP_LOOP(CV, ==); break;                                      \
-    case '!': CMP_LOOP(CV, !=); break;                                      \
-    case '<': CMP_LOOP(CV, <); break;                                       \
-    case 'l': CMP_LOOP(CV, <=); break;                                      \
-    case '>': CMP_LOOP(CV, >); break;                                       \
-    default: CMP_LOOP(CV, >=); break;                                       \
-    }
-/* In the dtype itself when the constant is one of its values (the loop
- * then vectorizes), else as doubles. */
-#define CMP_TYPE(type, lo, hi)                                              \
-    {                                                                       \
-        const type *p = (const type *)base + off;                           \
-        if (c >= (lo) && c <= (hi) && (double)(type)c == c) {               \
-            type cv = (type)c;                                              \
-            CMP_OPS(cv);                                                    \
-        } else {                                                            \
-            const double cd = c;                                            \
-            CMP_OPS(cd);                                                    \
-        }                                                                   \
-        return m;                                                           \
-    }
-static uint64_t cmp_const(dlk_dtype t, char op, const void *base, size_t off,
-                          double c, uint64_t r0, size_t n, uint64_t *out,
-                          uint64_t m)
-{
-    switch (t) {
-    case DLK_U8: case DLK_BOOL: CMP_TYPE(uint8_t, 0, 255)
-    case DLK_I8: CMP_TYPE(int8_t, -128, 127)
-    case DLK_U16: CMP_TYPE(uint16_t, 0, 65535)
-    case DLK_I16: CMP_TYPE(int16_t, -32768, 32767)
-    case DLK_U32: CMP_TYPE(uint32_t, 0, 4294967295.0)
-    case DLK_I32: CMP_TYPE(int32_t, -2147483648.0, 2147483647.0)
-    case DLK_I64: CMP_TYPE(int64_t, -9223372036854775808.0, 9223372036854774784.0)
-    case DLK_U64: CMP_TYPE(uint64_t, 0, 18446744073709549568.0)
-    case DLK_F32: CMP_TYPE(float, -3.4028234663852886e38, 3.4028234663852886e38)
-    default: CMP_TYPE(double, -INFINITY, INFINITY) /* f16/bf16: general path */
-    }
-}
-#undef CMP_TYPE
-#undef CMP_OPS
-#undef CMP_LOOP
 
 /* The root is `scalar op constant` of a dtype cmp_const reads. */
 static bool simple_cmp(const q_expr *e, const dlk_manifest *m)
@@ -548,7 +322,7 @@ static dlk_status run_task(run *r, worker *w, task *tk, uint64_t *bytes,
             const q_node *a = &e->nodes[x->a];
             const q_chunk *qc = w->cur[a->slot];
             uint64_t end = tk->i1 < limit ? tk->i1 : limit;
-            tk->nout = cmp_const(ds->m.tensors[a->tensor].spec.dtype, x->op,
+            tk->nout = q_cmp_const(ds->m.tensors[a->tensor].spec.dtype, x->op,
                                  qc->c->payload, (size_t)(i - qc->first),
                                  e->nodes[x->b].num, i, (size_t)(end - i),
                                  tk->out, tk->nout);
@@ -577,11 +351,11 @@ static dlk_status run_task(run *r, worker *w, task *tk, uint64_t *bytes,
         if (out)
             for (size_t k = 0; k < n; k++) {
                 out[m] = w->rows[k];
-                m += truth(v[k]);
+                m += q_truth(v[k]);
             }
         else
             for (size_t k = 0; k < n; k++)
-                m += truth(v[k]);
+                m += q_truth(v[k]);
         tk->nout = m;
     }
     return DLK_OK;

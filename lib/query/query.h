@@ -95,6 +95,25 @@ static inline uint64_t q_cand(const q_cands *c, uint64_t i)
     return c->rows ? c->rows[i] : i;
 }
 
+/* ---- loops over values (kernels.c) -------------------------------- */
+
+/* Element i of little-endian data of dtype t, as a double. */
+double q_elem(dlk_dtype t, const uint8_t *p, size_t i);
+/* The scalar (one element a sample) of each of rows[0..n) of a chunk
+ * whose first row is `first`; contig: rows[i] == rows[0] + i. */
+void q_load_scalar(dlk_dtype t, const uint8_t *base, uint64_t first,
+                   const uint64_t *rows, size_t n, bool contig, double *out);
+/* SQL LIKE of s[0..n) against pat[0..m): '%' any run, '_' one byte. */
+bool q_like(const uint8_t *s, size_t n, const char *pat, size_t m);
+/* `value op c` for n consecutive scalars of dtype t from element `off`
+ * of base, rows r0...: the rows kept are written from out[m] on (out
+ * NULL: counted); returns m plus their number.  op as in q_node. */
+uint64_t q_cmp_const(dlk_dtype t, char op, const void *base, size_t off,
+                     double c, uint64_t r0, size_t n, uint64_t *out,
+                     uint64_t m);
+/* A value taken as true: not zero, not NaN. */
+static inline bool q_truth(double v) { return v != 0 && v == v; }
+
 /* ---- evaluation (eval.c) ------------------------------------------- */
 
 /* The candidates for which e holds, ascending, into *rows (malloc'd);

@@ -1,0 +1,66 @@
+/* chunk.c - the chunks a query reads: mapped in place from the page
+ * cache when the store can map (a local dataset), else read. */
+#include "query.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+void q_chunk_drop(dlk_dataset *ds, q_chunk *qc)
+{
+    dlk_chunk_free(qc->c);
+    if (qc->map)
+        dlk_store_unmap(ds->store, qc->map, qc->maplen);
+    memset(qc, 0, sizeof *qc);
+    qc->index = -1;
+}
+
+dlk_status q_chunk_get(dlk_dataset *ds, size_t ti, size_t ci, unsigned mode,
+                       q_chunk *qc, uint64_t *bytes, dlk_error *err)
+{
+    if (qc->c && qc->index == (ssize_t)ci)
+        return DLK_OK;
+    q_chunk_drop(ds, qc);
+    const dlk_tensor *t = &ds->m.tensors[ti];
+    const dlk_chunk_entry *e = &t->chunks[ci];
+    dlk_status rc = DLK_EUNSUPPORTED;
+    if (t->spec.codec == DLK_CODEC_NONE) {
+        char key[DLK_CHUNK_KEY_MAX];
+        dlk_chunk_key(key, t->spec.name, e->key);
+        const void *p;
+        size_t n;
+        dlk_error merr;
+        if (!dlk_store_map(ds->store, key, &p, &n, &merr)) {
+#ifdef MADV_POPULATE_READ
+            /* all of it is read now (the checksum): one call maps every
+             * page instead of a fault each */
+            if (mode & DLK_DECODE_VERIFY)
+                madvise((void *)p, n, MADV_POPULATE_READ);
+#endif
+            dlk_chunk *c = calloc(1, sizeof *c);
+            if (!c) {
+                dlk_store_unmap(ds->store, p, n);
+                return dlk_fail(err, DLK_ENOMEM, "out of memory");
+            }
+            dlk_buf_wrap(&c->object, (void *)p, n);
+            c->object.len = n;
+            qc->map = p;
+            qc->maplen = n;
+            rc = dlk_chunk_open(c, t, e, key, mode, NULL, 0, err);
+            qc->c = c;
+            if (rc) {
+                q_chunk_drop(ds, qc);
+                return rc;
+            }
+        }
+    }
+    if (rc == DLK_EUNSUPPORTED &&
+        (rc = dlk_chunk_load(ds, t, e, mode, NULL, 0, &qc->c, err)))
+        return rc;
+    qc->index = (ssize_t)ci;
+    qc->first = e->first;
+    qc->end = e->first + e->samples;
+    if (bytes)
+        *bytes += e->stored_bytes;
+    return DLK_OK;
+}
