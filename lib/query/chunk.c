@@ -32,11 +32,12 @@ dlk_status q_chunk_get(dlk_dataset *ds, size_t ti, size_t ci, unsigned mode,
         dlk_error merr;
         if (!dlk_store_map(ds->store, key, &p, &n, &merr)) {
 #ifdef MADV_POPULATE_READ
-            /* all of it is read now (the checksum): one call maps every
+            /* all of it is read (its checksum, or every row): one call maps every
              * page instead of a fault each */
-            if (mode & DLK_DECODE_VERIFY)
+            if (mode & (DLK_DECODE_VERIFY | Q_WHOLE))
                 madvise((void *)p, n, MADV_POPULATE_READ);
 #endif
+            mode &= ~(unsigned)Q_WHOLE;
             dlk_chunk *c = calloc(1, sizeof *c);
             if (!c) {
                 dlk_store_unmap(ds->store, p, n);
@@ -54,6 +55,7 @@ dlk_status q_chunk_get(dlk_dataset *ds, size_t ti, size_t ci, unsigned mode,
             }
         }
     }
+    mode &= ~(unsigned)Q_WHOLE;
     if (rc == DLK_EUNSUPPORTED &&
         (rc = dlk_chunk_load(ds, t, e, mode, NULL, 0, &qc->c, err)))
         return rc;

@@ -80,7 +80,11 @@ typedef struct q_chunk {
     uint64_t first, end;
 } q_chunk;
 
-/* Make qc hold chunk ci of tensor ti (kept when it already does). */
+/* Make qc hold chunk ci of tensor ti (kept when it already does).  mode:
+ * dlk_chunk_open's, plus Q_WHOLE when all of it will be read (a mapped
+ * chunk's pages are then mapped in one call, not a fault each; also with
+ * DLK_DECODE_VERIFY). */
+#define Q_WHOLE 0x100u
 dlk_status q_chunk_get(dlk_dataset *ds, size_t ti, size_t ci, unsigned mode,
                        q_chunk *qc, uint64_t *bytes, dlk_error *err);
 void q_chunk_drop(dlk_dataset *ds, q_chunk *qc);

@@ -277,7 +277,8 @@ dlk_status q_topk(dlk_dataset *ds, size_t ti, const float *q, uint32_t dim,
     /* uncompressed: the payload is the stored bytes, hashed as it is
      * scored; compressed chunks are checked as they are decompressed */
     s.fused = verify && t->spec.codec == DLK_CODEC_NONE;
-    s.mode = verify && !s.fused ? DLK_DECODE_VERIFY : 0;
+    s.mode = (verify && !s.fused ? DLK_DECODE_VERIFY : 0) |
+             (cands->rows ? 0 : Q_WHOLE);
     for (uint32_t i = 0; i < dim; i++)
         s.qq += (double)q[i] * q[i];
     pthread_mutex_init(&s.mu, NULL);
