@@ -86,12 +86,13 @@ dlk_status dlk_view_save(dlk_dataset *ds, const char *name,
     uint64_t k = 0;
     for (uint64_t i = 0; i < n; i++) {
         if (sorted[i] >= total) {
+            dlk_status rc = dlk_fail(err, DLK_EINVAL, "view '%s': row %llu is "
+                                     "past the head's %llu rows", name,
+                                     (unsigned long long)sorted[i],
+                                     (unsigned long long)total);
             free(obj);
             free(sorted);
-            return dlk_fail(err, DLK_EINVAL, "view '%s': row %llu is past the "
-                            "head's %llu rows", name,
-                            (unsigned long long)sorted[i],
-                            (unsigned long long)total);
+            return rc;
         }
         if (k == 0 || sorted[k - 1] != sorted[i])
             sorted[k++] = sorted[i];
