@@ -32,7 +32,11 @@ static const char usage_text[] =
     "  --drop-view N  remove view N from the head\n"
     "  --threads N    threads that read and evaluate (default: the CPUs)\n"
     "  --no-verify    skip the chunks' payload checksums\n"
-    "  -h, --help     this text\n";
+    "  -h, --help     this text\n"
+    "\n"
+    "Examples:\n"
+    "  dlk query pets \"labels == 'cat' and shape(images)[0] >= 200\" --count\n"
+    "  dlk query pets --near emb=17 --k 20 --save-view near17\n";
 
 #define MAX_SHOW 16
 

@@ -906,8 +906,10 @@ typedef enum dlk_metric {
     DLK_METRIC_L2 = 1,           /* smallest Euclidean distance first */
     DLK_METRIC_IP = 2            /* highest inner product first */
 } dlk_metric;
-const char *dlk_metric_name(dlk_metric m);
-int dlk_metric_parse(const char *name, dlk_metric *out);
+/* @return the metric's name ("cosine", "l2", "ip"), static. */
+DLK_API const char *dlk_metric_name(dlk_metric m);
+/* @return 0 and *out set for a known name, -1 otherwise. */
+DLK_API int dlk_metric_parse(const char *name, dlk_metric *out);
 
 typedef struct dlk_select_opts {
     const char *where;           /* an expression (dlk-query(1)); NULL or
@@ -947,10 +949,14 @@ typedef struct dlk_select_result {
 
 /* Evaluate opts on ds (the head or a commit).  The expression is checked
  * against the schema first: an error names the column and what is wrong
- * there (DLK_EINVAL). */
-dlk_status dlk_select(dlk_dataset *ds, const dlk_select_opts *opts,
+ * there (DLK_EINVAL).  res is the caller's, freed with
+ * dlk_select_result_free.  Not to be called on one ds from two threads.
+ * @return DLK_OK; DLK_EINVAL; DLK_ENOTFOUND (a tensor or view);
+ *         DLK_ECORRUPT (a chunk failed its checksum); I/O errors. */
+DLK_API dlk_status dlk_select(dlk_dataset *ds, const dlk_select_opts *opts,
                       dlk_select_result *res, dlk_error *err);
-void dlk_select_result_free(dlk_select_result *res);
+/* Frees what res holds (res itself is the caller's); NULL-safe. */
+DLK_API void dlk_select_result_free(dlk_select_result *res);
 
 /* Views: a named, stored list of rows of a dataset (formats/dlk-v1.md
  * 6.10), part of the head and committed with it.  Row numbers never
@@ -964,22 +970,32 @@ typedef struct dlk_view_info {
     uint64_t dataset_rows;       /* rows the dataset had when it was saved */
     const char *query;           /* what made it ("" if not told) */
 } dlk_view_info;
-size_t dlk_dataset_nviews(const dlk_dataset *ds);
-/* View i (in name order); pointers live until ds changes or closes. */
-int dlk_view_get(const dlk_dataset *ds, size_t i, dlk_view_info *out);
+/* @return how many views ds has. */
+DLK_API size_t dlk_dataset_nviews(const dlk_dataset *ds);
+/* View i (in name order); pointers live until ds changes or closes.
+ * @return 0, or -1 when i is out of range. */
+DLK_API int dlk_view_get(const dlk_dataset *ds, size_t i, dlk_view_info *out);
 /* Store `rows` (any order, duplicates dropped) as view `name` (a tensor
  * name's rules) of the head, replacing one of that name, and publish the
  * head (as dlk_dataset_flush).  `query` is recorded with it (may be
- * NULL).  Rows must be below the head's row count. */
-dlk_status dlk_view_save(dlk_dataset *ds, const char *name,
+ * NULL).  Rows must be below the head's row count.
+ * @return DLK_OK; DLK_EINVAL (a bad name, a row past the head);
+ *         DLK_ECONFLICT when another writer moved the head; store errors. */
+DLK_API dlk_status dlk_view_save(dlk_dataset *ds, const char *name,
                          const uint64_t *rows, uint64_t n, const char *query,
                          dlk_error *err);
-/* Remove view `name` from the head and publish it. */
-dlk_status dlk_view_drop(dlk_dataset *ds, const char *name, dlk_error *err);
+/* Remove view `name` from the head and publish it.
+ * @return DLK_OK; DLK_ENOTFOUND; DLK_ECONFLICT when another writer moved
+ *         the head; store errors. */
+DLK_API dlk_status dlk_view_drop(dlk_dataset *ds, const char *name,
+                                 dlk_error *err);
 /* The rows of view `name` (ascending, malloc'd: free()), read and
- * checked (DLK_ENOTFOUND naming the views there are when absent). */
-dlk_status dlk_view_rows(dlk_dataset *ds, const char *name, uint64_t **rows,
-                         uint64_t *n, dlk_error *err);
+ * checked.
+ * @return DLK_OK; DLK_ENOTFOUND naming the views there are when absent;
+ *         DLK_ECORRUPT for a view object that fails its checksum. */
+DLK_API dlk_status dlk_view_rows(dlk_dataset *ds, const char *name,
+                                 uint64_t **rows, uint64_t *n,
+                                 dlk_error *err);
 
 /* ------------------------------------------------------------------ */
 /* NumPy .npy files (format 1.0 to 3.0, C order)                        */
