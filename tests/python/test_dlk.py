@@ -459,6 +459,29 @@ else:
                 assert np.asarray(jax.dlpack.from_dlpack(b["emb"])[j]).tobytes() \
                     == ds.read("emb", int(row)).tobytes()
 
+tf, why = None, "no tensorflow (optional: python3 -m pip install tensorflow-cpu)"
+if "libasan" in os.environ.get("LD_PRELOAD", ""):
+    why = "tensorflow cannot run under the AddressSanitizer runtime (checked in the normal pass)"
+else:
+    try:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        import tensorflow as tf
+    except ImportError:
+        pass
+if tf is None:
+    print(f"ok - tensorflow takes batches through DLPack # SKIP {why}")
+else:
+    @test
+    def _():
+        """tensorflow takes batches through DLPack"""
+        for b in cpu_loader(seed=9, tensors=["images", "emb", "labels"]):
+            x = tf.experimental.dlpack.from_dlpack(b["images"].__dlpack__())
+            assert tuple(x.shape) == (7, 8, 8, 3) and x.dtype == tf.uint8
+            e = tf.experimental.dlpack.from_dlpack(b["emb"].__dlpack__())
+            for j, row in enumerate(b.index):
+                assert (x[j].numpy() == ds.read("images", int(row))).all()
+                assert e[j].numpy().tobytes() == ds.read("emb", int(row)).tobytes()
+
 try:
     import torch
     have_torch = torch.cuda.is_available()
