@@ -59,16 +59,9 @@ static void print_text(const dlk_tensor_info *t, const dlk_sample *s,
            t->name, index, dlk_kind_name(t->kind), dlk_dtype_name(s->dtype),
            cmd_shape(s->shape, s->ndim, shape), s->nbytes);
     if (t->kind == DLK_KIND_TEXT && s->dtype == DLK_U8) {
-        printf("text: \"");
-        const unsigned char *p = s->data;
-        for (size_t i = 0; i < s->nbytes && i < 4096; i++)
-            if (p[i] == '"' || p[i] == '\\')
-                printf("\\%c", p[i]);
-            else if (p[i] < 0x20 || p[i] == 0x7f)
-                printf("\\x%02x", p[i]);
-            else
-                putchar(p[i]);
-        printf(s->nbytes > 4096 ? "\"...\n" : "\"\n");
+        printf("text: ");
+        cmd_print_quoted(s->data, s->nbytes, 4096);
+        putchar('\n');
         return;
     }
     printf("values: [");

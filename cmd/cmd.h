@@ -86,5 +86,8 @@ unsigned long long cmd_parse_size(const char *s);
 const char *cmd_bytes(unsigned long long n, char buf[32]);
 /* "224x224x3" style shapes ('?' for variable). */
 const char *cmd_shape(const int64_t *shape, int ndim, char buf[128]);
+/* Text bytes to stdout in double quotes, '"' and '\\' escaped, control
+ * bytes as \xNN; after `limit` bytes, `..."` ends it. */
+void cmd_print_quoted(const void *text, size_t n, size_t limit);
 
 #endif

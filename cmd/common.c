@@ -217,3 +217,17 @@ unsigned long long cmd_parse_size(const char *s)
     uint64_t v;
     return dlk_parse_size(s, &v) ? v : 0;
 }
+
+void cmd_print_quoted(const void *text, size_t n, size_t limit)
+{
+    const unsigned char *p = text;
+    putchar('"');
+    for (size_t i = 0; i < n && i < limit; i++)
+        if (p[i] == '"' || p[i] == '\\')
+            printf("\\%c", p[i]);
+        else if (p[i] < 0x20 || p[i] == 0x7f)
+            printf("\\x%02x", p[i]);
+        else
+            putchar(p[i]);
+    fputs(n > limit ? "\"..." : "\"", stdout);
+}

@@ -100,16 +100,7 @@ static void sample_print(const dlk_tensor_info *t, const dlk_sample *s)
 {
     size_t esz = dlk_dtype_size(s->dtype), n = esz ? s->nbytes / esz : 0;
     if (is_text(t, s)) {
-        putchar('"');
-        const unsigned char *p = s->data;
-        for (size_t i = 0; i < s->nbytes && i < 200; i++)
-            if (p[i] == '"' || p[i] == '\\')
-                printf("\\%c", p[i]);
-            else if (p[i] < 0x20 || p[i] == 0x7f)
-                printf("\\x%02x", p[i]);
-            else
-                putchar(p[i]);
-        printf(s->nbytes > 200 ? "\"..." : "\"");
+        cmd_print_quoted(s->data, s->nbytes, 200);
     } else if (n == 1) {
         value v = value_at(s->dtype, s->data, 0);
         value_print(stdout, v);

@@ -262,21 +262,6 @@ static void run_fail(run *r, dlk_status rc, const dlk_error *err)
     atomic_store(&r->failed, 1);
 }
 
-/* First position in [lo, hi) whose candidate is >= row. */
-static uint64_t lower(const q_cands *c, uint64_t lo, uint64_t hi,
-                      uint64_t row)
-{
-    if (!c->rows)
-        return row < lo ? lo : row > hi ? hi : row;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (c->rows[mid] < row)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
 
 static dlk_status run_task(run *r, worker *w, task *tk, uint64_t *bytes,
                            dlk_error *err)
@@ -465,7 +450,8 @@ static dlk_status plan_verify(run *r, dlk_error *err)
         const dlk_tensor *t = &r->ds->m.tensors[e->tensors[s]];
         for (size_t c = 0; c < t->nchunks; c++) {
             const dlk_chunk_entry *ce = &t->chunks[c];
-            uint64_t i = lower(r->cands, 0, r->cands->n, ce->first);
+            uint64_t i = q_cands_lower(r->cands, 0, r->cands->n,
+                                       ce->first);
             if (i >= r->cands->n ||
                 q_cand(r->cands, i) >= ce->first + ce->samples)
                 continue;
@@ -528,7 +514,8 @@ dlk_status q_filter(dlk_dataset *ds, const q_expr *e, const q_cands *cands,
                 break;
             }
             const dlk_chunk_entry *ce = &drv->chunks[ci];
-            end = lower(cands, i, cands->n, ce->first + ce->samples);
+            end = q_cands_lower(cands, i, cands->n,
+                                ce->first + ce->samples);
         }
         if (end - i > piece)
             end = i + piece;

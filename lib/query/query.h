@@ -94,6 +94,23 @@ typedef struct q_cands {
     const uint64_t *rows;  /* NULL: rows 0..n-1 */
     uint64_t n;
 } q_cands;
+/* The first position in [lo, hi) whose candidate row is >= row (hi when
+ * none): a binary search of the rows, or row itself clamped when every
+ * row is a candidate. */
+static inline uint64_t q_cands_lower(const q_cands *c, uint64_t lo,
+                                     uint64_t hi, uint64_t row)
+{
+    if (!c->rows)
+        return row < lo ? lo : row > hi ? hi : row;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (c->rows[mid] < row)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
 static inline uint64_t q_cand(const q_cands *c, uint64_t i)
 {
     return c->rows ? c->rows[i] : i;

@@ -136,20 +136,6 @@ typedef struct search {
     uint64_t bytes;
 } search;
 
-static uint64_t lower(const q_cands *c, uint64_t row)
-{
-    if (!c->rows)
-        return row < c->n ? row : c->n;
-    uint64_t lo = 0, hi = c->n;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (c->rows[mid] < row)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
 
 static double goodness(const search *s, double dot, double xx)
 {
@@ -192,7 +178,8 @@ static void *search_main(void *arg)
         const uint8_t *p = qc.c->payload;
         size_t stride = qc.c->sample_bytes;
         size_t total = (size_t)(qc.end - qc.first) * stride, done = 0;
-        uint64_t i = lower(s->cands, qc.first), i1 = lower(s->cands, qc.end);
+        uint64_t i = q_cands_lower(s->cands, 0, s->cands->n, qc.first);
+        uint64_t i1 = q_cands_lower(s->cands, 0, s->cands->n, qc.end);
         if (hs)
             dlk_hash64_stream_reset(hs);
         while (done < total || i < i1) {
@@ -290,7 +277,8 @@ dlk_status q_topk(dlk_dataset *ds, size_t ti, const float *q, uint32_t dim,
         rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
     for (size_t c = 0; !rc && c < t->nchunks; c++) {
         const dlk_chunk_entry *e = &t->chunks[c];
-        if (lower(cands, e->first) < lower(cands, e->first + e->samples))
+        if (q_cands_lower(cands, 0, cands->n, e->first) <
+            q_cands_lower(cands, 0, cands->n, e->first + e->samples))
             s.chunks[s.nchunks++] = c;
     }
     pthread_t *tid = rc ? NULL : calloc(threads, sizeof *tid);
