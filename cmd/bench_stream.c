@@ -226,6 +226,9 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
         o->lo.tensors = (const char *const *)o->names;
         o->lo.ntensors = n;
     }
+    /* debugging knobs of the loader, documented in dlk(1) */
+    o->lo.no_map = getenv("DLK_NO_MMAP") != NULL;
+    o->lo.cuda_trace = getenv("DLK_CUDA_TRACE");
     o->dataset = argv[optind];
     o->argc = argc;
     o->argv = argv;

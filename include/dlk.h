@@ -509,6 +509,12 @@ typedef struct dlk_loader_opts {
     const uint64_t *rows;
     uint64_t nrows;
     const char *view;
+    int no_map;                  /* never use a local dataset's chunk files
+                                    in place (mapped): read them into
+                                    buffers, as from a remote store */
+    const char *cuda_trace;      /* on a GPU, a file to write the device
+                                    timing of every copy, gather and step
+                                    to (dlk(1), DLK_CUDA_TRACE); NULL: none */
 } dlk_loader_opts;
 
 #define DLK_PIN_CACHE_AUTO UINT64_MAX

@@ -250,7 +250,7 @@ dlk_status dlk_source_baseline(const dlk_baseline_opts *o,
     memset(&r, 0, sizeof r);
     r.o = o;
     r.res = res;
-    dlk_status rc = dlk_dev_open(o->device, &r.dev, err);
+    dlk_status rc = dlk_dev_open(o->device, NULL, &r.dev, err);
     if (!rc)
         rc = dlk_store_open(o->source, false, &r.store, err);
     if (!rc)

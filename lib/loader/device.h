@@ -79,10 +79,12 @@ struct dlk_dev {
 
 dlk_status dlk_dev_open_cpu(dlk_dev **out, dlk_error *err);
 /* CUDA device `index`; DLK_EGPU with a reason when unavailable. */
-dlk_status dlk_dev_open_cuda(int index, dlk_dev **out, dlk_error *err);
+dlk_status dlk_dev_open_cuda(int index, const char *trace, dlk_dev **out,
+                             dlk_error *err);
 /* The device a name says: "cpu" (or NULL, ""), "cuda", "cuda:N", or
  * "auto" (cuda:0 when it opens, else the cpu) (loader_open.c). */
-dlk_status dlk_dev_open(const char *name, dlk_dev **out, dlk_error *err);
+dlk_status dlk_dev_open(const char *name, const char *trace, dlk_dev **out,
+                        dlk_error *err);
 
 /* The fold both sides compute for a sample: the sum of its 64-bit
  * little-endian words (a zero-padded tail as one more word), mod 2^64.

@@ -716,7 +716,8 @@ int dlk_cuda_available(char *why, size_t cap)
     return 1;
 }
 
-dlk_status dlk_dev_open_cuda(int index, dlk_dev **out, dlk_error *err)
+dlk_status dlk_dev_open_cuda(int index, const char *trace, dlk_dev **out,
+                             dlk_error *err)
 {
     *out = NULL;
     int n = 0;
@@ -762,9 +763,8 @@ dlk_status dlk_dev_open_cuda(int index, dlk_dev **out, dlk_error *err)
     if (e == cudaSuccess)
         e = cudaEventSynchronize(c->t0_ev);
     c->t0_host = dlk_now_s();
-    const char *tp = getenv("DLK_CUDA_TRACE");
-    if (e == cudaSuccess && tp && *tp)
-        c->trace = fopen(tp, "w");
+    if (e == cudaSuccess && trace && *trace)
+        c->trace = fopen(trace, "w");
     if (e != cudaSuccess) {
         if (c->t0_ev)
             cudaEventDestroy(c->t0_ev);

@@ -4,9 +4,11 @@
 #include <stdio.h>
 
 #ifndef DLK_HAVE_CUDA
-dlk_status dlk_dev_open_cuda(int index, dlk_dev **out, dlk_error *err)
+dlk_status dlk_dev_open_cuda(int index, const char *trace, dlk_dev **out,
+                             dlk_error *err)
 {
     (void)index;
+    (void)trace;
     *out = NULL;
     return dlk_fail(err, DLK_EGPU, "this dlk was built without CUDA "
                     "(install the CUDA toolkit and rebuild)");

@@ -8,12 +8,13 @@
 #include <string.h>
 #include <unistd.h>
 
-dlk_status dlk_dev_open(const char *name, dlk_dev **out, dlk_error *err)
+dlk_status dlk_dev_open(const char *name, const char *trace, dlk_dev **out,
+                        dlk_error *err)
 {
     if (!name || !*name || strcmp(name, "cpu") == 0)
         return dlk_dev_open_cpu(out, err);
     if (strcmp(name, "auto") == 0) {
-        if (dlk_dev_open_cuda(0, out, NULL) == DLK_OK)
+        if (dlk_dev_open_cuda(0, trace, out, NULL) == DLK_OK)
             return DLK_OK;
         return dlk_dev_open_cpu(out, err);
     }
@@ -30,7 +31,7 @@ dlk_status dlk_dev_open(const char *name, dlk_dev **out, dlk_error *err)
             return dlk_fail(err, DLK_EINVAL, "bad device '%s' (cpu, cuda:N "
                             "or auto)", name);
         }
-        return dlk_dev_open_cuda(idx, out, err);
+        return dlk_dev_open_cuda(idx, trace, out, err);
     }
     return dlk_fail(err, DLK_EINVAL, "bad device '%s' (cpu, cuda:N or auto)",
                     name);
@@ -290,7 +291,7 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
     if (!rc)
         store_defaults(l, opts);
     if (!rc)
-        rc = dlk_dev_open(l->o.device, &l->dev, err);
+        rc = dlk_dev_open(l->o.device, l->o.cuda_trace, &l->dev, err);
     if (!rc && !(l->gather = malloc(l->nt * l->o.batch_size *
                                     sizeof *l->gather)))
         rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
@@ -323,7 +324,7 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         l->map_limit = !l->dev->ops->on_device ? UINT64_MAX
                        : l->o.pin_cache < room ? l->o.pin_cache
                                                : room;
-        l->use_maps = l->ds->store->ops->map && !getenv("DLK_NO_MMAP") &&
+        l->use_maps = l->ds->store->ops->map && !l->o.no_map &&
                       l->map_limit > 0;
         l->maps = calloc(l->nt, sizeof *l->maps);
         for (size_t i = 0; l->maps && i < l->nt; i++)
