@@ -16,6 +16,7 @@
 
 #define PART_WINDOW 16        /* parts of one upload in flight at most */
 #define MAX_PARTS 10000       /* S3's limit */
+#define SINGLE_PUT_MAX (5ull << 30) /* S3's limit on one PUT */
 
 #define BULK_ENGINES_MAX 16
 #define READ_ENGINES_MAX 16
@@ -48,6 +49,10 @@ typedef struct s3_store {
     char *bucket;
     char *prefix;       /* "" or "a/b": no leading or trailing '/' */
     char *base_url;     /* objects are base_url "/" key */
+    /* The server compares If-Match with the ETag as it stores it, without
+     * the quotes it sends (Ceph RGW): learnt from the first quoted
+     * If-Match refused whose unquoted retry was taken (see if_match_retry) */
+    _Atomic bool if_match_bare;
 } s3_store;
 
 /* ---- names and urls ------------------------------------------------- */
@@ -762,13 +767,24 @@ static void s3_get_start(dlk_store *st, dlk_get_req **reqs, size_t n,
 
 /* ---- put ------------------------------------------------------------ */
 
+/* A quoted entity tag ("..." or W/"..."): the form S3 sends and HTTP
+ * wants back in If-Match. */
+static bool etag_quoted(const char *etag)
+{
+    size_t n = strlen(etag);
+    return n >= 2 && etag[0] == '"' && etag[n - 1] == '"';
+}
+
 static struct curl_slist *cond_headers(dlk_put_mode mode, const char *etag,
-                                       bool *oom)
+                                       bool bare, bool *oom)
 {
     char h[DLK_ETAG_MAX + 16];
     *oom = false;
     if (mode == DLK_PUT_IF_ABSENT)
         snprintf(h, sizeof h, "If-None-Match: *");
+    else if (mode == DLK_PUT_IF_MATCH && bare && etag_quoted(etag))
+        snprintf(h, sizeof h, "If-Match: %.*s", (int)strlen(etag) - 2,
+                 etag + 1);
     else if (mode == DLK_PUT_IF_MATCH)
         snprintf(h, sizeof h, "If-Match: %s", etag);
     else
@@ -778,20 +794,43 @@ static struct curl_slist *cond_headers(dlk_put_mode mode, const char *etag,
     return l;
 }
 
+/* Whether a 412 to If-Match with the quoted ETag is to be asked again with
+ * the bare one.  Ceph RGW compares If-Match with the ETag as stored, which
+ * has no quotes, and refuses the quoted tag that S3 (and RGW itself) hands
+ * out; the bare tag is still compared whole, so the retry is as atomic as
+ * the first try, and on AWS it fails again on a real conflict.  Once a
+ * bare retry has been taken, the store sends bare tags first. */
+static bool if_match_retry(const s3_req *r,
+                           dlk_put_mode mode, const char *etag, bool bare)
+{
+    return r->status == 412 && mode == DLK_PUT_IF_MATCH && !bare &&
+           etag_quoted(etag);
+}
+
 static dlk_status put_single(s3_store *s, const char *okey, const void *data,
                              size_t len, dlk_put_mode mode, const char *etag,
                              dlk_obj_info *info, dlk_error *err)
 {
-    bool oom;
-    struct curl_slist *hdr = cond_headers(mode, etag, &oom);
-    if (oom)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    bool bare = s->if_match_bare, oom;
     s3_req r = {0};
-    r.headers = hdr;
-    r.body = data;
-    r.body_len = len;
-    dlk_status rc = run(s, &r, "PUT", okey, NULL, err);
-    curl_slist_free_all(hdr);
+    dlk_status rc = DLK_OK;
+    for (;;) {
+        struct curl_slist *hdr = cond_headers(mode, etag, bare, &oom);
+        if (oom)
+            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        r.headers = hdr;
+        r.body = data;
+        r.body_len = len;
+        rc = run(s, &r, "PUT", okey, NULL, err);
+        curl_slist_free_all(hdr);
+        if (rc || !if_match_retry(&r, mode, etag, bare))
+            break;
+        s3_req_fini(&r);
+        r = (s3_req){0};
+        bare = true;
+    }
+    if (!rc && bare && ok2xx(&r) && mode == DLK_PUT_IF_MATCH)
+        s->if_match_bare = true;
     if (!rc && !ok2xx(&r))
         rc = req_fail(s, &r, "write", okey, mode, err);
     if (!rc && info) {
@@ -819,7 +858,12 @@ static dlk_status s3_put(dlk_store *st, const char *key, const void *data,
     char *okey = object_key(s, key);
     if (!okey)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
-    dlk_status rc = len >= s->cfg.multipart_threshold
+    /* A replacement goes in one PUT while S3 allows it: Ceph RGW (16)
+     * ignores If-Match on CompleteMultipartUpload, and a replacement that
+     * overwrote another writer's would lose its data. */
+    bool multi = len >= s->cfg.multipart_threshold &&
+                 (mode != DLK_PUT_IF_MATCH || len > SINGLE_PUT_MAX);
+    dlk_status rc = multi
         ? s3_put_multipart(s, okey, data, len, mode, etag, info, err)
         : put_single(s, okey, data, len, mode, etag, info, err);
     free(okey);
@@ -925,8 +969,8 @@ static dlk_status mp_complete(s3_store *s, const char *okey, const char *qid,
         rc = str_append(&q, qid, err);
     if (!rc)
         rc = terminate(&q, err);
-    bool oom;
-    struct curl_slist *hdr = rc ? NULL : cond_headers(mode, etag, &oom);
+    bool oom = false, bare = s->if_match_bare;
+    struct curl_slist *hdr = rc ? NULL : cond_headers(mode, etag, bare, &oom);
     if (!rc && oom)
         rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
     /* S3 may answer 200 with an <Error> body: retry those too */
@@ -940,6 +984,15 @@ static dlk_status mp_complete(s3_store *s, const char *okey, const char *qid,
         resp.len = 0;
         rc = run(s, &r, "POST", okey, (const char *)q.data, err);
         s3_error_info ei;
+        if (!rc && if_match_retry(&r, mode, etag, bare)) {
+            s3_req_fini(&r);
+            curl_slist_free_all(hdr);
+            bare = true;
+            hdr = cond_headers(mode, etag, bare, &oom);
+            if (oom)
+                rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+            continue;
+        }
         if (!rc && !ok2xx(&r)) {
             rc = req_fail(s, &r, "complete the upload of", okey, mode, err);
         } else if (!rc && s3_xml_error(resp.data, resp.len, &ei)) {
@@ -964,6 +1017,8 @@ static dlk_status mp_complete(s3_store *s, const char *okey, const char *qid,
         s3_req_fini(&r);
         break;
     }
+    if (!rc && bare && mode == DLK_PUT_IF_MATCH)
+        s->if_match_bare = true;
     curl_slist_free_all(hdr);
     dlk_buf_free(&body);
     dlk_buf_free(&q);
