@@ -16,6 +16,12 @@
 #                          S3_PROXY_PORT, S3_PROXY_LOG; the AWS variables
 #                          keep naming the server itself
 #
+# With DLK_S3_SERVER=rgw (set by t311-rgw.sh), s3_start starts nothing: it
+# points the AWS variables at the Ceph RGW whose settings are in the file
+# $DLK_RGW_ENV (written by tests/servers/ceph-rgw.sh; RGW always checks
+# signatures, so --auth changes nothing there), and s3_mkbucket takes a
+# bucket that the same user already has (one cluster serves many tests).
+#
 # After s3_start: AWS_ENDPOINT_URL=http://127.0.0.1:PORT, S3_PORT,
 # AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION and
 # AWS_DEFAULT_REGION (the AWS CLI v1 reads only the latter), and shared
@@ -88,7 +94,25 @@ print(k["AccessKeyId"], k["SecretAccessKey"])
 EOF
 }
 
+_s3_start_rgw() {
+    local f=${DLK_RGW_ENV:-}
+    if [ -z "$f" ] || [ ! -s "$f" ]; then
+        echo "not ok - DLK_S3_SERVER=rgw but DLK_RGW_ENV names no settings file"
+        exit 1
+    fi
+    local RGW_ENDPOINT RGW_ACCESS_KEY RGW_SECRET_KEY
+    . "$f"
+    _s3_env "${RGW_ENDPOINT##*:}"
+    export AWS_ENDPOINT_URL=$RGW_ENDPOINT
+    export AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY
+    export AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY
+}
+
 s3_start() {
+    if [ "${DLK_S3_SERVER:-moto}" = rgw ]; then
+        _s3_start_rgw
+        return
+    fi
     local auth=0
     [ "${1:-}" = --auth ] && auth=1
     _s3_need_moto
@@ -131,8 +155,12 @@ s3_start() {
 s3_mkbucket() {
     python3 - "$1" <<'EOF' || { echo "not ok - cannot create bucket $1"; exit 1; }
 import os, sys, boto3
-boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"],
-             region_name="us-east-1").create_bucket(Bucket=sys.argv[1])
+s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"],
+                  region_name="us-east-1")
+try:
+    s3.create_bucket(Bucket=sys.argv[1])
+except s3.exceptions.BucketAlreadyOwnedByYou:
+    pass
 EOF
 }
 

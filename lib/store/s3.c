@@ -1013,6 +1013,9 @@ static dlk_status mp_complete(s3_store *s, const char *okey, const char *qid,
             if (!s3_xml_find(resp.data, resp.len, "ETag", info->etag,
                              sizeof info->etag))
                 snprintf(info->etag, sizeof info->etag, "%s", r.etag);
+            /* Ceph RGW (16) answers with an empty ETag: ask for it */
+            if (!info->etag[0])
+                rc = do_head(s, okey, info, err);
         }
         s3_req_fini(&r);
         break;

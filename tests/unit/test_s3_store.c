@@ -4,7 +4,10 @@
  *   DLK_TEST_S3_URL=s3://bucket/prefix   the store to test (required for
  *                                        the server tests; skip without)
  *   DLK_TEST_S3_AUTH=1     the server checks signatures: also test that a
- *                          wrong secret fails with DLK_EAUTH
+ *                          wrong secret fails with DLK_EAUTH (moto: the
+ *                          tests its signature check mis-encodes skipped)
+ *   DLK_TEST_S3_AUTH=all   the server checks every signature as AWS does
+ *                          (Ceph RGW): every test, and the wrong secret
  *   DLK_TEST_S3_FAULTS=N   the endpoint is tests/faultproxy.py: write and
  *                          read N objects, check every byte
  *
@@ -1040,6 +1043,9 @@ int main(void)
     }
     const char *auth = getenv("DLK_TEST_S3_AUTH");
     bool signed_ = auth && strcmp(auth, "1") == 0;
+    /* "all": a server that checks every signature as AWS does (Ceph RGW):
+     * every test, signed, and the wrong-credential ones */
+    bool strict = auth && strcmp(auth, "all") == 0;
     test_basic(s);
     test_get_start(s);
     test_conditional(s);
@@ -1067,7 +1073,7 @@ int main(void)
     if (!signed_)
         test_isolation();
     test_multipart();
-    if (signed_)
+    if (signed_ || strict)
         test_auth();
     else
         skip("wrong credentials", "server does not check signatures "
