@@ -11,7 +11,7 @@ APT_PKGS="build-essential pkg-config libjansson-dev libxxhash-dev libzstd-dev
  libcurl4-openssl-dev libssl-dev libexpat1-dev libpng-dev libturbojpeg0-dev
  libavcodec-dev libavformat-dev libswscale-dev libavutil-dev libmicrohttpd-dev
  python3 python3-pip python3-dev clang libclang-rt-14-dev man-db groff-base xxd ffmpeg imagemagick
- chromium"
+ chromium ceph-mon ceph-osd radosgw ceph-common"
 PC_PKGS="jansson libxxhash libzstd libcurl expat libcrypto libturbojpeg libpng libavformat libavcodec libswscale libavutil libmicrohttpd"
 # Python packages the tests use: numpy reads what dlk writes; moto's
 # server is the S3 the tests talk to; awscli is the independent client;
@@ -28,7 +28,9 @@ missing_apt() {
     # ffmpeg and ImageMagick (identify: some machines have a stand-in
     # `convert`) make the tests' sample videos and images; headless
     # Chromium renders bench-stream's report page (t397)
-    for c in cc make pkg-config python3 ffmpeg identify chromium; do
+    # ceph-mon, ceph-osd, radosgw: the one-node Ceph RGW that t311 tests
+    # the S3 store against (tests/servers/ceph-rgw.sh)
+    for c in cc make pkg-config python3 ffmpeg identify chromium ceph-mon ceph-osd radosgw radosgw-admin; do
         command -v "$c" >/dev/null 2>&1 || miss="$miss $c"
     done
     # the headers the Python package's binding builds against
