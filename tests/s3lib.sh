@@ -11,6 +11,7 @@
 #   s3_mkbucket NAME       create a bucket on the last started server
 #   s3_put_tree DIR URL    upload every file under DIR to URL (s3://B/P),
 #                          16 at a time through boto3 (no AWS CLI needed)
+#   s3_server_name         "moto 5.2.1" or "ceph rgw 16.2.15" (for reports)
 #   s3_proxy_start ARGS    start tests/faultproxy.py in front of the last
 #                          server with ARGS (--rate-500 0.1 ...); sets
 #                          S3_PROXY_PORT, S3_PROXY_LOG; the AWS variables
@@ -29,6 +30,16 @@
 # missing: it is installed with pip, or the test fails naming the command.
 
 _s3_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+# s3_server_name: the server the AWS variables name, with its version, for
+# benchmark reports ("moto 5.2.1", "ceph rgw 16.2.15")
+s3_server_name() {
+    if [ "${DLK_S3_SERVER:-moto}" = rgw ]; then
+        echo "ceph rgw $(radosgw --version 2>/dev/null | awk '{print $3}')"
+    else
+        echo "moto $(python3 -c 'import moto; print(moto.__version__)')"
+    fi
+}
 
 _s3_need_moto() {
     command -v moto_server >/dev/null 2>&1 && return 0

@@ -8,6 +8,8 @@
 # the first byte of every answer (a remote store's latency), no faults.
 # Prints MB/s (10^6 bytes) of each and dlk's ratios to the others.
 #   tests/bench/s3_read.sh [OBJECTS] [MIB_EACH]
+# DLK_S3_SERVER=rgw DLK_RGW_ENV=FILE runs it against a Ceph RGW instead
+# (tests/servers/ceph-rgw.sh start DIR writes DIR/env).
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 nobj=${1:-128}
@@ -24,7 +26,7 @@ cc -O2 -std=c11 -D_GNU_SOURCE -I"$root/include" -I"$root/lib" -o "$bin" \
     "$root/tests/bench/s3_get_bench.c" "$build/libdlk.a" \
     $(pkg-config --libs jansson libxxhash libzstd libcurl expat libcrypto) -lpthread -lm
 
-echo "machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo); curl $(curl --version | head -n1 | cut -d' ' -f2); moto $(python3 -c 'import moto; print(moto.__version__)')"
+echo "machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo); curl $(curl --version | head -n1 | cut -d' ' -f2); $(s3_server_name)"
 s3_start
 s3_mkbucket bench
 mkdir -p "$T/src"
@@ -34,7 +36,7 @@ done
 aws --endpoint-url "$AWS_ENDPOINT_URL" s3 cp --recursive --quiet \
     "$T/src" s3://bench/set/
 bytes=$((nobj * mib << 20))
-echo "data: $nobj objects of $mib MiB ($bytes bytes) in moto at $AWS_ENDPOINT_URL"
+echo "data: $nobj objects of $mib MiB ($bytes bytes) in $(s3_server_name) at $AWS_ENDPOINT_URL"
 
 mbps() { # BYTES START END
     echo "$1 $2 $3" | awk '{printf "%.1f", $1/($3-$2)/1e6}'
@@ -74,6 +76,6 @@ report() { # LABEL ENDPOINT
         "$(echo "$d $a" | awk '{printf "%.2f", $1/$2}')"
 }
 
-report "moto direct:" "$AWS_ENDPOINT_URL"
+report "$(s3_server_name) direct:" "$AWS_ENDPOINT_URL"
 s3_proxy_start --delay-ms 50
-report "moto + 50 ms first byte:" "http://127.0.0.1:$S3_PROXY_PORT"
+report "$(s3_server_name) + 50 ms first byte:" "http://127.0.0.1:$S3_PROXY_PORT"

@@ -13,6 +13,8 @@
 # Prints samples/s of each and dlk's ratio to the baseline (the target
 # with 50 ms added: 20x or more).
 #   tests/bench/s3_stream.sh [IMAGES] [WORKERS] [EPOCHS]
+# DLK_S3_SERVER=rgw DLK_RGW_ENV=FILE runs it against a Ceph RGW instead
+# (tests/servers/ceph-rgw.sh start DIR writes DIR/env).
 # Needs moto_server, boto3, numpy and Pillow; DLK_BUILD names the
 # build (default build/); BATCH the batch size (256); KEEP a directory
 # for the two bench-stream JSON reports; PROXY_PROCS the proxy's processes
@@ -34,7 +36,7 @@ export DLK_TESTS=$root/tests
 set +u
 
 [ -x "$dlk" ] || make -s -C "$root" "$dlk" >/dev/null
-echo "machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1); curl $(curl --version | head -n1 | cut -d' ' -f2); moto $(python3 -c 'import moto; print(moto.__version__)')"
+echo "machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1); curl $(curl --version | head -n1 | cut -d' ' -f2); $(s3_server_name)"
 s3_start
 s3_mkbucket bench
 
@@ -79,10 +81,10 @@ PY
 
 echo "bench-stream: batch $batch, $workers workers, $epochs epochs shuffled, --device cpu"
 run direct "$AWS_ENDPOINT_URL"
-report "moto direct:" direct
+report "$(s3_server_name) direct:" direct
 s3_proxy_start --delay-ms 50 --procs "$procs"
 run delay "http://127.0.0.1:$S3_PROXY_PORT"
-report "moto + 50 ms first byte:" delay
+report "$(s3_server_name) + 50 ms first byte:" delay
 echo "(the proxy: $procs processes)"
 [ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$T"/direct.json "$T"/delay.json "$KEEP"/
 true
