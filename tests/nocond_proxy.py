@@ -4,6 +4,12 @@ from every request: a store that silently ignores conditional writes, as
 some S3-compatible stores do.  Prints its port, then serves until killed.
 
   nocond_proxy.py UPSTREAM_URL
+  nocond_proxy.py --rgw-if-match UPSTREAM_URL
+
+--rgw-if-match: keep the conditions, but answer as Ceph RGW does: an
+If-Match with a quoted ETag is refused (412 PreconditionFailed) without
+reaching the server, a bare one is passed on (quoted again) and compared
+there.  Each refusal is logged to stderr as "quoted If-Match refused".
 """
 import http.client
 import socketserver
@@ -11,7 +17,12 @@ import sys
 import urllib.parse
 from http.server import BaseHTTPRequestHandler
 
-UP = urllib.parse.urlsplit(sys.argv[1])
+RGW = sys.argv[1] == "--rgw-if-match"
+UP = urllib.parse.urlsplit(sys.argv[-1])
+
+REFUSED = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>'
+           b'PreconditionFailed</Code><RequestId>rgw-emulated</RequestId>'
+           b'</Error>')
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -23,8 +34,22 @@ class Handler(BaseHTTPRequestHandler):
     def forward(self):
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else None
-        headers = {k: v for k, v in self.headers.items()
-                   if k.lower() not in ("if-match", "if-none-match")}
+        if RGW:
+            headers = dict(self.headers.items())
+            im = next((k for k in headers if k.lower() == "if-match"), None)
+            if im and headers[im].startswith('"'):
+                print("quoted If-Match refused", file=sys.stderr, flush=True)
+                self.send_response(412, "Precondition Failed")
+                self.send_header("Content-Type", "application/xml")
+                self.send_header("Content-Length", str(len(REFUSED)))
+                self.end_headers()
+                self.wfile.write(REFUSED)
+                return
+            if im and headers[im] != "*":
+                headers[im] = '"%s"' % headers[im]
+        else:
+            headers = {k: v for k, v in self.headers.items()
+                       if k.lower() not in ("if-match", "if-none-match")}
         c = http.client.HTTPConnection(UP.hostname, UP.port, timeout=30)
         c.request(self.command, self.path, body=body, headers=headers)
         r = c.getresponse()
