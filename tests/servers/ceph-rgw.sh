@@ -120,7 +120,9 @@ osd op num shards = 1
 osd op num threads per shard = 2
 osd max object name len = 256
 [client.rgw]
-rgw frontends = beast endpoint=127.0.0.1:$rgw_port
+# tcp_nodelay: without it every small answer waits ~40 ms for Nagle's
+# algorithm and the client's delayed ACK (a GET: 47 ms, with it 1.5 ms)
+rgw frontends = beast endpoint=127.0.0.1:$rgw_port tcp_nodelay=1
 rgw data = $D/rgw
 rgw enable usage log = false
 rgw thread pool size = 64
