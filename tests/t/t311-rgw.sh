@@ -7,7 +7,7 @@
 # gc beside an unfinished ingest), ingest from-s3 (t212: a listing over
 # 1,000 keys) and bench-stream (t392).  Each line is prefixed "rgw".  The
 # cluster cannot start (no Ceph packages, no room): every part is skipped,
-# with the reason.  About 4 minutes on 2 cores.
+# with the reason.  About 2 minutes on 2 cores.
 . "$DLK_TESTS/lib.sh"
 
 # on s3:// datasets (ds_url), as t390 runs them on moto
