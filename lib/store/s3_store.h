@@ -1,5 +1,5 @@
 /*
- * s3_store.h - what the S3 store's operations (s3.c) lend its listing
+ * s3_store.h - what the S3 store's operations (s3.c) share with its listing
  * engine (s3_list.c); the store's state stays in s3.c.
  */
 #ifndef DLK_S3_STORE_H
