@@ -137,35 +137,7 @@ REF=$T/ref
 ok "an uninterrupted run (the reference)" dlk create "$REF" "${args[@]}" --json
 KD=$T/killed
 # SIGKILL as soon as a checkpoint has staged rows and before the merge
-staged=$(python3 - "$DLK" "$KD" "${args[@]}" <<'PY'
-import glob, json, os, shutil, signal, subprocess, sys, time
-dlk, ds, args = sys.argv[1], sys.argv[2], sys.argv[3:]
-for attempt in range(20):
-    shutil.rmtree(ds, ignore_errors=True)
-    p = subprocess.Popen([dlk, "create", ds] + args + ["--quiet"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    while p.poll() is None:
-        try:
-            docs = glob.glob(ds + "/staging/ingest/*/shard-0-of-1.json")
-            doc = json.load(open(docs[0]))["ingest"] if docs else None
-        except (OSError, ValueError):
-            doc = None
-        if doc and doc["ingested"] > 0 and not doc["complete"]:
-            os.kill(p.pid, signal.SIGKILL)
-            break
-        time.sleep(0.0005)
-    p.wait()
-    try:
-        m = json.load(open(ds + "/staging/manifest.json"))
-        docs = glob.glob(ds + "/staging/ingest/*/shard-0-of-1.json")
-        if docs and all(t["samples"] == 0 for t in m["tensors"]) and \
-                json.load(open(docs[0]))["ingest"]["ingested"] > 0:
-            print("yes")
-            break
-    except (OSError, ValueError):
-        pass
-PY
-)
+staged=$(python3 "$DLK_TESTS/kill_staged.py" "$DLK" "$KD" "${args[@]}")
 check "a run was killed with rows staged" test -n "$staged"
 ff -f lavfi -i "testsrc2=s=1280x720:r=10" -frames:v 1 "$K/a/a000x.jpg"
 ff -f lavfi -i "testsrc2=s=1280x720:r=10" -frames:v 1 "$K/b/b999.jpg"

@@ -11,22 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* blocks of uneven sizes, like chunks of a real tensor */
-static size_t make_blocks(uint64_t n, uint64_t *first, uint32_t *count)
-{
-    size_t b = 0;
-    uint64_t pos = 0;
-    while (pos < n) {
-        uint32_t c = (uint32_t)(7 + (b * 13) % 11);
-        if (pos + c > n)
-            c = (uint32_t)(n - pos);
-        first[b] = pos;
-        count[b++] = c;
-        pos += c;
-    }
-    return b;
-}
-
 static dlk_loader_state state1(uint64_t seed, uint64_t epoch, uint32_t world,
                                uint32_t batch)
 {
@@ -46,7 +30,7 @@ static int check_epoch(uint64_t n, uint32_t world, uint32_t batch,
 {
     uint64_t first[4096];
     uint32_t count[4096];
-    size_t nb = make_blocks(n, first, count);
+    size_t nb = unit_blocks(n, 7, 11, first, count);
     dlk_order_params p = {shuffle, 42, 3, drop_last};
     dlk_loader_state st = state1(42, 0, world, batch);
     uint32_t *seen = calloc(n, sizeof *seen);
@@ -82,7 +66,7 @@ static uint64_t *stream(uint64_t n, const dlk_loader_state *st, uint32_t r,
 {
     static uint64_t first[4096];
     static uint32_t count[4096];
-    size_t nb = make_blocks(n, first, count);
+    size_t nb = unit_blocks(n, 7, 11, first, count);
     dlk_order_params p = {1, st->seed, 3, 0};
     dlk_order o;
     if (dlk_order_build(first, count, nb, &p, st, r, &o, NULL))
@@ -131,7 +115,7 @@ static void test_order(void)
     for (int rc = 0; rc < 2; rc++) {
         static uint64_t first[4096];
         static uint32_t count[4096];
-        size_t nb = make_blocks(3000, first, count);
+        size_t nb = unit_blocks(3000, 7, 11, first, count);
         dlk_order_params p = {1, 77, 8, 0};
         dlk_loader_state st = state1(77, 0, 1, ramp_batch[rc]);
         dlk_order o;

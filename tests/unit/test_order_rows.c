@@ -12,21 +12,6 @@
 
 #define N 5000
 
-static size_t make_blocks(uint64_t n, uint64_t *first, uint32_t *count)
-{
-    size_t b = 0;
-    uint64_t pos = 0;
-    while (pos < n) {
-        uint32_t c = (uint32_t)(40 + (b * 13) % 23);
-        if (pos + c > n)
-            c = (uint32_t)(n - pos);
-        first[b] = pos;
-        count[b++] = c;
-        pos += c;
-    }
-    return b;
-}
-
 /* rows kept: every `step`-th from `from`, or a contiguous range */
 static uint64_t make_rows(uint64_t *rows, uint64_t step, uint64_t from,
                           uint64_t to)
@@ -42,7 +27,7 @@ static int check(const uint64_t *rows, uint64_t nrows, uint32_t world,
 {
     static uint64_t first[N];
     static uint32_t count[N];
-    size_t nb = make_blocks(N, first, count);
+    size_t nb = unit_blocks(N, 40, 23, first, count);
     dlk_order_params p = {shuffle, 7, 4, 0, rows, nrows};
     dlk_loader_state st;
     memset(&st, 0, sizeof st);
@@ -85,7 +70,7 @@ static int check_resume(const uint64_t *rows, uint64_t nrows)
 {
     static uint64_t first[N];
     static uint32_t count[N];
-    size_t nb = make_blocks(N, first, count);
+    size_t nb = unit_blocks(N, 40, 23, first, count);
     dlk_order_params p = {1, 3, 4, 0, rows, nrows};
     dlk_loader_state st;
     memset(&st, 0, sizeof st);

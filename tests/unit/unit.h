@@ -91,4 +91,23 @@ static inline int unit_done(void)
     return unit_failed ? 1 : 0;
 }
 
+/* Blocks (chunks) of uneven sizes over n positions, like a real
+ * tensor's: min + (b * 13) % spread samples each, the last cut to fit;
+ * returns how many (first and count must have room for them). */
+static inline size_t unit_blocks(uint64_t n, uint32_t min, uint32_t spread,
+                                 uint64_t *first, uint32_t *count)
+{
+    size_t b = 0;
+    uint64_t pos = 0;
+    while (pos < n) {
+        uint32_t c = (uint32_t)(min + (b * 13) % spread);
+        if (pos + c > n)
+            c = (uint32_t)(n - pos);
+        first[b] = pos;
+        count[b++] = c;
+        pos += c;
+    }
+    return b;
+}
+
 #endif
