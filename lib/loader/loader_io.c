@@ -111,14 +111,13 @@ static struct dlk_map *kept(dlk_loader *l, const dlk_slot *s)
     return &l->maps[s->tensor][s->chunk];
 }
 
-/* The stored checksum is checked at a chunk's first load by this loader
- * (unless asked not to; header and index are always checked). */
-static unsigned verify_mode(dlk_loader *l, const dlk_slot *s)
+/* Whether this load checks the stored checksum: at a chunk's first load
+ * by this loader, unless asked not to (header and index are always
+ * checked). */
+static bool verify_now(dlk_loader *l, const dlk_slot *s)
 {
-    if (l->o.no_verify ||
-        __atomic_load_n(&kept(l, s)->verified, __ATOMIC_ACQUIRE))
-        return 0;
-    return DLK_DECODE_VERIFY;
+    return !l->o.no_verify &&
+           !__atomic_load_n(&kept(l, s)->verified, __ATOMIC_ACQUIRE);
 }
 
 /* The samples' folds (check mode): the chunk's kept ones, or computed
@@ -198,7 +197,7 @@ static dlk_status load_mapped(dlk_loader *l, dlk_slot *s, bool verify,
 static dlk_status load(dlk_loader *l, dlk_slot *s, double *storage_s,
                        double *decompress_s, dlk_error *err)
 {
-    bool verify = verify_mode(l, s) != 0;
+    bool verify = verify_now(l, s);
     if (l->use_maps && l->t[s->tensor].tensor->spec.codec == DLK_CODEC_NONE) {
         bool done;
         double t0 = dlk_now_s();
