@@ -13,7 +13,7 @@ static const char usage_text[] =
     "                 [--metric cosine|l2|ip]] [--at REF] [--view NAME]\n"
     "                 [--show T1,T2,...] [--limit N] [--count] [--json]\n"
     "                 [--save-view NAME] [--drop-view NAME] [--threads N]\n"
-    "                 [--no-verify]\n"
+    "                 [--no-verify] [--device auto|cpu|cuda]\n"
     "\n"
     "  EXPR           which rows: 'labels == \"cat\" and width >= 200'\n"
     "                 (man dlk-query for the language); all rows if omitted\n"
@@ -32,6 +32,9 @@ static const char usage_text[] =
     "  --drop-view N  remove view N from the head\n"
     "  --threads N    threads that read and evaluate (default: the CPUs)\n"
     "  --no-verify    skip the chunks' payload checksums\n"
+    "  --device D     where --near scores the rows: auto (default: a CUDA\n"
+    "                 GPU when there is one, else the CPU), cpu or cuda\n"
+    "                 (an error, exit 3, when there is no usable GPU)\n"
     "  -h, --help     this text\n"
     "\n"
     "Examples:\n"
@@ -230,6 +233,7 @@ int cmd_query(int argc, char **argv)
         {"drop-view", required_argument, 0, 'D'},
         {"threads", required_argument, 0, 't'},
         {"no-verify", no_argument, 0, 'V'},
+        {"device", required_argument, 0, 'd'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -238,7 +242,8 @@ int cmd_query(int argc, char **argv)
     so.near_row = -1;
     const char *at = NULL, *save = NULL, *drop = NULL;
     char *show_list = NULL;
-    bool count_only = false, json = false, have_k = false, have_metric = false;
+    bool count_only = false, json = false, have_k = false, have_metric = false,
+         have_device = false;
     uint32_t limit = UINT32_MAX;
     int c, code;
     optind = 1;
@@ -286,6 +291,14 @@ int cmd_query(int argc, char **argv)
             }
             break;
         case 'V': so.no_verify = 1; break;
+        case 'd':
+            if (dlk_query_device_parse(optarg, &so.device)) {
+                cmd_error("query", "unknown device '%s' (auto, cpu or cuda)",
+                          optarg);
+                return EXIT_USAGE;
+            }
+            have_device = true;
+            break;
         case 'h': return cmd_finish("query", cmd_usage(usage_text, true));
         default:
             return cmd_bad_option("query", argv, opts, usage_text);
@@ -295,8 +308,8 @@ int cmd_query(int argc, char **argv)
         cmd_error("query", "expected DATASET [EXPR]");
         return cmd_usage(usage_text, false);
     }
-    if ((have_k || have_metric) && !so.near_tensor) {
-        cmd_error("query", "--k and --metric go with --near");
+    if ((have_k || have_metric || have_device) && !so.near_tensor) {
+        cmd_error("query", "--k, --metric and --device go with --near");
         return EXIT_USAGE;
     }
     if (drop && (save || argc - optind == 2 || so.near_tensor || at)) {
@@ -368,6 +381,9 @@ int cmd_query(int argc, char **argv)
             json_object_set_new(o, "view", json_string(so.view));
         if (save)
             json_object_set_new(o, "saved_view", json_string(save));
+        if (so.near_tensor)
+            json_object_set_new(o, "device",
+                                json_string(dlk_query_device_name(r.device)));
         json_object_set_new(o, "seconds", json_real(secs));
         json_object_set_new(o, "bytes_read", json_integer((json_int_t)r.bytes_read));
     }

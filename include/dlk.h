@@ -917,6 +917,18 @@ DLK_API const char *dlk_metric_name(dlk_metric m);
 /* @return 0 and *out set for a known name, -1 otherwise. */
 DLK_API int dlk_metric_parse(const char *name, dlk_metric *out);
 
+/* Where a vector search scores its rows.  Both give the same rows in the
+ * same order with the same scores (dlk-query(1), "Vector search"). */
+typedef enum dlk_query_device {
+    DLK_QUERY_DEVICE_AUTO = 0,   /* a CUDA GPU when there is one, else CPU */
+    DLK_QUERY_DEVICE_CPU = 1,
+    DLK_QUERY_DEVICE_CUDA = 2    /* GPU 0; DLK_EGPU when there is none */
+} dlk_query_device;
+/* @return "auto", "cpu" or "cuda", static; NULL for another value. */
+DLK_API const char *dlk_query_device_name(dlk_query_device d);
+/* @return 0 and *out set for a known name, -1 otherwise. */
+DLK_API int dlk_query_device_parse(const char *name, dlk_query_device *out);
+
 typedef struct dlk_select_opts {
     const char *where;           /* an expression (dlk-query(1)); NULL or
                                     "": every row */
@@ -937,6 +949,7 @@ typedef struct dlk_select_opts {
     int no_verify;               /* skip the chunks' payload checksums */
     int count_only;              /* count the rows, list none (res->rows
                                     NULL); not with a vector search */
+    dlk_query_device device;     /* where the vector search runs (auto) */
 } dlk_select_opts;
 
 /* Rows ascending for a filter alone; nearest first with a vector search
@@ -951,6 +964,8 @@ typedef struct dlk_select_result {
     uint64_t bytes_read;         /* chunk bytes read */
     size_t error_column;         /* on an expression error: its 1-based
                                     byte column in `where`; else 0 */
+    dlk_query_device device;     /* where the vector search ran (CPU or
+                                    CUDA); AUTO without one */
 } dlk_select_result;
 
 /* Evaluate opts on ds (the head or a commit).  The expression is checked
@@ -958,7 +973,8 @@ typedef struct dlk_select_result {
  * there (DLK_EINVAL).  res is the caller's, freed with
  * dlk_select_result_free.  Not to be called on one ds from two threads.
  * @return DLK_OK; DLK_EINVAL; DLK_ENOTFOUND (a tensor or view);
- *         DLK_ECORRUPT (a chunk failed its checksum); I/O errors. */
+ *         DLK_ECORRUPT (a chunk failed its checksum); DLK_EGPU (device
+ *         CUDA without a usable GPU, or a CUDA call failed); I/O errors. */
 DLK_API dlk_status dlk_select(dlk_dataset *ds, const dlk_select_opts *opts,
                       dlk_select_result *res, dlk_error *err);
 /* Frees what res holds (res itself is the caller's); NULL-safe. */

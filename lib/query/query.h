@@ -151,11 +151,12 @@ static inline double q_random(uint64_t seed, uint64_t row)
 
 /* ---- vector search (topk.c) ---------------------------------------- */
 
-/* The k candidates nearest to q (dim values) in tensor ti, best first. */
+/* The k candidates nearest to q (dim values) in tensor ti, best first,
+ * scored on `device` (*used: where it ran). */
 dlk_status q_topk(dlk_dataset *ds, size_t ti, const float *q, uint32_t dim,
                   dlk_metric metric, uint32_t k, const q_cands *cands,
-                  uint32_t threads, bool verify, uint64_t **rows,
-                  double **scores, uint64_t *n, uint64_t *bytes,
-                  dlk_error *err);
+                  uint32_t threads, bool verify, dlk_query_device device,
+                  dlk_query_device *used, uint64_t **rows, double **scores,
+                  uint64_t *n, uint64_t *bytes, dlk_error *err);
 
 #endif

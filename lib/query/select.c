@@ -26,6 +26,23 @@ int dlk_metric_parse(const char *name, dlk_metric *out)
     return -1;
 }
 
+static const char *const device_names[] = {"auto", "cpu", "cuda"};
+
+const char *dlk_query_device_name(dlk_query_device d)
+{
+    return (unsigned)d < 3 ? device_names[d] : NULL;
+}
+
+int dlk_query_device_parse(const char *name, dlk_query_device *out)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp(name, device_names[i]) == 0) {
+            *out = (dlk_query_device)i;
+            return 0;
+        }
+    return -1;
+}
+
 #define NPY_MAX ((size_t)64 << 20)
 
 /* The query vector of a .npy file: D values, shape [D] or [1, D]. */
@@ -163,6 +180,8 @@ dlk_status dlk_select(dlk_dataset *ds, const dlk_select_opts *o,
                           "[D]", o->near_tensor);
         else if ((unsigned)o->metric > DLK_METRIC_IP)
             rc = dlk_fail(err, DLK_EINVAL, "unknown metric %d", o->metric);
+        else if ((unsigned)o->device > DLK_QUERY_DEVICE_CUDA)
+            rc = dlk_fail(err, DLK_EINVAL, "unknown device %d", o->device);
         else if (o->near_npy)
             rc = vector_npy(o->near_npy, &vec, &dim, err);
         else if (o->near_row >= 0)
@@ -216,8 +235,9 @@ dlk_status dlk_select(dlk_dataset *ds, const dlk_select_opts *o,
         uint64_t *top = NULL, ntop = 0;
         double *scores = NULL;
         rc = q_topk(ds, (size_t)near_ti, vec, dim, o->metric,
-                    o->k ? o->k : 10, &fc, threads, verify, &top, &scores,
-                    &ntop, &res->bytes_read, err);
+                    o->k ? o->k : 10, &fc, threads, verify, o->device,
+                    &res->device, &top, &scores, &ntop, &res->bytes_read,
+                    err);
         free(rows);
         rows = top;
         n = ntop;

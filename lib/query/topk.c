@@ -5,66 +5,14 @@
  * page cache when the store maps) and is memory-bound: one pass computes
  * both x.q and x.x, which every metric needs, and the chunk's checksum is
  * computed in the same pass (window by window, each scored while it is
- * in cache), not in a pass of its own. */
-#include "query.h"
+ * in cache), not in a pass of its own.  With a CUDA GPU the rows are
+ * scored there instead (topk_gpu.c); q_topk chooses. */
+#include "topk.h"
 
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct hit {
-    double g;          /* goodness: larger is better (-distance for l2) */
-    uint64_t row;
-} hit;
-
-static inline bool better(const hit *a, const hit *b)
-{
-    return a->g > b->g || (a->g == b->g && a->row < b->row);
-}
-
-/* A heap of the k best, its root the worst of them. */
-typedef struct heap {
-    hit *v;
-    uint32_t n, k;
-} heap;
-
-static void sift_down(heap *h, uint32_t i)
-{
-    for (;;) {
-        uint32_t l = 2 * i + 1, r = l + 1, w = i;
-        if (l < h->n && better(&h->v[w], &h->v[l]))
-            w = l;
-        if (r < h->n && better(&h->v[w], &h->v[r]))
-            w = r;
-        if (w == i)
-            return;
-        hit t = h->v[i];
-        h->v[i] = h->v[w];
-        h->v[w] = t;
-        i = w;
-    }
-}
-
-static void heap_push(heap *h, hit x)
-{
-    if (h->n < h->k) {
-        uint32_t i = h->n++;
-        h->v[i] = x;
-        while (i) {
-            uint32_t p = (i - 1) / 2;
-            if (!better(&h->v[p], &h->v[i]))
-                break;
-            hit t = h->v[p];
-            h->v[p] = h->v[i];
-            h->v[i] = t;
-            i = p;
-        }
-    } else if (better(&x, &h->v[0])) {
-        h->v[0] = x;
-        sift_down(h, 0);
-    }
-}
 
 /* x.q and x.x over n floats, in 16 lanes (the compiler's vectors; an
  * AVX2 or AVX-512 clone where the CPU has it). */
@@ -115,35 +63,23 @@ static void dot_f64(const double *x, const float *q, size_t n, double *dot,
 }
 
 typedef struct search {
-    dlk_dataset *ds;
-    size_t ti;
-    const float *q;
-    uint32_t dim;
-    double qq;
-    dlk_metric metric;
-    uint32_t k;
-    const q_cands *cands;
-    unsigned mode;
-    bool fused;          /* the checksum in the scoring pass */
-    size_t *chunks;      /* chunks holding candidates */
-    size_t nchunks;
+    const q_topk_job *j;
     atomic_size_t next;
     atomic_int failed;
     pthread_mutex_t mu;
     dlk_status rc;
     dlk_error err;
-    heap *heaps;         /* one a thread */
-    uint64_t bytes;
 } search;
 
 
-static double goodness(const search *s, double dot, double xx)
+/* topk_cuda.cu's goodness() is this one, operation for operation. */
+static double goodness(const q_topk_job *j, double dot, double xx)
 {
-    switch (s->metric) {
+    switch (j->metric) {
     case DLK_METRIC_IP: return dot;
-    case DLK_METRIC_L2: return -(xx - 2 * dot + s->qq);
+    case DLK_METRIC_L2: return -(xx - 2 * dot + j->qq);
     default:
-        return xx > 0 && s->qq > 0 ? dot / (sqrt(xx) * sqrt(s->qq)) : 0;
+        return xx > 0 && j->qq > 0 ? dot / (sqrt(xx) * sqrt(j->qq)) : 0;
     }
 }
 
@@ -153,54 +89,54 @@ typedef struct targ {
     uint64_t bytes;
 } targ;
 
-#define HASH_WINDOW ((size_t)256 << 10)
-
 static void *search_main(void *arg)
 {
     targ *a = arg;
     search *s = a->s;
-    const dlk_tensor *t = &s->ds->m.tensors[s->ti];
+    const q_topk_job *j = s->j;
+    const dlk_tensor *t = &j->ds->m.tensors[j->ti];
     bool f32 = t->spec.dtype == DLK_F32;
     q_chunk qc = {.index = -1};
     dlk_error err = {0};
     dlk_status rc = DLK_OK;
-    dlk_hash64_stream *hs = s->fused ? dlk_hash64_stream_new() : NULL;
-    if (s->fused && !hs)
+    dlk_hash64_stream *hs = j->fused ? dlk_hash64_stream_new() : NULL;
+    if (j->fused && !hs)
         rc = dlk_fail(&err, DLK_ENOMEM, "out of memory");
     while (!rc && !atomic_load(&s->failed)) {
         size_t k = atomic_fetch_add(&s->next, 1);
-        if (k >= s->nchunks)
+        if (k >= j->nchunks)
             break;
-        size_t ci = s->chunks[k];
-        if ((rc = q_chunk_get(s->ds, s->ti, ci, s->mode, &qc, &a->bytes,
+        size_t ci = j->chunks[k];
+        if ((rc = q_chunk_get(j->ds, j->ti, ci, j->mode, &qc, &a->bytes,
                               &err)))
             break;
         const uint8_t *p = qc.c->payload;
         size_t stride = qc.c->sample_bytes;
         size_t total = (size_t)(qc.end - qc.first) * stride, done = 0;
-        uint64_t i = q_cands_lower(s->cands, 0, s->cands->n, qc.first);
-        uint64_t i1 = q_cands_lower(s->cands, 0, s->cands->n, qc.end);
+        uint64_t i = q_cands_lower(j->cands, 0, j->cands->n, qc.first);
+        uint64_t i1 = q_cands_lower(j->cands, 0, j->cands->n, qc.end);
         if (hs)
             dlk_hash64_stream_reset(hs);
         while (done < total || i < i1) {
             /* hash the next window, then score the rows it completes */
             size_t upto = total;
             if (hs) {
-                upto = done + HASH_WINDOW < total ? done + HASH_WINDOW : total;
+                upto = done + Q_HASH_WINDOW < total ? done + Q_HASH_WINDOW
+                                                    : total;
                 dlk_hash64_stream_update(hs, p + done, upto - done);
             }
             done = upto;
             for (; i < i1; i++) {
-                uint64_t row = q_cand(s->cands, i);
+                uint64_t row = q_cand(j->cands, i);
                 size_t off = (size_t)(row - qc.first) * stride;
                 if (off + stride > done)
                     break;
                 double dot, xx;
                 if (f32)
-                    dot_f32((const void *)(p + off), s->q, s->dim, &dot, &xx);
+                    dot_f32((const void *)(p + off), j->q, j->dim, &dot, &xx);
                 else
-                    dot_f64((const void *)(p + off), s->q, s->dim, &dot, &xx);
-                heap_push(a->h, (hit){goodness(s, dot, xx), row});
+                    dot_f64((const void *)(p + off), j->q, j->dim, &dot, &xx);
+                q_heap_push(a->h, (hit){goodness(j, dot, xx), row});
             }
         }
         if (hs && dlk_hash64_stream_digest(hs) != qc.c->h.stored_hash) {
@@ -209,9 +145,9 @@ static void *search_main(void *arg)
                           t->chunks[ci].key);
             break;
         }
-        q_chunk_drop(s->ds, &qc);
+        q_chunk_drop(j->ds, &qc);
     }
-    q_chunk_drop(s->ds, &qc);
+    q_chunk_drop(j->ds, &qc);
     dlk_hash64_stream_free(hs);
     if (rc) {
         pthread_mutex_lock(&s->mu);
@@ -225,17 +161,75 @@ static void *search_main(void *arg)
     return NULL;
 }
 
+/* The CPU engine: j->threads threads, heap i on thread i. */
+static dlk_status topk_cpu(const q_topk_job *j, heap *heaps, uint64_t *bytes,
+                           dlk_error *err)
+{
+    search s;
+    memset(&s, 0, sizeof s);
+    s.j = j;
+    pthread_mutex_init(&s.mu, NULL);
+    targ *args = calloc(j->threads, sizeof *args);
+    pthread_t *tid = calloc(j->threads, sizeof *tid);
+    dlk_status rc = DLK_OK;
+    if (!args || !tid) {
+        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    } else {
+        uint32_t started = 0;
+        for (uint32_t i = 0; i < j->threads; i++)
+            args[i] = (targ){&s, &heaps[i], 0};
+        for (uint32_t i = 1; i < j->threads; i++)
+            if (pthread_create(&tid[started], NULL, search_main,
+                               &args[i]) == 0)
+                started++;
+        search_main(&args[0]);
+        for (uint32_t i = 0; i < started; i++)
+            pthread_join(tid[i], NULL);
+        for (uint32_t i = 0; i < j->threads; i++)
+            if (bytes)
+                *bytes += args[i].bytes;
+        if (s.rc) {
+            rc = s.rc;
+            if (err)
+                *err = s.err;
+        }
+    }
+    free(tid);
+    free(args);
+    pthread_mutex_destroy(&s.mu);
+    return rc;
+}
+
 static int cmp_hit(const void *a, const void *b)
 {
     const hit *x = a, *y = b;
-    return better(x, y) ? -1 : better(y, x) ? 1 : 0;
+    return q_hit_better(x, y) ? -1 : q_hit_better(y, x) ? 1 : 0;
+}
+
+/* Where the search runs: CUDA when asked (an error when there is no
+ * GPU) or, for auto, when a GPU is there; else the CPU. */
+static dlk_status pick_device(dlk_query_device want, dlk_query_device *out,
+                              dlk_error *err)
+{
+    char why[256] = "";
+    *out = DLK_QUERY_DEVICE_CPU;
+    if (want == DLK_QUERY_DEVICE_CPU)
+        return DLK_OK;
+    if (dlk_cuda_available(why, sizeof why)) {
+        *out = DLK_QUERY_DEVICE_CUDA;
+        return DLK_OK;
+    }
+    if (want == DLK_QUERY_DEVICE_CUDA)
+        return dlk_fail(err, DLK_EGPU, "cannot search on a CUDA GPU: %s",
+                        why);
+    return DLK_OK;
 }
 
 dlk_status q_topk(dlk_dataset *ds, size_t ti, const float *q, uint32_t dim,
                   dlk_metric metric, uint32_t k, const q_cands *cands,
-                  uint32_t threads, bool verify, uint64_t **rows,
-                  double **scores, uint64_t *n, uint64_t *bytes,
-                  dlk_error *err)
+                  uint32_t threads, bool verify, dlk_query_device device,
+                  dlk_query_device *used, uint64_t **rows, double **scores,
+                  uint64_t *n, uint64_t *bytes, dlk_error *err)
 {
     *rows = NULL;
     *scores = NULL;
@@ -250,77 +244,50 @@ dlk_status q_topk(dlk_dataset *ds, size_t ti, const float *q, uint32_t dim,
         return dlk_fail(err, DLK_EINVAL, "the query vector has %u values; "
                         "tensor '%s' has %lld", dim, t->spec.name,
                         (long long)t->spec.shape[0]);
+    dlk_query_device dev;
+    dlk_status rc = pick_device(device, &dev, err);
+    if (rc)
+        return rc;
+    if (used)
+        *used = dev;
     if (!threads)
         threads = 1;
-    search s;
-    memset(&s, 0, sizeof s);
-    s.ds = ds;
-    s.ti = ti;
-    s.q = q;
-    s.dim = dim;
-    s.metric = metric;
-    s.k = k;
-    s.cands = cands;
-    /* uncompressed: the payload is the stored bytes, hashed as it is
-     * scored; compressed chunks are checked as they are decompressed */
-    s.fused = verify && t->spec.codec == DLK_CODEC_NONE;
-    s.mode = (verify && !s.fused ? DLK_DECODE_VERIFY : 0) |
+    q_topk_job j = {
+        .ds = ds, .ti = ti, .q = q, .dim = dim, .metric = metric, .k = k,
+        .cands = cands, .threads = threads,
+        /* uncompressed: the payload is the stored bytes, hashed as it is
+         * scored; compressed chunks are checked as they are
+         * decompressed */
+        .fused = verify && t->spec.codec == DLK_CODEC_NONE,
+    };
+    j.mode = (verify && !j.fused ? DLK_DECODE_VERIFY : 0) |
              (cands->rows ? 0 : Q_WHOLE);
     for (uint32_t i = 0; i < dim; i++)
-        s.qq += (double)q[i] * q[i];
-    pthread_mutex_init(&s.mu, NULL);
-    dlk_status rc = DLK_OK;
-    s.chunks = malloc((t->nchunks ? t->nchunks : 1) * sizeof *s.chunks);
-    targ *args = calloc(threads, sizeof *args);
+        j.qq += (double)q[i] * q[i];
+    size_t *chunks = malloc((t->nchunks ? t->nchunks : 1) * sizeof *chunks);
+    heap *heaps = calloc(threads, sizeof *heaps);
     hit *all = calloc((size_t)threads * k, sizeof *all);
-    if (!s.chunks || !args || !all)
+    if (!chunks || !heaps || !all)
         rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
     for (size_t c = 0; !rc && c < t->nchunks; c++) {
         const dlk_chunk_entry *e = &t->chunks[c];
         if (q_cands_lower(cands, 0, cands->n, e->first) <
             q_cands_lower(cands, 0, cands->n, e->first + e->samples))
-            s.chunks[s.nchunks++] = c;
+            chunks[j.nchunks++] = c;
     }
-    pthread_t *tid = rc ? NULL : calloc(threads, sizeof *tid);
-    uint32_t started = 0;
-    if (!rc) {
-        for (uint32_t i = 0; i < threads; i++) {
-            args[i].s = &s;
-            args[i].h = calloc(1, sizeof(heap));
-            if (!args[i].h)
-                continue;
-            args[i].h->v = all + (size_t)i * k;
-            args[i].h->k = k;
-        }
-        for (uint32_t i = 1; tid && i < threads; i++)
-            if (args[i].h &&
-                pthread_create(&tid[started++], NULL, search_main,
-                               &args[i]) != 0)
-                started--;
-        if (args[0].h)
-            search_main(&args[0]);
-        for (uint32_t i = 0; i < started; i++)
-            pthread_join(tid[i], NULL);
-        if (s.rc) {
-            rc = s.rc;
-            if (err)
-                *err = s.err;
-        }
-    }
-    free(tid);
+    j.chunks = chunks;
+    for (uint32_t i = 0; !rc && i < threads; i++)
+        heaps[i] = (heap){all + (size_t)i * k, 0, k};
+    if (!rc)
+        rc = dev == DLK_QUERY_DEVICE_CUDA ? q_topk_cuda(&j, heaps, bytes, err)
+                                          : topk_cpu(&j, heaps, bytes, err);
     uint64_t got = 0;
-    for (uint32_t i = 0; args && i < threads; i++) {
-        if (args[i].h) {
-            memmove(all + got, args[i].h->v, args[i].h->n * sizeof *all);
-            got += args[i].h->n;
-            free(args[i].h);
-        }
-        if (bytes)
-            *bytes += args[i].bytes;
+    for (uint32_t i = 0; !rc && i < threads; i++) {
+        memmove(all + got, heaps[i].v, heaps[i].n * sizeof *all);
+        got += heaps[i].n;
     }
-    free(args);
-    free(s.chunks);
-    pthread_mutex_destroy(&s.mu);
+    free(heaps);
+    free(chunks);
     if (!rc) {
         qsort(all, got, sizeof *all, cmp_hit);
         if (got > k)
