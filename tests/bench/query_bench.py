@@ -11,6 +11,17 @@
       against numpy's brute force over the same array in memory
       (X @ q with its BLAS, then argpartition).
       Target: dlk within 2x of numpy (<= 2x its time) on the same machine.
+  tests/bench/query_bench.py topk-gpu [ROWS] [DIM] [DIR]
+      the same top-10 on the CPU and on the GPU, in one run: numpy's
+      brute force (CPU BLAS), torch on the GPU when torch can use one
+      (X @ q + topk: with the host-to-GPU copy of X from a numpy array
+      in host memory, and with X already on the GPU), dlk query
+      --device cpu and --device cuda (the chunks in the page cache), and
+      dlk's fixed cost on the GPU (one row scored: the CUDA start-up).
+      Each figure is the best of 3 wall times; dlk's are its --json
+      "seconds" (the search in the process, CUDA's start-up included)
+      and the whole process's.  Target: --device cuda faster than
+      --device cpu.
 
 Both print each figure beside its baseline: best of 3 runs, warm page
 cache.  DLK names the binary (default build/dlk); the dataset is made
@@ -142,7 +153,7 @@ def bench_topk(rows, dim, d):
                          ("dlk query --metric cosine", ("--metric", "cosine"))):
         def run():
             return dlk("query", ds, "--near", f"emb={qf}", "--k", str(k),
-                       "--json", *extra)
+                       "--json", "--device", "cpu", *extra)
         r = run()
         s = min(run()["seconds"] for _ in range(3))
         print(f"  {label}: {s * 1e3:.1f} ms ({X.nbytes / s / 1e9:.2f} GB/s), "
@@ -150,11 +161,116 @@ def bench_topk(rows, dim, d):
         if "ip" in extra:
             assert r["rows"] == want, (r["rows"], want)
     print("  rows equal numpy's: yes")
-    print("  GPU: not measured (dlk's vector search runs on the CPU)")
+    print("  (dlk on the CPU; topk-gpu measures the GPU)")
+
+
+def wall(fn):
+    t0 = time.perf_counter()
+    r = fn()
+    return time.perf_counter() - t0, r
+
+
+def torch_gpu():
+    try:
+        import torch
+    except ImportError:
+        return None, "torch is not importable"
+    if not torch.cuda.is_available():
+        return None, "torch sees no CUDA GPU"
+    return torch, None
+
+
+def bench_topk_gpu(rows, dim, d):
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((rows, dim), dtype=np.float32)
+    ds = make(d, [f"emb:f32:{dim}"], {"emb": X})
+    q = rng.standard_normal(dim, dtype=np.float32)
+    qf = os.path.join(d, "q.npy")
+    np.save(qf, q)
+    k = 10
+    files = glob.glob(os.path.join(ds, "chunks", "emb", "*"))
+    read_files(files)  # warm the page cache
+    print(f"machine: {machine()}")
+    print(f"top-{k} by inner product over {rows} x {dim} f32 "
+          f"({X.nbytes / 1e9:.2f} GB); best of 3 wall times")
+
+    def line(label, s, extra=""):
+        print(f"  {label}: {s * 1e3:.1f} ms ({X.nbytes / s / 1e9:.2f} GB/s)"
+              f"{extra}")
+
+    def numpy_topk():
+        g = X @ q
+        idx = np.argpartition(-g, k)[:k]
+        return idx[np.argsort(-g[idx])]
+    numpy_topk()
+    base = min(wall(numpy_topk)[0] for _ in range(3))
+    want = numpy_topk().tolist()
+    line("numpy X @ q + argpartition (CPU BLAS, X in memory)", base)
+
+    torch, why = torch_gpu()
+    if torch is None:
+        print(f"  torch on the GPU: not measured ({why})")
+    else:
+        qd = torch.from_numpy(q).cuda()
+
+        def with_copy():
+            Xd = torch.from_numpy(X).cuda()
+            v, i = torch.topk(Xd @ qd, k)
+            torch.cuda.synchronize()
+            return i.cpu()
+        Xd = torch.from_numpy(X).cuda()
+
+        def on_gpu():
+            v, i = torch.topk(Xd @ qd, k)
+            torch.cuda.synchronize()
+            return i.cpu()
+        with_copy(), on_gpu()  # CUDA's start-up and the kernels' first load
+        s = min(wall(with_copy)[0] for _ in range(3))
+        line("torch, copy of X to the GPU (pageable) + X @ q + topk", s,
+             " [CUDA start-up not counted]")
+        s = min(wall(on_gpu)[0] for _ in range(3))
+        line("torch, X already on the GPU: X @ q + topk", s,
+             " [no copy counted]")
+        print(f"  torch's rows equal numpy's: {on_gpu().tolist() == want}")
+        del Xd
+        torch.cuda.empty_cache()
+
+    def dlk_run(*extra, expr=()):
+        t, r = wall(lambda: dlk("query", ds, *expr, "--near", f"emb={qf}",
+                                "--k", str(k), "--metric", "ip", "--json",
+                                *extra))
+        return r["seconds"], t, r
+    res = {}
+    for dev in ("cpu", "cuda"):
+        probe = subprocess.run([DLK, "query", ds, "row < 1", "--near",
+                                f"emb={qf}", "--device", dev],
+                               capture_output=True, text=True)
+        if probe.returncode:
+            print(f"  dlk query --device {dev}: not measured "
+                  f"({probe.stderr.strip()})")
+            continue
+        runs = [dlk_run("--device", dev) for _ in range(4)][1:]
+        if any(r[2].get("device") != dev for r in runs):
+            print(f"  dlk --device {dev}: ran on {runs[0][2].get('device')}")
+        s, t = min(r[0] for r in runs), min(r[1] for r in runs)
+        res[dev] = (s, runs[0][2])
+        line(f"dlk query --device {dev}", s,
+             f", {s / base:.2f}x numpy's time; the process: {t * 1e3:.1f} ms")
+        assert runs[0][2]["rows"] == want, (dev, runs[0][2]["rows"], want)
+    if "cuda" in res:
+        cpu, gpu = res["cpu"][1], res["cuda"][1]
+        print(f"  dlk cuda = dlk cpu (rows and scores): "
+              f"{(cpu['rows'], cpu['scores']) == (gpu['rows'], gpu['scores'])}")
+        one = [dlk_run("--device", "cuda", expr=("row < 1",)) for _ in range(3)]
+        print(f"  dlk --device cuda, one row (the fixed cost: CUDA start-up): "
+              f"{min(r[0] for r in one) * 1e3:.1f} ms")
+        print(f"  --device cuda / --device cpu: "
+              f"{res['cuda'][0] / res['cpu'][0]:.2f}x the time")
+    print("  rows equal numpy's: yes")
 
 
 def main():
-    if len(sys.argv) < 2 or sys.argv[1] not in ("filter", "topk"):
+    if len(sys.argv) < 2 or sys.argv[1] not in ("filter", "topk", "topk-gpu"):
         print(__doc__)
         sys.exit(2)
     if sys.argv[1] == "filter":
@@ -165,7 +281,7 @@ def main():
         rows = int(float(sys.argv[2])) if len(sys.argv) > 2 else 1_000_000
         dim = int(sys.argv[3]) if len(sys.argv) > 3 else 512
         d = sys.argv[4] if len(sys.argv) > 4 else tempfile.mkdtemp(prefix="dlk-qbench.")
-        bench_topk(rows, dim, d)
+        (bench_topk if sys.argv[1] == "topk" else bench_topk_gpu)(rows, dim, d)
     print(f"dataset kept in {d}")
 
 
