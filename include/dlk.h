@@ -920,7 +920,9 @@ DLK_API int dlk_metric_parse(const char *name, dlk_metric *out);
 /* Where a vector search scores its rows.  Both give the same rows in the
  * same order with the same scores (dlk-query(1), "Vector search"). */
 typedef enum dlk_query_device {
-    DLK_QUERY_DEVICE_AUTO = 0,   /* a CUDA GPU when there is one, else CPU */
+    DLK_QUERY_DEVICE_AUTO = 0,   /* the faster for the data: the CPU for
+                                    chunks in host memory (the copy to a
+                                    GPU costs more than the CPU's pass) */
     DLK_QUERY_DEVICE_CPU = 1,
     DLK_QUERY_DEVICE_CUDA = 2    /* GPU 0; DLK_EGPU when there is none */
 } dlk_query_device;

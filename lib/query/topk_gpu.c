@@ -27,8 +27,8 @@ cudaError_t dlk_cuda_topk_score(const void *x, int f64, uint64_t n,
 
 /* Bytes of rows a slot holds: big enough that a copy's fixed cost is
  * small, small enough that all workers' slots pin quickly. */
-#define SLAB ((size_t)4 << 20)
-#define NSLOT 3
+#define SLAB ((size_t)1 << 20)
+#define NSLOT 4
 
 typedef struct slot {
     uint8_t *stage;      /* pinned: the rows */

@@ -20,8 +20,8 @@
       dlk's fixed cost on the GPU (one row scored: the CUDA start-up).
       Each figure is the best of 3 wall times; dlk's are its --json
       "seconds" (the search in the process, CUDA's start-up included)
-      and the whole process's.  Target: --device cuda faster than
-      --device cpu.
+      and the whole process's.  The rows of each are checked against
+      numpy's, and --device cuda's rows and scores against --device cpu's.
 
 Both print each figure beside its baseline: best of 3 runs, warm page
 cache.  DLK names the binary (default build/dlk); the dataset is made
