@@ -5,8 +5,8 @@
  * page cache when the store maps) and is memory-bound: one pass computes
  * both x.q and x.x, which every metric needs, and the chunk's checksum is
  * computed in the same pass (window by window, each scored while it is
- * in cache), not in a pass of its own.  With a CUDA GPU the rows are
- * scored there instead (topk_gpu.c); q_topk chooses. */
+ * in cache), not in a pass of its own.  With DLK_QUERY_DEVICE_CUDA the
+ * rows are scored on a GPU instead (topk_gpu.c), to the same scores. */
 #include "topk.h"
 
 #include <math.h>
