@@ -157,7 +157,10 @@ $(DLK): $(CMD_OBJ) $(LIBA)
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h $(LIBA)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBA) $(LIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(filter %.o,$^) $(LIBA) $(LIBS)
+
+# the S3 store's test reads the environment as the dlk tool does
+$(BUILD)/tests/test_s3_store: $(BUILD)/cmd/store_env.o
 
 # synth: benchmark datasets made fast through the library (tests use it
 # for datasets larger than the loader's memory budget)

@@ -217,7 +217,8 @@ static int run_baseline(const struct bench_opts *o, struct bench_result *r)
         }
     }
     dlk_error err;
-    if (dlk_source_baseline(&bo, &r->br, &err))
+    if (cmd_store(bo.source, &bo.store, &err) ||
+        dlk_source_baseline(&bo, &r->br, &err))
         return cmd_fail("bench-stream", &err);
     r->have_baseline = true;
     return EXIT_OK;
@@ -235,7 +236,7 @@ int bench_run(struct bench_opts *o, struct bench_result *r)
     dlk_error err;
     dlk_dataset *ds;
     r->t_open = cmd_now_s();
-    if (dlk_dataset_open(o->dataset, o->at, &ds, &err))
+    if (cmd_dataset_open(o->dataset, o->at, &ds, &err))
         return cmd_fail("bench-stream", &err);
     r->ds = ds; /* closed by bench_result_free: the report names tensors */
     dlk_loader *l;

@@ -166,7 +166,7 @@ int cmd_cat(int argc, char **argv)
     }
     dlk_error err;
     dlk_dataset *ds;
-    if (dlk_dataset_open(url, at, &ds, &err))
+    if (cmd_dataset_open(url, at, &ds, &err))
         return cmd_fail("cat", &err);
     int ti = dlk_dataset_find(ds, tname);
     if (ti < 0) {

@@ -64,6 +64,21 @@ const char *cmd_nearest(const char *word, const char *const *cands,
  * than taken for a local path; 0 when fine. */
 int cmd_check_url(const char *cmd, const char *url);
 
+/* Storage settings (cmd_store.c).  --no-sign-request and
+ * --s3-addressing, from any place on the command line (dlk.c): */
+extern bool cmd_no_sign;
+extern int cmd_s3_addressing;   /* a dlk_s3_addressing, -1: not given */
+/* The store options for opening `url`: the environment's (store_env.h),
+ * read once, at the first remote URL, with the flags above over them;
+ * defaults for a local one.  *out lives until exit.
+ * @return DLK_OK; the error reading the environment (naming the
+ *         variable) for a remote URL. */
+dlk_status cmd_store(const char *url, const dlk_store_options **out,
+                     dlk_error *err);
+/* dlk_dataset_open_with the options of cmd_store. */
+dlk_status cmd_dataset_open(const char *url, const char *at,
+                            dlk_dataset **out, dlk_error *err);
+
 /* --json anywhere on the command line (before "--"): every exit prints
  * one JSON object on stdout, {"error": {...}} when the command printed
  * none (cmd_json_main). */

@@ -56,7 +56,7 @@ int cmd_commit(int argc, char **argv)
     const char *url = argv[optind];
     dlk_error err;
     dlk_dataset *ds;
-    if (dlk_dataset_open(url, NULL, &ds, &err))
+    if (cmd_dataset_open(url, NULL, &ds, &err))
         return cmd_fail("commit", &err);
     char parent[DLK_ID_MAX] = "";
     if (dlk_dataset_head(ds))

@@ -61,7 +61,7 @@ int cmd_compact(int argc, char **argv)
     double t0 = cmd_now_s();
     dlk_error err;
     dlk_dataset *ds;
-    if (dlk_dataset_open(argv[optind], NULL, &ds, &err))
+    if (cmd_dataset_open(argv[optind], NULL, &ds, &err))
         return cmd_fail("compact", &err);
     dlk_compact_result res;
     dlk_status rc = dlk_compact(ds, &co, &res, &err);

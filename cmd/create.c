@@ -129,8 +129,10 @@ static int create_from(ingest_cli *cli, const char *url,
         dlk_ingest_result res = {0};
         ingest_cli_signals(cli);
         cli->url = url;
-        dlk_status rc = dlk_ingest_create(url, specs, n, chunk_size, &cli->o,
-                                          &res, &err);
+        dlk_status rc = ingest_cli_store(cli, url, &err);
+        if (!rc)
+            rc = dlk_ingest_create(url, specs, n, chunk_size, &cli->o, &res,
+                                   &err);
         code = ingest_cli_report(cli, "create", rc, &res, &err);
     }
     for (size_t i = 0; i < n; i++)
@@ -145,7 +147,7 @@ static int existing(const char *url, const dlk_tensor_spec *specs, size_t n,
                     bool exist_ok, dlk_dataset **ds, dlk_error *err)
 {
     dlk_error e2;
-    if (dlk_dataset_open(url, NULL, ds, &e2))
+    if (cmd_dataset_open(url, NULL, ds, &e2))
         return cmd_fail("create", e2.code == DLK_ENOTFOUND ? err : &e2);
     if (!exist_ok) {
         dlk_dataset_free(*ds);
@@ -304,9 +306,10 @@ int cmd_create(int argc, char **argv)
 
     dlk_dataset *ds = NULL;
     bool existed = false;
-    dlk_status rc = code == EXIT_OK
-                        ? dlk_dataset_create(url, specs, n, &ds, &err)
-                        : DLK_OK;
+    const dlk_store_options *so = NULL;
+    dlk_status rc = code == EXIT_OK ? cmd_store(url, &so, &err) : DLK_OK;
+    if (code == EXIT_OK && !rc)
+        rc = dlk_dataset_create_with(url, specs, n, so, &ds, &err);
     if (rc == DLK_EEXIST)
         code = existing(url, specs, n, exist_ok, &ds, &err);
     else if (rc)

@@ -72,8 +72,8 @@ static int usage(FILE *f, int code)
 }
 
 /* Options of every command that concern s3:// URLs, given anywhere on the
- * line: they become the environment the S3 store reads, and are removed
- * from argv.  Returns -1 on a bad value. */
+ * line: they go over the environment's settings (cmd_store.c), and are
+ * removed from argv.  Returns -1 on a bad value. */
 static int global_options(int *argc, char **argv)
 {
     int out = 1;
@@ -85,7 +85,7 @@ static int global_options(int *argc, char **argv)
             break;
         }
         if (strcmp(a, "--no-sign-request") == 0) {
-            setenv("DLK_S3_NO_SIGN", "1", 1);
+            cmd_no_sign = true;
             continue;
         }
         const char *v = NULL;
@@ -94,12 +94,17 @@ static int global_options(int *argc, char **argv)
         else if (strcmp(a, "--s3-addressing") == 0 && i + 1 < *argc)
             v = argv[++i];
         if (v) {
-            if (strcmp(v, "path") && strcmp(v, "virtual") && strcmp(v, "auto")) {
+            if (strcmp(v, "path") == 0)
+                cmd_s3_addressing = DLK_S3_ADDRESSING_PATH;
+            else if (strcmp(v, "virtual") == 0)
+                cmd_s3_addressing = DLK_S3_ADDRESSING_VIRTUAL;
+            else if (strcmp(v, "auto") == 0)
+                cmd_s3_addressing = DLK_S3_ADDRESSING_AUTO;
+            else {
                 cmd_error("", "bad --s3-addressing '%s' (path, virtual or "
                           "auto)", v);
                 return -1;
             }
-            setenv("DLK_S3_ADDRESSING", v, 1);
             continue;
         }
         argv[out++] = argv[i];

@@ -96,7 +96,7 @@ int cmd_gc(int argc, char **argv)
         return EXIT_USAGE;
     dlk_error err;
     dlk_dataset *ds;
-    if (dlk_dataset_open(argv[optind], NULL, &ds, &err))
+    if (cmd_dataset_open(argv[optind], NULL, &ds, &err))
         return cmd_fail("gc", &err);
     o.objects = json_array();
     dlk_gc_result res;

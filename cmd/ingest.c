@@ -76,7 +76,9 @@ int cmd_ingest(int argc, char **argv)
     dlk_error err;
     dlk_ingest_result res = {0};
     ingest_cli_signals(&cli);
-    dlk_status rc = dlk_ingest(argv[optind], &cli.o, &res, &err);
+    dlk_status rc = ingest_cli_store(&cli, argv[optind], &err);
+    if (!rc)
+        rc = dlk_ingest(argv[optind], &cli.o, &res, &err);
     code = ingest_cli_report(&cli, "ingest", rc, &res, &err);
     ingest_cli_free(&cli);
     return cmd_finish("ingest", code);

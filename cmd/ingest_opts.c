@@ -590,7 +590,7 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
         dlk_dataset *ds;
         dlk_error e2;
         if (rc == DLK_EEXIST && !strcmp(cmd, "create") && c->url &&
-            !dlk_dataset_open(c->url, NULL, &ds, &e2)) {
+            !cmd_dataset_open(c->url, NULL, &ds, &e2)) {
             dlk_dataset_free(ds);
             code = EXIT_USAGE; /* a dataset, not other objects, is there */
         }
@@ -660,4 +660,16 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
                    (unsigned long long)r->changed);
     }
     return EXIT_OK;
+}
+
+dlk_status ingest_cli_store(ingest_cli *c, const char *url, dlk_error *err)
+{
+    /* once one of them is remote, every call gives the same options */
+    const char *urls[3] = {url, c->o.source, c->o.labels};
+    for (int i = 0; i < 3; i++) {
+        dlk_status rc = cmd_store(urls[i], &c->o.store, err);
+        if (rc)
+            return rc;
+    }
+    return DLK_OK;
 }

@@ -43,6 +43,9 @@ int ingest_cli_opt(ingest_cli *c, const char *cmd, int code,
 /* "from-s3 URL" / "from-dir DIR": sets o.source; EXIT_USAGE if bad. */
 int ingest_cli_source(ingest_cli *c, const char *cmd, const char *kind,
                       const char *where);
+/* o.store: the store options for the dataset at url, the source and the
+ * labels (cmd_store). */
+dlk_status ingest_cli_store(ingest_cli *c, const char *url, dlk_error *err);
 /* SIGINT and SIGTERM stop the run at a checkpoint (o.stop) from now on. */
 void ingest_cli_signals(ingest_cli *c);
 /* Print the outcome (stdout) and return the exit code. */

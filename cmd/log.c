@@ -95,7 +95,7 @@ int cmd_log(int argc, char **argv)
         return EXIT_USAGE;
     dlk_error err;
     dlk_dataset *ds;
-    if (dlk_dataset_open(argv[optind], NULL, &ds, &err))
+    if (cmd_dataset_open(argv[optind], NULL, &ds, &err))
         return cmd_fail("log", &err);
     o.arr = json_array();
     dlk_status rc = dlk_log(ds, at, max, on_entry, &o, &err);

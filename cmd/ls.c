@@ -178,7 +178,7 @@ int cmd_ls(int argc, char **argv)
     const char *url = argv[optind];
     dlk_error err;
     dlk_dataset *ds;
-    if (dlk_dataset_open(url, at, &ds, &err))
+    if (cmd_dataset_open(url, at, &ds, &err))
         return cmd_fail("ls", &err);
     size_t n = dlk_dataset_ntensors(ds);
     const char *head = dlk_dataset_head(ds);

@@ -322,7 +322,7 @@ int cmd_query(int argc, char **argv)
         return EXIT_USAGE;
     dlk_error err;
     dlk_dataset *ds;
-    if (dlk_dataset_open(url, drop ? NULL : at, &ds, &err))
+    if (cmd_dataset_open(url, drop ? NULL : at, &ds, &err))
         return cmd_fail("query", &err);
     if (drop) {
         code = dlk_view_drop(ds, drop, &err) ? cmd_fail("query", &err)
@@ -355,7 +355,7 @@ int cmd_query(int argc, char **argv)
     if (save) {
         /* a view is saved into the head, whatever state was queried */
         dlk_dataset *head = ds;
-        if (at && dlk_dataset_open(url, NULL, &head, &err))
+        if (at && cmd_dataset_open(url, NULL, &head, &err))
             code = cmd_fail("query", &err);
         char what[1024];
         if (so.near_tensor)

@@ -106,7 +106,7 @@ int cmd_verify(int argc, char **argv)
     dlk_verify_result res = {0};
     dlk_error err;
     dlk_dataset *ds = NULL;
-    dlk_status rc = dlk_dataset_open(url, at, &ds, &err);
+    dlk_status rc = cmd_dataset_open(url, at, &ds, &err);
     if (rc == DLK_ECORRUPT || rc == DLK_EUNSUPPORTED || rc == DLK_ELIMIT) {
         /* a dataset whose description or manifest is bad is a finding */
         on_problem(&r, "", err.msg);

@@ -26,8 +26,13 @@
  *    distinct handles, even of the same dataset, may be used
  *    concurrently.
  *  - The library never prints, never exits and reads no environment
- *    variable except where a comment says so (dlk_launch_env; the S3
- *    settings of AWS_* and DLK_S3_* listed in dlk(1)).
+ *    variable and no configuration file of its own accord: storage
+ *    settings (endpoints, credentials, limits) come in a
+ *    dlk_store_options, and the one function that reads the environment
+ *    says so (dlk_launch_env).  The dlk tool and the Python package fill
+ *    a dlk_store_options from AWS_*, DLK_S3_* and the AWS shared files
+ *    (listed in dlk(1)); a library caller that wants the same does so
+ *    itself.
  */
 #ifndef DLK_H
 #define DLK_H
@@ -159,12 +164,87 @@ DLK_API dlk_status dlk_tensor_spec_parse(const char *text, dlk_tensor_spec *out,
                                          dlk_error *err);
 
 /* ------------------------------------------------------------------ */
+/* Stores: where datasets and sources live, and how to reach them      */
+
+/* How an s3:// bucket is named in its requests. */
+typedef enum dlk_s3_addressing {
+    DLK_S3_ADDRESSING_AUTO = 0,    /* path-style for a custom endpoint,
+                                      virtual-hosted for AWS (path-style
+                                      there too for a bucket with a '.') */
+    DLK_S3_ADDRESSING_PATH = 1,    /* https://host/BUCKET/KEY */
+    DLK_S3_ADDRESSING_VIRTUAL = 2  /* https://BUCKET.host/KEY */
+} dlk_s3_addressing;
+
+/* Settings of the stores a call opens (its dataset, an ingest's source
+ * and labels).  Every field's zero (or NULL) is its default, so a
+ * zero-initialised struct, or a NULL pointer wherever one is taken,
+ * means: no credentials (anonymous requests), AWS's own endpoint in
+ * us-east-1, and the limits below.  The library never completes it from
+ * the environment or from ~/.aws: the caller resolves those (the dlk tool
+ * and the Python package do, as dlk(1) ENVIRONMENT describes).
+ *
+ * Ownership: the struct and its strings are read during the call that
+ * takes them (for the whole call, when it runs long, as dlk_ingest
+ * does); a store copies what it keeps when it opens, so the caller may
+ * free or change them once the call returns.  The library wipes its
+ * copies of the secrets when it frees them, and never puts a secret in a
+ * message. */
+typedef struct dlk_store_options {
+    /* ---- s3:// ---- */
+    const char *s3_endpoint;       /* "scheme://host[:port][/path]" of an
+                                      S3-compatible server ("host:port"
+                                      alone means https); NULL: AWS */
+    const char *s3_region;         /* signing region and AWS host; NULL:
+                                      "us-east-1" */
+    const char *s3_access_key_id;  /* NULL (or without the secret):
+                                      anonymous requests */
+    const char *s3_secret_access_key; /* secret */
+    const char *s3_session_token;  /* secret; temporary credentials only */
+    const char *s3_ca_bundle;      /* a PEM file of CAs to trust; NULL:
+                                      the system's */
+    int s3_no_sign;                /* 1: anonymous requests even when keys
+                                      are given (public buckets) */
+    dlk_s3_addressing s3_addressing;
+    int s3_max_inflight;           /* requests in flight per engine, 1 to
+                                      4096; 0: 64, raised by a bulk reader
+                                      that asks for more (non-zero: a cap
+                                      that is shared among the engines) */
+    int s3_max_attempts;           /* tries of a request that fails with a
+                                      retryable error, 1 to 100; 0: 8 */
+    int s3_io_threads;             /* I/O threads of bulk GETs (an
+                                      ingest's source), 1 to 16; 0: one
+                                      for every 8 cores, 1 to 4 */
+    int s3_read_threads;           /* I/O threads of sized reads (a
+                                      dataset's chunks), 1 to 16; 0: half
+                                      the cores */
+    uint64_t s3_part_size;         /* multipart upload parts, 5 MiB to
+                                      5 GiB; 0: 16 MiB */
+    uint64_t s3_multipart_threshold; /* objects of this size or more are
+                                      uploaded in parts, 5 MiB to 5 GiB;
+                                      0: 64 MiB */
+    uint64_t s3_read_part_size;    /* the ranges one sized read is split
+                                      into, 16 KiB to 1 GiB; 0: 8 MiB */
+    int s3_no_hedge;               /* 1: never send a second GET for a
+                                      slow one (hedging is on by default) */
+    int s3_hedge_min_ms;           /* a GET is hedged after this many ms
+                                      at least, 1 to 3600000; 0: 200 */
+    /* ---- gs:// (Google Cloud Storage; reserved until that store is
+     * built: the fields are read by nothing yet) ---- */
+    const char *gcs_endpoint;      /* an emulator's or proxy's URL
+                                      (STORAGE_EMULATOR_HOST); NULL: Google */
+    const char *gcs_token;         /* secret: an OAuth2 access token */
+    const char *gcs_key_file;      /* a service account's JSON key file */
+} dlk_store_options;
+
+/* ------------------------------------------------------------------ */
 /* Datasets                                                            */
 
 typedef struct dlk_dataset dlk_dataset;
 
 /* Create a new, empty dataset at `url` (a local path, file://PATH or
- * s3://bucket/prefix) with the given tensors.  `specs` is copied.
+ * s3://bucket/prefix) with the given tensors, its store opened with
+ * default settings (dlk_dataset_create_with takes them).  `specs` is
+ * copied.
  * @return DLK_OK with *out an open handle on the new head (the caller
  *         closes it with dlk_dataset_close); DLK_EEXIST if a dataset (or
  *         any object) is already there; DLK_EINVAL for a bad spec; a
@@ -173,8 +253,16 @@ typedef struct dlk_dataset dlk_dataset;
 DLK_API dlk_status dlk_dataset_create(const char *url, const dlk_tensor_spec *specs,
                                       size_t n_specs, dlk_dataset **out,
                                       dlk_error *err);
+/* dlk_dataset_create with the settings of the dataset's store (NULL:
+ * defaults, as for dlk_dataset_create). */
+DLK_API dlk_status dlk_dataset_create_with(const char *url,
+                                           const dlk_tensor_spec *specs,
+                                           size_t n_specs,
+                                           const dlk_store_options *store,
+                                           dlk_dataset **out, dlk_error *err);
 
-/* Open an existing dataset.  `at` selects the state to read: NULL or ""
+/* Open an existing dataset, its store opened with default settings
+ * (dlk_dataset_open_with takes them).  `at` selects the state to read: NULL or ""
  * for the working head (readable and appendable), or a reference as
  * dlk_resolve takes it ("main", "main~2", an id or a unique prefix), which
  * opens that commit read-only.  Opening a commit costs a constant number
@@ -185,6 +273,12 @@ DLK_API dlk_status dlk_dataset_create(const char *url, const dlk_tensor_spec *sp
  *         this library cannot read; a store's status. */
 DLK_API dlk_status dlk_dataset_open(const char *url, const char *at,
                                     dlk_dataset **out, dlk_error *err);
+/* dlk_dataset_open with the settings of the dataset's store (NULL:
+ * defaults, as for dlk_dataset_open).  Everything the handle does later
+ * (reads, writes, commits, a loader's reads) uses them. */
+DLK_API dlk_status dlk_dataset_open_with(const char *url, const char *at,
+                                         const dlk_store_options *store,
+                                         dlk_dataset **out, dlk_error *err);
 
 /* Write pending chunks and the head manifest, then free ds.
  * @return the status of the final flush (as dlk_dataset_flush); ds is
@@ -644,7 +738,9 @@ DLK_API void dlk_loader_release(dlk_loader *l, dlk_kept *k, void *cuda_stream);
 DLK_API dlk_status dlk_loader_stream_wait(dlk_loader *l, void *cuda_stream,
                                           dlk_error *err);
 
-/* Where a launcher placed this process: torchrun (RANK, WORLD_SIZE,
+/* Where a launcher placed this process, read from the environment (the
+ * one function of the library that reads it: the launcher's variables
+ * are how it says so): torchrun (RANK, WORLD_SIZE,
  * LOCAL_RANK), Open MPI (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK) or
  * Slurm (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID), each value from the
  * first of those variables that is set; rank 0 of 1 and local rank 0
@@ -814,6 +910,10 @@ typedef struct dlk_ingest_opts {
     dlk_on_changed on_changed;
     /* Called for each already-ingested key whose version changed. */
     void (*on_changed_key)(void *ud, const char *key);
+    /* The settings of every store the run opens: the dataset's, the
+     * source's and the labels'.  NULL: defaults (see dlk_store_options);
+     * read for the whole call. */
+    const dlk_store_options *store;
 } dlk_ingest_opts;
 
 typedef struct dlk_ingest_result {

@@ -97,6 +97,7 @@ typedef struct dlk_baseline_opts {
     uint64_t seed;               /* file order is shuffled with it */
     const char *device;          /* "cpu" (NULL) or "cuda:N" */
     double step_ms;              /* a step per batch on the device, 0-60000 */
+    const dlk_store_options *store; /* the source's store; NULL: defaults */
 } dlk_baseline_opts;
 
 typedef struct dlk_baseline_result {

@@ -290,16 +290,18 @@ struct dlk_store {
                         by another thread to show its progress */
 };
 
-/* Open the store for a URL: "PATH", "file://PATH" or "s3://BUCKET/PREFIX".
+/* Open the store for a URL: "PATH", "file://PATH" or "s3://BUCKET/PREFIX",
+ * with the caller's settings (NULL: defaults; read during the call only).
  * `create`: a local root directory is made if missing (a reader passes
  * false, so that opening a missing dataset leaves nothing behind). */
-dlk_status dlk_store_open(const char *url, bool create, dlk_store **out,
+dlk_status dlk_store_open(const char *url, bool create,
+                          const dlk_store_options *so, dlk_store **out,
                           dlk_error *err);
 void dlk_store_free(dlk_store *s);
 dlk_status dlk_store_open_file(const char *path, bool create,
                                dlk_store **out, dlk_error *err);
-dlk_status dlk_store_open_s3(const char *url, dlk_store **out,
-                             dlk_error *err);
+dlk_status dlk_store_open_s3(const char *url, const dlk_store_options *so,
+                             dlk_store **out, dlk_error *err);
 
 /* Keys: relative, no empty, "." or ".." segment, no leading '/', no NUL,
  * no control characters or backslash, valid UTF-8, at most 1024 bytes. */

@@ -170,6 +170,15 @@ dlk_status dlk_dataset_create(const char *url, const dlk_tensor_spec *specs,
                               size_t n_specs, dlk_dataset **out,
                               dlk_error *err)
 {
+    return dlk_dataset_create_with(url, specs, n_specs, NULL, out, err);
+}
+
+dlk_status dlk_dataset_create_with(const char *url,
+                                   const dlk_tensor_spec *specs,
+                                   size_t n_specs,
+                                   const dlk_store_options *store,
+                                   dlk_dataset **out, dlk_error *err)
+{
     *out = NULL;
     if (n_specs == 0)
         return dlk_fail(err, DLK_EINVAL, "a dataset needs at least one "
@@ -186,7 +195,7 @@ dlk_status dlk_dataset_create(const char *url, const dlk_tensor_spec *specs,
     dlk_dataset *ds = new_handle(url, err);
     if (!ds)
         return DLK_ENOMEM;
-    dlk_status rc = dlk_store_open(url, true, &ds->store, err);
+    dlk_status rc = dlk_store_open(url, true, store, &ds->store, err);
     first_objects seen = {0};
     if (!rc)
         rc = dlk_store_list(ds->store, "", first_two, &seen, err);
@@ -272,11 +281,18 @@ static dlk_status open_head(dlk_dataset *ds, dlk_dataset **out,
 dlk_status dlk_dataset_open(const char *url, const char *at,
                             dlk_dataset **out, dlk_error *err)
 {
+    return dlk_dataset_open_with(url, at, NULL, out, err);
+}
+
+dlk_status dlk_dataset_open_with(const char *url, const char *at,
+                                 const dlk_store_options *store,
+                                 dlk_dataset **out, dlk_error *err)
+{
     *out = NULL;
     dlk_dataset *ds = new_handle(url, err);
     if (!ds)
         return DLK_ENOMEM;
-    dlk_status rc = dlk_store_open(url, false, &ds->store, err);
+    dlk_status rc = dlk_store_open(url, false, store, &ds->store, err);
     if (rc == DLK_ENOTFOUND)
         rc = dlk_fail(err, DLK_ENOTFOUND, "no dataset at '%s'", url);
     if (!rc && !(at && *at))

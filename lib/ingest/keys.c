@@ -376,10 +376,11 @@ dlk_status ing_keyidx_update(dlk_dataset *ds, dlk_error *err)
     return rc;
 }
 
-dlk_status ing_keys_prepare(const char *url, dlk_error *err)
+dlk_status ing_keys_prepare(const char *url, const dlk_store_options *so,
+                            dlk_error *err)
 {
     dlk_dataset *ds;
-    dlk_status rc = dlk_dataset_open(url, NULL, &ds, err);
+    dlk_status rc = dlk_dataset_open_with(url, NULL, so, &ds, err);
     if (rc)
         return rc;
     int tk, tv;

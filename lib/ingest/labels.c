@@ -208,7 +208,8 @@ static dlk_status build_index(ing_labels *l, dlk_error *err)
 }
 
 /* Read a whole object named by a path or URL through the store layer. */
-static dlk_status read_all(const char *src, dlk_buf *b, dlk_error *err)
+static dlk_status read_all(const char *src, const dlk_store_options *so,
+                           dlk_buf *b, dlk_error *err)
 {
     const char *slash = strrchr(src, '/');
     char *dir = slash ? strndup(src, (size_t)(slash - src)) : strdup(".");
@@ -220,7 +221,7 @@ static dlk_status read_all(const char *src, dlk_buf *b, dlk_error *err)
         dir = strdup("/");
     }
     dlk_store *st = NULL;
-    dlk_status rc = dlk_store_open(dir, false, &st, err);
+    dlk_status rc = dlk_store_open(dir, false, so, &st, err);
     if (!rc)
         rc = dlk_store_get(st, base, LABELS_MAX, b, NULL, err);
     if (rc == DLK_ENOTFOUND)
@@ -230,14 +231,15 @@ static dlk_status read_all(const char *src, dlk_buf *b, dlk_error *err)
     return rc;
 }
 
-dlk_status ing_labels_load(const char *src, ing_labels *l, dlk_error *err)
+dlk_status ing_labels_load(const char *src, const dlk_store_options *so,
+                           ing_labels *l, dlk_error *err)
 {
     memset(l, 0, sizeof *l);
     if (!(l->name = strdup(src)))
         return dlk_oom(err);
     dlk_buf b;
     dlk_buf_init(&b);
-    dlk_status rc = read_all(src, &b, err);
+    dlk_status rc = read_all(src, so, &b, err);
     table t = {0};
     if (!rc) {
         const char *p = (const char *)b.data, *end = p + b.len;

@@ -67,10 +67,17 @@ typedef struct ing_source {
  * into rows (source.c); `labels` (or NULL), the --labels manifest, is no
  * sample when it lies below `url`.  With o (may be NULL): o->progress is
  * told the keys found so far while the listing runs, and o->stop is
- * polled; when it asks to stop, s->stopped is set once the listing ends. */
+ * polled; when it asks to stop, s->stopped is set once the listing ends.
+ * The store is opened with so (NULL: defaults). */
 dlk_status ing_source_open(const char *url, const char *labels,
+                           const dlk_store_options *so,
                            const dlk_ingest_opts *o, ing_source *s,
                            dlk_error *err);
+/* The store options of an ingest's options (NULL for none). */
+static inline const dlk_store_options *ing_store(const dlk_ingest_opts *o)
+{
+    return o ? o->store : NULL;
+}
 /* Keep (up to ING_UNUSED_KEPT) and count an object that is no sample. */
 void ing_source_unused(ing_source *s, const char *key, const char *why);
 
@@ -159,7 +166,8 @@ dlk_status ing_keyidx_write(dlk_dataset *ds, const ing_keyset *k,
 dlk_status ing_keyidx_update(dlk_dataset *ds, dlk_error *err);
 /* Give the dataset at url the key tensors when it has no samples and no
  * tensor of their names yet (an ingest into a dataset made without). */
-dlk_status ing_keys_prepare(const char *url, dlk_error *err);
+dlk_status ing_keys_prepare(const char *url, const dlk_store_options *so,
+                            dlk_error *err);
 
 /* A CSV or JSONL label manifest (labels.c).  Column 0 is the key; the
  * other columns are values kept as text. */
@@ -174,7 +182,8 @@ typedef struct ing_labels {
     size_t nslots;
 } ing_labels;
 
-dlk_status ing_labels_load(const char *src, ing_labels *l, dlk_error *err);
+dlk_status ing_labels_load(const char *src, const dlk_store_options *so,
+                           ing_labels *l, dlk_error *err);
 void ing_labels_free(ing_labels *l);
 /* The row for an object key: matched as the full relative key, its stem,
  * its base name or its base name's stem.  -1 when absent. */
@@ -253,8 +262,9 @@ void ing_stage_reset(dlk_dataset *ds);
  * in shard order to the head.  *merged 1 when the head holds them (now or
  * from before); 0 when some shard is not finished. *already 1 when an
  * earlier run had merged. Idempotent and safe to race. */
-dlk_status ing_merge(const char *url, const char *run, unsigned nshards,
-                     bool *merged, dlk_error *err);
+dlk_status ing_merge(const char *url, const dlk_store_options *so,
+                     const char *run, unsigned nshards, bool *merged,
+                     dlk_error *err);
 /* 1 when a merge of `run` is recorded as done, 0 if not. */
 dlk_status ing_merge_done(dlk_store *store, const char *run, bool *done,
                           dlk_error *err);

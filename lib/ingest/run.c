@@ -545,7 +545,7 @@ static dlk_status legacy_npy(const char *url, const dlk_ingest_opts *o,
                              dlk_ingest_result *res, dlk_error *err)
 {
     dlk_dataset *ds;
-    dlk_status rc = dlk_dataset_open(url, NULL, &ds, err);
+    dlk_status rc = dlk_dataset_open_with(url, NULL, o->store, &ds, err);
     if (rc)
         return rc;
     int tk, tv;
@@ -617,7 +617,7 @@ static bool npy_as_rows(const char *url, const dlk_ingest_opts *o,
                                                              : o->source;
     dlk_dataset *ds;
     dlk_error e;
-    if (dlk_dataset_open(url, NULL, &ds, &e))
+    if (dlk_dataset_open_with(url, NULL, o->store, &ds, &e))
         return false; /* the legacy path reports it */
     int tk, tv;
     bool keyed = ing_key_tensors(&ds->m, &tk, &tv), empty = true;
@@ -665,7 +665,8 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
         memset(listed, 0, sizeof *listed);
         res->list_seconds = list_s;
     } else {
-        if ((rc = ing_source_open(o->source, o->labels, o, &src, err)))
+        if ((rc = ing_source_open(o->source, o->labels, o->store, o, &src,
+                                  err)))
             return rc;
         res->list_seconds = dlk_now_s() - t0;
     }
@@ -691,7 +692,7 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
     ing_labels labels;
     bool have_labels = false;
     if (o->labels) {
-        if ((rc = ing_labels_load(o->labels, &labels, err))) {
+        if ((rc = ing_labels_load(o->labels, o->store, &labels, err))) {
             ing_source_free(&src);
             return rc;
         }
@@ -737,9 +738,9 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
         dlk_store_want_inflight(src.store, r.fetchers);
     rc = report_unsafe(&r, &src, err);
     if (!rc && !o->no_key && !o->dry_run)
-        rc = ing_keys_prepare(url, err);
+        rc = ing_keys_prepare(url, o->store, err);
     if (!rc)
-        rc = dlk_dataset_open(url, NULL, &r.ds, err);
+        rc = dlk_dataset_open_with(url, NULL, o->store, &r.ds, err);
     if (!rc)
         rc = setup_ctx(&r, &src, have_labels ? &labels : NULL, err);
     if (!rc)
@@ -866,7 +867,7 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
     r.ds = NULL;
     if (!rc && !done && !idle && !res->interrupted) {
         bool merged = false;
-        rc = ing_merge(url, r.run, r.nshards, &merged, err);
+        rc = ing_merge(url, o->store, r.run, r.nshards, &merged, err);
         res->complete = merged;
     }
     free(cand);

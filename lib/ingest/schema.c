@@ -225,7 +225,7 @@ static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
     bool have_lab = false;
     bool label_tensor = false;
     if (!rc && o->labels) {
-        rc = ing_labels_load(o->labels, &lab, err);
+        rc = ing_labels_load(o->labels, o->store, &lab, err);
         have_lab = !rc;
         for (size_t r = 0; !rc && r < lab.nrows; r++)
             if (names_add(&nm, lab.cells[r * lab.ncols +
@@ -327,7 +327,8 @@ dlk_status dlk_ingest_infer(const dlk_ingest_opts *o, dlk_tensor_spec **out,
     if (!o || !o->source)
         return dlk_fail(err, DLK_EINVAL, "no source to ingest from");
     ing_source src;
-    dlk_status rc = ing_source_open(o->source, o->labels, NULL, &src, err);
+    dlk_status rc = ing_source_open(o->source, o->labels, o->store, NULL,
+                                    &src, err);
     if (rc)
         return rc;
     rc = infer(o, &src, out, nout, err);
@@ -410,7 +411,7 @@ static dlk_status reuse(const char *url, const dlk_tensor_spec *s, size_t n,
     dlk_status rc = DLK_OK;
     /* a concurrent shard may be between dlk.json and the head */
     for (int i = 0; i < 50; i++) {
-        rc = dlk_dataset_open(url, NULL, &ds, err);
+        rc = dlk_dataset_open_with(url, NULL, ing_store(o), &ds, err);
         if (rc != DLK_ECORRUPT && rc != DLK_ENOTFOUND)
             break;
         struct timespec ts = {0, 100 * 1000 * 1000};
@@ -470,11 +471,11 @@ static int collect_key(void *ud, const char *key, uint64_t size)
 
 /* A create whose ingest was rejected leaves no dataset: every object
  * under the url was written by this call. */
-static void remove_created(const char *url)
+static void remove_created(const char *url, const dlk_store_options *so)
 {
     dlk_store *st;
     dlk_error e;
-    if (dlk_store_open(url, false, &st, &e))
+    if (dlk_store_open(url, false, so, &st, &e))
         return;
     key_vec keys = {0};
     dlk_store_list(st, "", collect_key, &keys, &e);
@@ -542,7 +543,8 @@ static dlk_status list_source(const dlk_ingest_opts *opts, ing_source *src,
 {
     if (!opts || !opts->source)
         return dlk_fail(err, DLK_EINVAL, "no source to ingest from");
-    return ing_source_open(opts->source, opts->labels, opts, src, err);
+    return ing_source_open(opts->source, opts->labels, opts->store, opts, src,
+                           err);
 }
 
 dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
@@ -620,7 +622,7 @@ dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
         return rc;
     }
     dlk_dataset *ds = NULL;
-    rc = dlk_dataset_create(url, specs, n, &ds, err);
+    rc = dlk_dataset_create_with(url, specs, n, ing_store(opts), &ds, err);
     bool created = !rc;
     if (rc == DLK_EEXIST) {
         dlk_error not_empty = {0};
@@ -650,6 +652,6 @@ dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
     rc = listed ? ing_ingest_listed(url, opts, &src, t0, list_s, result, err)
                 : dlk_ingest(url, opts, result, err);
     if (rc && result->rejected && created && !(opts && opts->nshards > 1))
-        remove_created(url);
+        remove_created(url, ing_store(opts));
     return rc;
 }

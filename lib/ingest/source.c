@@ -282,13 +282,14 @@ static dlk_status list_watched(const dlk_ingest_opts *o, ing_source *s,
 }
 
 dlk_status ing_source_open(const char *url, const char *labels,
+                           const dlk_store_options *so,
                            const dlk_ingest_opts *o,
                            ing_source *s, dlk_error *err)
 {
     memset(s, 0, sizeof *s);
     if (labels)
         s->labels_key = key_below(url, labels);
-    dlk_status rc = dlk_store_open(url, false, &s->store, err);
+    dlk_status rc = dlk_store_open(url, false, so, &s->store, err);
     if (rc == DLK_ENOTFOUND)
         rc = dlk_fail(err, DLK_ENOTFOUND, "no source at '%s'", url);
     else if (rc)

@@ -350,15 +350,16 @@ static dlk_status gather(dlk_dataset *ds, const char *run, unsigned nshards,
     return DLK_OK;
 }
 
-dlk_status ing_merge(const char *url, const char *run, unsigned nshards,
-                     bool *merged, dlk_error *err)
+dlk_status ing_merge(const char *url, const dlk_store_options *so,
+                     const char *run, unsigned nshards, bool *merged,
+                     dlk_error *err)
 {
     *merged = false;
     bool retry = true;
     for (int attempt = 0; retry && attempt < 5; attempt++) {
         retry = false;
         dlk_dataset *ds;
-        dlk_status rc = dlk_dataset_open(url, NULL, &ds, err);
+        dlk_status rc = dlk_dataset_open_with(url, NULL, so, &ds, err);
         if (rc)
             return rc;
         merge_rec r;

@@ -252,7 +252,7 @@ dlk_status dlk_source_baseline(const dlk_baseline_opts *o,
     r.res = res;
     dlk_status rc = dlk_dev_open(o->device, NULL, &r.dev, err);
     if (!rc)
-        rc = dlk_store_open(o->source, false, &r.store, err);
+        rc = dlk_store_open(o->source, false, o->store, &r.store, err);
     if (!rc)
         rc = dlk_store_list(r.store, "", on_key, &r.keys, err);
     if (!rc && r.keys.n == 0)

@@ -439,7 +439,7 @@ static dlk_status s3_get(dlk_store *st, const char *key, uint64_t off,
     return get_on(s, s->eng, key, off, len, max, out, info, err);
 }
 
-/* Engines for bulk GETs: DLK_S3_IO_THREADS, or one for every 8 cores,
+/* Engines for bulk GETs: the s3_io_threads option, or one for every 8 cores,
  * 1 to 4.  Each starts with its share of the in-flight limit and may grow
  * to its share of what was asked (want_inflight). */
 static int bulk_count(const s3_store *s)
@@ -498,7 +498,7 @@ static s3_engine *bulk_engine(s3_store *s)
     return s->bulk[i % (unsigned)s->nbulk];
 }
 
-/* Engines for sized reads: DLK_S3_READ_THREADS, or half the cores, at
+/* Engines for sized reads: the s3_read_threads option, or half the cores, at
  * most READ_ENGINES_MAX.  Each engine's thread copies every byte it
  * receives out of the socket, about 2 GB/s a thread, so a store that
  * serves 10 GB/s or more needs several (docs/benchmarks.md#s3-throughput:
@@ -1149,7 +1149,7 @@ static void s3_free(dlk_store *st)
 }
 
 /* The in-flight limit may grow to n where the store is slow (a user's
- * DLK_S3_MAX_INFLIGHT stays as set); returns the limit now, over the
+ * s3_max_inflight stays as set); returns the limit now, over the
  * bulk engines once they are made. */
 static int s3_want_inflight(dlk_store *st, int n)
 {
@@ -1219,7 +1219,8 @@ static dlk_status make_base_url(s3_store *s, dlk_error *err)
     return DLK_OK;
 }
 
-dlk_status dlk_store_open_s3(const char *url, dlk_store **out, dlk_error *err)
+dlk_status dlk_store_open_s3(const char *url, const dlk_store_options *so,
+                             dlk_store **out, dlk_error *err)
 {
     *out = NULL;
     if (strncmp(url, "s3://", 5) != 0)
@@ -1252,7 +1253,7 @@ dlk_status dlk_store_open_s3(const char *url, dlk_store **out, dlk_error *err)
         s3_free(&s->base);
         return dlk_fail(err, DLK_EINVAL, "invalid prefix in '%.200s'", url);
     }
-    dlk_status rc = s3_config_load(&s->cfg, err);
+    dlk_status rc = s3_config_from(&s->cfg, so, err);
     if (!rc)
         rc = make_base_url(s, err);
     if (!rc)

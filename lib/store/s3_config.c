@@ -1,167 +1,13 @@
-/* s3_config.c - endpoint, region, credentials and tuning for the S3
- * store, taken the way the AWS tools take them: environment first, then
- * the profile's sections in ~/.aws/credentials and ~/.aws/config.
- *
- * Credentials: AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+
- * AWS_SESSION_TOKEN); else the profile (AWS_PROFILE, AWS_DEFAULT_PROFILE
- * or "default") in the credentials file, then in the config file; else
- * anonymous.  DLK_S3_NO_SIGN=1 forces anonymous requests. */
+/* s3_config.c - the S3 store's settings from the caller's
+ * dlk_store_options: checked, defaulted and copied (the store outlives
+ * the options it was opened with).  Nothing here reads the environment
+ * or a file: the tool layer (cmd/store_env.c) resolves AWS_*, DLK_S3_*
+ * and ~/.aws into the options. */
 #include "s3_internal.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define INI_LINE_MAX 4096
-
-static char *trim(char *s)
-{
-    while (*s == ' ' || *s == '\t')
-        s++;
-    size_t n = strlen(s);
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' ||
-                 s[n - 1] == '\n'))
-        s[--n] = '\0';
-    return s;
-}
-
-/* Section header "[name]" or "[profile name]" → the name compared. */
-static bool section_is(char *line, const char *want)
-{
-    char *end = strchr(line, ']');
-    if (!end)
-        return false;
-    *end = '\0';
-    char *name = trim(line + 1);
-    return strcmp(name, want) == 0;
-}
-
-int s3_ini_get(const char *path, const char *section, const char *key,
-               char **out, bool *found_section)
-{
-    *out = NULL;
-    if (found_section)
-        *found_section = false;
-    FILE *f = path ? fopen(path, "r") : NULL;
-    if (!f)
-        return 0;
-    char line[INI_LINE_MAX];
-    bool in = false, skipping = false;
-    int rc = 0;
-    while (fgets(line, sizeof line, f)) {
-        size_t n = strlen(line);
-        bool whole = n && line[n - 1] == '\n';
-        if (skipping) {         /* the rest of an over-long line */
-            skipping = !whole;
-            continue;
-        }
-        if (!whole && !feof(f)) {   /* too long: ignore the whole line */
-            skipping = true;
-            continue;
-        }
-        if (line[0] == ' ' || line[0] == '\t')  /* nested sub-setting */
-            continue;
-        char *s = trim(line);
-        if (!*s || *s == '#' || *s == ';')
-            continue;
-        if (*s == '[') {
-            in = section_is(s, section);
-            if (in && found_section)
-                *found_section = true;
-            continue;
-        }
-        if (!in)
-            continue;
-        char *eq = strchr(s, '=');
-        if (!eq)
-            continue;
-        *eq = '\0';
-        if (strcmp(trim(s), key) != 0)
-            continue;
-        char *v = strdup(trim(eq + 1));
-        if (!v) {
-            rc = -1;
-            break;
-        }
-        free(*out);     /* the last one wins */
-        *out = v;
-        rc = 1;
-    }
-    fclose(f);
-    return rc;
-}
-
-static char *env_dup(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v ? strdup(v) : NULL;
-}
-
-static const char *env_str(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v ? v : NULL;
-}
-
-/* Path of a shared file: the variable, else ~/.aws/NAME (malloc'd). */
-static char *aws_file(const char *var, const char *name)
-{
-    const char *v = env_str(var);
-    if (v)
-        return strdup(v);
-    const char *home = env_str("HOME");
-    if (!home)
-        return NULL;
-    size_t n = strlen(home) + strlen(name) + 8;
-    char *p = malloc(n);
-    if (p)
-        snprintf(p, n, "%s/.aws/%s", home, name);
-    return p;
-}
-
-static dlk_status env_int(const char *name, long lo, long hi, long def,
-                          long *out, dlk_error *err)
-{
-    const char *v = env_str(name);
-    *out = def;
-    if (!v)
-        return DLK_OK;
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || *end || x < lo || x > hi)
-        return dlk_fail(err, DLK_EINVAL, "%s must be an integer from %ld "
-                        "to %ld, not '%.40s'", name, lo, hi, v);
-    *out = x;
-    return DLK_OK;
-}
-
-typedef struct profile_src {
-    char *cred_file, *conf_file;
-    const char *name;
-    char *conf_section;   /* "profile NAME", or "default" */
-    bool seen;            /* the profile exists in either file */
-} profile_src;
-
-/* Look key up in the credentials file's [NAME], then the config file's
- * [profile NAME] ([default] for default).  creds_first=false: config
- * only (region, endpoint_url live there). */
-static int profile_get(profile_src *p, const char *key, bool creds,
-                       char **out)
-{
-    bool sec = false;
-    int r = 0;
-    if (creds) {
-        r = s3_ini_get(p->cred_file, p->name, key, out, &sec);
-        p->seen |= sec;
-        if (r)
-            return r;
-    }
-    r = s3_ini_get(p->conf_file, p->conf_section, key, out, &sec);
-    p->seen |= sec;
-    return r;
-}
 
 static void wipe_free(char *s)
 {
@@ -184,55 +30,15 @@ void s3_config_free(s3_config *c)
     memset(c, 0, sizeof *c);
 }
 
-static dlk_status oom(s3_config *c, profile_src *p, dlk_error *err)
+/* A copy of s, or NULL for NULL or "" (*ok cleared when out of memory). */
+static char *dup_set(const char *s, bool *ok)
 {
-    s3_config_free(c);
-    free(p->cred_file);
-    free(p->conf_file);
-    free(p->conf_section);
-    return dlk_fail(err, DLK_ENOMEM, "out of memory reading the aws "
-                    "configuration");
-}
-
-static dlk_status load_creds(s3_config *c, profile_src *p, bool profile_set,
-                             dlk_error *err)
-{
-    const char *nosign = env_str("DLK_S3_NO_SIGN");
-    if (nosign && strcmp(nosign, "0") != 0)
-        return DLK_OK;
-    if (env_str("AWS_ACCESS_KEY_ID") && env_str("AWS_SECRET_ACCESS_KEY")) {
-        c->access_key = env_dup("AWS_ACCESS_KEY_ID");
-        c->secret_key = env_dup("AWS_SECRET_ACCESS_KEY");
-        c->session_token = env_dup("AWS_SESSION_TOKEN");
-        if (!c->access_key || !c->secret_key ||
-            (env_str("AWS_SESSION_TOKEN") && !c->session_token))
-            return DLK_ENOMEM;
-        return DLK_OK;
-    }
-    char *id = NULL, *secret = NULL, *token = NULL;
-    if (profile_get(p, "aws_access_key_id", true, &id) < 0 ||
-        profile_get(p, "aws_secret_access_key", true, &secret) < 0 ||
-        profile_get(p, "aws_session_token", true, &token) < 0) {
-        free(id);
-        wipe_free(secret);
-        wipe_free(token);
-        return DLK_ENOMEM;
-    }
-    if (id && *id && secret && *secret) {
-        c->access_key = id;
-        c->secret_key = secret;
-        c->session_token = token;
-        return DLK_OK;
-    }
-    free(id);
-    wipe_free(secret);
-    wipe_free(token);
-    if (profile_set && !p->seen)
-        return dlk_fail(err, DLK_EINVAL, "aws profile '%.100s' not found in "
-                        "'%.150s' or '%.150s'", p->name,
-                        p->cred_file ? p->cred_file : "(none)",
-                        p->conf_file ? p->conf_file : "(none)");
-    return DLK_OK;   /* no credentials anywhere: anonymous */
+    if (!s || !*s)
+        return NULL;
+    char *d = strdup(s);
+    if (!d)
+        *ok = false;
+    return d;
 }
 
 static dlk_status check_endpoint(s3_config *c, dlk_error *err)
@@ -245,7 +51,7 @@ static dlk_status check_endpoint(s3_config *c, dlk_error *err)
         size_t n = strlen(e) + 9;
         char *p = malloc(n);
         if (!p)
-            return DLK_ENOMEM;
+            return dlk_oom(err);
         snprintf(p, n, "https://%s", e);
         free(e);
         c->endpoint = e = p;
@@ -260,112 +66,114 @@ static dlk_status check_endpoint(s3_config *c, dlk_error *err)
     return DLK_OK;
 }
 
-dlk_status s3_config_load(s3_config *c, dlk_error *err)
+/* v (0: def) within [lo, hi], into *out; else an error naming the field. */
+static dlk_status in_range(const char *field, long long v, long long lo,
+                           long long hi, long long def, long long *out,
+                           dlk_error *err)
 {
-    memset(c, 0, sizeof *c);
-    profile_src p = {0};
-    const char *prof = env_str("AWS_PROFILE");
-    bool profile_set = prof != NULL;
-    if (!prof)
-        prof = env_str("AWS_DEFAULT_PROFILE");
-    if (!prof)
-        prof = "default";
-    p.name = prof;
-    p.cred_file = aws_file("AWS_SHARED_CREDENTIALS_FILE", "credentials");
-    p.conf_file = aws_file("AWS_CONFIG_FILE", "config");
-    size_t sn = strlen(prof) + 10;
-    p.conf_section = malloc(sn);
-    if (!p.conf_section)
-        return oom(c, &p, err);
-    if (strcmp(prof, "default") == 0)
-        snprintf(p.conf_section, sn, "default");
-    else
-        snprintf(p.conf_section, sn, "profile %s", prof);
-
-    dlk_status rc = load_creds(c, &p, profile_set, err);
-    if (rc == DLK_ENOMEM)
-        return oom(c, &p, err);
-    if (rc) {
-        s3_config_free(c);
-        goto out;
+    if (v == 0) {
+        *out = def;
+        return DLK_OK;
     }
+    if (v < lo || v > hi)
+        return dlk_fail(err, DLK_EINVAL, "store option %s must be from %lld "
+                        "to %lld (0: the default), not %lld", field, lo, hi,
+                        v);
+    *out = v;
+    return DLK_OK;
+}
 
-    c->region = env_dup("AWS_REGION");
-    if (!c->region)
-        c->region = env_dup("AWS_DEFAULT_REGION");
-    if (!c->region && profile_get(&p, "region", false, &c->region) < 0)
-        return oom(c, &p, err);
-    if (!c->region && !(c->region = strdup("us-east-1")))
-        return oom(c, &p, err);
-
-    c->endpoint = env_dup("AWS_ENDPOINT_URL_S3");
-    if (!c->endpoint)
-        c->endpoint = env_dup("AWS_ENDPOINT_URL");
-    if (!c->endpoint &&
-        profile_get(&p, "endpoint_url", false, &c->endpoint) < 0)
-        return oom(c, &p, err);
-    if (c->endpoint && !*c->endpoint) {
-        free(c->endpoint);
-        c->endpoint = NULL;
-    }
-    rc = check_endpoint(c, err);
-    if (rc == DLK_ENOMEM)
-        return oom(c, &p, err);
-    if (rc) {
-        s3_config_free(c);
-        goto out;
-    }
-    c->ca_bundle = env_dup("AWS_CA_BUNDLE");
-
-    /* path-style for custom endpoints, virtual-hosted for AWS */
-    c->path_style = c->endpoint != NULL;
-    const char *addr = env_str("DLK_S3_ADDRESSING");
-    if (addr && strcmp(addr, "path") == 0)
-        c->path_style = true;
-    else if (addr && strcmp(addr, "virtual") == 0) {
-        c->path_style = false;
-        c->force_virtual = true;
-    } else if (addr && strcmp(addr, "auto") != 0) {
-        s3_config_free(c);
-        rc = dlk_fail(err, DLK_EINVAL, "DLK_S3_ADDRESSING must be path, "
-                      "virtual or auto, not '%.40s'", addr);
-        goto out;
-    }
-
-    long v;
-    if ((rc = env_int("DLK_S3_MAX_INFLIGHT", 1, 4096, 64, &v, err)))
-        goto bad;
+static dlk_status limits(s3_config *c, const dlk_store_options *o,
+                         dlk_error *err)
+{
+    long long v = 0;
+    dlk_status rc;
+    if ((rc = in_range("s3_max_inflight", o->s3_max_inflight, 1, 4096, 64,
+                       &v, err)))
+        return rc;
     c->max_inflight = (int)v;
-    const char *mi = getenv("DLK_S3_MAX_INFLIGHT");
-    c->max_inflight_set = mi && *mi;
-    if ((rc = env_int("DLK_S3_MAX_ATTEMPTS", 1, 100, 8, &v, err)))
-        goto bad;
+    c->max_inflight_set = o->s3_max_inflight != 0;
+    if ((rc = in_range("s3_max_attempts", o->s3_max_attempts, 1, 100, 8, &v,
+                       err)))
+        return rc;
     c->max_attempts = (int)v;
-    if ((rc = env_int("DLK_S3_IO_THREADS", 0, 16, 0, &v, err)))
-        goto bad;
+    if ((rc = in_range("s3_io_threads", o->s3_io_threads, 1, 16, 0, &v,
+                       err)))
+        return rc;
     c->io_threads = (int)v;
-    /* S3 parts: at least 5 MiB (but the last), at most 5 GiB */
-    if ((rc = env_int("DLK_S3_PART_SIZE", 5L << 20, 5L << 30, 16L << 20,
-                      &v, err)))
-        goto bad;
-    c->part_size = (uint64_t)v;
-    if ((rc = env_int("DLK_S3_MULTIPART_THRESHOLD", 5L << 20, 5L << 30,
-                      64L << 20, &v, err)))
-        goto bad;
-    c->multipart_threshold = (uint64_t)v;
-    if ((rc = env_int("DLK_S3_READ_PART_SIZE", 16L << 10, 1L << 30, 8L << 20,
-                      &v, err)))
-        goto bad;
-    c->read_part_size = (uint64_t)v;
-    if ((rc = env_int("DLK_S3_READ_THREADS", 0, 16, 0, &v, err)))
-        goto bad;
+    if ((rc = in_range("s3_read_threads", o->s3_read_threads, 1, 16, 0, &v,
+                       err)))
+        return rc;
     c->read_threads = (int)v;
-    goto out;
-bad:
-    s3_config_free(c);
-out:
-    free(p.cred_file);
-    free(p.conf_file);
-    free(p.conf_section);
-    return rc;
+    /* S3 parts: at least 5 MiB (but the last), at most 5 GiB */
+    if ((rc = in_range("s3_part_size", (long long)o->s3_part_size, 5LL << 20,
+                       5LL << 30, 16LL << 20, &v, err)))
+        return rc;
+    c->part_size = (uint64_t)v;
+    if ((rc = in_range("s3_multipart_threshold",
+                       (long long)o->s3_multipart_threshold, 5LL << 20,
+                       5LL << 30, 64LL << 20, &v, err)))
+        return rc;
+    c->multipart_threshold = (uint64_t)v;
+    if ((rc = in_range("s3_read_part_size", (long long)o->s3_read_part_size,
+                       16LL << 10, 1LL << 30, 8LL << 20, &v, err)))
+        return rc;
+    c->read_part_size = (uint64_t)v;
+    if ((rc = in_range("s3_hedge_min_ms", o->s3_hedge_min_ms, 1, 3600000,
+                       S3_HEDGE_MIN_MS_DEFAULT, &v, err)))
+        return rc;
+    c->hedge_min_ms = (int)v;
+    c->hedge_off = o->s3_no_hedge != 0;
+    return DLK_OK;
+}
+
+dlk_status s3_config_from(s3_config *c, const dlk_store_options *o,
+                          dlk_error *err)
+{
+    static const dlk_store_options defaults;
+    memset(c, 0, sizeof *c);
+    if (!o)
+        o = &defaults;
+    if (o->s3_part_size > (5ull << 30) ||
+        o->s3_multipart_threshold > (5ull << 30) ||
+        o->s3_read_part_size > (1ull << 30))
+        return dlk_fail(err, DLK_EINVAL, "store option %s is over its "
+                        "limit", o->s3_read_part_size > (1ull << 30)
+                        ? "s3_read_part_size" : o->s3_part_size > (5ull << 30)
+                        ? "s3_part_size" : "s3_multipart_threshold");
+    dlk_status rc = limits(c, o, err);
+    if (rc)
+        return rc;
+    if (o->s3_addressing != DLK_S3_ADDRESSING_AUTO &&
+        o->s3_addressing != DLK_S3_ADDRESSING_PATH &&
+        o->s3_addressing != DLK_S3_ADDRESSING_VIRTUAL)
+        return dlk_fail(err, DLK_EINVAL, "store option s3_addressing %d is "
+                        "not path, virtual or auto", (int)o->s3_addressing);
+    bool ok = true;
+    c->region = dup_set(o->s3_region ? o->s3_region : "us-east-1", &ok);
+    if (!c->region && ok)  /* "": the default too */
+        c->region = dup_set("us-east-1", &ok);
+    c->endpoint = dup_set(o->s3_endpoint, &ok);
+    c->ca_bundle = dup_set(o->s3_ca_bundle, &ok);
+    /* keys only in pairs; none at all for anonymous requests */
+    if (!o->s3_no_sign && o->s3_access_key_id && *o->s3_access_key_id &&
+        o->s3_secret_access_key && *o->s3_secret_access_key) {
+        c->access_key = dup_set(o->s3_access_key_id, &ok);
+        c->secret_key = dup_set(o->s3_secret_access_key, &ok);
+        c->session_token = dup_set(o->s3_session_token, &ok);
+    }
+    if (!ok) {
+        s3_config_free(c);
+        return dlk_oom(err);
+    }
+    if ((rc = check_endpoint(c, err))) {
+        s3_config_free(c);
+        return rc;
+    }
+    /* path-style for custom endpoints, virtual-hosted for AWS */
+    c->path_style = o->s3_addressing == DLK_S3_ADDRESSING_PATH ||
+                    (o->s3_addressing == DLK_S3_ADDRESSING_AUTO &&
+                     c->endpoint != NULL);
+    c->force_virtual = o->s3_addressing == DLK_S3_ADDRESSING_VIRTUAL;
+    return DLK_OK;
 }

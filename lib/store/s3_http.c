@@ -12,7 +12,7 @@
  *    maximum (AIMD).
  *  - hedged: a GET or HEAD still running well past the usual duration of
  *    its size class (a ring of recent durations per class: max of
- *    DLK_S3_HEDGE_MIN_MS and 4x the median) gets a second identical
+ *    s3_hedge_min_ms (a store option) and 4x the median) gets a second identical
  *    request; the first to finish for good wins and the other is removed
  *    from the multi handle.  A hedge writes into its own buffer, copied to
  *    the caller's only when it wins.  Hedges take in-flight slots, go
@@ -52,7 +52,6 @@
 #define GROW_WINDOW_MS 100
 #define GROW_MIN_LAT_MS 5
 
-#define HEDGE_MIN_MS_DEFAULT 200
 #define HEDGE_FACTOR 4           /* x the class median */
 #define HEDGE_MIN_SAMPLES 4      /* a class hedges once it has these */
 #define HEDGE_RING 32            /* durations kept per class */
@@ -1046,32 +1045,6 @@ uint64_t s3_hedges_total(void)
     return __atomic_load_n(&hedges_total, __ATOMIC_RELAXED);
 }
 
-/* DLK_S3_HEDGE (0 or 1, default 1) and DLK_S3_HEDGE_MIN_MS. */
-static dlk_status hedge_config(s3_engine *e, dlk_error *err)
-{
-    e->hedge_on = true;
-    e->hedge_min_ms = HEDGE_MIN_MS_DEFAULT;
-    e->hedge_tokens = HEDGE_TOKENS_START;
-    const char *v = getenv("DLK_S3_HEDGE");
-    if (v && *v) {
-        if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
-            return dlk_fail(err, DLK_EINVAL, "DLK_S3_HEDGE must be 0 or 1, "
-                            "not '%.40s'", v);
-        e->hedge_on = *v == '1';
-    }
-    v = getenv("DLK_S3_HEDGE_MIN_MS");
-    if (v && *v) {
-        char *end;
-        errno = 0;
-        long x = strtol(v, &end, 10);
-        if (errno || *end || x < 1 || x > 3600000)
-            return dlk_fail(err, DLK_EINVAL, "DLK_S3_HEDGE_MIN_MS must be "
-                            "an integer from 1 to 3600000, not '%.40s'", v);
-        e->hedge_min_ms = (int)x;
-    }
-    return DLK_OK;
-}
-
 void s3_engine_free(s3_engine *e)
 {
     if (!e)
@@ -1126,12 +1099,10 @@ dlk_status s3_engine_new(const s3_config *cfg, s3_engine **out,
     e->win_min_lat_ms = INT64_MAX;
     e->max_attempts = cfg->max_attempts;
     e->recv_buffer = cfg->recv_buffer ? cfg->recv_buffer : 64L << 10;
-    dlk_status hrc = hedge_config(e, err);
-    if (hrc) {
-        pthread_mutex_destroy(&e->mu);
-        free(e);
-        return hrc;
-    }
+    e->hedge_on = !cfg->hedge_off;
+    e->hedge_min_ms = cfg->hedge_min_ms > 0 ? cfg->hedge_min_ms
+                                            : S3_HEDGE_MIN_MS_DEFAULT;
+    e->hedge_tokens = HEDGE_TOKENS_START;
     e->rng = (uint64_t)now_ms() * 0x9E3779B97F4A7C15ull ^ (uintptr_t)e;
     if (!e->rng)
         e->rng = 1;

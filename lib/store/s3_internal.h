@@ -1,5 +1,5 @@
 /*
- * s3_internal.h - the pieces of the S3 store: configuration (s3_config.c),
+ * s3_internal.h - the pieces of the S3 store: its settings (s3_config.c),
  * the request engine on a libcurl multi handle (s3_http.c), XML parsing
  * (s3_xml.c) and the store operations (s3.c).
  */
@@ -16,39 +16,35 @@
 typedef struct s3_config {
     char *endpoint;       /* "scheme://host[:port][/path]", no trailing '/';
                              NULL: AWS (https://s3.REGION.amazonaws.com) */
-    char *region;         /* never NULL after load */
+    char *region;         /* never NULL after s3_config_from */
     char *access_key;     /* NULL when anonymous */
     char *secret_key;     /* secret: never in a message */
     char *session_token;  /* secret: never in a message */
-    char *ca_bundle;      /* AWS_CA_BUNDLE or NULL */
+    char *ca_bundle;      /* a PEM file of CAs, or NULL */
     bool path_style;      /* bucket in the path, not in the host name */
-    bool force_virtual;   /* DLK_S3_ADDRESSING=virtual */
-    int max_inflight;     /* DLK_S3_MAX_INFLIGHT, default 64 */
+    bool force_virtual;   /* virtual-hosted even for a bucket with a '.' */
+    int max_inflight;     /* default 64 */
     bool max_inflight_set; /* ... given by the user: a cap, not a default */
-    int max_attempts;     /* DLK_S3_MAX_ATTEMPTS, default 8 */
-    int io_threads;       /* DLK_S3_IO_THREADS for bulk GETs; 0: by cores */
-    uint64_t part_size;   /* DLK_S3_PART_SIZE, default 16 MiB */
-    uint64_t multipart_threshold; /* DLK_S3_MULTIPART_THRESHOLD, 64 MiB */
-    uint64_t read_part_size; /* DLK_S3_READ_PART_SIZE: a sized read's
-                             ranges, default 8 MiB */
-    int read_threads;     /* DLK_S3_READ_THREADS for sized reads; 0: by
-                             cores */
+    int max_attempts;     /* default 8 */
+    int io_threads;       /* engines of bulk GETs; 0: by cores */
+    uint64_t part_size;   /* default 16 MiB */
+    uint64_t multipart_threshold; /* default 64 MiB */
+    uint64_t read_part_size; /* a sized read's ranges, default 8 MiB */
+    int read_threads;     /* engines of sized reads; 0: by cores */
+    bool hedge_off;       /* no hedged GETs */
+    int hedge_min_ms;     /* a GET is hedged after this at least */
     long recv_buffer;     /* bytes a receive asks for; 0: 64 KiB */
 } s3_config;
 
-/* Load from the environment and the shared AWS files, as the AWS tools
- * do.  On error *c holds nothing that needs freeing. */
-dlk_status s3_config_load(s3_config *c, dlk_error *err);
+#define S3_HEDGE_MIN_MS_DEFAULT 200
+
+/* The settings of o (NULL: every default), checked and copied: an error
+ * names the option at fault.  On error *c holds nothing that needs
+ * freeing. */
+dlk_status s3_config_from(s3_config *c, const dlk_store_options *o,
+                          dlk_error *err);
 /* Wipes the secrets and frees everything; accepts a zeroed config. */
 void s3_config_free(s3_config *c);
-
-/* Value of `key` in section `section` of an INI file (AWS style: '#' and
- * ';' comments, indented lines are sub-settings and skipped).  Returns 1
- * and a malloc'd *out when found, 0 when not (found_section tells whether
- * the section exists), -1 when out of memory.  A missing or unreadable
- * file is "not found".  Lines longer than a bound are ignored. */
-int s3_ini_get(const char *path, const char *section, const char *key,
-               char **out, bool *found_section);
 
 /* ---- signing (s3_sign.c) ------------------------------------------- */
 
@@ -154,13 +150,13 @@ int s3_engine_max(s3_engine *e);
 int s3_engine_limit(s3_engine *e);
 
 /* Hedged GETs (and HEADs).  A GET or HEAD still running after
- * max(DLK_S3_HEDGE_MIN_MS, default 200, 4x the median duration of recent
+ * max(the hedge_min_ms option, default 200, 4x the median duration of recent
  * successful transfers of its size class) gets a second, identical
  * request; the first to finish for good wins, the other is cancelled.
  * A hedge takes an in-flight slot like any request; past a small burst,
  * at most one hedge per ten finished transfers is started, and at most
  * four run at once (each buffers its own copy of the body).
- * DLK_S3_HEDGE=0 turns hedging off.  Size classes need a few samples
+ * The s3_no_hedge option turns hedging off.  Size classes need a few samples
  * before they hedge at all: a lone request is never duplicated. */
 typedef struct s3_hedge_stats {
     uint64_t started;     /* hedges sent */

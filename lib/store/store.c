@@ -10,14 +10,15 @@
 #include <string.h>
 #include <strings.h>
 
-dlk_status dlk_store_open(const char *url, bool create, dlk_store **out,
+dlk_status dlk_store_open(const char *url, bool create,
+                          const dlk_store_options *so, dlk_store **out,
                           dlk_error *err)
 {
     *out = NULL;
     if (!url || !*url)
         return dlk_fail(err, DLK_EINVAL, "empty dataset url");
     if (strncmp(url, "s3://", 5) == 0)
-        return dlk_store_open_s3(url, out, err);
+        return dlk_store_open_s3(url, so, out, err);
     /* "s3:/x" is a typo, not a local directory named "s3:" */
     if (strncasecmp(url, "s3:", 3) == 0)
         return dlk_fail(err, DLK_EINVAL, "bad url '%s': an S3 url is "

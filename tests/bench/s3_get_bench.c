@@ -7,6 +7,7 @@
  * applies as usual; THREADS callers block in dlk_store_get.  Prints
  * "objects=N bytes=B seconds=S mbps=M" (MB = 10^6 bytes). */
 #include "internal.h"
+#include "../../cmd/store_env.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -75,7 +76,9 @@ int main(int argc, char **argv)
     }
     dlk_error err = {0};
     job j = {0};
-    if (dlk_store_open(argv[1], false, &j.s, &err) != DLK_OK ||
+    store_env env; /* the store's settings, as dlk reads them */
+    if (store_env_load(&env, false, &err) != DLK_OK ||
+        dlk_store_open(argv[1], false, &env.opts, &j.s, &err) != DLK_OK ||
         dlk_store_list(j.s, "", add, &j, &err) != DLK_OK) {
         fprintf(stderr, "s3_get_bench: %s\n", err.msg);
         return 1;

@@ -23,6 +23,7 @@ root=$(cd "$DLK_TESTS/.." && pwd)
 # a prefix into OUTDIR and report the time, the slowest GET and hedges.
 cat >"$T/hedge_get.c" <<'C'
 #include "internal.h"
+#include "store_env.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,7 +106,9 @@ int main(int argc, char **argv)
     job j = {0};
     j.dir = argv[3];
     pthread_mutex_init(&j.mu, NULL);
-    if (dlk_store_open(argv[1], false, &j.s, &err) ||
+    store_env env; /* DLK_S3_HEDGE and the endpoint, as dlk reads them */
+    if (store_env_load(&env, false, &err) ||
+        dlk_store_open(argv[1], false, &env.opts, &j.s, &err) ||
         dlk_store_list(j.s, "", add, &j, &err)) {
         fprintf(stderr, "hedge_get: %s\n", err.msg);
         return 1;
@@ -126,6 +129,7 @@ int main(int argc, char **argv)
         free(j.keys[i]);
     free(j.keys);
     dlk_store_free(j.s);
+    store_env_free(&env);
     pthread_mutex_destroy(&j.mu);
     return j.failed ? 1 : 0;
 }
@@ -138,7 +142,8 @@ elif nm "$lib" 2>/dev/null | grep -q __tsan_; then
 fi
 # shellcheck disable=SC2046,SC2086
 ok "build the reader" cc -O1 -g -std=c11 -D_GNU_SOURCE $san \
-    -I"$root/include" -I"$root/lib" -o "$T/hedge_get" "$T/hedge_get.c" \
+    -I"$root/include" -I"$root/lib" -I"$root/cmd" -o "$T/hedge_get" \
+    "$T/hedge_get.c" "$root/cmd/store_env.c" \
     "$lib" $(pkg-config --libs jansson libxxhash libzstd libcurl expat libcrypto) \
     -lpthread -lm || exit 1
 

@@ -11,10 +11,14 @@
  *   DLK_TEST_S3_FAULTS=N   the endpoint is tests/faultproxy.py: write and
  *                          read N objects, check every byte
  *
+ * The store is opened with the settings of the environment, read as the
+ * dlk tool reads them (cmd/store_env.c): the library reads none.
+ *
  * Without DLK_TEST_S3_URL only the configuration and XML tests run.  Prints
  * TAP lines: "ok - name", "not ok - name", "ok - name # SKIP why". */
 #include "internal.h"
 #include "store/s3_internal.h"
+#include "../../cmd/store_env.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -89,6 +93,20 @@ static void write_file(const char *path, const char *text)
     }
 }
 
+/* The tool's path: the environment into options (store_env), the options
+ * into the store's settings (the library). */
+static dlk_status env_config(s3_config *c, dlk_error *err)
+{
+    store_env e;
+    memset(c, 0, sizeof *c);
+    dlk_status rc = store_env_load(&e, false, err);
+    if (rc)
+        return rc;
+    rc = s3_config_from(c, &e.opts, err);
+    store_env_free(&e);
+    return rc;
+}
+
 static void test_config(void)
 {
     char dir[] = "/tmp/dlk-s3cfg.XXXXXX";
@@ -133,7 +151,7 @@ static void test_config(void)
 
     s3_config c;
     dlk_error err = {0};
-    dlk_status rc = s3_config_load(&c, &err);
+    dlk_status rc = env_config(&c, &err);
     check(rc == DLK_OK && c.access_key && strcmp(c.access_key,
           "DEFAULTKEY") == 0 && strcmp(c.region, "eu-west-1") == 0 &&
           !c.endpoint && !c.path_style, "config: default profile");
@@ -141,7 +159,7 @@ static void test_config(void)
         s3_config_free(&c);
 
     setenv("AWS_PROFILE", "work", 1);
-    rc = s3_config_load(&c, &err);
+    rc = env_config(&c, &err);
     check(rc == DLK_OK && c.access_key && strcmp(c.access_key, "WORKKEY")
           == 0 && strcmp(c.secret_key, "WS") == 0 && c.session_token &&
           strcmp(c.session_token, "WT") == 0 &&
@@ -152,7 +170,7 @@ static void test_config(void)
         s3_config_free(&c);
 
     setenv("AWS_PROFILE", "onlyconf", 1);
-    rc = s3_config_load(&c, &err);
+    rc = env_config(&c, &err);
     check(rc == DLK_OK && c.access_key && strcmp(c.access_key, "CK") == 0 &&
           strcmp(c.region, "us-east-1") == 0,
           "config: credentials in the config file, default region");
@@ -160,7 +178,7 @@ static void test_config(void)
         s3_config_free(&c);
 
     setenv("AWS_PROFILE", "nosuch", 1);
-    rc = s3_config_load(&c, &err);
+    rc = env_config(&c, &err);
     check(rc == DLK_EINVAL && strstr(err.msg, "nosuch"),
           "config: missing named profile is an error");
     if (!rc)
@@ -173,7 +191,7 @@ static void test_config(void)
     setenv("AWS_ENDPOINT_URL_S3", "https://minio.example:9000", 1);
     setenv("AWS_ENDPOINT_URL", "http://ignored", 1);
     setenv("DLK_S3_ADDRESSING", "virtual", 1);
-    rc = s3_config_load(&c, &err);
+    rc = env_config(&c, &err);
     check(rc == DLK_OK && strcmp(c.access_key, "ENVKEY") == 0 &&
           !c.session_token && strcmp(c.region, "us-west-2") == 0 &&
           strcmp(c.endpoint, "https://minio.example:9000") == 0 &&
@@ -183,18 +201,18 @@ static void test_config(void)
 
     setenv("DLK_S3_NO_SIGN", "1", 1);
     setenv("DLK_S3_ADDRESSING", "sideways", 1);
-    rc = s3_config_load(&c, &err);
+    rc = env_config(&c, &err);
     check(rc == DLK_EINVAL, "config: bad DLK_S3_ADDRESSING refused");
     if (!rc)
         s3_config_free(&c);
     unsetenv("DLK_S3_ADDRESSING");
-    rc = s3_config_load(&c, &err);
+    rc = env_config(&c, &err);
     check(rc == DLK_OK && !c.access_key && !c.secret_key,
           "config: DLK_S3_NO_SIGN=1 is anonymous");
     if (!rc)
         s3_config_free(&c);
     setenv("DLK_S3_MAX_INFLIGHT", "0", 1);
-    rc = s3_config_load(&c, &err);
+    rc = env_config(&c, &err);
     check(rc == DLK_EINVAL && strstr(err.msg, "DLK_S3_MAX_INFLIGHT"),
           "config: bad DLK_S3_MAX_INFLIGHT refused");
     if (!rc)
@@ -351,13 +369,145 @@ static void test_xml(void)
           "xml: %d pages without a token first give none", none);
 }
 
+/* The library reads no environment: settings that the dlk tool takes from
+ * AWS_* and DLK_S3_* (even malformed ones, which the tool refuses) change
+ * nothing for a caller that passes no options, while the tool's reader
+ * sees them. */
+static void test_no_env(void)
+{
+    const char *vars[][2] = {
+        {"AWS_ACCESS_KEY_ID", "ENVKEY"},
+        {"AWS_SECRET_ACCESS_KEY", "ENVSECRET"},
+        {"AWS_REGION", "eu-north-1"},
+        {"AWS_ENDPOINT_URL", "http://127.0.0.1:1"},
+        {"AWS_CA_BUNDLE", "/nonexistent/ca.pem"},
+        {"AWS_PROFILE", "nosuch"},
+        {"AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials"},
+        {"DLK_S3_MAX_ATTEMPTS", "3"},
+        {"DLK_S3_HEDGE", "0"},
+        {"DLK_S3_READ_PART_SIZE", "65536"},
+        {"DLK_S3_MAX_INFLIGHT", "0"},        /* malformed: 1 to 4096 */
+        {"DLK_S3_ADDRESSING", "sideways"},   /* malformed */
+    };
+    enum { NV = sizeof vars / sizeof *vars };
+    char *saved[NV];
+    for (size_t i = 0; i < NV; i++) {
+        const char *v = getenv(vars[i][0]);
+        saved[i] = v ? strdup(v) : NULL;
+        setenv(vars[i][0], vars[i][1], 1);
+    }
+
+    s3_config c;
+    dlk_error err = {0};
+    dlk_status rc = s3_config_from(&c, NULL, &err);
+    check(rc == DLK_OK && !c.access_key && !c.secret_key && !c.endpoint &&
+          !c.ca_bundle && strcmp(c.region, "us-east-1") == 0 &&
+          c.max_attempts == 8 && c.max_inflight == 64 &&
+          !c.max_inflight_set && !c.hedge_off &&
+          c.read_part_size == (8u << 20) && !c.path_style,
+          "library: no options are the defaults, whatever the environment "
+          "holds");
+    diag(&err);
+    if (!rc)
+        s3_config_free(&c);
+    dlk_store *st = NULL;
+    rc = dlk_store_open("s3://some-bucket/x", false, NULL, &st, &err);
+    check(rc == DLK_OK, "library: an s3 store opens with malformed "
+          "DLK_S3_* and a missing AWS_PROFILE in the environment");
+    diag(&err);
+    dlk_store_free(st);
+
+    store_env e;
+    rc = store_env_load(&e, false, &err);
+    check(rc == DLK_EINVAL && strstr(err.msg, "DLK_S3_ADDRESSING"),
+          "tool: the malformed DLK_S3_ADDRESSING is refused");
+    if (!rc)
+        store_env_free(&e);
+    unsetenv("DLK_S3_ADDRESSING");
+    rc = store_env_load(&e, false, &err);
+    check(rc == DLK_EINVAL && strstr(err.msg, "DLK_S3_MAX_INFLIGHT"),
+          "tool: the malformed DLK_S3_MAX_INFLIGHT is refused");
+    if (!rc)
+        store_env_free(&e);
+    unsetenv("DLK_S3_MAX_INFLIGHT");
+    err = (dlk_error){0};
+    rc = store_env_load(&e, false, &err);
+    check(rc == DLK_OK && e.opts.s3_access_key_id &&
+          strcmp(e.opts.s3_access_key_id, "ENVKEY") == 0 &&
+          strcmp(e.opts.s3_secret_access_key, "ENVSECRET") == 0 &&
+          strcmp(e.opts.s3_region, "eu-north-1") == 0 &&
+          strcmp(e.opts.s3_endpoint, "http://127.0.0.1:1") == 0 &&
+          strcmp(e.opts.s3_ca_bundle, "/nonexistent/ca.pem") == 0 &&
+          e.opts.s3_max_attempts == 3 && e.opts.s3_no_hedge == 1 &&
+          e.opts.s3_read_part_size == 65536 && e.opts.s3_max_inflight == 0,
+          "tool: the environment's settings are in the options");
+    diag(&err);
+    if (!rc) {
+        rc = s3_config_from(&c, &e.opts, &err);
+        check(rc == DLK_OK && strcmp(c.access_key, "ENVKEY") == 0 &&
+              strcmp(c.region, "eu-north-1") == 0 &&
+              strcmp(c.endpoint, "http://127.0.0.1:1") == 0 &&
+              c.path_style && c.max_attempts == 3 && c.hedge_off &&
+              c.read_part_size == 65536,
+              "library: the options it is given are the store's settings");
+        if (!rc)
+            s3_config_free(&c);
+        store_env_free(&e);
+    }
+    rc = store_env_load(&e, true, &err);
+    check(rc == DLK_OK && e.opts.s3_no_sign,
+          "tool: no_sign (--no-sign-request) looks up no profile");
+    if (!rc) {
+        rc = s3_config_from(&c, &e.opts, &err);
+        check(rc == DLK_OK && !c.access_key && !c.secret_key,
+              "library: s3_no_sign drops the keys it is given");
+        if (!rc)
+            s3_config_free(&c);
+        store_env_free(&e);
+    }
+
+    dlk_store_options o = {0};
+    o.s3_max_attempts = 101;
+    rc = s3_config_from(&c, &o, &err);
+    check(rc == DLK_EINVAL && strstr(err.msg, "s3_max_attempts"),
+          "library: an option out of range is refused, named");
+    if (!rc)
+        s3_config_free(&c);
+    o = (dlk_store_options){0};
+    o.s3_addressing = DLK_S3_ADDRESSING_VIRTUAL;
+    o.s3_endpoint = "minio.example:9000/";
+    o.s3_access_key_id = "K";   /* no secret: anonymous */
+    rc = s3_config_from(&c, &o, &err);
+    check(rc == DLK_OK && !c.path_style && c.force_virtual &&
+          strcmp(c.endpoint, "https://minio.example:9000") == 0 &&
+          !c.access_key, "library: addressing, endpoint without a scheme, "
+          "a key without its secret");
+    if (!rc)
+        s3_config_free(&c);
+
+    for (size_t i = 0; i < NV; i++) {
+        if (saved[i])
+            setenv(vars[i][0], saved[i], 1);
+        else
+            unsetenv(vars[i][0]);
+        free(saved[i]);
+    }
+}
+
 /* ---- against the server --------------------------------------------- */
 
 static dlk_store *open_store(const char *url)
 {
     dlk_store *s = NULL;
     dlk_error err = {0};
-    if (dlk_store_open(url, false, &s, &err) != DLK_OK) {
+    store_env e;
+    if (store_env_load(&e, false, &err) != DLK_OK) {
+        diag(&err);
+        return NULL;
+    }
+    dlk_status rc = dlk_store_open(url, false, &e.opts, &s, &err);
+    store_env_free(&e);
+    if (rc != DLK_OK) {
         diag(&err);
         return NULL;
     }
@@ -1016,6 +1166,7 @@ int main(void)
     if (!url_env || !*url_env) {
         /* the suite's own run: what needs no server */
         test_config();
+        test_no_env();
         test_xml();
         char dir[] = "/tmp/dlk-store-XXXXXX";
         dlk_store *fs = mkdtemp(dir) ? open_store(dir) : NULL;
