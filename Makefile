@@ -254,6 +254,7 @@ dist:
 	$(Q)cp build-dist/libdlk.so.$(VERSION) dist/lib/$(SONAME)
 	$(Q)mkdir -p dist/python && cp -r python/pyproject.toml python/setup.py \
 	    python/README.md python/dlk dist/python/ && rm -f dist/python/dlk/*.so*
+	$(Q)cp cmd/store_env.c cmd/store_env.h dist/python/dlk/
 	$(Q)mkdir -p dist/tests/python dist/tests/gpu && \
 	    cp tests/python/*.py dist/tests/python/ && cp tests/gpu/*.py dist/tests/gpu/
 	$(Q)for l in $$(ldd build-dist/dlk | awk '/=>/{print $$3}'); do \

@@ -15,16 +15,10 @@ static bool loaded;
 static dlk_error load_err;
 static const dlk_store_options local_opts;
 
-/* A URL whose store may need settings: any scheme but file://. */
-static bool remote(const char *url)
-{
-    return url && strstr(url, "://") && strncmp(url, "file://", 7) != 0;
-}
-
 dlk_status cmd_store(const char *url, const dlk_store_options **out,
                      dlk_error *err)
 {
-    if (!loaded && !remote(url)) {
+    if (!loaded && !store_env_needed(url)) {
         *out = &local_opts;
         return DLK_OK;
     }

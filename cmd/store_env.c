@@ -1,6 +1,10 @@
 /* store_env.c - dlk_store_options from the environment and the AWS
  * shared files (store_env.h).  The tool layer's: the library never reads
  * these. */
+/* strdup: the Python package compiles this file as strict C11 */
+#if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
 #include "store_env.h"
 
 #include <errno.h>
@@ -107,6 +111,11 @@ int store_env_ini_get(const char *path, const char *section, const char *key,
     }
     fclose(f);
     return rc;
+}
+
+bool store_env_needed(const char *url)
+{
+    return url && strstr(url, "://") && strncmp(url, "file://", 7) != 0;
 }
 
 static const char *env_str(const char *name)

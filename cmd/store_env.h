@@ -38,6 +38,10 @@ typedef struct store_env {
  *         it is a secret) for a bad value or a missing profile, and
  *         DLK_ENOMEM, with e holding nothing to free. */
 dlk_status store_env_load(store_env *e, bool no_sign, dlk_error *err);
+/* Whether opening `url` may need what store_env_load reads: any scheme
+ * but file:// (a local path needs no settings, so a bad S3 variable does
+ * not stop it). */
+bool store_env_needed(const char *url);
 /* Wipe the secrets and free what e holds; a zeroed e is allowed. */
 void store_env_free(store_env *e);
 

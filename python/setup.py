@@ -35,6 +35,16 @@ def include_dir():
     return source_dir() / "include"
 
 
+def store_env_source():
+    """store_env.c, the dlk command's reader of AWS_*, DLK_S3_* and
+    ~/.aws (the library reads none of them): beside the package in a
+    `make dist` tree, else the sources'."""
+    beside = HERE / "dlk" / "store_env.c"
+    if beside.is_file():
+        return beside
+    return source_dir() / "cmd" / "store_env.c"
+
+
 def version():
     m = re.search(r'#define DLK_VERSION_STRING "([^"]+)"',
                   (include_dir() / "dlk.h").read_text())
@@ -64,7 +74,10 @@ class BuildDlk(build_ext):
         shutil.copyfile(lib.resolve(), pkg / soname)
         if self.inplace:
             shutil.copyfile(lib.resolve(), HERE / "dlk" / soname)
+        env_src = store_env_source()
         for ext in self.extensions:
+            ext.sources.append(str(env_src))
+            ext.include_dirs.append(str(env_src.parent))
             ext.include_dirs.append(str(include_dir()))
             ext.library_dirs.append(str(lib.parent))
             ext.libraries.append(":" + soname)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "dlk.h"
+#include "store_env.h"
 
 /* ---- DLPack (dlpack.h v1.0; the ABI is stable) --------------------- */
 
@@ -117,10 +118,18 @@ static int Dataset_init(Dataset *self, PyObject *args, PyObject *kw)
         return -1;
     }
     dlk_error err;
-    dlk_status rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = dlk_dataset_open(url, at, &self->ds, &err);
-    Py_END_ALLOW_THREADS
+    /* the store's settings from os.environ and ~/.aws, as the dlk command
+     * reads them (the library reads neither); read with the GIL held,
+     * as os.environ is changed under it */
+    store_env env = {0};
+    dlk_status rc = store_env_needed(url) ? store_env_load(&env, false, &err)
+                                          : DLK_OK;
+    if (!rc) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = dlk_dataset_open_with(url, at, &env.opts, &self->ds, &err);
+        Py_END_ALLOW_THREADS
+    }
+    store_env_free(&env);
     if (rc) {
         self->ds = NULL;
         raise_dlk(&err);

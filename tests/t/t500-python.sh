@@ -24,7 +24,7 @@ repo=$(cd "$DLK_TESTS/.." && pwd)
 mkdir -p "$T/clone"
 ok "copy the sources" sh -c 'cd "$1" && tar cf - --exclude=build --exclude="*.o" \
     --exclude="*.d" --exclude="*.so*" --exclude="*.egg-info" --exclude=__pycache__ \
-    Makefile dlk.pc.in include lib python | tar xf - -C "$2"' sh "$repo" "$T/clone"
+    Makefile dlk.pc.in include lib python cmd/store_env.c cmd/store_env.h | tar xf - -C "$2"' sh "$repo" "$T/clone"
 run_py=(python3)
 if [ -n "${SAN:-}" ] && [ "$SAN" != thread ]; then
     # under the sanitizers: the binding over the sanitized libdlk.so of
