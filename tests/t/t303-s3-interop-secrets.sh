@@ -41,6 +41,17 @@ runall "--s3-addressing path, anywhere on the line" 0 "$DLK" ls "$DS" --s3-addre
 fails "a bad --s3-addressing is a usage error" 2 "$DLK" ls "$DS" --s3-addressing sideways
 runall "a missing dataset names itself, not the key" 3 "$DLK" cat s3://interop/nothing-here images 0
 runall "with a session token" 0 env AWS_SESSION_TOKEN=MARKER-SESSION-TOKEN-1234 "$DLK" ls "$DS" --json
+# the settings come from the environment through the dlk command (the
+# library reads none), read and checked where a dataset is remote only
+runall "a bad DLK_S3_MAX_ATTEMPTS fails an s3:// command" 3 env DLK_S3_MAX_ATTEMPTS=0 "$DLK" ls "$DS" --json
+check "the error names the variable" grep -q '"message": ".*DLK_S3_MAX_ATTEMPTS' "$OUT"
+"$DLK" create "$T/plain" --tensor labels:i32 >/dev/null
+ok "a local dataset is not stopped by bad S3 settings" env DLK_S3_MAX_ATTEMPTS=0 AWS_PROFILE=nosuch "$DLK" ls "$T/plain"
+noprof=(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AWS_PROFILE=nosuch
+        AWS_SHARED_CREDENTIALS_FILE="$T/none" AWS_CONFIG_FILE="$T/none")
+runall "a missing AWS_PROFILE is refused" 3 "${noprof[@]}" "$DLK" ls "$DS"
+check "the refusal names the profile" grep -q "aws profile 'nosuch' not found" "$ERR"
+runall "--no-sign-request looks no profile up" 0 "${noprof[@]}" "$DLK" ls "$DS" --no-sign-request
 
 # what dlk wrote, the AWS CLI downloads with identical bytes
 ok "aws s3 cp --recursive of the dataset" aws_ s3 cp --quiet --recursive "$DS" "$T/copy"
