@@ -1,5 +1,8 @@
 /* launch.c - rank, world size and local rank from a launcher's
- * environment (torchrun, Open MPI, Slurm). */
+ * environment (torchrun, Open MPI, Slurm).  The one place the library
+ * reads the environment, on purpose: dlk_launch_env is documented as
+ * reading the launcher's variables, and the loader itself takes rank and
+ * world size only through its options. */
 #include "internal.h"
 
 #include <errno.h>
