@@ -22,7 +22,17 @@ int main(int argc, char **argv)
     }
     dlk_error err;
     dlk_dataset *ds;
-    if (dlk_dataset_open(argv[1], NULL, &ds, &err)) {
+    /* An s3:// dataset's endpoint, region and credentials: the library
+     * reads no environment, so a program passes what it uses (here the
+     * AWS tools' variables; NULL fields are defaults, no keys is
+     * anonymous). */
+    dlk_store_options so = {0};
+    so.s3_endpoint = getenv("AWS_ENDPOINT_URL");
+    so.s3_region = getenv("AWS_REGION");
+    so.s3_access_key_id = getenv("AWS_ACCESS_KEY_ID");
+    so.s3_secret_access_key = getenv("AWS_SECRET_ACCESS_KEY");
+    so.s3_session_token = getenv("AWS_SESSION_TOKEN");
+    if (dlk_dataset_open_with(argv[1], NULL, &so, &ds, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
