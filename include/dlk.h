@@ -254,7 +254,9 @@ DLK_API dlk_status dlk_dataset_create(const char *url, const dlk_tensor_spec *sp
                                       size_t n_specs, dlk_dataset **out,
                                       dlk_error *err);
 /* dlk_dataset_create with the settings of the dataset's store (NULL:
- * defaults, as for dlk_dataset_create). */
+ * defaults, as for dlk_dataset_create).
+ * @return as dlk_dataset_create; DLK_EINVAL naming the option for a
+ *         setting out of its range. */
 DLK_API dlk_status dlk_dataset_create_with(const char *url,
                                            const dlk_tensor_spec *specs,
                                            size_t n_specs,
@@ -262,10 +264,10 @@ DLK_API dlk_status dlk_dataset_create_with(const char *url,
                                            dlk_dataset **out, dlk_error *err);
 
 /* Open an existing dataset, its store opened with default settings
- * (dlk_dataset_open_with takes them).  `at` selects the state to read: NULL or ""
- * for the working head (readable and appendable), or a reference as
- * dlk_resolve takes it ("main", "main~2", an id or a unique prefix), which
- * opens that commit read-only.  Opening a commit costs a constant number
+ * (dlk_dataset_open_with takes them).  `at` selects the state to read:
+ * NULL or "" for the working head (readable and appendable), or a
+ * reference as dlk_resolve takes it ("main", "main~2", an id or a unique
+ * prefix), which opens that commit read-only.  Opening a commit costs a constant number
  * of small reads, however long the history.
  * @return DLK_OK with *out a handle the caller frees (dlk_dataset_close
  *         or dlk_dataset_free); DLK_ENOTFOUND when there is no dataset
@@ -275,7 +277,9 @@ DLK_API dlk_status dlk_dataset_open(const char *url, const char *at,
                                     dlk_dataset **out, dlk_error *err);
 /* dlk_dataset_open with the settings of the dataset's store (NULL:
  * defaults, as for dlk_dataset_open).  Everything the handle does later
- * (reads, writes, commits, a loader's reads) uses them. */
+ * (reads, writes, commits, a loader's reads) uses them.
+ * @return as dlk_dataset_open; DLK_EINVAL naming the option for a
+ *         setting out of its range. */
 DLK_API dlk_status dlk_dataset_open_with(const char *url, const char *at,
                                          const dlk_store_options *store,
                                          dlk_dataset **out, dlk_error *err);
