@@ -136,6 +136,7 @@ DLK_API int dlk_codec_parse(const char *name, dlk_codec *out);
 #define DLK_NAME_MAX 64          /* tensor names: [A-Za-z0-9_.-], 1..64 */
 #define DLK_DIM_VARIABLE (-1)    /* a dimension that varies by sample */
 #define DLK_DEFAULT_CHUNK_BYTES (16u << 20)
+#define DLK_DEFAULT_PART_BYTES (1u << 20) /* codec none: parts of 1 MiB */
 
 /* A tensor's schema.  shape[i] == DLK_DIM_VARIABLE marks a dimension that
  * varies from sample to sample; ndim 0 is a scalar per sample. */
@@ -148,6 +149,12 @@ typedef struct dlk_tensor_spec {
     dlk_codec codec;
     int level;                /* zstd level; 0 means the default (3) */
     uint64_t chunk_bytes;     /* target raw chunk size; 0 = default */
+    /* Nominal size of the checksummed parts each chunk is cut into, so
+     * that a reader can fetch and verify runs of samples instead of
+     * whole chunks (4096..2^30).  0 = the default: 1 MiB
+     * (DLK_DEFAULT_PART_BYTES) for codec none; for zstd 0 means none
+     * (a compressed chunk has no parts). */
+    uint32_t part_bytes;
     const char *const *class_names; /* class_label only; may be NULL */
     size_t n_class_names;
 } dlk_tensor_spec;

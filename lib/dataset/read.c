@@ -49,6 +49,12 @@ static dlk_status check_against_entry(const dlk_chunk *c,
         h->codec != t->spec.codec)
         return dlk_fail(err, DLK_ECORRUPT, "chunk '%s': dtype, rank or codec "
                         "differ from tensor '%s'", key, t->spec.name);
+    /* the tensor's part_bytes promises a part table in every chunk */
+    if (t->spec.part_bytes && c->part_bytes != t->spec.part_bytes)
+        return dlk_fail(err, DLK_ECORRUPT, "chunk '%s': %s, tensor '%s' has "
+                        "parts of %u bytes", key,
+                        c->part_bytes ? "parts of another size" : "no parts",
+                        t->spec.name, t->spec.part_bytes);
     for (uint32_t s = 0; s < (variable ? h->samples : 1); s++)
         for (int d = 0; d < h->ndim; d++) {
             int64_t dim = variable ? c->shapes[(size_t)s * h->ndim + d]
@@ -103,15 +109,17 @@ dlk_status dlk_chunk_open(dlk_chunk *c, const dlk_tensor *t,
                           unsigned mode, void *buf, size_t cap,
                           dlk_error *err)
 {
-    dlk_status rc = DLK_OK;
-    if (c->object.len != e->stored_bytes)
+    /* header only: c->object may hold just the object's first bytes, at
+     * least 64 + index_bytes (dlk_chunk_expected_head) */
+    bool head = mode & DLK_DECODE_HEADER_ONLY;
+    if (head ? c->object.len > e->stored_bytes
+             : c->object.len != e->stored_bytes)
         return dlk_fail(err, DLK_ECORRUPT, "chunk '%s': object has %zu "
                         "bytes, the manifest says %llu", key, c->object.len,
                         (unsigned long long)e->stored_bytes);
     /* header and index first, checked against the manifest; only then
      * the payload */
-    if (!rc)
-        rc = dlk_chunk_decode(c, key, DLK_DECODE_HEADER_ONLY, NULL, 0, err);
+    dlk_status rc = dlk_chunk_decode_head(c, key, e->stored_bytes, err);
     if (!rc)
         rc = check_against_entry(c, t, e, key, err);
     if (!rc && !(mode & DLK_DECODE_HEADER_ONLY)) {

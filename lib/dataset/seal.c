@@ -72,24 +72,29 @@ double dlk_seal_wait_seconds(const dlk_dataset *ds)
  * j->out receives, not copied first. */
 static dlk_status seal_store(dlk_store *store, seal_job *j, dlk_error *err)
 {
+    /* the payload's pieces after the head: read by the encoder for the
+     * part hashes, then written */
+    size_t npay = j->nsegs ? j->nsegs : 1;
+    if (1 + npay > j->iov_cap) {
+        struct iovec *v = realloc(j->iov, (1 + npay) * sizeof *v);
+        if (!v)
+            return dlk_oom(err);
+        j->iov = v;
+        j->iov_cap = 1 + npay;
+    }
+    struct iovec *v = j->iov;
+    for (size_t i = 1; i <= npay; i++)
+        v[i] = j->nsegs ? (struct iovec){j->segs[i - 1].data,
+                                         j->segs[i - 1].len}
+                        : (struct iovec){j->raw.data, j->raw.len};
+    j->enc.iov = v + 1;
+    j->enc.niov = npay;
     bool follows;
     dlk_status rc = dlk_chunk_encode_head(&j->enc, &j->out, &follows, err);
     if (rc)
         return dlk_fail_wrap(err, "tensor '%s'", j->name);
-    size_t n = 1 + (follows ? (j->nsegs ? j->nsegs : 1) : 0);
-    if (n > j->iov_cap) {
-        struct iovec *v = realloc(j->iov, n * sizeof *v);
-        if (!v)
-            return dlk_oom(err);
-        j->iov = v;
-        j->iov_cap = n;
-    }
-    struct iovec *v = j->iov;
+    size_t n = 1 + (follows ? npay : 0);
     v[0] = (struct iovec){j->out.data, j->out.len};
-    for (size_t i = 1; i < n; i++)
-        v[i] = j->nsegs ? (struct iovec){j->segs[i - 1].data,
-                                         j->segs[i - 1].len}
-                        : (struct iovec){j->raw.data, j->raw.len};
     j->stored = 0;
     for (size_t i = 0; i < n; i++)
         j->stored += v[i].iov_len;
@@ -358,6 +363,7 @@ dlk_status dlk_seal_submit(dlk_dataset *ds, size_t ti, dlk_error *err)
         .shape = j->shape, .shapes = j->shapes, .samples = b->samples,
         .raw = j->nsegs ? NULL : j->raw.data, .raw_bytes = e.raw_bytes,
         .have_raw_hash = true, .raw_hash = dlk_hash64_stream_digest(b->hash),
+        .part_bytes = t->spec.part_bytes,
     };
     ds->dirty = true;
     b->samples = 0;

@@ -26,10 +26,11 @@ static void check_chunk(dlk_dataset *ds, const dlk_ref_chunk *r, bool deep,
     dlk_error cerr;
     dlk_error_clear(&cerr);
     dlk_chunk *c = NULL;
-    /* checks header and index against the manifest and, when deep, both
-     * payload checksums after decompressing */
+    /* checks header and index against the manifest and, when deep, every
+     * part's checksum and both payload checksums after decompressing */
     dlk_status rc = dlk_chunk_load(ds, r->t, r->e,
-                                   deep ? DLK_DECODE_VERIFY
+                                   deep ? DLK_DECODE_VERIFY |
+                                              DLK_DECODE_VERIFY_PARTS
                                         : DLK_DECODE_HEADER_ONLY,
                                    NULL, 0, &c, &cerr);
     v->res->chunks_checked++;

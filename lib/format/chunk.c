@@ -24,19 +24,27 @@
 #define DLK_ZSTD_DEFAULT_LEVEL 3
 
 /* Index: for a fixed shape, ndim u32 dims; for variable shapes,
- * (samples+1) u64 offsets then samples*ndim u32 dims.  Zero padding
- * rounds it up to a multiple of 64 bytes, so that the payload starts
- * 64-byte aligned in the object (and in any buffer it is read into). */
+ * (samples+1) u64 offsets then samples*ndim u32 dims; with PARTS, from
+ * the next multiple of 8 on, the part table (part_bytes u32, nparts u32,
+ * nparts u64 hashes).  Zero padding rounds it up to a multiple of 64
+ * bytes, so that the payload starts 64-byte aligned in the object (and
+ * in any buffer it is read into). */
 #define INDEX_ALIGN 64u
+#define PART_TABLE_HEAD 8u
 
 static uint64_t pad_to_align(uint64_t n)
 {
     return (n + INDEX_ALIGN - 1) / INDEX_ALIGN * INDEX_ALIGN;
 }
 
-/* The index's bytes before padding; false on overflow. */
-static bool index_used(uint32_t samples, int ndim, bool variable,
-                       uint64_t *out)
+static uint64_t pad8(uint64_t n)
+{
+    return (n + 7) / 8 * 8;
+}
+
+/* The layout's bytes (shape, or offsets and shapes); false on overflow. */
+static bool layout_used(uint32_t samples, int ndim, bool variable,
+                        uint64_t *out)
 {
     if (!variable) {
         *out = 4u * (uint64_t)ndim;
@@ -48,15 +56,44 @@ static bool index_used(uint32_t samples, int ndim, bool variable,
            dlk_add_u64(dims, offs, out);
 }
 
+/* The index's bytes before padding: the layout, then (parts) the table
+ * of nparts hashes at pad8(layout).  False on overflow. */
+static bool index_used(uint32_t samples, int ndim, bool variable,
+                       bool parts, uint32_t nparts, uint64_t *out)
+{
+    if (!layout_used(samples, ndim, variable, out))
+        return false;
+    if (parts)
+        *out = pad8(*out) + PART_TABLE_HEAD + 8 * (uint64_t)nparts;
+    return *out <= UINT64_MAX - INDEX_ALIGN;
+}
+
 static bool index_size(uint32_t samples, int ndim, bool variable,
-                       uint64_t *out)
+                       bool parts, uint32_t nparts, uint64_t *out)
 {
     uint64_t used;
-    if (!index_used(samples, ndim, variable, &used) ||
-        used > UINT64_MAX - INDEX_ALIGN)
+    if (!index_used(samples, ndim, variable, parts, nparts, &used))
         return false;
     *out = pad_to_align(used);
     return true;
+}
+
+uint32_t dlk_parts_count(uint32_t samples, uint64_t raw_bytes,
+                         uint32_t part_bytes)
+{
+    if (!part_bytes || !samples)
+        return 0;
+    uint64_t n = raw_bytes / part_bytes + (raw_bytes % part_bytes != 0);
+    if (n < 1)
+        n = 1;
+    return n < samples ? (uint32_t)n : samples;
+}
+
+uint32_t dlk_part_first(uint32_t p, uint32_t samples, uint32_t nparts)
+{
+    if (!nparts)
+        return 0;
+    return (uint32_t)((uint64_t)p * samples / nparts);
 }
 
 /* Bytes of one sample of the given dims, or false on overflow. */
@@ -71,6 +108,71 @@ static bool sample_size(dlk_dtype dt, int ndim, const uint32_t *dims,
     return true;
 }
 
+/* The raw offset of sample s of the chunk being encoded: from the
+ * offsets already written to idx (variable), else s * sample_bytes. */
+static uint64_t enc_offset(const dlk_chunk_enc *in, const uint8_t *idx,
+                           uint64_t sample_bytes, uint32_t s)
+{
+    return in->variable ? dlk_get_le64(idx + 8 * (size_t)s)
+                        : sample_bytes * s;
+}
+
+/* Write the part hashes of the payload (in->raw, or in->iov's pieces,
+ * read once front to back) to tab, nparts LE u64 values. */
+static dlk_status hash_parts(const dlk_chunk_enc *in, const uint8_t *idx,
+                             uint64_t sample_bytes, uint32_t nparts,
+                             uint8_t *tab, dlk_error *err)
+{
+    if (in->raw) {
+        const uint8_t *raw = in->raw;
+        for (uint32_t p = 0; p < nparts; p++) {
+            uint64_t a = enc_offset(in, idx, sample_bytes,
+                                    dlk_part_first(p, in->samples, nparts));
+            uint64_t b = enc_offset(in, idx, sample_bytes,
+                                    dlk_part_first(p + 1, in->samples,
+                                                   nparts));
+            dlk_put_le64(tab + 8 * (size_t)p,
+                         dlk_hash64(raw + a, (size_t)(b - a)));
+        }
+        return DLK_OK;
+    }
+    uint64_t total = 0;
+    for (size_t i = 0; i < in->niov; i++)
+        total += in->iov[i].iov_len;
+    if (total != in->raw_bytes)
+        return dlk_fail(err, DLK_EINTERNAL, "chunk to encode has %llu "
+                        "payload bytes in pieces, not %zu",
+                        (unsigned long long)total, in->raw_bytes);
+    dlk_hash64_stream *h = dlk_hash64_stream_new();
+    if (!h)
+        return dlk_oom(err);
+    size_t seg = 0, pos = 0;
+    for (uint32_t p = 0; p < nparts; p++) {
+        uint64_t a = enc_offset(in, idx, sample_bytes,
+                                dlk_part_first(p, in->samples, nparts));
+        uint64_t n = enc_offset(in, idx, sample_bytes,
+                                dlk_part_first(p + 1, in->samples, nparts)) -
+                     a;
+        dlk_hash64_stream_reset(h);
+        while (n) {
+            while (pos == in->iov[seg].iov_len) {
+                seg++;
+                pos = 0;
+            }
+            size_t take = in->iov[seg].iov_len - pos;
+            if (take > n)
+                take = (size_t)n;
+            dlk_hash64_stream_update(h, (const uint8_t *)in->iov[seg].iov_base +
+                                            pos, take);
+            pos += take;
+            n -= take;
+        }
+        dlk_put_le64(tab + 8 * (size_t)p, dlk_hash64_stream_digest(h));
+    }
+    dlk_hash64_stream_free(h);
+    return DLK_OK;
+}
+
 /* Encode into out; with `head_only` an uncompressed payload is left
  * where it is (in->raw) and out gets the header and index alone. */
 static dlk_status encode(const dlk_chunk_enc *in, bool head_only,
@@ -80,14 +182,26 @@ static dlk_status encode(const dlk_chunk_enc *in, bool head_only,
         in->ndim < 0 || in->ndim > DLK_MAX_NDIM ||
         in->raw_bytes > DLK_CHUNK_MAX_RAW || !dlk_dtype_size(in->dtype))
         return dlk_fail(err, DLK_EINVAL, "chunk to encode is out of bounds");
-    uint64_t index_bytes;
-    if (!index_size(in->samples, in->ndim, in->variable, &index_bytes))
+    bool zstd = in->codec == DLK_CODEC_ZSTD;
+    bool parts = in->part_bytes != 0;
+    if (parts && (zstd || in->part_bytes < DLK_PART_BYTES_MIN ||
+                  in->part_bytes > DLK_PART_BYTES_MAX))
+        return dlk_fail(err, DLK_EINVAL, "chunk to encode: parts of %u bytes "
+                        "(4096..2^30, codec none only)", in->part_bytes);
+    uint32_t nparts = dlk_parts_count(in->samples, in->raw_bytes,
+                                      in->part_bytes);
+    uint64_t layout = 0, index_bytes;
+    if (!layout_used(in->samples, in->ndim, in->variable, &layout) ||
+        !index_size(in->samples, in->ndim, in->variable, parts, nparts,
+                    &index_bytes))
         return dlk_fail(err, DLK_ELIMIT, "chunk index too large");
 
-    bool zstd = in->codec == DLK_CODEC_ZSTD;
     head_only &= !zstd;
     if (!in->raw && in->raw_bytes && !(head_only && in->have_raw_hash))
         return dlk_fail(err, DLK_EINTERNAL, "chunk to encode has no payload");
+    if (!in->raw && in->raw_bytes && parts && !in->iov)
+        return dlk_fail(err, DLK_EINTERNAL, "chunk to encode has no payload "
+                        "to cut into parts");
     size_t bound = zstd ? ZSTD_compressBound(in->raw_bytes)
                         : head_only ? 0 : in->raw_bytes;
     out->len = 0;
@@ -101,9 +215,20 @@ static dlk_status encode(const dlk_chunk_enc *in, bool head_only,
     memset(idx, 0, (size_t)index_bytes);
 
     /* index */
+    uint64_t sample_bytes = 0;
     if (!in->variable) {
-        for (int d = 0; d < in->ndim; d++)
-            dlk_put_le32(idx + 4 * d, (uint32_t)in->shape[d]);
+        uint32_t dims[DLK_MAX_NDIM];
+        for (int d = 0; d < in->ndim; d++) {
+            dims[d] = (uint32_t)in->shape[d];
+            dlk_put_le32(idx + 4 * d, dims[d]);
+        }
+        uint64_t total;
+        /* the part hashes read the payload at these offsets */
+        if (parts && (!sample_size(in->dtype, in->ndim, dims, &sample_bytes) ||
+                      !dlk_mul_u64(sample_bytes, in->samples, &total) ||
+                      total != in->raw_bytes))
+            return dlk_fail(err, DLK_EINTERNAL, "chunk payload size %zu does "
+                            "not match its shape", in->raw_bytes);
     } else {
         uint8_t *p = idx + 8 * ((size_t)in->samples + 1);
         uint64_t n = (uint64_t)in->samples * (uint64_t)in->ndim;
@@ -126,7 +251,15 @@ static dlk_status encode(const dlk_chunk_enc *in, bool head_only,
                             "not match its shapes (%llu)", in->raw_bytes,
                             (unsigned long long)off);
     }
-
+    if (parts) {
+        uint8_t *tab = idx + pad8(layout);
+        dlk_put_le32(tab, in->part_bytes);
+        dlk_put_le32(tab + 4, nparts);
+        rc = hash_parts(in, idx, sample_bytes, nparts, tab + PART_TABLE_HEAD,
+                        err);
+        if (rc)
+            return rc;
+    }
     /* payload */
     size_t stored;
     if (in->codec == DLK_CODEC_ZSTD) {
@@ -146,7 +279,8 @@ static dlk_status encode(const dlk_chunk_enc *in, bool head_only,
     hdr[OFF_DTYPE] = (uint8_t)in->dtype;
     hdr[OFF_CODEC] = (uint8_t)in->codec;
     hdr[OFF_NDIM] = (uint8_t)in->ndim;
-    hdr[OFF_FLAGS] = in->variable ? DLK_CHUNK_FLAG_VARIABLE : 0;
+    hdr[OFF_FLAGS] = (uint8_t)((in->variable ? DLK_CHUNK_FLAG_VARIABLE : 0) |
+                               (parts ? DLK_CHUNK_FLAG_PARTS : 0));
     dlk_put_le16(hdr + OFF_RESERVED, 0);
     dlk_put_le32(hdr + OFF_SAMPLES, in->samples);
     dlk_put_le64(hdr + OFF_INDEX_BYTES, index_bytes);
@@ -181,13 +315,15 @@ dlk_status dlk_chunk_encode_head(const dlk_chunk_enc *in, dlk_buf *out,
 
 #define BAD(...) dlk_fail(err, DLK_ECORRUPT, __VA_ARGS__)
 
-dlk_status dlk_chunk_parse_header(const uint8_t *obj, size_t len,
-                                  const char *name, dlk_chunk_header *h,
-                                  dlk_error *err)
+dlk_status dlk_chunk_parse_head(const uint8_t *obj, size_t avail,
+                                uint64_t object_bytes, const char *name,
+                                dlk_chunk_header *h, dlk_error *err)
 {
-    if (len < DLK_CHUNK_HEADER_BYTES)
-        return BAD("chunk '%s': %zu bytes, shorter than its 64-byte header",
-                   name, len);
+    memset(h, 0, sizeof *h);
+    if (avail < DLK_CHUNK_HEADER_BYTES || object_bytes < DLK_CHUNK_HEADER_BYTES)
+        return BAD("chunk '%s': %llu bytes, shorter than its 64-byte header",
+                   name, (unsigned long long)(avail < object_bytes
+                                                  ? avail : object_bytes));
     if (memcmp(obj, DLK_CHUNK_MAGIC, 4) != 0)
         return BAD("chunk '%s': bad magic (not a dlk chunk)", name);
     h->version = dlk_get_le16(obj + OFF_VERSION);
@@ -207,11 +343,15 @@ dlk_status dlk_chunk_parse_header(const uint8_t *obj, size_t len,
     if (h->ndim > DLK_MAX_NDIM)
         return BAD("chunk '%s': ndim %d over %d", name, h->ndim, DLK_MAX_NDIM);
     h->flags = obj[OFF_FLAGS];
-    if (h->flags & ~DLK_CHUNK_FLAG_VARIABLE)
+    if (h->flags & ~(DLK_CHUNK_FLAG_VARIABLE | DLK_CHUNK_FLAG_PARTS))
         return BAD("chunk '%s': reserved flag bits set (0x%02x)", name,
                    h->flags);
     if ((h->flags & DLK_CHUNK_FLAG_VARIABLE) && h->ndim == 0)
         return BAD("chunk '%s': a scalar tensor cannot vary in shape", name);
+    bool parts = h->flags & DLK_CHUNK_FLAG_PARTS;
+    if (parts && h->codec != DLK_CODEC_NONE)
+        return BAD("chunk '%s': a part table with codec %s (parts need codec "
+                   "none)", name, dlk_codec_name(h->codec));
     if (dlk_get_le16(obj + OFF_RESERVED) != 0)
         return BAD("chunk '%s': reserved header field is not zero", name);
     h->samples = dlk_get_le32(obj + OFF_SAMPLES);
@@ -226,18 +366,30 @@ dlk_status dlk_chunk_parse_header(const uint8_t *obj, size_t len,
     h->header_hash = dlk_get_le64(obj + OFF_HEADER_HASH);
 
     bool variable = h->flags & DLK_CHUNK_FLAG_VARIABLE;
-    uint64_t want_index, total;
-    if (!index_size(h->samples, h->ndim, variable, &want_index) ||
-        h->index_bytes != want_index)
-        return BAD("chunk '%s': index of %llu bytes, expected %llu", name,
+    uint64_t layout = 0, want_index, total;
+    /* with PARTS the table's length is known only once its count has been
+     * read, after header_hash: here, room for the table's head at least */
+    bool index_ok = layout_used(h->samples, h->ndim, variable, &layout) &&
+                    index_size(h->samples, h->ndim, variable, parts, 0,
+                               &want_index);
+    if (!index_ok || (parts ? h->index_bytes < want_index
+                            : h->index_bytes != want_index))
+        return BAD("chunk '%s': index of %llu bytes, expected %s%llu", name,
                    (unsigned long long)h->index_bytes,
+                   parts ? "at least " : "",
                    (unsigned long long)want_index);
     if (!dlk_add_u64(DLK_CHUNK_HEADER_BYTES, h->index_bytes, &total) ||
-        !dlk_add_u64(total, h->stored_bytes, &total) || total != len)
+        !dlk_add_u64(total, h->stored_bytes, &total) || total != object_bytes)
         return BAD("chunk '%s': header claims %llu index + %llu payload "
-                   "bytes, object has %zu", name,
+                   "bytes, object has %llu", name,
                    (unsigned long long)h->index_bytes,
-                   (unsigned long long)h->stored_bytes, len);
+                   (unsigned long long)h->stored_bytes,
+                   (unsigned long long)object_bytes);
+    if (DLK_CHUNK_HEADER_BYTES + h->index_bytes > avail)
+        return BAD("chunk '%s': %zu bytes read, its header and index take "
+                   "%llu", name, avail,
+                   (unsigned long long)(DLK_CHUNK_HEADER_BYTES +
+                                        h->index_bytes));
     if (h->raw_bytes > DLK_CHUNK_MAX_RAW)
         return dlk_fail(err, DLK_ELIMIT, "chunk '%s': raw payload of %llu "
                         "bytes over the limit of %llu", name,
@@ -247,17 +399,51 @@ dlk_status dlk_chunk_parse_header(const uint8_t *obj, size_t len,
                                        h->raw_hash != h->stored_hash))
         return BAD("chunk '%s': uncompressed, but its raw and stored sizes "
                    "or checksums differ", name);
-    uint64_t hh = dlk_hash64_2(obj, HASHED_HEADER_BYTES,
-                               obj + DLK_CHUNK_HEADER_BYTES,
+    const uint8_t *idx = obj + DLK_CHUNK_HEADER_BYTES;
+    uint64_t hh = dlk_hash64_2(obj, HASHED_HEADER_BYTES, idx,
                                (size_t)h->index_bytes);
     if (hh != h->header_hash)
         return BAD("chunk '%s': header checksum mismatch", name);
-    uint64_t used = 0;
-    index_used(h->samples, h->ndim, variable, &used);
+    uint64_t used = layout;
+    if (parts) {
+        uint64_t at = pad8(layout);
+        for (uint64_t i = layout; i < at; i++)
+            if (idx[i] != 0)
+                return BAD("chunk '%s': bytes before the part table are not "
+                           "zero", name);
+        h->part_bytes = dlk_get_le32(idx + at);
+        h->nparts = dlk_get_le32(idx + at + 4);
+        h->part_table = at + PART_TABLE_HEAD;
+        if (h->part_bytes < DLK_PART_BYTES_MIN ||
+            h->part_bytes > DLK_PART_BYTES_MAX)
+            return BAD("chunk '%s': part size %u out of range (4096..2^30)",
+                       name, h->part_bytes);
+        uint32_t want = dlk_parts_count(h->samples, h->raw_bytes,
+                                        h->part_bytes);
+        if (h->nparts != want)
+            return BAD("chunk '%s': %u parts, %u samples of %llu bytes in "
+                       "parts of %u make %u", name, h->nparts, h->samples,
+                       (unsigned long long)h->raw_bytes, h->part_bytes, want);
+        index_size(h->samples, h->ndim, variable, true, h->nparts,
+                   &want_index);
+        if (h->index_bytes != want_index)
+            return BAD("chunk '%s': index of %llu bytes, its part table "
+                       "makes %llu", name,
+                       (unsigned long long)h->index_bytes,
+                       (unsigned long long)want_index);
+        used = h->part_table + 8 * (uint64_t)h->nparts;
+    }
     for (uint64_t i = used; i < h->index_bytes; i++)
-        if (obj[DLK_CHUNK_HEADER_BYTES + i] != 0)
+        if (idx[i] != 0)
             return BAD("chunk '%s': index padding is not zero", name);
     return DLK_OK;
+}
+
+dlk_status dlk_chunk_parse_header(const uint8_t *obj, size_t len,
+                                  const char *name, dlk_chunk_header *h,
+                                  dlk_error *err)
+{
+    return dlk_chunk_parse_head(obj, len, len, name, h, err);
 }
 
 /* Parse the index into c (shape, or shapes and offsets). */
@@ -310,25 +496,131 @@ static dlk_status parse_index(struct dlk_chunk *c, const uint8_t *idx,
     return DLK_OK;
 }
 
+uint64_t dlk_chunk_sample_offset(const dlk_chunk *c, uint32_t s)
+{
+    if (s >= c->h.samples)
+        return c->h.raw_bytes;
+    return c->h.flags & DLK_CHUNK_FLAG_VARIABLE ? c->offsets[s]
+                                                : c->sample_bytes * s;
+}
+
+static dlk_status part_mismatch(const struct dlk_chunk *c, uint32_t p,
+                                const char *name, dlk_error *err)
+{
+    uint64_t a = dlk_chunk_sample_offset(c, dlk_part_first(p, c->h.samples,
+                                                           c->nparts));
+    uint64_t b = dlk_chunk_sample_offset(c, dlk_part_first(p + 1,
+                                                           c->h.samples,
+                                                           c->nparts));
+    return BAD("chunk '%s': part %u of %u (payload bytes %llu..%llu) "
+               "checksum mismatch", name, p, c->nparts,
+               (unsigned long long)a, (unsigned long long)b);
+}
+
+dlk_status dlk_chunk_part_span(const dlk_chunk *c, uint32_t p0, uint32_t p1,
+                               uint64_t *off, uint64_t *len)
+{
+    if (!c->nparts || p0 > p1 || p1 > c->nparts)
+        return DLK_EINVAL;
+    uint64_t a = dlk_chunk_sample_offset(c, dlk_part_first(p0, c->h.samples,
+                                                           c->nparts));
+    uint64_t b = dlk_chunk_sample_offset(c, dlk_part_first(p1, c->h.samples,
+                                                           c->nparts));
+    *off = a;
+    *len = b - a;
+    return DLK_OK;
+}
+
+dlk_status dlk_chunk_verify_parts(const dlk_chunk *c, uint32_t p0,
+                                  uint32_t p1, const void *bytes,
+                                  uint64_t len, const char *key,
+                                  dlk_error *err)
+{
+    uint64_t off, span;
+    if (dlk_chunk_part_span(c, p0, p1, &off, &span))
+        return dlk_fail(err, DLK_EINVAL, "chunk '%s': no parts %u..%u (it "
+                        "has %u)", key, p0, p1, c->nparts);
+    if (len != span)
+        return dlk_fail(err, DLK_EINVAL, "chunk '%s': parts %u..%u take "
+                        "%llu bytes, %llu given", key, p0, p1,
+                        (unsigned long long)span, (unsigned long long)len);
+    const uint8_t *base = bytes;
+    for (uint32_t p = p0; p < p1; p++) {
+        uint64_t a = dlk_chunk_sample_offset(c, dlk_part_first(
+                         p, c->h.samples, c->nparts));
+        uint64_t b = dlk_chunk_sample_offset(c, dlk_part_first(
+                         p + 1, c->h.samples, c->nparts));
+        if (dlk_hash64(base + (a - off), (size_t)(b - a)) !=
+            dlk_get_le64(c->part_hash + 8 * (size_t)p))
+            return part_mismatch(c, p, key, err);
+    }
+    return DLK_OK;
+}
+
+dlk_status dlk_chunk_decode_head(struct dlk_chunk *c, const char *name,
+                                 uint64_t object_bytes, dlk_error *err)
+{
+    const uint8_t *obj = c->object.data;
+    c->part_bytes = c->nparts = 0;
+    c->part_hash = NULL;
+    dlk_status rc = dlk_chunk_parse_head(obj, c->object.len, object_bytes,
+                                         name, &c->h, err);
+    if (rc)
+        return rc;
+    rc = parse_index(c, obj + DLK_CHUNK_HEADER_BYTES, name, err);
+    if (rc)
+        return rc;
+    if (c->h.flags & DLK_CHUNK_FLAG_PARTS) {
+        c->part_bytes = c->h.part_bytes;
+        c->nparts = c->h.nparts;
+        c->part_hash = obj + DLK_CHUNK_HEADER_BYTES + c->h.part_table;
+    }
+    return DLK_OK;
+}
+
+/* The first part of c whose hash does not match payload, or nparts. */
+static uint32_t first_bad_part(const struct dlk_chunk *c,
+                               const uint8_t *payload)
+{
+    for (uint32_t p = 0; p < c->nparts; p++) {
+        uint64_t a = dlk_chunk_sample_offset(c, dlk_part_first(
+                         p, c->h.samples, c->nparts));
+        uint64_t b = dlk_chunk_sample_offset(c, dlk_part_first(
+                         p + 1, c->h.samples, c->nparts));
+        if (dlk_hash64(payload + a, (size_t)(b - a)) !=
+            dlk_get_le64(c->part_hash + 8 * (size_t)p))
+            return p;
+    }
+    return c->nparts;
+}
+
 dlk_status dlk_chunk_decode(struct dlk_chunk *c, const char *name,
                             unsigned mode, void *dst, size_t cap,
                             dlk_error *err)
 {
     bool verify_payload = mode & DLK_DECODE_VERIFY;
     const uint8_t *obj = c->object.data;
-    dlk_status rc = dlk_chunk_parse_header(obj, c->object.len, name, &c->h,
-                                           err);
-    if (rc)
-        return rc;
-    rc = parse_index(c, obj + DLK_CHUNK_HEADER_BYTES, name, err);
+    dlk_status rc = dlk_chunk_decode_head(c, name, c->object.len, err);
     if (rc)
         return rc;
     const uint8_t *stored = obj + DLK_CHUNK_HEADER_BYTES + c->h.index_bytes;
     if (mode & DLK_DECODE_HEADER_ONLY)
         return DLK_OK;
-    if (verify_payload &&
-        dlk_hash64(stored, (size_t)c->h.stored_bytes) != c->h.stored_hash)
-        return BAD("chunk '%s': payload checksum mismatch", name);
+    /* parts (codec none: stored = raw) first, and a damaged payload is
+     * reported by its part where the chunk has parts */
+    if (verify_payload) {
+        bool parts_done = mode & DLK_DECODE_VERIFY_PARTS;
+        uint32_t bad = parts_done ? first_bad_part(c, stored) : c->nparts;
+        if (bad == c->nparts &&
+            dlk_hash64(stored, (size_t)c->h.stored_bytes) != c->h.stored_hash) {
+            if (!parts_done)
+                bad = first_bad_part(c, stored);
+            if (bad == c->nparts)
+                return BAD("chunk '%s': payload checksum mismatch", name);
+        }
+        if (bad < c->nparts)
+            return part_mismatch(c, bad, name, err);
+    }
     if (c->h.codec == DLK_CODEC_NONE) {
         c->payload = stored;
         return DLK_OK;
@@ -406,4 +698,25 @@ void dlk_chunk_free(dlk_chunk *c)
     dlk_buf_free(&c->owned);
     dlk_buf_free(&c->object);
     free(c);
+}
+
+uint64_t dlk_chunk_expected_head(const dlk_tensor *t, const dlk_chunk_entry *e)
+{
+    if (e->samples == 0 || e->samples > DLK_CHUNK_MAX_SAMPLES ||
+        e->raw_bytes > DLK_CHUNK_MAX_RAW)
+        return 0;
+    /* without the member, a chunk of codec none may or may not have parts */
+    if (t->spec.codec == DLK_CODEC_NONE && !t->spec.part_bytes)
+        return 0;
+    bool variable = false;
+    for (int d = 0; d < t->spec.ndim; d++)
+        variable |= t->spec.shape[d] == DLK_DIM_VARIABLE;
+    bool parts = t->spec.part_bytes != 0;
+    uint64_t index_bytes;
+    if (!index_size(e->samples, t->spec.ndim, variable, parts,
+                    dlk_parts_count(e->samples, e->raw_bytes,
+                                    t->spec.part_bytes),
+                    &index_bytes))
+        return 0;
+    return DLK_CHUNK_HEADER_BYTES + index_bytes;
 }

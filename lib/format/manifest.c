@@ -51,6 +51,12 @@ dlk_status dlk_spec_check(const dlk_tensor_spec *s, dlk_error *err)
     if (s->codec == DLK_CODEC_NONE && s->level != 0)
         return dlk_fail(err, DLK_EINVAL, "tensor '%s': a level needs codec "
                         "zstd", s->name);
+    if (s->part_bytes && (s->codec != DLK_CODEC_NONE ||
+                          s->part_bytes < DLK_PART_BYTES_MIN ||
+                          s->part_bytes > DLK_PART_BYTES_MAX))
+        return dlk_fail(err, DLK_EINVAL, "tensor '%s': part size %u (4096 "
+                        "to 2^30 bytes, codec none only)", s->name,
+                        s->part_bytes);
     if (s->chunk_bytes > DLK_CHUNK_MAX_RAW / 2)
         return dlk_fail(err, DLK_EINVAL, "tensor '%s': chunk size %llu over "
                         "1 GiB", s->name, (unsigned long long)s->chunk_bytes);
@@ -67,6 +73,9 @@ dlk_status dlk_tensor_init(dlk_tensor *t, const dlk_tensor_spec *s,
     t->spec = *s;
     if (!t->spec.chunk_bytes)
         t->spec.chunk_bytes = DLK_DEFAULT_CHUNK_BYTES;
+    /* a new tensor; one read from a manifest gets its own member back */
+    if (!t->spec.part_bytes && t->spec.codec == DLK_CODEC_NONE)
+        t->spec.part_bytes = DLK_DEFAULT_PART_BYTES;
     t->spec.class_names = NULL;
     t->spec.n_class_names = 0;
     if (s->n_class_names) {
@@ -215,6 +224,15 @@ static dlk_status parse_tensor(json_t *jt, const char *name, dlk_tensor *t,
         return BAD("%s: tensor '%s': missing or bad 'chunk_bytes'", name,
                    tname);
     s.chunk_bytes = chunk_bytes;
+    /* absent: the chunks may or may not have part tables (formats/
+     * dlk-v1.md 4.3.2); present, every chunk must have one of this size */
+    uint64_t part_bytes = 0;
+    if (json_object_get(jt, "part_bytes") &&
+        (!get_uint(jt, "part_bytes", DLK_PART_BYTES_MAX, &part_bytes) ||
+         part_bytes < DLK_PART_BYTES_MIN))
+        return BAD("%s: tensor '%s': bad 'part_bytes' (4096..1073741824)",
+                   name, tname);
+    s.part_bytes = (uint32_t)part_bytes;
     dlk_status rc = parse_shape(json_object_get(jt, "shape"), name, tname,
                                 "shape", -1, s.shape, &s.ndim, true, err);
     if (rc)
@@ -251,6 +269,7 @@ static dlk_status parse_tensor(json_t *jt, const char *name, dlk_tensor *t,
     free(cn);
     if (rc)
         return rc;
+    t->spec.part_bytes = s.part_bytes; /* not the default of a new tensor */
 
     int64_t smin[DLK_MAX_NDIM], smax[DLK_MAX_NDIM];
     int nd;
@@ -475,6 +494,8 @@ static json_t *tensor_json(const dlk_tensor *t)
     if (s->codec == DLK_CODEC_ZSTD)
         json_object_set_new(o, "level", json_integer(s->level ? s->level : 3));
     json_object_set_new(o, "chunk_bytes", json_integer((json_int_t)s->chunk_bytes));
+    if (s->part_bytes)
+        json_object_set_new(o, "part_bytes", json_integer(s->part_bytes));
     if (t->n_class_names) {
         json_t *names = json_array();
         for (size_t i = 0; i < t->n_class_names; i++)

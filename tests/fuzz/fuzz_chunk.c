@@ -65,6 +65,32 @@ static void walk(const struct dlk_chunk *c)
         CHECK(sum == total);
 }
 
+/* The parts of a decoded chunk tile its payload; checked part by part,
+ * they agree with the decode's own verdict on them. */
+static void parts(const struct dlk_chunk *c, unsigned mode)
+{
+    uint64_t off, len;
+    if (!c->nparts) {
+        CHECK(!c->part_hash && dlk_chunk_part_span(c, 0, 0, &off, &len));
+        return;
+    }
+    CHECK(c->h.codec == DLK_CODEC_NONE && c->nparts <= c->h.samples);
+    uint64_t end = 0;
+    for (uint32_t p = 0; p < c->nparts; p++) {
+        CHECK(dlk_chunk_part_span(c, p, p + 1, &off, &len) == DLK_OK);
+        CHECK(off == end && len <= c->h.raw_bytes - off);
+        end = off + len;
+    }
+    CHECK(end == c->h.raw_bytes);
+    CHECK(dlk_chunk_part_span(c, 0, c->nparts + 1, &off, &len) == DLK_EINVAL);
+    dlk_error err = {0};
+    dlk_status rc = dlk_chunk_verify_parts(c, 0, c->nparts, c->payload,
+                                           c->h.raw_bytes, "fuzz", &err);
+    CHECK(rc == DLK_OK || (rc == DLK_ECORRUPT && strstr(err.msg, "fuzz")));
+    if (mode & DLK_DECODE_VERIFY_PARTS)
+        CHECK(rc == DLK_OK);
+}
+
 /* Encode the decoded samples again and decode the result: same bytes. */
 static void reencode(const struct dlk_chunk *c)
 {
@@ -76,6 +102,7 @@ static void reencode(const struct dlk_chunk *c)
         .ndim = c->h.ndim, .variable = variable,
         .shape = c->shape, .shapes = c->shapes, .samples = c->h.samples,
         .raw = c->payload, .raw_bytes = (size_t)c->h.raw_bytes,
+        .part_bytes = c->part_bytes,
     };
     dlk_buf out;
     dlk_buf_init(&out);
@@ -96,6 +123,10 @@ static void reencode(const struct dlk_chunk *c)
     CHECK(d->h.samples == c->h.samples && d->h.raw_bytes == c->h.raw_bytes);
     CHECK(c->h.raw_bytes == 0 ||
           memcmp(d->payload, c->payload, (size_t)c->h.raw_bytes) == 0);
+    /* part hashes are a function of the payload (checked when decoded) */
+    CHECK(d->nparts == c->nparts &&
+          (c->nparts == 0 ||
+           memcmp(d->part_hash, c->part_hash, 8 * (size_t)c->nparts) == 0));
     dlk_chunk_free(d);
 }
 
@@ -114,6 +145,7 @@ static dlk_status decode(const uint8_t *data, size_t size, unsigned mode,
         CHECK(strstr(err.msg, "fuzz") != NULL);
     } else if (!(mode & DLK_DECODE_HEADER_ONLY)) {
         walk(c);
+        parts(c, mode);
         if (check)
             reencode(c);
     }
@@ -136,7 +168,8 @@ static void one(const uint8_t *data, size_t size)
      * byte, so that both "too small" and "big enough" are explored */
     size_t raw = (size_t)h.raw_bytes;
     size_t cap = size && (data[size - 1] & 1) ? raw : raw / 2;
-    dlk_status r1 = decode(data, size, DLK_DECODE_VERIFY, cap, true);
+    dlk_status r1 = decode(data, size, DLK_DECODE_VERIFY |
+                           DLK_DECODE_VERIFY_PARTS, cap, true);
     dlk_status r2 = decode(data, size, 0, 0, false);
     /* verification only ever adds failures */
     CHECK(r1 == DLK_OK ? r2 == DLK_OK : 1);

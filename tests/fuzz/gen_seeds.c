@@ -33,6 +33,7 @@ static void save(const char *dir, const char *name, const void *p, size_t n)
 }
 
 static dlk_buf last_chunk;   /* the object chunk() encoded last */
+static uint32_t part_bytes;  /* chunk() writes part tables of this size */
 
 static void chunk(const char *name, dlk_dtype dt, dlk_codec codec, int ndim,
                   const int64_t *shape, const uint32_t *shapes,
@@ -55,7 +56,7 @@ static void chunk(const char *name, dlk_dtype dt, dlk_codec codec, int ndim,
     dlk_chunk_enc e = {
         .dtype = dt, .codec = codec, .ndim = ndim, .variable = shapes != NULL,
         .shape = shape, .shapes = shapes, .samples = samples, .raw = data,
-        .raw_bytes = raw,
+        .raw_bytes = raw, .part_bytes = part_bytes,
     };
     dlk_buf out;
     dlk_buf_init(&out);
@@ -88,6 +89,15 @@ static void chunks(void)
     chunk("f64-var1-zstd", DLK_F64, DLK_CODEC_ZSTD, 1, NULL, v1, 4);
     uint32_t v3[] = {2, 2, 3, 1, 1, 3};             /* ?x?x3, 2 samples */
     chunk("bf16-var3-zstd", DLK_BF16, DLK_CODEC_ZSTD, 3, NULL, v3, 2);
+    /* part tables (codec none): several parts, a rank with a gap before
+     * the table, and variable shapes with an empty sample */
+    part_bytes = 4096;
+    int64_t row[1] = {3000}, odd[3] = {10, 10, 15};
+    chunk("u8-3000-parts", DLK_U8, DLK_CODEC_NONE, 1, row, NULL, 5);
+    chunk("u8-10x10x15-parts", DLK_U8, DLK_CODEC_NONE, 3, odd, NULL, 7);
+    uint32_t vp[] = {2000, 0, 2500, 1, 3000, 700};
+    chunk("u16-var1-parts", DLK_U16, DLK_CODEC_NONE, 1, NULL, vp, 6);
+    part_bytes = 0;
 }
 
 static void manifest(const char *name, const char *const *specs, size_t n,
