@@ -9,20 +9,22 @@ have_numpy || { skip "parts" "numpy missing: python3 -m pip install numpy"; exit
 
 SRC=$T/src
 mkdir -p "$SRC"
-# 200 images of 64x64x3 (2.4 MiB: three parts of the default 1 MiB in one
-# 4 MiB chunk), their labels, and variable-shape boxes compressed
+# 60 images of 150x150x3 (3.9 MiB: four parts of the default 1 MiB in one
+# 8 MiB chunk; each over 64 KiB, so that the writer takes them whole and
+# hashes the parts across the samples' own buffers), their labels, and
+# variable-shape boxes compressed
 python3 - "$SRC" <<'PY'
 import numpy as np, sys
 d = sys.argv[1]
 rng = np.random.default_rng(7)
-np.save(d + "/0000.images.npy", rng.integers(0, 255, (200, 64, 64, 3), dtype="u1"))
-np.save(d + "/0000.labels.npy", np.arange(200, dtype="<i4"))
+np.save(d + "/0000.images.npy", rng.integers(0, 255, (60, 150, 150, 3), dtype="u1"))
+np.save(d + "/0000.labels.npy", np.arange(60, dtype="<i4"))
 for i in range(20):
     np.save(d + "/%04d.boxes.npy" % i, rng.random((i % 4 + 1, 4)).astype("<f4"))
 PY
 DS=$(ds_url ds)
-ok "create" dlk create "$DS" --tensor images:u8:64x64x3 --tensor labels:i32 \
-    --tensor "boxes:f32:?x4:zstd" --chunk-size 4M
+ok "create" dlk create "$DS" --tensor images:u8:150x150x3 --tensor labels:i32 \
+    --tensor "boxes:f32:?x4:zstd" --chunk-size 8M
 ok "ingest" dlk ingest "$DS" from-dir "$SRC" --quiet
 obj_get "$DS" staging/manifest.json "$T/m.json"
 check "the manifest gives codec-none tensors part_bytes 1048576, zstd none" \
@@ -65,7 +67,7 @@ PY
 }
 ok "the chunk's part table is laid out as the spec says" layout "$T/chunk"
 read -r NPARTS OFF LEN < "$OUT"
-check "the 4 MiB chunk of 2.4 MiB has 3 parts" test "$NPARTS" = 3
+check "the chunk of 3.9 MiB has 4 parts" test "$NPARTS" = 4
 
 ok "verify --deep passes" dlk verify "$DS" --deep
 check "verify --deep says ok" grep -q "^ok: " "$OUT"
@@ -74,14 +76,14 @@ flip_byte "$T/chunk" $((OFF + LEN / 2))
 obj_put "$DS" "$KEY" "$T/chunk"
 fails "verify --deep finds a damaged byte in part 1" 1 dlk verify "$DS" --deep
 check "the chunk and part 1 are named" \
-    grep -q "$KEY.*part 1 of 3" "$OUT" "$ERR"
+    grep -q "$KEY.*part 1 of 4" "$OUT" "$ERR"
 fails "verify --deep --json too" 1 dlk verify "$DS" --deep --json
 check "json names the object and the part" python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert not d["ok"] and any(e["object"] == sys.argv[2] and "part 1 of 3" in e["error"]
+assert not d["ok"] and any(e["object"] == sys.argv[2] and "part 1 of 4" in e["error"]
                            for e in d["errors"]), d' "$OUT" "$KEY"
 fails "verify without --deep still finds it (the chunk's name)" 1 dlk verify "$DS"
 check "named" grep -q "$KEY" "$OUT" "$ERR"
 fails "reading a sample of the damaged part fails cleanly" 3 \
-    dlk cat "$DS" images 70
+    dlk cat "$DS" images 20
