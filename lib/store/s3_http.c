@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
@@ -197,6 +198,9 @@ static size_t on_header(char *line, size_t size, size_t nitems, void *ud)
         r->etag[0] = '\0';
         r->lastmod[0] = '\0';
         r->request_id[0] = '\0';
+        r->want_value[0] = '\0';
+    } else if (r->want_header && hdr_is(line, n, r->want_header, &v, &vn)) {
+        copy_hdr(r->want_value, sizeof r->want_value, v, vn);
     } else if (hdr_is(line, n, "content-length", &v, &vn)) {
         uint64_t x = parse_u64(v, vn, &ok);
         r->content_length = ok ? x : UINT64_MAX;
@@ -206,7 +210,8 @@ static size_t on_header(char *line, size_t size, size_t nitems, void *ud)
         copy_hdr(r->etag, sizeof r->etag, v, vn);
     } else if (hdr_is(line, n, "x-amz-request-id", &v, &vn) ||
                (!r->request_id[0] &&
-                hdr_is(line, n, "x-amzn-requestid", &v, &vn))) {
+                (hdr_is(line, n, "x-amzn-requestid", &v, &vn) ||
+                 hdr_is(line, n, "x-guploader-uploadid", &v, &vn)))) {
         copy_hdr(r->request_id, sizeof r->request_id, v, vn);
     } else if (hdr_is(line, n, "content-range", &v, &vn)) {
         /* "bytes A-B/TOTAL" */
@@ -298,6 +303,7 @@ static void reset_result(s3_req *r)
     r->etag[0] = '\0';
     r->lastmod[0] = '\0';
     r->request_id[0] = '\0';
+    r->want_value[0] = '\0';
 }
 
 /* The request's headers plus the engine's; false when out of memory. */
@@ -310,7 +316,10 @@ static bool build_headers(s3_engine *e, const s3_req *r,
             goto oom;
         h = t;
     }
-    if (strcmp(r->method, "POST") == 0) {
+    bool typed = false;
+    for (const struct curl_slist *c = r->headers; c; c = c->next)
+        typed |= strncasecmp(c->data, "content-type:", 13) == 0;
+    if (strcmp(r->method, "POST") == 0 && !typed) {
         /* not libcurl's form type: servers would parse the body as one */
         if (!(t = curl_slist_append(h, "Content-Type: application/xml")))
             goto oom;
@@ -444,6 +453,7 @@ static void start_hedge(s3_engine *e, s3_req *r)
     x->method = r->method;
     x->url = r->url;
     x->headers = r->headers;     /* the caller's, alive until r is done */
+    x->want_header = r->want_header;
     x->max = r->max;
     x->out = r->out ? &x->hbody : NULL;
     x->hedge_of = r;
@@ -510,6 +520,7 @@ static void adopt(s3_req *p, s3_req *x)
     memcpy(p->etag, x->etag, sizeof p->etag);
     memcpy(p->lastmod, x->lastmod, sizeof p->lastmod);
     memcpy(p->request_id, x->request_id, sizeof p->request_id);
+    memcpy(p->want_value, x->want_value, sizeof p->want_value);
     p->received = x->received;
     dlk_buf_free(&p->errbody);
     p->errbody = x->errbody;
@@ -679,7 +690,8 @@ static void on_done(s3_engine *e, CURL *h, CURLcode code)
     x->all_headers = NULL;
 
     bool slow = x->status == 503 || x->status == 429;
-    bool retry = slow || x->status == 500 || x->status == 502 ||
+    bool retry = slow || x->status == 408 || x->status == 500 ||
+                 x->status == 502 ||
                  x->status == 504 || x->short_body ||
                  (code != CURLE_OK && !x->over_limit && !x->oom &&
                   retryable_curl(code));
@@ -730,7 +742,8 @@ static void on_done(s3_engine *e, CURL *h, CURLcode code)
     pthread_mutex_lock(&e->mu);
     e->inflight -= ended;
     adapt(e, slow, retry, now);
-    if (retry && r->attempts < e->max_attempts) {
+    if (retry && r->attempts < (r->attempts_max ? r->attempts_max
+                                                : e->max_attempts)) {
         unsigned shift = (unsigned)(r->attempts - 1);
         uint64_t cap = (uint64_t)BACKOFF_BASE_MS << (shift > 20 ? 20 : shift);
         if (cap > BACKOFF_CAP_MS)

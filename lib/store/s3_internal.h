@@ -83,6 +83,13 @@ typedef struct s3_req {
      * thread, with no lock held, once r has finished for good; r may be
      * freed there (s3_wait must not be used on it). */
     void (*on_finish)(struct s3_req *r);
+    /* One more response header to keep (case-insensitive name, NULL:
+     * none), into want_value: GCS's x-goog-generation, a resumable
+     * upload's Location or Range. */
+    const char *want_header;
+    /* At most this many attempts (0: the engine's max_attempts): 1 where
+     * a resend is not idempotent (a piece of a GCS resumable upload). */
+    int attempts_max;
 
     /* results, valid after s3_perform returns */
     long status;                 /* HTTP status, 0 if none */
@@ -99,6 +106,7 @@ typedef struct s3_req {
                                   * date parsed for every GET was ~1% of
                                   * the I/O thread */
     char request_id[S3_REQID_MAX];
+    char want_value[1024];       /* want_header's value ("": absent) */
     dlk_buf errbody;             /* non-2xx body, bounded; caller frees */
 
     bool oom;                    /* no memory for the body or request */
