@@ -1,7 +1,7 @@
 /* store.c - choosing a store by URL, key checks, and the checked wrappers
  * that every caller goes through. */
 #include "internal.h"
-#include "s3_internal.h"
+#include "gcs_internal.h"
 
 #include <limits.h>
 
@@ -23,13 +23,22 @@ dlk_status dlk_store_open(const char *url, bool create,
     if (strncasecmp(url, "s3:", 3) == 0)
         return dlk_fail(err, DLK_EINVAL, "bad url '%s': an S3 url is "
                         "s3://BUCKET/PREFIX", url);
+    if (strncmp(url, "gs://", 5) == 0) {
+        gcs_options o;
+        char ep[512];
+        dlk_status rc = gcs_options_from_env(&o, ep, sizeof ep, err);
+        return rc ? rc : dlk_store_open_gcs(url, &o, out, err);
+    }
+    if (strncasecmp(url, "gs:", 3) == 0)
+        return dlk_fail(err, DLK_EINVAL, "bad url '%s': a GCS url is "
+                        "gs://BUCKET/PREFIX", url);
     if (strncmp(url, "file://", 7) == 0)
         return dlk_store_open_file(url + 7, create, out, err);
     const char *colon = strstr(url, "://");
     if (colon) {
         return dlk_fail(err, DLK_EUNSUPPORTED,
                         "unsupported url scheme in '%.*s' (use a path, "
-                        "file:// or s3://)", (int)(colon - url + 3), url);
+                        "file://, s3:// or gs://)", (int)(colon - url + 3), url);
     }
     return dlk_store_open_file(url, create, out, err);
 }

@@ -1,0 +1,93 @@
+/*
+ * gcs_internal.h - the Google Cloud Storage store (gs://BUCKET/PREFIX)
+ * through the JSON API: its settings (gcs_env.c reads them from the
+ * environment; nothing else in the library does), OAuth tokens
+ * (gcs_auth.c), the store's operations (gcs.c) and its listing
+ * (gcs_list.c).  Requests run on the S3 store's engine (s3_http.c):
+ * the same retries with backoff, in-flight limit and hedged reads.
+ */
+#ifndef DLK_GCS_INTERNAL_H
+#define DLK_GCS_INTERNAL_H
+
+#include "s3_store.h"
+
+#include <openssl/evp.h>
+
+/* What a GCS store is opened with.  Strings are borrowed for the call. */
+typedef struct gcs_options {
+    /* "http://host:port" of an emulator (STORAGE_EMULATOR_HOST); NULL:
+     * https://storage.googleapis.com */
+    const char *endpoint;
+    /* an OAuth 2 access token used as it is (secret); NULL: none */
+    const char *token;
+    /* a service-account key file (JSON) whose signed JWT is exchanged
+     * for tokens; NULL: none.  Neither token nor key: anonymous */
+    const char *key_file;
+    /* objects of at least this many bytes go up in a resumable upload
+     * (0: 32 MiB); replacements (ifGenerationMatch=N) never do */
+    uint64_t resumable_threshold;
+    /* a resumable upload's pieces (0: 8 MiB; a multiple of 256 KiB) */
+    uint64_t piece_size;
+} gcs_options;
+
+/* The options from the environment: STORAGE_EMULATOR_HOST,
+ * GOOGLE_OAUTH_ACCESS_TOKEN, GOOGLE_APPLICATION_CREDENTIALS,
+ * DLK_GCS_RESUMABLE_THRESHOLD, DLK_GCS_PIECE_SIZE.  The strings point
+ * into the environment (or into buf, endpoint with its scheme added). */
+dlk_status gcs_options_from_env(gcs_options *o, char *buf, size_t cap,
+                                dlk_error *err);
+
+dlk_status dlk_store_open_gcs(const char *url, const gcs_options *o,
+                              dlk_store **out, dlk_error *err);
+
+/* ---- tokens (gcs_auth.c) ---------------------------------------------- */
+
+#define GCS_SCOPE "https://www.googleapis.com/auth/devstorage.read_write"
+#define GCS_TOKEN_URI "https://oauth2.googleapis.com/token"
+
+typedef struct gcs_auth gcs_auth;
+/* Credentials from o: a fixed token, a service-account key (read and
+ * checked now; tokens fetched on first use through eng), or none. */
+dlk_status gcs_auth_new(const gcs_options *o, s3_engine *eng,
+                        gcs_auth **out, dlk_error *err);
+void gcs_auth_free(gcs_auth *a);
+/* Whether requests carry a token at all. */
+bool gcs_auth_signed(const gcs_auth *a);
+/* Append "Authorization: Bearer TOKEN" to *h (nothing when anonymous),
+ * exchanging a new JWT for a token when the one held expires within five
+ * minutes.  Thread-safe. */
+dlk_status gcs_auth_header(gcs_auth *a, struct curl_slist **h,
+                           dlk_error *err);
+
+/* A signed RS256 JWT asking token_uri for `scope` on behalf of email,
+ * issued at `now` for an hour: header.claims.signature, base64url. */
+dlk_status gcs_jwt_make(const char *email, const char *scope,
+                        const char *token_uri, int64_t now, EVP_PKEY *key,
+                        char **out, dlk_error *err);
+/* A token endpoint's answer: {"access_token": ..., "expires_in": N}. */
+dlk_status gcs_token_parse(const void *body, size_t len, char **token,
+                           int64_t *expires_in, dlk_error *err);
+/* base64url without padding of n bytes, appended to b. */
+dlk_status gcs_b64url(dlk_buf *b, const void *p, size_t n, dlk_error *err);
+
+/* ---- shared by gcs.c and gcs_list.c ----------------------------------- */
+
+typedef struct gcs_store gcs_store;
+/* base "/storage/v1/b/BUCKET/o" [ "/" enc(okey) ] [ "?" query ] */
+dlk_status gcs_object_url(const gcs_store *s, const char *okey,
+                          const char *query, dlk_buf *url, dlk_error *err);
+const char *gcs_store_prefix(const gcs_store *s);
+/* Run r (method, url set) with the token's header added to its own. */
+dlk_status gcs_run(gcs_store *s, s3_req *r, dlk_error *err);
+/* The failure of r doing verb on okey: status, GCS's message, attempts;
+ * mode turns a 412 into EEXIST or ECONFLICT. */
+dlk_status gcs_fail(const gcs_store *s, const s3_req *r, const char *verb,
+                    const char *okey, dlk_put_mode mode, dlk_error *err);
+
+dlk_status gcs_list(dlk_store *st, const char *prefix, dlk_list_fn fn,
+                    void *ud, dlk_error *err);
+dlk_status gcs_list_versions(dlk_store *st, const char *prefix,
+                             dlk_list_version_fn fn, void *ud,
+                             dlk_error *err);
+
+#endif /* DLK_GCS_INTERNAL_H */
