@@ -10,7 +10,8 @@
 
 static const char usage_text[] =
     "usage: dlk create DATASET --tensor NAME:DTYPE[:SHAPE[:CODEC]]... [options]\n"
-    "       dlk create DATASET from-s3 URL|from-dir DIR [--tensor ...] [options]\n"
+    "       dlk create DATASET from-s3|from-gs URL|from-dir DIR [--tensor\n"
+    "       ...] [options]\n"
     "\n"
     "With a source, the tensors are inferred from it unless given (images\n"
     "u8 HxWx3 with --resize else ?x?x3; labels i32 with class names from\n"

@@ -7,6 +7,7 @@
 
 static const char usage_text[] =
     "usage: dlk ingest DATASET from-s3 s3://BUCKET/PREFIX [options]\n"
+    "       dlk ingest DATASET from-gs gs://BUCKET/PREFIX [options]\n"
     "       dlk ingest DATASET from-dir DIR [options]\n"
     "\n"
     "Decode images, video and labels once into the dataset's tensors.\n"

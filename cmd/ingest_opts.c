@@ -1,5 +1,5 @@
 /* ingest_opts.c - options, progress line and report shared by
- * `dlk ingest` and `dlk create DATASET from-s3|from-dir`. */
+ * `dlk ingest` and `dlk create DATASET from-s3|from-gs|from-dir`. */
 #include "ingest_opts.h"
 
 #if defined(__GLIBC__)
@@ -17,6 +17,7 @@
 const char ingest_opts_usage[] =
     "Sources:\n"
     "  from-s3 s3://BUCKET/PREFIX   every object below the prefix\n"
+    "  from-gs gs://BUCKET/PREFIX   the same on Google Cloud Storage\n"
     "  from-dir DIR                 every file below DIR (.npy files as\n"
     "                               rows of STEM.TENSOR.npy, or as before)\n"
     "Objects with one stem form a row: 0001.jpg (or .png, .mp4 ...) with\n"
@@ -473,20 +474,28 @@ int ingest_cli_source(ingest_cli *c, const char *cmd, const char *kind,
                       "'%s'", where);
             return EXIT_USAGE;
         }
-    } else if (strcmp(kind, "from-dir") == 0) {
-        if (strncasecmp(where, "s3:", 3) == 0) {
-            cmd_error(cmd, "from-dir needs a directory; use from-s3 for "
+    } else if (strcmp(kind, "from-gs") == 0) {
+        if (strncmp(where, "gs://", 5) != 0 || !where[5] || where[5] == '/') {
+            cmd_error(cmd, "from-gs needs a gs://BUCKET/PREFIX url, not "
                       "'%s'", where);
             return EXIT_USAGE;
         }
+    } else if (strcmp(kind, "from-dir") == 0) {
+        if (strncasecmp(where, "s3:", 3) == 0 ||
+            strncasecmp(where, "gs:", 3) == 0) {
+            cmd_error(cmd, "from-dir needs a directory; use from-%.2s for "
+                      "'%s'", where[0] == 'g' || where[0] == 'G' ? "gs" : "s3",
+                      where);
+            return EXIT_USAGE;
+        }
     } else {
-        static const char *const kinds[] = {"from-s3", "from-dir"};
-        const char *near = cmd_nearest(kind, kinds, 2);
+        static const char *const kinds[] = {"from-s3", "from-gs", "from-dir"};
+        const char *near = cmd_nearest(kind, kinds, 3);
         if (near)
             cmd_error(cmd, "unknown source '%s'; did you mean '%s'?", kind,
                       near);
         else
-            cmd_error(cmd, "unknown source '%s' (from-s3 or from-dir)",
+            cmd_error(cmd, "unknown source '%s' (from-s3, from-gs or from-dir)",
                       kind);
         return EXIT_USAGE;
     }

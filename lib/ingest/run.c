@@ -678,7 +678,8 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
         return DLK_OK;
     }
     res->ignored = src.ignored;
-    bool local_dir = strncmp(o->source, "s3://", 5) != 0;
+    bool local_dir = strncmp(o->source, "s3://", 5) != 0 &&
+                     strncmp(o->source, "gs://", 5) != 0;
     if (local_dir && src.nobjs && src.npy == src.nobjs && !o->labels &&
         o->nshards <= 1 && !o->dry_run && !npy_as_rows(url, o, &src)) {
         uint64_t files = src.nobjs; /* .npy files: the rest are not read */

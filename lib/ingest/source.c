@@ -204,8 +204,10 @@ static char *local_path(const char *p)
 /* The key of `labels` below the source `url`, or NULL. */
 static char *key_below(const char *url, const char *labels)
 {
-    bool s3 = strncmp(url, "s3://", 5) == 0;
-    if (s3 != (strncmp(labels, "s3://", 5) == 0))
+    /* a remote url ("s3://", "gs://") is compared as written */
+    bool s3 = strncmp(url, "s3://", 5) == 0 || strncmp(url, "gs://", 5) == 0;
+    if (s3 != (strncmp(labels, "s3://", 5) == 0 ||
+               strncmp(labels, "gs://", 5) == 0))
         return NULL;
     char *root = s3 ? strdup(url) : local_path(url);
     char *file = s3 ? strdup(labels) : local_path(labels);
