@@ -71,31 +71,45 @@ dlk() { "$DLK" "$@"; }
 # Python with numpy, for reading what dlk writes independently.
 have_numpy() { python3 -c 'import numpy' 2>/dev/null; }
 
-# Dataset URLs: local by default; under DLK_TEST_STORE=s3 (set by the S3
-# suite, which also starts the server and exports DLK_TEST_BUCKET) the same
-# tests run against s3://.
+# Dataset URLs: local by default; under DLK_TEST_STORE=s3 or gs (set by
+# t390 and t340, which also start the server, export DLK_TEST_BUCKET and,
+# for gs, GCS_ENDPOINT) the same tests run against s3:// or gs://.
 ds_url() {
-    if [ "${DLK_TEST_STORE:-file}" = s3 ]; then
-        echo "s3://$DLK_TEST_BUCKET/$(basename "$T")/$1"
+    if [ "${DLK_TEST_STORE:-file}" = s3 ] || [ "${DLK_TEST_STORE:-}" = gs ]; then
+        echo "$DLK_TEST_STORE://$DLK_TEST_BUCKET/$(basename "$T")/$1"
     else
         echo "$T/$1"
     fi
 }
 
+[ "${DLK_TEST_STORE:-}" = gs ] && . "$DLK_TESTS/gcslib.sh"
+
 # Copy an object of a dataset to a local file and back (to corrupt it).
 obj_get() { # URL KEY FILE
-    if [ "${DLK_TEST_STORE:-file}" = s3 ]; then
+    if [ "${DLK_TEST_STORE:-file}" = gs ]; then
+        gcs_get "$1/$2" "$3"
+    elif [ "${DLK_TEST_STORE:-file}" = s3 ]; then
         aws s3 cp --quiet --endpoint-url "$AWS_ENDPOINT_URL" "$1/$2" "$3"
     else
         cp "$1/$2" "$3"
     fi
 }
 obj_put() { # URL KEY FILE
-    if [ "${DLK_TEST_STORE:-file}" = s3 ]; then
+    if [ "${DLK_TEST_STORE:-file}" = gs ]; then
+        gcs_put "$3" "$1/$2"
+    elif [ "${DLK_TEST_STORE:-file}" = s3 ]; then
         aws s3 cp --quiet --endpoint-url "$AWS_ENDPOINT_URL" "$3" "$1/$2"
     else
         cp "$3" "$1/$2.tmp" && mv "$1/$2.tmp" "$1/$2"
     fi
+}
+
+obj_rm() { # URL KEY
+    case "${DLK_TEST_STORE:-file}" in
+    gs) gcs_rm "$1/$2" ;;
+    s3) aws s3 rm --quiet --endpoint-url "$AWS_ENDPOINT_URL" "$1/$2" ;;
+    *) rm "$1/$2" ;;
+    esac
 }
 
 # The key of the first chunk of a tensor, from `dlk ls`-independent JSON.

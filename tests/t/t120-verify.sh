@@ -50,11 +50,7 @@ fails "cat from a truncated chunk is an error, not a crash" 3 dlk cat "$DS" boxe
 ok "make gone" mk gone none
 DS=$(ds_url gone)
 key=$(first_chunk_key "$DS" labels)
-if [ "${DLK_TEST_STORE:-file}" = s3 ]; then
-    aws s3 rm --quiet --endpoint-url "$AWS_ENDPOINT_URL" "$DS/$key"
-else
-    rm "$DS/$key"
-fi
+obj_rm "$DS" "$key"
 fails "verify finds a missing chunk" 1 dlk verify "$DS"
 check "missing chunk named" grep -q "$key" "$OUT"
 

@@ -9,7 +9,7 @@
 have_numpy || { skip "append fill" "numpy missing: python3 -m pip install numpy"; exit 0; }
 # (tests/unit/test_fill.c makes 300 appends through the library; here
 # DLK_TEST_APPENDS=300 makes as many ingests, about 10 s more)
-if [ "${DLK_TEST_STORE:-file}" = s3 ]; then N=${DLK_TEST_APPENDS:-20} M=7
+if [ "${DLK_TEST_STORE:-file}" != file ]; then N=${DLK_TEST_APPENDS:-20} M=7
 else N=${DLK_TEST_APPENDS:-100} M=16; fi
 EVERY=$((N / 5))
 
