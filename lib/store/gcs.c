@@ -498,165 +498,146 @@ static dlk_status gather(const struct iovec *v, int n, uint64_t from,
     return DLK_OK;
 }
 
-/* How much of a resumable upload the server holds: a 308's Range
- * "bytes=0-N" (N+1), none (0); *done when the upload has completed. */
-static dlk_status resumable_status(gcs_store *s, const char *okey,
-                                   const char *session, uint64_t total,
-                                   uint64_t *have, bool *done, dlk_buf *resp,
-                                   dlk_error *err)
-{
-    char cr[80];
-    snprintf(cr, sizeof cr, "Content-Range: bytes */%llu",
-             (unsigned long long)total);
-    struct curl_slist *h = curl_slist_append(NULL, cr);
-    if (!h)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
-    s3_req r = {0};
-    r.method = "PUT";
-    r.url = session;
-    r.headers = h;
-    r.out = resp;
-    r.max = META_MAX;
-    r.want_header = "range";
-    resp->len = 0;
-    dlk_status rc = gcs_run(s, &r, err);
-    *done = !rc && ok2xx(&r);
-    *have = 0;
-    unsigned long long a, b;
-    if (!rc && r.status == 308 && r.want_value[0] &&
-        sscanf(r.want_value, "bytes=%llu-%llu", &a, &b) == 2)
-        *have = b + 1;
-    if (!rc && !*done && r.status != 308)
-        rc = gcs_fail(s, &r, "resume the upload of", okey, DLK_PUT_ALWAYS,
-                      err);
-    s3_req_fini(&r);
-    curl_slist_free_all(h);
-    return rc;
-}
-
-/* A resumable upload: a session, then pieces, each sent once by the
- * engine; after a failed piece the server is asked what it holds and the
- * upload goes on from there (a piece sent again whole would be appended
- * twice by the emulator). */
-static dlk_status put_resumable(gcs_store *s, const char *okey,
-                                const struct iovec *v, int n, size_t len,
-                                dlk_put_mode mode, dlk_obj_info *info,
+/* Start a resumable upload: its session URL into session. */
+static dlk_status session_start(gcs_store *s, const char *okey, size_t len,
+                                dlk_put_mode mode, char *session, size_t cap,
                                 dlk_error *err)
 {
     char *meta = metadata(okey);
     if (!meta)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
-    char q[80], query[160];
+    char q[80], query[160], total[64];
     precondition(mode, NULL, q, sizeof q);
     snprintf(query, sizeof query, "uploadType=resumable%s%s", q[0] ? "&" : "",
              q);
-    dlk_buf url, resp, piece;
-    dlk_buf_init(&resp);
-    dlk_buf_init(&piece);
+    snprintf(total, sizeof total, "X-Upload-Content-Length: %zu", len);
+    dlk_buf url;
     dlk_status rc = make_url(s, "/upload/storage/v1", NULL, query, &url, err);
-    if (rc) {
-        free(meta);
-        return rc;
-    }
-    struct curl_slist *h = curl_slist_append(
-        NULL, "Content-Type: application/json; charset=UTF-8");
-    char total_hdr[64];
-    snprintf(total_hdr, sizeof total_hdr, "X-Upload-Content-Length: %zu",
-             len);
-    struct curl_slist *h2 = h ? curl_slist_append(h, total_hdr) : NULL;
-    if (!h2) {
-        curl_slist_free_all(h);
-        dlk_buf_free(&url);
-        free(meta);
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
-    }
-    h = h2;
+    struct curl_slist *h = NULL, *t;
+    if (!rc && (!(h = curl_slist_append(NULL, "Content-Type: application/"
+                                        "json; charset=UTF-8")) ||
+                !(t = curl_slist_append(h, total)) || !(h = t)))
+        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
     s3_req r = {0};
-    r.method = "POST";
-    r.url = (const char *)url.data;
-    r.headers = h;
-    r.body = (const uint8_t *)meta;
-    r.body_len = strlen(meta);
-    r.want_header = "location";
-    rc = gcs_run(s, &r, err);
+    if (!rc) {
+        r.method = "POST";
+        r.url = (const char *)url.data;
+        r.headers = h;
+        r.body = (const uint8_t *)meta;
+        r.body_len = strlen(meta);
+        r.want_header = "location";
+        rc = gcs_run(s, &r, err);
+        dlk_buf_free(&url);
+    }
     if (!rc && !ok2xx(&r))
         rc = gcs_fail(s, &r, "start the upload of", okey, mode, err);
-    if (!rc && !r.want_value[0])
+    if (!rc && (!r.want_value[0] || strlen(r.want_value) >= cap))
         rc = dlk_fail(err, DLK_ENET, "cannot start the upload of "
                       "'gs://%s/%s': no session in the answer", s->bucket,
                       okey);
-    char session[sizeof r.want_value];
-    snprintf(session, sizeof session, "%s", r.want_value);
+    if (!rc)
+        snprintf(session, cap, "%s", r.want_value);
     s3_req_fini(&r);
     curl_slist_free_all(h);
-    dlk_buf_free(&url);
     free(meta);
+    return rc;
+}
 
+/* Send the pieces of one session in order, each once (attempts_max 1):
+ * *again when one failed in a way worth a new session. */
+static dlk_status send_pieces(gcs_store *s, const char *okey,
+                              const char *session, const struct iovec *v,
+                              int n, size_t len, dlk_put_mode mode,
+                              dlk_buf *piece, dlk_buf *resp, bool *again,
+                              dlk_error *err)
+{
+    *again = false;
     uint64_t at = 0;
-    bool done = false;
-    int failures = 0;
-    while (!rc && !done) {
+    for (;;) {
         uint64_t end = at + s->piece_size;
         if (end > len)
             end = len;
-        rc = gather(v, n, at, end, &piece, err);
+        dlk_status rc = gather(v, n, at, end, piece, err);
+        if (rc)
+            return rc;
         char cr[96];
         snprintf(cr, sizeof cr, "Content-Range: bytes %llu-%llu/%zu",
                  (unsigned long long)at, (unsigned long long)end - 1, len);
-        struct curl_slist *ph = rc ? NULL : curl_slist_append(NULL, cr);
-        if (!rc && !ph)
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
-        if (rc)
-            break;
-        r = (s3_req){0};
+        struct curl_slist *ph = curl_slist_append(NULL, cr);
+        if (!ph)
+            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        s3_req r = {0};
         r.method = "PUT";
         r.url = session;
         r.headers = ph;
-        r.body = piece.data;
-        r.body_len = piece.len;
-        r.out = &resp;
+        r.body = piece->data;
+        r.body_len = piece->len;
+        r.out = resp;
         r.max = META_MAX;
         r.attempts_max = 1;
         r.want_header = "range";
-        resp.len = 0;
+        resp->len = 0;
         rc = gcs_run(s, &r, err);
         curl_slist_free_all(ph);
+        unsigned long long a, b;
+        bool range = r.want_value[0] &&
+                     sscanf(r.want_value, "bytes=%llu-%llu", &a, &b) == 2;
         if (!rc && ok2xx(&r)) {
-            done = true;
-        } else if (!rc && r.status == 308) {
-            unsigned long long a, b;
-            at = r.want_value[0] &&
-                 sscanf(r.want_value, "bytes=%llu-%llu", &a, &b) == 2
-                ? b + 1 : 0;
-            failures = 0;
-        } else if (!rc && (r.status == 0 || r.status == 408 ||
-                           r.status == 429 || r.status >= 500) &&
-                   ++failures < s->max_attempts) {
-            /* back off, then ask what arrived */
-            unsigned ms = 100u << (failures < 8 ? failures : 8);
-            uint8_t j = 0;
-            if (getrandom(&j, 1, 0) != 1)
-                j = 128;
-            usleep((useconds_t)(ms / 2 + ms * j / 512) * 1000u);
-            rc = resumable_status(s, okey, session, len, &at, &done, &resp,
-                                  err);
+            s3_req_fini(&r);
+            return DLK_OK;
+        }
+        if (!rc && r.status == 308 && range && b + 1 == end && end < len) {
+            at = end;
         } else if (!rc) {
-            rc = gcs_fail(s, &r, "write", okey, mode, err);
+            *again = r.status == 0 || r.status == 308 || r.status == 404 ||
+                     r.status == 408 || r.status == 410 || r.status == 429 ||
+                     r.status >= 500 || r.short_body;
+            rc = r.status == 308
+                ? dlk_fail(err, DLK_ENET, "cannot write 'gs://%s/%s': the "
+                           "server holds %s of %llu bytes sent", s->bucket,
+                           okey, range ? r.want_value : "none",
+                           (unsigned long long)end)
+                : gcs_fail(s, &r, "write", okey, mode, err);
         }
         s3_req_fini(&r);
+        if (rc)
+            return rc;
+    }
+}
+
+/* A resumable upload: a session, then its pieces in order.  A piece that
+ * fails starts the upload again in a new session, rather than asking the
+ * server what it holds (a "bytes STAR/N" query) and resending from there as
+ * GCS allows: fake-gcs-server finalises the object at such a query with
+ * what it has, and appends a piece sent twice twice. */
+static dlk_status put_resumable(gcs_store *s, const char *okey,
+                                const struct iovec *v, int n, size_t len,
+                                dlk_put_mode mode, dlk_obj_info *info,
+                                dlk_error *err)
+{
+    dlk_buf resp, piece;
+    dlk_buf_init(&resp);
+    dlk_buf_init(&piece);
+    dlk_status rc;
+    for (int attempt = 1;; attempt++) {
+        char session[1024];
+        bool again = false;
+        rc = session_start(s, okey, len, mode, session, sizeof session, err);
+        if (!rc)
+            rc = send_pieces(s, okey, session, v, n, len, mode, &piece,
+                             &resp, &again, err);
+        if (!rc || !again || attempt >= s->max_attempts)
+            break;
+        /* back off as the engine does, then a new session */
+        unsigned ms = 100u << (attempt < 6 ? attempt : 6);
+        uint8_t j = 128;
+        if (getrandom(&j, 1, 0) != 1)
+            j = 128;
+        usleep((useconds_t)(ms / 2 + ms * j / 512) * 1000u);
+        dlk_error_clear(err);
     }
     if (!rc)
         rc = put_answer(s, okey, &resp, len, info, err);
-    else if (session[0]) {
-        /* let the server drop what it holds of the upload */
-        s3_req d = {0};
-        d.method = "DELETE";
-        d.url = session;
-        d.attempts_max = 1;
-        dlk_error ignored;
-        gcs_run(s, &d, &ignored);
-        s3_req_fini(&d);
-    }
     dlk_buf_free(&resp);
     dlk_buf_free(&piece);
     return rc;
