@@ -15,7 +15,7 @@
 #   gcs_rm URL             delete one object
 #   gcs_proxy_start ARGS   tests/faultproxy.py in front of the emulator
 #                          (GCS_PROXY_PORT, GCS_PROXY_LOG); the emulator
-#                          names its resumable sessions after the Host
+#                          names its resumable uploads' URLs after the Host
 #                          header, so they go through the proxy too
 #
 # The binary: $DLK_FAKE_GCS, else fake-gcs-server on PATH, else the one in

@@ -498,9 +498,9 @@ static dlk_status gather(const struct iovec *v, int n, uint64_t from,
     return DLK_OK;
 }
 
-/* Start a resumable upload: its session URL into session. */
-static dlk_status session_start(gcs_store *s, const char *okey, size_t len,
-                                dlk_put_mode mode, char *session, size_t cap,
+/* Start a resumable upload: the URL its pieces go to into upload. */
+static dlk_status upload_start(gcs_store *s, const char *okey, size_t len,
+                                dlk_put_mode mode, char *upload, size_t cap,
                                 dlk_error *err)
 {
     char *meta = metadata(okey);
@@ -533,20 +533,20 @@ static dlk_status session_start(gcs_store *s, const char *okey, size_t len,
         rc = gcs_fail(s, &r, "start the upload of", okey, mode, err);
     if (!rc && (!r.want_value[0] || strlen(r.want_value) >= cap))
         rc = dlk_fail(err, DLK_ENET, "cannot start the upload of "
-                      "'gs://%s/%s': no session in the answer", s->bucket,
+                      "'gs://%s/%s': no upload URL in the answer", s->bucket,
                       okey);
     if (!rc)
-        snprintf(session, cap, "%s", r.want_value);
+        snprintf(upload, cap, "%s", r.want_value);
     s3_req_fini(&r);
     curl_slist_free_all(h);
     free(meta);
     return rc;
 }
 
-/* Send the pieces of one session in order, each once (attempts_max 1):
- * *again when one failed in a way worth a new session. */
+/* Send the pieces of one upload in order, each once (attempts_max 1):
+ * *again when one failed in a way worth a new upload. */
 static dlk_status send_pieces(gcs_store *s, const char *okey,
-                              const char *session, const struct iovec *v,
+                              const char *upload, const struct iovec *v,
                               int n, size_t len, dlk_put_mode mode,
                               dlk_buf *piece, dlk_buf *resp, bool *again,
                               dlk_error *err)
@@ -568,7 +568,7 @@ static dlk_status send_pieces(gcs_store *s, const char *okey,
             return dlk_fail(err, DLK_ENOMEM, "out of memory");
         s3_req r = {0};
         r.method = "PUT";
-        r.url = session;
+        r.url = upload;
         r.headers = ph;
         r.body = piece->data;
         r.body_len = piece->len;
@@ -605,8 +605,8 @@ static dlk_status send_pieces(gcs_store *s, const char *okey,
     }
 }
 
-/* A resumable upload: a session, then its pieces in order.  A piece that
- * fails starts the upload again in a new session, rather than asking the
+/* A resumable upload: its URL, then its pieces in order.  A piece that
+ * fails starts the upload again under a new URL, rather than asking the
  * server what it holds (a "bytes STAR/N" query) and resending from there as
  * GCS allows: fake-gcs-server finalises the object at such a query with
  * what it has, and appends a piece sent twice twice. */
@@ -620,15 +620,15 @@ static dlk_status put_resumable(gcs_store *s, const char *okey,
     dlk_buf_init(&piece);
     dlk_status rc;
     for (int attempt = 1;; attempt++) {
-        char session[1024];
+        char upload[1024];
         bool again = false;
-        rc = session_start(s, okey, len, mode, session, sizeof session, err);
+        rc = upload_start(s, okey, len, mode, upload, sizeof upload, err);
         if (!rc)
-            rc = send_pieces(s, okey, session, v, n, len, mode, &piece,
+            rc = send_pieces(s, okey, upload, v, n, len, mode, &piece,
                              &resp, &again, err);
         if (!rc || !again || attempt >= s->max_attempts)
             break;
-        /* back off as the engine does, then a new session */
+        /* back off as the engine does, then a new upload */
         unsigned ms = 100u << (attempt < 6 ? attempt : 6);
         uint8_t j = 128;
         if (getrandom(&j, 1, 0) != 1)
