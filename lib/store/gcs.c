@@ -500,8 +500,8 @@ static dlk_status gather(const struct iovec *v, int n, uint64_t from,
 
 /* Start a resumable upload: the URL its pieces go to into upload. */
 static dlk_status upload_start(gcs_store *s, const char *okey, size_t len,
-                                dlk_put_mode mode, char *upload, size_t cap,
-                                dlk_error *err)
+                               dlk_put_mode mode, char *upload, size_t cap,
+                               dlk_error *err)
 {
     char *meta = metadata(okey);
     if (!meta)
@@ -607,8 +607,8 @@ static dlk_status send_pieces(gcs_store *s, const char *okey,
 
 /* A resumable upload: its URL, then its pieces in order.  A piece that
  * fails starts the upload again under a new URL, rather than asking the
- * server what it holds (a "bytes STAR/N" query) and resending from there as
- * GCS allows: fake-gcs-server finalises the object at such a query with
+ * server what it holds (an empty PUT, a status query) and resending from
+ * there as GCS allows: fake-gcs-server finalises the object at such a query with
  * what it has, and appends a piece sent twice twice. */
 static dlk_status put_resumable(gcs_store *s, const char *okey,
                                 const struct iovec *v, int n, size_t len,
