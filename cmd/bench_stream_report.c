@@ -153,7 +153,8 @@ static void hint(const struct bench_opts *o, const struct bench_result *r,
         ? st->bytes_loaded / (st->storage_s + st->decompress_s) : 0;
     char b1[32];
     if (!strcmp(name, "storage") || !strcmp(name, "decompress")) {
-        bool s3 = strncmp(o->dataset, "s3://", 5) == 0;
+        bool s3 = strncmp(o->dataset, "s3://", 5) == 0 ||
+                  strncmp(o->dataset, "gs://", 5) == 0;
         if (io_busy >= 70 && (s3 || (uint32_t)cores > threads)) {
             /* every thread kept reading: more of them read more at once
              * (on S3 latency, not cores, limits a thread) */
@@ -195,7 +196,8 @@ static void hint(const struct bench_opts *o, const struct bench_result *r,
         }
     } else if (!strcmp(name, "host_to_device")) {
         double rate = st->h2d_s > 0 ? st->bytes_loaded / st->h2d_s : 0;
-        bool local = strncmp(o->dataset, "s3://", 5) != 0;
+        bool local = strncmp(o->dataset, "s3://", 5) != 0 &&
+                     strncmp(o->dataset, "gs://", 5) != 0;
         if (r->on_device && local && o->lo.pin_cache == 0) {
             snprintf(flag, fcap, "--pin-cache auto");
             snprintf(why, wcap, "copies to the device took %.0f%% of the "

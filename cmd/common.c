@@ -152,11 +152,16 @@ int cmd_bad_option(const char *cmd, char **argv, const struct option *opts,
 
 int cmd_check_url(const char *cmd, const char *url)
 {
-    if (!url || strncasecmp(url, "s3:", 3) != 0)
+    if (!url)
         return 0;
-    if (strncmp(url, "s3://", 5) == 0 && url[5] && url[5] != '/')
+    bool gs = strncasecmp(url, "gs:", 3) == 0;
+    if (!gs && strncasecmp(url, "s3:", 3) != 0)
         return 0;
-    cmd_error(cmd, "bad url '%s': an S3 url is s3://BUCKET/PREFIX", url);
+    if (strncmp(url, gs ? "gs://" : "s3://", 5) == 0 && url[5] &&
+        url[5] != '/')
+        return 0;
+    cmd_error(cmd, "bad url '%s': %s url is %s://BUCKET/PREFIX", url,
+              gs ? "a GCS" : "an S3", gs ? "gs" : "s3");
     return EXIT_USAGE;
 }
 

@@ -65,6 +65,8 @@ static int usage(FILE *f, int code)
                "   --s3-addressing M   path, virtual or auto (default: path "
                "for custom\n                       endpoints, virtual for "
                "AWS)\n");
+    fprintf(f, "\ngs:// URLs (Google Cloud Storage) take STORAGE_EMULATOR_HOST,\n"
+               "GOOGLE_OAUTH_ACCESS_TOKEN and GOOGLE_APPLICATION_CREDENTIALS.\n");
     fprintf(f, "\n'dlk help <command>' or 'dlk <command> --help' for a "
                "command's options;\n'man dlk' for exit codes and the "
                "environment.\n");

@@ -469,6 +469,11 @@ int ingest_cli_source(ingest_cli *c, const char *cmd, const char *kind,
     if (cmd_check_url(cmd, where) || cmd_check_url(cmd, c->o.labels))
         return EXIT_USAGE;
     if (strcmp(kind, "from-s3") == 0) {
+        if (strncmp(where, "gs://", 5) == 0) {
+            cmd_error(cmd, "from-s3 needs an s3://BUCKET/PREFIX url; use "
+                      "from-gs for '%s'", where);
+            return EXIT_USAGE;
+        }
         if (strncmp(where, "s3://", 5) != 0) {
             cmd_error(cmd, "from-s3 needs an s3://BUCKET/PREFIX url, not "
                       "'%s'", where);
