@@ -66,6 +66,10 @@ fails "from-gs with an s3 url (exit 2)" 2 dlk ingest gs://lake/ds from-gs s3://r
 check "says what from-gs needs" grep -q "from-gs needs a gs://BUCKET/PREFIX url" "$ERR"
 fails "from-dir with a gs url (exit 2)" 2 dlk ingest gs://lake/ds from-dir gs://raw-data/train
 check "points at from-gs" grep -q "use from-gs" "$ERR"
+fails "from-s3 with a gs url (exit 2)" 2 dlk ingest gs://lake/ds from-s3 gs://raw-data/train
+check "points at from-gs" grep -q "use from-gs for 'gs://raw-data/train'" "$ERR"
+fails "a gs: typo is bad usage (exit 2)" 2 dlk ls gs:/lake/ds
+check "says what a GCS url is" grep -q "a GCS url is gs://BUCKET/PREFIX" "$ERR"
 fails "a missing bucket (exit 3)" 3 dlk ls gs://no-such-bucket/ds
 check "names the url" grep -q "gs://no-such-bucket" "$ERR"
 fails "an invalid bucket name (exit 3)" 3 dlk ls gs://Bad_Bucket/ds
