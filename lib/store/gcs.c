@@ -264,6 +264,45 @@ static dlk_status short_object(const gcs_store *s, const char *okey,
                     (unsigned long long)size);
 }
 
+/* What a GET of bytes [off, off+len) of okey answered, into a status and
+ * info; out is cut back to `before` when it failed. */
+static dlk_status get_answer(const gcs_store *s, const char *okey,
+                             const s3_req *r, uint64_t off, uint64_t len,
+                             uint64_t max, size_t before, dlk_buf *out,
+                             dlk_obj_info *info, dlk_error *err)
+{
+    bool ranged = off > 0 || len != UINT64_MAX;
+    dlk_status rc = DLK_OK;
+    if (r->over_limit)
+        rc = r->content_length != UINT64_MAX
+            ? dlk_fail(err, DLK_ELIMIT, "object 'gs://%s/%s' is %llu bytes, "
+                       "over the limit of %llu", s->bucket, okey,
+                       (unsigned long long)r->content_length,
+                       (unsigned long long)max)
+            : dlk_fail(err, DLK_ELIMIT, "object 'gs://%s/%s' is over the "
+                       "limit of %llu bytes", s->bucket, okey,
+                       (unsigned long long)max);
+    else if (r->status == 416)
+        rc = short_object(s, okey, off, len, r->total_size, err);
+    else if (!ok2xx(r))
+        rc = gcs_fail(s, r, "read", okey, DLK_PUT_ALWAYS, err);
+    else if (ranged && r->status != 206)
+        rc = dlk_fail(err, DLK_ENET, "cannot read 'gs://%s/%s': the server "
+                      "answered a range request with HTTP %ld", s->bucket,
+                      okey, r->status);
+    else if (len != UINT64_MAX && out->len - before != len)
+        rc = short_object(s, okey, off, len, r->total_size, err);
+    if (!rc && info) {
+        info->size = ranged ? r->total_size : out->len - before;
+        info->mtime = s3_req_mtime(r);
+        snprintf(info->etag, sizeof info->etag, "%.*s", DLK_ETAG_MAX - 1,
+                 r->want_value);
+    }
+    if (rc)
+        out->len = before;
+    return rc;
+}
+
 static dlk_status do_get(gcs_store *s, const char *okey, uint64_t off,
                          uint64_t len, uint64_t max, dlk_buf *out,
                          dlk_obj_info *info, dlk_error *err)
@@ -303,33 +342,8 @@ static dlk_status do_get(gcs_store *s, const char *okey, uint64_t off,
     r.max = max;
     r.want_header = "x-goog-generation";
     rc = gcs_run(s, &r, err);
-    if (!rc && r.over_limit)
-        rc = r.content_length != UINT64_MAX
-            ? dlk_fail(err, DLK_ELIMIT, "object 'gs://%s/%s' is %llu bytes, "
-                       "over the limit of %llu", s->bucket, okey,
-                       (unsigned long long)r.content_length,
-                       (unsigned long long)max)
-            : dlk_fail(err, DLK_ELIMIT, "object 'gs://%s/%s' is over the "
-                       "limit of %llu bytes", s->bucket, okey,
-                       (unsigned long long)max);
-    else if (!rc && r.status == 416)
-        rc = short_object(s, okey, off, len, r.total_size, err);
-    else if (!rc && !ok2xx(&r))
-        rc = gcs_fail(s, &r, "read", okey, DLK_PUT_ALWAYS, err);
-    else if (!rc && ranged && r.status != 206)
-        rc = dlk_fail(err, DLK_ENET, "cannot read 'gs://%s/%s': the server "
-                      "answered a range request with HTTP %ld", s->bucket,
-                      okey, r.status);
-    else if (!rc && len != UINT64_MAX && out->len - before != len)
-        rc = short_object(s, okey, off, len, r.total_size, err);
-    if (!rc && info) {
-        info->size = ranged ? r.total_size : out->len - before;
-        info->mtime = s3_req_mtime(&r);
-        snprintf(info->etag, sizeof info->etag, "%.*s", DLK_ETAG_MAX - 1,
-                 r.want_value);
-    }
-    if (rc)
-        out->len = before;
+    if (!rc)
+        rc = get_answer(s, okey, &r, off, len, max, before, out, info, err);
     s3_req_fini(&r);
     curl_slist_free_all(h);
     dlk_buf_free(&url);
@@ -347,6 +361,154 @@ static dlk_status gcs_get(dlk_store *st, const char *key, uint64_t off,
     dlk_status rc = do_get(s, okey, off, len, max, out, info, err);
     free(okey);
     return rc;
+}
+
+/* ---- many GETs at once ------------------------------------------------ */
+
+/* One whole-object GET of get_each or get_start: its request (first, so
+ * that on_finish's request is the pending), and what the request points
+ * at until it finishes. */
+typedef struct pending {
+    s3_req r;
+    gcs_store *s;
+    char *okey;
+    dlk_buf url;
+    struct curl_slist *headers;
+    size_t before;
+    dlk_get_req *q;
+    bool sent;
+    void (*done)(void *ud, dlk_get_req *q);  /* get_start's */
+    void *ud;
+} pending;
+
+/* Set up pg's request for q (pg zeroed); false, q->rc set, when it
+ * cannot be sent.  The token is taken here, in the caller's thread: an
+ * exchange cannot run on the engine's. */
+static bool pending_init(gcs_store *s, pending *pg, dlk_get_req *q)
+{
+    pg->s = s;
+    pg->q = q;
+    dlk_buf_init(&pg->url);
+    if (q->rc)
+        return false; /* refused before (a bad key) */
+    if (!(pg->okey = object_key(s, q->key))) {
+        q->rc = dlk_fail(&q->err, DLK_ENOMEM, "out of memory");
+        return false;
+    }
+    if ((q->rc = gcs_object_url(s, pg->okey, "alt=media", &pg->url,
+                                &q->err)) ||
+        (q->rc = gcs_auth_header(s->auth, &pg->headers, &q->err)))
+        return false;
+    pg->before = q->out->len;
+    pg->r.method = "GET";
+    pg->r.url = (const char *)pg->url.data;
+    pg->r.headers = pg->headers;
+    pg->r.out = q->out;
+    pg->r.max = q->max;
+    pg->r.want_header = "x-goog-generation";
+    pg->sent = true;
+    return true;
+}
+
+static void pending_finish(pending *pg)
+{
+    dlk_get_req *q = pg->q;
+    if (pg->sent) {
+        q->rc = get_answer(pg->s, pg->okey, &pg->r, 0, UINT64_MAX, q->max,
+                           pg->before, q->out, q->info, &q->err);
+        s3_req_fini(&pg->r);
+    }
+    curl_slist_free_all(pg->headers);
+    dlk_buf_free(&pg->url);
+    free(pg->okey);
+}
+
+/* Whole-object GETs all in flight at once on the engine, with no thread
+ * each.  A request whose rc is set already is left alone. */
+static void gcs_get_each(dlk_store *st, dlk_get_req *reqs, size_t n,
+                         void (*done)(void *ud, size_t i), void *ud)
+{
+    gcs_store *s = (gcs_store *)st;
+    pending *pg = calloc(n ? n : 1, sizeof *pg);
+    for (size_t i = 0; !pg && i < n; i++) {
+        if (!reqs[i].rc)
+            reqs[i].rc = gcs_get(st, reqs[i].key, 0, UINT64_MAX, reqs[i].max,
+                                 reqs[i].out, reqs[i].info, &reqs[i].err);
+        if (done)
+            done(ud, i);
+    }
+    if (!pg)
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (pending_init(s, &pg[i], &reqs[i]))
+            s3_submit(s->eng, &pg[i].r);
+    for (size_t i = 0; i < n; i++) {
+        if (pg[i].sent)
+            s3_wait(s->eng, &pg[i].r);
+        pending_finish(&pg[i]);
+        if (done)
+            done(ud, i);
+    }
+    free(pg);
+}
+
+/* A get_start request has finished (on the engine's thread). */
+static void pending_done(s3_req *r)
+{
+    pending *pg = (pending *)r;
+    dlk_get_req *q = pg->q;
+    void (*done)(void *ud, dlk_get_req *q) = pg->done;
+    void *ud = pg->ud;
+    pending_finish(pg);
+    free(pg);
+    if (!q->rc)
+        dlk_io_count_read(q->out->len);
+    done(ud, q);
+}
+
+/* get_each without waiting: each request's done is called on the
+ * engine's thread as it finishes (or here, when it cannot be sent), so
+ * that an ingest from gs:// needs no fetch thread a GET. */
+static void gcs_get_start(dlk_store *st, dlk_get_req **reqs, size_t n,
+                          void (*done)(void *ud, dlk_get_req *q), void *ud)
+{
+    gcs_store *s = (gcs_store *)st;
+    s3_req *batch[64];
+    size_t nb = 0;
+    for (size_t i = 0; i < n; i++) {
+        dlk_get_req *q = reqs[i];
+        pending *pg = calloc(1, sizeof *pg);
+        if (!pg) {
+            if (!q->rc)
+                q->rc = dlk_fail(&q->err, DLK_ENOMEM, "out of memory");
+            done(ud, q);
+            continue;
+        }
+        if (!pending_init(s, pg, q)) {
+            pending_finish(pg);
+            free(pg);
+            done(ud, q);
+            continue;
+        }
+        pg->done = done;
+        pg->ud = ud;
+        pg->r.on_finish = pending_done;
+        batch[nb++] = &pg->r;
+        if (nb == sizeof batch / sizeof *batch) {
+            s3_submit_all(s->eng, batch, nb); /* one wake-up for them */
+            nb = 0;
+        }
+    }
+    if (nb)
+        s3_submit_all(s->eng, batch, nb);
+}
+
+static int gcs_want_inflight(dlk_store *st, int n)
+{
+    gcs_store *s = (gcs_store *)st;
+    if (n > 0 && n <= 4096)
+        s3_engine_raise_max(s->eng, n);
+    return s3_engine_max(s->eng);
 }
 
 /* ---- put -------------------------------------------------------------- */
@@ -729,6 +891,9 @@ static const dlk_store_ops gcs_ops = {
     .list = gcs_list,
     .free = gcs_free,
     .list_versions = gcs_list_versions,
+    .get_each = gcs_get_each,
+    .get_start = gcs_get_start,
+    .want_inflight = gcs_want_inflight,
 };
 
 /* GCS bucket names: 3 to 63 characters (222 with dots) of lower-case
