@@ -47,6 +47,7 @@ typedef struct responder {
     bool token_ok;         /* the last JWT verified */
     bool bearer_ok;        /* every storage request carried tok-1 */
     bool refuse_token;     /* answer token requests 400 invalid_grant */
+    bool short_token;      /* hand out tokens that expire in 100 s */
     char last_jwt[4096];
     pthread_mutex_t mu;
 } responder;
@@ -172,6 +173,9 @@ static void *serve(void *arg)
             if (R->refuse_token)
                 reply(c, 400, NULL, "{\"error\":\"invalid_grant\","
                       "\"error_description\":\"Invalid JWT Signature.\"}");
+            else if (R->short_token)
+                reply(c, 200, NULL, "{\"access_token\":\"tok-1\","
+                      "\"expires_in\":100,\"token_type\":\"Bearer\"}");
             else
                 reply(c, 200, NULL, "{\"access_token\":\"tok-1\","
                       "\"expires_in\":3599,\"token_type\":\"Bearer\"}");
@@ -420,6 +424,22 @@ static void test_exchange(responder *R)
                R->last_jwt[0] && !strstr(err.msg, R->last_jwt) &&
                !strstr(err.msg, "eyJ"));
     R->refuse_token = false;
+    dlk_store_free(s);
+
+    /* a token about to expire (100 s, under the 5 minutes kept in hand)
+     * is exchanged again before the next request */
+    R->short_token = true;
+    s = open_at(R->port, key_path, NULL);
+    responder_script(R, get_ok, 2);
+    int t0 = R->token_requests;
+    out.len = 0;
+    rc = s ? dlk_store_get(s, "k", 1 << 20, &out, NULL, &err) : DLK_EINTERNAL;
+    out.len = 0;
+    if (!rc)
+        rc = dlk_store_get(s, "k", 1 << 20, &out, NULL, &err);
+    UNIT_CHECK("a token near its expiry is renewed before a request",
+               rc == DLK_OK && R->token_requests == t0 + 2);
+    R->short_token = false;
     dlk_store_free(s);
 
     /* a token given as it is: no exchange */
