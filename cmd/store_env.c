@@ -192,6 +192,9 @@ void store_env_free(store_env *e)
     wipe_free(e->s3_secret_access_key);
     wipe_free(e->s3_session_token);
     free(e->s3_ca_bundle);
+    free(e->gcs_endpoint);
+    wipe_free(e->gcs_token);
+    free(e->gcs_key_file);
     memset(e, 0, sizeof *e);
 }
 
@@ -256,7 +259,7 @@ static dlk_status load_creds(store_env *e, profile_src *p, bool profile_set,
     return DLK_OK;   /* no credentials anywhere: anonymous */
 }
 
-/* The DLK_S3_* settings into e->opts. */
+/* The DLK_S3_* and DLK_GCS_* settings into e->opts. */
 static dlk_status load_tuning(store_env *e, dlk_error *err)
 {
     dlk_store_options *o = &e->opts;
@@ -301,6 +304,12 @@ static dlk_status load_tuning(store_env *e, dlk_error *err)
          offsetof(dlk_store_options, s3_read_part_size), true},
         {"DLK_S3_HEDGE_MIN_MS", 1, 3600000,
          offsetof(dlk_store_options, s3_hedge_min_ms), false},
+        /* GCS: any size from one piece to GCS's 5 TiB; pieces of a
+         * resumable upload are multiples of 256 KiB (the store checks) */
+        {"DLK_GCS_RESUMABLE_THRESHOLD", 256LL << 10, 5LL << 40,
+         offsetof(dlk_store_options, gcs_resumable_threshold), true},
+        {"DLK_GCS_PIECE_SIZE", 256LL << 10, 1LL << 30,
+         offsetof(dlk_store_options, gcs_piece_size), true},
     };
     for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) {
         long long v = 0;
@@ -366,6 +375,11 @@ dlk_status store_env_load(store_env *e, bool no_sign, dlk_error *err)
         profile_get(&p, "endpoint_url", false, &e->s3_endpoint) < 0)
         ok = false;
     e->s3_ca_bundle = env_dup("AWS_CA_BUNDLE", &ok);
+    /* as Google's client libraries: an emulator (host:port or a URL), a
+     * token as it is, or a service account's key file */
+    e->gcs_endpoint = env_dup("STORAGE_EMULATOR_HOST", &ok);
+    e->gcs_token = env_dup("GOOGLE_OAUTH_ACCESS_TOKEN", &ok);
+    e->gcs_key_file = env_dup("GOOGLE_APPLICATION_CREDENTIALS", &ok);
     if (!ok) {
         rc = oom(err);
         goto out;
@@ -377,6 +391,9 @@ dlk_status store_env_load(store_env *e, bool no_sign, dlk_error *err)
     o->s3_secret_access_key = e->s3_secret_access_key;
     o->s3_session_token = e->s3_session_token;
     o->s3_ca_bundle = e->s3_ca_bundle;
+    o->gcs_endpoint = e->gcs_endpoint;
+    o->gcs_token = e->gcs_token;
+    o->gcs_key_file = e->gcs_key_file;
 out:
     if (rc)
         store_env_free(e);

@@ -1,5 +1,6 @@
 /* store_env.h - the settings of dlk's stores taken from the environment
- * and the AWS shared files, as the AWS tools take them.  The library
+ * and the AWS shared files, as the AWS tools take them (and, for gs://,
+ * as Google's client libraries take theirs).  The library
  * reads neither (it takes a dlk_store_options); the dlk binary and the
  * Python package (which compiles this file in) call this, so that both
  * read the same variables the same way.  Uses only dlk.h and libc. */
@@ -15,6 +16,7 @@ typedef struct store_env {
                                 below, owned by this struct */
     char *s3_endpoint, *s3_region, *s3_access_key_id,
          *s3_secret_access_key, *s3_session_token, *s3_ca_bundle;
+    char *gcs_endpoint, *gcs_token, *gcs_key_file;
 } store_env;
 
 /* Fill e from (dlk(1) ENVIRONMENT):
@@ -30,7 +32,10 @@ typedef struct store_env {
  *  - DLK_S3_NO_SIGN, DLK_S3_ADDRESSING, DLK_S3_MAX_INFLIGHT,
  *    DLK_S3_MAX_ATTEMPTS, DLK_S3_IO_THREADS, DLK_S3_READ_THREADS,
  *    DLK_S3_PART_SIZE, DLK_S3_MULTIPART_THRESHOLD, DLK_S3_READ_PART_SIZE,
- *    DLK_S3_HEDGE, DLK_S3_HEDGE_MIN_MS.
+ *    DLK_S3_HEDGE, DLK_S3_HEDGE_MIN_MS;
+ *  - gs://: STORAGE_EMULATOR_HOST, GOOGLE_OAUTH_ACCESS_TOKEN,
+ *    GOOGLE_APPLICATION_CREDENTIALS, DLK_GCS_RESUMABLE_THRESHOLD,
+ *    DLK_GCS_PIECE_SIZE.
  * An empty variable counts as unset.  no_sign: anonymous requests
  * whatever the environment says (--no-sign-request); no credentials are
  * looked up.

@@ -235,12 +235,24 @@ typedef struct dlk_store_options {
                                       slow one (hedging is on by default) */
     int s3_hedge_min_ms;           /* a GET is hedged after this many ms
                                       at least, 1 to 3600000; 0: 200 */
-    /* ---- gs:// (Google Cloud Storage; reserved until that store is
-     * built: the fields are read by nothing yet) ---- */
+    /* ---- gs:// (Google Cloud Storage, its JSON API; the engine's
+     * s3_max_inflight, s3_max_attempts, s3_no_hedge and s3_hedge_min_ms
+     * apply to it too) ---- */
     const char *gcs_endpoint;      /* an emulator's or proxy's URL
-                                      (STORAGE_EMULATOR_HOST); NULL: Google */
-    const char *gcs_token;         /* secret: an OAuth2 access token */
-    const char *gcs_key_file;      /* a service account's JSON key file */
+                                      (STORAGE_EMULATOR_HOST; "host:port"
+                                      alone means http); NULL: Google */
+    const char *gcs_token;         /* secret: an OAuth2 access token, sent
+                                      as it is (never renewed) */
+    const char *gcs_key_file;      /* a service account's JSON key file:
+                                      its signed JWT is exchanged for
+                                      tokens (when gcs_token is NULL);
+                                      neither: no token is sent */
+    uint64_t gcs_resumable_threshold; /* objects of this size or more that
+                                      replace nothing go up in a resumable
+                                      upload; 0: 32 MiB */
+    uint64_t gcs_piece_size;       /* a resumable upload's pieces, a
+                                      multiple of 256 KiB up to 1 GiB;
+                                      0: 8 MiB */
 } dlk_store_options;
 
 /* ------------------------------------------------------------------ */
@@ -248,10 +260,10 @@ typedef struct dlk_store_options {
 
 typedef struct dlk_dataset dlk_dataset;
 
-/* Create a new, empty dataset at `url` (a local path, file://PATH or
- * s3://bucket/prefix) with the given tensors, its store opened with
- * default settings (dlk_dataset_create_with takes them).  `specs` is
- * copied.
+/* Create a new, empty dataset at `url` (a local path, file://PATH,
+ * s3://bucket/prefix or gs://bucket/prefix) with the given tensors, its
+ * store opened with default settings (dlk_dataset_create_with takes
+ * them).  `specs` is copied.
  * @return DLK_OK with *out an open handle on the new head (the caller
  *         closes it with dlk_dataset_close); DLK_EEXIST if a dataset (or
  *         any object) is already there; DLK_EINVAL for a bad spec; a
@@ -854,7 +866,8 @@ typedef enum dlk_layout {
 } dlk_layout;
 
 typedef struct dlk_ingest_opts {
-    const char *source;     /* "s3://bucket/prefix", "file://DIR" or DIR */
+    const char *source;     /* "s3://bucket/prefix", "gs://bucket/prefix",
+                               "file://DIR" or DIR */
     /* Final shape.  width/height 0: each image keeps its own size, unless
      * the dataset's image tensor has a fixed H and W (then those). */
     int width, height;      /* --resize WxH */
@@ -865,7 +878,8 @@ typedef struct dlk_ingest_opts {
     int frames;             /* video: frames sampled uniformly, or */
     double fps;             /* ... this rate for */
     double clip_seconds;    /* ... this long (0: the whole clip) */
-    const char *labels;     /* CSV or JSONL manifest: a path or s3:// URL */
+    const char *labels;     /* CSV or JSONL manifest: a path, s3:// or
+                               gs:// URL */
     dlk_on_error on_error;
     int unordered;          /* append rows as they are decoded */
     dlk_ingest_order order; /* the rows' order in the dataset */

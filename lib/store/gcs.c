@@ -23,6 +23,7 @@
 #define RESUMABLE_DEFAULT (32ull << 20)
 #define PIECE_DEFAULT (8ull << 20)
 #define PIECE_QUANTUM (256u << 10)  /* GCS: pieces are multiples of this */
+#define PIECE_MAX (1ull << 30)
 #define META_MAX (1u << 20)
 
 struct gcs_store {
@@ -911,10 +912,58 @@ static bool bucket_valid(const char *b, size_t n)
     return true;
 }
 
-dlk_status dlk_store_open_gcs(const char *url, const gcs_options *o,
+/* The endpoint URL of o->gcs_endpoint ("host:port" alone: http, as
+ * STORAGE_EMULATOR_HOST is given), or Google's, into *out. */
+static dlk_status endpoint_of(const dlk_store_options *o, char **out,
+                              dlk_error *err)
+{
+    const char *ep = o->gcs_endpoint && *o->gcs_endpoint ? o->gcs_endpoint
+                                                         : DEFAULT_ENDPOINT;
+    bool scheme = strstr(ep, "://") != NULL;
+    if (scheme && strncmp(ep, "http://", 7) != 0 &&
+        strncmp(ep, "https://", 8) != 0)
+        return dlk_fail(err, DLK_EINVAL, "bad gcs endpoint '%.200s' "
+                        "(host:port, or an http:// or https:// url)", ep);
+    size_t n = strlen(ep) + 8;
+    char *e = malloc(n);
+    if (!e)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    snprintf(e, n, "%s%s", scheme ? "" : "http://", ep);
+    size_t k = strlen(e);
+    while (k && e[k - 1] == '/')
+        e[--k] = '\0';
+    *out = e;
+    return DLK_OK;
+}
+
+/* The engine's settings: the S3 store's defaults and the options they
+ * share (in flight, attempts, hedging), checked as for S3; no keys, so no
+ * SigV4 signer. */
+static dlk_status engine_of(gcs_store *s, const dlk_store_options *o,
+                            dlk_error *err)
+{
+    dlk_store_options eo = {0};
+    eo.s3_max_inflight = o->s3_max_inflight;
+    eo.s3_max_attempts = o->s3_max_attempts;
+    eo.s3_no_hedge = o->s3_no_hedge;
+    eo.s3_hedge_min_ms = o->s3_hedge_min_ms;
+    s3_config cfg;
+    dlk_status rc = s3_config_from(&cfg, &eo, err);
+    if (rc)
+        return rc;
+    s->max_attempts = cfg.max_attempts;
+    rc = s3_engine_new(&cfg, &s->eng, err);
+    s3_config_free(&cfg);
+    return rc;
+}
+
+dlk_status dlk_store_open_gcs(const char *url, const dlk_store_options *o,
                               dlk_store **out, dlk_error *err)
 {
+    static const dlk_store_options none;
     *out = NULL;
+    if (!o)
+        o = &none;
     if (strncmp(url, "gs://", 5) != 0)
         return dlk_fail(err, DLK_EINVAL, "not a gs url '%.200s'", url);
     const char *b = url + 5;
@@ -923,14 +972,10 @@ dlk_status dlk_store_open_gcs(const char *url, const gcs_options *o,
     if (!bucket_valid(b, bn))
         return dlk_fail(err, DLK_EINVAL, "invalid bucket name in '%.200s'",
                         url);
-    if (o->piece_size && o->piece_size % PIECE_QUANTUM)
-        return dlk_fail(err, DLK_EINVAL, "a resumable upload's piece size "
-                        "must be a multiple of 256 KiB, not %llu",
-                        (unsigned long long)o->piece_size);
-    const char *ep = o->endpoint ? o->endpoint : DEFAULT_ENDPOINT;
-    if (strncmp(ep, "http://", 7) != 0 && strncmp(ep, "https://", 8) != 0)
-        return dlk_fail(err, DLK_EINVAL, "bad gcs endpoint '%.200s' (an "
-                        "http:// or https:// url)", ep);
+    if (o->gcs_piece_size % PIECE_QUANTUM || o->gcs_piece_size > PIECE_MAX)
+        return dlk_fail(err, DLK_EINVAL, "store option gcs_piece_size must "
+                        "be a multiple of 256 KiB up to 1 GiB, not %llu",
+                        (unsigned long long)o->gcs_piece_size);
     gcs_store *s = calloc(1, sizeof *s);
     if (!s)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
@@ -941,32 +986,30 @@ dlk_status dlk_store_open_gcs(const char *url, const gcs_options *o,
         p++;
     s->prefix = strdup(p);
     s->base.url = strdup(url);
-    s->endpoint = strdup(ep);
-    if (!s->bucket || !s->prefix || !s->base.url || !s->endpoint) {
+    if (!s->bucket || !s->prefix || !s->base.url) {
         gcs_free(&s->base);
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     }
-    size_t n = strlen(s->endpoint);
-    while (n && s->endpoint[n - 1] == '/')
-        s->endpoint[--n] = '\0';
-    n = strlen(s->prefix);
+    dlk_status rc = endpoint_of(o, &s->endpoint, err);
+    if (rc) {
+        gcs_free(&s->base);
+        return rc;
+    }
+    size_t n = strlen(s->prefix);
     while (n && s->prefix[n - 1] == '/')
         s->prefix[--n] = '\0';
     if (n && !dlk_key_valid(s->prefix)) {
         gcs_free(&s->base);
         return dlk_fail(err, DLK_EINVAL, "invalid prefix in '%.200s'", url);
     }
-    s->resumable_threshold = o->resumable_threshold ? o->resumable_threshold
-                                                    : RESUMABLE_DEFAULT;
-    s->piece_size = o->piece_size ? o->piece_size : PIECE_DEFAULT;
-    s->max_attempts = 8;
-    /* the engine's settings as the S3 store's defaults; no SigV4 signer */
-    s3_config cfg = {0};
-    cfg.max_inflight = 64;
-    cfg.max_attempts = s->max_attempts;
-    dlk_status rc = s3_engine_new(&cfg, &s->eng, err);
+    s->resumable_threshold = o->gcs_resumable_threshold
+                                 ? o->gcs_resumable_threshold
+                                 : RESUMABLE_DEFAULT;
+    s->piece_size = o->gcs_piece_size ? o->gcs_piece_size : PIECE_DEFAULT;
+    rc = engine_of(s, o, err);
     if (!rc)
-        rc = gcs_auth_new(o, s->eng, &s->auth, err);
+        rc = gcs_auth_new(o->gcs_token, o->gcs_key_file, s->eng, &s->auth,
+                          err);
     if (rc) {
         gcs_free(&s->base);
         return rc;

@@ -191,8 +191,8 @@ static dlk_status load_key(gcs_auth *a, const char *path, dlk_error *err)
     return rc;
 }
 
-dlk_status gcs_auth_new(const gcs_options *o, s3_engine *eng,
-                        gcs_auth **out, dlk_error *err)
+dlk_status gcs_auth_new(const char *token, const char *key_file,
+                        s3_engine *eng, gcs_auth **out, dlk_error *err)
 {
     *out = NULL;
     gcs_auth *a = calloc(1, sizeof *a);
@@ -201,15 +201,15 @@ dlk_status gcs_auth_new(const gcs_options *o, s3_engine *eng,
     pthread_mutex_init(&a->mu, NULL);
     a->eng = eng;
     dlk_status rc = DLK_OK;
-    if (o->token) {
+    if (token && *token) {
         /* a header line would let a newline inject others */
-        if (strlen(o->token) >= TOKEN_MAX || strpbrk(o->token, "\r\n"))
+        if (strlen(token) >= TOKEN_MAX || strpbrk(token, "\r\n"))
             rc = dlk_fail(err, DLK_EINVAL, "the access token is malformed");
-        else if (!(a->token = strdup(o->token)))
+        else if (!(a->token = strdup(token)))
             rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
         a->expires = INT64_MAX;
-    } else if (o->key_file) {
-        rc = load_key(a, o->key_file, err);
+    } else if (key_file && *key_file) {
+        rc = load_key(a, key_file, err);
     }
     if (rc) {
         gcs_auth_free(a);

@@ -1,8 +1,8 @@
 /*
  * gcs_internal.h - the Google Cloud Storage store (gs://BUCKET/PREFIX)
- * through the JSON API: its settings (gcs_env.c reads them from the
- * environment; nothing else in the library does), OAuth tokens
- * (gcs_auth.c), the store's operations (gcs.c) and its listing
+ * through the JSON API, set by the gcs_* fields of a dlk_store_options
+ * (cmd/store_env.c fills them from the environment for the tool): OAuth
+ * tokens (gcs_auth.c), the store's operations (gcs.c) and its listing
  * (gcs_list.c).  Requests run on the S3 store's engine (s3_http.c):
  * the same retries with backoff, in-flight limit and hedged reads.
  */
@@ -13,31 +13,10 @@
 
 #include <openssl/evp.h>
 
-/* What a GCS store is opened with.  Strings are borrowed for the call. */
-typedef struct gcs_options {
-    /* "http://host:port" of an emulator (STORAGE_EMULATOR_HOST); NULL:
-     * https://storage.googleapis.com */
-    const char *endpoint;
-    /* an OAuth 2 access token used as it is (secret); NULL: none */
-    const char *token;
-    /* a service-account key file (JSON) whose signed JWT is exchanged
-     * for tokens; NULL: none.  Neither token nor key: anonymous */
-    const char *key_file;
-    /* objects of at least this many bytes go up in a resumable upload
-     * (0: 32 MiB); replacements (ifGenerationMatch=N) never do */
-    uint64_t resumable_threshold;
-    /* a resumable upload's pieces (0: 8 MiB; a multiple of 256 KiB) */
-    uint64_t piece_size;
-} gcs_options;
-
-/* The options from the environment: STORAGE_EMULATOR_HOST,
- * GOOGLE_OAUTH_ACCESS_TOKEN, GOOGLE_APPLICATION_CREDENTIALS,
- * DLK_GCS_RESUMABLE_THRESHOLD, DLK_GCS_PIECE_SIZE.  The strings point
- * into the environment (or into buf, endpoint with its scheme added). */
-dlk_status gcs_options_from_env(gcs_options *o, char *buf, size_t cap,
-                                dlk_error *err);
-
-dlk_status dlk_store_open_gcs(const char *url, const gcs_options *o,
+/* Open gs://BUCKET/PREFIX with the gcs_* options of o (NULL: none), and
+ * the engine's s3_max_inflight, s3_max_attempts, s3_no_hedge and
+ * s3_hedge_min_ms. */
+dlk_status dlk_store_open_gcs(const char *url, const dlk_store_options *o,
                               dlk_store **out, dlk_error *err);
 
 /* ---- tokens (gcs_auth.c) ---------------------------------------------- */
@@ -46,10 +25,10 @@ dlk_status dlk_store_open_gcs(const char *url, const gcs_options *o,
 #define GCS_TOKEN_URI "https://oauth2.googleapis.com/token"
 
 typedef struct gcs_auth gcs_auth;
-/* Credentials from o: a fixed token, a service-account key (read and
- * checked now; tokens fetched on first use through eng), or none. */
-dlk_status gcs_auth_new(const gcs_options *o, s3_engine *eng,
-                        gcs_auth **out, dlk_error *err);
+/* Credentials: a fixed token, else a service-account key file (read and
+ * checked now; tokens fetched on first use through eng), else none. */
+dlk_status gcs_auth_new(const char *token, const char *key_file,
+                        s3_engine *eng, gcs_auth **out, dlk_error *err);
 void gcs_auth_free(gcs_auth *a);
 /* Whether requests carry a token at all. */
 bool gcs_auth_signed(const gcs_auth *a);

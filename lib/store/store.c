@@ -23,12 +23,8 @@ dlk_status dlk_store_open(const char *url, bool create,
     if (strncasecmp(url, "s3:", 3) == 0)
         return dlk_fail(err, DLK_EINVAL, "bad url '%s': an S3 url is "
                         "s3://BUCKET/PREFIX", url);
-    if (strncmp(url, "gs://", 5) == 0) {
-        gcs_options o;
-        char ep[512];
-        dlk_status rc = gcs_options_from_env(&o, ep, sizeof ep, err);
-        return rc ? rc : dlk_store_open_gcs(url, &o, out, err);
-    }
+    if (strncmp(url, "gs://", 5) == 0)
+        return dlk_store_open_gcs(url, so, out, err);
     if (strncasecmp(url, "gs:", 3) == 0)
         return dlk_fail(err, DLK_EINVAL, "bad url '%s': a GCS url is "
                         "gs://BUCKET/PREFIX", url);

@@ -121,9 +121,10 @@ for c in $codes; do
         grep -qx "\.B $c" "$man_dir/dlk.1"
 done
 
-# Environment: every "AWS_..." or "DLK_..." string the code reads (by a
-# call, or from a table of variables: cmd/store_env.c).
-vars=$(grep -rhoE '((getenv|env_[a-z]+|aws_file)\(|\{)"(AWS|DLK)_[A-Z0-9_]+"' \
+# Environment: every "AWS_...", "DLK_...", "GOOGLE_..." or "STORAGE_..."
+# string the code reads (by a call, or from a table of variables:
+# cmd/store_env.c).
+vars=$(grep -rhoE '((getenv|env_[a-z]+|aws_file)\(|\{)"(AWS|DLK|GOOGLE|STORAGE)_[A-Z0-9_]+"' \
     "$root/lib" "$cmd_dir" | sed -E 's/.*"([A-Z0-9_]+)"/\1/' | sort -u)
 check "the code reads some environment" test -n "$vars"
 for e in $vars; do

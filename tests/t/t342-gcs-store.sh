@@ -58,12 +58,14 @@ ok "create" dlk create "$ds" --tensor images:u8:32x32x3 --tensor labels:i32 \
     --chunk-size 1M
 # chunks of ~1 MiB over a 512 KiB threshold: resumable uploads in pieces
 ok "ingest 600 samples, chunks by resumable upload" env \
-    DLK_GCS_RESUMABLE_THRESHOLD=512K DLK_GCS_PIECE_SIZE=256K \
+    DLK_GCS_RESUMABLE_THRESHOLD=524288 DLK_GCS_PIECE_SIZE=262144 \
     "$DLK" ingest "$ds" from-dir "$T/src" -q
 ok "verify --deep" dlk verify "$ds" --deep
 ok "commit" dlk commit "$ds" -m one
-fails "a piece size not a multiple of 256 KiB (exit 3)" 3 env DLK_GCS_PIECE_SIZE=100K "$DLK" ls "$ds"
-check "says so" grep -q "multiple of 256 KiB" "$ERR"
+fails "a piece size not a multiple of 256 KiB (exit 3)" 3 env DLK_GCS_PIECE_SIZE=300000 "$DLK" ls "$ds"
+check "says so" grep -q "gcs_piece_size must be a multiple of 256 KiB" "$ERR"
+fails "DLK_GCS_PIECE_SIZE under 256 KiB (exit 3)" 3 env DLK_GCS_PIECE_SIZE=1000 "$DLK" ls "$ds"
+check "names the variable" grep -q "DLK_GCS_PIECE_SIZE must be an integer" "$ERR"
 ok "ls --json" dlk ls "$ds" --json
 check "600 samples in chunks over 512 KiB" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1])); t={x["name"]:x for x in d["tensors"]}

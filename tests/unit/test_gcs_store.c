@@ -304,7 +304,8 @@ static dlk_store *open_at(int port, const char *key_file, const char *token)
 {
     char ep[64];
     snprintf(ep, sizeof ep, "http://127.0.0.1:%d", port);
-    gcs_options o = {.endpoint = ep, .key_file = key_file, .token = token};
+    dlk_store_options o = {.gcs_endpoint = ep, .gcs_key_file = key_file,
+                           .gcs_token = token};
     dlk_store *s = NULL;
     dlk_error err = {0};
     if (dlk_store_open_gcs("gs://bkt/p", &o, &s, &err) != DLK_OK)
@@ -452,22 +453,39 @@ static void test_exchange(responder *R)
     UNIT_CHECK("a given access token is sent as it is",
                rc == DLK_OK && R->bearer_ok && R->token_requests == before);
     dlk_store_free(s);
-    dlk_buf_free(&out);
 
-    gcs_options o = {.token = "a\r\nX-Evil: 1"};
+    dlk_store_options o = {.gcs_token = "a\r\nX-Evil: 1"};
     s = NULL;
     UNIT_CHECK("a token with a line break is refused at open",
                dlk_store_open_gcs("gs://bkt/p", &o, &s, &err) == DLK_EINVAL &&
                !strstr(err.msg, "Evil"));
+    dlk_store_options bad = {.gcs_piece_size = 100 << 10};
+    UNIT_CHECK("a piece size not a multiple of 256 KiB is refused",
+               dlk_store_open_gcs("gs://bkt/p", &bad, &s, &err) ==
+                   DLK_EINVAL && strstr(err.msg, "gcs_piece_size"));
+    dlk_store_options hp = {.gcs_endpoint = "127.0.0.1:1",
+                            .s3_max_attempts = 1};
+    s = NULL;
+    rc = dlk_store_open_gcs("gs://bkt/p", &hp, &s, &err);
+    UNIT_CHECK("an endpoint of host:port is http",
+               rc == DLK_OK && s &&
+               dlk_store_get(s, "k", 10, &out, NULL, &err) == DLK_ENET &&
+               strstr(err.msg, "gs://bkt/p/k"));
+    dlk_store_free(s);
+    dlk_store_options ftp = {.gcs_endpoint = "ftp://x"};
+    UNIT_CHECK("an endpoint of another scheme is refused",
+               dlk_store_open_gcs("gs://bkt/p", &ftp, &s, &err) ==
+                   DLK_EINVAL);
+    dlk_buf_free(&out);
 }
 
 /* ---- against fake-gcs-server ----------------------------------------- */
 
 static dlk_store *open_env(const char *url, uint64_t threshold)
 {
-    gcs_options o = {.endpoint = getenv("GCS_ENDPOINT"),
-                     .resumable_threshold = threshold,
-                     .piece_size = 256 << 10};
+    dlk_store_options o = {.gcs_endpoint = getenv("GCS_ENDPOINT"),
+                           .gcs_resumable_threshold = threshold,
+                           .gcs_piece_size = 256 << 10};
     dlk_store *s = NULL;
     dlk_error err = {0};
     if (dlk_store_open_gcs(url, &o, &s, &err))
