@@ -3,46 +3,26 @@
  * The root is gs://BUCKET/PREFIX; a key K is the object PREFIX/K.  An
  * object's version, the store's etag, is its generation: a create-only
  * write sends ifGenerationMatch=0, a replacement ifGenerationMatch=N.
- * Writes go up as multipart uploads (metadata and bytes in one request),
- * which GCS and its emulator (fake-gcs-server) both check against the
- * precondition; the emulator ignores it on media and resumable uploads,
- * on compose and on delete.  Large objects that replace nothing go up in
- * a resumable upload, piece by piece.  Requests run on the S3 store's
- * engine (s3_http.c), which retries 408, 429 and 5xx with backoff. */
+ * Writes are in gcs_upload.c.  Requests run on the S3 store's engine
+ * (s3_http.c), which retries 408, 429 and 5xx with backoff and hedges
+ * slow reads. */
 #include "gcs_internal.h"
 
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
-#include <unistd.h>
 
 #define DEFAULT_ENDPOINT "https://storage.googleapis.com"
 #define RESUMABLE_DEFAULT (32ull << 20)
 #define PIECE_DEFAULT (8ull << 20)
 #define PIECE_QUANTUM (256u << 10)  /* GCS: pieces are multiples of this */
 #define PIECE_MAX (1ull << 30)
-#define META_MAX (1u << 20)
-
-struct gcs_store {
-    dlk_store base;
-    s3_engine *eng;
-    gcs_auth *auth;
-    char *endpoint;     /* no trailing '/' */
-    char *bucket;
-    char *prefix;       /* "" or "a/b" */
-    uint64_t resumable_threshold;
-    uint64_t piece_size;
-    int max_attempts;
-};
 
 /* ---- names and urls --------------------------------------------------- */
 
-const char *gcs_store_prefix(const gcs_store *s) { return s->prefix; }
-
-static char *object_key(const gcs_store *s, const char *key)
+char *gcs_object_key(const gcs_store *s, const char *key)
 {
     size_t pn = strlen(s->prefix), kn = strlen(key);
     char *o = malloc(pn + kn + 2);
@@ -52,8 +32,7 @@ static char *object_key(const gcs_store *s, const char *key)
     return o;
 }
 
-/* endpoint part "/b/" BUCKET "/o" ["/" enc(okey)] ["?" query] */
-static dlk_status make_url(const gcs_store *s, const char *part,
+dlk_status gcs_make_url(const gcs_store *s, const char *part,
                            const char *okey, const char *query, dlk_buf *url,
                            dlk_error *err)
 {
@@ -87,7 +66,7 @@ static dlk_status make_url(const gcs_store *s, const char *part,
 dlk_status gcs_object_url(const gcs_store *s, const char *okey,
                           const char *query, dlk_buf *url, dlk_error *err)
 {
-    return make_url(s, "/storage/v1", okey, query, url, err);
+    return gcs_make_url(s, "/storage/v1", okey, query, url, err);
 }
 
 /* ---- requests and their failures -------------------------------------- */
@@ -167,11 +146,6 @@ dlk_status gcs_fail(const gcs_store *s, const s3_req *r, const char *verb,
                     msg[0] ? ")" : "", tries, hint);
 }
 
-static bool ok2xx(const s3_req *r)
-{
-    return r->status >= 200 && r->status < 300;
-}
-
 /* RFC 3339 ("2026-01-02T03:04:05.678Z") to Unix seconds; 0 when not. */
 static int64_t rfc3339(const char *t)
 {
@@ -185,8 +159,7 @@ static int64_t rfc3339(const char *t)
     return (int64_t)timegm(&tm);
 }
 
-/* An object resource's size, generation and update time into info. */
-static dlk_status parse_object(const gcs_store *s, const char *okey,
+dlk_status gcs_parse_object(const gcs_store *s, const char *okey,
                                const dlk_buf *body, dlk_obj_info *info,
                                dlk_error *err)
 {
@@ -227,12 +200,12 @@ static dlk_status do_head(gcs_store *s, const char *okey, dlk_obj_info *info,
     r.method = "GET";
     r.url = (const char *)url.data;
     r.out = &body;
-    r.max = META_MAX;
+    r.max = GCS_META_MAX;
     rc = gcs_run(s, &r, err);
-    if (!rc && !ok2xx(&r))
+    if (!rc && !gcs_ok2xx(&r))
         rc = gcs_fail(s, &r, "stat", okey, DLK_PUT_ALWAYS, err);
     if (!rc)
-        rc = parse_object(s, okey, &body, info, err);
+        rc = gcs_parse_object(s, okey, &body, info, err);
     s3_req_fini(&r);
     dlk_buf_free(&url);
     dlk_buf_free(&body);
@@ -243,7 +216,7 @@ static dlk_status gcs_head(dlk_store *st, const char *key, dlk_obj_info *info,
                            dlk_error *err)
 {
     gcs_store *s = (gcs_store *)st;
-    char *okey = object_key(s, key);
+    char *okey = gcs_object_key(s, key);
     if (!okey)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     dlk_status rc = do_head(s, okey, info, err);
@@ -285,7 +258,7 @@ static dlk_status get_answer(const gcs_store *s, const char *okey,
                        (unsigned long long)max);
     else if (r->status == 416)
         rc = short_object(s, okey, off, len, r->total_size, err);
-    else if (!ok2xx(r))
+    else if (!gcs_ok2xx(r))
         rc = gcs_fail(s, r, "read", okey, DLK_PUT_ALWAYS, err);
     else if (ranged && r->status != 206)
         rc = dlk_fail(err, DLK_ENET, "cannot read 'gs://%s/%s': the server "
@@ -356,7 +329,7 @@ static dlk_status gcs_get(dlk_store *st, const char *key, uint64_t off,
                           dlk_obj_info *info, dlk_error *err)
 {
     gcs_store *s = (gcs_store *)st;
-    char *okey = object_key(s, key);
+    char *okey = gcs_object_key(s, key);
     if (!okey)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     dlk_status rc = do_get(s, okey, off, len, max, out, info, err);
@@ -392,7 +365,7 @@ static bool pending_init(gcs_store *s, pending *pg, dlk_get_req *q)
     dlk_buf_init(&pg->url);
     if (q->rc)
         return false; /* refused before (a bad key) */
-    if (!(pg->okey = object_key(s, q->key))) {
+    if (!(pg->okey = gcs_object_key(s, q->key))) {
         q->rc = dlk_fail(&q->err, DLK_ENOMEM, "out of memory");
         return false;
     }
@@ -512,345 +485,12 @@ static int gcs_want_inflight(dlk_store *st, int n)
     return s3_engine_max(s->eng);
 }
 
-/* ---- put -------------------------------------------------------------- */
-
-/* "ifGenerationMatch=0" (create only), "=N" (replace generation N) or "" */
-static void precondition(dlk_put_mode mode, const char *etag, char *q,
-                         size_t cap)
-{
-    if (mode == DLK_PUT_IF_ABSENT)
-        snprintf(q, cap, "ifGenerationMatch=0");
-    else if (mode == DLK_PUT_IF_MATCH)
-        snprintf(q, cap, "ifGenerationMatch=%s", etag ? etag : "");
-    else
-        q[0] = '\0';
-}
-
-/* {"name": okey, "contentType": ...} */
-static char *metadata(const char *okey)
-{
-    json_t *j = json_pack("{s:s, s:s}", "name", okey, "contentType",
-                          "application/octet-stream");
-    char *m = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    json_decref(j);
-    return m;
-}
-
-/* The answer's generation and size into info (when asked for). */
-static dlk_status put_answer(gcs_store *s, const char *okey,
-                             const dlk_buf *resp, size_t len,
-                             dlk_obj_info *info, dlk_error *err)
-{
-    dlk_obj_info oi = {0};
-    dlk_status rc = parse_object(s, okey, resp, &oi, err);
-    if (!rc && oi.size != len)
-        rc = dlk_fail(err, DLK_ENET, "cannot write 'gs://%s/%s': %zu bytes "
-                      "sent, %llu stored", s->bucket, okey, len,
-                      (unsigned long long)oi.size);
-    if (!rc && info) {
-        *info = oi;
-        if (!info->mtime)
-            info->mtime = (int64_t)time(NULL);
-    }
-    return rc;
-}
-
-/* One multipart/related upload: the metadata and the bytes together. */
-static dlk_status put_multipart(gcs_store *s, const char *okey,
-                                const struct iovec *v, int n, size_t len,
-                                dlk_put_mode mode, const char *etag,
-                                dlk_obj_info *info, dlk_error *err)
-{
-    char *meta = metadata(okey);
-    if (!meta)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
-    /* a random boundary; one found in the bytes is drawn again */
-    char bnd[40];
-    dlk_buf body, resp, url;
-    dlk_buf_init(&body);
-    dlk_buf_init(&resp);
-    dlk_buf_init(&url);
-    dlk_status rc = DLK_OK;
-    for (int tries = 0;; tries++) {
-        uint8_t rnd[12] = {0};
-        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-            memcpy(rnd, &len, sizeof len < sizeof rnd ? sizeof len
-                                                      : sizeof rnd);
-        snprintf(bnd, sizeof bnd, "dlk-%02x%02x%02x%02x%02x%02x%02x%02x%02x"
-                 "%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
-                 rnd[5], rnd[6], rnd[7], rnd[8], rnd[9], rnd[10], rnd[11]);
-        bool found = false;
-        for (int i = 0; i < n && !found; i++)
-            found = v[i].iov_len &&
-                    memmem(v[i].iov_base, v[i].iov_len, bnd, strlen(bnd));
-        if (!found || tries > 8)
-            break;
-    }
-    char head[512];
-    int hn = snprintf(head, sizeof head, "--%s\r\nContent-Type: "
-                      "application/json; charset=UTF-8\r\n\r\n", bnd);
-    rc = dlk_buf_reserve(&body, len + strlen(meta) + 2 * (size_t)hn + 64,
-                         err);
-    if (!rc)
-        rc = dlk_buf_append(&body, head, (size_t)hn, err);
-    if (!rc)
-        rc = s3_str_append(&body, meta, err);
-    hn = snprintf(head, sizeof head, "\r\n--%s\r\nContent-Type: "
-                  "application/octet-stream\r\n\r\n", bnd);
-    if (!rc)
-        rc = dlk_buf_append(&body, head, (size_t)hn, err);
-    for (int i = 0; !rc && i < n; i++)
-        if (v[i].iov_len)
-            rc = dlk_buf_append(&body, v[i].iov_base, v[i].iov_len, err);
-    hn = snprintf(head, sizeof head, "\r\n--%s--\r\n", bnd);
-    if (!rc)
-        rc = dlk_buf_append(&body, head, (size_t)hn, err);
-    char q[80], query[160];
-    precondition(mode, etag, q, sizeof q);
-    snprintf(query, sizeof query, "uploadType=multipart%s%s", q[0] ? "&" : "",
-             q);
-    if (!rc)
-        rc = make_url(s, "/upload/storage/v1", NULL, query, &url, err);
-    char ct[96];
-    snprintf(ct, sizeof ct, "Content-Type: multipart/related; boundary=%s",
-             bnd);
-    struct curl_slist *h = rc ? NULL : curl_slist_append(NULL, ct);
-    if (!rc && !h)
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
-    s3_req r = {0};
-    if (!rc) {
-        r.method = "POST";
-        r.url = (const char *)url.data;
-        r.headers = h;
-        r.body = body.data;
-        r.body_len = body.len;
-        r.out = &resp;
-        r.max = META_MAX;
-        rc = gcs_run(s, &r, err);
-    }
-    if (!rc && !ok2xx(&r))
-        rc = gcs_fail(s, &r, "write", okey, mode, err);
-    if (!rc)
-        rc = put_answer(s, okey, &resp, len, info, err);
-    s3_req_fini(&r);
-    curl_slist_free_all(h);
-    free(meta);
-    dlk_buf_free(&body);
-    dlk_buf_free(&resp);
-    dlk_buf_free(&url);
-    return rc;
-}
-
-/* The bytes [from, to) of the parts, gathered into b. */
-static dlk_status gather(const struct iovec *v, int n, uint64_t from,
-                         uint64_t to, dlk_buf *b, dlk_error *err)
-{
-    b->len = 0;
-    uint64_t at = 0;
-    for (int i = 0; i < n && at < to; i++) {
-        uint64_t a = at, z = at + v[i].iov_len;
-        at = z;
-        if (z <= from)
-            continue;
-        uint64_t s = a < from ? from : a, e = z < to ? z : to;
-        dlk_status rc = dlk_buf_append(b, (const uint8_t *)v[i].iov_base +
-                                       (s - a), (size_t)(e - s), err);
-        if (rc)
-            return rc;
-    }
-    return DLK_OK;
-}
-
-/* Start a resumable upload: the URL its pieces go to into upload. */
-static dlk_status upload_start(gcs_store *s, const char *okey, size_t len,
-                               dlk_put_mode mode, char *upload, size_t cap,
-                               dlk_error *err)
-{
-    char *meta = metadata(okey);
-    if (!meta)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
-    char q[80], query[160], total[64];
-    precondition(mode, NULL, q, sizeof q);
-    snprintf(query, sizeof query, "uploadType=resumable%s%s", q[0] ? "&" : "",
-             q);
-    snprintf(total, sizeof total, "X-Upload-Content-Length: %zu", len);
-    dlk_buf url;
-    dlk_status rc = make_url(s, "/upload/storage/v1", NULL, query, &url, err);
-    struct curl_slist *h = NULL, *t;
-    if (!rc && (!(h = curl_slist_append(NULL, "Content-Type: application/"
-                                        "json; charset=UTF-8")) ||
-                !(t = curl_slist_append(h, total)) || !(h = t)))
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
-    s3_req r = {0};
-    if (!rc) {
-        r.method = "POST";
-        r.url = (const char *)url.data;
-        r.headers = h;
-        r.body = (const uint8_t *)meta;
-        r.body_len = strlen(meta);
-        r.want_header = "location";
-        rc = gcs_run(s, &r, err);
-        dlk_buf_free(&url);
-    }
-    if (!rc && !ok2xx(&r))
-        rc = gcs_fail(s, &r, "start the upload of", okey, mode, err);
-    if (!rc && (!r.want_value[0] || strlen(r.want_value) >= cap))
-        rc = dlk_fail(err, DLK_ENET, "cannot start the upload of "
-                      "'gs://%s/%s': no upload URL in the answer", s->bucket,
-                      okey);
-    if (!rc)
-        snprintf(upload, cap, "%s", r.want_value);
-    s3_req_fini(&r);
-    curl_slist_free_all(h);
-    free(meta);
-    return rc;
-}
-
-/* Send the pieces of one upload in order, each once (attempts_max 1):
- * *again when one failed in a way worth a new upload. */
-static dlk_status send_pieces(gcs_store *s, const char *okey,
-                              const char *upload, const struct iovec *v,
-                              int n, size_t len, dlk_put_mode mode,
-                              dlk_buf *piece, dlk_buf *resp, bool *again,
-                              dlk_error *err)
-{
-    *again = false;
-    uint64_t at = 0;
-    for (;;) {
-        uint64_t end = at + s->piece_size;
-        if (end > len)
-            end = len;
-        dlk_status rc = gather(v, n, at, end, piece, err);
-        if (rc)
-            return rc;
-        char cr[96];
-        snprintf(cr, sizeof cr, "Content-Range: bytes %llu-%llu/%zu",
-                 (unsigned long long)at, (unsigned long long)end - 1, len);
-        struct curl_slist *ph = curl_slist_append(NULL, cr);
-        if (!ph)
-            return dlk_fail(err, DLK_ENOMEM, "out of memory");
-        s3_req r = {0};
-        r.method = "PUT";
-        r.url = upload;
-        r.headers = ph;
-        r.body = piece->data;
-        r.body_len = piece->len;
-        r.out = resp;
-        r.max = META_MAX;
-        r.attempts_max = 1;
-        r.want_header = "range";
-        resp->len = 0;
-        rc = gcs_run(s, &r, err);
-        curl_slist_free_all(ph);
-        unsigned long long a, b;
-        bool range = r.want_value[0] &&
-                     sscanf(r.want_value, "bytes=%llu-%llu", &a, &b) == 2;
-        if (!rc && ok2xx(&r)) {
-            s3_req_fini(&r);
-            return DLK_OK;
-        }
-        if (!rc && r.status == 308 && range && b + 1 == end && end < len) {
-            at = end;
-        } else if (!rc) {
-            *again = r.status == 0 || r.status == 308 || r.status == 404 ||
-                     r.status == 408 || r.status == 410 || r.status == 429 ||
-                     r.status >= 500 || r.short_body;
-            rc = r.status == 308
-                ? dlk_fail(err, DLK_ENET, "cannot write 'gs://%s/%s': the "
-                           "server holds %s of %llu bytes sent", s->bucket,
-                           okey, range ? r.want_value : "none",
-                           (unsigned long long)end)
-                : gcs_fail(s, &r, "write", okey, mode, err);
-        }
-        s3_req_fini(&r);
-        if (rc)
-            return rc;
-    }
-}
-
-/* A resumable upload: its URL, then its pieces in order.  A piece that
- * fails starts the upload again under a new URL, rather than asking the
- * server what it holds (an empty PUT, a status query) and resending from
- * there as GCS allows: fake-gcs-server finalises the object at such a query with
- * what it has, and appends a piece sent twice twice. */
-static dlk_status put_resumable(gcs_store *s, const char *okey,
-                                const struct iovec *v, int n, size_t len,
-                                dlk_put_mode mode, dlk_obj_info *info,
-                                dlk_error *err)
-{
-    dlk_buf resp, piece;
-    dlk_buf_init(&resp);
-    dlk_buf_init(&piece);
-    dlk_status rc;
-    for (int attempt = 1;; attempt++) {
-        char upload[1024];
-        bool again = false;
-        rc = upload_start(s, okey, len, mode, upload, sizeof upload, err);
-        if (!rc)
-            rc = send_pieces(s, okey, upload, v, n, len, mode, &piece,
-                             &resp, &again, err);
-        if (!rc || !again || attempt >= s->max_attempts)
-            break;
-        /* back off as the engine does, then a new upload */
-        unsigned ms = 100u << (attempt < 6 ? attempt : 6);
-        uint8_t j = 128;
-        if (getrandom(&j, 1, 0) != 1)
-            j = 128;
-        usleep((useconds_t)(ms / 2 + ms * j / 512) * 1000u);
-        dlk_error_clear(err);
-    }
-    if (!rc)
-        rc = put_answer(s, okey, &resp, len, info, err);
-    dlk_buf_free(&resp);
-    dlk_buf_free(&piece);
-    return rc;
-}
-
-static dlk_status gcs_putv(dlk_store *st, const char *key,
-                           const struct iovec *v, int n, dlk_put_mode mode,
-                           const char *etag, dlk_obj_info *info,
-                           dlk_error *err)
-{
-    gcs_store *s = (gcs_store *)st;
-    /* a generation is a decimal number; anything else would reach the
-     * query string */
-    if (mode == DLK_PUT_IF_MATCH &&
-        (!etag || !*etag || strlen(etag) > 20 ||
-         strspn(etag, "0123456789") != strlen(etag)))
-        return dlk_fail(err, DLK_EINVAL, "invalid generation for a "
-                        "conditional put of '%s'", key);
-    size_t len = 0;
-    for (int i = 0; i < n; i++)
-        len += v[i].iov_len;
-    char *okey = object_key(s, key);
-    if (!okey)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
-    /* A replacement is one multipart upload whatever its size: the
-     * emulator ignores ifGenerationMatch on a resumable upload, and a
-     * replacement that overwrote another writer's would lose its data. */
-    bool resumable = len >= s->resumable_threshold &&
-                     mode != DLK_PUT_IF_MATCH;
-    dlk_status rc = resumable
-        ? put_resumable(s, okey, v, n, len, mode, info, err)
-        : put_multipart(s, okey, v, n, len, mode, etag, info, err);
-    free(okey);
-    return rc;
-}
-
-static dlk_status gcs_put(dlk_store *st, const char *key, const void *data,
-                          size_t len, dlk_put_mode mode, const char *etag,
-                          dlk_obj_info *info, dlk_error *err)
-{
-    struct iovec v = {(void *)data, len};
-    return gcs_putv(st, key, &v, 1, mode, etag, info, err);
-}
-
 /* ---- delete, free, open ----------------------------------------------- */
 
 static dlk_status gcs_del(dlk_store *st, const char *key, dlk_error *err)
 {
     gcs_store *s = (gcs_store *)st;
-    char *okey = object_key(s, key);
+    char *okey = gcs_object_key(s, key);
     if (!okey)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     dlk_buf url;
@@ -861,7 +501,7 @@ static dlk_status gcs_del(dlk_store *st, const char *key, dlk_error *err)
         r.url = (const char *)url.data;
         rc = gcs_run(s, &r, err);
         /* a 404 after a retry is the first attempt's success */
-        if (!rc && !ok2xx(&r) && !(r.status == 404 && r.attempts > 1))
+        if (!rc && !gcs_ok2xx(&r) && !(r.status == 404 && r.attempts > 1))
             rc = gcs_fail(s, &r, "delete", okey, DLK_PUT_ALWAYS, err);
         s3_req_fini(&r);
         dlk_buf_free(&url);

@@ -49,19 +49,54 @@ dlk_status gcs_token_parse(const void *body, size_t len, char **token,
 /* base64url without padding of n bytes, appended to b. */
 dlk_status gcs_b64url(dlk_buf *b, const void *p, size_t n, dlk_error *err);
 
-/* ---- shared by gcs.c and gcs_list.c ----------------------------------- */
+/* ---- shared by gcs.c, gcs_upload.c and gcs_list.c --------------------- */
 
-typedef struct gcs_store gcs_store;
+#define GCS_META_MAX (1u << 20)  /* bytes of an object resource's answer */
+
+typedef struct gcs_store {
+    dlk_store base;
+    s3_engine *eng;
+    gcs_auth *auth;
+    char *endpoint;     /* no trailing '/' */
+    char *bucket;
+    char *prefix;       /* "" or "a/b" */
+    uint64_t resumable_threshold;
+    uint64_t piece_size;
+    int max_attempts;   /* of a resumable upload, as of a request */
+} gcs_store;
+
+static inline bool gcs_ok2xx(const s3_req *r)
+{
+    return r->status >= 200 && r->status < 300;
+}
+/* The object name of store key `key` ("PREFIX/key"), malloc'd. */
+char *gcs_object_key(const gcs_store *s, const char *key);
+/* endpoint part "/b/" BUCKET "/o" ["/" enc(okey)] ["?" query], part
+ * "/storage/v1" or "/upload/storage/v1" */
+dlk_status gcs_make_url(const gcs_store *s, const char *part,
+                        const char *okey, const char *query, dlk_buf *url,
+                        dlk_error *err);
+/* An object resource's size, generation and update time into info. */
+dlk_status gcs_parse_object(const gcs_store *s, const char *okey,
+                            const dlk_buf *body, dlk_obj_info *info,
+                            dlk_error *err);
 /* base "/storage/v1/b/BUCKET/o" [ "/" enc(okey) ] [ "?" query ] */
 dlk_status gcs_object_url(const gcs_store *s, const char *okey,
                           const char *query, dlk_buf *url, dlk_error *err);
-const char *gcs_store_prefix(const gcs_store *s);
 /* Run r (method, url set) with the token's header added to its own. */
 dlk_status gcs_run(gcs_store *s, s3_req *r, dlk_error *err);
 /* The failure of r doing verb on okey: status, GCS's message, attempts;
  * mode turns a 412 into EEXIST or ECONFLICT. */
 dlk_status gcs_fail(const gcs_store *s, const s3_req *r, const char *verb,
                     const char *okey, dlk_put_mode mode, dlk_error *err);
+
+/* The store's put and putv (gcs_upload.c). */
+dlk_status gcs_put(dlk_store *st, const char *key, const void *data,
+                   size_t len, dlk_put_mode mode, const char *etag,
+                   dlk_obj_info *info, dlk_error *err);
+dlk_status gcs_putv(dlk_store *st, const char *key, const struct iovec *v,
+                    int n, dlk_put_mode mode, const char *etag,
+                    dlk_obj_info *info, dlk_error *err);
 
 dlk_status gcs_list(dlk_store *st, const char *prefix, dlk_list_fn fn,
                     void *ud, dlk_error *err);

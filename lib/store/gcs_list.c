@@ -49,7 +49,7 @@ static dlk_status page(gcs_store *s, dlk_store *st, const char *full,
             break;
         }
         if (strlen(name) <= l->skip ||
-            strncmp(name, gcs_store_prefix(s), l->skip ? l->skip - 1 : 0))
+            strncmp(name, s->prefix, l->skip ? l->skip - 1 : 0))
             continue;   /* not below the root */
         __atomic_add_fetch(&st->listed, 1, __ATOMIC_RELAXED);
         const char *key = name + l->skip;
@@ -69,7 +69,7 @@ static dlk_status list_all(dlk_store *st, const char *prefix, lister *l,
                            dlk_error *err)
 {
     gcs_store *s = (gcs_store *)st;
-    const char *root = gcs_store_prefix(s);
+    const char *root = s->prefix;
     size_t rn = strlen(root);
     l->skip = rn ? rn + 1 : 0;
     size_t fn = rn + strlen(prefix) + 2;
