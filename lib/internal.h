@@ -208,14 +208,16 @@ typedef struct dlk_store_ops {
                       dlk_obj_info *info, dlk_error *err);
     dlk_status (*head)(dlk_store *s, const char *key, dlk_obj_info *info,
                        dlk_error *err);
-    /* Optional: the whole object, known to be `size` bytes (a chunk the
-     * manifest sizes), read as the store reads fastest: S3 asks for byte
-     * ranges of it in parallel on its I/O threads.  *requests: how many
-     * were sent.  An object of another size fails as get with max =
-     * size does, or succeeds with info->size telling the size found. */
+    /* Optional: bytes [off, off+len) of an object known to be `size`
+     * bytes (a chunk the manifest sizes; the whole of it: 0, size), read
+     * as the store reads fastest: S3 asks for byte ranges of it in
+     * parallel on its I/O threads.  *requests: how many were sent.  For
+     * the whole object, one of another size fails as get with max = size
+     * does, or succeeds with info->size telling the size found. */
     dlk_status (*get_sized)(dlk_store *s, const char *key, uint64_t size,
-                            dlk_buf *out, dlk_obj_info *info,
-                            unsigned *requests, dlk_error *err);
+                            uint64_t off, uint64_t len, dlk_buf *out,
+                            dlk_obj_info *info, unsigned *requests,
+                            dlk_error *err);
     /* Atomic: readers see the old object or the new one, never a part.
      * etag_out (may be NULL) receives the new object's etag. */
     dlk_status (*put)(dlk_store *s, const char *key, const void *data,
@@ -324,6 +326,12 @@ dlk_status dlk_store_get_range(dlk_store *s, const char *key, uint64_t off,
 dlk_status dlk_store_get_sized(dlk_store *s, const char *key, uint64_t size,
                                dlk_buf *out, dlk_obj_info *info,
                                dlk_error *err);
+/* Bytes [off, off+len) of an object the caller knows to be `size` bytes,
+ * appended to out (a part of a chunk, say): the store's fastest ranged
+ * read, else one ranged get. */
+dlk_status dlk_store_get_span(dlk_store *s, const char *key, uint64_t size,
+                              uint64_t off, uint64_t len, dlk_buf *out,
+                              dlk_error *err);
 /* Whether the store is remote (no object can be mapped from a local
  * file): its reads pay a round trip, so readers keep more in flight. */
 bool dlk_store_is_remote(const dlk_store *s);

@@ -545,32 +545,42 @@ typedef struct read_part {
     uint64_t off, len;
 } read_part;
 
-/* The object in ranges of read_part_size, all in flight at once and
+/* Bytes [off, off+len) of an object known to be `size` bytes (the whole
+ * object: 0, size), in ranges of read_part_size, all in flight at once and
  * spread over the read engines: a whole-object GET is one connection and
  * one receiving thread, while a store serves each connection a fraction
  * of what it serves many (AWS: ~100 MB/s a connection).  Every range
  * must come back as a 206 of the expected size with the same ETag;
  * anything else (a server that ignores Range, an object of another size,
- * one replaced while read) falls back to one whole-object GET, whose
- * answer decides. */
+ * one replaced while read) falls back to one GET of the whole object
+ * (or of the span), whose answer decides. */
 static dlk_status s3_get_sized(dlk_store *st, const char *key, uint64_t size,
-                               dlk_buf *out, dlk_obj_info *info,
-                               unsigned *requests, dlk_error *err)
+                               uint64_t off, uint64_t len, dlk_buf *out,
+                               dlk_obj_info *info, unsigned *requests,
+                               dlk_error *err)
 {
     s3_store *s = (s3_store *)st;
+    bool all = off == 0 && len == size;
     uint64_t part = s->cfg.read_part_size;
-    uint64_t n = part ? (size + part - 1) / part : 1;
+    /* ranges of about part bytes: a span of a chunk a little over it
+     * (parts end at samples) is one range, not a second of a few KiB */
+    uint64_t n = part ? (len + part / 2) / part : 1;
+    if (n < 1)
+        n = 1;
+    if (n > 1)
+        part = (len + n - 1) / n;
     *requests = 1;
-    if (n < 2 || size > SIZE_MAX) {
+    if (n < 2 || len > SIZE_MAX) {
         s3_engine *eng = read_engine(s);
-        return get_on(s, eng, key, 0, UINT64_MAX, size, out, info, err);
+        return all ? get_on(s, eng, key, 0, UINT64_MAX, size, out, info, err)
+                   : get_on(s, eng, key, off, len, len, out, info, err);
     }
     if (n > READ_PARTS_MAX) {
         n = READ_PARTS_MAX;
-        part = (size + n - 1) / n;
+        part = (len + n - 1) / n;
     }
     size_t start = out->len;
-    dlk_status rc = dlk_buf_reserve(out, (size_t)size, err);
+    dlk_status rc = dlk_buf_reserve(out, (size_t)len, err);
     if (rc)
         return rc;
     char *okey = object_key(s, key);
@@ -585,8 +595,8 @@ static dlk_status s3_get_sized(dlk_store *st, const char *key, uint64_t size,
     size_t sent = 0;
     for (; sent < n; sent++) {
         read_part *q = &p[sent];
-        q->off = sent * part;
-        q->len = size - q->off < part ? size - q->off : part;
+        q->off = off + sent * part;
+        q->len = off + len - q->off < part ? off + len - q->off : part;
         char range[64];
         snprintf(range, sizeof range, "Range: bytes=%llu-%llu",
                  (unsigned long long)q->off,
@@ -595,7 +605,8 @@ static dlk_status s3_get_sized(dlk_store *st, const char *key, uint64_t size,
             rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
             break;
         }
-        dlk_buf_wrap(&q->slice, out->data + start + q->off, (size_t)q->len);
+        dlk_buf_wrap(&q->slice, out->data + start + (q->off - off),
+                     (size_t)q->len);
         q->r.method = "GET";
         q->r.url = (const char *)url.data;
         q->r.headers = q->hdr;
@@ -639,10 +650,12 @@ static dlk_status s3_get_sized(dlk_store *st, const char *key, uint64_t size,
     if (whole) {
         (*requests)++;
         out->len = start;
-        return get_on(s, read_engine(s), key, 0, UINT64_MAX, size, out, info,
-                      err);
+        return all ? get_on(s, read_engine(s), key, 0, UINT64_MAX, size, out,
+                            info, err)
+                   : get_on(s, read_engine(s), key, off, len, len, out, info,
+                            err);
     }
-    out->len = start + (size_t)size;
+    out->len = start + (size_t)len;
     if (info)
         *info = pi;
     return DLK_OK;

@@ -111,7 +111,31 @@ dlk_status dlk_store_get_sized(dlk_store *s, const char *key, uint64_t size,
     if (info)
         memset(info, 0, sizeof *info);
     unsigned n = 0;
-    dlk_status rc = s->ops->get_sized(s, key, size, out, info, &n, err);
+    dlk_status rc = s->ops->get_sized(s, key, size, 0, size, out, info, &n,
+                                      err);
+    COUNT(gets, n);
+    if (!rc)
+        COUNT(bytes_read, out->len - before);
+    return rc;
+}
+
+dlk_status dlk_store_get_span(dlk_store *s, const char *key, uint64_t size,
+                              uint64_t off, uint64_t len, dlk_buf *out,
+                              dlk_error *err)
+{
+    if (off > size || len > size - off)
+        return dlk_fail(err, DLK_EINVAL, "bytes %llu+%llu of '%s' are past "
+                        "its %llu bytes", (unsigned long long)off,
+                        (unsigned long long)len, key,
+                        (unsigned long long)size);
+    if (!s->ops->get_sized)
+        return dlk_store_get_range(s, key, off, len, out, err);
+    if (!dlk_key_valid(key))
+        return bad_key(key, err);
+    size_t before = out->len;
+    unsigned n = 0;
+    dlk_status rc = s->ops->get_sized(s, key, size, off, len, out, NULL, &n,
+                                      err);
     COUNT(gets, n);
     if (!rc)
         COUNT(bytes_read, out->len - before);
