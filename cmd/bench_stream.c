@@ -17,7 +17,10 @@ static const char usage_text[] =
     "  --batch-size B     samples per batch (default 256)\n"
     "  --workers N        I/O threads (default: cores, at most 32)\n"
     "  --prefetch P       chunks read ahead of the shuffle window (default 2x)\n"
-    "  --window K         shuffle window in chunks (default 8)\n"
+    "  --window K         shuffle window, in chunks' worth of data (default\n"
+    "                     8); chunks with part checksums are read in spans\n"
+    "                     of parts, so the window holds parts of many\n"
+    "  --whole-chunks     read every chunk whole, even with part checksums\n"
     "  --shuffle          shuffle (else dataset order)\n"
     "  --seed S           shuffle seed (default 0)\n"
     "  --epochs E         epochs to stream (default 1)\n"
@@ -35,7 +38,8 @@ static const char usage_text[] =
     "                     read (saves a CPU pass over every byte)\n"
     "  --at REF           stream a commit (main, main~N, an id or prefix)\n"
     "  --view NAME        stream only the rows of a view (dlk query\n"
-    "                     --save-view); chunks are still read whole\n"
+    "                     --save-view); a chunk or span holding none of\n"
+    "                     its rows is not read\n"
     "  --source-baseline URL   also stream the raw files there (s3://bucket/\n"
     "                     prefix or a directory of JPEG/PNG) the way teams\n"
     "                     train today: one GET and one decode per sample, same\n"
@@ -80,6 +84,7 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
         {"pin-cache", required_argument, 0, 'P'},
         {"no-check", no_argument, 0, 'C'},
         {"no-verify", no_argument, 0, 'V'},
+        {"whole-chunks", no_argument, 0, 'H'},
         {"at", required_argument, 0, 'a'},
         {"view", required_argument, 0, 'v'},
         {"source-baseline", required_argument, 0, 'B'},
@@ -138,6 +143,7 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
             break;
         case 'C': o->lo.check = 0; break;
         case 'V': o->lo.no_verify = 1; break;
+        case 'H': o->lo.whole_chunks = 1; break;
         case 'a': o->at = optarg; break;
         case 'v': o->lo.view = optarg; break;
         case 'B': o->baseline = optarg; break;

@@ -186,8 +186,7 @@ static void hint(const struct bench_opts *o, const struct bench_result *r,
                      "(peak %s)", 100 - io_busy, s->late[DLK_LATE_QUEUED],
                      cmd_bytes(st->peak_buffer_bytes, b1));
         } else {
-            uint32_t p = o->lo.prefetch_chunks ? o->lo.prefetch_chunks
-                       : 2 * (o->lo.window_chunks ? o->lo.window_chunks : 8);
+            uint32_t p = st->prefetch_chunks;
             snprintf(flag, fcap, "--prefetch %u", p * 2);
             snprintf(why, wcap, "the I/O threads were idle %.0f%% of the "
                      "time, yet the consumer waited %.1f%%: chunks are "
@@ -287,14 +286,13 @@ static json_t *settings_json(const struct bench_opts *o,
         }
     }
     const dlk_loader_opts *lo = &o->lo;
-    uint32_t window = lo->window_chunks ? lo->window_chunks : 8;
+    uint32_t window = r->st.window_chunks;
     json_t *s = json_pack(
         "{s:s,s:I,s:I,s:I,s:I,s:b,s:I,s:I,s:f,s:I,s:b,s:b,s:s?,s:s?,s:s?}",
         "command", cmdline ? cmdline : "", "batch_size",
         (json_int_t)(lo->batch_size ? lo->batch_size : 256), "workers",
         (json_int_t)r->st.io_threads, "window", (json_int_t)window,
-        "prefetch", (json_int_t)(lo->prefetch_chunks ? lo->prefetch_chunks
-                                                     : 2 * window),
+        "prefetch", (json_int_t)r->st.prefetch_chunks,
         "shuffle", lo->shuffle, "seed", (json_int_t)lo->seed, "epochs",
         (json_int_t)o->epochs, "step_ms", o->step_ms, "memory",
         (json_int_t)lo->memory_limit, "check", lo->check, "verify",

@@ -26,6 +26,9 @@ static const char usage_text[] =
     "  --classes NAME=A,B   class names of a class_label tensor, in id order\n"
     "  --chunk-size SIZE    target chunk size for every tensor (default 16M;\n"
     "                       suffixes K M G)\n"
+    "  --part-size SIZE     checksummed parts of every uncompressed chunk\n"
+    "                       (default 1M, at least 4K): what a shuffling\n"
+    "                       reader fetches and verifies on its own\n"
     "  --exist-ok           a dataset with the same tensors there already is\n"
     "                       used (with a source: ingested into); without it\n"
     "                       an existing dataset is refused (exit 2)\n"
@@ -123,8 +126,10 @@ static int create_from(ingest_cli *cli, const char *url,
     char **class_lists[MAX_TENSORS] = {0};
     int code = apply_kinds(specs, n, kinds, nkinds, classes, nclasses,
                            class_lists);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         specs[i].chunk_bytes = chunk_size;
+        specs[i].part_bytes = cli->o.part_bytes;
+    }
     if (code == EXIT_OK) {
         dlk_error err;
         dlk_ingest_result res = {0};
@@ -183,6 +188,7 @@ int cmd_create(int argc, char **argv)
         {"kind", required_argument, 0, 'k'},
         {"classes", required_argument, 0, 'c'},
         {"chunk-size", required_argument, 0, 's'},
+        {"part-size", required_argument, 0, 'P'},
         {"json", no_argument, 0, IO_JSON},
         {"exist-ok", no_argument, 0, 'x'},
         {"help", no_argument, 0, 'h'},
@@ -229,6 +235,16 @@ int cmd_create(int argc, char **argv)
                 return EXIT_USAGE;
             }
             break;
+        case 'P': {
+            unsigned long long v = cmd_parse_size(optarg);
+            if (v < 4096 || v > (1ull << 30)) {
+                cmd_error("create", "bad --part-size '%s' (4K to 1G)",
+                          optarg);
+                return EXIT_USAGE;
+            }
+            cli.o.part_bytes = (uint32_t)v;
+            break;
+        }
         case IO_JSON: json = true; cli.json = true; break;
         case 'j':
             if (ingest_cli_opt(&cli, "create", IO_JOBS, optarg)) {
@@ -302,8 +318,10 @@ int cmd_create(int argc, char **argv)
         s->class_names = (const char *const *)class_lists[k];
         s->kind = DLK_KIND_CLASS_LABEL;
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         specs[i].chunk_bytes = chunk_size;
+        specs[i].part_bytes = cli.o.part_bytes;
+    }
 
     dlk_dataset *ds = NULL;
     bool existed = false;

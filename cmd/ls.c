@@ -47,6 +47,8 @@ static json_t *tensor_json(const dlk_tensor_info *t)
     if (t->codec == DLK_CODEC_ZSTD)
         json_object_set_new(o, "level", json_integer(t->level));
     json_object_set_new(o, "chunk_bytes", json_integer((json_int_t)t->chunk_bytes));
+    if (t->part_bytes)
+        json_object_set_new(o, "part_bytes", json_integer(t->part_bytes));
     if (t->shape_min) {
         json_object_set_new(o, "shape_min", shape_json(t->shape_min, t->ndim));
         json_object_set_new(o, "shape_max", shape_json(t->shape_max, t->ndim));

@@ -343,6 +343,8 @@ typedef struct dlk_tensor_info {
     uint64_t stored_bytes;    /* bytes of chunk objects */
     uint64_t raw_bytes;       /* bytes of samples, uncompressed */
     uint64_t chunk_bytes;     /* target chunk size */
+    uint32_t part_bytes;      /* every chunk's part size; 0: not every
+                                 chunk has parts */
     size_t n_class_names;
     const char *const *class_names;
 } dlk_tensor_info;
@@ -622,10 +624,16 @@ typedef struct dlk_loader_opts {
     void *cancel_ud;
     /* Only these rows (ascending, each below the row count; copied at
      * open), e.g. a view's from dlk_view_rows; or the view named `view`,
-     * read at open.  NULL: every row.  Chunks are still read whole. */
+     * read at open.  NULL: every row.  A chunk or span holding none of
+     * them is not read; one holding any is read whole. */
     const uint64_t *rows;
     uint64_t nrows;
     const char *view;
+    int whole_chunks;            /* read every chunk whole, even where its
+                                    parts carry checksums (the default
+                                    reads such chunks in spans of parts,
+                                    so a window holds parts of many
+                                    chunks: formats/dlk-v1.md, "Parts") */
     int no_map;                  /* never use a local dataset's chunk files
                                     in place (mapped): read them into
                                     buffers, as from a remote store */
@@ -717,6 +725,10 @@ typedef struct dlk_loader_stats {
                                     each chunk once per loader */
     double io_busy_s;            /* I/O threads loading chunks (reading,
                                     decompressing, checking), summed */
+    uint32_t window_chunks;      /* the window and read-ahead it runs */
+    uint32_t prefetch_chunks;    /* with (opts' or default) */
+    uint64_t span_bytes;         /* the largest tensor's spans, nominal
+                                    (0: its chunks are read whole) */
 } dlk_loader_stats;
 
 /* The loader's counters so far, into *out. */
@@ -880,6 +892,8 @@ typedef struct dlk_ingest_opts {
     double clip_seconds;    /* ... this long (0: the whole clip) */
     const char *labels;     /* CSV or JSONL manifest: a path, s3:// or
                                gs:// URL */
+    uint32_t part_bytes;    /* inferred tensors' part size (see
+                               dlk_tensor_spec); 0: the default */
     dlk_on_error on_error;
     int unordered;          /* append rows as they are decoded */
     dlk_ingest_order order; /* the rows' order in the dataset */

@@ -388,6 +388,7 @@ dlk_status dlk_tensor_info_get(const dlk_dataset *ds, size_t tensor,
     out->stored_bytes = t->stored_bytes;
     out->raw_bytes = t->raw_bytes;
     out->chunk_bytes = t->spec.chunk_bytes;
+    out->part_bytes = t->spec.part_bytes;
     out->n_class_names = t->n_class_names;
     out->class_names = (const char *const *)t->class_names;
     return DLK_OK;

@@ -582,8 +582,10 @@ dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
             ing_source_free(&src);
             return rc;
         }
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
             inferred[i].chunk_bytes = chunk_bytes;
+            inferred[i].part_bytes = opts->part_bytes;
+        }
         specs = inferred;
         n_inferred = n;
     }

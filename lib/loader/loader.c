@@ -25,7 +25,7 @@ void dlk_plan_free(dlk_loader *l, dlk_plan *pl, bool stopped)
         /* no worker holds a ready or failed slot (a failed one may hold
          * a buffer, and its bytes count against the budget) */
         if (s->state == SLOT_READY || s->state == SLOT_FAILED ||
-            (stopped && s->state == SLOT_LOADING && s->ch))
+            (stopped && s->state == SLOT_LOADING && (s->ch || s->host)))
             dlk_loader_release_slot(l, s); /* queued uploads too */
     }
     free(pl->slots);
@@ -57,8 +57,9 @@ static dlk_status build_plan(dlk_loader *l, dlk_plan *pl,
                              const dlk_loader_state *st, uint64_t *skip,
                              dlk_error *err)
 {
-    dlk_order_params p = {l->o.shuffle, l->o.seed, l->o.window_chunks,
-                          l->o.drop_last, l->o.rows, l->o.nrows};
+    dlk_order_params p = {l->o.shuffle, l->o.seed, l->window_blocks,
+                          l->chunk_blocks, l->o.drop_last, l->o.rows,
+                          l->o.nrows};
     dlk_status rc = dlk_order_build(l->block_first, l->block_count,
                                     l->nblocks, &p, st, l->o.rank,
                                     &pl->order, err);
@@ -67,21 +68,25 @@ static dlk_status build_plan(dlk_loader *l, dlk_plan *pl,
     uint64_t n = pl->order.n;
     /* a chunk needed again after more than `gap` positions is loaded
      * again rather than held (padding wraps to the start, say) */
-    uint64_t gap = (uint64_t)l->o.window_chunks * l->avg_block + l->o.batch_size;
+    uint64_t gap = l->window_blocks * l->avg_block + l->o.batch_size;
     size_t cap = 64;
     pl->slots = malloc(cap * sizeof *pl->slots);
     pl->pos_slot = calloc(l->nt, sizeof *pl->pos_slot);
     if (!pl->slots || !pl->pos_slot)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     for (size_t t = 0; t < l->nt; t++) {
-        const dlk_tensor *tt = l->t[t].tensor;
-        uint32_t *last = malloc((tt->nchunks ? tt->nchunks : 1) * sizeof *last);
+        const dlk_loader_tensor *lt = &l->t[t];
+        const dlk_tensor *tt = lt->tensor;
+        /* a slot per chunk, or per unit of a chunk read in spans */
+        size_t nkeys = lt->unit_parts ? (size_t)lt->unit_base[tt->nchunks]
+                                      : tt->nchunks;
+        uint32_t *last = malloc((nkeys ? nkeys : 1) * sizeof *last);
         pl->pos_slot[t] = malloc((n ? n : 1) * sizeof *pl->pos_slot[t]);
         if (!last || !pl->pos_slot[t]) {
             free(last);
             return dlk_fail(err, DLK_ENOMEM, "out of memory planning");
         }
-        for (size_t c = 0; c < tt->nchunks; c++)
+        for (size_t c = 0; c < nkeys; c++)
             last[c] = UINT32_MAX;
         for (uint64_t pos = 0; pos < n; pos++) {
             ssize_t c = dlk_tensor_find_chunk(tt, pl->order.sample[pos]);
@@ -91,7 +96,20 @@ static dlk_status build_plan(dlk_loader *l, dlk_plan *pl,
                                 "sample %llu", tt->spec.name,
                                 (unsigned long long)pl->order.sample[pos]);
             }
-            uint32_t si = last[c];
+            size_t k = (size_t)c;
+            uint32_t p0 = 0, p1 = 0;
+            if (lt->unit_parts) {
+                uint32_t np = dlk_span_nparts(lt, (size_t)c);
+                uint32_t u = dlk_span_part_of(
+                                 lt, (size_t)c,
+                                 (uint32_t)(pl->order.sample[pos] -
+                                            tt->chunks[c].first)) /
+                             lt->unit_parts;
+                k = (size_t)(lt->unit_base[c] + u);
+                p0 = u * lt->unit_parts;
+                p1 = p0 + lt->unit_parts < np ? p0 + lt->unit_parts : np;
+            }
+            uint32_t si = last[k];
             if (si == UINT32_MAX || pos - pl->slots[si].last_pos > gap) {
                 if (pl->nslots == cap) {
                     cap *= 2;
@@ -106,8 +124,10 @@ static dlk_status build_plan(dlk_loader *l, dlk_plan *pl,
                 memset(&pl->slots[si], 0, sizeof pl->slots[si]);
                 pl->slots[si].tensor = t;
                 pl->slots[si].chunk = (size_t)c;
+                pl->slots[si].p0 = p0;
+                pl->slots[si].p1 = p1;
                 pl->slots[si].first_pos = pos;
-                last[c] = si;
+                last[k] = si;
             }
             pl->slots[si].last_pos = pos;
             pl->pos_slot[t][pos] = si;
@@ -299,14 +319,13 @@ static dlk_status assemble(dlk_loader *l, uint64_t p0, uint32_t b,
         for (uint32_t i = 0; i < b; i++) {
             dlk_slot *s = &l->plan.slots[l->plan.pos_slot[t][p0 + i]];
             const dlk_chunk_entry *e = &lt->tensor->chunks[s->chunk];
-            size_t nb;
+            size_t nb, off_in_chunk;
             int64_t shape[DLK_MAX_NDIM];
-            const uint8_t *hp = dlk_chunk_sample(
-                s->ch, (uint32_t)(l->plan.order.sample[p0 + i] - e->first),
-                &nb, shape);
+            const uint8_t *hp = dlk_slot_sample(
+                s, (uint32_t)(l->plan.order.sample[p0 + i] - e->first), &nb,
+                &off_in_chunk, shape);
             if (!hp)
                 return dlk_fail(err, DLK_EINTERNAL, "sample outside chunk");
-            size_t off_in_chunk = (size_t)(hp - (const uint8_t *)s->ch->payload);
             dlk_gather *g = &l->gather[t * l->o.batch_size + i];
             g->src = (const uint8_t *)s->dev_ptr + off_in_chunk;
             g->handle = s->dev_handle;
@@ -412,8 +431,9 @@ uint64_t dlk_loader_batches(const dlk_loader *l)
     if (l->planned)
         return l->plan.order.batches; /* of the epoch being read */
     /* before the epoch's first batch: its order, made to be counted */
-    dlk_order_params p = {l->o.shuffle, l->o.seed, l->o.window_chunks,
-                          l->o.drop_last, l->o.rows, l->o.nrows};
+    dlk_order_params p = {l->o.shuffle, l->o.seed, l->window_blocks,
+                          l->chunk_blocks, l->o.drop_last, l->o.rows,
+                          l->o.nrows};
     dlk_order o;
     memset(&o, 0, sizeof o);
     uint64_t n = dlk_order_build(l->block_first, l->block_count, l->nblocks,
@@ -481,6 +501,9 @@ void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out)
     out->bytes_loaded = l->stats.bytes_loaded;
     out->peak_buffer_bytes = l->peak_resident;
     out->io_threads = l->o.io_threads;
+    out->window_chunks = l->o.window_chunks;
+    out->prefetch_chunks = l->o.prefetch_chunks;
+    out->span_bytes = l->span_bytes;
     pthread_mutex_unlock((pthread_mutex_t *)&l->mu);
     dlk_dev_times t = {0};
     l->dev->ops->sync(l->dev, &t, NULL);

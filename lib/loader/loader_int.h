@@ -20,10 +20,16 @@ enum { SLOT_WAITING = 0, SLOT_LOADING, SLOT_READY, SLOT_FAILED, SLOT_DONE };
 typedef struct dlk_slot {
     size_t tensor;              /* index into the loader's tensors */
     size_t chunk;
+    /* a span: parts [p0, p1) of the chunk, read and verified on their
+     * own (p1 0: the whole chunk) */
+    uint32_t p0, p1;
     uint64_t first_pos, last_pos;
     int state;
     /* from here on: what a load fills (cleared on release) */
     dlk_chunk *ch;              /* header, index, payload (host) */
+    const dlk_chunk *head;      /* span: the chunk's kept header and index */
+    const uint8_t *span;        /* span: its raw bytes (host) */
+    uint64_t span_off, span_len; /* span: where they are in the payload */
     bool uploading;             /* read; queued for or in its copy */
     void *host;                 /* buffer the payload lives in, if pooled */
     const void *map_p;          /* a mapping of the object this slot owns */
@@ -45,6 +51,11 @@ typedef struct dlk_loader_tensor {
     uint64_t cap;
     uint64_t *offsets;          /* variable: batch+1 */
     int64_t *shapes;            /* variable: batch*ndim */
+    /* Read in spans of unit_parts parts of a chunk (0: whole chunks):
+     * the tensor's chunks carry part checksums.  unit_base[c]: the
+     * units of the chunks before c (nchunks + 1 entries). */
+    uint32_t unit_parts;
+    uint64_t *unit_base;
     /* batch buffers given back after dlk_loader_keep, for reuse */
     struct dlk_spare { void *p; uint64_t cap; } spare[DLK_SPARES];
     size_t nspare;
@@ -73,7 +84,11 @@ struct dlk_loader {
     uint64_t *block_first;
     uint32_t *block_count;
     size_t nblocks;
-    uint64_t avg_block;
+    uint64_t avg_block;         /* samples a block holds, on average */
+    uint64_t window_blocks;     /* blocks a shuffle window holds */
+    uint64_t chunk_blocks;      /* blocks a chunk makes, on average */
+    bool spans;                 /* some tensor is read in spans */
+    uint64_t span_bytes;        /* the main tensor's span, nominal; 0 */
 
     dlk_loader_state st;
     bool planned;
@@ -101,6 +116,7 @@ struct dlk_loader {
     /* workers */
     pthread_mutex_t mu;
     pthread_cond_t work, ready, idle, upq;
+    pthread_cond_t mapped;      /* a chunk's mapping ended */
     pthread_t up_thread;        /* the uploader (GPU only) */
     bool have_up_thread;
     dlk_slot *up_head, *up_tail; /* loaded, waiting for their copy */
@@ -124,7 +140,13 @@ struct dlk_loader {
         const void *p;
         size_t n;
         bool verified;          /* atomic */
+        bool mapping;           /* a thread maps it (under mu) */
         uint64_t *fold;         /* atomic pointer */
+        /* spans: the header and index, read once (atomic pointer), and
+         * per part PART_VERIFIED / PART_FOLDED (atomic bytes) */
+        dlk_chunk *head;
+        uint8_t *part_state;
+        uint32_t parts_verified; /* atomic */
     } **maps;
     uint64_t folds_kept;        /* bytes of kept folds (atomic) */
     uint64_t mapped_bytes, map_limit;
@@ -167,6 +189,26 @@ dlk_status dlk_loader_start_workers(dlk_loader *l, dlk_error *err);
 void dlk_loader_stop_workers(dlk_loader *l);
 void dlk_loader_pause_workers(dlk_loader *l);
 void dlk_loader_resume_workers(dlk_loader *l);
+
+/* The chunk's object mapped and registered for DMA, kept for the
+ * loader's life (loader_io.c); out->p NULL when the budget for mappings
+ * is spent. */
+dlk_status dlk_loader_get_map(dlk_loader *l, dlk_slot *s, const char *key,
+                              struct dlk_map *out, dlk_error *err);
+/* Spans (loader_span.c): the chunk's parts and units, the slot's bytes
+ * by an estimate before its load, and its load (read, verify, fold). */
+enum { PART_VERIFIED = 1, PART_FOLDED = 2 };
+uint32_t dlk_span_nparts(const dlk_loader_tensor *lt, size_t chunk);
+uint32_t dlk_span_part_of(const dlk_loader_tensor *lt, size_t chunk,
+                          uint32_t sample);
+uint64_t dlk_span_cost(const dlk_loader *l, const dlk_slot *s);
+dlk_status dlk_span_load(dlk_loader *l, dlk_slot *s, double *storage_s,
+                         dlk_error *err);
+/* Sample i of the chunk (chunk-relative) in a loaded slot: its bytes in
+ * host memory, their offset in what was uploaded, and its shape. */
+const uint8_t *dlk_slot_sample(const dlk_slot *s, uint32_t i, size_t *nbytes,
+                               size_t *up_off, int64_t *shape);
+void dlk_span_free_kept(dlk_loader *l, struct dlk_map *m);
 
 /* Copy and check opts' rows, or read the view's (loader_rows.c). */
 dlk_status dlk_loader_pick_rows(dlk_loader *l, dlk_error *err);

@@ -24,6 +24,8 @@ void dlk_sort_slots_by_first(uint32_t *idx, size_t n, const dlk_slot *slots)
  * before decompression. */
 static uint64_t slot_cost(const dlk_loader *l, const dlk_slot *s)
 {
+    if (s->p1)
+        return dlk_span_cost(l, s);
     const dlk_chunk_entry *e = &l->t[s->tensor].tensor->chunks[s->chunk];
     return e->raw_bytes + (l->t[s->tensor].tensor->spec.codec ==
                                    DLK_CODEC_NONE ? 0 : e->stored_bytes);
@@ -70,17 +72,23 @@ static dlk_slot *take(dlk_loader *l)
 
 /* The chunk's object mapped (and registered) once; NULL p when the budget
  * for mappings is spent or the store cannot map. */
-static dlk_status get_map(dlk_loader *l, dlk_slot *s, const char *key,
-                          struct dlk_map *out, dlk_error *err)
+dlk_status dlk_loader_get_map(dlk_loader *l, dlk_slot *s, const char *key,
+                              struct dlk_map *out, dlk_error *err)
 {
     out->p = NULL;
     pthread_mutex_lock(&l->mu);
     struct dlk_map *m = &l->maps[s->tensor][s->chunk];
+    /* the spans of a chunk load at once: one maps and registers it, the
+     * others wait for it rather than each registering it again */
+    while (m->mapping)
+        pthread_cond_wait(&l->mapped, &l->mu);
     *out = *m;
     const dlk_chunk_entry *e = &l->t[s->tensor].tensor->chunks[s->chunk];
     bool room = l->mapped_bytes + e->stored_bytes <= l->map_limit;
-    if (!m->p && room)
+    if (!m->p && room) {
         l->mapped_bytes += e->stored_bytes; /* reserve */
+        m->mapping = true;
+    }
     pthread_mutex_unlock(&l->mu);
     if (out->p || !room)
         return DLK_OK;
@@ -92,15 +100,12 @@ static dlk_status get_map(dlk_loader *l, dlk_slot *s, const char *key,
     pthread_mutex_lock(&l->mu);
     if (rc) {
         l->mapped_bytes -= e->stored_bytes;
-    } else if (m->p) { /* another thread was faster */
-        pthread_mutex_unlock(&l->mu);
-        l->dev->ops->unregister_host(l->dev, p);
-        dlk_store_unmap(l->ds->store, p, n);
-        pthread_mutex_lock(&l->mu);
     } else {
         m->p = p;
         m->n = n;
     }
+    m->mapping = false;
+    pthread_cond_broadcast(&l->mapped);
     *out = *m;
     pthread_mutex_unlock(&l->mu);
     return rc;
@@ -167,7 +172,7 @@ static dlk_status load_mapped(dlk_loader *l, dlk_slot *s, bool verify,
     dlk_status rc;
     if (l->dev->ops->on_device) {
         /* registered for DMA: kept for the loader's life */
-        rc = get_map(l, s, key, &m, err);
+        rc = dlk_loader_get_map(l, s, key, &m, err);
     } else {
         /* the page cache in place, for as long as the slot lives */
         rc = dlk_store_map(l->ds->store, key, &m.p, &m.n, err);
@@ -197,6 +202,8 @@ static dlk_status load_mapped(dlk_loader *l, dlk_slot *s, bool verify,
 static dlk_status load(dlk_loader *l, dlk_slot *s, double *storage_s,
                        double *decompress_s, dlk_error *err)
 {
+    if (s->p1)
+        return dlk_span_load(l, s, storage_s, err);
     bool verify = verify_now(l, s);
     if (l->use_maps && l->t[s->tensor].tensor->spec.codec == DLK_CODEC_NONE) {
         bool done;
@@ -247,7 +254,8 @@ loaded:
 static dlk_status upload(dlk_loader *l, dlk_slot *s, dlk_error *err)
 {
     size_t payload;
-    const void *hp = dlk_chunk_payload(s->ch, &payload);
+    const void *hp = s->p1 ? (payload = (size_t)s->span_len, s->span)
+                           : dlk_chunk_payload(s->ch, &payload);
     return l->dev->ops->upload(l->dev, hp, payload, &s->dev_ptr,
                                &s->dev_handle, err);
 }
@@ -266,7 +274,7 @@ static void finish(dlk_loader *l, dlk_slot *s, dlk_status rc,
             l->ramp++;
         pthread_cond_signal(&l->work); /* room under the ramp */
         l->stats.chunks_loaded++;
-        l->stats.bytes_loaded += s->ch->object.len;
+        l->stats.bytes_loaded += s->p1 ? s->span_len : s->ch->object.len;
     }
     pthread_cond_broadcast(&l->ready);
     if (l->paused && l->busy == 0)

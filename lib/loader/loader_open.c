@@ -95,27 +95,83 @@ static dlk_status pick_tensors(dlk_loader *l, dlk_error *err)
     return DLK_OK;
 }
 
-/* Blocks are the chunks of the tensor with the most bytes: the unit that
- * is read whole and dealt to ranks. */
+/* Parts a span holds: SPAN_PARTS, 4 MiB of the default 1 MiB parts.
+ * Fewer, larger spans mix a window less (4 MiB spans: 32 to a window of
+ * 8 chunks; 8 MiB spans left it 16, too few strata for 10 classes), and
+ * smaller ones pay a read and a device copy each for little data.  From
+ * a remote store a span is also one ranged GET, at least
+ * REMOTE_SPAN_MIN bytes: the store's time to the first byte is paid per
+ * request.  docs/benchmarks.md#label-mix. */
+#define SPAN_PARTS 4u
+#define REMOTE_SPAN_MIN (1ull << 20)
+/* Which tensors are read in spans, and how many units each chunk has. */
+static dlk_status pick_units(dlk_loader *l, dlk_error *err)
+{
+    bool remote = dlk_store_is_remote(l->ds->store);
+    for (size_t i = 0; i < l->nt; i++) {
+        dlk_loader_tensor *lt = &l->t[i];
+        const dlk_tensor *t = lt->tensor;
+        uint32_t pb = t->spec.part_bytes;
+        if (!pb || t->spec.codec != DLK_CODEC_NONE || l->o.whole_chunks)
+            continue;
+        lt->unit_parts = SPAN_PARTS;
+        if (remote && (uint64_t)SPAN_PARTS * pb < REMOTE_SPAN_MIN)
+            lt->unit_parts = (uint32_t)((REMOTE_SPAN_MIN + pb - 1) / pb);
+        l->spans = true;
+        if (!(lt->unit_base = malloc((t->nchunks + 1) *
+                                     sizeof *lt->unit_base)))
+            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        lt->unit_base[0] = 0;
+        for (size_t c = 0; c < t->nchunks; c++) {
+            uint32_t n = dlk_span_nparts(lt, c);
+            lt->unit_base[c + 1] = lt->unit_base[c] +
+                                   (n + lt->unit_parts - 1) / lt->unit_parts;
+        }
+    }
+    return DLK_OK;
+}
+
+/* Blocks are the units of the tensor with the most bytes (its chunks, or
+ * its chunks' spans): what is read as one and dealt to ranks.  The
+ * shuffle window holds window_chunks chunks' worth of them. */
 static dlk_status pick_blocks(dlk_loader *l, dlk_error *err)
 {
     size_t main = 0;
     for (size_t i = 1; i < l->nt; i++)
         if (l->t[i].tensor->raw_bytes > l->t[main].tensor->raw_bytes)
             main = i;
-    const dlk_tensor *t = l->t[main].tensor;
-    l->nblocks = t->nchunks;
-    l->block_first = malloc((t->nchunks ? t->nchunks : 1) * sizeof *l->block_first);
-    l->block_count = malloc((t->nchunks ? t->nchunks : 1) * sizeof *l->block_count);
+    const dlk_loader_tensor *lt = &l->t[main];
+    const dlk_tensor *t = lt->tensor;
+    size_t n = lt->unit_parts ? (size_t)lt->unit_base[t->nchunks]
+                              : t->nchunks;
+    l->nblocks = n;
+    l->block_first = malloc((n ? n : 1) * sizeof *l->block_first);
+    l->block_count = malloc((n ? n : 1) * sizeof *l->block_count);
     if (!l->block_first || !l->block_count)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    size_t b = 0;
     for (size_t c = 0; c < t->nchunks; c++) {
-        l->block_first[c] = t->chunks[c].first;
-        l->block_count[c] = t->chunks[c].samples;
+        const dlk_chunk_entry *e = &t->chunks[c];
+        if (!lt->unit_parts) {
+            l->block_first[b] = e->first;
+            l->block_count[b++] = e->samples;
+            continue;
+        }
+        uint32_t np = dlk_span_nparts(lt, c), g = lt->unit_parts;
+        for (uint32_t p = 0; p < np; p += g) {
+            uint32_t a = dlk_part_first(p, e->samples, np);
+            uint32_t z = dlk_part_first(p + g < np ? p + g : np, e->samples,
+                                        np);
+            l->block_first[b] = e->first + a;
+            l->block_count[b++] = z - a;
+        }
     }
-    l->avg_block = t->nchunks ? t->samples / t->nchunks : 1;
+    l->avg_block = n ? t->samples / n : 1;
     if (!l->avg_block)
         l->avg_block = 1;
+    l->chunk_blocks = t->nchunks ? (n + t->nchunks - 1) / t->nchunks : 1;
+    l->span_bytes = (uint64_t)lt->unit_parts * t->spec.part_bytes;
+    l->window_blocks = (uint64_t)l->o.window_chunks * l->chunk_blocks;
     return DLK_OK;
 }
 
@@ -155,6 +211,15 @@ static uint64_t derive_limit(const dlk_loader *l)
 /* Defaults that depend on the store: from a remote one, the read-ahead
  * and the threads cover REMOTE_INFLIGHT_BYTES, as a store's latency,
  * not its bandwidth, bounds what few requests in flight can read. */
+/* The window and read-ahead not given, before the blocks are cut. */
+static void window_defaults(dlk_loader *l, const dlk_loader_opts *given)
+{
+    if (!given->window_chunks)
+        l->o.window_chunks = 8;
+    if (!given->prefetch_chunks)
+        l->o.prefetch_chunks = 2 * l->o.window_chunks;
+}
+
 static void store_defaults(dlk_loader *l, const dlk_loader_opts *given)
 {
     bool remote = dlk_store_is_remote(l->ds->store);
@@ -167,8 +232,14 @@ static void store_defaults(dlk_loader *l, const dlk_loader_opts *given)
             l->o.prefetch_chunks = (uint32_t)want;
     }
     if (!given->io_threads && remote) {
+        /* one load a chunk or span in flight: as many as cover
+         * REMOTE_INFLIGHT_BYTES (256 spans of 4 MiB) */
         uint32_t n = l->o.prefetch_chunks < REMOTE_IO_THREADS
                          ? l->o.prefetch_chunks : REMOTE_IO_THREADS;
+        if (l->spans && l->span_bytes) {
+            uint64_t k = REMOTE_INFLIGHT_BYTES / l->span_bytes;
+            n = k > 256 ? 256 : k < n ? n : (uint32_t)k;
+        }
         if (n > l->o.io_threads)
             l->o.io_threads = n;
     }
@@ -259,10 +330,6 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
     l->o = *opts;
     if (!l->o.batch_size)
         l->o.batch_size = 256;
-    if (!l->o.window_chunks)
-        l->o.window_chunks = 8;
-    if (!l->o.prefetch_chunks)
-        l->o.prefetch_chunks = 2 * l->o.window_chunks;
     if (!l->o.world_size)
         l->o.world_size = 1;
     if (!l->o.io_threads) {
@@ -274,6 +341,7 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
     pthread_cond_init(&l->ready, NULL);
     pthread_cond_init(&l->idle, NULL);
     pthread_cond_init(&l->upq, NULL);
+    pthread_cond_init(&l->mapped, NULL);
     dlk_status rc = DLK_OK;
     if (l->o.rank >= l->o.world_size)
         rc = dlk_fail(err, DLK_EINVAL, "rank %u is not below world size %u",
@@ -285,7 +353,11 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
     if (!rc)
         rc = pick_tensors(l, err);
     if (!rc)
+        rc = pick_units(l, err);
+    if (!rc) {
+        window_defaults(l, opts);
         rc = pick_blocks(l, err);
+    }
     if (!rc && (l->o.view || l->o.rows))
         rc = dlk_loader_pick_rows(l, err);
     if (!rc)
@@ -354,8 +426,10 @@ void dlk_loader_close(dlk_loader *l)
     dlk_plan_free(l, &l->plan, true);
     dlk_plan_free(l, &l->ahead, true);
     for (size_t t = 0; l->maps && t < l->nt; t++) {
-        for (size_t c = 0; l->maps[t] && c < l->t[t].tensor->nchunks; c++)
+        for (size_t c = 0; l->maps[t] && c < l->t[t].tensor->nchunks; c++) {
             free(l->maps[t][c].fold);
+            dlk_span_free_kept(l, &l->maps[t][c]);
+        }
         for (size_t c = 0; l->maps[t] && c < l->t[t].tensor->nchunks; c++)
             if (l->maps[t][c].p) {
                 l->dev->ops->unregister_host(l->dev, l->maps[t][c].p);
@@ -369,6 +443,7 @@ void dlk_loader_close(dlk_loader *l)
     for (size_t t = 0; t < l->nt; t++) {
         if (l->t[t].buf)
             l->dev->ops->batch_free(l->dev, l->t[t].buf);
+        free(l->t[t].unit_base);
         free(l->t[t].offsets);
         free(l->t[t].shapes);
     }
@@ -385,6 +460,7 @@ void dlk_loader_close(dlk_loader *l)
     pthread_cond_destroy(&l->ready);
     pthread_cond_destroy(&l->idle);
     pthread_cond_destroy(&l->upq);
+    pthread_cond_destroy(&l->mapped);
     free(l);
 }
 

@@ -6,7 +6,7 @@
  * count does not divide, or dropping the rest with drop_last), so every
  * rank reads about 1/world of the blocks plus at most two shared at its
  * span's edges.  Inside its span a rank shuffles samples within windows of
- * `window_chunks` consecutive blocks (the first ones smaller: from the
+ * `window_blocks` consecutive blocks (the first ones smaller: from the
  * blocks one batch fills, doubling).
  * Batches are consecutive positions; the last one is padded (flagged) or
  * dropped, so all ranks have the same number of batches.
@@ -54,6 +54,71 @@ static void shuffle_u64(uint64_t *v, uint64_t n, rng *r)
         v[i - 1] = v[j];
         v[j] = t;
     }
+}
+
+/* The blocks' order for a shuffled epoch: any run of consecutive blocks
+ * in it comes from strata spread evenly over the stored order, the
+ * strata being `w` stretches of neighbouring blocks.  Round j takes one
+ * block from each stratum (the j-th of the stratum's blocks, shuffled);
+ * within a round the strata come in bit-reversed order, rotated by a
+ * random offset, so that any 2, 4, 8 ... consecutive blocks are strata
+ * evenly spaced over the dataset.  So every window of blocks (the
+ * small first ones included) samples the whole dataset evenly: a dataset
+ * stored sorted by class gives windows with every class in its share,
+ * where a uniform permutation of as few blocks would leave classes out.
+ * On rows stored in random order the strata are random too and nothing
+ * changes.  w of 1, or at least n: one uniform shuffle. */
+static dlk_status stratify(uint64_t *v, uint64_t n, uint64_t w, rng *r,
+                           dlk_error *err)
+{
+    if (w <= 1 || w >= n) {
+        shuffle_u64(v, n, r);
+        return DLK_OK;
+    }
+    uint64_t *tmp = malloc(n * sizeof *tmp);
+    uint64_t *spread = malloc(w * sizeof *spread);
+    if (!tmp || !spread) {
+        free(tmp);
+        free(spread);
+        return dlk_fail(err, DLK_ENOMEM, "out of memory planning %llu "
+                        "blocks", (unsigned long long)n);
+    }
+    /* the strata in bit-reversed order of the next power of two */
+    unsigned bits = 0;
+    while ((1ull << bits) < w)
+        bits++;
+    uint64_t ns = 0;
+    for (uint64_t i = 0; i < (1ull << bits); i++) {
+        uint64_t x = 0;
+        for (unsigned b = 0; b < bits; b++)
+            x |= ((i >> b) & 1) << (bits - 1 - b);
+        if (x < w)
+            spread[ns++] = x;
+    }
+    /* stratum k: blocks [k*n/w, (k+1)*n/w), shuffled in place */
+    for (uint64_t k = 0; k < w; k++) {
+        uint64_t a = k * n / w, b = (k + 1) * n / w;
+        shuffle_u64(v + a, b - a, r);
+    }
+    /* one offset for every round: then any w consecutive blocks are a
+     * rotation of one round, every stratum once, wherever the windows
+     * of a rank's span start (offsets drawn round by round let a
+     * window across two rounds take some strata twice and miss others:
+     * a class half again its share) */
+    uint64_t rot = rng_below(r, w);
+    uint64_t out = 0;
+    for (uint64_t j = 0; out < n; j++) {
+        for (uint64_t i = 0; i < w; i++) {
+            uint64_t k = (spread[i] + rot) % w;
+            uint64_t a = k * n / w, b = (k + 1) * n / w;
+            if (a + j < b)
+                tmp[out++] = v[a + j];
+        }
+    }
+    memcpy(v, tmp, n * sizeof *v);
+    free(tmp);
+    free(spread);
+    return DLK_OK;
 }
 
 /* A sequence of samples with pad flags. */
@@ -109,15 +174,20 @@ static dlk_status rank_stream(const uint64_t *base, uint64_t n,
         out->pad[i] = g >= n;
     }
     if (p->shuffle && bounds && span) {
-        /* windows of window_chunks blocks, cut at block starts in the span;
+        /* windows of window_blocks blocks, cut at block starts in the span;
          * the first ones ramp up from the blocks a batch fills on average,
          * doubling, so that the first batch waits for the blocks it needs
          * rather than a whole window (as a shuffle buffer that starts
          * small: WebDataset's `initial`) */
         uint64_t w0 = 0, blocks = 0, w = 0;
         uint64_t size = nbounds ? (batch * (uint64_t)nbounds + n - 1) / n : 1;
-        if (size > p->window_chunks)
-            size = p->window_chunks;
+        /* as many bytes as the chunks a batch fills: spans of parts then
+         * come from that many more chunks at the same cost */
+        if (p->chunk_blocks > 1)
+            size = (size + p->chunk_blocks - 1) / p->chunk_blocks *
+                   p->chunk_blocks;
+        if (size > p->window_blocks)
+            size = p->window_blocks;
         size_t bi = 0;
         while (bi < nbounds && bounds[bi] <= start)
             bi++;
@@ -144,9 +214,9 @@ static dlk_status rank_stream(const uint64_t *base, uint64_t n,
                 }
                 w0 = i;
                 blocks = 0;
-                if (size < p->window_chunks)
-                    size = size * 2 < p->window_chunks ? size * 2
-                                                       : p->window_chunks;
+                if (size < p->window_blocks)
+                    size = size * 2 < p->window_blocks ? size * 2
+                                                       : p->window_blocks;
             }
         }
     }
@@ -196,7 +266,13 @@ dlk_status dlk_order_build(const uint64_t *first, const uint32_t *count,
         order[i] = i;
     if (p->shuffle) {
         rng g = {dlk_mix64(p->seed) ^ dlk_mix64(st->epoch + 1)};
-        shuffle_u64(order, nblocks, &g);
+        rc = stratify(order, nblocks, p->window_blocks, &g, err);
+        if (rc) {
+            free(order);
+            free(bounds);
+            seq_free(&base);
+            return rc;
+        }
     }
     uint64_t pos = 0;
     size_t nb = 0;

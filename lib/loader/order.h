@@ -9,7 +9,10 @@
 typedef struct dlk_order_params {
     int shuffle;
     uint64_t seed;
-    uint32_t window_chunks;
+    uint64_t window_blocks;  /* blocks a shuffle window holds */
+    uint64_t chunk_blocks;   /* blocks a chunk makes, on average (the
+                                first window is a whole number of
+                                chunks' worth); 0 or 1: blocks are chunks */
     int drop_last;
     const uint64_t *rows;  /* only these samples (ascending); NULL: all */
     uint64_t nrows;

@@ -31,7 +31,7 @@ static int check_epoch(uint64_t n, uint32_t world, uint32_t batch,
     uint64_t first[4096];
     uint32_t count[4096];
     size_t nb = unit_blocks(n, 7, 11, first, count);
-    dlk_order_params p = {shuffle, 42, 3, drop_last};
+    dlk_order_params p = {.shuffle = shuffle, .seed = 42, .window_blocks = 3, .drop_last = drop_last};
     dlk_loader_state st = state1(42, 0, world, batch);
     uint32_t *seen = calloc(n, sizeof *seen);
     uint64_t batches = UINT64_MAX, real = 0;
@@ -67,7 +67,7 @@ static uint64_t *stream(uint64_t n, const dlk_loader_state *st, uint32_t r,
     static uint64_t first[4096];
     static uint32_t count[4096];
     size_t nb = unit_blocks(n, 7, 11, first, count);
-    dlk_order_params p = {1, st->seed, 3, 0};
+    dlk_order_params p = {.shuffle = 1, .seed = st->seed, .window_blocks = 3, .drop_last = 0};
     dlk_order o;
     if (dlk_order_build(first, count, nb, &p, st, r, &o, NULL))
         return NULL;
@@ -116,7 +116,7 @@ static void test_order(void)
         static uint64_t first[4096];
         static uint32_t count[4096];
         size_t nb = unit_blocks(3000, 7, 11, first, count);
-        dlk_order_params p = {1, 77, 8, 0};
+        dlk_order_params p = {.shuffle = 1, .seed = 77, .window_blocks = 8, .drop_last = 0};
         dlk_loader_state st = state1(77, 0, 1, ramp_batch[rc]);
         dlk_order o;
         int ok = dlk_order_build(first, count, nb, &p, &st, 0, &o, NULL) == 0;

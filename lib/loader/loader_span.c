@@ -1,0 +1,287 @@
+/* loader_span.c - reading a chunk in spans: runs of its parts, each part
+ * with its own checksum (formats/dlk-v1.md, "Parts").  A shuffle window
+ * of spans from many chunks mixes a dataset stored in class order where
+ * the same bytes in whole chunks hold a few classes
+ * (docs/benchmarks.md#label-mix).  The chunk's header and index are read
+ * once (one small ranged read) and kept; each span is one ranged read of
+ * its bytes, verified part by part the first time this loader reads it. */
+#include "loader_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+uint32_t dlk_span_nparts(const dlk_loader_tensor *lt, size_t chunk)
+{
+    const dlk_chunk_entry *e = &lt->tensor->chunks[chunk];
+    return dlk_parts_count(e->samples, e->raw_bytes,
+                           lt->tensor->spec.part_bytes);
+}
+
+/* The part holding sample s: the largest p with first(p) <= s. */
+uint32_t dlk_span_part_of(const dlk_loader_tensor *lt, size_t chunk,
+                          uint32_t s)
+{
+    uint32_t n = dlk_span_nparts(lt, chunk);
+    uint32_t samples = lt->tensor->chunks[chunk].samples;
+    uint32_t p = (uint32_t)((uint64_t)s * n / samples);
+    while (p + 1 < n && dlk_part_first(p + 1, samples, n) <= s)
+        p++;
+    while (p > 0 && dlk_part_first(p, samples, n) > s)
+        p--;
+    return p;
+}
+
+uint64_t dlk_span_cost(const dlk_loader *l, const dlk_slot *s)
+{
+    const dlk_loader_tensor *lt = &l->t[s->tensor];
+    const dlk_chunk_entry *e = &lt->tensor->chunks[s->chunk];
+    uint32_t n = dlk_span_nparts(lt, s->chunk);
+    uint32_t a = dlk_part_first(s->p0, e->samples, n);
+    uint32_t b = dlk_part_first(s->p1, e->samples, n);
+    /* the samples' share of the payload, rounded up: exact for a fixed
+     * shape, an estimate for variable ones until the index is read */
+    return (e->raw_bytes * (b - a) + e->samples - 1) / e->samples;
+}
+
+static struct dlk_map *kept(dlk_loader *l, const dlk_slot *s)
+{
+    return &l->maps[s->tensor][s->chunk];
+}
+
+/* The chunk's header and index: kept, or read and checked (header hash,
+ * every length, and against the manifest) and kept. */
+static dlk_status get_head(dlk_loader *l, dlk_slot *s, const char *key,
+                           const dlk_chunk **out, dlk_error *err)
+{
+    struct dlk_map *m = kept(l, s);
+    dlk_chunk *h = __atomic_load_n(&m->head, __ATOMIC_ACQUIRE);
+    if (h) {
+        *out = h;
+        return DLK_OK;
+    }
+    const dlk_tensor *t = l->t[s->tensor].tensor;
+    const dlk_chunk_entry *e = &t->chunks[s->chunk];
+    uint64_t hb = dlk_chunk_expected_head(t, e);
+    if (!hb || hb > e->stored_bytes)
+        return dlk_fail(err, DLK_ECORRUPT, "chunk '%s': its manifest entry "
+                        "gives no header size", key);
+    uint8_t *ps = calloc(dlk_span_nparts(&l->t[s->tensor], s->chunk), 1);
+    h = calloc(1, sizeof *h);
+    if (!h || !ps) {
+        free(h);
+        free(ps);
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
+    dlk_status rc = dlk_store_get_span(l->ds->store, key, e->stored_bytes, 0,
+                                       hb, &h->object, err);
+    if (!rc)
+        rc = dlk_chunk_open(h, t, e, key, DLK_DECODE_HEADER_ONLY, NULL, 0,
+                            err);
+    if (!rc && h->nparts != dlk_span_nparts(&l->t[s->tensor], s->chunk))
+        rc = dlk_fail(err, DLK_ECORRUPT, "chunk '%s': %u parts, its tensor's "
+                      "part size gives %u", key, h->nparts,
+                      dlk_span_nparts(&l->t[s->tensor], s->chunk));
+    if (rc) {
+        dlk_chunk_free(h);
+        free(ps);
+        return rc;
+    }
+    /* part states first: a thread that sees the head sees them */
+    uint8_t *none8 = NULL;
+    if (!__atomic_compare_exchange_n(&m->part_state, &none8, ps, false,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        free(ps);
+    dlk_chunk *none = NULL;
+    if (!__atomic_compare_exchange_n(&m->head, &none, h, false,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        dlk_chunk_free(h); /* another thread was faster */
+        h = none;
+    }
+    *out = h;
+    return DLK_OK;
+}
+
+static bool parts_have(struct dlk_map *m, uint32_t p0, uint32_t p1,
+                       uint8_t bit)
+{
+    for (uint32_t p = p0; p < p1; p++)
+        if (!(__atomic_load_n(&m->part_state[p], __ATOMIC_ACQUIRE) & bit))
+            return false;
+    return true;
+}
+
+static void parts_set(struct dlk_map *m, uint32_t p0, uint32_t p1,
+                      uint8_t bit)
+{
+    for (uint32_t p = p0; p < p1; p++)
+        __atomic_fetch_or(&m->part_state[p], bit, __ATOMIC_RELEASE);
+}
+
+/* The span's samples' folds (check mode), into the chunk's kept array of
+ * every sample's fold (within FOLDS_KEPT_MAX) or one of the slot's. */
+static dlk_status fold_span(dlk_loader *l, dlk_slot *s, dlk_error *err)
+{
+    struct dlk_map *m = kept(l, s);
+    uint32_t samples = s->head->h.samples;
+    uint64_t *f = __atomic_load_n(&m->fold, __ATOMIC_ACQUIRE);
+    if (f && parts_have(m, s->p0, s->p1, PART_FOLDED)) {
+        s->fold = f;
+        s->fold_kept = true;
+        return DLK_OK;
+    }
+    bool keep = false;
+    if (!f) {
+        uint64_t bytes = (uint64_t)samples * sizeof *f;
+        if (__atomic_add_fetch(&l->folds_kept, bytes, __ATOMIC_RELAXED) <=
+            FOLDS_KEPT_MAX) {
+            uint64_t *nf = calloc(samples ? samples : 1, sizeof *nf);
+            uint64_t *none = NULL;
+            if (nf && __atomic_compare_exchange_n(&m->fold, &none, nf, false,
+                                                  __ATOMIC_ACQ_REL,
+                                                  __ATOMIC_ACQUIRE)) {
+                f = nf;
+            } else {
+                free(nf);
+                __atomic_sub_fetch(&l->folds_kept, bytes, __ATOMIC_RELAXED);
+                f = none;
+            }
+        } else {
+            __atomic_sub_fetch(&l->folds_kept, bytes, __ATOMIC_RELAXED);
+        }
+    }
+    if (f) {
+        keep = true;
+    } else if (!(f = calloc(samples ? samples : 1, sizeof *f))) {
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
+    uint32_t a = dlk_part_first(s->p0, samples, s->head->nparts);
+    uint32_t b = dlk_part_first(s->p1, samples, s->head->nparts);
+    for (uint32_t i = a; i < b; i++) {
+        size_t nb;
+        const uint8_t *p = dlk_slot_sample(s, i, &nb, NULL, NULL);
+        /* slots of one span in two epochs may fold it at once: the same
+         * values, stored atomically */
+        __atomic_store_n(&f[i], dlk_fold64(p, nb), __ATOMIC_RELAXED);
+    }
+    if (keep)
+        parts_set(m, s->p0, s->p1, PART_FOLDED);
+    s->fold = f;
+    s->fold_kept = keep;
+    return DLK_OK;
+}
+
+/* The span in place in the page cache where a GPU loader keeps chunks
+ * mapped and registered for DMA (--pin-cache).  s->span stays NULL
+ * otherwise: a span is read into a buffer, as a mapping of each span
+ * (a map and an unmap a MiB, from many threads) costs more than the copy
+ * (docs/benchmarks.md#label-mix). */
+static dlk_status map_span(dlk_loader *l, dlk_slot *s, const char *key,
+                           uint64_t at, uint64_t len, dlk_error *err)
+{
+    if (!l->use_maps || !l->dev->ops->on_device)
+        return DLK_OK;
+    struct dlk_map m;
+    dlk_status rc = dlk_loader_get_map(l, s, key, &m, err);
+    if (rc || !m.p)
+        return rc;
+    if (at > m.n || len > m.n - at)
+        return dlk_fail(err, DLK_ECORRUPT, "chunk '%s': %zu bytes, parts "
+                        "%u..%u end at %llu", key, m.n, s->p0, s->p1,
+                        (unsigned long long)(at + len));
+    s->span = (const uint8_t *)m.p + at;
+    return DLK_OK;
+}
+
+dlk_status dlk_span_load(dlk_loader *l, dlk_slot *s, double *storage_s,
+                         dlk_error *err)
+{
+    const dlk_tensor *t = l->t[s->tensor].tensor;
+    const dlk_chunk_entry *e = &t->chunks[s->chunk];
+    char key[DLK_CHUNK_KEY_MAX];
+    dlk_chunk_key(key, t->spec.name, e->key);
+    double t0 = dlk_now_s();
+    dlk_status rc = get_head(l, s, key, &s->head, err);
+    if (rc)
+        return rc;
+    uint64_t off, len;
+    if ((rc = dlk_chunk_part_span(s->head, s->p0, s->p1, &off, &len)))
+        return dlk_fail(err, rc, "chunk '%s': parts %u..%u are not in it", key,
+                        s->p0, s->p1);
+    uint64_t at = DLK_CHUNK_HEADER_BYTES + s->head->h.index_bytes + off;
+    if ((rc = map_span(l, s, key, at, len, err)))
+        return rc;
+    if (s->span)
+        goto read;
+    s->host = l->dev->ops->host_alloc(l->dev, len ? (size_t)len : 64);
+    if (!s->host)
+        return dlk_fail(err, DLK_ENOMEM, "cannot allocate %llu bytes for a "
+                        "span of chunk '%s'", (unsigned long long)len, key);
+    dlk_buf b;
+    dlk_buf_wrap(&b, s->host, (size_t)len);
+    if (len && (rc = dlk_store_get_span(l->ds->store, key, e->stored_bytes,
+                                        at, len, &b, err)))
+        return rc;
+    if (b.len != len)
+        return dlk_fail(err, DLK_ECORRUPT, "chunk '%s': %zu of %llu bytes "
+                        "of parts %u..%u read", key, b.len,
+                        (unsigned long long)len, s->p0, s->p1);
+    s->span = s->host;
+read:
+    s->span_off = off;
+    s->span_len = len;
+    *storage_s += dlk_now_s() - t0;
+    struct dlk_map *m = kept(l, s);
+    if (!l->o.no_verify && !parts_have(m, s->p0, s->p1, PART_VERIFIED)) {
+        if ((rc = dlk_chunk_verify_parts(s->head, s->p0, s->p1, s->span, len,
+                                         key, err)))
+            return rc;
+        uint32_t fresh = 0;
+        for (uint32_t p = s->p0; p < s->p1; p++)
+            if (!(__atomic_fetch_or(&m->part_state[p], PART_VERIFIED,
+                                    __ATOMIC_ACQ_REL) & PART_VERIFIED))
+                fresh++;
+        if (fresh && __atomic_add_fetch(&m->parts_verified, fresh,
+                                        __ATOMIC_ACQ_REL) ==
+                         s->head->nparts)
+            __atomic_add_fetch(&l->stats.chunks_verified, 1,
+                               __ATOMIC_RELAXED);
+    }
+    if (l->o.check)
+        return fold_span(l, s, err);
+    return DLK_OK;
+}
+
+const uint8_t *dlk_slot_sample(const dlk_slot *s, uint32_t i, size_t *nbytes,
+                               size_t *up_off, int64_t *shape)
+{
+    if (!s->head) {
+        const uint8_t *hp = dlk_chunk_sample(s->ch, i, nbytes, shape);
+        if (hp && up_off)
+            *up_off = (size_t)(hp - (const uint8_t *)s->ch->payload);
+        return hp;
+    }
+    uint64_t a = dlk_chunk_sample_offset(s->head, i);
+    uint64_t b = dlk_chunk_sample_offset(s->head, i + 1);
+    if (i >= s->head->h.samples || a < s->span_off ||
+        b > s->span_off + s->span_len)
+        return NULL;
+    *nbytes = (size_t)(b - a);
+    if (up_off)
+        *up_off = (size_t)(a - s->span_off);
+    if (shape && (s->head->h.flags & DLK_CHUNK_FLAG_VARIABLE)) {
+        for (int d = 0; d < s->head->h.ndim; d++)
+            shape[d] = s->head->shapes[(size_t)i * s->head->h.ndim + d];
+    } else if (shape) {
+        memcpy(shape, s->head->shape, sizeof s->head->shape);
+    }
+    return s->span + (a - s->span_off);
+}
+
+void dlk_span_free_kept(dlk_loader *l, struct dlk_map *m)
+{
+    (void)l;
+    dlk_chunk_free(m->head);
+    free(m->part_state);
+    m->head = NULL;
+    m->part_state = NULL;
+}
