@@ -4,7 +4,9 @@
 # rounds), beside the pinned host-to-device copy of 16 MiB buffers
 # (pin_probe) in the same run; then --no-check --no-verify and
 # --pin-cache auto for where the rest goes.  SAMPLES (default 20000)
-# synthetic u8 224x224x3 samples (tests/bench/synth) in 16 MiB chunks.
+# synthetic u8 224x224x3 samples (tests/bench/synth) in 16 MiB chunks;
+# the old build reads the same samples written by its own synth (beside
+# its dlk), so that each reads the chunk layout it knows.
 #   DIST=dist OLD=dist-old/bin/dlk tests/bench/gpu_default.sh
 set -u
 n=${1:-20000}
@@ -14,9 +16,11 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/dlk-gpudef.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 "$DIST/bin/pin_probe" | grep "pinned H2D"
 "$DIST/bin/synth" "$T/ds" "$n" 224 224 >/dev/null
+[ -z "$OLD" ] || "$(dirname "$OLD")/synth" "$T/old" "$n" 224 224 >/dev/null
 one() { # LABEL BIN ARGS...
-    local label=$1 b=$2; shift 2
-    "$b" bench-stream "$T/ds" --device cuda:0 --epochs 3 --json "$@" > "$T/o.json" ||
+    local label=$1 b=$2 ds=$T/ds; shift 2
+    [ "$b" != "$OLD" ] || ds=$T/old
+    "$b" bench-stream "$ds" --device cuda:0 --epochs 3 --json "$@" > "$T/o.json" ||
         { echo "$label: failed"; return; }
     python3 - "$T/o.json" "$label" <<'PY'
 import json, sys

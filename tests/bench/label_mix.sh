@@ -7,9 +7,11 @@
 # shuffled) in the same run; each streamed by bench-stream on 1, 2 and 4
 # ranks, 3 epochs, batch 256, in dataset order and with --shuffle, and its
 # label-mix ratio printed per rank (the worst epoch; 1.0 = a random
-# permutation), with the first batch's seconds.  Chunks hold 111 samples,
-# as 224x224x3 u8 images do in 16 MiB chunks (--chunk-size 336K for the
-# 32x32 images here), so the windows span what they would on real data.
+# permutation), with the first batch's seconds.  Chunks hold 111 samples
+# in 16 parts, as 224x224x3 u8 images do in 16 MiB chunks of 1 MiB parts
+# (--chunk-size 336K --part-size 21K for the 32x32 images here), so the
+# windows span what they would on real data; the sorted dataset is also
+# streamed --whole-chunks (a window of whole chunks).
 #   DLK=build/dlk SRV=build/tests/s3_dir_server tests/bench/label_mix.sh
 set -eu
 C=${1:-10}
@@ -40,7 +42,7 @@ for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.1; done
 port=$(awk '{print $2}' "$T/port")
 export AWS_ENDPOINT_URL=http://127.0.0.1:$port AWS_REGION=us-east-1 \
     AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench
-opts="--resize 32x32 --chunk-size 336K --quiet"
+opts="--resize 32x32 --chunk-size 336K --part-size 21K --quiet"
 "$DLK" create "$T/dir" from-dir "$T/root/raw/train" $opts
 "$DLK" create "$T/s3" from-s3 s3://raw/train $opts
 "$DLK" create "$T/sorted" from-dir "$T/root/raw/train" --order sorted $opts
@@ -65,7 +67,9 @@ for ds in dir s3 sorted; do
     s3) what="default, from S3" ;;
     sorted) what="--order sorted (baseline)" ;;
     esac
-    for flags in "" "--shuffle"; do
+    sets=("" "--shuffle")
+    [ "$ds" != sorted ] || sets+=("--shuffle --whole-chunks")
+    for flags in "${sets[@]}"; do
         for w in 1 2 4; do
             printf '%-28s %-10s %d rank(s): label mix per rank%s\n' "$what" "${flags:-in order}" "$w" "$(mix "$T/$ds" "$w" $flags)"
         done

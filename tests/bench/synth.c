@@ -1,8 +1,10 @@
 /* synth.c - make a benchmark dataset fast through libdlk: N images of
  * HxWx3 u8 (smooth gradients, a moving disc and mild noise: compressible
- * like photos, not constant, not pure noise) and i32 labels.
+ * like photos, not constant, not pure noise) and i32 labels: i mod 1000,
+ * or with sorted:K, K classes stored in class order (row i of class
+ * i*K/N, as a class-folder tree ingested --order sorted).
  *
- *   synth DATASET N H W [zstd]
+ *   synth DATASET N H W [zstd] [sorted:K]
  */
 #include "dlk.h"
 
@@ -14,12 +16,19 @@
 int main(int argc, char **argv)
 {
     if (argc < 5) {
-        fprintf(stderr, "usage: synth DATASET N H W [zstd]\n");
+        fprintf(stderr, "usage: synth DATASET N H W [zstd] [sorted:K]\n");
         return 2;
     }
     const char *url = argv[1];
     long n = atol(argv[2]), h = atol(argv[3]), w = atol(argv[4]);
-    int zstd = argc > 5 && strcmp(argv[5], "zstd") == 0;
+    int zstd = 0;
+    long sorted = 0;
+    for (int a = 5; a < argc; a++) {
+        if (strcmp(argv[a], "zstd") == 0)
+            zstd = 1;
+        else if (strncmp(argv[a], "sorted:", 7) == 0)
+            sorted = atol(argv[a] + 7);
+    }
     char spec[128];
     snprintf(spec, sizeof spec, "images:u8:%ldx%ldx3%s", h, w,
              zstd ? ":zstd1" : "");
@@ -64,7 +73,8 @@ int main(int argc, char **argv)
         long row = (i / BASES) % h;
         for (long k = 0; k < w * 3; k++)
             img[row * w * 3 + k] ^= (uint8_t)(i >> 4);
-        int32_t label = (int32_t)(i % 1000);
+        int32_t label = sorted > 0 ? (int32_t)(i * sorted / n)
+                                   : (int32_t)(i % 1000);
         if (dlk_append(ds, 0, img, bytes, shape, 3, &err) ||
             dlk_append(ds, 1, &label, 4, NULL, 0, &err)) {
             fprintf(stderr, "%s\n", err.msg);
