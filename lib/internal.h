@@ -218,6 +218,12 @@ typedef struct dlk_store_ops {
                             uint64_t off, uint64_t len, dlk_buf *out,
                             dlk_obj_info *info, unsigned *requests,
                             dlk_error *err);
+    /* Optional: n spans of an object known to be `size` bytes, all in
+     * flight at once: [off[i], off[i]+len[i]) appended to outs[i]. */
+    dlk_status (*get_spans)(dlk_store *s, const char *key, uint64_t size,
+                            size_t n, const uint64_t *off,
+                            const uint64_t *len, dlk_buf **outs,
+                            unsigned *requests, dlk_error *err);
     /* Atomic: readers see the old object or the new one, never a part.
      * etag_out (may be NULL) receives the new object's etag. */
     dlk_status (*put)(dlk_store *s, const char *key, const void *data,
@@ -332,6 +338,13 @@ dlk_status dlk_store_get_sized(dlk_store *s, const char *key, uint64_t size,
 dlk_status dlk_store_get_span(dlk_store *s, const char *key, uint64_t size,
                               uint64_t off, uint64_t len, dlk_buf *out,
                               dlk_error *err);
+/* n spans of one object at once where the store can (one round trip
+ * for a chunk's header and a span of its parts), else one after the
+ * other as dlk_store_get_span reads them. */
+dlk_status dlk_store_get_spans(dlk_store *s, const char *key, uint64_t size,
+                               size_t n, const uint64_t *off,
+                               const uint64_t *len, dlk_buf **outs,
+                               dlk_error *err);
 /* Whether the store is remote (no object can be mapped from a local
  * file): its reads pay a round trip, so readers keep more in flight. */
 bool dlk_store_is_remote(const dlk_store *s);

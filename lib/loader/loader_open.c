@@ -95,19 +95,18 @@ static dlk_status pick_tensors(dlk_loader *l, dlk_error *err)
     return DLK_OK;
 }
 
-/* Parts a span holds: SPAN_PARTS, 4 MiB of the default 1 MiB parts.
- * Fewer, larger spans mix a window less (4 MiB spans: 32 to a window of
- * 8 chunks; 8 MiB spans left it 16, too few strata for 10 classes), and
- * smaller ones pay a read and a device copy each for little data.  From
- * a remote store a span is also one ranged GET, at least
- * REMOTE_SPAN_MIN bytes: the store's time to the first byte is paid per
- * request.  docs/benchmarks.md#label-mix. */
+/* Parts a span holds: 4 MiB of the default 1 MiB parts, from any store
+ * (so an epoch's order does not depend on where the dataset is).  Fewer,
+ * larger spans mix a window less (8 MiB spans left 16 to a window of 8
+ * chunks, too few strata for 10 classes), and smaller ones pay a read
+ * and a device copy each for little data; from a remote store a span is
+ * one ranged GET, and 4 MiB requests, 256 in flight, keep the rate of
+ * whole chunks.  docs/benchmarks.md#label-mix. */
 #define SPAN_PARTS 4u
-#define REMOTE_SPAN_MIN (1ull << 20)
+
 /* Which tensors are read in spans, and how many units each chunk has. */
 static dlk_status pick_units(dlk_loader *l, dlk_error *err)
 {
-    bool remote = dlk_store_is_remote(l->ds->store);
     for (size_t i = 0; i < l->nt; i++) {
         dlk_loader_tensor *lt = &l->t[i];
         const dlk_tensor *t = lt->tensor;
@@ -115,8 +114,6 @@ static dlk_status pick_units(dlk_loader *l, dlk_error *err)
         if (!pb || t->spec.codec != DLK_CODEC_NONE || l->o.whole_chunks)
             continue;
         lt->unit_parts = SPAN_PARTS;
-        if (remote && (uint64_t)SPAN_PARTS * pb < REMOTE_SPAN_MIN)
-            lt->unit_parts = (uint32_t)((REMOTE_SPAN_MIN + pb - 1) / pb);
         l->spans = true;
         if (!(lt->unit_base = malloc((t->nchunks + 1) *
                                      sizeof *lt->unit_base)))

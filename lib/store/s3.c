@@ -533,7 +533,6 @@ static s3_engine *read_engine(s3_store *s)
     return s->rd[i % (unsigned)s->nrd];
 }
 
-#define READ_PARTS_MAX 64
 
 /* One range of a sized read: its request, the slice of the caller's
  * buffer it fills, and where that slice starts in the object. */
@@ -545,48 +544,28 @@ typedef struct read_part {
     uint64_t off, len;
 } read_part;
 
-/* Bytes [off, off+len) of an object known to be `size` bytes (the whole
- * object: 0, size), in ranges of read_part_size, all in flight at once and
- * spread over the read engines: a whole-object GET is one connection and
- * one receiving thread, while a store serves each connection a fraction
- * of what it serves many (AWS: ~100 MB/s a connection).  Every range
- * must come back as a 206 of the expected size with the same ETag;
- * anything else (a server that ignores Range, an object of another size,
- * one replaced while read) falls back to one GET of the whole object
- * (or of the span), whose answer decides. */
-static dlk_status s3_get_sized(dlk_store *st, const char *key, uint64_t size,
-                               uint64_t off, uint64_t len, dlk_buf *out,
-                               dlk_obj_info *info, unsigned *requests,
-                               dlk_error *err)
+/* A slice of a ranged read: bytes [off, off+len) of the object into dst. */
+typedef struct read_slice {
+    uint64_t off, len;
+    uint8_t *dst;
+} read_slice;
+
+/* The slices of an object known to be `size` bytes, all in flight at
+ * once and spread over the read engines.  Each must come back as a 206
+ * of the expected size with the same ETag; *whole is set where one does
+ * not (a server that ignores Range, an object of another size, one
+ * replaced while read), and the caller reads again in one GET. */
+static dlk_status read_slices(s3_store *s, const char *key, uint64_t size,
+                              const read_slice *sl, size_t n, bool *whole,
+                              dlk_obj_info *info, unsigned *requests,
+                              dlk_error *err)
 {
-    s3_store *s = (s3_store *)st;
-    bool all = off == 0 && len == size;
-    uint64_t part = s->cfg.read_part_size;
-    /* ranges of about part bytes: a span of a chunk a little over it
-     * (parts end at samples) is one range, not a second of a few KiB */
-    uint64_t n = part ? (len + part / 2) / part : 1;
-    if (n < 1)
-        n = 1;
-    if (n > 1)
-        part = (len + n - 1) / n;
-    *requests = 1;
-    if (n < 2 || len > SIZE_MAX) {
-        s3_engine *eng = read_engine(s);
-        return all ? get_on(s, eng, key, 0, UINT64_MAX, size, out, info, err)
-                   : get_on(s, eng, key, off, len, len, out, info, err);
-    }
-    if (n > READ_PARTS_MAX) {
-        n = READ_PARTS_MAX;
-        part = (len + n - 1) / n;
-    }
-    size_t start = out->len;
-    dlk_status rc = dlk_buf_reserve(out, (size_t)len, err);
-    if (rc)
-        return rc;
+    *whole = false;
     char *okey = object_key(s, key);
-    read_part *p = calloc((size_t)n, sizeof *p);
+    read_part *p = calloc(n ? n : 1, sizeof *p);
     dlk_buf url;
     dlk_buf_init(&url);
+    dlk_status rc = DLK_OK;
     if (!okey || !p || (rc = make_url(s, okey, NULL, &url, err))) {
         free(okey);
         free(p);
@@ -595,8 +574,8 @@ static dlk_status s3_get_sized(dlk_store *st, const char *key, uint64_t size,
     size_t sent = 0;
     for (; sent < n; sent++) {
         read_part *q = &p[sent];
-        q->off = off + sent * part;
-        q->len = off + len - q->off < part ? off + len - q->off : part;
+        q->off = sl[sent].off;
+        q->len = sl[sent].len;
         char range[64];
         snprintf(range, sizeof range, "Range: bytes=%llu-%llu",
                  (unsigned long long)q->off,
@@ -605,8 +584,7 @@ static dlk_status s3_get_sized(dlk_store *st, const char *key, uint64_t size,
             rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
             break;
         }
-        dlk_buf_wrap(&q->slice, out->data + start + (q->off - off),
-                     (size_t)q->len);
+        dlk_buf_wrap(&q->slice, sl[sent].dst, (size_t)q->len);
         q->r.method = "GET";
         q->r.url = (const char *)url.data;
         q->r.headers = q->hdr;
@@ -615,12 +593,11 @@ static dlk_status s3_get_sized(dlk_store *st, const char *key, uint64_t size,
         q->eng = read_engine(s);
         s3_submit(q->eng, &q->r);
     }
-    bool whole = false;    /* the ranges did not give the object */
     dlk_obj_info pi = {0};
     for (size_t i = 0; i < sent; i++) {
         read_part *q = &p[i];
         s3_wait(q->eng, &q->r);
-        if (!rc && !whole) {
+        if (!rc && !*whole) {
             dlk_error perr;
             dlk_status prc = get_answer(s, okey, &q->r, q->off, q->len,
                                         q->len, true, &q->slice, NULL,
@@ -631,7 +608,7 @@ static dlk_status s3_get_sized(dlk_store *st, const char *key, uint64_t size,
             } else if (prc || q->r.status != 206 ||
                        q->r.total_size != size || q->slice.len != q->len ||
                        (i && strcmp(q->r.etag, pi.etag) != 0)) {
-                whole = true;
+                *whole = true;
             } else if (i == 0) {
                 pi.size = size;
                 pi.mtime = s3_req_mtime(&q->r);
@@ -641,11 +618,65 @@ static dlk_status s3_get_sized(dlk_store *st, const char *key, uint64_t size,
         s3_req_fini(&q->r);
         curl_slist_free_all(q->hdr);
     }
-    *requests = (unsigned)sent;
+    *requests += (unsigned)sent;
     free(p);
     dlk_buf_free(&url);
     free(okey);
+    if (!rc && info)
+        *info = pi;
+    return rc;
+}
+
+/* Ranges of about read_part_size for [off, off+len): a span of a chunk a
+ * little over it (parts end at samples) is one range, not a second of a
+ * few KiB.  Returns how many slices it wrote to sl (at most max). */
+static size_t cut_slices(const s3_store *s, uint64_t off, uint64_t len,
+                         uint8_t *dst, read_slice *sl, size_t max)
+{
+    uint64_t part = s->cfg.read_part_size;
+    uint64_t n = part ? (len + part / 2) / part : 1;
+    if (n < 1)
+        n = 1;
+    if (n > max)
+        n = max;
+    part = (len + n - 1) / n;
+    for (uint64_t i = 0; i < n; i++) {
+        sl[i].off = off + i * part;
+        sl[i].len = off + len - sl[i].off < part ? off + len - sl[i].off
+                                                  : part;
+        sl[i].dst = dst + i * part;
+    }
+    return (size_t)n;
+}
+
+#define READ_SLICES_MAX 64
+
+/* Bytes [off, off+len) of an object known to be `size` bytes (the whole
+ * object: 0, size), in ranges of read_part_size, all in flight at once
+ * and spread over the read engines: a whole-object GET is one connection
+ * and one receiving thread, while a store serves each connection a
+ * fraction of what it serves many (AWS: ~100 MB/s a connection).  A
+ * range that does not come back as asked falls back to one GET of the
+ * whole object (or of the span), whose answer decides. */
+static dlk_status s3_get_sized(dlk_store *st, const char *key, uint64_t size,
+                               uint64_t off, uint64_t len, dlk_buf *out,
+                               dlk_obj_info *info, unsigned *requests,
+                               dlk_error *err)
+{
+    s3_store *s = (s3_store *)st;
+    bool all = off == 0 && len == size;
+    *requests = 0;
+    size_t start = out->len;
+    dlk_status rc = len > SIZE_MAX ? dlk_fail(err, DLK_ELIMIT, "too large")
+                                   : dlk_buf_reserve(out, (size_t)len, err);
     if (rc)
+        return rc;
+    read_slice sl[READ_SLICES_MAX];
+    size_t n = cut_slices(s, off, len, out->data + start, sl,
+                          READ_SLICES_MAX);
+    bool whole = n < 2;
+    if (!whole && (rc = read_slices(s, key, size, sl, n, &whole, info,
+                                    requests, err)))
         return rc;
     if (whole) {
         (*requests)++;
@@ -656,9 +687,51 @@ static dlk_status s3_get_sized(dlk_store *st, const char *key, uint64_t size,
                             err);
     }
     out->len = start + (size_t)len;
-    if (info)
-        *info = pi;
     return DLK_OK;
+}
+
+/* Several spans of an object known to be `size` bytes, all in flight at
+ * once (a chunk's header with a span of its parts: one round trip). */
+static dlk_status s3_get_spans(dlk_store *st, const char *key, uint64_t size,
+                               size_t n, const uint64_t *off,
+                               const uint64_t *len, dlk_buf **outs,
+                               unsigned *requests, dlk_error *err)
+{
+    s3_store *s = (s3_store *)st;
+    read_slice sl[READ_SLICES_MAX];
+    size_t ns = 0;
+    size_t *start = calloc(n ? n : 1, sizeof *start);
+    dlk_status rc = start ? DLK_OK : dlk_fail(err, DLK_ENOMEM, "out of memory");
+    *requests = 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        start[i] = outs[i]->len;
+        if (len[i] > SIZE_MAX ||
+            (rc = dlk_buf_reserve(outs[i], (size_t)len[i], err)))
+            break;
+        size_t left = READ_SLICES_MAX - ns;
+        size_t per = left / (n - i);
+        if (!per || !len[i]) {
+            rc = per ? DLK_OK : dlk_fail(err, DLK_EINVAL, "too many spans");
+            continue;
+        }
+        ns += cut_slices(s, off[i], len[i], outs[i]->data + start[i], sl + ns,
+                         per);
+    }
+    bool whole = false;
+    if (!rc)
+        rc = read_slices(s, key, size, sl, ns, &whole, NULL, requests, err);
+    for (size_t i = 0; !rc && i < n; i++) {
+        if (whole) {
+            (*requests)++;
+            outs[i]->len = start[i];
+            rc = get_on(s, read_engine(s), key, off[i], len[i], len[i],
+                        outs[i], NULL, err);
+        } else {
+            outs[i]->len = start[i] + (size_t)len[i];
+        }
+    }
+    free(start);
+    return rc;
 }
 
 /* One whole-object GET of get_each or get_start: its request (first, so
@@ -1187,6 +1260,7 @@ static const dlk_store_ops s3_ops = {
     .get_each = s3_get_each, .get_start = s3_get_start,
     .io_threads = s3_io_threads,
     .get_sized = s3_get_sized,
+    .get_spans = s3_get_spans,
     .list_wide = s3_list_wide,
     .list_versions = s3_list_versions,
     .want_inflight = s3_want_inflight,

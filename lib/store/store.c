@@ -142,6 +142,44 @@ dlk_status dlk_store_get_span(dlk_store *s, const char *key, uint64_t size,
     return rc;
 }
 
+dlk_status dlk_store_get_spans(dlk_store *s, const char *key, uint64_t size,
+                               size_t n, const uint64_t *off,
+                               const uint64_t *len, dlk_buf **outs,
+                               dlk_error *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (off[i] > size || len[i] > size - off[i])
+            return dlk_fail(err, DLK_EINVAL, "bytes %llu+%llu of '%s' are "
+                            "past its %llu bytes", (unsigned long long)off[i],
+                            (unsigned long long)len[i], key,
+                            (unsigned long long)size);
+    if (!s->ops->get_spans) {
+        for (size_t i = 0; i < n; i++) {
+            dlk_status rc = dlk_store_get_span(s, key, size, off[i], len[i],
+                                               outs[i], err);
+            if (rc)
+                return rc;
+        }
+        return DLK_OK;
+    }
+    if (!dlk_key_valid(key))
+        return bad_key(key, err);
+    size_t before = 0;
+    for (size_t i = 0; i < n; i++)
+        before += outs[i]->len;
+    unsigned k = 0;
+    dlk_status rc = s->ops->get_spans(s, key, size, n, off, len, outs, &k,
+                                      err);
+    COUNT(gets, k);
+    if (!rc) {
+        size_t after = 0;
+        for (size_t i = 0; i < n; i++)
+            after += outs[i]->len;
+        COUNT(bytes_read, after - before);
+    }
+    return rc;
+}
+
 bool dlk_store_is_remote(const dlk_store *s)
 {
     return s->ops->map == NULL;
