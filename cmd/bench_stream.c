@@ -21,6 +21,7 @@ static const char usage_text[] =
     "                     8); chunks with part checksums are read in spans\n"
     "                     of parts, so the window holds parts of many\n"
     "  --whole-chunks     read every chunk whole, even with part checksums\n"
+    "  --span-parts N     parts a span holds (default 4)\n"
     "  --shuffle          shuffle (else dataset order)\n"
     "  --seed S           shuffle seed (default 0)\n"
     "  --epochs E         epochs to stream (default 1)\n"
@@ -85,6 +86,7 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
         {"no-check", no_argument, 0, 'C'},
         {"no-verify", no_argument, 0, 'V'},
         {"whole-chunks", no_argument, 0, 'H'},
+        {"span-parts", required_argument, 0, 'U'},
         {"at", required_argument, 0, 'a'},
         {"view", required_argument, 0, 'v'},
         {"source-baseline", required_argument, 0, 'B'},
@@ -144,6 +146,7 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
         case 'C': o->lo.check = 0; break;
         case 'V': o->lo.no_verify = 1; break;
         case 'H': o->lo.whole_chunks = 1; break;
+        case 'U': o->lo.span_parts = (uint32_t)strtoul(optarg, &end, 10); break;
         case 'a': o->at = optarg; break;
         case 'v': o->lo.view = optarg; break;
         case 'B': o->baseline = optarg; break;

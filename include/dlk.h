@@ -629,6 +629,7 @@ typedef struct dlk_loader_opts {
     const uint64_t *rows;
     uint64_t nrows;
     const char *view;
+    uint32_t span_parts;         /* parts a span holds (default 4) */
     int whole_chunks;            /* read every chunk whole, even where its
                                     parts carry checksums (the default
                                     reads such chunks in spans of parts,

@@ -113,7 +113,7 @@ static dlk_status pick_units(dlk_loader *l, dlk_error *err)
         uint32_t pb = t->spec.part_bytes;
         if (!pb || t->spec.codec != DLK_CODEC_NONE || l->o.whole_chunks)
             continue;
-        lt->unit_parts = SPAN_PARTS;
+        lt->unit_parts = l->o.span_parts ? l->o.span_parts : SPAN_PARTS;
         l->spans = true;
         if (!(lt->unit_base = malloc((t->nchunks + 1) *
                                      sizeof *lt->unit_base)))
@@ -344,7 +344,7 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         rc = dlk_fail(err, DLK_EINVAL, "rank %u is not below world size %u",
                       l->o.rank, l->o.world_size);
     else if (l->o.batch_size > (1u << 24) || l->o.io_threads > 256 ||
-             l->o.window_chunks > 65536)
+             l->o.window_chunks > 65536 || l->o.span_parts > 65536)
         rc = dlk_fail(err, DLK_EINVAL, "batch size, threads or window out "
                       "of range");
     if (!rc)
