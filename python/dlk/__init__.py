@@ -178,7 +178,10 @@ class Loader:
     rank, world_size  default: the launcher's (torchrun, MPI, Slurm)
     at          a commit to read (with a URL)
     view        stream only this view's rows (default: the Dataset's view,
-                or every row); chunks are still read whole
+                or every row)
+    whole_chunks  read every chunk whole, not in spans of its parts (a
+                window of whole chunks mixes a class-sorted dataset less;
+                dlk-bench-stream(1) --whole-chunks)
     memory      bytes for chunk buffers (int, or "4G"); default derived
     workers     I/O threads (default: the cores, at most 32)
     state       a state_dict() to continue from (any world or batch size)
@@ -189,7 +192,7 @@ class Loader:
                  tensors=None, device="cuda", epochs=None, drop_last=False,
                  rank=None, world_size=None, at=None, memory=None,
                  workers=None, state=None, window=None, prefetch=None,
-                 verify=True, view=None):
+                 verify=True, view=None, whole_chunks=False):
         if isinstance(url_or_ds, Dataset):
             if at is not None and at != url_or_ds.at:
                 raise ValueError("at= is for a URL; open the Dataset at it")
@@ -219,7 +222,7 @@ class Loader:
             world_size=world_size, memory=_parse_bytes(memory),
             workers=workers or 0, window=window or 0,
             prefetch=prefetch or 0, verify=bool(verify), state=state,
-            view=view)
+            view=view, whole_chunks=bool(whole_chunks))
         if state is not None:
             self._epochs_done = _json.loads(state)["epoch"]
 

@@ -474,25 +474,26 @@ static int check_signals(void *ud)
 
 /* Loader(dataset, device, batch_size, shuffle, seed, tensors, epochs,
  *        drop_last, rank, world_size, memory, workers, window, prefetch,
- *        verify, state_json) - every option explicit; dlk/__init__.py
- * supplies the defaults. */
+ *        verify, state_json, view, whole_chunks) - every option explicit;
+ * dlk/__init__.py supplies the defaults. */
 static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
 {
     static char *kws[] = {"dataset", "device", "batch_size", "shuffle",
                           "seed", "tensors", "epochs", "drop_last", "rank",
                           "world_size", "memory", "workers", "window",
-                          "prefetch", "verify", "state", "view", NULL};
+                          "prefetch", "verify", "state", "view",
+                          "whole_chunks", NULL};
     PyObject *dso, *tensors = Py_None;
     const char *device, *state = NULL, *view = NULL;
     unsigned int batch = 256, rank = 0, world = 1, workers = 0, window = 0,
                  prefetch = 0;
-    int shuffle = 1, drop_last = 0, verify = 1;
+    int shuffle = 1, drop_last = 0, verify = 1, whole_chunks = 0;
     unsigned long long seed = 0, epochs = 0, memory = 0;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O!s|IpKOKpIIKIIIpzz", kws, &DatasetType, &dso, &device,
-            &batch, &shuffle, &seed, &tensors, &epochs, &drop_last, &rank,
-            &world, &memory, &workers, &window, &prefetch, &verify, &state,
-            &view))
+            args, kw, "O!s|IpKOKpIIKIIIpzzp", kws, &DatasetType, &dso,
+            &device, &batch, &shuffle, &seed, &tensors, &epochs, &drop_last,
+            &rank, &world, &memory, &workers, &window, &prefetch, &verify,
+            &state, &view, &whole_chunks))
         return -1;
     if (self->l) {
         PyErr_SetString(PyExc_RuntimeError, "loader already open");
@@ -515,6 +516,7 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
     o.window_chunks = window;
     o.prefetch_chunks = prefetch;
     o.no_verify = !verify;
+    o.whole_chunks = whole_chunks;
     o.device = device;
     o.view = view;
     o.cancel = check_signals;

@@ -257,6 +257,15 @@ def _():
     assert r.returncode != 0 and "bad WORLD_SIZE 'two'" in r.stderr, r.stderr
 
 
+@test
+def _():
+    """whole_chunks=True reads chunks whole: every row once an epoch, the
+    same rows as the default spans of parts"""
+    n, rows = epoch_rows(cpu_loader(seed=4, whole_chunks=True))
+    assert sorted(rows) == list(range(N)), (n, len(rows))
+    assert sorted(epoch_rows(cpu_loader(seed=4))[1]) == sorted(rows)
+
+
 RESUME = r"""
 import dlk, json, sys
 url, k, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
