@@ -9,38 +9,12 @@
 # writes the rows of every batch.
 . "$DLK_TESTS/lib.sh"
 . "$DLK_TESTS/s3lib.sh"
-if ! python3 -c 'import PIL, numpy' 2>/dev/null; then
-    skip "ingest order and label mix" "needs Pillow and numpy: python3 -m pip install pillow numpy"
-    exit 0
-fi
+. "$DLK_TESTS/mixlib.sh"
+mix_need "ingest order and label mix"
 
 # 10 classes of 120 8x8 JPEGs, in folders
 S=$T/train
-python3 - "$S" <<'PY'
-import os, sys
-import numpy as np
-from PIL import Image
-rng = np.random.default_rng(7)
-for c in range(10):
-    d = os.path.join(sys.argv[1], "class%02d" % c)
-    os.makedirs(d)
-    for i in range(120):
-        Image.fromarray(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8)).save(
-            os.path.join(d, "%04d.jpg" % i), quality=90)
-PY
-
-mix() { # JSON file -> "worst epoch-1 epoch-2 ..." of label_mix
-    python3 -c '
-import json, sys
-m = json.load(open(sys.argv[1]))["label_mix"]
-print(m["ratio"], *m["per_epoch"])' "$1"
-}
-below() { # LIMIT VALUES... : every value at most LIMIT, and above 0
-    local lim=$1 v; shift
-    for v in "$@"; do
-        python3 -c 'import sys; v, l = map(float, sys.argv[1:]); sys.exit(not 0 < v <= l)' "$v" "$lim" || return 1
-    done
-}
+mix_tree "$S" 10 120 7
 
 ok "create from-dir: shuffled by default" dlk create "$T/ds" from-dir "$S" --resize 8x8 --chunk-size 4K --json
 check "--json names the order and its seed" python3 -c '

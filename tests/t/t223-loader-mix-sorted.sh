@@ -11,40 +11,14 @@
 # a chunk's header comes in the round trip of its first span.
 . "$DLK_TESTS/lib.sh"
 . "$DLK_TESTS/s3lib.sh"
-if ! python3 -c 'import PIL, numpy' 2>/dev/null; then
-    skip "label mix of a class-sorted dataset" "needs Pillow and numpy: python3 -m pip install pillow numpy"
-    exit 0
-fi
+. "$DLK_TESTS/mixlib.sh"
+mix_need "label mix of a class-sorted dataset"
 
 # 10 classes of 600 8x8 JPEGs, stored 16x16 (768 bytes a row): 64K
 # chunks of 85 rows in 16 parts of 4K, as 224x224 images are in 16 MiB
 # chunks of 1 MiB parts (a span of 4 parts: 21 rows)
 S=$T/train
-python3 - "$S" <<'PY'
-import os, sys
-import numpy as np
-from PIL import Image
-rng = np.random.default_rng(11)
-for c in range(10):
-    d = os.path.join(sys.argv[1], "class%02d" % c)
-    os.makedirs(d)
-    for i in range(600):
-        Image.fromarray(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8)).save(
-            os.path.join(d, "%04d.jpg" % i), quality=90)
-PY
-
-mix() { # JSON file -> "worst epoch-1 epoch-2 ..." of label_mix
-    python3 -c '
-import json, sys
-m = json.load(open(sys.argv[1]))["label_mix"]
-print(m["ratio"], *m["per_epoch"])' "$1"
-}
-below() { # LIMIT VALUES... : every value at most LIMIT, and above 0
-    local lim=$1 v; shift
-    for v in "$@"; do
-        python3 -c 'import sys; v, l = map(float, sys.argv[1:]); sys.exit(not 0 < v <= l)' "$v" "$lim" || return 1
-    done
-}
+mix_tree "$S" 10 600 11
 
 ok "create, sorted by class, 4K parts" dlk create "$T/ds" from-dir "$S" --resize 16x16 --chunk-size 64K --part-size 4K --order sorted --json
 check "the images tensor has 4K parts" sh -c '"$DLK" ls "$0" --json | python3 -c "
