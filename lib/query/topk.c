@@ -64,11 +64,7 @@ static void dot_f64(const double *x, const float *q, size_t n, double *dot,
 
 typedef struct search {
     const q_topk_job *j;
-    atomic_size_t next;
-    atomic_int failed;
-    pthread_mutex_t mu;
-    dlk_status rc;
-    dlk_error err;
+    q_work w;
 } search;
 
 
@@ -102,8 +98,8 @@ static void *search_main(void *arg)
     dlk_hash64_stream *hs = j->fused ? dlk_hash64_stream_new() : NULL;
     if (j->fused && !hs)
         rc = dlk_fail(&err, DLK_ENOMEM, "out of memory");
-    while (!rc && !atomic_load(&s->failed)) {
-        size_t k = atomic_fetch_add(&s->next, 1);
+    while (!rc && !atomic_load(&s->w.failed)) {
+        size_t k = atomic_fetch_add(&s->w.next, 1);
         if (k >= j->nchunks)
             break;
         size_t ci = j->chunks[k];
@@ -149,16 +145,34 @@ static void *search_main(void *arg)
     }
     q_chunk_drop(j->ds, &qc);
     dlk_hash64_stream_free(hs);
-    if (rc) {
-        pthread_mutex_lock(&s->mu);
-        if (!s->rc) {
-            s->rc = rc;
-            s->err = err;
-        }
-        pthread_mutex_unlock(&s->mu);
-        atomic_store(&s->failed, 1);
-    }
+    if (rc)
+        q_work_fail(&s->w, rc, &err);
     return NULL;
+}
+
+void q_work_init(q_work *w)
+{
+    memset(w, 0, sizeof *w);
+    pthread_mutex_init(&w->mu, NULL);
+}
+
+void q_work_fail(q_work *w, dlk_status rc, const dlk_error *err)
+{
+    pthread_mutex_lock(&w->mu);
+    if (!w->rc) {
+        w->rc = rc;
+        w->err = *err;
+    }
+    pthread_mutex_unlock(&w->mu);
+    atomic_store(&w->failed, 1);
+}
+
+dlk_status q_work_end(q_work *w, dlk_error *err)
+{
+    pthread_mutex_destroy(&w->mu);
+    if (w->rc && err)
+        *err = w->err;
+    return w->rc;
 }
 
 /* The CPU engine: j->threads threads, heap i on thread i. */
@@ -168,13 +182,13 @@ static dlk_status topk_cpu(const q_topk_job *j, heap *heaps, uint64_t *bytes,
     search s;
     memset(&s, 0, sizeof s);
     s.j = j;
-    pthread_mutex_init(&s.mu, NULL);
     targ *args = calloc(j->threads, sizeof *args);
     pthread_t *tid = calloc(j->threads, sizeof *tid);
     dlk_status rc = DLK_OK;
     if (!args || !tid) {
         rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
     } else {
+        q_work_init(&s.w);
         uint32_t started = 0;
         for (uint32_t i = 0; i < j->threads; i++)
             args[i] = (targ){&s, &heaps[i], 0};
@@ -188,15 +202,10 @@ static dlk_status topk_cpu(const q_topk_job *j, heap *heaps, uint64_t *bytes,
         for (uint32_t i = 0; i < j->threads; i++)
             if (bytes)
                 *bytes += args[i].bytes;
-        if (s.rc) {
-            rc = s.rc;
-            if (err)
-                *err = s.err;
-        }
+        rc = q_work_end(&s.w, err);
     }
     free(tid);
     free(args);
-    pthread_mutex_destroy(&s.mu);
     return rc;
 }
 

@@ -8,6 +8,9 @@
 
 #include "query.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 typedef struct hit {
     double g;          /* goodness: larger is better (-distance for l2) */
     uint64_t row;
@@ -78,6 +81,23 @@ typedef struct q_topk_job {
     size_t nchunks;
     uint32_t threads;
 } q_topk_job;
+
+/* What an engine's threads share: the next of j->chunks to take, and the
+ * first failure, after which every thread stops before its next chunk. */
+typedef struct q_work {
+    atomic_size_t next;
+    atomic_int failed;
+    pthread_mutex_t mu;
+    dlk_status rc;
+    dlk_error err;
+} q_work;
+
+void q_work_init(q_work *w);
+/* A thread's failure, kept if it is the first. */
+void q_work_fail(q_work *w, dlk_status rc, const dlk_error *err);
+/* The first failure (DLK_OK: none), into *err (may be NULL); w's lock
+ * is freed. */
+dlk_status q_work_end(q_work *w, dlk_error *err);
 
 /* Rows of the payload hashed at a time, each window's rows then staged
  * or scored while it is in cache. */

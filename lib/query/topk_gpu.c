@@ -47,11 +47,7 @@ typedef struct gsearch {
     size_t stride;       /* bytes a row */
     uint64_t cap;        /* rows a slot */
     bool f64;
-    atomic_size_t next;
-    atomic_int failed;
-    pthread_mutex_t mu;
-    dlk_status rc;
-    dlk_error err;
+    q_work w;
 } gsearch;
 
 typedef struct worker {
@@ -257,8 +253,8 @@ static void *worker_main(void *arg)
     dlk_status rc = j->fused && !hs
                         ? dlk_fail(&err, DLK_ENOMEM, "out of memory")
                         : worker_open(w, &err);
-    while (!rc && !atomic_load(&s->failed)) {
-        size_t k = atomic_fetch_add(&s->next, 1);
+    while (!rc && !atomic_load(&s->w.failed)) {
+        size_t k = atomic_fetch_add(&s->w.next, 1);
         if (k >= j->nchunks)
             break;
         rc = do_chunk(w, j->chunks[k], &qc, hs, &err);
@@ -271,15 +267,8 @@ static void *worker_main(void *arg)
     q_chunk_drop(j->ds, &qc);
     dlk_hash64_stream_free(hs);
     worker_close(w);
-    if (rc) {
-        pthread_mutex_lock(&s->mu);
-        if (!s->rc) {
-            s->rc = rc;
-            s->err = err;
-        }
-        pthread_mutex_unlock(&s->mu);
-        atomic_store(&s->failed, 1);
-    }
+    if (rc)
+        q_work_fail(&s->w, rc, &err);
     return NULL;
 }
 
@@ -315,7 +304,7 @@ dlk_status q_topk_cuda(const q_topk_job *j, heap *heaps, uint64_t *bytes,
     if (!rc && (!ws || !tid))
         rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
     if (!rc) {
-        pthread_mutex_init(&s.mu, NULL);
+        q_work_init(&s.w);
         uint32_t started = 0;
         for (uint32_t i = 0; i < nw; i++) {
             ws[i].s = &s;
@@ -330,12 +319,7 @@ dlk_status q_topk_cuda(const q_topk_job *j, heap *heaps, uint64_t *bytes,
         for (uint32_t i = 0; i < nw; i++)
             if (bytes)
                 *bytes += ws[i].bytes;
-        if (s.rc) {
-            rc = s.rc;
-            if (err)
-                *err = s.err;
-        }
-        pthread_mutex_destroy(&s.mu);
+        rc = q_work_end(&s.w, err);
     }
     free(tid);
     free(ws);
