@@ -23,7 +23,6 @@
 # it).  GOOGLE_APPLICATION_CREDENTIALS and GOOGLE_OAUTH_ACCESS_TOKEN are
 # unset: the emulator takes requests without a token.
 
-_gcs_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 _gcs_bin() {
     if [ -n "${DLK_FAKE_GCS:-}" ]; then echo "$DLK_FAKE_GCS"; return; fi
@@ -48,15 +47,6 @@ _gcs_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-_gcs_stop() { # PID
-    kill "$1" 2>/dev/null
-    local i
-    for ((i = 0; i < 50; i++)); do
-        kill -0 "$1" 2>/dev/null || return 0
-        sleep 0.1
-    done
-    kill -9 "$1" 2>/dev/null
-}
 
 gcs_start() {
     [ -n "${GCS_BIN:-}" ] || gcs_need
@@ -66,7 +56,7 @@ gcs_start() {
         "$GCS_BIN" -backend memory -scheme http -host 127.0.0.1 \
             -port "$port" -log-level error >"$T/gcs-$port.log" 2>&1 &
         pid=$!
-        at_exit "_gcs_stop $pid"
+        at_exit "stop_pid $pid"
         up=0
         for ((i = 0; i < 100; i++)); do
             if curl -s -o /dev/null --max-time 2 \
@@ -76,7 +66,7 @@ gcs_start() {
             sleep 0.05
         done
         [ $up = 1 ] && break
-        _gcs_stop "$pid"
+        stop_pid "$pid"
         pid=
     done
     if [ -z "$pid" ]; then
@@ -142,21 +132,8 @@ PY
 }
 
 gcs_proxy_start() {
-    local out=$T/gproxy-$RANDOM
-    python3 "$_gcs_here/faultproxy.py" --port 0 --upstream "$GCS_ENDPOINT" \
-        "$@" >"$out.port" 2>"$out.log" &
-    local pid=$! i
-    at_exit "_gcs_stop $pid"
-    for ((i = 0; i < 100; i++)); do
-        [ -s "$out.port" ] && break
-        sleep 0.1
-    done
-    GCS_PROXY_PORT=$(head -n 1 "$out.port")
-    GCS_PROXY_LOG=$out.log
-    GCS_PROXY_PID=$pid
-    if [ -z "$GCS_PROXY_PORT" ]; then
-        echo "not ok - faultproxy did not start"
-        sed 's/^/#   /' "$out.log" | tail -n 20
-        exit 1
-    fi
+    fault_proxy_start "$GCS_ENDPOINT" "$@"
+    GCS_PROXY_PORT=$FAULT_PROXY_PORT
+    GCS_PROXY_LOG=$FAULT_PROXY_LOG
+    GCS_PROXY_PID=$FAULT_PROXY_PID
 }

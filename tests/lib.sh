@@ -123,6 +123,39 @@ print("chunks/%s/%s" % (t["name"], t["chunks"][0][0]))' "$f" "$2"
 }
 
 # Flip one byte of a file at an offset (negative: from the end).
+stop_pid() { # PID: TERM, then KILL after 5 s
+    kill "$1" 2>/dev/null
+    local i
+    for ((i = 0; i < 50; i++)); do
+        kill -0 "$1" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    kill -9 "$1" 2>/dev/null
+}
+
+# tests/faultproxy.py in front of UPSTREAM (a URL) with ARGS, stopped at
+# exit: FAULT_PROXY_PORT, FAULT_PROXY_LOG (its log), FAULT_PROXY_PID.
+fault_proxy_start() { # UPSTREAM ARGS...
+    local up=$1 out=$T/proxy-$RANDOM
+    shift
+    python3 "$DLK_TESTS/faultproxy.py" --port 0 --upstream "$up" \
+        "$@" >"$out.port" 2>"$out.log" &
+    local pid=$! i
+    at_exit "stop_pid $pid"
+    for ((i = 0; i < 100; i++)); do
+        [ -s "$out.port" ] && break
+        sleep 0.1
+    done
+    FAULT_PROXY_PORT=$(head -n 1 "$out.port")
+    FAULT_PROXY_LOG=$out.log
+    FAULT_PROXY_PID=$pid
+    if [ -z "$FAULT_PROXY_PORT" ]; then
+        echo "not ok - faultproxy did not start"
+        sed 's/^/#   /' "$out.log" | tail -n 20
+        exit 1
+    fi
+}
+
 flip_byte() { # FILE OFFSET
     python3 -c 'import sys
 p,o=sys.argv[1],int(sys.argv[2])

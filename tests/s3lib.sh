@@ -29,7 +29,6 @@
 # config files that do not exist, so ~/.aws never leaks in.  moto_server
 # missing: it is installed with pip, or the test fails naming the command.
 
-_s3_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 # s3_server_name: the server the AWS variables name, with its version, for
 # benchmark reports ("moto 5.2.1", "ceph rgw 16.2.15")
@@ -65,15 +64,6 @@ _s3_wait_http() {
     return 1
 }
 
-_s3_stop() { # PID
-    kill "$1" 2>/dev/null
-    local i
-    for ((i = 0; i < 50; i++)); do
-        kill -0 "$1" 2>/dev/null || return 0
-        sleep 0.1
-    done
-    kill -9 "$1" 2>/dev/null
-}
 
 _s3_env() { # PORT
     export S3_PORT=$1
@@ -138,12 +128,12 @@ s3_start() {
                 >"$T/moto-$port.log" 2>&1 &
         fi
         pid=$!
-        at_exit "_s3_stop $pid"
+        at_exit "stop_pid $pid"
         # moto-api/ is not an AWS action: it uses none of the unchecked ones
         if _s3_wait_http "http://127.0.0.1:$port/moto-api/data.json" 30; then
             break
         fi
-        _s3_stop "$pid"
+        stop_pid "$pid"
         pid=
     done
     if [ -z "$pid" ]; then
@@ -194,21 +184,8 @@ EOF
 }
 
 s3_proxy_start() {
-    local out=$T/proxy-$RANDOM
-    python3 "$_s3_here/faultproxy.py" --port 0 --upstream "$AWS_ENDPOINT_URL" \
-        "$@" >"$out.port" 2>"$out.log" &
-    local pid=$! i
-    at_exit "_s3_stop $pid"
-    for ((i = 0; i < 100; i++)); do
-        [ -s "$out.port" ] && break
-        sleep 0.1
-    done
-    S3_PROXY_PORT=$(head -n 1 "$out.port")
-    S3_PROXY_LOG=$out.log
-    S3_PROXY_PID=$pid
-    if [ -z "$S3_PROXY_PORT" ]; then
-        echo "not ok - faultproxy did not start"
-        sed 's/^/#   /' "$out.log" | tail -n 20
-        exit 1
-    fi
+    fault_proxy_start "$AWS_ENDPOINT_URL" "$@"
+    S3_PROXY_PORT=$FAULT_PROXY_PORT
+    S3_PROXY_LOG=$FAULT_PROXY_LOG
+    S3_PROXY_PID=$FAULT_PROXY_PID
 }

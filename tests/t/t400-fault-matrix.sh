@@ -50,7 +50,7 @@ fp_start() {
     : >"$pf"
     python3 "$FP" --port "$port" --upstream "$UPSTREAM" "$@" >"$pf" 2>>"$log" &
     FP_PID=$!
-    at_exit "_s3_stop $FP_PID"
+    at_exit "stop_pid $FP_PID"
     for ((i = 0; i < 100; i++)); do
         [ -s "$pf" ] && break
         kill -0 $FP_PID 2>/dev/null || break
@@ -63,7 +63,7 @@ fp_start() {
         return 1
     fi
 }
-fp_stop() { _s3_stop "$FP_PID"; }
+fp_stop() { stop_pid "$FP_PID"; }
 
 py_state() { # URL head|main|main~1: the tensors' samples and chunk lists
     python3 - "$@" <<'EOF'
