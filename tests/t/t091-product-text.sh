@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The repository speaks of the product: no tracked text file (the raw
-# benchmark outputs in tests/bench/results/ excepted) holds a word of
-# tests/process-words.txt (how the work was done, not what dlk does);
+# The repository speaks of the product: no tracked text file (the
+# benchmark outputs in tests/bench/results/ and their notes included)
+# holds a word of tests/process-words.txt (how the work was done, not
+# what dlk does);
 # every subcommand's --help ends with an example; and libdlk.so exports
 # only functions that the installed headers (include/*.h) declare.
 . "$DLK_TESTS/lib.sh"
@@ -12,11 +13,11 @@ words=$root/tests/process-words.txt
 pattern=$(grep -v '^#' "$words" | grep . | sed 's/.*/(?:&)/' | paste -sd'|')
 check "tests/process-words.txt has patterns" test -n "$pattern"
 if git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    # raw outputs: every file of tests/bench/results/ but its README
-    git -C "$root" ls-files -z | grep -zvE '^tests/bench/results/.+' |
-        grep -zvxF tests/process-words.txt >"$T/files"
-    git -C "$root" ls-files -z 'tests/bench/results/README.md' >>"$T/files"
+    # every tracked file but the word list; grep -I passes over binaries
+    git -C "$root" ls-files -z | grep -zvxF tests/process-words.txt >"$T/files"
     check "git lists the tracked files" test -s "$T/files"
+    check "the benchmark results are among them" \
+        grep -qzE '^tests/bench/results/.+[.]txt$' "$T/files"
     (cd "$root" && xargs -0 grep -nIHP -i -- "$pattern" <"$T/files") >"$T/hits"
     if [ -s "$T/hits" ]; then
         sed 's/^/# /' "$T/hits" | head -n 40
