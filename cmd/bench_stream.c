@@ -212,6 +212,7 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
     }
     o->lo.rank = (uint32_t)o->rank;
     o->lo.world_size = (uint32_t)o->world;
+    o->lo.local_world_size = launch.local_world_size;
     o->lo.epochs = (uint64_t)o->epochs; /* nothing read ahead after the last */
     if (strcmp(o->device, "auto") == 0) {
         char why[160];

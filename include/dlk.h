@@ -595,9 +595,14 @@ typedef struct dlk_loader_opts {
     uint32_t window_chunks;      /* shuffle window, in chunks (default 8;
                                     the first ones ramp up to it) */
     uint32_t rank, world_size;   /* default 0 of 1 */
+    uint32_t local_world_size;   /* ranks on this host, which share its
+                                    cores (default 1): io_threads's
+                                    default is their share */
     int drop_last;               /* else pad the last batch (flagged) */
     uint32_t prefetch_chunks;    /* chunks read ahead (default 2x window) */
-    uint32_t io_threads;         /* default: dlk_cpu_count(), at most 32 */
+    uint32_t io_threads;         /* default: dlk_cpu_count() / local ranks,
+                                    at most 32; a quarter fewer on a GPU
+                                    from local files (dlk-bench-stream(1)) */
     const char *device;          /* "cpu" (default), "cuda:N" or "auto" */
     uint64_t memory_limit;       /* bytes for chunk buffers; 0: derived;
                                   * at most half of the machine's memory
@@ -776,14 +781,16 @@ DLK_API dlk_status dlk_loader_stream_wait(dlk_loader *l, void *cuda_stream,
 
 /* Where a launcher placed this process, read from the environment (the
  * one function of the library that reads it: the launcher's variables
- * are how it says so): torchrun (RANK, WORLD_SIZE,
- * LOCAL_RANK), Open MPI (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK) or
- * Slurm (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID), each value from the
- * first of those variables that is set; rank 0 of 1 and local rank 0
- * without a launcher.  The loader reads none of these: its options take
- * the values explicitly. */
+ * are how it says so): torchrun (RANK, WORLD_SIZE, LOCAL_RANK,
+ * LOCAL_WORLD_SIZE), Open MPI (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK,
+ * _LOCAL_SIZE) or Slurm (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
+ * SLURM_NTASKS_PER_NODE), each value from the first of those variables
+ * that is set; rank 0 of 1 and local rank 0 of 1 without a launcher.
+ * The loader reads none of these: its options take the values
+ * explicitly. */
 typedef struct dlk_launch {
     uint32_t rank, world_size, local_rank;
+    uint32_t local_world_size;   /* processes on this host (at least 1) */
 } dlk_launch;
 /* @return DLK_OK with *out filled; DLK_EINVAL naming the variable for a
  *         value that is not a number in range. */

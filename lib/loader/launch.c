@@ -1,6 +1,6 @@
-/* launch.c - rank, world size and local rank from a launcher's
- * environment (torchrun, Open MPI, Slurm).  The one place the library
- * reads the environment, on purpose: dlk_launch_env is documented as
+/* launch.c - rank, world size, local rank and local world size from a
+ * launcher's environment (torchrun, Open MPI, Slurm).  The one place the
+ * library reads the environment, on purpose: dlk_launch_env is documented as
  * reading the launcher's variables, and the loader itself takes rank and
  * world size only through its options. */
 #include "internal.h"
@@ -37,12 +37,19 @@ dlk_status dlk_launch_env(dlk_launch *out, dlk_error *err)
     static const char *const local[3] = {"LOCAL_RANK",
                                          "OMPI_COMM_WORLD_LOCAL_RANK",
                                          "SLURM_LOCALID"};
-    dlk_launch l = {0, 1, 0};
+    static const char *const local_world[3] = {
+        "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
+        "SLURM_NTASKS_PER_NODE"};
+    dlk_launch l = {0, 1, 0, 1};
     dlk_status rc = from_env(rank, &l.rank, err);
     if (!rc)
         rc = from_env(world, &l.world_size, err);
     if (!rc)
         rc = from_env(local, &l.local_rank, err);
+    if (!rc)
+        rc = from_env(local_world, &l.local_world_size, err);
+    if (!rc && !l.local_world_size)
+        l.local_world_size = 1;
     if (rc)
         return rc;
     *out = l;

@@ -329,8 +329,12 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         l->o.batch_size = 256;
     if (!l->o.world_size)
         l->o.world_size = 1;
+    if (!l->o.local_world_size)
+        l->o.local_world_size = 1;
     if (!l->o.io_threads) {
-        int n = dlk_cpu_count();
+        /* ranks on one host share its cores */
+        int n = dlk_cpu_count() / (int)l->o.local_world_size;
+        n = n < 1 ? 1 : n;
         l->o.io_threads = n > 32 ? 32 : (uint32_t)n;
     }
     pthread_mutex_init(&l->mu, NULL);
@@ -361,6 +365,14 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         store_defaults(l, opts);
     if (!rc)
         rc = dlk_dev_open(l->o.device, l->o.cuda_trace, &l->dev, err);
+    if (!rc && !opts->io_threads && l->dev->ops->on_device &&
+        !dlk_store_is_remote(l->ds->store) && l->o.io_threads >= 4)
+        /* from local files every loading thread is busy copying out of
+         * the page cache; on as many threads as cores the thread that
+         * queues the copies to the GPU waits for a core and the link
+         * idles (16-core H200 host: 36 GB/s on 16 threads, 47 on 12;
+         * docs/benchmarks.md#line-rate) */
+        l->o.io_threads -= l->o.io_threads / 4;
     if (!rc && !(l->gather = malloc(l->nt * l->o.batch_size *
                                     sizeof *l->gather)))
         rc = dlk_fail(err, DLK_ENOMEM, "out of memory");

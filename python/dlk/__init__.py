@@ -38,7 +38,7 @@ _NP = {"u8": _np.uint8, "i8": _np.int8, "u16": _np.uint16, "i16": _np.int16,
 def launch_env():
     """(rank, world_size, local_rank) as torchrun, MPI or Slurm set them
     (the same variables `dlk bench-stream` reads); (0, 1, 0) without."""
-    return _core.launch_env()
+    return _core.launch_env()[:3]
 
 
 def cuda_available():
@@ -200,7 +200,7 @@ class Loader:
             view = url_or_ds.view if view is None else view
         else:
             self.dataset = Dataset(url_or_ds, at)
-        env_rank, env_world, local_rank = _core.launch_env()
+        env_rank, env_world, local_rank, local_world = _core.launch_env()
         rank = env_rank if rank is None else rank
         world_size = env_world if world_size is None else world_size
         if device == "auto":
@@ -222,7 +222,8 @@ class Loader:
             world_size=world_size, memory=_parse_bytes(memory),
             workers=workers or 0, window=window or 0,
             prefetch=prefetch or 0, verify=bool(verify), state=state,
-            view=view, whole_chunks=bool(whole_chunks))
+            view=view, whole_chunks=bool(whole_chunks),
+            local_world_size=local_world)
         if state is not None:
             self._epochs_done = _json.loads(state)["epoch"]
 

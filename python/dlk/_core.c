@@ -474,7 +474,8 @@ static int check_signals(void *ud)
 
 /* Loader(dataset, device, batch_size, shuffle, seed, tensors, epochs,
  *        drop_last, rank, world_size, memory, workers, window, prefetch,
- *        verify, state_json, view, whole_chunks) - every option explicit;
+ *        verify, state_json, view, whole_chunks, local_world_size) -
+ * every option explicit;
  * dlk/__init__.py supplies the defaults. */
 static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
 {
@@ -482,18 +483,18 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
                           "seed", "tensors", "epochs", "drop_last", "rank",
                           "world_size", "memory", "workers", "window",
                           "prefetch", "verify", "state", "view",
-                          "whole_chunks", NULL};
+                          "whole_chunks", "local_world_size", NULL};
     PyObject *dso, *tensors = Py_None;
     const char *device, *state = NULL, *view = NULL;
     unsigned int batch = 256, rank = 0, world = 1, workers = 0, window = 0,
-                 prefetch = 0;
+                 prefetch = 0, local_world = 1;
     int shuffle = 1, drop_last = 0, verify = 1, whole_chunks = 0;
     unsigned long long seed = 0, epochs = 0, memory = 0;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O!s|IpKOKpIIKIIIpzzp", kws, &DatasetType, &dso,
+            args, kw, "O!s|IpKOKpIIKIIIpzzpI", kws, &DatasetType, &dso,
             &device, &batch, &shuffle, &seed, &tensors, &epochs, &drop_last,
             &rank, &world, &memory, &workers, &window, &prefetch, &verify,
-            &state, &view, &whole_chunks))
+            &state, &view, &whole_chunks, &local_world))
         return -1;
     if (self->l) {
         PyErr_SetString(PyExc_RuntimeError, "loader already open");
@@ -511,6 +512,7 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
     o.drop_last = drop_last;
     o.rank = rank;
     o.world_size = world;
+    o.local_world_size = local_world;
     o.memory_limit = memory;
     o.io_threads = workers;
     o.window_chunks = window;
@@ -1040,7 +1042,8 @@ static PyObject *launch_env(PyObject *m, PyObject *unused)
     dlk_error err;
     if (dlk_launch_env(&l, &err))
         return raise_dlk(&err);
-    return Py_BuildValue("(III)", l.rank, l.world_size, l.local_rank);
+    return Py_BuildValue("(IIII)", l.rank, l.world_size, l.local_rank,
+                         l.local_world_size);
 }
 
 static PyObject *cuda_available(PyObject *m, PyObject *unused)
@@ -1069,7 +1072,8 @@ static PyObject *version(PyObject *m, PyObject *unused)
 
 static PyMethodDef module_methods[] = {
     {"launch_env", launch_env, METH_NOARGS,
-     "(rank, world_size, local_rank) from torchrun, MPI or Slurm"},
+     "(rank, world_size, local_rank, local_world_size) from torchrun, MPI "
+     "or Slurm"},
     {"cuda_available", cuda_available, METH_NOARGS, "(bool, why not)"},
     {"version", version, METH_NOARGS, "the library's version"},
     {"_at_exit", at_exit, METH_NOARGS,

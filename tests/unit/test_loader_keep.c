@@ -137,7 +137,8 @@ static void clear_env(void)
     const char *v[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK",
                        "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
                        "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_PROCID",
-                       "SLURM_NTASKS", "SLURM_LOCALID"};
+                       "SLURM_NTASKS", "SLURM_LOCALID", "LOCAL_WORLD_SIZE",
+                       "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"};
     for (size_t i = 0; i < sizeof v / sizeof *v; i++)
         unsetenv(v[i]);
 }
@@ -149,12 +150,15 @@ static void test_launch_env(void)
     clear_env();
     UNIT_CHECK("no launcher: rank 0 of 1",
                dlk_launch_env(&l, &err) == DLK_OK && l.rank == 0 &&
-                   l.world_size == 1 && l.local_rank == 0);
+                   l.world_size == 1 && l.local_rank == 0 &&
+                   l.local_world_size == 1);
     setenv("SLURM_PROCID", "5", 1);
     setenv("SLURM_NTASKS", "8", 1);
     setenv("SLURM_LOCALID", "1", 1);
+    setenv("SLURM_NTASKS_PER_NODE", "2", 1);
     UNIT_CHECK("slurm", dlk_launch_env(&l, &err) == DLK_OK && l.rank == 5 &&
-                            l.world_size == 8 && l.local_rank == 1);
+                            l.world_size == 8 && l.local_rank == 1 &&
+                            l.local_world_size == 2);
     setenv("OMPI_COMM_WORLD_RANK", "3", 1);
     setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
     setenv("OMPI_COMM_WORLD_LOCAL_RANK", "3", 1);
@@ -164,9 +168,15 @@ static void test_launch_env(void)
     setenv("RANK", "2", 1);
     setenv("WORLD_SIZE", "16", 1);
     setenv("LOCAL_RANK", "2", 1);
+    setenv("LOCAL_WORLD_SIZE", "4", 1);
     UNIT_CHECK("torchrun first", dlk_launch_env(&l, &err) == DLK_OK &&
                                      l.rank == 2 && l.world_size == 16 &&
-                                     l.local_rank == 2);
+                                     l.local_rank == 2 &&
+                                     l.local_world_size == 4);
+    setenv("LOCAL_WORLD_SIZE", "0", 1);
+    UNIT_CHECK("a local world of 0 counts as 1",
+               dlk_launch_env(&l, &err) == DLK_OK && l.local_world_size == 1);
+    setenv("LOCAL_WORLD_SIZE", "4", 1);
     setenv("WORLD_SIZE", "4x", 1);
     UNIT_CHECK("a bad value names its variable",
                dlk_launch_env(&l, &err) == DLK_EINVAL &&
