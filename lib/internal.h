@@ -548,6 +548,11 @@ dlk_status dlk_chunk_verify_parts(const dlk_chunk *c, uint32_t p0,
                                   uint32_t p1, const void *bytes,
                                   uint64_t len, const char *key,
                                   dlk_error *err);
+/* Check part p's hash against `hash`, the XXH3 of its bytes found by the
+ * caller (e.g. hashed piece by piece as they were read): DLK_ECORRUPT
+ * naming key and the part as dlk_chunk_verify_parts does. */
+dlk_status dlk_chunk_part_check(const dlk_chunk *c, uint32_t p, uint64_t hash,
+                                const char *key, dlk_error *err);
 
 /* ---- manifest (format/manifest.c) ---------------------------------- */
 

@@ -557,6 +557,17 @@ dlk_status dlk_chunk_verify_parts(const dlk_chunk *c, uint32_t p0,
     return DLK_OK;
 }
 
+dlk_status dlk_chunk_part_check(const dlk_chunk *c, uint32_t p, uint64_t hash,
+                                const char *key, dlk_error *err)
+{
+    if (p >= c->nparts)
+        return dlk_fail(err, DLK_EINVAL, "chunk '%s': no part %u (it has %u)",
+                        key, p, c->nparts);
+    if (hash != dlk_get_le64(c->part_hash + 8 * (size_t)p))
+        return part_mismatch(c, p, key, err);
+    return DLK_OK;
+}
+
 dlk_status dlk_chunk_decode_head(struct dlk_chunk *c, const char *name,
                                  uint64_t object_bytes, dlk_error *err)
 {

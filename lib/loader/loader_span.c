@@ -150,13 +150,17 @@ static void parts_set(struct dlk_map *m, uint32_t p0, uint32_t p1,
         __atomic_fetch_or(&m->part_state[p], bit, __ATOMIC_RELEASE);
 }
 
-/* The span's samples' folds (check mode), into the chunk's kept array of
- * every sample's fold (within FOLDS_KEPT_MAX) or one of the slot's. */
-static dlk_status fold_span(dlk_loader *l, dlk_slot *s, dlk_error *err)
+/* The span's samples' folds (check mode) go into the chunk's kept array
+ * of every sample's fold (within FOLDS_KEPT_MAX) or one of the slot's.
+ * fold_begin finds that array: *todo false when the kept one already
+ * holds the span's folds. */
+static dlk_status fold_begin(dlk_loader *l, dlk_slot *s, bool *todo,
+                             dlk_error *err)
 {
     struct dlk_map *m = kept(l, s);
     uint32_t samples = s->head->h.samples;
     uint64_t *f = __atomic_load_n(&m->fold, __ATOMIC_ACQUIRE);
+    *todo = false;
     if (f && parts_have(m, s->p0, s->p1, PART_FOLDED)) {
         s->fold = f;
         s->fold_kept = true;
@@ -187,20 +191,96 @@ static dlk_status fold_span(dlk_loader *l, dlk_slot *s, dlk_error *err)
     } else if (!(f = calloc(samples ? samples : 1, sizeof *f))) {
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     }
-    uint32_t a = dlk_part_first(s->p0, samples, s->head->nparts);
-    uint32_t b = dlk_part_first(s->p1, samples, s->head->nparts);
+    s->fold = f;
+    s->fold_kept = keep;
+    *todo = true;
+    return DLK_OK;
+}
+
+/* The folds of samples [a, b), which are in the span. */
+static void fold_samples(dlk_slot *s, uint32_t a, uint32_t b)
+{
     for (uint32_t i = a; i < b; i++) {
         size_t nb;
         const uint8_t *p = dlk_slot_sample(s, i, &nb, NULL, NULL);
         /* slots of one span in two epochs may fold it at once: the same
          * values, stored atomically */
-        __atomic_store_n(&f[i], dlk_fold64(p, nb), __ATOMIC_RELAXED);
+        __atomic_store_n(&s->fold[i], dlk_fold64(p, nb), __ATOMIC_RELAXED);
     }
-    if (keep)
-        parts_set(m, s->p0, s->p1, PART_FOLDED);
-    s->fold = f;
-    s->fold_kept = keep;
-    return DLK_OK;
+}
+
+/* Parts [p0, p1) checked: counted, and the chunk once all are. */
+static void mark_verified(dlk_loader *l, dlk_slot *s, uint32_t p0,
+                          uint32_t p1)
+{
+    struct dlk_map *m = kept(l, s);
+    uint32_t fresh = 0;
+    for (uint32_t p = p0; p < p1; p++)
+        if (!(__atomic_fetch_or(&m->part_state[p], PART_VERIFIED,
+                                __ATOMIC_ACQ_REL) & PART_VERIFIED))
+            fresh++;
+    if (fresh && __atomic_add_fetch(&m->parts_verified, fresh,
+                                    __ATOMIC_ACQ_REL) == s->head->nparts)
+        __atomic_add_fetch(&l->stats.chunks_verified, 1, __ATOMIC_RELAXED);
+}
+
+/* Bytes a first read takes at a time: whole samples (one at least), few
+ * enough that they are still in the core's cache when hashed and folded
+ * right after (a 1 MiB part read in one piece was not: the first epoch
+ * ran at about half the steady rate on a 16-core Xeon host). */
+#define FIRST_READ_PIECE ((uint64_t)256 << 10)
+
+/* A span that is read for the first time from local files: in pieces of
+ * whole samples, each checked (its part's hash carried over the pieces)
+ * and folded right after its read, instead of two more passes over the
+ * whole span from memory (docs/benchmarks.md#line-rate). */
+static dlk_status read_by_part(dlk_loader *l, dlk_slot *s, const char *key,
+                               uint64_t stored, uint64_t at, bool verify,
+                               bool fold, double *storage_s, dlk_error *err)
+{
+    const dlk_chunk *c = s->head;
+    dlk_hash64_stream *h = verify ? dlk_hash64_stream_new() : NULL;
+    if (verify && !h)
+        return dlk_oom(err);
+    dlk_status rc = DLK_OK;
+    for (uint32_t p = s->p0; p < s->p1 && !rc; p++) {
+        uint32_t i = dlk_part_first(p, c->h.samples, c->nparts);
+        uint32_t end = dlk_part_first(p + 1, c->h.samples, c->nparts);
+        if (h)
+            dlk_hash64_stream_reset(h);
+        while (i < end && !rc) {
+            uint64_t a = dlk_chunk_sample_offset(c, i);
+            uint32_t j = i + 1;
+            while (j < end &&
+                   dlk_chunk_sample_offset(c, j + 1) - a <= FIRST_READ_PIECE)
+                j++;
+            uint64_t n = dlk_chunk_sample_offset(c, j) - a;
+            uint8_t *dst = s->host + (a - s->span_off);
+            dlk_buf b;
+            dlk_buf_wrap(&b, dst, (size_t)n);
+            double t0 = dlk_now_s();
+            if (n)
+                rc = dlk_store_get_span(l->ds->store, key, stored,
+                                        at + (a - s->span_off), n, &b, err);
+            *storage_s += dlk_now_s() - t0;
+            if (!rc && b.len != n)
+                rc = dlk_fail(err, DLK_ECORRUPT, "chunk '%s': %zu of %llu "
+                              "bytes of part %u read", key, b.len,
+                              (unsigned long long)n, p);
+            if (rc)
+                break;
+            if (h)
+                dlk_hash64_stream_update(h, dst, (size_t)n);
+            if (fold)
+                fold_samples(s, i, j);
+            i = j;
+        }
+        if (!rc && h)
+            rc = dlk_chunk_part_check(c, p, dlk_hash64_stream_digest(h), key,
+                                      err);
+    }
+    dlk_hash64_stream_free(h);
+    return rc;
 }
 
 /* The span in place in the page cache where a GPU loader keeps chunks
@@ -222,6 +302,18 @@ static dlk_status map_span(dlk_loader *l, dlk_slot *s, const char *key,
                         "%u..%u end at %llu", key, m.n, s->p0, s->p1,
                         (unsigned long long)(at + len));
     s->span = (const uint8_t *)m.p + at;
+    return DLK_OK;
+}
+
+/* After a span's parts were checked (verify) and folded (fold): the
+ * chunk's record of both. */
+static dlk_status span_checked(dlk_loader *l, dlk_slot *s, bool verify,
+                               bool fold)
+{
+    if (verify)
+        mark_verified(l, s, s->p0, s->p1);
+    if (fold && s->fold_kept)
+        parts_set(kept(l, s), s->p0, s->p1, PART_FOLDED);
     return DLK_OK;
 }
 
@@ -279,6 +371,23 @@ dlk_status dlk_span_load(dlk_loader *l, dlk_slot *s, double *storage_s,
     if (!s->host)
         return dlk_fail(err, DLK_ENOMEM, "cannot allocate %llu bytes for a "
                         "span of chunk '%s'", (unsigned long long)len, key);
+    s->span_off = off;
+    s->span_len = len;
+    if (!dlk_store_is_remote(l->ds->store) && s->p1 - s->p0 > 1) {
+        bool verify = !l->o.no_verify &&
+                      !parts_have(kept(l, s), s->p0, s->p1, PART_VERIFIED);
+        bool fold = false;
+        if (l->o.check && (rc = fold_begin(l, s, &fold, err)))
+            return rc;
+        if (verify || fold) {
+            *storage_s += dlk_now_s() - t0;
+            s->span = s->host;
+            if ((rc = read_by_part(l, s, key, e->stored_bytes, at, verify,
+                                   fold, storage_s, err)))
+                return rc;
+            return span_checked(l, s, verify, fold);
+        }
+    }
     dlk_buf_wrap(&b, s->host, (size_t)len);
     if (len && (rc = dlk_store_get_span(l->ds->store, key, e->stored_bytes,
                                         at, len, &b, err)))
@@ -293,25 +402,20 @@ read:
     s->span_off = off;
     s->span_len = len;
     *storage_s += dlk_now_s() - t0;
-    struct dlk_map *m = kept(l, s);
-    if (!l->o.no_verify && !parts_have(m, s->p0, s->p1, PART_VERIFIED)) {
-        if ((rc = dlk_chunk_verify_parts(s->head, s->p0, s->p1, s->span, len,
-                                         key, err)))
-            return rc;
-        uint32_t fresh = 0;
-        for (uint32_t p = s->p0; p < s->p1; p++)
-            if (!(__atomic_fetch_or(&m->part_state[p], PART_VERIFIED,
-                                    __ATOMIC_ACQ_REL) & PART_VERIFIED))
-                fresh++;
-        if (fresh && __atomic_add_fetch(&m->parts_verified, fresh,
-                                        __ATOMIC_ACQ_REL) ==
-                         s->head->nparts)
-            __atomic_add_fetch(&l->stats.chunks_verified, 1,
-                               __ATOMIC_RELAXED);
-    }
-    if (l->o.check)
-        return fold_span(l, s, err);
-    return DLK_OK;
+    bool verify = !l->o.no_verify &&
+                  !parts_have(kept(l, s), s->p0, s->p1, PART_VERIFIED);
+    if (verify && (rc = dlk_chunk_verify_parts(s->head, s->p0, s->p1,
+                                               s->span, len, key, err)))
+        return rc;
+    bool fold = false;
+    if (l->o.check && !s->fold && (rc = fold_begin(l, s, &fold, err)))
+        return rc;
+    if (fold)
+        fold_samples(s, dlk_part_first(s->p0, s->head->h.samples,
+                                       s->head->nparts),
+                     dlk_part_first(s->p1, s->head->h.samples,
+                                    s->head->nparts));
+    return span_checked(l, s, verify, fold);
 }
 
 const uint8_t *dlk_slot_sample(const dlk_slot *s, uint32_t i, size_t *nbytes,

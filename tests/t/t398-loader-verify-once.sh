@@ -3,6 +3,9 @@
 # checksum at its first load and not in later epochs (chunks_verified in
 # bench-stream's report: one a chunk over three epochs), still catches a
 # damaged chunk in the first epoch, and with --no-verify checks none.
+# A first read in pieces of whole samples still catches a damaged byte
+# inside a part, naming the part; the loading threads' default is this
+# process's share of the cores among the ranks of its host.
 . "$DLK_TESTS/lib.sh"
 
 if ! have_numpy; then
@@ -49,3 +52,56 @@ PY
 fails "a damaged chunk stops the first epoch" 3 dlk bench-stream "$ds" \
     --device cpu --epochs 3
 check "the message names the chunk" grep -q "$(basename "$victim")" "$ERR"
+
+# parts of many pieces: a first read goes in pieces of whole samples of
+# up to 256 KiB, each part's checksum carried over its pieces; 12 KiB
+# samples in 1 MiB parts
+python3 - "$T/big" <<'PY'
+import os, sys, numpy as np
+os.makedirs(sys.argv[1])
+rng = np.random.default_rng(3981)
+for i in range(400):
+    np.save(os.path.join(sys.argv[1], "%05d.images.npy" % i),
+            rng.integers(0, 255, size=(64, 64, 3), dtype=np.uint8))
+PY
+ok "create, 1 MiB parts of 12 KiB samples" dlk create "$T/ds2" \
+    --tensor images:u8:64x64x3 --chunk-size 4M --part-size 1M
+ok "ingest 400 samples" dlk ingest "$T/ds2" from-dir "$T/big" -q
+ok "three epochs over parts of many pieces" dlk bench-stream "$T/ds2" \
+    --device cpu --epochs 3 --shuffle --json
+check "every chunk verified once, the checksums equal" python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+sys.exit(0 if r["chunks_verified"] >= 1 and r["checksum_ok"] is True else 1)' "$OUT"
+# the loading threads' default is this process's share of the cores among
+# the ranks on the host (LOCAL_WORLD_SIZE, as torchrun sets it)
+cores=$(nproc)
+ok "default threads" dlk bench-stream "$T/ds2" --device cpu --json
+want=$(( cores > 32 ? 32 : cores ))
+check "one thread a core ($want)" python3 -c 'import json, sys
+sys.exit(0 if json.load(open(sys.argv[1]))["io_threads"] == int(sys.argv[2]) else 1)' "$OUT" "$want"
+ok "two ranks on this host" env LOCAL_WORLD_SIZE=2 "$DLK" bench-stream "$T/ds2" \
+    --device cpu --json
+want=$(( cores / 2 > 32 ? 32 : cores / 2 < 1 ? 1 : cores / 2 ))
+check "half the cores each ($want)" python3 -c 'import json, sys
+sys.exit(0 if json.load(open(sys.argv[1]))["io_threads"] == int(sys.argv[2]) else 1)' "$OUT" "$want"
+fails "a bad LOCAL_WORLD_SIZE" 2 env LOCAL_WORLD_SIZE=two "$DLK" bench-stream \
+    "$T/ds2" --device cpu
+check "... is named" grep -q "LOCAL_WORLD_SIZE 'two'" "$ERR"
+
+victim=$(find "$T/ds2/chunks/images" -type f | sort | head -n 1)
+# a byte in the middle of part 1 of 4, in neither its first nor its last
+# piece: the payload ends the object, its samples 12 KiB each, part p
+# starts at sample floor(p * samples / 4)
+python3 - "$victim" <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+n = len(b) // 12288
+start = len(b) - n * 12288
+b[start + (n // 4 + n // 8) * 12288 + 100] ^= 0xFF
+open(p, "wb").write(bytes(b))
+PY
+fails "a damaged piece inside a part stops the first epoch" 3 \
+    dlk bench-stream "$T/ds2" --device cpu --epochs 2
+check "the message names the chunk and its part 1" \
+    grep -q "$(basename "$victim").*part 1 of" "$ERR"
