@@ -154,9 +154,13 @@ static void *cu_host_alloc(dlk_dev *d, size_t n)
     pthread_mutex_unlock(&c->mu);
     set_device(c);
     size_t cap = (n + (1u << 20) - 1) & ~(size_t)((1u << 20) - 1);
+    double t0 = dlk_now_s();
     void *p = pinned_alloc(cap);
     if (!p)
         return NULL;
+    if (c->trace)
+        fprintf(c->trace, "pin %.6f %.6f %.6f\n", t0 - c->t0_host,
+                t0 - c->t0_host, dlk_now_s() - c->t0_host);
     pthread_mutex_lock(&c->mu);
     if (c->npool == c->cappool) {
         size_t nc = c->cappool ? c->cappool * 2 : 64;
@@ -262,7 +266,11 @@ static cudaError_t acquire(cuda_dev *c, size_t n, void **out)
     }
     devbuf *b = &c->bufs[c->nbufs];
     memset(b, 0, sizeof *b);
+    double m0 = c->trace ? dlk_now_s() : 0;
     cudaError_t e = cudaMalloc(&b->p, n ? n : 64);
+    if (c->trace)
+        fprintf(c->trace, "devalloc %.6f %.6f %.6f\n", m0 - c->t0_host,
+                m0 - c->t0_host, dlk_now_s() - c->t0_host);
     if (e == cudaSuccess)
         e = cudaEventCreateWithFlags(&b->freed, cudaEventDisableTiming);
     if (e == cudaSuccess) {

@@ -93,3 +93,9 @@ print("  gaps over 1 ms: %s" % ", ".join(
 bw = sum(b[3] - b[2] for b in budget if b[2] >= t_from)
 print("  uploader waiting for device budget: %.4f s in %d waits"
       % (bw, sum(1 for b in budget if b[2] >= t_from)))
+for kind, what in (("pin", "pinned host buffers made"),
+                   ("devalloc", "device buffers made")):
+    ms = [e for e in ev if e[0] == kind]
+    if ms:
+        print("  %s: %d taking %.4f s in all, the last ending at %.4f s"
+              % (what, len(ms), sum(e[3] - e[1] for e in ms), max(e[3] for e in ms)))

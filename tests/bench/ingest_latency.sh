@@ -4,8 +4,9 @@
 # that answers each request after D ms (s3_dir_server with
 # S3_DIR_SERVER_DELAY_MS; S3's time to first byte is tens of ms), for
 # each D of DELAYS (default "0 20 50"): dlk's defaults against the
-# earlier defaults (--fetch 64, 64 requests in flight), two runs
-# each, alternated; the server on the last core, ingest on the others.
+# earlier defaults (--fetch 64, 64 requests in flight), or with
+# OLD=BIN against another build's defaults, two runs each, alternated;
+# the server on the last core, ingest on the others.
 #   DLK=build/dlk SRV=build/tests/s3_dir_server tests/bench/ingest_latency.sh SRC
 #   (DIST=dist: dist/bin's dlk, s3_dir_server and decode_bench)
 set -eu
@@ -41,12 +42,12 @@ start() { # DELAY_MS
         AWS_SHARED_CREDENTIALS_FILE=$T/none AWS_CONFIG_FILE=$T/none
 }
 one() { # DELAY LABEL ARGS... -> "files/s, decode threads' wait, peak RSS"
-    local d=$1 l=$2; shift 2
+    local d=$1 l=$2 bin=${BIN:-$DLK}; shift 2
     rm -rf "$SHM/ds"
     $pin_c python3 -c 'import resource, subprocess, sys
 r = subprocess.call(sys.argv[2:], stdout=open(sys.argv[1], "w"))
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, file=sys.stderr)
-sys.exit(r)' "$T/out.json" "$DLK" create "$SHM/ds" from-s3 s3://raw/train \
+sys.exit(r)' "$T/out.json" "$bin" create "$SHM/ds" from-s3 s3://raw/train \
         --resize 224x224 --json "$@" 2> "$T/rss"
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); s=d["stages"]
 print("delay %s ms, %-13s %6.0f files/s  list %.3f s  decode threads waiting %.2f s  peak RSS %s MiB" % (sys.argv[2], sys.argv[3], d["ingested"]/d["seconds"], s["list"], s["decode_wait"], open(sys.argv[4]).read().split()[-1]))' \
@@ -58,6 +59,10 @@ for d in $DELAYS; do
     [ -z "${DB:-}" ] || echo "raw TurboJPEG decode on the ingest's cores: $($pin_c "$DB" "$ncl" "$SRC"/*/*.jpg) files/s"
     for k in 1 2; do
         one "$d" default
-        DLK_S3_MAX_INFLIGHT=64 one "$d" "--fetch 64" --fetch 64
+        if [ -n "${OLD:-}" ]; then
+            BIN=$OLD one "$d" "old build"
+        else
+            DLK_S3_MAX_INFLIGHT=64 one "$d" "--fetch 64" --fetch 64
+        fi
     done
 done

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# tests/bench/gpu_ranks.sh [SAMPLES] [STEP_MS] - every GPU of one host
+# streaming one dataset from the page cache, one process a GPU with the
+# variables torchrun gives each (RANK, WORLD_SIZE, LOCAL_RANK,
+# LOCAL_WORLD_SIZE), default flags, 3 epochs:
+#   - aggregate samples/s and GB/s in steady epochs, against the host's
+#     aggregate pinned host-to-device copy with one stream a GPU
+#     (h2d_all_gpus) and against what the host's memory allows a loader
+#     that copies out of the page cache (host_path_probe on every GPU at
+#     once), both measured in the same run;
+#   - with a step of STEP_MS (default 13) a batch: each rank's GPU busy
+#     over the whole run;
+#   - each rank's device checksum against the CPU's, and each epoch's
+#     rows over all ranks disjoint and complete (--order-out);
+#   - each rank's peak RSS and loading threads.
+# SAMPLES (default 20000) synthetic u8 224x224x3 samples in 16 MiB chunks.
+# DLK (default dist/bin/dlk) names another build to run.
+#   DIST=dist tests/bench/gpu_ranks.sh [SAMPLES] [STEP_MS]
+set -u
+n=${1:-20000}
+step=${2:-13}
+DIST=${DIST:-dist}
+DLK=${DLK:-$DIST/bin/dlk}
+G=${GPUS:-$(nvidia-smi -L | wc -l)}
+T=$(mktemp -d "${TMPDIR:-/tmp}/dlk-ranks.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+"$DIST/bin/synth" "$T/ds" "$n" 224 224 >/dev/null
+cat $(find "$T/ds" -type f) >/dev/null
+echo "host: $(nproc) cores, $G GPUs; $n samples"
+"$DIST/bin/h2d_all_gpus" 2 | tee "$T/h2d"
+agg=$(sed -n 's/^pinned H2D, all .* at once: \([0-9.]*\) GB\/s.*/\1/p' "$T/h2d")
+[ -n "$agg" ] || { echo "no pinned H2D figure (no GPU?)"; agg=0; }
+# what the host's memory allows a page-cache loader on every GPU at once:
+# host_path_probe (pread into pinned buffers, then copied to the GPU) in
+# one process a GPU, all started together, each on its share of the cores
+per=$(( $(nproc) / G )); pids=()
+for ((r = 0; r < G; r++)); do
+    CUDA_VISIBLE_DEVICES=$r "$DIST/bin/host_path_probe" "$per" 4 \
+        $(find "$T/ds" -type f -size +1M) > "$T/probe.$r" &
+    pids+=($!)
+done
+wait "${pids[@]}"
+path=$(cat "$T"/probe.* | sed -n 's/^pread into pinned + H2D.*: \([0-9.]*\) GB\/s/\1/p' |
+       awk '{s += $1} END {printf "%.2f", s}')
+echo "pread into pinned + H2D, one process a GPU at once, $per threads each: $path GB/s together"
+ranks() { # TAG ARGS... - one process a GPU, all at once
+    local tag=$1 pids=() r; shift
+    for ((r = 0; r < G; r++)); do
+        RANK=$r WORLD_SIZE=$G LOCAL_RANK=$r LOCAL_WORLD_SIZE=$G \
+            "$DLK" bench-stream "$T/ds" --epochs 3 --json \
+            --order-out "$T/$tag.order.$r" "$@" > "$T/$tag.$r.json" &
+        pids+=($!)
+    done
+    for r in "${pids[@]}"; do wait "$r" || echo "$tag: a rank failed"; done
+    python3 - "$T" "$tag" "$G" "$n" "$agg" "${path:-0}" <<'PY'
+import json, sys
+T, tag, G, n, agg = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+path = float(sys.argv[6])
+ds = [json.load(open("%s/%s.%d.json" % (T, tag, r))) for r in range(G)]
+steady = [max(e["bytes_per_s"] for e in d["epochs"][1:]) / 1e9 for d in ds]
+sps = [max(e["samples_per_s"] for e in d["epochs"][1:]) for d in ds]
+for r, d in enumerate(ds):
+    ep = [e["bytes_per_s"] / 1e9 for e in d["epochs"]]
+    print("  rank %d: epochs %s GB/s, steady %6.0f samples/s, first epoch %3.0f%% of steady, busy %5.1f%%, "
+          "first batch %.3f s, checksum %s, peak RSS %.2f GB, %d threads"
+          % (r, " ".join("%.2f" % x for x in ep), sps[r], 100 * ep[0] / steady[r], d["gpu_busy_pct"],
+             d["first_batch_s"], "equal" if d["checksum_ok"] else "DIFFERENT", d["peak_rss_bytes"] / 1e9,
+             d["io_threads"]))
+print("  together: steady %.2f GB/s (%.0f samples/s) = %.1f%% of the pinned H2D of all GPUs at once (%.2f GB/s), "
+      "%.1f%% of pread + H2D on all at once (%.2f GB/s); busy %s"
+      % (sum(steady), sum(sps), 100 * sum(steady) / agg if agg else 0, agg,
+         100 * sum(steady) / path if path else 0, path,
+         " ".join("%.1f%%" % d["gpu_busy_pct"] for d in ds)))
+# each epoch's rows over all ranks: disjoint and complete
+orders = [[l.split() for l in open("%s/%s.order.%d" % (T, tag, r))] for r in range(G)]
+ok = True
+for e in range(3):
+    rows = []
+    for o in orders:
+        per = len(o) // 3
+        for b in o[e * per:(e + 1) * per]:
+            rows.extend(int(x) for x in b)
+    if len(rows) != n or set(rows) != set(range(n)):
+        ok = False
+        print("  epoch %d: %d rows, %d distinct, of %d" % (e, len(rows), len(set(rows)), n))
+print("  rows of every epoch over the ranks: %s" % ("disjoint and complete" if ok else "NOT a partition"))
+PY
+}
+echo "== no step, default flags"
+ranks nostep
+echo "== step $step ms a batch, default flags"
+ranks step --step-ms "$step"
