@@ -79,6 +79,15 @@ typedef struct cuda_dev {
     pthread_mutex_t mu;          /* pool and timings */
     pinned *pool;
     size_t npool, cappool;
+    /* the pool's buffers are cut from slabs of pinned memory (see
+     * host_slab), made by one thread at a time */
+    struct { void *p; size_t cap, used; } *slabs;
+    size_t nslabs, capslabs;
+    bool making;                 /* a thread is making a slab */
+    pthread_cond_t made;
+    /* device buffers are cut from slabs of device memory likewise */
+    struct { void *p; size_t cap, used; } *dslabs;
+    size_t ndslabs, capdslabs;
     timing *times;
     size_t ntimes, captimes;
     double gather_s, step_s, copy_s;
@@ -141,41 +150,88 @@ static void pinned_free(void *p, size_t cap)
     munmap(p, cap);
 }
 
-static void *cu_host_alloc(dlk_dev *d, size_t n)
+/* Pinned memory is made in slabs of HOST_SLAB bytes (or one buffer's,
+ * if larger), by one thread at a time, and cut into the pool's buffers.
+ * A buffer a pin, on every loading thread at once, made ~300 pins of 5
+ * MiB at the start of a run from S3 that took 2.3-4.5 s of thread time
+ * in all (their page faults and registrations queueing on the process's
+ * memory map and in the driver; two H200 ranks, DLK_CUDA_TRACE), and cost
+ * the first epoch a fifth of its rate. */
+#define HOST_SLAB ((size_t)32 << 20)
+#define HOST_ALIGN ((size_t)64 << 10)
+
+static bool pool_add(cuda_dev *c, void *p, size_t cap)
 {
-    cuda_dev *c = (cuda_dev *)d;
-    pthread_mutex_lock(&c->mu);
-    for (size_t i = 0; i < c->npool; i++)
-        if (!c->pool[i].used && c->pool[i].cap >= n) {
-            c->pool[i].used = true;
-            pthread_mutex_unlock(&c->mu);
-            return c->pool[i].p;
-        }
-    pthread_mutex_unlock(&c->mu);
-    set_device(c);
-    size_t cap = (n + (1u << 20) - 1) & ~(size_t)((1u << 20) - 1);
-    double t0 = dlk_now_s();
-    void *p = pinned_alloc(cap);
-    if (!p)
-        return NULL;
-    if (c->trace)
-        fprintf(c->trace, "pin %.6f %.6f %.6f\n", t0 - c->t0_host,
-                t0 - c->t0_host, dlk_now_s() - c->t0_host);
-    pthread_mutex_lock(&c->mu);
     if (c->npool == c->cappool) {
         size_t nc = c->cappool ? c->cappool * 2 : 64;
         pinned *np = realloc(c->pool, nc * sizeof *np);
-        if (!np) {
-            pthread_mutex_unlock(&c->mu);
-            pinned_free(p, cap);
-            return NULL;
-        }
+        if (!np)
+            return false;
         c->pool = np;
         c->cappool = nc;
     }
     c->pool[c->npool++] = (pinned){p, cap, true};
+    return true;
+}
+
+static void *cu_host_alloc(dlk_dev *d, size_t n)
+{
+    cuda_dev *c = (cuda_dev *)d;
+    size_t cap = (n + HOST_ALIGN - 1) & ~(HOST_ALIGN - 1);
+    if (!cap)
+        cap = HOST_ALIGN;
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        for (size_t i = 0; i < c->npool; i++)
+            if (!c->pool[i].used && c->pool[i].cap >= n) {
+                c->pool[i].used = true;
+                pthread_mutex_unlock(&c->mu);
+                return c->pool[i].p;
+            }
+        if (c->nslabs) {
+            __typeof__(c->slabs[0]) *sl = &c->slabs[c->nslabs - 1];
+            if (sl->cap - sl->used >= cap) {
+                void *p = (uint8_t *)sl->p + sl->used;
+                if (!pool_add(c, p, cap))
+                    break;
+                sl->used += cap;
+                pthread_mutex_unlock(&c->mu);
+                return p;
+            }
+        }
+        if (c->making) {
+            pthread_cond_wait(&c->made, &c->mu);
+            continue;
+        }
+        if (c->nslabs == c->capslabs) {
+            size_t nc = c->capslabs ? c->capslabs * 2 : 16;
+            void *v = realloc(c->slabs, nc * sizeof *c->slabs);
+            if (!v)
+                break;
+            c->slabs = v;
+            c->capslabs = nc;
+        }
+        c->making = true;
+        pthread_mutex_unlock(&c->mu);
+        size_t sz = cap > HOST_SLAB ? cap : HOST_SLAB;
+        set_device(c);
+        double t0 = dlk_now_s();
+        void *p = pinned_alloc(sz);
+        if (p && c->trace)
+            fprintf(c->trace, "pin %.6f %.6f %.6f\n", t0 - c->t0_host,
+                    t0 - c->t0_host, dlk_now_s() - c->t0_host);
+        pthread_mutex_lock(&c->mu);
+        c->making = false;
+        pthread_cond_broadcast(&c->made);
+        if (!p)
+            break;
+        c->slabs[c->nslabs].p = p;
+        c->slabs[c->nslabs].cap = sz;
+        c->slabs[c->nslabs].used = 0;
+        c->nslabs++;
+    }
     pthread_mutex_unlock(&c->mu);
-    return p;
+    return NULL;
 }
 
 static void cu_host_free(dlk_dev *d, void *p)
@@ -215,17 +271,67 @@ static void add_timing(cuda_dev *c, cudaEvent_t a, cudaEvent_t b, int kind)
 }
 
 /* A device buffer of at least n bytes (see devbuf). */
+/* Device memory is cut from slabs of DEV_SLAB bytes (or one buffer's,
+ * if larger): a cudaMalloc a buffer, on the one thread that queues the
+ * copies, cost ~0.2 s of that thread's time at the start of a run from
+ * S3 (~360 buffers; DLK_CUDA_TRACE's devalloc lines). */
+#define DEV_SLAB ((size_t)256 << 20)
+
+static cudaError_t dev_cut(cuda_dev *c, size_t cap, void **out)
+{
+    if (c->ndslabs) {
+        __typeof__(c->dslabs[0]) *sl = &c->dslabs[c->ndslabs - 1];
+        if (sl->cap - sl->used >= cap) {
+            *out = (uint8_t *)sl->p + sl->used;
+            sl->used += cap;
+            return cudaSuccess;
+        }
+    }
+    if (c->ndslabs == c->capdslabs) {
+        size_t nc = c->capdslabs ? c->capdslabs * 2 : 8;
+        void *v = realloc(c->dslabs, nc * sizeof *c->dslabs);
+        if (!v)
+            return cudaErrorMemoryAllocation;
+        c->dslabs = v;
+        c->capdslabs = nc;
+    }
+    size_t sz = cap > DEV_SLAB ? cap : DEV_SLAB;
+    double m0 = c->trace ? dlk_now_s() : 0;
+    void *p;
+    cudaError_t e = cudaMalloc(&p, sz);
+    if (e != cudaSuccess && sz > cap) { /* a smaller GPU: just the buffer */
+        (void)cudaGetLastError();
+        e = cudaMalloc(&p, sz = cap);
+    }
+    if (c->trace)
+        fprintf(c->trace, "devalloc %.6f %.6f %.6f\n", m0 - c->t0_host,
+                m0 - c->t0_host, dlk_now_s() - c->t0_host);
+    if (e != cudaSuccess)
+        return e;
+    c->dslabs[c->ndslabs].p = p;
+    c->dslabs[c->ndslabs].cap = sz;
+    c->dslabs[c->ndslabs].used = cap;
+    c->ndslabs++;
+    *out = p;
+    return cudaSuccess;
+}
+
+/* A device buffer of at least n bytes (see devbuf). */
 static cudaError_t acquire(cuda_dev *c, size_t n, void **out)
 {
+    size_t cap = (n + HOST_ALIGN - 1) & ~(HOST_ALIGN - 1);
+    if (!cap)
+        cap = HOST_ALIGN;
     pthread_mutex_lock(&c->bmu);
     for (;;) {
+        /* a free one needs no driver call; released ones come free in
+         * the order they were released (their events are on the compute
+         * stream), so only the oldest can have, if any has */
         devbuf *oldest = NULL;
         for (size_t i = 0; i < c->nbufs; i++) {
             devbuf *b = &c->bufs[i];
             if (b->cap < n)
                 continue;
-            if (b->state == 2 && cudaEventQuery(b->freed) == cudaSuccess)
-                b->state = 0;
             if (b->state == 0) {
                 b->state = 1;
                 *out = b->p;
@@ -235,9 +341,14 @@ static cudaError_t acquire(cuda_dev *c, size_t n, void **out)
             if (b->state == 2 && (!oldest || b->seq < oldest->seq))
                 oldest = b;
         }
-        if (oldest && c->dev_bytes + n > c->dev_limit) {
+        if (oldest && cudaEventQuery(oldest->freed) == cudaSuccess) {
+            oldest->state = 1;
+            *out = oldest->p;
+            pthread_mutex_unlock(&c->bmu);
+            return cudaSuccess;
+        }
+        if (oldest && c->dev_bytes + cap > c->dev_limit) {
             cudaEvent_t ev = oldest->freed;
-            uint64_t seq = oldest->seq;
             pthread_mutex_unlock(&c->bmu);
             double w0 = c->trace ? dlk_now_s() : 0;
             cudaError_t e = cudaEventSynchronize(ev);
@@ -249,7 +360,6 @@ static cudaError_t acquire(cuda_dev *c, size_t n, void **out)
                 pthread_mutex_unlock(&c->bmu);
                 return e;
             }
-            (void)seq;
             continue; /* now free (or taken by another thread: look again) */
         }
         break; /* under the budget, or nothing to wait for: allocate */
@@ -266,15 +376,11 @@ static cudaError_t acquire(cuda_dev *c, size_t n, void **out)
     }
     devbuf *b = &c->bufs[c->nbufs];
     memset(b, 0, sizeof *b);
-    double m0 = c->trace ? dlk_now_s() : 0;
-    cudaError_t e = cudaMalloc(&b->p, n ? n : 64);
-    if (c->trace)
-        fprintf(c->trace, "devalloc %.6f %.6f %.6f\n", m0 - c->t0_host,
-                m0 - c->t0_host, dlk_now_s() - c->t0_host);
+    cudaError_t e = dev_cut(c, cap, &b->p);
     if (e == cudaSuccess)
         e = cudaEventCreateWithFlags(&b->freed, cudaEventDisableTiming);
     if (e == cudaSuccess) {
-        b->cap = n ? n : 64;
+        b->cap = cap;
         b->state = 1;
         c->nbufs++;
         c->dev_bytes += b->cap;
@@ -567,16 +673,19 @@ static void cu_close(dlk_dev *d)
         cudaEventDestroy(c->times[i].b);
     }
     free(c->times);
-    for (size_t i = 0; i < c->npool; i++)
-        pinned_free(c->pool[i].p, c->pool[i].cap);
+    for (size_t i = 0; i < c->nslabs; i++)
+        pinned_free(c->slabs[i].p, c->slabs[i].cap);
+    free(c->slabs);
     free(c->pool);
+    pthread_cond_destroy(&c->made);
     if (c->items)
         cudaFreeHost(c->items);
-    for (size_t i = 0; i < c->nbufs; i++) {
-        cudaFree(c->bufs[i].p);
+    for (size_t i = 0; i < c->nbufs; i++)
         cudaEventDestroy(c->bufs[i].freed);
-    }
     free(c->bufs);
+    for (size_t i = 0; i < c->ndslabs; i++)
+        cudaFree(c->dslabs[i].p);
+    free(c->dslabs);
     for (size_t i = c->resolved; i < c->nmarks; i++)
         cudaEventDestroy(c->marks[i].ev);
     free(c->marks);
@@ -743,6 +852,7 @@ dlk_status dlk_dev_open_cuda(int index, const char *trace, dlk_dev **out,
     c->index = index;
 
     pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->made, NULL);
     pthread_mutex_init(&c->bmu, NULL);
     c->dev_limit = UINT64_MAX;
     e = cudaSetDevice(index);
