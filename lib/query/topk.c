@@ -62,59 +62,67 @@ static void dot_f64(const double *x, const float *q, size_t n, double *dot,
     *xx = s;
 }
 
-typedef struct search {
-    const q_topk_job *j;
-    q_work w;
-} search;
+void q_dot(const void *x, bool f64, const float *q, uint32_t dim,
+           double *dot, double *xx)
+{
+    if (f64)
+        dot_f64(x, q, dim, dot, xx);
+    else
+        dot_f32(x, q, dim, dot, xx);
+}
 
+double q_norm2(const float *q, uint32_t dim)
+{
+    double qq = 0;
+    for (uint32_t i = 0; i < dim; i++)
+        qq += (double)q[i] * q[i];
+    return qq;
+}
 
 /* topk_cuda.cu's goodness() is this one, operation for operation. */
-static double goodness(const q_topk_job *j, double dot, double xx)
+double q_goodness(dlk_metric metric, double qq, double dot, double xx)
 {
-    switch (j->metric) {
+    switch (metric) {
     case DLK_METRIC_IP: return dot;
-    case DLK_METRIC_L2: return -(xx - 2 * dot + j->qq);
+    case DLK_METRIC_L2: return -(xx - 2 * dot + qq);
     default:
-        return xx > 0 && j->qq > 0 ? dot / (sqrt(xx) * sqrt(j->qq)) : 0;
+        return xx > 0 && qq > 0 ? dot / (sqrt(xx) * sqrt(qq)) : 0;
     }
 }
 
-typedef struct targ {
-    search *s;
-    heap *h;
-    uint64_t bytes;
-} targ;
-
-static void *search_main(void *arg)
+dlk_status q_walk(const q_topk_job *j, q_work *w, q_rows_fn fn, void *ctx,
+                  uint64_t *bytes, dlk_error *err)
 {
-    targ *a = arg;
-    search *s = a->s;
-    const q_topk_job *j = s->j;
     const dlk_tensor *t = &j->ds->m.tensors[j->ti];
-    bool f32 = t->spec.dtype == DLK_F32;
+    size_t want = (size_t)j->dim * (t->spec.dtype == DLK_F64 ? 8 : 4);
     q_chunk qc = {.index = -1};
-    dlk_error err = {0};
     dlk_status rc = DLK_OK;
     dlk_hash64_stream *hs = j->fused ? dlk_hash64_stream_new() : NULL;
     if (j->fused && !hs)
-        rc = dlk_fail(&err, DLK_ENOMEM, "out of memory");
-    while (!rc && !atomic_load(&s->w.failed)) {
-        size_t k = atomic_fetch_add(&s->w.next, 1);
+        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    while (!rc && !atomic_load(&w->failed)) {
+        size_t k = atomic_fetch_add(&w->next, 1);
         if (k >= j->nchunks)
             break;
         size_t ci = j->chunks[k];
-        if ((rc = q_chunk_get(j->ds, j->ti, ci, j->mode, &qc, &a->bytes,
-                              &err)))
+        if ((rc = q_chunk_get(j->ds, j->ti, ci, j->mode, &qc, bytes, err)))
             break;
         const uint8_t *p = qc.c->payload;
         size_t stride = qc.c->sample_bytes;
+        if (stride != want) {
+            rc = dlk_fail(err, DLK_ECORRUPT, "chunk 'chunks/%s/%s': %zu "
+                          "bytes a row, not %zu", t->spec.name,
+                          t->chunks[ci].key, stride, want);
+            break;
+        }
         size_t total = (size_t)(qc.end - qc.first) * stride, done = 0;
         uint64_t i = q_cands_lower(j->cands, 0, j->cands->n, qc.first);
         uint64_t i1 = q_cands_lower(j->cands, 0, j->cands->n, qc.end);
         if (hs)
             dlk_hash64_stream_reset(hs);
-        while (done < total || i < i1) {
-            /* hash the next window, then score the rows it completes */
+        while (!rc && (done < total || i < i1)) {
+            /* hash the next window, then hand on the rows it completes
+             * (runs of consecutive rows at once) */
             size_t upto = total;
             if (hs) {
                 upto = done + Q_HASH_WINDOW < total ? done + Q_HASH_WINDOW
@@ -122,32 +130,32 @@ static void *search_main(void *arg)
                 dlk_hash64_stream_update(hs, p + done, upto - done);
             }
             done = upto;
-            for (; i < i1; i++) {
+            while (i < i1) {
                 uint64_t row = q_cand(j->cands, i);
                 size_t off = (size_t)(row - qc.first) * stride;
                 if (off + stride > done)
                     break;
-                double dot, xx;
-                if (f32)
-                    dot_f32((const void *)(p + off), j->q, j->dim, &dot, &xx);
-                else
-                    dot_f64((const void *)(p + off), j->q, j->dim, &dot, &xx);
-                q_heap_push(a->h, (hit){goodness(j, dot, xx), row});
+                uint64_t run = 1;
+                while (i + run < i1 && q_cand(j->cands, i + run) == row + run &&
+                       off + (run + 1) * stride <= done)
+                    run++;
+                if ((rc = fn(ctx, p + off, row, run, err)))
+                    break;
+                i += run;
             }
         }
-        if (hs && dlk_hash64_stream_digest(hs) != qc.c->h.stored_hash) {
-            rc = dlk_fail(&err, DLK_ECORRUPT, "chunk 'chunks/%s/%s': payload "
+        if (!rc && hs && dlk_hash64_stream_digest(hs) != qc.c->h.stored_hash)
+            rc = dlk_fail(err, DLK_ECORRUPT, "chunk 'chunks/%s/%s': payload "
                           "checksum mismatch", t->spec.name,
                           t->chunks[ci].key);
-            break;
-        }
-        q_chunk_drop(j->ds, &qc);
+        if (!rc)
+            q_chunk_drop(j->ds, &qc);
     }
     q_chunk_drop(j->ds, &qc);
     dlk_hash64_stream_free(hs);
     if (rc)
-        q_work_fail(&s->w, rc, &err);
-    return NULL;
+        q_work_fail(w, rc, err);
+    return rc;
 }
 
 void q_work_init(q_work *w)
@@ -175,38 +183,70 @@ dlk_status q_work_end(q_work *w, dlk_error *err)
     return w->rc;
 }
 
+void q_parallel(uint32_t n, void *(*fn)(void *), void *args, size_t size)
+{
+    pthread_t *tid = n > 1 ? calloc(n - 1, sizeof *tid) : NULL;
+    uint32_t started = 0;
+    for (uint32_t i = 1; tid && i < n; i++)
+        if (pthread_create(&tid[started], NULL, fn,
+                           (char *)args + (size_t)i * size) == 0)
+            started++;
+    fn(args);
+    for (uint32_t i = 0; i < started; i++)
+        pthread_join(tid[i], NULL);
+    free(tid);
+}
+
+typedef struct targ {
+    const q_topk_job *j;
+    q_work *w;
+    heap *h;
+    uint64_t bytes;
+} targ;
+
+/* q_walk's fn for the CPU engine: score the rows into the heap. */
+static dlk_status score_rows(void *ctx, const uint8_t *src, uint64_t row0,
+                             uint64_t n, dlk_error *err)
+{
+    (void)err;
+    targ *a = ctx;
+    const q_topk_job *j = a->j;
+    bool f64 = j->ds->m.tensors[j->ti].spec.dtype == DLK_F64;
+    size_t stride = (size_t)j->dim * (f64 ? 8 : 4);
+    for (uint64_t r = 0; r < n; r++) {
+        double dot, xx;
+        q_dot(src + r * stride, f64, j->q, j->dim, &dot, &xx);
+        q_heap_push(a->h, (hit){q_goodness(j->metric, j->qq, dot, xx),
+                                row0 + r});
+    }
+    return DLK_OK;
+}
+
+static void *search_main(void *arg)
+{
+    targ *a = arg;
+    dlk_error err;
+    q_walk(a->j, a->w, score_rows, a, &a->bytes, &err);
+    return NULL;
+}
+
 /* The CPU engine: j->threads threads, heap i on thread i. */
 static dlk_status topk_cpu(const q_topk_job *j, heap *heaps, uint64_t *bytes,
                            dlk_error *err)
 {
-    search s;
-    memset(&s, 0, sizeof s);
-    s.j = j;
     targ *args = calloc(j->threads, sizeof *args);
-    pthread_t *tid = calloc(j->threads, sizeof *tid);
-    dlk_status rc = DLK_OK;
-    if (!args || !tid) {
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
-    } else {
-        q_work_init(&s.w);
-        uint32_t started = 0;
-        for (uint32_t i = 0; i < j->threads; i++)
-            args[i] = (targ){&s, &heaps[i], 0};
-        for (uint32_t i = 1; i < j->threads; i++)
-            if (pthread_create(&tid[started], NULL, search_main,
-                               &args[i]) == 0)
-                started++;
-        search_main(&args[0]);
-        for (uint32_t i = 0; i < started; i++)
-            pthread_join(tid[i], NULL);
-        for (uint32_t i = 0; i < j->threads; i++)
-            if (bytes)
-                *bytes += args[i].bytes;
-        rc = q_work_end(&s.w, err);
-    }
-    free(tid);
+    if (!args)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    q_work w;
+    q_work_init(&w);
+    for (uint32_t i = 0; i < j->threads; i++)
+        args[i] = (targ){j, &w, &heaps[i], 0};
+    q_parallel(j->threads, search_main, args, sizeof *args);
+    for (uint32_t i = 0; i < j->threads; i++)
+        if (bytes)
+            *bytes += args[i].bytes;
     free(args);
-    return rc;
+    return q_work_end(&w, err);
 }
 
 static int cmp_hit(const void *a, const void *b)
@@ -235,15 +275,11 @@ static dlk_status pick_device(dlk_query_device want, dlk_query_device *out,
     return DLK_OK;
 }
 
-dlk_status q_topk(dlk_dataset *ds, size_t ti, const float *q, uint32_t dim,
-                  dlk_metric metric, uint32_t k, const q_cands *cands,
-                  uint32_t threads, bool verify, dlk_query_device device,
-                  dlk_query_device *used, uint64_t **rows, double **scores,
-                  uint64_t *n, uint64_t *bytes, dlk_error *err)
+dlk_status q_topk_job_init(q_topk_job *j, dlk_dataset *ds, size_t ti,
+                           uint32_t dim, const q_cands *cands,
+                           uint32_t threads, bool verify, dlk_error *err)
 {
-    *rows = NULL;
-    *scores = NULL;
-    *n = 0;
+    memset(j, 0, sizeof *j);
     const dlk_tensor *t = &ds->m.tensors[ti];
     if ((t->spec.dtype != DLK_F32 && t->spec.dtype != DLK_F64) ||
         t->spec.ndim != 1 || t->spec.shape[0] == DLK_DIM_VARIABLE)
@@ -254,72 +290,94 @@ dlk_status q_topk(dlk_dataset *ds, size_t ti, const float *q, uint32_t dim,
         return dlk_fail(err, DLK_EINVAL, "the query vector has %u values; "
                         "tensor '%s' has %lld", dim, t->spec.name,
                         (long long)t->spec.shape[0]);
-    dlk_query_device dev;
-    dlk_status rc = pick_device(device, &dev, err);
-    if (rc)
-        return rc;
-    if (used)
-        *used = dev;
-    if (!threads)
-        threads = 1;
-    q_topk_job j = {
-        .ds = ds, .ti = ti, .q = q, .dim = dim, .metric = metric, .k = k,
-        .cands = cands, .threads = threads,
-        /* uncompressed: the payload is the stored bytes, hashed as it is
-         * scored; compressed chunks are checked as they are
-         * decompressed */
-        .fused = verify && t->spec.codec == DLK_CODEC_NONE,
-    };
-    j.mode = (verify && !j.fused ? DLK_DECODE_VERIFY : 0) |
-             (cands->rows ? 0 : Q_WHOLE);
-    for (uint32_t i = 0; i < dim; i++)
-        j.qq += (double)q[i] * q[i];
+    j->ds = ds;
+    j->ti = ti;
+    j->dim = dim;
+    j->cands = cands;
+    j->threads = threads ? threads : 1;
+    /* uncompressed: the payload is the stored bytes, hashed as it is
+     * scored; compressed chunks are checked as they are decompressed */
+    j->fused = verify && t->spec.codec == DLK_CODEC_NONE;
+    j->mode = (verify && !j->fused ? DLK_DECODE_VERIFY : 0) |
+              (cands->rows ? 0 : Q_WHOLE);
     size_t *chunks = malloc((t->nchunks ? t->nchunks : 1) * sizeof *chunks);
-    heap *heaps = calloc(threads, sizeof *heaps);
-    hit *all = calloc((size_t)threads * k, sizeof *all);
-    if (!chunks || !heaps || !all)
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
-    for (size_t c = 0; !rc && c < t->nchunks; c++) {
+    if (!chunks)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    for (size_t c = 0; c < t->nchunks; c++) {
         const dlk_chunk_entry *e = &t->chunks[c];
         if (q_cands_lower(cands, 0, cands->n, e->first) <
             q_cands_lower(cands, 0, cands->n, e->first + e->samples))
-            chunks[j.nchunks++] = c;
+            chunks[j->nchunks++] = c;
     }
-    j.chunks = chunks;
-    for (uint32_t i = 0; !rc && i < threads; i++)
+    j->chunks = chunks;
+    return DLK_OK;
+}
+
+uint64_t q_heaps_merge(heap *heaps, uint32_t nheaps, hit *all, uint32_t k,
+                       dlk_metric metric, uint64_t *rows, double *scores)
+{
+    uint64_t got = 0;
+    for (uint32_t i = 0; i < nheaps; i++) {
+        memmove(all + got, heaps[i].v, heaps[i].n * sizeof *all);
+        got += heaps[i].n;
+    }
+    qsort(all, got, sizeof *all, cmp_hit);
+    if (got > k)
+        got = k;
+    for (uint64_t i = 0; i < got; i++) {
+        rows[i] = all[i].row;
+        scores[i] = metric == DLK_METRIC_L2 ? sqrt(fmax(0, -all[i].g))
+                                            : all[i].g;
+    }
+    return got;
+}
+
+dlk_status q_topk(dlk_dataset *ds, size_t ti, const float *q, uint32_t dim,
+                  dlk_metric metric, uint32_t k, const q_cands *cands,
+                  uint32_t threads, bool verify, dlk_query_device device,
+                  dlk_query_device *used, uint64_t **rows, double **scores,
+                  uint64_t *n, uint64_t *bytes, dlk_error *err)
+{
+    *rows = NULL;
+    *scores = NULL;
+    *n = 0;
+    q_topk_job j;
+    dlk_status rc = q_topk_job_init(&j, ds, ti, dim, cands, threads, verify,
+                                    err);
+    if (rc)
+        return rc;
+    dlk_query_device dev;
+    if ((rc = pick_device(device, &dev, err))) {
+        free((void *)j.chunks);
+        return rc;
+    }
+    if (used)
+        *used = dev;
+    j.q = q;
+    j.metric = metric;
+    j.k = k;
+    j.qq = q_norm2(q, dim);
+    heap *heaps = calloc(j.threads, sizeof *heaps);
+    hit *all = calloc((size_t)j.threads * k, sizeof *all);
+    *rows = malloc(k * sizeof **rows);
+    *scores = malloc(k * sizeof **scores);
+    if (!heaps || !all || !*rows || !*scores)
+        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    for (uint32_t i = 0; !rc && i < j.threads; i++)
         heaps[i] = (heap){all + (size_t)i * k, 0, k};
     if (!rc)
         rc = dev == DLK_QUERY_DEVICE_CUDA ? q_topk_cuda(&j, heaps, bytes, err)
                                           : topk_cpu(&j, heaps, bytes, err);
-    uint64_t got = 0;
-    for (uint32_t i = 0; !rc && i < threads; i++) {
-        memmove(all + got, heaps[i].v, heaps[i].n * sizeof *all);
-        got += heaps[i].n;
-    }
+    if (!rc)
+        *n = q_heaps_merge(heaps, j.threads, all, k, metric, *rows, *scores);
     free(heaps);
-    free(chunks);
-    if (!rc) {
-        qsort(all, got, sizeof *all, cmp_hit);
-        if (got > k)
-            got = k;
-        *rows = malloc((got ? got : 1) * sizeof **rows);
-        *scores = malloc((got ? got : 1) * sizeof **scores);
-        if (!*rows || !*scores)
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
-        for (uint64_t i = 0; !rc && i < got; i++) {
-            (*rows)[i] = all[i].row;
-            (*scores)[i] = metric == DLK_METRIC_L2
-                               ? sqrt(fmax(0, -all[i].g)) : all[i].g;
-        }
-        *n = got;
-    }
     free(all);
+    free((void *)j.chunks);
     if (rc) {
         free(*rows);
         free(*scores);
         *rows = NULL;
         *scores = NULL;
-        *n = 0;
     }
     return rc;
 }

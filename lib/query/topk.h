@@ -103,11 +103,61 @@ dlk_status q_work_end(q_work *w, dlk_error *err);
  * or scored while it is in cache. */
 #define Q_HASH_WINDOW ((size_t)256 << 10)
 
+/* What a walk does with a run of n consecutive candidate rows (row0,
+ * row0+1, ...) of a chunk, their bytes at src (a row's bytes each, j's
+ * stride), while they are in cache. */
+typedef dlk_status (*q_rows_fn)(void *ctx, const uint8_t *src,
+                                uint64_t row0, uint64_t n, dlk_error *err);
+
+/* One thread's share of a walk over j's chunks: takes the next chunk
+ * from w until none is left or a thread failed; reads it (*bytes: the
+ * bytes read), hashes it window by window when j->fused, and hands fn
+ * the runs of candidate rows each window completes.  A chunk whose
+ * checksum is wrong fails after its rows went to fn: the caller then
+ * drops what fn made of them.  Failures are also kept in w. */
+dlk_status q_walk(const q_topk_job *j, q_work *w, q_rows_fn fn, void *ctx,
+                  uint64_t *bytes, dlk_error *err);
+
+/* fn(args + i * size) for i in [0, n): on n-1 new threads and the
+ * calling one.  A thread that cannot start leaves its arg unrun, so fn
+ * must take its work from a shared queue. */
+void q_parallel(uint32_t n, void *(*fn)(void *), void *args, size_t size);
+
+/* Checks that tensor ti is an embedding of dim values and fills j's
+ * walk (ds, ti, dim, cands, threads, mode, fused, chunks: malloc'd, the
+ * caller frees them) for a search or an index over cands. */
+dlk_status q_topk_job_init(q_topk_job *j, dlk_dataset *ds, size_t ti,
+                           uint32_t dim, const q_cands *cands,
+                           uint32_t threads, bool verify, dlk_error *err);
+
+/* q.q as both engines take it: summed in double in index order. */
+double q_norm2(const float *q, uint32_t dim);
+
+/* x.q and x.x of one row (f32, or f64 when f64), and the goodness of a
+ * row from them: what both engines and the index score with. */
+void q_dot(const void *x, bool f64, const float *q, uint32_t dim,
+           double *dot, double *xx);
+double q_goodness(dlk_metric metric, double qq, double dot, double xx);
+
+/* The k best of nheaps heaps, best first, into rows and scores (the
+ * metric's value: a distance for l2); the heaps' slots are reordered.
+ * all: room for the heaps' hits, which may be the heaps' own memory
+ * when it is one array (heap i at all + i * k).  Returns how many. */
+uint64_t q_heaps_merge(heap *heaps, uint32_t nheaps, hit *all, uint32_t k,
+                       dlk_metric metric, uint64_t *rows, double *scores);
+
 /* The CUDA engine: each of j->threads workers fills heap i of heaps
  * (k slots each, n 0 on entry); *bytes gets the chunk bytes read.
  * DLK_EGPU when a CUDA call fails; a build without CUDA returns
  * DLK_EGPU at once. */
 dlk_status q_topk_cuda(const q_topk_job *j, heap *heaps, uint64_t *bytes,
                        dlk_error *err);
+
+/* The CUDA engine's walk without scoring: j's candidate rows copied
+ * through its pinned slots into dst (device memory of GPU 0, room for
+ * every candidate), in the order the workers take them, with the row
+ * of each in rows (host).  DLK_EGPU as q_topk_cuda. */
+dlk_status q_load_cuda(const q_topk_job *j, void *dst, uint64_t *rows,
+                       uint64_t *bytes, dlk_error *err);
 
 #endif

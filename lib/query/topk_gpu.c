@@ -10,20 +10,19 @@
  * same scores give the same rows in the same order.  Rows copied to the
  * GPU before their chunk's checksum is found wrong are scored, but the
  * search then fails: nothing of it is returned.  The scores that come
- * back are 8 bytes a row, under 1% of the rows' bytes for D >= 256. */
+ * back are 8 bytes a row, under 1% of the rows' bytes for D >= 256.
+ * q_load_cuda runs the same workers but copies each full slot into a
+ * resident index's device memory instead of scoring it (index.c). */
 #include "topk.h"
 
 #ifdef DLK_HAVE_CUDA
-#include <cuda_runtime_api.h>
+#include "topk_cuda.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-
-cudaError_t dlk_cuda_topk_score(const void *x, int f64, uint64_t n,
-                                uint32_t dim, const float *q, double qq,
-                                int metric, double *out, cudaStream_t st);
 
 /* Bytes of rows a slot holds: big enough that a copy's fixed cost is
  * small, small enough that all workers' slots pin quickly. */
@@ -48,6 +47,11 @@ typedef struct gsearch {
     uint64_t cap;        /* rows a slot */
     bool f64;
     q_work w;
+    /* loading (q_load_cuda) instead of scoring: each full slot goes to
+     * dst at the next free place, its rows to dst_rows there */
+    uint8_t *dst;
+    uint64_t *dst_rows;
+    atomic_uint_fast64_t filled;
 } gsearch;
 
 typedef struct worker {
@@ -65,13 +69,6 @@ typedef struct worker {
     uint64_t *rowmem;
 } worker;
 
-#define CU(call, what)                                                      \
-    do {                                                                    \
-        cudaError_t e_ = (call);                                            \
-        if (e_ != cudaSuccess)                                              \
-            return dlk_fail(err, DLK_EGPU, "vector search on the GPU: %s: " \
-                            "%s", what, cudaGetErrorString(e_));            \
-    } while (0)
 
 /* Pinned staging: mapped, faulted in by this worker, then registered
  * (cudaHostAlloc pins one call at a time in the driver, several times
@@ -140,8 +137,9 @@ static dlk_status slot_take(worker *w, slot *sl, dlk_error *err)
 {
     if (!sl->pending)
         return DLK_OK;
-    CU(cudaEventSynchronize(sl->done), "scoring");
-    for (uint64_t i = 0; i < sl->n; i++)
+    CU(cudaEventSynchronize(sl->done), w->s->dst ? "copy to the GPU"
+                                                 : "scoring");
+    for (uint64_t i = 0; !w->s->dst && i < sl->n; i++)
         q_heap_push(w->h, (hit){sl->scores[i], sl->rows[i]});
     sl->pending = false;
     sl->n = 0;
@@ -154,7 +152,15 @@ static dlk_status slot_submit(worker *w, dlk_error *err)
 {
     gsearch *s = w->s;
     slot *sl = &w->sl[w->cur];
-    if (sl->n) {
+    if (sl->n && s->dst) {
+        uint64_t at = atomic_fetch_add(&s->filled, sl->n);
+        memcpy(s->dst_rows + at, sl->rows, sl->n * sizeof *sl->rows);
+        CU(cudaMemcpyAsync(s->dst + at * s->stride, sl->stage,
+                           sl->n * s->stride, cudaMemcpyHostToDevice, w->st),
+           "copy to the GPU");
+        CU(cudaEventRecord(sl->done, w->st), "cudaEventRecord");
+        sl->pending = true;
+    } else if (sl->n) {
         CU(cudaMemcpyAsync(sl->dx, sl->stage, sl->n * s->stride,
                            cudaMemcpyHostToDevice, w->st), "copy to the GPU");
         CU(dlk_cuda_topk_score(sl->dx, s->f64, sl->n, s->j->dim, s->dq,
@@ -170,10 +176,11 @@ static dlk_status slot_submit(worker *w, dlk_error *err)
     return slot_take(w, &w->sl[w->cur], err);
 }
 
-/* Stage rows row0.. (n of them, consecutive) from src. */
-static dlk_status stage(worker *w, const uint8_t *src, uint64_t row0,
+/* q_walk's fn: stage rows row0.. (n of them, consecutive) from src. */
+static dlk_status stage(void *ctx, const uint8_t *src, uint64_t row0,
                         uint64_t n, dlk_error *err)
 {
+    worker *w = ctx;
     gsearch *s = w->s;
     while (n) {
         slot *sl = &w->sl[w->cur];
@@ -192,80 +199,19 @@ static dlk_status stage(worker *w, const uint8_t *src, uint64_t row0,
     return DLK_OK;
 }
 
-/* One chunk: hash each window, stage the candidate rows it completes
- * (runs of consecutive rows in one copy). */
-static dlk_status do_chunk(worker *w, size_t ci, q_chunk *qc,
-                           dlk_hash64_stream *hs, dlk_error *err)
-{
-    const q_topk_job *j = w->s->j;
-    const dlk_tensor *t = &j->ds->m.tensors[j->ti];
-    dlk_status rc = q_chunk_get(j->ds, j->ti, ci, j->mode, qc, &w->bytes,
-                                err);
-    if (rc)
-        return rc;
-    const uint8_t *p = qc->c->payload;
-    size_t stride = qc->c->sample_bytes;
-    if (stride != w->s->stride)
-        return dlk_fail(err, DLK_ECORRUPT, "chunk 'chunks/%s/%s': %zu bytes "
-                        "a row, not %zu", t->spec.name, t->chunks[ci].key,
-                        stride, w->s->stride);
-    size_t total = (size_t)(qc->end - qc->first) * stride, done = 0;
-    uint64_t i = q_cands_lower(j->cands, 0, j->cands->n, qc->first);
-    uint64_t i1 = q_cands_lower(j->cands, 0, j->cands->n, qc->end);
-    if (hs)
-        dlk_hash64_stream_reset(hs);
-    while (done < total || i < i1) {
-        size_t upto = total;
-        if (hs) {
-            upto = done + Q_HASH_WINDOW < total ? done + Q_HASH_WINDOW : total;
-            dlk_hash64_stream_update(hs, p + done, upto - done);
-        }
-        done = upto;
-        while (i < i1) {
-            uint64_t row = q_cand(j->cands, i);
-            size_t off = (size_t)(row - qc->first) * stride;
-            if (off + stride > done)
-                break;
-            uint64_t run = 1;
-            while (i + run < i1 && q_cand(j->cands, i + run) == row + run &&
-                   off + (run + 1) * stride <= done)
-                run++;
-            if ((rc = stage(w, p + off, row, run, err)))
-                return rc;
-            i += run;
-        }
-    }
-    if (hs && dlk_hash64_stream_digest(hs) != qc->c->h.stored_hash)
-        return dlk_fail(err, DLK_ECORRUPT, "chunk 'chunks/%s/%s': payload "
-                        "checksum mismatch", t->spec.name, t->chunks[ci].key);
-    q_chunk_drop(j->ds, qc);
-    return DLK_OK;
-}
-
 static void *worker_main(void *arg)
 {
     worker *w = arg;
     gsearch *s = w->s;
-    const q_topk_job *j = s->j;
-    q_chunk qc = {.index = -1};
     dlk_error err = {0};
-    dlk_hash64_stream *hs = j->fused ? dlk_hash64_stream_new() : NULL;
-    dlk_status rc = j->fused && !hs
-                        ? dlk_fail(&err, DLK_ENOMEM, "out of memory")
-                        : worker_open(w, &err);
-    while (!rc && !atomic_load(&s->w.failed)) {
-        size_t k = atomic_fetch_add(&s->w.next, 1);
-        if (k >= j->nchunks)
-            break;
-        rc = do_chunk(w, j->chunks[k], &qc, hs, &err);
-    }
+    dlk_status rc = worker_open(w, &err);
+    if (!rc)
+        rc = q_walk(s->j, &s->w, stage, w, &w->bytes, &err);
     /* the last slot, then every slot's scores */
     if (!rc)
         rc = slot_submit(w, &err);
     for (int i = 0; !rc && i < NSLOT; i++)
         rc = slot_take(w, &w->sl[i], &err);
-    q_chunk_drop(j->ds, &qc);
-    dlk_hash64_stream_free(hs);
     worker_close(w);
     if (rc)
         q_work_fail(&s->w, rc, &err);
@@ -282,50 +228,67 @@ static dlk_status upload_query(const q_topk_job *j, float **dq,
     return DLK_OK;
 }
 
+/* The workers over s's job: worker i fills heap i (heaps NULL when
+ * loading). */
+static dlk_status run_workers(gsearch *s, heap *heaps, uint64_t *bytes,
+                              dlk_error *err)
+{
+    const q_topk_job *j = s->j;
+    /* no more workers than chunks: each one pins its own staging */
+    uint32_t nw = j->threads < j->nchunks ? j->threads : (uint32_t)j->nchunks;
+    worker *ws = calloc(nw, sizeof *ws);
+    if (!ws)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    q_work_init(&s->w);
+    for (uint32_t i = 0; i < nw; i++) {
+        ws[i].s = s;
+        ws[i].h = heaps ? &heaps[i] : NULL;
+    }
+    q_parallel(nw, worker_main, ws, sizeof *ws);
+    for (uint32_t i = 0; i < nw; i++)
+        if (bytes)
+            *bytes += ws[i].bytes;
+    free(ws);
+    return q_work_end(&s->w, err);
+}
+
+static void gsearch_init(gsearch *s, const q_topk_job *j)
+{
+    memset(s, 0, sizeof *s);
+    s->j = j;
+    s->f64 = j->ds->m.tensors[j->ti].spec.dtype == DLK_F64;
+    s->stride = (size_t)j->dim * (s->f64 ? 8 : 4);
+    s->cap = SLAB / s->stride ? SLAB / s->stride : 1;
+}
+
 dlk_status q_topk_cuda(const q_topk_job *j, heap *heaps, uint64_t *bytes,
                        dlk_error *err)
 {
     if (!j->nchunks)
         return DLK_OK;
-    const dlk_tensor *t = &j->ds->m.tensors[j->ti];
     gsearch s;
-    memset(&s, 0, sizeof s);
-    s.j = j;
-    s.f64 = t->spec.dtype == DLK_F64;
-    s.stride = (size_t)j->dim * (s.f64 ? 8 : 4);
-    s.cap = SLAB / s.stride ? SLAB / s.stride : 1;
-    /* no more workers than chunks: each one pins its own staging */
-    uint32_t nw = j->threads < j->nchunks ? j->threads : (uint32_t)j->nchunks;
+    gsearch_init(&s, j);
     float *dq = NULL;
     dlk_status rc = upload_query(j, &dq, err);
     s.dq = dq;
-    worker *ws = rc ? NULL : calloc(nw, sizeof *ws);
-    pthread_t *tid = rc ? NULL : calloc(nw, sizeof *tid);
-    if (!rc && (!ws || !tid))
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
-    if (!rc) {
-        q_work_init(&s.w);
-        uint32_t started = 0;
-        for (uint32_t i = 0; i < nw; i++) {
-            ws[i].s = &s;
-            ws[i].h = &heaps[i];
-        }
-        for (uint32_t i = 1; i < nw; i++)
-            if (pthread_create(&tid[started], NULL, worker_main, &ws[i]) == 0)
-                started++;
-        worker_main(&ws[0]);
-        for (uint32_t i = 0; i < started; i++)
-            pthread_join(tid[i], NULL);
-        for (uint32_t i = 0; i < nw; i++)
-            if (bytes)
-                *bytes += ws[i].bytes;
-        rc = q_work_end(&s.w, err);
-    }
-    free(tid);
-    free(ws);
+    if (!rc)
+        rc = run_workers(&s, heaps, bytes, err);
     if (dq)
         cudaFree(dq);
     return rc;
+}
+
+dlk_status q_load_cuda(const q_topk_job *j, void *dst, uint64_t *rows,
+                       uint64_t *bytes, dlk_error *err)
+{
+    if (!j->nchunks)
+        return DLK_OK;
+    gsearch s;
+    gsearch_init(&s, j);
+    s.dst = dst;
+    s.dst_rows = rows;
+    CU(cudaSetDevice(0), "cudaSetDevice");
+    return run_workers(&s, NULL, bytes, err);
 }
 
 #else
@@ -335,6 +298,17 @@ dlk_status q_topk_cuda(const q_topk_job *j, heap *heaps, uint64_t *bytes,
 {
     (void)j;
     (void)heaps;
+    (void)bytes;
+    return dlk_fail(err, DLK_EGPU, "cannot search on a CUDA GPU: this dlk "
+                    "was built without CUDA");
+}
+
+dlk_status q_load_cuda(const q_topk_job *j, void *dst, uint64_t *rows,
+                       uint64_t *bytes, dlk_error *err)
+{
+    (void)j;
+    (void)dst;
+    (void)rows;
     (void)bytes;
     return dlk_fail(err, DLK_EGPU, "cannot search on a CUDA GPU: this dlk "
                     "was built without CUDA");
