@@ -19,7 +19,9 @@ static const char usage_text[] =
     "                 (man dlk-query for the language); all rows if omitted\n"
     "  --near T=V     the K rows nearest to vector V in the embedding tensor\n"
     "                 T (f32/f64 [D]), among those EXPR picks: V is a .npy\n"
-    "                 file of D values or a row number\n"
+    "                 file of D values or a row number; a .npy of shape\n"
+    "                 [Q, D] asks Q queries, answered from the rows read\n"
+    "                 once (a block of rows each; --json: \"results\")\n"
     "  --k K          how many nearest rows (default 10)\n"
     "  --metric M     cosine (default), l2 or ip (inner product)\n"
     "  --at REF       query a commit (main, main~N, an id or a prefix)\n"
@@ -217,6 +219,93 @@ static void point_at(const char *expr, size_t col)
     fprintf(stderr, "  %s\n  %*s^\n", expr, (int)(col - 1), "");
 }
 
+/* --near T=FILE.npy of several query vectors: the rows are read once
+ * into a resident index (dlk_index_open: on a GPU they are copied there
+ * once), which answers every query; a block of rows per query. */
+static int query_many(dlk_dataset *ds, const char *url, const char *at,
+                      const dlk_select_opts *so, const float *vecs,
+                      uint32_t nq, uint32_t dim, const show *sh,
+                      uint64_t limit, bool json)
+{
+    dlk_error err;
+    size_t col = 0;
+    dlk_index_opts io = {
+        .tensor = so->near_tensor, .where = so->where, .view = so->view,
+        .device = so->device, .threads = so->threads,
+        .no_verify = so->no_verify, .error_column = &col,
+    };
+    /* the lengths checked before the rows are read */
+    int ti = dlk_dataset_find(ds, so->near_tensor);
+    dlk_tensor_info ti_info;
+    if (ti >= 0 && !dlk_tensor_info_get(ds, (size_t)ti, &ti_info, &err) &&
+        ti_info.ndim == 1 && ti_info.shape[0] != (int64_t)dim) {
+        cmd_error("query", "the query vectors have %u values; tensor '%s' "
+                  "has %lld", dim, so->near_tensor,
+                  (long long)ti_info.shape[0]);
+        return EXIT_ERROR;
+    }
+    dlk_index *ix;
+    double t0 = cmd_now_s();
+    if (dlk_index_open(ds, &io, &ix, &err)) {
+        int code = cmd_fail("query", &err);
+        if (col) { /* the expression is at fault: usage */
+            point_at(so->where, col);
+            code = EXIT_USAGE;
+        }
+        return code;
+    }
+    double t1 = cmd_now_s();
+    uint32_t k = so->k ? so->k : 10, got = 0;
+    uint64_t *rows = malloc((size_t)nq * k * sizeof *rows);
+    double *scores = malloc((size_t)nq * k * sizeof *scores);
+    int code = EXIT_OK;
+    if (!rows || !scores) {
+        cmd_error("query", "out of memory");
+        code = EXIT_ERROR;
+    } else if (dlk_index_search(ix, vecs, nq, k, so->metric, rows, scores,
+                                &got, &err)) {
+        code = cmd_fail("query", &err);
+    }
+    double t2 = cmd_now_s();
+    json_t *o = NULL, *results = NULL;
+    if (!code && json) {
+        o = json_pack("{s:s,s:s?,s:s?,s:I,s:I,s:I}", "dataset", url,
+                      "at", at, "expression", so->where,
+                      "queries", (json_int_t)nq,
+                      "candidates", (json_int_t)dlk_index_rows(ix),
+                      "count", (json_int_t)got);
+        if (so->view)
+            json_object_set_new(o, "view", json_string(so->view));
+        json_object_set_new(o, "device", json_string(dlk_query_device_name(
+                                             dlk_index_device(ix))));
+        json_object_set_new(o, "seconds", json_real(t2 - t0));
+        json_object_set_new(o, "load_seconds", json_real(t1 - t0));
+        json_object_set_new(o, "index_bytes",
+                            json_integer((json_int_t)dlk_index_bytes(ix)));
+        results = json_array();
+        json_object_set_new(o, "results", results);
+    }
+    for (uint32_t i = 0; !code && i < nq; i++) {
+        dlk_select_result r = {
+            .rows = rows + (size_t)i * k, .scores = scores + (size_t)i * k,
+            .n = got,
+        };
+        json_t *one = results ? json_object() : NULL;
+        if (!json)
+            printf("%s# query %u\n", i ? "\n" : "", i);
+        code = print_rows(ds, &r, sh, limit, one);
+        if (one)
+            json_array_append_new(results, one);
+    }
+    if (!code && o)
+        cmd_json_print(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    free(rows);
+    free(scores);
+    dlk_index_close(ix);
+    return code;
+}
+
 int cmd_query(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -338,6 +427,24 @@ int cmd_query(int argc, char **argv)
         dlk_dataset_free(ds);
         return code;
     }
+    /* a .npy of several query vectors: answered by one resident index */
+    float *vecs = NULL;
+    uint32_t nq = 0, dim = 0;
+    if (so.near_npy && !dlk_npy_vectors(so.near_npy, &vecs, &nq, &dim, &err) &&
+        nq > 1) {
+        if (save || count_only) {
+            cmd_error("query", "--save-view and --count take one query "
+                      "vector; '%s' has %u", so.near_npy, nq);
+            code = EXIT_USAGE;
+        } else {
+            code = query_many(ds, url, at, &so, vecs, nq, dim, &sh, limit,
+                              json);
+        }
+        free(vecs);
+        dlk_dataset_free(ds);
+        return cmd_finish("query", code);
+    }
+    free(vecs);
     so.count_only = count_only && !save;
     dlk_select_result r;
     double t0 = cmd_now_s();

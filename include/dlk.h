@@ -1129,6 +1129,65 @@ DLK_API dlk_status dlk_select(dlk_dataset *ds, const dlk_select_opts *opts,
 /* Frees what res holds (res itself is the caller's); NULL-safe. */
 DLK_API void dlk_select_result_free(dlk_select_result *res);
 
+/* A resident vector index: the rows of an embedding tensor that a
+ * filter and a view let through, read once (their chunks' checksums
+ * checked) and kept in host memory or in GPU 0's, for many searches in
+ * one process.  A search scores every resident row as dlk_select's
+ * vector search does on the same device, so it gives the same rows in
+ * the same order with the same scores, bit for bit; on a GPU it no
+ * longer pays CUDA's start-up and the copy of the rows each time.  It
+ * holds rows x D x 4 bytes (8 for f64) of the device's memory until
+ * closed.  It does not refer to ds once open. */
+typedef struct dlk_index dlk_index;
+
+typedef struct dlk_index_opts {
+    const char *tensor;          /* the embedding tensor (f32/f64 [D]) */
+    const char *where;           /* only the rows this expression keeps
+                                    (dlk-query(1)); NULL or "": all */
+    const char *view;            /* only this view's rows; NULL: all */
+    dlk_query_device device;     /* auto: CUDA when a GPU is there and
+                                    the rows fit its free memory, else
+                                    the CPU */
+    uint32_t threads;            /* threads that read, and that search on
+                                    the CPU (default dlk_cpu_count()) */
+    int no_verify;               /* skip the chunks' payload checksums */
+    size_t *error_column;        /* set on an expression error: its
+                                    1-based byte column in where (may be
+                                    NULL) */
+} dlk_index_opts;
+
+/* Read the rows opts picks into a new index on the device it names.
+ * @return DLK_OK with *out an index the caller frees with
+ *         dlk_index_close; DLK_EINVAL (an expression error, a tensor that
+ *         is not an embedding); DLK_ENOTFOUND (a tensor or view);
+ *         DLK_ENOMEM, naming the tensor and the bytes, when the rows do
+ *         not fit the device's free memory; DLK_EGPU (device CUDA
+ *         without a usable GPU, or a CUDA call failed); DLK_ECORRUPT (a
+ *         chunk failed its checksum); I/O errors. */
+DLK_API dlk_status dlk_index_open(dlk_dataset *ds, const dlk_index_opts *opts,
+                                  dlk_index **out, dlk_error *err);
+
+/* The k resident rows nearest to each of nq query vectors (queries: nq
+ * x D floats, query i at queries + i * D) by metric: query i's best
+ * first in rows[i * k ...] and scores[i * k ...] (the caller's arrays of
+ * nq * k), *n of them for each query (k, or fewer when the index has
+ * fewer rows).  Not to be called on one index from two threads at once.
+ * @return DLK_OK; DLK_EINVAL (nq or k 0, k over 1000000, an unknown
+ *         metric); DLK_ENOMEM; DLK_EGPU (a CUDA call failed). */
+DLK_API dlk_status dlk_index_search(dlk_index *ix, const float *queries,
+                                    uint32_t nq, uint32_t k, dlk_metric metric,
+                                    uint64_t *rows, double *scores,
+                                    uint32_t *n, dlk_error *err);
+
+/* The index's rows, their dimension D, the bytes they hold on the
+ * device, and the device (CPU or CUDA). */
+DLK_API uint64_t dlk_index_rows(const dlk_index *ix);
+DLK_API uint32_t dlk_index_dim(const dlk_index *ix);
+DLK_API uint64_t dlk_index_bytes(const dlk_index *ix);
+DLK_API dlk_query_device dlk_index_device(const dlk_index *ix);
+/* Free the index and its memory on the device; NULL is allowed. */
+DLK_API void dlk_index_close(dlk_index *ix);
+
 /* Views: a named, stored list of rows of a dataset (formats/dlk-v1.md
  * 6.10), part of the head and committed with it.  Row numbers never
  * change (rows are only appended), so a view keeps its rows as the
@@ -1181,6 +1240,14 @@ DLK_API dlk_status dlk_view_rows(dlk_dataset *ds, const char *name,
 DLK_API dlk_status dlk_npy_header(dlk_dtype dtype, int ndim, const int64_t *shape,
                                   char *out, size_t cap, size_t *len,
                                   dlk_error *err);
+
+/* The float vectors of a .npy file of f16, f32 or f64 values: shape [D]
+ * is one vector, [N, D] N of them (at most 64 MiB of file).
+ * @return DLK_OK with *v (N x D floats, malloc'd: the caller frees it
+ *         with free()), *n and *dim set; DLK_EINVAL naming the file for
+ *         another dtype or shape; DLK_ELIMIT over 64 MiB; DLK_EIO. */
+DLK_API dlk_status dlk_npy_vectors(const char *path, float **v, uint32_t *n,
+                                   uint32_t *dim, dlk_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Images out                                                           */

@@ -143,6 +143,13 @@ dlk_status q_filter(dlk_dataset *ds, const q_expr *e, const q_cands *cands,
                     uint32_t threads, bool verify, uint64_t **rows,
                     uint64_t *n, uint64_t *bytes, dlk_error *err);
 
+/* The rows of view `view` (NULL: all rows) for which e holds (NULL:
+ * all of them), ascending, into *rows (malloc'd; rows NULL: only their
+ * number). */
+dlk_status q_candidates(dlk_dataset *ds, const q_expr *e, const char *view,
+                        uint32_t threads, bool verify, uint64_t **rows,
+                        uint64_t *n, uint64_t *bytes, dlk_error *err);
+
 /* random(seed) of a row: in [0, 1) (man/dlk-query.1 gives the formula). */
 static inline double q_random(uint64_t seed, uint64_t row)
 {

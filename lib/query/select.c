@@ -45,10 +45,10 @@ int dlk_query_device_parse(const char *name, dlk_query_device *out)
 
 #define NPY_MAX ((size_t)64 << 20)
 
-/* The query vector of a .npy file: D values, shape [D] or [1, D]. */
-static dlk_status vector_npy(const char *path, float **out, uint32_t *dim,
-                             dlk_error *err)
+dlk_status dlk_npy_vectors(const char *path, float **out, uint32_t *nvec,
+                           uint32_t *dim, dlk_error *err)
 {
+    *out = NULL;
     FILE *f = fopen(path, "rb");
     if (!f)
         return dlk_fail(err, DLK_EIO, "cannot open '%s': %s", path,
@@ -60,21 +60,24 @@ static dlk_status vector_npy(const char *path, float **out, uint32_t *dim,
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     dlk_npy_info h;
     dlk_status rc = len > NPY_MAX
-        ? dlk_fail(err, DLK_ELIMIT, "'%s': over 64 MiB for one vector", path)
+        ? dlk_fail(err, DLK_ELIMIT, "'%s': over 64 MiB of query vectors",
+                   path)
         : dlk_npy_parse(b, len, path, &h, err);
-    uint64_t d = 0;
+    uint64_t d = 0, nv = 0;
     if (!rc) {
         d = h.ndim == 1 ? (uint64_t)h.shape[0]
-          : h.ndim == 2 && h.shape[0] == 1 ? (uint64_t)h.shape[1] : 0;
-        if (!d || d > (1u << 24) ||
+          : h.ndim == 2 ? (uint64_t)h.shape[1] : 0;
+        nv = h.ndim == 1 ? 1 : h.ndim == 2 ? (uint64_t)h.shape[0] : 0;
+        /* the parse checked the data is there for the shape */
+        if (!d || d > (1u << 24) || !nv || nv > UINT32_MAX ||
             (h.dtype != DLK_F32 && h.dtype != DLK_F64 && h.dtype != DLK_F16))
-            rc = dlk_fail(err, DLK_EINVAL, "'%s': a query vector is float "
-                          "values of shape [D] or [1, D]", path);
+            rc = dlk_fail(err, DLK_EINVAL, "'%s': query vectors are float "
+                          "values of shape [D] or [N, D]", path);
     }
-    float *v = rc ? NULL : malloc(d * sizeof *v);
+    float *v = rc ? NULL : malloc(nv * d * sizeof *v);
     if (!rc && !v)
         rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
-    for (uint64_t i = 0; !rc && i < d; i++) {
+    for (uint64_t i = 0; !rc && i < nv * d; i++) {
         const uint8_t *p = b + h.data_off;
         size_t esz = dlk_dtype_size(h.dtype);
         uint8_t e[8];
@@ -101,8 +104,24 @@ static dlk_status vector_npy(const char *path, float **out, uint32_t *dim,
         return rc;
     }
     *out = v;
+    *nvec = (uint32_t)nv;
     *dim = (uint32_t)d;
     return DLK_OK;
+}
+
+/* The query vector of a .npy file: D values, shape [D] or [1, D]. */
+static dlk_status vector_npy(const char *path, float **out, uint32_t *dim,
+                             dlk_error *err)
+{
+    uint32_t n;
+    dlk_status rc = dlk_npy_vectors(path, out, &n, dim, err);
+    if (!rc && n != 1) {
+        free(*out);
+        *out = NULL;
+        rc = dlk_fail(err, DLK_EINVAL, "'%s': a query vector is float "
+                      "values of shape [D] or [1, D]", path);
+    }
+    return rc;
 }
 
 /* The query vector from a row of the tensor. */
@@ -131,6 +150,53 @@ static dlk_status vector_row(dlk_dataset *ds, size_t ti, int64_t row,
     dlk_sample_free(&s);
     *out = v;
     *dim = (uint32_t)d;
+    return DLK_OK;
+}
+
+dlk_status q_candidates(dlk_dataset *ds, const q_expr *e, const char *view,
+                        uint32_t threads, bool verify, uint64_t **out,
+                        uint64_t *nout, uint64_t *bytes, dlk_error *err)
+{
+    if (out)
+        *out = NULL;
+    *nout = 0;
+    uint64_t total = dlk_manifest_rows(&ds->m);
+    uint64_t *vrows = NULL, nview = 0;
+    dlk_status rc = DLK_OK;
+    if (view && (rc = dlk_view_rows(ds, view, &vrows, &nview, err)) == DLK_OK) {
+        /* a view of a later state may name rows this one lacks */
+        if (nview && vrows[nview - 1] >= total)
+            rc = dlk_fail(err, DLK_EINVAL, "view '%s' names row %llu; '%s' "
+                          "has %llu rows here", view,
+                          (unsigned long long)vrows[nview - 1], ds->url,
+                          (unsigned long long)total);
+    }
+    q_cands c = {vrows, view ? nview : total};
+    uint64_t *rows = NULL, n = 0;
+    if (!rc && e) {
+        rc = q_filter(ds, e, &c, threads, verify, out ? &rows : NULL, &n,
+                      bytes, err);
+    } else if (!rc && !out) {
+        n = c.n;
+    } else if (!rc) {
+        n = c.n;
+        rows = vrows ? vrows : malloc((n ? n : 1) * sizeof *rows);
+        if (vrows)
+            vrows = NULL;
+        else if (rows)
+            for (uint64_t i = 0; i < n; i++)
+                rows[i] = i;
+        else
+            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
+    free(vrows);
+    if (rc) {
+        free(rows);
+        return rc;
+    }
+    if (out)
+        *out = rows;
+    *nout = n;
     return DLK_OK;
 }
 
@@ -198,36 +264,12 @@ dlk_status dlk_select(dlk_dataset *ds, const dlk_select_opts *o,
             dim = o->near_dim;
         }
     }
-    uint64_t *view = NULL, nview = 0;
-    if (!rc && o->view && (rc = dlk_view_rows(ds, o->view, &view, &nview,
-                                              err)) == DLK_OK) {
-        /* a view of a later state may name rows this one lacks */
-        if (nview && view[nview - 1] >= total)
-            rc = dlk_fail(err, DLK_EINVAL, "view '%s' names row %llu; '%s' "
-                          "has %llu rows here", o->view,
-                          (unsigned long long)view[nview - 1], ds->url,
-                          (unsigned long long)total);
-    }
-    q_cands c = {view, o->view ? nview : total};
     uint64_t *rows = NULL, n = 0;
     bool count_only = o->count_only && near_ti < 0;
-    if (!rc && have_expr) {
-        rc = q_filter(ds, &e, &c, threads, verify, count_only ? NULL : &rows,
-                      &n, &res->bytes_read, err);
-    } else if (!rc && count_only) {
-        n = c.n;
-    } else if (!rc) {
-        n = c.n;
-        rows = view ? view : malloc((n ? n : 1) * sizeof *rows);
-        if (view)
-            view = NULL;
-        else if (rows)
-            for (uint64_t i = 0; i < n; i++)
-                rows[i] = i;
-        else
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
-    }
-    free(view);
+    if (!rc)
+        rc = q_candidates(ds, have_expr ? &e : NULL, o->view, threads, verify,
+                          count_only ? NULL : &rows, &n, &res->bytes_read,
+                          err);
     q_expr_free(&e);
     res->candidates = n;
     if (!rc && near_ti >= 0) {
