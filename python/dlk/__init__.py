@@ -21,7 +21,7 @@ import numpy as _np
 from . import _core
 from ._core import Error, Tensor
 
-__all__ = ["open", "Dataset", "Loader", "Batch", "Tensor", "Error",
+__all__ = ["open", "Dataset", "Index", "Loader", "Batch", "Tensor", "Error",
            "launch_env", "cuda_available", "__version__"]
 __version__ = _core.version()
 # at exit, loaders still open are not closed: a close would wait for the
@@ -123,6 +123,20 @@ class Dataset:
         dtype, shape, data = self._ds.read(self._index[tensor], row)
         return _np.frombuffer(data, dtype=_NP[dtype]).reshape(shape)
 
+    def index(self, tensor, where=None, device="auto", threads=0,
+              verify=True):
+        """A resident vector index over embedding tensor `tensor` (f32 or
+        f64 [D]): the rows that `where` (an expression, dlk-query(1))
+        keeps, of this Dataset's view when it has one, read once (their
+        chunks' checksums checked unless verify=False) and kept in host
+        memory (device "cpu") or in GPU 0's ("cuda"; "auto": the GPU
+        when there is one and the rows fit, else the CPU).  For many
+        searches in one process; it holds rows x D x 4 bytes (8 for f64)
+        on the device until closed.  Its searches give `dlk query
+        --near`'s rows and scores, bit for bit."""
+        return Index(self._ds.index(tensor, where, self.view, device,
+                                    threads, verify), tensor)
+
     def log(self, at=None, max=0):
         """The history from `at` (default main), newest first: dicts of
         id, parent, time, message, bytes_added, chunks_added, samples."""
@@ -130,6 +144,58 @@ class Dataset:
 
     def __repr__(self):
         return f"dlk.Dataset({self.url!r}, {len(self)} rows)"
+
+
+class Index:
+    """Rows of an embedding tensor held in host or GPU memory
+    (Dataset.index): search() scores every one of them for each query.
+    len() is its rows; close() (or leaving a `with` block) frees them."""
+
+    def __init__(self, core, tensor):
+        self._ix = core
+        self.tensor = tensor
+        info = core.info()
+        self.dim = info["dim"]
+        self.nbytes = info["nbytes"]     # on the device
+        self.device = info["device"]     # "cpu" or "cuda"
+        self._rows = info["rows"]
+
+    def search(self, q, k=10, metric="cosine"):
+        """The k rows nearest to q by metric ("cosine", "l2" or "ip"):
+        q of D values gives (rows, scores), numpy arrays of k (fewer when
+        the index has fewer rows), best first; q of shape [Q, D] gives
+        arrays of shape [Q, k], row i of each for query i.  Scores are
+        the metric's values (a distance for l2)."""
+        a = _np.ascontiguousarray(q, dtype=_np.float32)
+        one = a.ndim == 1
+        if one:
+            a = a.reshape(1, -1)
+        if a.ndim != 2 or a.shape[1] != self.dim or not a.shape[0]:
+            raise ValueError(f"queries of shape {tuple(_np.shape(q))}; the "
+                             f"index takes [{self.dim}] or [Q, {self.dim}]")
+        nq = a.shape[0]
+        rows, scores, n = self._ix.search(a, nq, int(k), metric)
+        rows = _np.frombuffer(rows, dtype="<u8").reshape(nq, k)[:, :n]
+        scores = _np.frombuffer(scores, dtype="<f8").reshape(nq, k)[:, :n]
+        rows = rows.astype(_np.int64)
+        return (rows[0], scores[0]) if one else (rows, scores)
+
+    def __len__(self):
+        return self._rows
+
+    def close(self):
+        """Free the rows (on the GPU too); search() then fails."""
+        self._ix.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return (f"dlk.Index({self.tensor!r}, {self._rows} rows x {self.dim}, "
+                f"{self.device})")
 
 
 def open(url, at=None, view=None):  # noqa: A001 - the package's verb

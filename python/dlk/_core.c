@@ -339,7 +339,191 @@ static PyObject *Dataset_get_head(Dataset *self, void *c)
     return h ? PyUnicode_FromString(h) : Py_NewRef(Py_None);
 }
 
+/* ---- Index: a resident vector index -------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    dlk_index *ix;
+    pthread_mutex_t mu; /* a search at a time */
+} Index;
+
+static void Index_close_now(Index *self)
+{
+    if (self->ix) {
+        dlk_index *ix = self->ix;
+        self->ix = NULL;
+        Py_BEGIN_ALLOW_THREADS
+        pthread_mutex_lock(&self->mu);
+        dlk_index_close(ix);
+        pthread_mutex_unlock(&self->mu);
+        Py_END_ALLOW_THREADS
+    }
+}
+
+static void Index_dealloc(Index *self)
+{
+    Index_close_now(self);
+    pthread_mutex_destroy(&self->mu);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int need_ix(Index *self)
+{
+    if (!self->ix) {
+        PyErr_SetString(PyExc_ValueError, "index is closed");
+        return -1;
+    }
+    return 0;
+}
+
+/* search(queries, nq, k, metric) -> (rows bytes, scores bytes, n):
+ * queries are nq x dim float32 values (C order); nq x k u64 rows and
+ * f64 scores, n of each query's valid. */
+static PyObject *Index_search(Index *self, PyObject *args)
+{
+    Py_buffer q;
+    unsigned int nq, k;
+    const char *mname;
+    if (!PyArg_ParseTuple(args, "y*IIs", &q, &nq, &k, &mname))
+        return NULL;
+    dlk_metric metric;
+    PyObject *res = NULL;
+    if (need_ix(self)) {
+        /* raised */
+    } else if (dlk_metric_parse(mname, &metric)) {
+        PyErr_Format(PyExc_ValueError, "unknown metric '%s' (cosine, l2 or "
+                     "ip)", mname);
+    } else if (!nq || !k || k > 1000000) {
+        PyErr_Format(PyExc_ValueError, "a search takes one query or more and "
+                     "k from 1 to 1000000 (%u queries, k %u)", nq, k);
+    } else if ((size_t)q.len != (size_t)nq * dlk_index_dim(self->ix) *
+                                    sizeof(float)) {
+        PyErr_Format(PyExc_ValueError, "%zd bytes of queries; %u queries of "
+                     "%u float32 values are %zu", q.len, nq,
+                     dlk_index_dim(self->ix),
+                     (size_t)nq * dlk_index_dim(self->ix) * sizeof(float));
+    } else {
+        PyObject *rb = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)nq * k * 8);
+        PyObject *sb = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)nq * k * 8);
+        uint32_t got = 0;
+        dlk_error err;
+        dlk_status rc = DLK_OK;
+        int closed = 0;
+        if (rb && sb) {
+            uint64_t *rows = (uint64_t *)PyBytes_AS_STRING(rb);
+            double *scores = (double *)PyBytes_AS_STRING(sb);
+            memset(rows, 0, (size_t)nq * k * 8);
+            memset(scores, 0, (size_t)nq * k * 8);
+            Py_BEGIN_ALLOW_THREADS
+            pthread_mutex_lock(&self->mu);
+            /* closed by another thread meanwhile */
+            closed = !self->ix;
+            if (!closed)
+                rc = dlk_index_search(self->ix, q.buf, nq, k, metric, rows,
+                                      scores, &got, &err);
+            pthread_mutex_unlock(&self->mu);
+            Py_END_ALLOW_THREADS
+            if (closed)
+                need_ix(self);
+            else if (rc)
+                raise_dlk(&err);
+            else
+                res = Py_BuildValue("(OOI)", rb, sb, got);
+        }
+        Py_XDECREF(rb);
+        Py_XDECREF(sb);
+    }
+    PyBuffer_Release(&q);
+    return res;
+}
+
+static PyObject *Index_close(Index *self, PyObject *noargs)
+{
+    (void)noargs;
+    Index_close_now(self);
+    Py_RETURN_NONE;
+}
+
+/* info() -> {rows, dim, nbytes, device} */
+static PyObject *Index_info(Index *self, PyObject *noargs)
+{
+    (void)noargs;
+    if (need_ix(self))
+        return NULL;
+    return Py_BuildValue(
+        "{s:K,s:I,s:K,s:s}", "rows", (unsigned long long)dlk_index_rows(self->ix),
+        "dim", dlk_index_dim(self->ix),
+        "nbytes", (unsigned long long)dlk_index_bytes(self->ix), "device",
+        dlk_query_device_name(dlk_index_device(self->ix)));
+}
+
+static PyMethodDef Index_methods[] = {
+    {"search", (PyCFunction)Index_search, METH_VARARGS,
+     "search(queries, nq, k, metric) -> (rows bytes, scores bytes, n)"},
+    {"close", (PyCFunction)Index_close, METH_NOARGS,
+     "free the rows (on the GPU too)"},
+    {"info", (PyCFunction)Index_info, METH_NOARGS,
+     "{rows, dim, nbytes, device}"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject IndexType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dlk._core.Index",
+    .tp_basicsize = sizeof(Index),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)Index_dealloc,
+    .tp_methods = Index_methods,
+};
+
+/* index(tensor, where=None, view=None, device="auto", threads=0,
+ * verify=True) -> Index: the rows read once, kept in host or GPU
+ * memory. */
+static PyObject *Dataset_index(Dataset *self, PyObject *args, PyObject *kw)
+{
+    static char *kws[] = {"tensor", "where", "view", "device", "threads",
+                          "verify", NULL};
+    const char *tensor, *where = NULL, *view = NULL, *dev = "auto";
+    unsigned int threads = 0;
+    int verify = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zzsIp", kws, &tensor,
+                                     &where, &view, &dev, &threads, &verify))
+        return NULL;
+    if (need_ds(self))
+        return NULL;
+    dlk_index_opts o = {
+        .tensor = tensor, .where = where, .view = view,
+        .threads = threads, .no_verify = !verify,
+    };
+    if (dlk_query_device_parse(dev, &o.device)) {
+        PyErr_Format(PyExc_ValueError, "unknown device '%s' (auto, cpu or "
+                     "cuda)", dev);
+        return NULL;
+    }
+    Index *ix = PyObject_New(Index, &IndexType);
+    if (!ix)
+        return NULL;
+    ix->ix = NULL;
+    pthread_mutex_init(&ix->mu, NULL);
+    dlk_error err;
+    dlk_status rc;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&self->mu);
+    rc = dlk_index_open(self->ds, &o, &ix->ix, &err);
+    pthread_mutex_unlock(&self->mu);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        Py_DECREF(ix);
+        return raise_dlk(&err);
+    }
+    return (PyObject *)ix;
+}
+
 static PyMethodDef Dataset_methods[] = {
+    {"index", (PyCFunction)(void (*)(void))Dataset_index,
+     METH_VARARGS | METH_KEYWORDS,
+     "index(tensor, where=None, view=None, device='auto', threads=0, "
+     "verify=True) -> Index"},
     {"tensors", (PyCFunction)Dataset_tensors, METH_NOARGS,
      "the tensors: a list of dicts"},
     {"read", (PyCFunction)Dataset_read, METH_VARARGS,
@@ -1089,7 +1273,8 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__core(void)
 {
     if (PyType_Ready(&DatasetType) < 0 || PyType_Ready(&LoaderType) < 0 ||
-        PyType_Ready(&KeptType) < 0 || PyType_Ready(&TensorType) < 0)
+        PyType_Ready(&KeptType) < 0 || PyType_Ready(&TensorType) < 0 ||
+        PyType_Ready(&IndexType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m)

@@ -23,8 +23,21 @@
       and the whole process's.  The rows of each are checked against
       numpy's, and --device cuda's rows and scores against --device cpu's.
 
-Both print each figure beside its baseline: best of 3 runs, warm page
-cache.  DLK names the binary (default build/dlk); the dataset is made
+  tests/bench/query_bench.py topk-resident [ROWS] [DIM] [DIR]
+      many queries in one process: the same top-10 by numpy's brute
+      force per query (X @ q + argpartition, X in memory) against dlk's
+      resident index (Dataset.index of the Python package) on the CPU
+      and on the GPU (when the package and a GPU are there): the
+      one-time cost of opening each index (reading the rows, checksums
+      checked; on the GPU CUDA's start-up and the copy), then the best
+      and median of 20 queries one at a time after one to warm up, and
+      20 in one call; and `dlk query --near emb=Q.npy` of 20 queries in
+      one process (its "load_seconds" and "seconds").  Every query's
+      rows are checked against numpy's, and the GPU's rows and scores
+      against the CPU's.  `import dlk` must find the package
+      (PYTHONPATH, python/README.md); LD_LIBRARY_PATH its libdlk.so.
+
+Each prints its figures beside its baseline, warm page cache.  DLK names the binary (default build/dlk); the dataset is made
 in DIR (default a new folder under /tmp) and left there.
 """
 import glob
@@ -269,8 +282,95 @@ def bench_topk_gpu(rows, dim, d):
     print("  rows equal numpy's: yes")
 
 
+def bench_topk_resident(rows, dim, d):
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((rows, dim), dtype=np.float32)
+    ds = make(d, [f"emb:f32:{dim}"], {"emb": X})
+    nq, k = 20, 10
+    Q = rng.standard_normal((nq + 1, dim), dtype=np.float32)
+    qf = os.path.join(d, "queries.npy")
+    np.save(qf, Q[1:])
+    files = glob.glob(os.path.join(ds, "chunks", "emb", "*"))
+    read_files(files)  # warm the page cache
+    print(f"machine: {machine()}")
+    print(f"top-{k} by inner product over {rows} x {dim} f32 "
+          f"({X.nbytes / 1e9:.2f} GB), {nq} queries after one to warm up")
+
+    def numpy_topk(q):
+        g = X @ q
+        idx = np.argpartition(-g, k)[:k]
+        return idx[np.argsort(-g[idx])]
+    numpy_topk(Q[0])
+    base, want = [], []
+    for q in Q[1:]:
+        t, r = wall(lambda: numpy_topk(q))
+        base.append(t)
+        want.append(r.tolist())
+    b = min(base)
+    print(f"  numpy X @ q + argpartition (X in memory), a query: best "
+          f"{b * 1e3:.2f} ms, median {np.median(base) * 1e3:.2f} ms")
+
+    try:
+        import dlk as pydlk
+    except ImportError as e:
+        print(f"  dlk's resident index: not measured (import dlk: {e}; see "
+              f"python/README.md)")
+        pydlk = None
+    got = {}
+    for dev in ("cpu", "cuda") if pydlk else ():
+        if dev == "cuda" and not pydlk.cuda_available()[0]:
+            print(f"  dlk index on cuda: not measured "
+                  f"({pydlk.cuda_available()[1]})")
+            continue
+        t_open, ix = wall(lambda: pydlk.open(ds).index("emb", device=dev))
+        if ix.device != dev:
+            print(f"  dlk index on {dev}: opened on {ix.device}")
+            continue
+        ix.search(Q[0], k, "ip")
+        times, res = [], []
+        for i, q in enumerate(Q[1:]):
+            t, r = wall(lambda: ix.search(q, k, "ip"))
+            times.append(t)
+            res.append((r[0].tolist(), r[1].tolist()))
+            assert res[-1][0] == want[i], (dev, i, res[-1][0], want[i])
+        t_all, r_all = wall(lambda: ix.search(Q[1:], k, "ip"))
+        assert r_all[0].tolist() == [r for r, _ in res]
+        got[dev] = res
+        s = min(times)
+        print(f"  dlk index on {dev} ({ix.nbytes / 1e9:.2f} GB resident): "
+              f"open {t_open * 1e3:.1f} ms once; a query: best "
+              f"{s * 1e3:.2f} ms, median {np.median(times) * 1e3:.2f} ms, "
+              f"{s / b:.3f}x numpy's time; {nq} in one call: "
+              f"{t_all / nq * 1e3:.2f} ms a query")
+        print(f"    queries to repay the open against numpy: "
+              f"{t_open / (b - s):.0f}" if s < b else
+              "    never repays the open against numpy")
+        ix.close()
+        del ix
+    if "cpu" in got and "cuda" in got:
+        print(f"  dlk index cuda = cpu (rows and scores): "
+              f"{got['cpu'] == got['cuda']}")
+        assert got["cpu"] == got["cuda"]
+    for dev in ("cpu", "cuda"):
+        p = subprocess.run([DLK, "query", ds, "--near", f"emb={qf}", "--k",
+                            str(k), "--metric", "ip", "--device", dev,
+                            "--json"], capture_output=True, text=True)
+        if p.returncode:
+            print(f"  dlk query --device {dev} of {nq} queries: not measured "
+                  f"({p.stderr.strip()})")
+            continue
+        r = json.loads(p.stdout)
+        assert [x["rows"] for x in r["results"]] == want, dev
+        print(f"  dlk query --near emb=Q.npy ({nq} queries) --device {dev}: "
+              f"{r['seconds'] * 1e3:.1f} ms in all, {r['load_seconds'] * 1e3:.1f}"
+              f" ms of it the load, {(r['seconds'] - r['load_seconds']) / nq * 1e3:.2f}"
+              f" ms a query")
+    print("  rows equal numpy's: yes")
+
+
 def main():
-    if len(sys.argv) < 2 or sys.argv[1] not in ("filter", "topk", "topk-gpu"):
+    modes = ("filter", "topk", "topk-gpu", "topk-resident")
+    if len(sys.argv) < 2 or sys.argv[1] not in modes:
         print(__doc__)
         sys.exit(2)
     if sys.argv[1] == "filter":
@@ -281,7 +381,8 @@ def main():
         rows = int(float(sys.argv[2])) if len(sys.argv) > 2 else 1_000_000
         dim = int(sys.argv[3]) if len(sys.argv) > 3 else 512
         d = sys.argv[4] if len(sys.argv) > 4 else tempfile.mkdtemp(prefix="dlk-qbench.")
-        (bench_topk if sys.argv[1] == "topk" else bench_topk_gpu)(rows, dim, d)
+        {"topk": bench_topk, "topk-gpu": bench_topk_gpu,
+         "topk-resident": bench_topk_resident}[sys.argv[1]](rows, dim, d)
     print(f"dataset kept in {d}")
 
 

@@ -406,6 +406,120 @@ def _():
     assert p.returncode == 130 and "interrupted True" in out, (p.returncode, out)
 
 
+# an embedding dataset for the resident index: 2000 x 24 f32 (with ties)
+# and a score, several chunks
+EMB_DIR = tempfile.mkdtemp(prefix="dlk-index.")
+rng = np.random.default_rng(501)
+EX = rng.standard_normal((2000, 24)).astype(np.float32)
+EX[1500] = EX[9]
+ES = rng.random(2000).astype(np.float32)
+EQ = rng.standard_normal((3, 24)).astype(np.float32)
+EQ[1] = EX[9]
+os.makedirs(os.path.join(EMB_DIR, "src"))
+np.save(os.path.join(EMB_DIR, "src", "0.emb.npy"), EX)
+np.save(os.path.join(EMB_DIR, "src", "0.score.npy"), ES)
+EMB = os.path.join(EMB_DIR, "ds")
+subprocess.run([DLK, "create", EMB, "--tensor", "emb:f32:24", "--tensor",
+                "score:f32", "--chunk-size", "16K"], check=True,
+               capture_output=True)
+subprocess.run([DLK, "ingest", EMB, "from-dir", os.path.join(EMB_DIR, "src"),
+                "--no-key", "--quiet"], check=True, capture_output=True)
+subprocess.run([DLK, "query", EMB, "score < 0.6", "--save-view", "low"],
+               check=True, capture_output=True)
+
+
+def query_near(q, k, metric, *extra):
+    f = os.path.join(EMB_DIR, "q.npy")
+    np.save(f, q)
+    return json.loads(subprocess.run(
+        [DLK, "query", EMB, *extra, "--near", f"emb={f}", "--k", str(k),
+         "--metric", metric, "--device", "cpu", "--json"], check=True,
+        capture_output=True).stdout)
+
+
+@test
+def _():
+    """Dataset.index on the cpu: each query's rows and scores are dlk
+    query --near's, bit for bit, for each metric, one query or several,
+    with a filter and a view; len(), nbytes, close() and with"""
+    eds = dlk.open(EMB)
+    with eds.index("emb", device="cpu", threads=3) as ix:
+        assert len(ix) == 2000 and ix.dim == 24 and ix.device == "cpu"
+        assert ix.nbytes == 2000 * 24 * 4
+        for metric in ("cosine", "l2", "ip"):
+            rows, scores = ix.search(EQ, k=6, metric=metric)
+            assert rows.shape == (3, 6) and scores.shape == (3, 6)
+            for i in range(3):
+                want = query_near(EQ[i], 6, metric)
+                assert rows[i].tolist() == want["rows"], (metric, i)
+                assert scores[i].tolist() == want["scores"], (metric, i)
+            r1, s1 = ix.search(EQ[2].tolist(), k=6, metric=metric)
+            assert r1.tolist() == rows[2].tolist()
+            assert s1.tolist() == scores[2].tolist()
+        # ties broken by the lower row: 9 before 1500
+        assert ix.search(EQ[1], k=2)[0].tolist() == [9, 1500]
+    try:
+        ix.search(EQ)
+        raise AssertionError("a search after close()")
+    except ValueError:
+        pass
+    ix = eds.index("emb", where="score > 0.3", device="cpu")
+    keep = ES > 0.3
+    assert len(ix) == int(keep.sum())
+    rows, scores = ix.search(EQ, k=5, metric="ip")
+    for i in range(3):
+        want = query_near(EQ[i], 5, "ip", "score > 0.3")
+        assert rows[i].tolist() == want["rows"]
+        assert scores[i].tolist() == want["scores"]
+        g = EX.astype(np.float64) @ EQ[i].astype(np.float64)
+        g[~keep] = -np.inf
+        assert rows[i].tolist() == np.argsort(-g, kind="stable")[:5].tolist()
+    ix.close()
+    vix = dlk.open(EMB, view="low").index("emb", where="score > 0.2",
+                                            device="cpu")
+    assert len(vix) == int(((ES < 0.6) & (ES > 0.2)).sum())
+    rows, scores = vix.search(EQ[0], k=2000, metric="l2")
+    want = query_near(EQ[0], 2000, "l2", "score > 0.2", "--view", "low")
+    assert rows.tolist() == want["rows"] and len(rows) == len(vix)
+    assert scores.tolist() == want["scores"]
+
+
+@test
+def _():
+    """Dataset.index errors: not an embedding, a bad expression, no such
+    tensor, queries of the wrong length, an unknown metric or device; cuda
+    without a GPU"""
+    eds = dlk.open(EMB)
+    for kw, code in ((dict(tensor="score"), 3), (dict(tensor="nope"), 3),
+                     (dict(tensor="emb", where="score >"), 3)):
+        try:
+            eds.index(device="cpu", **kw)
+            raise AssertionError(f"no error for {kw}")
+        except dlk.Error as e:
+            assert e.exit_code == code, (kw, e)
+    try:
+        eds.index("emb", device="tpu")
+        raise AssertionError("no error for device tpu")
+    except ValueError:
+        pass
+    ix = eds.index("emb", device="cpu")
+    for q, kw in ((np.zeros(5), {}), (np.zeros((2, 3, 24)), {}),
+                  (EQ, dict(metric="hamming")), (EQ, dict(k=0))):
+        try:
+            ix.search(q, **kw)
+            raise AssertionError(f"no error for {np.shape(q)} {kw}")
+        except ValueError:
+            pass
+    if not dlk.cuda_available()[0]:
+        try:
+            eds.index("emb", device="cuda")
+            raise AssertionError("no error for cuda without a GPU")
+        except dlk.Error as e:
+            assert "cannot search on a CUDA GPU" in str(e), e
+        assert eds.index("emb").device == "cpu"
+    shutil.rmtree(EMB_DIR)
+
+
 if S3_URL and SLOW_ENDPOINT:
     @test
     def _():
