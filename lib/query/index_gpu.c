@@ -15,7 +15,7 @@
 
 /* The goodness a batch of queries holds (device and pinned host, each
  * of two buffers). */
-#define BATCH_BYTES ((size_t)128 << 20)
+#define BATCH_BYTES ((size_t)32 << 20)
 /* Room left on the GPU beside the rows: a search's buffers, the
  * staging of the load, the context's own needs. */
 #define GPU_SPARE ((uint64_t)512 << 20)
@@ -30,6 +30,8 @@ struct q_gpu_index {
     cudaEvent_t done[2];
     uint32_t batch;           /* queries a buffer */
 };
+
+static dlk_status prepare(dlk_index *ix, uint32_t nq, dlk_error *err);
 
 dlk_status q_gpu_index_load(dlk_index *ix, const q_topk_job *j, bool *fits,
                             dlk_error *err)
@@ -59,7 +61,9 @@ dlk_status q_gpu_index_load(dlk_index *ix, const q_topk_job *j, bool *fits,
     }
     ix->gpu = g;
     CU(cudaMalloc(&g->dx, bytes ? bytes : 1), "cudaMalloc");
-    return q_load_cuda(j, g->dx, ix->rows, NULL, err);
+    dlk_status rc = q_load_cuda(j, g->dx, ix->rows, NULL, err);
+    /* a search's buffers now, not in the first search */
+    return rc ? rc : prepare(ix, 1, err);
 }
 
 void q_gpu_index_free(dlk_index *ix)
@@ -87,8 +91,8 @@ void q_gpu_index_free(dlk_index *ix)
     ix->gpu = NULL;
 }
 
-/* The stream, the events and the goodness buffers, made at the first
- * search and kept. */
+/* The stream, the events and the goodness buffers (made once), and
+ * room for nq queries on the GPU. */
 static dlk_status prepare(dlk_index *ix, uint32_t nq, dlk_error *err)
 {
     struct q_gpu_index *g = ix->gpu;
@@ -100,7 +104,7 @@ static dlk_status prepare(dlk_index *ix, uint32_t nq, dlk_error *err)
         for (int i = 0; i < 2; i++)
             CU(cudaEventCreateWithFlags(&g->done[i], cudaEventDisableTiming),
                "cudaEventCreate");
-        uint64_t per = ix->n * sizeof(double);
+        uint64_t per = (ix->n ? ix->n : 1) * sizeof(double);
         g->batch = BATCH_BYTES / per ? (uint32_t)(BATCH_BYTES / per) : 1;
         for (int i = 0; i < 2; i++) {
             CU(cudaMalloc((void **)&g->dg[i], g->batch * per), "cudaMalloc");
@@ -178,6 +182,8 @@ dlk_status q_gpu_index_search(dlk_index *ix, const float *qs,
 }
 
 #else
+
+static dlk_status prepare(dlk_index *ix, uint32_t nq, dlk_error *err);
 
 dlk_status q_gpu_index_load(dlk_index *ix, const q_topk_job *j, bool *fits,
                             dlk_error *err)
