@@ -231,7 +231,12 @@ static int query_many(dlk_dataset *ds, const char *url, const char *at,
     size_t col = 0;
     dlk_index_opts io = {
         .tensor = so->near_tensor, .where = so->where, .view = so->view,
-        .device = so->device, .threads = so->threads,
+        /* auto stays the CPU, as for one query: CUDA's start-up and the
+         * copy cost more than a batch of queries on the CPU unless the
+         * batch is large; --device cuda asks for the GPU */
+        .device = so->device == DLK_QUERY_DEVICE_AUTO ? DLK_QUERY_DEVICE_CPU
+                                                      : so->device,
+        .threads = so->threads,
         .no_verify = so->no_verify, .error_column = &col,
     };
     /* the lengths checked before the rows are read */
