@@ -45,32 +45,16 @@ static uint64_t host_available(void)
 
 /* ---- loading into host memory ---------------------------------------- */
 
-typedef struct hload {
-    dlk_index *ix;
-    const q_topk_job *j;
-    q_work *w;
-    uint64_t bytes;
-} hload;
-
 /* q_walk's fn: the rows to their place among the candidates. */
-static dlk_status copy_rows(void *ctx, const uint8_t *src, uint64_t row0,
-                            uint64_t n, dlk_error *err)
+static dlk_status copy_rows(const q_topk_job *j, void *ctx,
+                            const uint8_t *src, uint64_t row0, uint64_t n,
+                            dlk_error *err)
 {
     (void)err;
-    hload *a = ctx;
-    const q_cands *c = a->j->cands;
-    uint64_t at = q_cands_lower(c, 0, c->n, row0);
-    memcpy((uint8_t *)a->ix->host + at * a->ix->stride, src,
-           n * a->ix->stride);
+    dlk_index *ix = ctx;
+    uint64_t at = q_cands_lower(j->cands, 0, j->cands->n, row0);
+    memcpy((uint8_t *)ix->host + at * ix->stride, src, n * ix->stride);
     return DLK_OK;
-}
-
-static void *hload_main(void *arg)
-{
-    hload *a = arg;
-    dlk_error err;
-    q_walk(a->j, a->w, copy_rows, a, &a->bytes, &err);
-    return NULL;
 }
 
 static dlk_status load_host(dlk_index *ix, const q_topk_job *j,
@@ -88,16 +72,7 @@ static dlk_status load_host(dlk_index *ix, const q_topk_job *j,
                         "%llu bytes for %llu rows", ix->tensor,
                         (unsigned long long)bytes,
                         (unsigned long long)ix->n);
-    hload *args = calloc(j->threads, sizeof *args);
-    if (!args)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
-    q_work w;
-    q_work_init(&w);
-    for (uint32_t i = 0; i < j->threads; i++)
-        args[i] = (hload){ix, j, &w, 0};
-    q_parallel(j->threads, hload_main, args, sizeof *args);
-    free(args);
-    return q_work_end(&w, err);
+    return q_walk_all(j, copy_rows, ix, 0, NULL, err);
 }
 
 /* ---- open and close -------------------------------------------------- */

@@ -139,7 +139,7 @@ dlk_status q_walk(const q_topk_job *j, q_work *w, q_rows_fn fn, void *ctx,
                 while (i + run < i1 && q_cand(j->cands, i + run) == row + run &&
                        off + (run + 1) * stride <= done)
                     run++;
-                if ((rc = fn(ctx, p + off, row, run, err)))
+                if ((rc = fn(j, ctx, p + off, row, run, err)))
                     break;
                 i += run;
             }
@@ -197,56 +197,56 @@ void q_parallel(uint32_t n, void *(*fn)(void *), void *args, size_t size)
     free(tid);
 }
 
-typedef struct targ {
+typedef struct walker {
     const q_topk_job *j;
     q_work *w;
-    heap *h;
+    q_rows_fn fn;
+    void *ctx;
     uint64_t bytes;
-} targ;
+} walker;
 
-/* q_walk's fn for the CPU engine: score the rows into the heap. */
-static dlk_status score_rows(void *ctx, const uint8_t *src, uint64_t row0,
-                             uint64_t n, dlk_error *err)
+static void *walker_main(void *arg)
 {
-    (void)err;
-    targ *a = ctx;
-    const q_topk_job *j = a->j;
-    bool f64 = j->ds->m.tensors[j->ti].spec.dtype == DLK_F64;
-    size_t stride = (size_t)j->dim * (f64 ? 8 : 4);
-    for (uint64_t r = 0; r < n; r++) {
-        double dot, xx;
-        q_dot(src + r * stride, f64, j->q, j->dim, &dot, &xx);
-        q_heap_push(a->h, (hit){q_goodness(j->metric, j->qq, dot, xx),
-                                row0 + r});
-    }
-    return DLK_OK;
-}
-
-static void *search_main(void *arg)
-{
-    targ *a = arg;
+    walker *a = arg;
     dlk_error err;
-    q_walk(a->j, a->w, score_rows, a, &a->bytes, &err);
+    q_walk(a->j, a->w, a->fn, a->ctx, &a->bytes, &err);
     return NULL;
 }
 
-/* The CPU engine: j->threads threads, heap i on thread i. */
-static dlk_status topk_cpu(const q_topk_job *j, heap *heaps, uint64_t *bytes,
-                           dlk_error *err)
+dlk_status q_walk_all(const q_topk_job *j, q_rows_fn fn, void *ctx,
+                      size_t ctx_size, uint64_t *bytes, dlk_error *err)
 {
-    targ *args = calloc(j->threads, sizeof *args);
+    walker *args = calloc(j->threads, sizeof *args);
     if (!args)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     q_work w;
     q_work_init(&w);
     for (uint32_t i = 0; i < j->threads; i++)
-        args[i] = (targ){j, &w, &heaps[i], 0};
-    q_parallel(j->threads, search_main, args, sizeof *args);
+        args[i] = (walker){j, &w, fn, (char *)ctx + i * ctx_size, 0};
+    q_parallel(j->threads, walker_main, args, sizeof *args);
     for (uint32_t i = 0; i < j->threads; i++)
         if (bytes)
             *bytes += args[i].bytes;
     free(args);
     return q_work_end(&w, err);
+}
+
+/* q_walk's fn for the CPU engine: score the rows into the heap (ctx). */
+static dlk_status score_rows(const q_topk_job *j, void *ctx,
+                             const uint8_t *src, uint64_t row0, uint64_t n,
+                             dlk_error *err)
+{
+    (void)err;
+    heap *h = ctx;
+    bool f64 = j->ds->m.tensors[j->ti].spec.dtype == DLK_F64;
+    size_t stride = (size_t)j->dim * (f64 ? 8 : 4);
+    for (uint64_t r = 0; r < n; r++) {
+        double dot, xx;
+        q_dot(src + r * stride, f64, j->q, j->dim, &dot, &xx);
+        q_heap_push(h, (hit){q_goodness(j->metric, j->qq, dot, xx),
+                             row0 + r});
+    }
+    return DLK_OK;
 }
 
 static int cmp_hit(const void *a, const void *b)
@@ -365,9 +365,12 @@ dlk_status q_topk(dlk_dataset *ds, size_t ti, const float *q, uint32_t dim,
         rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
     for (uint32_t i = 0; !rc && i < j.threads; i++)
         heaps[i] = (heap){all + (size_t)i * k, 0, k};
+    /* the CPU engine: heap i on thread i */
     if (!rc)
-        rc = dev == DLK_QUERY_DEVICE_CUDA ? q_topk_cuda(&j, heaps, bytes, err)
-                                          : topk_cpu(&j, heaps, bytes, err);
+        rc = dev == DLK_QUERY_DEVICE_CUDA
+                 ? q_topk_cuda(&j, heaps, bytes, err)
+                 : q_walk_all(&j, score_rows, heaps, sizeof *heaps, bytes,
+                              err);
     if (!rc)
         *n = q_heaps_merge(heaps, j.threads, all, k, metric, *rows, *scores);
     free(heaps);

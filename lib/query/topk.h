@@ -103,11 +103,12 @@ dlk_status q_work_end(q_work *w, dlk_error *err);
  * or scored while it is in cache. */
 #define Q_HASH_WINDOW ((size_t)256 << 10)
 
-/* What a walk does with a run of n consecutive candidate rows (row0,
- * row0+1, ...) of a chunk, their bytes at src (a row's bytes each, j's
- * stride), while they are in cache. */
-typedef dlk_status (*q_rows_fn)(void *ctx, const uint8_t *src,
-                                uint64_t row0, uint64_t n, dlk_error *err);
+/* What a walk of j does with a run of n consecutive candidate rows
+ * (row0, row0+1, ...) of a chunk, their bytes at src (a row's bytes
+ * each), while they are in cache. */
+typedef dlk_status (*q_rows_fn)(const q_topk_job *j, void *ctx,
+                                const uint8_t *src, uint64_t row0,
+                                uint64_t n, dlk_error *err);
 
 /* One thread's share of a walk over j's chunks: takes the next chunk
  * from w until none is left or a thread failed; reads it (*bytes: the
@@ -117,6 +118,12 @@ typedef dlk_status (*q_rows_fn)(void *ctx, const uint8_t *src,
  * drops what fn made of them.  Failures are also kept in w. */
 dlk_status q_walk(const q_topk_job *j, q_work *w, q_rows_fn fn, void *ctx,
                   uint64_t *bytes, dlk_error *err);
+
+/* A walk of j on j->threads threads (q_parallel), thread i handing fn
+ * the context ctx + i * ctx_size (ctx_size 0: ctx for all); *bytes
+ * (may be NULL) gets the bytes read.  Returns the first failure. */
+dlk_status q_walk_all(const q_topk_job *j, q_rows_fn fn, void *ctx,
+                      size_t ctx_size, uint64_t *bytes, dlk_error *err);
 
 /* fn(args + i * size) for i in [0, n): on n-1 new threads and the
  * calling one.  A thread that cannot start leaves its arg unrun, so fn

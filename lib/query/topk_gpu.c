@@ -177,9 +177,10 @@ static dlk_status slot_submit(worker *w, dlk_error *err)
 }
 
 /* q_walk's fn: stage rows row0.. (n of them, consecutive) from src. */
-static dlk_status stage(void *ctx, const uint8_t *src, uint64_t row0,
-                        uint64_t n, dlk_error *err)
+static dlk_status stage(const q_topk_job *j, void *ctx, const uint8_t *src,
+                        uint64_t row0, uint64_t n, dlk_error *err)
 {
+    (void)j;
     worker *w = ctx;
     gsearch *s = w->s;
     while (n) {
