@@ -4,7 +4,8 @@
 # one build of this test), then tests/python/test_dlk.py on the cpu
 # device: values against `dlk cat --npy` for every tensor kind, shuffle,
 # sharding over 2 and 3 ranks, resume in a new process, errors, batch
-# memory held across next(), Ctrl-C, and an s3:// dataset on moto.
+# memory held across next(), Ctrl-C, the resident vector index against
+# dlk query --near and numpy, and an s3:// dataset on moto.
 # Under SAN=1 the binding is installed over the sanitized libdlk.so of
 # the build under test instead, and Python runs with the ASan runtime.
 . "$DLK_TESTS/lib.sh"
