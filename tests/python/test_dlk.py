@@ -487,8 +487,8 @@ def _():
 @test
 def _():
     """Dataset.index errors: not an embedding, a bad expression, no such
-    tensor, queries of the wrong length, an unknown metric or device; cuda
-    without a GPU"""
+    tensor, queries of the wrong length, an unknown metric or device; on
+    cuda the CPU's rows and scores, or an error without a GPU"""
     eds = dlk.open(EMB)
     for kw, code in ((dict(tensor="score"), 3), (dict(tensor="nope"), 3),
                      (dict(tensor="emb", where="score >"), 3)):
@@ -510,7 +510,14 @@ def _():
             raise AssertionError(f"no error for {np.shape(q)} {kw}")
         except ValueError:
             pass
-    if not dlk.cuda_available()[0]:
+    if dlk.cuda_available()[0]:
+        with eds.index("emb", device="cuda") as gix:
+            assert gix.device == "cuda" and len(gix) == 2000
+            for metric in ("cosine", "l2", "ip"):
+                g, c = gix.search(EQ, 9, metric), ix.search(EQ, 9, metric)
+                assert g[0].tolist() == c[0].tolist(), metric
+                assert g[1].tolist() == c[1].tolist(), metric
+    else:
         try:
             eds.index("emb", device="cuda")
             raise AssertionError("no error for cuda without a GPU")

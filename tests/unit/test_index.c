@@ -3,7 +3,9 @@
  * bit (each metric, f32 with a tail of D % 16 and f64, a filter, a view,
  * k past the rows, one thread or several, many queries in one call); the
  * accessors; and the errors (bad arguments, a tensor that is not an
- * embedding, an expression error with its column, CUDA without a GPU). */
+ * embedding, an expression error with its column, CUDA without a GPU).
+ * Where there is a GPU, its index gives the CPU's rows and scores, bit
+ * for bit, over several batches of queries. */
 #include "dlk.h"
 #include "unit.h"
 
@@ -111,6 +113,60 @@ static bool same_as_select(dlk_dataset *ds, const char *tensor,
     return ok;
 }
 
+/* With a GPU: the CUDA index's rows and scores are the CPU index's, bit
+ * for bit, for nq queries (many: several batches of the GPU's buffers),
+ * and dlk_select's on CUDA for the first. */
+static bool cuda_same_as_cpu(dlk_dataset *ds, const char *tensor,
+                             const char *where, uint32_t dim, uint32_t nq,
+                             uint32_t k, dlk_metric metric)
+{
+    float *qs = malloc((size_t)nq * dim * sizeof *qs);
+    uint64_t *r[2] = {calloc((size_t)nq * k, 8), calloc((size_t)nq * k, 8)};
+    double *sc[2] = {calloc((size_t)nq * k, 8), calloc((size_t)nq * k, 8)};
+    uint32_t n[2] = {0, 0};
+    bool ok = qs && r[0] && r[1] && sc[0] && sc[1];
+    uint64_t x = 99;
+    for (size_t i = 0; ok && i < (size_t)nq * dim; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        qs[i] = (float)((double)(x >> 11) * 0x1p-53 - 0.5);
+    }
+    dlk_error err;
+    for (int d = 0; ok && d < 2; d++) {
+        dlk_index_opts io = {.tensor = tensor, .where = where,
+                             .device = d ? DLK_QUERY_DEVICE_CUDA
+                                         : DLK_QUERY_DEVICE_CPU};
+        dlk_index *ix;
+        ok = !dlk_index_open(ds, &io, &ix, &err) &&
+             dlk_index_device(ix) == io.device &&
+             !dlk_index_search(ix, qs, nq, k, metric, r[d], sc[d], &n[d],
+                               &err);
+        if (!ok)
+            printf("# %s\n", err.msg);
+        dlk_index_close(ix);
+    }
+    ok = ok && n[0] == n[1] &&
+         memcmp(r[0], r[1], (size_t)nq * k * 8) == 0 &&
+         memcmp(sc[0], sc[1], (size_t)nq * k * 8) == 0;
+    dlk_select_opts so = {.where = where, .near_tensor = tensor,
+                          .near_vector = qs, .near_dim = dim,
+                          .near_row = -1, .k = k, .metric = metric,
+                          .device = DLK_QUERY_DEVICE_CUDA};
+    dlk_select_result res;
+    if (ok && !dlk_select(ds, &so, &res, &err)) {
+        ok = res.n == n[1] && memcmp(res.rows, r[1], res.n * 8) == 0 &&
+             memcmp(res.scores, sc[1], res.n * 8) == 0;
+        dlk_select_result_free(&res);
+    } else {
+        ok = false;
+    }
+    free(qs);
+    for (int d = 0; d < 2; d++) {
+        free(r[d]);
+        free(sc[d]);
+    }
+    return ok;
+}
+
 int main(void)
 {
     dlk_dataset *ds = make();
@@ -204,6 +260,20 @@ int main(void)
         dlk_index_close(ix);
     } else {
         UNIT_SKIP("cuda without a GPU", "a GPU is there");
+    }
+    if (dlk_cuda_available(NULL, 0)) {
+        for (int m = 0; m < 3; m++) {
+            snprintf(name, sizeof name, "%s on the GPU: the CPU's, f32, "
+                     "6000 queries", mn[m]);
+            UNIT_CHECK(name, cuda_same_as_cpu(ds, "emb", NULL, D, 6000, K,
+                                              (dlk_metric)m));
+            snprintf(name, sizeof name, "%s on the GPU: the CPU's, f64, "
+                     "a filter", mn[m]);
+            UNIT_CHECK(name, cuda_same_as_cpu(ds, "wide", "score < 0.5", DW,
+                                              9, 3, (dlk_metric)m));
+        }
+    } else {
+        UNIT_SKIP("the GPU's rows and scores are the CPU's", "no GPU");
     }
     dlk_dataset_free(ds);
     char cmd[300];
