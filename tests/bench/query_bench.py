@@ -31,8 +31,9 @@
       one-time cost of opening each index (reading the rows, checksums
       checked; on the GPU CUDA's start-up and the copy), then the best
       and median of 20 queries one at a time after one to warm up, and
-      20 in one call; and `dlk query --near emb=Q.npy` of 20 queries in
-      one process (its "load_seconds" and "seconds").  Every query's
+      20 in one call; torch with X already on the GPU, for reference;
+      and `dlk query --near emb=Q.npy` of 20 queries in one process (its
+      "load_seconds" and "seconds").  Every query's
       rows are checked against numpy's, and the GPU's rows and scores
       against the CPU's.  `import dlk` must find the package
       (PYTHONPATH, python/README.md); LD_LIBRARY_PATH its libdlk.so.
@@ -309,6 +310,24 @@ def bench_topk_resident(rows, dim, d):
     b = min(base)
     print(f"  numpy X @ q + argpartition (X in memory), a query: best "
           f"{b * 1e3:.2f} ms, median {np.median(base) * 1e3:.2f} ms")
+
+    torch, why = torch_gpu()
+    if torch is None:
+        print(f"  torch, X on the GPU: not measured ({why})")
+    else:
+        Xd = torch.from_numpy(X).cuda()
+
+        def on_gpu(q):
+            v, i = torch.topk(Xd @ torch.from_numpy(q).cuda(), k)
+            return i.cpu()
+        on_gpu(Q[0])
+        tt = [wall(lambda: on_gpu(q))[0] for q in Q[1:]]
+        same = all(on_gpu(q).tolist() == w for q, w in zip(Q[1:], want))
+        print(f"  torch, X already on the GPU: q to the GPU, X @ q, topk, "
+              f"rows back: best {min(tt) * 1e3:.2f} ms, median "
+              f"{np.median(tt) * 1e3:.2f} ms; rows equal numpy's: {same}")
+        del Xd
+        torch.cuda.empty_cache()
 
     try:
         import dlk as pydlk
