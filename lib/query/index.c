@@ -20,6 +20,8 @@
 #define BLOCK_BYTES ((size_t)256 << 10)
 /* Goodness values a thread takes at a time when they come from a GPU. */
 #define BLOCK_SCORES ((uint64_t)1 << 16)
+/* Blocks a search's thread takes at the least (on average). */
+#define THREAD_BLOCKS 4
 /* The heaps of a search (threads x queries x k hits) stay under this:
  * larger query sets go in batches. */
 #define HEAP_BYTES ((size_t)64 << 20)
@@ -242,7 +244,10 @@ dlk_status q_index_select(const dlk_index *ix, const float *qs,
                        : BLOCK_BYTES / ix->stride ? BLOCK_BYTES / ix->stride
                                                   : 1;
     uint64_t nblocks = (ix->n + block - 1) / block;
-    uint32_t t = ix->threads < nblocks ? ix->threads : (uint32_t)nblocks;
+    /* a thread for every few blocks at most, so that starting threads
+     * costs little beside their work on small indexes */
+    uint64_t most = (nblocks + THREAD_BLOCKS - 1) / THREAD_BLOCKS;
+    uint32_t t = ix->threads < most ? ix->threads : (uint32_t)most;
     if (!t)
         t = 1;
     size_t per_query = (size_t)t * k * sizeof(hit);
