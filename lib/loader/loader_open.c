@@ -370,8 +370,8 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         /* from local files every loading thread is busy copying out of
          * the page cache; on as many threads as cores the thread that
          * queues the copies to the GPU waits for a core and the link
-         * idles (16-core H200 host: 36 GB/s on 16 threads, 47 on 12;
-         * docs/benchmarks.md#line-rate) */
+         * idles (16-core H200 host: 40-42 GB/s on 16 threads, 47-49 on
+         * 12; docs/benchmarks.md#line-rate) */
         l->o.io_threads -= l->o.io_threads / 4;
     if (!rc && !(l->gather = malloc(l->nt * l->o.batch_size *
                                     sizeof *l->gather)))
