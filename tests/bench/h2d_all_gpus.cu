@@ -4,21 +4,12 @@
 // alone.  The baseline a loader on every GPU of one host is measured
 // against.
 //   h2d_all_gpus [SECONDS]
-#include <cuda_runtime.h>
+#include "cuda_probe.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-    fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); exit(1); } } while (0)
 #define SZ ((size_t)16 << 20)
 
 typedef struct gpu {

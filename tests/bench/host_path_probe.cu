@@ -14,7 +14,7 @@
 //                   a loader's whole path without its bookkeeping
 //   pinned H2D      the link alone, 16 MiB copies on 4 streams
 //   host_path_probe THREADS PIECE_MIB FILE...
-#include <cuda_runtime.h>
+#include "cuda_probe.h"
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -23,16 +23,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-    fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); exit(1); } } while (0)
 
 typedef struct piece { int fd; off_t at; size_t len; } piece;
 static piece *pieces;
