@@ -51,6 +51,12 @@ typedef struct pinned {
  * is the back-pressure that keeps copies at most a budget ahead.  (The
  * stream-ordered allocator grew without bound here and stalled the copies
  * while it did: seen on an H200.) */
+/* A region that buffers are cut from, front to back. */
+typedef struct slab {
+    void *p;
+    size_t cap, used;
+} slab;
+
 typedef struct devbuf {
     void *p;
     size_t cap;
@@ -80,13 +86,13 @@ typedef struct cuda_dev {
     pinned *pool;
     size_t npool, cappool;
     /* the pool's buffers are cut from slabs of pinned memory (see
-     * host_slab), made by one thread at a time */
-    struct { void *p; size_t cap, used; } *slabs;
+     * cu_host_alloc), made by one thread at a time */
+    slab *slabs;
     size_t nslabs, capslabs;
     bool making;                 /* a thread is making a slab */
     pthread_cond_t made;
-    /* device buffers are cut from slabs of device memory likewise */
-    struct { void *p; size_t cap, used; } *dslabs;
+    /* device buffers are cut from slabs of device memory (dev_cut) */
+    slab *dslabs;
     size_t ndslabs, capdslabs;
     timing *times;
     size_t ntimes, captimes;
@@ -152,11 +158,11 @@ static void pinned_free(void *p, size_t cap)
 
 /* Pinned memory is made in slabs of HOST_SLAB bytes (or one buffer's,
  * if larger), by one thread at a time, and cut into the pool's buffers.
- * A buffer a pin, on every loading thread at once, made ~300 pins of 5
- * MiB at the start of a run from S3 that took 2.3-4.5 s of thread time
- * in all (their page faults and registrations queueing on the process's
- * memory map and in the driver; two H200 ranks, DLK_CUDA_TRACE), and cost
- * the first epoch a fifth of its rate. */
+ * A pin a buffer, on every loading thread at once, made ~300 pins of 5
+ * MiB at the start of a run from S3 that took 1.7-9.9 s of thread time
+ * in all, their page faults and registrations queueing on the process's
+ * memory map and in the driver; from slabs, 42-44 pins take 0.4 s (two
+ * H200 ranks, DLK_CUDA_TRACE; docs/benchmarks.md#label-mix). */
 #define HOST_SLAB ((size_t)32 << 20)
 #define HOST_ALIGN ((size_t)64 << 10)
 
@@ -189,7 +195,7 @@ static void *cu_host_alloc(dlk_dev *d, size_t n)
                 return c->pool[i].p;
             }
         if (c->nslabs) {
-            __typeof__(c->slabs[0]) *sl = &c->slabs[c->nslabs - 1];
+            slab *sl = &c->slabs[c->nslabs - 1];
             if (sl->cap - sl->used >= cap) {
                 void *p = (uint8_t *)sl->p + sl->used;
                 if (!pool_add(c, p, cap))
@@ -225,10 +231,7 @@ static void *cu_host_alloc(dlk_dev *d, size_t n)
         pthread_cond_broadcast(&c->made);
         if (!p)
             break;
-        c->slabs[c->nslabs].p = p;
-        c->slabs[c->nslabs].cap = sz;
-        c->slabs[c->nslabs].used = 0;
-        c->nslabs++;
+        c->slabs[c->nslabs++] = (slab){p, sz, 0};
     }
     pthread_mutex_unlock(&c->mu);
     return NULL;
@@ -280,7 +283,7 @@ static void add_timing(cuda_dev *c, cudaEvent_t a, cudaEvent_t b, int kind)
 static cudaError_t dev_cut(cuda_dev *c, size_t cap, void **out)
 {
     if (c->ndslabs) {
-        __typeof__(c->dslabs[0]) *sl = &c->dslabs[c->ndslabs - 1];
+        slab *sl = &c->dslabs[c->ndslabs - 1];
         if (sl->cap - sl->used >= cap) {
             *out = (uint8_t *)sl->p + sl->used;
             sl->used += cap;
@@ -308,10 +311,7 @@ static cudaError_t dev_cut(cuda_dev *c, size_t cap, void **out)
                 m0 - c->t0_host, dlk_now_s() - c->t0_host);
     if (e != cudaSuccess)
         return e;
-    c->dslabs[c->ndslabs].p = p;
-    c->dslabs[c->ndslabs].cap = sz;
-    c->dslabs[c->ndslabs].used = cap;
-    c->ndslabs++;
+    c->dslabs[c->ndslabs++] = (slab){p, sz, cap};
     *out = p;
     return cudaSuccess;
 }
