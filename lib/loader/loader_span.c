@@ -134,11 +134,19 @@ static dlk_status get_head(dlk_loader *l, dlk_slot *s, const char *key,
     return DLK_OK;
 }
 
+/* The chunk's part states: set once by get_head (a compare-and-swap
+ * that may race a reader), so read atomically too. */
+static uint8_t *part_states(struct dlk_map *m)
+{
+    return __atomic_load_n(&m->part_state, __ATOMIC_ACQUIRE);
+}
+
 static bool parts_have(struct dlk_map *m, uint32_t p0, uint32_t p1,
                        uint8_t bit)
 {
+    uint8_t *ps = part_states(m);
     for (uint32_t p = p0; p < p1; p++)
-        if (!(__atomic_load_n(&m->part_state[p], __ATOMIC_ACQUIRE) & bit))
+        if (!(__atomic_load_n(&ps[p], __ATOMIC_ACQUIRE) & bit))
             return false;
     return true;
 }
@@ -146,8 +154,9 @@ static bool parts_have(struct dlk_map *m, uint32_t p0, uint32_t p1,
 static void parts_set(struct dlk_map *m, uint32_t p0, uint32_t p1,
                       uint8_t bit)
 {
+    uint8_t *ps = part_states(m);
     for (uint32_t p = p0; p < p1; p++)
-        __atomic_fetch_or(&m->part_state[p], bit, __ATOMIC_RELEASE);
+        __atomic_fetch_or(&ps[p], bit, __ATOMIC_RELEASE);
 }
 
 /* The span's samples' folds (check mode) go into the chunk's kept array
@@ -214,9 +223,10 @@ static void mark_verified(dlk_loader *l, dlk_slot *s, uint32_t p0,
                           uint32_t p1)
 {
     struct dlk_map *m = kept(l, s);
+    uint8_t *ps = part_states(m);
     uint32_t fresh = 0;
     for (uint32_t p = p0; p < p1; p++)
-        if (!(__atomic_fetch_or(&m->part_state[p], PART_VERIFIED,
+        if (!(__atomic_fetch_or(&ps[p], PART_VERIFIED,
                                 __ATOMIC_ACQ_REL) & PART_VERIFIED))
             fresh++;
     if (fresh && __atomic_add_fetch(&m->parts_verified, fresh,
