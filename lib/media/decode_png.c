@@ -10,6 +10,7 @@
 
 #include "media/png_jump.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +31,29 @@ static void on_read(png_structp png, png_bytep d, size_t len)
         png_error(png, "truncated file");
     memcpy(d, j->p + j->off, len);
     j->off += len;
+}
+
+/* Every chunk's length against the bytes that follow it, before libpng
+ * sees any: libpng allocates some chunks' claimed length before reading
+ * them (an eXIf chunk after the image data, past png_set_chunk_malloc_max:
+ * a 715-byte file claiming 2 GB), so a length the file cannot hold is
+ * refused here.  0, or the offset of the first chunk that does not fit
+ * (*len its claim).  A file that ends early passes: libpng says so. */
+static size_t chunk_overrun(const uint8_t *p, size_t n, uint32_t *len)
+{
+    size_t off = 8;
+    while (n - off >= 12) {
+        uint32_t l = (uint32_t)p[off] << 24 | (uint32_t)p[off + 1] << 16 |
+                     (uint32_t)p[off + 2] << 8 | p[off + 3];
+        if (l > n - off - 12) {
+            *len = l;
+            return off;
+        }
+        if (!memcmp(p + off + 4, "IEND", 4))
+            return 0;
+        off += 12 + (size_t)l;
+    }
+    return 0;
 }
 
 /* The body, after setjmp: returns a status for the checks of its own,
@@ -102,6 +126,17 @@ dlk_status dlk_png_decode(const uint8_t *p, size_t n, const char *name,
     if (n < 8 || png_sig_cmp(p, 0, 8))
         return dlk_fail(err, DLK_EDECODE, "cannot decode PNG '%s': not a "
                         "PNG file", name);
+    uint32_t claim = 0;
+    size_t at = chunk_overrun(p, n, &claim);
+    if (at) {
+        char type[5] = {0};
+        for (int i = 0; i < 4; i++) /* a damaged type is not printed raw */
+            type[i] = isalpha(p[at + 4 + i]) ? (char)p[at + 4 + i] : '?';
+        return dlk_fail(err, DLK_EDECODE, "cannot decode PNG '%s': chunk "
+                        "'%s' at byte %zu claims %u bytes, the file has "
+                        "%zu after its header", name, type, at,
+                        (unsigned)claim, n - at - 12);
+    }
     png_job *j = calloc(1, sizeof *j);
     if (!j)
         return dlk_oom(err);

@@ -235,6 +235,31 @@ static void fixture_errors(void)
     uint8_t *idat = p ? memmem(p, n, "IDAT", 4) : NULL;
     if (idat) {
         expect_fail(p, n / 2, "half.png", &o, DLK_EDECODE, "truncated PNG");
+        /* an eXIf chunk after the image data that claims 2 GB: refused
+         * before libpng allocates what it claims */
+        uint8_t *iend = memmem(p, n, "IEND", 4);
+        size_t at = iend ? (size_t)(iend - 4 - p) : 0;
+        uint8_t *big = iend ? malloc(n + 20) : NULL;
+        if (big) {
+            static const uint8_t hdr[8] = {0x7f, 0xff, 0xff, 0xf0,
+                                           'e', 'X', 'I', 'f'};
+            memcpy(big, p, at);
+            memcpy(big + at, hdr, 8);
+            memset(big + at + 8, 'M', 12);
+            memcpy(big + at + 20, p + at, n - at);
+            dlk_decoded bd;
+            dlk_error berr = {0};
+            dlk_status bst = dlk_decode_image(big, n + 20, "bigexif.png", &o,
+                                              &bd, &berr);
+            CHECKF(bst == DLK_EDECODE && strstr(berr.msg, "bigexif.png") &&
+                       strstr(berr.msg, "'eXIf'") &&
+                       strstr(berr.msg, "claims 2147483632 bytes"),
+                   "a 2 GB eXIf claim in a small PNG: refused, named: %s",
+                   berr.msg);
+            if (!bst)
+                dlk_buf_free(&bd.data);
+            free(big);
+        }
         idat[4 + 20] ^= 0x01;
         expect_fail(p, n, "badcrc.png", &o, DLK_EDECODE,
                     "PNG with a flipped byte in IDAT (bad CRC)");
