@@ -249,7 +249,9 @@ class Loader:
                 window of whole chunks mixes a class-sorted dataset less;
                 dlk-bench-stream(1) --whole-chunks)
     memory      bytes for chunk buffers (int, or "4G"); default derived
-    workers     I/O threads (default: the cores, at most 32)
+    workers     I/O threads (default: the cores, shared among the ranks
+                on this host as LOCAL_WORLD_SIZE says, at most 32; a
+                quarter fewer on a GPU from local files)
     state       a state_dict() to continue from (any world or batch size)
 
     len(loader) is the number of batches this rank gets in an epoch."""
