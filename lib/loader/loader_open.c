@@ -178,6 +178,12 @@ static dlk_status pick_blocks(dlk_loader *l, dlk_error *err)
 /* I/O threads for a remote store by default, at least: each waits on one
  * chunk's GETs, so they bound the chunks in flight. */
 #define REMOTE_IO_THREADS 64
+/* ... and at most, when reading spans of parts: 128 spans of 4 MiB keep
+ * 512 MiB in flight.  From S3 at 50 ms to the first byte (H200 host) 256
+ * such threads read 50-58k samples/s where 128 read 64-65k, as
+ * whole chunks on 64 threads did, and 64 read 33k
+ * (docs/benchmarks.md#label-mix). */
+#define REMOTE_SPAN_THREADS 128
 
 /* Bytes one chunk of every loaded tensor takes, at the largest. */
 static uint64_t chunk_set_bytes(const dlk_loader *l)
@@ -230,12 +236,14 @@ static void store_defaults(dlk_loader *l, const dlk_loader_opts *given)
     }
     if (!given->io_threads && remote) {
         /* one load a chunk or span in flight: as many as cover
-         * REMOTE_INFLIGHT_BYTES (256 spans of 4 MiB) */
+         * REMOTE_INFLIGHT_BYTES, spans up to REMOTE_SPAN_THREADS */
         uint32_t n = l->o.prefetch_chunks < REMOTE_IO_THREADS
                          ? l->o.prefetch_chunks : REMOTE_IO_THREADS;
         if (l->spans && l->span_bytes) {
             uint64_t k = REMOTE_INFLIGHT_BYTES / l->span_bytes;
-            n = k > 256 ? 256 : k < n ? n : (uint32_t)k;
+            n = k > REMOTE_SPAN_THREADS ? REMOTE_SPAN_THREADS
+                : k < n                  ? n
+                                         : (uint32_t)k;
         }
         if (n > l->o.io_threads)
             l->o.io_threads = n;
