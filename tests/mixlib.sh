@@ -4,7 +4,9 @@
 #   . "$DLK_TESTS/mixlib.sh"
 #   mix_need               skip the whole script (exit 0) without Pillow
 #                          and numpy
-#   mix_tree DIR C N SEED  C folders class00.. of N 8x8 JPEGs each
+#   mix_tree DIR C N SEED [SIZE]
+#                          C folders class00.. of N SIZExSIZE JPEGs each
+#                          (default 8; tests/bench/label_mix.sh: 32)
 #   mix JSON               "worst epoch-1 epoch-2 ..." of a bench-stream
 #                          --json report's label_mix
 #   below LIMIT VALUES...  every value above 0 and at most LIMIT
@@ -22,12 +24,13 @@ import os, sys
 import numpy as np
 from PIL import Image
 base, c, n, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+size = int(sys.argv[5]) if len(sys.argv) > 5 else 8
 rng = np.random.default_rng(seed)
 for k in range(c):
     d = os.path.join(base, "class%02d" % k)
     os.makedirs(d)
     for i in range(n):
-        Image.fromarray(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8)).save(
+        Image.fromarray(rng.integers(0, 255, (size, size, 3), dtype=np.uint8)).save(
             os.path.join(d, "%04d.jpg" % i), quality=90)
 PY
 }

@@ -23,19 +23,8 @@ SRV=${SRV:-$root/build/tests/s3_dir_server}
 T=$(mktemp -d "${TMPDIR:-/tmp}/dlk-mix.XXXXXX")
 pid=""
 trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true; rm -rf "$T"' EXIT
-python3 - "$T/root/raw/train" "$C" "$P" <<'PY'
-import os, sys
-import numpy as np
-from PIL import Image
-base, c, p = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-rng = np.random.default_rng(1)
-for k in range(c):
-    d = os.path.join(base, "class%03d" % k)
-    os.makedirs(d)
-    for i in range(p):
-        Image.fromarray(rng.integers(0, 255, (32, 32, 3), dtype=np.uint8)).save(
-            os.path.join(d, "%06d.jpg" % i), quality=90)
-PY
+. "$root/tests/mixlib.sh" # mix_tree
+mix_tree "$T/root/raw/train" "$C" "$P" 1 32
 "$SRV" "$T/root" 16 > "$T/port" 2> "$T/srv.err" &
 pid=$!
 for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.1; done
@@ -49,7 +38,7 @@ opts="--resize 32x32 --chunk-size 336K --part-size 21K --quiet"
 echo "machine: $(nproc) cores; $C classes x $P rows; $("$DLK" ls "$T/dir" --json | python3 -c '
 import json, sys; t = json.load(sys.stdin)["tensors"]; i = [x for x in t if x["name"] == "images"][0]
 print("%d chunks of images" % i["chunks"])')"
-mix() { # DATASET WORLD FLAGS... -> "r0 r1 ... first-batch-s of rank 0"
+ranks_mix() { # DATASET WORLD FLAGS... -> "r0 r1 ... first-batch-s of rank 0"
     local ds=$1 w=$2 r out first="" line=""; shift 2
     for ((r = 0; r < w; r++)); do
         if ! out=$("$DLK" bench-stream "$ds" --device cpu --batch-size 256 --epochs 3 --rank $r --world $w "$@" --json 2>"$T/err"); then
@@ -71,7 +60,7 @@ for ds in dir s3 sorted; do
     [ "$ds" != sorted ] || sets+=("--shuffle --whole-chunks")
     for flags in "${sets[@]}"; do
         for w in 1 2 4; do
-            printf '%-28s %-10s %d rank(s): label mix per rank%s\n' "$what" "${flags:-in order}" "$w" "$(mix "$T/$ds" "$w" $flags)"
+            printf '%-28s %-10s %d rank(s): label mix per rank%s\n' "$what" "${flags:-in order}" "$w" "$(ranks_mix "$T/$ds" "$w" $flags)"
         done
     done
 done
