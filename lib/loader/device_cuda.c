@@ -164,7 +164,14 @@ static void pinned_free(void *p, size_t cap)
  * memory map and in the driver; from slabs, 42-44 pins take 0.4 s (two
  * H200 ranks, DLK_CUDA_TRACE; docs/benchmarks.md#label-mix). */
 #define HOST_SLAB ((size_t)32 << 20)
-#define HOST_ALIGN ((size_t)64 << 10)
+
+/* A buffer's size, pinned or on the device: n rounded up to 64 KiB, so
+ * that the few sizes of a run's spans and chunks reuse each other's. */
+static size_t buf_cap(size_t n)
+{
+    size_t a = (size_t)64 << 10;
+    return n ? (n + a - 1) & ~(a - 1) : a;
+}
 
 static bool pool_add(cuda_dev *c, void *p, size_t cap)
 {
@@ -183,9 +190,7 @@ static bool pool_add(cuda_dev *c, void *p, size_t cap)
 static void *cu_host_alloc(dlk_dev *d, size_t n)
 {
     cuda_dev *c = (cuda_dev *)d;
-    size_t cap = (n + HOST_ALIGN - 1) & ~(HOST_ALIGN - 1);
-    if (!cap)
-        cap = HOST_ALIGN;
+    size_t cap = buf_cap(n);
     pthread_mutex_lock(&c->mu);
     for (;;) {
         for (size_t i = 0; i < c->npool; i++)
@@ -319,9 +324,7 @@ static cudaError_t dev_cut(cuda_dev *c, size_t cap, void **out)
 /* A device buffer of at least n bytes (see devbuf). */
 static cudaError_t acquire(cuda_dev *c, size_t n, void **out)
 {
-    size_t cap = (n + HOST_ALIGN - 1) & ~(HOST_ALIGN - 1);
-    if (!cap)
-        cap = HOST_ALIGN;
+    size_t cap = buf_cap(n);
     pthread_mutex_lock(&c->bmu);
     for (;;) {
         /* a free one needs no driver call; released ones come free in
