@@ -239,16 +239,22 @@ int bench_run(struct bench_opts *o, struct bench_result *r)
     if (cmd_dataset_open(o->dataset, o->at, &ds, &err))
         return cmd_fail("bench-stream", &err);
     r->ds = ds; /* closed by bench_result_free: the report names tensors */
-    dlk_loader *l;
-    if (dlk_loader_open(ds, &lo, &l, &err))
-        return cmd_fail("bench-stream", &err);
-    r->l = l;
     /* how well batches mix the classes, when there is a class label (not
-     * of a view, whose classes are what its query chose) */
+     * of a view, whose classes are what its query chose); read before
+     * the loader opens, as the loader starts reading there: the run is
+     * measured as a training loop that asks for its first batch at once */
     if (!lo.view &&
         label_mix_open(ds, lo.batch_size ? lo.batch_size : 256, lo.seed,
                        &r->mix, &err))
         return cmd_fail("bench-stream", &err);
+    /* every request of the loader counts in its epochs, those of its
+     * open included */
+    dlk_io_counters io_open;
+    dlk_io_counters_get(&io_open);
+    dlk_loader *l;
+    if (dlk_loader_open(ds, &lo, &l, &err))
+        return cmd_fail("bench-stream", &err);
+    r->l = l;
     FILE *order_f = NULL;
     if (o->order_out && !(order_f = fopen(o->order_out, "w"))) {
         cmd_error("bench-stream", "cannot write '%s': %s", o->order_out,
@@ -274,8 +280,6 @@ int bench_run(struct bench_opts *o, struct bench_result *r)
     } else if (dlk_loader_mark(l, &runs[0].mark, &err)) {
         code = cmd_fail("bench-stream", &err);
     }
-    dlk_io_counters io_open;
-    dlk_io_counters_get(&io_open);
     for (long e = 0; e < epochs && code == EXIT_OK; e++) {
         const dlk_batch *b;
         double e0 = cmd_now_s();

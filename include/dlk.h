@@ -646,6 +646,10 @@ typedef struct dlk_loader_opts {
     const char *cuda_trace;      /* on a GPU, a file to write the device
                                     timing of every copy, gather and step
                                     to (dlk(1), DLK_CUDA_TRACE); NULL: none */
+    const struct dlk_loader_state *start; /* where to begin (a saved state,
+                                    of any world or batch size, as
+                                    dlk_loader_restore takes); NULL:
+                                    epoch 0 */
 } dlk_loader_opts;
 
 #define DLK_PIN_CACHE_AUTO UINT64_MAX
@@ -676,12 +680,16 @@ typedef struct dlk_batch {
 
 /* Open a loader on ds (which must stay open while the loader is; a
  * commit pins the bytes).  The loader starts its own I/O threads (and,
- * on a GPU, an upload thread); `opts` is copied.  The first epoch is 0;
- * dlk_loader_restore sets another.
+ * on a GPU, an upload thread) and begins reading its first epoch (0, or
+ * opts.start) at once, so that the time a program spends before its
+ * first dlk_loader_next (building a model, joining its ranks) also
+ * fills the window; `opts` is copied.  dlk_loader_restore moves it
+ * elsewhere later.
  * @return DLK_OK with *out a loader the caller frees with
  *         dlk_loader_close; DLK_EINVAL for bad options (a tensor that does
- *         not exist, rank >= world_size, a batch size of 0); DLK_EGPU when
- *         the device cannot be used; DLK_ENOMEM. */
+ *         not exist, rank >= world_size, a batch size of 0) or a bad
+ *         opts.start (as dlk_loader_restore); DLK_EGPU when the device
+ *         cannot be used; DLK_ENOMEM. */
 DLK_API dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
                                    dlk_loader **out, dlk_error *err);
 

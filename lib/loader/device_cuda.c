@@ -884,8 +884,12 @@ dlk_status dlk_dev_open_cuda(int index, const char *trace, dlk_dev **out,
     if (e == cudaSuccess)
         e = cudaEventSynchronize(c->t0_ev);
     c->t0_host = dlk_now_s();
-    if (e == cudaSuccess && trace && *trace)
-        c->trace = fopen(trace, "w");
+    if (e == cudaSuccess && trace && *trace &&
+        (c->trace = fopen(trace, "w")))
+        /* where the trace's times start, on CLOCK_MONOTONIC: other
+         * processes' logs (a server's requests) line up with it */
+        fprintf(c->trace, "origin %.6f %.6f %.6f\n", c->t0_host, c->t0_host,
+                c->t0_host);
     if (e != cudaSuccess) {
         if (c->t0_ev)
             cudaEventDestroy(c->t0_ev);

@@ -478,6 +478,12 @@ dlk_status dlk_loader_restore(dlk_loader *l, const dlk_loader_state *st,
     return start_epoch(l, false, err);
 }
 
+dlk_status dlk_loader_begin(dlk_loader *l, const dlk_loader_state *st,
+                            dlk_error *err)
+{
+    return st ? dlk_loader_restore(l, st, err) : start_epoch(l, false, err);
+}
+
 void dlk_loader_checksums(const dlk_loader *l, uint64_t *device,
                           uint64_t *host)
 {
@@ -489,16 +495,11 @@ void dlk_loader_checksums(const dlk_loader *l, uint64_t *device,
 
 void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out)
 {
-    *out = l->stats;
+    /* the workers add to it from the loader's open on */
     pthread_mutex_lock((pthread_mutex_t *)&l->mu);
-    out->storage_s = l->stats.storage_s;
-    out->decompress_s = l->stats.decompress_s;
-    out->io_busy_s = l->stats.io_busy_s;
-    out->h2d_s = l->stats.h2d_s;
-    out->chunks_loaded = l->stats.chunks_loaded;
-    out->chunks_verified = __atomic_load_n(&l->stats.chunks_verified,
+    *out = l->stats;
+    out->chunks_verified = __atomic_load_n(&l->chunks_verified,
                                            __ATOMIC_RELAXED);
-    out->bytes_loaded = l->stats.bytes_loaded;
     out->peak_buffer_bytes = l->peak_resident;
     out->io_threads = l->o.io_threads;
     out->window_chunks = l->o.window_chunks;

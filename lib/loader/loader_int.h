@@ -124,7 +124,8 @@ struct dlk_loader {
     uint32_t nthreads;
     uint32_t busy;              /* workers inside a load */
     /* Loads that may run at once for chunks no batch waits for yet: from
-     * RAMP_START up by one a load finished (doubling each round), so
+     * RAMP_START chunks' worth (as many spans as make that many chunks)
+     * up by one a load finished (doubling each round), so
      * that the first batch's chunks are not one in many sharing the
      * store's bandwidth and a GPU's first pinned allocations */
     uint32_t ramp;
@@ -153,6 +154,7 @@ struct dlk_loader {
     bool use_maps;
 
     dlk_loader_stats stats;
+    uint64_t chunks_verified;   /* atomic: counted outside the lock */
     /* the timeline (loader_trace.c): buckets of `trace_per` batches, and
      * the batch being read's waits, filled by wait_ready */
     dlk_trace_bucket trace[DLK_TRACE_BUCKETS];
@@ -186,6 +188,10 @@ bool dlk_loader_more_to_take(const dlk_loader *l);
 void dlk_sort_slots_by_first(uint32_t *idx, size_t n, const dlk_slot *slots);
 /* Workers (loader_io.c). */
 dlk_status dlk_loader_start_workers(dlk_loader *l, dlk_error *err);
+/* Plan the first epoch (st, or the loader's own) and set the workers on
+ * it, at open (loader.c). */
+dlk_status dlk_loader_begin(dlk_loader *l, const dlk_loader_state *st,
+                            dlk_error *err);
 void dlk_loader_stop_workers(dlk_loader *l);
 void dlk_loader_pause_workers(dlk_loader *l);
 void dlk_loader_resume_workers(dlk_loader *l);

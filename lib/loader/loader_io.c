@@ -242,10 +242,11 @@ static dlk_status load(dlk_loader *l, dlk_slot *s, double *storage_s,
     }
     }
 loaded:
-    if (verify) {
-        __atomic_store_n(&kept(l, s)->verified, true, __ATOMIC_RELEASE);
-        __atomic_add_fetch(&l->stats.chunks_verified, 1, __ATOMIC_RELAXED);
-    }
+    /* two slots of one chunk (an epoch's last and the next one's first,
+     * read ahead) may both check it at once: it counts once */
+    if (verify && !__atomic_exchange_n(&kept(l, s)->verified, true,
+                                       __ATOMIC_ACQ_REL))
+        __atomic_add_fetch(&l->chunks_verified, 1, __ATOMIC_RELAXED);
     if (l->o.check)
         return fold_samples(l, s, err);
     return DLK_OK;

@@ -178,12 +178,15 @@ static dlk_status pick_blocks(dlk_loader *l, dlk_error *err)
 /* I/O threads for a remote store by default, at least: each waits on one
  * chunk's GETs, so they bound the chunks in flight. */
 #define REMOTE_IO_THREADS 64
-/* ... and at most, when reading spans of parts: 128 spans of 4 MiB keep
- * 512 MiB in flight.  From S3 at 50 ms to the first byte (H200 host) 256
- * such threads read 50-58k samples/s where 128 read 64-65k, as
- * whole chunks on 64 threads did, and 64 read 33k
- * (docs/benchmarks.md#label-mix). */
-#define REMOTE_SPAN_THREADS 128
+/* ... and at most, when reading spans of parts: 192 spans of 4 MiB keep
+ * 768 MiB in flight.  From S3 at 50 ms to the first byte (16-core H200
+ * host, one process) 192 such threads read 12.5-14.1 GB/s where 128 read
+ * 10.1-10.6 and 256 11.7; when ranks share the host 128 each kept two
+ * H200 busier over a run's first epoch (95.7-96.5% against 94.2-96.3%
+ * at a 13 ms step): more loads ahead share the store with the ones a
+ * batch waits for (docs/benchmarks.md#label-mix). */
+#define REMOTE_SPAN_THREADS 192
+#define REMOTE_SPAN_THREADS_SHARED 128
 
 /* Bytes one chunk of every loaded tensor takes, at the largest. */
 static uint64_t chunk_set_bytes(const dlk_loader *l)
@@ -236,14 +239,16 @@ static void store_defaults(dlk_loader *l, const dlk_loader_opts *given)
     }
     if (!given->io_threads && remote) {
         /* one load a chunk or span in flight: as many as cover
-         * REMOTE_INFLIGHT_BYTES, spans up to REMOTE_SPAN_THREADS */
+         * REMOTE_INFLIGHT_BYTES, spans up to REMOTE_SPAN_THREADS (or
+         * REMOTE_SPAN_THREADS_SHARED a rank when ranks share the host) */
         uint32_t n = l->o.prefetch_chunks < REMOTE_IO_THREADS
                          ? l->o.prefetch_chunks : REMOTE_IO_THREADS;
         if (l->spans && l->span_bytes) {
             uint64_t k = REMOTE_INFLIGHT_BYTES / l->span_bytes;
-            n = k > REMOTE_SPAN_THREADS ? REMOTE_SPAN_THREADS
-                : k < n                  ? n
-                                         : (uint32_t)k;
+            uint32_t most = l->o.local_world_size > 1
+                                ? REMOTE_SPAN_THREADS_SHARED
+                                : REMOTE_SPAN_THREADS;
+            n = k > most ? most : k < n ? n : (uint32_t)k;
         }
         if (n > l->o.io_threads)
             l->o.io_threads = n;
@@ -333,6 +338,7 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     l->ds = ds;
     l->o = *opts;
+    l->o.start = NULL; /* read at open only: the caller's to free after */
     if (!l->o.batch_size)
         l->o.batch_size = 256;
     if (!l->o.world_size)
@@ -405,7 +411,9 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         l->st.seg[0].world = l->o.world_size;
         l->st.seg[0].batch = l->o.batch_size;
         l->nthreads = l->o.io_threads;
-        l->ramp = RAMP_START;
+        /* RAMP_START chunks' worth: a span is a part of its chunk */
+        uint64_t ramp = RAMP_START * (l->chunk_blocks ? l->chunk_blocks : 1);
+        l->ramp = ramp < l->nthreads ? (uint32_t)ramp : l->nthreads;
         /* map chunks in place where the store can.  On a GPU that pins
          * them for the loader's life, so only as many as pin_cache asks,
          * and with the buffers within half of the usable memory */
@@ -423,9 +431,10 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         if (!l->maps)
             rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
     }
-    if (!rc) {
+    if (!rc)
         rc = dlk_loader_start_workers(l, err);
-    }
+    if (!rc)
+        rc = dlk_loader_begin(l, opts->start, err);
     if (rc) {
         dlk_loader_close(l);
         return rc;

@@ -231,7 +231,7 @@ static void mark_verified(dlk_loader *l, dlk_slot *s, uint32_t p0,
             fresh++;
     if (fresh && __atomic_add_fetch(&m->parts_verified, fresh,
                                     __ATOMIC_ACQ_REL) == s->head->nparts)
-        __atomic_add_fetch(&l->stats.chunks_verified, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&l->chunks_verified, 1, __ATOMIC_RELAXED);
 }
 
 /* Bytes a first read takes at a time: whole samples (one at least), few

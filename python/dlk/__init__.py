@@ -254,7 +254,9 @@ class Loader:
                 quarter fewer on a GPU from local files)
     state       a state_dict() to continue from (any world or batch size)
 
-    len(loader) is the number of batches this rank gets in an epoch."""
+    len(loader) is the number of batches this rank gets in an epoch.
+    Reading starts as the Loader is made: make it before the model, and
+    building the model fills the first window."""
 
     def __init__(self, url_or_ds, batch_size=256, shuffle=True, seed=0,
                  tensors=None, device="cuda", epochs=None, drop_last=False,

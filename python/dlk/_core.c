@@ -738,11 +738,9 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
     }
     Py_BEGIN_ALLOW_THREADS
     pthread_mutex_lock(&ds->mu);
+    if (state)
+        o.start = &st; /* read from the start, not restored after it */
     rc = dlk_loader_open(ds->ds, &o, &self->l, &err);
-    if (!rc && state && (rc = dlk_loader_restore(self->l, &st, &err))) {
-        dlk_loader_close(self->l);
-        self->l = NULL;
-    }
     pthread_mutex_unlock(&ds->mu);
     Py_END_ALLOW_THREADS
     Py_XDECREF(seq);

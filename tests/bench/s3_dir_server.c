@@ -21,6 +21,8 @@
  * then ignored: a pool thread holds every connection it accepted, and
  * their waits would add up): what a client gains by having requests in
  * flight together then shows.
+ * S3_DIR_SERVER_LOG=FILE writes a line for each request as it comes in:
+ * CLOCK_MONOTONIC in seconds, the method, the URL and the Range.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -56,6 +58,11 @@ typedef struct bucket {
 
 static const char *root;
 static unsigned delay_ms;
+/* S3_DIR_SERVER_LOG: one line a request (wall-clock seconds when it came
+ * in on CLOCK_MONOTONIC, method, URL, Range), to line up a client's
+ * requests with its own timeline (DLK_CUDA_TRACE's origin line) */
+static FILE *req_log;
+static pthread_mutex_t req_log_mu = PTHREAD_MUTEX_INITIALIZER;
 static bucket *buckets;
 static size_t nbuckets;
 
@@ -477,6 +484,18 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
         *upload_size = 0; /* a body, ignored: only GET and HEAD are served */
         return MHD_YES;
     }
+    if (req_log) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        const char *rg =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Range");
+        pthread_mutex_lock(&req_log_mu);
+        fprintf(req_log, "%.6f %s %s %s\n",
+                (double)now.tv_sec + now.tv_nsec / 1e9, method, url,
+                rg ? rg : "-");
+        fflush(req_log);
+        pthread_mutex_unlock(&req_log_mu);
+    }
     if (delay_ms) {
         struct timespec ts = {delay_ms / 1000,
                               (long)(delay_ms % 1000) * 1000000};
@@ -518,6 +537,9 @@ int main(int argc, char **argv)
         die("THREADS must be 1 to 256");
     const char *dl = getenv("S3_DIR_SERVER_DELAY_MS");
     delay_ms = dl ? (unsigned)atoi(dl) : 0;
+    const char *lg = getenv("S3_DIR_SERVER_LOG");
+    if (lg && *lg && !(req_log = fopen(lg, "w")))
+        die("cannot write %s", lg);
     load();
     sigset_t set;
     sigemptyset(&set);

@@ -6,9 +6,11 @@
 # shuffled epochs with a STEP_MS (default 13) step; for each rank: the
 # first batch, each epoch's GB/s, GPU busy over the whole run, peak RSS,
 # and from DLK_CUDA_TRACE the pinned and device buffers made and their
-# time.  Spans (the default) and --whole-chunks, and with OLD=BIN another
-# build, alternated over ROUNDS (default 2).
-#   DIST=dist [OLD=old/bin/dlk] tests/bench/s3_start.sh [SAMPLES] [EPOCHS]
+# time and the GPU's idle time between kernels in the first epoch and
+# after it.  Spans (the default) and --whole-chunks, and with OLD="BIN ..."
+# other builds (each named by the folder above its bin/), alternated over
+# ROUNDS (default 2).
+#   DIST=dist [OLD="old/bin/dlk ..."] tests/bench/s3_start.sh [SAMPLES] [EPOCHS]
 set -u
 n=${1:-20000}
 epochs=${2:-3}
@@ -52,16 +54,38 @@ def made(kind):
     return len(m), sum(float(e[3]) - float(e[1]) for e in m)
 pins, pin_s = made("pin")
 devs, dev_s = made("devalloc")
+# the compute stream's idle time between its kernels (gathers, steps):
+# in the first epoch after its first gather, and in the later ones
+k = sorted((float(e[2]), float(e[3]), e[0]) for e in ev if e[0] in ("gather", "step"))
+g = [x for x in k if x[2] == "gather"]
+per = len(g) // max(1, len(d["epochs"]))
+end1 = g[per][0] if per < len(g) else k[-1][1]
+idle1 = idle2 = 0.0
+for a, b in zip(k, k[1:]):
+    gap = max(0.0, b[0] - a[1])
+    if b[0] <= end1:
+        idle1 += gap
+    else:
+        idle2 += gap
 print("%-14s rank %s: first batch %.3f s, epochs %s GB/s, busy %.1f%%, peak RSS %.2f GB; "
-      "pinned buffers made %d (%.3f s), device %d (%.3f s)"
+      "pinned buffers made %d (%.3f s), device %d (%.3f s); GPU idle after the first "
+      "gather %.3f s in epoch 1, %.3f s later"
       % (sys.argv[3], sys.argv[4], d["first_batch_s"],
          " ".join("%.2f" % (e["bytes_per_s"] / 1e9) for e in d["epochs"]),
-         d["gpu_busy_pct"], d["peak_rss_bytes"] / 1e9, pins, pin_s, devs, dev_s))
+         d["gpu_busy_pct"], d["peak_rss_bytes"] / 1e9, pins, pin_s, devs, dev_s,
+         idle1, idle2))
 PY
     done
 }
+# a first run, not reported: the first process on a machine pays for
+# starting its driver and the server's first reads, and no build should
+ranks "warm-up" "$DIST/bin/dlk" > /dev/null
 for ((k = 0; k < ROUNDS; k++)); do
     ranks "spans" "$DIST/bin/dlk"
     ranks "whole chunks" "$DIST/bin/dlk" --whole-chunks
-    [ -z "$OLD" ] || ranks "old, spans" "$OLD"
+    for o in $OLD; do
+        name=$(basename "$(dirname "$(dirname "$o")")")
+        ranks "$name, spans" "$o"
+        ranks "$name, whole" "$o" --whole-chunks
+    done
 done

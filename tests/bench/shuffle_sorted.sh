@@ -12,6 +12,7 @@
 #   auto), the best steady epoch's samples/s, the first batch, the
 #   requests an epoch and their mean size, peak buffers and RSS, the
 #   worst epoch's label-mix ratio (1.0 = a random permutation).
+#   WHERE (default "page s3") picks the sections; ROUNDS (default 2).
 #   DIST=dist OLD=dist-old tests/bench/shuffle_sorted.sh
 set -eu
 n=${1:-20000}
@@ -21,6 +22,7 @@ OLD=${OLD:-}
 DELAY=${DELAY:-50}
 DEVICE=${DEVICE:-auto}
 ROUNDS=${ROUNDS:-2}
+WHERE=${WHERE:-page s3}
 T=$(mktemp -d "${TMPDIR:-/tmp}/dlk-sorted.XXXXXX")
 pid=""
 stop() { [ -z "$pid" ] || { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; }; pid=""; }
@@ -62,10 +64,12 @@ both() { # PREFIX(local dir or s3 URL)
     one "new, --whole-chunks" "$DIST/bin/dlk" "$1/new" --whole-chunks
 }
 
-echo "page cache (warm):"
-cat "$T"/root/bench/*/chunks/*/* > /dev/null
-both "$T/root/bench"
-
+if [[ " $WHERE " == *" page "* ]]; then
+    echo "page cache (warm):"
+    cat "$T"/root/bench/*/chunks/*/* > /dev/null
+    both "$T/root/bench"
+fi
+[[ " $WHERE " == *" s3 "* ]] || exit 0
 echo "S3, $DELAY ms to the first byte (s3_dir_server on loopback):"
 S3_DIR_SERVER_DELAY_MS=$DELAY "$DIST/bin/s3_dir_server" "$T/root" 64 > "$T/port" 2> "$T/srv.err" &
 pid=$!

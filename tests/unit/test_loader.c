@@ -465,8 +465,13 @@ static void test_loader_cpu(void)
         o2.world_size = 2;
         o2.rank = r;
         o2.batch_size = 7;
-        dlk_loader_open(ds, &o2, &l, &err);
-        if (dlk_loader_restore(l, &back, &err)) {
+        /* rank 0 restores after its open, rank 1 starts from the state */
+        o2.start = r == 1 ? &back : NULL;
+        if (dlk_loader_open(ds, &o2, &l, &err)) {
+            UNIT_CHECK(err.msg, 0);
+            break;
+        }
+        if (r == 0 && dlk_loader_restore(l, &back, &err)) {
             UNIT_CHECK(err.msg, 0);
             dlk_loader_close(l);
             break;
@@ -479,8 +484,32 @@ static void test_loader_cpu(void)
     once = 1;
     for (uint64_t i = 0; i < n; i++)
         once &= seen[i] == 1;
-    UNIT_CHECK("resumed mid-epoch on 2 ranks: the epoch completes, each "
-               "sample once", once);
+    UNIT_CHECK("resumed mid-epoch on 2 ranks (restored, and from "
+               "opts.start): the epoch completes, each sample once", once);
+
+    /* a start of another seed is refused at open, naming both */
+    dlk_loader_opts o3 = o;
+    o3.seed = 78;
+    o3.start = &back;
+    UNIT_CHECK("opts.start of another seed: DLK_EINVAL naming the seeds",
+               dlk_loader_open(ds, &o3, &l, &err) == DLK_EINVAL &&
+                   strstr(err.msg, "77") && strstr(err.msg, "78"));
+
+    /* the first epoch is read from the open on, before any batch is
+     * asked for: the time a program spends before it fills the window */
+    o3.start = NULL;
+    int early = 0;
+    if (dlk_loader_open(ds, &o3, &l, &err) == DLK_OK) {
+        for (int k = 0; k < 500 && !early; k++) {
+            dlk_loader_stats_get(l, &ls);
+            early = ls.chunks_loaded > 0;
+            if (!early)
+                usleep(10000);
+        }
+        dlk_loader_close(l);
+    }
+    UNIT_CHECK("chunks are loaded after dlk_loader_open, before the first "
+               "dlk_loader_next", early);
 
     epochs_ahead(ds);
 
