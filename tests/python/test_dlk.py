@@ -375,6 +375,14 @@ def _():
         raise AssertionError("a fresh loader failed")
 
 
+def sigint_default():
+    """In the child before it runs: SIGINT as a terminal gives it.  A
+    shell starts background jobs with SIGINT ignored, and Python then
+    never raises KeyboardInterrupt: the Ctrl-C tests would hang for a
+    reason that is not the loader's."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 INTERRUPT = r"""
 import dlk, sys
 l = dlk.Loader(sys.argv[1], device="cpu", batch_size=1, shuffle=True)
@@ -394,7 +402,8 @@ except KeyboardInterrupt:
 def _():
     """Ctrl-C stops iteration: KeyboardInterrupt, no hang"""
     p = subprocess.Popen([sys.executable, "-c", INTERRUPT, URL],
-                         stdout=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, text=True,
+                         preexec_fn=sigint_default)
     assert p.stdout.readline().strip() == "started"
     time.sleep(0.5)
     p.send_signal(signal.SIGINT)
@@ -534,6 +543,7 @@ if S3_URL and SLOW_ENDPOINT:
         at once, and the process exits"""
         p = subprocess.Popen([sys.executable, "-c", INTERRUPT, S3_URL],
                              stdout=subprocess.PIPE, text=True,
+                             preexec_fn=sigint_default,
                              env=dict(os.environ, AWS_ENDPOINT_URL=SLOW_ENDPOINT))
         assert p.stdout.readline().strip() == "started"
         time.sleep(1.0)   # in the wait for chunks held back a minute
