@@ -7,6 +7,7 @@
  * (s3_http.c), which retries 408, 429 and 5xx with backoff and hedges
  * slow reads. */
 #include "gcs_internal.h"
+#include "http_store.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -228,14 +229,7 @@ static dlk_status short_object(const gcs_store *s, const char *okey,
                                uint64_t off, uint64_t len, uint64_t size,
                                dlk_error *err)
 {
-    if (size == UINT64_MAX)
-        return dlk_fail(err, DLK_ECORRUPT, "short object 'gs://%s/%s': "
-                        "range %llu+%llu past its end", s->bucket, okey,
-                        (unsigned long long)off, (unsigned long long)len);
-    return dlk_fail(err, DLK_ECORRUPT, "short object 'gs://%s/%s': range "
-                    "%llu+%llu past its %llu bytes", s->bucket, okey,
-                    (unsigned long long)off, (unsigned long long)len,
-                    (unsigned long long)size);
+    return http_short_object("gs", s->bucket, okey, off, len, size, err);
 }
 
 /* What a GET of bytes [off, off+len) of okey answered, into a status and
@@ -248,14 +242,8 @@ static dlk_status get_answer(const gcs_store *s, const char *okey,
     bool ranged = off > 0 || len != UINT64_MAX;
     dlk_status rc = DLK_OK;
     if (r->over_limit)
-        rc = r->content_length != UINT64_MAX
-            ? dlk_fail(err, DLK_ELIMIT, "object 'gs://%s/%s' is %llu bytes, "
-                       "over the limit of %llu", s->bucket, okey,
-                       (unsigned long long)r->content_length,
-                       (unsigned long long)max)
-            : dlk_fail(err, DLK_ELIMIT, "object 'gs://%s/%s' is over the "
-                       "limit of %llu bytes", s->bucket, okey,
-                       (unsigned long long)max);
+        rc = http_over_limit("gs", s->bucket, okey, r->content_length, max,
+                             err);
     else if (r->status == 416)
         rc = short_object(s, okey, off, len, r->total_size, err);
     else if (!gcs_ok2xx(r))
@@ -337,144 +325,72 @@ static dlk_status gcs_get(dlk_store *st, const char *key, uint64_t off,
     return rc;
 }
 
-/* ---- many GETs at once ------------------------------------------------ */
+/* ---- many GETs at once (http_store.c) ---------------------------------- */
 
-/* One whole-object GET of get_each or get_start: its request (first, so
- * that on_finish's request is the pending), and what the request points
- * at until it finishes. */
-typedef struct pending {
-    s3_req r;
-    gcs_store *s;
+/* What one whole-object GET of get_each or get_start points at until it
+ * finishes. */
+typedef struct get_ctx {
     char *okey;
     dlk_buf url;
     struct curl_slist *headers;
     size_t before;
-    dlk_get_req *q;
-    bool sent;
-    void (*done)(void *ud, dlk_get_req *q);  /* get_start's */
-    void *ud;
-} pending;
+} get_ctx;
 
-/* Set up pg's request for q (pg zeroed); false, q->rc set, when it
- * cannot be sent.  The token is taken here, in the caller's thread: an
- * exchange cannot run on the engine's. */
-static bool pending_init(gcs_store *s, pending *pg, dlk_get_req *q)
+/* The token is taken here, in the caller's thread: an exchange cannot
+ * run on the engine's. */
+static bool get_init(dlk_store *st, s3_req *r, dlk_get_req *q, void **ctx)
 {
-    pg->s = s;
-    pg->q = q;
-    dlk_buf_init(&pg->url);
-    if (q->rc)
-        return false; /* refused before (a bad key) */
-    if (!(pg->okey = gcs_object_key(s, q->key))) {
+    gcs_store *s = (gcs_store *)st;
+    get_ctx *c = calloc(1, sizeof *c);
+    if (!(*ctx = c) || !(c->okey = gcs_object_key(s, q->key))) {
         q->rc = dlk_fail(&q->err, DLK_ENOMEM, "out of memory");
         return false;
     }
-    if ((q->rc = gcs_object_url(s, pg->okey, "alt=media", &pg->url,
+    if ((q->rc = gcs_object_url(s, c->okey, "alt=media", &c->url,
                                 &q->err)) ||
-        (q->rc = gcs_auth_header(s->auth, &pg->headers, &q->err)))
+        (q->rc = gcs_auth_header(s->auth, &c->headers, &q->err)))
         return false;
-    pg->before = q->out->len;
-    pg->r.method = "GET";
-    pg->r.url = (const char *)pg->url.data;
-    pg->r.headers = pg->headers;
-    pg->r.out = q->out;
-    pg->r.max = q->max;
-    pg->r.want_header = "x-goog-generation";
-    pg->sent = true;
+    c->before = q->out->len;
+    r->method = "GET";
+    r->url = (const char *)c->url.data;
+    r->headers = c->headers;
+    r->out = q->out;
+    r->max = q->max;
+    r->want_header = "x-goog-generation";
     return true;
 }
 
-static void pending_finish(pending *pg)
+static void get_finish(dlk_store *st, s3_req *r, bool sent, dlk_get_req *q,
+                       void *ctx)
 {
-    dlk_get_req *q = pg->q;
-    if (pg->sent) {
-        q->rc = get_answer(pg->s, pg->okey, &pg->r, 0, UINT64_MAX, q->max,
-                           pg->before, q->out, q->info, &q->err);
-        s3_req_fini(&pg->r);
+    get_ctx *c = ctx;
+    if (sent)
+        q->rc = get_answer((gcs_store *)st, c->okey, r, 0, UINT64_MAX,
+                           q->max, c->before, q->out, q->info, &q->err);
+    if (c) {
+        curl_slist_free_all(c->headers);
+        dlk_buf_free(&c->url);
+        free(c->okey);
+        free(c);
     }
-    curl_slist_free_all(pg->headers);
-    dlk_buf_free(&pg->url);
-    free(pg->okey);
 }
 
-/* Whole-object GETs all in flight at once on the engine, with no thread
- * each.  A request whose rc is set already is left alone. */
+static const http_get_ops whole_gets = {get_init, get_finish};
+
 static void gcs_get_each(dlk_store *st, dlk_get_req *reqs, size_t n,
                          void (*done)(void *ud, size_t i), void *ud)
 {
-    gcs_store *s = (gcs_store *)st;
-    pending *pg = calloc(n ? n : 1, sizeof *pg);
-    for (size_t i = 0; !pg && i < n; i++) {
-        if (!reqs[i].rc)
-            reqs[i].rc = gcs_get(st, reqs[i].key, 0, UINT64_MAX, reqs[i].max,
-                                 reqs[i].out, reqs[i].info, &reqs[i].err);
-        if (done)
-            done(ud, i);
-    }
-    if (!pg)
-        return;
-    for (size_t i = 0; i < n; i++)
-        if (pending_init(s, &pg[i], &reqs[i]))
-            s3_submit(s->eng, &pg[i].r);
-    for (size_t i = 0; i < n; i++) {
-        if (pg[i].sent)
-            s3_wait(s->eng, &pg[i].r);
-        pending_finish(&pg[i]);
-        if (done)
-            done(ud, i);
-    }
-    free(pg);
+    http_get_each(st, &whole_gets, ((gcs_store *)st)->eng, reqs, n, done,
+                  ud);
 }
 
-/* A get_start request has finished (on the engine's thread). */
-static void pending_done(s3_req *r)
-{
-    pending *pg = (pending *)r;
-    dlk_get_req *q = pg->q;
-    void (*done)(void *ud, dlk_get_req *q) = pg->done;
-    void *ud = pg->ud;
-    pending_finish(pg);
-    free(pg);
-    if (!q->rc)
-        dlk_io_count_read(q->out->len);
-    done(ud, q);
-}
-
-/* get_each without waiting: each request's done is called on the
- * engine's thread as it finishes (or here, when it cannot be sent), so
- * that an ingest from gs:// needs no fetch thread a GET. */
+/* Without waiting, so that an ingest from gs:// needs no fetch thread a
+ * GET. */
 static void gcs_get_start(dlk_store *st, dlk_get_req **reqs, size_t n,
                           void (*done)(void *ud, dlk_get_req *q), void *ud)
 {
-    gcs_store *s = (gcs_store *)st;
-    s3_req *batch[64];
-    size_t nb = 0;
-    for (size_t i = 0; i < n; i++) {
-        dlk_get_req *q = reqs[i];
-        pending *pg = calloc(1, sizeof *pg);
-        if (!pg) {
-            if (!q->rc)
-                q->rc = dlk_fail(&q->err, DLK_ENOMEM, "out of memory");
-            done(ud, q);
-            continue;
-        }
-        if (!pending_init(s, pg, q)) {
-            pending_finish(pg);
-            free(pg);
-            done(ud, q);
-            continue;
-        }
-        pg->done = done;
-        pg->ud = ud;
-        pg->r.on_finish = pending_done;
-        batch[nb++] = &pg->r;
-        if (nb == sizeof batch / sizeof *batch) {
-            s3_submit_all(s->eng, batch, nb); /* one wake-up for them */
-            nb = 0;
-        }
-    }
-    if (nb)
-        s3_submit_all(s->eng, batch, nb);
+    http_get_start(st, &whole_gets, ((gcs_store *)st)->eng, reqs, n, done,
+                   ud);
 }
 
 static int gcs_want_inflight(dlk_store *st, int n)

@@ -7,6 +7,7 @@
  * statuses and messages naming the object, the HTTP status, the S3 error
  * code and the request id. */
 #include "s3_store.h"
+#include "http_store.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -295,26 +296,13 @@ static dlk_status short_object(const s3_store *s, const char *okey,
                                uint64_t off, uint64_t len, uint64_t size,
                                dlk_error *err)
 {
-    if (size == UINT64_MAX)
-        return dlk_fail(err, DLK_ECORRUPT, "short object 's3://%s/%s': "
-                        "range %llu+%llu past its end", s->bucket, okey,
-                        (unsigned long long)off, (unsigned long long)len);
-    return dlk_fail(err, DLK_ECORRUPT, "short object 's3://%s/%s': range "
-                    "%llu+%llu past its %llu bytes", s->bucket, okey,
-                    (unsigned long long)off, (unsigned long long)len,
-                    (unsigned long long)size);
+    return http_short_object("s3", s->bucket, okey, off, len, size, err);
 }
 
 static dlk_status over_limit(const s3_store *s, const char *okey,
                              uint64_t n, uint64_t max, dlk_error *err)
 {
-    if (n == UINT64_MAX)
-        return dlk_fail(err, DLK_ELIMIT, "object 's3://%s/%s' is over the "
-                        "limit of %llu bytes", s->bucket, okey,
-                        (unsigned long long)max);
-    return dlk_fail(err, DLK_ELIMIT, "object 's3://%s/%s' is %llu bytes, "
-                    "over the limit of %llu", s->bucket, okey,
-                    (unsigned long long)n, (unsigned long long)max);
+    return http_over_limit("s3", s->bucket, okey, n, max, err);
 }
 
 /* A GET that needs no bytes: check the range against the size. */
@@ -734,155 +722,68 @@ static dlk_status s3_get_spans(dlk_store *st, const char *key, uint64_t size,
     return rc;
 }
 
-/* One whole-object GET of get_each or get_start: its request (first, so
- * that on_finish's request is the pending), object name and URL. */
-typedef struct pending {
-    s3_req r;
-    s3_store *s;
+/* ---- many GETs at once (http_store.c) ---------------------------------- */
+
+/* What one whole-object GET of get_each or get_start points at until it
+ * finishes. */
+typedef struct get_ctx {
     char *okey;
     dlk_buf url;
-    dlk_get_req *q;
-    bool sent;
-    void (*done)(void *ud, dlk_get_req *q);  /* get_start's */
-    void *ud;
-} pending;
+} get_ctx;
 
-/* Set up pg's request for q (pg zeroed); false, q->rc set, when it
- * cannot be sent. */
-static bool pending_init(s3_store *s, pending *pg, dlk_get_req *q)
+static bool get_init(dlk_store *st, s3_req *r, dlk_get_req *q, void **ctx)
 {
-    pg->s = s;
-    pg->q = q;
-    dlk_buf_init(&pg->url);
-    if (q->rc)
-        return false; /* refused before (a bad key) */
-    if (!(pg->okey = object_key(s, q->key))) {
+    s3_store *s = (s3_store *)st;
+    get_ctx *c = calloc(1, sizeof *c);
+    if (!(*ctx = c) || !(c->okey = object_key(s, q->key))) {
         q->rc = dlk_fail(&q->err, DLK_ENOMEM, "out of memory");
         return false;
     }
-    if ((q->rc = make_url(s, pg->okey, NULL, &pg->url, &q->err)))
+    if ((q->rc = make_url(s, c->okey, NULL, &c->url, &q->err)))
         return false;
-    pg->r.method = "GET";
-    pg->r.url = (const char *)pg->url.data;
-    pg->r.out = q->out;
-    pg->r.max = q->max;
-    pg->sent = true;
+    r->method = "GET";
+    r->url = (const char *)c->url.data;
+    r->out = q->out;
+    r->max = q->max;
     return true;
 }
 
-/* The answer to pg's GET into its request (when it was sent), and what pg
- * holds freed.  No Range was sent, so a 416 is the server's fault (a
- * ranged GET's 416 asks for a HEAD, which an engine's own thread, where
- * get_start finishes, cannot wait for). */
-static void pending_finish(pending *pg)
+/* No Range was sent, so a 416 is the server's fault (a ranged GET's 416
+ * asks for a HEAD, which an engine's own thread, where get_start
+ * finishes, cannot wait for). */
+static void get_finish(dlk_store *st, s3_req *r, bool sent, dlk_get_req *q,
+                       void *ctx)
 {
-    dlk_get_req *q = pg->q;
-    if (pg->sent && pg->r.status == 416)
-        q->rc = req_fail(pg->s, &pg->r, "read", pg->okey, DLK_PUT_ALWAYS,
-                         &q->err);
-    else if (pg->sent)
-        q->rc = get_answer(pg->s, pg->okey, &pg->r, 0, UINT64_MAX, q->max,
-                           false, q->out, q->info, &q->err);
-    if (pg->sent)
-        s3_req_fini(&pg->r);
-    dlk_buf_free(&pg->url);
-    free(pg->okey);
+    s3_store *s = (s3_store *)st;
+    get_ctx *c = ctx;
+    if (sent && r->status == 416)
+        q->rc = req_fail(s, r, "read", c->okey, DLK_PUT_ALWAYS, &q->err);
+    else if (sent)
+        q->rc = get_answer(s, c->okey, r, 0, UINT64_MAX, q->max, false,
+                           q->out, q->info, &q->err);
+    if (c) {
+        dlk_buf_free(&c->url);
+        free(c->okey);
+        free(c);
+    }
 }
 
-/* Whole-object GETs all in flight at once on the store's engine, with no
- * thread each (a dataset's manifest and documents).  A request whose rc
- * is set already is left alone. */
+static const http_get_ops whole_gets = {get_init, get_finish};
+
+/* A dataset's manifest and documents: on the store's own engine. */
 static void s3_get_each(dlk_store *st, dlk_get_req *reqs, size_t n,
                         void (*done)(void *ud, size_t i), void *ud)
 {
-    s3_store *s = (s3_store *)st;
-    s3_engine *eng = s->eng;
-    pending *pg = calloc(n, sizeof *pg);
-    if (!pg) {
-        for (size_t i = 0; i < n; i++) {
-            if (!reqs[i].rc)
-                reqs[i].rc = s3_get(st, reqs[i].key, 0, UINT64_MAX,
-                                    reqs[i].max, reqs[i].out, reqs[i].info,
-                                    &reqs[i].err);
-            if (done)
-                done(ud, i);
-        }
-        return;
-    }
-    s3_req **batch = calloc(n, sizeof *batch);
-    size_t nb = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!pending_init(s, &pg[i], &reqs[i]))
-            continue;
-        if (batch)
-            batch[nb++] = &pg[i].r;
-        else
-            s3_submit(eng, &pg[i].r);
-    }
-    if (batch)
-        s3_submit_all(eng, batch, nb);
-    free(batch);
-    for (size_t i = 0; i < n; i++) {
-        if (pg[i].sent)
-            s3_wait(eng, &pg[i].r);
-        pending_finish(&pg[i]);
-        if (done)
-            done(ud, i);
-    }
-    free(pg);
+    http_get_each(st, &whole_gets, ((s3_store *)st)->eng, reqs, n, done, ud);
 }
 
-/* A get_start request has finished (on its engine's thread). */
-static void pending_done(s3_req *r)
-{
-    pending *pg = (pending *)r;
-    dlk_get_req *q = pg->q;
-    void (*done)(void *ud, dlk_get_req *q) = pg->done;
-    void *ud = pg->ud;
-    pending_finish(pg);
-    free(pg);
-    if (!q->rc)
-        dlk_io_count_read(q->out->len);
-    done(ud, q);
-}
-
-/* get_each without waiting: each request's done is called on an I/O
- * thread as it finishes, in any order (or here, at once, when it cannot
- * be sent).  The ingest's decoders take each row as its answers come,
- * with no fetch thread between. */
+/* An ingest's source objects: on the bulk engines, so that its decoders
+ * take each row as its answers come, with no fetch thread between. */
 static void s3_get_start(dlk_store *st, dlk_get_req **reqs, size_t n,
                          void (*done)(void *ud, dlk_get_req *q), void *ud)
 {
-    s3_store *s = (s3_store *)st;
-    s3_engine *eng = bulk_engine(s);
-    s3_req *batch[64];
-    size_t nb = 0;
-    for (size_t i = 0; i < n; i++) {
-        dlk_get_req *q = reqs[i];
-        pending *pg = calloc(1, sizeof *pg);
-        if (!pg) {
-            if (!q->rc)
-                q->rc = dlk_fail(&q->err, DLK_ENOMEM, "out of memory");
-            done(ud, q);
-            continue;
-        }
-        if (!pending_init(s, pg, q)) {
-            pending_finish(pg);
-            free(pg);
-            done(ud, q);
-            continue;
-        }
-        pg->done = done;
-        pg->ud = ud;
-        pg->r.on_finish = pending_done;
-        batch[nb++] = &pg->r;
-        if (nb == sizeof batch / sizeof *batch) {
-            s3_submit_all(eng, batch, nb); /* one wake-up for them */
-            nb = 0;
-        }
-    }
-    if (nb)
-        s3_submit_all(eng, batch, nb);
+    http_get_start(st, &whole_gets, bulk_engine((s3_store *)st), reqs, n,
+                   done, ud);
 }
 
 /* ---- put ------------------------------------------------------------ */
