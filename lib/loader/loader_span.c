@@ -245,9 +245,10 @@ static void mark_verified(dlk_loader *l, dlk_slot *s, uint32_t p0,
  * whole samples, each checked (its part's hash carried over the pieces)
  * and folded right after its read, instead of two more passes over the
  * whole span from memory (docs/benchmarks.md#line-rate). */
-static dlk_status read_in_pieces(dlk_loader *l, dlk_slot *s, const char *key,
-                               uint64_t stored, uint64_t at, bool verify,
-                               bool fold, double *storage_s, dlk_error *err)
+static dlk_status read_in_pieces(dlk_loader *l, dlk_slot *s,
+                                 const char *key, uint64_t stored,
+                                 uint64_t at, bool verify, bool fold,
+                                 double *storage_s, dlk_error *err)
 {
     const dlk_chunk *c = s->head;
     dlk_hash64_stream *h = verify ? dlk_hash64_stream_new() : NULL;
