@@ -71,20 +71,32 @@ typedef struct dlk_dev_ops {
      * a buffer it read is written again).  No host wait; cpu: nothing. */
     dlk_status (*consumer_waits)(dlk_dev *d, void *stream, dlk_error *err);
     dlk_status (*wait_consumer)(dlk_dev *d, void *stream, dlk_error *err);
+    /* Waits until the device has started (an async open), or says why it
+     * could not. */
+    dlk_status (*ready)(dlk_dev *d, dlk_error *err);
 } dlk_dev_ops;
 
 struct dlk_dev {
     const dlk_dev_ops *ops;
 };
 
+/* How a device opens (NULL: the defaults). */
+typedef struct dlk_dev_opts {
+    const char *trace;   /* DLK_CUDA_TRACE's file, or NULL */
+    uint64_t host_ahead; /* host buffer bytes to make ready from the open */
+    /* return once the device is known to exist; it starts meanwhile and
+     * ops->ready waits for it (host_alloc may be used before) */
+    bool async;
+} dlk_dev_opts;
+
 dlk_status dlk_dev_open_cpu(dlk_dev **out, dlk_error *err);
 /* CUDA device `index`; DLK_EGPU with a reason when unavailable. */
-dlk_status dlk_dev_open_cuda(int index, const char *trace, dlk_dev **out,
+dlk_status dlk_dev_open_cuda(int index, const dlk_dev_opts *o, dlk_dev **out,
                              dlk_error *err);
 /* The device a name says: "cpu" (or NULL, ""), "cuda", "cuda:N", or
  * "auto" (cuda:0 when it opens, else the cpu) (loader_open.c). */
-dlk_status dlk_dev_open(const char *name, const char *trace, dlk_dev **out,
-                        dlk_error *err);
+dlk_status dlk_dev_open(const char *name, const dlk_dev_opts *o,
+                        dlk_dev **out, dlk_error *err);
 
 /* The fold both sides compute for a sample: the sum of its 64-bit
  * little-endian words (a zero-padded tail as one more word), mod 2^64.

@@ -193,12 +193,20 @@ static dlk_status cpu_no_stream(dlk_dev *d, void *stream, dlk_error *err)
     return DLK_OK;
 }
 
+/* Ready at its open. */
+static dlk_status cpu_ready(dlk_dev *d, dlk_error *err)
+{
+    (void)d;
+    (void)err;
+    return DLK_OK;
+}
+
 static const dlk_dev_ops cpu_ops = {
     false, cpu_host_alloc, cpu_host_free, cpu_upload, cpu_host_done,
     cpu_release,
     cpu_register, cpu_unregister, cpu_alloc, cpu_free, cpu_gather, cpu_step,
     cpu_sync, cpu_close, cpu_set_budget, cpu_mark, cpu_span, cpu_no_stream,
-    cpu_no_stream,
+    cpu_no_stream, cpu_ready,
 };
 
 dlk_status dlk_dev_open_cpu(dlk_dev **out, dlk_error *err)

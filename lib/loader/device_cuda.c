@@ -7,6 +7,7 @@
  * Every CUDA call is checked. */
 #ifdef DLK_HAVE_CUDA
 #include "device.h"
+#include "pinned_pool.h"
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>
@@ -37,12 +38,6 @@ static uint64_t max_sample(const dlk_gather *g, size_t n)
             return dlk_fail(err, DLK_EGPU, "%s: %s", #call,                 \
                             cudaGetErrorString(e_));                        \
     } while (0)
-
-typedef struct pinned {
-    void *p;
-    size_t cap;
-    bool used;
-} pinned;
 
 /* Device memory for chunks: buffers reused in place.  A released buffer
  * is reused once the compute stream has passed the gathers that read it
@@ -82,15 +77,19 @@ typedef struct cuda_dev {
     int index;
     bool no_copy_timing;         /* copies untimed (always timed today) */
     cudaStream_t copy, compute;
-    pthread_mutex_t mu;          /* pool and timings */
-    pinned *pool;
-    size_t npool, cappool;
-    /* the pool's buffers are cut from slabs of pinned memory (see
-     * cu_host_alloc), made by one thread at a time */
-    slab *slabs;
-    size_t nslabs, capslabs;
-    bool making;                 /* a thread is making a slab */
-    pthread_cond_t made;
+    pthread_mutex_t mu;          /* timings */
+    dlk_pinned_pool *pinned;     /* host buffers for the loads */
+    /* CUDA starts on `starter` when the open is async (dlk_dev_opts),
+     * while loads already fill host buffers; up: 0 starting, 1 up, -1
+     * failed (why: up_why) */
+    pthread_t starter;
+    bool have_starter;
+    int up;
+    char up_why[160];
+    pthread_mutex_t upmu;
+    pthread_cond_t upcv;
+    char *trace_path;
+    double t_open, t_driver;     /* the open began; the driver answered */
     /* device buffers are cut from slabs of device memory (dev_cut) */
     slab *dslabs;
     size_t ndslabs, capdslabs;
@@ -129,127 +128,34 @@ static void set_device(cuda_dev *c)
     cudaSetDevice(c->index);
 }
 
-/* Pinned host memory: mapped, faulted in by the calling thread, then
- * registered.  cudaHostAlloc zeroes and pins in the driver, one call at a
- * time, at ~1 GB/s (an H100 host), so a 1 GiB budget cost a second of the
- * first epoch; faulting on each loading thread and registering pages
- * already there runs at ~17 GB/s (docs/benchmarks.md#s3-throughput). */
-static void *pinned_alloc(size_t cap)
+static void free_host_side(cuda_dev *c);
+
+/* CUDA up, or why it failed to start; waits while it starts. */
+static dlk_status wait_up(cuda_dev *c, dlk_error *err)
 {
-    void *p = mmap(NULL, cap, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return NULL;
-    madvise(p, cap, MADV_HUGEPAGE); /* fewer pages to fault and pin */
-    for (size_t o = 0; o < cap; o += 4096)
-        ((volatile char *)p)[o] = 0;
-    if (cudaHostRegister(p, cap, cudaHostRegisterPortable) != cudaSuccess) {
-        munmap(p, cap);
-        return NULL;
-    }
-    return p;
+    if (__atomic_load_n(&c->up, __ATOMIC_ACQUIRE) > 0)
+        return DLK_OK;
+    pthread_mutex_lock(&c->upmu);
+    while (c->up == 0)
+        pthread_cond_wait(&c->upcv, &c->upmu);
+    int up = c->up;
+    pthread_mutex_unlock(&c->upmu);
+    return up > 0 ? DLK_OK : dlk_fail(err, DLK_EGPU, "%s", c->up_why);
 }
 
-static void pinned_free(void *p, size_t cap)
+static dlk_status cu_ready(dlk_dev *d, dlk_error *err)
 {
-    cudaHostUnregister(p);
-    munmap(p, cap);
-}
-
-/* Pinned memory is made in slabs of HOST_SLAB bytes (or one buffer's,
- * if larger), by one thread at a time, and cut into the pool's buffers.
- * A pin a buffer, on every loading thread at once, made ~300 pins of 5
- * MiB at the start of a run from S3 that took 1.7-9.9 s of thread time
- * in all, their page faults and registrations queueing on the process's
- * memory map and in the driver; from slabs, 42-44 pins take 0.4 s (two
- * H200 ranks, DLK_CUDA_TRACE; docs/benchmarks.md#label-mix). */
-#define HOST_SLAB ((size_t)32 << 20)
-
-/* A buffer's size, pinned or on the device: n rounded up to 64 KiB, so
- * that the few sizes of a run's spans and chunks reuse each other's. */
-static size_t buf_cap(size_t n)
-{
-    size_t a = (size_t)64 << 10;
-    return n ? (n + a - 1) & ~(a - 1) : a;
-}
-
-static bool pool_add(cuda_dev *c, void *p, size_t cap)
-{
-    if (c->npool == c->cappool) {
-        size_t nc = c->cappool ? c->cappool * 2 : 64;
-        pinned *np = realloc(c->pool, nc * sizeof *np);
-        if (!np)
-            return false;
-        c->pool = np;
-        c->cappool = nc;
-    }
-    c->pool[c->npool++] = (pinned){p, cap, true};
-    return true;
+    return wait_up((cuda_dev *)d, err);
 }
 
 static void *cu_host_alloc(dlk_dev *d, size_t n)
 {
-    cuda_dev *c = (cuda_dev *)d;
-    size_t cap = buf_cap(n);
-    pthread_mutex_lock(&c->mu);
-    for (;;) {
-        for (size_t i = 0; i < c->npool; i++)
-            if (!c->pool[i].used && c->pool[i].cap >= n) {
-                c->pool[i].used = true;
-                pthread_mutex_unlock(&c->mu);
-                return c->pool[i].p;
-            }
-        if (c->nslabs) {
-            slab *sl = &c->slabs[c->nslabs - 1];
-            if (sl->cap - sl->used >= cap) {
-                void *p = (uint8_t *)sl->p + sl->used;
-                if (!pool_add(c, p, cap))
-                    break;
-                sl->used += cap;
-                pthread_mutex_unlock(&c->mu);
-                return p;
-            }
-        }
-        if (c->making) {
-            pthread_cond_wait(&c->made, &c->mu);
-            continue;
-        }
-        if (c->nslabs == c->capslabs) {
-            size_t nc = c->capslabs ? c->capslabs * 2 : 16;
-            void *v = realloc(c->slabs, nc * sizeof *c->slabs);
-            if (!v)
-                break;
-            c->slabs = v;
-            c->capslabs = nc;
-        }
-        c->making = true;
-        pthread_mutex_unlock(&c->mu);
-        size_t sz = cap > HOST_SLAB ? cap : HOST_SLAB;
-        set_device(c);
-        double t0 = dlk_now_s();
-        void *p = pinned_alloc(sz);
-        if (p && c->trace)
-            fprintf(c->trace, "pin %.6f %.6f %.6f\n", t0 - c->t0_host,
-                    t0 - c->t0_host, dlk_now_s() - c->t0_host);
-        pthread_mutex_lock(&c->mu);
-        c->making = false;
-        pthread_cond_broadcast(&c->made);
-        if (!p)
-            break;
-        c->slabs[c->nslabs++] = (slab){p, sz, 0};
-    }
-    pthread_mutex_unlock(&c->mu);
-    return NULL;
+    return dlk_pinned_get(((cuda_dev *)d)->pinned, n);
 }
 
 static void cu_host_free(dlk_dev *d, void *p)
 {
-    cuda_dev *c = (cuda_dev *)d;
-    pthread_mutex_lock(&c->mu);
-    for (size_t i = 0; i < c->npool; i++)
-        if (c->pool[i].p == p)
-            c->pool[i].used = false;
-    pthread_mutex_unlock(&c->mu);
+    dlk_pinned_put(((cuda_dev *)d)->pinned, p);
 }
 
 static void add_timing2(cuda_dev *c, cudaEvent_t a, cudaEvent_t b, int kind,
@@ -324,7 +230,7 @@ static cudaError_t dev_cut(cuda_dev *c, size_t cap, void **out)
 /* A device buffer of at least n bytes (see devbuf). */
 static cudaError_t acquire(cuda_dev *c, size_t n, void **out)
 {
-    size_t cap = buf_cap(n);
+    size_t cap = dlk_buf_cap(n);
     pthread_mutex_lock(&c->bmu);
     for (;;) {
         /* a free one needs no driver call; released ones come free in
@@ -417,6 +323,11 @@ static dlk_status cu_upload(dlk_dev *d, const void *host, size_t n,
                             void **dev_ptr, void **handle, dlk_error *err)
 {
     cuda_dev *c = (cuda_dev *)d;
+    dlk_status rc = wait_up(c, err);
+    if (rc)
+        return rc;
+    /* a buffer filled while CUDA started: its slab registered first */
+    dlk_pinned_ready(c->pinned, host);
     set_device(c);
     upload *u = calloc(1, sizeof *u);
     if (!u)
@@ -462,6 +373,8 @@ static void cu_release(dlk_dev *d, void *handle, void *dev_ptr)
 {
     cuda_dev *c = (cuda_dev *)d;
     upload *u = handle;
+    if (!u && !dev_ptr)
+        return; /* never uploaded (CUDA may not have started) */
     set_device(c);
     if (u) {
         /* the pinned buffer goes back to the pool after this: the copy
@@ -667,49 +580,40 @@ static dlk_status cu_sync(dlk_dev *d, dlk_dev_times *out, dlk_error *err)
 static void cu_close(dlk_dev *d)
 {
     cuda_dev *c = (cuda_dev *)d;
-    set_device(c);
-    cudaStreamSynchronize(c->copy);
-    cudaStreamSynchronize(c->compute);
-    for (size_t i = 0; i < c->ntimes; i++) {
-        if (!c->times[i].shared_a)
-            cudaEventDestroy(c->times[i].a);
-        cudaEventDestroy(c->times[i].b);
-    }
-    free(c->times);
-    for (size_t i = 0; i < c->nslabs; i++)
-        pinned_free(c->slabs[i].p, c->slabs[i].cap);
-    free(c->slabs);
-    free(c->pool);
-    pthread_cond_destroy(&c->made);
-    if (c->items)
-        cudaFreeHost(c->items);
-    for (size_t i = 0; i < c->nbufs; i++)
-        cudaEventDestroy(c->bufs[i].freed);
-    free(c->bufs);
-    for (size_t i = 0; i < c->ndslabs; i++)
-        cudaFree(c->dslabs[i].p);
-    free(c->dslabs);
-    for (size_t i = c->resolved; i < c->nmarks; i++)
-        cudaEventDestroy(c->marks[i].ev);
-    free(c->marks);
-    free(c->ivs);
-    if (c->trace)
-        fclose(c->trace);
-    if (c->t0_ev)
+    if (c->have_starter)
+        pthread_join(c->starter, NULL);
+    if (c->up > 0) {
+        set_device(c);
+        cudaStreamSynchronize(c->copy);
+        cudaStreamSynchronize(c->compute);
+        for (size_t i = 0; i < c->ntimes; i++) {
+            if (!c->times[i].shared_a)
+                cudaEventDestroy(c->times[i].a);
+            cudaEventDestroy(c->times[i].b);
+        }
+        if (c->items)
+            cudaFreeHost(c->items);
+        for (size_t i = 0; i < c->nbufs; i++)
+            cudaEventDestroy(c->bufs[i].freed);
+        for (size_t i = 0; i < c->ndslabs; i++)
+            cudaFree(c->dslabs[i].p);
+        for (size_t i = c->resolved; i < c->nmarks; i++)
+            cudaEventDestroy(c->marks[i].ev);
         cudaEventDestroy(c->t0_ev);
-    pthread_mutex_destroy(&c->bmu);
-    if (c->acc)
         cudaFree(c->acc);
-    cudaStreamDestroy(c->copy);
-    cudaStreamDestroy(c->compute);
-    pthread_mutex_destroy(&c->mu);
-    free(c);
+        cudaStreamDestroy(c->copy);
+        cudaStreamDestroy(c->compute);
+    }
+    free_host_side(c);
 }
 
 static dlk_status cu_register(dlk_dev *d, const void *p, size_t n,
                               dlk_error *err)
 {
     cuda_dev *c = (cuda_dev *)d;
+    dlk_status rc = wait_up(c, err);
+    if (rc)
+        return rc;
     set_device(c);
     /* read-only: the mapping is PROT_READ (the page cache, in place) */
     CK(cudaHostRegister((void *)p, n,
@@ -819,7 +723,7 @@ static const dlk_dev_ops cuda_ops = {
     true, cu_host_alloc, cu_host_free, cu_upload, cu_host_done, cu_release,
     cu_register, cu_unregister, cu_batch_alloc, cu_batch_free, cu_gather,
     cu_step, cu_sync, cu_close, cu_set_budget, cu_mark, cu_span,
-    cu_consumer_waits, cu_wait_consumer,
+    cu_consumer_waits, cu_wait_consumer, cu_ready,
 };
 
 int dlk_cuda_available(char *why, size_t cap)
@@ -836,10 +740,86 @@ int dlk_cuda_available(char *why, size_t cap)
     return 1;
 }
 
-dlk_status dlk_dev_open_cuda(int index, const char *trace, dlk_dev **out,
-                             dlk_error *err)
+/* CUDA's start: the context, the streams, the checksum and the origin of
+ * marks and traces (on the starter thread when the open is async). */
+static cudaError_t start_cuda(cuda_dev *c)
+{
+    cudaError_t e = cudaSetDevice(c->index);
+    if (e == cudaSuccess)
+        e = cudaStreamCreateWithFlags(&c->copy, cudaStreamNonBlocking);
+    if (e == cudaSuccess)
+        e = cudaStreamCreateWithFlags(&c->compute, cudaStreamNonBlocking);
+    if (e == cudaSuccess)
+        e = cudaMalloc((void **)&c->acc, sizeof *c->acc);
+    if (e == cudaSuccess)
+        e = cudaMemset(c->acc, 0, sizeof *c->acc);
+    if (e == cudaSuccess) {
+        /* keep freed chunk memory in the pool instead of returning it */
+        cudaMemPool_t pool;
+        uint64_t keep = UINT64_MAX;
+        if (cudaDeviceGetDefaultMemPool(&pool, c->index) == cudaSuccess) {
+            cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold,
+                                    &keep);
+        }
+    }
+    if (e == cudaSuccess)
+        e = cudaEventCreate(&c->t0_ev);
+    if (e == cudaSuccess)
+        e = cudaEventRecord(c->t0_ev, c->compute);
+    if (e == cudaSuccess)
+        e = cudaEventSynchronize(c->t0_ev);
+    c->t0_host = dlk_now_s();
+    if (e == cudaSuccess && c->trace_path &&
+        (c->trace = fopen(c->trace_path, "w"))) {
+        /* where the trace's times start, on CLOCK_MONOTONIC: other
+         * processes' logs (a server's requests) line up with it */
+        fprintf(c->trace, "origin %.6f %.6f %.6f\n", c->t0_host, c->t0_host,
+                c->t0_host);
+        fprintf(c->trace, "cuda %.6f %.6f %.6f\n", c->t_open - c->t0_host,
+                c->t_driver - c->t0_host, 0.0);
+    }
+    dlk_pinned_pool_started(c->pinned, e == cudaSuccess, c->trace,
+                            c->t0_host);
+    pthread_mutex_lock(&c->upmu);
+    if (e != cudaSuccess)
+        snprintf(c->up_why, sizeof c->up_why, "cuda:%d: %s", c->index,
+                 cudaGetErrorString(e));
+    __atomic_store_n(&c->up, e == cudaSuccess ? 1 : -1, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&c->upcv);
+    pthread_mutex_unlock(&c->upmu);
+    return e;
+}
+
+static void *starter(void *arg)
+{
+    start_cuda(arg);
+    return NULL;
+}
+
+/* The host parts of the device and c itself. */
+static void free_host_side(cuda_dev *c)
+{
+    dlk_pinned_pool_free(c->pinned);
+    free(c->times);
+    free(c->bufs);
+    free(c->dslabs);
+    free(c->marks);
+    free(c->ivs);
+    free(c->trace_path);
+    if (c->trace)
+        fclose(c->trace);
+    pthread_mutex_destroy(&c->bmu);
+    pthread_mutex_destroy(&c->mu);
+    pthread_mutex_destroy(&c->upmu);
+    pthread_cond_destroy(&c->upcv);
+    free(c);
+}
+
+dlk_status dlk_dev_open_cuda(int index, const dlk_dev_opts *o,
+                             dlk_dev **out, dlk_error *err)
 {
     *out = NULL;
+    double t_open = dlk_now_s();
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess)
@@ -853,47 +833,25 @@ dlk_status dlk_dev_open_cuda(int index, const char *trace, dlk_dev **out,
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     c->base.ops = &cuda_ops;
     c->index = index;
-
-    pthread_mutex_init(&c->mu, NULL);
-    pthread_cond_init(&c->made, NULL);
-    pthread_mutex_init(&c->bmu, NULL);
+    c->t_open = t_open;
+    c->t_driver = dlk_now_s();
     c->dev_limit = UINT64_MAX;
-    e = cudaSetDevice(index);
-    if (e == cudaSuccess)
-        e = cudaStreamCreateWithFlags(&c->copy, cudaStreamNonBlocking);
-    if (e == cudaSuccess)
-        e = cudaStreamCreateWithFlags(&c->compute, cudaStreamNonBlocking);
-    if (e == cudaSuccess)
-        e = cudaMalloc((void **)&c->acc, sizeof *c->acc);
-    if (e == cudaSuccess)
-        e = cudaMemset(c->acc, 0, sizeof *c->acc);
-    if (e == cudaSuccess) {
-        /* keep freed chunk memory in the pool instead of returning it */
-        cudaMemPool_t pool;
-        uint64_t keep = UINT64_MAX;
-        if (cudaDeviceGetDefaultMemPool(&pool, index) == cudaSuccess) {
-            cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold,
-                                    &keep);
-        }
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_mutex_init(&c->bmu, NULL);
+    pthread_mutex_init(&c->upmu, NULL);
+    pthread_cond_init(&c->upcv, NULL);
+    /* the host buffers' pages are faulted in while CUDA starts */
+    c->pinned = dlk_pinned_pool_new(index, o ? o->host_ahead : 0);
+    if (!c->pinned || (o && o->trace && *o->trace &&
+                       !(c->trace_path = strdup(o->trace)))) {
+        free_host_side(c);
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
     }
-    /* the origin of marks and traces */
-    if (e == cudaSuccess)
-        e = cudaEventCreate(&c->t0_ev);
-    if (e == cudaSuccess)
-        e = cudaEventRecord(c->t0_ev, c->compute);
-    if (e == cudaSuccess)
-        e = cudaEventSynchronize(c->t0_ev);
-    c->t0_host = dlk_now_s();
-    if (e == cudaSuccess && trace && *trace &&
-        (c->trace = fopen(trace, "w")))
-        /* where the trace's times start, on CLOCK_MONOTONIC: other
-         * processes' logs (a server's requests) line up with it */
-        fprintf(c->trace, "origin %.6f %.6f %.6f\n", c->t0_host, c->t0_host,
-                c->t0_host);
-    if (e != cudaSuccess) {
-        if (c->t0_ev)
-            cudaEventDestroy(c->t0_ev);
-        free(c);
+    if (o && o->async &&
+        pthread_create(&c->starter, NULL, starter, c) == 0) {
+        c->have_starter = true;
+    } else if ((e = start_cuda(c)) != cudaSuccess) {
+        free_host_side(c);
         return dlk_fail(err, DLK_EGPU, "cuda:%d: %s", index,
                         cudaGetErrorString(e));
     }

@@ -122,12 +122,13 @@ struct dlk_loader {
     dlk_slot *up_head, *up_tail; /* loaded, waiting for their copy */
     pthread_t *threads;
     uint32_t nthreads;
-    uint32_t busy;              /* workers inside a load */
-    /* Loads that may run at once for chunks no batch waits for yet: from
+    uint32_t busy;              /* loads not finished (their copies too) */
+    uint32_t reading;           /* of those, still reading */
+    /* Reads that may run at once for chunks no batch waits for yet: from
      * RAMP_START chunks' worth (as many spans as make that many chunks)
-     * up by one a load finished (doubling each round), so
-     * that the first batch's chunks are not one in many sharing the
-     * store's bandwidth and a GPU's first pinned allocations */
+     * up by one a read done (doubling each round), so that the first
+     * batch's chunks are not one in many sharing the store's bandwidth.
+     * A read done, not a copy: reads go on while a GPU starts */
     uint32_t ramp;
     bool paused, stopping;
 

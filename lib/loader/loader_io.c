@@ -44,7 +44,7 @@ static dlk_slot *take_from(dlk_loader *l, dlk_plan *pl, bool ahead)
     dlk_slot *s = &pl->slots[pl->sched[pl->next_sched]];
     uint64_t cost = slot_cost(l, s);
     bool needed_now = !ahead && s->first_pos < l->want_pos;
-    if (!needed_now && (l->resident + cost > l->limit || l->busy >= l->ramp))
+    if (!needed_now && (l->resident + cost > l->limit || l->reading >= l->ramp))
         return NULL;
     pl->next_sched++;
     s->state = SLOT_LOADING;
@@ -271,15 +271,42 @@ static void finish(dlk_loader *l, dlk_slot *s, dlk_status rc,
         s->state = SLOT_FAILED;
     } else {
         s->state = SLOT_READY;
-        if (l->ramp < l->nthreads)
-            l->ramp++;
-        pthread_cond_signal(&l->work); /* room under the ramp */
         l->stats.chunks_loaded++;
         l->stats.bytes_loaded += s->p1 ? s->span_len : s->ch->object.len;
     }
     pthread_cond_broadcast(&l->ready);
     if (l->paused && l->busy == 0)
         pthread_cond_broadcast(&l->idle);
+}
+
+/* How soon a loaded slot is needed: the epoch's by position, then the
+ * next epoch's read ahead. */
+static uint64_t need_order(const dlk_loader *l, const dlk_slot *s)
+{
+    bool now = s >= l->plan.slots && s < l->plan.slots + l->plan.nslots;
+    return now ? s->first_pos : (UINT64_MAX >> 1) + s->first_pos;
+}
+
+/* The queued copy needed soonest, taken off the queue (called locked).
+ * Loads end out of order, and many end at once while a GPU starts: in
+ * the order they ended, the first batch's copies waited behind the
+ * read-ahead's. */
+static dlk_slot *next_upload(dlk_loader *l)
+{
+    dlk_slot *best = l->up_head, *best_prev = NULL, *prev = l->up_head;
+    for (dlk_slot *s = l->up_head->up_next; s; prev = s, s = s->up_next)
+        if (need_order(l, s) < need_order(l, best)) {
+            best = s;
+            best_prev = prev;
+        }
+    if (best_prev)
+        best_prev->up_next = best->up_next;
+    else
+        l->up_head = best->up_next;
+    if (l->up_tail == best)
+        l->up_tail = best_prev;
+    best->up_next = NULL;
+    return best;
 }
 
 /* On a GPU one thread issues every copy: CUDA calls from many threads
@@ -294,11 +321,7 @@ static void *uploader(void *arg)
             pthread_cond_wait(&l->upq, &l->mu);
         if (l->stopping)
             break;
-        dlk_slot *s = l->up_head;
-        l->up_head = s->up_next;
-        if (!l->up_head)
-            l->up_tail = NULL;
-        s->up_next = NULL;
+        dlk_slot *s = next_upload(l);
         pthread_mutex_unlock(&l->mu);
         dlk_error err;
         dlk_error_clear(&err);
@@ -321,6 +344,7 @@ static void *worker(void *arg)
         if (l->stopping)
             break;
         l->busy++;
+        l->reading++;
         /* wake one more worker if there is more to take: a chain instead of
          * a herd of every worker on every batch */
         if (dlk_loader_more_to_take(l))
@@ -335,6 +359,10 @@ static void *worker(void *arg)
             rc = upload(l, s, &err); /* cpu: nothing to copy */
         double busy = dlk_now_s() - t0;
         pthread_mutex_lock(&l->mu);
+        l->reading--;
+        if (!rc && l->ramp < l->nthreads)
+            l->ramp++;
+        pthread_cond_signal(&l->work); /* room under the ramp */
         l->stats.storage_s += st;
         l->stats.decompress_s += dt;
         l->stats.io_busy_s += busy;

@@ -8,13 +8,13 @@
 #include <string.h>
 #include <unistd.h>
 
-dlk_status dlk_dev_open(const char *name, const char *trace, dlk_dev **out,
-                        dlk_error *err)
+dlk_status dlk_dev_open(const char *name, const dlk_dev_opts *o,
+                        dlk_dev **out, dlk_error *err)
 {
     if (!name || !*name || strcmp(name, "cpu") == 0)
         return dlk_dev_open_cpu(out, err);
     if (strcmp(name, "auto") == 0) {
-        if (dlk_dev_open_cuda(0, trace, out, NULL) == DLK_OK)
+        if (dlk_dev_open_cuda(0, o, out, NULL) == DLK_OK)
             return DLK_OK;
         return dlk_dev_open_cpu(out, err);
     }
@@ -31,7 +31,7 @@ dlk_status dlk_dev_open(const char *name, const char *trace, dlk_dev **out,
             return dlk_fail(err, DLK_EINVAL, "bad device '%s' (cpu, cuda:N "
                             "or auto)", name);
         }
-        return dlk_dev_open_cuda(idx, trace, out, err);
+        return dlk_dev_open_cuda(idx, o, out, err);
     }
     return dlk_fail(err, DLK_EINVAL, "bad device '%s' (cpu, cuda:N or auto)",
                     name);
@@ -189,22 +189,38 @@ static dlk_status pick_blocks(dlk_loader *l, dlk_error *err)
 #define REMOTE_SPAN_THREADS_SHARED 128
 
 /* Bytes one chunk of every loaded tensor takes, at the largest. */
+/* Bytes a load of chunk c holds: its payload, and the object read before
+ * decompression. */
+static uint64_t chunk_cost(const dlk_tensor *t, size_t c)
+{
+    return t->chunks[c].raw_bytes + (t->spec.codec == DLK_CODEC_NONE
+                                         ? 0 : t->chunks[c].stored_bytes);
+}
+
 static uint64_t chunk_set_bytes(const dlk_loader *l)
 {
     uint64_t per_set = 0;
     for (size_t i = 0; i < l->nt; i++) {
         uint64_t mx = 0;
         const dlk_tensor *t = l->t[i].tensor;
-        for (size_t c = 0; c < t->nchunks; c++) {
-            uint64_t b = t->chunks[c].raw_bytes +
-                         (t->spec.codec == DLK_CODEC_NONE ? 0
-                                                          : t->chunks[c].stored_bytes);
-            if (b > mx)
-                mx = b;
-        }
+        for (size_t c = 0; c < t->nchunks; c++)
+            if (chunk_cost(t, c) > mx)
+                mx = chunk_cost(t, c);
         per_set += mx;
     }
     return per_set;
+}
+
+/* Bytes of every chunk the loader may read, as loads hold them. */
+static uint64_t data_bytes(const dlk_loader *l)
+{
+    uint64_t all = 0;
+    for (size_t i = 0; i < l->nt; i++) {
+        const dlk_tensor *t = l->t[i].tensor;
+        for (size_t c = 0; c < t->nchunks; c++)
+            all += chunk_cost(t, c);
+    }
+    return all;
 }
 
 /* The budget: the shuffle window plus the read-ahead, in chunks of the
@@ -358,6 +374,7 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
     pthread_cond_init(&l->upq, NULL);
     pthread_cond_init(&l->mapped, NULL);
     dlk_status rc = DLK_OK;
+    uint64_t usable = 0;
     if (l->o.rank >= l->o.world_size)
         rc = dlk_fail(err, DLK_EINVAL, "rank %u is not below world size %u",
                       l->o.rank, l->o.world_size);
@@ -375,10 +392,25 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
     }
     if (!rc && (l->o.view || l->o.rows))
         rc = dlk_loader_pick_rows(l, err);
-    if (!rc)
+    if (!rc) {
         store_defaults(l, opts);
-    if (!rc)
-        rc = dlk_dev_open(l->o.device, l->o.cuda_trace, &l->dev, err);
+        l->limit = l->o.memory_limit ? l->o.memory_limit : derive_limit(l);
+        /* chunk buffers get at most half of the usable memory (the rest:
+         * batches, the process, the page cache the GPU path pins) */
+        usable = usable_memory();
+        if (l->limit > usable / 2)
+            l->limit = usable / 2;
+        /* a GPU's host buffers for the budget are made from the open on,
+         * while CUDA starts, unless chunks are read in place (pin_cache)
+         * or the data is smaller */
+        dlk_dev_opts dopts = {l->o.cuda_trace, 0, true};
+        if (!l->o.pin_cache || l->o.no_map ||
+            dlk_store_is_remote(l->ds->store)) {
+            uint64_t all = data_bytes(l);
+            dopts.host_ahead = all < l->limit ? all : l->limit;
+        }
+        rc = dlk_dev_open(l->o.device, &dopts, &l->dev, err);
+    }
     if (!rc && !opts->io_threads && l->dev->ops->on_device &&
         !dlk_store_is_remote(l->ds->store) && l->o.io_threads >= 4)
         /* from local files every loading thread is busy copying out of
@@ -396,12 +428,6 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         l->batch.ntensors = l->nt;
         l->batch.tensors = l->bt_out;
         l->batch.on_device = l->dev->ops->on_device;
-        l->limit = l->o.memory_limit ? l->o.memory_limit : derive_limit(l);
-        /* chunk buffers get at most half of the usable memory (the rest:
-         * batches, the process, the page cache the GPU path pins) */
-        uint64_t usable = usable_memory();
-        if (l->limit > usable / 2)
-            l->limit = usable / 2;
         /* device memory: the budget, and a batch's worth more so that a
          * batch that needs chunks beyond the budget still gets them */
         l->dev->ops->set_budget(l->dev, l->limit + l->limit / 4);
@@ -435,6 +461,10 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         rc = dlk_loader_start_workers(l, err);
     if (!rc)
         rc = dlk_loader_begin(l, opts->start, err);
+    /* the first loads read while the device started; the loader is
+     * ready when the device is */
+    if (!rc)
+        rc = l->dev->ops->ready(l->dev, err);
     if (rc) {
         dlk_loader_close(l);
         return rc;

@@ -5,9 +5,9 @@
 # (default 50) to the first byte; every rank streams EPOCHS (default 3)
 # shuffled epochs with a STEP_MS (default 13) step; for each rank: the
 # first batch, each epoch's GB/s, GPU busy over the whole run, peak RSS,
-# and from DLK_CUDA_TRACE the pinned and device buffers made and their
-# time, the GPU's idle time between kernels in the first epoch and after
-# it, and when CUDA was ready and the first pinned buffer, copy and
+# and from DLK_CUDA_TRACE the pinned slabs and device buffers made and
+# when the last was done, the GPU's idle time between kernels in the
+# first epoch and after it, and when CUDA was ready and the first pinned buffer, copy and
 # gather came (seconds from the launch); then from the server's request
 # log (S3_DIR_SERVER_LOG, on the same clock as the trace's origin line)
 # the first request, the first chunk GET and the GETs of the first
@@ -63,7 +63,7 @@ def first(kind, col=1):
     return min(v) + origin - float(sys.argv[5]) if v else float("nan")
 def made(kind):
     m = [e for e in ev if e[0] == kind]
-    return len(m), sum(float(e[3]) - float(e[1]) for e in m)
+    return len(m), max([float(e[3]) for e in m] or [0.0])
 pins, pin_s = made("pin")
 devs, dev_s = made("devalloc")
 # the compute stream's idle time between its kernels (gathers, steps):
@@ -80,7 +80,7 @@ for a, b in zip(k, k[1:]):
     else:
         idle2 += gap
 print("%-14s rank %s: first batch %.3f s, epochs %s GB/s, busy %.1f%%, peak RSS %.2f GB; "
-      "pinned buffers made %d (%.3f s), device %d (%.3f s); GPU idle after the first "
+      "pinned slabs %d (the last done %.3f s after CUDA's start), device buffers %d (the last %.3f s); GPU idle after the first "
       "gather %.3f s in epoch 1, %.3f s later; from the launch: CUDA ready %.3f s, "
       "first pin %.3f, copy %.3f, gather %.3f"
       % (sys.argv[3], sys.argv[4], d["first_batch_s"],
