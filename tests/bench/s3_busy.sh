@@ -15,7 +15,8 @@
 # baseline then uses too); BASELINE_S the
 # baseline's time limit (default 20); KEEP a folder for the JSON reports;
 # RANKS (default 1) processes, one a GPU (cuda:0, cuda:1, ...), each
-# --rank R --world RANKS, the per-file side on rank 0 only;
+# --rank R --world RANKS with LOCAL_RANK and LOCAL_WORLD_SIZE set as
+# torchrun sets them, the per-file side on rank 0 only;
 # ROOT a folder holding bench/raw (the JPEGs) and bench/ds (the dataset)
 # from an earlier run, used instead of making them.
 #   DLK=build/dlk SRV=build/tests/s3_dir_server tests/bench/s3_busy.sh
@@ -63,12 +64,12 @@ for delay in 0 50; do
         # per-file side once its stream is done
         ranks=()
         for ((r = 1; r < RANKS; r++)); do
-            "$DLK" bench-stream s3://bench/ds --device "$(dev_of $r)" --epochs "$epochs" \
+            LOCAL_RANK=$r LOCAL_WORLD_SIZE=$RANKS "$DLK" bench-stream s3://bench/ds --device "$(dev_of $r)" --epochs "$epochs" \
                 --shuffle --step-ms "$step" ${WORKERS:+--workers "$WORKERS"} \
                 --rank "$r" --world "$RANKS" --json > "$T/d$delay-s$step-r$r.json" &
             ranks+=($!)
         done
-        "$DLK" bench-stream s3://bench/ds --device "$(dev_of 0)" --epochs "$epochs" \
+        LOCAL_RANK=0 LOCAL_WORLD_SIZE=$RANKS "$DLK" bench-stream s3://bench/ds --device "$(dev_of 0)" --epochs "$epochs" \
             --shuffle --step-ms "$step" ${WORKERS:+--workers "$WORKERS"} \
             --rank 0 --world "$RANKS" \
             --source-baseline s3://bench/raw/ --baseline-seconds "$BASELINE_S" \

@@ -59,6 +59,11 @@ check "... prices both epochs with it" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))
 for e in d["epochs"]:
     assert abs(e["cost_usd"] - (e["requests"] / 1000 + e["bytes_read"] / 1e9 * 2)) < 1e-12, e' "$OUT"
+check "... and an epoch costs the run over its epochs, not the last epoch alone" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1])); c=d["epoch_cost"]; ep=d["epochs"]
+reqs = sum(e["requests"] for e in ep); rd = sum(e["bytes_read"] for e in ep)
+assert (c["requests"], c["bytes_read"]) == ((reqs + 1) // 2, (rd + 1) // 2), (c, ep)
+assert abs(c["usd"] - (c["requests"] / 1000 + c["bytes_read"] / 1e9 * 2)) < 1e-12, c' "$OUT"
 ok "... and the text report says what an epoch costs" dlk bench-stream "$DS" --device cpu --s3-price 1,2 --source-baseline "$S"
 check "... for dlk and the per-file way" grep -q "an epoch on S3 at \$1 per 1000 GETs and \$2 per GB: .*; per-file \$0.011" "$OUT"
 for bad in 1 -1,2 1,x 1,2,3 nan,1; do

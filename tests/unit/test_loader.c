@@ -5,6 +5,7 @@
 #include "unit.h"
 #include <sched.h>
 #include "loader/order.h"
+#include "loader/device.h"
 #include "dlk.h"
 
 #include <stdlib.h>
@@ -618,9 +619,41 @@ static void test_loader_trace(void)
     dlk_dataset_free(ds);
 }
 
+/* The batch checksum's fold, summed four words at a time, against one
+ * word at a time: every length (tails of 1-7 bytes, runs under and over
+ * 32 bytes) and alignment. */
+static void test_fold(void)
+{
+    uint8_t b[1100];
+    for (size_t i = 0; i < sizeof b; i++)
+        b[i] = (uint8_t)(i * 131 + 7);
+    bool same = true;
+    for (size_t off = 0; off < 8 && same; off++)
+        for (size_t n = 0; n + off <= sizeof b && n < 1090; n++) {
+            uint64_t want = 0, w;
+            size_t i = 0;
+            for (; i + 8 <= n; i += 8) {
+                memcpy(&w, b + off + i, 8);
+                want += w;
+            }
+            if (i < n) {
+                w = 0;
+                memcpy(&w, b + off + i, n - i);
+                want += w;
+            }
+            if (dlk_fold64(b + off, n) != want) {
+                same = false;
+                break;
+            }
+        }
+    UNIT_CHECK("the fold of every length and alignment is the words' sum",
+               same);
+}
+
 int main(void)
 {
     test_cpu_count();
+    test_fold();
     test_order();
     test_loader_cpu();
     test_loader_trace();
