@@ -202,6 +202,14 @@ void dlk_loader_resume_workers(dlk_loader *l);
  * is spent. */
 dlk_status dlk_loader_get_map(dlk_loader *l, dlk_slot *s, const char *key,
                               struct dlk_map *out, dlk_error *err);
+/* Bytes a load of tensor t's chunk c holds while resident: its payload,
+ * and the object read before decompression. */
+static inline uint64_t dlk_chunk_cost(const dlk_tensor *t, size_t c)
+{
+    return t->chunks[c].raw_bytes + (t->spec.codec == DLK_CODEC_NONE
+                                         ? 0 : t->chunks[c].stored_bytes);
+}
+
 /* Spans (loader_span.c): the chunk's parts and units, the slot's bytes
  * by an estimate before its load, and its load (read, verify, fold). */
 enum { PART_VERIFIED = 1, PART_FOLDED = 2 };

@@ -20,15 +20,12 @@ void dlk_sort_slots_by_first(uint32_t *idx, size_t n, const dlk_slot *slots)
     qsort_r(idx, n, sizeof *idx, cmp_first, (void *)slots);
 }
 
-/* Bytes a slot holds while resident: its payload, plus the object read
- * before decompression. */
+/* Bytes a slot holds while resident: a span's, or its whole chunk's. */
 static uint64_t slot_cost(const dlk_loader *l, const dlk_slot *s)
 {
     if (s->p1)
         return dlk_span_cost(l, s);
-    const dlk_chunk_entry *e = &l->t[s->tensor].tensor->chunks[s->chunk];
-    return e->raw_bytes + (l->t[s->tensor].tensor->spec.codec ==
-                                   DLK_CODEC_NONE ? 0 : e->stored_bytes);
+    return dlk_chunk_cost(l->t[s->tensor].tensor, s->chunk);
 }
 
 /* pl's next slot to load, if the budget admits it (called locked); a

@@ -189,14 +189,6 @@ static dlk_status pick_blocks(dlk_loader *l, dlk_error *err)
 #define REMOTE_SPAN_THREADS_SHARED 128
 
 /* Bytes one chunk of every loaded tensor takes, at the largest. */
-/* Bytes a load of chunk c holds: its payload, and the object read before
- * decompression. */
-static uint64_t chunk_cost(const dlk_tensor *t, size_t c)
-{
-    return t->chunks[c].raw_bytes + (t->spec.codec == DLK_CODEC_NONE
-                                         ? 0 : t->chunks[c].stored_bytes);
-}
-
 static uint64_t chunk_set_bytes(const dlk_loader *l)
 {
     uint64_t per_set = 0;
@@ -204,8 +196,8 @@ static uint64_t chunk_set_bytes(const dlk_loader *l)
         uint64_t mx = 0;
         const dlk_tensor *t = l->t[i].tensor;
         for (size_t c = 0; c < t->nchunks; c++)
-            if (chunk_cost(t, c) > mx)
-                mx = chunk_cost(t, c);
+            if (dlk_chunk_cost(t, c) > mx)
+                mx = dlk_chunk_cost(t, c);
         per_set += mx;
     }
     return per_set;
@@ -218,7 +210,7 @@ static uint64_t data_bytes(const dlk_loader *l)
     for (size_t i = 0; i < l->nt; i++) {
         const dlk_tensor *t = l->t[i].tensor;
         for (size_t c = 0; c < t->nchunks; c++)
-            all += chunk_cost(t, c);
+            all += dlk_chunk_cost(t, c);
     }
     return all;
 }
