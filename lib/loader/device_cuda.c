@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 cudaError_t dlk_cuda_gather(const void *items, unsigned n, uint64_t max_bytes,
                             void *dst, cudaStream_t s);
