@@ -190,16 +190,10 @@ static void add_timing(cuda_dev *c, cudaEvent_t a, cudaEvent_t b, int kind)
  * S3 (~360 buffers; DLK_CUDA_TRACE's devalloc lines). */
 #define DEV_SLAB ((size_t)256 << 20)
 
-static cudaError_t dev_cut(cuda_dev *c, size_t cap, void **out)
+/* A device slab of at least cap bytes (DEV_SLAB where the GPU has it),
+ * none of it cut yet (called with bmu held). */
+static cudaError_t dev_slab_new(cuda_dev *c, size_t cap)
 {
-    if (c->ndslabs) {
-        slab *sl = &c->dslabs[c->ndslabs - 1];
-        if (sl->cap - sl->used >= cap) {
-            *out = (uint8_t *)sl->p + sl->used;
-            sl->used += cap;
-            return cudaSuccess;
-        }
-    }
     if (c->ndslabs == c->capdslabs) {
         size_t nc = c->capdslabs ? c->capdslabs * 2 : 8;
         void *v = realloc(c->dslabs, nc * sizeof *c->dslabs);
@@ -221,8 +215,21 @@ static cudaError_t dev_cut(cuda_dev *c, size_t cap, void **out)
                 m0 - c->t0_host, dlk_now_s() - c->t0_host);
     if (e != cudaSuccess)
         return e;
-    c->dslabs[c->ndslabs++] = (slab){p, sz, cap};
-    *out = p;
+    c->dslabs[c->ndslabs++] = (slab){p, sz, 0};
+    return cudaSuccess;
+}
+
+static cudaError_t dev_cut(cuda_dev *c, size_t cap, void **out)
+{
+    slab *sl = c->ndslabs ? &c->dslabs[c->ndslabs - 1] : NULL;
+    if (!sl || sl->cap - sl->used < cap) {
+        cudaError_t e = dev_slab_new(c, cap);
+        if (e != cudaSuccess)
+            return e;
+        sl = &c->dslabs[c->ndslabs - 1];
+    }
+    *out = (uint8_t *)sl->p + sl->used;
+    sl->used += cap;
     return cudaSuccess;
 }
 
@@ -718,11 +725,18 @@ static dlk_status cu_wait_consumer(dlk_dev *d, void *stream, dlk_error *err)
                         c->compute, err);
 }
 
+static bool cu_idle(dlk_dev *d)
+{
+    cuda_dev *c = (cuda_dev *)d;
+    dlk_error err;
+    return !wait_up(c, &err) && dlk_pinned_register_next(c->pinned);
+}
+
 static const dlk_dev_ops cuda_ops = {
     true, cu_host_alloc, cu_host_free, cu_upload, cu_host_done, cu_release,
     cu_register, cu_unregister, cu_batch_alloc, cu_batch_free, cu_gather,
     cu_step, cu_sync, cu_close, cu_set_budget, cu_mark, cu_span,
-    cu_consumer_waits, cu_wait_consumer, cu_ready,
+    cu_consumer_waits, cu_wait_consumer, cu_ready, cu_idle,
 };
 
 int dlk_cuda_available(char *why, size_t cap)
@@ -760,6 +774,16 @@ static cudaError_t start_cuda(cuda_dev *c)
             cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold,
                                     &keep);
         }
+    }
+    if (e == cudaSuccess) {
+        /* the first copies' device memory, made here so that the copy
+         * thread's first cudaMalloc (0.2-0.7 ms on H200 hosts,
+         * DLK_CUDA_TRACE's devalloc lines) is not on the first batch's
+         * path.  Not having it is no error: the first copy asks again. */
+        pthread_mutex_lock(&c->bmu);
+        if (!c->ndslabs && dev_slab_new(c, DEV_SLAB) != cudaSuccess)
+            (void)cudaGetLastError();
+        pthread_mutex_unlock(&c->bmu);
     }
     if (e == cudaSuccess)
         e = cudaEventCreate(&c->t0_ev);

@@ -14,7 +14,10 @@
 #     rows over all ranks disjoint and complete (--order-out);
 #   - each rank's peak RSS and loading threads.
 # SAMPLES (default 20000) synthetic u8 224x224x3 samples in 16 MiB chunks.
-# DLK (default dist/bin/dlk) names another build to run.
+# DLK (default dist/bin/dlk) names another build to run.  BIND=1 runs
+# each rank (and its probe) on the cores of its GPU's NUMA node
+# (taskset, the node's local_cpulist in sysfs), as a launcher that binds
+# ranks would.  ARGS adds bench-stream flags to every rank's run.
 #   DIST=dist tests/bench/gpu_ranks.sh [SAMPLES] [STEP_MS]
 set -u
 n=${1:-20000}
@@ -27,6 +30,20 @@ trap 'rm -rf "$T"' EXIT
 "$DIST/bin/synth" "$T/ds" "$n" 224 224 >/dev/null
 cat $(find "$T/ds" -type f) >/dev/null
 echo "host: $(nproc) cores, $G GPUs; $n samples"
+# the cores nearest GPU $1 (its PCI device's local_cpulist), or all
+gpu_cpus() {
+    local id
+    id=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i "$1" |
+         tr 'A-F' 'a-f' | sed 's/^0000\(....:\)/\1/')
+    cat "/sys/bus/pci/devices/$id/local_cpulist" 2>/dev/null || echo "0-$(( $(nproc) - 1 ))"
+}
+bind() { # RANK CMD... - CMD on that rank's cores when BIND=1
+    local r=$1; shift
+    if [ "${BIND:-0}" = 1 ]; then taskset -c "$(gpu_cpus "$r")" "$@"; else "$@"; fi
+}
+for ((r = 0; r < G; r++)); do
+    echo "GPU $r: cores $(gpu_cpus "$r")"
+done
 "$DIST/bin/h2d_all_gpus" 2 | tee "$T/h2d"
 agg=$(sed -n 's/^pinned H2D, all .* at once: \([0-9.]*\) GB\/s.*/\1/p' "$T/h2d")
 [ -n "$agg" ] || { echo "no pinned H2D figure (no GPU?)"; agg=0; }
@@ -35,7 +52,7 @@ agg=$(sed -n 's/^pinned H2D, all .* at once: \([0-9.]*\) GB\/s.*/\1/p' "$T/h2d")
 # one process a GPU, all started together, each on its share of the cores
 per=$(( $(nproc) / G )); pids=()
 for ((r = 0; r < G; r++)); do
-    CUDA_VISIBLE_DEVICES=$r "$DIST/bin/host_path_probe" "$per" 4 \
+    CUDA_VISIBLE_DEVICES=$r bind "$r" "$DIST/bin/host_path_probe" "$per" 4 \
         $(find "$T/ds" -type f -size +1M) > "$T/probe.$r" &
     pids+=($!)
 done
@@ -43,11 +60,18 @@ wait "${pids[@]}"
 path=$(cat "$T"/probe.* | sed -n 's/^pread into pinned + H2D.*: \([0-9.]*\) GB\/s/\1/p' |
        awk '{s += $1} END {printf "%.2f", s}')
 echo "pread into pinned + H2D, one process a GPU at once, $per threads each: $path GB/s together"
+# the host's memory alone, from the same processes' first phase (each
+# copying 64 MiB buffers on its threads, all at once): a copied byte is
+# read once and written once, and a page-cache loader's byte crosses
+# host memory three times (read cached, write pinned, read by the DMA)
+mem=$(cat "$T"/probe.* | sed -n 's/^memcpy, .*: \([0-9.]*\) GB\/s copied/\1/p' |
+      awk '{s += $1} END {printf "%.2f", s}')
+echo "memcpy on every GPU's share of the cores at once: $mem GB/s copied = $(awk -v m="$mem" 'BEGIN {printf "%.1f", 2 * m}') GB/s through memory; at three crossings a byte a loader gets at most $(awk -v m="$mem" 'BEGIN {printf "%.1f", 2 * m / 3}') GB/s"
 ranks() { # TAG ARGS... - one process a GPU, all at once
     local tag=$1 pids=() r; shift
     for ((r = 0; r < G; r++)); do
         RANK=$r WORLD_SIZE=$G LOCAL_RANK=$r LOCAL_WORLD_SIZE=$G \
-            "$DLK" bench-stream "$T/ds" --epochs 3 --json \
+            bind "$r" "$DLK" bench-stream "$T/ds" --epochs 3 --json \
             --order-out "$T/$tag.order.$r" "$@" > "$T/$tag.$r.json" &
         pids+=($!)
     done
@@ -87,6 +111,6 @@ print("  rows of every epoch over the ranks: %s" % ("disjoint and complete" if o
 PY
 }
 echo "== no step, default flags"
-ranks nostep
+ranks nostep ${ARGS:-}
 echo "== step $step ms a batch, default flags"
-ranks step --step-ms "$step"
+ranks step --step-ms "$step" ${ARGS:-}
