@@ -74,11 +74,6 @@ typedef struct dlk_dev_ops {
     /* Waits until the device has started (an async open), or says why it
      * could not. */
     dlk_status (*ready)(dlk_dev *d, dlk_error *err);
-    /* The copy thread has nothing to copy: one piece of the work the
-     * first copies would otherwise do (pin a host buffer's memory),
-     * waiting for the device to start; false when there is none left.
-     * NULL on the cpu. */
-    bool (*idle)(dlk_dev *d);
 } dlk_dev_ops;
 
 struct dlk_dev {

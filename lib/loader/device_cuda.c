@@ -725,18 +725,11 @@ static dlk_status cu_wait_consumer(dlk_dev *d, void *stream, dlk_error *err)
                         c->compute, err);
 }
 
-static bool cu_idle(dlk_dev *d)
-{
-    cuda_dev *c = (cuda_dev *)d;
-    dlk_error err;
-    return !wait_up(c, &err) && dlk_pinned_register_next(c->pinned);
-}
-
 static const dlk_dev_ops cuda_ops = {
     true, cu_host_alloc, cu_host_free, cu_upload, cu_host_done, cu_release,
     cu_register, cu_unregister, cu_batch_alloc, cu_batch_free, cu_gather,
     cu_step, cu_sync, cu_close, cu_set_budget, cu_mark, cu_span,
-    cu_consumer_waits, cu_wait_consumer, cu_ready, cu_idle,
+    cu_consumer_waits, cu_wait_consumer, cu_ready,
 };
 
 int dlk_cuda_available(char *why, size_t cap)
@@ -776,10 +769,11 @@ static cudaError_t start_cuda(cuda_dev *c)
         }
     }
     if (e == cudaSuccess) {
-        /* the first copies' device memory, made here so that the copy
-         * thread's first cudaMalloc (0.2-0.7 ms on H200 hosts,
-         * DLK_CUDA_TRACE's devalloc lines) is not on the first batch's
-         * path.  Not having it is no error: the first copy asks again. */
+        /* the first copies' device memory, made before the pinned
+         * slabs' registrations begin, so that the first copy does not
+         * also wait for a cudaMalloc (which waits for them: the driver
+         * runs its calls one at a time meanwhile).  Not having it is no
+         * error: the first copy asks again. */
         pthread_mutex_lock(&c->bmu);
         if (!c->ndslabs && dev_slab_new(c, DEV_SLAB) != cudaSuccess)
             (void)cudaGetLastError();

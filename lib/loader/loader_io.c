@@ -312,18 +312,10 @@ static dlk_slot *next_upload(dlk_loader *l)
 static void *uploader(void *arg)
 {
     dlk_loader *l = arg;
-    bool ahead = l->dev->ops->idle != NULL; /* work left for idle time */
     pthread_mutex_lock(&l->mu);
     for (;;) {
-        while (!l->stopping && !l->up_head) {
-            if (ahead) {
-                pthread_mutex_unlock(&l->mu);
-                ahead = l->dev->ops->idle(l->dev);
-                pthread_mutex_lock(&l->mu);
-                continue;
-            }
+        while (!l->stopping && !l->up_head)
             pthread_cond_wait(&l->upq, &l->mu);
-        }
         if (l->stopping)
             break;
         dlk_slot *s = next_upload(l);

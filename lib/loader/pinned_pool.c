@@ -2,12 +2,11 @@
  * Buffers are cut from slabs of HOST_SLAB bytes and reused.  The slabs a
  * loader's budget needs are made ahead of need by PINNERS threads from
  * the device's open on: a slab's pages are faulted in (the cost: the
- * kernel zeroes them) while CUDA starts, and loads may fill its buffers
- * at once.  A slab is registered with the driver (pinned) by the copy
- * thread: when the first copy out of it comes (dlk_pinned_ready), or
- * earlier while that thread has nothing to copy (a first read from S3
- * takes a round trip; dlk_pinned_register_next).  Past what was asked
- * ahead, a load makes a slab itself, one at a time. */
+ * kernel zeroes them) while CUDA starts, loads may fill its buffers at
+ * once, and it is registered with the driver (pinned) once CUDA is up;
+ * a copy out of a buffer waits for its slab's registration
+ * (dlk_pinned_ready).  Past what was asked ahead, a load makes a slab
+ * itself, one at a time. */
 #ifdef DLK_HAVE_CUDA
 #include "pinned_pool.h"
 
@@ -24,10 +23,11 @@
  * docs/benchmarks.md#label-mix). */
 #define HOST_SLAB ((size_t)32 << 20)
 
-/* Threads that fault slabs in ahead.  One thread made ~3.5 GB/s of
- * pinned memory (an H200 host: 37 slabs in 0.34 s), less than a first
- * epoch from the page cache reads; four made a budget of 13 slabs while
- * CUDA started, and eight did no better (docs/benchmarks.md#line-rate). */
+/* Threads that make slabs ahead.  One thread made ~3.5 GB/s of pinned
+ * memory (an H200 host: 37 slabs in 0.34 s), less than a first epoch
+ * from the page cache reads; with four, a budget of 13 slabs was pinned
+ * within 15 ms of CUDA's start, and eight did no better
+ * (docs/benchmarks.md#line-rate). */
 #define PINNERS 4
 
 typedef struct slab {
@@ -53,6 +53,7 @@ struct dlk_pinned_pool {
     size_t nbufs, capbufs;
     slab *slabs;
     size_t nslabs, capslabs;
+    size_t unpinned;         /* slabs with pin 0 */
     size_t unready;          /* slabs with pin 0 or 1: changed locked,
                               * read without the lock by
                               * dlk_pinned_ready */
@@ -86,14 +87,13 @@ static void *fault_in(size_t cap)
  * docs/benchmarks.md#s3-throughput).  Loads may be writing into the
  * slab meanwhile: registration pins its pages where they are.
  *
- * On the copy thread, in the order copies need slabs, not on threads of
- * its own: the driver runs registrations one at a time and holds other
- * calls meanwhile.  Registered by four threads once CUDA was up, three
- * of the first four slabs waited while a fourth thread registered the
- * ten after them, and the copy thread's cudaMemcpyAsync calls waited
- * behind all of them: the first copy came after the last registration,
- * 12-53 ms after CUDA's start on H200 hosts (DLK_CUDA_TRACE), where the
- * first batch's slabs take 4-5 ms. */
+ * On the pinners, all at once, although the driver holds the copy
+ * thread's calls until the last registration ends (its first copy came
+ * 12-21 ms after CUDA's start on H200 hosts, DLK_CUDA_TRACE).  Made by
+ * the copy thread instead, in the order its copies need them, the first
+ * gather came at 6-9 ms, but one at a time between copies the 13 slabs
+ * took 24-37 ms instead of 11-15, and the first epoch ran 5-12% slower
+ * on one, two and four H200 (GPU busy over whole runs was the same). */
 static bool pin(dlk_pinned_pool *pp, void *p, size_t cap)
 {
     cudaSetDevice(pp->device);
@@ -106,6 +106,7 @@ static bool add_slab(dlk_pinned_pool *pp, void *p, size_t cap, double t0)
     if (!DLK_GROW(pp->slabs, pp->nslabs, pp->capslabs, 16))
         return false;
     pp->slabs[pp->nslabs++] = (slab){p, cap, 0, t0, 0};
+    pp->unpinned++;
     __atomic_add_fetch(&pp->unready, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&pp->made);
     return true;
@@ -117,6 +118,7 @@ static bool add_slab(dlk_pinned_pool *pp, void *p, size_t cap, double t0)
 static void pin_slab(dlk_pinned_pool *pp, size_t i)
 {
     pp->slabs[i].pin = 1;
+    pp->unpinned--;
     void *p = pp->slabs[i].p;
     size_t cap = pp->slabs[i].cap;
     pthread_mutex_unlock(&pp->mu);
@@ -132,25 +134,43 @@ static void pin_slab(dlk_pinned_pool *pp, size_t i)
     pthread_cond_broadcast(&pp->made);
 }
 
-/* A pinner faults in the slabs asked ahead, while CUDA starts and
- * after. */
+static bool first_unpinned(const dlk_pinned_pool *pp, size_t *i)
+{
+    for (*i = 0; *i < pp->nslabs; (*i)++)
+        if (pp->slabs[*i].pin == 0)
+            return true;
+    return false;
+}
+
+/* A pinner registers the slabs faulted in once CUDA is up, before it
+ * faults more (copies wait for registered ones); until then it faults
+ * in the slabs asked ahead. */
 static void *pinner(void *arg)
 {
     dlk_pinned_pool *pp = arg;
+    size_t i;
     pthread_mutex_lock(&pp->mu);
-    while (pp->state >= 0 && pp->claimed < pp->ahead) {
-        pp->claimed++;
-        pp->faulting++;
-        pthread_mutex_unlock(&pp->mu);
-        double t0 = dlk_now_s();
-        void *p = fault_in(HOST_SLAB);
-        pthread_mutex_lock(&pp->mu);
-        pp->faulting--;
-        if (!p || !add_slab(pp, p, HOST_SLAB, t0)) {
-            if (p)
-                munmap(p, HOST_SLAB);
-            pp->ahead = pp->claimed; /* memory is short: no more */
-            pthread_cond_broadcast(&pp->made);
+    for (;;) {
+        if (pp->state > 0 && first_unpinned(pp, &i)) {
+            pin_slab(pp, i);
+        } else if (pp->state >= 0 && pp->claimed < pp->ahead) {
+            pp->claimed++;
+            pp->faulting++;
+            pthread_mutex_unlock(&pp->mu);
+            double t0 = dlk_now_s();
+            void *p = fault_in(HOST_SLAB);
+            pthread_mutex_lock(&pp->mu);
+            pp->faulting--;
+            if (!p || !add_slab(pp, p, HOST_SLAB, t0)) {
+                if (p)
+                    munmap(p, HOST_SLAB);
+                pp->ahead = pp->claimed; /* memory is short: no more */
+                pthread_cond_broadcast(&pp->made);
+            }
+        } else if (pp->state == 0 && pp->unpinned) {
+            pthread_cond_wait(&pp->started, &pp->mu);
+        } else {
+            break;
         }
     }
     pthread_mutex_unlock(&pp->mu);
@@ -192,7 +212,8 @@ void dlk_pinned_pool_started(dlk_pinned_pool *pp, bool ok, FILE *trace,
 }
 
 /* A slab made by a load, past what was made ahead (called locked; the
- * lock is let go meanwhile). */
+ * lock is let go meanwhile).  It is registered here once CUDA is up:
+ * the pinners may be gone. */
 static bool make_slab(dlk_pinned_pool *pp, size_t sz)
 {
     pp->making = true;
@@ -205,7 +226,14 @@ static bool make_slab(dlk_pinned_pool *pp, size_t sz)
     if (!ok && p)
         munmap(p, sz);
     pthread_cond_broadcast(&pp->made);
-    return ok;
+    if (!ok)
+        return false;
+    size_t i = pp->nslabs - 1;
+    while (pp->state == 0)
+        pthread_cond_wait(&pp->started, &pp->mu);
+    if (pp->state > 0 && pp->slabs[i].pin == 0)
+        pin_slab(pp, i);
+    return true;
 }
 
 void *dlk_pinned_get(dlk_pinned_pool *pp, size_t n)
@@ -258,31 +286,12 @@ void dlk_pinned_ready(dlk_pinned_pool *pp, const void *p)
         const uint8_t *s = pp->slabs[i].p;
         if (b < s || b >= s + pp->slabs[i].cap)
             continue;
-        while (pp->state == 0)
-            pthread_cond_wait(&pp->started, &pp->mu);
-        if (pp->state > 0 && pp->slabs[i].pin == 0)
-            pin_slab(pp, i);
-        while (pp->state >= 0 && pp->slabs[i].pin == 1)
+        while (pp->state >= 0 && (pp->slabs[i].pin == 0 ||
+                                   pp->slabs[i].pin == 1))
             pthread_cond_wait(&pp->made, &pp->mu);
         break;
     }
     pthread_mutex_unlock(&pp->mu);
-}
-
-bool dlk_pinned_register_next(dlk_pinned_pool *pp)
-{
-    if (!__atomic_load_n(&pp->unready, __ATOMIC_ACQUIRE))
-        return false;
-    bool did = false;
-    pthread_mutex_lock(&pp->mu);
-    for (size_t i = 0; pp->state > 0 && i < pp->nslabs; i++)
-        if (pp->slabs[i].pin == 0) {
-            pin_slab(pp, i);
-            did = true;
-            break;
-        }
-    pthread_mutex_unlock(&pp->mu);
-    return did;
 }
 
 void dlk_pinned_put(dlk_pinned_pool *pp, void *p)

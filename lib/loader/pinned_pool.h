@@ -26,17 +26,12 @@ dlk_pinned_pool *dlk_pinned_pool_new(int device, uint64_t ahead);
 void dlk_pinned_pool_started(dlk_pinned_pool *pp, bool ok, FILE *trace,
                              double t0);
 /* A buffer of at least n bytes, NULL when no memory is left.  It may be
- * filled before CUDA is up; its slab is registered at its first copy. */
+ * filled before CUDA is up; its slab is registered after. */
 void *dlk_pinned_get(dlk_pinned_pool *pp, size_t n);
-/* Before a copy out of buffer p: registers its slab on the calling thread
- * (the copy thread: copies come in the order batches need them) unless
- * that was done, waiting for CUDA to be up.  A slab that failed to
- * register is copied out of as pageable memory. */
+/* Waits until buffer p's slab is registered (or failed to be: then it is
+ * pageable memory), before a copy out of it. */
 void dlk_pinned_ready(dlk_pinned_pool *pp, const void *p);
 void dlk_pinned_put(dlk_pinned_pool *pp, void *p);
-/* Registers the first slab made that is not yet (CUDA up): false when
- * there is none.  For the copy thread while it has nothing to copy. */
-bool dlk_pinned_register_next(dlk_pinned_pool *pp);
 /* Stops the makers and frees every slab (CUDA must still be usable when
  * it started). */
 void dlk_pinned_pool_free(dlk_pinned_pool *pp);
