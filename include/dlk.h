@@ -610,7 +610,8 @@ typedef struct dlk_loader_opts {
     int check;                   /* fold every batch into a checksum that
                                     is compared with the CPU's */
     int no_verify;               /* skip each chunk's stored-payload
-                                    checksum on read (a CPU pass) */
+                                    checksum on read (a CPU pass; on a
+                                    GPU, parts are checked there) */
     uint64_t epochs;             /* epochs the consumer reads; 0: unknown.
                                     The next epoch's first chunks are read
                                     while one ends, except after the last */

@@ -164,6 +164,13 @@ uint64_t dlk_hash64_stream_digest(const dlk_hash64_stream *h);
  * widths share their state and its updates; only the digest differs). */
 void dlk_hash64_stream_hex128(const dlk_hash64_stream *h, char out[33]);
 void dlk_hash64_stream_free(dlk_hash64_stream *h);
+/* XXH3-64 of n >= 241 bytes computed block by block as a GPU does it
+ * (util/xxh3_blocks.h): the same value as dlk_hash64; keys from
+ * dlk_xxh3_keys_init.  The host's reference for the device's check. */
+struct dlk_xxh3_keys;
+void dlk_xxh3_keys_init(struct dlk_xxh3_keys *k);
+uint64_t dlk_hash64_blocks(const void *p, size_t n,
+                           const struct dlk_xxh3_keys *k);
 
 /* ---- storage (store/) --------------------------------------------- */
 

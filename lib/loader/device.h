@@ -21,6 +21,22 @@ typedef struct dlk_dev_times {
     uint64_t checksum;               /* fold of every stepped batch */
 } dlk_dev_times;
 
+/* A part of bytes just uploaded, to check on the device: at off, len
+ * (more than 240) bytes whose XXH3-64 must be want; part is its index in
+ * its chunk (verify.cu mirrors this). */
+typedef struct dlk_vpart {
+    uint64_t off, len, want;
+    uint32_t part, pad;
+} dlk_vpart;
+
+/* The first part found not to match: its index, the tag its check was
+ * queued with, and its hash (verify.cu mirrors this). */
+typedef struct dlk_vbad {
+    unsigned int count;
+    uint32_t part;
+    uint64_t tag, got;
+} dlk_vbad;
+
 typedef struct dlk_dev_ops {
     bool on_device;
     /* Memory for chunks as read from storage (pinned for DMA on CUDA). */
@@ -74,6 +90,15 @@ typedef struct dlk_dev_ops {
     /* Waits until the device has started (an async open), or says why it
      * could not. */
     dlk_status (*ready)(dlk_dev *d, dlk_error *err);
+    /* Check parts of what `upload` just copied (its handle and device
+     * pointer) on the device, after the copy; `checked` waits for them
+     * and says DLK_ECORRUPT with *bad when one did not match (any part
+     * of any check so far: one is enough to stop).  NULL on the cpu. */
+    dlk_status (*check)(dlk_dev *d, void *handle, const void *dev_ptr,
+                        const dlk_vpart *parts, uint32_t n, uint64_t tag,
+                        dlk_error *err);
+    dlk_status (*checked)(dlk_dev *d, void *handle, dlk_vbad *bad,
+                          dlk_error *err);
 } dlk_dev_ops;
 
 struct dlk_dev {

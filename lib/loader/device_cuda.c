@@ -8,6 +8,7 @@
 #ifdef DLK_HAVE_CUDA
 #include "device.h"
 #include "pinned_pool.h"
+#include "util/xxh3_blocks.h"
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>
@@ -20,6 +21,10 @@ cudaError_t dlk_cuda_gather(const void *items, unsigned n, uint64_t max_bytes,
 cudaError_t dlk_cuda_fold(const void *buf, const void *items, unsigned n,
                           uint64_t max_bytes, unsigned long long *acc,
                           double step_ms, cudaStream_t s);
+cudaError_t dlk_cuda_verify_init(const void *keys);
+cudaError_t dlk_cuda_verify(const void *base, const void *parts, unsigned n,
+                            uint64_t tag, void *bad, unsigned int *flag,
+                            cudaStream_t st);
 
 static uint64_t max_sample(const dlk_gather *g, size_t n)
 {
@@ -59,8 +64,14 @@ typedef struct devbuf {
     uint64_t seq;        /* release order */
 } devbuf;
 
+/* A span's check is a few blocks of threads (one a part): on one stream
+ * they ran one after another, and a first epoch at 19 GB/s waited for
+ * them (an H200); spread over several they run at once. */
+#define CHECK_STREAMS 8
+
 typedef struct upload {
     cudaEvent_t copied;
+    cudaEvent_t checked; /* its parts' check is over (NULL: none) */
     bool waited;       /* the compute stream already waits for it */
 } upload;
 
@@ -96,6 +107,14 @@ typedef struct cuda_dev {
     size_t ntimes, captimes;
     double gather_s, step_s, copy_s;
     unsigned long long *acc;     /* device checksum */
+    /* part checks (cu_check), made at the first: their streams, after
+     * the copies and beside them, a span's on the next; the first part that did not match
+     * (device memory) and a flag the kernel raises in mapped memory */
+    cudaStream_t check[CHECK_STREAMS];
+    unsigned next_check;
+    dlk_vbad *bad_dev;
+    unsigned int *bad_flag, *bad_flag_dev;
+    bool check_ready;
     /* gather lists, written by the host into mapped pinned memory that
      * the kernels read directly: no copy, no implicit synchronization */
     uint8_t *items;              /* host view */
@@ -368,6 +387,73 @@ static dlk_status cu_upload(dlk_dev *d, const void *host, size_t n,
     return DLK_OK;
 }
 
+/* What part checks need, made at the first one (on the copy thread). */
+static cudaError_t check_start(cuda_dev *c)
+{
+    dlk_xxh3_keys k;
+    dlk_xxh3_keys_init(&k);
+    cudaError_t e = dlk_cuda_verify_init(&k);
+    for (int i = 0; i < CHECK_STREAMS && e == cudaSuccess; i++)
+        e = cudaStreamCreateWithFlags(&c->check[i], cudaStreamNonBlocking);
+    if (e == cudaSuccess)
+        e = cudaMalloc((void **)&c->bad_dev, sizeof *c->bad_dev);
+    if (e == cudaSuccess)
+        e = cudaMemset(c->bad_dev, 0, sizeof *c->bad_dev);
+    if (e == cudaSuccess)
+        e = cudaHostAlloc((void **)&c->bad_flag, 64,
+                          cudaHostAllocMapped | cudaHostAllocPortable);
+    if (e == cudaSuccess) {
+        *(volatile unsigned int *)c->bad_flag = 0;
+        e = cudaHostGetDevicePointer((void **)&c->bad_flag_dev, c->bad_flag,
+                                     0);
+    }
+    c->check_ready = e == cudaSuccess;
+    return e;
+}
+
+static dlk_status cu_check(dlk_dev *d, void *handle, const void *dev_ptr,
+                           const dlk_vpart *parts, uint32_t n, uint64_t tag,
+                           dlk_error *err)
+{
+    cuda_dev *c = (cuda_dev *)d;
+    upload *u = handle;
+    set_device(c);
+    cudaError_t e = c->check_ready ? cudaSuccess : check_start(c);
+    if (e == cudaSuccess)
+        e = cudaEventCreateWithFlags(&u->checked, cudaEventDisableTiming);
+    cudaStream_t st = c->check[c->next_check++ % CHECK_STREAMS];
+    if (e == cudaSuccess)
+        e = cudaStreamWaitEvent(st, u->copied, 0);
+    if (e == cudaSuccess)
+        e = dlk_cuda_verify(dev_ptr, parts, n, tag, c->bad_dev,
+                            c->bad_flag_dev, st);
+    if (e == cudaSuccess)
+        e = cudaEventRecord(u->checked, st);
+    if (e != cudaSuccess)
+        return dlk_fail(err, DLK_EGPU, "cannot check %u parts on cuda:%d: "
+                        "%s", n, c->index, cudaGetErrorString(e));
+    return DLK_OK;
+}
+
+static dlk_status cu_checked(dlk_dev *d, void *handle, dlk_vbad *bad,
+                             dlk_error *err)
+{
+    cuda_dev *c = (cuda_dev *)d;
+    upload *u = handle;
+    if (!u || !u->checked)
+        return DLK_OK;
+    set_device(c);
+    cudaError_t e = cudaEventSynchronize(u->checked);
+    if (e == cudaSuccess && !*(volatile unsigned int *)c->bad_flag)
+        return DLK_OK;
+    if (e == cudaSuccess)
+        e = cudaMemcpy(bad, c->bad_dev, sizeof *bad, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess)
+        return dlk_fail(err, DLK_EGPU, "cannot read a part check on "
+                        "cuda:%d: %s", c->index, cudaGetErrorString(e));
+    return DLK_ECORRUPT;
+}
+
 static bool cu_host_done(dlk_dev *d, void *handle)
 {
     (void)d;
@@ -387,6 +473,11 @@ static void cu_release(dlk_dev *d, void *handle, void *dev_ptr)
          * out of it must be over */
         cudaEventSynchronize(u->copied);
         cudaEventDestroy(u->copied);
+        if (u->checked) {
+            /* the check reads the device buffer given back below */
+            cudaEventSynchronize(u->checked);
+            cudaEventDestroy(u->checked);
+        }
         free(u);
     }
     if (dev_ptr)
@@ -592,6 +683,14 @@ static void cu_close(dlk_dev *d)
         set_device(c);
         cudaStreamSynchronize(c->copy);
         cudaStreamSynchronize(c->compute);
+        if (c->check_ready) {
+            for (int i = 0; i < CHECK_STREAMS; i++) {
+                cudaStreamSynchronize(c->check[i]);
+                cudaStreamDestroy(c->check[i]);
+            }
+            cudaFree(c->bad_dev);
+            cudaFreeHost(c->bad_flag);
+        }
         for (size_t i = 0; i < c->ntimes; i++) {
             if (!c->times[i].shared_a)
                 cudaEventDestroy(c->times[i].a);
@@ -729,7 +828,7 @@ static const dlk_dev_ops cuda_ops = {
     true, cu_host_alloc, cu_host_free, cu_upload, cu_host_done, cu_release,
     cu_register, cu_unregister, cu_batch_alloc, cu_batch_free, cu_gather,
     cu_step, cu_sync, cu_close, cu_set_budget, cu_mark, cu_span,
-    cu_consumer_waits, cu_wait_consumer, cu_ready,
+    cu_consumer_waits, cu_wait_consumer, cu_ready, cu_check, cu_checked,
 };
 
 int dlk_cuda_available(char *why, size_t cap)

@@ -281,6 +281,14 @@ static dlk_status wait_ready(dlk_loader *l, uint64_t p0, uint64_t p1,
             }
             if (!rc && s->state == SLOT_FAILED)
                 rc = dlk_fail(err, s->err.code, "%s", s->err.msg);
+            if (!rc && s->dev_check) {
+                /* its parts' check on the device: over long ago, as a
+                 * rule (it follows the copy); no batch uses a span
+                 * before it has passed */
+                pthread_mutex_unlock(&l->mu);
+                rc = dlk_span_confirm(l, s, err);
+                pthread_mutex_lock(&l->mu);
+            }
         }
     }
     l->cur_resident = l->resident;

@@ -31,6 +31,9 @@ typedef struct dlk_slot {
     const uint8_t *span;        /* span: its raw bytes (host) */
     uint64_t span_off, span_len; /* span: where they are in the payload */
     bool uploading;             /* read; queued for or in its copy */
+    bool dev_check;             /* span: its parts are checked on the
+                                 * device after its copy, not yet
+                                 * confirmed (dlk_span_confirm) */
     void *host;                 /* buffer the payload lives in, if pooled */
     const void *map_p;          /* a mapping of the object this slot owns */
     size_t map_n;
@@ -224,6 +227,11 @@ dlk_status dlk_span_load(dlk_loader *l, dlk_slot *s, double *storage_s,
 const uint8_t *dlk_slot_sample(const dlk_slot *s, uint32_t i, size_t *nbytes,
                                size_t *up_off, int64_t *shape);
 void dlk_span_free_kept(dlk_loader *l, struct dlk_map *m);
+/* A span checked on the device (dev_check): the check queued after its
+ * upload (on the copy thread), and confirmed, or its mismatch reported
+ * naming the chunk and part, before a batch uses it (the consumer). */
+dlk_status dlk_span_check_upload(dlk_loader *l, dlk_slot *s, dlk_error *err);
+dlk_status dlk_span_confirm(dlk_loader *l, dlk_slot *s, dlk_error *err);
 
 /* Copy and check opts' rows, or read the view's (loader_rows.c). */
 dlk_status dlk_loader_pick_rows(dlk_loader *l, dlk_error *err);

@@ -254,8 +254,11 @@ static dlk_status upload(dlk_loader *l, dlk_slot *s, dlk_error *err)
     size_t payload;
     const void *hp = s->p1 ? (payload = (size_t)s->span_len, s->span)
                            : dlk_chunk_payload(s->ch, &payload);
-    return l->dev->ops->upload(l->dev, hp, payload, &s->dev_ptr,
-                               &s->dev_handle, err);
+    dlk_status rc = l->dev->ops->upload(l->dev, hp, payload, &s->dev_ptr,
+                                        &s->dev_handle, err);
+    if (!rc && s->dev_check)
+        rc = dlk_span_check_upload(l, s, err);
+    return rc;
 }
 
 /* Called locked when a slot's load ended (rc) and, on a GPU, its upload. */

@@ -6,6 +6,7 @@
  * once (one small ranged read) and kept; each span is one ranged read of
  * its bytes, verified part by part the first time this loader reads it. */
 #include "loader_int.h"
+#include "util/xxh3_blocks.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -234,6 +235,83 @@ static void mark_verified(dlk_loader *l, dlk_slot *s, uint32_t p0,
         __atomic_add_fetch(&l->chunks_verified, 1, __ATOMIC_RELAXED);
 }
 
+/* Whether the device checks the span's parts after their copy instead
+ * of the loading thread hashing every byte: a GPU (ops->check), and
+ * parts longer than XXH3's short inputs, which hash another way (a
+ * chunk of a few hundred bytes is hashed here). */
+static bool check_on_device(const dlk_loader *l, const dlk_slot *s)
+{
+    if (!l->dev->ops->check)
+        return false;
+    const dlk_chunk *c = s->head;
+    for (uint32_t p = s->p0; p < s->p1; p++) {
+        uint64_t a = dlk_chunk_sample_offset(c, dlk_part_first(
+                         p, c->h.samples, c->nparts));
+        uint64_t b = dlk_chunk_sample_offset(c, dlk_part_first(
+                         p + 1, c->h.samples, c->nparts));
+        if (b - a < DLK_XXH3_MIN_LONG)
+            return false;
+    }
+    return true;
+}
+
+/* A check's tag: which chunk, for the message when a part differs. */
+static uint64_t check_tag(const dlk_slot *s)
+{
+    return (uint64_t)s->tensor << 40 | (uint64_t)s->chunk;
+}
+
+dlk_status dlk_span_check_upload(dlk_loader *l, dlk_slot *s, dlk_error *err)
+{
+    const dlk_chunk *c = s->head;
+    uint32_t n = s->p1 - s->p0;
+    dlk_vpart few[16] = {{0}};
+    dlk_vpart *parts = n <= 16 ? few : malloc(n * sizeof *parts);
+    if (!parts)
+        return dlk_oom(err);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t p = s->p0 + i;
+        uint64_t a = dlk_chunk_sample_offset(c, dlk_part_first(
+                         p, c->h.samples, c->nparts));
+        uint64_t b = dlk_chunk_sample_offset(c, dlk_part_first(
+                         p + 1, c->h.samples, c->nparts));
+        parts[i] = (dlk_vpart){a - s->span_off, b - a,
+                               dlk_get_le64(c->part_hash + 8 * (size_t)p),
+                               p, 0};
+    }
+    dlk_status rc = l->dev->ops->check(l->dev, s->dev_handle, s->dev_ptr,
+                                       parts, n, check_tag(s), err);
+    if (parts != few)
+        free(parts);
+    return rc;
+}
+
+dlk_status dlk_span_confirm(dlk_loader *l, dlk_slot *s, dlk_error *err)
+{
+    dlk_vbad bad;
+    dlk_status rc = l->dev->ops->checked(l->dev, s->dev_handle, &bad, err);
+    if (rc == DLK_ECORRUPT) {
+        /* a part of this span or of any other checked before it */
+        size_t t = (size_t)(bad.tag >> 40);
+        size_t ch = (size_t)(bad.tag & ((1ull << 40) - 1));
+        const dlk_tensor *tt = l->t[t].tensor;
+        char key[DLK_CHUNK_KEY_MAX];
+        dlk_chunk_key(key, tt->spec.name, tt->chunks[ch].key);
+        const dlk_chunk *h = __atomic_load_n(&l->maps[t][ch].head,
+                                             __ATOMIC_ACQUIRE);
+        rc = dlk_chunk_part_check(h, bad.part, bad.got, key, err);
+        if (!rc) /* cannot be: the device said the hashes differ */
+            rc = dlk_fail(err, DLK_ECORRUPT, "chunk '%s': part %u checksum "
+                          "mismatch", key, bad.part);
+        return rc;
+    }
+    if (rc)
+        return rc;
+    s->dev_check = false;
+    mark_verified(l, s, s->p0, s->p1);
+    return DLK_OK;
+}
+
 /* Bytes a first read takes at a time: whole samples (one at least), few
  * enough that they are still in the core's cache when hashed and folded
  * right after.  With a whole span read, then checked, then folded, the
@@ -386,6 +464,10 @@ dlk_status dlk_span_load(dlk_loader *l, dlk_slot *s, double *storage_s,
     if (!dlk_store_is_remote(l->ds->store)) {
         bool verify = !l->o.no_verify &&
                       !parts_have(kept(l, s), s->p0, s->p1, PART_VERIFIED);
+        if (verify && check_on_device(l, s)) {
+            s->dev_check = true;
+            verify = false;
+        }
         bool fold = false;
         if (l->o.check && (rc = fold_begin(l, s, &fold, err)))
             return rc;
@@ -415,6 +497,10 @@ read:
     *storage_s += dlk_now_s() - t0;
     bool verify = !l->o.no_verify &&
                   !parts_have(kept(l, s), s->p0, s->p1, PART_VERIFIED);
+    if (verify && check_on_device(l, s)) {
+        s->dev_check = true;
+        verify = false;
+    }
     if (verify && (rc = dlk_chunk_verify_parts(s->head, s->p0, s->p1,
                                                s->span, len, key, err)))
         return rc;

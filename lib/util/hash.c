@@ -2,9 +2,11 @@
  * 128-bit content address of chunk objects. */
 #include "internal.h"
 #include "util/hash_simd.h"
+#include "util/xxh3_blocks.h"
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -150,4 +152,63 @@ void dlk_hash64_stream_hex128(const dlk_hash64_stream *h, char out[33])
 void dlk_hash64_stream_free(dlk_hash64_stream *h)
 {
     XXH3_freeState((XXH3_state_t *)h);
+}
+
+/* Little-endian hosts (x86-64, AArch64), as the format's hashes are. */
+static uint64_t rd64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+void dlk_xxh3_keys_init(dlk_xxh3_keys *k)
+{
+    const uint8_t *s = XXH3_kSecret;
+    for (int i = 0; i < 8; i++) {
+        for (int st = 0; st < 16; st++)
+            k->stripe[st][i] = rd64(s + 8 * st + 8 * i);
+        k->scramble[i] = rd64(s + sizeof XXH3_kSecret - 64 + 8 * i);
+        k->last[i] = rd64(s + sizeof XXH3_kSecret - 64 - 7 + 8 * i);
+        k->merge[i] = rd64(s + 11 + 8 * i);
+    }
+}
+
+/* Stripe at p: its additions to the accumulators' sums in add[8]. */
+static void add_stripe(uint64_t add[8], const uint8_t *p,
+                       const uint64_t key[8])
+{
+    for (int i = 0; i < 8; i++) {
+        uint64_t pair;
+        add[i] += dlk_xxh3_word(rd64(p + 8 * i), key[i], &pair);
+        add[i ^ 1] += pair;
+    }
+}
+
+uint64_t dlk_hash64_blocks(const void *vp, size_t n, const dlk_xxh3_keys *k)
+{
+    const uint8_t *p = vp;
+    uint64_t acc[8];
+    for (int i = 0; i < 8; i++)
+        acc[i] = dlk_xxh3_acc_init(i);
+    uint64_t nb = dlk_xxh3_full_blocks(n);
+    for (uint64_t b = 0; b < nb; b++) {
+        /* a block's stripes summed first, last stripe first: as a GPU
+         * sums them, in no fixed order */
+        uint64_t add[8] = {0};
+        for (int st = 15; st >= 0; st--)
+            add_stripe(add, p + b * DLK_XXH3_BLOCK + st * DLK_XXH3_STRIPE,
+                       k->stripe[st]);
+        for (int i = 0; i < 8; i++)
+            acc[i] = dlk_xxh3_scramble(acc[i] + add[i], k->scramble[i]);
+    }
+    uint64_t ns = dlk_xxh3_tail_stripes(n);
+    uint64_t add[8] = {0};
+    for (uint64_t st = 0; st < ns; st++)
+        add_stripe(add, p + nb * DLK_XXH3_BLOCK + st * DLK_XXH3_STRIPE,
+                   k->stripe[st]);
+    add_stripe(add, p + n - DLK_XXH3_STRIPE, k->last);
+    for (int i = 0; i < 8; i++)
+        acc[i] += add[i];
+    return dlk_xxh3_merge(acc, n, k);
 }

@@ -2,8 +2,9 @@
 # tests/bench/gpu_ranks.sh [SAMPLES] [STEP_MS] - every GPU of one host
 # streaming one dataset from the page cache, one process a GPU with the
 # variables torchrun gives each (RANK, WORLD_SIZE, LOCAL_RANK,
-# LOCAL_WORLD_SIZE), default flags, 3 epochs:
-#   - aggregate samples/s and GB/s in steady epochs, against the host's
+# LOCAL_WORLD_SIZE), default flags, EPOCHS (default 3) epochs:
+#   - aggregate samples/s and GB/s in steady epochs (the fastest after
+#     the first) and in the last, against the host's
 #     aggregate pinned host-to-device copy with one stream a GPU
 #     (h2d_all_gpus) and against what the host's memory allows a loader
 #     that copies out of the page cache (host_path_probe on every GPU at
@@ -17,11 +18,16 @@
 # DLK (default dist/bin/dlk) names another build to run.  BIND=1 runs
 # each rank (and its probe) on the cores of its GPU's NUMA node
 # (taskset, the node's local_cpulist in sysfs), as a launcher that binds
-# ranks would.  ARGS adds bench-stream flags to every rank's run.
+# ranks would.  Each rank checks a part's checksum the first time it
+# reads it, and the ranks' rows differ from epoch to epoch: with four
+# ranks, three quarters of a rank's second epoch are parts it reads for
+# the first time, and nine sixteenths of its third.  EPOCHS=8 shows
+# the rate once a rank has checked (nearly) all.  ARGS adds bench-stream flags to every rank's run.
 #   DIST=dist tests/bench/gpu_ranks.sh [SAMPLES] [STEP_MS]
 set -u
 n=${1:-20000}
 step=${2:-13}
+epochs=${EPOCHS:-3}
 DIST=${DIST:-dist}
 DLK=${DLK:-$DIST/bin/dlk}
 G=${GPUS:-$(nvidia-smi -L | wc -l)}
@@ -71,15 +77,16 @@ ranks() { # TAG ARGS... - one process a GPU, all at once
     local tag=$1 pids=() r; shift
     for ((r = 0; r < G; r++)); do
         RANK=$r WORLD_SIZE=$G LOCAL_RANK=$r LOCAL_WORLD_SIZE=$G \
-            bind "$r" "$DLK" bench-stream "$T/ds" --epochs 3 --json \
+            bind "$r" "$DLK" bench-stream "$T/ds" --epochs "$epochs" --json \
             --order-out "$T/$tag.order.$r" "$@" > "$T/$tag.$r.json" &
         pids+=($!)
     done
     for r in "${pids[@]}"; do wait "$r" || echo "$tag: a rank failed"; done
-    python3 - "$T" "$tag" "$G" "$n" "$agg" "${path:-0}" <<'PY'
+    python3 - "$T" "$tag" "$G" "$n" "$agg" "${path:-0}" "$epochs" <<'PY'
 import json, sys
 T, tag, G, n, agg = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
 path = float(sys.argv[6])
+E = int(sys.argv[7])
 ds = [json.load(open("%s/%s.%d.json" % (T, tag, r))) for r in range(G)]
 steady = [max(e["bytes_per_s"] for e in d["epochs"][1:]) / 1e9 for d in ds]
 sps = [max(e["samples_per_s"] for e in d["epochs"][1:]) for d in ds]
@@ -95,13 +102,17 @@ print("  together: steady %.2f GB/s (%.0f samples/s) = %.1f%% of the pinned H2D 
       % (sum(steady), sum(sps), 100 * sum(steady) / agg if agg else 0, agg,
          100 * sum(steady) / path if path else 0, path,
          " ".join("%.1f%%" % d["gpu_busy_pct"] for d in ds)))
+last = sum(d["epochs"][-1]["bytes_per_s"] for d in ds) / 1e9
+print("  together, the last epoch: %.2f GB/s = %.1f%% of the pinned H2D, %.1f%% of pread + H2D; chunks checked a rank: %s"
+      % (last, 100 * last / agg if agg else 0, 100 * last / path if path else 0,
+         " ".join(str(d.get("chunks_verified", "-")) for d in ds)))
 # each epoch's rows over all ranks: disjoint and complete
 orders = [[l.split() for l in open("%s/%s.order.%d" % (T, tag, r))] for r in range(G)]
 ok = True
-for e in range(3):
+for e in range(E):
     rows = []
     for o in orders:
-        per = len(o) // 3
+        per = len(o) // E
         for b in o[e * per:(e + 1) * per]:
             rows.extend(int(x) for x in b)
     if len(rows) != n or set(rows) != set(range(n)):

@@ -5,7 +5,9 @@
 # damaged chunk in the first epoch, and with --no-verify checks none.
 # A first read in pieces of whole samples still catches a damaged byte
 # inside a part, naming the part; the loading threads' default is this
-# process's share of the cores among the ranks of its host.
+# process's share of the cores among the ranks of its host.  On a GPU
+# the parts are checked on the device after their copy: the same counts,
+# and the same damage caught and named.
 . "$DLK_TESTS/lib.sh"
 
 if ! have_numpy; then
@@ -40,6 +42,7 @@ check "no chunk verified with --no-verify" python3 -c 'import json, sys
 r = json.load(open(sys.argv[1]))
 sys.exit(0 if r["chunks_verified"] == 0 and r["checksum_ok"] is True else 1)' "$OUT"
 
+cp -r "$ds" "$T/gds" # for the GPU, undamaged
 # flip the last byte (payload) of one chunk of images
 victim=$(find "$ds/chunks/images" -type f | sort | head -n 1)
 python3 - "$victim" <<'PY'
@@ -88,11 +91,13 @@ fails "a bad LOCAL_WORLD_SIZE" 2 env LOCAL_WORLD_SIZE=two "$DLK" bench-stream \
     "$T/ds2" --device cpu
 check "... is named" grep -q "LOCAL_WORLD_SIZE 'two'" "$ERR"
 
+cp -r "$T/ds2" "$T/gds2"
 victim=$(find "$T/ds2/chunks/images" -type f | sort | head -n 1)
 # a byte in the middle of part 1 of 4, in neither its first nor its last
 # piece: the payload ends the object, its samples 12 KiB each, part p
 # starts at sample floor(p * samples / 4)
-python3 - "$victim" <<'PY'
+damage_part1() {
+python3 - "$1" <<'PY'
 import sys
 p = sys.argv[1]
 b = bytearray(open(p, "rb").read())
@@ -101,7 +106,51 @@ start = len(b) - n * 12288
 b[start + (n // 4 + n // 8) * 12288 + 100] ^= 0xFF
 open(p, "wb").write(bytes(b))
 PY
+}
+damage_part1 "$victim"
 fails "a damaged piece inside a part stops the first epoch" 3 \
     dlk bench-stream "$T/ds2" --device cpu --epochs 2
 check "the message names the chunk and its part 1" \
     grep -q "$(basename "$victim").*part 1 of" "$ERR"
+
+# On a GPU (found with --no-verify, so that what is tested here does not
+# decide whether it runs): the parts checked on the device
+if "$DLK" bench-stream "$T/gds" --device cuda:0 --no-verify --epochs 1 \
+        >/dev/null 2>"$T/probe.err"; then
+    ok "on cuda:0, three epochs" dlk bench-stream "$T/gds" --device cuda:0 \
+        --epochs 3 --shuffle --json
+    check "every chunk verified once, the checksums equal" python3 -c 'import json, sys
+r = json.load(open(sys.argv[1])); n = int(sys.argv[2])
+sys.exit(0 if r["chunks_verified"] == n and r["checksum_ok"] is True else 1)' \
+        "$OUT" "$nchunks"
+    n2=$(find "$T/gds2/chunks" -type f | wc -l)
+    ok "on cuda:0, parts of many pieces" dlk bench-stream "$T/gds2" \
+        --device cuda:0 --epochs 3 --shuffle --json
+    check "every chunk of them verified once, the checksums equal" python3 -c 'import json, sys
+r = json.load(open(sys.argv[1])); n = int(sys.argv[2])
+sys.exit(0 if r["chunks_verified"] == n and r["checksum_ok"] is True else 1)' \
+        "$OUT" "$n2"
+    gv=$(find "$T/gds/chunks/images" -type f | sort | head -n 1)
+    python3 - "$gv" <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+b[-1] ^= 0xFF
+open(p, "wb").write(bytes(b))
+PY
+    fails "on cuda:0, a damaged chunk stops the first epoch" 3 \
+        dlk bench-stream "$T/gds" --device cuda:0 --epochs 3
+    check "... naming the chunk" grep -q "$(basename "$gv")" "$ERR"
+    gv=$(find "$T/gds2/chunks/images" -type f | sort | head -n 1)
+    damage_part1 "$gv"
+    fails "on cuda:0, a damaged byte inside a part" 3 \
+        dlk bench-stream "$T/gds2" --device cuda:0 --epochs 2 --shuffle
+    check "... naming the chunk and its part 1" \
+        grep -q "$(basename "$gv").*part 1 of" "$ERR"
+    fails "... and with --no-check" 3 \
+        dlk bench-stream "$T/gds2" --device cuda:0 --epochs 2 --no-check
+    check "... naming the chunk and its part 1" \
+        grep -q "$(basename "$gv").*part 1 of" "$ERR"
+else
+    skip "the parts checked on a GPU" "no GPU here: $(tail -n 1 "$T/probe.err")"
+fi

@@ -4,6 +4,7 @@
  * and a replay of every input under tests/corrupt/fuzz_chunk/. */
 #include "internal.h"
 #include "unit.h"
+#include "util/xxh3_blocks.h"
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -833,6 +834,41 @@ static void hashes(void)
     free(p);
 }
 
+/* The block-by-block XXH3 a GPU computes parts with (util/xxh3_blocks.h)
+ * against the reference: every length over 240 up to three blocks and
+ * then some (the full blocks, the last partial one and the last stripe
+ * move at each step), large ones, and starts that are not aligned. */
+static void hash_blocks(void)
+{
+    size_t max = (2u << 20) + 777;
+    uint8_t *p = malloc(max + 8);
+    if (!p) {
+        UNIT_CHECK("hash buffer", false);
+        return;
+    }
+    uint64_t x = 0x2545f4914f6cdd1du;
+    for (size_t i = 0; i < max + 8; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        p[i] = (uint8_t)x;
+    }
+    dlk_xxh3_keys k;
+    dlk_xxh3_keys_init(&k);
+    bool every = true, large = true, unaligned = true;
+    for (size_t n = DLK_XXH3_MIN_LONG; n <= 3 * DLK_XXH3_BLOCK + 200; n++)
+        every &= dlk_hash64_blocks(p, n, &k) == XXH3_64bits(p, n);
+    size_t big[] = {1u << 20, (1u << 20) + 1, 150528, 1u << 16, max};
+    for (size_t j = 0; j < sizeof big / sizeof big[0]; j++)
+        large &= dlk_hash64_blocks(p, big[j], &k) == XXH3_64bits(p, big[j]);
+    for (size_t off = 1; off < 8; off++)
+        unaligned &= dlk_hash64_blocks(p + off, 5000 + off, &k) ==
+                     XXH3_64bits(p + off, 5000 + off);
+    UNIT_CHECK("XXH3-64 block by block equals the reference, 241 to 3272 "
+               "bytes", every);
+    UNIT_CHECK("... 64 KiB to 2 MiB", large);
+    UNIT_CHECK("... from unaligned starts", unaligned);
+    free(p);
+}
+
 /* ---- replay of fuzzer finds ---------------------------------------- */
 
 /* Every mode gives a clean verdict; with verification, an error (header-
@@ -866,6 +902,7 @@ int main(void)
     encode_limits();
     encode_head();
     hashes();
+    hash_blocks();
     unit_replay("chunk", replay_chunk, true);
     unit_replay("fuzz_chunk", replay_chunk, false);
     return unit_done();
