@@ -43,15 +43,18 @@ r = json.load(open(sys.argv[1]))
 sys.exit(0 if r["chunks_verified"] == 0 and r["checksum_ok"] is True else 1)' "$OUT"
 
 cp -r "$ds" "$T/gds" # for the GPU, undamaged
-# flip the last byte (payload) of one chunk of images
-victim=$(find "$ds/chunks/images" -type f | sort | head -n 1)
-python3 - "$victim" <<'PY'
+# flip the last byte (payload) of a chunk
+flip_last_byte() {
+python3 - "$1" <<'PY'
 import sys
 p = sys.argv[1]
 b = bytearray(open(p, "rb").read())
 b[-1] ^= 0xFF
 open(p, "wb").write(bytes(b))
 PY
+}
+victim=$(find "$ds/chunks/images" -type f | sort | head -n 1)
+flip_last_byte "$victim"
 fails "a damaged chunk stops the first epoch" 3 dlk bench-stream "$ds" \
     --device cpu --epochs 3
 check "the message names the chunk" grep -q "$(basename "$victim")" "$ERR"
@@ -131,13 +134,7 @@ r = json.load(open(sys.argv[1])); n = int(sys.argv[2])
 sys.exit(0 if r["chunks_verified"] == n and r["checksum_ok"] is True else 1)' \
         "$OUT" "$n2"
     gv=$(find "$T/gds/chunks/images" -type f | sort | head -n 1)
-    python3 - "$gv" <<'PY'
-import sys
-p = sys.argv[1]
-b = bytearray(open(p, "rb").read())
-b[-1] ^= 0xFF
-open(p, "wb").write(bytes(b))
-PY
+    flip_last_byte "$gv"
     fails "on cuda:0, a damaged chunk stops the first epoch" 3 \
         dlk bench-stream "$T/gds" --device cuda:0 --epochs 3
     check "... naming the chunk" grep -q "$(basename "$gv")" "$ERR"
