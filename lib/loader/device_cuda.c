@@ -64,9 +64,11 @@ typedef struct devbuf {
     uint64_t seq;        /* release order */
 } devbuf;
 
-/* A span's check is a few blocks of threads (one a part): on one stream
- * they ran one after another, and a first epoch at 19 GB/s waited for
- * them (an H200); spread over several they run at once. */
+/* A span's check is a few blocks of threads (one a part).  On one
+ * stream, with one block's loads in flight at a time, the checks fell
+ * behind and a first epoch ran at 19 GB/s (an H200); over several
+ * streams, with a tile's loads issued together, it ran as fast as with
+ * no checks. */
 #define CHECK_STREAMS 8
 
 typedef struct upload {

@@ -72,7 +72,7 @@ verify_kernel(const uint8_t *base, vargs a, dlk_vbad *bad,
         uint64_t nt = nb - t0 < TILE ? nb - t0 : TILE;
         // a warp's blocks of the tile (warp, warp + 8, ...): every load
         // issued before any sum is reduced, so that they are in flight
-        // together (one block at a time, a part checked at ~6 GB/s)
+        // together rather than one block's at a time
         uint64_t prod[TILE / 8], data[TILE / 8];
 #pragma unroll
         for (int j = 0; j < TILE / 8; j++) {
