@@ -243,13 +243,10 @@ static bool check_on_device(const dlk_loader *l, const dlk_slot *s)
 {
     if (!l->dev->ops->check)
         return false;
-    const dlk_chunk *c = s->head;
     for (uint32_t p = s->p0; p < s->p1; p++) {
-        uint64_t a = dlk_chunk_sample_offset(c, dlk_part_first(
-                         p, c->h.samples, c->nparts));
-        uint64_t b = dlk_chunk_sample_offset(c, dlk_part_first(
-                         p + 1, c->h.samples, c->nparts));
-        if (b - a < DLK_XXH3_MIN_LONG)
+        uint64_t off, len;
+        if (dlk_chunk_part_span(s->head, p, p + 1, &off, &len) ||
+            len < DLK_XXH3_MIN_LONG)
             return false;
     }
     return true;
@@ -271,11 +268,9 @@ dlk_status dlk_span_check_upload(dlk_loader *l, dlk_slot *s, dlk_error *err)
         return dlk_oom(err);
     for (uint32_t i = 0; i < n; i++) {
         uint32_t p = s->p0 + i;
-        uint64_t a = dlk_chunk_sample_offset(c, dlk_part_first(
-                         p, c->h.samples, c->nparts));
-        uint64_t b = dlk_chunk_sample_offset(c, dlk_part_first(
-                         p + 1, c->h.samples, c->nparts));
-        parts[i] = (dlk_vpart){a - s->span_off, b - a,
+        uint64_t off = 0, len = 0; /* in range: check_on_device said so */
+        dlk_chunk_part_span(c, p, p + 1, &off, &len);
+        parts[i] = (dlk_vpart){off - s->span_off, len,
                                dlk_get_le64(c->part_hash + 8 * (size_t)p),
                                p, 0};
     }
