@@ -109,9 +109,10 @@ typedef struct cuda_dev {
     size_t ntimes, captimes;
     double gather_s, step_s, copy_s;
     unsigned long long *acc;     /* device checksum */
-    /* part checks (cu_check), made at the first: their streams, after
-     * the copies and beside them, a span's on the next; the first part that did not match
-     * (device memory) and a flag the kernel raises in mapped memory */
+    /* part checks (cu_check), made at the first: their streams (after
+     * the copies and beside them, a span's on the next), the first part
+     * that did not match (device memory) and a flag the kernel raises in
+     * mapped memory */
     cudaStream_t check[CHECK_STREAMS];
     unsigned next_check;
     dlk_vbad *bad_dev;

@@ -252,6 +252,18 @@ static bool check_on_device(const dlk_loader *l, const dlk_slot *s)
     return true;
 }
 
+/* Whether the loading thread checks the span's parts: a first read of
+ * them by this loader, unless asked not to, and unless the device checks
+ * them after their copy (then s->dev_check is set). */
+static bool verify_here(dlk_loader *l, dlk_slot *s)
+{
+    if (l->o.no_verify ||
+        parts_have(kept(l, s), s->p0, s->p1, PART_VERIFIED))
+        return false;
+    s->dev_check = check_on_device(l, s);
+    return !s->dev_check;
+}
+
 /* A check's tag: which chunk, for the message when a part differs. */
 static uint64_t check_tag(const dlk_slot *s)
 {
@@ -457,12 +469,7 @@ dlk_status dlk_span_load(dlk_loader *l, dlk_slot *s, double *storage_s,
     s->span_off = off;
     s->span_len = len;
     if (!dlk_store_is_remote(l->ds->store)) {
-        bool verify = !l->o.no_verify &&
-                      !parts_have(kept(l, s), s->p0, s->p1, PART_VERIFIED);
-        if (verify && check_on_device(l, s)) {
-            s->dev_check = true;
-            verify = false;
-        }
+        bool verify = verify_here(l, s);
         bool fold = false;
         if (l->o.check && (rc = fold_begin(l, s, &fold, err)))
             return rc;
@@ -490,12 +497,7 @@ read:
     s->span_off = off;
     s->span_len = len;
     *storage_s += dlk_now_s() - t0;
-    bool verify = !l->o.no_verify &&
-                  !parts_have(kept(l, s), s->p0, s->p1, PART_VERIFIED);
-    if (verify && check_on_device(l, s)) {
-        s->dev_check = true;
-        verify = false;
-    }
+    bool verify = verify_here(l, s);
     if (verify && (rc = dlk_chunk_verify_parts(s->head, s->p0, s->p1,
                                                s->span, len, key, err)))
         return rc;
