@@ -43,6 +43,7 @@ struct bench_result {
     uint64_t samples, bytes, batches;
     json_t *per_epoch, *mix_epochs;
     double mix_worst, best_steady, steady_busy;
+    double run_s, run_busy_s;    /* the epochs together, device's clock */
     double mean_disp, corr;
     label_mix *mix;
     dlk_loader_stats st;

@@ -176,6 +176,8 @@ static int epoch_rates(const struct bench_opts *o, struct bench_result *r,
             return cmd_fail("bench-stream", &err);
         double rate = es > 0 ? runs[e].bytes / es : 0;
         double busy = es > 0 ? 100.0 * busy_s / es : 0;
+        r->run_s += es;
+        r->run_busy_s += busy_s;
         /* requests between epoch ends: each epoch's reads ahead for the
          * next are counted in it, as they are made */
         const dlk_io_counters *a = e ? &runs[e - 1].io : io_open,

@@ -112,6 +112,8 @@ typedef struct dlk_dev_opts {
     /* return once the device is known to exist; it starts meanwhile and
      * ops->ready waits for it (host_alloc may be used before) */
     bool async;
+    bool checks;         /* parts will be checked on the device: what
+                          * that needs is made while it starts */
 } dlk_dev_opts;
 
 dlk_status dlk_dev_open_cpu(dlk_dev **out, dlk_error *err);

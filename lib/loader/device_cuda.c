@@ -21,6 +21,7 @@ cudaError_t dlk_cuda_gather(const void *items, unsigned n, uint64_t max_bytes,
 cudaError_t dlk_cuda_fold(const void *buf, const void *items, unsigned n,
                           uint64_t max_bytes, unsigned long long *acc,
                           double step_ms, cudaStream_t s);
+cudaError_t dlk_cuda_gather_load(void);
 cudaError_t dlk_cuda_verify_init(const void *keys);
 cudaError_t dlk_cuda_verify(const void *base, const void *parts, unsigned n,
                             uint64_t tag, void *bad, unsigned int *flag,
@@ -118,6 +119,7 @@ typedef struct cuda_dev {
     dlk_vbad *bad_dev;
     unsigned int *bad_flag, *bad_flag_dev;
     bool check_ready;
+    bool checks;                 /* parts will be checked: made at start */
     /* gather lists, written by the host into mapped pinned memory that
      * the kernels read directly: no copy, no implicit synchronization */
     uint8_t *items;              /* host view */
@@ -390,7 +392,27 @@ static dlk_status cu_upload(dlk_dev *d, const void *host, size_t n,
     return DLK_OK;
 }
 
-/* What part checks need, made at the first one (on the copy thread). */
+/* What part checks need (the check kernel's module loaded, its streams,
+ * the mismatch record): made while CUDA starts when the loader will
+ * check parts, else at the first check.  All or nothing: what a failure
+ * leaves is freed, and the first check tries again and says why. */
+static void check_stop(cuda_dev *c)
+{
+    for (int i = 0; i < CHECK_STREAMS; i++)
+        if (c->check[i]) {
+            cudaStreamSynchronize(c->check[i]);
+            cudaStreamDestroy(c->check[i]);
+            c->check[i] = NULL;
+        }
+    if (c->bad_dev)
+        cudaFree(c->bad_dev);
+    if (c->bad_flag)
+        cudaFreeHost(c->bad_flag);
+    c->bad_dev = NULL;
+    c->bad_flag = c->bad_flag_dev = NULL;
+    c->check_ready = false;
+}
+
 static cudaError_t check_start(cuda_dev *c)
 {
     dlk_xxh3_keys k;
@@ -411,6 +433,10 @@ static cudaError_t check_start(cuda_dev *c)
                                      0);
     }
     c->check_ready = e == cudaSuccess;
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        check_stop(c);
+    }
     return e;
 }
 
@@ -686,14 +712,7 @@ static void cu_close(dlk_dev *d)
         set_device(c);
         cudaStreamSynchronize(c->copy);
         cudaStreamSynchronize(c->compute);
-        if (c->check_ready) {
-            for (int i = 0; i < CHECK_STREAMS; i++) {
-                cudaStreamSynchronize(c->check[i]);
-                cudaStreamDestroy(c->check[i]);
-            }
-            cudaFree(c->bad_dev);
-            cudaFreeHost(c->bad_flag);
-        }
+        check_stop(c);
         for (size_t i = 0; i < c->ntimes; i++) {
             if (!c->times[i].shared_a)
                 cudaEventDestroy(c->times[i].a);
@@ -848,41 +867,12 @@ int dlk_cuda_available(char *why, size_t cap)
     return 1;
 }
 
-/* CUDA's start: the context, the streams, the checksum and the origin of
- * marks and traces (on the starter thread when the open is async). */
-static cudaError_t start_cuda(cuda_dev *c)
+/* The origin of marks and traces: an event on the compute stream and the
+ * host's clock at once; the trace file opened (called once the streams
+ * are made). */
+static cudaError_t set_origin(cuda_dev *c)
 {
-    cudaError_t e = cudaSetDevice(c->index);
-    if (e == cudaSuccess)
-        e = cudaStreamCreateWithFlags(&c->copy, cudaStreamNonBlocking);
-    if (e == cudaSuccess)
-        e = cudaStreamCreateWithFlags(&c->compute, cudaStreamNonBlocking);
-    if (e == cudaSuccess)
-        e = cudaMalloc((void **)&c->acc, sizeof *c->acc);
-    if (e == cudaSuccess)
-        e = cudaMemset(c->acc, 0, sizeof *c->acc);
-    if (e == cudaSuccess) {
-        /* keep freed chunk memory in the pool instead of returning it */
-        cudaMemPool_t pool;
-        uint64_t keep = UINT64_MAX;
-        if (cudaDeviceGetDefaultMemPool(&pool, c->index) == cudaSuccess) {
-            cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold,
-                                    &keep);
-        }
-    }
-    if (e == cudaSuccess) {
-        /* the first copies' device memory, made before the pinned
-         * slabs' registrations begin, so that the first copy does not
-         * also wait for a cudaMalloc (which waits for them: the driver
-         * runs its calls one at a time meanwhile).  Not having it is no
-         * error: the first copy asks again. */
-        pthread_mutex_lock(&c->bmu);
-        if (!c->ndslabs && dev_slab_new(c, DEV_SLAB) != cudaSuccess)
-            (void)cudaGetLastError();
-        pthread_mutex_unlock(&c->bmu);
-    }
-    if (e == cudaSuccess)
-        e = cudaEventCreate(&c->t0_ev);
+    cudaError_t e = cudaEventCreate(&c->t0_ev);
     if (e == cudaSuccess)
         e = cudaEventRecord(c->t0_ev, c->compute);
     if (e == cudaSuccess)
@@ -897,8 +887,59 @@ static cudaError_t start_cuda(cuda_dev *c)
         fprintf(c->trace, "cuda %.6f %.6f %.6f\n", c->t_open - c->t0_host,
                 c->t_driver - c->t0_host, 0.0);
     }
+    return e;
+}
+
+/* CUDA's start (on the starter thread when the open is async): the
+ * context, the streams, the origin; then, while the pinners register the
+ * host buffers made ahead, the checksum, the first device memory and the
+ * kernels.  The device is up once those buffers are registered: the
+ * driver holds every other call of the process while a registration
+ * runs, so copies could not start sooner, and a loader that is up copies
+ * at line rate from its first batch. */
+static cudaError_t start_cuda(cuda_dev *c)
+{
+    cudaError_t e = cudaSetDevice(c->index);
+    if (e == cudaSuccess)
+        e = cudaStreamCreateWithFlags(&c->copy, cudaStreamNonBlocking);
+    if (e == cudaSuccess)
+        e = cudaStreamCreateWithFlags(&c->compute, cudaStreamNonBlocking);
+    if (e == cudaSuccess)
+        e = set_origin(c);
     dlk_pinned_pool_started(c->pinned, e == cudaSuccess, c->trace,
                             c->t0_host);
+    if (e == cudaSuccess)
+        e = cudaMalloc((void **)&c->acc, sizeof *c->acc);
+    if (e == cudaSuccess)
+        e = cudaMemset(c->acc, 0, sizeof *c->acc);
+    if (e == cudaSuccess) {
+        /* keep freed chunk memory in the pool instead of returning it */
+        cudaMemPool_t pool;
+        uint64_t keep = UINT64_MAX;
+        if (cudaDeviceGetDefaultMemPool(&pool, c->index) == cudaSuccess) {
+            cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold,
+                                    &keep);
+        }
+    }
+    if (e == cudaSuccess) {
+        /* the first copies' device memory, so that the first copy does
+         * not also wait for a cudaMalloc.  Not having it is no error:
+         * the first copy asks again. */
+        pthread_mutex_lock(&c->bmu);
+        if (!c->ndslabs && dev_slab_new(c, DEV_SLAB) != cudaSuccess)
+            (void)cudaGetLastError();
+        pthread_mutex_unlock(&c->bmu);
+        /* CUDA loads a kernel's module at its first launch: loaded here,
+         * the first batch does not wait for it (1.5-3 ms on an H200
+         * host).  A failure here is met again, and said, where the
+         * kernel is first used. */
+        if (dlk_cuda_gather_load() != cudaSuccess)
+            (void)cudaGetLastError();
+        if (c->checks)
+            check_start(c);
+    }
+    if (e == cudaSuccess)
+        dlk_pinned_pool_wait(c->pinned);
     pthread_mutex_lock(&c->upmu);
     if (e != cudaSuccess)
         snprintf(c->up_why, sizeof c->up_why, "cuda:%d: %s", c->index,
@@ -954,6 +995,7 @@ dlk_status dlk_dev_open_cuda(int index, const dlk_dev_opts *o,
     c->index = index;
     c->t_open = t_open;
     c->t_driver = dlk_now_s();
+    c->checks = o && o->checks;
     c->dev_limit = UINT64_MAX;
     pthread_mutex_init(&c->mu, NULL);
     pthread_mutex_init(&c->bmu, NULL);

@@ -125,3 +125,14 @@ extern "C" cudaError_t dlk_cuda_fold(const void *buf, const void *items,
                                      step_ms > 0 ? (unsigned long long)(step_ms * 1e6) : 0);
     return cudaGetLastError();
 }
+
+// Both kernels' module loaded now (CUDA loads it at a first launch):
+// asking for a kernel's attributes loads it.
+extern "C" cudaError_t dlk_cuda_gather_load(void)
+{
+    cudaFuncAttributes a;
+    cudaError_t e = cudaFuncGetAttributes(&a, gather_kernel);
+    if (e == cudaSuccess)
+        e = cudaFuncGetAttributes(&a, fold_kernel);
+    return e;
+}

@@ -395,7 +395,11 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         /* a GPU's host buffers for the budget are made from the open on,
          * while CUDA starts, unless chunks are read in place (pin_cache)
          * or the data is smaller */
-        dlk_dev_opts dopts = {l->o.cuda_trace, 0, true};
+        dlk_dev_opts dopts = {l->o.cuda_trace, 0, true, false};
+        /* spans' parts are checked on the device after their copies */
+        for (size_t i = 0; i < l->nt && !l->o.no_verify; i++)
+            if (l->t[i].unit_parts)
+                dopts.checks = true;
         if (!l->o.pin_cache || l->o.no_map ||
             dlk_store_is_remote(l->ds->store)) {
             uint64_t all = data_bytes(l);

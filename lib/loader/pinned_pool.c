@@ -3,10 +3,11 @@
  * loader's budget needs are made ahead of need by PINNERS threads from
  * the device's open on: a slab's pages are faulted in (the cost: the
  * kernel zeroes them) while CUDA starts, loads may fill its buffers at
- * once, and it is registered with the driver (pinned) once CUDA is up;
- * a copy out of a buffer waits for its slab's registration
- * (dlk_pinned_ready).  Past what was asked ahead, a load makes a slab
- * itself, one at a time. */
+ * once, and it is registered with the driver (pinned) once CUDA's
+ * context is up; the device is up once the slabs made ahead are
+ * (dlk_pinned_pool_wait), and a copy out of a later slab's buffer waits
+ * for its registration (dlk_pinned_ready).  Past what was asked ahead, a
+ * load makes a slab itself, one at a time. */
 #ifdef DLK_HAVE_CUDA
 #include "pinned_pool.h"
 
@@ -87,13 +88,14 @@ static void *fault_in(size_t cap)
  * docs/benchmarks.md#s3-throughput).  Loads may be writing into the
  * slab meanwhile: registration pins its pages where they are.
  *
- * On the pinners, all at once, although the driver holds the copy
- * thread's calls until the last registration ends (its first copy came
- * 12-21 ms after CUDA's start on H200 hosts, DLK_CUDA_TRACE).  Made by
- * the copy thread instead, in the order its copies need them, the first
- * gather came at 6-9 ms, but one at a time between copies the 13 slabs
- * took 24-37 ms instead of 11-15, and the first epoch ran 5-12% slower
- * on one, two and four H200 (GPU busy over whole runs was the same). */
+ * On the pinners, all at once, from CUDA's context on and before the
+ * device is up: the driver holds the process's other CUDA calls while a
+ * registration runs (DLK_CUDA_TRACE), so a first copy could not come
+ * sooner.  Registered after the device was up, they held the first
+ * epoch's copies for 11-15 ms (H200 hosts).  Made by the copy thread
+ * instead, in the order its copies need them, one at a time between
+ * copies, the 13 slabs took 24-37 ms and the first epoch ran 5-12%
+ * slower on one, two and four H200. */
 static bool pin(dlk_pinned_pool *pp, void *p, size_t cap)
 {
     cudaSetDevice(pp->device);
@@ -208,6 +210,15 @@ void dlk_pinned_pool_started(dlk_pinned_pool *pp, bool ok, FILE *trace,
     pp->t0 = t0;
     pthread_cond_broadcast(&pp->started);
     pthread_cond_broadcast(&pp->made);
+    pthread_mutex_unlock(&pp->mu);
+}
+
+void dlk_pinned_pool_wait(dlk_pinned_pool *pp)
+{
+    pthread_mutex_lock(&pp->mu);
+    while (pp->state > 0 &&
+           (pp->claimed < pp->ahead || pp->faulting || pp->unready))
+        pthread_cond_wait(&pp->made, &pp->mu);
     pthread_mutex_unlock(&pp->mu);
 }
 

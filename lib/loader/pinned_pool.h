@@ -21,12 +21,16 @@ static inline size_t dlk_buf_cap(size_t n)
 /* A pool for CUDA device `device` that starts making `ahead` bytes of
  * slabs at once, before CUDA is up (NULL: out of memory). */
 dlk_pinned_pool *dlk_pinned_pool_new(int device, uint64_t ahead);
-/* CUDA is up (ok) or failed to start; trace (may be NULL) gets a `pin`
- * line a slab, in seconds from t0. */
+/* CUDA's context is up (ok: the slabs' registrations begin) or failed
+ * to start; trace (may be NULL) gets a `pin` line a slab, in seconds
+ * from t0. */
 void dlk_pinned_pool_started(dlk_pinned_pool *pp, bool ok, FILE *trace,
                              double t0);
 /* A buffer of at least n bytes, NULL when no memory is left.  It may be
  * filled before CUDA is up; its slab is registered after. */
+/* Waits until the slabs asked ahead are made and registered (or failed
+ * to), or the pool closes. */
+void dlk_pinned_pool_wait(dlk_pinned_pool *pp);
 void *dlk_pinned_get(dlk_pinned_pool *pp, size_t n);
 /* Waits until buffer p's slab is registered (or failed to be: then it is
  * pageable memory), before a copy out of it. */

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/bench/gpu_default.sh [SAMPLES] - streaming from the page cache to
-# one GPU with the default flags, a new and an old build alternated (two
-# rounds), beside what the host allows in the same run (host_path_probe,
+# one GPU with the default flags, a new and an old build alternated
+# (ROUNDS rounds, 2 by default), beside what the host allows in the same run (host_path_probe,
 # not dlk: the pinned host-to-device copy, and pread into pinned buffers
 # then copied to the GPU on every core); then GPU busy over three whole
 # epochs with a step of 1.2x a batch's transfer time at the pinned rate;
@@ -10,11 +10,12 @@
 # (tests/bench/synth) in 16 MiB chunks; the old build reads the same
 # samples written by its own synth (beside its dlk), so that each reads
 # the chunk layout it knows.
-#   DIST=dist OLD=dist-old/bin/dlk tests/bench/gpu_default.sh
+#   DIST=dist OLD=dist-old/bin/dlk [ROUNDS=2] tests/bench/gpu_default.sh
 set -u
 n=${1:-20000}
 DIST=${DIST:-dist}
 OLD=${OLD:-}
+R=${ROUNDS:-2}
 T=$(mktemp -d "${TMPDIR:-/tmp}/dlk-gpudef.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 "$DIST/bin/synth" "$T/ds" "$n" 224 224 >/dev/null
@@ -34,19 +35,23 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 ep = [e["bytes_per_s"] / 1e9 for e in d["epochs"]]
 st = max(ep[1:])
+# busy over the run from the epochs' figures, on the device's clock, the
+# same way for both builds
+run = sum(e["seconds"] for e in d["epochs"])
+busy = sum(e["busy_pct"] * e["seconds"] for e in d["epochs"]) / run
 print("%-30s steady %5.2f GB/s (%3.0f%% of pinned; %6.0f samples/s), first epoch %5.2f GB/s (%3.0f%% of steady), "
-      "busy %5.1f%%, peak RSS %4.2f GB, buffers %4.2f GB, %2d threads, verified %s, checksums %s"
+      "busy %5.1f%%, first batch %.3f s, peak RSS %4.2f GB, buffers %4.2f GB, %2d threads, verified %s, checksums %s"
       % (sys.argv[2], st, 100 * st / float(sys.argv[3]), max(e["samples_per_s"] for e in d["epochs"][1:]),
-         ep[0], 100 * ep[0] / st, d["gpu_busy_pct"], d["peak_rss_bytes"] / 1e9, d["peak_buffer_bytes"] / 1e9,
-         d["io_threads"], d.get("chunks_verified", "-"), d["checksum_ok"]))
+         ep[0], 100 * ep[0] / st, busy, d["first_batch_s"], d["peak_rss_bytes"] / 1e9,
+         d["peak_buffer_bytes"] / 1e9, d["io_threads"], d.get("chunks_verified", "-"), d["checksum_ok"]))
 PY
 }
-for _ in 1 2; do
+for _ in $(seq "$R"); do
     one "new, default" "$DIST/bin/dlk"
     [ -z "$OLD" ] || one "old, default" "$OLD"
 done
-echo "step $step ms (1.2x a batch at the pinned rate), 3 epochs; busy is over the whole run"
-for _ in 1 2; do
+echo "step $step ms (1.2x a batch at the pinned rate), 3 epochs; busy is over the whole run (from the loader's open to the end of the last epoch's work, on the device's clock); first batch: seconds from opening the dataset"
+for _ in $(seq "$R"); do
     one "new, default, step" "$DIST/bin/dlk" --step-ms "$step"
     [ -z "$OLD" ] || one "old, default, step" "$OLD" --step-ms "$step"
 done

@@ -7,8 +7,9 @@
 #     the first) and in the last, against the host's
 #     aggregate pinned host-to-device copy with one stream a GPU
 #     (h2d_all_gpus) and against what the host's memory allows a loader
-#     that copies out of the page cache (host_path_probe on every GPU at
-#     once), both measured in the same run;
+#     that copies out of the page cache on every GPU at once, each GPU
+#     reading its own share of the files (host_path_all_gpus), both
+#     measured in the same run;
 #   - with a step of STEP_MS (default 13) a batch: each rank's GPU busy
 #     over the whole run;
 #   - each rank's device checksum against the CPU's, and each epoch's
@@ -43,9 +44,10 @@ gpu_cpus() {
          tr 'A-F' 'a-f' | sed 's/^0000\(....:\)/\1/')
     cat "/sys/bus/pci/devices/$id/local_cpulist" 2>/dev/null || echo "0-$(( $(nproc) - 1 ))"
 }
-bind() { # RANK CMD... - CMD on that rank's cores when BIND=1
+bind() { # RANK CMD... - CMD on that rank's cores when BIND=1 (RANK
+    # "all": every core)
     local r=$1; shift
-    if [ "${BIND:-0}" = 1 ]; then taskset -c "$(gpu_cpus "$r")" "$@"; else "$@"; fi
+    if [ "${BIND:-0}" = 1 ] && [ "$r" != all ]; then taskset -c "$(gpu_cpus "$r")" "$@"; else "$@"; fi
 }
 for ((r = 0; r < G; r++)); do
     echo "GPU $r: cores $(gpu_cpus "$r")"
@@ -53,9 +55,11 @@ done
 "$DIST/bin/h2d_all_gpus" 2 | tee "$T/h2d"
 agg=$(sed -n 's/^pinned H2D, all .* at once: \([0-9.]*\) GB\/s.*/\1/p' "$T/h2d")
 [ -n "$agg" ] || { echo "no pinned H2D figure (no GPU?)"; agg=0; }
-# what the host's memory allows a page-cache loader on every GPU at once:
-# host_path_probe (pread into pinned buffers, then copied to the GPU) in
-# one process a GPU, all started together, each on its share of the cores
+# the probe of earlier runs, for comparison with them: host_path_probe
+# (pread into pinned buffers, then copied to the GPU) in one process a
+# GPU, all started together, each on its share of the cores, each
+# reading every file and timed on its own: their sum counts processes
+# that ran partly alone, and pages read by several at once
 per=$(( $(nproc) / G )); pids=()
 for ((r = 0; r < G; r++)); do
     CUDA_VISIBLE_DEVICES=$r bind "$r" "$DIST/bin/host_path_probe" "$per" 4 \
@@ -63,16 +67,22 @@ for ((r = 0; r < G; r++)); do
     pids+=($!)
 done
 wait "${pids[@]}"
-path=$(cat "$T"/probe.* | sed -n 's/^pread into pinned + H2D.*: \([0-9.]*\) GB\/s/\1/p' |
-       awk '{s += $1} END {printf "%.2f", s}')
-echo "pread into pinned + H2D, one process a GPU at once, $per threads each: $path GB/s together"
-# the host's memory alone, from the same processes' first phase (each
-# copying 64 MiB buffers on its threads, all at once): a copied byte is
-# read once and written once, and a page-cache loader's byte crosses
-# host memory three times (read cached, write pinned, read by the DMA)
-mem=$(cat "$T"/probe.* | sed -n 's/^memcpy, .*: \([0-9.]*\) GB\/s copied/\1/p' |
+sep=$(cat "$T"/probe.* | sed -n 's/^pread into pinned + H2D.*: \([0-9.]*\) GB\/s/\1/p' |
       awk '{s += $1} END {printf "%.2f", s}')
-echo "memcpy on every GPU's share of the cores at once: $mem GB/s copied = $(awk -v m="$mem" 'BEGIN {printf "%.1f", 2 * m}') GB/s through memory; at three crossings a byte a loader gets at most $(awk -v m="$mem" 'BEGIN {printf "%.1f", 2 * m / 3}') GB/s"
+echo "pread into pinned + H2D, one process a GPU started together, each reading every file and timed on its own, $per threads each: $sep GB/s summed"
+# the same path in one process, every GPU's threads in the same window
+# and each GPU reading its own share of the files, as the ranks read
+# disjoint chunks: the figure the ranks are measured against
+CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((G - 1))) bind all "$DIST/bin/host_path_all_gpus" "$per" 2 \
+    $(find "$T/ds" -type f -size +1M | sort) | tee "$T/all"
+path=$(sed -n 's/^pread into pinned + H2D, .* its own share of the files: \([0-9.]*\) GB\/s.*/\1/p' "$T/all")
+[ -n "$path" ] || path=$sep
+# the host's memory alone, from host_path_all_gpus's first phase (every
+# thread copying 64 MiB buffers, all at once): a copied byte is read once
+# and written once, and a page-cache loader's byte crosses host memory
+# three times (read cached, write pinned, read by the DMA)
+mem=$(sed -n 's/^memcpy, .*: \([0-9.]*\) GB\/s copied/\1/p' "$T/all")
+echo "memcpy on all their threads at once: $mem GB/s copied = $(awk -v m="$mem" 'BEGIN {printf "%.1f", 2 * m}') GB/s through memory; at three crossings a byte a loader gets at most $(awk -v m="$mem" 'BEGIN {printf "%.1f", 2 * m / 3}') GB/s"
 ranks() { # TAG ARGS... - one process a GPU, all at once
     local tag=$1 pids=() r; shift
     for ((r = 0; r < G; r++)); do
@@ -98,7 +108,7 @@ for r, d in enumerate(ds):
              d["first_batch_s"], "equal" if d["checksum_ok"] else "DIFFERENT", d["peak_rss_bytes"] / 1e9,
              d["io_threads"]))
 print("  together: steady %.2f GB/s (%.0f samples/s) = %.1f%% of the pinned H2D of all GPUs at once (%.2f GB/s), "
-      "%.1f%% of pread + H2D on all at once (%.2f GB/s); busy %s"
+      "%.1f%% of pread + H2D on all at once, own shares (%.2f GB/s); busy %s"
       % (sum(steady), sum(sps), 100 * sum(steady) / agg if agg else 0, agg,
          100 * sum(steady) / path if path else 0, path,
          " ".join("%.1f%%" % d["gpu_busy_pct"] for d in ds)))
