@@ -280,7 +280,8 @@ dist:
 	    -o dist/bin/host_path_probe tests/bench/host_path_probe.cu -cudart static && \
 	    $(NVCC) -O2 -o dist/bin/h2d_all_gpus tests/bench/h2d_all_gpus.cu -cudart static && \
 	    $(NVCC) -O2 -o dist/bin/host_path_all_gpus tests/bench/host_path_all_gpus.cu \
-	    -cudart static -lpthread; fi
+	    -cudart static -lpthread && $(NVCC) -O2 -o dist/bin/verify_bench \
+	    tests/bench/verify_bench.cu build-dist/libdlk.a -cudart static -lpthread -lm; fi
 	$(Q)mkdir -p dist/tests/bench && cp tests/bench/*.sh tests/bench/*.py dist/tests/bench/
 	@echo "dist/: $$(du -sh dist | cut -f1) (bin/dlk needs: $$(ldd dist/bin/dlk | awk '/=>/{print $$1}' | tr '\n' ' '))"
 
