@@ -24,8 +24,6 @@
 #define PIECE ((size_t)4 << 20)
 #define MAX_THREADS 512
 
-typedef struct piece { int fd; off_t at; size_t len; } piece;
-
 typedef struct gpu {
     int dev;
     piece *pieces;              /* its share, or every piece */
@@ -48,9 +46,6 @@ static int ngpus, nthreads, mode; /* 0 memcpy, 1 own share, 2 all files */
 static double seconds = 2.0;
 static pthread_barrier_t ready, go; /* set up; the clock started */
 static double t_go;
-/* through a volatile pointer: a copy into a buffer freed unread is
- * otherwise dropped by the compiler */
-static void *(*volatile copy_fn)(void *, const void *, size_t) = memcpy;
 
 static void add_piece(gpu *g, piece p)
 {
@@ -94,18 +89,12 @@ static void *run(void *arg)
         if (used[k])
             CK(cudaEventSynchronize(w->ev[k]));
         const piece *p = &g->pieces[i];
-        size_t got = 0;
-        while (got < p->len) {
-            ssize_t r = pread(p->fd, w->buf[k] + got, p->len - got,
-                              p->at + (off_t)got);
-            if (r <= 0) { perror("pread"); exit(1); }
-            got += (size_t)r;
-        }
-        CK(cudaMemcpyAsync(w->dev[k], w->buf[k], got, cudaMemcpyHostToDevice,
-                           w->st));
+        read_piece(p, w->buf[k]);
+        CK(cudaMemcpyAsync(w->dev[k], w->buf[k], p->len,
+                           cudaMemcpyHostToDevice, w->st));
         CK(cudaEventRecord(w->ev[k], w->st));
         used[k] = true;
-        w->done += got;
+        w->done += p->len;
         k ^= 1;
     }
     CK(cudaStreamSynchronize(w->st));

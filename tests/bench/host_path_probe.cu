@@ -24,15 +24,11 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef struct piece { int fd; off_t at; size_t len; } piece;
 static piece *pieces;
 static size_t npieces, piece_bytes;
 static size_t next_piece; /* __atomic builtins: nvcc compiles C++ */
 static int mode; /* 0 memcpy, 1 pread, 2 pread+H2D */
 static double copy_s = 0.5;
-/* through a volatile pointer: a copy into a buffer freed unread may
- * otherwise be dropped by the compiler */
-static void *(*volatile copy_fn)(void *, const void *, size_t) = memcpy;
 
 /* each thread's buffers, made before any timing: cudaHostAlloc pins at
  * about 1 GB/s, which is not what is measured here */
@@ -76,15 +72,10 @@ static void *worker(void *arg)
             break;
         if (mode == 2 && used[k])
             CK(cudaEventSynchronize(ev[k]));
-        size_t got = 0;
-        while (got < pieces[i].len) {
-            ssize_t r = pread(pieces[i].fd, buf[k] + got, pieces[i].len - got,
-                              pieces[i].at + (off_t)got);
-            if (r <= 0) { perror("pread"); exit(1); }
-            got += (size_t)r;
-        }
+        read_piece(&pieces[i], buf[k]);
         if (mode == 2) {
-            CK(cudaMemcpyAsync(dev[k], buf[k], got, cudaMemcpyHostToDevice, st));
+            CK(cudaMemcpyAsync(dev[k], buf[k], pieces[i].len, cudaMemcpyHostToDevice,
+                               st));
             CK(cudaEventRecord(ev[k], st));
             used[k] = true;
         }
