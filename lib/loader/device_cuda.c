@@ -110,7 +110,8 @@ typedef struct cuda_dev {
     size_t ntimes, captimes;
     double gather_s, step_s, copy_s;
     unsigned long long *acc;     /* device checksum */
-    /* part checks (cu_check), made at the first: their streams (after
+    /* part checks (cu_check), made while CUDA starts when the loader
+     * checks parts (checks), else at the first: their streams (after
      * the copies and beside them, a span's on the next), the first part
      * that did not match (device memory) and a flag the kernel raises in
      * mapped memory */

@@ -68,6 +68,12 @@ __device__ __forceinline__ uint64_t warp_add(uint64_t prod, uint64_t data)
 #define LOADERS 7
 #define TILE (LOADERS * 8) // blocks a tile: eight a loading warp
 
+// Blocks in tile i of nb: TILE, the last one's fewer.
+__device__ __forceinline__ uint64_t tile_blocks(uint64_t nb, uint64_t i)
+{
+    return nb - i * TILE < TILE ? nb - i * TILE : TILE;
+}
+
 __global__ void __launch_bounds__(256)
 verify_kernel(const uint8_t *base, vargs a, dlk_vbad *bad,
               unsigned int *flag)
@@ -89,8 +95,7 @@ verify_kernel(const uint8_t *base, vargs a, dlk_vbad *bad,
     // step i: the loaders sum tile i, warp 0 chains tile i - 1
     for (uint64_t i = 0; i <= ntiles; i++) {
         if (warp > 0 && i < ntiles) {
-            uint64_t t0 = i * TILE;
-            uint64_t nt = nb - t0 < TILE ? nb - t0 : TILE;
+            uint64_t t0 = i * TILE, nt = tile_blocks(nb, i);
             uint64_t prod[8], data[8];
 #pragma unroll
             for (int j = 0; j < 8; j++) {
@@ -116,8 +121,7 @@ verify_kernel(const uint8_t *base, vargs a, dlk_vbad *bad,
                     add_s[i & 1][b][lane] = add;
             }
         } else if (warp == 0 && i > 0 && tid < 8) {
-            uint64_t t0 = (i - 1) * TILE;
-            uint64_t nt = nb - t0 < TILE ? nb - t0 : TILE;
+            uint64_t nt = tile_blocks(nb, i - 1);
             for (uint64_t b = 0; b < nt; b++)
                 acc = dlk_xxh3_scramble(acc + add_s[(i - 1) & 1][b][lane],
                                         skey);
