@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 typedef struct cpu_dev {
     dlk_dev base;
@@ -13,14 +16,34 @@ typedef struct cpu_dev {
     size_t nmarks;
 } cpu_dev;
 
-/* Four sums over 32 bytes at a time: one sum's chain of adds held it to
- * about a word a cycle, and the first epoch folds every byte it reads
- * (the sum mod 2^64 is the same in any order). */
+/* The sum mod 2^64 of the little-endian 64-bit words (a short last word
+ * zero-padded): the same in any order, so the loads may be as wide as
+ * the CPU has.  A first epoch folds every byte it reads, each piece
+ * right after its read, from the core's cache: with SSE2 (every x86-64)
+ * four sums of 16 bytes at a time; elsewhere four sums of 8 bytes (one
+ * sum's chain of adds held it to about a word a cycle). */
 uint64_t dlk_fold64(const void *p, size_t n)
 {
     const uint8_t *b = p;
-    uint64_t s = 0, s1 = 0, s2 = 0, s3 = 0, w, x, y, z;
+    uint64_t s = 0, w;
     size_t i = 0;
+#ifdef __SSE2__
+    __m128i v0 = _mm_setzero_si128(), v1 = v0, v2 = v0, v3 = v0;
+    for (; i + 64 <= n; i += 64) {
+        v0 = _mm_add_epi64(v0, _mm_loadu_si128((const __m128i *)(b + i)));
+        v1 = _mm_add_epi64(v1,
+                           _mm_loadu_si128((const __m128i *)(b + i + 16)));
+        v2 = _mm_add_epi64(v2,
+                           _mm_loadu_si128((const __m128i *)(b + i + 32)));
+        v3 = _mm_add_epi64(v3,
+                           _mm_loadu_si128((const __m128i *)(b + i + 48)));
+    }
+    v0 = _mm_add_epi64(_mm_add_epi64(v0, v1), _mm_add_epi64(v2, v3));
+    uint64_t lane[2];
+    _mm_storeu_si128((__m128i *)lane, v0);
+    s = lane[0] + lane[1];
+#else
+    uint64_t s1 = 0, s2 = 0, s3 = 0, x, y, z;
     for (; i + 32 <= n; i += 32) {
         memcpy(&w, b + i, 8);
         memcpy(&x, b + i + 8, 8);
@@ -32,6 +55,7 @@ uint64_t dlk_fold64(const void *p, size_t n)
         s3 += z;
     }
     s += s1 + s2 + s3;
+#endif
     for (; i + 8 <= n; i += 8) {
         memcpy(&w, b + i, 8);
         s += w;
