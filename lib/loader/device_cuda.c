@@ -7,6 +7,7 @@
  * Every CUDA call is checked. */
 #ifdef DLK_HAVE_CUDA
 #include "device.h"
+#include "part_check.h"
 #include "pinned_pool.h"
 #include "util/xxh3_blocks.h"
 
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 cudaError_t dlk_cuda_gather(const void *items, unsigned n, uint64_t max_bytes,
                             void *dst, cudaStream_t s);
@@ -22,10 +24,6 @@ cudaError_t dlk_cuda_fold(const void *buf, const void *items, unsigned n,
                           uint64_t max_bytes, unsigned long long *acc,
                           double step_ms, cudaStream_t s);
 cudaError_t dlk_cuda_gather_load(void);
-cudaError_t dlk_cuda_verify_init(const void *keys);
-cudaError_t dlk_cuda_verify(const void *base, const void *parts, unsigned n,
-                            uint64_t tag, void *bad, unsigned int *flag,
-                            cudaStream_t st);
 
 static uint64_t max_sample(const dlk_gather *g, size_t n)
 {
@@ -65,16 +63,9 @@ typedef struct devbuf {
     uint64_t seq;        /* release order */
 } devbuf;
 
-/* A span's check is a few blocks of threads (one a part).  On one
- * stream, with one block's loads in flight at a time, the checks fell
- * behind and a first epoch ran at 19 GB/s (an H200); over several
- * streams, with a tile's loads issued together, it ran as fast as with
- * no checks. */
-#define CHECK_STREAMS 8
-
 typedef struct upload {
     cudaEvent_t copied;
-    cudaEvent_t checked; /* its parts' check is over (NULL: none) */
+    dlk_check_job *check; /* its parts' check (NULL: none) */
     bool waited;       /* the compute stream already waits for it */
 } upload;
 
@@ -110,16 +101,9 @@ typedef struct cuda_dev {
     size_t ntimes, captimes;
     double gather_s, step_s, copy_s;
     unsigned long long *acc;     /* device checksum */
-    /* part checks (cu_check), made while CUDA starts when the loader
-     * checks parts (checks), else at the first: their streams (after
-     * the copies and beside them, a span's on the next), the first part
-     * that did not match (device memory) and a flag the kernel raises in
-     * mapped memory */
-    cudaStream_t check[CHECK_STREAMS];
-    unsigned next_check;
-    dlk_vbad *bad_dev;
-    unsigned int *bad_flag, *bad_flag_dev;
-    bool check_ready;
+    /* part checks (cu_check): the checker, made while CUDA starts when
+     * the loader checks parts (checks), else at the first */
+    dlk_part_checker *checker;
     bool checks;                 /* parts will be checked: made at start */
     /* gather lists, written by the host into mapped pinned memory that
      * the kernels read directly: no copy, no implicit synchronization */
@@ -393,52 +377,12 @@ static dlk_status cu_upload(dlk_dev *d, const void *host, size_t n,
     return DLK_OK;
 }
 
-/* What part checks need (the check kernel's module loaded, its streams,
- * the mismatch record): made while CUDA starts when the loader will
- * check parts, else at the first check.  All or nothing: what a failure
- * leaves is freed, and the first check tries again and says why. */
-static void check_stop(cuda_dev *c)
-{
-    for (int i = 0; i < CHECK_STREAMS; i++)
-        if (c->check[i]) {
-            cudaStreamSynchronize(c->check[i]);
-            cudaStreamDestroy(c->check[i]);
-            c->check[i] = NULL;
-        }
-    if (c->bad_dev)
-        cudaFree(c->bad_dev);
-    if (c->bad_flag)
-        cudaFreeHost(c->bad_flag);
-    c->bad_dev = NULL;
-    c->bad_flag = c->bad_flag_dev = NULL;
-    c->check_ready = false;
-}
-
+/* The checker (part_check.c), or why it cannot be made: the first check
+ * tries again and says why. */
 static cudaError_t check_start(cuda_dev *c)
 {
-    dlk_xxh3_keys k;
-    dlk_xxh3_keys_init(&k);
-    cudaError_t e = dlk_cuda_verify_init(&k);
-    for (int i = 0; i < CHECK_STREAMS && e == cudaSuccess; i++)
-        e = cudaStreamCreateWithFlags(&c->check[i], cudaStreamNonBlocking);
-    if (e == cudaSuccess)
-        e = cudaMalloc((void **)&c->bad_dev, sizeof *c->bad_dev);
-    if (e == cudaSuccess)
-        e = cudaMemset(c->bad_dev, 0, sizeof *c->bad_dev);
-    if (e == cudaSuccess)
-        e = cudaHostAlloc((void **)&c->bad_flag, 64,
-                          cudaHostAllocMapped | cudaHostAllocPortable);
-    if (e == cudaSuccess) {
-        *(volatile unsigned int *)c->bad_flag = 0;
-        e = cudaHostGetDevicePointer((void **)&c->bad_flag_dev, c->bad_flag,
-                                     0);
-    }
-    c->check_ready = e == cudaSuccess;
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        check_stop(c);
-    }
-    return e;
+    return c->checker ? cudaSuccess
+                      : dlk_part_checker_new(c->index, &c->checker);
 }
 
 static dlk_status cu_check(dlk_dev *d, void *handle, const void *dev_ptr,
@@ -448,17 +392,10 @@ static dlk_status cu_check(dlk_dev *d, void *handle, const void *dev_ptr,
     cuda_dev *c = (cuda_dev *)d;
     upload *u = handle;
     set_device(c);
-    cudaError_t e = c->check_ready ? cudaSuccess : check_start(c);
+    cudaError_t e = check_start(c);
     if (e == cudaSuccess)
-        e = cudaEventCreateWithFlags(&u->checked, cudaEventDisableTiming);
-    cudaStream_t st = c->check[c->next_check++ % CHECK_STREAMS];
-    if (e == cudaSuccess)
-        e = cudaStreamWaitEvent(st, u->copied, 0);
-    if (e == cudaSuccess)
-        e = dlk_cuda_verify(dev_ptr, parts, n, tag, c->bad_dev,
-                            c->bad_flag_dev, st);
-    if (e == cudaSuccess)
-        e = cudaEventRecord(u->checked, st);
+        e = dlk_part_check_submit(c->checker, u->copied, dev_ptr, parts, n,
+                                  tag, &u->check);
     if (e != cudaSuccess)
         return dlk_fail(err, DLK_EGPU, "cannot check %u parts on cuda:%d: "
                         "%s", n, c->index, cudaGetErrorString(e));
@@ -470,18 +407,15 @@ static dlk_status cu_checked(dlk_dev *d, void *handle, dlk_vbad *bad,
 {
     cuda_dev *c = (cuda_dev *)d;
     upload *u = handle;
-    if (!u || !u->checked)
+    if (!u || !u->check)
         return DLK_OK;
     set_device(c);
-    cudaError_t e = cudaEventSynchronize(u->checked);
-    if (e == cudaSuccess && !*(volatile unsigned int *)c->bad_flag)
-        return DLK_OK;
-    if (e == cudaSuccess)
-        e = cudaMemcpy(bad, c->bad_dev, sizeof *bad, cudaMemcpyDeviceToHost);
+    bool mismatch;
+    cudaError_t e = dlk_part_check_wait(c->checker, u->check, &mismatch, bad);
     if (e != cudaSuccess)
         return dlk_fail(err, DLK_EGPU, "cannot read a part check on "
                         "cuda:%d: %s", c->index, cudaGetErrorString(e));
-    return DLK_ECORRUPT;
+    return mismatch ? DLK_ECORRUPT : DLK_OK;
 }
 
 static bool cu_host_done(dlk_dev *d, void *handle)
@@ -499,15 +433,13 @@ static void cu_release(dlk_dev *d, void *handle, void *dev_ptr)
         return; /* never uploaded (CUDA may not have started) */
     set_device(c);
     if (u) {
+        /* the check reads the device buffer given back below, and waits
+         * for the copy's event */
+        dlk_part_check_forget(c->checker, u->check);
         /* the pinned buffer goes back to the pool after this: the copy
          * out of it must be over */
         cudaEventSynchronize(u->copied);
         cudaEventDestroy(u->copied);
-        if (u->checked) {
-            /* the check reads the device buffer given back below */
-            cudaEventSynchronize(u->checked);
-            cudaEventDestroy(u->checked);
-        }
         free(u);
     }
     if (dev_ptr)
@@ -530,26 +462,64 @@ static void cu_batch_free(dlk_dev *d, void *p)
     cudaFree(p);
 }
 
-/* Place a gather list where the kernels read it: a ring in mapped pinned
- * memory.  A region is written again only after the compute stream has
- * passed every kernel that reads it (we synchronize when the ring wraps,
- * which happens once per many batches). */
+/* The ring of gather lists given back (the compute stream past it). */
+static void items_free(cuda_dev *c)
+{
+    if (c->items) {
+        cudaHostUnregister(c->items);
+        munmap(c->items, c->items_cap);
+    }
+    c->items = c->items_dev = NULL;
+    c->items_cap = c->items_off = 0;
+}
+
+/* The ring of gather lists in mapped pinned memory, made for lists of up
+ * to `bytes` (64 of them, 4 MiB at least) once the compute stream has
+ * passed every kernel that reads the old one.  Made while CUDA starts:
+ * made at the first batch (by cudaHostAlloc, which zeroes and pins at
+ * ~1 GB/s), it held that batch's gather for 2.2-2.9 ms on an H200 host.
+ * Pages faulted in here and registered pin at the slabs' rate
+ * (pinned_pool.c). */
+static cudaError_t items_grow(cuda_dev *c, size_t bytes)
+{
+    cudaError_t e = cudaStreamSynchronize(c->compute);
+    if (e != cudaSuccess)
+        return e;
+    items_free(c);
+    size_t cap = bytes * 64 > ((size_t)4 << 20) ? bytes * 64
+                                                : (size_t)4 << 20;
+    void *p = mmap(NULL, cap, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (p == MAP_FAILED)
+        return cudaErrorMemoryAllocation;
+    e = cudaHostRegister(p, cap, cudaHostRegisterMapped |
+                                     cudaHostRegisterPortable);
+    if (e != cudaSuccess) {
+        munmap(p, cap);
+        return e;
+    }
+    void *dev = NULL;
+    if ((e = cudaHostGetDevicePointer(&dev, p, 0)) != cudaSuccess) {
+        cudaHostUnregister(p);
+        munmap(p, cap);
+        return e;
+    }
+    c->items = p;
+    c->items_dev = dev;
+    c->items_cap = cap;
+    return cudaSuccess;
+}
+
+/* Place a gather list where the kernels read it: the ring.  A region is
+ * written again only after the compute stream has passed every kernel
+ * that reads it (we synchronize when the ring wraps, which happens once
+ * per many batches). */
 static dlk_status items_to_device(cuda_dev *c, const dlk_gather *g, size_t n,
                                   void **out, dlk_error *err)
 {
     size_t bytes = n * sizeof *g;
-    if (bytes > c->items_cap / 8) {
-        CK(cudaStreamSynchronize(c->compute));
-        if (c->items)
-            CK(cudaFreeHost(c->items));
-        c->items = NULL;
-        c->items_cap = bytes * 64 > ((size_t)4 << 20) ? bytes * 64
-                                                       : (size_t)4 << 20;
-        CK(cudaHostAlloc((void **)&c->items, c->items_cap,
-                         cudaHostAllocMapped | cudaHostAllocPortable));
-        CK(cudaHostGetDevicePointer((void **)&c->items_dev, c->items, 0));
-        c->items_off = 0;
-    }
+    if (bytes > c->items_cap / 8)
+        CK(items_grow(c, bytes));
     if (c->items_off + bytes > c->items_cap) {
         CK(cudaStreamSynchronize(c->compute));
         c->items_off = 0;
@@ -713,14 +683,14 @@ static void cu_close(dlk_dev *d)
         set_device(c);
         cudaStreamSynchronize(c->copy);
         cudaStreamSynchronize(c->compute);
-        check_stop(c);
+        dlk_part_checker_free(c->checker);
+        c->checker = NULL;
         for (size_t i = 0; i < c->ntimes; i++) {
             if (!c->times[i].shared_a)
                 cudaEventDestroy(c->times[i].a);
             cudaEventDestroy(c->times[i].b);
         }
-        if (c->items)
-            cudaFreeHost(c->items);
+        items_free(c);
         for (size_t i = 0; i < c->nbufs; i++)
             cudaEventDestroy(c->bufs[i].freed);
         for (size_t i = 0; i < c->ndslabs; i++)
@@ -893,8 +863,8 @@ static cudaError_t set_origin(cuda_dev *c)
 
 /* CUDA's start (on the starter thread when the open is async): the
  * context, the streams, the origin; then, while the pinners register the
- * host buffers made ahead, the checksum, the first device memory and the
- * kernels.  The device is up once those buffers are registered: the
+ * host buffers made ahead, the checksum, the first device memory, the
+ * ring of gather lists and the kernels.  The device is up once those buffers are registered: the
  * driver holds every other call of the process while a registration
  * runs, so copies could not start sooner, and a loader that is up copies
  * at line rate from its first batch. */
@@ -936,8 +906,10 @@ static cudaError_t start_cuda(cuda_dev *c)
          * kernel is first used. */
         if (dlk_cuda_gather_load() != cudaSuccess)
             (void)cudaGetLastError();
-        if (c->checks)
-            check_start(c);
+        if (items_grow(c, 0) != cudaSuccess)
+            (void)cudaGetLastError();
+        if (c->checks && check_start(c) != cudaSuccess)
+            (void)cudaGetLastError();
     }
     if (e == cudaSuccess)
         dlk_pinned_pool_wait(c->pinned);
