@@ -71,7 +71,7 @@ typedef struct upload {
 
 typedef struct timing {
     cudaEvent_t a, b;
-    int kind;          /* 0 gather, 1 step, 2 copy */
+    int kind;          /* 0 gather, 1 step, 2 copy, 3 part check */
     bool shared_a;     /* a is the previous pair's b: destroyed there */
     double issued;     /* host clock when queued (for the trace) */
 } timing;
@@ -377,12 +377,21 @@ static dlk_status cu_upload(dlk_dev *d, const void *host, size_t n,
     return DLK_OK;
 }
 
+/* A part check's kernel, timed for the trace. */
+static void check_timed(void *ud, cudaEvent_t a, cudaEvent_t b)
+{
+    add_timing(ud, a, b, 3);
+}
+
 /* The checker (part_check.c), or why it cannot be made: the first check
- * tries again and says why. */
+ * tries again and says why.  Its checks are timed when there is a trace
+ * (made before: set_origin). */
 static cudaError_t check_start(cuda_dev *c)
 {
     return c->checker ? cudaSuccess
-                      : dlk_part_checker_new(c->index, &c->checker);
+                      : dlk_part_checker_new(c->index,
+                                             c->trace ? check_timed : NULL,
+                                             c, &c->checker);
 }
 
 static dlk_status cu_check(dlk_dev *d, void *handle, const void *dev_ptr,
@@ -632,6 +641,9 @@ static dlk_status cu_sync(dlk_dev *d, dlk_dev_times *out, dlk_error *err)
     pthread_mutex_lock(&c->mu);
     for (size_t i = 0; i < c->ntimes; i++) {
         float ms = 0;
+        /* a check of a span read ahead may still run on its stream */
+        if (c->times[i].kind == 3)
+            cudaEventSynchronize(c->times[i].b);
         if (cudaEventElapsedTime(&ms, c->times[i].a, c->times[i].b) ==
             cudaSuccess) {
             double s = ms / 1000.0;
@@ -639,19 +651,20 @@ static dlk_status cu_sync(dlk_dev *d, dlk_dev_times *out, dlk_error *err)
                 c->gather_s += s;
             else if (c->times[i].kind == 1)
                 c->step_s += s;
-            else
+            else if (c->times[i].kind == 2)
                 c->copy_s += s;
             float t0 = 0;
             bool at = (c->trace || c->nmarks) &&
                       cudaEventElapsedTime(&t0, c->t0_ev, c->times[i].a) ==
                           cudaSuccess;
-            if (at && c->nmarks && c->times[i].kind != 2)
+            if (at && c->nmarks && c->times[i].kind < 2)
                 keep_interval(c, t0 / 1000.0, (t0 + ms) / 1000.0);
             if (at && c->trace)
                 fprintf(c->trace, "%s %.6f %.6f %.6f\n",
                         c->times[i].kind == 0   ? "gather"
                         : c->times[i].kind == 1 ? "step"
-                                                : "copy",
+                        : c->times[i].kind == 2 ? "copy"
+                                                : "check",
                         c->times[i].issued - c->t0_host, t0 / 1000.0,
                         (t0 + ms) / 1000.0);
         }

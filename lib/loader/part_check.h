@@ -12,10 +12,16 @@
 typedef struct dlk_part_checker dlk_part_checker;
 typedef struct dlk_check_job dlk_check_job;
 
+/* The kernel's time on the device, from event a to event b, which the
+ * callee owns from then on (DLK_CUDA_TRACE's `check` lines). */
+typedef void (*dlk_check_timed)(void *ud, cudaEvent_t a, cudaEvent_t b);
+
 /* The checker of CUDA device `device` (the caller's current one): its
- * kernel's keys, streams, mismatch record and thread.  NULL *out and the
- * error when any of them cannot be made. */
-cudaError_t dlk_part_checker_new(int device, dlk_part_checker **out);
+ * kernel's keys, streams, mismatch record and thread; timed (NULL: none)
+ * gets each check's events.  NULL *out and the error when any of them
+ * cannot be made. */
+cudaError_t dlk_part_checker_new(int device, dlk_check_timed timed, void *ud,
+                                 dlk_part_checker **out);
 /* The check of n parts of the device bytes at dev, once the copy that
  * records `copied` is over (the caller keeps that event until the job is
  * forgotten); tag comes back with a part that does not match. */
