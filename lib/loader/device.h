@@ -99,6 +99,10 @@ typedef struct dlk_dev_ops {
                         dlk_error *err);
     dlk_status (*checked)(dlk_dev *d, void *handle, dlk_vbad *bad,
                           dlk_error *err);
+    /* A load on a loading thread (host clock, dlk_now_s): when it began,
+     * when its host buffer was in hand (0: none), when it ended; written
+     * to the trace where there is one.  NULL on the cpu. */
+    void (*trace_load)(dlk_dev *d, double begin, double buffer, double end);
 } dlk_dev_ops;
 
 struct dlk_dev {

@@ -244,7 +244,7 @@ static const dlk_dev_ops cpu_ops = {
     cpu_release,
     cpu_register, cpu_unregister, cpu_alloc, cpu_free, cpu_gather, cpu_step,
     cpu_sync, cpu_close, cpu_set_budget, cpu_mark, cpu_span, cpu_no_stream,
-    cpu_no_stream, cpu_ready, NULL, NULL,
+    cpu_no_stream, cpu_ready, NULL, NULL, NULL,
 };
 
 dlk_status dlk_dev_open_cpu(dlk_dev **out, dlk_error *err)

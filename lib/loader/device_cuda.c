@@ -830,11 +830,25 @@ static dlk_status cu_wait_consumer(dlk_dev *d, void *stream, dlk_error *err)
                         c->compute, err);
 }
 
+/* Loads that end once the device is up (the trace is opened as it
+ * starts; loads made meanwhile are not written). */
+static void cu_trace_load(dlk_dev *d, double begin, double buffer,
+                          double end)
+{
+    cuda_dev *c = (cuda_dev *)d;
+    if (__atomic_load_n(&c->up, __ATOMIC_ACQUIRE) != 1 || !c->trace)
+        return;
+    double t0 = c->t0_host;
+    fprintf(c->trace, "load %.6f %.6f %.6f\n", begin - t0,
+            (buffer > 0 ? buffer : begin) - t0, end - t0);
+}
+
 static const dlk_dev_ops cuda_ops = {
     true, cu_host_alloc, cu_host_free, cu_upload, cu_host_done, cu_release,
     cu_register, cu_unregister, cu_batch_alloc, cu_batch_free, cu_gather,
     cu_step, cu_sync, cu_close, cu_set_budget, cu_mark, cu_span,
     cu_consumer_waits, cu_wait_consumer, cu_ready, cu_check, cu_checked,
+    cu_trace_load,
 };
 
 int dlk_cuda_available(char *why, size_t cap)

@@ -184,6 +184,7 @@ static dlk_status plan_ahead(dlk_loader *l, dlk_error *err)
 
 void dlk_loader_release_slot(dlk_loader *l, dlk_slot *s)
 {
+    dlk_loader_copy_forget(l, s);
     if (s->dev_ptr || s->dev_handle)
         l->dev->ops->release(l->dev, s->dev_handle, s->dev_ptr);
     dlk_chunk_free(s->ch);
@@ -329,10 +330,11 @@ static dlk_status assemble(dlk_loader *l, uint64_t p0, uint32_t b,
             const dlk_chunk_entry *e = &lt->tensor->chunks[s->chunk];
             size_t nb, off_in_chunk;
             int64_t shape[DLK_MAX_NDIM];
-            const uint8_t *hp = dlk_slot_sample(
-                s, (uint32_t)(l->plan.order.sample[p0 + i] - e->first), &nb,
-                &off_in_chunk, shape);
-            if (!hp)
+            /* the place alone: a span's host buffer may be back in
+             * the pool once its copy is over */
+            if (!dlk_slot_place(
+                    s, (uint32_t)(l->plan.order.sample[p0 + i] - e->first),
+                    &nb, &off_in_chunk, shape))
                 return dlk_fail(err, DLK_EINTERNAL, "sample outside chunk");
             dlk_gather *g = &l->gather[t * l->o.batch_size + i];
             g->src = (const uint8_t *)s->dev_ptr + off_in_chunk;

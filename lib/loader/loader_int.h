@@ -41,8 +41,13 @@ typedef struct dlk_slot {
     uint64_t *fold;             /* per-sample folds (check mode) */
     bool fold_kept;             /* fold is the chunk's kept one, not ours */
     uint64_t bytes;             /* counted against the budget */
+    double t_buffer;            /* when the load had its host buffer */
     dlk_error err;
     struct dlk_slot *up_next;   /* in the upload queue */
+    /* in the list of spans whose copy may still read their host buffer
+     * (loader.c, dlk_loader_copies_over) */
+    struct dlk_slot *copy_prev, *copy_next;
+    bool in_copy;
 } dlk_slot;
 
 typedef struct dlk_loader_tensor {
@@ -123,6 +128,8 @@ struct dlk_loader {
     pthread_t up_thread;        /* the uploader (GPU only) */
     bool have_up_thread;
     dlk_slot *up_head, *up_tail; /* loaded, waiting for their copy */
+    dlk_slot *copy_head, *copy_tail; /* copied or being copied, their
+                                      * host buffers still held */
     pthread_t *threads;
     uint32_t nthreads;
     uint32_t busy;              /* loads not finished (their copies too) */
@@ -191,6 +198,8 @@ void dlk_plan_free(dlk_loader *l, dlk_plan *pl, bool stopped);
 bool dlk_loader_more_to_take(const dlk_loader *l);
 void dlk_sort_slots_by_first(uint32_t *idx, size_t n, const dlk_slot *slots);
 /* Workers (loader_io.c). */
+/* A slot given back before its copy's buffer was (loader_io.c). */
+void dlk_loader_copy_forget(dlk_loader *l, dlk_slot *s);
 dlk_status dlk_loader_start_workers(dlk_loader *l, dlk_error *err);
 /* Plan the first epoch (st, or the loader's own) and set the workers on
  * it, at open (loader.c). */
@@ -222,8 +231,12 @@ uint32_t dlk_span_part_of(const dlk_loader_tensor *lt, size_t chunk,
 uint64_t dlk_span_cost(const dlk_loader *l, const dlk_slot *s);
 dlk_status dlk_span_load(dlk_loader *l, dlk_slot *s, double *storage_s,
                          dlk_error *err);
-/* Sample i of the chunk (chunk-relative) in a loaded slot: its bytes in
- * host memory, their offset in what was uploaded, and its shape. */
+/* Sample i of the chunk (chunk-relative) in a loaded slot: its size,
+ * its offset in what was uploaded, and its shape (false: not in it).
+ * dlk_slot_sample: its bytes in host memory too, while the slot holds
+ * them (a load's). */
+bool dlk_slot_place(const dlk_slot *s, uint32_t i, size_t *nbytes,
+                    size_t *up_off, int64_t *shape);
 const uint8_t *dlk_slot_sample(const dlk_slot *s, uint32_t i, size_t *nbytes,
                                size_t *up_off, int64_t *shape);
 void dlk_span_free_kept(dlk_loader *l, struct dlk_map *m);

@@ -436,6 +436,7 @@ dlk_status dlk_span_load(dlk_loader *l, dlk_slot *s, double *storage_s,
             return dlk_fail(err, DLK_ENOMEM, "cannot allocate %llu bytes "
                             "for a span of chunk '%s'",
                             (unsigned long long)len, key);
+        s->t_buffer = dlk_now_s();
         dlk_buf_wrap(&b, s->host, (size_t)len);
         if ((rc = get_head(l, s, key, &b, hb + off, &s->head, err)))
             return rc;
@@ -466,6 +467,7 @@ dlk_status dlk_span_load(dlk_loader *l, dlk_slot *s, double *storage_s,
     if (!s->host)
         return dlk_fail(err, DLK_ENOMEM, "cannot allocate %llu bytes for a "
                         "span of chunk '%s'", (unsigned long long)len, key);
+    s->t_buffer = dlk_now_s();
     s->span_off = off;
     s->span_len = len;
     if (!dlk_store_is_remote(l->ds->store)) {
@@ -513,20 +515,20 @@ read:
     return DLK_OK;
 }
 
-const uint8_t *dlk_slot_sample(const dlk_slot *s, uint32_t i, size_t *nbytes,
-                               size_t *up_off, int64_t *shape)
+bool dlk_slot_place(const dlk_slot *s, uint32_t i, size_t *nbytes,
+                    size_t *up_off, int64_t *shape)
 {
     if (!s->head) {
         const uint8_t *hp = dlk_chunk_sample(s->ch, i, nbytes, shape);
         if (hp && up_off)
             *up_off = (size_t)(hp - (const uint8_t *)s->ch->payload);
-        return hp;
+        return hp != NULL;
     }
     uint64_t a = dlk_chunk_sample_offset(s->head, i);
     uint64_t b = dlk_chunk_sample_offset(s->head, i + 1);
     if (i >= s->head->h.samples || a < s->span_off ||
         b > s->span_off + s->span_len)
-        return NULL;
+        return false;
     *nbytes = (size_t)(b - a);
     if (up_off)
         *up_off = (size_t)(a - s->span_off);
@@ -536,7 +538,18 @@ const uint8_t *dlk_slot_sample(const dlk_slot *s, uint32_t i, size_t *nbytes,
     } else if (shape) {
         memcpy(shape, s->head->shape, sizeof s->head->shape);
     }
-    return s->span + (a - s->span_off);
+    return true;
+}
+
+const uint8_t *dlk_slot_sample(const dlk_slot *s, uint32_t i, size_t *nbytes,
+                               size_t *up_off, int64_t *shape)
+{
+    size_t off;
+    if ((s->head && !s->span) || !dlk_slot_place(s, i, nbytes, &off, shape))
+        return NULL;
+    if (up_off)
+        *up_off = off;
+    return (s->head ? s->span : (const uint8_t *)s->ch->payload) + off;
 }
 
 void dlk_span_free_kept(dlk_loader *l, struct dlk_map *m)

@@ -247,6 +247,9 @@ static bool make_slab(dlk_pinned_pool *pp, size_t sz)
     return true;
 }
 
+/* The first free buffer in the order they were cut: the loads keep
+ * reusing the same few, which stay in the host's last-level cache (the
+ * loader gives a span's buffer back once its copy is over; loader_io.c). */
 void *dlk_pinned_get(dlk_pinned_pool *pp, size_t n)
 {
     size_t cap = dlk_buf_cap(n);

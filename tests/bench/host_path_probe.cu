@@ -13,6 +13,13 @@
 //                   thread's own stream (two buffers a thread), which is
 //                   a loader's whole path without its bookkeeping
 //   pinned H2D      the link alone, 16 MiB copies on 4 streams
+//   pool            pread+H2D with the buffers taken from one pool of
+//                   POOL_BUFS pinned buffers (a loader's budget) and given
+//                   back once their copy is over: the one given back last
+//                   taken first, then the one given back longest ago.
+//                   Reused soon, a buffer is still in the last-level
+//                   cache when the kernel writes it and the copy engine
+//                   reads it; taken in turn, every byte crosses DRAM
 //   host_path_probe THREADS PIECE_MIB FILE...
 #include "cuda_probe.h"
 #include <fcntl.h>
@@ -27,7 +34,37 @@
 static piece *pieces;
 static size_t npieces, piece_bytes;
 static size_t next_piece; /* __atomic builtins: nvcc compiles C++ */
-static int mode; /* 0 memcpy, 1 pread, 2 pread+H2D */
+static int mode; /* 0 memcpy, 1 pread, 2 pread+H2D, 3 the pool */
+/* the pool: 104 buffers of 4 MiB are the 416 MiB of pinned memory that
+ * dlk's loader holds by default */
+#define POOL_BUFS 104
+static char *pool_buf[POOL_BUFS];
+static int pool_free[POOL_BUFS], pool_nfree, pool_head;
+static bool pool_lifo;
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static int pool_take(void)
+{
+    pthread_mutex_lock(&pool_mu);
+    int b;
+    if (pool_lifo) {
+        b = pool_free[--pool_nfree];
+    } else {
+        b = pool_free[pool_head];
+        pool_head = (pool_head + 1) % POOL_BUFS;
+        pool_nfree--;
+    }
+    pthread_mutex_unlock(&pool_mu);
+    return b;
+}
+static void pool_give(int b)
+{
+    pthread_mutex_lock(&pool_mu);
+    if (pool_lifo)
+        pool_free[pool_nfree++] = b;
+    else
+        pool_free[(pool_head + pool_nfree++) % POOL_BUFS] = b;
+    pthread_mutex_unlock(&pool_mu);
+}
 static double copy_s = 0.5;
 
 /* each thread's buffers, made before any timing: cudaHostAlloc pins at
@@ -66,23 +103,34 @@ static void *worker(void *arg)
     cudaStream_t st = tb->st;
     int k = 0;
     bool used[2] = {false, false};
+    int held[2] = {-1, -1}; /* mode 3: the pool's buffer each copy reads */
     for (;;) {
         size_t i = __atomic_fetch_add(&next_piece, 1, __ATOMIC_RELAXED);
         if (i >= npieces)
             break;
-        if (mode == 2 && used[k])
+        if (mode >= 2 && used[k])
             CK(cudaEventSynchronize(ev[k]));
-        read_piece(&pieces[i], buf[k]);
-        if (mode == 2) {
-            CK(cudaMemcpyAsync(dev[k], buf[k], pieces[i].len, cudaMemcpyHostToDevice,
+        char *b = buf[k];
+        if (mode == 3) {
+            if (held[k] >= 0)
+                pool_give(held[k]);
+            held[k] = pool_take();
+            b = pool_buf[held[k]];
+        }
+        read_piece(&pieces[i], b);
+        if (mode >= 2) {
+            CK(cudaMemcpyAsync(dev[k], b, pieces[i].len, cudaMemcpyHostToDevice,
                                st));
             CK(cudaEventRecord(ev[k], st));
             used[k] = true;
         }
         k ^= 1;
     }
-    if (mode == 2)
+    if (mode >= 2)
         CK(cudaStreamSynchronize(st));
+    for (k = 0; k < 2; k++)
+        if (held[k] >= 0)
+            pool_give(held[k]);
     return NULL;
 }
 
@@ -174,5 +222,26 @@ int main(int argc, char **argv)
     for (int r = 0; r < 3; r++) { double g = run(threads, total); if (g > best) best = g; }
     printf("pread into pinned + H2D, %d threads, own stream each: %.2f GB/s\n",
            threads, best);
+    if (threads * 2 > POOL_BUFS)
+        return 0;
+    char *pool;
+    CK(cudaHostAlloc((void **)&pool, POOL_BUFS * piece_bytes,
+                     cudaHostAllocPortable));
+    mode = 3;
+    for (int lifo = 1; lifo >= 0; lifo--) {
+        pool_lifo = lifo;
+        pool_nfree = POOL_BUFS;
+        pool_head = 0;
+        for (int i = 0; i < POOL_BUFS; i++) {
+            pool_buf[i] = pool + (size_t)i * piece_bytes;
+            pool_free[i] = i;
+        }
+        best = 0;
+        for (int r = 0; r < 3; r++) { double g = run(threads, total); if (g > best) best = g; }
+        printf("pread into a pool of %d pinned buffers + H2D, %d threads, the "
+               "buffer given back %s taken: %.2f GB/s\n", POOL_BUFS, threads,
+               lifo ? "last" : "longest ago", best);
+    }
+    cudaFreeHost(pool);
     return 0;
 }
