@@ -381,8 +381,9 @@ static json_t *timeline_json(const struct bench_result *r)
             (json_int_t)p->bytes_read));
     }
     return json_pack(
-        "{s:I,s:[s,s,s,s,s,s,s,s,s,s,s,s,s],s:o,s:[s,s,s,s],s:o}",
-        "batches_per_bucket", (json_int_t)per, "columns", "first_batch",
+        "{s:f,s:I,s:[s,s,s,s,s,s,s,s,s,s,s,s,s],s:o,s:[s,s,s,s],s:o}",
+        "start_monotonic_s", r->t0, "batches_per_bucket", (json_int_t)per,
+        "columns", "first_batch",
         "batches", "samples", "epoch", "last_epoch", "t0", "t1", "loader_s",
         "wait_s", "late_queued_s", "late_storage_s", "late_host_to_device_s",
         "buffer_bytes", "buckets", rows, "series_columns", "t", "rss",

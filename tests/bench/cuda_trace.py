@@ -7,7 +7,10 @@ the last part of the run, and what it was waiting for:
          (the consumer thread was late);
   copy   a chunk copy ended right where the gather started (the copy was
          late): split by whether the copy itself was queued late (issue)
-         or queued in time but behind other copies (queue).
+         or queued in time but behind other copies (queue);
+
+and, over the same part, how long the host's loads took and how many
+loading threads they kept busy (the trace's load lines).
 
     cuda_trace.py TRACE [FROM_FRACTION]
 """
@@ -90,6 +93,13 @@ for st, issued in starts:
 print("  gaps over 1 ms: %s" % ", ".join(
     "%.1f ms at %.3f s%s" % (1e3 * g, t, " (queued late)" if q > t else "")
     for g, t, q in big) if big else "  no gap over 1 ms")
+loads = [e for e in ev if e[0] == "load" and e[3] >= t_from]
+if loads:
+    lt = sorted(e[3] - e[1] for e in loads)
+    print("  loads (host): %d, median %.3f ms, p90 %.3f ms; %.1f loading "
+          "threads busy on average, %.3f ms waiting for host buffers"
+          % (len(lt), 1e3 * lt[len(lt) // 2], 1e3 * lt[int(len(lt) * .9)],
+             sum(lt) / span, 1e3 * sum(e[2] - e[1] for e in loads)))
 bw = sum(b[3] - b[2] for b in budget if b[2] >= t_from)
 print("  uploader waiting for device budget: %.4f s in %d waits"
       % (bw, sum(1 for b in budget if b[2] >= t_from)))

@@ -3,8 +3,10 @@
 # streaming one dataset from the page cache, one process a GPU with the
 # variables torchrun gives each (RANK, WORLD_SIZE, LOCAL_RANK,
 # LOCAL_WORLD_SIZE), default flags, EPOCHS (default 3) epochs:
-#   - aggregate samples/s and GB/s in steady epochs (the fastest after
-#     the first) and in the last, against the host's
+#   - aggregate samples/s and GB/s in steady epochs (the sum of each
+#     rank's fastest after the first; and in one window of the host's
+#     clock in which every rank is past its first epoch) and in the last,
+#     against the host's
 #     aggregate pinned host-to-device copy with one stream a GPU
 #     (h2d_all_gpus) and against what the host's memory allows a loader
 #     that copies out of the page cache on every GPU at once, each GPU
@@ -112,6 +114,32 @@ print("  together: steady %.2f GB/s (%.0f samples/s) = %.1f%% of the pinned H2D 
       % (sum(steady), sum(sps), 100 * sum(steady) / agg if agg else 0, agg,
          100 * sum(steady) / path if path else 0, path,
          " ".join("%.1f%%" % d["gpu_busy_pct"] for d in ds)))
+# one window in which every rank is past its first epoch and still
+# running (the host's monotonic clock: the timelines' start and their
+# buckets' times): the ranks' samples in it, a bucket's counted pro rata
+def window(d):
+    tl = d["timeline"]; c = tl["columns"]; t0 = tl["start_monotonic_s"]
+    rows = [dict(zip(c, r)) for r in tl["buckets"]]
+    later = [r for r in rows if r["epoch"] >= 1]
+    return (t0 + later[0]["t0"] if later else None), t0 + rows[-1]["t1"], t0, later
+ws = [window(d) for d in ds]
+if all(w[0] is not None for w in ws):
+    a = max(w[0] for w in ws); b = min(w[1] for w in ws)
+    if b > a:
+        got = 0.0
+        for (_, _, t0, later), d in zip(ws, ds):
+            for r in later:
+                s0, s1 = t0 + r["t0"], t0 + r["t1"]
+                if s1 > s0:
+                    got += r["samples"] * max(0.0, min(b, s1) - max(a, s0)) / (s1 - s0)
+        per_sample = ds[0]["bytes_per_s"] / ds[0]["samples_per_s"] if ds[0]["samples_per_s"] else 0
+        gbs = got * per_sample / (b - a) / 1e9
+        print("  together, one window with every rank past its first epoch (%.0f ms): %.2f GB/s (%.0f samples/s) "
+              "= %.1f%% of the pinned H2D, %.1f%% of pread + H2D"
+              % (1e3 * (b - a), gbs, got / (b - a), 100 * gbs / agg if agg else 0,
+                 100 * gbs / path if path else 0))
+    else:
+        print("  together, one window: none (a rank ended before another's second epoch began)")
 last = sum(d["epochs"][-1]["bytes_per_s"] for d in ds) / 1e9
 print("  together, the last epoch: %.2f GB/s = %.1f%% of the pinned H2D, %.1f%% of pread + H2D; chunks checked a rank: %s"
       % (last, 100 * last / agg if agg else 0, 100 * last / path if path else 0,

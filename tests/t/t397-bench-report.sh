@@ -103,6 +103,10 @@ for r in rows:
 assert [r["epoch"] for r in rows] == sorted(r["epoch"] for r in rows)
 assert rows[0]["epoch"] == 0 and rows[-1]["last_epoch"] == 3, (rows[0], rows[-1])
 assert all(r["buffer_bytes"] > 0 for r in rows), "chunk buffers"
+# its start on the host monotonic clock: before now, within the run
+import time
+ago = time.monotonic() - tl["start_monotonic_s"]
+assert d["seconds"] <= ago < d["seconds"] + 300, (ago, d["seconds"])
 s = tl["series"]; sc = tl["series_columns"]
 assert 2 <= len(s) <= 256 and all(p[sc.index("rss")] > 0 for p in s), s[:3]
 assert s[-1][sc.index("requests")] >= 1 and s[-1][sc.index("bytes_read")] > 0, s[-1]' "$T/r.json"
