@@ -45,7 +45,7 @@ typedef struct dlk_slot {
     dlk_error err;
     struct dlk_slot *up_next;   /* in the upload queue */
     /* in the list of spans whose copy may still read their host buffer
-     * (loader.c, dlk_loader_copies_over) */
+     * (loader_io.c) */
     struct dlk_slot *copy_prev, *copy_next;
     bool in_copy;
 } dlk_slot;

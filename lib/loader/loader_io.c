@@ -315,11 +315,11 @@ static dlk_slot *next_upload(dlk_loader *l)
  * a few buffers that stay in the host's last-level cache, where the
  * kernel's copy out of the page cache writes them and the copy engine
  * reads them, instead of cycling through the whole budget's worth in
- * DRAM (an H200 host: 12 threads reading 4 MiB pieces and copying them
- * to the GPU moved 47.5-48.8 GB/s reusing the buffers freed last, and
- * 30.8-36.2 GB/s taking the one freed longest ago; tests/bench/
- * host_path_probe.cu).  A whole chunk's buffer holds its index, and is
- * kept. */
+ * DRAM (H200 hosts: 16 threads reading 4 MiB pieces into a pool of 104
+ * buffers and copying them to the GPU moved 51.9-52.1 GB/s taking the
+ * buffer given back last, 38.5-43.4 GB/s taking the one given back
+ * longest ago; tests/bench/host_path_probe.cu).  A whole chunk's buffer
+ * holds its index, and is kept. */
 static void copies_add(dlk_loader *l, dlk_slot *s)
 {
     s->copy_prev = l->copy_tail;
