@@ -6,7 +6,10 @@
  *
  *  - retried: 500 502 503 504 429, connection failures, resets, timeouts,
  *    bodies shorter than their Content-Length; at most max_attempts, with
- *    exponential backoff and full jitter (base 100 ms, cap 20 s);
+ *    exponential backoff and equal jitter (base 100 ms, cap 20 s): each
+ *    wait is between half and all of its step, so that the tries span at
+ *    least half the steps' sum (6.35 s for 8) and a second of throttling
+ *    cannot use them all up, as full jitter's waits near 0 could;
  *  - 503 and 429 halve the in-flight limit (at most once per 200 ms);
  *    each `limit` successes raise it by one, back up to the configured
  *    maximum (AIMD).
@@ -748,7 +751,8 @@ static void on_done(s3_engine *e, CURL *h, CURLcode code)
         uint64_t cap = (uint64_t)BACKOFF_BASE_MS << (shift > 20 ? 20 : shift);
         if (cap > BACKOFF_CAP_MS)
             cap = BACKOFF_CAP_MS;
-        r->not_before_ms = now + (int64_t)(rng_next(e) % (cap + 1));
+        r->not_before_ms = now + (int64_t)(cap / 2 +
+                                           rng_next(e) % (cap / 2 + 1));
         r->next = e->delayed;
         e->delayed = r;
         pthread_mutex_unlock(&e->mu);
