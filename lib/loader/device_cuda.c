@@ -891,10 +891,10 @@ static cudaError_t set_origin(cuda_dev *c)
 /* CUDA's start (on the starter thread when the open is async): the
  * context, the streams, the origin; then, while the pinners register the
  * host buffers made ahead, the checksum, the first device memory, the
- * ring of gather lists and the kernels.  The device is up once those buffers are registered: the
- * driver holds every other call of the process while a registration
- * runs, so copies could not start sooner, and a loader that is up copies
- * at line rate from its first batch. */
+ * ring of gather lists and the kernels.  The device is up once those
+ * buffers are registered: the driver holds every other call of the
+ * process while a registration runs, so copies could not start sooner,
+ * and a loader that is up copies at line rate from its first batch. */
 static cudaError_t start_cuda(cuda_dev *c)
 {
     cudaError_t e = cudaSetDevice(c->index);
