@@ -596,8 +596,9 @@ typedef struct dlk_loader_opts {
                                     the first ones ramp up to it) */
     uint32_t rank, world_size;   /* default 0 of 1 */
     uint32_t local_world_size;   /* ranks on this host, which share its
-                                    cores (default 1): io_threads's
-                                    default is their share */
+                                    cores and memory (default 1):
+                                    io_threads's default and the memory
+                                    caps below are a rank's share */
     int drop_last;               /* else pad the last batch (flagged) */
     uint32_t prefetch_chunks;    /* chunks read ahead (default 2x window) */
     uint32_t io_threads;         /* default: dlk_cpu_count() / local ranks,
@@ -606,7 +607,8 @@ typedef struct dlk_loader_opts {
     const char *device;          /* "cpu" (default), "cuda:N" or "auto" */
     uint64_t memory_limit;       /* bytes for chunk buffers; 0: derived;
                                   * at most half of the machine's memory
-                                  * or of the cgroup's limit if lower */
+                                  * or of the cgroup's limit if lower,
+                                  * divided by local_world_size */
     int check;                   /* fold every batch into a checksum that
                                     is compared with the CPU's */
     int no_verify;               /* skip each chunk's stored-payload
@@ -620,8 +622,9 @@ typedef struct dlk_loader_opts {
                                     pinned for DMA across epochs (no copy,
                                     but counted in RSS); 0: none, chunks
                                     are read into the pinned buffers;
-                                    DLK_PIN_CACHE_AUTO: up to half the
-                                    usable memory less the budget */
+                                    DLK_PIN_CACHE_AUTO: up to this
+                                    rank's share of half the usable
+                                    memory, less the budget */
     /* Asked about every 100 ms while dlk_loader_next waits for data, on
      * the calling thread: non-zero makes that call return DLK_ECANCELED
      * (the loader stays usable; the next call waits again).  An

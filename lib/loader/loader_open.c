@@ -366,7 +366,7 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
     pthread_cond_init(&l->upq, NULL);
     pthread_cond_init(&l->mapped, NULL);
     dlk_status rc = DLK_OK;
-    uint64_t usable = 0;
+    uint64_t share = 0;
     if (l->o.rank >= l->o.world_size)
         rc = dlk_fail(err, DLK_EINVAL, "rank %u is not below world size %u",
                       l->o.rank, l->o.world_size);
@@ -388,10 +388,12 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         store_defaults(l, opts);
         l->limit = l->o.memory_limit ? l->o.memory_limit : derive_limit(l);
         /* chunk buffers get at most half of the usable memory (the rest:
-         * batches, the process, the page cache the GPU path pins) */
-        usable = usable_memory();
-        if (l->limit > usable / 2)
-            l->limit = usable / 2;
+         * batches, the process, the page cache the GPU path pins), and
+         * ranks on one host share that half: each would otherwise take
+         * it whole, and eight ranks in one container four times over */
+        share = usable_memory() / 2 / l->o.local_world_size;
+        if (l->limit > share)
+            l->limit = share;
         /* a GPU's host buffers for the budget are made from the open on,
          * while CUDA starts, unless chunks are read in place (pin_cache)
          * or the data is smaller */
@@ -438,8 +440,10 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         l->ramp = ramp < l->nthreads ? (uint32_t)ramp : l->nthreads;
         /* map chunks in place where the store can.  On a GPU that pins
          * them for the loader's life, so only as many as pin_cache asks,
-         * and with the buffers within half of the usable memory */
-        uint64_t room = usable / 2 > l->limit ? usable / 2 - l->limit : 0;
+         * and with the buffers within this rank's share of half of the
+         * usable memory.  Ranks pin the same page cache where their
+         * chunks meet, so together they pin at most that half */
+        uint64_t room = share > l->limit ? share - l->limit : 0;
         l->map_limit = !l->dev->ops->on_device ? UINT64_MAX
                        : l->o.pin_cache < room ? l->o.pin_cache
                                                : room;

@@ -248,7 +248,9 @@ class Loader:
     whole_chunks  read every chunk whole, not in spans of its parts (a
                 window of whole chunks mixes a class-sorted dataset less;
                 dlk-bench-stream(1) --whole-chunks)
-    memory      bytes for chunk buffers (int, or "4G"); default derived
+    memory      bytes for chunk buffers (int, or "4G"); default derived;
+                at most half of the host's (or cgroup's) memory, shared
+                among the ranks on this host
     workers     I/O threads (default: the cores, shared among the ranks
                 on this host as LOCAL_WORLD_SIZE says, at most 32; a
                 quarter fewer on a GPU from local files)

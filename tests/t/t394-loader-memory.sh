@@ -4,7 +4,8 @@
 # with --window 2 --prefetch 4 keeps the chunk buffers at (2+4) chunks and
 # the peak RSS under that + 512 MiB, the same for both sizes; and in a
 # cgroup whose memory limit is lower than the budget the flags ask for,
-# the budget shrinks to half the limit and the run completes inside it.
+# the budget shrinks to half the limit and the run completes inside it,
+# and two ranks of the host in it share that half.
 # On a GPU (when there is one) the same bound by default, and the page
 # cache pinned past it with --pin-cache auto.
 . "$DLK_TESTS/lib.sh"
@@ -96,13 +97,37 @@ if [ -z "$cg" ]; then
     exit 0
 fi
 at_exit rmdir "$cg"
-# --prefetch 64 asks for (8+64) x 16 MiB = 1.1 GiB of buffers
-ok "--prefetch 64 inside a 600 MiB cgroup" sh -c 'echo $$ > "$1/cgroup.procs" && exec "$2" bench-stream "$3" --device cpu --shuffle --epochs 2 --prefetch 64 --json > "$4"' \
+# --window 2 --prefetch 64 asks for (2+64) x 16 MiB = 1.1 GiB of buffers;
+# a 20 ms step keeps the consumer behind the reads, so the budget binds
+ok "--prefetch 64 inside a 600 MiB cgroup" sh -c 'echo $$ > "$1/cgroup.procs" && exec "$2" bench-stream "$3" --device cpu --shuffle --epochs 2 --window 2 --prefetch 64 --step-ms 20 --json > "$4"' \
     sh "$cg" "$DLK" "$T/big" "$T/cg.json"
 check "in the cgroup: every checksum equal" test "$(field cg checksum_ok)" = True
 check "in the cgroup: chunk buffers within half the limit" \
     test "$(field cg peak_buffer_bytes)" -le $((limit / 2))
+check "in the cgroup: the budget was reached (over a quarter of the limit)" \
+    test "$(field cg peak_buffer_bytes)" -gt $((limit / 4))
 if [ "${SAN:-}" != 1 ]; then
     check "in the cgroup: peak RSS within the limit" \
         test "$(field cg peak_rss_bytes)" -le "$limit"
 fi
+
+# Two ranks of one host in the same cgroup share its memory: each takes a
+# quarter of the limit, not half.  Each taking half, a 60 ms step let both
+# reach it, and the cgroup killed one of them.
+for r in 0 1; do
+    sh -c 'echo $$ > "$1/cgroup.procs" && RANK=$5 WORLD_SIZE=2 LOCAL_RANK=$5 LOCAL_WORLD_SIZE=2 exec "$2" bench-stream "$3" --device cpu --shuffle --epochs 2 --window 2 --prefetch 64 --step-ms 60 --json > "$4"' \
+        sh "$cg" "$DLK" "$T/big" "$T/cg-rank$r.json" $r \
+        >"$T/cg-rank$r.out" 2>"$T/cg-rank$r.err" &
+    eval "pid$r=\$!"
+done
+for r in 0 1; do
+    eval "pid=\$pid$r"
+    ok "rank $r of 2 inside the same 600 MiB cgroup" wait "$pid"
+    check "in the cgroup, rank $r of 2: every checksum equal" \
+        test "$(field cg-rank$r checksum_ok)" = True
+    check "in the cgroup, rank $r of 2: chunk buffers within a quarter of the limit" \
+        test "$(field cg-rank$r peak_buffer_bytes)" -le $((limit / 4))
+done
+check "in the cgroup, ranks of 2: each read half the samples" \
+    python3 -c 'import json, sys; a, b = (json.load(open(f))["samples"] for f in sys.argv[1:]); sys.exit(not (a == b == 2 * 4000))' \
+    "$T/cg-rank0.json" "$T/cg-rank1.json"
