@@ -51,15 +51,31 @@ def version():
     return m.group(1)
 
 
+def bundled_deps(lib, libdir):
+    """The libraries that lib needs and that libdir carries beside it: a
+    `make dist` tree bundles those a GPU machine may lack (TurboJPEG,
+    libpng), and the package must carry them too, since the copy of lib
+    in the package looks for them beside itself, not in libdir."""
+    try:
+        out = subprocess.run(["readelf", "-d", str(lib)], check=True,
+                             capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return []
+    names = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
+    return [Path(libdir) / n for n in names if (Path(libdir) / n).is_file()]
+
+
 class BuildDlk(build_ext):
     def run(self):
         ver = version()
         soname = "libdlk.so." + ver.split(".")[0]
         libdir = os.environ.get("DLK_LIBDIR")
+        deps = []
         if libdir:
             lib = Path(libdir) / soname
             if not lib.exists():
                 raise SystemExit(f"dlk: DLK_LIBDIR: no '{lib}'")
+            deps = bundled_deps(lib, libdir)
         else:
             src = source_dir()
             out = Path(self.build_temp).resolve() / "libdlk"
@@ -67,13 +83,15 @@ class BuildDlk(build_ext):
             subprocess.check_call(["make", "-C", str(src), "-j" + jobs,
                                    "BUILD=" + str(out), "shared"])
             lib = out / soname
-        # the package carries the library; the binding finds it through
-        # its rpath ($ORIGIN), so no system install is needed
+        # the package carries the library (and what a dist tree bundles
+        # with it); the binding finds them through its rpath ($ORIGIN), so
+        # no system install is needed
         pkg = Path(self.build_lib) / "dlk"
         pkg.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(lib.resolve(), pkg / soname)
-        if self.inplace:
-            shutil.copyfile(lib.resolve(), HERE / "dlk" / soname)
+        for f, name in [(lib, soname)] + [(d, d.name) for d in deps]:
+            shutil.copyfile(f.resolve(), pkg / name)
+            if self.inplace:
+                shutil.copyfile(f.resolve(), HERE / "dlk" / name)
         env_src = store_env_source()
         for ext in self.extensions:
             ext.sources.append(str(env_src))
@@ -91,7 +109,10 @@ setup(
         extra_compile_args=["-std=c11", "-Wall", "-Wextra",
                             "-Wno-missing-field-initializers",
                             "-Wno-cast-function-type"],
-        extra_link_args=["-Wl,-rpath,$ORIGIN"],
+        # DT_RPATH, not DT_RUNPATH: the loader searches it for libdlk's
+        # own dependencies too (the bundled ones beside it), where a
+        # RUNPATH serves only the binding's direct ones
+        extra_link_args=["-Wl,--disable-new-dtags,-rpath,$ORIGIN"],
     )],
     cmdclass={"build_ext": BuildDlk},
 )

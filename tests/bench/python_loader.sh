@@ -19,7 +19,6 @@ nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null; nproc
 export DLK_LIBDIR=$DIST/lib PYTHONPATH=$W/site${PYTHONPATH:+:$PYTHONPATH}
 python3 -m pip install -q --no-build-isolation --no-deps --no-cache-dir \
     --target "$W/site" "$DIST/python" --upgrade 2>&1 | grep -v WARNING
-export LD_LIBRARY_PATH=$DIST/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 [ -d "$W/ds" ] || "$D/synth" "$W/ds" "$N" 224 224 >/dev/null
 "$D/dlk" bench-stream "$W/ds" --device "$DEVICE" --shuffle --epochs 4 \
     --workers "$WORKERS" --batch-size "$B" --no-check --json |

@@ -36,7 +36,7 @@
       "load_seconds" and "seconds").  Every query's
       rows are checked against numpy's, and the GPU's rows and scores
       against the CPU's.  `import dlk` must find the package
-      (PYTHONPATH, python/README.md); LD_LIBRARY_PATH its libdlk.so.
+      (PYTHONPATH, python/README.md).
 
 Each prints its figures beside its baseline, warm page cache.  DLK names the binary (default build/dlk); the dataset is made
 in DIR (default a new folder under /tmp) and left there.

@@ -6,8 +6,10 @@
 # sharding over 2 and 3 ranks, resume in a new process, errors, batch
 # memory held across next(), Ctrl-C, the resident vector index against
 # dlk query --near and numpy, and an s3:// dataset on moto.
-# Under SAN=1 the binding is installed over the sanitized libdlk.so of
-# the build under test instead, and Python runs with the ASan runtime.
+# Also: with DLK_LIBDIR, the libraries bundled beside libdlk.so travel in
+# the package.  Under SAN=1 the binding is installed over the sanitized
+# libdlk.so of the build under test instead, and Python runs with the
+# ASan runtime.
 . "$DLK_TESTS/lib.sh"
 . "$DLK_TESTS/s3lib.sh"
 
@@ -46,6 +48,24 @@ check "the package carries the library, soname libdlk.so.0" \
 check "the library exports only dlk_ functions" sh -c \
     'nm -D --defined-only "$1" | awk "{print \$3}" | grep -v "^dlk_" | grep . && exit 1; \
      nm -D --defined-only "$1" | grep -q " dlk_loader_keep$"' sh "$T/py/dlk/libdlk.so.0"
+
+# DLK_LIBDIR over a folder that bundles a library libdlk needs, as `make
+# dist` does for machines without them: the package carries that library
+# and the binding loads it from there, not from the system
+if [ -z "${SAN:-}" ]; then
+    jansson=$(ldd "$T/py/dlk/libdlk.so.0" | awk '$1 == "libjansson.so.4" {print $3}')
+    mkdir -p "$T/bundle"
+    ok "a folder with libdlk.so.0 and the libjansson.so.4 it needs" \
+        cp "$T/py/dlk/libdlk.so.0" "$jansson" "$T/bundle/"
+    ok "pip install with DLK_LIBDIR over that folder" env DLK_LIBDIR="$T/bundle" \
+        python3 -m pip install --no-build-isolation --no-deps --no-cache-dir \
+        --target "$T/py2" "$T/clone/python"
+    check "the package carries the bundled library" test -f "$T/py2/dlk/libjansson.so.4"
+    check "import dlk loads the bundled library from the package" \
+        env PYTHONPATH="$T/py2" python3 -c 'import sys, dlk
+maps = [l.split()[-1] for l in open("/proc/self/maps") if "libjansson" in l]
+sys.exit(not maps or any(not m.startswith(sys.argv[1]) for m in maps))' "$T/py2/dlk/"
+fi
 
 python3 - "$T/src" <<'PY'
 import os, sys, numpy as np
