@@ -3,7 +3,11 @@ dlk.torch.loader over DATASET, to set beside `dlk bench-stream` on the
 same dataset and device (tests/bench/python_loader.sh runs both).
 
     python3 tests/bench/python_loader.py DATASET --device cuda:0 \
-        [--mode dlk|torch|both] [--epochs 4] [--batch-size 256] [--workers 16]
+        [--mode dlk|torch|both] [--epochs 4] [--batch-size 256] [--workers N]
+        [--no-verify]
+
+The loaders' defaults otherwise (workers as the library picks them, every
+part's checksum checked), as a training script calls them.
 
 One JSON line per mode: each epoch's samples/s (the clock read after the
 device finished the epoch's work: one torch.cuda.synchronize per epoch,
@@ -26,6 +30,7 @@ ap.add_argument("--epochs", type=int, default=4)
 ap.add_argument("--batch-size", type=int, default=256)
 ap.add_argument("--workers", type=int, default=0)
 ap.add_argument("--no-shuffle", action="store_true")
+ap.add_argument("--no-verify", action="store_true")
 a = ap.parse_args()
 
 sync = lambda: None
@@ -45,7 +50,7 @@ for mode in modes:
     make = dlk.torch.loader if mode == "torch" else dlk.Loader
     l = make(a.dataset, device=a.device, batch_size=a.batch_size,
              shuffle=not a.no_shuffle, epochs=a.epochs,
-             workers=a.workers or None, verify=False)
+             workers=a.workers or None, verify=not a.no_verify)
     epochs, t_open = [], time.perf_counter()
     first = None
     for e in range(a.epochs):
