@@ -286,16 +286,28 @@ class Loader:
         self.world_size = world_size
         self.epochs = epochs
         self._epochs_done = 0
-        self._l = _core.Loader(
-            self.dataset._ds, device, batch_size=batch_size,
-            shuffle=bool(shuffle), seed=seed,
-            tensors=list(tensors) if tensors is not None else None,
-            epochs=epochs or 0, drop_last=bool(drop_last), rank=rank,
-            world_size=world_size, memory=_parse_bytes(memory),
-            workers=workers or 0, window=window or 0,
-            prefetch=prefetch or 0, verify=bool(verify), state=state,
-            view=view, whole_chunks=bool(whole_chunks),
-            local_world_size=local_world)
+        try:
+            self._l = _core.Loader(
+                self.dataset._ds, device, batch_size=batch_size,
+                shuffle=bool(shuffle), seed=seed,
+                tensors=list(tensors) if tensors is not None else None,
+                epochs=epochs or 0, drop_last=bool(drop_last), rank=rank,
+                world_size=world_size, memory=_parse_bytes(memory),
+                workers=workers or 0, window=window or 0,
+                prefetch=prefetch or 0, verify=bool(verify), state=state,
+                view=view, whole_chunks=bool(whole_chunks),
+                local_world_size=local_world)
+        except Error as e:
+            # "cuda" is the default: on a machine without a GPU, say how
+            # to run anyway rather than leave the caller to the docs
+            if not device.startswith("cuda") or _core.cuda_available()[0]:
+                raise
+            hint = Error(f"{e} (device='cpu' streams into host memory, "
+                         "device='auto' picks the GPU when there is one)")
+            for a in ("code", "exit_code", "reason"):
+                if hasattr(e, a):
+                    setattr(hint, a, getattr(e, a))
+            raise hint from None
         if state is not None:
             self._epochs_done = _json.loads(state)["epoch"]
 

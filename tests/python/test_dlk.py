@@ -415,6 +415,24 @@ def _():
     assert p.returncode == 130 and "interrupted True" in out, (p.returncode, out)
 
 
+@test
+def _():
+    """the default device: a GPU where there is one, else an error that
+    says how to run on the cpu"""
+    if dlk.cuda_available()[0]:
+        loader = dlk.Loader(URL, batch_size=8)
+        assert loader.device.startswith("cuda:"), loader.device
+        loader.close()
+        return
+    try:
+        dlk.Loader(URL, batch_size=8)
+    except dlk.Error as e:
+        assert "cuda:" in str(e) and "device='cpu'" in str(e), str(e)
+        assert e.exit_code == 3 and e.reason, (e.exit_code, e.reason)
+    else:
+        raise AssertionError("a cuda loader opened without a GPU")
+
+
 # an embedding dataset for the resident index: 2000 x 24 f32 (with ties)
 # and a score, several chunks
 EMB_DIR = tempfile.mkdtemp(prefix="dlk-index.")
