@@ -298,8 +298,8 @@ class Loader:
                 view=view, whole_chunks=bool(whole_chunks),
                 local_world_size=local_world)
         except Error as e:
-            # "cuda" is the default: on a machine without a GPU, say how
-            # to run anyway rather than leave the caller to the docs
+            # a cuda device (the default) on a machine without a GPU: say
+            # how to run anyway rather than leave the caller to the docs
             if not device.startswith("cuda") or _core.cuda_available()[0]:
                 raise
             hint = Error(f"{e} (device='cpu' streams into host memory, "
