@@ -118,7 +118,10 @@ print("  together: steady %.2f GB/s (%.0f samples/s) = %.1f%% of the pinned H2D 
 # running (the host's monotonic clock: the timelines' start and their
 # buckets' times): the ranks' samples in it, a bucket's counted pro rata
 def window(d):
-    tl = d["timeline"]; c = tl["columns"]; t0 = tl["start_monotonic_s"]
+    tl = d["timeline"]; c = tl["columns"]
+    if "start_monotonic_s" not in tl:  # a build before the field
+        return None, None, None, None
+    t0 = tl["start_monotonic_s"]
     rows = [dict(zip(c, r)) for r in tl["buckets"]]
     later = [r for r in rows if r["epoch"] >= 1]
     return (t0 + later[0]["t0"] if later else None), t0 + rows[-1]["t1"], t0, later
