@@ -162,7 +162,8 @@ for e in range(E):
 print("  rows of every epoch over the ranks: %s" % ("disjoint and complete" if ok else "NOT a partition"))
 PY
 }
-echo "== no step, default flags"
+flags=${ARGS:+flags: $ARGS}
+echo "== no step, ${flags:-default flags}"
 ranks nostep ${ARGS:-}
-echo "== step $step ms a batch, default flags"
+echo "== step $step ms a batch, ${flags:-default flags}"
 ranks step --step-ms "$step" ${ARGS:-}
