@@ -218,14 +218,22 @@ class Batch(dict):
     __slots__ = ("index", "pad", "epoch", "step")
 
 
-def _parse_bytes(v):
+_PIN_AUTO = (1 << 64) - 1  # DLK_PIN_CACHE_AUTO
+
+
+def _parse_bytes(v, name):
+    """A size: an int, or a string of digits with K, M or G after them."""
     if v is None:
         return 0
-    if isinstance(v, int):
+    if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
         return v
     s = str(v).strip()
     mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(s[-1:].upper())
-    return int(s[:-1]) * mult if mult else int(s)
+    digits = s[:-1] if mult else s
+    if not digits.isdigit():
+        raise ValueError(f"{name}={v!r} is not a size (bytes, or a number "
+                         "with K, M or G after it)")
+    return int(digits) * (mult or 1)
 
 
 class Loader:
@@ -251,6 +259,13 @@ class Loader:
     memory      bytes for chunk buffers (int, or "4G"); default derived;
                 at most half of the host's (or cgroup's) memory, shared
                 among the ranks on this host
+    pin_cache   on a GPU, bytes (int, or "64G") of a local dataset's page
+                cache to keep mapped and pinned across epochs, or "auto"
+                for half the memory (a rank's share), less the budget:
+                later epochs copy it with no read and no copy, the pages
+                counted in RSS (default 0: read into pinned buffers);
+                worth it on several GPUs of one host, where the host's
+                memory bounds the copy (dlk-bench-stream(1) --pin-cache)
     workers     I/O threads (default: the cores, shared among the ranks
                 on this host as LOCAL_WORLD_SIZE says, at most 32; a
                 quarter fewer on a GPU from local files)
@@ -264,7 +279,8 @@ class Loader:
                  tensors=None, device="cuda", epochs=None, drop_last=False,
                  rank=None, world_size=None, at=None, memory=None,
                  workers=None, state=None, window=None, prefetch=None,
-                 verify=True, view=None, whole_chunks=False):
+                 verify=True, view=None, whole_chunks=False,
+                 pin_cache=None):
         if isinstance(url_or_ds, Dataset):
             if at is not None and at != url_or_ds.at:
                 raise ValueError("at= is for a URL; open the Dataset at it")
@@ -292,11 +308,13 @@ class Loader:
                 shuffle=bool(shuffle), seed=seed,
                 tensors=list(tensors) if tensors is not None else None,
                 epochs=epochs or 0, drop_last=bool(drop_last), rank=rank,
-                world_size=world_size, memory=_parse_bytes(memory),
+                world_size=world_size, memory=_parse_bytes(memory, "memory"),
                 workers=workers or 0, window=window or 0,
                 prefetch=prefetch or 0, verify=bool(verify), state=state,
                 view=view, whole_chunks=bool(whole_chunks),
-                local_world_size=local_world)
+                local_world_size=local_world,
+                pin_cache=_PIN_AUTO if pin_cache == "auto"
+                else _parse_bytes(pin_cache, "pin_cache"))
         except Error as e:
             # a cuda device (the default) on a machine without a GPU: say
             # how to run anyway rather than leave the caller to the docs

@@ -658,7 +658,8 @@ static int check_signals(void *ud)
 
 /* Loader(dataset, device, batch_size, shuffle, seed, tensors, epochs,
  *        drop_last, rank, world_size, memory, workers, window, prefetch,
- *        verify, state_json, view, whole_chunks, local_world_size) -
+ *        verify, state_json, view, whole_chunks, local_world_size,
+ *        pin_cache) -
  * every option explicit;
  * dlk/__init__.py supplies the defaults. */
 static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
@@ -667,18 +668,19 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
                           "seed", "tensors", "epochs", "drop_last", "rank",
                           "world_size", "memory", "workers", "window",
                           "prefetch", "verify", "state", "view",
-                          "whole_chunks", "local_world_size", NULL};
+                          "whole_chunks", "local_world_size", "pin_cache",
+                          NULL};
     PyObject *dso, *tensors = Py_None;
     const char *device, *state = NULL, *view = NULL;
     unsigned int batch = 256, rank = 0, world = 1, workers = 0, window = 0,
                  prefetch = 0, local_world = 1;
     int shuffle = 1, drop_last = 0, verify = 1, whole_chunks = 0;
-    unsigned long long seed = 0, epochs = 0, memory = 0;
+    unsigned long long seed = 0, epochs = 0, memory = 0, pin_cache = 0;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O!s|IpKOKpIIKIIIpzzpI", kws, &DatasetType, &dso,
+            args, kw, "O!s|IpKOKpIIKIIIpzzpIK", kws, &DatasetType, &dso,
             &device, &batch, &shuffle, &seed, &tensors, &epochs, &drop_last,
             &rank, &world, &memory, &workers, &window, &prefetch, &verify,
-            &state, &view, &whole_chunks, &local_world))
+            &state, &view, &whole_chunks, &local_world, &pin_cache))
         return -1;
     if (self->l) {
         PyErr_SetString(PyExc_RuntimeError, "loader already open");
@@ -698,6 +700,7 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
     o.world_size = world;
     o.local_world_size = local_world;
     o.memory_limit = memory;
+    o.pin_cache = pin_cache; /* UINT64_MAX: DLK_PIN_CACHE_AUTO */
     o.io_threads = workers;
     o.window_chunks = window;
     o.prefetch_chunks = prefetch;

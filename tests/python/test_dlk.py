@@ -417,6 +417,22 @@ def _():
 
 @test
 def _():
+    """pin_cache is taken ("auto" or bytes; on the cpu it changes nothing)
+    and a bad one is an error naming it"""
+    base = epoch_rows(cpu_loader(shuffle=True, seed=5))
+    for pc in ("auto", "64M", 1 << 20):
+        got = epoch_rows(cpu_loader(shuffle=True, seed=5, pin_cache=pc))
+        assert got == base, (pc, got[0], base[0])
+    try:
+        cpu_loader(pin_cache="lots")
+    except ValueError as e:
+        assert "pin_cache='lots'" in str(e), str(e)
+    else:
+        raise AssertionError("pin_cache='lots' was taken")
+
+
+@test
+def _():
     """the default device: a GPU where there is one, else an error that
     says how to run on the cpu"""
     if dlk.cuda_available()[0]:
