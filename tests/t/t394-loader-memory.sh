@@ -118,11 +118,10 @@ for r in 0 1; do
     sh -c 'echo $$ > "$1/cgroup.procs" && RANK=$5 WORLD_SIZE=2 LOCAL_RANK=$5 LOCAL_WORLD_SIZE=2 exec "$2" bench-stream "$3" --device cpu --shuffle --epochs 2 --window 2 --prefetch 64 --step-ms 60 --json > "$4"' \
         sh "$cg" "$DLK" "$T/big" "$T/cg-rank$r.json" $r \
         >"$T/cg-rank$r.out" 2>"$T/cg-rank$r.err" &
-    eval "pid$r=\$!"
+    pids[r]=$!
 done
 for r in 0 1; do
-    eval "pid=\$pid$r"
-    ok "rank $r of 2 inside the same 600 MiB cgroup" wait "$pid"
+    ok "rank $r of 2 inside the same 600 MiB cgroup" wait "${pids[r]}"
     check "in the cgroup, rank $r of 2: every checksum equal" \
         test "$(field cg-rank$r checksum_ok)" = True
     check "in the cgroup, rank $r of 2: chunk buffers within a quarter of the limit" \
