@@ -277,6 +277,7 @@ dist:
 	$(Q)if [ "$(CUDA)" = 1 ]; then $(NVCC) -O2 -o dist/bin/copy_overlap \
 	    tests/bench/copy_overlap.cu -cudart static && $(NVCC) -O2 \
 	    -o dist/bin/pin_probe tests/bench/pin_probe.cu -cudart static && $(NVCC) -O2 \
+	    -o dist/bin/map_pin_probe tests/bench/map_pin_probe.cu -cudart static -lpthread && $(NVCC) -O2 \
 	    -o dist/bin/host_path_probe tests/bench/host_path_probe.cu -cudart static && \
 	    $(NVCC) -O2 -o dist/bin/h2d_all_gpus tests/bench/h2d_all_gpus.cu -cudart static && \
 	    $(NVCC) -O2 -o dist/bin/host_path_all_gpus tests/bench/host_path_all_gpus.cu \
