@@ -6,7 +6,10 @@
 // buffer copied back to back (the line), and the page cache read into a
 // pinned buffer that is then copied (the default path, one buffer per
 // thread). Each phase's time is summed over threads so the per-byte CPU
-// cost of pinning shows apart from the copy.
+// cost of pinning shows apart from the copy. The pages are faulted by
+// MAP_POPULATE, by the registration, or by MADV_POPULATE_READ. Last,
+// pinned copies on one thread alone and while another thread registers
+// pieces back to back: whether a registration holds up the copies.
 //   map_pin_probe FILE GIB PIECE_MIB [THREADS...]
 #include "cuda_probe.h"
 #include <fcntl.h>
@@ -20,7 +23,9 @@ static int nthreads;
 static double ph[5]; /* map, register, copy, unregister, unmap */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static void *dev;
-static int mode; /* 0: map+pin, 1: read into pinned */
+static int mode; /* 0: map+pin, 1: read into pinned, 2: map+pin with the
+                  * pages faulted by the registration, 3: by
+                  * MADV_POPULATE_READ */
 
 static void *worker(void *a)
 {
@@ -38,10 +43,13 @@ static void *worker(void *a)
     for (size_t i = id; i < n; i += nthreads) {
         off_t at = (off_t)(i * piece_len);
         double a0 = now();
-        if (mode == 0) {
-            void *p = mmap(NULL, piece_len, PROT_READ, MAP_SHARED | MAP_POPULATE,
-                           fd, at);
+        if (mode != 1) {
+            void *p = mmap(NULL, piece_len, PROT_READ,
+                           MAP_SHARED | (mode == 0 ? MAP_POPULATE : 0), fd, at);
             if (p == MAP_FAILED) { perror("mmap"); exit(1); }
+            if (mode == 3 && madvise(p, piece_len, MADV_POPULATE_READ) != 0) {
+                perror("madvise"); exit(1);
+            }
             double a1 = now();
             CK(cudaHostRegister(p, piece_len, cudaHostRegisterPortable |
                                 cudaHostRegisterReadOnly));
@@ -74,6 +82,43 @@ static void *worker(void *a)
         ph[k] += t[k];
     pthread_mutex_unlock(&mu);
     return NULL;
+}
+
+/* Registrations back to back on a thread of their own until told to stop,
+ * counting the pieces. */
+static volatile int reg_stop;
+static volatile long reg_done;
+static void *registrar(void *a)
+{
+    (void)a;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) { perror(path); exit(1); }
+    size_t n = total / piece_len;
+    for (size_t i = 0; !reg_stop; i = (i + 1) % n) {
+        void *p = mmap(NULL, piece_len, PROT_READ, MAP_SHARED, fd,
+                       (off_t)(i * piece_len));
+        if (p == MAP_FAILED) { perror("mmap"); exit(1); }
+        CK(cudaHostRegister(p, piece_len, cudaHostRegisterPortable |
+                            cudaHostRegisterReadOnly));
+        CK(cudaHostUnregister(p));
+        munmap(p, piece_len);
+        reg_done++;
+    }
+    close(fd);
+    return NULL;
+}
+
+/* Pinned copies back to back for about a second: GB/s. */
+static double copies(void *h, cudaStream_t s)
+{
+    size_t k = 0;
+    double t0 = now(), el;
+    do {
+        for (int j = 0; j < 16; j++, k++)
+            CK(cudaMemcpyAsync(dev, h, piece_len, cudaMemcpyHostToDevice, s));
+        CK(cudaStreamSynchronize(s));
+    } while ((el = now() - t0) < 1.0);
+    return k * (double)piece_len / el / 1e9;
 }
 
 static double run(int m, int threads)
@@ -150,10 +195,39 @@ int main(int argc, char **argv)
                    "map %.3f reg %.3f copy %.3f unreg %.3f unmap %.3f\n", th, g,
                    ph[0] / n * 1e3, ph[1] / n * 1e3, ph[2] / n * 1e3,
                    ph[3] / n * 1e3, ph[4] / n * 1e3);
+            for (int m = 2; m <= 3; m++) {
+                g = run(m, th);
+                printf("map+pin+copy+unpin, %s, %2d threads: %6.2f GB/s  per piece ms: "
+                       "map %.3f reg %.3f copy %.3f unreg %.3f unmap %.3f\n",
+                       m == 2 ? "faulted by the registration" : "MADV_POPULATE_READ",
+                       th, g, ph[0] / n * 1e3, ph[1] / n * 1e3, ph[2] / n * 1e3,
+                       ph[3] / n * 1e3, ph[4] / n * 1e3);
+            }
             g = run(1, th);
             printf("read into pinned+copy,  %2d threads: %6.2f GB/s  per piece ms: "
                    "read %.3f copy %.3f\n", th, g, ph[0] / n * 1e3, ph[2] / n * 1e3);
         }
+    }
+    /* does a registration hold up another thread's copies? */
+    {
+        void *h;
+        cudaStream_t st;
+        CK(cudaHostAlloc(&h, piece_len, cudaHostAllocPortable));
+        CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+        double alone = copies(h, st);
+        pthread_t th;
+        reg_stop = 0;
+        reg_done = 0;
+        pthread_create(&th, NULL, registrar, NULL);
+        double t0 = now();
+        double with = copies(h, st);
+        reg_stop = 1;
+        pthread_join(th, NULL);
+        double el = now() - t0;
+        printf("pinned copies on one thread: %.2f GB/s alone, %.2f GB/s while another "
+               "thread maps, registers and unregisters %zu MiB pieces (%.2f GB/s of them)\n",
+               alone, with, piece_len >> 20, reg_done * (double)piece_len / el / 1e9);
+        cudaFreeHost(h);
     }
     return 0;
 }
