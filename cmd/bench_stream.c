@@ -12,8 +12,9 @@
 static const char usage_text[] =
     "usage: dlk bench-stream DATASET [options]\n"
     "\n"
-    "  --device DEV       cuda:N, cpu or auto (default auto: cuda:LOCAL_RANK\n"
-    "                     when a GPU is there, else cpu with a notice)\n"
+    "  --device DEV       cuda:N, cpu or auto (default auto: cuda:LOCAL_RANK,\n"
+    "                     modulo the GPUs it sees, when a GPU is there, else\n"
+    "                     cpu with a notice)\n"
     "  --batch-size B     samples per batch (default 256)\n"
     "  --workers N        I/O threads (default: cores, at most 32; ranks\n"
     "                     on one host share them)\n"
@@ -221,9 +222,10 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
     o->lo.epochs = (uint64_t)o->epochs; /* nothing read ahead after the last */
     if (strcmp(o->device, "auto") == 0) {
         char why[160];
-        if (dlk_cuda_available(why, sizeof why)) {
-            snprintf(o->devbuf, sizeof o->devbuf, "cuda:%u",
-                     launch.local_rank);
+        int ngpus = dlk_cuda_available(why, sizeof why);
+        if (ngpus > 0) {
+            snprintf(o->devbuf, sizeof o->devbuf, "cuda:%d",
+                     dlk_launch_gpu(&launch, ngpus));
             o->device = o->devbuf;
         } else {
             fprintf(stderr, "dlk bench-stream: no usable GPU (%s); running "

@@ -60,9 +60,12 @@ def main():
     ap.add_argument("--device", default="cuda", help="cuda (cuda:LOCAL_RANK) or cpu")
     a = ap.parse_args()
 
-    rank, world, local_rank = dlk.launch_env()   # torchrun, MPI or Slurm
+    rank, world, _ = dlk.launch_env()   # torchrun, MPI or Slurm
     cuda = a.device != "cpu"
-    device = torch.device(f"cuda:{local_rank}" if cuda else "cpu")
+    # the local rank's GPU, modulo those this process sees (the loader's
+    # default too): one of its own under Slurm's --gpus-per-task
+    gpu = dlk.local_gpu() or 0
+    device = torch.device(f"cuda:{gpu}" if cuda else "cpu")
     if cuda:
         torch.cuda.set_device(device)
     if world > 1:
@@ -81,7 +84,7 @@ def main():
     model = model.to(memory_format=torch.channels_last)
     if world > 1:
         model = nn.parallel.DistributedDataParallel(
-            model, device_ids=[local_rank] if cuda else None)
+            model, device_ids=[gpu] if cuda else None)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9,
                           weight_decay=5e-4)
     mean = torch.tensor([0.485, 0.456, 0.406], device=device).view(1, 3, 1, 1) * 255

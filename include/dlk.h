@@ -753,7 +753,8 @@ typedef struct dlk_loader_stats {
 DLK_API void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out);
 
 /* Whether this build can use CUDA and a device is present.
- * @return 1 if so; 0 if not, with a one-line reason in why (cap bytes,
+ * @return the number of CUDA devices this process sees (at least 1) if
+ *         so; 0 if not, with a one-line reason in why (cap bytes,
  *         NUL-terminated; why may be NULL). */
 DLK_API int dlk_cuda_available(char *why, size_t cap);
 
@@ -807,6 +808,15 @@ typedef struct dlk_launch {
 /* @return DLK_OK with *out filled; DLK_EINVAL naming the variable for a
  *         value that is not a number in range. */
 DLK_API dlk_status dlk_launch_env(dlk_launch *out, dlk_error *err);
+
+/* The GPU that a process placed by a launcher takes by default: its
+ * local rank modulo the ngpus GPUs it sees (dlk_cuda_available).  Where
+ * a launcher gives each process GPUs of its own through
+ * CUDA_VISIBLE_DEVICES (Slurm's --gpus-per-task), every process takes
+ * its first; with more processes on a host than GPUs, they take the
+ * GPUs in turn.
+ * @return the index, from 0; -1 when ngpus is below 1. */
+DLK_API int dlk_launch_gpu(const dlk_launch *l, int ngpus);
 
 /* ------------------------------------------------------------------ */
 /* Verification                                                        */

@@ -862,7 +862,7 @@ int dlk_cuda_available(char *why, size_t cap)
                                       : "no CUDA device");
         return 0;
     }
-    return 1;
+    return n;
 }
 
 /* The origin of marks and traces: an event on the compute stream and the

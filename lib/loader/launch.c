@@ -55,3 +55,8 @@ dlk_status dlk_launch_env(dlk_launch *out, dlk_error *err)
     *out = l;
     return DLK_OK;
 }
+
+int dlk_launch_gpu(const dlk_launch *l, int ngpus)
+{
+    return ngpus < 1 ? -1 : (int)(l->local_rank % (uint32_t)ngpus);
+}

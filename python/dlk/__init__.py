@@ -22,7 +22,7 @@ from . import _core
 from ._core import Error, Tensor
 
 __all__ = ["open", "Dataset", "Index", "Loader", "Batch", "Tensor", "Error",
-           "launch_env", "cuda_available", "__version__"]
+           "launch_env", "local_gpu", "cuda_available", "__version__"]
 __version__ = _core.version()
 # at exit, loaders still open are not closed: a close would wait for the
 # storage reads in flight (after a Ctrl-C during a slow read, say)
@@ -39,6 +39,15 @@ def launch_env():
     """(rank, world_size, local_rank) as torchrun, MPI or Slurm set them
     (the same variables `dlk bench-stream` reads); (0, 1, 0) without."""
     return _core.launch_env()[:3]
+
+
+def local_gpu():
+    """The index of the GPU this process takes by default (device="cuda"):
+    its local rank modulo the GPUs it sees, so that under a launcher that
+    gives each process GPUs of its own through CUDA_VISIBLE_DEVICES
+    (Slurm's --gpus-per-task) every process takes its first; None when
+    there is no GPU."""
+    return _core.local_gpu()
 
 
 def cuda_available():
@@ -243,8 +252,9 @@ class Loader:
     batch_size  samples per batch
     shuffle, seed   the order (the same on every rank for a seed)
     tensors     names to load (default all)
-    device      "cuda" (cuda:LOCAL_RANK), "cuda:N", "cpu", or "auto"
-                (cuda when a GPU is there, else cpu)
+    device      "cuda" (cuda:LOCAL_RANK, modulo the GPUs this process
+                sees: dlk.local_gpu()), "cuda:N", "cpu", or "auto" (cuda
+                when a GPU is there, else cpu)
     epochs      each `for batch in loader` runs one epoch; with E, nothing
                 is read ahead past the E-th, and loops after it are empty
     drop_last   drop the samples that do not fill a last batch (else it is
@@ -294,7 +304,9 @@ class Loader:
         if device == "auto":
             device = "cuda" if _core.cuda_available()[0] else "cpu"
         if device == "cuda":
-            device = f"cuda:{local_rank}"
+            gpu = _core.local_gpu()
+            # without a GPU the device fails to open, with its reason
+            device = f"cuda:{local_rank if gpu is None else gpu}"
         if isinstance(state, dict):
             state = _json.dumps(state["dlk"] if "dlk" in state else state)
         self.device = device

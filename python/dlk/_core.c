@@ -1231,6 +1231,20 @@ static PyObject *launch_env(PyObject *m, PyObject *unused)
                          l.local_world_size);
 }
 
+static PyObject *local_gpu(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    dlk_launch l;
+    dlk_error err;
+    if (dlk_launch_env(&l, &err))
+        return raise_dlk(&err);
+    int g = dlk_launch_gpu(&l, dlk_cuda_available(NULL, 0));
+    if (g < 0)
+        Py_RETURN_NONE;
+    return PyLong_FromLong(g);
+}
+
 static PyObject *cuda_available(PyObject *m, PyObject *unused)
 {
     (void)m;
@@ -1260,6 +1274,8 @@ static PyMethodDef module_methods[] = {
      "(rank, world_size, local_rank, local_world_size) from torchrun, MPI "
      "or Slurm"},
     {"cuda_available", cuda_available, METH_NOARGS, "(bool, why not)"},
+    {"local_gpu", local_gpu, METH_NOARGS,
+     "the GPU this process takes by default, or None"},
     {"version", version, METH_NOARGS, "the library's version"},
     {"_at_exit", at_exit, METH_NOARGS,
      "leave open loaders to the process's end (atexit)"},

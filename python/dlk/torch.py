@@ -53,5 +53,6 @@ class Loader(_dlk.Loader):
 
 def loader(url_or_ds, **kw):
     """A dlk.torch.Loader: dlk.Loader's options (device defaults to
-    "cuda", that is cuda:LOCAL_RANK; "cpu" works too)."""
+    "cuda", that is cuda:LOCAL_RANK modulo the GPUs this process sees:
+    dlk.local_gpu(); "cpu" works too)."""
     return Loader(url_or_ds, **kw)

@@ -449,6 +449,27 @@ def _():
         raise AssertionError("a cuda loader opened without a GPU")
 
 
+@test
+def _():
+    """the default GPU is the local rank modulo the GPUs the process sees:
+    a launcher that gives each process one GPU (CUDA_VISIBLE_DEVICES, as
+    Slurm's --gpus-per-task does) has every process on cuda:0"""
+    code = ("import dlk,sys; print(dlk.local_gpu()); "
+            "l=dlk.Loader(sys.argv[1],batch_size=8,device='auto'); "
+            "print(l.device, sum(len(b.index) for b in l))")
+    e = dict(os.environ, LOCAL_RANK="3", LOCAL_WORLD_SIZE="4")
+    if dlk.cuda_available()[0]:
+        e["CUDA_VISIBLE_DEVICES"] = "0"
+    r = subprocess.run([sys.executable, "-c", code, URL], env=e,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    gpu, dev = r.stdout.split("\n")[:2]
+    if dlk.cuda_available()[0]:
+        assert gpu == "0" and dev.startswith("cuda:0 "), r.stdout
+    else:
+        assert gpu == "None" and dev.startswith("cpu "), r.stdout
+
+
 # an embedding dataset for the resident index: 2000 x 24 f32 (with ties)
 # and a score, several chunks
 EMB_DIR = tempfile.mkdtemp(prefix="dlk-index.")

@@ -1,7 +1,7 @@
 /* test_loader_keep.c - batches kept past the next one (dlk_loader_keep /
  * _release), the batch count before an epoch's first batch, consumer
  * stream ordering on the cpu, and the launcher's rank from the
- * environment (dlk_launch_env). */
+ * environment (dlk_launch_env) and its default GPU (dlk_launch_gpu). */
 #include "dlk.h"
 #include "unit.h"
 
@@ -187,9 +187,22 @@ static void test_launch_env(void)
     clear_env();
 }
 
+/* The default GPU: the local rank, modulo the GPUs the process sees. */
+static void test_launch_gpu(void)
+{
+    dlk_launch l = {5, 8, 3, 4};
+    UNIT_CHECK("local rank 3 of 4 GPUs: cuda:3", dlk_launch_gpu(&l, 4) == 3);
+    UNIT_CHECK("one GPU of its own (CUDA_VISIBLE_DEVICES): cuda:0",
+               dlk_launch_gpu(&l, 1) == 0);
+    UNIT_CHECK("8 ranks on 2 GPUs: in turn", dlk_launch_gpu(&l, 2) == 1);
+    UNIT_CHECK("no GPU: -1", dlk_launch_gpu(&l, 0) == -1 &&
+                                 dlk_launch_gpu(&l, -2) == -1);
+}
+
 int main(void)
 {
     test_launch_env();
+    test_launch_gpu();
     test_keep();
     return unit_done();
 }
