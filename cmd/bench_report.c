@@ -14,7 +14,7 @@ static const char usage_text[] =
     "\n"
     "Draw the reports of bench-stream's ranks (each written with --report\n"
     "FILE.json or --json) on one self-contained HTML page, all ranks on\n"
-    "the same axes.\n"
+    "the same axes, and print the ranks' rates together.\n"
     "\n"
     "  -h, --help         this text\n"
     "\n"
@@ -99,6 +99,22 @@ int cmd_bench_report(int argc, char **argv)
             cmd_error("bench-report", "cannot write '%s': %s", out,
                       strerror(errno));
             code = EXIT_ERROR;
+        } else {
+            struct report_totals t;
+            report_totals(ranks, (size_t)n, &t);
+            if (n == 1)
+                printf("%s: rank %ld, %.0f samples/s, %.2f GB/s (steady "
+                       "epochs %.2f GB/s), busy %.1f%%, %.3f s\n", out,
+                       t.least_busy_rank, t.samples_per_s,
+                       t.bytes_per_s / 1e9, t.steady_bytes_per_s / 1e9,
+                       t.least_busy_pct, t.longest_s);
+            else
+                printf("%s: %d ranks, together %.0f samples/s, %.2f GB/s "
+                       "(steady epochs %.2f GB/s); least busy: rank %ld, "
+                       "%.1f%%; longest run %.3f s\n", out, n,
+                       t.samples_per_s, t.bytes_per_s / 1e9,
+                       t.steady_bytes_per_s / 1e9, t.least_busy_rank,
+                       t.least_busy_pct, t.longest_s);
         }
     }
     for (int i = 0; i < n; i++)

@@ -729,7 +729,27 @@ static int by_rank(const void *a, const void *b)
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-/* The summary: a row per rank, the straggler named. */
+void report_totals(json_t *const *ranks, size_t n, struct report_totals *t)
+{
+    *t = (struct report_totals){0, 0, 0, 0, 0, -1};
+    for (size_t r = 0; r < n; r++) {
+        json_t *j = ranks[r];
+        double busy = get(j, "gpu_busy_pct");
+        t->samples_per_s += get(j, "samples_per_s");
+        t->bytes_per_s += get(j, "bytes_per_s");
+        t->steady_bytes_per_s += get(j, "steady_bytes_per_s");
+        if (get(j, "seconds") > t->longest_s)
+            t->longest_s = get(j, "seconds");
+        if (t->least_busy_rank < 0 || busy < t->least_busy_pct) {
+            t->least_busy_pct = busy;
+            t->least_busy_rank = (long)json_integer_value(
+                json_object_get(j, "rank"));
+        }
+    }
+}
+
+/* The summary: a row per rank, the straggler named, and with several
+ * ranks a row of them together. */
 static void summary(FILE *f, const struct rank *rk, size_t n)
 {
     double sum = 0, worst = 0;
@@ -768,6 +788,24 @@ static void summary(FILE *f, const struct rank *rk, size_t n)
         }
         esc(f, *str(h, "why") ? str(h, "why") : "-");
         fputs("</td></tr>\n", f);
+    }
+    if (n > 1) {
+        json_t **js = malloc(n * sizeof *js);
+        if (js) {
+            for (size_t r = 0; r < n; r++)
+                js[r] = rk[r].j;
+            struct report_totals t;
+            report_totals(js, n, &t);
+            free(js);
+            fprintf(f, "<tr><td><b>all</b></td><td><b>%.0f</b></td>"
+                    "<td>%.3f</td><td></td><td>%.1f%%</td><td></td>"
+                    "<td colspan=\"2\">the ranks' rates summed: %.2f GB/s "
+                    "(steady epochs %.2f GB/s); seconds: the longest run; "
+                    "busy: the least busy rank's (%ld)</td></tr>\n",
+                    t.samples_per_s, t.longest_s, t.least_busy_pct,
+                    t.bytes_per_s / 1e9, t.steady_bytes_per_s / 1e9,
+                    t.least_busy_rank);
+        }
     }
     fputs("</table>\n", f);
 }

@@ -171,6 +171,17 @@ ok "rank 0 of 2 with --report rank%r.json" dlk bench-stream "$T/ds" --device cpu
 ok "rank 1 of 2, slower (a 15 ms step)" dlk bench-stream "$T/ds" --device cpu \
     --rank 1 --world 2 --batch-size 16 --workers 2 --step-ms 15 --report "$T/rank%r.json"
 ok "bench-report draws both" dlk bench-report "$T/all.html" "$T/rank1.json" "$T/rank0.json"
+check "... and prints the ranks together: their samples/s summed" python3 -c '
+import json, re, sys
+line = open(sys.argv[1]).read()
+r = [json.load(open(f)) for f in sys.argv[2:]]
+m = re.search(r"2 ranks, together (\d+) samples/s, ([0-9.]+) GB/s .*least busy: rank (\d), ([0-9.]+)%", line)
+assert m, line
+assert abs(int(m.group(1)) - sum(x["samples_per_s"] for x in r)) <= 1, line
+assert abs(float(m.group(2)) - sum(x["bytes_per_s"] for x in r) / 1e9) < 0.01, line
+least = min(r, key=lambda x: x["gpu_busy_pct"])
+assert int(m.group(3)) == least["rank"], (line, least["rank"])' "$OUT" "$T/rank0.json" "$T/rank1.json"
+check "... and a row of them together on the page" grep -q "<td><b>all</b></td>" "$T/all.html"
 check "... one valid page" python3 "$T/page.py" "$T/all.html" timeline,rate,split,stages,memory,requests,bytes
 check "... a lane per rank, the straggler named" python3 -c '
 import re, sys
