@@ -57,7 +57,8 @@ def main():
     ap.add_argument("--model", default="resnet18", choices=["resnet18", "small"])
     ap.add_argument("--images", default="images")
     ap.add_argument("--labels", default="labels")
-    ap.add_argument("--device", default="cuda", help="cuda (cuda:LOCAL_RANK) or cpu")
+    ap.add_argument("--device", default="cuda",
+                    help="cuda (the local rank's GPU: dlk.local_gpu()) or cpu")
     a = ap.parse_args()
 
     rank, world, _ = dlk.launch_env()   # torchrun, MPI or Slurm
