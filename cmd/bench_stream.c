@@ -261,6 +261,12 @@ int cmd_bench_stream(int argc, char **argv)
         free(o.tlist);
         return code;
     }
+    /* the ranks of a host share its terminal: each rank's report leaves
+     * in one write, at the end, rather than line by line among the
+     * others' (a text report is a few KiB) */
+    static char outbuf[1 << 16]; /* glibc takes a size only with a buffer */
+    if (o.world > 1)
+        setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
     if ((code = bench_open_report(&o)) != EXIT_OK) {
         free(o.report_path);
         free(o.tlist);

@@ -263,7 +263,8 @@ int bench_run(struct bench_opts *o, struct bench_result *r)
                   strerror(errno));
         return EXIT_ERROR;
     }
-    bool tty = isatty(2) && !o->json;
+    /* the ranks of a host share its terminal: rank 0 draws for them */
+    bool tty = isatty(2) && !o->json && o->rank == 0;
     double last_draw = 0;
     r->t0 = cmd_now_s();
     r->first_batch = -1;

@@ -190,6 +190,24 @@ tl = re.search(r"<svg[^>]*id=\"timeline\".*?</svg>", p, re.S).group(0)
 assert ">rank 0</text>" in tl and ">rank 1</text>" in tl, "lanes"
 assert "Rank 1 is the straggler" in p, "straggler"
 assert tl.index(">rank 0<") < tl.index(">rank 1<"), "ranks in order"' "$T/all.html"
+# the ranks of a host share its terminal: each rank's text report leaves
+# in one write (with a terminal's line buffering, a line a write, the
+# ranks' lines mixed)
+if command -v strace >/dev/null && command -v script >/dev/null &&
+        strace -o /dev/null true 2>/dev/null; then
+    RANK=1 WORLD_SIZE=2 ok "rank 1 of 2 writing to a terminal, traced" \
+        script -qec "strace -s 4096 -e trace=write -o '$T/st.txt' '$DLK' bench-stream \
+        '$T/ds' --device cpu --epochs 2" /dev/null
+    check "... its report in one write" test "$(grep -c '^write(1,' "$T/st.txt")" = 1
+    check "... the whole report" grep -q '^write(1, "dlk bench-stream .*rank 1 of 2' "$T/st.txt"
+    ok "one process writing to a terminal, traced" \
+        script -qec "strace -e trace=write -o '$T/st1.txt' '$DLK' bench-stream \
+        '$T/ds' --device cpu --epochs 2" /dev/null
+    check "... a line a write, as a terminal's output is" \
+        test "$(grep -c '^write(1,' "$T/st1.txt")" -gt 5
+else
+    skip "a rank's report in one write" "no strace or script, or ptrace not allowed here"
+fi
 fails "bench-report with no report: bad usage" 2 dlk bench-report "$T/x.html"
 fails "bench-report of the same rank twice: bad usage" 2 dlk bench-report \
     "$T/x.html" "$T/rank0.json" "$T/rank0.json"
