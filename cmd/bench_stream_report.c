@@ -162,6 +162,16 @@ static void hint(const struct bench_opts *o, const struct bench_result *r,
                    ? "host_to_device" : "storage";
     uint32_t threads = st->io_threads ? st->io_threads : 1;
     int cores = dlk_cpu_count();
+    /* the ranks of a host share its cores, as the loader's threads do */
+    uint32_t ranks = o->lo.local_world_size ? o->lo.local_world_size : 1;
+    uint32_t share = (uint32_t)cores / ranks ? (uint32_t)cores / ranks : 1;
+    char cores_s[96];
+    if (ranks > 1)
+        snprintf(cores_s, sizeof cores_s, "this rank's share of the "
+                 "host's %d cores is %u (%u ranks)", cores, share, ranks);
+    else
+        snprintf(cores_s, sizeof cores_s, "this machine has %d cores",
+                 cores);
     double w = r->wall > 0 ? r->wall : 1;
     double io_busy = 100 * st->io_busy_s / (threads * w);
     double per_thread = st->storage_s + st->decompress_s > 0
@@ -170,27 +180,33 @@ static void hint(const struct bench_opts *o, const struct bench_result *r,
     if (!strcmp(name, "storage") || !strcmp(name, "decompress")) {
         bool s3 = strncmp(o->dataset, "s3://", 5) == 0 ||
                   strncmp(o->dataset, "gs://", 5) == 0;
-        if (io_busy >= 70 && (s3 || (uint32_t)cores > threads)) {
+        /* from local files on a GPU a quarter of the cores is left to
+         * the thread that queues the copies (the loader's default:
+         * more threads starved it; docs/benchmarks.md#line-rate) */
+        uint32_t room = !s3 && r->on_device ? share - share / 4 : share;
+        if (io_busy >= 70 && (s3 || room > threads)) {
             /* every thread kept reading: more of them read more at once
              * (on S3 latency, not cores, limits a thread) */
             uint32_t more = threads * 2 > 64 ? 64 : threads * 2;
+            if (!s3 && more > room)
+                more = room;
             snprintf(flag, fcap, "--workers %u", more);
             snprintf(why, wcap, "the %u I/O thread%s %s %.0f%% of the "
-                     "time at %s/s each; this machine has %d cores", threads,
+                     "time at %s/s each; %s", threads,
                      threads == 1 ? " was" : "s were",
                      !strcmp(name, "decompress") ? "reading and decompressing"
                                                  : "reading",
                      io_busy > 100 ? 100 : io_busy, cmd_bytes((unsigned long long)per_thread, b1),
-                     cores);
+                     cores_s);
         } else if (io_busy >= 70) {
             snprintf(flag, fcap, "%s", !strcmp(name, "decompress")
                      ? "CPU for decompression (or a lower --codec level at "
                        "ingest)" : "a faster store");
             snprintf(why, wcap, "all %u I/O threads were busy %.0f%% of the "
-                     "time at %s/s each, one per core: more threads would "
-                     "compete for the same cores", threads,
+                     "time at %s/s each and %s: more threads would compete "
+                     "for the same cores", threads,
                      io_busy > 100 ? 100 : io_busy,
-                     cmd_bytes((unsigned long long)per_thread, b1));
+                     cmd_bytes((unsigned long long)per_thread, b1), cores_s);
         } else if (s->late[DLK_LATE_QUEUED] > 50 ||
                    (o->lo.memory_limit &&
                     st->peak_buffer_bytes * 10 >= o->lo.memory_limit * 9)) {

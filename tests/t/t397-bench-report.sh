@@ -153,6 +153,14 @@ assert h["flag"] in ("--workers 2", "a faster store", "--prefetch 32", "--memory
 assert "I/O thread" in h["why"] and "%" in h["why"], h' "$T/r.json"
 check "... and the text names it with the measures" grep -qE \
     "^  most likely to help: (--workers 2|a faster store|--prefetch 32|--memory|CPU for decompression.*) \(.*I/O thread.*[0-9]+%" "$T/r.txt"
+ncores=$(nproc)
+LOCAL_WORLD_SIZE=$ncores ok "the same as one of $ncores ranks on this host (a core each)" \
+    dlk bench-stream "$T/ds" --device cpu --batch-size 2 --workers 1 --json
+check "... never asks for more threads than its share of the cores" python3 -c '
+import json, sys
+h = json.load(open(sys.argv[1]))["hint"]
+assert not h["flag"].startswith("--workers"), h
+assert "cores" not in h["why"] or "this rank" in h["why"], h' "$OUT"
 ok "a step-bound run (20 ms a batch, 4 workers)" dlk bench-stream "$T/ds" \
     --device cpu --batch-size 256 --workers 4 --step-ms 20 --json
 check "... names no flag: the loader keeps up" python3 -c '
