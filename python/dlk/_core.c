@@ -1219,14 +1219,24 @@ static PyTypeObject LoaderType = {
 
 /* ---- module functions ---------------------------------------------- */
 
+/* The launcher's placement into *l; -1 with the exception set. */
+static int launch(dlk_launch *l)
+{
+    dlk_error err;
+    if (dlk_launch_env(l, &err)) {
+        raise_dlk(&err);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *launch_env(PyObject *m, PyObject *unused)
 {
     (void)m;
     (void)unused;
     dlk_launch l;
-    dlk_error err;
-    if (dlk_launch_env(&l, &err))
-        return raise_dlk(&err);
+    if (launch(&l))
+        return NULL;
     return Py_BuildValue("(IIII)", l.rank, l.world_size, l.local_rank,
                          l.local_world_size);
 }
@@ -1236,9 +1246,8 @@ static PyObject *local_gpu(PyObject *m, PyObject *unused)
     (void)m;
     (void)unused;
     dlk_launch l;
-    dlk_error err;
-    if (dlk_launch_env(&l, &err))
-        return raise_dlk(&err);
+    if (launch(&l))
+        return NULL;
     int g = dlk_launch_gpu(&l, dlk_cuda_available(NULL, 0));
     if (g < 0)
         Py_RETURN_NONE;
