@@ -750,7 +750,8 @@ void report_totals(json_t *const *ranks, size_t n, struct report_totals *t)
 
 /* The summary: a row per rank, the straggler named, and with several
  * ranks a row of them together. */
-static void summary(FILE *f, const struct rank *rk, size_t n)
+static void summary(FILE *f, const struct rank *rk, size_t n,
+                    const struct report_totals *t)
 {
     double sum = 0, worst = 0;
     size_t wi = 0;
@@ -789,24 +790,15 @@ static void summary(FILE *f, const struct rank *rk, size_t n)
         esc(f, *str(h, "why") ? str(h, "why") : "-");
         fputs("</td></tr>\n", f);
     }
-    if (n > 1) {
-        json_t **js = malloc(n * sizeof *js);
-        if (js) {
-            for (size_t r = 0; r < n; r++)
-                js[r] = rk[r].j;
-            struct report_totals t;
-            report_totals(js, n, &t);
-            free(js);
-            fprintf(f, "<tr><td><b>all</b></td><td><b>%.0f</b></td>"
-                    "<td>%.3f</td><td></td><td>%.1f%%</td><td></td>"
-                    "<td colspan=\"2\">the ranks' rates summed: %.2f GB/s "
-                    "(steady epochs %.2f GB/s); seconds: the longest run; "
-                    "busy: the least busy rank's (%ld)</td></tr>\n",
-                    t.samples_per_s, t.longest_s, t.least_busy_pct,
-                    t.bytes_per_s / 1e9, t.steady_bytes_per_s / 1e9,
-                    t.least_busy_rank);
-        }
-    }
+    if (n > 1)
+        fprintf(f, "<tr><td><b>all</b></td><td><b>%.0f</b></td>"
+                "<td>%.3f</td><td></td><td>%.1f%%</td><td></td>"
+                "<td colspan=\"2\">the ranks' rates summed: %.2f GB/s "
+                "(steady epochs %.2f GB/s); seconds: the longest run; "
+                "busy: the least busy rank's (%ld)</td></tr>\n",
+                t->samples_per_s, t->longest_s, t->least_busy_pct,
+                t->bytes_per_s / 1e9, t->steady_bytes_per_s / 1e9,
+                t->least_busy_rank);
     fputs("</table>\n", f);
 }
 
@@ -871,7 +863,9 @@ int report_html_write(FILE *f, json_t *const *ranks, size_t n)
             get(j0, "batches"), get2(j0, "settings", "batch_size"),
             get2(j0, "settings", "epochs"),
             get2(j0, "settings", "epochs") == 1 ? "" : "s");
-    summary(f, rk, n);
+    struct report_totals tot;
+    report_totals(ranks, n, &tot);
+    summary(f, rk, n, &tot);
 
     fputs("<h2>Timeline of the batches</h2>\n", f);
     chart_timeline(f, rk, n);
