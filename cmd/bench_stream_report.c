@@ -199,14 +199,28 @@ static void hint(const struct bench_opts *o, const struct bench_result *r,
                      io_busy > 100 ? 100 : io_busy, cmd_bytes((unsigned long long)per_thread, b1),
                      cores_s);
         } else if (io_busy >= 70) {
+            /* the threads' CPU time within their busy time tells a store
+             * they waited on from work they did: from the page cache a
+             * read is a copy, and more cores (not a faster disk) help */
+            double on_cpu = st->io_busy_s > 0
+                ? 100 * st->io_cpu_s / st->io_busy_s : 0;
+            bool cpu = !strcmp(name, "decompress") || on_cpu >= 60;
             snprintf(flag, fcap, "%s", !strcmp(name, "decompress")
                      ? "CPU for decompression (or a lower --codec level at "
-                       "ingest)" : "a faster store");
-            snprintf(why, wcap, "all %u I/O threads were busy %.0f%% of the "
-                     "time at %s/s each and %s: more threads would compete "
-                     "for the same cores", threads,
+                       "ingest)" : cpu ? "more cores" : "a faster store");
+            char who[48];
+            if (threads == 1)
+                snprintf(who, sizeof who, "the one I/O thread was");
+            else
+                snprintf(who, sizeof who, "all %u I/O threads were", threads);
+            snprintf(why, wcap, "%s busy %.0f%% of the time at %s/s each, "
+                     "%.0f%% of it on or waiting for a CPU (%s), and %s: "
+                     "more threads would compete for the same cores", who,
                      io_busy > 100 ? 100 : io_busy,
-                     cmd_bytes((unsigned long long)per_thread, b1), cores_s);
+                     cmd_bytes((unsigned long long)per_thread, b1), on_cpu,
+                     cpu ? "reading from memory, checking, decompressing"
+                         : "the rest waiting on the store",
+                     cores_s);
         } else if (s->late[DLK_LATE_QUEUED] > 50 ||
                    (o->lo.memory_limit &&
                     st->peak_buffer_bytes * 10 >= o->lo.memory_limit * 9)) {
@@ -483,6 +497,8 @@ json_t *bench_json(const struct bench_opts *o, const struct bench_result *r)
     json_object_set_new(o_, "machine", machine_json(o));
     json_object_set_new(o_, "dataset_info", dataset_json(r));
     json_object_set_new(o_, "io_threads", json_integer(st->io_threads));
+    json_object_set_new(o_, "io_busy_s", json_real(st->io_busy_s));
+    json_object_set_new(o_, "io_cpu_s", json_real(st->io_cpu_s));
     json_object_set_new(o_, "bytes_loaded", json_integer((json_int_t)st->bytes_loaded));
     json_object_set_new(o_, "timeline", timeline_json(r));
     return o_;

@@ -747,6 +747,12 @@ typedef struct dlk_loader_stats {
     uint32_t prefetch_chunks;    /* with (opts' or default) */
     uint64_t span_bytes;         /* the largest tensor's spans, nominal
                                     (0: its chunks are read whole) */
+    double io_cpu_s;             /* within io_busy_s, the I/O threads'
+                                    time on a CPU or waiting for one,
+                                    summed: near it, loading was CPU work
+                                    (copies out of the page cache, checks,
+                                    decompression); well under it, waiting
+                                    on the store */
 } dlk_loader_stats;
 
 /* The loader's counters so far, into *out. */

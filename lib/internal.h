@@ -135,6 +135,9 @@ static inline uint64_t dlk_get_le64(const uint8_t *p)
 
 /* Seconds on the monotonic clock (util/clock.c). */
 double dlk_now_s(void);
+/* the calling thread's time on a CPU or runnable waiting for one,
+ * seconds (its CPU time where the wait is not kept; 0 if neither is) */
+double dlk_thread_cpu_s(void);
 /* pthread_cond_timedwait for at most ms milliseconds from now (callers
  * that poll a stop or cancel callback a few times a second while they
  * wait); returns its result (ETIMEDOUT when the time ran out). */

@@ -408,12 +408,13 @@ static void *worker(void *arg)
         pthread_mutex_unlock(&l->mu);
         dlk_error err;
         dlk_error_clear(&err);
-        double st = 0, dt = 0, t0 = dlk_now_s();
+        double st = 0, dt = 0, t0 = dlk_now_s(), c0 = dlk_thread_cpu_s();
         dlk_status rc = load(l, s, &st, &dt, &err);
         bool queued = false;
         if (!rc && !l->dev->ops->on_device)
             rc = upload(l, s, &err); /* cpu: nothing to copy */
         double t1 = dlk_now_s(), busy = t1 - t0;
+        double cpu = dlk_thread_cpu_s() - c0;
         if (l->dev->ops->trace_load)
             l->dev->ops->trace_load(l->dev, t0, s->t_buffer, t1);
         pthread_mutex_lock(&l->mu);
@@ -424,6 +425,7 @@ static void *worker(void *arg)
         l->stats.storage_s += st;
         l->stats.decompress_s += dt;
         l->stats.io_busy_s += busy;
+        l->stats.io_cpu_s += cpu > busy ? busy : cpu;
         if (!rc && l->dev->ops->on_device) {
             /* still busy: the uploader finishes it */
             if (l->up_tail)

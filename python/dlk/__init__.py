@@ -392,7 +392,15 @@ class Loader:
         self._epochs_done = st["epoch"]
 
     def stats(self):
-        """Where time went: storage, decompression, copies, waits."""
+        """Where time went, as a dict of seconds (summed over the threads
+        doing it) and counts: storage_s, decompress_s, h2d_s, gather_s,
+        wait_s (the consumer waiting for a batch), first_batch_s,
+        gpu_busy_s; io_busy_s (I/O threads loading chunks) and io_cpu_s
+        (of that, on or waiting for a CPU: near io_busy_s the loading is
+        CPU work, well under it the threads wait on the store);
+        chunks_loaded, chunks_verified (each chunk's stored checksum is
+        checked once a loader), bytes_loaded, samples, batches,
+        peak_buffer_bytes, io_threads."""
         return self._l.stats()
 
     def close(self):

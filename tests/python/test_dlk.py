@@ -591,6 +591,26 @@ def _():
     shutil.rmtree(EMB_DIR)
 
 
+@test
+def _():
+    """Loader.stats(): two epochs' samples and batches, every chunk's
+    checksum checked once (none with verify=False), the I/O threads' CPU
+    time within their busy time"""
+    for verify in (True, False):
+        with cpu_loader(epochs=2, workers=2, verify=verify) as ld:
+            e1, e2 = epoch_rows(ld), epoch_rows(ld)
+            n, rows = e1[0] + e2[0], e1[1] + e2[1]
+            st = ld.stats()
+        assert st["io_threads"] == 2 and st["batches"] == n, (st, n)
+        assert st["samples"] >= len(rows) == 2 * N, (st, len(rows))
+        assert 0 < st["io_cpu_s"] <= st["io_busy_s"] + 1e-6, st
+        assert st["chunks_loaded"] >= 1 and st["bytes_loaded"] > 0, st
+        if verify:
+            assert 1 <= st["chunks_verified"] <= st["chunks_loaded"], st
+        else:
+            assert st["chunks_verified"] == 0, st
+
+
 if S3_URL and SLOW_ENDPOINT:
     @test
     def _():

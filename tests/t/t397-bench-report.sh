@@ -148,11 +148,12 @@ d = json.load(open(sys.argv[1])); h = d["hint"]
 assert d["bottleneck"] in ("storage", "decompress"), d["bottleneck"]
 assert h["why"] and h["flag"], h
 assert d["stall_pct"] >= 5, d["stall_pct"]
-assert h["flag"] in ("--workers 2", "a faster store", "--prefetch 32", "--memory") \
+assert h["flag"] in ("--workers 2", "a faster store", "more cores", "--prefetch 32",
+                     "--memory") \
     or h["flag"].startswith("CPU for decompression"), h
 assert "I/O thread" in h["why"] and "%" in h["why"], h' "$T/r.json"
 check "... and the text names it with the measures" grep -qE \
-    "^  most likely to help: (--workers 2|a faster store|--prefetch 32|--memory|CPU for decompression.*) \(.*I/O thread.*[0-9]+%" "$T/r.txt"
+    "^  most likely to help: (--workers 2|a faster store|more cores|--prefetch 32|--memory|CPU for decompression.*) \(.*I/O thread.*[0-9]+%" "$T/r.txt"
 ncores=$(nproc)
 LOCAL_WORLD_SIZE=$ncores ok "the same as one of $ncores ranks on this host (a core each)" \
     dlk bench-stream "$T/ds" --device cpu --batch-size 2 --workers 1 --json
@@ -161,6 +162,14 @@ import json, sys
 h = json.load(open(sys.argv[1]))["hint"]
 assert not h["flag"].startswith("--workers"), h
 assert "cores" not in h["why"] or "this rank" in h["why"], h' "$OUT"
+check "... a store or cores as the threads' CPU time says (the pages cached)" python3 -c '
+import json, re, sys
+d = json.load(open(sys.argv[1])); h = d["hint"]
+assert 0 < d["io_cpu_s"] <= d["io_busy_s"] + 1e-6, (d["io_cpu_s"], d["io_busy_s"])
+if h["flag"] in ("more cores", "a faster store"):
+    pct = float(re.search(r"([0-9]+)% of it on or waiting for a CPU", h["why"]).group(1))
+    assert abs(pct - 100 * d["io_cpu_s"] / d["io_busy_s"]) <= 1, (pct, d)
+    assert (h["flag"] == "more cores") == (pct >= 60), h' "$OUT"
 ok "a step-bound run (20 ms a batch, 4 workers)" dlk bench-stream "$T/ds" \
     --device cpu --batch-size 256 --workers 4 --step-ms 20 --json
 check "... names no flag: the loader keeps up" python3 -c '
