@@ -753,6 +753,9 @@ typedef struct dlk_loader_stats {
                                     (copies out of the page cache, checks,
                                     decompression); well under it, waiting
                                     on the store */
+    double pin_s;                /* within io_busy_s, mapping and pinning
+                                    chunks of the page cache for the device
+                                    (--pin-cache: once a chunk), summed */
 } dlk_loader_stats;
 
 /* The loader's counters so far, into *out. */

@@ -91,10 +91,15 @@ dlk_status dlk_loader_get_map(dlk_loader *l, dlk_slot *s, const char *key,
         return DLK_OK;
     const void *p;
     size_t n;
+    /* timed with the map: a registration holds the process's mapping
+     * lock while it pins, so other threads' mmap waits on it */
+    double t0 = dlk_now_s();
     dlk_status rc = dlk_store_map(l->ds->store, key, &p, &n, err);
     if (!rc && (rc = l->dev->ops->register_host(l->dev, p, n, err)))
         dlk_store_unmap(l->ds->store, p, n);
+    double pinned = dlk_now_s() - t0;
     pthread_mutex_lock(&l->mu);
+    l->stats.pin_s += pinned;
     if (rc) {
         l->mapped_bytes -= e->stored_bytes;
     } else {

@@ -397,7 +397,8 @@ class Loader:
         wait_s (the consumer waiting for a batch), first_batch_s,
         gpu_busy_s; io_busy_s (I/O threads loading chunks) and io_cpu_s
         (of that, on or waiting for a CPU: near io_busy_s the loading is
-        CPU work, well under it the threads wait on the store);
+        CPU work, well under it the threads wait on the store), pin_s
+        (of that, pinning the page cache for pin_cache, once a chunk);
         chunks_loaded, chunks_verified (each chunk's stored checksum is
         checked once a loader), bytes_loaded, samples, batches,
         peak_buffer_bytes, io_threads."""

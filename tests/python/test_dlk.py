@@ -604,6 +604,7 @@ def _():
         assert st["io_threads"] == 2 and st["batches"] == n, (st, n)
         assert st["samples"] >= len(rows) == 2 * N, (st, len(rows))
         assert 0 < st["io_cpu_s"] <= st["io_busy_s"] + 1e-6, st
+        assert st["pin_s"] == 0, st  # the cpu pins nothing
         assert st["chunks_loaded"] >= 1 and st["bytes_loaded"] > 0, st
         if verify:
             assert 1 <= st["chunks_verified"] <= st["chunks_loaded"], st

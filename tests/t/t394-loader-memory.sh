@@ -33,6 +33,7 @@ field() { # NAME KEY
 
 stream "$T/small" small --window 2 --prefetch 4
 stream "$T/big" big --window 2 --prefetch 4
+check "the cpu pins nothing" test "$(field small pin_s)" = 0.0
 for n in small big; do
     check "$n: every checksum equal" test "$(field $n checksum_ok)" = True
     check "$n: chunk buffers within (2+4) chunks" \
@@ -68,6 +69,14 @@ if "$DLK" bench-stream "$T/small" --device cuda:0 --epochs 1 --json \
     for n in gpu-small gpu-big gpu-pinned; do
         check "$n: every checksum equal" test "$(field $n checksum_ok)" = True
     done
+    check "gpu-pinned: the pinning's seconds counted, within the I/O threads'" \
+        python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+assert 0 < d["pin_s"] <= d["io_busy_s"] + 1e-6, (d["pin_s"], d["io_busy_s"])
+h, first = d["hint"], d["time_split"]["wait_first_epoch_pct"]
+assert first < 50 or h["flag"] == "" and "pin the page cache" in h["why"], h
+assert h["flag"] != "a faster store", h' "$T/gpu-pinned.json"
+    check "gpu-big: no pinning of the page cache without --pin-cache" \
+        test "$(field gpu-big pin_s)" = 0.0
     if [ "${SAN:-}" != 1 ]; then
         for n in gpu-small gpu-big; do
             check "$n: peak RSS within (2+4) chunks + 512 MiB" \
