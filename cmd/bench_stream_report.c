@@ -220,7 +220,10 @@ static void hint(const struct bench_opts *o, const struct bench_result *r,
             snprintf(flag, fcap, "%s", !strcmp(name, "decompress")
                      ? "CPU for decompression (or a lower --codec level at "
                        "ingest)" : cpu ? "more cores" : "a faster store");
-            char who[48];
+            char who[48], work[80];
+            snprintf(work, sizeof work, "reading from memory%s%s",
+                     st->chunks_verified || o->lo.check ? ", checking" : "",
+                     st->decompress_s > 0 ? ", decompressing" : "");
             if (threads == 1)
                 snprintf(who, sizeof who, "the one I/O thread was");
             else
@@ -230,8 +233,7 @@ static void hint(const struct bench_opts *o, const struct bench_result *r,
                      "more threads would compete for the same cores", who,
                      io_busy > 100 ? 100 : io_busy,
                      cmd_bytes((unsigned long long)per_thread, b1), on_cpu,
-                     cpu ? "reading from memory, checking, decompressing"
-                         : "the rest waiting on the store",
+                     cpu ? work : "the rest waiting on the store",
                      cores_s);
         } else if (s->late[DLK_LATE_QUEUED] > 50 ||
                    (o->lo.memory_limit &&
