@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""Stream a dlk dataset into JAX: each batch's tensors go to
-jax.dlpack.from_dlpack without a copy (on the GPU when JAX has one, else
-on the cpu), and a jitted step consumes them.
+"""Stream a dlk dataset into JAX over every device of the host: each batch
+is a jax.Array sharded along its first axis over jax.devices() (dlk.jax:
+one loader a device, each device's rows copied to it and taken through
+DLPack without a copy), and a jitted step consumes it where the shards
+are.  On one GPU, or on the cpu, the same code runs on that device.
 
     python3 examples/jax_stream.py DATASET [--epochs 2] [--batch-size 256]
 
-The step here is a per-class mean image (a stand-in for a model).
-Variable-shape tensors come as a list of per-sample tensors; this example
-takes the fixed-shape ones.
+--batch-size is the rows a device; a batch has that many times the
+devices.  The step here is a per-class mean image (a stand-in for a
+model).  Tensors must have a fixed shape: this example takes two.
 
-TensorFlow takes the same objects:
+TensorFlow takes dlk.Loader's batches as they are:
     import tensorflow as tf
     x = tf.experimental.dlpack.from_dlpack(batch["images"].__dlpack__())
 """
@@ -20,6 +22,7 @@ import jax
 import jax.numpy as jnp
 
 import dlk
+import dlk.jax
 
 
 def main():
@@ -31,14 +34,12 @@ def main():
     ap.add_argument("--labels", default="labels")
     a = ap.parse_args()
 
-    gpu = jax.default_backend() == "gpu"
     ds = dlk.open(a.dataset)
     info = {t["name"]: t for t in ds.tensors}
     classes = max(len(info[a.labels]["classes"]), 1)
-    loader = dlk.Loader(ds, batch_size=a.batch_size, shuffle=True,
-                        tensors=[a.images, a.labels],
-                        device="cuda" if gpu else "cpu", epochs=a.epochs,
-                        drop_last=True)
+    loader = dlk.jax.loader(ds, batch_size=a.batch_size, shuffle=True,
+                            tensors=[a.images, a.labels], epochs=a.epochs,
+                            drop_last=True)
 
     @jax.jit
     def step(acc, count, images, labels):
@@ -50,13 +51,11 @@ def main():
     acc = jnp.zeros((classes, int(jnp.prod(jnp.array(shape)))), jnp.float32)
     count = jnp.zeros((classes,), jnp.float32)
     print(f"{len(ds)} rows, {len(loader)} batches per epoch, JAX on "
-          f"{jax.default_backend()}")
+          f"{len(loader.devices)} {jax.default_backend()} device(s)")
     for epoch in range(a.epochs):
         t0, n = time.perf_counter(), 0
         for batch in loader:
-            images = jax.dlpack.from_dlpack(batch[a.images])
-            labels = jax.dlpack.from_dlpack(batch[a.labels])
-            acc, count = step(acc, count, images, labels)
+            acc, count = step(acc, count, batch[a.images], batch[a.labels])
             n += len(batch.index)
         acc.block_until_ready()
         dt = time.perf_counter() - t0

@@ -260,6 +260,10 @@ class Loader:
     drop_last   drop the samples that do not fill a last batch (else it is
                 padded with repeats, flagged in batch.pad)
     rank, world_size  default: the launcher's (torchrun, MPI, Slurm)
+    local_world_size  the ranks on this host that share its cores and
+                memory (default: the launcher's LOCAL_WORLD_SIZE, or 1);
+                a process that runs several loaders, one a GPU, counts
+                them all (dlk.jax does)
     at          a commit to read (with a URL)
     view        stream only this view's rows (default: the Dataset's view,
                 or every row)
@@ -290,7 +294,7 @@ class Loader:
                  rank=None, world_size=None, at=None, memory=None,
                  workers=None, state=None, window=None, prefetch=None,
                  verify=True, view=None, whole_chunks=False,
-                 pin_cache=None):
+                 pin_cache=None, local_world_size=None):
         if isinstance(url_or_ds, Dataset):
             if at is not None and at != url_or_ds.at:
                 raise ValueError("at= is for a URL; open the Dataset at it")
@@ -301,6 +305,11 @@ class Loader:
         env_rank, env_world, local_rank, local_world = _core.launch_env()
         rank = env_rank if rank is None else rank
         world_size = env_world if world_size is None else world_size
+        if local_world_size is not None:
+            local_world = int(local_world_size)
+            if local_world < 1:
+                raise ValueError(f"local_world_size {local_world_size}: "
+                                 "at least 1")
         if device == "auto":
             device = "cuda" if _core.cuda_available()[0] else "cpu"
         if device == "cuda":

@@ -656,13 +656,19 @@ if "libasan" in os.environ.get("LD_PRELOAD", ""):
     # (t500's sanitizer pass preloads it); the normal pass checks jax
     why = "jaxlib cannot run under the AddressSanitizer runtime (checked in the normal pass)"
 else:
+    # four cpu devices: dlk.jax shards a batch over them as over the GPUs
+    # of a host
+    os.environ.setdefault("XLA_FLAGS",
+                          "--xla_force_host_platform_device_count=4")
     try:
         import jax
         import jax.numpy as jnp
+        import dlk.jax
     except ImportError:
-        pass
+        jax = None
 if jax is None:
     print(f"ok - jax takes batches through DLPack # SKIP {why}")
+    print(f"ok - dlk.jax shards batches over the devices # SKIP {why}")
 else:
     @test
     def _():
@@ -674,6 +680,52 @@ else:
                 assert (np.asarray(x[j]) == ds.read("images", int(row))).all()
                 assert np.asarray(jax.dlpack.from_dlpack(b["emb"])[j]).tobytes() \
                     == ds.read("emb", int(row)).tobytes()
+
+    @test
+    def _():
+        """dlk.jax: a batch a jax.Array sharded over the 4 devices, each
+        device's rows those of rank k of 4 (as torchrun's), every row once
+        an epoch, values as stored; a state resumes it"""
+        devs = jax.devices()
+        assert len(devs) == 4, devs
+        kw = dict(batch_size=3, seed=5, tensors=["images", "emb", "labels"])
+        ld = dlk.jax.loader(URL, **kw)
+        ranks = [cpu_loader(URL, rank=k, world_size=4, **kw) for k in range(4)]
+        assert len(ld) == len(ranks[0]) == -(-N // 12), (len(ld), N)
+        seen = []
+        for b, *per in zip(ld, *ranks):
+            x = b["images"]
+            assert isinstance(x, jax.Array) and x.shape == (12, 8, 8, 3), x.shape
+            assert x.sharding == ld.sharding and b["emb"].sharding == ld.sharding
+            for sh in x.addressable_shards:
+                k = devs.index(sh.device)
+                assert sh.index[0] == slice(3 * k, 3 * k + 3), (k, sh.index)
+                assert b.index[3 * k:3 * k + 3].tolist() == per[k].index.tolist()
+                for j, row in enumerate(per[k].index):
+                    assert (np.asarray(sh.data[j]) == ds.read("images", int(row))).all()
+            e = np.asarray(b["emb"])
+            for j, row in enumerate(b.index):
+                assert e[j].tobytes() == ds.read("emb", int(row)).tobytes()
+            seen += [int(r) for r, p in zip(b.index, b.pad) if not p]
+        assert sorted(seen) == list(range(N)), seen
+        # two batches, a checkpoint, then a new loader from it
+        ld = dlk.jax.loader(URL, **kw)
+        it = iter(ld)
+        first = [next(it) for _ in range(2)]
+        st = ld.stats()
+        assert len(st) == 4 and all(s["io_threads"] == max(1, os.cpu_count() // 4)
+                                    for s in st), st  # the host's cores, shared
+        rest = dlk.jax.loader(URL, state=ld.state_dict(), **kw)
+        rows = [int(r) for b in first + list(rest) for r, p in zip(b.index, b.pad)
+                if not p]
+        assert sorted(rows) == list(range(N)), rows
+        for bad, why in ((dict(tensors=None), "varies in shape"),
+                         (dict(rank=1), "rank= is decided by the devices")):
+            try:
+                dlk.jax.loader(URL, **{**kw, **bad})
+                raise AssertionError(f"no error for {bad}")
+            except ValueError as e:
+                assert why in str(e), e
 
 tf, why = None, "no tensorflow (optional: python3 -m pip install tensorflow-cpu)"
 if "libasan" in os.environ.get("LD_PRELOAD", ""):
