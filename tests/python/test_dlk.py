@@ -595,7 +595,7 @@ def _():
 def _():
     """Loader.stats(): two epochs' samples and batches, every chunk's
     checksum checked once (none with verify=False), the I/O threads' CPU
-    time within their busy time"""
+    time within their busy time; local_world_size shares the cores"""
     for verify in (True, False):
         with cpu_loader(epochs=2, workers=2, verify=verify) as ld:
             e1, e2 = epoch_rows(ld), epoch_rows(ld)
@@ -610,6 +610,14 @@ def _():
             assert 1 <= st["chunks_verified"] <= st["chunks_loaded"], st
         else:
             assert st["chunks_verified"] == 0, st
+    # the ranks of a host share its cores: four of them, a quarter each
+    with cpu_loader(local_world_size=4) as ld:
+        assert ld.stats()["io_threads"] == max(1, os.cpu_count() // 4)
+    try:
+        cpu_loader(local_world_size=0)
+        raise AssertionError("no error for local_world_size=0")
+    except ValueError as e:
+        assert "local_world_size" in str(e), e
 
 
 if S3_URL and SLOW_ENDPOINT:
