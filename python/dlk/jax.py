@@ -107,11 +107,9 @@ class Loader:
         return len(self._loaders[0])
 
     def _shard(self, v, d):
-        if d.platform == "cpu" and d.id != 0:
-            # the cpu loader's memory is cpu 0's; another cpu device
-            # takes a copy
-            return _jax.dlpack.from_dlpack(v, device=d, copy=True)
-        return _jax.dlpack.from_dlpack(v)
+        # on its GPU, no copy; the cpu loader's memory is the first cpu
+        # device's, and another cpu device takes a copy
+        return _jax.dlpack.from_dlpack(v, device=d)
 
     def _assemble(self, parts):
         first = parts[0]

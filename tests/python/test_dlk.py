@@ -677,6 +677,7 @@ else:
 if jax is None:
     print(f"ok - jax takes batches through DLPack # SKIP {why}")
     print(f"ok - dlk.jax shards batches over the devices # SKIP {why}")
+    print(f"ok - dlk.jax across two processes # SKIP {why}")
 else:
     @test
     def _():
@@ -734,6 +735,47 @@ else:
                 raise AssertionError(f"no error for {bad}")
             except ValueError as e:
                 assert why in str(e), e
+
+    JAX_PROC = r"""
+import json, os, sys
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+import jax
+jax.distributed.initialize(sys.argv[1], num_processes=2,
+                           process_id=int(sys.argv[2]))
+import dlk, dlk.jax
+ld = dlk.jax.loader(sys.argv[3], batch_size=2, seed=4, tensors=["images"])
+out = {"local": [ld.devices.index(d) for d in ld.local_devices], "rows": []}
+for b in ld:
+    x = b["images"]
+    assert x.shape[0] == 8 and len(x.addressable_shards) == 2, x.shape
+    for sh in x.addressable_shards:
+        k = ld.devices.index(sh.device)
+        assert sh.index[0] == slice(2 * k, 2 * k + 2), (k, sh.index)
+    out["rows"] += [int(r) for r, p in zip(b.index, b.pad) if not p]
+print(json.dumps(out))
+"""
+
+    @test
+    def _():
+        """dlk.jax across two processes (jax.distributed on loopback, two
+        devices each): each holds its own devices' rows, together every
+        row once"""
+        import socket
+        with socket.socket() as so:
+            so.bind(("127.0.0.1", 0))
+            addr = "127.0.0.1:%d" % so.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+        ps = [subprocess.Popen([sys.executable, "-c", JAX_PROC, addr, str(i), URL],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=env) for i in range(2)]
+        outs = []
+        for p in ps:
+            o, e = p.communicate(timeout=120)
+            assert p.returncode == 0, e[-2000:]
+            outs.append(json.loads(o.strip().splitlines()[-1]))
+        assert [o["local"] for o in outs] == [[0, 1], [2, 3]], outs
+        a, b = outs[0]["rows"], outs[1]["rows"]
+        assert not set(a) & set(b) and sorted(a + b) == list(range(N)), (a, b)
 
 tf, why = None, "no tensorflow (optional: python3 -m pip install tensorflow-cpu)"
 if "libasan" in os.environ.get("LD_PRELOAD", ""):
