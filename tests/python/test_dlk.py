@@ -666,14 +666,18 @@ if "libasan" in os.environ.get("LD_PRELOAD", ""):
 else:
     # four cpu devices: dlk.jax shards a batch over them as over the GPUs
     # of a host
+    # (the cpu only, where jax has a GPU too: tests/gpu/jax_cuda.py, run
+    # below in a process of its own, takes the GPUs)
     os.environ.setdefault("XLA_FLAGS",
                           "--xla_force_host_platform_device_count=4")
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
     try:
         import jax
         import jax.numpy as jnp
         import dlk.jax
     except ImportError:
         jax = None
+jax_why = why
 if jax is None:
     print(f"ok - jax takes batches through DLPack # SKIP {why}")
     print(f"ok - dlk.jax shards batches over the devices # SKIP {why}")
@@ -765,6 +769,7 @@ print(json.dumps(out))
             so.bind(("127.0.0.1", 0))
             addr = "127.0.0.1:%d" % so.getsockname()[1]
         env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+        env["JAX_PLATFORMS"] = "cpu"
         ps = [subprocess.Popen([sys.executable, "-c", JAX_PROC, addr, str(i), URL],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, env=env) for i in range(2)]
@@ -817,5 +822,26 @@ if have_torch:
     failed += r.returncode != 0
 else:
     print(f"ok - dlk.torch on cuda:0 # SKIP {why}")
+
+# dlk.jax on the GPUs, in a process of its own (this one keeps jax on the
+# cpu); the script exits 77 where jax has no GPU backend
+if jax is None:
+    print(f"ok - dlk.jax on the GPUs # SKIP {jax_why}")
+elif not dlk.cuda_available()[0]:
+    print(f"ok - dlk.jax on the GPUs # SKIP libdlk: {dlk.cuda_available()[1]}")
+else:
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("XLA_FLAGS", "JAX_PLATFORMS")}
+    r = subprocess.run([sys.executable,
+                        os.path.join(here, "..", "gpu", "jax_cuda.py"), URL],
+                       env=env)
+    if r.returncode == 77:
+        print("ok - dlk.jax on the GPUs # SKIP jax has no GPU backend "
+              "(jax[cpu])")
+    else:
+        print(("ok" if r.returncode == 0 else "not ok") +
+              " - dlk.jax on the GPUs (tests/gpu/jax_cuda.py)")
+        failed += r.returncode != 0
 
 sys.exit(1 if failed else 0)
