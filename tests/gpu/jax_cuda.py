@@ -9,8 +9,8 @@ device's rank and the dataset's values (read on the cpu through the
 library), and an epoch gives every row once; a jitted step over batches
 held across many next() calls sees their values (the stream ordering
 and the memory's lifetime); a loader over the first GPU only."""
+import os
 import sys
-import traceback
 
 import jax
 import jax.numpy as jnp
@@ -18,6 +18,11 @@ import numpy as np
 
 import dlk
 import dlk.jax
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "python"))
+import tap  # noqa: E402
+from tap import test  # noqa: E402
 
 URL = sys.argv[1]
 ds = dlk.open(URL)
@@ -27,20 +32,6 @@ try:
 except RuntimeError as e:
     print(f"# jax has no GPU backend: {e}")
     sys.exit(77)
-failed = 0
-
-
-def test(fn):
-    global failed
-    name = " ".join(fn.__doc__.split())
-    try:
-        fn()
-        print(f"ok - {name}", flush=True)
-    except Exception:
-        failed += 1
-        print(f"not ok - {name}", flush=True)
-        for line in traceback.format_exc().splitlines():
-            print("#   " + line, flush=True)
 
 
 @test
@@ -93,4 +84,4 @@ def _():
     assert n == len(ds), n
 
 
-sys.exit(1 if failed else 0)
+sys.exit(1 if tap.failed else 0)

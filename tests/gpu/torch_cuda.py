@@ -10,9 +10,9 @@ batches (the stream ordering, no host sync); batches held across many
 next() calls keep their values; buffers come back for reuse; a second
 CUDA device index is refused clearly when absent; and the time the host
 spends per batch in the loop."""
+import os
 import sys
 import time
-import traceback
 
 import numpy as np
 import torch
@@ -20,23 +20,14 @@ import torch
 import dlk
 import dlk.torch
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "python"))
+import tap  # noqa: E402
+from tap import test  # noqa: E402
+
 URL = sys.argv[1]
 ds = dlk.open(URL)
 fixed = [t["name"] for t in ds.tensors if None not in t["shape"]]
-failed = 0
-
-
-def test(fn):
-    global failed
-    name = " ".join(fn.__doc__.split())
-    try:
-        fn()
-        print(f"ok - {name}", flush=True)
-    except Exception:
-        failed += 1
-        print(f"not ok - {name}", flush=True)
-        for line in traceback.format_exc().splitlines():
-            print("#   " + line, flush=True)
 
 
 def ref(name, row):
@@ -111,4 +102,4 @@ def _():
     print(f"# {n} batches, {dt * 1e6:.0f} us each (loader wait included)")
 
 
-sys.exit(1 if failed else 0)
+sys.exit(1 if tap.failed else 0)

@@ -14,31 +14,17 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 
 import numpy as np
 
 import dlk
+import tap
+from tap import test
 
 DLK = os.environ["DLK"]
 URL = sys.argv[1]
 S3_URL = sys.argv[2] if len(sys.argv) > 2 else None
 SLOW_ENDPOINT = sys.argv[3] if len(sys.argv) > 3 else None
-failed = 0
-
-
-def test(fn):
-    global failed
-    name = " ".join(fn.__doc__.split())
-    try:
-        fn()
-        print(f"ok - {name}", flush=True)
-    except Exception:
-        failed += 1
-        print(f"not ok - {name}", flush=True)
-        for line in traceback.format_exc().splitlines():
-            print("#   " + line, flush=True)
-    return fn
 
 
 def cat_npy(url, tensor, row):
@@ -819,7 +805,7 @@ if have_torch:
                         os.path.join(here, "..", "gpu", "torch_cuda.py"), URL])
     print(("ok" if r.returncode == 0 else "not ok") +
           " - dlk.torch on cuda:0 (tests/gpu/torch_cuda.py)")
-    failed += r.returncode != 0
+    tap.failed += r.returncode != 0
 else:
     print(f"ok - dlk.torch on cuda:0 # SKIP {why}")
 
@@ -842,6 +828,6 @@ else:
     else:
         print(("ok" if r.returncode == 0 else "not ok") +
               " - dlk.jax on the GPUs (tests/gpu/jax_cuda.py)")
-        failed += r.returncode != 0
+        tap.failed += r.returncode != 0
 
-sys.exit(1 if failed else 0)
+sys.exit(1 if tap.failed else 0)
