@@ -52,6 +52,8 @@ struct bench_result {
     bool on_device, check_ok;
     dlk_baseline_result br;
     bool have_baseline;
+    double link_rate;            /* the GPU's pinned copy, bytes/s, after
+                                    the run (0: not measured) */
     dlk_trace_bucket *trace;     /* the loader's timeline */
     size_t ntrace;
     struct bench_point series[BENCH_SERIES_MAX];

@@ -159,6 +159,16 @@ static void hint(const struct bench_opts *o, const struct bench_result *r,
                  s->wait_first_epoch, st->pin_s);
         return;
     }
+    if (stalled >= 5 && r->link_rate > 0 &&
+        r->best_steady >= 0.9 * r->link_rate) {
+        snprintf(why, wcap, "none: the %s moved %.0f%% of this GPU's "
+                 "pinned host-to-device copy (%.2f GB/s), the line rate; "
+                 "the device waited for the link, and a step longer than "
+                 "a batch's copy hides it", o->epochs > 1 ? "best epoch "
+                 "after the first" : "run",
+                 100 * r->best_steady / r->link_rate, r->link_rate / 1e9);
+        return;
+    }
     if (stalled < 5) {
         snprintf(why, wcap, "none needed: %s is the busiest stage but the "
                  "%s only %.1f%% of the time", name,
@@ -467,9 +477,10 @@ json_t *bench_json(const struct bench_opts *o, const struct bench_result *r)
     json_object_set_new(o_, "chunks_verified",
                         json_integer((json_int_t)st->chunks_verified));
     json_object_set(o_, "epochs", r->per_epoch);
-    json_object_set_new(o_, "steady_bytes_per_s", json_real(r->best_steady));
     json_object_set_new(o_, "hedged_requests", json_integer((json_int_t)r->io.hedges));
+    json_object_set_new(o_, "steady_bytes_per_s", json_real(r->best_steady));
     json_object_set_new(o_, "steady_busy_pct", json_real(r->steady_busy));
+    json_object_set_new(o_, "pinned_copy_bytes_per_s", json_real(r->link_rate));
     json_object_set_new(o_, "label_mix", !r->mix ? json_null() : json_pack(
         "{s:s,s:f,s:O,s:f}", "tensor", label_mix_tensor(r->mix),
         "ratio", r->mix_worst, "per_epoch", r->mix_epochs, "random_tvd",
@@ -543,6 +554,11 @@ void bench_print_text(const struct bench_opts *o, const struct bench_result *r)
                json_real_value(json_object_get(ep, "busy_pct")),
                json_real_value(json_object_get(ep, "first_batch_s")));
     }
+    if (r->link_rate > 0)
+        printf("  line rate: this GPU's pinned host-to-device copy %.2f GB/s "
+               "(measured after the run); the %s moved %.0f%% of it\n",
+               r->link_rate / 1e9, epochs > 1 ? "best epoch after the "
+               "first" : "run", 100 * r->best_steady / r->link_rate);
     printf("  first batch %.3f s; %s busy %.1f%%, stalled %.1f%%\n",
            r->first_batch, r->on_device ? "GPU" : "consumer",
            d.busy_pct, d.stall_pct);

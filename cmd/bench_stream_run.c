@@ -226,6 +226,22 @@ static int run_baseline(const struct bench_opts *o, struct bench_result *r)
     return EXIT_OK;
 }
 
+/* The GPU's pinned copy rate, the line rate the run is set beside:
+ * measured after the run (its RSS already read), and only by a process
+ * alone on its host, since ranks still streaming would share the host's
+ * memory with it. */
+static void measure_link(const struct bench_opts *o, struct bench_result *r)
+{
+    int dev;
+    if (!r->on_device || o->lo.local_world_size > 1 ||
+        sscanf(o->device, "cuda:%d", &dev) != 1)
+        return;
+    dlk_error err = {0};
+    if (dlk_cuda_copy_rate(dev, &r->link_rate, &err))
+        fprintf(stderr, "dlk bench-stream: note: the pinned copy to %s was "
+                "not measured: %s\n", o->device, err.msg);
+}
+
 int bench_run(struct bench_opts *o, struct bench_result *r)
 {
     memset(r, 0, sizeof *r);
@@ -379,5 +395,7 @@ int bench_run(struct bench_opts *o, struct bench_result *r)
     r->check_ok = !lo.check || r->dev_sum == r->host_sum;
     if (code == EXIT_OK && o->baseline)
         code = run_baseline(o, r);
+    if (code == EXIT_OK)
+        measure_link(o, r);
     return code;
 }

@@ -651,6 +651,13 @@ static void tables(FILE *f, const struct rank *rk, size_t n)
         row(f, "device", str(j, "device"));
         snprintf(b, sizeof b, "%s", *str(m, "gpu") ? str(m, "gpu") : "-");
         row(f, "GPU", b);
+        double link = get(j, "pinned_copy_bytes_per_s");
+        if (link > 0) {
+            snprintf(b, sizeof b, "pinned host-to-device copy %.2f GB/s "
+                     "(after the run); the steady rate %.0f%% of it",
+                     link / 1e9, 100 * get(j, "steady_bytes_per_s") / link);
+            row(f, "line rate", b);
+        }
         row(f, "CPU", str(m, "cpu"));
         snprintf(b, sizeof b, "%.0f usable, %s memory", get(m, "cores"),
                  cmd_bytes((unsigned long long)get(m, "memory_bytes"), b2));

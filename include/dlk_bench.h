@@ -81,6 +81,17 @@ DLK_API size_t dlk_loader_trace(const dlk_loader *l, dlk_trace_bucket *out,
 DLK_API dlk_status dlk_loader_step(dlk_loader *l, double step_ms,
                                    dlk_error *err);
 
+/* The pinned host-to-device copy rate of CUDA device `device`, the line
+ * rate that a loader's rate is set beside: 16 MiB copies from pinned
+ * host memory on four streams, 1 GiB a trial after an untimed round, the
+ * best of three trials.  Takes 64 MiB of pinned host memory and 64 MiB
+ * on the device while it runs (about 0.1 s); the calling thread's
+ * current device is kept.
+ * @return DLK_OK with *bytes_per_s; DLK_EGPU without CUDA or the device,
+ *         or when a CUDA call fails (named in err). */
+DLK_API dlk_status dlk_cuda_copy_rate(int device, double *bytes_per_s,
+                                      dlk_error *err);
+
 /* ------------------------------------------------------------------ */
 /* The per-file baseline                                               */
 

@@ -241,6 +241,37 @@ fails "--report into a directory that does not exist: fails" 3 dlk bench-stream 
 check "... before the run, naming the file" grep -q "cannot write '$T/no/such/dir/r.html'" "$ERR"
 check "... and prints no report" test ! -s "$OUT"
 
+# the line rate: on the CPU none; on a GPU the pinned copy measured after
+# the run, by a process alone on its host
+check "on the CPU no line rate is measured" python3 -c '
+import json, sys
+assert json.load(open(sys.argv[1]))["pinned_copy_bytes_per_s"] == 0' "$T/r.json"
+check "... nor printed" sh -c '! grep -q "line rate" "$1"' sh "$T/r.txt"
+if "$DLK" bench-stream "$T/ds" --device cuda:0 --epochs 1 >/dev/null 2>"$T/gpu.err"; then
+    ok "on a GPU, 2 epochs, with a report" dlk bench-stream "$T/ds" --device cuda:0 \
+        --epochs 2 --report "$T/gpu.json"
+    check "... the line rate: the GPU's pinned copy and the share the best epoch moved" \
+        grep -qE "^  line rate: this GPU's pinned host-to-device copy [0-9.]+ GB/s \(measured after the run\); the best epoch after the first moved [0-9]+% of it" "$OUT"
+    check "... in the JSON too, as the text has it (a link moves over 1 GB/s)" python3 -c '
+import json, re, sys
+d = json.load(open(sys.argv[1])); t = open(sys.argv[2]).read()
+link = d["pinned_copy_bytes_per_s"]
+assert link > 1e9, link
+m = re.search(r"copy ([0-9.]+) GB/s .* moved ([0-9]+)% of it", t)
+assert abs(float(m.group(1)) - link / 1e9) < 0.01, (m.group(1), link)
+assert abs(int(m.group(2)) - 100 * d["steady_bytes_per_s"] / link) <= 1, (m.group(2), d)' \
+        "$T/gpu.json" "$OUT"
+    ok "... and the page shows it" dlk bench-report "$T/gpu.html" "$T/gpu.json"
+    check "... a row of the rank's table" grep -q "<th>line rate</th><td>pinned host-to-device copy" "$T/gpu.html"
+    LOCAL_WORLD_SIZE=2 ok "one of two ranks of a host on a GPU" dlk bench-stream "$T/ds" \
+        --device cuda:0 --rank 0 --world 2 --json
+    check "... does not measure it: the other rank may still stream" python3 -c '
+import json, sys
+assert json.load(open(sys.argv[1]))["pinned_copy_bytes_per_s"] == 0' "$OUT"
+else
+    skip "the line rate on a GPU" "no GPU here: $(tail -n 1 "$T/gpu.err")"
+fi
+
 # the per-file baseline beside dlk on the same axes
 mkdir -p "$T/src"
 check "a baseline source of 24 PNGs" python3 -c '
