@@ -9,7 +9,7 @@ are.  On one GPU, or on the cpu, the same code runs on that device.
 
 --batch-size is the rows a device; a batch has that many times the
 devices.  The step here is a per-class mean image (a stand-in for a
-model).  Tensors must have a fixed shape: this example takes two.
+model) over two tensors; a batch holds only tensors of a fixed shape.
 
 TensorFlow takes dlk.Loader's batches as they are:
     import tensorflow as tf

@@ -106,7 +106,9 @@ class Dataset:
 
     def __getitem__(self, row):
         """Row `row` as {tensor name: numpy array}; a class label also
-        gives "NAME_class", its class name (None when out of range)."""
+        gives "NAME_class", its class name (None when out of range), and
+        a text tensor "NAME_text", its bytes decoded as UTF-8 (an
+        ingest's `key`: the object the row came from)."""
         n = len(self)
         if row < 0:
             row += n
@@ -123,6 +125,9 @@ class Dataset:
                 v = int(a.reshape(-1)[0]) if a.size else -1
                 out[t["name"] + "_class"] = (
                     t["classes"][v] if 0 <= v < len(t["classes"]) else None)
+            elif t["kind"] == "text" and a.dtype == _np.uint8:
+                out[t["name"] + "_text"] = a.tobytes().decode(
+                    "utf-8", "replace")
         return out
 
     def read(self, tensor, row):

@@ -21,9 +21,11 @@ through DLPack without a copy, JAX's stream waiting for the loader's
 copy on the device.  Across processes (jax.distributed) each process
 holds its own devices' rows, and every process must run the same loop.
 
-Tensors must have a fixed shape (name them with tensors=).  The options
-are dlk.Loader's, less device, rank, world_size and local_world_size,
-which the devices decide.
+By default the batches hold every tensor of a fixed shape; one whose
+shape varies by sample (an ingest's `key` text) cannot be one array, and
+is read by row (`loader.dataset[row]["key_text"]` for a row of
+batch.index).  The options are dlk.Loader's, less device, rank,
+world_size and local_world_size, which the devices decide.
 """
 import numpy as _np
 import jax as _jax
@@ -75,12 +77,20 @@ class Loader:
             ds = _dlk.open(url_or_ds, at=kw.pop("at", None),
                            view=kw.pop("view", None))
         names = kw.get("tensors")
+        if names is None:
+            # every fixed-shape tensor: the variable ones (an ingest's
+            # `key` text, say) cannot be one array, and are read by row
+            kw["tensors"] = [t["name"] for t in ds.tensors
+                             if None not in t["shape"]]
+            if not kw["tensors"]:
+                raise ValueError("dlk.jax.Loader: no tensor of the dataset "
+                                 "has a fixed shape")
         for t in ds.tensors:
-            if (names is None or t["name"] in names) and None in t["shape"]:
+            if names is not None and t["name"] in names and None in t["shape"]:
                 raise ValueError(
                     f"dlk.jax.Loader: tensor '{t['name']}' varies in shape "
-                    "by sample; a sharded batch needs fixed shapes (name "
-                    "the others with tensors=)")
+                    "by sample; a sharded batch needs fixed shapes (leave "
+                    "it out of tensors=, and read it by batch.index)")
         self.dataset = ds
         self.devices = devices
         self.local_devices = local

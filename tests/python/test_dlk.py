@@ -8,6 +8,7 @@ back for a minute.  Each check prints `ok - NAME` or `not ok - NAME` with why.""
 import gc
 import json
 import os
+import re
 import signal
 import shutil
 import subprocess
@@ -121,13 +122,19 @@ def _():
 
 @test
 def _():
-    """ds[i] equals `dlk cat --npy` for every tensor, class names given"""
+    """ds[i] equals `dlk cat --npy` for every tensor, class names given,
+    text decoded as `dlk cat` prints it"""
     for row in (0, 49):
         r = ds[row]
         for t in ds.tensors:
             c = cat_npy(URL, t["name"], row)
             assert same(r[t["name"]], c), (t["name"], row)
         assert r["labels_class"] == "abc"[int(r["labels"])]
+        text = subprocess.run([DLK, "cat", URL, "text", str(row)], check=True,
+                              capture_output=True, text=True).stdout
+        shown = re.search(r'^text: "(.*)"$', text, re.M).group(1)
+        assert r["text_text"] == shown and re.fullmatch(r"(row \d+)+", shown), \
+            (r["text_text"], text)
     assert same(ds[-1]["images"], ds[N - 1]["images"])
 
 
@@ -718,7 +725,11 @@ else:
         rows = [int(r) for b in first + list(rest) for r, p in zip(b.index, b.pad)
                 if not p]
         assert sorted(rows) == list(range(N)), rows
-        for bad, why in ((dict(tensors=None), "varies in shape"),
+        # by default every fixed-shape tensor, the variable ones left out
+        b = next(iter(dlk.jax.loader(URL, batch_size=3)))
+        assert set(b) == {t["name"] for t in ds.tensors if None not in t["shape"]}, set(b)
+        assert VARIABLE and not VARIABLE & set(b), VARIABLE
+        for bad, why in ((dict(tensors=["images", sorted(VARIABLE)[0]]), "varies in shape"),
                          (dict(rank=1), "rank= is decided by the devices")):
             try:
                 dlk.jax.loader(URL, **{**kw, **bad})
