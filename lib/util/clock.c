@@ -2,14 +2,34 @@
  * thread's time on (or waiting for) a CPU, and timed waits. */
 #include "internal.h"
 
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 double dlk_now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Each thread's schedstat, opened once and read again in place (a file
+ * opened by the thread: /proc/thread-self names the opener), closed when
+ * the thread ends. */
+static pthread_key_t schedstat_key;
+static pthread_once_t schedstat_once = PTHREAD_ONCE_INIT;
+
+static void schedstat_close(void *v)
+{
+    close((int)(intptr_t)v - 1);
+}
+
+static void schedstat_key_make(void)
+{
+    pthread_key_create(&schedstat_key, schedstat_close);
 }
 
 double dlk_thread_cpu_s(void)
@@ -22,13 +42,16 @@ double dlk_thread_cpu_s(void)
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
         return 0;
     double s = (double)ts.tv_sec + ts.tv_nsec / 1e9;
-    FILE *f = fopen("/proc/thread-self/schedstat", "re");
-    if (f) {
-        unsigned long long run, wait;
-        if (fscanf(f, "%llu %llu", &run, &wait) == 2)
-            s += (double)wait / 1e9;
-        fclose(f);
-    }
+    pthread_once(&schedstat_once, schedstat_key_make);
+    int fd = (int)(intptr_t)pthread_getspecific(schedstat_key) - 1;
+    if (fd < 0 && (fd = open("/proc/thread-self/schedstat",
+                             O_RDONLY | O_CLOEXEC)) >= 0)
+        pthread_setspecific(schedstat_key, (void *)(intptr_t)(fd + 1));
+    char b[96];
+    ssize_t n = fd >= 0 ? pread(fd, b, sizeof b - 1, 0) : -1;
+    unsigned long long run, wait;
+    if (n > 0 && (b[n] = 0, sscanf(b, "%llu %llu", &run, &wait) == 2))
+        s += (double)wait / 1e9;
     return s;
 }
 
