@@ -749,7 +749,9 @@ typedef struct dlk_loader_stats {
                                     (0: its chunks are read whole) */
     double io_cpu_s;             /* within io_busy_s, the I/O threads'
                                     time on a CPU or waiting for one,
-                                    summed: near it, loading was CPU work
+                                    summed (from one load in eight, each
+                                    thread's first included): near it,
+                                    loading was CPU work
                                     (copies out of the page cache, checks,
                                     decompression); well under it, waiting
                                     on the store */

@@ -515,6 +515,8 @@ void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out)
     out->window_chunks = l->o.window_chunks;
     out->prefetch_chunks = l->o.prefetch_chunks;
     out->span_bytes = l->span_bytes;
+    out->io_cpu_s = l->busy_sampled_s > 0
+        ? out->io_busy_s * l->cpu_sampled_s / l->busy_sampled_s : 0;
     pthread_mutex_unlock((pthread_mutex_t *)&l->mu);
     dlk_dev_times t = {0};
     l->dev->ops->sync(l->dev, &t, NULL);

@@ -165,6 +165,9 @@ struct dlk_loader {
     bool use_maps;
 
     dlk_loader_stats stats;
+    double cpu_sampled_s, busy_sampled_s; /* loads whose CPU time was
+                                   read (one in CPU_SAMPLE): io_cpu_s is
+                                   io_busy_s in their proportion */
     uint64_t chunks_verified;   /* atomic: counted outside the lock */
     /* the timeline (loader_trace.c): buckets of `trace_per` batches, and
      * the batch being read's waits, filled by wait_ready */

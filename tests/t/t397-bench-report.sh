@@ -168,8 +168,9 @@ d = json.load(open(sys.argv[1])); h = d["hint"]
 assert 0 < d["io_cpu_s"] <= d["io_busy_s"] + 1e-6, (d["io_cpu_s"], d["io_busy_s"])
 if h["flag"] in ("more cores", "a faster store"):
     pct = float(re.search(r"([0-9]+)% of it on or waiting for a CPU", h["why"]).group(1))
-    assert abs(pct - 100 * d["io_cpu_s"] / d["io_busy_s"]) <= 1, (pct, d)
-    assert (h["flag"] == "more cores") == (pct >= 60), h' "$OUT"
+    share = 100 * d["io_cpu_s"] / d["io_busy_s"]
+    assert abs(pct - share) <= 1, (pct, d)
+    assert (h["flag"] == "more cores") == (share >= 60), (h, share)' "$OUT"
 ok "a step-bound run (20 ms a batch, 4 workers)" dlk bench-stream "$T/ds" \
     --device cpu --batch-size 256 --workers 4 --step-ms 20 --json
 check "... names no flag: the loader keeps up" python3 -c '
