@@ -526,6 +526,8 @@ json_t *bench_json(const struct bench_opts *o, const struct bench_result *r)
     json_object_set_new(o_, "io_busy_s", json_real(st->io_busy_s));
     json_object_set_new(o_, "io_cpu_s", json_real(st->io_cpu_s));
     json_object_set_new(o_, "pin_s", json_real(st->pin_s));
+    json_object_set_new(o_, "chunks_pinned",
+                        json_integer((json_int_t)st->chunks_pinned));
     json_object_set_new(o_, "timeline", timeline_json(r));
     return o_;
 }

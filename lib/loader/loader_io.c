@@ -2,6 +2,7 @@
  * when the budget allows, reads its chunk from storage, decodes it into
  * device-ready host memory and hands it to the device. */
 #include "loader_int.h"
+#include "pins.h"
 
 #include <stdlib.h>
 #include <stdio.h>
@@ -89,17 +90,18 @@ dlk_status dlk_loader_get_map(dlk_loader *l, dlk_slot *s, const char *key,
     pthread_mutex_unlock(&l->mu);
     if (out->p || !room)
         return DLK_OK;
-    const void *p;
-    size_t n;
+    const void *p = NULL;
+    size_t n = 0;
+    bool made;
     /* timed with the map: a registration holds the process's mapping
      * lock while it pins, so other threads' mmap waits on it */
     double t0 = dlk_now_s();
-    dlk_status rc = dlk_store_map(l->ds->store, key, &p, &n, err);
-    if (!rc && (rc = l->dev->ops->register_host(l->dev, p, n, err)))
-        dlk_store_unmap(l->ds->store, p, n);
+    dlk_status rc = dlk_pins_get(l->ds->store, key, l->dev, &p, &n, &made,
+                                 err);
     double pinned = dlk_now_s() - t0;
     pthread_mutex_lock(&l->mu);
     l->stats.pin_s += pinned;
+    l->stats.chunks_pinned += made;
     if (rc) {
         l->mapped_bytes -= e->stored_bytes;
     } else {

@@ -1,6 +1,7 @@
 /* loader_open.c - opening and closing a loader: tensors, blocks, device,
  * memory budget, I/O threads; and the state as JSON. */
 #include "loader_int.h"
+#include "pins.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -488,9 +489,10 @@ void dlk_loader_close(dlk_loader *l)
         }
         for (size_t c = 0; l->maps[t] && c < l->t[t].tensor->nchunks; c++)
             if (l->maps[t][c].p) {
-                l->dev->ops->unregister_host(l->dev, l->maps[t][c].p);
-                dlk_store_unmap(l->ds->store, l->maps[t][c].p,
-                                l->maps[t][c].n);
+                char key[DLK_CHUNK_KEY_MAX];
+                dlk_chunk_key(key, l->t[t].tensor->spec.name,
+                              l->t[t].tensor->chunks[c].key);
+                dlk_pins_put(l->ds->store, key, l->dev);
             }
         free(l->maps[t]);
     }

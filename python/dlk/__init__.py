@@ -412,7 +412,9 @@ class Loader:
         gpu_busy_s; io_busy_s (I/O threads loading chunks) and io_cpu_s
         (of that, on or waiting for a CPU: near io_busy_s the loading is
         CPU work, well under it the threads wait on the store), pin_s
-        (of that, pinning the page cache for pin_cache, once a chunk);
+        (of that, pinning the page cache for pin_cache, once a chunk) and
+        chunks_pinned (the chunks this loader pinned: loaders of one
+        Dataset share what one of them pinned);
         chunks_loaded, chunks_verified (each chunk's stored checksum is
         checked once a loader), bytes_loaded, samples, batches,
         peak_buffer_bytes, io_threads."""

@@ -20,6 +20,8 @@ each device's rows are copied to it by its own loader and come to JAX
 through DLPack without a copy, JAX's stream waiting for the loader's
 copy on the device.  Across processes (jax.distributed) each process
 holds its own devices' rows, and every process must run the same loop.
+With pin_cache, the loaders share the chunks one of them pinned: each is
+pinned once for all the GPUs of the process.
 
 By default the batches hold every tensor of a fixed shape; one whose
 shape varies by sample (an ingest's `key` text) cannot be one array, and

@@ -7,7 +7,8 @@ present, or by hand on any dataset:
 Checks: tensors land on cuda:0 with the dataset's values (rows read on
 the cpu through the library); a consumer on a side stream sees complete
 batches (the stream ordering, no host sync); batches held across many
-next() calls keep their values; buffers come back for reuse; a second
+next() calls keep their values; buffers come back for reuse; loaders of
+one Dataset share its pinned chunks; a second
 CUDA device index is refused clearly when absent; and the time the host
 spends per batch in the loop."""
 import os
@@ -77,6 +78,37 @@ def _():
     torch.cuda.synchronize()
     again = {b[fixed[0]].data_ptr() for b in l}
     assert again <= ptrs
+
+
+@test
+def _():
+    """loaders of one Dataset share its pinned chunks (pin_cache): the
+    second pins none, reads right, and keeps them after the first closes;
+    a loader of another handle pins its own"""
+    shared = dlk.open(URL)
+
+    def epoch(ld):
+        for b in ld:
+            x = b[fixed[0]]
+            for j in (0, len(b.index) - 1):
+                assert torch.equal(x[j].cpu(), ref(fixed[0], b.index[j]))
+
+    kw = dict(device="cuda:0", batch_size=16, shuffle=False,
+              pin_cache="auto", tensors=[fixed[0]])
+    a = dlk.torch.loader(shared, **kw)
+    epoch(a)
+    pa = a.stats()["chunks_pinned"]
+    assert pa >= 1, a.stats()
+    b = dlk.torch.loader(shared, **kw)
+    epoch(b)
+    assert b.stats()["chunks_pinned"] == 0, b.stats()
+    a.close()
+    del a
+    torch.cuda.synchronize()
+    epoch(b)
+    c = dlk.torch.loader(URL, **kw)
+    epoch(c)
+    assert c.stats()["chunks_pinned"] == pa, (c.stats(), pa)
 
 
 @test

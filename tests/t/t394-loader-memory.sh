@@ -77,6 +77,11 @@ assert first < 50 or h["flag"] == "" and "pin the page cache" in h["why"], h
 assert h["flag"] != "a faster store", h' "$T/gpu-pinned.json"
     check "gpu-big: no pinning of the page cache without --pin-cache" \
         test "$(field gpu-big pin_s)" = 0.0
+    check "... no chunk pinned" test "$(field gpu-big chunks_pinned)" = 0
+    check "gpu-pinned: chunks pinned, each once" python3 -c '
+import json, sys; d = json.load(open(sys.argv[1]))
+n = sum(t["chunks"] for t in d["dataset_info"]["tensors"])
+assert 1 <= d["chunks_pinned"] <= n, (d["chunks_pinned"], n)' "$T/gpu-pinned.json"
     if [ "${SAN:-}" != 1 ]; then
         for n in gpu-small gpu-big; do
             check "$n: peak RSS within (2+4) chunks + 512 MiB" \

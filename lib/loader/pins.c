@@ -1,0 +1,109 @@
+/* pins.c - chunk files mapped and pinned for the devices, shared by the
+ * loaders of a process that read through one store (the loaders of one
+ * dataset handle: dlk.jax's, one a GPU, or a training and a validation
+ * loader).  The registration is portable, so every device of the process
+ * reads the same pinned pages: a chunk is mapped and registered once, not
+ * once a loader (registrations take turns within a process, and each
+ * costs about as much as copying the chunk), and kept while any loader
+ * holds it. */
+#include "pins.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct pin {
+    struct pin *next;
+    const dlk_store *store;
+    char *key;
+    const void *p;
+    size_t n;
+    uint32_t refs;
+    bool mapping;               /* its first loader maps and registers it */
+} pin;
+
+#define BUCKETS 1024
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t mapped;
+    pin *bucket[BUCKETS];
+} pins = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {0}};
+
+static pin **slot(const dlk_store *store, const char *key)
+{
+    /* FNV-1a over the key, mixed with the store */
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)(uintptr_t)store;
+    for (const char *c = key; *c; c++)
+        h = (h ^ (uint8_t)*c) * 1099511628211ULL;
+    pin **pp = &pins.bucket[h % BUCKETS];
+    while (*pp && ((*pp)->store != store || strcmp((*pp)->key, key)))
+        pp = &(*pp)->next;
+    return pp;
+}
+
+dlk_status dlk_pins_get(dlk_store *store, const char *key, dlk_dev *dev,
+                        const void **p, size_t *n, bool *pinned,
+                        dlk_error *err)
+{
+    *pinned = false;
+    pthread_mutex_lock(&pins.mu);
+    pin **pp, *e;
+    /* another loader mapping it: wait for its mapping (or its failure,
+     * which removes the entry: then this one tries) */
+    while ((e = *(pp = slot(store, key))) && e->mapping)
+        pthread_cond_wait(&pins.mapped, &pins.mu);
+    if (e) {
+        e->refs++;
+        *p = e->p;
+        *n = e->n;
+        pthread_mutex_unlock(&pins.mu);
+        return DLK_OK;
+    }
+    if (!(e = calloc(1, sizeof *e)) || !(e->key = strdup(key))) {
+        free(e);
+        pthread_mutex_unlock(&pins.mu);
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    }
+    e->store = store;
+    e->refs = 1;
+    e->mapping = true;
+    *pp = e;
+    pthread_mutex_unlock(&pins.mu);
+    const void *q = NULL;
+    size_t m = 0;
+    dlk_status rc = dlk_store_map(store, key, &q, &m, err);
+    if (!rc && (rc = dev->ops->register_host(dev, q, m, err)))
+        dlk_store_unmap(store, q, m);
+    pthread_mutex_lock(&pins.mu);
+    if (rc) {
+        *slot(store, key) = e->next;
+        free(e->key);
+        free(e);
+    } else {
+        e->p = *p = q;
+        e->n = *n = m;
+        e->mapping = false;
+        *pinned = true;
+    }
+    pthread_cond_broadcast(&pins.mapped);
+    pthread_mutex_unlock(&pins.mu);
+    return rc;
+}
+
+void dlk_pins_put(dlk_store *store, const char *key, dlk_dev *dev)
+{
+    pthread_mutex_lock(&pins.mu);
+    pin **pp = slot(store, key), *e = *pp;
+    if (e && --e->refs == 0)
+        *pp = e->next;
+    else
+        e = NULL;
+    pthread_mutex_unlock(&pins.mu);
+    if (e) {
+        dev->ops->unregister_host(dev, e->p);
+        dlk_store_unmap(store, e->p, e->n);
+        free(e->key);
+        free(e);
+    }
+}

@@ -1,0 +1,20 @@
+/* pins.h - chunk files mapped and pinned for the devices, shared by the
+ * loaders of a process that read through one store (pins.c). */
+#ifndef DLK_PINS_H
+#define DLK_PINS_H
+
+#include "device.h"
+
+/* Chunk object `key` of `store` mapped and registered for the devices of
+ * the process: the mapping another loader made, or a new one made with
+ * `dev` (then *pinned is true).  Each get is paired with a put.
+ * @return DLK_OK with *p, *n; the store's or the device's status. */
+dlk_status dlk_pins_get(dlk_store *store, const char *key, dlk_dev *dev,
+                        const void **p, size_t *n, bool *pinned,
+                        dlk_error *err);
+
+/* The loader is done with it: the last one unregisters (with `dev`) and
+ * unmaps it. */
+void dlk_pins_put(dlk_store *store, const char *key, dlk_dev *dev);
+
+#endif
