@@ -10,16 +10,16 @@
 
 #define PIECE ((size_t)16 << 20) /* as the loader's spans are copied */
 #define STREAMS 4
-#define ROUNDS 16                /* 1 GiB a trial */
+#define COPIES 16                /* a stream's in a trial: 1 GiB in all */
 #define TRIALS 3
 
 /* One trial's copies, queued on every stream, then waited for. */
 static cudaError_t trial(const char *host, char *dev, cudaStream_t *st,
-                         int rounds, double *seconds)
+                         int copies, double *seconds)
 {
     cudaError_t e = cudaDeviceSynchronize();
     double t0 = dlk_now_s();
-    for (int r = 0; !e && r < rounds; r++)
+    for (int r = 0; !e && r < copies; r++)
         for (int i = 0; !e && i < STREAMS; i++)
             e = cudaMemcpyAsync(dev + i * PIECE, host + i * PIECE, PIECE,
                                 cudaMemcpyHostToDevice, st[i]);
@@ -52,8 +52,8 @@ dlk_status dlk_cuda_copy_rate(int device, double *bytes_per_s, dlk_error *err)
         what = "cudaMemcpyAsync", e = trial(host, dev, st, 1, &s);
     }
     for (int t = 0; !e && t < TRIALS; t++) {
-        e = trial(host, dev, st, ROUNDS, &s);
-        double rate = s > 0 ? (double)ROUNDS * STREAMS * PIECE / s : 0;
+        e = trial(host, dev, st, COPIES, &s);
+        double rate = s > 0 ? (double)COPIES * STREAMS * PIECE / s : 0;
         if (rate > best)
             best = rate;
     }

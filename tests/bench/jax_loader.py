@@ -1,11 +1,11 @@
 """dlk.jax against dlk.Loader + jax.dlpack.from_dlpack, one jitted step
 over each, in one run: what the sharded batches cost a JAX loop.
 
-    python3 tests/bench/jax_loader.py DATASET [--rounds 2] [--epochs 3]
+    python3 tests/bench/jax_loader.py DATASET [--repeats 2] [--epochs 3]
         [--batch-size 256]
 
 DATASET: images (u8, fixed shape) and labels, as tests/bench/synth
-writes.  Each round runs dlk.jax.loader over jax.devices() (batch-size
+writes.  Each repeat runs dlk.jax.loader over jax.devices() (batch-size
 rows a device, sharded over them), then dlk.Loader on the first device
 with its tensors taken by jax.dlpack.from_dlpack: the same jitted step
 (a sum over a pixel of each image and the labels) on every batch.  The
@@ -24,7 +24,7 @@ import dlk.jax
 
 ap = argparse.ArgumentParser()
 ap.add_argument("dataset")
-ap.add_argument("--rounds", type=int, default=2)
+ap.add_argument("--repeats", type=int, default=2)
 ap.add_argument("--epochs", type=int, default=3)
 ap.add_argument("--batch-size", type=int, default=256)
 a = ap.parse_args()
@@ -53,7 +53,7 @@ def run(loader, take):
 devs = jax.devices()
 tensors = ["images", "labels"]
 print(json.dumps({"jax": jax.__version__, "devices": [str(d) for d in devs]}))
-for r in range(a.rounds):
+for r in range(a.repeats):
     sharded = run(dlk.jax.loader(a.dataset, batch_size=a.batch_size,
                                  epochs=a.epochs, tensors=tensors),
                   lambda b: (b["images"], b["labels"]))
@@ -64,7 +64,7 @@ for r in range(a.rounds):
                            jax.dlpack.from_dlpack(b["labels"])))
     s, p = max(sharded[1:]), max(plain[1:])
     print(json.dumps({
-        "round": r + 1,
+        "repeat": r + 1,
         "dlk.jax": {"devices": len(devs), "epochs": [round(x) for x in sharded],
                     "steady": round(s), "steady_per_device": round(s / len(devs))},
         "dlk.Loader+from_dlpack": {"device": dev,
