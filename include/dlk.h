@@ -758,10 +758,11 @@ typedef struct dlk_loader_stats {
     double pin_s;                /* within io_busy_s, mapping and pinning
                                     chunks of the page cache for the device
                                     (--pin-cache: once a chunk), summed */
-    uint64_t chunks_pinned;      /* chunks this loader mapped and pinned;
-                                    those another loader of the process
-                                    had pinned through the same dataset
-                                    handle are shared, not counted */
+    uint64_t chunks_pinned;      /* chunks this loader mapped and pinned */
+    uint64_t chunks_shared;      /* chunks it read where another loader of
+                                    the process (through the same dataset
+                                    handle) had pinned them: not counted
+                                    in chunks_pinned, nor in its budget */
 } dlk_loader_stats;
 
 /* The loader's counters so far, into *out. */

@@ -68,8 +68,28 @@ static dlk_slot *take(dlk_loader *l)
     return s;
 }
 
+/* Another loader's pinned chunk, taken without this loader's budget (it
+ * costs no memory more); mu held on entry and on return. */
+static void take_shared(dlk_loader *l, struct dlk_map *m, const char *key)
+{
+    m->mapping = true;
+    pthread_mutex_unlock(&l->mu);
+    const void *p;
+    size_t n;
+    bool got = dlk_pins_take(l->ds->store, key, &p, &n);
+    pthread_mutex_lock(&l->mu);
+    if (got) {
+        m->p = p;
+        m->n = n;
+        l->stats.chunks_shared++;
+    }
+    m->mapping = false;
+    pthread_cond_broadcast(&l->mapped);
+}
+
 /* The chunk's object mapped (and registered) once; NULL p when the budget
- * for mappings is spent or the store cannot map. */
+ * for mappings is spent (and no other loader of the process pinned it)
+ * or the store cannot map. */
 dlk_status dlk_loader_get_map(dlk_loader *l, dlk_slot *s, const char *key,
                               struct dlk_map *out, dlk_error *err)
 {
@@ -80,9 +100,11 @@ dlk_status dlk_loader_get_map(dlk_loader *l, dlk_slot *s, const char *key,
      * others wait for it rather than each registering it again */
     while (m->mapping)
         pthread_cond_wait(&l->mapped, &l->mu);
-    *out = *m;
     const dlk_chunk_entry *e = &l->t[s->tensor].tensor->chunks[s->chunk];
     bool room = l->mapped_bytes + e->stored_bytes <= l->map_limit;
+    if (!m->p && !room)
+        take_shared(l, m, key);
+    *out = *m;
     if (!m->p && room) {
         l->mapped_bytes += e->stored_bytes; /* reserve */
         m->mapping = true;
@@ -102,9 +124,12 @@ dlk_status dlk_loader_get_map(dlk_loader *l, dlk_slot *s, const char *key,
     pthread_mutex_lock(&l->mu);
     l->stats.pin_s += pinned;
     l->stats.chunks_pinned += made;
-    if (rc) {
+    l->stats.chunks_shared += !rc && !made;
+    /* the budget counts what this loader pinned: one another loader
+     * pinned first is shared, and costs no memory more */
+    if (rc || !made)
         l->mapped_bytes -= e->stored_bytes;
-    } else {
+    if (!rc) {
         m->p = p;
         m->n = n;
     }

@@ -91,6 +91,21 @@ dlk_status dlk_pins_get(dlk_store *store, const char *key, dlk_dev *dev,
     return rc;
 }
 
+bool dlk_pins_take(dlk_store *store, const char *key, const void **p,
+                   size_t *n)
+{
+    pthread_mutex_lock(&pins.mu);
+    pin *e = *slot(store, key);
+    bool ready = e && !e->mapping;
+    if (ready) {
+        e->refs++;
+        *p = e->p;
+        *n = e->n;
+    }
+    pthread_mutex_unlock(&pins.mu);
+    return ready;
+}
+
 void dlk_pins_put(dlk_store *store, const char *key, dlk_dev *dev)
 {
     pthread_mutex_lock(&pins.mu);

@@ -13,6 +13,11 @@ dlk_status dlk_pins_get(dlk_store *store, const char *key, dlk_dev *dev,
                         const void **p, size_t *n, bool *pinned,
                         dlk_error *err);
 
+/* A reference to chunk `key` if a loader of the process has it mapped
+ * and registered already (no waiting, no mapping): true with *p, *n. */
+bool dlk_pins_take(dlk_store *store, const char *key, const void **p,
+                   size_t *n);
+
 /* The loader is done with it: the last one unregisters (with `dev`) and
  * unmaps it. */
 void dlk_pins_put(dlk_store *store, const char *key, dlk_dev *dev);

@@ -413,8 +413,9 @@ class Loader:
         (of that, on or waiting for a CPU: near io_busy_s the loading is
         CPU work, well under it the threads wait on the store), pin_s
         (of that, pinning the page cache for pin_cache, once a chunk) and
-        chunks_pinned (the chunks this loader pinned: loaders of one
-        Dataset share what one of them pinned);
+        chunks_pinned (the chunks this loader pinned) and chunks_shared
+        (those it read where another loader of the same Dataset had
+        pinned them: shared, and outside its pin_cache budget);
         chunks_loaded, chunks_verified (each chunk's stored checksum is
         checked once a loader), bytes_loaded, samples, batches,
         peak_buffer_bytes, io_threads."""

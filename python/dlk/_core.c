@@ -1174,12 +1174,13 @@ static PyObject *Loader_stats(Loader *self, PyObject *unused)
     pthread_mutex_unlock(&self->mu);
     return Py_BuildValue(
         "{s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:K,s:K,s:K,s:K,s:K,s:K,s:K,"
-        "s:I}",
+        "s:K,s:I}",
         "storage_s", s.storage_s, "decompress_s", s.decompress_s, "h2d_s",
         s.h2d_s, "gather_s", s.gather_s, "wait_s", s.wait_s,
         "first_batch_s", s.first_batch_s, "gpu_busy_s", s.gpu_busy_s,
         "io_busy_s", s.io_busy_s, "io_cpu_s", s.io_cpu_s, "pin_s", s.pin_s,
-        "chunks_pinned", (unsigned long long)s.chunks_pinned, "chunks_loaded",
+        "chunks_pinned", (unsigned long long)s.chunks_pinned,
+        "chunks_shared", (unsigned long long)s.chunks_shared, "chunks_loaded",
         (unsigned long long)s.chunks_loaded, "chunks_verified",
         (unsigned long long)s.chunks_verified, "bytes_loaded",
         (unsigned long long)s.bytes_loaded, "samples",

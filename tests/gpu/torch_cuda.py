@@ -84,7 +84,8 @@ def _():
 def _():
     """loaders of one Dataset share its pinned chunks (pin_cache): the
     second pins none, reads right, and keeps them after the first closes;
-    a loader of another handle pins its own"""
+    one with no budget of its own reads them all; a loader of another
+    handle pins its own"""
     shared = dlk.open(URL)
 
     def epoch(ld):
@@ -99,9 +100,17 @@ def _():
     epoch(a)
     pa = a.stats()["chunks_pinned"]
     assert pa >= 1, a.stats()
+    assert a.stats()["chunks_shared"] == 0, a.stats()
     b = dlk.torch.loader(shared, **kw)
     epoch(b)
     assert b.stats()["chunks_pinned"] == 0, b.stats()
+    assert b.stats()["chunks_shared"] == pa, (b.stats(), pa)
+    # no budget of its own: what the others pinned costs it none
+    d = dlk.torch.loader(shared, **{**kw, "pin_cache": 1})
+    epoch(d)
+    assert d.stats()["chunks_pinned"] == 0, d.stats()
+    assert d.stats()["chunks_shared"] == pa, (d.stats(), pa)
+    d.close()
     a.close()
     del a
     torch.cuda.synchronize()
