@@ -32,10 +32,7 @@ static struct {
 
 static pin **slot(const dlk_store *store, const char *key)
 {
-    /* FNV-1a over the key, mixed with the store */
-    uint64_t h = 1469598103934665603ULL ^ (uint64_t)(uintptr_t)store;
-    for (const char *c = key; *c; c++)
-        h = (h ^ (uint8_t)*c) * 1099511628211ULL;
+    uint64_t h = dlk_hash64_2(&store, sizeof store, key, strlen(key));
     pin **pp = &pins.bucket[h % BUCKETS];
     while (*pp && ((*pp)->store != store || strcmp((*pp)->key, key)))
         pp = &(*pp)->next;
