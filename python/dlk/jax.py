@@ -26,8 +26,9 @@ pinned once for all the GPUs of the process.
 By default the batches hold every tensor of a fixed shape; one whose
 shape varies by sample (an ingest's `key` text) cannot be one array, and
 is read by row (`loader.dataset.read("key", row).tobytes().decode()`
-for a row of batch.index, a dataset row).  The options are dlk.Loader's, less device, rank,
-world_size and local_world_size, which the devices decide.
+for a row of batch.index, a dataset row).  The options are dlk.Loader's,
+less device, rank, world_size and local_world_size, which the devices
+decide.
 """
 import numpy as _np
 import jax as _jax
