@@ -14,7 +14,8 @@ process: each is a rank (its device's place in `devices`, by default
 jax.devices()), the world is every device of every process, and the
 ranks of the host share its cores and memory as torchrun's processes
 would.  A batch is one jax.Array a tensor, of batch_size rows a device
-(batch_size x len(devices) rows in all), sharded along its first axis
+(global_batch_size = batch_size x len(devices) rows in all; give either,
+batch_size being 256 by default), sharded along its first axis
 over a one-axis mesh `("data",)` of those devices (`loader.sharding`);
 each device's rows are copied to it by its own loader and come to JAX
 through DLPack without a copy, JAX's stream waiting for the loader's
@@ -62,7 +63,8 @@ class Loader:
     """Batches sharded over `devices` (default jax.devices()); see the
     module's text, and dlk.Loader for the options."""
 
-    def __init__(self, url_or_ds, batch_size=256, devices=None, **kw):
+    def __init__(self, url_or_ds, batch_size=None, devices=None,
+                 global_batch_size=None, **kw):
         for k in ("device", "rank", "world_size", "local_world_size"):
             if k in kw:
                 raise ValueError(f"dlk.jax.Loader: {k}= is decided by the "
@@ -70,6 +72,23 @@ class Loader:
         devices = list(_jax.devices() if devices is None else devices)
         if not devices:
             raise ValueError("dlk.jax.Loader: no devices")
+        if global_batch_size is not None:
+            # JAX code states the batch of the whole step; each device
+            # takes an equal share of it
+            if isinstance(global_batch_size, bool) or \
+                    not isinstance(global_batch_size, int) or \
+                    global_batch_size <= 0 or global_batch_size % len(devices):
+                raise ValueError(
+                    f"dlk.jax.Loader: global_batch_size={global_batch_size}"
+                    f" is not a positive multiple of the {len(devices)} "
+                    "devices (each takes an equal share)")
+            if batch_size is not None:
+                raise ValueError("dlk.jax.Loader: give batch_size= (rows a "
+                                 "device) or global_batch_size= (rows a "
+                                 "step), not both")
+            batch_size = global_batch_size // len(devices)
+        elif batch_size is None:
+            batch_size = 256
         me = _jax.process_index()
         local = [d for d in devices if d.process_index == me]
         if not local:
@@ -98,6 +117,7 @@ class Loader:
         self.devices = devices
         self.local_devices = local
         self.batch_size = batch_size
+        self.global_batch_size = batch_size * len(devices)
         self.sharding = _NamedSharding(_Mesh(_np.array(devices), ("data",)),
                                        _P("data"))
         # the loaders of this process are ranks of the host: they share

@@ -26,6 +26,8 @@
 # ranks, three quarters of a rank's second epoch are parts it reads for
 # the first time, and nine sixteenths of its third.  EPOCHS=8 shows
 # the rate once a rank has checked (nearly) all.  ARGS adds bench-stream flags to every rank's run.
+# KEEP=DIR writes the dataset to DIR/ds, or uses the one there, and
+# leaves it (for further runs on the same data).
 #   DIST=dist tests/bench/gpu_ranks.sh [SAMPLES] [STEP_MS]
 set -u
 n=${1:-20000}
@@ -36,8 +38,14 @@ DLK=${DLK:-$DIST/bin/dlk}
 G=${GPUS:-$(nvidia-smi -L | wc -l)}
 T=$(mktemp -d "${TMPDIR:-/tmp}/dlk-ranks.XXXXXX")
 trap 'rm -rf "$T"' EXIT
-"$DIST/bin/synth" "$T/ds" "$n" 224 224 >/dev/null
-cat $(find "$T/ds" -type f) >/dev/null
+if [ -n "${KEEP:-}" ]; then
+    mkdir -p "$KEEP"
+    [ -d "$KEEP/ds" ] || "$DIST/bin/synth" "$KEEP/ds" "$n" 224 224 >/dev/null
+    ln -s "$KEEP/ds" "$T/ds"
+else
+    "$DIST/bin/synth" "$T/ds" "$n" 224 224 >/dev/null
+fi
+cat $(find -L "$T/ds" -type f) >/dev/null
 echo "host: $(nproc) cores, $G GPUs; $n samples"
 # the cores nearest GPU $1 (its PCI device's local_cpulist), or all
 gpu_cpus() {
@@ -65,7 +73,7 @@ agg=$(sed -n 's/^pinned H2D, all .* at once: \([0-9.]*\) GB\/s.*/\1/p' "$T/h2d")
 per=$(( $(nproc) / G )); pids=()
 for ((r = 0; r < G; r++)); do
     CUDA_VISIBLE_DEVICES=$r bind "$r" "$DIST/bin/host_path_probe" "$per" 4 \
-        $(find "$T/ds" -type f -size +1M) > "$T/probe.$r" &
+        $(find -L "$T/ds" -type f -size +1M) > "$T/probe.$r" &
     pids+=($!)
 done
 wait "${pids[@]}"
@@ -76,7 +84,7 @@ echo "pread into pinned + H2D, one process a GPU started together, each reading 
 # and each GPU reading its own share of the files, as the ranks read
 # disjoint chunks: the figure the ranks are measured against
 CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((G - 1))) bind all "$DIST/bin/host_path_all_gpus" "$per" 2 \
-    $(find "$T/ds" -type f -size +1M | sort) | tee "$T/all"
+    $(find -L "$T/ds" -type f -size +1M | sort) | tee "$T/all"
 path=$(sed -n 's/^pread into pinned + H2D, .* its own share of the files: \([0-9.]*\) GB\/s.*/\1/p' "$T/all")
 [ -n "$path" ] || path=$sep
 # the host's memory alone, from host_path_all_gpus's first phase (every

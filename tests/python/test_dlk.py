@@ -729,8 +729,18 @@ else:
         b = next(iter(dlk.jax.loader(URL, batch_size=3)))
         assert set(b) == {t["name"] for t in ds.tensors if None not in t["shape"]}, set(b)
         assert VARIABLE and not VARIABLE & set(b), VARIABLE
+        # the batch of a whole step, shared equally by the devices
+        g = dlk.jax.loader(URL, global_batch_size=8, seed=5, tensors=["images"])
+        assert (g.batch_size, g.global_batch_size) == (2, 8), g.batch_size
+        b = next(iter(g))
+        assert b["images"].shape[0] == 8 and \
+            {s.data.shape[0] for s in b["images"].addressable_shards} == {2}
+        assert dlk.jax.loader(URL, tensors=["images"]).global_batch_size == 1024
         for bad, why in ((dict(tensors=["images", sorted(VARIABLE)[0]]), "varies in shape"),
-                         (dict(rank=1), "rank= is decided by the devices")):
+                         (dict(rank=1), "rank= is decided by the devices"),
+                         (dict(global_batch_size=10), "global_batch_size=10 is not a "
+                          "positive multiple of the 4 devices"),
+                         (dict(global_batch_size=8), "not both")):
             try:
                 dlk.jax.loader(URL, **{**kw, **bad})
                 raise AssertionError(f"no error for {bad}")
