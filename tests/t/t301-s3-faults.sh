@@ -2,7 +2,9 @@
 # t301-s3-faults.sh - the S3 store through tests/faultproxy.py: 10% of
 # requests fail (500, 503 SlowDown, reset mid-body, truncated body) and
 # every answer waits 5 ms; every object must still read back byte for
-# byte, and the proxy must have injected each kind of fault.
+# byte, and the proxy must have injected each kind of fault.  Then
+# through a proxy that cuts every body short: each kind of read fails as
+# the network's fault, its buffer as it was.
 . "$DLK_TESTS/lib.sh"
 . "$DLK_TESTS/s3lib.sh"
 
@@ -31,3 +33,17 @@ for kind in 500 503 reset truncate; do
     n=$(grep -c "^fault $kind " "$S3_PROXY_LOG")
     check "the proxy injected $kind faults ($n)" test "$n" -gt 0
 done
+
+# a proxy that cuts every body short: every kind of read fails as the
+# network's fault, never with the cut bytes as the object
+s3_proxy_start --rate-truncate 1 --seed 3011
+env DLK_TEST_S3_URL=s3://dlk-t301/cut \
+    DLK_TEST_S3_CUT=http://127.0.0.1:$S3_PROXY_PORT \
+    "$bin" >"$T/cut.out" 2>&1
+rc=$?
+cat "$T/cut.out"
+if [ $rc -ge 128 ]; then
+    echo "not ok - test_s3_store (cut) killed by signal $((rc - 128))"
+elif [ $rc -ne 0 ] && ! grep -q '^not ok' "$T/cut.out"; then
+    echo "not ok - test_s3_store (cut) exited with $rc"
+fi

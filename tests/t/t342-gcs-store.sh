@@ -2,7 +2,9 @@
 # t342-gcs-store.sh - the GCS store against fake-gcs-server: the store's
 # unit test (create-only and replace by generation, range reads, a
 # resumable upload in pieces), then the same through tests/faultproxy.py
-# failing 10% of requests (500, 503, resets mid-body, truncated bodies);
+# failing 10% of requests (500, 503, resets mid-body, truncated bodies),
+# and through one that cuts every body short (a network error, never the
+# cut bytes as the object);
 # and through the CLI: chunks larger than the resumable threshold, gc,
 # and bench-stream over gs:// with faults.
 . "$DLK_TESTS/lib.sh"
@@ -38,6 +40,9 @@ for kind in 500 503 reset truncate; do
     n=$(grep -c "^fault $kind " "$GCS_PROXY_LOG")
     check "the proxy injected $kind faults ($n)" test "$n" -gt 0
 done
+gcs_proxy_start --rate-truncate 1 --seed 3421
+unit "cut short" DLK_TEST_GCS_URL=gs://dlk-t342/cut \
+    DLK_TEST_GCS_CUT="http://127.0.0.1:$GCS_PROXY_PORT"
 
 if ! have_numpy; then
     skip "gs:// datasets through the CLI" "numpy missing: python3 -m pip install numpy"

@@ -13,7 +13,10 @@
  * tests/t/t342-gcs-store.sh, fake-gcs-server): range reads, create-only
  * and replace by generation, a resumable upload in pieces; with
  * DLK_TEST_GCS_FAULTS=N the endpoint is tests/faultproxy.py and N objects
- * (some through resumable uploads) must read back byte for byte. */
+ * (some through resumable uploads) must read back byte for byte.
+ * DLK_TEST_GCS_CUT=URL a faultproxy.py in front of GCS_ENDPOINT that cuts
+ * every answer's body short: an object written directly fails every
+ * kind of read through it as the network's fault. */
 #include "internal.h"
 #include "store/gcs_internal.h"
 #include "unit.h"
@@ -615,12 +618,42 @@ static void test_faults(const char *url, int n)
     dlk_store_free(s);
 }
 
+static void test_cut(const char *url, const char *cut)
+{
+    dlk_store *s = open_env(url, 1 << 20);
+    UNIT_CHECK("open the emulator's store", s != NULL);
+    size_t len = 300000;
+    uint8_t *p = malloc(len);
+    dlk_error err = {0};
+    bool put = s && p;
+    if (put) {
+        fill(p, len, 7);
+        put = dlk_store_put(s, "cut/obj", p, len, DLK_PUT_ALWAYS, NULL, NULL,
+                            &err) == DLK_OK;
+    }
+    UNIT_CHECK("an object written directly", put);
+    dlk_store_options o = {.gcs_endpoint = cut, .s3_max_attempts = 2};
+    dlk_store *c = NULL;
+    if (put && dlk_store_open_gcs(url, &o, &c, &err))
+        printf("# open %s through %s: %s\n", url, cut, err.msg);
+    if (c)
+        unit_cut_reads(c, "cut/obj", len);
+    else
+        UNIT_CHECK("open through the proxy", false);
+    dlk_store_free(c);
+    dlk_store_free(s);
+    free(p);
+}
+
 int main(void)
 {
     const char *url = getenv("DLK_TEST_GCS_URL");
     if (url && *url) {
         const char *f = getenv("DLK_TEST_GCS_FAULTS");
-        if (f && atoi(f) > 0)
+        const char *cut = getenv("DLK_TEST_GCS_CUT");
+        if (cut && *cut)
+            test_cut(url, cut);
+        else if (f && atoi(f) > 0)
             test_faults(url, atoi(f));
         else
             test_server(url);

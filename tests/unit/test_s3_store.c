@@ -10,6 +10,10 @@
  *                          (Ceph RGW): every test, and the wrong secret
  *   DLK_TEST_S3_FAULTS=N   the endpoint is tests/faultproxy.py: write and
  *                          read N objects, check every byte
+ *   DLK_TEST_S3_CUT=URL    a faultproxy.py in front of the endpoint that
+ *                          cuts every answer's body short: an object
+ *                          written directly fails every kind of read
+ *                          through it as the network's fault
  *
  * The store is opened with the settings of the environment, read as the
  * dlk tool reads them (cmd/store_env.c): the library reads none.
@@ -19,6 +23,7 @@
 #include "internal.h"
 #include "store/s3_internal.h"
 #include "../../cmd/store_env.h"
+#include "unit.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -1160,6 +1165,35 @@ static void test_faults(dlk_store *s, int n)
     keys_free(&l);
 }
 
+/* An object written directly, then read through `cut` (unit.h). */
+static void test_cut(dlk_store *s, const char *cut)
+{
+    dlk_error err = {0};
+    size_t len = 300000;
+    uint8_t *p = malloc(len);
+    bool put = p != NULL;
+    if (put) {
+        fill(p, len, 7);
+        put = dlk_store_put(s, "cut/obj", p, len, DLK_PUT_ALWAYS, NULL, NULL,
+                            &err) == DLK_OK;
+    }
+    check(put, "an object written directly");
+    free(p);
+    store_env e;
+    dlk_store *c = NULL;
+    if (put && store_env_load(&e, false, &err) == DLK_OK) {
+        e.opts.s3_endpoint = cut;
+        e.opts.s3_max_attempts = 2;
+        if (dlk_store_open(url_env, false, &e.opts, &c, &err))
+            diag(&err);
+        store_env_free(&e);
+    }
+    check(c != NULL, "open %s through %s", url_env, cut);
+    if (c)
+        unit_cut_reads(c, "cut/obj", len);
+    dlk_store_free(c);
+}
+
 int main(void)
 {
     url_env = getenv("DLK_TEST_S3_URL");
@@ -1186,6 +1220,12 @@ int main(void)
     check(s != NULL, "open %s", url_env);
     if (!s)
         return 1;
+    const char *cut = getenv("DLK_TEST_S3_CUT");
+    if (cut && *cut) {
+        test_cut(s, cut);
+        dlk_store_free(s);
+        return failures || unit_failed ? 1 : 0;
+    }
     const char *faults = getenv("DLK_TEST_S3_FAULTS");
     if (faults && atoi(faults) > 0) {
         test_faults(s, atoi(faults));
