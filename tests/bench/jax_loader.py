@@ -12,9 +12,9 @@ with its tensors taken by jax.dlpack.from_dlpack: the same jitted step
 steady rate is the best epoch after the first (the clock read after the
 device finished the epoch; JAX started and the step compiled before the
 first); the ratio sets dlk.jax's rate a device beside the plain loader's
-on one device (the target: 90% or more).  Over several GPUs the host's memory is shared by them all (compare the
-sum with tests/bench/gpu_ranks.sh, one process a GPU, on the same
-host).  --pin-cache passes pin_cache to both loaders: dlk.jax's loaders
+on one device (the target: 90% or more).  Over several GPUs the host's
+memory is shared by them all (compare the sum with
+tests/bench/gpu_ranks.sh, one process a GPU, on the same host).  --pin-cache passes pin_cache to both loaders: dlk.jax's loaders
 then read the chunks pinned once for all the GPUs of the process."""
 import argparse
 import json
@@ -80,14 +80,14 @@ for ld, take in ((dlk.jax.loader(a.dataset, batch_size=a.batch_size,
     ld.close()
 for r in range(a.repeats):
     sharded, sst = run(dlk.jax.loader(a.dataset, batch_size=a.batch_size,
-                                 epochs=a.epochs, tensors=tensors, **pin),
-                  lambda b: (b["images"], b["labels"]))
+                                      epochs=a.epochs, tensors=tensors, **pin),
+                       lambda b: (b["images"], b["labels"]))
     dev = dlk.jax._dlk_device(devs[0])
     plain, pst = run(dlk.Loader(a.dataset, batch_size=a.batch_size,
-                           epochs=a.epochs, tensors=tensors, device=dev,
-                           **pin),
-                lambda b: (jax.dlpack.from_dlpack(b["images"]),
-                           jax.dlpack.from_dlpack(b["labels"])))
+                                epochs=a.epochs, tensors=tensors, device=dev,
+                                **pin),
+                     lambda b: (jax.dlpack.from_dlpack(b["images"]),
+                                jax.dlpack.from_dlpack(b["labels"])))
     s, p = max(sharded[1:]), max(plain[1:])
     print(json.dumps({
         "repeat": r + 1,
