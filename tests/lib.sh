@@ -156,6 +156,26 @@ fault_proxy_start() { # UPSTREAM ARGS...
     fi
 }
 
+# A C unit binary run against a server: its TAP lines (each name after
+# "PREFIX: " when PREFIX is not empty), and a "not ok" when it was
+# killed or failed without saying which check.
+unit_tap() { # PREFIX BIN ENV...
+    local pre=$1 bin=$2; shift 2
+    env "$@" "$bin" >"$T/unit.out" 2>&1
+    local rc=$? what
+    what=${pre:+$pre: }$(basename "$bin")
+    if [ -n "$pre" ]; then
+        sed "s/^\(not ok\|ok\) - /\1 - $pre: /" "$T/unit.out"
+    else
+        cat "$T/unit.out"
+    fi
+    if [ $rc -ge 128 ]; then
+        echo "not ok - $what killed by signal $((rc - 128))"
+    elif [ $rc -ne 0 ] && ! grep -q '^not ok' "$T/unit.out"; then
+        echo "not ok - $what exited with $rc"
+    fi
+}
+
 flip_byte() { # FILE OFFSET
     python3 -c 'import sys
 p,o=sys.argv[1],int(sys.argv[2])

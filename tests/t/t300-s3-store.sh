@@ -11,22 +11,10 @@ if [ ! -x "$bin" ]; then
     exit 1
 fi
 
-run_store_test() { # NAME ENV...
-    local name=$1; shift
-    env "$@" "$bin" >"$T/unit.out" 2>&1
-    local rc=$?
-    cat "$T/unit.out"
-    if [ $rc -ge 128 ]; then
-        echo "not ok - $name: test_s3_store killed by signal $((rc - 128))"
-    elif [ $rc -ne 0 ] && ! grep -q '^not ok' "$T/unit.out"; then
-        echo "not ok - $name: test_s3_store exited with $rc"
-    fi
-}
-
 s3_start
 s3_mkbucket dlk-t300
-run_store_test "plain" DLK_TEST_S3_URL=s3://dlk-t300/ds
+unit_tap plain "$bin" DLK_TEST_S3_URL=s3://dlk-t300/ds
 
 s3_start --auth
 s3_mkbucket dlk-t300-auth
-run_store_test "signed" DLK_TEST_S3_URL=s3://dlk-t300-auth/ds DLK_TEST_S3_AUTH=1
+unit_tap signed "$bin" DLK_TEST_S3_URL=s3://dlk-t300-auth/ds DLK_TEST_S3_AUTH=1

@@ -19,16 +19,8 @@ s3_mkbucket dlk-t301
 s3_proxy_start --delay-ms 5 --rate-500 0.03 --rate-503 0.03 \
     --rate-reset 0.02 --rate-truncate 0.02 --seed 301
 
-env AWS_ENDPOINT_URL=http://127.0.0.1:$S3_PROXY_PORT \
-    DLK_TEST_S3_URL=s3://dlk-t301/ds DLK_TEST_S3_FAULTS=300 \
-    "$bin" >"$T/unit.out" 2>&1
-rc=$?
-cat "$T/unit.out"
-if [ $rc -ge 128 ]; then
-    echo "not ok - test_s3_store killed by signal $((rc - 128))"
-elif [ $rc -ne 0 ] && ! grep -q '^not ok' "$T/unit.out"; then
-    echo "not ok - test_s3_store exited with $rc"
-fi
+unit_tap "" "$bin" AWS_ENDPOINT_URL=http://127.0.0.1:$S3_PROXY_PORT \
+    DLK_TEST_S3_URL=s3://dlk-t301/ds DLK_TEST_S3_FAULTS=300
 for kind in 500 503 reset truncate; do
     n=$(grep -c "^fault $kind " "$S3_PROXY_LOG")
     check "the proxy injected $kind faults ($n)" test "$n" -gt 0
@@ -37,13 +29,5 @@ done
 # a proxy that cuts every body short: every kind of read fails as the
 # network's fault, never with the cut bytes as the object
 s3_proxy_start --rate-truncate 1 --seed 3011
-env DLK_TEST_S3_URL=s3://dlk-t301/cut \
-    DLK_TEST_S3_CUT=http://127.0.0.1:$S3_PROXY_PORT \
-    "$bin" >"$T/cut.out" 2>&1
-rc=$?
-cat "$T/cut.out"
-if [ $rc -ge 128 ]; then
-    echo "not ok - test_s3_store (cut) killed by signal $((rc - 128))"
-elif [ $rc -ne 0 ] && ! grep -q '^not ok' "$T/cut.out"; then
-    echo "not ok - test_s3_store (cut) exited with $rc"
-fi
+unit_tap "cut short" "$bin" DLK_TEST_S3_URL=s3://dlk-t301/cut \
+    DLK_TEST_S3_CUT=http://127.0.0.1:$S3_PROXY_PORT

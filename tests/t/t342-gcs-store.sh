@@ -18,30 +18,19 @@ fi
 gcs_start
 gcs_mkbucket dlk-t342
 
-unit() { # NAME ENV...
-    local name=$1; shift
-    env "$@" "$bin" >"$T/unit.out" 2>&1
-    local rc=$?
-    sed "s/^\(not ok\|ok\) - /\1 - $name: /" "$T/unit.out"
-    if [ $rc -ge 128 ]; then
-        echo "not ok - $name: test_gcs_store killed by signal $((rc - 128))"
-    elif [ $rc -ne 0 ] && ! grep -q '^not ok' "$T/unit.out"; then
-        echo "not ok - $name: test_gcs_store exited with $rc"
-    fi
-}
-unit emulator DLK_TEST_GCS_URL=gs://dlk-t342/unit
+unit_tap emulator "$bin" DLK_TEST_GCS_URL=gs://dlk-t342/unit
 
 gcs_proxy_start --delay-ms 2 --rate-500 0.03 --rate-503 0.03 \
     --rate-reset 0.02 --rate-truncate 0.02 --seed 342
 px=http://127.0.0.1:$GCS_PROXY_PORT
-unit faults DLK_TEST_GCS_URL=gs://dlk-t342/faults DLK_TEST_GCS_FAULTS=200 \
+unit_tap faults "$bin" DLK_TEST_GCS_URL=gs://dlk-t342/faults DLK_TEST_GCS_FAULTS=200 \
     GCS_ENDPOINT="$px"
 for kind in 500 503 reset truncate; do
     n=$(grep -c "^fault $kind " "$GCS_PROXY_LOG")
     check "the proxy injected $kind faults ($n)" test "$n" -gt 0
 done
 gcs_proxy_start --rate-truncate 1 --seed 3421
-unit "cut short" DLK_TEST_GCS_URL=gs://dlk-t342/cut \
+unit_tap "cut short" "$bin" DLK_TEST_GCS_URL=gs://dlk-t342/cut \
     DLK_TEST_GCS_CUT="http://127.0.0.1:$GCS_PROXY_PORT"
 
 if ! have_numpy; then
