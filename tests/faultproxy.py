@@ -14,7 +14,9 @@ the configured rates, the proxy:
   reset     forwards, then resets the connection part-way through the
             response body (or, for an answer without a body, before it)
   truncate  forwards, sends fewer body bytes than Content-Length, closes
-and delays the first byte of every answer by --delay-ms.
+and delays the first byte of every answer by --delay-ms.  --drop-range
+forwards every request without its Range header, as a server that
+ignores ranges (the whole object, 200) would be asked.
 
 Slow answers (a straggler, not a failure): --slow-ms N holds the body of
 chosen answers back for N ms after their headers (an answer without a
@@ -210,8 +212,11 @@ class Handler(BaseHTTPRequestHandler):
             pass
 
     def forward(self, body):
+        # --drop-range: as a server that does not serve ranges is asked
+        # (it answers 200 with the whole object)
+        drop = {"range"} if self.server.opts.drop_range else set()
         headers = [(k, v) for k, v in self.headers.items()
-                   if k.lower() not in HOP]
+                   if k.lower() not in HOP and k.lower() not in drop]
         for attempt in (0, 1):
             conn = self.upstream(fresh=attempt > 0)
             try:
@@ -391,6 +396,8 @@ def main():
                    help="only requests whose path matches are made slow")
     p.add_argument("--slow-first-per-path", action="store_true",
                    help="only the first slow candidate of each path")
+    p.add_argument("--drop-range", action="store_true",
+                   help="forward requests without their Range header")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--max-conns", type=int, default=256,
                    help="requests served at once")

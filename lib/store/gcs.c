@@ -225,77 +225,47 @@ static dlk_status gcs_head(dlk_store *st, const char *key, dlk_obj_info *info,
     return rc;
 }
 
-static dlk_status short_object(const gcs_store *s, const char *okey,
-                               uint64_t off, uint64_t len, uint64_t size,
-                               dlk_error *err)
+static dlk_status who_fail(void *st, const s3_req *r, const char *okey,
+                           dlk_error *err)
 {
-    return http_short_object("gs", s->bucket, okey, off, len, size, err);
+    return gcs_fail(st, r, "read", okey, DLK_PUT_ALWAYS, err);
 }
 
-/* What a GET of bytes [off, off+len) of okey answered, into a status and
- * info; out is cut back to `before` when it failed. */
-static dlk_status get_answer(const gcs_store *s, const char *okey,
-                             const s3_req *r, uint64_t off, uint64_t len,
-                             uint64_t max, size_t before, dlk_buf *out,
-                             dlk_obj_info *info, dlk_error *err)
+static dlk_status who_stat(void *st, const char *okey, dlk_obj_info *info,
+                           dlk_error *err)
 {
-    bool ranged = off > 0 || len != UINT64_MAX;
-    dlk_status rc = DLK_OK;
-    if (r->over_limit)
-        rc = http_over_limit("gs", s->bucket, okey, r->content_length, max,
-                             err);
-    else if (r->status == 416)
-        rc = short_object(s, okey, off, len, r->total_size, err);
-    else if (!gcs_ok2xx(r))
-        rc = gcs_fail(s, r, "read", okey, DLK_PUT_ALWAYS, err);
-    else if (ranged && r->status != 206)
-        rc = dlk_fail(err, DLK_ENET, "cannot read 'gs://%s/%s': the server "
-                      "answered a range request with HTTP %ld", s->bucket,
-                      okey, r->status);
-    else if (len != UINT64_MAX && out->len - before != len)
-        rc = short_object(s, okey, off, len, r->total_size, err);
-    if (!rc && info) {
-        info->size = ranged ? r->total_size : out->len - before;
-        info->mtime = s3_req_mtime(r);
-        snprintf(info->etag, sizeof info->etag, "%.*s", DLK_ETAG_MAX - 1,
-                 r->want_value);
-    }
-    if (rc)
-        out->len = before;
-    return rc;
+    return do_head(st, okey, info, err);
+}
+
+/* okey of s, for what GCS and S3 share of a GET (http_store.c); its
+ * version is the generation each GET asks for */
+static http_get_who get_who(gcs_store *s, const char *okey)
+{
+    return (http_get_who){.scheme = "gs", .bucket = s->bucket,
+                          .okey = okey, .store = s, .fail = who_fail,
+                          .stat = who_stat, .tag_wanted = true};
 }
 
 static dlk_status do_get(gcs_store *s, const char *okey, uint64_t off,
                          uint64_t len, uint64_t max, dlk_buf *out,
                          dlk_obj_info *info, dlk_error *err)
 {
-    if (len == 0) {   /* no bytes: only the range against the size */
-        dlk_obj_info oi;
-        dlk_status rc = do_head(s, okey, &oi, err);
-        if (!rc && off > oi.size)
-            rc = short_object(s, okey, off, len, oi.size, err);
-        if (!rc && info)
-            *info = oi;
+    http_get_who w = get_who(s, okey);
+    char range[64];
+    bool done;
+    dlk_status rc = http_get_range(&w, off, len, max, range, sizeof range,
+                                   info, &done, err);
+    if (rc || done)
         return rc;
-    }
-    bool ranged = off > 0 || len != UINT64_MAX;
-    char range[80];
-    if (len == UINT64_MAX)
-        snprintf(range, sizeof range, "Range: bytes=%llu-",
-                 (unsigned long long)off);
-    else
-        snprintf(range, sizeof range, "Range: bytes=%llu-%llu",
-                 (unsigned long long)off, (unsigned long long)(off + len - 1));
     struct curl_slist *h = NULL;
-    if (ranged && !(h = curl_slist_append(NULL, range)))
+    if (range[0] && !(h = curl_slist_append(NULL, range)))
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     dlk_buf url;
-    dlk_status rc = gcs_object_url(s, okey, "alt=media", &url, err);
+    rc = gcs_object_url(s, okey, "alt=media", &url, err);
     if (rc) {
         curl_slist_free_all(h);
         return rc;
     }
-    size_t before = out->len;
     s3_req r = {0};
     r.method = "GET";
     r.url = (const char *)url.data;
@@ -305,7 +275,8 @@ static dlk_status do_get(gcs_store *s, const char *okey, uint64_t off,
     r.want_header = "x-goog-generation";
     rc = gcs_run(s, &r, err);
     if (!rc)
-        rc = get_answer(s, okey, &r, off, len, max, before, out, info, err);
+        rc = http_get_answer(&w, &r, off, len, max, range[0] != 0, out, info,
+                             err);
     s3_req_fini(&r);
     curl_slist_free_all(h);
     dlk_buf_free(&url);
@@ -333,7 +304,6 @@ typedef struct get_ctx {
     char *okey;
     dlk_buf url;
     struct curl_slist *headers;
-    size_t before;
 } get_ctx;
 
 /* The token is taken here, in the caller's thread: an exchange cannot
@@ -350,7 +320,6 @@ static bool get_init(dlk_store *st, s3_req *r, dlk_get_req *q, void **ctx)
                                 &q->err)) ||
         (q->rc = gcs_auth_header(s->auth, &c->headers, &q->err)))
         return false;
-    c->before = q->out->len;
     r->method = "GET";
     r->url = (const char *)c->url.data;
     r->headers = c->headers;
@@ -364,9 +333,11 @@ static void get_finish(dlk_store *st, s3_req *r, bool sent, dlk_get_req *q,
                        void *ctx)
 {
     get_ctx *c = ctx;
-    if (sent)
-        q->rc = get_answer((gcs_store *)st, c->okey, r, 0, UINT64_MAX,
-                           q->max, c->before, q->out, q->info, &q->err);
+    if (sent) {
+        http_get_who w = get_who((gcs_store *)st, c->okey);
+        q->rc = http_get_answer(&w, r, 0, UINT64_MAX, q->max, false, q->out,
+                                q->info, &q->err);
+    }
     if (c) {
         curl_slist_free_all(c->headers);
         dlk_buf_free(&c->url);

@@ -1,8 +1,11 @@
 /* http_store.c - what the S3 and GCS stores share (http_store.h): many
- * whole-object GETs at once on one engine, and the errors of a GET. */
+ * whole-object GETs at once on one engine, and what a GET's answer
+ * means. */
 #include "http_store.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* One GET: its request first, so that on_finish's request is the
  * pending. */
@@ -143,4 +146,106 @@ dlk_status http_over_limit(const char *scheme, const char *bucket,
     return dlk_fail(err, DLK_ELIMIT, "object '%s://%s/%s' is %llu bytes, "
                     "over the limit of %llu", scheme, bucket, okey,
                     (unsigned long long)n, (unsigned long long)max);
+}
+
+/* A read of no bytes at off: off against the object's size. */
+static dlk_status get_empty(const http_get_who *w, uint64_t off, uint64_t len,
+                            dlk_obj_info *info, dlk_error *err)
+{
+    dlk_obj_info oi;
+    dlk_status rc = w->stat(w->store, w->okey, &oi, err);
+    if (rc)
+        return rc;
+    if (off > oi.size)
+        return http_short_object(w->scheme, w->bucket, w->okey, off, len,
+                                 oi.size, err);
+    if (info)
+        *info = oi;
+    return DLK_OK;
+}
+
+dlk_status http_get_range(const http_get_who *w, uint64_t off, uint64_t len,
+                          uint64_t max, char *range, size_t cap,
+                          dlk_obj_info *info, bool *done, dlk_error *err)
+{
+    range[0] = '\0';
+    *done = false;
+    if (len != UINT64_MAX && len > max)
+        return http_over_limit(w->scheme, w->bucket, w->okey, len, max, err);
+    if (len == 0) {
+        *done = true;
+        return get_empty(w, off, len, info, err);
+    }
+    uint64_t end;
+    if (len != UINT64_MAX) {
+        if (!dlk_add_u64(off, len - 1, &end))
+            return http_short_object(w->scheme, w->bucket, w->okey, off, len,
+                                     UINT64_MAX, err);
+        snprintf(range, cap, "Range: bytes=%llu-%llu",
+                 (unsigned long long)off, (unsigned long long)end);
+    } else if (off) {
+        snprintf(range, cap, "Range: bytes=%llu-", (unsigned long long)off);
+    }
+    return DLK_OK;
+}
+
+dlk_status http_get_answer(const http_get_who *w, const s3_req *r,
+                           uint64_t off, uint64_t len, uint64_t max,
+                           bool ranged, dlk_buf *out, dlk_obj_info *info,
+                           dlk_error *err)
+{
+    dlk_status rc = DLK_OK;
+    size_t start = r->out_start;
+    if (r->over_limit && ranged && r->total_size == UINT64_MAX) {
+        /* no Content-Range: the whole object came for a range (a range
+         * small enough for the whole object to fit is cut out below) */
+        rc = dlk_fail(err, DLK_ENET, "cannot read '%s://%s/%s': the server "
+                      "answered a request for bytes %llu+%llu with the whole "
+                      "object: it does not serve ranges", w->scheme,
+                      w->bucket, w->okey, (unsigned long long)off,
+                      (unsigned long long)len);
+    } else if (r->over_limit) {
+        rc = http_over_limit(w->scheme, w->bucket, w->okey, r->content_length,
+                             max, err);
+    } else if (r->status == 416 && ranged && len == UINT64_MAX) {
+        rc = get_empty(w, off, len, info, err);   /* off == size? */
+    } else if (r->status == 416 && ranged) {
+        rc = http_short_object(w->scheme, w->bucket, w->okey, off, len,
+                               r->total_size, err);
+    } else if (r->status < 200 || r->status >= 300) {
+        rc = w->fail(w->store, r, w->okey, err);
+    } else if (r->short_body) {
+        rc = dlk_fail(err, DLK_ENET, "cannot read '%s://%s/%s': %llu of "
+                      "%llu bytes received, after %d attempts", w->scheme,
+                      w->bucket, w->okey, (unsigned long long)r->received,
+                      (unsigned long long)r->content_length, r->attempts);
+    } else {
+        uint64_t size = r->status == 206 ? r->total_size : r->received;
+        if (ranged && r->status == 200) {
+            /* the server ignored Range: cut the answer ourselves */
+            size = r->received;
+            uint64_t want = len == UINT64_MAX ? size - (off < size ? off : size)
+                                              : len;
+            if (off > size || want > size - off) {
+                rc = http_short_object(w->scheme, w->bucket, w->okey, off,
+                                       len, size, err);
+            } else {
+                memmove(out->data + start, out->data + start + off,
+                        (size_t)want);
+                out->len = start + (size_t)want;
+            }
+        } else if (len != UINT64_MAX && r->received < len) {
+            rc = http_short_object(w->scheme, w->bucket, w->okey, off, len,
+                                   size, err);
+        }
+        if (!rc && info) {
+            info->size = size;
+            info->mtime = s3_req_mtime(r);
+            snprintf(info->etag, sizeof info->etag, "%.*s", DLK_ETAG_MAX - 1,
+                     w->tag_wanted ? r->want_value : r->etag);
+        }
+    }
+    if (rc && out->len > start)
+        out->len = start;
+    return rc;
 }

@@ -48,4 +48,41 @@ dlk_status http_over_limit(const char *scheme, const char *bucket,
                            const char *okey, uint64_t n, uint64_t max,
                            dlk_error *err);
 
+/* ---- one GET of a range: what S3's and GCS's mean alike ---- */
+
+/* The object a GET is for, and what its store says of its own. */
+typedef struct http_get_who {
+    const char *scheme, *bucket, *okey;
+    void *store;
+    /* The store's error for a non-2xx answer r, reading okey. */
+    dlk_status (*fail)(void *store, const s3_req *r, const char *okey,
+                       dlk_error *err);
+    /* The object's size and version (a HEAD), for a read of no bytes. */
+    dlk_status (*stat)(void *store, const char *okey, dlk_obj_info *info,
+                       dlk_error *err);
+    /* The object's version is the header the store asked for (GCS's
+     * generation in want_value), not the ETag. */
+    bool tag_wanted;
+} http_get_who;
+
+/* Before a GET of bytes [off, off+len) (len UINT64_MAX: to the end) under
+ * a limit of max: the Range header into range ("" for the whole object),
+ * or an error: a range over max, or one past any object's end.  A range
+ * of no bytes needs no GET: it is checked against the object's size
+ * (info filled) and *done set. */
+dlk_status http_get_range(const http_get_who *w, uint64_t off, uint64_t len,
+                          uint64_t max, char *range, size_t cap,
+                          dlk_obj_info *info, bool *done, dlk_error *err);
+
+/* What the answer r to that GET means (ranged: a Range header was sent):
+ * the bytes appended to out from r->out_start, info filled (may be
+ * NULL); or the error naming the object, out cut back to where it was.
+ * A range answered with the whole object is cut out of it here when the
+ * object fits under max, else the server is said not to serve ranges; a
+ * body cut short after the engine's attempts is the network's fault. */
+dlk_status http_get_answer(const http_get_who *w, const s3_req *r,
+                           uint64_t off, uint64_t len, uint64_t max,
+                           bool ranged, dlk_buf *out, dlk_obj_info *info,
+                           dlk_error *err);
+
 #endif /* DLK_HTTP_STORE_H */

@@ -292,82 +292,24 @@ static dlk_status s3_head(dlk_store *st, const char *key, dlk_obj_info *info,
 
 /* ---- get ------------------------------------------------------------ */
 
-static dlk_status short_object(const s3_store *s, const char *okey,
-                               uint64_t off, uint64_t len, uint64_t size,
-                               dlk_error *err)
+static dlk_status who_fail(void *st, const s3_req *r, const char *okey,
+                           dlk_error *err)
 {
-    return http_short_object("s3", s->bucket, okey, off, len, size, err);
+    return req_fail(st, r, "read", okey, DLK_PUT_ALWAYS, err);
 }
 
-static dlk_status over_limit(const s3_store *s, const char *okey,
-                             uint64_t n, uint64_t max, dlk_error *err)
+static dlk_status who_stat(void *st, const char *okey, dlk_obj_info *info,
+                           dlk_error *err)
 {
-    return http_over_limit("s3", s->bucket, okey, n, max, err);
+    return do_head(st, okey, info, err);
 }
 
-/* A GET that needs no bytes: check the range against the size. */
-static dlk_status get_empty(s3_store *s, const char *okey, uint64_t off,
-                            uint64_t len, dlk_obj_info *info, dlk_error *err)
+/* okey of s, for what S3 and GCS share of a GET (http_store.c) */
+static http_get_who get_who(s3_store *s, const char *okey)
 {
-    dlk_obj_info oi;
-    dlk_status rc = do_head(s, okey, &oi, err);
-    if (rc)
-        return rc;
-    if (off > oi.size)
-        return short_object(s, okey, off, len, oi.size, err);
-    if (info)
-        *info = oi;
-    return DLK_OK;
-}
-
-/* What a GET's answer means: the bytes appended to out (from
- * r->out_start), or the error naming the object. */
-static dlk_status get_answer(s3_store *s, const char *okey, s3_req *r,
-                             uint64_t off, uint64_t len, uint64_t max,
-                             bool ranged, dlk_buf *out, dlk_obj_info *info,
-                             dlk_error *err)
-{
-    dlk_status rc = DLK_OK;
-    size_t start = r->out_start;
-    if (r->over_limit) {
-        rc = over_limit(s, okey, r->content_length, max, err);
-    } else if (r->status == 416 && len == UINT64_MAX) {
-        rc = get_empty(s, okey, off, len, info, err);  /* off == size? */
-    } else if (r->status == 416) {
-        rc = short_object(s, okey, off, len, r->total_size, err);
-    } else if (!ok2xx(r)) {
-        rc = req_fail(s, r, "read", okey, DLK_PUT_ALWAYS, err);
-    } else if (r->short_body) {
-        rc = dlk_fail(err, DLK_ENET, "cannot read 's3://%s/%s': %llu of "
-                      "%llu bytes received, after %d attempts", s->bucket,
-                      okey, (unsigned long long)r->received,
-                      (unsigned long long)r->content_length, r->attempts);
-    } else {
-        uint64_t size = r->status == 206 ? r->total_size : r->received;
-        if (ranged && r->status == 200) {
-            /* the server ignored Range: cut the answer ourselves */
-            size = r->received;
-            uint64_t want = len == UINT64_MAX ? size - (off < size ? off : size)
-                                              : len;
-            if (off > size || want > size - off) {
-                rc = short_object(s, okey, off, len, size, err);
-            } else {
-                memmove(out->data + start, out->data + start + off,
-                        (size_t)want);
-                out->len = start + (size_t)want;
-            }
-        } else if (len != UINT64_MAX && r->received < len) {
-            rc = short_object(s, okey, off, len, size, err);
-        }
-        if (!rc && info) {
-            info->size = size;
-            info->mtime = s3_req_mtime(r);
-            snprintf(info->etag, sizeof info->etag, "%s", r->etag);
-        }
-    }
-    if (rc && out->len > start)
-        out->len = start;
-    return rc;
+    return (http_get_who){.scheme = "s3", .bucket = s->bucket,
+                          .okey = okey, .store = s, .fail = who_fail,
+                          .stat = who_stat};
 }
 
 static dlk_status get_on(s3_store *s, s3_engine *eng, const char *key,
@@ -377,28 +319,13 @@ static dlk_status get_on(s3_store *s, s3_engine *eng, const char *key,
     char *okey = object_key(s, key);
     if (!okey)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
-    dlk_status rc = DLK_OK;
-    char range[64] = "";
-    uint64_t end;
-    if (len != UINT64_MAX && len > max) {
-        rc = over_limit(s, okey, len, max, err);
+    http_get_who w = get_who(s, okey);
+    char range[64];
+    bool done;
+    dlk_status rc = http_get_range(&w, off, len, max, range, sizeof range,
+                                   info, &done, err);
+    if (rc || done)
         goto out;
-    }
-    if (len == 0) {
-        rc = get_empty(s, okey, off, len, info, err);
-        goto out;
-    }
-    if (len != UINT64_MAX) {
-        if (!dlk_add_u64(off, len - 1, &end)) {
-            rc = short_object(s, okey, off, len, UINT64_MAX, err);
-            goto out;
-        }
-        snprintf(range, sizeof range, "Range: bytes=%llu-%llu",
-                 (unsigned long long)off, (unsigned long long)end);
-    } else if (off) {
-        snprintf(range, sizeof range, "Range: bytes=%llu-",
-                 (unsigned long long)off);
-    }
     struct curl_slist *hdr = NULL;
     if (range[0] && !(hdr = curl_slist_append(NULL, range))) {
         rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
@@ -411,8 +338,8 @@ static dlk_status get_on(s3_store *s, s3_engine *eng, const char *key,
     rc = run_on(s, eng, &r, "GET", okey, NULL, err);
     curl_slist_free_all(hdr);
     if (!rc)
-        rc = get_answer(s, okey, &r, off, len, max, range[0] != 0, out, info,
-                        err);
+        rc = http_get_answer(&w, &r, off, len, max, range[0] != 0, out, info,
+                             err);
     s3_req_fini(&r);
 out:
     free(okey);
@@ -587,9 +514,10 @@ static dlk_status read_slices(s3_store *s, const char *key, uint64_t size,
         s3_wait(q->eng, &q->r);
         if (!rc && !*whole) {
             dlk_error perr;
-            dlk_status prc = get_answer(s, okey, &q->r, q->off, q->len,
-                                        q->len, true, &q->slice, NULL,
-                                        &perr);
+            http_get_who w = get_who(s, okey);
+            dlk_status prc = http_get_answer(&w, &q->r, q->off, q->len,
+                                             q->len, true, &q->slice, NULL,
+                                             &perr);
             if (prc == DLK_ENOTFOUND || prc == DLK_EAUTH) {
                 rc = prc;
                 *err = perr;
@@ -756,11 +684,11 @@ static void get_finish(dlk_store *st, s3_req *r, bool sent, dlk_get_req *q,
 {
     s3_store *s = (s3_store *)st;
     get_ctx *c = ctx;
-    if (sent && r->status == 416)
-        q->rc = req_fail(s, r, "read", c->okey, DLK_PUT_ALWAYS, &q->err);
-    else if (sent)
-        q->rc = get_answer(s, c->okey, r, 0, UINT64_MAX, q->max, false,
-                           q->out, q->info, &q->err);
+    if (sent) {
+        http_get_who w = get_who(s, c->okey);
+        q->rc = http_get_answer(&w, r, 0, UINT64_MAX, q->max, false, q->out,
+                                q->info, &q->err);
+    }
     if (c) {
         dlk_buf_free(&c->url);
         free(c->okey);

@@ -4,7 +4,8 @@
 # every answer waits 5 ms; every object must still read back byte for
 # byte, and the proxy must have injected each kind of fault.  Then
 # through a proxy that cuts every body short: each kind of read fails as
-# the network's fault, its buffer as it was.
+# the network's fault, its buffer as it was; and through one that drops
+# Range: a ranged read fails, saying the server does not serve ranges.
 . "$DLK_TESTS/lib.sh"
 . "$DLK_TESTS/s3lib.sh"
 
@@ -31,3 +32,8 @@ done
 s3_proxy_start --rate-truncate 1 --seed 3011
 unit_tap "cut short" "$bin" DLK_TEST_S3_URL=s3://dlk-t301/cut \
     DLK_TEST_S3_CUT=http://127.0.0.1:$S3_PROXY_PORT
+
+# a server that does not serve ranges: a ranged read says so
+s3_proxy_start --drop-range
+unit_tap "no ranges" "$bin" DLK_TEST_S3_URL=s3://dlk-t301/norange \
+    DLK_TEST_S3_NORANGE=http://127.0.0.1:$S3_PROXY_PORT

@@ -3,8 +3,9 @@
 # unit test (create-only and replace by generation, range reads, a
 # resumable upload in pieces), then the same through tests/faultproxy.py
 # failing 10% of requests (500, 503, resets mid-body, truncated bodies),
-# and through one that cuts every body short (a network error, never the
-# cut bytes as the object);
+# through one that cuts every body short (a network error, never the
+# cut bytes as the object), and through one that drops Range (a ranged
+# read says the server does not serve ranges);
 # and through the CLI: chunks larger than the resumable threshold, gc,
 # and bench-stream over gs:// with faults.
 . "$DLK_TESTS/lib.sh"
@@ -32,6 +33,9 @@ done
 gcs_proxy_start --rate-truncate 1 --seed 3421
 unit_tap "cut short" "$bin" DLK_TEST_GCS_URL=gs://dlk-t342/cut \
     DLK_TEST_GCS_CUT="http://127.0.0.1:$GCS_PROXY_PORT"
+gcs_proxy_start --drop-range
+unit_tap "no ranges" "$bin" DLK_TEST_GCS_URL=gs://dlk-t342/norange \
+    DLK_TEST_GCS_NORANGE="http://127.0.0.1:$GCS_PROXY_PORT"
 
 if ! have_numpy; then
     skip "gs:// datasets through the CLI" "numpy missing: python3 -m pip install numpy"

@@ -16,7 +16,9 @@
  * (some through resumable uploads) must read back byte for byte.
  * DLK_TEST_GCS_CUT=URL a faultproxy.py in front of GCS_ENDPOINT that cuts
  * every answer's body short: an object written directly fails every
- * kind of read through it as the network's fault. */
+ * kind of read through it as the network's fault.
+ * DLK_TEST_GCS_NORANGE=URL one that drops Range: ranged reads through it
+ * fail, saying the server does not serve ranges. */
 #include "internal.h"
 #include "store/gcs_internal.h"
 #include "unit.h"
@@ -618,26 +620,31 @@ static void test_faults(const char *url, int n)
     dlk_store_free(s);
 }
 
-static void test_cut(const char *url, const char *cut)
+/* An object written directly, then read through the proxy at `via`:
+ * one that cuts every body short (cut) or drops Range (unit.h). */
+static void test_via(const char *url, const char *via, bool cut)
 {
     dlk_store *s = open_env(url, 1 << 20);
     UNIT_CHECK("open the emulator's store", s != NULL);
     size_t len = 300000;
     uint8_t *p = malloc(len);
     dlk_error err = {0};
+    const char *key = cut ? "cut/obj" : "norange/obj";
     bool put = s && p;
     if (put) {
         fill(p, len, 7);
-        put = dlk_store_put(s, "cut/obj", p, len, DLK_PUT_ALWAYS, NULL, NULL,
+        put = dlk_store_put(s, key, p, len, DLK_PUT_ALWAYS, NULL, NULL,
                             &err) == DLK_OK;
     }
     UNIT_CHECK("an object written directly", put);
-    dlk_store_options o = {.gcs_endpoint = cut, .s3_max_attempts = 2};
+    dlk_store_options o = {.gcs_endpoint = via, .s3_max_attempts = 2};
     dlk_store *c = NULL;
     if (put && dlk_store_open_gcs(url, &o, &c, &err))
-        printf("# open %s through %s: %s\n", url, cut, err.msg);
-    if (c)
-        unit_cut_reads(c, "cut/obj", len);
+        printf("# open %s through %s: %s\n", url, via, err.msg);
+    if (c && cut)
+        unit_cut_reads(c, key, len);
+    else if (c)
+        unit_range_ignored(c, key, p, len);
     else
         UNIT_CHECK("open through the proxy", false);
     dlk_store_free(c);
@@ -651,8 +658,11 @@ int main(void)
     if (url && *url) {
         const char *f = getenv("DLK_TEST_GCS_FAULTS");
         const char *cut = getenv("DLK_TEST_GCS_CUT");
+        const char *norange = getenv("DLK_TEST_GCS_NORANGE");
         if (cut && *cut)
-            test_cut(url, cut);
+            test_via(url, cut, true);
+        else if (norange && *norange)
+            test_via(url, norange, false);
         else if (f && atoi(f) > 0)
             test_faults(url, atoi(f));
         else

@@ -14,6 +14,9 @@
  *                          cuts every answer's body short: an object
  *                          written directly fails every kind of read
  *                          through it as the network's fault
+ *   DLK_TEST_S3_NORANGE=URL  one that drops Range: ranged reads through
+ *                          it fail, saying the server does not serve
+ *                          ranges
  *
  * The store is opened with the settings of the environment, read as the
  * dlk tool reads them (cmd/store_env.c): the library reads none.
@@ -1165,33 +1168,37 @@ static void test_faults(dlk_store *s, int n)
     keys_free(&l);
 }
 
-/* An object written directly, then read through `cut` (unit.h). */
-static void test_cut(dlk_store *s, const char *cut)
+/* An object written directly, then read through the proxy at `via`:
+ * one that cuts every body short (cut) or drops Range (unit.h). */
+static void test_via(dlk_store *s, const char *via, bool cut)
 {
     dlk_error err = {0};
     size_t len = 300000;
     uint8_t *p = malloc(len);
+    const char *key = cut ? "cut/obj" : "norange/obj";
     bool put = p != NULL;
     if (put) {
         fill(p, len, 7);
-        put = dlk_store_put(s, "cut/obj", p, len, DLK_PUT_ALWAYS, NULL, NULL,
+        put = dlk_store_put(s, key, p, len, DLK_PUT_ALWAYS, NULL, NULL,
                             &err) == DLK_OK;
     }
     check(put, "an object written directly");
-    free(p);
     store_env e;
     dlk_store *c = NULL;
     if (put && store_env_load(&e, false, &err) == DLK_OK) {
-        e.opts.s3_endpoint = cut;
+        e.opts.s3_endpoint = via;
         e.opts.s3_max_attempts = 2;
         if (dlk_store_open(url_env, false, &e.opts, &c, &err))
             diag(&err);
         store_env_free(&e);
     }
-    check(c != NULL, "open %s through %s", url_env, cut);
-    if (c)
-        unit_cut_reads(c, "cut/obj", len);
+    check(c != NULL, "open %s through %s", url_env, via);
+    if (c && cut)
+        unit_cut_reads(c, key, len);
+    else if (c)
+        unit_range_ignored(c, key, p, len);
     dlk_store_free(c);
+    free(p);
 }
 
 int main(void)
@@ -1221,8 +1228,9 @@ int main(void)
     if (!s)
         return 1;
     const char *cut = getenv("DLK_TEST_S3_CUT");
-    if (cut && *cut) {
-        test_cut(s, cut);
+    const char *norange = getenv("DLK_TEST_S3_NORANGE");
+    if ((cut && *cut) || (norange && *norange)) {
+        test_via(s, cut && *cut ? cut : norange, cut && *cut);
         dlk_store_free(s);
         return failures || unit_failed ? 1 : 0;
     }
