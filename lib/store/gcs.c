@@ -203,7 +203,7 @@ static dlk_status do_head(gcs_store *s, const char *okey, dlk_obj_info *info,
     r.out = &body;
     r.max = GCS_META_MAX;
     rc = gcs_run(s, &r, err);
-    if (!rc && !gcs_ok2xx(&r))
+    if (!rc && !s3_ok2xx(&r))
         rc = gcs_fail(s, &r, "stat", okey, DLK_PUT_ALWAYS, err);
     if (!rc)
         rc = gcs_parse_object(s, okey, &body, info, err);
@@ -388,7 +388,7 @@ static dlk_status gcs_del(dlk_store *st, const char *key, dlk_error *err)
         r.url = (const char *)url.data;
         rc = gcs_run(s, &r, err);
         /* a 404 after a retry is the first attempt's success */
-        if (!rc && !gcs_ok2xx(&r) && !(r.status == 404 && r.attempts > 1))
+        if (!rc && !s3_ok2xx(&r) && !(r.status == 404 && r.attempts > 1))
             rc = gcs_fail(s, &r, "delete", okey, DLK_PUT_ALWAYS, err);
         s3_req_fini(&r);
         dlk_buf_free(&url);

@@ -65,10 +65,6 @@ typedef struct gcs_store {
     int max_attempts;   /* of a resumable upload, as of a request */
 } gcs_store;
 
-static inline bool gcs_ok2xx(const s3_req *r)
-{
-    return r->status >= 200 && r->status < 300;
-}
 /* The object name of store key `key` ("PREFIX/key"), malloc'd. */
 char *gcs_object_key(const gcs_store *s, const char *key);
 /* endpoint part "/b/" BUCKET "/o" ["/" enc(okey)] ["?" query], part

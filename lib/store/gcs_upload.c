@@ -131,7 +131,7 @@ static dlk_status put_multipart(gcs_store *s, const char *okey,
         r.max = GCS_META_MAX;
         rc = gcs_run(s, &r, err);
     }
-    if (!rc && !gcs_ok2xx(&r))
+    if (!rc && !s3_ok2xx(&r))
         rc = gcs_fail(s, &r, "write", okey, mode, err);
     if (!rc)
         rc = put_answer(s, okey, &resp, len, info, err);
@@ -195,7 +195,7 @@ static dlk_status upload_start(gcs_store *s, const char *okey, size_t len,
         rc = gcs_run(s, &r, err);
         dlk_buf_free(&url);
     }
-    if (!rc && !gcs_ok2xx(&r))
+    if (!rc && !s3_ok2xx(&r))
         rc = gcs_fail(s, &r, "start the upload of", okey, mode, err);
     if (!rc && (!r.want_value[0] || strlen(r.want_value) >= cap))
         rc = dlk_fail(err, DLK_ENET, "cannot start the upload of "
@@ -248,7 +248,7 @@ static dlk_status send_pieces(gcs_store *s, const char *okey,
         unsigned long long a, b;
         bool range = r.want_value[0] &&
                      sscanf(r.want_value, "bytes=%llu-%llu", &a, &b) == 2;
-        if (!rc && gcs_ok2xx(&r)) {
+        if (!rc && s3_ok2xx(&r)) {
             s3_req_fini(&r);
             return DLK_OK;
         }

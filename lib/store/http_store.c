@@ -212,7 +212,7 @@ dlk_status http_get_answer(const http_get_who *w, const s3_req *r,
     } else if (r->status == 416 && ranged) {
         rc = http_short_object(w->scheme, w->bucket, w->okey, off, len,
                                r->total_size, err);
-    } else if (r->status < 200 || r->status >= 300) {
+    } else if (!s3_ok2xx(r)) {
         rc = w->fail(w->store, r, w->okey, err);
     } else if (r->short_body) {
         rc = dlk_fail(err, DLK_ENET, "cannot read '%s://%s/%s': %llu of "

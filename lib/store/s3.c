@@ -218,11 +218,6 @@ static dlk_status run(s3_store *s, s3_req *r, const char *method,
     return run_on(s, s->eng, r, method, okey, query, err);
 }
 
-static bool ok2xx(const s3_req *r)
-{
-    return r->status >= 200 && r->status < 300;
-}
-
 /* ---- for the listing (s3_list.c) ------------------------------------ */
 
 const char *s3_store_bucket(const s3_store *s) { return s->bucket; }
@@ -264,7 +259,7 @@ static dlk_status do_head(s3_store *s, const char *okey, dlk_obj_info *info,
 {
     s3_req r = {0};
     dlk_status rc = run(s, &r, "HEAD", okey, NULL, err);
-    if (!rc && !ok2xx(&r))
+    if (!rc && !s3_ok2xx(&r))
         rc = req_fail(s, &r, "stat", okey, DLK_PUT_ALWAYS, err);
     if (!rc && r.content_length == UINT64_MAX)
         rc = dlk_fail(err, DLK_ENET, "cannot stat 's3://%s/%s': no "
@@ -509,12 +504,12 @@ static dlk_status read_slices(s3_store *s, const char *key, uint64_t size,
         s3_submit(q->eng, &q->r);
     }
     dlk_obj_info pi = {0};
+    http_get_who w = get_who(s, okey);
     for (size_t i = 0; i < sent; i++) {
         read_part *q = &p[i];
         s3_wait(q->eng, &q->r);
         if (!rc && !*whole) {
             dlk_error perr;
-            http_get_who w = get_who(s, okey);
             dlk_status prc = http_get_answer(&w, &q->r, q->off, q->len,
                                              q->len, true, &q->slice, NULL,
                                              &perr);
@@ -778,9 +773,9 @@ static dlk_status put_single(s3_store *s, const char *okey, const void *data,
         r = (s3_req){0};
         bare = true;
     }
-    if (!rc && bare && ok2xx(&r) && mode == DLK_PUT_IF_MATCH)
+    if (!rc && bare && s3_ok2xx(&r) && mode == DLK_PUT_IF_MATCH)
         s->if_match_bare = true;
-    if (!rc && !ok2xx(&r))
+    if (!rc && !s3_ok2xx(&r))
         rc = req_fail(s, &r, "write", okey, mode, err);
     if (!rc && info) {
         info->size = len;
@@ -880,7 +875,7 @@ static dlk_status mp_parts(s3_store *s, const char *okey, const char *qid,
             break;
         part *p = &parts[waited++];
         s3_wait(s->eng, &p->r);
-        if (!rc && !ok2xx(&p->r))
+        if (!rc && !s3_ok2xx(&p->r))
             rc = req_fail(s, &p->r, "write a part of", okey, DLK_PUT_ALWAYS,
                           err);
         else if (!rc && !p->r.etag[0])
@@ -942,7 +937,7 @@ static dlk_status mp_complete(s3_store *s, const char *okey, const char *qid,
                 rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
             continue;
         }
-        if (!rc && !ok2xx(&r)) {
+        if (!rc && !s3_ok2xx(&r)) {
             rc = req_fail(s, &r, "complete the upload of", okey, mode, err);
         } else if (!rc && s3_xml_error(resp.data, resp.len, &ei)) {
             bool again = (strcmp(ei.code, "InternalError") == 0 ||
@@ -995,7 +990,7 @@ static dlk_status s3_put_multipart(s3_store *s, const char *okey, const void *da
     r.max = 1 << 20;
     char id[1024];
     dlk_status rc = run(s, &r, "POST", okey, "uploads=", err);
-    if (!rc && !ok2xx(&r))
+    if (!rc && !s3_ok2xx(&r))
         rc = req_fail(s, &r, "start an upload of", okey, DLK_PUT_ALWAYS, err);
     if (!rc && !s3_xml_find(resp.data, resp.len, "UploadId", id, sizeof id))
         rc = dlk_fail(err, DLK_ENET, "cannot start an upload of "
@@ -1037,7 +1032,7 @@ static dlk_status s3_del(dlk_store *st, const char *key, dlk_error *err)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     s3_req r = {0};
     dlk_status rc = run(s, &r, "DELETE", okey, NULL, err);
-    if (!rc && !ok2xx(&r))
+    if (!rc && !s3_ok2xx(&r))
         rc = req_fail(s, &r, "delete", okey, DLK_PUT_ALWAYS, err);
     s3_req_fini(&r);
     free(okey);

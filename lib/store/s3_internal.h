@@ -145,10 +145,15 @@ void s3_submit(s3_engine *e, s3_req *r);
 /* Queue n requests at once (one wake-up of the engine's thread). */
 void s3_submit_all(s3_engine *e, s3_req **rs, size_t n);
 void s3_wait(s3_engine *e, s3_req *r);
-/* Release what a finished request holds (errbody, condition variable). */
 /* The answer's Last-Modified in Unix seconds; 0 when none or unreadable. */
 int64_t s3_req_mtime(const s3_req *r);
+/* Release what a finished request holds (errbody, condition variable). */
 void s3_req_fini(s3_req *r);
+/* The answer is a success (2xx), for S3 and GCS alike. */
+static inline bool s3_ok2xx(const s3_req *r)
+{
+    return r->status >= 200 && r->status < 300;
+}
 /* Let the in-flight maximum grow up to n where the store's latency, not
  * its speed, bounds the rate (see grow() in s3_http.c). */
 void s3_engine_raise_max(s3_engine *e, int n);

@@ -9,11 +9,6 @@
 
 typedef struct s3_store s3_store;
 
-static inline bool s3_ok2xx(const s3_req *r)
-{
-    return r->status >= 200 && r->status < 300;
-}
-
 /* ---- s3.c ----------------------------------------------------------- */
 
 const char *s3_store_bucket(const s3_store *s);
