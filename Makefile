@@ -118,7 +118,7 @@ SONAME  := libdlk.so.$(SOMAJOR)
 LIBSO   := $(BUILD)/libdlk.so.$(VERSION)
 
 .PHONY: check all shared test demo install install-bin install-lib install-man clean \
-        deps check-deps fuzz bench dist
+        deps check-deps demo-deps fuzz bench dist
 
 all: $(LIBA) $(LIBSO) $(DLK)
 
@@ -198,12 +198,17 @@ test: check-deps
 check:
 	$(Q)tests/check
 
-demo: check-deps
+# The demo installs only what building and running it takes (the build's
+# libraries, numpy and Pillow), not the test toolchain.
+demo: demo-deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)DLK=$(abspath $(DLK)) examples/demo.sh
 
 check-deps:
-	$(Q)scripts/deps.sh --ensure
+	$(Q)scripts/deps.sh --ensure test
+
+demo-deps:
+	$(Q)scripts/deps.sh --ensure demo
 
 deps:
 	$(Q)scripts/deps.sh --install

