@@ -204,7 +204,7 @@ static int parse_near(char *arg, dlk_select_opts *o)
             cmd_error("query", "--near: row '%s' is out of range", v);
             return EXIT_USAGE;
         }
-        o->near_row = (int64_t)row;
+        o->near_row_plus1 = (uint64_t)row + 1;
     } else {
         o->near_npy = v;
     }
@@ -333,7 +333,6 @@ int cmd_query(int argc, char **argv)
     };
     dlk_select_opts so;
     memset(&so, 0, sizeof so);
-    so.near_row = -1;
     const char *at = NULL, *save = NULL, *drop = NULL;
     char *show_list = NULL;
     bool count_only = false, json = false, have_k = false, have_metric = false,

@@ -1124,12 +1124,15 @@ typedef struct dlk_select_opts {
      * query vector in `near_tensor` (f32 or f64, fixed shape [D]), exact
      * (every candidate row is scored).  The vector is `near_vector` (D
      * floats), or the .npy file `near_npy` (D values, shape [D] or
-     * [1,D]), or the tensor's sample `near_row` (>= 0). */
+     * [1,D]), or the tensor's sample of row R, given as
+     * `near_row_plus1` = R + 1: so that options set to zero, as in
+     * `dlk_select_opts o = {.near_tensor = "emb", .near_npy = "q.npy"}`,
+     * name no row (row 0 is near_row_plus1 1). */
     const char *near_tensor;     /* NULL: no vector search */
     const float *near_vector;
     uint32_t near_dim;
     const char *near_npy;
-    int64_t near_row;            /* -1: not a row */
+    uint64_t near_row_plus1;     /* the row + 1; 0: not a row */
     uint32_t k;                  /* default 10 */
     dlk_metric metric;
     uint32_t threads;            /* default dlk_cpu_count() */

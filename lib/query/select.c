@@ -125,11 +125,11 @@ static dlk_status vector_npy(const char *path, float **out, uint32_t *dim,
 }
 
 /* The query vector from a row of the tensor. */
-static dlk_status vector_row(dlk_dataset *ds, size_t ti, int64_t row,
+static dlk_status vector_row(dlk_dataset *ds, size_t ti, uint64_t row,
                              float **out, uint32_t *dim, dlk_error *err)
 {
     dlk_sample s;
-    dlk_status rc = dlk_read_sample(ds, ti, (uint64_t)row, &s, err);
+    dlk_status rc = dlk_read_sample(ds, ti, row, &s, err);
     if (rc)
         return rc;
     size_t esz = dlk_dtype_size(s.dtype), d = esz ? s.nbytes / esz : 0;
@@ -230,7 +230,7 @@ dlk_status dlk_select(dlk_dataset *ds, const dlk_select_opts *o,
         rc = q_parse(o->where, &ds->m, &e, &res->error_column, err);
     if (!rc && o->near_tensor) {
         near_ti = dlk_dataset_find(ds, o->near_tensor);
-        int given = !!o->near_vector + !!o->near_npy + (o->near_row >= 0);
+        int given = !!o->near_vector + !!o->near_npy + !!o->near_row_plus1;
         if (near_ti < 0)
             rc = dlk_fail(err, DLK_ENOTFOUND, "no tensor '%s' in '%s' to "
                           "search", o->near_tensor, ds->url);
@@ -250,13 +250,13 @@ dlk_status dlk_select(dlk_dataset *ds, const dlk_select_opts *o,
             rc = dlk_fail(err, DLK_EINVAL, "unknown device %d", o->device);
         else if (o->near_npy)
             rc = vector_npy(o->near_npy, &vec, &dim, err);
-        else if (o->near_row >= 0)
-            rc = (uint64_t)o->near_row >= total
-                ? dlk_fail(err, DLK_ENOTFOUND, "no row %lld: '%s' has %llu",
-                           (long long)o->near_row, ds->url,
-                           (unsigned long long)total)
-                : vector_row(ds, (size_t)near_ti, o->near_row, &vec, &dim,
-                             err);
+        else if (o->near_row_plus1)
+            rc = o->near_row_plus1 - 1 >= total
+                ? dlk_fail(err, DLK_ENOTFOUND, "no row %llu: '%s' has %llu",
+                           (unsigned long long)(o->near_row_plus1 - 1),
+                           ds->url, (unsigned long long)total)
+                : vector_row(ds, (size_t)near_ti, o->near_row_plus1 - 1,
+                             &vec, &dim, err);
         else if (!(vec = malloc((o->near_dim ? o->near_dim : 1) * sizeof *vec)))
             rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
         else {

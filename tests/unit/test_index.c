@@ -90,7 +90,7 @@ static bool same_as_select(dlk_dataset *ds, const char *tensor,
         dlk_select_opts so = {.where = where, .view = view,
                               .near_tensor = tensor,
                               .near_vector = qs + (size_t)q * dim,
-                              .near_dim = dim, .near_row = -1, .k = k,
+                              .near_dim = dim, .k = k,
                               .metric = metric, .threads = 3,
                               .device = DLK_QUERY_DEVICE_CPU};
         dlk_select_result r;
@@ -149,7 +149,7 @@ static bool cuda_same_as_cpu(dlk_dataset *ds, const char *tensor,
          memcmp(sc[0], sc[1], (size_t)nq * k * 8) == 0;
     dlk_select_opts so = {.where = where, .near_tensor = tensor,
                           .near_vector = qs, .near_dim = dim,
-                          .near_row = -1, .k = k, .metric = metric,
+                          .k = k, .metric = metric,
                           .device = DLK_QUERY_DEVICE_CUDA};
     dlk_select_result res;
     if (ok && !dlk_select(ds, &so, &res, &err)) {
@@ -227,6 +227,42 @@ int main(void)
                                 scores, &n, &err) == DLK_EINVAL);
     dlk_index_close(ix);
     dlk_index_close(NULL);
+
+    /* options left zero name no row: the vector given is the query (the
+     * distance of a row to itself is 0 but for the rounding of
+     * |x|^2 - 2 x.q + |q|^2) */
+    dlk_select_opts zo = {.near_tensor = "emb", .near_vector = X[9],
+                          .near_dim = D, .k = 1, .metric = DLK_METRIC_L2,
+                          .device = DLK_QUERY_DEVICE_CPU};
+    dlk_select_result zr;
+    dlk_status zrc = dlk_select(ds, &zo, &zr, &err);
+    if (zrc)
+        printf("# %s\n", err.msg);
+    UNIT_CHECK("zeroed options: the vector alone is the query",
+               !zrc && zr.n == 1 && zr.rows[0] == 9 && zr.scores[0] < 1e-3);
+    if (!zrc)
+        dlk_select_result_free(&zr);
+    zo.near_vector = NULL;
+    zo.near_dim = 0;
+    zo.near_row_plus1 = 1200 + 1;
+    zrc = dlk_select(ds, &zo, &zr, &err);
+    UNIT_CHECK("row 1200 as near_row_plus1 1201 (a copy of row 9)",
+               !zrc && zr.n == 1 && zr.rows[0] == 9 && zr.scores[0] < 1e-3);
+    if (!zrc)
+        dlk_select_result_free(&zr);
+    zo.near_row_plus1 = 1;
+    zrc = dlk_select(ds, &zo, &zr, &err);
+    UNIT_CHECK("row 0 as near_row_plus1 1",
+               !zrc && zr.n == 1 && zr.rows[0] == 0 && zr.scores[0] < 1e-3);
+    if (!zrc)
+        dlk_select_result_free(&zr);
+    zo.near_row_plus1 = ROWS + 1;
+    UNIT_CHECK("a row past the rows",
+               dlk_select(ds, &zo, &zr, &err) == DLK_ENOTFOUND &&
+                   strstr(err.msg, "no row 1500"));
+    zo.near_npy = "/nonexistent.npy";
+    UNIT_CHECK("a row and a .npy: two query vectors",
+               dlk_select(ds, &zo, &zr, &err) == DLK_EINVAL);
 
     io.tensor = "score";
     UNIT_CHECK("not an embedding",
