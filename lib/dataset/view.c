@@ -237,6 +237,20 @@ dlk_status dlk_view_rows(dlk_dataset *ds, const char *name, uint64_t **rows,
                           (unsigned long long)v->dataset_rows);
     }
     dlk_buf_free(&b);
+    /* rows are never removed, so a view names rows of every later state;
+     * one naming rows this state lacks comes from a hand-edited manifest
+     * (formats/dlk-v1.md 6.10): refused, not read past the end.  The rows
+     * ascend: the last is the highest. */
+    uint64_t total = dlk_manifest_rows(&ds->m);
+    if (!rc && v->rows && r[v->rows - 1] >= total) {
+        uint64_t i = 0;
+        while (r[i] < total)
+            i++;
+        rc = dlk_fail(err, DLK_ECORRUPT, "view '%s' ('%s') names row %llu, "
+                      "past the %llu rows of '%s'", name, v->object,
+                      (unsigned long long)r[i], (unsigned long long)total,
+                      ds->url);
+    }
     if (rc) {
         free(r);
         return rc;
