@@ -317,6 +317,10 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
 /* The rows tried: none ingested from a source that is not empty, or more
  * skipped than o->max_skip allows, fails (DLK_EDECODE, res->rejected),
  * naming the commonest reasons (run.c).  errors: [{"key","reason"}]. */
+/* DLK_ENOTFOUND, naming the source, when its listing held no object at
+ * all (not even ones that are not samples) (run.c). */
+dlk_status ing_source_listed_any(const ing_source *src, const char *source,
+                                 dlk_error *err);
 dlk_status ing_check_outcome(const dlk_ingest_opts *o, const char *source,
                              uint64_t ingested, uint64_t skipped,
                              bool nonempty, const struct json_t *errors,

@@ -406,6 +406,19 @@ static dlk_status check_outcome(const dlk_ingest_opts *o, const char *source,
                                 const ing_source *unsafe,
                                 dlk_ingest_result *res, dlk_error *err);
 
+dlk_status ing_source_listed_any(const ing_source *src, const char *source,
+                                 dlk_error *err)
+{
+    /* not a rerun with nothing new (its objects are listed, and found in
+     * the dataset): a source that lists nothing at all is an empty or
+     * misspelled prefix, which a scheduled run must not take for success */
+    if (src->nobjs + src->unused_total + src->nunsafe > 0)
+        return DLK_OK;
+    return dlk_fail(err, DLK_ENOTFOUND, "the source '%s' lists no objects "
+                    "(an empty or misspelled prefix?); nothing was ingested",
+                    source);
+}
+
 dlk_status ing_check_outcome(const dlk_ingest_opts *o, const char *source,
                              uint64_t ingested, uint64_t skipped,
                              bool nonempty, const json_t *errors,
@@ -678,6 +691,11 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
         return DLK_OK;
     }
     res->ignored = src.ignored;
+    if ((rc = ing_source_listed_any(&src, o->source, err))) {
+        ing_source_free(&src);
+        res->seconds = dlk_now_s() - t0;
+        return rc;
+    }
     bool local_dir = strncmp(o->source, "s3://", 5) != 0 &&
                      strncmp(o->source, "gs://", 5) != 0;
     if (local_dir && src.nobjs && src.npy == src.nobjs && !o->labels &&

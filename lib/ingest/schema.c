@@ -204,10 +204,11 @@ static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
     spec_list l = {0};
     names nm = {.all_int = true};
     int64_t sh[DLK_MAX_NDIM];
-    if (!src.nrows)
+    rc = ing_source_listed_any(sp, o->source, err);
+    if (!rc && !src.nrows)
         rc = dlk_fail(err, DLK_ENOTFOUND, "nothing to ingest in '%s' (no "
                       "images, video or labels)", o->source);
-    else if (src.npy)
+    else if (!rc && src.npy)
         rc = dlk_fail(err, DLK_EINVAL, "cannot infer tensors from .npy files "
                       "in '%s': give them with --tensor", o->source);
     if (!rc && image) {

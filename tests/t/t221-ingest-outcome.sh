@@ -3,8 +3,9 @@
 # tried (default 10%), or ingests no row of a source that is not empty,
 # exits 3 naming the commonest reasons, and merges nothing into the head
 # (a create removes the dataset it made); --max-skip 1 keeps every row
-# that could be read.  From a directory and from S3 (moto); and a bucket
-# that does not exist is named as such.
+# that could be read.  A source that lists no objects fails too (t227).
+# From a directory and from S3 (moto); and a bucket that does not exist
+# is named as such.
 . "$DLK_TESTS/lib.sh"
 . "$DLK_TESTS/s3lib.sh"
 command -v ffmpeg >/dev/null || { skip "ingest outcome" "ffmpeg missing"; exit 0; }
@@ -67,9 +68,9 @@ assert d["ingested"]==3 and d["skipped"]==7 and len(d["errors"])==7, d' "$OUT"
 import json,sys; d=json.load(open(sys.argv[1])); m=d["error"]["message"]
 assert "no row to ingest" in m and d["ingested"]==0 and d["ignored"]==2, d' "$OUT"
     check "$kind: still 11 rows" test "$(samples "$DS")" = 11
-    ok "$kind: an empty source is not a failure" dlk ingest "$DS" "$kind" "$pre-empty" "${args[@]}" --json
-    check "$kind: ingested 0" python3 -c '
-import json,sys; d=json.load(open(sys.argv[1])); assert d["ingested"]==0, d' "$OUT"
+    fails "$kind: a source that lists no objects fails too" 3 dlk ingest "$DS" "$kind" "$pre-empty" "${args[@]}" --json
+    check "$kind: ingested 0, the source named" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1])); assert d["ingested"]==0 and "lists no objects" in d["error"]["message"], d' "$OUT"
 }
 
 mkdir -p "$T/out" "$T/out-empty"
