@@ -3,8 +3,8 @@
  * the command line; bench_stream_run.c streams, bench_stream_report.c and
  * report_html.c say what it measured. */
 #include "bench_stream.h"
+#include "options.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -71,39 +71,50 @@ static const char usage_text[] =
     "  dlk bench-stream pets --shuffle --epochs 2\n"
     "  dlk bench-stream s3://lake/pets --device cpu --json --report pets.html\n";
 
+/* --pin-cache BYTES or auto */
+static int pin_cache_opt(const cmd_opt *opt, const char *arg, void *ctx)
+{
+    (void)opt;
+    struct bench_opts *o = ctx;
+    if (strcmp(arg, "auto") == 0) {
+        o->lo.pin_cache = DLK_PIN_CACHE_AUTO;
+        return 0;
+    }
+    uint64_t v;
+    if (cmd_read_size("bench-stream", cmd_option_name(), arg, 0, 1ull << 40,
+                      &v))
+        return EXIT_USAGE;
+    o->lo.pin_cache = v;
+    return 0;
+}
+
+/* --s3-price G,E: two decimal numbers, each read as a --s3-price value */
+static int s3_price_opt(const cmd_opt *opt, const char *arg, void *ctx)
+{
+    (void)opt;
+    struct bench_opts *o = ctx;
+    const char *comma = strchr(arg, ',');
+    char get[64];
+    if (!comma || (size_t)(comma - arg) >= sizeof get) {
+        cmd_error("bench-stream", "%s: '%s' is not G,E (dollars per 1000 "
+                  "GETs and per GB, e.g. 0.0004,0.09)", cmd_option_name(),
+                  arg);
+        return EXIT_USAGE;
+    }
+    memcpy(get, arg, (size_t)(comma - arg));
+    get[comma - arg] = '\0';
+    if (cmd_read_float("bench-stream", cmd_option_name(), get, 0, false, 1e6,
+                       &o->price_get) ||
+        cmd_read_float("bench-stream", cmd_option_name(), comma + 1, 0, false,
+                       1e6, &o->price_gb))
+        return EXIT_USAGE;
+    o->price_given = true;
+    return 0;
+}
+
 /* Fill o from the command line: -1 to go on, else the exit code. */
 static int bench_parse(int argc, char **argv, struct bench_opts *o)
 {
-    static const struct option opts[] = {
-        {"device", required_argument, 0, 'd'},
-        {"batch-size", required_argument, 0, 'b'},
-        {"workers", required_argument, 0, 'w'},
-        {"prefetch", required_argument, 0, 'p'},
-        {"window", required_argument, 0, 'K'},
-        {"shuffle", no_argument, 0, 's'},
-        {"seed", required_argument, 0, 'S'},
-        {"epochs", required_argument, 0, 'e'},
-        {"step-ms", required_argument, 0, 't'},
-        {"rank", required_argument, 0, 'r'},
-        {"world", required_argument, 0, 'W'},
-        {"tensors", required_argument, 0, 'T'},
-        {"memory", required_argument, 0, 'm'},
-        {"pin-cache", required_argument, 0, 'P'},
-        {"no-check", no_argument, 0, 'C'},
-        {"no-verify", no_argument, 0, 'V'},
-        {"whole-chunks", no_argument, 0, 'H'},
-        {"span-parts", required_argument, 0, 'U'},
-        {"at", required_argument, 0, 'a'},
-        {"view", required_argument, 0, 'v'},
-        {"source-baseline", required_argument, 0, 'B'},
-        {"baseline-seconds", required_argument, 0, 'L'},
-        {"json", no_argument, 0, 'j'},
-        {"report", required_argument, 0, 'R'},
-        {"order-out", required_argument, 0, 'O'},
-        {"s3-price", required_argument, 0, 'Q'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
     memset(o, 0, sizeof *o);
     o->lo.check = 1;
     o->device = "auto";
@@ -115,79 +126,42 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
     o->epochs = 1;
     o->rank = -1;
     o->world = -1;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        char *end = NULL;
-        switch (c) {
-        case 'd': o->device = optarg; break;
-        case 'b': o->lo.batch_size = (uint32_t)strtoul(optarg, &end, 10); break;
-        case 'w': o->lo.io_threads = (uint32_t)strtoul(optarg, &end, 10); break;
-        case 'p': o->lo.prefetch_chunks = (uint32_t)strtoul(optarg, &end, 10); break;
-        case 'K': o->lo.window_chunks = (uint32_t)strtoul(optarg, &end, 10); break;
-        case 's': o->lo.shuffle = 1; break;
-        case 'S': o->lo.seed = strtoull(optarg, &end, 10); break;
-        case 'e': o->epochs = strtol(optarg, &end, 10); break;
-        case 't': o->step_ms = strtod(optarg, &end); break;
-        case 'r': o->rank = strtol(optarg, &end, 10); break;
-        case 'W': o->world = strtol(optarg, &end, 10); break;
-        case 'T': o->tensors = optarg; break;
-        case 'm':
-            if (!(o->lo.memory_limit = cmd_parse_size(optarg))) {
-                cmd_error("bench-stream", "bad --memory '%s'", optarg);
-                return EXIT_USAGE;
-            }
-            break;
-        case 'P':
-            if (strcmp(optarg, "auto") == 0)
-                o->lo.pin_cache = DLK_PIN_CACHE_AUTO;
-            else if (strcmp(optarg, "0") != 0 &&
-                     !(o->lo.pin_cache = cmd_parse_size(optarg))) {
-                cmd_error("bench-stream", "bad --pin-cache '%s' (bytes with "
-                          "an optional K, M or G, or auto)", optarg);
-                return EXIT_USAGE;
-            }
-            break;
-        case 'C': o->lo.check = 0; break;
-        case 'V': o->lo.no_verify = 1; break;
-        case 'H': o->lo.whole_chunks = 1; break;
-        case 'U': o->lo.span_parts = (uint32_t)strtoul(optarg, &end, 10); break;
-        case 'a': o->at = optarg; break;
-        case 'v': o->lo.view = optarg; break;
-        case 'B': o->baseline = optarg; break;
-        case 'L':
-            o->baseline_s = strtod(optarg, &end);
-            if (!(o->baseline_s > 0 && o->baseline_s <= 86400)) { /* NaN too */
-                cmd_error("bench-stream", "--baseline-seconds must be "
-                          "above 0 and at most 86400");
-                return EXIT_USAGE;
-            }
-            break;
-        case 'j': o->json = true; break;
-        case 'R': o->report = optarg; break;
-        case 'O': o->order_out = optarg; break;
-        case 'Q': {
-            int n = 0;
-            if (sscanf(optarg, "%lf,%lf%n", &o->price_get, &o->price_gb, &n) != 2 ||
-                optarg[n] || !(o->price_get >= 0 && o->price_get < 1e6) ||
-                !(o->price_gb >= 0 && o->price_gb < 1e6)) {
-                cmd_error("bench-stream", "bad --s3-price '%s' (dollars per "
-                          "1000 GETs and per GB, e.g. 0.0004,0.09)", optarg);
-                return EXIT_USAGE;
-            }
-            o->price_given = true;
-            break;
-        }
-        case 'h': return cmd_finish("bench-stream", cmd_usage(usage_text, true));
-        default:
-            return cmd_bad_option("bench-stream", argv, opts, usage_text);
-        }
-        if (end && *end) {
-            cmd_error("bench-stream", "bad number '%s'", optarg);
-            return EXIT_USAGE;
-        }
-    }
+    /* the limits are the loader's (dlk_loader_open), checked here so that
+     * a bad value is named before the dataset is opened */
+    const cmd_opt opts[] = {
+        CMD_OPT_STRING("device", 0, &o->device),
+        CMD_OPT_UINT("batch-size", 0, &o->lo.batch_size, 1, 1u << 24),
+        CMD_OPT_UINT("workers", 0, &o->lo.io_threads, 1, 256),
+        CMD_OPT_UINT("prefetch", 0, &o->lo.prefetch_chunks, 1, 65536),
+        CMD_OPT_UINT("window", 0, &o->lo.window_chunks, 1, 65536),
+        CMD_OPT_FLAG("shuffle", 0, &o->lo.shuffle),
+        CMD_OPT_UINT("seed", 0, &o->lo.seed, 0, UINT64_MAX),
+        CMD_OPT_UINT("epochs", 0, &o->epochs, 1, 1000000),
+        CMD_OPT_FLOAT("step-ms", 0, &o->step_ms, 0, 60000),
+        CMD_OPT_UINT("rank", 0, &o->rank, 0, UINT32_MAX - 1),
+        CMD_OPT_UINT("world", 0, &o->world, 1, UINT32_MAX),
+        CMD_OPT_STRING("tensors", 0, &o->tensors),
+        CMD_OPT_SIZE("memory", 0, &o->lo.memory_limit, 1, 1ull << 40),
+        CMD_OPT_CALL("pin-cache", 0, pin_cache_opt),
+        CMD_OPT_SET("no-check", 0, &o->lo.check, 0),
+        CMD_OPT_FLAG("no-verify", 0, &o->lo.no_verify),
+        CMD_OPT_FLAG("whole-chunks", 0, &o->lo.whole_chunks),
+        CMD_OPT_UINT("span-parts", 0, &o->lo.span_parts, 1, 65536),
+        CMD_OPT_STRING("at", 0, &o->at),
+        CMD_OPT_STRING("view", 0, &o->lo.view),
+        CMD_OPT_STRING("source-baseline", 0, &o->baseline),
+        CMD_OPT_FLOAT_ABOVE("baseline-seconds", 0, &o->baseline_s, 0, 86400),
+        CMD_OPT_FLAG("json", 0, &o->json),
+        CMD_OPT_STRING("report", 0, &o->report),
+        CMD_OPT_STRING("order-out", 0, &o->order_out),
+        CMD_OPT_CALL("s3-price", 0, s3_price_opt),
+        CMD_OPT_HELP(),
+        CMD_OPT_END(),
+    };
+    int code = cmd_parse_options("bench-stream", opts, usage_text, o, argc,
+                                 argv);
+    if (code != CMD_OPTS_DONE)
+        return code;
     if (argc - optind != 1) {
         cmd_error("bench-stream", "expected one DATASET");
         return cmd_usage(usage_text, false);
@@ -195,11 +169,6 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
     if (cmd_check_url("bench-stream", argv[optind]) ||
         cmd_check_url("bench-stream", o->baseline))
         return EXIT_USAGE;
-    if (o->epochs < 1 || o->epochs > 1000000 || !(o->step_ms >= 0 && o->step_ms <= 60000)) {
-        cmd_error("bench-stream", "--epochs must be 1-1000000 and --step-ms "
-                  "0-60000");
-        return EXIT_USAGE;
-    }
     /* rank and world from the flags, else from the launcher */
     dlk_launch launch;
     dlk_error lerr;

@@ -1,9 +1,10 @@
 /* cat.c - dlk cat: one sample of a tensor, as text, raw bytes, .npy,
  * JSON or a PNG image. */
 #include "cmd.h"
+#include "options.h"
 #include "values.h"
 
-#include <getopt.h>
+#include <unistd.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,51 +106,51 @@ static void print_json(const dlk_tensor_info *t, const dlk_sample *s,
     json_decref(o);
 }
 
+/* --raw, --npy, --json, --png and --frame K (a PNG of frame K): one
+ * output mode */
+struct cat_mode {
+    int mode; /* 0: the summary, else the option's letter */
+    int frame;
+};
+
+static int opt_mode(const cmd_opt *opt, const char *arg, void *ctx)
+{
+    (void)ctx;
+    struct cat_mode *m = opt->value;
+    int c = opt->name[0] == 'f' ? 'p' : opt->name[0]; /* r, n, j or p */
+    if (arg) {
+        uint64_t k;
+        if (cmd_read_uint("cat", cmd_option_name(), arg, 0, INT_MAX, &k))
+            return EXIT_USAGE;
+        m->frame = (int)k;
+    }
+    if (m->mode && m->mode != c) {
+        cmd_error("cat", "--raw, --npy, --json and --png exclude each other");
+        return cmd_usage(usage_text, false);
+    }
+    m->mode = c;
+    return 0;
+}
+
 int cmd_cat(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"raw", no_argument, 0, 'r'},
-        {"npy", no_argument, 0, 'n'},
-        {"json", no_argument, 0, 'j'},
-        {"png", no_argument, 0, 'p'},
-        {"frame", required_argument, 0, 'f'},
-        {"at", required_argument, 0, 'a'},
-        {"view", required_argument, 0, 'v'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
-    int mode = 0, c, frame = -1;
+    struct cat_mode m = {0, -1};
     const char *at = NULL, *view = NULL;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'r': case 'n': case 'j': case 'p': case 'f':
-            if (c == 'f') {
-                char *fend;
-                long k = strtol(optarg, &fend, 10);
-                if (!*optarg || *fend || k < 0 || k > INT_MAX) {
-                    cmd_error("cat", "bad frame '%s' (a frame number from "
-                              "0)", optarg);
-                    return EXIT_USAGE;
-                }
-                frame = (int)k;
-                c = 'p';
-            }
-            if (mode && mode != c) {
-                cmd_error("cat", "--raw, --npy, --json and --png exclude "
-                          "each other");
-                return cmd_usage(usage_text, false);
-            }
-            mode = c;
-            break;
-        case 'a': at = optarg; break;
-        case 'v': view = optarg; break;
-        case 'h': return cmd_finish("cat", cmd_usage(usage_text, true));
-        default:
-            return cmd_bad_option("cat", argv, opts, usage_text);
-        }
-    }
+    const cmd_opt opts[] = {
+        CMD_OPT_CALL_FLAG_WITH("raw", 0, opt_mode, &m),
+        CMD_OPT_CALL_FLAG_WITH("npy", 0, opt_mode, &m),
+        CMD_OPT_CALL_FLAG_WITH("json", 0, opt_mode, &m),
+        CMD_OPT_CALL_FLAG_WITH("png", 0, opt_mode, &m),
+        CMD_OPT_CALL_WITH("frame", 0, opt_mode, &m),
+        CMD_OPT_STRING("at", 0, &at),
+        CMD_OPT_STRING("view", 0, &view),
+        CMD_OPT_HELP(),
+        CMD_OPT_END(),
+    };
+    int code = cmd_parse_options("cat", opts, usage_text, NULL, argc, argv);
+    if (code != CMD_OPTS_DONE)
+        return code;
+    int mode = m.mode, frame = m.frame;
     if (argc - optind != 3) {
         cmd_error("cat", "expected DATASET TENSOR INDEX");
         return cmd_usage(usage_text, false);
@@ -158,12 +159,10 @@ int cmd_cat(int argc, char **argv)
         return EXIT_USAGE;
     const char *url = argv[optind], *tname = argv[optind + 1],
                *istr = argv[optind + 2];
-    char *end;
-    unsigned long long index = strtoull(istr, &end, 10);
-    if (!*istr || *end || *istr == '-') {
-        cmd_error("cat", "bad INDEX '%s' (a sample number from 0)", istr);
+    uint64_t v;
+    if (cmd_read_uint("cat", "INDEX", istr, 0, UINT64_MAX, &v))
         return EXIT_USAGE;
-    }
+    unsigned long long index = v;
     dlk_error err;
     dlk_dataset *ds;
     if (cmd_dataset_open(url, at, &ds, &err))
@@ -185,7 +184,7 @@ int cmd_cat(int argc, char **argv)
     }
     dlk_tensor_info t;
     dlk_sample s;
-    int code = EXIT_OK;
+    code = EXIT_OK;
     if (view) { /* the view's INDEX-th row */
         uint64_t *rows, n;
         if (dlk_view_rows(ds, view, &rows, &n, &err)) {

@@ -1,7 +1,8 @@
 /* cmd.h - what the subcommands share: their entry points, exit
  * codes and printing helpers.  Adding a command takes: its cmd_<verb>
- * function in cmd/<verb>.c, its row in the table in cmd/dlk.c, its man
- * page man/dlk-<verb>.1, and its tests in tests/t/. */
+ * function in cmd/<verb>.c with its table of options beside its usage
+ * text (cmd/options.h), its row in the table in cmd/dlk.c, its man page
+ * man/dlk-<verb>.1, and its tests in tests/t/. */
 #ifndef DLK_CMD_H
 #define DLK_CMD_H
 

@@ -1,7 +1,8 @@
 /* compact.c - dlk compact: rewrite runs of small chunks into full ones. */
 #include "cmd.h"
+#include "options.h"
 
-#include <getopt.h>
+#include <unistd.h>
 #include <jansson.h>
 #include <stdlib.h>
 
@@ -25,33 +26,18 @@ static const char usage_text[] =
 
 int cmd_compact(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"target-size", required_argument, 0, 's'},
-        {"json", no_argument, 0, 'j'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
     dlk_compact_opts co = {0};
     bool json = false;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 's':
-            co.target_bytes = cmd_parse_size(optarg);
-            if (!co.target_bytes || co.target_bytes > (1ull << 30)) {
-                cmd_error("compact", "bad --target-size '%s' (1 byte to 1G, "
-                          "like 16M)", optarg);
-                return EXIT_USAGE;
-            }
-            break;
-        case 'j': json = true; break;
-        case 'h': return cmd_finish("compact", cmd_usage(usage_text, true));
-        default:
-            return cmd_bad_option("compact", argv, opts, usage_text);
-        }
-    }
+    const cmd_opt opts[] = {
+        CMD_OPT_SIZE("target-size", 0, &co.target_bytes, 1, 1u << 30),
+        CMD_OPT_FLAG("json", 0, &json),
+        CMD_OPT_HELP(),
+        CMD_OPT_END(),
+    };
+    int code = cmd_parse_options("compact", opts, usage_text, NULL, argc,
+                                 argv);
+    if (code != CMD_OPTS_DONE)
+        return code;
     if (argc - optind != 1) {
         cmd_error("compact", "expected one DATASET");
         return cmd_usage(usage_text, false);

@@ -3,7 +3,7 @@
 #include "cmd.h"
 #include "ingest_opts.h"
 
-#include <getopt.h>
+#include <unistd.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,97 +181,80 @@ static int existing(const char *url, const dlk_tensor_spec *specs, size_t n,
     return EXIT_OK;
 }
 
+/* --tensor SPEC, appended to the list */
+struct spec_list {
+    dlk_tensor_spec *specs;
+    size_t n;
+};
+
+static int opt_tensor(const cmd_opt *opt, const char *arg, void *ctx)
+{
+    (void)ctx;
+    struct spec_list *l = opt->value;
+    dlk_error err;
+    if (l->n == MAX_TENSORS) {
+        cmd_error("create", "at most %d tensors", MAX_TENSORS);
+        return EXIT_USAGE;
+    }
+    if (dlk_tensor_spec_parse(arg, &l->specs[l->n], &err)) {
+        cmd_error("create", "%s", err.msg);
+        return EXIT_USAGE;
+    }
+    l->n++;
+    return 0;
+}
+
+/* --kind and --classes, kept to apply once the tensors are known */
+struct arg_list {
+    const char *v[MAX_TENSORS];
+    size_t n;
+};
+
+static int opt_append(const cmd_opt *opt, const char *arg, void *ctx)
+{
+    (void)ctx;
+    struct arg_list *l = opt->value;
+    if (l->n < MAX_TENSORS)
+        l->v[l->n++] = arg;
+    return 0;
+}
+
 int cmd_create(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"tensor", required_argument, 0, 't'},
-        {"kind", required_argument, 0, 'k'},
-        {"classes", required_argument, 0, 'c'},
-        {"chunk-size", required_argument, 0, 's'},
-        {"part-size", required_argument, 0, 'P'},
-        {"json", no_argument, 0, IO_JSON},
-        {"exist-ok", no_argument, 0, 'x'},
-        {"help", no_argument, 0, 'h'},
-        INGEST_LONG_OPTIONS
-        {"quiet", no_argument, 0, IO_QUIET},
-        {0, 0, 0, 0},
-    };
     ingest_cli cli;
     dlk_tensor_spec specs[MAX_TENSORS];
     char **class_lists[MAX_TENSORS] = {0};
-    size_t n = 0;
-    const char *kinds[MAX_TENSORS], *classes[MAX_TENSORS];
-    size_t nkinds = 0, nclasses = 0;
+    struct spec_list sl = {specs, 0};
+    struct arg_list kl = {{0}, 0}, cl = {{0}, 0};
     unsigned long long chunk_size = 0;
-    bool json = false;
     dlk_error err;
-    int c, code = EXIT_OK;
+    int code = EXIT_OK;
 
     ingest_cli_init(&cli);
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "qhj:", opts, NULL)) != -1) {
-        switch (c) {
-        case 't':
-            if (n == MAX_TENSORS) {
-                cmd_error("create", "at most %d tensors", MAX_TENSORS);
-                return EXIT_USAGE;
-            }
-            if (dlk_tensor_spec_parse(optarg, &specs[n], &err)) {
-                cmd_error("create", "%s", err.msg);
-                return EXIT_USAGE;
-            }
-            n++;
-            break;
-        case 'k':
-            if (nkinds < MAX_TENSORS) kinds[nkinds++] = optarg;
-            break;
-        case 'c':
-            if (nclasses < MAX_TENSORS) classes[nclasses++] = optarg;
-            break;
-        case 's':
-            if (!(chunk_size = cmd_parse_size(optarg))) {
-                cmd_error("create", "bad --chunk-size '%s'", optarg);
-                return EXIT_USAGE;
-            }
-            break;
-        case 'P': {
-            unsigned long long v = cmd_parse_size(optarg);
-            if (v < 4096 || v > (1ull << 30)) {
-                cmd_error("create", "bad --part-size '%s' (4K to 1G)",
-                          optarg);
-                return EXIT_USAGE;
-            }
-            cli.o.part_bytes = (uint32_t)v;
-            break;
-        }
-        case IO_JSON: json = true; cli.json = true; break;
-        case 'j':
-            if (ingest_cli_opt(&cli, "create", IO_JOBS, optarg)) {
-                ingest_cli_free(&cli);
-                return cmd_usage(usage_text, false);
-            }
-            break;
-        case 'x': cli.o.exist_ok = 1; break;
-        case 'q': cli.quiet = true; break;
-        case 'h':
-            ingest_cli_free(&cli);
-            fputs(usage_text, stdout);
-            fputs(ingest_opts_usage, stdout);
-            fputs(examples_text, stdout);
-            return cmd_finish("create", EXIT_OK);
-        case '?':
-        case ':':
-            ingest_cli_free(&cli);
-            return cmd_bad_option("create", argv, opts, usage_text);
-        default:
-            if (ingest_cli_opt(&cli, "create", c, optarg)) {
-                ingest_cli_free(&cli);
-                return EXIT_USAGE;
-            }
-            break;
-        }
+    static const char *const help[] = {usage_text, ingest_opts_usage,
+                                       examples_text, NULL};
+    cmd_opt opts[8 + INGEST_NOPTIONS] = {
+        CMD_OPT_CALL_WITH("tensor", 0, opt_tensor, &sl),
+        CMD_OPT_CALL_WITH("kind", 0, opt_append, &kl),
+        CMD_OPT_CALL_WITH("classes", 0, opt_append, &cl),
+        /* a chunk is at most 2 GiB raw, and a target is half that */
+        CMD_OPT_SIZE("chunk-size", 0, &chunk_size, 1, 1u << 30),
+        CMD_OPT_SIZE("part-size", 0, &cli.o.part_bytes, 4096, 1u << 30),
+        CMD_OPT_FLAG("exist-ok", 0, &cli.o.exist_ok),
+        CMD_OPT_HELP_TEXTS(help),
+    };
+    size_t nopts = 7;
+    nopts += ingest_cli_options(&cli, opts + nopts);
+    opts[nopts] = (cmd_opt)CMD_OPT_END();
+    code = cmd_parse_options("create", opts, usage_text, NULL, argc, argv);
+    if (code != CMD_OPTS_DONE) {
+        ingest_cli_free(&cli);
+        return code;
     }
+    code = EXIT_OK;
+    size_t n = sl.n, nkinds = kl.n, nclasses = cl.n;
+    const char **kinds = kl.v, **classes = cl.v;
+    bool json = cli.json;
     if (argc - optind == 3) {
         code = cmd_check_url("create", argv[optind]);
         if (code == EXIT_OK)

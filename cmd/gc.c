@@ -1,7 +1,8 @@
 /* gc.c - dlk gc: remove chunks that nothing references. */
 #include "cmd.h"
+#include "options.h"
 
-#include <getopt.h>
+#include <unistd.h>
 #include <jansson.h>
 #include <stdlib.h>
 
@@ -24,23 +25,6 @@ static const char usage_text[] =
     "  dlk gc --dry-run s3://lake/pets\n"
     "  dlk gc --grace 1d s3://lake/pets\n";
 
-/* "90", "30m", "1h", "2d" -> seconds; -1 on error. */
-static long long parse_duration(const char *s)
-{
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || v < 0 || v > 1000000000)
-        return -1;
-    switch (*end) {
-    case '\0': case 's': break;
-    case 'm': v *= 60; break;
-    case 'h': v *= 3600; break;
-    case 'd': v *= 86400; break;
-    default: return -1;
-    }
-    return *end && end[1] ? -1 : v;
-}
-
 struct gc_out {
     bool json;
     json_t *objects;
@@ -57,37 +41,18 @@ static void on_remove(void *ud, const char *object, uint64_t size)
 
 int cmd_gc(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"grace", required_argument, 0, 'g'},
-        {"dry-run", no_argument, 0, 'n'},
-        {"json", no_argument, 0, 'j'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
     struct gc_out o = {false, NULL};
     dlk_gc_opts go = {3600, 0, on_remove, &o};
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "nh", opts, NULL)) != -1) {
-        switch (c) {
-        case 'g': {
-            long long g = parse_duration(optarg);
-            if (g < 0) {
-                cmd_error("gc", "bad --grace '%s' (like 90s, 30m, 1h, 2d)",
-                          optarg);
-                return EXIT_USAGE;
-            }
-            go.grace_seconds = g;
-            break;
-        }
-        case 'n': go.dry_run = 1; break;
-        case 'j': o.json = true; break;
-        case 'h': return cmd_finish("gc", cmd_usage(usage_text, true));
-        default:
-            return cmd_bad_option("gc", argv, opts, usage_text);
-        }
-    }
+    const cmd_opt opts[] = {
+        CMD_OPT_DURATION("grace", 0, &go.grace_seconds, 0, 1000000000),
+        CMD_OPT_FLAG("dry-run", 'n', &go.dry_run),
+        CMD_OPT_FLAG("json", 0, &o.json),
+        CMD_OPT_HELP(),
+        CMD_OPT_END(),
+    };
+    int code = cmd_parse_options("gc", opts, usage_text, NULL, argc, argv);
+    if (code != CMD_OPTS_DONE)
+        return code;
     if (argc - optind != 1) {
         cmd_error("gc", "expected one DATASET");
         return cmd_usage(usage_text, false);

@@ -2,7 +2,7 @@
 #include "cmd.h"
 #include "ingest_opts.h"
 
-#include <getopt.h>
+#include <unistd.h>
 #include <string.h>
 
 static const char usage_text[] =
@@ -24,39 +24,22 @@ static const char examples_text[] =
 
 int cmd_ingest(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        INGEST_LONG_OPTIONS
-        {"json", no_argument, 0, IO_JSON},
-        {"quiet", no_argument, 0, IO_QUIET},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
     ingest_cli cli;
     ingest_cli_init(&cli);
-    int c, code = EXIT_OK;
-    optind = 1;
-    opterr = 0;
-    while (code == EXIT_OK &&
-           (c = getopt_long(argc, argv, "qj:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'q': code = ingest_cli_opt(&cli, "ingest", IO_QUIET, NULL); break;
-        case 'j': code = ingest_cli_opt(&cli, "ingest", IO_JOBS, optarg);
-                  break;
-        case 'h':
-            fputs(usage_text, stdout);
-            fputs(ingest_opts_usage, stdout);
-            fputs(examples_text, stdout);
-            ingest_cli_free(&cli);
-            return cmd_finish("ingest", EXIT_OK);
-        case '?':
-        case ':':
-            code = cmd_option_error("ingest", argv, opts);
-            break;
-        default:
-            code = ingest_cli_opt(&cli, "ingest", c, optarg);
-            break;
-        }
+    static const char *const help[] = {usage_text, ingest_opts_usage,
+                                       examples_text, NULL};
+    cmd_opt opts[INGEST_NOPTIONS + 2];
+    size_t n = ingest_cli_options(&cli, opts);
+    opts[n++] = (cmd_opt)CMD_OPT_HELP_TEXTS(help);
+    opts[n] = (cmd_opt)CMD_OPT_END();
+    /* the usage, with the shared options', follows any usage error */
+    int code = cmd_parse_options("ingest", opts, NULL, NULL, argc, argv);
+    if (code == EXIT_OK) {
+        ingest_cli_free(&cli);
+        return code;
     }
+    if (code == CMD_OPTS_DONE)
+        code = EXIT_OK;
     if (code == EXIT_OK && argc - optind != 3) {
         cmd_error("ingest", "expected DATASET SOURCE LOCATION");
         code = EXIT_USAGE;

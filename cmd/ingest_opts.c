@@ -1,6 +1,7 @@
 /* ingest_opts.c - options, progress line and report shared by
  * `dlk ingest` and `dlk create DATASET from-s3|from-gs|from-dir`. */
 #include "ingest_opts.h"
+#include "options.h"
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -304,163 +305,164 @@ void ingest_cli_free(ingest_cli *c)
     json_decref(c->changed);
 }
 
-static int bad(const char *cmd, const char *opt, const char *arg,
-               const char *want)
+/* The callbacks of the table below: opt->value is the ingest_cli. */
+
+static int bad_word(const char *arg, const char *want)
 {
-    cmd_error(cmd, "bad %s '%s' (%s)", opt, arg, want);
+    cmd_error(cmd_option_cmd(), "%s: '%s' is not %s", cmd_option_name(), arg,
+              want);
     return EXIT_USAGE;
 }
 
-static bool parse_int(const char *s, long long lo, long long hi,
-                      long long *out)
+static int opt_resize(const cmd_opt *opt, const char *arg, void *ctx)
 {
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || *end || v < lo || v > hi)
-        return false;
-    *out = v;
-    return true;
+    (void)ctx;
+    ingest_cli *c = opt->value;
+    const char *x = strchr(arg, 'x');
+    char w[32];
+    uint64_t wv, hv;
+    if (!x || x == arg || (size_t)(x - arg) >= sizeof w)
+        return bad_word(arg, "WxH, e.g. 224x224");
+    memcpy(w, arg, (size_t)(x - arg));
+    w[x - arg] = '\0';
+    if (cmd_read_uint(cmd_option_cmd(), cmd_option_name(), w, 1, 65535, &wv) ||
+        cmd_read_uint(cmd_option_cmd(), cmd_option_name(), x + 1, 1, 65535, &hv))
+        return EXIT_USAGE;
+    c->o.width = (int)wv;
+    c->o.height = (int)hv;
+    return 0;
 }
 
-static bool parse_double(const char *s, double *out)
+static int opt_fit(const cmd_opt *opt, const char *arg, void *ctx)
 {
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || *end || !(v >= 0) || !isfinite(v))
-        return false;
-    *out = v;
-    return true;
+    (void)ctx;
+    dlk_ingest_opts *o = &((ingest_cli *)opt->value)->o;
+    if (!strcmp(arg, "stretch")) o->fit = DLK_FIT_STRETCH;
+    else if (!strcmp(arg, "crop")) o->fit = DLK_FIT_CROP;
+    else if (!strcmp(arg, "pad")) o->fit = DLK_FIT_PAD;
+    else return bad_word(arg, "stretch, crop or pad");
+    return 0;
 }
 
-int ingest_cli_opt(ingest_cli *c, const char *cmd, int code, const char *arg)
+static int opt_layout(const cmd_opt *opt, const char *arg, void *ctx)
+{
+    (void)ctx;
+    dlk_ingest_opts *o = &((ingest_cli *)opt->value)->o;
+    if (!strcmp(arg, "hwc")) o->layout = DLK_LAYOUT_HWC;
+    else if (!strcmp(arg, "chw")) o->layout = DLK_LAYOUT_CHW;
+    else return bad_word(arg, "hwc or chw");
+    return 0;
+}
+
+static int opt_channels(const cmd_opt *opt, const char *arg, void *ctx)
+{
+    (void)ctx;
+    dlk_ingest_opts *o = &((ingest_cli *)opt->value)->o;
+    uint64_t v;
+    if (cmd_read_uint(cmd_option_cmd(), cmd_option_name(), arg, 1, 4, &v))
+        return EXIT_USAGE;
+    if (v == 2) {
+        cmd_error(cmd_option_cmd(), "%s: 2 is not 1, 3 or 4", cmd_option_name());
+        return EXIT_USAGE;
+    }
+    o->channels = (int)v;
+    return 0;
+}
+
+static int opt_on_error(const cmd_opt *opt, const char *arg, void *ctx)
+{
+    (void)ctx;
+    dlk_ingest_opts *o = &((ingest_cli *)opt->value)->o;
+    if (!strcmp(arg, "skip")) o->on_error = DLK_ON_ERROR_SKIP;
+    else if (!strcmp(arg, "fail")) o->on_error = DLK_ON_ERROR_FAIL;
+    else return bad_word(arg, "skip or fail");
+    return 0;
+}
+
+static int opt_order(const cmd_opt *opt, const char *arg, void *ctx)
+{
+    (void)ctx;
+    dlk_ingest_opts *o = &((ingest_cli *)opt->value)->o;
+    if (!strcmp(arg, "shuffled")) o->order = DLK_ORDER_SHUFFLED;
+    else if (!strcmp(arg, "sorted")) o->order = DLK_ORDER_SORTED;
+    else return bad_word(arg, "shuffled or sorted");
+    return 0;
+}
+
+static int opt_on_changed(const cmd_opt *opt, const char *arg, void *ctx)
+{
+    (void)ctx;
+    dlk_ingest_opts *o = &((ingest_cli *)opt->value)->o;
+    if (!strcmp(arg, "skip")) o->on_changed = DLK_ON_CHANGED_SKIP;
+    else if (!strcmp(arg, "fail")) o->on_changed = DLK_ON_CHANGED_FAIL;
+    else return bad_word(arg, "skip or fail");
+    return 0;
+}
+
+/* --shard I/N: N from 1 to 100000, I below it */
+static int opt_shard(const cmd_opt *opt, const char *arg, void *ctx)
+{
+    (void)ctx;
+    dlk_ingest_opts *o = &((ingest_cli *)opt->value)->o;
+    const char *slash = strchr(arg, '/');
+    char i[32];
+    uint64_t iv, nv;
+    if (!slash || slash == arg || (size_t)(slash - arg) >= sizeof i)
+        return bad_word(arg, "I/N with 0 <= I < N");
+    memcpy(i, arg, (size_t)(slash - arg));
+    i[slash - arg] = '\0';
+    if (cmd_read_uint(cmd_option_cmd(), cmd_option_name(), slash + 1, 1, 100000,
+                      &nv) ||
+        cmd_read_uint(cmd_option_cmd(), cmd_option_name(), i, 0, nv - 1, &iv))
+        return EXIT_USAGE;
+    o->shard = (unsigned)iv;
+    o->nshards = (unsigned)nv;
+    return 0;
+}
+
+static int opt_max_skip(const cmd_opt *opt, const char *arg, void *ctx)
+{
+    (void)ctx;
+    dlk_ingest_opts *o = &((ingest_cli *)opt->value)->o;
+    double f;
+    if (cmd_read_float(cmd_option_cmd(), cmd_option_name(), arg, 0, false, 1, &f))
+        return EXIT_USAGE;
+    o->max_skip = f > 0 ? f : -1; /* the library's "none" */
+    return 0;
+}
+
+size_t ingest_cli_options(ingest_cli *c, cmd_opt *out)
 {
     dlk_ingest_opts *o = &c->o;
-    long long v;
-    switch (code) {
-    case IO_RESIZE: {
-        int w, h, n;
-        if (sscanf(arg, "%dx%d%n", &w, &h, &n) != 2 || arg[n] || w < 1 ||
-            h < 1 || w > 65535 || h > 65535)
-            return bad(cmd, "--resize", arg, "WxH, e.g. 224x224");
-        o->width = w;
-        o->height = h;
-        return 0;
-    }
-    case IO_FIT:
-        if (!strcmp(arg, "stretch")) o->fit = DLK_FIT_STRETCH;
-        else if (!strcmp(arg, "crop")) o->fit = DLK_FIT_CROP;
-        else if (!strcmp(arg, "pad")) o->fit = DLK_FIT_PAD;
-        else return bad(cmd, "--fit", arg, "stretch, crop or pad");
-        return 0;
-    case IO_LAYOUT:
-        if (!strcmp(arg, "hwc")) o->layout = DLK_LAYOUT_HWC;
-        else if (!strcmp(arg, "chw")) o->layout = DLK_LAYOUT_CHW;
-        else return bad(cmd, "--layout", arg, "hwc or chw");
-        return 0;
-    case IO_CHANNELS:
-        if (!parse_int(arg, 1, 4, &v) || v == 2)
-            return bad(cmd, "--channels", arg, "1, 3 or 4");
-        o->channels = (int)v;
-        return 0;
-    case IO_MAX_PIXELS:
-        if (!parse_int(arg, 1, 1LL << 40, &v))
-            return bad(cmd, "--max-pixels", arg, "a positive count");
-        o->max_pixels = (uint64_t)v;
-        return 0;
-    case IO_FRAMES:
-        if (!parse_int(arg, 1, 4096, &v))
-            return bad(cmd, "--frames", arg, "1 to 4096");
-        o->frames = (int)v;
-        return 0;
-    case IO_FPS:
-        if (!parse_double(arg, &o->fps) || o->fps <= 0)
-            return bad(cmd, "--fps", arg, "a positive rate");
-        return 0;
-    case IO_CLIP:
-        if (!parse_double(arg, &o->clip_seconds) || o->clip_seconds <= 0)
-            return bad(cmd, "--clip-seconds", arg, "a positive length");
-        return 0;
-    case IO_LABELS:
-        o->labels = arg;
-        return 0;
-    case IO_ON_ERROR:
-        if (!strcmp(arg, "skip")) o->on_error = DLK_ON_ERROR_SKIP;
-        else if (!strcmp(arg, "fail")) o->on_error = DLK_ON_ERROR_FAIL;
-        else return bad(cmd, "--on-error", arg, "skip or fail");
-        return 0;
-    case IO_UNORDERED:
-        o->unordered = 1;
-        return 0;
-    case IO_ORDER:
-        if (!strcmp(arg, "shuffled")) o->order = DLK_ORDER_SHUFFLED;
-        else if (!strcmp(arg, "sorted")) o->order = DLK_ORDER_SORTED;
-        else return bad(cmd, "--order", arg, "shuffled or sorted");
-        return 0;
-    case IO_ORDER_SEED: {
-        char *end;
-        errno = 0;
-        unsigned long long seed = strtoull(arg, &end, 10);
-        if (end == arg || *end || errno || *arg == '-' || seed > INT64_MAX)
-            return bad(cmd, "--order-seed", arg, "a whole number from 0 to "
-                       "9223372036854775807");
-        o->order_seed = seed;
-        return 0;
-    }
-    case IO_JOBS:
-        if (!parse_int(arg, 1, 1024, &v))
-            return bad(cmd, "--jobs", arg, "1 to 1024");
-        o->jobs = (int)v;
-        return 0;
-    case IO_FETCH:
-        if (!parse_int(arg, 1, 1024, &v))
-            return bad(cmd, "--fetch", arg, "1 to 1024");
-        o->fetchers = (int)v;
-        return 0;
-    case IO_SHARD: {
-        unsigned i, n;
-        int len;
-        if (sscanf(arg, "%u/%u%n", &i, &n, &len) != 2 || arg[len] || n < 1 ||
-            i >= n || n > 100000)
-            return bad(cmd, "--shard", arg, "I/N with 0 <= I < N");
-        o->shard = i;
-        o->nshards = n;
-        return 0;
-    }
-    case IO_CHECKPOINT:
-        if (!parse_double(arg, &o->checkpoint_seconds) ||
-            o->checkpoint_seconds <= 0)
-            return bad(cmd, "--checkpoint", arg, "seconds, more than 0");
-        return 0;
-    case IO_NO_RESUME:
-        o->no_resume = 1;
-        return 0;
-    case IO_DRY_RUN:
-        o->dry_run = 1;
-        return 0;
-    case IO_NO_KEY:
-        o->no_key = 1;
-        return 0;
-    case IO_ON_CHANGED:
-        if (!strcmp(arg, "skip")) o->on_changed = DLK_ON_CHANGED_SKIP;
-        else if (!strcmp(arg, "fail")) o->on_changed = DLK_ON_CHANGED_FAIL;
-        else return bad(cmd, "--on-changed", arg, "skip or fail");
-        return 0;
-    case IO_JSON:
-        c->json = true;
-        return 0;
-    case IO_QUIET:
-        c->quiet = true;
-        return 0;
-    case IO_MAX_SKIP: {
-        double f;
-        if (!parse_double(arg, &f) || f > 1)
-            return bad(cmd, "--max-skip", arg, "a share from 0 to 1");
-        o->max_skip = f > 0 ? f : -1; /* the library's "none" */
-        return 0;
-    }
-    }
-    cmd_error(cmd, "unknown option");
-    return EXIT_USAGE;
+    const cmd_opt rows[INGEST_NOPTIONS] = {
+        CMD_OPT_CALL_WITH("resize", 0, opt_resize, c),
+        CMD_OPT_CALL_WITH("fit", 0, opt_fit, c),
+        CMD_OPT_CALL_WITH("layout", 0, opt_layout, c),
+        CMD_OPT_CALL_WITH("channels", 0, opt_channels, c),
+        CMD_OPT_UINT("max-pixels", 0, &o->max_pixels, 1, 1ull << 40),
+        CMD_OPT_UINT("frames", 0, &o->frames, 1, 4096),
+        CMD_OPT_FLOAT_ABOVE("fps", 0, &o->fps, 0, INFINITY),
+        CMD_OPT_FLOAT_ABOVE("clip-seconds", 0, &o->clip_seconds, 0, INFINITY),
+        CMD_OPT_STRING("labels", 0, &o->labels),
+        CMD_OPT_CALL_WITH("on-error", 0, opt_on_error, c),
+        CMD_OPT_FLAG("unordered", 0, &o->unordered),
+        CMD_OPT_CALL_WITH("order", 0, opt_order, c),
+        CMD_OPT_UINT("order-seed", 0, &o->order_seed, 0, INT64_MAX),
+        CMD_OPT_UINT("jobs", 'j', &o->jobs, 1, 1024),
+        CMD_OPT_UINT("fetch", 0, &o->fetchers, 1, 1024),
+        CMD_OPT_CALL_WITH("shard", 0, opt_shard, c),
+        CMD_OPT_FLOAT_ABOVE("checkpoint", 0, &o->checkpoint_seconds, 0,
+                            INFINITY),
+        CMD_OPT_FLAG("no-resume", 0, &o->no_resume),
+        CMD_OPT_FLAG("dry-run", 0, &o->dry_run),
+        CMD_OPT_CALL_WITH("max-skip", 0, opt_max_skip, c),
+        CMD_OPT_FLAG("no-key", 0, &o->no_key),
+        CMD_OPT_CALL_WITH("on-changed", 0, opt_on_changed, c),
+        CMD_OPT_FLAG("json", 0, &c->json),
+        CMD_OPT_FLAG("quiet", 'q', &c->quiet),
+    };
+    memcpy(out, rows, sizeof rows);
+    return INGEST_NOPTIONS;
 }
 
 int ingest_cli_source(ingest_cli *c, const char *cmd, const char *kind,

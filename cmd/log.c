@@ -1,7 +1,9 @@
 /* log.c - dlk log: commits newest first. */
 #include "cmd.h"
+#include "options.h"
 
-#include <getopt.h>
+#include <stdint.h>
+#include <unistd.h>
 #include <jansson.h>
 #include <stdlib.h>
 
@@ -55,38 +57,19 @@ static int on_entry(void *ud, const dlk_log_entry *e)
 
 int cmd_log(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"at", required_argument, 0, 'a'},
-        {"max", required_argument, 0, 'n'},
-        {"json", no_argument, 0, 'j'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
     struct log_out o = {false, NULL};
     const char *at = NULL;
     size_t max = 0;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "n:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'a': at = optarg; break;
-        case 'n': {
-            char *end;
-            long v = strtol(optarg, &end, 10);
-            if (*end || v < 1) {
-                cmd_error("log", "bad -n '%s' (a count from 1)", optarg);
-                return EXIT_USAGE;
-            }
-            max = (size_t)v;
-            break;
-        }
-        case 'j': o.json = true; break;
-        case 'h': return cmd_finish("log", cmd_usage(usage_text, true));
-        default:
-            return cmd_bad_option("log", argv, opts, usage_text);
-        }
-    }
+    const cmd_opt opts[] = {
+        CMD_OPT_STRING("at", 0, &at),
+        CMD_OPT_UINT("max", 'n', &max, 1, SIZE_MAX),
+        CMD_OPT_FLAG("json", 0, &o.json),
+        CMD_OPT_HELP(),
+        CMD_OPT_END(),
+    };
+    int code = cmd_parse_options("log", opts, usage_text, NULL, argc, argv);
+    if (code != CMD_OPTS_DONE)
+        return code;
     if (argc - optind != 1) {
         cmd_error("log", "expected one DATASET");
         return cmd_usage(usage_text, false);

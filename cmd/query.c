@@ -1,9 +1,10 @@
 /* query.c - dlk query: the rows an expression and a vector search pick,
  * printed or saved as a view. */
 #include "cmd.h"
+#include "options.h"
 #include "values.h"
 
-#include <getopt.h>
+#include <unistd.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,19 +173,6 @@ static int print_rows(dlk_dataset *ds, const dlk_select_result *r,
     return EXIT_OK;
 }
 
-static int parse_u32(const char *what, const char *s, uint32_t min,
-                     uint32_t *out)
-{
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (!*s || *end || *s == '-' || v < min || v > UINT32_MAX) {
-        cmd_error("query", "bad %s '%s' (a number from %u)", what, s, min);
-        return EXIT_USAGE;
-    }
-    *out = (uint32_t)v;
-    return EXIT_OK;
-}
-
 /* --near TENSOR=VECTOR: a row number, or a .npy file. */
 static int parse_near(char *arg, dlk_select_opts *o)
 {
@@ -198,13 +186,10 @@ static int parse_near(char *arg, dlk_select_opts *o)
     o->near_tensor = arg;
     const char *v = eq + 1;
     if (strspn(v, "0123456789") == strlen(v)) {
-        char *end;
-        unsigned long long row = strtoull(v, &end, 10);
-        if (row > INT64_MAX) {
-            cmd_error("query", "--near: row '%s' is out of range", v);
+        uint64_t row;
+        if (cmd_read_uint("query", "--near", v, 0, INT64_MAX, &row))
             return EXIT_USAGE;
-        }
-        o->near_row_plus1 = (uint64_t)row + 1;
+        o->near_row_plus1 = row + 1;
     } else {
         o->near_npy = v;
     }
@@ -311,92 +296,78 @@ static int query_many(dlk_dataset *ds, const char *url, const char *at,
     return code;
 }
 
+/* What the callbacks of cmd_query's table fill. */
+struct query_args {
+    dlk_select_opts so;
+    bool have_metric, have_device;
+};
+
+static int opt_near(const cmd_opt *opt, const char *arg, void *ctx)
+{
+    (void)ctx;
+    struct query_args *q = opt->value;
+    int code = parse_near((char *)arg, &q->so);
+    return code ? cmd_usage(usage_text, false), code : 0;
+}
+
+static int opt_metric(const cmd_opt *opt, const char *arg, void *ctx)
+{
+    (void)ctx;
+    struct query_args *q = opt->value;
+    if (dlk_metric_parse(arg, &q->so.metric)) {
+        cmd_error("query", "unknown metric '%s' (cosine, l2 or ip)", arg);
+        return EXIT_USAGE;
+    }
+    q->have_metric = true;
+    return 0;
+}
+
+static int opt_device(const cmd_opt *opt, const char *arg, void *ctx)
+{
+    (void)ctx;
+    struct query_args *q = opt->value;
+    if (dlk_query_device_parse(arg, &q->so.device)) {
+        cmd_error("query", "unknown device '%s' (auto, cpu or cuda)", arg);
+        return EXIT_USAGE;
+    }
+    q->have_device = true;
+    return 0;
+}
+
 int cmd_query(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"near", required_argument, 0, 'n'},
-        {"k", required_argument, 0, 'k'},
-        {"metric", required_argument, 0, 'm'},
-        {"at", required_argument, 0, 'a'},
-        {"view", required_argument, 0, 'v'},
-        {"show", required_argument, 0, 's'},
-        {"limit", required_argument, 0, 'l'},
-        {"count", no_argument, 0, 'c'},
-        {"json", no_argument, 0, 'j'},
-        {"save-view", required_argument, 0, 'S'},
-        {"drop-view", required_argument, 0, 'D'},
-        {"threads", required_argument, 0, 't'},
-        {"no-verify", no_argument, 0, 'V'},
-        {"device", required_argument, 0, 'd'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
-    dlk_select_opts so;
-    memset(&so, 0, sizeof so);
-    const char *at = NULL, *save = NULL, *drop = NULL;
-    char *show_list = NULL;
-    bool count_only = false, json = false, have_k = false, have_metric = false,
-         have_device = false;
+    struct query_args q;
+    memset(&q, 0, sizeof q);
+    dlk_select_opts *sop = &q.so;
+    const char *at = NULL, *save = NULL, *drop = NULL, *show_arg = NULL;
+    bool count_only = false, json = false;
     uint32_t limit = UINT32_MAX;
-    int c, code;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'n':
-            if ((code = parse_near(optarg, &so)))
-                return cmd_usage(usage_text, false), code;
-            break;
-        case 'k':
-            if ((code = parse_u32("--k", optarg, 1, &so.k)))
-                return code;
-            if (so.k > 1000000) {
-                cmd_error("query", "--k %u is over 1000000", so.k);
-                return EXIT_USAGE;
-            }
-            have_k = true;
-            break;
-        case 'm':
-            if (dlk_metric_parse(optarg, &so.metric)) {
-                cmd_error("query", "unknown metric '%s' (cosine, l2 or ip)",
-                          optarg);
-                return EXIT_USAGE;
-            }
-            have_metric = true;
-            break;
-        case 'a': at = optarg; break;
-        case 'v': so.view = optarg; break;
-        case 's': show_list = optarg; break;
-        case 'l':
-            if ((code = parse_u32("--limit", optarg, 0, &limit)))
-                return code;
-            break;
-        case 'c': count_only = true; break;
-        case 'j': json = true; break;
-        case 'S': save = optarg; break;
-        case 'D': drop = optarg; break;
-        case 't':
-            if ((code = parse_u32("--threads", optarg, 1, &so.threads)))
-                return code;
-            if (so.threads > 256) {
-                cmd_error("query", "--threads %u is over 256", so.threads);
-                return EXIT_USAGE;
-            }
-            break;
-        case 'V': so.no_verify = 1; break;
-        case 'd':
-            if (dlk_query_device_parse(optarg, &so.device)) {
-                cmd_error("query", "unknown device '%s' (auto, cpu or cuda)",
-                          optarg);
-                return EXIT_USAGE;
-            }
-            have_device = true;
-            break;
-        case 'h': return cmd_finish("query", cmd_usage(usage_text, true));
-        default:
-            return cmd_bad_option("query", argv, opts, usage_text);
-        }
-    }
+    const cmd_opt opts[] = {
+        CMD_OPT_CALL_WITH("near", 0, opt_near, &q),
+        CMD_OPT_UINT("k", 0, &sop->k, 1, 1000000),
+        CMD_OPT_CALL_WITH("metric", 0, opt_metric, &q),
+        CMD_OPT_STRING("at", 0, &at),
+        CMD_OPT_STRING("view", 0, &sop->view),
+        CMD_OPT_STRING("show", 0, &show_arg),
+        CMD_OPT_UINT("limit", 0, &limit, 0, UINT32_MAX),
+        CMD_OPT_FLAG("count", 0, &count_only),
+        CMD_OPT_FLAG("json", 0, &json),
+        CMD_OPT_STRING("save-view", 0, &save),
+        CMD_OPT_STRING("drop-view", 0, &drop),
+        CMD_OPT_UINT("threads", 0, &sop->threads, 1, 256),
+        CMD_OPT_FLAG("no-verify", 0, &sop->no_verify),
+        CMD_OPT_CALL_WITH("device", 0, opt_device, &q),
+        CMD_OPT_HELP(),
+        CMD_OPT_END(),
+    };
+    int code = cmd_parse_options("query", opts, usage_text, NULL, argc, argv);
+    if (code != CMD_OPTS_DONE)
+        return code;
+    dlk_select_opts so = q.so;
+    /* the tensor list is cut up in place, as argv's strings may be */
+    char *show_list = (char *)show_arg;
+    bool have_k = so.k != 0, have_metric = q.have_metric,
+         have_device = q.have_device;
     if (argc - optind < 1 || argc - optind > 2) {
         cmd_error("query", "expected DATASET [EXPR]");
         return cmd_usage(usage_text, false);

@@ -87,19 +87,29 @@ for v in $verbs; do
         echo "not ok - source of dlk $v (no 'int $fn(int argc' in cmd/)"
         continue
     fi
-    # tables shared through a macro (INGEST_LONG_OPTIONS) count for every
-    # command that uses it
+    # rows shared by ingest and create (ingest_cli_options) count for
+    # every command that uses them
     shared=
-    grep -q "INGEST_LONG_OPTIONS" "$src" && shared=$cmd_dir/ingest_opts.h
-    longs=$(grep -ohE '\{ *"[a-z0-9][a-z0-9-]*", *(no|required|optional)_argument' \
-        "$src" $shared | sed -E 's/^\{ *"([^"]*)".*/\1/')
-    check "${src#"$root"/} has a getopt table" test -n "$longs"
+    grep -q "ingest_cli_options" "$src" && shared=$cmd_dir/ingest_opts.c
+    # the options: rows of a getopt table { "name", required_argument, ...
+    # or of an options table (cmd/options.h): CMD_OPT_UINT("name", 'n', ...
+    # and CMD_OPT_HELP() (--help, -h)
+    longs=$({ grep -ohE '\{ *"[a-z0-9][a-z0-9-]*", *(no|required|optional)_argument' \
+                  "$src" $shared | sed -E 's/^\{ *"([^"]*)".*/\1/'
+              grep -ohE 'CMD_OPT_[A-Z_]+\( *"[a-z0-9][a-z0-9-]*"' "$src" $shared |
+                  sed -E 's/.*"([^"]*)"/\1/'
+              grep -qE 'CMD_OPT_HELP(_TEXTS)?\(' "$src" && echo help; } | sort -u)
+    check "${src#"$root"/} has an options table" test -n "$longs"
     for o in $longs; do
         check "dlk-$v.1 documents --$o" documents "$page" "--$o"
     done
-    # short options from the getopt_long optstring, such as "qh" or "m:h"
-    shorts=$(sed -n 's/.*getopt_long([^"]*"\([^"]*\)".*/\1/p' "$src" |
-        tr -d ':+-' | fold -w1)
+    # short options from the getopt_long optstring, such as "qh" or "m:h",
+    # or the rows' letters
+    shorts=$({ sed -n 's/.*getopt_long([^"]*"\([^"]*\)".*/\1/p' "$src" |
+                   tr -d ':+-' | fold -w1
+               grep -ohE "CMD_OPT_[A-Z_]+\\( *\"[a-z0-9-]+\", *'[A-Za-z0-9]'" "$src" $shared |
+                   sed -E "s/.*'(.)'/\\1/"
+               grep -qE 'CMD_OPT_HELP(_TEXTS)?\(' "$src" && echo h; } | sort -u)
     for o in $shorts; do
         check "dlk-$v.1 documents -$o" documents "$page" "-$o"
     done

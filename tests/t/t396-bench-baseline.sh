@@ -68,7 +68,7 @@ ok "... and the text report says what an epoch costs" dlk bench-stream "$DS" --d
 check "... for dlk and the per-file way" grep -q "an epoch on S3 at \$1 per 1000 GETs and \$2 per GB: .*; per-file \$0.011" "$OUT"
 for bad in 1 -1,2 1,x 1,2,3 nan,1; do
     fails "--s3-price $bad is a usage error" 2 dlk bench-stream "$DS" --device cpu --s3-price "$bad"
-    check "... naming it" grep -q "bad --s3-price '$bad'" "$ERR"
+    check "... naming it" grep -q -- "^dlk bench-stream: --s3-price: " "$ERR"
 done
 ok "the text report has the baseline line" dlk bench-stream "$DS" --device cpu \
     --batch-size 4 --source-baseline "$S"
@@ -82,8 +82,8 @@ check "... naming the source" grep -q "no objects under '$T/none'" "$ERR"
 for bad in 0 -1 nan 86401; do
     fails "--baseline-seconds $bad is a usage error" 2 \
         dlk bench-stream "$DS" --device cpu --source-baseline "$S" --baseline-seconds "$bad"
-    check "... saying the range" grep -q -- "--baseline-seconds must be above 0 and at most 86400" "$ERR"
+    check "... saying the range" grep -qE -- "--baseline-seconds: ('nan' is not a number|$bad is out of range \(above 0, at most 86400\))" "$ERR"
 done
 fails "--baseline-seconds 5x is a usage error" 2 \
     dlk bench-stream "$DS" --device cpu --source-baseline "$S" --baseline-seconds 5x
-check "... naming the value" grep -q "bad number '5x'" "$ERR"
+check "... naming the value" grep -q -- "--baseline-seconds: '5x' is not a number" "$ERR"
