@@ -124,3 +124,32 @@ fails "--json: the error object too" 2 dlk bench-stream "$NO" --batch-size=-1 --
 check "... naming the option" python3 -c '
 import json,sys; e=json.load(open(sys.argv[1]))["error"]
 assert e["exit_code"]==2 and e["message"]=="--batch-size: -1 is out of range (1 to 16777216)", e' "$OUT"
+
+# on a dataset that is there: values that once wrapped (4294967297 read
+# as 1, -1 as 4294967295) ran and exited 0
+DS=$T/ds
+mkdir -p "$T/src"
+python3 - "$T/src" <<'PY'
+import struct, sys
+for i in range(8):
+    hdr = "{'descr': '|u1', 'fortran_order': False, 'shape': (4,), }"
+    hdr += " " * (63 - len(hdr)) + "\n"
+    with open(f"{sys.argv[1]}/{i:03d}_a.npy", "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode() + bytes([i] * 4))
+PY
+ok "a dataset of 8 rows" dlk create "$DS" --tensor a:u8:4
+ok "its rows" dlk ingest "$DS" from-dir "$T/src" --quiet
+ok "bench-stream runs" dlk bench-stream "$DS" --device cpu --batch-size 4 --json
+for o in --batch-size --workers --prefetch --window --span-parts --epochs; do
+    for v in 4294967297 -1; do
+        fails "bench-stream $o $v on a dataset" 2 dlk bench-stream "$DS" --device cpu "$o" "$v"
+        check "... names $o" grep -q -- "^dlk bench-stream: $o: $v is out of range" "$ERR"
+    done
+done
+for a in "--k 4294967297" "--limit 4294967296" "--threads 4294967297"; do
+    # shellcheck disable=SC2086
+    fails "query $a on a dataset" 2 dlk query "$DS" --near a=0 $a
+    check "... names ${a% *}" grep -q -- "^dlk query: ${a% *}: " "$ERR"
+done
+fails "log -n 18446744073709551617 on a dataset" 2 dlk log "$DS" -n 18446744073709551617
+fails "cat INDEX 18446744073709551617 on a dataset" 2 dlk cat "$DS" a 18446744073709551617
