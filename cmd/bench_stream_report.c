@@ -450,10 +450,12 @@ json_t *bench_json(const struct bench_opts *o, const struct bench_result *r)
     derive(o, r, &d);
     const dlk_loader_stats *st = &r->st;
     double wall = r->wall;
+    char url[1024];
     json_t *o_ = json_pack(
         "{s:s,s:s,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:s,"
         "s:{s:f,s:f,s:f,s:f,s:f},s:f,s:f,s:o,s:I,s:I}",
-        "dataset", o->dataset, "device", o->device,
+        "dataset", cmd_redact_url(o->dataset, url, sizeof url),
+        "device", o->device,
         "samples", (json_int_t)r->samples, "batches", (json_int_t)r->batches,
         "seconds", wall, "samples_per_s", r->samples / wall,
         "bytes_per_s", r->bytes / wall,
@@ -539,8 +541,9 @@ void bench_print_text(const struct bench_opts *o, const struct bench_result *r)
     const dlk_loader_stats *st = &r->st;
     double wall = r->wall;
     long epochs = o->epochs;
-    char b1[32], b2[32], b3[32];
-    printf("dlk bench-stream %s on %s (rank %ld of %ld)\n", o->dataset,
+    char b1[32], b2[32], b3[32], url[1024];
+    printf("dlk bench-stream %s on %s (rank %ld of %ld)\n",
+           cmd_safe_url(o->dataset, url, sizeof url),
            o->device, o->rank, o->world);
     printf("  %llu samples in %llu batches, %.3f s: %.0f samples/s, "
            "%.2f GB/s\n", (unsigned long long)r->samples,

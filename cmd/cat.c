@@ -54,10 +54,10 @@ static const char *class_name(const dlk_tensor_info *t, value v)
 static void print_text(const dlk_tensor_info *t, const dlk_sample *s,
                        unsigned long long index)
 {
-    char shape[128];
+    char shape[128], name[256];
     size_t n = elements(s);
     printf("tensor %s  sample %llu  kind %s  dtype %s  shape %s  (%zu bytes)\n",
-           t->name, index, dlk_kind_name(t->kind), dlk_dtype_name(s->dtype),
+           cmd_safe(t->name, name, sizeof name), index, dlk_kind_name(t->kind), dlk_dtype_name(s->dtype),
            cmd_shape(s->shape, s->ndim, shape), s->nbytes);
     if (t->kind == DLK_KIND_TEXT && s->dtype == DLK_U8) {
         printf("text: ");
@@ -76,8 +76,9 @@ static void print_text(const dlk_tensor_info *t, const dlk_sample *s,
             printf(", ");
         value_print(stdout, v);
         const char *cn = class_name(t, v);
+        char safe[256];
         if (cn)
-            printf(" (%s)", cn);
+            printf(" (%s)", cmd_safe(cn, safe, sizeof safe));
     }
     printf("]%s\n", n > 2 * SHOW_EDGE ? "  (elided; --json or --npy for all)"
                                       : "");

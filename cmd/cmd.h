@@ -103,7 +103,21 @@ const char *cmd_bytes(unsigned long long n, char buf[32]);
 /* "224x224x3" style shapes ('?' for variable). */
 const char *cmd_shape(const int64_t *shape, int ndim, char buf[128]);
 /* Text bytes to stdout in double quotes, '"' and '\\' escaped, control
- * bytes as \xNN; after `limit` bytes, `..."` ends it. */
+ * bytes and bytes that are not UTF-8 as \xNN; after `limit` bytes, `..."`
+ * ends it. */
 void cmd_print_quoted(const void *text, size_t n, size_t limit);
+/* Text from a dataset, a source, a server or the command line, safe to
+ * print (dlk_escape: no control sequence reaches the terminal), in buf
+ * (cut with "..." to fit); returns buf.  Every such string goes through
+ * one of these before it is printed outside --json (which keeps the
+ * exact strings: JSON escapes control characters itself). */
+const char *cmd_safe(const char *s, char *buf, size_t cap);
+/* The whole of a long text (a commit message, a query) so; free it
+ * (NULL when out of memory). */
+char *cmd_safe_dup(const char *s);
+/* A URL so, with its credentials redacted too (dlk_redact_url). */
+const char *cmd_safe_url(const char *url, char *buf, size_t cap);
+/* A URL with its credentials redacted, not escaped: for --json. */
+const char *cmd_redact_url(const char *url, char *buf, size_t cap);
 
 #endif

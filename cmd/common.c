@@ -20,6 +20,12 @@ void cmd_error(const char *cmd, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
+    /* what the message quotes (an argument, a library message) is shown
+     * with no credential and no control sequence in it */
+    char tmp[sizeof last_error];
+    dlk_redact(last_error, sizeof last_error, NULL, 0);
+    dlk_escape_n(last_error, strlen(last_error), tmp, sizeof tmp, 0);
+    memcpy(last_error, tmp, sizeof tmp);
     fprintf(stderr, "dlk%s%s: %s\n", *cmd ? " " : "", cmd, last_error);
 }
 
@@ -225,14 +231,40 @@ unsigned long long cmd_parse_size(const char *s)
 
 void cmd_print_quoted(const void *text, size_t n, size_t limit)
 {
-    const unsigned char *p = text;
-    putchar('"');
-    for (size_t i = 0; i < n && i < limit; i++)
-        if (p[i] == '"' || p[i] == '\\')
-            printf("\\%c", p[i]);
-        else if (p[i] < 0x20 || p[i] == 0x7f)
-            printf("\\x%02x", p[i]);
-        else
-            putchar(p[i]);
-    fputs(n > limit ? "\"..." : "\"", stdout);
+    size_t k = n < limit ? n : limit, cap = 4 * k + 8;
+    char small[1024], *buf = cap <= sizeof small ? small : malloc(cap);
+    if (!buf) {
+        buf = small;
+        cap = sizeof small;
+    }
+    dlk_escape_n(text, k, buf, cap, DLK_ESC_QUOTED);
+    printf("\"%s%s", buf, n > limit ? "\"..." : "\"");
+    if (buf != small)
+        free(buf);
+}
+
+const char *cmd_safe(const char *s, char *buf, size_t cap)
+{
+    return dlk_escape(s, buf, cap);
+}
+
+char *cmd_safe_dup(const char *s)
+{
+    return dlk_escape_dup(s);
+}
+
+const char *cmd_redact_url(const char *url, char *buf, size_t cap)
+{
+    return dlk_redact_url(url, buf, cap);
+}
+
+const char *cmd_safe_url(const char *url, char *buf, size_t cap)
+{
+    char *r = malloc(cap);
+    if (!r)
+        return dlk_escape("", buf, cap);
+    dlk_redact_url(url, r, cap);
+    dlk_escape(r, buf, cap);
+    free(r);
+    return buf;
 }

@@ -323,18 +323,23 @@ int cmd_create(int argc, char **argv)
         if (dlk_dataset_close(ds, &err))
             code = cmd_fail("create", &err);
     }
+    char safe_url[1024];
     if (code == EXIT_OK) {
         if (json) {
-            json_t *o = json_pack("{s:s,s:s,s:i,s:b}", "dataset", url, "id",
+            json_t *o = json_pack("{s:s,s:s,s:i,s:b}", "dataset",
+                                  cmd_redact_url(url, safe_url,
+                                                 sizeof safe_url), "id",
                                   id, "tensors", (int)n, "created",
                                   !existed);
             cmd_json_print(o, JSON_PRESERVE_ORDER);
             json_decref(o);
         } else if (existed) {
-            printf("dataset '%s' exists with these %zu tensor%s\n", url, n,
+            printf("dataset '%s' exists with these %zu tensor%s\n",
+                   cmd_safe_url(url, safe_url, sizeof safe_url), n,
                    n == 1 ? "" : "s");
         } else {
-            printf("created dataset '%s' with %zu tensor%s\n", url, n,
+            printf("created dataset '%s' with %zu tensor%s\n",
+                   cmd_safe_url(url, safe_url, sizeof safe_url), n,
                    n == 1 ? "" : "s");
         }
     }

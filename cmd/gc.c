@@ -35,8 +35,11 @@ static void on_remove(void *ud, const char *object, uint64_t size)
     struct gc_out *o = ud;
     if (o->json)
         json_array_append_new(o->objects, json_string(object));
-    else
-        printf("removed %s (%llu bytes)\n", object, (unsigned long long)size);
+    else {
+        char safe[1100];
+        printf("removed %s (%llu bytes)\n", cmd_safe(object, safe, sizeof safe),
+               (unsigned long long)size);
+    }
 }
 
 int cmd_gc(int argc, char **argv)

@@ -234,8 +234,10 @@ static void print_schema(FILE *f, const json_t *schema)
                                         "%s%lld", d ? "x" : "",
                                         (long long)json_integer_value(x));
         }
+        char name[256];
         fprintf(f, "  %-16s %-5s %-12s %-12s %s",
-                json_string_value(json_object_get(t, "name")),
+                cmd_safe(json_string_value(json_object_get(t, "name")), name,
+                         sizeof name),
                 json_string_value(json_object_get(t, "dtype")), shape,
                 json_string_value(json_object_get(t, "kind")),
                 json_string_value(json_object_get(t, "codec")));
@@ -243,7 +245,8 @@ static void print_schema(FILE *f, const json_t *schema)
         size_t nc = json_array_size(cl);
         for (size_t k = 0; k < nc && k < 8; k++)
             fprintf(f, "%s%s", k ? ", " : "  classes: ",
-                    json_string_value(json_array_get(cl, k)));
+                    cmd_safe(json_string_value(json_array_get(cl, k)), name,
+                             sizeof name));
         if (nc > 8)
             fprintf(f, ", ... (%zu)", nc);
         fputc('\n', f);
@@ -632,9 +635,11 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
         cmd_json_print(o, JSON_PRESERVE_ORDER);
         json_decref(o);
     } else if (!c->quiet && c->o.dry_run) {
+        char src[1024];
         printf("dry run, nothing written: would ingest %llu rows from '%s'"
                "%s; %llu objects not ingested, %llu skipped\n",
-               (unsigned long long)r->planned, c->o.source,
+               (unsigned long long)r->planned,
+               cmd_safe_url(c->o.source, src, sizeof src),
                c->o.nshards > 1 ? " (this shard)" : "",
                (unsigned long long)r->unused,
                (unsigned long long)r->skipped);

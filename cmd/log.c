@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <jansson.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char usage_text[] =
     "usage: dlk log DATASET [--at REF] [-n N] [--json]\n"
@@ -43,15 +44,30 @@ static int on_entry(void *ud, const dlk_log_entry *e)
             (json_int_t)e->chunks_added));
         return 0;
     }
-    char b[32];
+    char b[32], id[256], t[256], name[256];
     printf("commit %s\ndate   %s\nadded  %s in %llu chunk%s\nsamples",
-           e->id, e->time, cmd_bytes(e->bytes_added, b),
+           cmd_safe(e->id, id, sizeof id), cmd_safe(e->time, t, sizeof t),
+           cmd_bytes(e->bytes_added, b),
            (unsigned long long)e->chunks_added,
            e->chunks_added == 1 ? "" : "s");
     for (size_t i = 0; i < e->ntensors; i++)
-        printf(" %s=%llu", e->tensor_names[i],
+        printf(" %s=%llu", cmd_safe(e->tensor_names[i], name, sizeof name),
                (unsigned long long)e->samples[i]);
-    printf("\n\n    %s\n\n", e->message);
+    /* line by line, indented, each escaped (no control sequence of a
+     * message reaches the terminal) */
+    fputs("\n\n", stdout);
+    for (const char *l = e->message;;) {
+        const char *nl = strchr(l, '\n');
+        char *line = strndup(l, nl ? (size_t)(nl - l) : strlen(l));
+        char *safe = line ? cmd_safe_dup(line) : NULL;
+        printf("    %s\n", safe ? safe : "");
+        free(safe);
+        free(line);
+        if (!nl)
+            break;
+        l = nl + 1;
+    }
+    putchar('\n');
     return 0;
 }
 

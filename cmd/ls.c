@@ -75,19 +75,21 @@ static void print_tensor(const dlk_tensor_info *t)
         size_t n = strlen(shape);
         snprintf(shape + n, sizeof shape - n, " (%s..%s)", smin, smax);
     }
-    char codec[16];
+    char codec[16], name[256];
     if (t->codec == DLK_CODEC_ZSTD)
         snprintf(codec, sizeof codec, "zstd:%d", t->level);
     else
         snprintf(codec, sizeof codec, "%s", dlk_codec_name(t->codec));
-    printf("%-16s %-11s %-5s %-24s %10llu %7llu %11s %11s %s\n", t->name,
+    printf("%-16s %-11s %-5s %-24s %10llu %7llu %11s %11s %s\n",
+           cmd_safe(t->name, name, sizeof name),
            dlk_kind_name(t->kind), dlk_dtype_name(t->dtype), shape,
            (unsigned long long)t->samples, (unsigned long long)t->chunks,
            cmd_bytes(t->stored_bytes, sb), cmd_bytes(t->raw_bytes, rb), codec);
     if (t->n_class_names) {
         printf("%16s classes:", "");
         for (size_t i = 0; i < t->n_class_names && i < 20; i++)
-            printf(" %zu=%s", i, t->class_names[i]);
+            printf(" %zu=%s", i,
+                   cmd_safe(t->class_names[i], name, sizeof name));
         if (t->n_class_names > 20)
             printf(" ... (%zu in all)", t->n_class_names);
         putchar('\n');
@@ -140,9 +142,11 @@ static void print_views(const dlk_dataset *ds)
     for (size_t i = 0; dlk_view_get(ds, i, &v) == 0; i++) {
         if (i == 0)
             printf("%-16s %10s %10s  %s\n", "VIEW", "ROWS", "OF", "QUERY");
-        printf("%-16s %10llu %10llu  %s\n", v.name,
+        char name[256], *query = cmd_safe_dup(v.query);
+        printf("%-16s %10llu %10llu  %s\n", cmd_safe(v.name, name, sizeof name),
                (unsigned long long)v.rows, (unsigned long long)v.dataset_rows,
-               v.query);
+               query ? query : "");
+        free(query);
     }
 }
 
@@ -198,16 +202,20 @@ int cmd_ls(int argc, char **argv)
         return code;
     }
     json_t *tensors = json ? json_array() : NULL;
+    char safe_url[1024], json_url[1024], id[256], safe_view[256];
+    cmd_safe_url(url, safe_url, sizeof safe_url);
     if (!json) {
+        cmd_safe(dlk_dataset_id(ds), id, sizeof id);
         if (at)
-            printf("dataset %s (id %s) at commit %s\n", url,
-                   dlk_dataset_id(ds), head);
+            printf("dataset %s (id %s) at commit %s\n", safe_url, id, head);
         else
-            printf("dataset %s (id %s), main at %s%s\n", url,
-                   dlk_dataset_id(ds), head ? head : "(no commits)",
+            printf("dataset %s (id %s), main at %s%s\n", safe_url, id,
+                   head ? head : "(no commits)",
                    dirty ? ", head has uncommitted changes" : "");
         if (view)
-            printf("view %s: %llu rows\n", view, (unsigned long long)nrows);
+            printf("view %s: %llu rows\n",
+                   cmd_safe(view, safe_view, sizeof safe_view),
+                   (unsigned long long)nrows);
         printf("%-16s %-11s %-5s %-24s %10s %7s %11s %11s %s\n", "TENSOR",
                "KIND", "DTYPE", "SHAPE", "SAMPLES", "CHUNKS", "STORED",
                "RAW", "CODEC");
@@ -226,7 +234,8 @@ int cmd_ls(int argc, char **argv)
             print_tensor(&t);
     }
     if (json && code == EXIT_OK) {
-        json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:b,s:o}", "dataset", url,
+        json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:b,s:o}", "dataset",
+                              cmd_redact_url(url, json_url, sizeof json_url),
                               "id", dlk_dataset_id(ds), "head",
                               head ? json_string(head) : json_null(), "at",
                               at ? json_string(head) : json_null(), "dirty",

@@ -111,8 +111,9 @@ static void sample_print(const dlk_tensor_info *t, const dlk_sample *s)
         value v = value_at(s->dtype, s->data, 0);
         value_print(stdout, v);
         const char *cn = class_of(t, v);
+        char safe[256];
         if (cn)
-            printf(" (%s)", cn);
+            printf(" (%s)", cmd_safe(cn, safe, sizeof safe));
     } else {
         char shape[128];
         printf("[%s %s]", cmd_shape(s->shape, s->ndim, shape),
@@ -153,7 +154,9 @@ static int print_rows(dlk_dataset *ds, const dlk_select_result *r,
                 json_object_set_new(one, sh->info[k].name,
                                     sample_json(&sh->info[k], &s));
             } else {
-                printf("\t%s=", sh->info[k].name);
+                char name[256];
+                printf("\t%s=", cmd_safe(sh->info[k].name, name,
+                                          sizeof name));
                 sample_print(&sh->info[k], &s);
             }
             dlk_sample_free(&s);
@@ -201,8 +204,21 @@ static void point_at(const char *expr, size_t col)
 {
     if (!col || cmd_json)
         return;
-    fprintf(stderr, "  %s\n  %*s^\n", expr, (int)(col - 1), "");
+    /* escaped as the terminal will see it, the caret under the same
+     * character */
+    char *all = cmd_safe_dup(expr);
+    char *head = strndup(expr, col - 1 < strlen(expr) ? col - 1
+                                                        : strlen(expr));
+    char *before = head ? cmd_safe_dup(head) : NULL;
+    if (all && before)
+        fprintf(stderr, "  %s\n  %*s^\n", all, (int)strlen(before), "");
+    free(all);
+    free(head);
+    free(before);
 }
+
+/* The dataset's url in --json, credentials redacted. */
+static char json_url[1024];
 
 /* --near T=FILE.npy of several query vectors: the rows are read once
  * into a resident index (dlk_index_open: on a GPU they are copied there
@@ -259,7 +275,8 @@ static int query_many(dlk_dataset *ds, const char *url, const char *at,
     double t2 = cmd_now_s();
     json_t *o = NULL, *results = NULL;
     if (!code && json) {
-        o = json_pack("{s:s,s:s?,s:s?,s:I,s:I,s:I}", "dataset", url,
+        o = json_pack("{s:s,s:s?,s:s?,s:I,s:I,s:I}", "dataset",
+                      cmd_redact_url(url, json_url, sizeof json_url),
                       "at", at, "expression", so->where,
                       "queries", (json_int_t)nq,
                       "candidates", (json_int_t)dlk_index_rows(ix),
@@ -392,7 +409,8 @@ int cmd_query(int argc, char **argv)
         code = dlk_view_drop(ds, drop, &err) ? cmd_fail("query", &err)
                                                : EXIT_OK;
         if (!code && json)
-            cmd_json_print(json_pack("{s:s,s:s}", "dataset", url,
+            cmd_json_print(json_pack("{s:s,s:s}", "dataset",
+                      cmd_redact_url(url, json_url, sizeof json_url),
                                      "dropped", drop), JSON_COMPACT);
         dlk_dataset_free(ds);
         return cmd_finish("query", code);
@@ -454,7 +472,8 @@ int cmd_query(int argc, char **argv)
     }
     json_t *o = NULL;
     if (!code && json) {
-        o = json_pack("{s:s,s:s?,s:s?,s:I,s:I,s:I}", "dataset", url,
+        o = json_pack("{s:s,s:s?,s:s?,s:I,s:I,s:I}", "dataset",
+                      cmd_redact_url(url, json_url, sizeof json_url),
                       "at", at, "expression", so.where,
                       "rows_total", (json_int_t)r.rows_total,
                       "candidates", (json_int_t)r.candidates,
@@ -476,8 +495,10 @@ int cmd_query(int argc, char **argv)
     if (!code && o)
         cmd_json_print(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
+    char safe_save[256];
     if (!code && !json && !count_only && save)
-        fprintf(stderr, "saved view '%s': %llu rows\n", save,
+        fprintf(stderr, "saved view '%s': %llu rows\n",
+                cmd_safe(save, safe_save, sizeof safe_save),
                 (unsigned long long)r.n);
     dlk_select_result_free(&r);
     dlk_dataset_free(ds);

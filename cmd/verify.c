@@ -39,13 +39,17 @@ struct report {
 static void on_problem(void *ud, const char *object, const char *why)
 {
     struct report *r = ud;
+    char safe[1100];
+    /* why is a library message, made safe where it was made */
     if (r->json)
         json_array_append_new(r->errors, json_pack("{s:s,s:s}", "object",
                                                    object, "error", why));
     else if (*object && strstr(why, object))
         printf("bad: %s\n", why); /* the message names the object */
     else
-        printf("bad: %s: %s\n", *object ? object : "(dataset)", why);
+        printf("bad: %s: %s\n",
+               *object ? cmd_safe(object, safe, sizeof safe) : "(dataset)",
+               why);
 }
 
 static void on_unreferenced(void *ud, const char *object, uint64_t size)
@@ -55,9 +59,11 @@ static void on_unreferenced(void *ud, const char *object, uint64_t size)
         json_array_append_new(r->unreferenced,
                               json_pack("{s:s,s:I}", "object", object,
                                         "bytes", (json_int_t)size));
-    else
+    else {
+        char safe[1100];
         printf("unreferenced: %s (%llu bytes; 'dlk gc' removes it)\n",
-               object, (unsigned long long)size);
+               cmd_safe(object, safe, sizeof safe), (unsigned long long)size);
+    }
 }
 
 int cmd_verify(int argc, char **argv)

@@ -142,9 +142,13 @@ dlk_status gcs_fail(const gcs_store *s, const s3_req *r, const char *verb,
     if (code == DLK_EAUTH && !gcs_auth_signed(s->auth))
         hint = " (no google credentials found: the request carried no "
                "token)";
-    return dlk_fail(err, code, "cannot %s 'gs://%s/%s': HTTP %ld%s%s%s%s%s",
-                    verb, s->bucket, okey, r->status, msg[0] ? " (" : "", msg,
-                    msg[0] ? ")" : "", tries, hint);
+    dlk_status rc = dlk_fail(err, code, "cannot %s 'gs://%s/%s': HTTP "
+                             "%ld%s%s%s%s%s", verb, s->bucket, okey,
+                             r->status, msg[0] ? " (" : "", msg,
+                             msg[0] ? ")" : "", tries, hint);
+    /* the server's message may quote the request: never its token */
+    gcs_auth_redact(s->auth, err);
+    return rc;
 }
 
 /* RFC 3339 ("2026-01-02T03:04:05.678Z") to Unix seconds; 0 when not. */

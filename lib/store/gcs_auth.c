@@ -48,6 +48,16 @@ void gcs_auth_free(gcs_auth *a)
     free(a);
 }
 
+void gcs_auth_redact(gcs_auth *a, dlk_error *err)
+{
+    if (!a)
+        return;
+    pthread_mutex_lock(&a->mu);
+    const char *t = a->token;
+    dlk_error_redact(err, &t, 1);
+    pthread_mutex_unlock(&a->mu);
+}
+
 bool gcs_auth_signed(const gcs_auth *a)
 {
     return a->token || a->key;

@@ -30,6 +30,8 @@ typedef struct gcs_auth gcs_auth;
 dlk_status gcs_auth_new(const char *token, const char *key_file,
                         s3_engine *eng, gcs_auth **out, dlk_error *err);
 void gcs_auth_free(gcs_auth *a);
+/* err's message with the token held (if any) redacted (dlk_redact). */
+void gcs_auth_redact(gcs_auth *a, dlk_error *err);
 /* Whether requests carry a token at all. */
 bool gcs_auth_signed(const gcs_auth *a);
 /* Append "Authorization: Bearer TOKEN" to *h (nothing when anonymous),

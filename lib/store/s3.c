@@ -147,11 +147,11 @@ static bool auth_code(const char *code)
     return false;
 }
 
-/* The failure of request r on object okey, doing `verb`.  Never names
- * credentials: only status, error code, request id, curl's reason. */
-static dlk_status req_fail(const s3_store *s, const s3_req *r,
-                           const char *verb, const char *okey,
-                           dlk_put_mode mode, dlk_error *err)
+/* The failure of request r on object okey, doing `verb`: status, error
+ * code, request id, curl's reason (see req_fail). */
+static dlk_status req_fail_text(const s3_store *s, const s3_req *r,
+                                const char *verb, const char *okey,
+                                dlk_put_mode mode, dlk_error *err)
 {
     char tries[48] = "";
     if (r->attempts > 1)
@@ -192,6 +192,20 @@ static dlk_status req_fail(const s3_store *s, const s3_req *r,
                     verb, s->bucket, okey, r->status, ei.code[0] ? " " : "",
                     ei.code, rid[0] ? " (request id " : "", rid,
                     rid[0] ? ")" : "", tries[0] ? tries : hint);
+}
+
+/* req_fail_text naming no credential: what the server sent back (its
+ * code, its request id) is its text, which may quote the request, so the
+ * store's key id, secret and session token are redacted from it. */
+static dlk_status req_fail(const s3_store *s, const s3_req *r,
+                           const char *verb, const char *okey,
+                           dlk_put_mode mode, dlk_error *err)
+{
+    dlk_status rc = req_fail_text(s, r, verb, okey, mode, err);
+    const char *secrets[] = {s->cfg.secret_key, s->cfg.session_token,
+                             s->cfg.access_key};
+    dlk_error_redact(err, secrets, 3);
+    return rc;
 }
 
 /* Run one request on eng; returns its status class, the caller

@@ -31,6 +31,25 @@ const char *dlk_strerror(dlk_status code)
 int dlk_version_number(void) { return DLK_VERSION_NUMBER; }
 const char *dlk_version_string(void) { return DLK_VERSION_STRING; }
 
+/* Every message leaves safe to show, whatever its arguments held: with
+ * the credentials URLs and servers' texts carry redacted, then with no
+ * control character or byte that is not UTF-8 left (dlk_escape_n without
+ * backslashes: names quoted in it may be escaped already). */
+static void make_safe(dlk_error *err)
+{
+    char tmp[DLK_ERRMSG_MAX];
+    dlk_redact(err->msg, sizeof err->msg, NULL, 0);
+    size_t n = strlen(err->msg);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)err->msg[i];
+        if (c < 0x20 || c >= 0x7f) {
+            dlk_escape_n(err->msg, n, tmp, sizeof tmp, 0);
+            memcpy(err->msg, tmp, sizeof tmp);
+            return;
+        }
+    }
+}
+
 dlk_status dlk_fail(dlk_error *err, dlk_status code, const char *fmt, ...)
 {
     if (err) {
@@ -39,6 +58,7 @@ dlk_status dlk_fail(dlk_error *err, dlk_status code, const char *fmt, ...)
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
         err->code = code;
+        make_safe(err);
     }
     return code;
 }
@@ -62,6 +82,7 @@ dlk_status dlk_fail_wrap(dlk_error *err, const char *fmt, ...)
     size_t m = strnlen(old, room);
     memcpy(err->msg + n + 2, old, m);
     err->msg[n + 2 + m] = '\0';
+    make_safe(err);
     return err->code;
 }
 
