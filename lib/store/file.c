@@ -6,7 +6,14 @@
  * or a crash sees the old object or the new one, never a part of one.
  * Conditional replacement holds flock() on the root directory while it
  * compares and renames; the kernel drops the lock if the process dies, so
- * no stale lock can outlive a crash. */
+ * no stale lock can outlive a crash.
+ *
+ * Below the root nothing is followed or waited on: every path is opened
+ * one directory at a time with O_NOFOLLOW (a symbolic link inside a
+ * dataset could send its chunks elsewhere, and one inside a source could
+ * read what the tree does not hold), and files with O_NONBLOCK and a
+ * check of their type (a FIFO would block the command forever).  Such
+ * an entry is refused with an error naming it. */
 #include "internal.h"
 
 #include <dirent.h>
@@ -47,6 +54,107 @@ static dlk_status io_fail(dlk_error *err, file_store *fs, const char *what,
                     fs->root, key, strerror(e));
 }
 
+/* What a directory entry is, where it is not a regular file or a
+ * directory: how a listing and an error name it. */
+static const char *odd_type(mode_t m)
+{
+    return S_ISLNK(m)    ? "a symbolic link"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISSOCK(m) ? "a socket"
+           : S_ISCHR(m) || S_ISBLK(m) ? "a device"
+                         : "not a regular file";
+}
+
+/* The failure to open `part` (the first `plen` bytes of key) in dirfd:
+ * named for what it is when it is a link or a special file. */
+static dlk_status open_fail(dlk_error *err, file_store *fs, int dirfd,
+                            const char *name, const char *key, size_t plen,
+                            int e)
+{
+    struct stat st;
+    if ((e == ELOOP || e == ENOTDIR || e == ENXIO) &&
+        fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+        return dlk_fail(err, DLK_EIO, "cannot open '%s/%s': '%s/%.*s' is %s "
+                        "(dlk follows no link and reads no special file "
+                        "below '%s')", fs->root, key, fs->root, (int)plen,
+                        key, odd_type(st.st_mode), fs->root);
+    return io_fail(err, fs, "open", key, e);
+}
+
+/* The directory that holds key, opened one component at a time from the
+ * root, none of them followed if it is a link (made where missing when
+ * `create`), into *dfd (the caller closes it); *base is key's last
+ * component. */
+static dlk_status parent_dir(file_store *fs, const char *key, bool create,
+                             int *dfd, const char **base, dlk_error *err)
+{
+    int fd = dup(fs->rootfd);
+    if (fd < 0)
+        return io_fail(err, fs, "open directory of", key, errno);
+    const char *p = key;
+    for (const char *slash; (slash = strchr(p, '/')) != NULL; p = slash + 1) {
+        char name[1100];
+        size_t n = (size_t)(slash - p);
+        dlk_status rc = DLK_OK;
+        if (n >= sizeof name) {
+            rc = dlk_fail(err, DLK_EINVAL, "key too long '%.100s'", key);
+        } else {
+            memcpy(name, p, n);
+            name[n] = '\0';
+            if (create && mkdirat(fd, name, 0777) != 0 && errno != EEXIST)
+                rc = io_fail(err, fs, "create directory of", key, errno);
+        }
+        int next = rc ? -1
+                      : openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+                                             O_CLOEXEC);
+        if (!rc && next < 0)
+            rc = open_fail(err, fs, fd, name, key, (size_t)(slash - key),
+                           errno);
+        close(fd);
+        if (rc)
+            return rc;
+        fd = next;
+    }
+    *dfd = fd;
+    *base = p;
+    return DLK_OK;
+}
+
+/* key's file, opened read-only into *out: no component of it a link,
+ * the file not waited on (O_NONBLOCK: a FIFO opens at once and is
+ * refused by its type) and a regular file, its stat in *st. */
+static dlk_status open_file(file_store *fs, const char *key, struct stat *st,
+                            int *out, dlk_error *err)
+{
+    const char *base;
+    int dfd;
+    dlk_status rc = parent_dir(fs, key, false, &dfd, &base, err);
+    if (rc)
+        return rc;
+    int fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        rc = open_fail(err, fs, dfd, base, key, strlen(key), errno);
+    close(dfd);
+    if (rc)
+        return rc;
+    if (fstat(fd, st) != 0)
+        rc = io_fail(err, fs, "stat", key, errno);
+    else if (S_ISDIR(st->st_mode))
+        rc = dlk_fail(err, DLK_ENOTFOUND, "'%s/%s' is not a file", fs->root,
+                      key);
+    else if (!S_ISREG(st->st_mode))
+        rc = dlk_fail(err, DLK_EIO, "cannot open '%s/%s': it is %s (dlk "
+                      "reads no special file below '%s')", fs->root, key,
+                      odd_type(st->st_mode), fs->root);
+    if (rc) {
+        close(fd);
+        return rc;
+    }
+    *out = fd;
+    return DLK_OK;
+}
+
 /* The etag of a file: its inode, size and change time. A replacement is
  * always a new inode (rename of a fresh file), so the etag changes. */
 static void file_etag(const struct stat *st, char *out)
@@ -62,20 +170,11 @@ static dlk_status fs_get(dlk_store *s, const char *key, uint64_t off,
                          dlk_obj_info *info, dlk_error *err)
 {
     file_store *fs = (file_store *)s;
-    int fd = openat(fs->rootfd, key, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return io_fail(err, fs, "open", key, errno);
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return io_fail(err, fs, "stat", key, e);
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return dlk_fail(err, DLK_ENOTFOUND, "'%s/%s' is not a file",
-                        fs->root, key);
-    }
+    int fd;
+    dlk_status orc = open_file(fs, key, &st, &fd, err);
+    if (orc)
+        return orc;
     uint64_t size = (uint64_t)st.st_size;
     if (off > size || (len != UINT64_MAX && len > size - off)) {
         close(fd);
@@ -132,47 +231,29 @@ static dlk_status fs_head(dlk_store *s, const char *key, dlk_obj_info *info,
 {
     file_store *fs = (file_store *)s;
     struct stat st;
-    if (fstatat(fs->rootfd, key, &st, 0) != 0)
-        return io_fail(err, fs, "stat", key, errno);
-    if (!S_ISREG(st.st_mode))
+    const char *base;
+    int dfd;
+    dlk_status prc = parent_dir(fs, key, false, &dfd, &base, err);
+    if (prc)
+        return prc;
+    if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        int e = errno;
+        close(dfd);
+        return io_fail(err, fs, "stat", key, e);
+    }
+    close(dfd);
+    if (S_ISDIR(st.st_mode))
         return dlk_fail(err, DLK_ENOTFOUND, "'%s/%s' is not a file",
                         fs->root, key);
+    if (!S_ISREG(st.st_mode))
+        return dlk_fail(err, DLK_EIO, "cannot stat '%s/%s': it is %s (dlk "
+                        "follows no link and reads no special file below "
+                        "'%s')", fs->root, key, odd_type(st.st_mode),
+                        fs->root);
     info->size = (uint64_t)st.st_size;
     file_etag(&st, info->etag);
     info->mtime = (int64_t)st.st_mtim.tv_sec;
     return DLK_OK;
-}
-
-/* mkdir -p for the directories of key, relative to the root. */
-static dlk_status make_parents(file_store *fs, const char *key,
-                               dlk_error *err)
-{
-    char path[1100];
-    size_t n = strlen(key);
-    if (n >= sizeof path)
-        return dlk_fail(err, DLK_EINVAL, "key too long '%.100s'", key);
-    memcpy(path, key, n + 1);
-    for (char *p = path; (p = strchr(p, '/')) != NULL; p++) {
-        *p = '\0';
-        if (mkdirat(fs->rootfd, path, 0777) != 0 && errno != EEXIST) {
-            int e = errno;
-            return io_fail(err, fs, "create directory", path, e);
-        }
-        *p = '/';
-    }
-    return DLK_OK;
-}
-
-static int open_parent_dir(file_store *fs, const char *key)
-{
-    const char *slash = strrchr(key, '/');
-    if (!slash)
-        return dup(fs->rootfd);
-    char dir[1100];
-    size_t n = (size_t)(slash - key);
-    memcpy(dir, key, n);
-    dir[n] = '\0';
-    return openat(fs->rootfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
 /* Write the n parts in order (each in writes of at most 1 GiB). */
@@ -261,14 +342,11 @@ static dlk_status fs_write_temp(file_store *fs, const char *key,
                                 char tmp[1200], struct stat *st,
                                 dlk_error *err)
 {
-    dlk_status rc = make_parents(fs, key, err);
-    if (rc)
-        return rc;
-    int dfd = open_parent_dir(fs, key);
-    if (dfd < 0)
-        return io_fail(err, fs, "open directory of", key, errno);
-    const char *base = strrchr(key, '/');
-    base = base ? base + 1 : key;
+    const char *base;
+    int dfd;
+    dlk_status prc = parent_dir(fs, key, true, &dfd, &base, err);
+    if (prc)
+        return prc;
 
     static unsigned counter;
     struct timespec now;
@@ -327,7 +405,7 @@ static dlk_status fs_place(file_store *fs, int dirfd, const char *tmp,
             locked = true;
             struct stat cur;
             char cur_etag[DLK_ETAG_MAX];
-            if (fstatat(dirfd, base, &cur, 0) != 0) {
+            if (fstatat(dirfd, base, &cur, AT_SYMLINK_NOFOLLOW) != 0) {
                 rc = dlk_fail(err, DLK_ECONFLICT, "object '%s/%s' vanished "
                               "under a conditional update", fs->root, key);
             } else {
@@ -348,10 +426,9 @@ static dlk_status fs_place(file_store *fs, int dirfd, const char *tmp,
     }
     if (!rc && mode == DLK_PUT_IF_ABSENT && fsync(dirfd) != 0)
         rc = io_fail(err, fs, "sync directory of", key, errno);
-    close(dirfd);
     if (!rc && out) {
         struct stat fin;
-        if (fstatat(fs->rootfd, key, &fin, 0) == 0) {
+        if (fstatat(dirfd, base, &fin, AT_SYMLINK_NOFOLLOW) == 0) {
             out->size = (uint64_t)fin.st_size;
             file_etag(&fin, out->etag);
         } else {
@@ -359,6 +436,7 @@ static dlk_status fs_place(file_store *fs, int dirfd, const char *tmp,
             file_etag(st, out->etag);
         }
     }
+    close(dirfd);
     return rc;
 }
 
@@ -408,9 +486,15 @@ static dlk_status fs_put(dlk_store *s, const char *key, const void *data,
 static dlk_status fs_del(dlk_store *s, const char *key, dlk_error *err)
 {
     file_store *fs = (file_store *)s;
-    if (unlinkat(fs->rootfd, key, 0) != 0)
-        return io_fail(err, fs, "delete", key, errno);
-    return DLK_OK;
+    const char *base;
+    int dfd;
+    dlk_status prc = parent_dir(fs, key, false, &dfd, &base, err);
+    if (prc)
+        return prc;
+    /* unlinkat removes a link itself, never what it names */
+    int e = unlinkat(dfd, base, 0) != 0 ? errno : 0;
+    close(dfd);
+    return e ? io_fail(err, fs, "delete", key, e) : DLK_OK;
 }
 
 typedef struct key_list {
@@ -586,10 +670,11 @@ static dlk_status fs_sweep(dlk_store *s, int64_t before, bool dry,
     key_list l = {.temps = true, .before = before};
     dlk_status rc = walk(fs, "", "", &l, 0, err);
     for (size_t i = 0; !rc && i < l.n; i++) {
-        if (!dry && unlinkat(fs->rootfd, l.keys[i], 0) != 0) {
-            if (errno == ENOENT)
-                continue; /* its writer finished or another sweep won */
-            rc = io_fail(err, fs, "delete", l.keys[i], errno);
+        if (!dry && (rc = fs_del(s, l.keys[i], err)) != DLK_OK) {
+            if (rc == DLK_ENOTFOUND) {
+                rc = DLK_OK; /* its writer finished or another sweep won */
+                continue;
+            }
             break;
         }
         (*files)++;
@@ -616,11 +701,12 @@ static dlk_status fs_map(dlk_store *s, const char *key, const void **ptr,
                          size_t *len, dlk_error *err)
 {
     file_store *fs = (file_store *)s;
-    int fd = openat(fs->rootfd, key, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return io_fail(err, fs, "open", key, errno);
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
+    int fd;
+    dlk_status orc = open_file(fs, key, &st, &fd, err);
+    if (orc)
+        return orc;
+    if (st.st_size == 0) {
         close(fd);
         return dlk_fail(err, DLK_ECORRUPT, "'%s/%s' is empty or not a file",
                         fs->root, key);
