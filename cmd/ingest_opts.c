@@ -513,12 +513,13 @@ int ingest_cli_source(ingest_cli *c, const char *cmd, const char *kind,
     return 0;
 }
 
-/* "; N objects not samples" when there are any. */
+/* "; N objects not ingested" when there are any (not samples, or not
+ * read: links, special files; each was reported with why). */
 static const char *unused_note(const dlk_ingest_result *r, char note[64])
 {
     note[0] = '\0';
     if (r->unused)
-        snprintf(note, 64, "; %llu object%s not ingested (not samples)",
+        snprintf(note, 64, "; %llu object%s not ingested",
                  (unsigned long long)r->unused, r->unused == 1 ? "" : "s");
     return note;
 }

@@ -310,6 +310,13 @@ struct dlk_store {
     char *url;   /* the root as given, without credentials */
     uint64_t listed; /* keys a listing under way has found (atomic): read
                         by another thread to show its progress */
+    /* Where set (by the caller, before it lists), told of every entry a
+     * listing passes over instead of listing: a local tree's symbolic
+     * links and special files, directories nested too deep, paths too
+     * long.  key is the path below the root, as it is; why says what it
+     * is ("not read: a symbolic link ..."). */
+    void (*passed)(void *ud, const char *key, const char *why);
+    void *passed_ud;
 };
 
 /* Open the store for a URL: "PATH", "file://PATH" or "s3://BUCKET/PREFIX",

@@ -1,4 +1,6 @@
-/* from_dir.c - appending a directory tree of .npy files. */
+/* from_dir.c - appending a directory tree of .npy files: the files a
+ * listing of the local store found (which passed over links and special
+ * files, and reported them), each read through that store. */
 #include "dataset/dataset.h"
 #include "ingest.h"
 
@@ -11,63 +13,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-typedef struct path_list {
-    char **v;
-    size_t n, cap;
-} path_list;
-
-static dlk_status collect(const char *dir, int depth, path_list *l,
-                          dlk_error *err)
-{
-    if (depth > 32)
-        return dlk_fail(err, DLK_ELIMIT, "'%s': directories nested too deep",
-                        dir);
-    DIR *d = opendir(dir);
-    if (!d)
-        return dlk_fail(err, errno == ENOENT ? DLK_ENOTFOUND : DLK_EIO,
-                        "cannot read directory '%s': %s", dir,
-                        strerror(errno));
-    dlk_status rc = DLK_OK;
-    struct dirent *de;
-    while (!rc && (de = readdir(d)) != NULL) {
-        if (de->d_name[0] == '.')
-            continue;
-        char *path;
-        if (asprintf(&path, "%s/%s", dir, de->d_name) < 0) {
-            rc = dlk_oom(err);
-            break;
-        }
-        struct stat st;
-        if (stat(path, &st) != 0) {
-            free(path);
-            continue;
-        }
-        if (S_ISDIR(st.st_mode)) {
-            rc = collect(path, depth + 1, l, err);
-            free(path);
-            continue;
-        }
-        size_t n = strlen(path);
-        if (!S_ISREG(st.st_mode) || n < 4 || strcmp(path + n - 4, ".npy")) {
-            free(path);
-            continue;
-        }
-        if (!DLK_GROW(l->v, l->n, l->cap, 256)) {
-            free(path);
-            rc = dlk_oom(err);
-            break;
-        }
-        l->v[l->n++] = path;
-    }
-    closedir(d);
-    return rc;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
 /* Which tensor a file feeds: the stem's suffix after the last '.' or '_',
  * else the nearest folder on its path named like a tensor, else the only
@@ -124,91 +69,93 @@ static void swap_bytes(uint8_t *p, size_t n, size_t size)
         }
 }
 
-static dlk_status ingest_file(dlk_dataset *ds, size_t ti, const char *path,
-                              ing_npy_stats *stats, uint64_t *samples,
-                              dlk_error *err)
+static dlk_status ingest_file(dlk_dataset *ds, size_t ti, dlk_store *src,
+                              const char *key, ing_npy_stats *stats,
+                              uint64_t *samples, dlk_error *err)
 {
     const dlk_tensor *t = &ds->m.tensors[ti];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return dlk_fail(err, DLK_EIO, "cannot open '%s': %s", path,
-                        strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || st.st_size == 0) {
-        close(fd);
-        return dlk_fail(err, DLK_EDECODE, "'%s': empty or unreadable file",
-                        path);
-    }
-    size_t len = (size_t)st.st_size;
-    uint8_t *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED)
-        return dlk_fail(err, DLK_EIO, "cannot map '%s': %s", path,
-                        strerror(errno));
+    const void *map;
+    size_t len;
+    dlk_status rc = dlk_store_map(src, key, &map, &len, err);
+    if (rc)
+        return rc;
     dlk_npy_info h;
-    dlk_status rc = dlk_npy_parse(map, len, path, &h, err);
+    rc = dlk_npy_parse(map, len, key, &h, err);
     if (!rc && h.dtype != t->spec.dtype)
         rc = dlk_fail(err, DLK_EINVAL, "'%s': dtype %s, tensor '%s' is %s",
-                      path, dlk_dtype_name(h.dtype), t->spec.name,
+                      key, dlk_dtype_name(h.dtype), t->spec.name,
                       dlk_dtype_name(t->spec.dtype));
     int nd = t->spec.ndim;
     bool batch = !rc && h.ndim == nd + 1;
     if (!rc && h.ndim != nd && !batch)
         rc = dlk_fail(err, DLK_EINVAL, "'%s': %d dimensions; tensor '%s' "
-                      "wants %d (one sample) or %d (a batch)", path, h.ndim,
+                      "wants %d (one sample) or %d (a batch)", key, h.ndim,
                       t->spec.name, nd, nd + 1);
+    /* the map is read-only: big-endian data is swapped in a copy */
+    uint8_t *copy = NULL;
+    if (!rc && h.swap) {
+        copy = malloc(h.data_bytes ? h.data_bytes : 1);
+        if (!copy)
+            rc = dlk_oom(err);
+        else {
+            memcpy(copy, (const uint8_t *)map + h.data_off, h.data_bytes);
+            swap_bytes(copy, h.data_bytes, dlk_dtype_size(h.dtype));
+        }
+    }
     if (!rc) {
-        uint8_t *data = map + h.data_off;
-        if (h.swap)
-            swap_bytes(data, h.data_bytes, dlk_dtype_size(h.dtype));
+        const uint8_t *data = copy ? copy
+                                   : (const uint8_t *)map + h.data_off;
         uint64_t n = batch ? (uint64_t)h.shape[0] : 1;
         const int64_t *shape = batch ? h.shape + 1 : h.shape;
         size_t each = n ? h.data_bytes / n : 0;
         for (uint64_t i = 0; !rc && i < n; i++)
             rc = dlk_append(ds, ti, data + i * each, each, shape, nd, err);
         if (rc) {
-            dlk_fail_wrap(err, "'%s'", path);
+            dlk_fail_wrap(err, "'%s'", key);
         } else {
             stats->ingested += n;
             stats->bytes_out += n * each;
             *samples += n;
         }
     }
-    munmap(map, len);
+    free(copy);
+    dlk_store_unmap(src, map, len);
     stats->bytes_in += len;
     return rc;
 }
 
-dlk_status ing_npy_dir(dlk_dataset *ds, const char *dir,
-                       ing_npy_stats *stats, bool flush, dlk_error *err)
+dlk_status ing_npy_dir(dlk_dataset *ds, dlk_store *src,
+                       const char *const *keys, size_t nkeys,
+                       const dlk_ingest_opts *o, ing_npy_stats *stats,
+                       bool flush, dlk_error *err)
 {
     ing_npy_stats local;
     if (!stats)
         stats = &local;
     memset(stats, 0, sizeof *stats);
-    path_list l = {0};
     /* samples appended to each tensor: a row is a sample of every one */
     uint64_t *per = calloc(ds->m.ntensors + 1, sizeof *per);
     if (!per)
         return dlk_oom(err);
-    dlk_status rc = collect(dir, 0, &l, err);
-    if (!rc && l.n)
-        qsort(l.v, l.n, sizeof *l.v, cmp_str);
-    for (size_t i = 0; !rc && i < l.n; i++) {
-        int ti = match_tensor(ds, dir, l.v[i]);
+    dlk_status rc = DLK_OK;
+    for (size_t i = 0; !rc && i < nkeys; i++) {
+        int ti = match_tensor(ds, "", keys[i]);
         if (ti < 0) {
             stats->skipped++;
+            if (o && o->on_bad) {
+                char safe[512];
+                o->on_bad(o->ud, dlk_escape(keys[i], safe, sizeof safe),
+                          "not read: no tensor of the dataset is named by "
+                          "its name or a folder on its path");
+            }
             continue;
         }
-        rc = ingest_file(ds, (size_t)ti, l.v[i], stats, &per[ti], err);
+        rc = ingest_file(ds, (size_t)ti, src, keys[i], stats, &per[ti], err);
     }
     for (size_t t = 0; t < ds->m.ntensors; t++)
         if (per[t] > stats->rows)
             stats->rows = per[t];
     free(per);
-    for (size_t i = 0; i < l.n; i++)
-        free(l.v[i]);
-    free(l.v);
     if (!rc && flush)
         rc = dlk_dataset_flush(ds, err);
     return rc;

@@ -27,14 +27,19 @@ typedef struct ing_npy_stats {
     uint64_t bytes_out;  /* raw sample bytes appended */
 } ing_npy_stats;
 
-/* Append every .npy file under `dir`, sorted by path (the from-dir ingest
- * of a tree of .npy files).  A file belongs to the tensor whose name is
- * its stem's suffix after the last '.' or '_' ("0001.labels.npy",
+/* Append the .npy files `keys` (nkeys, in the order given: path order)
+ * of the local store src, each read through it (no link followed, no
+ * special file read).  A file belongs to the tensor whose name is its
+ * stem's suffix after the last '.' or '_' ("0001.labels.npy",
  * "0001_images.npy") or, failing that, the name of a folder on its path
- * ("images/0001.npy").  A file holds one sample, or N samples when its
- * first dimension is N and the rest match the schema's fixed rank + 1.
- * The head is flushed at the end only when `flush` (from_dir.c). */
-dlk_status ing_npy_dir(dlk_dataset *ds, const char *dir,
-                       ing_npy_stats *stats, bool flush, dlk_error *err);
+ * ("images/0001.npy"); a file of no tensor is skipped, counted and told
+ * to o->on_bad (o may be NULL) with its key and why.  A file holds one
+ * sample, or N samples when its first dimension is N and the rest match
+ * the schema's fixed rank + 1.  The head is flushed at the end only when
+ * `flush` (from_dir.c). */
+dlk_status ing_npy_dir(dlk_dataset *ds, dlk_store *src,
+                       const char *const *keys, size_t nkeys,
+                       const dlk_ingest_opts *o, ing_npy_stats *stats,
+                       bool flush, dlk_error *err);
 
 #endif

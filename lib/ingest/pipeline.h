@@ -80,6 +80,11 @@ static inline const dlk_store_options *ing_store(const dlk_ingest_opts *o)
 }
 /* Keep (up to ING_UNUSED_KEPT) and count an object that is no sample. */
 void ing_source_unused(ing_source *s, const char *key, const char *why);
+/* What the listing of s's store passes over (a local tree's symbolic
+ * links, special files, directories too deep: dlk_store's `passed`)
+ * kept and counted as ing_source_unused, so that every file of a tree
+ * is either ingested or reported with its reason (unused.c). */
+void ing_source_watch_passed(ing_source *s);
 
 /* What the tensors of a schema take from a row (unused.c). */
 typedef struct ing_feeds {

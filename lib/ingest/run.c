@@ -470,19 +470,18 @@ static dlk_status check_outcome(const dlk_ingest_opts *o, const char *source,
 /* Keys of the listing that cannot be read safely: skipped and reported
  * by the first shard (every shard lists the whole source); with
  * --on-error fail, the end of the run before anything is written. */
-static dlk_status report_unsafe(ing_run *r, const ing_source *src,
-                                dlk_error *err)
+static dlk_status report_unsafe(const dlk_ingest_opts *o,
+                                dlk_ingest_result *res,
+                                const ing_source *src, dlk_error *err)
 {
-    if (r->shard != 0)
-        return DLK_OK;
     for (size_t i = 0; i < src->nunsafe; i++) {
         char why[160];
         snprintf(why, sizeof why, "not read: the key has %s",
                  src->unsafe[i].why);
-        if (r->o->on_bad)
-            r->o->on_bad(r->o->ud, src->unsafe[i].key, why);
-        r->res->skipped++;
-        if (r->o->on_error == DLK_ON_ERROR_FAIL)
+        if (o->on_bad)
+            o->on_bad(o->ud, src->unsafe[i].key, why);
+        res->skipped++;
+        if (o->on_error == DLK_ON_ERROR_FAIL)
             return dlk_fail(err, DLK_EDECODE, "cannot ingest '%s': %s",
                             src->unsafe[i].key, why);
     }
@@ -491,13 +490,12 @@ static dlk_status report_unsafe(ing_run *r, const ing_source *src,
 
 /* Objects of the listing that cannot be samples (a README, .DS_Store,
  * _SUCCESS): reported by the first shard, as report_unsafe does. */
-static void report_unused(ing_run *r, const ing_source *src)
+static void report_unused(const dlk_ingest_opts *o, dlk_ingest_result *res,
+                          const ing_source *src)
 {
-    if (r->shard != 0)
-        return;
-    for (size_t i = 0; r->o->on_unused && i < src->nunused; i++)
-        r->o->on_unused(r->o->ud, src->unused[i].key, src->unused[i].why);
-    r->res->unused += src->unused_total;
+    for (size_t i = 0; o->on_unused && i < src->nunused; i++)
+        o->on_unused(o->ud, src->unused[i].key, src->unused[i].why);
+    res->unused += src->unused_total;
 }
 
 /* The dataset's schema to opts->on_schema, class names included. */
@@ -552,69 +550,84 @@ static dlk_status check_opts(const dlk_ingest_opts *o, dlk_error *err)
     return DLK_OK;
 }
 
-/* A local directory of .npy files only: ing_npy_dir. */
-static dlk_status legacy_npy(const char *url, const dlk_ingest_opts *o,
-                             const char *dir, uint64_t files,
-                             dlk_ingest_result *res, dlk_error *err)
+static int cmp_key(const void *a, const void *b)
 {
-    dlk_dataset *ds;
-    dlk_status rc = dlk_dataset_open_with(url, NULL, o->store, &ds, err);
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A local directory of .npy files only: ing_npy_dir over the files the
+ * listing found, in path order; what the listing passed over or could
+ * not use is reported as in any other ingest. */
+static dlk_status legacy_npy(const char *url, const dlk_ingest_opts *o,
+                             const ing_source *src, dlk_ingest_result *res,
+                             dlk_error *err)
+{
+    uint64_t files = src->nobjs; /* .npy files: the rest are not read */
+    dlk_status rc = report_unsafe(o, res, src, err);
     if (rc)
         return rc;
+    report_unused(o, res, src);
+    uint64_t unsafe = res->skipped;
+    const char **keys = malloc((src->nobjs ? src->nobjs : 1) * sizeof *keys);
+    if (!keys)
+        return dlk_oom(err);
+    for (size_t i = 0; i < src->nobjs; i++)
+        keys[i] = src->objs[i].key;
+    qsort(keys, src->nobjs, sizeof *keys, cmp_key);
+    dlk_dataset *ds;
+    rc = dlk_dataset_open_with(url, NULL, o->store, &ds, err);
+    if (rc) {
+        free(keys);
+        return rc;
+    }
     int tk, tv;
     if (ing_key_tensors(&ds->m, &tk, &tv)) {
         /* its rows would get no key: the key tensors would fall behind */
         dlk_dataset_free(ds);
+        free(keys);
         return dlk_fail(err, DLK_EINVAL, "'%s' has key tensors, so every "
                         "row needs a key: name the .npy files STEM.TENSOR.npy "
                         "(one sample of TENSOR each) for tensors of the "
                         "dataset", url);
     }
     ing_npy_stats st;
-    rc = ing_npy_dir(ds, dir, &st, false, err);
-    /* files of no tensor are its skips; the head is written only after */
+    rc = ing_npy_dir(ds, src->store, keys, src->nobjs, o, &st, false, err);
+    free(keys);
+    /* files of no tensor are its skips, as are unsafe keys; the head is
+     * written only after */
+    uint64_t skipped = st.skipped + unsafe;
     if (!rc)
-        rc = ing_check_outcome(o, o->source, files - st.skipped, st.skipped,
-                               files > 0, NULL, res, err);
+        rc = ing_check_outcome(o, o->source, files - st.skipped, skipped,
+                               files + unsafe > 0, NULL, res, err);
     if (!rc && st.ingested == 0)
-        rc = ing_check_outcome(o, o->source, 0, st.skipped, files > 0, NULL,
+        rc = ing_check_outcome(o, o->source, 0, skipped, files > 0, NULL,
                                res, err);
     if (!rc)
         rc = dlk_dataset_flush(ds, err);
     if (rc) {
-        res->skipped = st.skipped;
+        res->skipped = skipped;
         dlk_dataset_free(ds);
         return rc;
     }
     res->ingested = st.rows;
-    res->skipped = st.skipped;
+    res->skipped = skipped;
     res->bytes_in = st.bytes_in;
     res->bytes_out = st.bytes_out;
     res->complete = 1;
     return dlk_dataset_close(ds, err);
 }
 
-/* The number of dimensions of the .npy file at dir/key, or -1. */
-static int npy_ndim(const char *dir, const char *key)
+/* The number of dimensions of the .npy file key of the local store st
+ * (read as every source file is: no link followed), or -1. */
+static int npy_ndim(dlk_store *st, const char *key)
 {
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s/%s", dir, key) >= (int)sizeof path)
-        return -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0 || st.st_size <= 0) {
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED)
+    const void *map;
+    size_t len;
+    if (dlk_store_map(st, key, &map, &len, NULL))
         return -1;
     dlk_npy_info h;
-    int nd = dlk_npy_parse(map, (size_t)st.st_size, key, &h, NULL) ? -1
-                                                                  : h.ndim;
-    munmap(map, (size_t)st.st_size);
+    int nd = dlk_npy_parse(map, len, key, &h, NULL) ? -1 : h.ndim;
+    dlk_store_unmap(st, map, len);
     return nd;
 }
 
@@ -626,8 +639,6 @@ static int npy_ndim(const char *dir, const char *key)
 static bool npy_as_rows(const char *url, const dlk_ingest_opts *o,
                         const ing_source *src)
 {
-    const char *dir = strncmp(o->source, "file://", 7) == 0 ? o->source + 7
-                                                             : o->source;
     dlk_dataset *ds;
     dlk_error e;
     if (dlk_dataset_open_with(url, NULL, o->store, &ds, &e))
@@ -644,7 +655,7 @@ static bool npy_as_rows(const char *url, const dlk_ingest_opts *o,
                     ? dlk_dataset_find(ds, src->objs[i].tensor) : -1;
         /* a batch (one dimension more) is read as before; a file that
          * cannot be parsed becomes a bad row, reported with its key */
-        int nd = t >= 0 ? npy_ndim(dir, src->objs[i].key) : -1;
+        int nd = t >= 0 ? npy_ndim(src->store, src->objs[i].key) : -1;
         ok = t >= 0 && t != tk && t != tv &&
              (nd < 0 || nd == ds->m.tensors[t].spec.ndim);
     }
@@ -700,11 +711,8 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
                      strncmp(o->source, "gs://", 5) != 0;
     if (local_dir && src.nobjs && src.npy == src.nobjs && !o->labels &&
         o->nshards <= 1 && !o->dry_run && !npy_as_rows(url, o, &src)) {
-        uint64_t files = src.nobjs; /* .npy files: the rest are not read */
+        rc = legacy_npy(url, o, &src, res, err);
         ing_source_free(&src);
-        const char *dir = strncmp(o->source, "file://", 7) == 0
-                              ? o->source + 7 : o->source;
-        rc = legacy_npy(url, o, dir, files, res, err);
         res->seconds = dlk_now_s() - t0;
         return rc;
     }
@@ -755,7 +763,7 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
                                              : 16;
     if (!local_dir)
         dlk_store_want_inflight(src.store, r.fetchers);
-    rc = report_unsafe(&r, &src, err);
+    rc = r.shard ? DLK_OK : report_unsafe(o, res, &src, err);
     if (!rc && !o->no_key && !o->dry_run)
         rc = ing_keys_prepare(url, o->store, err);
     if (!rc)
@@ -766,8 +774,8 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
         rc = ing_order_rows(&src, &r.order, &r.rows, err);
     if (!rc)
         rc = tell_schema(&r, err);
-    if (!rc)
-        report_unused(&r, &src);
+    if (!rc && r.shard == 0)
+        report_unused(o, res, &src);
     r.keyed = !rc && r.ctx.t_key >= 0;
     res->keyed = r.keyed;
     /* the rows to ingest, in append order: the source's samples or, keyed,

@@ -292,6 +292,8 @@ dlk_status ing_source_open(const char *url, const char *labels,
     if (labels)
         s->labels_key = key_below(url, labels);
     dlk_status rc = dlk_store_open(url, false, so, &s->store, err);
+    if (!rc)
+        ing_source_watch_passed(s);
     if (rc == DLK_ENOTFOUND)
         rc = dlk_fail(err, DLK_ENOTFOUND, "no source at '%s'", url);
     else if (rc)

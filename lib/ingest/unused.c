@@ -4,6 +4,17 @@
  * image without a label). */
 #include "pipeline.h"
 
+static void passed(void *ud, const char *key, const char *why)
+{
+    ing_source_unused(ud, key, why);
+}
+
+void ing_source_watch_passed(ing_source *s)
+{
+    s->store->passed = passed;
+    s->store->passed_ud = s;
+}
+
 void ing_feeds_add(ing_feeds *f, const dlk_tensor_spec *s)
 {
     f->media |= s->kind == DLK_KIND_IMAGE || s->kind == DLK_KIND_VIDEO;

@@ -13,7 +13,8 @@
  * dataset could send its chunks elsewhere, and one inside a source could
  * read what the tree does not hold), and files with O_NONBLOCK and a
  * check of their type (a FIFO would block the command forever).  Such
- * an entry is refused with an error naming it. */
+ * an entry is refused with an error naming it, and a listing reports it
+ * as passed over (dlk_store's `passed`), never drops it silently. */
 #include "internal.h"
 
 #include <dirent.h>
@@ -511,7 +512,16 @@ typedef struct key_list {
      * file system gives it, saves a stat per file (NFS: a round trip) */
     bool no_sizes;
     uint64_t *listed;    /* the store's count of keys found (progress) */
+    dlk_store *store;    /* its `passed`, told of what is not listed */
 } key_list;
+
+/* An entry the listing passes over, to the store's `passed` (a sweep
+ * reports nothing: it looks for its own temporary files only). */
+static void pass_over(key_list *l, const char *key, const char *why)
+{
+    if (!l->temps && l->store && l->store->passed)
+        l->store->passed(l->store->passed_ud, key, why);
+}
 
 static int add_key(key_list *l, const char *key, uint64_t size,
                    const struct stat *st)
@@ -552,13 +562,22 @@ static int add_key(key_list *l, const char *key, uint64_t size,
     return 0;
 }
 
+/* Directories below the root a listing enters: each level holds a key
+ * buffer on the stack. */
+#define WALK_DEPTH 16
+
 /* Walk directory `rel` (relative to the root), adding keys that start
- * with prefix. Depth is bounded; symlinks are not followed. */
+ * with prefix.  Depth is bounded; symlinks are not followed, and neither
+ * they, nor special files, nor directories past the depth, nor paths too
+ * long for a key are listed: each is passed over (pass_over). */
 static dlk_status walk(file_store *fs, const char *rel, const char *prefix,
                        key_list *l, int depth, dlk_error *err)
 {
-    if (depth > 16)
+    if (depth > WALK_DEPTH) {
+        pass_over(l, rel, "not read: a directory nested more than 16 "
+                          "levels deep");
         return DLK_OK;
+    }
     /* a new open of the directory, never dup(): a dup shares the read
      * position, so a second listing would start where the first ended */
     int fd = openat(fs->rootfd, *rel ? rel : ".",
@@ -583,12 +602,18 @@ static dlk_status walk(file_store *fs, const char *rel, const char *prefix,
             continue;
         int n = snprintf(key, sizeof key, "%s%s%s", rel, *rel ? "/" : "",
                          de->d_name);
-        if (n < 0 || (size_t)n >= sizeof key)
+        if (n < 0)
             continue;
         /* prune: the key or the prefix must extend the other */
-        size_t klen = (size_t)n;
+        size_t klen = (size_t)n < sizeof key ? (size_t)n : sizeof key - 1;
         if (strncmp(key, prefix, klen < plen ? klen : plen) != 0)
             continue;
+        if ((size_t)n >= sizeof key) {
+            if (klen >= plen)
+                pass_over(l, key, "not read: its path is longer than 1024 "
+                                  "bytes");
+            continue;
+        }
         struct stat st;
         memset(&st, 0, sizeof st);
         uint64_t size = UINT64_MAX;
@@ -599,10 +624,22 @@ static dlk_status walk(file_store *fs, const char *rel, const char *prefix,
                                                 : S_IFLNK;
         } else if (fstatat(dirfd(d), de->d_name, &st,
                            AT_SYMLINK_NOFOLLOW) != 0) {
+            if (klen >= plen && errno != ENOENT) /* ENOENT: just removed */
+                pass_over(l, key, "not read: it cannot be examined");
             continue;
         } else {
             size = (uint64_t)st.st_size;
         }
+        if (S_ISLNK(st.st_mode) && klen >= plen && !temp)
+            pass_over(l, key, "not read: a symbolic link (dlk follows "
+                              "none)");
+        else if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode) &&
+                 klen >= plen && !temp)
+            pass_over(l, key, S_ISFIFO(st.st_mode)
+                                  ? "not read: a FIFO, not a regular file"
+                              : S_ISSOCK(st.st_mode)
+                                  ? "not read: a socket, not a regular file"
+                                  : "not read: a device, not a regular file");
         if (S_ISDIR(st.st_mode))
             rc = walk(fs, key, prefix, l, depth + 1, err);
         else if (S_ISREG(st.st_mode) && klen >= plen && temp == l->temps &&
@@ -630,6 +667,7 @@ static dlk_status list_keys(dlk_store *s, const char *prefix, bool sizes,
     l.no_sizes = !sizes && !vfn;
     l.want_versions = vfn != NULL;
     l.listed = &s->listed;
+    l.store = s;
     dlk_status rc = walk(fs, "", prefix, &l, 0, err);
     size_t *order = NULL;
     if (!rc && l.n) {
