@@ -112,18 +112,23 @@ char *dlk_escape_dup(const char *s)
 
 #define REDACTED "***"
 
-/* Replace msg[at, at+n) by REDACTED, within cap bytes (with the NUL). */
-static void replace(char *msg, size_t cap, size_t at, size_t n)
+/* Replace msg[at, at+n) by REDACTED, within cap bytes (with the NUL);
+ * where the mark does not fit, the message ends at `at` (the secret is
+ * cut off with what follows).  Returns the offset after the mark. */
+static size_t replace(char *msg, size_t cap, size_t at, size_t n)
 {
     size_t len = strlen(msg), r = sizeof REDACTED - 1;
-    if (n == r && memcmp(msg + at, REDACTED, r) == 0)
-        return;
+    if (at + r >= cap) {
+        msg[at] = '\0';
+        return at;
+    }
     size_t tail = len - at - n;
     if (at + r + tail >= cap)
-        tail = cap - 1 - at - r; /* cap > at + r: the callers see to it */
+        tail = cap - 1 - at - r;
     memmove(msg + at + r, msg + at + n, tail);
     memcpy(msg + at, REDACTED, r);
     msg[at + r + tail] = '\0';
+    return at + r;
 }
 
 /* Characters that end a credential quoted in a message or a URL. */
@@ -146,8 +151,8 @@ static void redact_userinfo(char *msg, size_t cap)
              i++)
             if (p[i] == '@')
                 at = i + 1;
-        if (at > 1 && (size_t)(p - msg) + sizeof REDACTED < cap)
-            replace(msg, cap, (size_t)(p - msg), at - 1);
+        if (at > 1)
+            p = msg + replace(msg, cap, (size_t)(p - msg), at - 1);
     }
 }
 
@@ -175,9 +180,7 @@ static void redact_named(char *msg, size_t cap)
             size_t n = 0;
             while (!ends_value(v[n]))
                 n++;
-            if (n && (size_t)(v - msg) + sizeof REDACTED < cap)
-                replace(msg, cap, (size_t)(v - msg), n);
-            p = v;
+            p = n ? msg + replace(msg, cap, (size_t)(v - msg), n) : v;
             if (!*p)
                 break;
         }
@@ -198,10 +201,7 @@ static void redact_form(char *msg, size_t cap, const char *form)
         size_t n = head;
         while (n < fl && p[n] == form[n])
             n++;
-        if ((size_t)(p - msg) + sizeof REDACTED >= cap)
-            break;
-        replace(msg, cap, (size_t)(p - msg), n);
-        p += sizeof REDACTED - 1;
+        p = msg + replace(msg, cap, (size_t)(p - msg), n);
     }
 }
 

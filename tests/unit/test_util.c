@@ -1,5 +1,6 @@
 /* test_util.c - lib/util's shared helpers: the byte-size parser every
- * size flag uses, the array growth step, the out-of-memory status. */
+ * size flag uses, the array growth step, the out-of-memory status, the
+ * escaping and redaction of text from outside (text.c). */
 #include "internal.h"
 #include "unit.h"
 
@@ -74,10 +75,89 @@ static void oom(void)
                dlk_oom(NULL) == DLK_ENOMEM);
 }
 
+static bool escaped(const char *in, unsigned flags, const char *want)
+{
+    char out[256];
+    dlk_escape_n(in, strlen(in), out, sizeof out, flags);
+    return strcmp(out, want) == 0;
+}
+
+static void escape(void)
+{
+    UNIT_CHECK("OSC 52: ESC and BEL as \\xNN",
+               escaped("a\x1b]52;c;SGk=\x07" "b", DLK_ESC_BACKSLASH,
+                       "a\\x1b]52;c;SGk=\\x07b"));
+    UNIT_CHECK("C1 controls (U+009B) escaped, other UTF-8 kept",
+               escaped("\xc2\x9b" "1m \xc3\xbc\xe2\x82\xac", DLK_ESC_BACKSLASH,
+                       "\\xc2\\x9b1m \xc3\xbc\xe2\x82\xac"));
+    UNIT_CHECK("bytes that are not UTF-8, DEL", escaped("\xff\x9b\x7f", 0,
+               "\\xff\\x9b\\x7f"));
+    UNIT_CHECK("backslash: \\x5c with DLK_ESC_BACKSLASH, else kept",
+               escaped("a\\b", DLK_ESC_BACKSLASH, "a\\x5cb") &&
+                   escaped("a\\b", 0, "a\\b"));
+    UNIT_CHECK("quoted: \\\" and \\\\",
+               escaped("\"\\\n", DLK_ESC_QUOTED, "\\\"\\\\\\x0a"));
+    char small[12];
+    dlk_escape("\x1b\x1b\x1b\x1b\x1b", small, sizeof small);
+    UNIT_CHECK("cut with ... to fit, never in an escape",
+               strcmp(small, "\\x1b\\x1b...") == 0);
+    char *d = dlk_escape_dup("\x1b]0;t\x07");
+    UNIT_CHECK("dlk_escape_dup: the whole text",
+               d && strcmp(d, "\\x1b]0;t\\x07") == 0);
+    free(d);
+    dlk_error e;
+    dlk_fail(&e, DLK_EINVAL, "no tensor '%s'", "x\x1b]52;c;x\x07");
+    UNIT_CHECK("dlk_fail: no control character in a message",
+               strcmp(e.msg, "no tensor 'x\\x1b]52;c;x\\x07'") == 0);
+}
+
+static bool redacted(const char *in, const char *const *sec, size_t n,
+                     const char *want)
+{
+    char msg[DLK_ERRMSG_MAX];
+    snprintf(msg, sizeof msg, "%s", in);
+    dlk_redact(msg, sizeof msg, sec, n);
+    return strcmp(msg, want) == 0;
+}
+
+static void redact(void)
+{
+    UNIT_CHECK("user information of a url",
+               redacted("bad 'http://u:p4ss@h:9/x' and s3://K:S@b/k", NULL, 0,
+                        "bad 'http://***@h:9/x' and s3://***@b/k"));
+    UNIT_CHECK("a '@' in a key after the host is kept",
+               redacted("s3://b/me@x.png", NULL, 0, "s3://b/me@x.png"));
+    UNIT_CHECK("pre-signed query values",
+               redacted("'s3://b/k?X-Amz-Credential=AK%2F1&X-Amz-Signature=ab"
+                        "&X-Amz-Security-Token=t0k' x", NULL, 0,
+                        "'s3://b/k?X-Amz-Credential=***&X-Amz-Signature=***"
+                        "&X-Amz-Security-Token=***' x"));
+    UNIT_CHECK("an Authorization header and a bearer token",
+               redacted("Credential=AKID/2026/s3, Signature=f00 Bearer ya29.x",
+                        NULL, 0, "Credential=***, Signature=*** Bearer ***"));
+    const char *sec[] = {"SecretKey/0123456789abcdef", "tok"};
+    UNIT_CHECK("a known secret, as it is and percent-encoded; a short one "
+               "left",
+               redacted("id SecretKey/0123456789abcdef or "
+                        "SecretKey%2F0123456789abcdef tok", sec, 2,
+                        "id *** or *** tok"));
+    UNIT_CHECK("the start of a known secret, cut short by the server",
+               redacted("rid SecretKey/0123456) x", sec, 1, "rid ***) x"));
+    char full[DLK_ERRMSG_MAX];
+    memset(full, 'a', sizeof full - 1);
+    full[sizeof full - 1] = '\0';
+    memcpy(full + sizeof full - 10, " token=zz", 9);
+    dlk_redact(full, sizeof full, NULL, 0);
+    UNIT_CHECK("a full message: the value cut off where no mark fits",
+               strlen(full) < sizeof full && !strstr(full, "zz"));
+}
+
 int main(void)
 {
     sizes();
     grow();
     oom();
+    escape();
+    redact();
     return unit_done();
 }
