@@ -208,8 +208,8 @@ static dlk_status build_index(ing_labels *l, dlk_error *err)
 }
 
 /* Read a whole object named by a path or URL through the store layer. */
-static dlk_status read_all(const char *src, const dlk_store_options *so,
-                           dlk_buf *b, dlk_error *err)
+static dlk_status read_path(const char *src, const dlk_store_options *so,
+                            dlk_buf *b, dlk_error *err)
 {
     const char *slash = strrchr(src, '/');
     char *dir = slash ? strndup(src, (size_t)(slash - src)) : strdup(".");
@@ -228,6 +228,23 @@ static dlk_status read_all(const char *src, const dlk_store_options *so,
         rc = dlk_fail(err, DLK_ENOTFOUND, "no label manifest '%s'", src);
     dlk_store_free(st);
     free(dir);
+    return rc;
+}
+
+/* read_path of a manifest the command line names: a local one may be a
+ * symbolic link, which the store (following none below its root) would
+ * refuse, so it is resolved first. */
+static dlk_status read_all(const char *src, const dlk_store_options *so,
+                           dlk_buf *b, dlk_error *err)
+{
+    bool remote = strncmp(src, "s3://", 5) == 0 ||
+                  strncmp(src, "gs://", 5) == 0;
+    char *real = remote ? NULL
+                        : realpath(strncmp(src, "file://", 7) == 0 ? src + 7
+                                                                   : src,
+                                   NULL);
+    dlk_status rc = read_path(real ? real : src, so, b, err);
+    free(real);
     return rc;
 }
 

@@ -77,3 +77,17 @@ check "as before: each named on stderr" sh -c 'grep -q "not ingested .out-link.n
 check "as before: the summary counts them" grep -q "; 6 objects not ingested" "$OUT"
 ok "dry run: the reasons summed" timeout 60 "$DLK" ingest "$T/ds-rows" from-dir "$T/rows" --dry-run
 check "dry run: 4 symbolic links or FIFO, by reason" sh -c 'grep -q "^not ingested: 3 not read: a symbolic link" "$1" && grep -q "^not ingested: 1 not read: a FIFO" "$1"' _ "$OUT"
+
+# a --labels manifest named on the command line may be a link (resolved
+# before it is read); a FIFO in its place is refused at once
+mkdir -p "$T/lsrc" "$T/meta"
+python3 -c '
+import numpy as np, sys
+for i, n in enumerate("abc"): np.save("%s/%s.x.npy" % (sys.argv[1], n), np.full(4, i, np.float32))' "$T/lsrc"
+printf 'key,label\na,0\nb,1\nc,0\n' > "$T/meta/real.csv"
+ln -s real.csv "$T/meta/labels.csv"
+ok "--labels through a symbolic link" timeout 60 "$DLK" create "$T/ds-lab" from-dir "$T/lsrc" --labels "$T/meta/labels.csv" --tensor x:f32:4 --tensor labels:i32 --json
+check "3 rows with their labels" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["ingested"] == 3, d' "$OUT"
+mkfifo "$T/meta/fifo.csv"
+fails "--labels naming a FIFO fails at once" 3 timeout 20 "$DLK" create "$T/ds-lab2" from-dir "$T/lsrc" --labels "$T/meta/fifo.csv" --tensor x:f32:4 --tensor labels:i32
+check "naming it as a FIFO" grep -q "fifo.csv': it is a FIFO" "$ERR"
