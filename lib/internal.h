@@ -673,6 +673,11 @@ uint64_t dlk_manifest_rows(const dlk_manifest *m);
 /* Parse a manifest JSON document (bounded: size, depth, counts). */
 dlk_status dlk_manifest_parse(const char *json, size_t len, const char *name,
                               dlk_manifest *m, dlk_error *err);
+/* The same from a document dlk_json_load accepted (root stays the
+ * caller's): the fields of a manifest, which a commit shares. */
+struct json_t;
+dlk_status dlk_manifest_from_json(struct json_t *root, const char *name,
+                                  dlk_manifest *m, dlk_error *err);
 /* Serialize; *out is malloc'd NUL-terminated JSON. */
 dlk_status dlk_manifest_dump(const dlk_manifest *m, char **out, size_t *len,
                              dlk_error *err);

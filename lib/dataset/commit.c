@@ -128,6 +128,35 @@ dlk_status dlk_commit_load(dlk_dataset *ds, const char *id, dlk_manifest *m,
     return rc;
 }
 
+dlk_status dlk_commit_follow(dlk_dataset *ds, const char *via,
+                             const char *id, dlk_manifest *m, char **time_out,
+                             char **message_out, uint64_t *bytes_added,
+                             uint64_t *chunks_added,
+                             char fault[DLK_COMMIT_KEY_MAX], dlk_error *err)
+{
+    dlk_status rc = dlk_commit_load(ds, id, m, time_out, message_out,
+                                    bytes_added, chunks_added, err);
+    if (!rc)
+        return DLK_OK;
+    bool by_main = via && strcmp(via, "main") == 0;
+    if (fault) {
+        if (rc != DLK_ENOTFOUND || !via || !*via)
+            commit_key(fault, DLK_COMMIT_KEY_MAX, id);
+        else if (by_main)
+            snprintf(fault, DLK_COMMIT_KEY_MAX, "%s", DLK_KEY_MAIN);
+        else
+            commit_key(fault, DLK_COMMIT_KEY_MAX, via);
+    }
+    if (rc != DLK_ENOTFOUND || !via || !*via)
+        return rc;
+    if (by_main)
+        return dlk_fail(err, DLK_ECORRUPT, "%s names commit %s, which does "
+                        "not exist (" DLK_KEY_COMMITS "%s.json)",
+                        DLK_KEY_MAIN, id, id);
+    return dlk_fail(err, DLK_ECORRUPT, DLK_KEY_COMMITS "%s.json: 'parent' "
+                    "names commit %s, which does not exist", via, id);
+}
+
 /* ---- resolving references ----------------------------------------- */
 
 struct prefix_match {
@@ -150,9 +179,11 @@ static int on_commit_key(void *ud, const char *key, uint64_t size)
     return pm->n > 1;
 }
 
-dlk_status dlk_resolve(dlk_dataset *ds, const char *ref,
-                       char id_out[DLK_ID_MAX], dlk_error *err)
+dlk_status dlk_resolve_via(dlk_dataset *ds, const char *ref,
+                           char id_out[DLK_ID_MAX], char via[DLK_ID_MAX],
+                           dlk_error *err)
 {
+    *via = '\0';
     if (!ref || !*ref || strlen(ref) > 80)
         return dlk_fail(err, DLK_EINVAL, "empty or overlong reference");
     if (strncmp(ref, "main", 4) == 0 && (ref[4] == '\0' || ref[4] == '~')) {
@@ -171,11 +202,13 @@ dlk_status dlk_resolve(dlk_dataset *ds, const char *ref,
         if (!exists)
             return dlk_fail(err, DLK_ENOTFOUND, "'%s' has no commits yet",
                             ds->url);
+        strcpy(via, "main");
         for (unsigned long i = 0; i < back; i++) {
             dlk_manifest m;
-            if ((rc = dlk_commit_load(ds, id_out, &m, NULL, NULL, NULL, NULL,
-                                      err)))
+            if ((rc = dlk_commit_follow(ds, via, id_out, &m, NULL, NULL,
+                                        NULL, NULL, NULL, err)))
                 return rc;
+            strcpy(via, id_out);
             if (!m.parent) {
                 dlk_manifest_free(&m);
                 return dlk_fail(err, DLK_ENOTFOUND, "'%s': main has only %lu "
@@ -209,6 +242,13 @@ dlk_status dlk_resolve(dlk_dataset *ds, const char *ref,
                         ref);
     strcpy(id_out, pm.id);
     return DLK_OK;
+}
+
+dlk_status dlk_resolve(dlk_dataset *ds, const char *ref,
+                       char id_out[DLK_ID_MAX], dlk_error *err)
+{
+    char via[DLK_ID_MAX];
+    return dlk_resolve_via(ds, ref, id_out, via, err);
 }
 
 /* ---- committing ---------------------------------------------------- */
@@ -454,8 +494,9 @@ int dlk_dataset_dirty(dlk_dataset *ds, dlk_error *err)
 dlk_status dlk_log(dlk_dataset *ds, const char *at, size_t max,
                    dlk_log_fn fn, void *ud, dlk_error *err)
 {
-    char id[DLK_ID_MAX];
-    dlk_status rc = dlk_resolve(ds, at && *at ? at : "main", id, err);
+    char id[DLK_ID_MAX], via[DLK_ID_MAX];
+    dlk_status rc = dlk_resolve_via(ds, at && *at ? at : "main", id, via,
+                                    err);
     if (rc == DLK_ENOTFOUND && !(at && *at)) {
         dlk_error_clear(err);
         return DLK_OK; /* no commits: an empty log */
@@ -465,8 +506,8 @@ dlk_status dlk_log(dlk_dataset *ds, const char *at, size_t max,
         char *time = NULL, *message = NULL;
         dlk_log_entry e;
         memset(&e, 0, sizeof e);
-        rc = dlk_commit_load(ds, id, &m, &time, &message, &e.bytes_added,
-                             &e.chunks_added, err);
+        rc = dlk_commit_follow(ds, via, id, &m, &time, &message,
+                               &e.bytes_added, &e.chunks_added, NULL, err);
         if (rc)
             break;
         const char **names = calloc(m.ntensors + 1, sizeof *names);
@@ -486,13 +527,12 @@ dlk_status dlk_log(dlk_dataset *ds, const char *at, size_t max,
             e.tensor_names = names;
             e.samples = samples;
             int stop = fn(ud, &e);
-            if (!m.parent || stop)
+            if (!m.parent || stop) {
                 max = n + 1; /* end of history, or the caller stopped */
-            else if (is_hex_id(m.parent, 32, 32))
+            } else { /* a commit id: dlk_commit_parse checked it */
+                strcpy(via, id);
                 strcpy(id, m.parent);
-            else
-                rc = dlk_fail(err, DLK_ECORRUPT, "commit %s: bad 'parent'",
-                              id);
+            }
         }
         free(names);
         free(samples);

@@ -139,6 +139,29 @@ dlk_status dlk_commit_load(dlk_dataset *ds, const char *id, dlk_manifest *m,
                            char **time, char **message, uint64_t *bytes_added,
                            uint64_t *chunks_added, dlk_error *err);
 
+/* dlk_commit_load of commit id as reached through via: "main" when
+ * refs/heads/main names it, a commit id when that commit's 'parent' does,
+ * "" when it is named by id or prefix.  One that does not exist is
+ * DLK_ENOTFOUND only in the last case: main and a parent only ever name a
+ * complete commit (formats/dlk-v1.md 6.3), so otherwise it is a broken
+ * history, DLK_ECORRUPT naming who names it.  On an error, fault (may be
+ * NULL) receives the key of the object at fault: the commit, or the one
+ * that names a missing one.  Every reader of commits (log, --at and
+ * main~N, verify --all, gc, commit) goes through here or dlk_resolve_via,
+ * so that all of them read each commit by the same rules
+ * (dlk_commit_parse). */
+#define DLK_COMMIT_KEY_MAX 64
+dlk_status dlk_commit_follow(dlk_dataset *ds, const char *via,
+                             const char *id, dlk_manifest *m, char **time,
+                             char **message, uint64_t *bytes_added,
+                             uint64_t *chunks_added,
+                             char fault[DLK_COMMIT_KEY_MAX], dlk_error *err);
+/* dlk_resolve; via receives how the commit is reached, for
+ * dlk_commit_follow. */
+dlk_status dlk_resolve_via(dlk_dataset *ds, const char *ref,
+                           char id[DLK_ID_MAX], char via[DLK_ID_MAX],
+                           dlk_error *err);
+
 /* The chunks that states of a dataset reference (refs.c). */
 typedef struct dlk_ref_chunk {
     char key[DLK_CHUNK_KEY_MAX];
@@ -158,8 +181,10 @@ typedef void (*dlk_refs_bad_fn)(void *ud, const char *key, const char *why);
 
 dlk_status dlk_refs_add_manifest(dlk_ref_set *s, const dlk_manifest *m,
                                  dlk_error *err);
-/* Add every commit reachable from main.  A commit that cannot be read is
- * reported to bad (then the walk ends) or, without bad, an error. */
+/* Add every commit reachable from main, each read by dlk_commit_follow.
+ * A commit that is malformed, unsupported or missing, or a malformed
+ * main, is reported to bad with the key at fault (then the walk ends)
+ * or, without bad, an error; any other failure is an error. */
 dlk_status dlk_refs_add_history(dlk_dataset *ds, dlk_ref_set *s,
                                 dlk_refs_bad_fn bad, void *ud,
                                 uint64_t *commits, dlk_error *err);

@@ -78,6 +78,9 @@ dlk_status dlk_gc(dlk_dataset *ds, const dlk_gc_opts *opts,
         rc = dlk_refs_add_history(ds, &s, NULL, NULL, NULL, err);
     if (!rc)
         rc = dlk_refs_add_staging(ds, &s, err);
+    if (rc && rc != DLK_ENOMEM && err)
+        dlk_fail_wrap(err, "removed nothing, since a state that references "
+                      "chunks cannot be read");
     dlk_refs_sort(&s);
     if (!rc) {
         struct gc_walk w = {ds, opts, res, &s, time(NULL), DLK_OK, err};

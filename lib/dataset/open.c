@@ -300,11 +300,12 @@ dlk_status dlk_dataset_open_with(const char *url, const char *at,
     /* a commit: dlk.json, the commit (and for main, its ref) */
     if (!rc)
         rc = read_dataset_json(ds, err);
-    char id[DLK_ID_MAX];
+    char id[DLK_ID_MAX], via[DLK_ID_MAX];
     if (!rc)
-        rc = dlk_resolve(ds, at, id, err);
+        rc = dlk_resolve_via(ds, at, id, via, err);
     if (!rc)
-        rc = dlk_commit_load(ds, id, &ds->m, NULL, NULL, NULL, NULL, err);
+        rc = dlk_commit_follow(ds, via, id, &ds->m, NULL, NULL, NULL, NULL,
+                               NULL, err);
     if (!rc && !(ds->head = strdup(id)))
         rc = dlk_oom(err);
     ds->read_only = true;

@@ -41,36 +41,41 @@ dlk_status dlk_refs_add_history(dlk_dataset *ds, dlk_ref_set *s,
                                 dlk_refs_bad_fn bad, void *ud,
                                 uint64_t *commits, dlk_error *err)
 {
-    char id[DLK_ID_MAX];
+    char id[DLK_ID_MAX], via[DLK_ID_MAX] = "main";
+    char fault[DLK_COMMIT_KEY_MAX] = DLK_KEY_MAIN;
     bool exists;
-    dlk_status rc = dlk_ref_read(ds, id, NULL, &exists, err);
-    if (rc)
-        return rc;
-    while (exists) {
-        if ((rc = grow_extra(s, err)))
-            return rc;
-        dlk_error cerr;
-        dlk_error_clear(&cerr);
+    dlk_error cerr;
+    dlk_error_clear(&cerr);
+    dlk_status rc = dlk_ref_read(ds, id, NULL, &exists, &cerr);
+    while (!rc && exists) {
+        if ((rc = grow_extra(s, &cerr)))
+            break;
         dlk_manifest *m = &s->extra[s->nextra];
-        rc = dlk_commit_load(ds, id, m, NULL, NULL, NULL, NULL, &cerr);
-        if (rc) {
-            char key[128];
-            snprintf(key, sizeof key, DLK_KEY_COMMITS "%s.json", id);
-            if (!bad || rc == DLK_ENOMEM)
-                return dlk_fail(err, rc, "%s", cerr.msg);
-            bad(ud, key, cerr.msg);
-            return DLK_OK;
-        }
+        rc = dlk_commit_follow(ds, via, id, m, NULL, NULL, NULL, NULL, fault,
+                               &cerr);
+        if (rc)
+            break;
         s->nextra++;
         if (commits)
             (*commits)++;
-        if ((rc = dlk_refs_add_manifest(s, m, err)))
-            return rc;
-        exists = m->parent && strlen(m->parent) == 32 &&
-                 strspn(m->parent, "0123456789abcdef") == 32;
-        if (exists)
+        if ((rc = dlk_refs_add_manifest(s, m, &cerr)))
+            break;
+        /* only null ends the history: dlk_commit_parse refuses a parent
+         * that is not a commit id, so no bad one passes for the first
+         * commit (and gc for the end of what it must keep) */
+        if ((exists = m->parent != NULL)) {
+            strcpy(via, id);
             strcpy(id, m->parent);
+        }
     }
+    if (!rc)
+        return DLK_OK;
+    /* a finding is what is in the store; a read that failed (the
+     * network, access) says nothing about the history: an error */
+    if (!bad || !(rc == DLK_ECORRUPT || rc == DLK_EUNSUPPORTED ||
+                  rc == DLK_ELIMIT))
+        return dlk_fail(err, rc, "%s", cerr.msg);
+    bad(ud, fault, cerr.msg);
     return DLK_OK;
 }
 

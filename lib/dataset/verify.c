@@ -125,9 +125,13 @@ dlk_status dlk_verify(dlk_dataset *ds, const dlk_verify_opts *opts,
     if (rc)
         return rc;
     rc = dlk_refs_add_manifest(&s, &ds->m, err);
+    uint64_t before = res->problems;
     if (!rc && all)
         rc = dlk_refs_add_history(ds, &s, problem, &v, &res->commits_checked,
                                   err);
+    /* past a commit that cannot be read, which chunks the history holds
+     * is unknown: none is called unreferenced (which says gc removes it) */
+    bool history_read = res->problems == before;
     if (!rc && all)
         rc = dlk_refs_add_staging(ds, &s, err);
     dlk_refs_sort(&s);
@@ -139,7 +143,7 @@ dlk_status dlk_verify(dlk_dataset *ds, const dlk_verify_opts *opts,
         check_chunk(ds, &s.v[i], deep, &v);
     }
     free(vrows);
-    if (!rc && all)
+    if (!rc && all && history_read)
         rc = dlk_store_list(ds->store, DLK_KEY_CHUNKS, on_stored_chunk, &v,
                             err);
     dlk_refs_free(&s);

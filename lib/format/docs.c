@@ -26,30 +26,104 @@ dlk_status dlk_dataset_doc_parse(const char *json, size_t len,
     return rc;
 }
 
+/* "YYYY-MM-DDTHH:MM:SSZ" naming a real day and time of day (UTC, which
+ * has no leap second in the times a writer takes from the clock). */
+static bool utc_time_valid(const char *s)
+{
+    static const char form[] = "dddd-dd-ddTdd:dd:ddZ";
+    if (strlen(s) != sizeof form - 1)
+        return false;
+    for (size_t i = 0; form[i]; i++)
+        if (form[i] == 'd' ? !(s[i] >= '0' && s[i] <= '9') : s[i] != form[i])
+            return false;
+    int v[6];
+    static const int at[6] = {0, 5, 8, 11, 14, 17};
+    static const int len[6] = {4, 2, 2, 2, 2, 2};
+    for (int k = 0; k < 6; k++) {
+        v[k] = 0;
+        for (int d = 0; d < len[k]; d++)
+            v[k] = v[k] * 10 + (s[at[k] + d] - '0');
+    }
+    static const int mdays[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31,
+                                  30, 31};
+    int y = v[0], mo = v[1], d = v[2];
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return mo >= 1 && mo <= 12 && d >= 1 && d <= mdays[mo - 1] &&
+           !(mo == 2 && d == 29 && !leap) && v[3] <= 23 && v[4] <= 59 &&
+           v[5] <= 59;
+}
+
+static bool is_commit_id(const char *s)
+{
+    return strlen(s) == 32 && strspn(s, "0123456789abcdef") == 32;
+}
+
+/* The members a commit adds to a manifest (formats/dlk-v1.md 6.1), each
+ * required with its type and form, whoever reads the commit: a history
+ * walk that took a bad one for the end of the history would let gc
+ * remove what older commits hold. */
+static dlk_status commit_fields(json_t *doc, const char *name,
+                                dlk_error *err)
+{
+    json_t *parent = json_object_get(doc, "parent");
+    json_t *time = json_object_get(doc, "time");
+    json_t *message = json_object_get(doc, "message");
+    json_t *stats = json_object_get(doc, "stats");
+    if (!parent)
+        return dlk_fail(err, DLK_ECORRUPT, "%s: no 'parent' (null or a "
+                        "commit id)", name);
+    if (!json_is_null(parent) && !(json_is_string(parent) &&
+                                   is_commit_id(json_string_value(parent))))
+        return dlk_fail(err, DLK_ECORRUPT, "%s: 'parent' is neither null nor "
+                        "a commit id (32 lower-case hex digits)", name);
+    if (!json_is_string(time) || !utc_time_valid(json_string_value(time)))
+        return dlk_fail(err, DLK_ECORRUPT, "%s: %s 'time' (want a UTC time "
+                        "YYYY-MM-DDTHH:MM:SSZ)", name,
+                        time ? "bad" : "no");
+    if (!json_is_string(message))
+        return dlk_fail(err, DLK_ECORRUPT, "%s: %s 'message' (want a string)",
+                        name, message ? "bad" : "no");
+    static const char *const counts[2] = {"bytes_added", "chunks_added"};
+    if (!json_is_object(stats))
+        return dlk_fail(err, DLK_ECORRUPT, "%s: %s 'stats' (want {\"%s\": "
+                        "N, \"%s\": N})", name, stats ? "bad" : "no",
+                        counts[0], counts[1]);
+    for (int k = 0; k < 2; k++) {
+        json_t *c = json_object_get(stats, counts[k]);
+        if (!json_is_integer(c) || json_integer_value(c) < 0)
+            return dlk_fail(err, DLK_ECORRUPT, "%s: %s 'stats.%s' (want an "
+                            "integer >= 0)", name, c ? "bad" : "no",
+                            counts[k]);
+    }
+    return DLK_OK;
+}
+
 dlk_status dlk_commit_parse(const char *json, size_t len, const char *name,
                             dlk_manifest *m, dlk_commit_meta *meta,
                             dlk_error *err)
 {
+    memset(m, 0, sizeof *m);
     if (meta)
         memset(meta, 0, sizeof *meta);
-    dlk_status rc = dlk_manifest_parse(json, len, name, m, err);
-    if (rc || !meta)
-        return rc;
-    json_t *doc = json_loadb(json, len, 0, NULL);
-    const char *t = json_string_value(json_object_get(doc, "time"));
-    const char *msg = json_string_value(json_object_get(doc, "message"));
-    json_t *stats = json_object_get(doc, "stats");
-    json_t *ba = json_object_get(stats, "bytes_added");
-    json_t *ca = json_object_get(stats, "chunks_added");
-    if (!doc || !t || !msg || !json_is_integer(ba) || !json_is_integer(ca) ||
-        json_integer_value(ba) < 0 || json_integer_value(ca) < 0) {
-        rc = dlk_fail(err, DLK_ECORRUPT, "%s: missing or bad 'time', "
-                      "'message' or 'stats'", name);
-    } else if (!(meta->time = strdup(t)) || !(meta->message = strdup(msg))) {
-        rc = dlk_oom(err);
-    } else {
-        meta->bytes_added = (uint64_t)json_integer_value(ba);
-        meta->chunks_added = (uint64_t)json_integer_value(ca);
+    json_t *doc = dlk_json_load(json, len, name, "commit", err);
+    if (!doc)
+        return err ? err->code : DLK_ECORRUPT;
+    dlk_status rc = commit_fields(doc, name, err);
+    if (!rc)
+        rc = dlk_manifest_from_json(doc, name, m, err);
+    if (!rc && meta) {
+        json_t *stats = json_object_get(doc, "stats");
+        if (!(meta->time = strdup(json_string_value(
+                  json_object_get(doc, "time")))) ||
+            !(meta->message = strdup(json_string_value(
+                  json_object_get(doc, "message"))))) {
+            rc = dlk_oom(err);
+        } else {
+            meta->bytes_added = (uint64_t)json_integer_value(
+                json_object_get(stats, "bytes_added"));
+            meta->chunks_added = (uint64_t)json_integer_value(
+                json_object_get(stats, "chunks_added"));
+        }
     }
     json_decref(doc);
     if (rc) {

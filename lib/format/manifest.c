@@ -420,6 +420,15 @@ dlk_status dlk_manifest_parse(const char *json, size_t len, const char *name,
     json_t *root = dlk_json_load(json, len, name, "manifest", err);
     if (!root)
         return err ? err->code : DLK_ECORRUPT;
+    dlk_status rc = dlk_manifest_from_json(root, name, m, err);
+    json_decref(root);
+    return rc;
+}
+
+dlk_status dlk_manifest_from_json(struct json_t *root, const char *name,
+                                  dlk_manifest *m, dlk_error *err)
+{
+    memset(m, 0, sizeof *m);
     dlk_status rc = DLK_OK;
     json_t *parent = json_object_get(root, "parent");
     json_t *tensors = json_object_get(root, "tensors");
@@ -464,7 +473,6 @@ dlk_status dlk_manifest_parse(const char *json, size_t len, const char *name,
                 rc = BAD("%s: tensor '%s' appears twice", name,
                          m->tensors[i].spec.name);
     }
-    json_decref(root);
     if (rc)
         dlk_manifest_free(m);
     return rc;

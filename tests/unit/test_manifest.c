@@ -510,6 +510,65 @@ static void key_index(void)
                refused == (int)(sizeof bad / sizeof *bad));
 }
 
+/* ---- commit documents (formats 6.1) -------------------------------- */
+
+/* A commit with time t and parent p (JSON texts). */
+static dlk_status commit_with(const char *t, const char *p,
+                              dlk_commit_meta *meta)
+{
+    char doc[512];
+    snprintf(doc, sizeof doc, "{\"format\":\"dlk\",\"version\":1,"
+             "\"parent\":%s,\"time\":%s,\"message\":\"m\",\"stats\":"
+             "{\"bytes_added\":0,\"chunks_added\":0},\"tensors\":[]}", p, t);
+    dlk_manifest m;
+    dlk_error_clear(&last);
+    dlk_status rc = dlk_commit_parse(doc, strlen(doc), "commits/x.json", &m,
+                                     meta, &last);
+    if (!rc)
+        dlk_manifest_free(&m);
+    return rc;
+}
+
+static void commits(void)
+{
+    dlk_commit_meta meta;
+    UNIT_CHECK("commit: read with its time and message",
+               commit_with("\"2026-12-01T20:08:54Z\"", "null", &meta) ==
+                   DLK_OK && strcmp(meta.time, "2026-12-01T20:08:54Z") == 0 &&
+               strcmp(meta.message, "m") == 0);
+    dlk_commit_meta_free(&meta);
+    const char *good[] = {"\"2024-02-29T00:00:00Z\"", "\"2000-02-29T23:59:59Z\"",
+                          "\"1999-12-31T23:59:59Z\""};
+    int n = 0;
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+        n += commit_with(good[i], "\"" K1 "\"", NULL) == DLK_OK;
+    UNIT_CHECK("commit: real days and times, leap days included",
+               n == (int)(sizeof good / sizeof *good));
+    const char *bad[] = {
+        "\"2100-02-29T00:00:00Z\"", "\"2026-02-29T00:00:00Z\"",
+        "\"2026-04-31T00:00:00Z\"", "\"2026-00-10T00:00:00Z\"",
+        "\"2026-01-00T00:00:00Z\"", "\"2026-01-01T23:60:00Z\"",
+        "\"2026-01-01T23:00:60Z\"", "\"2026-01-01 23:00:00Z\"",
+        "\"2026-01-01T23:00:00z\"", "\"2026-01-01T23:00:00Z \"",
+        "\"+026-01-01T23:00:00Z\"", "\"\"", "null", "20260101",
+    };
+    n = 0;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        n += commit_with(bad[i], "null", NULL) == DLK_ECORRUPT &&
+             strstr(last.msg, "commits/x.json") && strstr(last.msg, "'time'");
+    UNIT_CHECK("commit: every other time refused, naming it",
+               n == (int)(sizeof bad / sizeof *bad));
+    const char *parents[] = {"\"\"", "\"0123\"", "\"" K1 "0\"",
+                             "\"0123456789ABCDEF0123456789abcdef\"", "0",
+                             "[]"};
+    n = 0;
+    for (size_t i = 0; i < sizeof parents / sizeof *parents; i++)
+        n += commit_with("\"2026-01-01T00:00:00Z\"", parents[i], NULL) ==
+                 DLK_ECORRUPT && strstr(last.msg, "'parent'");
+    UNIT_CHECK("commit: a parent that is no commit id refused, without meta "
+               "too", n == (int)(sizeof parents / sizeof *parents));
+}
+
 /* ---- replay of fuzzer finds ---------------------------------------- */
 
 static bool replay_manifest(const uint8_t *p, size_t len)
@@ -537,6 +596,7 @@ int main(void)
     chunk_entries();
     size_limit();
     key_index();
+    commits();
     unit_replay("manifest", replay_manifest, true);
     unit_replay("fuzz_manifest", replay_manifest, false);
     return unit_done();
