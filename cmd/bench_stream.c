@@ -172,7 +172,10 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
     /* rank and world from the flags, else from the launcher */
     dlk_launch launch;
     dlk_error lerr;
-    if (dlk_launch_env(&launch, &lerr)) {
+    /* a launcher's world without a rank is an error only where --rank
+     * does not give it */
+    if (dlk_launch_env(&launch, &lerr) &&
+        (launch.rank != DLK_LAUNCH_NO_RANK || o->rank < 0)) {
         cmd_error("bench-stream", "%s", lerr.msg);
         return EXIT_USAGE;
     }

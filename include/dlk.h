@@ -811,18 +811,28 @@ DLK_API dlk_status dlk_loader_stream_wait(dlk_loader *l, void *cuda_stream,
 /* Where a launcher placed this process, read from the environment (the
  * one function of the library that reads it: the launcher's variables
  * are how it says so): torchrun (RANK, WORLD_SIZE, LOCAL_RANK,
- * LOCAL_WORLD_SIZE), Open MPI (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK,
- * _LOCAL_SIZE) or Slurm (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
- * SLURM_NTASKS_PER_NODE), each value from the first of those variables
- * that is set; rank 0 of 1 and local rank 0 of 1 without a launcher.
+ * LOCAL_WORLD_SIZE), Lightning's DDP launcher (WORLD_SIZE, NODE_RANK,
+ * LOCAL_RANK, no RANK), Open MPI (OMPI_COMM_WORLD_RANK, _SIZE,
+ * _LOCAL_RANK, _LOCAL_SIZE) or Slurm (SLURM_PROCID, SLURM_NTASKS,
+ * SLURM_LOCALID, SLURM_NTASKS_PER_NODE), each value from the first of
+ * those variables that is set; rank 0 of 1 and local rank 0 of 1 without
+ * a launcher.  Where WORLD_SIZE is set the rank is RANK, else NODE_RANK
+ * (or torchrun's GROUP_RANK) x LOCAL_WORLD_SIZE + LOCAL_RANK, else
+ * LOCAL_RANK on node 0 or on one node (LOCAL_WORLD_SIZE = WORLD_SIZE);
+ * never another launcher's rank.
  * The loader reads none of these: its options take the values
  * explicitly. */
 typedef struct dlk_launch {
     uint32_t rank, world_size, local_rank;
     uint32_t local_world_size;   /* processes on this host (at least 1) */
 } dlk_launch;
+#define DLK_LAUNCH_NO_RANK UINT32_MAX
 /* @return DLK_OK with *out filled; DLK_EINVAL naming the variable for a
- *         value that is not a number in range. */
+ *         value that is not a number in range (*out then holds the
+ *         defaults), or saying why for a WORLD_SIZE above 1 whose rank
+ *         cannot be known (every process would take rank 0): *out then
+ *         holds the rest, its rank DLK_LAUNCH_NO_RANK, for a caller that
+ *         is given the rank otherwise. */
 DLK_API dlk_status dlk_launch_env(dlk_launch *out, dlk_error *err);
 
 /* The GPU that a process placed by a launcher takes by default: its

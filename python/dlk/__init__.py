@@ -15,6 +15,7 @@ concurrent writer).
 """
 import atexit as _atexit
 import json as _json
+import sys as _sys
 
 import numpy as _np
 
@@ -22,6 +23,7 @@ from . import _core
 from ._core import Error, Tensor
 
 __all__ = ["open", "Dataset", "Index", "Loader", "Batch", "Tensor", "Error",
+           "INDEX_KEY", "PAD_KEY",
            "launch_env", "local_gpu", "cuda_available", "__version__"]
 __version__ = _core.version()
 # at exit, loaders still open are not closed: a close would wait for the
@@ -35,10 +37,40 @@ _NP = {"u8": _np.uint8, "i8": _np.int8, "u16": _np.uint16, "i16": _np.int16,
        "f32": _np.float32, "f64": _np.float64, "bool": _np.bool_}
 
 
+def _torch_dist():
+    """(rank, world size) of torch.distributed's process group when one
+    is up (Lightning, accelerate and torchrun scripts start one), else
+    None; torch is not imported for it."""
+    td = _sys.modules.get("torch.distributed")
+    if td is None or not td.is_available() or not td.is_initialized():
+        return None
+    return td.get_rank(), td.get_world_size()
+
+
+def _placement(rank=None, world_size=None):
+    """(rank, world_size, local_rank, local_world_size): the given ones,
+    else torch.distributed's when its process group is up, else the
+    launcher's (dlk_launch_env: a WORLD_SIZE above 1 whose rank cannot be
+    known is an error unless the rank comes from elsewhere)."""
+    dist = _torch_dist()
+    need = rank is None and dist is None
+    r, w, local, local_world = _core.launch_env(need)
+    if dist is not None:
+        r, w = dist
+    if rank is not None:
+        r = rank
+    if world_size is not None:
+        w = world_size
+    return r, w, local, local_world
+
+
 def launch_env():
-    """(rank, world_size, local_rank) as torchrun, MPI or Slurm set them
-    (the same variables `dlk bench-stream` reads); (0, 1, 0) without."""
-    return _core.launch_env()[:3]
+    """(rank, world_size, local_rank) as the loader takes them by default:
+    torch.distributed's rank and world size when its process group is up,
+    else as torchrun, Lightning's DDP launcher, MPI or Slurm set them (the
+    variables `dlk bench-stream` reads); (0, 1, 0) without.  A WORLD_SIZE
+    above 1 with no way to know the rank raises dlk.Error."""
+    return _placement()[:3]
 
 
 def local_gpu():
@@ -218,17 +250,25 @@ def open(url, at=None, view=None):  # noqa: A001 - the package's verb
     return Dataset(url, at, view)
 
 
+INDEX_KEY = "dlk_index"
+PAD_KEY = "dlk_pad"
+
+
 class Batch(dict):
     """One batch: {tensor name: dlk.Tensor} (variable-shape tensors: a
-    list with one dlk.Tensor per sample), plus
+    list with one dlk.Tensor per sample), plus two plain keys that a
+    framework rebuilding the dict keeps (Lightning's batch transfer,
+    accelerate's send_to_device, torch's default_convert):
 
-      .index  numpy u64 array: the dataset row of each sample
-      .pad    numpy bool array: True where a sample repeats as padding
-              (the last batch of an epoch, unless drop_last)
-      .epoch, .step
+      "dlk_index"  numpy u64 array: the dataset row of each sample
+      "dlk_pad"    numpy bool array: True where a sample repeats as
+                   padding (the last batch of an epoch over several
+                   ranks, unless drop_last; see Loader's pad_last)
 
-    The memory stays valid as long as any of its tensors (or anything a
-    framework made from them with from_dlpack) is alive."""
+    and the same as attributes (.index, .pad), with .epoch and .step,
+    on the batch as the loader gives it.  The memory stays valid as long
+    as any of its tensors (or anything a framework made from them with
+    from_dlpack) is alive."""
     __slots__ = ("index", "pad", "epoch", "step")
 
 
@@ -250,6 +290,41 @@ def _parse_bytes(v, name):
     return int(digits) * (mult or 1)
 
 
+class _Epoch:
+    """One loop over a Loader: the batches of one epoch, as iter() of a
+    torch DataLoader gives them.  len() is the epoch's batches."""
+
+    def __init__(self, loader, n, done=False):
+        self._loader = loader
+        self._n = n
+        self.taken = 0
+        self.done = done
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return self._n
+
+    def __next__(self):
+        if self.done:
+            raise StopIteration
+        ld = self._loader
+        if ld._it is not self:
+            # its epoch was ended (or moved) by a later iter(), set_epoch
+            # or load_state_dict: its batches now belong to another loop
+            raise RuntimeError("dlk.Loader: this loop's epoch was ended by "
+                               "a later iter(loader), set_epoch or "
+                               "load_state_dict")
+        b = ld._next()
+        if b is None:
+            self.done = True
+            ld._it = None
+            raise StopIteration
+        self.taken += 1
+        return b
+
+
 class Loader:
     """Shuffled, sharded, prefetched batches of a dataset.
 
@@ -260,11 +335,20 @@ class Loader:
     device      "cuda" (cuda:LOCAL_RANK, modulo the GPUs this process
                 sees: dlk.local_gpu()), "cuda:N", "cpu", or "auto" (cuda
                 when a GPU is there, else cpu)
-    epochs      each `for batch in loader` runs one epoch; with E, nothing
-                is read ahead past the E-th, and loops after it are empty
-    drop_last   drop the samples that do not fill a last batch (else it is
-                padded with repeats, flagged in batch.pad)
-    rank, world_size  default: the launcher's (torchrun, MPI, Slurm)
+    epochs      each `for batch in loader` (each iter()) runs one epoch;
+                with E, nothing is read ahead past the E-th, and loops
+                after it are empty
+    drop_last   drop the samples that do not fill a last batch
+    pad_last    None (default): over one rank the last batch is short,
+                as a DataLoader's; over several it is padded to a full
+                batch with repeats, flagged in "dlk_pad", so that every
+                rank steps equally (as DistributedSampler pads).  True:
+                padded on one rank too (fixed shapes, for a jitted step)
+    rank, world_size  default: torch.distributed's when its process group
+                is up (checked again at each iter() and len(), so a
+                loader made before a Trainer or a spawn follows it), else
+                the launcher's (torchrun, Lightning's DDP launcher, MPI,
+                Slurm: dlk.launch_env())
     local_world_size  the ranks on this host that share its cores and
                 memory (default: the launcher's LOCAL_WORLD_SIZE, or 1);
                 a process that runs several loaders, one a GPU, counts
@@ -290,16 +374,21 @@ class Loader:
                 quarter fewer on a GPU from local files)
     state       a state_dict() to continue from (any world or batch size)
 
-    len(loader) is the number of batches this rank gets in an epoch.
+    len(loader) is the number of batches this rank gets in the epoch under
+    way or next, as a DataLoader counts them: after a mid-epoch resume
+    too the whole epoch's (a loop then gets those not yet taken; a
+    framework that resumes counts the ones it took, as Lightning does).
     Reading starts as the Loader is made: make it before the model, and
-    building the model fills the first window."""
+    building the model fills the first window.  A Loader pickles as its
+    options and state (ddp_spawn, multiprocessing): the copy opens again
+    where it is unpickled, at its first use."""
 
     def __init__(self, url_or_ds, batch_size=256, shuffle=True, seed=0,
                  tensors=None, device="cuda", epochs=None, drop_last=False,
                  rank=None, world_size=None, at=None, memory=None,
                  workers=None, state=None, window=None, prefetch=None,
                  verify=True, view=None, whole_chunks=False,
-                 pin_cache=None, local_world_size=None):
+                 pin_cache=None, local_world_size=None, pad_last=None):
         if isinstance(url_or_ds, Dataset):
             if at is not None and at != url_or_ds.at:
                 raise ValueError("at= is for a URL; open the Dataset at it")
@@ -307,40 +396,67 @@ class Loader:
             view = url_or_ds.view if view is None else view
         else:
             self.dataset = Dataset(url_or_ds, at)
-        env_rank, env_world, local_rank, local_world = _core.launch_env()
-        rank = env_rank if rank is None else rank
-        world_size = env_world if world_size is None else world_size
-        if local_world_size is not None:
-            local_world = int(local_world_size)
-            if local_world < 1:
-                raise ValueError(f"local_world_size {local_world_size}: "
-                                 "at least 1")
+        if local_world_size is not None and int(local_world_size) < 1:
+            raise ValueError(f"local_world_size {local_world_size}: "
+                             "at least 1")
+        for t in (tensors if tensors is not None
+                  else [t["name"] for t in self.dataset.tensors]):
+            if t in (INDEX_KEY, PAD_KEY):
+                raise ValueError(f"tensor '{t}' has the name of a batch's "
+                                 "row ids or padding mask: leave it out "
+                                 "of tensors=")
+        if isinstance(state, dict):
+            state = _json.dumps(state["dlk"] if "dlk" in state else state)
+        # what a pickled copy needs to open again elsewhere
+        self._opts = dict(
+            batch_size=batch_size, shuffle=shuffle, seed=seed,
+            tensors=list(tensors) if tensors is not None else None,
+            device=device, epochs=epochs, drop_last=drop_last, rank=rank,
+            world_size=world_size, memory=memory, workers=workers,
+            window=window, prefetch=prefetch, verify=verify, view=view,
+            whole_chunks=whole_chunks, pin_cache=pin_cache,
+            local_world_size=local_world_size, pad_last=pad_last)
+        self.batch_size = batch_size
+        self.epochs = epochs
+        self._l = None
+        self._it = None
+        self._open(state, restored=state is not None)
+
+    def _open(self, state, restored=False):
+        o = self._opts
+        rank, world, local_rank, local_world = _placement(o["rank"],
+                                                          o["world_size"])
+        if o["local_world_size"] is not None:
+            local_world = int(o["local_world_size"])
+        if state is not None:
+            st = _json.loads(state)
+            if st.get("nseg") == 1 and st["segments"][0]["steps"] == 0:
+                # an epoch not begun is this layout's, not the one it
+                # was saved in (a copy unpickled in a spawned rank, a
+                # loader that moves to torch.distributed's group)
+                st["segments"][0].update(world=world, batch=o["batch_size"])
+                state = _json.dumps(st)
+        device = o["device"]
         if device == "auto":
             device = "cuda" if _core.cuda_available()[0] else "cpu"
         if device == "cuda":
             gpu = _core.local_gpu()
             # without a GPU the device fails to open, with its reason
             device = f"cuda:{local_rank if gpu is None else gpu}"
-        if isinstance(state, dict):
-            state = _json.dumps(state["dlk"] if "dlk" in state else state)
-        self.device = device
-        self.batch_size = batch_size
-        self.world_size = world_size
-        self.epochs = epochs
-        self._epochs_done = 0
         try:
-            self._l = _core.Loader(
-                self.dataset._ds, device, batch_size=batch_size,
-                shuffle=bool(shuffle), seed=seed,
-                tensors=list(tensors) if tensors is not None else None,
-                epochs=epochs or 0, drop_last=bool(drop_last), rank=rank,
-                world_size=world_size, memory=_parse_bytes(memory, "memory"),
-                workers=workers or 0, window=window or 0,
-                prefetch=prefetch or 0, verify=bool(verify), state=state,
-                view=view, whole_chunks=bool(whole_chunks),
+            l = _core.Loader(
+                self.dataset._ds, device, batch_size=o["batch_size"],
+                shuffle=bool(o["shuffle"]), seed=o["seed"],
+                tensors=o["tensors"], epochs=o["epochs"] or 0,
+                drop_last=bool(o["drop_last"]), rank=rank, world_size=world,
+                memory=_parse_bytes(o["memory"], "memory"),
+                workers=o["workers"] or 0, window=o["window"] or 0,
+                prefetch=o["prefetch"] or 0, verify=bool(o["verify"]),
+                state=state, view=o["view"],
+                whole_chunks=bool(o["whole_chunks"]),
                 local_world_size=local_world,
-                pin_cache=_PIN_AUTO if pin_cache == "auto"
-                else _parse_bytes(pin_cache, "pin_cache"))
+                pin_cache=_PIN_AUTO if o["pin_cache"] == "auto"
+                else _parse_bytes(o["pin_cache"], "pin_cache"))
         except Error as e:
             # a cuda device (the default) on a machine without a GPU: say
             # how to run anyway rather than leave the caller to the docs
@@ -352,58 +468,177 @@ class Loader:
                 if hasattr(e, a):
                     setattr(hint, a, getattr(e, a))
             raise hint from None
-        if state is not None:
-            self._epochs_done = _json.loads(state)["epoch"]
+        old, self._l = self._l, l
+        if old is not None:
+            old.close()
+        self.device, self.rank, self.world_size = device, rank, world
+        # every batch of a restored epoch already taken: what is left of
+        # it is its end, and the next loop is the next epoch
+        if restored:
+            self._drain_restored()
+
+    def _core(self):
+        """The library's loader, placed where this process now stands:
+        a loader made before torch.distributed's process group was up
+        (before a Trainer, or unpickled in a spawned process) moves to the
+        group's rank and world size, its place in the epoch kept."""
+        o = self._opts
+        if self._l is None:
+            self._open(self._pending, restored=True)
+            self._pending = None
+        elif o["rank"] is None or o["world_size"] is None:
+            rank, world = _placement(o["rank"], o["world_size"])[:2]
+            if (rank, world) != (self.rank, self.world_size):
+                self._open(self._l.state())
+        return self._l
+
+    def _state(self):
+        return _json.loads(self._l.state())
+
+    def _left(self, st=None):
+        """Batches of this rank not yet taken in the epoch under way."""
+        st = st or self._state()
+        return self._l.batches() - st["segments"][-1]["steps"]
+
+    def _epoch_len(self):
+        """The epoch's batches as a DataLoader counts them: those taken in
+        earlier segments of a resumed epoch, and this segment's."""
+        st = self._state()
+        return self._l.batches() + sum(g["steps"]
+                                       for g in st["segments"][:-1])
 
     def __len__(self):
-        return self._l.batches()
+        self._core()
+        it = self._it
+        if it is not None and it.taken and not it.done:
+            return len(it)
+        return self._epoch_len()
 
     def _next(self):
-        r = self._l.next()
+        o = self._opts
+        trim = o["pad_last"] is None and self.world_size == 1
+        r = self._l.next(trim)
         if r is None:
             return None
         epoch, step, index, pad, tensors = r
         b = Batch(tensors)
         b.index = _np.frombuffer(index, dtype=_np.uint64)
         b.pad = _np.frombuffer(pad, dtype=_np.bool_)  # 0 or 1 per sample
+        b[INDEX_KEY], b[PAD_KEY] = b.index, b.pad
         b.epoch, b.step = epoch, step
         return b
 
-    def __iter__(self):
-        """The batches of one epoch (the next one, or the one set_epoch
-        or a state chose); after `epochs` epochs, none."""
-        if self.epochs is not None and self._epochs_done >= self.epochs:
-            return
-        while True:
-            b = self._next()
-            if b is None:
-                break
-            yield b
-        self._epochs_done += 1
+    def _end_epoch(self):
+        """Leave the epoch a loop stopped in (a break, or a framework that
+        takes len() batches and never asks for the end): the next loop
+        starts the next epoch from its start, as a DataLoader's does."""
+        st = self._state()
+        if self._left(st) == 0 and self._l.next() is None:
+            return  # the end was all that was left
+        self._restart(st, st["epoch"] + 1)
 
-    def set_epoch(self, epoch):
-        """Start epoch `epoch` from its beginning (its order depends on
-        seed and epoch); nothing happens if the loader stands there."""
-        st = _json.loads(self._l.state())
-        fresh = st["nseg"] == 1 and st["segments"][0]["steps"] == 0
-        if st["epoch"] == epoch and fresh:
-            return
+    def _restart(self, st, epoch):
         st.update(epoch=epoch, samples=0, nseg=1,
                   segments=[{"world": self.world_size,
                              "batch": self.batch_size, "steps": 0}])
         self._l.restore(_json.dumps(st))
-        self._epochs_done = epoch
+
+    def __iter__(self):
+        """The batches of one epoch: the next one (after a loop that
+        stopped early, the one after it: a break or a framework's exactly
+        len() batches end the epoch), or where set_epoch or a state put
+        the loader; after `epochs` epochs, none.  As with a DataLoader,
+        one loop at a time: a later iter() ends the earlier one's epoch."""
+        self._core()
+        old = self._it
+        if old is not None and old.taken and not old.done:
+            self._end_epoch()
+        if self.epochs is not None and self._state()["epoch"] >= self.epochs:
+            self._it = _Epoch(self, 0, done=True)
+        else:
+            self._it = _Epoch(self, self._epoch_len())
+        return self._it
+
+    def skip_first_batches(self, num_batches):
+        """Start the next loop num_batches batches into the epoch it would
+        start, reading nothing for them, and return the loader: what
+        accelerate's skip_first_batches does for a DataLoader (it builds a
+        DataLoader over loader.dataset, and cannot take a dlk.Loader).
+        The loop after it is the next whole epoch."""
+        self._core()
+        old = self._it
+        if old is not None and old.taken and not old.done:
+            self._end_epoch()
+        self._it = None
+        st = self._state()
+        seg = st["segments"][-1]
+        seg["steps"] = min(seg["steps"] + int(num_batches),
+                           seg["steps"] + self._left(st))
+        self._l.restore(_json.dumps(st))
+        self._drain_restored()
+        return self
+
+    def set_epoch(self, epoch):
+        """Start epoch `epoch` from its beginning (its order depends on
+        seed and epoch); nothing happens if the loader stands there."""
+        self._core()
+        self._it = None
+        st = self._state()
+        fresh = st["nseg"] == 1 and st["segments"][0]["steps"] == 0
+        if st["epoch"] == epoch and fresh:
+            return
+        self._restart(st, epoch)
 
     def state_dict(self):
         """Where the epoch stands (plain data; save it with a checkpoint
-        and pass it back as Loader(..., state=...))."""
-        return {"dlk": _json.loads(self._l.state())}
+        and pass it back as Loader(..., state=...)).  Once every batch of
+        an epoch is taken, the next epoch's start."""
+        if self._l is None:
+            return {"dlk": _json.loads(self._pending)}
+        st = self._state()
+        if self._left(st) == 0 and st["segments"][-1]["steps"]:
+            st.update(epoch=st["epoch"] + 1, samples=0, nseg=1,
+                      segments=[{"world": self.world_size,
+                                 "batch": self.batch_size, "steps": 0}])
+        return {"dlk": st}
 
     def load_state_dict(self, state):
-        """Continue from a state_dict() (of any world or batch size)."""
+        """Continue from a state_dict() (of any world or batch size): the
+        next loop starts there."""
         st = state["dlk"] if "dlk" in state else state
+        if self._l is None:
+            self._pending = _json.dumps(st)
+            return
+        self._it = None
         self._l.restore(_json.dumps(st))
-        self._epochs_done = st["epoch"]
+        self._drain_restored()
+
+    def _drain_restored(self):
+        # every batch of a restored epoch already taken (a state saved
+        # after the last batch, before the loop asked for the end): what
+        # is left of it is its end, and the next loop is the next epoch
+        if self._left() == 0 and self._state()["segments"][-1]["steps"]:
+            if self._l.next() is not None:
+                raise RuntimeError("dlk.Loader: a restored epoch with no "
+                                   "batch left gave one")
+
+    def __getstate__(self):
+        """Options and state, not the open loader: a copy made in another
+        process (ddp_spawn, multiprocessing) opens again there, at its
+        first use, with that process's rank unless one was given."""
+        ds = self.dataset
+        return {"url": ds.url, "at": ds.at, "ds_view": ds.view,
+                "opts": self._opts, "state": self.state_dict()["dlk"]}
+
+    def __setstate__(self, d):
+        self.dataset = Dataset(d["url"], d["at"], d["ds_view"])
+        self._opts = d["opts"]
+        self.batch_size = self._opts["batch_size"]
+        self.epochs = self._opts["epochs"]
+        self._l = None
+        self._it = None
+        self._pending = _json.dumps(d["state"])
+        self.device = self.rank = self.world_size = None
 
     def stats(self):
         """Where time went, as a dict of seconds (summed over the threads
@@ -419,12 +654,13 @@ class Loader:
         chunks_loaded, chunks_verified (each chunk's stored checksum is
         checked once a loader), bytes_loaded, samples, batches,
         peak_buffer_bytes, io_threads."""
-        return self._l.stats()
+        return self._core().stats()
 
     def close(self):
         """Stop the I/O threads (batches still held stay valid: the loader
         goes once the last of them is freed)."""
-        self._l.close()
+        if self._l is not None:
+            self._l.close()
 
     def __enter__(self):
         return self

@@ -1037,9 +1037,15 @@ static Tensor *new_tensor(Loader *L, Kept *k, const dlk_batch_tensor *bt,
 /* next() -> None at the end of the epoch, else
  * (epoch, step, indices bytes (u64), pad bytes (u8), {name: Tensor or
  * [Tensor per sample]}) */
-static PyObject *Loader_next(Loader *self, PyObject *unused)
+/* next(trim=False): with trim, the padding repeats at the end of a last
+ * batch are left out (a short last batch, as a DataLoader gives on one
+ * rank); its tensors are then views of the first samples of the batch's
+ * memory, which is dense by sample. */
+static PyObject *Loader_next(Loader *self, PyObject *args)
 {
-    (void)unused;
+    int trim = 0;
+    if (!PyArg_ParseTuple(args, "|p", &trim))
+        return NULL;
     if (need_loader(self))
         return NULL;
     const dlk_batch *b = NULL;
@@ -1077,19 +1083,22 @@ static PyObject *Loader_next(Loader *self, PyObject *unused)
     kp->stream = NULL;
     kp->ordered = 0;
     self->nkept++;
+    uint32_t size = b->size;
+    while (trim && size && b->pad[size - 1])
+        size--;
     PyObject *tensors = PyDict_New();
     for (size_t i = 0; tensors && i < b->ntensors; i++) {
         const dlk_batch_tensor *bt = &b->tensors[i];
         PyObject *v;
         if (!bt->offsets) {
             int64_t shape[DLK_MAX_NDIM + 1];
-            shape[0] = b->size;
+            shape[0] = size;
             memcpy(shape + 1, bt->shape, (size_t)bt->ndim * sizeof *shape);
             v = (PyObject *)new_tensor(self, kp, bt, bt->data, bt->ndim + 1,
                                        shape);
         } else {
-            v = PyList_New(b->size);
-            for (uint32_t s = 0; v && s < b->size; s++) {
+            v = PyList_New(size);
+            for (uint32_t s = 0; v && s < size; s++) {
                 PyObject *e = (PyObject *)new_tensor(
                     self, kp, bt, (uint8_t *)bt->data + bt->offsets[s],
                     bt->ndim, bt->shapes + (size_t)s * bt->ndim);
@@ -1108,8 +1117,8 @@ static PyObject *Loader_next(Loader *self, PyObject *unused)
         return NULL;
     return Py_BuildValue("(KKy#y#N)", (unsigned long long)b->epoch,
                          (unsigned long long)b->step, (const char *)b->indices,
-                         (Py_ssize_t)(b->size * sizeof *b->indices),
-                         (const char *)b->pad, (Py_ssize_t)b->size, tensors);
+                         (Py_ssize_t)(size * sizeof *b->indices),
+                         (const char *)b->pad, (Py_ssize_t)size, tensors);
 }
 
 static PyObject *Loader_batches(Loader *self, PyObject *unused)
@@ -1201,7 +1210,8 @@ static PyObject *Loader_close(Loader *self, PyObject *unused)
 }
 
 static PyMethodDef Loader_methods[] = {
-    {"next", (PyCFunction)Loader_next, METH_NOARGS, "the next batch or None"},
+    {"next", (PyCFunction)Loader_next, METH_VARARGS,
+     "the next batch or None (trim: without a last batch's padding)"},
     {"batches", (PyCFunction)Loader_batches, METH_NOARGS,
      "batches of this rank in the current epoch"},
     {"state", (PyCFunction)Loader_state, METH_NOARGS, "the state as JSON"},
@@ -1225,24 +1235,35 @@ static PyTypeObject LoaderType = {
 
 /* ---- module functions ---------------------------------------------- */
 
-/* The launcher's placement into *l; -1 with the exception set. */
+/* The launcher's placement into *l, for the local rank (its GPU): a
+ * world whose rank is not known does not matter there; -1 with the
+ * exception set. */
 static int launch(dlk_launch *l)
 {
     dlk_error err;
-    if (dlk_launch_env(l, &err)) {
+    if (dlk_launch_env(l, &err) && l->rank != DLK_LAUNCH_NO_RANK) {
         raise_dlk(&err);
         return -1;
     }
     return 0;
 }
 
-static PyObject *launch_env(PyObject *m, PyObject *unused)
+/* launch_env(need_rank=True): a world whose rank cannot be known raises
+ * only where the caller needs the rank; else its rank comes as None. */
+static PyObject *launch_env(PyObject *m, PyObject *args)
 {
     (void)m;
-    (void)unused;
-    dlk_launch l;
-    if (launch(&l))
+    int need = 1;
+    if (!PyArg_ParseTuple(args, "|p", &need))
         return NULL;
+    dlk_launch l;
+    dlk_error err;
+    if (dlk_launch_env(&l, &err)) {
+        if (need || l.rank != DLK_LAUNCH_NO_RANK)
+            return raise_dlk(&err);
+        return Py_BuildValue("(OIII)", Py_None, l.world_size, l.local_rank,
+                             l.local_world_size);
+    }
     return Py_BuildValue("(IIII)", l.rank, l.world_size, l.local_rank,
                          l.local_world_size);
 }
@@ -1285,7 +1306,7 @@ static PyObject *version(PyObject *m, PyObject *unused)
 }
 
 static PyMethodDef module_methods[] = {
-    {"launch_env", launch_env, METH_NOARGS,
+    {"launch_env", launch_env, METH_VARARGS,
      "(rank, world_size, local_rank, local_world_size) from torchrun, MPI "
      "or Slurm"},
     {"cuda_available", cuda_available, METH_NOARGS, "(bool, why not)"},

@@ -65,7 +65,8 @@ class Loader:
 
     def __init__(self, url_or_ds, batch_size=None, devices=None,
                  global_batch_size=None, **kw):
-        for k in ("device", "rank", "world_size", "local_world_size"):
+        for k in ("device", "rank", "world_size", "local_world_size",
+                  "pad_last"):
             if k in kw:
                 raise ValueError(f"dlk.jax.Loader: {k}= is decided by the "
                                  "devices (pass devices= instead)")
@@ -130,7 +131,7 @@ class Loader:
                 self._loaders.append(_dlk.Loader(
                     ds, batch_size=batch_size, device=_dlk_device(d),
                     rank=devices.index(d), world_size=len(devices),
-                    local_world_size=host, **kw))
+                    local_world_size=host, pad_last=True, **kw))
         except BaseException:
             self.close()
             raise
@@ -148,6 +149,8 @@ class Loader:
         first = parts[0]
         out = Batch()
         for name in first:
+            if name in (_dlk.INDEX_KEY, _dlk.PAD_KEY):
+                continue
             shards = [self._shard(b[name], d)
                       for b, d in zip(parts, self.local_devices)]
             shape = (shards[0].shape[0] * len(self.devices),) + \

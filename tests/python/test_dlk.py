@@ -153,8 +153,8 @@ def _():
             else:              # rows 1, 21, 41 against the CLI
                 ref = {t["name"]: cat_npy(URL, t["name"], row)
                        for t in ds.tensors}
-            for name, v in b.items():
-                got = np.array(as_np(v)[j])
+            for name in (t["name"] for t in ds.tensors):
+                got = np.array(as_np(b[name])[j])
                 assert same(got, ref[name]), (name, row)
     assert seen == set(range(N))
 
@@ -176,13 +176,22 @@ def _():
 
 @test
 def _():
-    """len(loader) is the batches delivered; a short last batch is padded"""
+    """len(loader) is the batches delivered; on one rank a last batch is
+    short, as a DataLoader's (padded with pad_last=True), over several
+    ranks padded to a full batch, flagged in batch.pad and the key "dlk_pad"."""
     l = cpu_loader(shuffle=False)
     n = len(l)
     batches = list(l)
     assert n == len(batches) == 8, (n, len(batches))   # ceil(50 / 7)
     last = batches[-1]
-    assert last.pad.sum() == 6 and not batches[0].pad.any()
+    assert list(last.index) == [49] and not last.pad.any()
+    assert np.from_dlpack(last["images"]).shape == (1, 8, 8, 3)
+    assert len(last["boxes"]) == 1 and list(last["dlk_index"]) == [49]
+    last = list(cpu_loader(shuffle=False, pad_last=True))[-1]
+    assert last.pad.sum() == 6 and np.from_dlpack(last["images"]).shape[0] == 7
+    for r in range(2):      # 25 rows a rank: 3 full batches and 4 + 3 repeats
+        last = list(cpu_loader(shuffle=False, rank=r, world_size=2))[-1]
+        assert last["dlk_pad"].sum() == 3 and len(last["dlk_index"]) == 7
     l = cpu_loader(shuffle=False, drop_last=True)
     assert len(l) == 7 == len(list(l))
 
@@ -681,7 +690,7 @@ else:
         """jax takes batches through DLPack"""
         for b in cpu_loader(seed=8, tensors=["images", "emb", "labels"]):
             x = jax.dlpack.from_dlpack(b["images"])
-            assert x.shape == (7, 8, 8, 3) and x.dtype == jnp.uint8
+            assert x.shape == (len(b.index), 8, 8, 3) and x.dtype == jnp.uint8
             for j, row in enumerate(b.index):
                 assert (np.asarray(x[j]) == ds.read("images", int(row))).all()
                 assert np.asarray(jax.dlpack.from_dlpack(b["emb"])[j]).tobytes() \

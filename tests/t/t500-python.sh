@@ -5,7 +5,10 @@
 # device: values against `dlk cat --npy` for every tensor kind, shuffle,
 # sharding over 2 and 3 ranks, resume in a new process, errors, batch
 # memory held across next(), Ctrl-C, the resident vector index against
-# dlk query --near and numpy, and an s3:// dataset on moto.
+# dlk query --near and numpy, and an s3:// dataset on moto; then
+# tests/python/test_frameworks.py: the loader driven as Lightning's fit
+# and validation loops, its DDP launcher, ddp_spawn's pickling, torch's
+# and accelerate's batch transfer and gather_for_metrics drive it.
 # Also: with DLK_LIBDIR, the libraries bundled beside libdlk.so travel in
 # the package.  Under SAN=1 the binding is installed over the sanitized
 # libdlk.so of the build under test instead, and Python runs with the
@@ -104,3 +107,8 @@ PYTHONPATH="$T/py" "${run_py[@]}" "$DLK_TESTS/python/test_dlk.py" "$T/ds" \
     s3://dlk-t500/ds "http://127.0.0.1:$S3_PROXY_PORT"
 rc=$?
 [ $rc = 0 ] || echo "not ok - tests/python/test_dlk.py exited $rc"
+
+# the calls Lightning, accelerate and torch make, modelled without torch
+PYTHONPATH="$T/py" "${run_py[@]}" "$DLK_TESTS/python/test_frameworks.py" "$T/ds"
+rc=$?
+[ $rc = 0 ] || echo "not ok - tests/python/test_frameworks.py exited $rc"
