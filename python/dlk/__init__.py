@@ -574,8 +574,9 @@ class Loader:
         seg = st["segments"][-1]
         seg["steps"] = min(seg["steps"] + int(num_batches),
                            seg["steps"] + self._left(st))
+        # skipped to the end: the next loop is the empty rest of the
+        # epoch (its end), not the next epoch
         self._l.restore(_json.dumps(st))
-        self._drain_restored()
         return self
 
     def set_epoch(self, epoch):

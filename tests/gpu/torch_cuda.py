@@ -41,6 +41,8 @@ def _():
     n = 0
     for b in dlk.torch.loader(URL, device="cuda:0", batch_size=16, seed=1):
         for name, v in b.items():
+            if name in (dlk.INDEX_KEY, dlk.PAD_KEY):  # row ids, on the cpu
+                continue
             for j, row in enumerate(b.index):
                 x = v[j] if isinstance(v, list) else v[j]
                 assert x.device == torch.device("cuda:0"), x.device
