@@ -22,7 +22,8 @@ frameworks move the batches.  It runs:
     row ids and the padding mask: exactly N rows an epoch.
 
 Each check prints `ok - NAME` or `not ok - NAME`; the exit status is the
-number of failures (0: all passed).  The scratch files go to a temporary
+number of failures (0: all passed), after a closing line "P passed, F
+failed".  The scratch files go to a temporary
 folder (DLK_FW_OUT to choose it)."""
 import glob
 import json
@@ -50,12 +51,13 @@ TENSOR, SHAPE = next((t["name"], t["shape"]) for t in _ds.tensors
 DIM = 1
 for d in SHAPE:
     DIM *= d
-failed = 0
+failed = passed = 0
 
 
 def check(name, ok, why=""):
-    global failed
+    global failed, passed
     failed += not ok
+    passed += bool(ok)
     print(f"{'ok' if ok else 'not ok'} - {name}" +
           ("" if ok else f"\n#   {why}"), flush=True)
 
@@ -198,25 +200,34 @@ def accelerate(nproc):
           f"{r['acc_skip']}")
 
 
-if ROLE == "accelerate":
-    accelerate_run()
-    sys.exit(0)
-if ROLE in ("ddp", "ddp_spawn"):
-    lightning(ROLE)
+def main():
+    global failed, passed
+    if ROLE == "accelerate":
+        accelerate_run()
+        sys.exit(0)
+    if ROLE in ("ddp", "ddp_spawn"):
+        lightning(ROLE)
+        sys.exit(failed)
+    # each Lightning run in a process of its own: one run's process group
+    # stays up in the process that ran it
+    for strategy in ("ddp", "ddp_spawn"):
+        p = subprocess.run([sys.executable, __file__, DS, strategy],
+                           capture_output=True, text=True)
+        tap = [ln for ln in p.stdout.splitlines()
+               if ln.startswith(("ok", "not ok", "#"))]
+        print("\n".join(tap), flush=True)
+        failed += sum(ln.startswith("not ok") for ln in tap)
+        passed += sum(ln.startswith("ok") for ln in tap)
+        if p.returncode and not any(ln.startswith("not ok") for ln in tap):
+            check(f"lightning {strategy} ran", False,
+                  p.stderr[-3000:].replace("\n", "\n#   "))
+    accelerate(2)
+    accelerate(1)
+    print(f"{passed} passed, {failed} failed")
     sys.exit(failed)
-# each Lightning run in a process of its own: one run's process group
-# stays up in the process that ran it
-for strategy in ("ddp", "ddp_spawn"):
-    p = subprocess.run([sys.executable, __file__, DS, strategy],
-                       capture_output=True, text=True)
-    tap = [ln for ln in p.stdout.splitlines()
-           if ln.startswith(("ok", "not ok", "#"))]
-    print("\n".join(tap), flush=True)
-    failed += sum(ln.startswith("not ok") for ln in tap)
-    if p.returncode and not any(ln.startswith("not ok") for ln in tap):
-        check(f"lightning {strategy} ran", False,
-              p.stderr[-3000:].replace("\n", "\n#   "))
-accelerate(2)
-accelerate(1)
-print(f"{'passed' if not failed else 'FAILED'}: {failed} failed")
-sys.exit(failed)
+
+
+# spawned processes (ddp_spawn) import this file again: only the process
+# that was started runs the checks
+if __name__ == "__main__":
+    main()
