@@ -138,7 +138,8 @@ static void clear_env(void)
                        "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
                        "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_PROCID",
                        "SLURM_NTASKS", "SLURM_LOCALID", "LOCAL_WORLD_SIZE",
-                       "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"};
+                       "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE",
+                       "NODE_RANK", "GROUP_RANK"};
     for (size_t i = 0; i < sizeof v / sizeof *v; i++)
         unsetenv(v[i]);
 }
@@ -183,7 +184,47 @@ static void test_launch_env(void)
                    strstr(err.msg, "WORLD_SIZE '4x'"));
     setenv("WORLD_SIZE", "-1", 1);
     UNIT_CHECK("a negative value is refused",
-               dlk_launch_env(&l, &err) == DLK_EINVAL);
+               dlk_launch_env(&l, &err) == DLK_EINVAL &&
+                   l.rank != DLK_LAUNCH_NO_RANK);
+    clear_env();
+    /* Lightning's DDP launcher: WORLD_SIZE, NODE_RANK, LOCAL_RANK; under
+     * an srun that started it, SLURM_PROCID numbers srun's tasks */
+    setenv("SLURM_PROCID", "0", 1);
+    setenv("SLURM_NTASKS", "1", 1);
+    setenv("WORLD_SIZE", "2", 1);
+    setenv("NODE_RANK", "0", 1);
+    setenv("LOCAL_RANK", "1", 1);
+    UNIT_CHECK("WORLD_SIZE, NODE_RANK 0, LOCAL_RANK 1: rank 1 of 2",
+               dlk_launch_env(&l, &err) == DLK_OK && l.rank == 1 &&
+                   l.world_size == 2 && l.local_rank == 1);
+    setenv("WORLD_SIZE", "8", 1);
+    setenv("NODE_RANK", "1", 1);
+    setenv("LOCAL_WORLD_SIZE", "4", 1);
+    UNIT_CHECK("node 1 of 4 a node, local rank 1: rank 5",
+               dlk_launch_env(&l, &err) == DLK_OK && l.rank == 5);
+    unsetenv("NODE_RANK");
+    setenv("GROUP_RANK", "1", 1);
+    UNIT_CHECK("torchrun's GROUP_RANK as the node's rank",
+               dlk_launch_env(&l, &err) == DLK_OK && l.rank == 5);
+    unsetenv("GROUP_RANK");
+    setenv("LOCAL_WORLD_SIZE", "8", 1);
+    UNIT_CHECK("one node (LOCAL_WORLD_SIZE = WORLD_SIZE): the local rank",
+               dlk_launch_env(&l, &err) == DLK_OK && l.rank == 1);
+    unsetenv("LOCAL_WORLD_SIZE");
+    setenv("NODE_RANK", "1", 1);
+    UNIT_CHECK("node 1, processes a node unknown: refused, the rest filled",
+               dlk_launch_env(&l, &err) == DLK_EINVAL &&
+                   l.rank == DLK_LAUNCH_NO_RANK && l.world_size == 8 &&
+                   l.local_rank == 1 && strstr(err.msg, "NODE_RANK 1"));
+    clear_env();
+    setenv("WORLD_SIZE", "2", 1);
+    UNIT_CHECK("WORLD_SIZE 2 alone: refused",
+               dlk_launch_env(&l, &err) == DLK_EINVAL &&
+                   l.rank == DLK_LAUNCH_NO_RANK &&
+                   strstr(err.msg, "WORLD_SIZE 2 without RANK"));
+    setenv("WORLD_SIZE", "1", 1);
+    UNIT_CHECK("WORLD_SIZE 1 alone: rank 0",
+               dlk_launch_env(&l, &err) == DLK_OK && l.rank == 0);
     clear_env();
 }
 
