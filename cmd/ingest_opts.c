@@ -53,6 +53,9 @@ const char ingest_opts_usage[] =
     "  --on-changed MODE    an ingested object whose version changed: skip\n"
     "                       (default: report it and go on) or fail (exit 3,\n"
     "                       ingest nothing)\n"
+    "  --keys-relative-to URL  the source that the relative keys of rows\n"
+    "                       ingested before keys named whole objects came\n"
+    "                       from (recorded in the dataset)\n"
     "  --dry-run            list and infer, print what would be ingested and\n"
     "                       what not (and the schema); write nothing\n"
     "  --max-skip F         fail (exit 3, nothing merged) when more than the\n"
@@ -434,6 +437,21 @@ static int opt_max_skip(const cmd_opt *opt, const char *arg, void *ctx)
     return 0;
 }
 
+/* --keys-relative-to URL: the source that an earlier build's relative
+ * keys were ingested from */
+static int opt_keys_relative_to(const cmd_opt *opt, const char *arg, void *ctx)
+{
+    (void)ctx;
+    dlk_ingest_opts *o = &((ingest_cli *)opt->value)->o;
+    if (cmd_check_url(cmd_option_cmd(), arg))
+        return EXIT_USAGE;
+    if (!*arg)
+        return bad_word(arg, "the URL or directory those rows were ingested "
+                        "from");
+    o->keys_relative_to = arg;
+    return 0;
+}
+
 size_t ingest_cli_options(ingest_cli *c, cmd_opt *out)
 {
     dlk_ingest_opts *o = &c->o;
@@ -461,6 +479,7 @@ size_t ingest_cli_options(ingest_cli *c, cmd_opt *out)
         CMD_OPT_CALL_WITH("max-skip", 0, opt_max_skip, c),
         CMD_OPT_FLAG("no-key", 0, &o->no_key),
         CMD_OPT_CALL_WITH("on-changed", 0, opt_on_changed, c),
+        CMD_OPT_CALL_WITH("keys-relative-to", 0, opt_keys_relative_to, c),
         CMD_OPT_FLAG("json", 0, &c->json),
         CMD_OPT_FLAG("quiet", 'q', &c->quiet),
     };

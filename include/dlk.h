@@ -1003,12 +1003,18 @@ typedef struct dlk_ingest_opts {
      * whose keys it does not hold yet are ingested. */
     int no_key;
     dlk_on_changed on_changed;
-    /* Called for each already-ingested key whose version changed. */
+    /* Called for each already-ingested object whose version changed,
+     * with its url (the sample of "key"). */
     void (*on_changed_key)(void *ud, const char *key);
     /* The settings of every store the run opens: the dataset's, the
      * source's and the labels'.  NULL: defaults (see dlk_store_options);
      * read for the whole call. */
     const dlk_store_options *store;
+    /* The source (a URL or directory) that the dataset's relative keys,
+     * written before keys named whole objects, are relative to; recorded
+     * in the head (its "key_base"; not with dry_run).  NULL: the one the
+     * head records, if any. */
+    const char *keys_relative_to;
 } dlk_ingest_opts;
 
 typedef struct dlk_ingest_result {

@@ -661,7 +661,18 @@ typedef struct dlk_manifest {
      * rows of the key tensor; "" when there is none */
     char key_index[DLK_KEY_INDEX_MAX];
     uint64_t key_index_rows;
+    /* the source that relative keys (written before keys named whole
+     * objects, formats/dlk-v1.md 6.9) are relative to: "s3://b/p/",
+     * "gs://b/p/" or "/dir/"; NULL when not recorded */
+    char *key_base;
 } dlk_manifest;
+
+/* The longest key_base (formats/dlk-v1.md 4.3.1). */
+#define DLK_KEY_BASE_MAX 4096
+/* Whether s is a key_base: a source URL ending in '/' (s3://BUCKET/,
+ * gs://BUCKET/ or an absolute path), at most DLK_KEY_BASE_MAX bytes of
+ * printable UTF-8. */
+bool dlk_key_base_valid(const char *s);
 
 /* A tensor or view name: 1..64 bytes of [A-Za-z0-9_.-], not starting
  * with '.'. */

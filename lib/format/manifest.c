@@ -459,6 +459,15 @@ dlk_status dlk_manifest_from_json(struct json_t *root, const char *name,
             m->key_index_rows = (uint64_t)json_integer_value(rows);
         }
     }
+    json_t *kb = json_object_get(root, "key_base");
+    if (!rc && kb) {
+        if (!json_is_string(kb) || !dlk_key_base_valid(json_string_value(kb)))
+            rc = BAD("%s: 'key_base' is not a source url ending in '/' "
+                     "(s3://BUCKET/..., gs://BUCKET/... or an absolute path)",
+                     name);
+        else if (!(m->key_base = strdup(json_string_value(kb))))
+            rc = dlk_oom(err);
+    }
     if (!rc)
         rc = parse_views(json_object_get(root, "views"), name, m, err);
     size_t n = rc ? 0 : json_array_size(tensors);
@@ -547,6 +556,8 @@ dlk_status dlk_manifest_dump(const dlk_manifest *m, char **out, size_t *len,
         json_object_set_new(root, "key_index",
                             json_pack("{s:s,s:I}", "object", m->key_index,
                                       "rows", (json_int_t)m->key_index_rows));
+    if (m->key_base)
+        json_object_set_new(root, "key_base", json_string(m->key_base));
     if (m->nviews) {
         json_t *views = json_array();
         for (size_t i = 0; views && i < m->nviews; i++) {
@@ -567,6 +578,19 @@ dlk_status dlk_manifest_dump(const dlk_manifest *m, char **out, size_t *len,
     return DLK_OK;
 }
 
+bool dlk_key_base_valid(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > DLK_KEY_BASE_MAX || s[n - 1] != '/')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return false;
+    if (strncmp(s, "s3://", 5) == 0 || strncmp(s, "gs://", 5) == 0)
+        return n > 6 && s[5] != '/';
+    return s[0] == '/';
+}
+
 void dlk_manifest_free(dlk_manifest *m)
 {
     for (size_t i = 0; i < m->ntensors; i++)
@@ -576,5 +600,6 @@ void dlk_manifest_free(dlk_manifest *m)
         free(m->views[i].query);
     free(m->views);
     free(m->parent);
+    free(m->key_base);
     memset(m, 0, sizeof *m);
 }

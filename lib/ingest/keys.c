@@ -1,15 +1,20 @@
 /* keys.c - the source key of every ingested row and the key index that
  * makes a rerun over a grown prefix incremental (formats/dlk-v1.md 6.9).
  *
- * A row's key is its main object's key (the image or the video; for a row
- * of none, such as .npy arrays or a text sidecar, the row's stem), held in
- * the text tensor "key"; the text tensor "key_version" holds the versions
- * of the row's objects (ETags, or size and mtime), space-separated in key
- * order.  Which keys a dataset holds is read from the key index, a sorted
- * array of (XXH3-64 of the key, XXH3-64 of the version) named by its hash
- * and referenced from the head with the number of rows it covers; rows
- * past those (appended by a writer that does not keep the index) are read
- * from the key chunks themselves. */
+ * A row's key is the url of its main object (the image or the video; for
+ * a row of none, such as .npy arrays or a text sidecar, the row's stem):
+ * the source's url, then the object's key below it ("s3://raw/train/" +
+ * "cat/0001.jpg"), so that two prefixes holding the same relative names
+ * are two sets of objects.  It is held in the text tensor "key"; the text
+ * tensor "key_version" holds the versions of the row's objects (ETags, or
+ * size and mtime), space-separated in key order.  Rows written before
+ * keys named whole objects hold the key relative to the source they came
+ * from; ing_key_classify says how those compare.  Which keys a dataset
+ * holds is read from the key index, a sorted array of (XXH3-64 of the
+ * key, XXH3-64 of the version) named by its hash and referenced from the
+ * head with the number of rows it covers; rows past those (appended by a
+ * writer that does not keep the index) are read from the key chunks
+ * themselves. */
 #include "pipeline.h"
 
 #include <stdio.h>
@@ -132,6 +137,18 @@ const char *ing_row_key(const ing_source *s, size_t row, size_t *len)
     return ing_row_stem(s, row, len);
 }
 
+dlk_status ing_row_ident(const ing_source *s, size_t row, dlk_buf *out,
+                         dlk_error *err)
+{
+    size_t len;
+    const char *key = ing_row_key(s, row, &len);
+    out->len = 0;
+    dlk_status rc = s->base ? dlk_buf_append(out, s->base, strlen(s->base),
+                                             err)
+                            : DLK_OK;
+    return rc ? rc : dlk_buf_append(out, key, len, err);
+}
+
 dlk_status ing_row_version(const ing_source *s, size_t row, dlk_buf *out,
                            dlk_error *err)
 {
@@ -151,21 +168,54 @@ dlk_status ing_row_version(const ing_source *s, size_t row, dlk_buf *out,
     return DLK_OK;
 }
 
-dlk_status ing_row_key_hashes(const ing_source *s, size_t row, dlk_buf *tmp,
-                              uint64_t *kh, uint64_t *vh, dlk_error *err)
+dlk_status ing_row_key_hashes(const ing_source *s, size_t row,
+                              const char *key_base, dlk_buf *tmp,
+                              ing_row_hashes *h, dlk_error *err)
 {
-    size_t len;
-    const char *key = ing_row_key(s, row, &len);
-    *kh = ing_key_hash(key, len);
-    dlk_status rc = ing_row_version(s, row, tmp, err);
+    memset(h, 0, sizeof *h);
+    dlk_status rc = ing_row_ident(s, row, tmp, err);
     if (rc)
+        return rc;
+    h->key = ing_key_hash((const char *)tmp->data, tmp->len);
+    size_t bl = key_base ? strlen(key_base) : 0;
+    if (bl && tmp->len > bl && memcmp(tmp->data, key_base, bl) == 0) {
+        h->has_based = true;
+        h->based = ing_key_hash((const char *)tmp->data + bl, tmp->len - bl);
+    }
+    size_t len;
+    const char *rel = ing_row_key(s, row, &len);
+    h->rel = ing_key_hash(rel, len);
+    if ((rc = ing_row_version(s, row, tmp, err)))
         return rc;
     /* all versions unknown (spaces only): unknown */
     bool known = false;
     for (size_t i = 0; i < tmp->len && !known; i++)
         known = tmp->data[i] != ' ';
-    *vh = known ? ing_version_hash((const char *)tmp->data, tmp->len) : 0;
+    h->version = known ? ing_version_hash((const char *)tmp->data, tmp->len)
+                       : 0;
     return DLK_OK;
+}
+
+int ing_key_classify(const ing_keyset *k, const ing_row_hashes *h,
+                     bool have_base)
+{
+    /* a row of this very object */
+    int f = ing_keyset_find(k, h->key, h->version);
+    if (f != ING_KEY_NEW)
+        return f;
+    /* a relative key, of a source named by the head's key_base */
+    if (h->has_based && (f = ing_keyset_find(k, h->based, h->version)))
+        return f;
+    /* a relative key of some source with this object's relative key and
+     * version: this object, or one of the same bytes (an ETag is their
+     * MD5), ingested before keys named whole objects */
+    f = ing_keyset_find(k, h->rel, h->version);
+    if (f == ING_KEY_PRESENT)
+        return f;
+    /* with another version: with key_base known, the row came from that
+     * source (looked up above) or is another object of the same relative
+     * name; without, the two cannot be told apart */
+    return f == ING_KEY_CHANGED && !have_base ? ING_KEY_UNSURE : ING_KEY_NEW;
 }
 
 /* The samples [from, to) of variable-shape u8 tensor ti, each given to fn
@@ -428,6 +478,35 @@ dlk_status ing_keys_prepare(const char *url, const dlk_store_options *so,
         rc = DLK_OK;
     }
     return rc;
+}
+
+dlk_status ing_keys_set_base(const char *url, const dlk_store_options *so,
+                             const char *base, dlk_error *err)
+{
+    for (int attempt = 0;; attempt++) {
+        dlk_dataset *ds;
+        dlk_status rc = dlk_dataset_open_with(url, NULL, so, &ds, err);
+        if (rc)
+            return rc;
+        if (ds->m.key_base && strcmp(ds->m.key_base, base) == 0) {
+            dlk_dataset_free(ds);
+            return DLK_OK;
+        }
+        char *b = strdup(base);
+        if (!b) {
+            dlk_dataset_free(ds);
+            return dlk_oom(err);
+        }
+        free(ds->m.key_base);
+        ds->m.key_base = b;
+        ds->dirty = true;
+        rc = dlk_write_head(ds, err);
+        dlk_dataset_free(ds);
+        /* another writer was first: record it in the head it wrote */
+        if (rc != DLK_ECONFLICT || attempt == 4)
+            return rc;
+        dlk_error_clear(err);
+    }
 }
 
 dlk_status ing_key_specs_add(const dlk_tensor_spec *specs, size_t *n,

@@ -57,11 +57,19 @@ typedef struct ing_source {
     size_t nunused;
     uint64_t unused_total; /* all of them */
     char *labels_key;   /* the --labels manifest's key, when inside */
+    char *base;         /* the source's url, objs[].key's prefix in a row's
+                           identity (ing_source_base); NULL: none */
     bool oom;
     bool stopped;       /* o->stop asked to stop while listing */
 } ing_source;
 
 #define ING_UNUSED_KEPT 1000
+
+/* The url that, followed by an object's key, names the object anywhere
+ * (formats/dlk-v1.md 6.9): "s3://BUCKET/PREFIX/", "gs://BUCKET/PREFIX/"
+ * or the directory's absolute path with a final '/', into *out
+ * (malloc'd). */
+dlk_status ing_source_base(const char *url, char **out, dlk_error *err);
 
 /* List `url` (s3://bucket/prefix, file://DIR or DIR) and group the keys
  * into rows (source.c); `labels` (or NULL), the --labels manifest, is no
@@ -130,7 +138,10 @@ typedef struct ing_keyset {
     ing_key_entry *e;        /* sorted (ing_keyset_sort) */
     size_t n, cap;
 } ing_keyset;
-enum { ING_KEY_NEW = 0, ING_KEY_PRESENT = 1, ING_KEY_CHANGED = 2 };
+/* ING_KEY_UNSURE: a relative key (formats/dlk-v1.md 6.9) of another
+ * version, and no key_base to tell whether it is this object's */
+enum { ING_KEY_NEW = 0, ING_KEY_PRESENT = 1, ING_KEY_CHANGED = 2,
+       ING_KEY_UNSURE = 3 };
 void ing_keyset_free(ing_keyset *k);
 dlk_status ing_keyset_add(ing_keyset *k, uint64_t kh, uint64_t vh,
                           dlk_error *err);
@@ -149,15 +160,32 @@ dlk_status ing_key_specs_add(const dlk_tensor_spec *specs, size_t *n,
                              dlk_tensor_spec **out, dlk_error *err);
 uint64_t ing_key_hash(const char *key, size_t len);
 uint64_t ing_version_hash(const char *v, size_t len);
-/* A row's key: its image's or video's key, else its stem (*len bytes). */
+/* A row's key relative to the source (its display form): its image's or
+ * video's key, else its stem (*len bytes). */
 const char *ing_row_key(const ing_source *s, size_t row, size_t *len);
+/* A row's identity, the sample of its "key": the source's base and the
+ * row's key, into out (replaced). */
+dlk_status ing_row_ident(const ing_source *s, size_t row, dlk_buf *out,
+                         dlk_error *err);
 /* A row's version text: its objects' versions in key order, with a space
  * between two. */
 dlk_status ing_row_version(const ing_source *s, size_t row, dlk_buf *out,
                            dlk_error *err);
-/* The hashes of both (tmp: scratch). */
-dlk_status ing_row_key_hashes(const ing_source *s, size_t row, dlk_buf *tmp,
-                              uint64_t *kh, uint64_t *vh, dlk_error *err);
+/* The hashes a row is looked up by: of its identity, of its key
+ * relative to the source (rel), of its identity less key_base when it
+ * starts with that (based; NULL key_base: none), and of its version. */
+typedef struct ing_row_hashes {
+    uint64_t key, rel, based, version;
+    bool has_based;
+} ing_row_hashes;
+dlk_status ing_row_key_hashes(const ing_source *s, size_t row,
+                              const char *key_base, dlk_buf *tmp,
+                              ing_row_hashes *h, dlk_error *err);
+/* What the head's keys k say of a listed row: ING_KEY_NEW, _PRESENT,
+ * _CHANGED, or _UNSURE (have_base: the head or the run names a
+ * key_base). */
+int ing_key_classify(const ing_keyset *k, const ing_row_hashes *h,
+                     bool have_base);
 /* Add the key tensor's rows [from, samples) of ds->m to k (unsorted). */
 dlk_status ing_keyset_add_rows(dlk_dataset *ds, int t_key, int t_ver,
                                uint64_t from, ing_keyset *k, dlk_error *err);
@@ -169,6 +197,9 @@ dlk_status ing_keyidx_write(dlk_dataset *ds, const ing_keyset *k,
                             uint64_t rows, dlk_error *err);
 /* Bring ds->m's key index up to its key tensor's rows (the merge). */
 dlk_status ing_keyidx_update(dlk_dataset *ds, dlk_error *err);
+/* Record base (valid, dlk_key_base_valid) as the head's key_base. */
+dlk_status ing_keys_set_base(const char *url, const dlk_store_options *so,
+                             const char *base, dlk_error *err);
 /* Give the dataset at url the key tensors when it has no samples and no
  * tensor of their names yet (an ingest into a dataset made without). */
 dlk_status ing_keys_prepare(const char *url, const dlk_store_options *so,
@@ -306,6 +337,9 @@ typedef struct ing_run {
     bool interrupted;       /* stopped by o->stop (checkpointed) */
     bool keyed;             /* the dataset has key tensors */
     ing_keyset staged;      /* keyed: keys of the rows this run staged */
+    const char *key_base;   /* what the head's relative keys are relative
+                               to (--keys-relative-to, else the head's), or
+                               NULL */
 } ing_run;
 
 /* Run rows todo[0..ntodo) (source row indices, in append order) through fetch,

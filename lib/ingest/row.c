@@ -289,10 +289,8 @@ dlk_status ing_row_build(const ing_ctx *c, size_t row, const dlk_buf *bufs,
     *bad_key = objs[0].key;
     if (c->t_key >= 0) {
         /* first, so that no sidecar or manifest column takes its place */
-        size_t len;
-        const char *key = ing_row_key(c->src, row, &len);
         ing_val *k = &vals[c->t_key], *v = &vals[c->t_key_version];
-        rc = dlk_buf_append(&k->data, key, len, err);
+        rc = ing_row_ident(c->src, row, &k->data, err);
         if (!rc)
             rc = ing_row_version(c->src, row, &v->data, err);
         if (rc)

@@ -147,11 +147,12 @@ static dlk_status plan(ing_run *r, const size_t *cand, size_t n,
         dlk_buf_init(&tmp);
         dlk_status rc = DLK_OK;
         for (size_t j = 0; !rc && j < n; j++) {
-            uint64_t kh, vh;
+            ing_row_hashes h;
             r->res->planned++;
-            rc = ing_row_key_hashes(src, cand[j], &tmp, &kh, &vh, err);
+            rc = ing_row_key_hashes(src, cand[j], NULL, &tmp, &h, err);
+            /* the staged rows are this run's: keyed by their identity */
             if (!rc && r->staged.n &&
-                ing_keyset_find(&r->staged, kh, vh) != ING_KEY_NEW)
+                ing_keyset_find(&r->staged, h.key, h.version) != ING_KEY_NEW)
                 r->res->resumed_rows++;
             else if (!rc)
                 (*todo)[(*ntodo)++] = cand[j];
@@ -214,14 +215,16 @@ static dlk_status candidates(ing_run *r, const ing_source *src,
                              r->ds->url);
     dlk_buf tmp;
     dlk_buf_init(&tmp);
-    char named[512] = "";
-    size_t nl = 0;
+    char named[512] = "", unsure[512] = "";
+    size_t nl = 0, ul = 0;
+    uint64_t nunsure = 0;
     bool report = r->shard == 0; /* every shard lists the whole source */
+    const char *base = r->key_base;
     for (size_t pos = 0; !rc && pos < nsample; pos++) {
         size_t i = (*out)[pos];
-        uint64_t kh, vh;
-        rc = ing_row_key_hashes(src, i, &tmp, &kh, &vh, err);
-        int f = rc ? ING_KEY_NEW : ing_keyset_find(&k, kh, vh);
+        ing_row_hashes h;
+        rc = ing_row_key_hashes(src, i, base, &tmp, &h, err);
+        int f = rc ? ING_KEY_NEW : ing_key_classify(&k, &h, base != NULL);
         if (rc) {
             break;
         } else if (f == ING_KEY_NEW) {
@@ -229,11 +232,19 @@ static dlk_status candidates(ing_run *r, const ing_source *src,
             r->res->new_rows++;
         } else if (f == ING_KEY_PRESENT) {
             r->res->present++;
-        } else {
-            r->res->changed++;
+        } else if (f == ING_KEY_UNSURE) {
             size_t len;
             const char *key = ing_row_key(src, i, &len);
-            char *z = strndup(key, len);
+            if (++nunsure <= 3 && ul < sizeof unsure)
+                ul += (size_t)snprintf(unsure + ul, sizeof unsure - ul,
+                                       "%s'%.*s'", ul ? ", " : "",
+                                       (int)(len > 100 ? 100 : len), key);
+        } else {
+            r->res->changed++;
+            /* named by what identifies it: the object's url */
+            if ((rc = ing_row_ident(src, i, &tmp, err)))
+                break;
+            char *z = strndup((const char *)tmp.data, tmp.len);
             if (!z) {
                 rc = dlk_oom(err);
                 break;
@@ -248,6 +259,17 @@ static dlk_status candidates(ing_run *r, const ing_source *src,
     }
     dlk_buf_free(&tmp);
     ing_keyset_free(&k);
+    if (!rc && nunsure)
+        /* this object changed, or another of the same relative name: to
+         * guess either way would drop or duplicate a row */
+        rc = dlk_fail(err, DLK_EINVAL, "nothing was ingested: %llu object%s "
+                      "of '%s' %s the relative key of a row an earlier dlk "
+                      "ingested, with another version, and the dataset does "
+                      "not record that row's source (name it once with "
+                      "--keys-relative-to URL): %s%s",
+                      (unsigned long long)nunsure, nunsure == 1 ? "" : "s",
+                      r->source, nunsure == 1 ? "has" : "have", unsure,
+                      nunsure > 3 ? ", ..." : "");
     if (!rc && r->res->changed && r->o->on_changed == DLK_ON_CHANGED_FAIL)
         rc = dlk_fail(err, DLK_EINVAL, "%llu object%s changed since %s "
                       "ingested (%s%s); nothing was ingested (--on-changed "
@@ -766,8 +788,18 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
     rc = r.shard ? DLK_OK : report_unsafe(o, res, &src, err);
     if (!rc && !o->no_key && !o->dry_run)
         rc = ing_keys_prepare(url, o->store, err);
+    char *key_base = NULL;
+    if (!rc && o->keys_relative_to) {
+        rc = ing_source_base(o->keys_relative_to, &key_base, err);
+        if (rc)
+            rc = dlk_fail_wrap(err, "--keys-relative-to");
+        else if (!o->dry_run)
+            rc = ing_keys_set_base(url, o->store, key_base, err);
+    }
     if (!rc)
         rc = dlk_dataset_open_with(url, NULL, o->store, &r.ds, err);
+    if (!rc)
+        r.key_base = key_base ? key_base : r.ds->m.key_base;
     if (!rc)
         rc = setup_ctx(&r, &src, have_labels ? &labels : NULL, err);
     if (!rc)
@@ -793,6 +825,7 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
         free(cand);
         free(r.rows);
         dlk_dataset_free(r.ds);
+        free(key_base);
         if (have_labels)
             ing_labels_free(&labels);
         ing_source_free(&src);
@@ -892,6 +925,8 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
         res->complete = 1;
     dlk_dataset_free(r.ds);
     r.ds = NULL;
+    r.key_base = NULL;
+    free(key_base);
     if (!rc && !done && !idle && !res->interrupted) {
         bool merged = false;
         rc = ing_merge(url, o->store, r.run, r.nshards, &merged, err);

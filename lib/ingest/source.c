@@ -283,6 +283,53 @@ static dlk_status list_watched(const dlk_ingest_opts *o, ing_source *s,
     return rc;
 }
 
+dlk_status ing_source_base(const char *url, char **out, dlk_error *err)
+{
+    *out = NULL;
+    bool remote = strncmp(url, "s3://", 5) == 0 || strncmp(url, "gs://", 5) == 0;
+    char *r;
+    if (remote) {
+        /* as the stores read it: the bucket, then the prefix without
+         * leading or trailing '/' ("s3://b//p/" is "s3://b/p/") */
+        const char *b = url + 5, *slash = strchr(b, '/');
+        size_t bn = slash ? (size_t)(slash - b) : strlen(b);
+        const char *p = slash ? slash : "";
+        while (*p == '/')
+            p++;
+        size_t pn = strlen(p);
+        while (pn && p[pn - 1] == '/')
+            pn--;
+        if (asprintf(&r, "%.5s%.*s/%.*s%s", url, (int)bn, b, (int)pn, p,
+                     pn ? "/" : "") < 0)
+            return dlk_oom(err);
+    } else {
+        const char *path = strncmp(url, "file://", 7) == 0 ? url + 7 : url;
+        /* the directory's absolute path, links resolved: "train/",
+         * "./train" and "/data/train" are one source */
+        char *abs = realpath(path, NULL);
+        if (!abs && path[0] != '/')
+            return dlk_fail(err, DLK_ENOTFOUND, "cannot resolve the "
+                            "directory '%s' to an absolute path", path);
+        const char *a = abs ? abs : path;
+        size_t an = strlen(a);
+        while (an > 1 && a[an - 1] == '/')
+            an--;
+        int n = asprintf(&r, "%.*s%s", (int)an, a,
+                         an == 1 && a[0] == '/' ? "" : "/");
+        free(abs);
+        if (n < 0)
+            return dlk_oom(err);
+    }
+    if (!dlk_key_base_valid(r)) {
+        free(r);
+        return dlk_fail(err, DLK_EINVAL, "'%.200s' is not a source url "
+                        "(s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or a "
+                        "directory)", url);
+    }
+    *out = r;
+    return DLK_OK;
+}
+
 dlk_status ing_source_open(const char *url, const char *labels,
                            const dlk_store_options *so,
                            const dlk_ingest_opts *o,
@@ -303,7 +350,9 @@ dlk_status ing_source_open(const char *url, const char *labels,
         s->labels_key = NULL;
         return rc;
     }
-    rc = list_watched(o, s, err);
+    rc = ing_source_base(url, &s->base, err);
+    if (!rc)
+        rc = list_watched(o, s, err);
     if (!rc)
         rc = ing_source_finish(s, url, err);
     if (rc)
@@ -353,6 +402,7 @@ void ing_source_free(ing_source *s)
         free(s->unused[i].key);
     free(s->unused);
     free(s->labels_key);
+    free(s->base);
     dlk_store_free(s->store);
     memset(s, 0, sizeof *s);
 }

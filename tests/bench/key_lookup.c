@@ -166,7 +166,7 @@ int main(int argc, char **argv)
     /* the lookup, with the index and without */
     double look_s[2], load_s[2];
     long peak_kb[2];
-    size_t counts[2][3];
+    size_t counts[2][4];
     for (int pass = 0; pass < 2; pass++) {
         if (dlk_dataset_open(url, NULL, &ds, &e))
             die("open", &e);
@@ -186,10 +186,10 @@ int main(int argc, char **argv)
         dlk_buf_init(&tmp);
         memset(counts[pass], 0, sizeof counts[pass]);
         for (size_t r = 0; r < src.nrows; r++) {
-            uint64_t kh, vh;
-            if (ing_row_key_hashes(&src, r, &tmp, &kh, &vh, &e))
+            ing_row_hashes h;
+            if (ing_row_key_hashes(&src, r, NULL, &tmp, &h, &e))
                 die("hash", &e);
-            counts[pass][ing_keyset_find(&ks, kh, vh)]++;
+            counts[pass][ing_key_classify(&ks, &h, false)]++;
         }
         look_s[pass] = dlk_now_s() - t;
         peak_kb[pass] = status_kb("VmHWM") - rss0;

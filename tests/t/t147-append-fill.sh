@@ -116,8 +116,9 @@ check "images: $M samples in $(((M + 4) / 5)) chunks (5 a chunk)" python3 -c 'im
 t=[t for t in json.load(open(sys.argv[1]))["tensors"] if t["name"]=="images"][0]
 assert t["samples"] == int(sys.argv[2]) and t["chunks"] == (int(sys.argv[2]) + 4) // 5, t' "$OUT" "$M"
 ok "one ingest of every image, in sorted order" dlk create "$(ds_url ref)" from-dir "$T/all" --resize 8x8 --order sorted --quiet
-dump "$IM" key_version > "$T/im.txt" # versions: the copies have other mtimes
-dump "$(ds_url ref)" key_version > "$T/ref.txt"
+# keys and versions: the copies have other paths and mtimes
+dump "$IM" key key_version > "$T/im.txt"
+dump "$(ds_url ref)" key key_version > "$T/ref.txt"
 check "the same samples as one ingest of them all" cmp "$T/im.txt" "$T/ref.txt"
 check "$M different images" test "$(grep '^images' "$T/im.txt" | cut -d' ' -f3 | sort -u | wc -l)" = "$M"
 ok "verify --all --deep" dlk verify "$IM" --all --deep

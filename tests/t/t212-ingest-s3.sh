@@ -31,9 +31,10 @@ upload "$S" s3://raw/train
 ok "create from-s3" dlk create s3://lake/ds from-s3 s3://raw/train --resize 64x48 --json
 check "12 rows" grep -q '"ingested": 12' "$OUT"
 ok "create from-dir (local) of the same tree" dlk create "$T/local" from-dir "$S" --resize 64x48 --quiet
-# the versions differ: ETags from S3, sizes and mtimes from a directory
-dump s3://lake/ds key_version > "$T/s3.txt"
-dump "$T/local" key_version > "$T/dir.txt"
+# the keys and versions differ: the objects' URLs and ETags from S3,
+# paths, sizes and mtimes from a directory
+dump s3://lake/ds key key_version > "$T/s3.txt"
+dump "$T/local" key key_version > "$T/dir.txt"
 check "from-s3 equals from-dir sample by sample" cmp "$T/s3.txt" "$T/dir.txt"
 fails "the same create again: the dataset exists (exit 2)" 2 dlk create s3://lake/ds from-s3 s3://raw/train --resize 64x48 --json
 check "names the dataset" grep -q "already exists at 's3://lake/ds'" "$ERR"

@@ -58,9 +58,10 @@ assert d["jobs"] == want, (d["jobs"], want, cores)' "$@"
 }
 check "decode threads: the cores ($(nproc)), less the I/O thread's from 12" jobs_are "$OUT" 0
 ok "create from-dir of the same folder" dlk create "$T/dir" from-dir "$S" --resize 64x48 --quiet
-# key_version holds ETags from S3 and sizes and times from a directory
-dump "$T/s3" key_version > "$T/s3.txt"
-dump "$T/dir" key_version > "$T/dir.txt"
+# key holds the objects' URLs or paths, key_version ETags from S3 and
+# sizes and times from a directory
+dump "$T/s3" key key_version > "$T/s3.txt"
+dump "$T/dir" key key_version > "$T/dir.txt"
 check "from-s3 equals from-dir sample by sample" cmp "$T/s3.txt" "$T/dir.txt"
 ok "a folder below the root" dlk create "$T/part" from-s3 s3://raw/train/dog --resize 8x8 --json
 check "6 rows under train/dog/" grep -q '"ingested": 6' "$OUT"
@@ -73,8 +74,8 @@ check "is 1099 % 7 = 0" grep -q '"values":\[0\]' "$OUT"
 ok "three folders of 1100 label rows" dlk create "$T/wide" from-s3 s3://raw/wide --order sorted --json
 check "3300 rows" grep -q '"ingested": 3300' "$OUT"
 ok "the same folders from-dir" dlk create "$T/wided" from-dir "$R/raw/wide" --order sorted --quiet
-(cd "$T/wide" && find chunks -type f | grep -v /key_version/ | sort) > "$T/wide.txt"
-(cd "$T/wided" && find chunks -type f | grep -v /key_version/ | sort) > "$T/wided.txt"
+(cd "$T/wide" && find chunks -type f | grep -Ev '/key(_version)?/' | sort) > "$T/wide.txt"
+(cd "$T/wided" && find chunks -type f | grep -Ev '/key(_version)?/' | sort) > "$T/wided.txt"
 check "... the same chunks (the same rows in the same order)" cmp "$T/wide.txt" "$T/wided.txt"
 check "... which are some" test -s "$T/wide.txt"
 ok "row 1100 is the first of folder b" dlk cat "$T/wide" labels 1100 --json
@@ -83,7 +84,7 @@ check "... its label (0 + 98) % 5" grep -q '"values":\[3\]' "$OUT"
 # bulk GETs spread over three I/O threads (the default on 24 cores or
 # more): the same dataset; the 1100 label rows are many batches
 DLK_S3_IO_THREADS=3 ok "three I/O threads for the source's GETs" dlk create "$T/s3io" from-s3 s3://raw/train --resize 64x48 --quiet
-dump "$T/s3io" key_version > "$T/s3io.txt"
+dump "$T/s3io" key key_version > "$T/s3io.txt"
 check "... equals from-dir sample by sample" cmp "$T/s3io.txt" "$T/dir.txt"
 DLK_S3_IO_THREADS=3 ok "three I/O threads, 1100 label rows" dlk create "$T/labio" from-s3 s3://raw/labels --order sorted --json
 check "... all 1100 rows" grep -q '"ingested": 1100' "$OUT"

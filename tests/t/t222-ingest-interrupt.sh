@@ -18,7 +18,7 @@ ff -f lavfi -i "testsrc2=s=96x64:r=25" -frames:v 20 -q:v 4 "$S/dog/d%04d.jpg"
 args=(--resize 32x24 --jobs 1 --fetch 1)
 REF=$T/ref
 ok "reference: an uninterrupted ingest of the tree" dlk create "$REF" from-dir "$S" "${args[@]}" --quiet
-dump "$REF" key_version > "$T/ref.txt"  # versions: size+mtime here, ETags from S3
+dump "$REF" key key_version > "$T/ref.txt"  # paths and size+mtime here, URLs and ETags from S3
 
 s3_start
 s3_mkbucket raw
@@ -63,7 +63,7 @@ ok "the same command continues" dlk create "$DS" from-s3 s3://raw/train "${args[
 check "it resumed the kept rows and finished" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))
 assert d["complete"] and d["resumed"]>0 and d["ingested"]+d["resumed"]==40, d' "$OUT"
-dump "$DS" key_version > "$T/ds.txt"
+dump "$DS" key key_version > "$T/ds.txt"
 check "every object exactly once, in order: equal to the uninterrupted run" cmp "$T/ref.txt" "$T/ds.txt"
 ok "verify" dlk verify "$DS" --deep
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Source keys from a directory: every row records its object's key and
-# version; a prefix that grows over three runs is ingested exactly once,
-# new objects picked up, a changed one reported and skipped (or, with
+# Source keys from a directory: every row records its object (the
+# directory's absolute path and the file's key) and version; a prefix
+# that grows over three runs is ingested exactly once, new objects picked up, a changed one reported and skipped (or, with
 # --on-changed fail, exit 3 and nothing written); a killed run resumed
 # together with new keys; --no-key; .npy totals and rerun.
 . "$DLK_TESTS/lib.sh"
@@ -26,11 +26,13 @@ for i in range(n["key"]):
 PY
 }
 keys_of() { rows "$1" | cut -d' ' -f1; }
-listing() { (cd "$1" && find . -name '*.jpg' | sed 's|^\./||' | LC_ALL=C sort); }
+# the objects as rows name them: the directory's absolute path, then the key
+listing() { (cd "$1" && find "$(pwd -P)" -name '*.jpg' | LC_ALL=C sort); }
 
 S=$T/src
 frames "$S/cat" c 3 64x48
 frames "$S/dog" d 2 64x48
+SA=$(realpath "$S")
 DS=$T/ds
 ok "run 1: create from-dir (sorted, so that row 3 is known)" dlk create "$DS" from-dir "$S" --order sorted --json
 check "5 new rows ingested" python3 -c '
@@ -42,7 +44,7 @@ import json,sys; t={x["name"]:x for x in json.load(open(sys.argv[1]))["tensors"]
 for n in ("key","key_version"):
     assert t[n]["kind"]=="text" and t[n]["dtype"]=="u8" and t[n]["samples"]==5, t[n]' "$OUT"
 ok "dlk cat DS key 3" dlk cat "$DS" key 3
-check "prints the key of row 3 relative to the source" grep -q 'text: "dog/d000.jpg"' "$OUT"
+check "prints the object of row 3: the source's absolute path and its key" grep -q "text: \"$SA/dog/d000.jpg\"" "$OUT"
 ok "dlk cat DS key_version 3" dlk cat "$DS" key_version 3
 size=$(stat -c %s "$S/dog/d000.jpg")
 check "its version is the file's size and mtime" grep -qE "text: \"$size-[0-9]+\.[0-9]{9}\"" "$OUT"
@@ -61,15 +63,15 @@ frames "$S/dog" d 1 64x48 2
 touch -d "2001-02-03 04:05:06" "$S/cat/c001.jpg"
 cp "$DS/staging/manifest.json" "$T/head.before"
 fails "--on-changed fail: exit 3" 3 dlk ingest "$DS" from-dir "$S" --on-changed fail
-check "... naming the changed key" grep -q "changed since it was ingested ('cat/c001.jpg')" "$ERR"
+check "... naming the changed object" grep -q "changed since it was ingested ('$SA/cat/c001.jpg')" "$ERR"
 check "... and writing nothing" cmp "$T/head.before" "$DS/staging/manifest.json"
 ok "run 3: one new, one changed" dlk ingest "$DS" from-dir "$S" --json
 check "1 new ingested, 6 present, 1 changed (named)" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))
 assert d["ingested"]==1 and d["new"]==1 and d["present"]==6 and d["changed"]==1, d
-assert d["changed_keys"]==["cat/c001.jpg"], d' "$OUT"
+assert d["changed_keys"]==[sys.argv[2]+"/cat/c001.jpg"], d' "$OUT" "$SA"
 ok "run 3 again, in text" dlk ingest "$DS" from-dir "$S" --jobs 1 --unordered
-check "the changed key is reported on stderr" grep -q "changed since it was ingested (skipped): 'cat/c001.jpg'" "$ERR"
+check "the changed object is reported on stderr" grep -q "changed since it was ingested (skipped): '$SA/cat/c001.jpg'" "$ERR"
 check "... and counted" grep -q "nothing new: 7 objects already ingested; 1 changed" "$OUT"
 keys_of "$DS" | LC_ALL=C sort > "$T/keys"
 listing "$S" > "$T/list"

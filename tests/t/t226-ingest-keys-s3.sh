@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Source keys from S3 (moto): keys relative to the prefix, ETags as
-# versions; a prefix that grows over three runs is ingested exactly once,
+# Source keys from S3 (moto): keys the objects' URLs (bucket and full
+# key), ETags as versions; a prefix that grows over three runs is ingested exactly once,
 # a re-uploaded object reported and skipped (exit 3 with --on-changed
 # fail); a killed run resumed together with new keys; .npy objects.
 . "$DLK_TESTS/lib.sh"
@@ -28,7 +28,8 @@ keys = [subprocess.check_output([dlk, "cat", ds, "key", str(i), "--raw"]).decode
 print("\n".join(sorted(keys, key=lambda s: s.encode())))
 PY
 }
-listing() { (cd "$1" && find . -type f | sed 's|^\./||' | LC_ALL=C sort); }
+listing() { # DIR URL: the files of DIR as the objects below URL
+    (cd "$1" && find . -type f | sed "s|^\./|$2/|" | LC_ALL=C sort); }
 
 s3_start
 s3_mkbucket raw
@@ -43,7 +44,7 @@ check "5 new rows" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))
 assert d["ingested"]==5 and d["new"]==5 and d["present"]==0, d' "$OUT"
 ok "dlk cat DS key 0" dlk cat "$DS" key 0
-check "the key is relative to the prefix" grep -q 'text: "cat/c000.jpg"' "$OUT"
+check "the key is the object's URL" grep -q 'text: "s3://raw/train/cat/c000.jpg"' "$OUT"
 ok "dlk cat DS key_version 0" dlk cat "$DS" key_version 0
 md5=$(md5sum "$S/cat/c000.jpg" | cut -d' ' -f1)
 check "its version is the object's ETag" grep -q "text: \"$md5\"" "$OUT"
@@ -65,19 +66,19 @@ ff -f lavfi -i "mandelbrot=s=64x48" -frames:v 1 "$T/other.jpg"
 put "$T/other.jpg" s3://raw/train/dog/d000.jpg
 cp "$DS/staging/manifest.json" "$T/head.before"
 fails "--on-changed fail: exit 3" 3 dlk ingest "$DS" from-s3 s3://raw/train --on-changed fail --json
-check "... naming the re-uploaded key" grep -q "'dog/d000.jpg'" "$ERR"
+check "... naming the re-uploaded object" grep -q "'s3://raw/train/dog/d000.jpg'" "$ERR"
 check "... and writing nothing" cmp "$T/head.before" "$DS/staging/manifest.json"
 ok "run 3: one new, one changed" dlk ingest "$DS" from-s3 s3://raw/train --json
 check "1 new, 6 present, 1 changed (named)" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))
 assert d["ingested"]==1 and d["new"]==1 and d["present"]==6 and d["changed"]==1, d
-assert d["changed_keys"]==["dog/d000.jpg"], d' "$OUT"
+assert d["changed_keys"]==["s3://raw/train/dog/d000.jpg"], d' "$OUT"
 ok "again with other options" dlk ingest "$DS" from-s3 s3://raw/train --resize 32x24 --jobs 1 --unordered --json
 check "nothing new" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))
 assert d["ingested"]==0 and d["bytes_in"]==0 and d["present"]==7 and d["changed"]==1, d' "$OUT"
 keys_of "$DS" > "$T/keys"
-listing "$S" > "$T/list"
+listing "$S" s3://raw/train > "$T/list"
 check "every object exactly once" cmp "$T/keys" "$T/list"
 ok "verify --all" dlk verify "$DS" --all
 
@@ -102,7 +103,7 @@ import json,sys; d=json.load(open(sys.argv[1]))
 assert d["complete"] and d["resumed"]>0 and d["new"]==52, d
 assert d["resumed"]+d["ingested"]==52, d' "$OUT"
 keys_of "$KD" > "$T/kkeys"
-listing "$K" > "$T/klist"
+listing "$K" s3://raw/k > "$T/klist"
 check "every object exactly once" cmp "$T/kkeys" "$T/klist"
 ok "verify" dlk verify "$KD" --all
 

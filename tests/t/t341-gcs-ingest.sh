@@ -21,10 +21,13 @@ gcs_put_tree "$S" gs://raw-data/train
 ok "create from-gs" dlk create gs://lake/ds from-gs gs://raw-data/train --resize 64x48 --json
 check "12 rows" grep -q '"ingested": 12' "$OUT"
 ok "create from-dir (local) of the same tree" dlk create "$T/local" from-dir "$S" --resize 64x48 --quiet
-# the versions differ: generations from GCS, sizes and mtimes from a directory
-dump gs://lake/ds key_version > "$T/gs.txt"
-dump "$T/local" key_version > "$T/dir.txt"
+# the keys and versions differ: the objects' URLs and generations from
+# GCS, paths, sizes and mtimes from a directory
+dump gs://lake/ds key key_version > "$T/gs.txt"
+dump "$T/local" key key_version > "$T/dir.txt"
 check "from-gs equals from-dir sample by sample" cmp "$T/gs.txt" "$T/dir.txt"
+ok "key is the object's URL" dlk cat gs://lake/ds key 0
+check "gs://BUCKET/PREFIX/KEY" grep -Eq 'text: "gs://raw-data/train/(cat|dog)/(cat|dog)[0-9]{2}\.jpg"' "$OUT"
 ok "key_version is the object's generation" dlk cat gs://lake/ds key_version 0
 check "a decimal generation" grep -Eq 'text: "[0-9]{6,}"' "$OUT"
 ok "ls" dlk ls gs://lake/ds
@@ -37,7 +40,7 @@ assert d["ingested"]==0 and d["new"]==0 and d["present"]==12, d' "$OUT"
 # a replaced object has a new generation: changed, and --on-changed fail stops
 gcs_put "$S/cat/cat01.jpg" gs://raw-data/train/cat/cat01.jpg
 fails "a replaced object with --on-changed fail (exit 3)" 3 dlk ingest gs://lake/ds from-gs gs://raw-data/train --resize 64x48 --on-changed fail
-check "names the changed key" grep -q "cat/cat01.jpg" "$ERR"
+check "names the changed object" grep -q "'gs://raw-data/train/cat/cat01.jpg'" "$ERR"
 
 # 1100 label-only rows: the listing takes two pages
 L=$T/lab

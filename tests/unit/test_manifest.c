@@ -567,6 +567,57 @@ static void commits(void)
                  DLK_ECORRUPT && strstr(last.msg, "'parent'");
     UNIT_CHECK("commit: a parent that is no commit id refused, without meta "
                "too", n == (int)(sizeof parents / sizeof *parents));
+/* ---- key_base (formats 4.3.1, 6.9) ---------------------------------- */
+
+static void key_base(void)
+{
+    const char *good[] = {"s3://raw/train/", "gs://b/", "/data/raw/train/",
+                          "/"};
+    int kept = 0;
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        char doc[512];
+        snprintf(doc, sizeof doc, "{\"format\":\"dlk\",\"version\":1,"
+                 "\"tensors\":[],\"key_base\":\"%s\"}", good[i]);
+        dlk_manifest m, m2;
+        char *out = NULL;
+        size_t len;
+        if (parse(doc, strlen(doc), &m) != DLK_OK)
+            continue;
+        if (m.key_base && !strcmp(m.key_base, good[i]) &&
+            !dlk_manifest_dump(&m, &out, &len, NULL) &&
+            parse(out, len, &m2) == DLK_OK) {
+            kept += m2.key_base && !strcmp(m2.key_base, good[i]);
+            dlk_manifest_free(&m2);
+        }
+        free(out);
+        dlk_manifest_free(&m);
+    }
+    UNIT_CHECK("key_base: parsed and dumped as read",
+               kept == (int)(sizeof good / sizeof *good));
+    const char *none = "{\"format\":\"dlk\",\"version\":1,\"tensors\":[]}";
+    dlk_manifest m;
+    char *out = NULL;
+    size_t len;
+    bool absent = parse(none, strlen(none), &m) == DLK_OK && !m.key_base &&
+                  !dlk_manifest_dump(&m, &out, &len, NULL) &&
+                  !strstr(out, "key_base");
+    UNIT_CHECK("key_base: absent is NULL, and not dumped", absent);
+    free(out);
+    dlk_manifest_free(&m);
+    const char *bad[] = {
+        "1", "null", "\"\"", "\"train/\"", "\"s3://raw/train\"",
+        "\"s3:///x/\"", "\"s3:///\"", "\"http://h/x/\"", "\"/a\\tb/\"",
+        "\"/a\\u007fb/\"",
+    };
+    int refused = 0;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char doc[512];
+        snprintf(doc, sizeof doc, "{\"format\":\"dlk\",\"version\":1,"
+                 "\"tensors\":[],\"key_base\":%s}", bad[i]);
+        refused += fails(doc, strlen(doc), DLK_ECORRUPT);
+    }
+    UNIT_CHECK("key_base: malformed ones refused",
+               refused == (int)(sizeof bad / sizeof *bad));
 }
 
 /* ---- replay of fuzzer finds ---------------------------------------- */
@@ -597,6 +648,7 @@ int main(void)
     size_limit();
     key_index();
     commits();
+    key_base();
     unit_replay("manifest", replay_manifest, true);
     unit_replay("fuzz_manifest", replay_manifest, false);
     return unit_done();
