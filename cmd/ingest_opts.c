@@ -543,6 +543,22 @@ static const char *unused_note(const dlk_ingest_result *r, char note[64])
     return note;
 }
 
+/* "K skipped" for the text summary: every row of the source that was not
+ * ingested for a reason other than being there already, bad rows and
+ * changed objects alike, with the share of each when both are there. */
+static const char *skipped_text(const dlk_ingest_result *r, char out[96])
+{
+    unsigned long long bad = r->skipped, ch = r->changed;
+    if (!ch)
+        snprintf(out, 96, "%llu skipped", bad);
+    else if (!bad)
+        snprintf(out, 96, "%llu skipped (changed since ingested)", ch);
+    else
+        snprintf(out, 96, "%llu skipped (%llu bad, %llu changed since "
+                 "ingested)", bad + ch, bad, ch);
+    return out;
+}
+
 /* The summary of a run for --json (also of a failed one). */
 static json_t *summary_json(ingest_cli *c, const dlk_ingest_result *r)
 {
@@ -655,14 +671,13 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
         cmd_json_print(o, JSON_PRESERVE_ORDER);
         json_decref(o);
     } else if (!c->quiet && c->o.dry_run) {
-        char src[1024];
+        char src[1024], sk[96];
         printf("dry run, nothing written: would ingest %llu rows from '%s'"
-               "%s; %llu objects not ingested, %llu skipped\n",
+               "%s; %llu objects not ingested, %s\n",
                (unsigned long long)r->planned,
                cmd_safe_url(c->o.source, src, sizeof src),
                c->o.nshards > 1 ? " (this shard)" : "",
-               (unsigned long long)r->unused,
-               (unsigned long long)r->skipped);
+               (unsigned long long)r->unused, skipped_text(r, sk));
         if (c->schema)
             print_schema(stdout, c->schema);
         const char *why;
@@ -671,7 +686,7 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
             printf("not ingested: %lld %s\n",
                    (long long)json_integer_value(n), why);
     } else if (!c->quiet) {
-        char b1[32], b2[32], note[64];
+        char b1[32], b2[32], note[64], sk[96];
         if (r->already)
             printf("already ingested by an earlier run of this command; "
                    "nothing to do (this dataset has no 'key' tensor, so "
@@ -685,9 +700,9 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
                    (unsigned long long)r->changed, unused_note(r, note));
         else
             printf("ingested %llu rows (%s read, %s of samples) in %.2f s; "
-                   "%llu skipped%s%s%s\n", (unsigned long long)r->ingested,
+                   "%s%s%s%s\n", (unsigned long long)r->ingested,
                    cmd_bytes(r->bytes_in, b1), cmd_bytes(r->bytes_out, b2),
-                   r->seconds, (unsigned long long)r->skipped,
+                   r->seconds, skipped_text(r, sk),
                    unused_note(r, note),
                    r->resumed_rows ? "; resumed an interrupted run" : "",
                    r->complete ? ""

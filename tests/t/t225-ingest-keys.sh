@@ -65,6 +65,8 @@ cp "$DS/staging/manifest.json" "$T/head.before"
 fails "--on-changed fail: exit 3" 3 dlk ingest "$DS" from-dir "$S" --on-changed fail
 check "... naming the changed object" grep -q "changed since it was ingested ('$SA/cat/c001.jpg')" "$ERR"
 check "... and writing nothing" cmp "$T/head.before" "$DS/staging/manifest.json"
+ok "run 3 as a dry run, in text" dlk ingest "$DS" from-dir "$S" --dry-run
+check "... counts the changed object among the skipped" grep -q "would ingest 1 rows from '$S'; 0 objects not ingested, 1 skipped (changed since ingested)$" "$OUT"
 ok "run 3: one new, one changed" dlk ingest "$DS" from-dir "$S" --json
 check "1 new ingested, 6 present, 1 changed (named)" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))

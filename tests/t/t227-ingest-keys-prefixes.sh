@@ -4,7 +4,7 @@
 # same relative names (cat/c000.jpg) with other pictures, gets both; a
 # rerun of either prefix, or of their parent, finds every object present;
 # an object really replaced at the same path is changed (--on-changed
-# fail stops on it).
+# fail stops on it), and every summary counts the rows it skipped.
 . "$DLK_TESTS/lib.sh"
 command -v ffmpeg >/dev/null || { skip "ingest keys by prefix" "ffmpeg missing"; exit 0; }
 
@@ -77,6 +77,7 @@ fails "--on-changed fail: exit 3" 3 dlk ingest "$DS" from-dir "$B" --on-changed 
 check "... naming the replaced object by its path" grep -q "changed since it was ingested ('$B/cat/c001.jpg')" "$ERR"
 check "... and writing nothing" cmp "$T/head.before" "$DS/staging/manifest.json"
 ok "new-batch/ with one new and one replaced object" dlk ingest "$DS" from-dir "$B"
+check "the summary counts the changed one as skipped" grep -q "^ingested 1 rows (.*) in [0-9.]* s; 1 skipped (changed since ingested)$" "$OUT"
 check "... and the keys line says why" grep -q "^source keys: 1 new, 3 already ingested, 1 changed since (skipped)$" "$OUT"
 check "... and names it on stderr" grep -q "changed since it was ingested (skipped): '$B/cat/c001.jpg'" "$ERR"
 ok "again" dlk ingest "$DS" from-dir "$B" --json

@@ -4,7 +4,7 @@
 # s3://raw/new-batch/ holding the same relative names, ingests both; the
 # key is the object's URL; a rerun of either prefix, or of the bucket,
 # finds every object present; a re-uploaded object is changed
-# (--on-changed fail stops on it).
+# (--on-changed fail stops on it), counted in the summary's skipped.
 . "$DLK_TESTS/lib.sh"
 . "$DLK_TESTS/s3lib.sh"
 command -v ffmpeg >/dev/null || { skip "ingest keys by prefix from S3" "ffmpeg missing"; exit 0; }
@@ -80,6 +80,7 @@ fails "--on-changed fail: exit 3" 3 dlk ingest "$DS" from-s3 s3://raw/new-batch/
 check "... naming the re-uploaded object by its URL" grep -q "changed since it was ingested ('s3://raw/new-batch/cat/c001.jpg')" "$ERR"
 check "... and writing nothing" cmp "$T/head.before" "$DS/staging/manifest.json"
 ok "new-batch/ with one new and one re-uploaded object" dlk ingest "$DS" from-s3 s3://raw/new-batch/
+check "the summary counts the changed one as skipped" grep -q "^ingested 1 rows (.*) in [0-9.]* s; 1 skipped (changed since ingested)$" "$OUT"
 check "... and the keys line says why" grep -q "^source keys: 1 new, 3 already ingested, 1 changed since (skipped)$" "$OUT"
 ok "again, --json" dlk ingest "$DS" from-s3 s3://raw/new-batch/ --json
 check "4 present, 1 changed, named by its URL" counts 0 0 4 1
