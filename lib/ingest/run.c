@@ -150,9 +150,14 @@ static dlk_status plan(ing_run *r, const size_t *cand, size_t n,
             ing_row_hashes h;
             r->res->planned++;
             rc = ing_row_key_hashes(src, cand[j], NULL, &tmp, &h, err);
-            /* the staged rows are this run's: keyed by their identity */
+            /* the staged rows are this run's, so of this source: by their
+             * identity or, staged by a dlk that wrote relative keys
+             * before an upgrade, by the key relative to it */
             if (!rc && r->staged.n &&
-                ing_keyset_find(&r->staged, h.key, h.version) != ING_KEY_NEW)
+                (ing_keyset_find(&r->staged, h.key, h.version) !=
+                     ING_KEY_NEW ||
+                 ing_keyset_find(&r->staged, h.rel, h.version) !=
+                     ING_KEY_NEW))
                 r->res->resumed_rows++;
             else if (!rc)
                 (*todo)[(*ntodo)++] = cand[j];
