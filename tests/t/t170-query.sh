@@ -46,7 +46,12 @@ for row in range(n):
 got = json.load(open(qfile))["rows"]
 assert got == want, (pred, got, want)
 EOF
+# a key is its object's path: @SRC@ stands for the source's, @LEN@ for
+# its length and a / (so that len(key) > @LEN@ + 21 means what > 21 did)
+SRC=$(realpath "$T/jpg")
 while IFS='|' read -r expr pred; do
+    expr=${expr//@SRC@/$SRC} pred=${pred//@SRC@/$SRC}
+    expr=${expr//@LEN@/$((${#SRC} + 1))} pred=${pred//@LEN@/$((${#SRC} + 1))}
     ok "query: $expr" dlk query "$DS" "$expr" --json --threads 3
     check "equals Python's: $pred" python3 "$T/eval.py" "$T/v" "$OUT" 60 "$pred"
 done <<'EOF'
@@ -54,10 +59,10 @@ labels == 'circle-red'|cls == 'circle-red'
 labels in (0, 'circle-green') and row >= 5|label in (0, 1) and row >= 5
 labels != 1 or row = 3|label != 1 or row == 3
 contains(key, 'green/') or key like '%blue/00001_.jpg'|'green/' in key or like(key, '%blue/00001_.jpg')
-key not like 'circle-red/%' and not contains(key, '3')|not key.startswith('circle-red/') and '3' not in key
-key == 'circle-blue/000004.jpg' or key in ('circle-red/000000.jpg', 'x')|key == 'circle-blue/000004.jpg' or key in ('circle-red/000000.jpg', 'x')
+key not like '@SRC@/circle-red/%' and not contains(key, '3.jpg')|not key.startswith('@SRC@/circle-red/') and '3.jpg' not in key
+key == '@SRC@/circle-blue/000004.jpg' or key in ('@SRC@/circle-red/000000.jpg', 'x')|key == '@SRC@/circle-blue/000004.jpg' or key in ('@SRC@/circle-red/000000.jpg', 'x')
 mean(images) > 100 and not (labels = 2)|img.mean() > 100 and not label == 2
-shape(images)[1] * 2 - 1 >= 31 and len(key) > 21|img.shape[1] * 2 - 1 >= 31 and len(key.encode()) > 21
+shape(images)[1] * 2 - 1 >= 31 and len(key) > @LEN@ + 21|img.shape[1] * 2 - 1 >= 31 and len(key.encode()) > @LEN@ + 21
 random(11) < 0.3|random(11, row) < 0.3
 max(images) - min(images) > 200 or sum(images) % 7 == 3|img.max() - img.min() > 200 or img.sum() % 7 == 3
 abs(mean(images) - 128) < 20 and -row > -40|abs(img.mean() - 128) < 20 and -row > -40
@@ -69,7 +74,7 @@ check "counts 0" grep -qx 0 "$OUT"
 ok "no expression: every row" dlk query "$DS" --count
 check "counts 60" grep -qx 60 "$OUT"
 ok "--show prints values with the rows" dlk query "$DS" "row = 7" --show labels,key
-check "the class name and the key" grep -qE '^7	labels=[0-9] \(circle-[a-z]+\)	key="circle-[a-z]+/[0-9]+\.jpg"$' "$OUT"
+check "the class name and the key" grep -qE "^7	labels=[0-9] \(circle-[a-z]+\)	key=\"$SRC/circle-[a-z]+/[0-9]+\.jpg\"\$" "$OUT"
 ok "--limit" dlk query "$DS" "row < 20" --limit 3 --json
 check "3 rows printed, 20 counted" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["rows"]==[0,1,2] and d["count"]==20, d' "$OUT"
 
