@@ -651,6 +651,8 @@ typedef struct dlk_view_ref {
     char *query;               /* never NULL once parsed or added */
 } dlk_view_ref;
 
+#define DLK_WRITES_MAX 16
+
 typedef struct dlk_manifest {
     dlk_tensor *tensors;
     size_t ntensors;
@@ -665,6 +667,12 @@ typedef struct dlk_manifest {
      * objects, formats/dlk-v1.md 6.9) are relative to: "s3://b/p/",
      * "gs://b/p/" or "/dir/"; NULL when not recorded */
     char *key_base;
+    /* the head's "writes" (formats/dlk-v1.md 4.3.1): the ids of the last
+     * publishes, oldest first, so that a writer whose conditional replace
+     * was refused or whose answer was lost can tell whether its own write
+     * is in the head's history; nwrites 0 when absent */
+    char writes[DLK_WRITES_MAX][33];
+    size_t nwrites;
 } dlk_manifest;
 
 /* The longest key_base (formats/dlk-v1.md 4.3.1). */
@@ -673,6 +681,12 @@ typedef struct dlk_manifest {
  * gs://BUCKET/ or an absolute path), at most DLK_KEY_BASE_MAX bytes of
  * printable UTF-8. */
 bool dlk_key_base_valid(const char *s);
+
+/* Whether id is among m's writes. */
+bool dlk_manifest_wrote(const dlk_manifest *m, const char *id);
+/* Append id to m's writes (dropping the oldest past DLK_WRITES_MAX),
+ * unless it is the newest already. */
+void dlk_manifest_add_write(dlk_manifest *m, const char *id);
 
 /* A tensor or view name: 1..64 bytes of [A-Za-z0-9_.-], not starting
  * with '.'. */

@@ -260,6 +260,7 @@ static bool same_content(const dlk_manifest *a, const dlk_manifest *b)
         return false;
     dlk_manifest ca = *a, cb = *b;
     ca.parent = cb.parent = NULL;
+    ca.nwrites = cb.nwrites = 0;
     char *ta = NULL, *tb = NULL;
     size_t la, lb;
     bool same = !dlk_manifest_dump(&ca, &ta, &la, NULL) &&
@@ -268,6 +269,36 @@ static bool same_content(const dlk_manifest *a, const dlk_manifest *b)
     free(ta);
     free(tb);
     return same;
+}
+
+/* After main's update was refused: whether commit id is main, or an
+ * ancestor of main newer than base (the parent it was made on; NULL: it
+ * was the first), by the commits' ids alone.  Our own update may have
+ * landed with its answer lost, and another commit may have landed on top
+ * of it before main was read again. */
+static bool in_history(dlk_dataset *ds, const char *id, const char *base)
+{
+    char at[DLK_ID_MAX];
+    bool there;
+    dlk_error e2;
+    if (dlk_ref_read(ds, at, NULL, &there, &e2) != DLK_OK || !there)
+        return false;
+    for (int i = 0; i < COMMIT_ROUNDS * 8; i++) {
+        if (strcmp(at, id) == 0)
+            return true;
+        if (base && strcmp(at, base) == 0)
+            return false;
+        dlk_manifest m;
+        if (dlk_commit_load(ds, at, &m, NULL, NULL, NULL, NULL, &e2))
+            return false;
+        bool up = m.parent && strlen(m.parent) < sizeof at;
+        if (up)
+            strcpy(at, m.parent);
+        dlk_manifest_free(&m);
+        if (!up)
+            return false;
+    }
+    return false;
 }
 
 static int cmp_key(const void *a, const void *b)
@@ -352,6 +383,7 @@ static dlk_status commit_doc(dlk_dataset *ds, const char *parent_id,
 {
     dlk_manifest m = ds->m;
     m.parent = (char *)parent_id;
+    m.nwrites = 0; /* the head's history of publishes is not a state's */
     char *mtext;
     size_t mlen;
     uint64_t bytes, chunks;
@@ -445,11 +477,8 @@ dlk_status dlk_commit(dlk_dataset *ds, const char *message, unsigned flags,
         if (rc == DLK_ECONFLICT || rc == DLK_EEXIST) {
             /* main moved: by another writer, or by our own update whose
              * answer was lost and whose retry was then refused */
-            char now[DLK_ID_MAX];
-            bool there;
             dlk_error_clear(err);
-            if (dlk_ref_read(ds, now, NULL, &there, NULL) == DLK_OK &&
-                there && strcmp(now, id) == 0) {
+            if (in_history(ds, id, exists ? parent_id : NULL)) {
                 rc = DLK_OK;
             } else {
                 continue; /* commit again on top of it */

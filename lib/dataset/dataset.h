@@ -46,6 +46,10 @@ struct dlk_dataset {
     dlk_manifest m;
     char etag[DLK_ETAG_MAX];   /* of the head manifest as read */
     bool have_etag;
+    /* this writer's id in the head's writes (formats/dlk-v1.md 4.3.1):
+     * random, made at its first replace of the head; an ingest merge sets
+     * its run's */
+    char write_id[33];
     bool dirty;                /* manifest changed since read */
     bool read_only;            /* opened at a commit */
     dlk_builder *builders;     /* one per tensor */
@@ -188,6 +192,12 @@ dlk_status dlk_refs_add_manifest(dlk_ref_set *s, const dlk_manifest *m,
 dlk_status dlk_refs_add_history(dlk_dataset *ds, dlk_ref_set *s,
                                 dlk_refs_bad_fn bad, void *ud,
                                 uint64_t *commits, dlk_error *err);
+/* The head as it is now, when it is not the one ds read: its chunks and
+ * key index.  gc reads it after the staging documents, so that a merge
+ * that finished meanwhile (its documents gone, its chunks in a head newer
+ * than ds's) has its chunks counted. */
+dlk_status dlk_refs_add_head_now(dlk_dataset *ds, dlk_ref_set *s,
+                                 dlk_error *err);
 void dlk_refs_sort(dlk_ref_set *s);
 bool dlk_refs_has(const dlk_ref_set *s, const char *key);
 void dlk_refs_free(dlk_ref_set *s);

@@ -78,6 +78,10 @@ dlk_status dlk_gc(dlk_dataset *ds, const dlk_gc_opts *opts,
         rc = dlk_refs_add_history(ds, &s, NULL, NULL, NULL, err);
     if (!rc)
         rc = dlk_refs_add_staging(ds, &s, err);
+    /* a staging document gone means its merge is in a head newer than
+     * the one opened: count that head, not the absence */
+    if (!rc)
+        rc = dlk_refs_add_head_now(ds, &s, err);
     if (rc && rc != DLK_ENOMEM && err)
         dlk_fail_wrap(err, "removed nothing, since a state that references "
                       "chunks cannot be read");

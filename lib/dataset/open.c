@@ -141,7 +141,17 @@ dlk_status dlk_write_head(dlk_dataset *ds, dlk_error *err)
 {
     char *text;
     size_t len;
-    dlk_status rc = dlk_manifest_dump(&ds->m, &text, &len, err);
+    /* a replace names its writer, so that the head's bytes are this
+     * writer's alone (landed_anyway below) and a writer that retries can
+     * find its own write in the head's history; a create names none, so
+     * that two creates of the same tensors write the same bytes */
+    dlk_status rc = ds->have_etag && !ds->write_id[0]
+                        ? new_id(ds->write_id, err)
+                        : DLK_OK;
+    if (!rc && ds->have_etag)
+        dlk_manifest_add_write(&ds->m, ds->write_id);
+    if (!rc)
+        rc = dlk_manifest_dump(&ds->m, &text, &len, err);
     if (rc)
         return rc;
     dlk_obj_info info;

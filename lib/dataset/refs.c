@@ -132,6 +132,31 @@ dlk_status dlk_refs_add_staging(dlk_dataset *ds, dlk_ref_set *s,
     return rc ? rc : w.rc;
 }
 
+dlk_status dlk_refs_add_head_now(dlk_dataset *ds, dlk_ref_set *s,
+                                 dlk_error *err)
+{
+    dlk_buf b;
+    dlk_buf_init(&b);
+    dlk_obj_info info;
+    dlk_status rc = dlk_store_get(ds->store, DLK_KEY_HEAD, DLK_JSON_MAX_BYTES,
+                                  &b, &info, err);
+    if (!rc && ds->have_etag && strcmp(info.etag, ds->etag) == 0) {
+        dlk_buf_free(&b);
+        return DLK_OK; /* the head read at the open, already counted */
+    }
+    if (!rc)
+        rc = grow_extra(s, err);
+    if (!rc)
+        rc = dlk_manifest_parse((const char *)b.data, b.len, DLK_KEY_HEAD,
+                                &s->extra[s->nextra], err);
+    dlk_buf_free(&b);
+    if (!rc) {
+        s->nextra++;
+        rc = dlk_refs_add_manifest(s, &s->extra[s->nextra - 1], err);
+    }
+    return rc;
+}
+
 void dlk_refs_sort(dlk_ref_set *s)
 {
     if (s->n)

@@ -413,6 +413,46 @@ static dlk_status parse_views(json_t *views, const char *name,
     return DLK_OK;
 }
 
+static dlk_status parse_writes(json_t *w, const char *name, dlk_manifest *m,
+                               dlk_error *err)
+{
+    if (!w)
+        return DLK_OK;
+    if (!json_is_array(w) || json_array_size(w) > DLK_WRITES_MAX)
+        return BAD("%s: 'writes' is not an array of at most %d ids", name,
+                   DLK_WRITES_MAX);
+    for (size_t i = 0; i < json_array_size(w); i++) {
+        const char *id = json_string_value(json_array_get(w, i));
+        if (!id || strlen(id) != 32 || strspn(id, "0123456789abcdef") != 32)
+            return BAD("%s: write %zu is not 32 lower-case hex digits", name,
+                       i);
+        memcpy(m->writes[i], id, 33);
+        m->nwrites = i + 1;
+    }
+    return DLK_OK;
+}
+
+bool dlk_manifest_wrote(const dlk_manifest *m, const char *id)
+{
+    for (size_t i = 0; i < m->nwrites; i++)
+        if (strcmp(m->writes[i], id) == 0)
+            return true;
+    return false;
+}
+
+void dlk_manifest_add_write(dlk_manifest *m, const char *id)
+{
+    if (strlen(id) != 32 ||
+        (m->nwrites && strcmp(m->writes[m->nwrites - 1], id) == 0))
+        return;
+    if (m->nwrites == DLK_WRITES_MAX) {
+        memmove(m->writes[0], m->writes[1],
+                (DLK_WRITES_MAX - 1) * sizeof m->writes[0]);
+        m->nwrites--;
+    }
+    memcpy(m->writes[m->nwrites++], id, 33);
+}
+
 dlk_status dlk_manifest_parse(const char *json, size_t len, const char *name,
                               dlk_manifest *m, dlk_error *err)
 {
@@ -470,6 +510,8 @@ dlk_status dlk_manifest_from_json(struct json_t *root, const char *name,
     }
     if (!rc)
         rc = parse_views(json_object_get(root, "views"), name, m, err);
+    if (!rc)
+        rc = parse_writes(json_object_get(root, "writes"), name, m, err);
     size_t n = rc ? 0 : json_array_size(tensors);
     if (n && !(m->tensors = calloc(n, sizeof *m->tensors)))
         rc = dlk_oom(err);
@@ -569,6 +611,12 @@ dlk_status dlk_manifest_dump(const dlk_manifest *m, char **out, size_t *len,
                 v->query ? v->query : ""));
         }
         json_object_set_new(root, "views", views);
+    }
+    if (m->nwrites) {
+        json_t *w = json_array();
+        for (size_t i = 0; w && i < m->nwrites; i++)
+            json_array_append_new(w, json_string(m->writes[i]));
+        json_object_set_new(root, "writes", w);
     }
     *out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(root);

@@ -10,8 +10,9 @@
  *       written: the chunk lists and the progress change in one atomic put.
  *   staging/ingest/<run>/merge.json
  *       {"before": [samples per tensor], "after": [...], "done": bool},
- *       written before the head is replaced by the merged one, so that a
- *       crash at any point is told apart by the head's sample counts.
+ *       written before the head is replaced by the merged one; the merged
+ *       head names the run among its "writes", so that a crash or a lost
+ *       race at any point is told apart by the run's identity.
  */
 #include "pipeline.h"
 
@@ -182,7 +183,9 @@ dlk_status ing_stage_write(dlk_dataset *ds, const char *key,
 {
     char *text;
     size_t len;
-    dlk_status rc = dlk_manifest_dump(&ds->m, &text, &len, err);
+    dlk_manifest m = ds->m;
+    m.nwrites = 0; /* the head's history, not the shard's */
+    dlk_status rc = dlk_manifest_dump(&m, &text, &len, err);
     if (rc)
         return rc;
     json_t *root = json_loadb(text, len, 0, NULL);
@@ -350,32 +353,62 @@ static dlk_status gather(dlk_dataset *ds, const char *run, unsigned nshards,
     return DLK_OK;
 }
 
+/* The merge record of run is dropped: a merge that was refused and whose
+ * write is not in the head is not under way any more, so that running the
+ * command again merges the staged shards onto the new head. */
+static void drop_merge(dlk_store *st, const char *run)
+{
+    char key[256];
+    dlk_error e2;
+    merge_key(key, sizeof key, run);
+    dlk_store_del(st, key, &e2);
+}
+
 dlk_status ing_merge(const char *url, const dlk_store_options *so,
                      const char *run, unsigned nshards, bool *merged,
                      dlk_error *err)
 {
     *merged = false;
-    bool retry = true;
+    bool retry = true, refused = false;
     for (int attempt = 0; retry && attempt < 5; attempt++) {
         retry = false;
         dlk_dataset *ds;
         dlk_status rc = dlk_dataset_open_with(url, NULL, so, &ds, err);
         if (rc)
             return rc;
+        /* the merged head names the run as its writer: that, not its
+         * sample counts, tells this run's head from another's */
+        snprintf(ds->write_id, sizeof ds->write_id, "%s", run);
         merge_rec r;
         json_t *cur = samples_json(&ds->m), *after = NULL;
         rc = read_merge(ds->store, run, &r, err);
+        bool ours = dlk_manifest_wrote(&ds->m, run);
         if (!rc && r.exists && r.done) {
             *merged = true;
-        } else if (!rc && r.exists && json_equal(cur, r.after)) {
+        } else if (!rc && r.exists && ours) {
+            /* the head is this run's merge (or built on it): record it */
             rc = finalize(ds->store, run, nshards, r.before, r.after, err);
             *merged = !rc;
+        } else if (!rc && r.exists && refused && !json_equal(cur, r.before)) {
+            /* this process's head write was refused and the head's history
+             * does not name it: another writer added rows first */
+            drop_merge(ds->store, run);
+            rc = dlk_fail(err, DLK_ECONFLICT, "another writer added rows to "
+                          "'%s' while ingest run %s was merging; nothing of "
+                          "this run was published (retry the command)", url,
+                          run);
         } else if (!rc && r.exists && !json_equal(cur, r.before)) {
+            /* rows were added since the record was written and the head's
+             * history does not go back to it: whether this run's write is
+             * among them cannot be told */
             rc = dlk_fail(err, DLK_ECONFLICT, "the head of '%s' changed while "
                           "ingest run %s was merging its shards: check it "
                           "with dlk ls and remove staging/ingest/%s/ to "
                           "start over", url, run, run);
         } else if (!rc) {
+            /* no record, or the head holds the rows it held when the
+             * record was written (rows are never removed, so a head with
+             * this run's rows would hold more): merge */
             bool ready = false;
             size_t *tail = calloc(ds->m.ntensors + 1, sizeof *tail);
             for (size_t t = 0; tail && t < ds->m.ntensors; t++)
@@ -400,7 +433,7 @@ dlk_status ing_merge(const char *url, const dlk_store_options *so,
                 rc = write_merge(ds->store, run, cur, after, false, err);
                 ds->dirty = true;
                 if (!rc && (rc = dlk_write_head(ds, err)) == DLK_ECONFLICT)
-                    retry = true;
+                    retry = refused = true;
                 if (!rc)
                     rc = finalize(ds->store, run, nshards, cur, after, err);
                 *merged = !rc;

@@ -620,6 +620,65 @@ static void key_base(void)
                refused == (int)(sizeof bad / sizeof *bad));
 }
 
+/* ---- writes (formats 4.3.1) ----------------------------------------- */
+
+static void writes(void)
+{
+    const char *a = "0123456789abcdef0123456789abcdef",
+               *b = "fedcba9876543210fedcba9876543210";
+    char doc[2048];
+    snprintf(doc, sizeof doc, "{\"format\":\"dlk\",\"version\":1,"
+             "\"parent\":null,\"tensors\":[],\"writes\":[\"%s\",\"%s\"]}",
+             a, b);
+    dlk_manifest m;
+    dlk_status rc = parse(doc, strlen(doc), &m);
+    UNIT_CHECK("writes: parsed, oldest first", rc == DLK_OK &&
+               m.nwrites == 2 && strcmp(m.writes[0], a) == 0 &&
+               strcmp(m.writes[1], b) == 0);
+    if (rc)
+        return;
+    UNIT_CHECK("writes: an id is found, another not",
+               dlk_manifest_wrote(&m, a) && !dlk_manifest_wrote(&m, "x"));
+    char *out = NULL;
+    size_t len;
+    if (!dlk_manifest_dump(&m, &out, &len, NULL)) {
+        dlk_manifest m2;
+        UNIT_CHECK("writes: dumped as read", parse(out, len, &m2) == DLK_OK &&
+                   m2.nwrites == 2 && strcmp(m2.writes[1], b) == 0);
+        dlk_manifest_free(&m2);
+    }
+    free(out);
+    dlk_manifest_add_write(&m, b);
+    UNIT_CHECK("writes: the newest id is not added twice", m.nwrites == 2);
+    char id[33];
+    for (int i = 0; i < 20; i++) {
+        snprintf(id, sizeof id, "%032x", i);
+        dlk_manifest_add_write(&m, id);
+    }
+    UNIT_CHECK("writes: at most 16, the oldest dropped",
+               m.nwrites == DLK_WRITES_MAX && !dlk_manifest_wrote(&m, a) &&
+               dlk_manifest_wrote(&m, id) &&
+               strcmp(m.writes[DLK_WRITES_MAX - 1], id) == 0);
+    dlk_manifest_free(&m);
+    char many[1024] = "[";
+    for (int i = 0; i < 17; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "%s\"%s\"",
+                 i ? "," : "", a);
+    strcat(many, "]");
+    const char *bad[] = {
+        "\"x\"", "[1]", "[\"abc\"]", "[\"0123456789ABCDEF0123456789abcdef\"]",
+        "{}", many,
+    };
+    int refused = 0;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(doc, sizeof doc, "{\"format\":\"dlk\",\"version\":1,"
+                 "\"tensors\":[],\"writes\":%s}", bad[i]);
+        refused += fails(doc, strlen(doc), DLK_ECORRUPT);
+    }
+    UNIT_CHECK("writes: malformed ones refused",
+               refused == (int)(sizeof bad / sizeof *bad));
+}
+
 /* ---- replay of fuzzer finds ---------------------------------------- */
 
 static bool replay_manifest(const uint8_t *p, size_t len)
@@ -649,6 +708,7 @@ int main(void)
     key_index();
     commits();
     key_base();
+    writes();
     unit_replay("manifest", replay_manifest, true);
     unit_replay("fuzz_manifest", replay_manifest, false);
     return unit_done();
