@@ -2,12 +2,16 @@
 #
 #   . "$DLK_TESTS/lib.sh"
 #   . "$DLK_TESTS/s3lib.sh"
-#   s3_start [--auth]      start moto_server on a free loopback port and
+#   s3_start [--auth] [--atomic]
+#                          start moto_server on a free loopback port and
 #                          point the AWS variables at it; it is stopped at
 #                          exit (at_exit), also when a test fails.
 #                          --auth: the server checks SigV4 signatures; an
 #                          IAM user with an access key is made and its key
 #                          exported (the secret in AWS_SECRET_ACCESS_KEY)
+#                          --atomic: one PUT at a time (tests/moto_atomic.py:
+#                          moto's conditional PUTs are not atomic), for
+#                          tests of racing writers
 #   s3_mkbucket NAME       create a bucket on the last started server
 #   s3_put_tree DIR URL    upload every file under DIR to URL (s3://B/P),
 #                          16 at a time through boto3 (no AWS CLI needed)
@@ -114,17 +118,22 @@ s3_start() {
         _s3_start_rgw
         return
     fi
-    local auth=0
-    [ "${1:-}" = --auth ] && auth=1
+    local auth=0 server=(moto_server) a
+    for a in "$@"; do
+        case $a in
+        --auth) auth=1 ;;
+        --atomic) server=(python3 "$DLK_TESTS/moto_atomic.py") ;;
+        esac
+    done
     _s3_need_moto
     local port pid try
     for try in 1 2 3; do
         port=$(_s3_free_port)
         if [ $auth = 1 ]; then
-            INITIAL_NO_AUTH_ACTION_COUNT=4 moto_server -H 127.0.0.1 \
+            INITIAL_NO_AUTH_ACTION_COUNT=4 "${server[@]}" -H 127.0.0.1 \
                 -p "$port" >"$T/moto-$port.log" 2>&1 &
         else
-            moto_server -H 127.0.0.1 -p "$port" \
+            "${server[@]}" -H 127.0.0.1 -p "$port" \
                 >"$T/moto-$port.log" 2>&1 &
         fi
         pid=$!

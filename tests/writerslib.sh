@@ -24,32 +24,49 @@ WR_TRIALS=0 WR_WRITERS=0 WR_LOSSES=0 WR_WRONG=0 WR_BADEXIT=0 WR_BADVERIFY=0
 WR_LAST=
 _wr_n=0
 
-# _wr_src DIR TAG N SEED: N 8x8 JPEGs DIR/class00/TAG-NNNN.jpg
+# _wr_src DIR:TAG:N...: N 8x8 JPEGs DIR/class00/TAG-NNNN.jpg for each, every
+# image new: taken from a pool made 1000 at a time (one Python start for
+# many trials: on a busy machine it takes longer than the trial)
+_wr_pool=0 _wr_used=0
 _wr_src() {
-    python3 - "$@" <<'PY'
+    local arg d tag n i
+    for arg in "$@"; do
+        d=${arg%%:*} n=${arg##*:} tag=${arg#*:} tag=${tag%:*}
+        mkdir -p "$d/class00" || return 1
+        for ((i = 0; i < n; i++)); do
+            if [ $_wr_used -ge $_wr_pool ]; then
+                python3 - "$T/wr-pool" $_wr_pool 1000 <<'PY' || return 1
 import os, sys
 import numpy as np
 from PIL import Image
-d, tag, n, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-rng = np.random.default_rng(seed)
-os.makedirs(os.path.join(d, "class00"))
-for i in range(n):
+d, start, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+os.makedirs(d, exist_ok=True)
+rng = np.random.default_rng(start + 1)
+for i in range(start, start + n):
     Image.fromarray(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8)).save(
-        os.path.join(d, "class00", "%s-%04d.jpg" % (tag, i)), quality=90)
+        os.path.join(d, "%07d.jpg" % i), quality=90)
 PY
+                _wr_pool=$((_wr_pool + 1000))
+            fi
+            mv "$T/wr-pool/$(printf %07d $_wr_used).jpg" \
+                "$d/class00/$(printf '%s-%04d' "$tag" $i).jpg" || return 1
+            _wr_used=$((_wr_used + 1))
+        done
+    done
 }
 
 # wr_keys DS: the file names of the head's rows' keys, sorted, one a line
+# (the keys here are plain: no escapes in the JSON)
 wr_keys() {
-    "$DLK" query "$1" --show key --json 2>"$T/wr-keys.err" | python3 -c '
-import json, sys
-print("\n".join(sorted(s["key"].rsplit("/", 1)[-1]
-                       for s in json.load(sys.stdin)["samples"])))'
+    "$DLK" query "$1" --show key --json 2>"$T/wr-keys.err" >"$T/wr-keys.json" ||
+        return 1
+    grep -o '"key":"[^"]*"' "$T/wr-keys.json" | sed 's/^"key":"//; s/"$//; s|.*/||' |
+        LC_ALL=C sort
 }
 
 wr_init() {
     rm -rf "$T/wr-base"
-    _wr_src "$T/wr-base" base 4 1 &&
+    _wr_src "$T/wr-base:base:4" &&
         "$DLK" create "$1" from-dir "$T/wr-base" --quiet >/dev/null &&
         "$DLK" commit "$1" -m base >/dev/null || return 1
     wr_keys "$1" >"$T/wr-want"
@@ -73,14 +90,15 @@ wr_trial() {
     _wr_n=$((_wr_n + 1))
     local dir=$T/wr-$_wr_n
     mkdir -p "$dir"
+    local srcs=()
     for ((i = 1; i <= $#; i++)); do
         op=${!i}
         tags[i]=t${_wr_n}w$i
         case $op in
-        ingest:*) _wr_src "$dir/${tags[i]}" "${tags[i]}" "${op#ingest:}" \
-                      $((_wr_n * 8 + i)) || return 1 ;;
+        ingest:*) srcs+=("$dir/${tags[i]}:${tags[i]}:${op#ingest:}") ;;
         esac
     done
+    _wr_src "${srcs[@]}" || return 1
     for ((i = 1; i <= $#; i++)); do
         op=${!i}
         case $op in
@@ -115,7 +133,7 @@ wr_trial() {
     done
     WR_LAST="$*: exits ${rcs[*]}"
     [ -n "$bad" ] && WR_BADEXIT=$((WR_BADEXIT + 1)) && WR_LAST+=";$bad"
-    sort -o "$T/wr-want" "$T/wr-want"
+    LC_ALL=C sort -o "$T/wr-want" "$T/wr-want"
     if ! wr_keys "$ds" >"$dir/head" || ! cmp -s "$dir/head" "$T/wr-want"; then
         WR_WRONG=$((WR_WRONG + 1))
         WR_LAST+="; head holds $(wc -l <"$dir/head") rows, want $(wc -l <"$T/wr-want"):$(diff "$T/wr-want" "$dir/head" | grep '^[<>]' | head -4 | tr '\n' ' ')"

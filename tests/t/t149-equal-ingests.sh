@@ -31,7 +31,7 @@ race() { # NAME DATASET TRIALS
 race local "$T/local" 6
 
 . "$DLK_TESTS/s3lib.sh"
-s3_start
+s3_start --atomic
 s3_mkbucket dlk-t149
 race moto s3://dlk-t149/ds 4
 

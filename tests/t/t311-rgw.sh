@@ -11,7 +11,7 @@
 . "$DLK_TESTS/lib.sh"
 
 # on s3:// datasets (ds_url), as t390 runs them on moto
-ds_tests=(t100-create t120-verify t130-commit t145-race t214-ingest-gc)
+ds_tests=(t100-create t120-verify t130-commit t145-race t214-ingest-gc t345-writers-random)
 # S3 tests of their own
 s3_tests=(t212-ingest-s3 t392-s3-stream)
 parts=(unit "${ds_tests[@]}" "${s3_tests[@]}")
