@@ -76,6 +76,10 @@ extern int cmd_s3_addressing;   /* a dlk_s3_addressing, -1: not given */
  *         variable) for a remote URL. */
 dlk_status cmd_store(const char *url, const dlk_store_options **out,
                      dlk_error *err);
+/* Every remote store cmd_store's options open from now on asks fn(ud) to
+ * cancel its requests (dlk_store_options.cancel); a command that handles
+ * SIGINT and SIGTERM itself sets it, so that no request outlives them. */
+void cmd_store_cancel(int (*fn)(void *ud), void *ud);
 /* dlk_dataset_open_with the options of cmd_store. */
 dlk_status cmd_dataset_open(const char *url, const char *at,
                             dlk_dataset **out, dlk_error *err);

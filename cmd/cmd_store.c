@@ -14,6 +14,16 @@ static store_env env;
 static bool loaded;
 static dlk_error load_err;
 static const dlk_store_options local_opts;
+static int (*cancel_fn)(void *ud);
+static void *cancel_ud;
+
+void cmd_store_cancel(int (*fn)(void *ud), void *ud)
+{
+    cancel_fn = fn;
+    cancel_ud = ud;
+    env.opts.cancel = fn; /* where loaded already; else at the load */
+    env.opts.cancel_ud = ud;
+}
 
 dlk_status cmd_store(const char *url, const dlk_store_options **out,
                      dlk_error *err)
@@ -27,6 +37,8 @@ dlk_status cmd_store(const char *url, const dlk_store_options **out,
         if (!store_env_load(&env, cmd_no_sign, &load_err) &&
             cmd_s3_addressing >= 0)
             env.opts.s3_addressing = (dlk_s3_addressing)cmd_s3_addressing;
+        env.opts.cancel = cancel_fn;
+        env.opts.cancel_ud = cancel_ud;
     }
     if (load_err.code) {
         *out = NULL;

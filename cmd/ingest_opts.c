@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 const char ingest_opts_usage[] =
@@ -107,12 +108,28 @@ static void on_progress(void *ud, const dlk_ingest_progress *p)
         fputc('\n', stderr);
 }
 
-/* The signal that stopped the run (0: none).  A second one ends the
- * process at once: the handler gives the signal back its default. */
+/* The signal that stopped the run (0: none), and when (monotonic
+ * seconds).  A second one ends the process at once: the handler gives
+ * the signal back its default. */
 static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t stop_at_s;
+
+/* After a signal the run stops at once where it reads the source (its
+ * store is canceled by o.stop), and has this long to write its
+ * checkpoint; then every request of every store ends, so that a merge or
+ * a checkpoint against a server that hangs ends too. */
+#define STOP_GRACE_S 2
+
+static long mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* async-signal-safe */
+    return (long)ts.tv_sec;
+}
 
 static void on_signal(int sig)
 {
+    stop_at_s = (sig_atomic_t)mono_s();
     stop_signal = sig;
     signal(sig, SIG_DFL);
 }
@@ -121,6 +138,12 @@ static int should_stop(void *ud)
 {
     (void)ud;
     return stop_signal != 0;
+}
+
+static int stores_cancel(void *ud)
+{
+    (void)ud;
+    return stop_signal != 0 && mono_s() - (long)stop_at_s >= STOP_GRACE_S;
 }
 
 void ingest_cli_signals(ingest_cli *c)
@@ -133,6 +156,7 @@ void ingest_cli_signals(ingest_cli *c)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     c->o.stop = should_stop;
+    cmd_store_cancel(stores_cancel, NULL);
 }
 
 static void on_changed(void *ud, const char *key)
@@ -649,6 +673,8 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
             dlk_dataset_free(ds);
             code = EXIT_USAGE; /* a dataset, not other objects, is there */
         }
+        if (stop_signal) /* a request ended by the signal, or after it */
+            code = 128 + stop_signal;
         return report_failure(c, r, cmd,
                               err->msg[0] ? err->msg : dlk_strerror(rc),
                               code);

@@ -304,6 +304,17 @@ static dlk_status load_tuning(store_env *e, dlk_error *err)
          offsetof(dlk_store_options, s3_read_part_size), true},
         {"DLK_S3_HEDGE_MIN_MS", 1, 3600000,
          offsetof(dlk_store_options, s3_hedge_min_ms), false},
+        /* the bounds of a request and a listing (s3:// and gs://) */
+        {"DLK_S3_STALL_RATE", 1, 1LL << 30,
+         offsetof(dlk_store_options, s3_stall_rate), false},
+        {"DLK_S3_STALL_SECONDS", 1, 3600,
+         offsetof(dlk_store_options, s3_stall_seconds), false},
+        {"DLK_S3_REQUEST_TIMEOUT", 1, 86400,
+         offsetof(dlk_store_options, s3_request_timeout), false},
+        {"DLK_S3_LIST_MAX_KEYS", 1, 1LL << 40,
+         offsetof(dlk_store_options, s3_list_max_keys), true},
+        {"DLK_S3_LIST_MAX_PAGES", 1, 1LL << 40,
+         offsetof(dlk_store_options, s3_list_max_pages), true},
         /* GCS: any size from one piece to GCS's 5 TiB; pieces of a
          * resumable upload are multiples of 256 KiB (the store checks) */
         {"DLK_GCS_RESUMABLE_THRESHOLD", 256LL << 10, 5LL << 40,

@@ -253,6 +253,28 @@ typedef struct dlk_store_options {
     uint64_t gcs_piece_size;       /* a resumable upload's pieces, a
                                       multiple of 256 KiB up to 1 GiB;
                                       0: 8 MiB */
+    /* ---- bounds of every s3:// and gs:// request and listing ---- */
+    int s3_stall_rate;             /* bytes/s, 1 to 1 GiB: an attempt
+                                      that moves fewer for
+                                      s3_stall_seconds is stalled, and
+                                      retried or failed; 0: 4096 */
+    int s3_stall_seconds;          /* 1 to 3600; 0: 30 */
+    int s3_request_timeout;        /* seconds one attempt may take at
+                                      most, plus one for each 256 KiB of
+                                      the body it expects (the range or
+                                      size asked for, the body sent), 1 to
+                                      86400; 0: 120 */
+    uint64_t s3_list_max_keys;     /* a listing of more keys than this
+                                      fails (DLK_ELIMIT); 0: 100 million */
+    uint64_t s3_list_max_pages;    /* a listing of more pages than this
+                                      fails (DLK_ELIMIT); 0: 1 million */
+    /* Asked about every 100 ms on the store's I/O threads while requests
+     * are queued or in flight (so it must be safe to call from any
+     * thread): non-zero ends each of them at once, and each one sent
+     * while it stays non-zero, with DLK_ECANCELED.  NULL: never asked.
+     * The store keeps the pointer and cancel_ud while it is open. */
+    int (*cancel)(void *ud);
+    void *cancel_ud;
 } dlk_store_options;
 
 /* ------------------------------------------------------------------ */

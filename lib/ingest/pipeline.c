@@ -95,13 +95,24 @@ static unsigned char *state_of(pipe_state *p, size_t k)
     return &p->state[k % p->W];
 }
 
+/* The most a GET of o may bring: the size its listing gave (a body
+ * longer than that, or a Content-Length claiming more, is refused before
+ * anything is reserved for it), OBJECT_MAX when none was given. */
+static uint64_t object_max(const ing_obj *o)
+{
+    return o->size < OBJECT_MAX ? o->size : OBJECT_MAX;
+}
+
 /* A row's fetch failed on object o. */
 static void fetch_failed(slot *s, const ing_obj *o, dlk_status rc,
                          const char *msg)
 {
     s->rc = rc;
     s->bad_key = o->key;
-    snprintf(s->reason, sizeof s->reason, "%s", msg);
+    const char *why = rc == DLK_ELIMIT && o->size < OBJECT_MAX
+                          ? " (the size its listing gave)" : "";
+    snprintf(s->reason, sizeof s->reason, "%.*s%s",
+             (int)(sizeof s->reason - strlen(why) - 1), msg, why);
     /* gone since the listing, or too big: the row's fault; the rest
      * (network, access) stops the run, which can resume */
     s->fatal = rc != DLK_ENOTFOUND && rc != DLK_ELIMIT;
@@ -126,8 +137,8 @@ static void fetch_row(pipe_state *p, slot *s)
         if (o->role == ING_NONE)
             continue;
         dlk_error e;
-        dlk_status rc = dlk_store_get(src->store, o->key, OBJECT_MAX, b, NULL,
-                                      &e);
+        dlk_status rc = dlk_store_get(src->store, o->key, object_max(o), b,
+                                      NULL, &e);
         if (rc) {
             fetch_failed(s, o, rc, e.msg);
             return;
@@ -297,8 +308,9 @@ static void *submitter(void *arg)
                 s->bufs[i].len = 0;
                 if (src->objs[r->first + i].role == ING_NONE)
                     continue;
-                g[i] = (dlk_get_req){.key = src->objs[r->first + i].key,
-                                     .max = OBJECT_MAX, .out = &s->bufs[i]};
+                const ing_obj *o = &src->objs[r->first + i];
+                g[i] = (dlk_get_req){.key = o->key, .max = object_max(o),
+                                     .out = &s->bufs[i]};
                 qs[nq++] = &g[i];
                 m++;
             }
@@ -593,6 +605,16 @@ static void drain(pipe_state *p)
     size_t k;
     while (!p->stop && (k = appendable(p)) < p->next_fetch) {
         slot *s = slot_of(p, k);
+        if (s->rc == DLK_ECANCELED) {
+            /* the source's GETs were ended as the run stops (its cancel
+             * asks o->stop): the row is the next run's, not a failure */
+            run->interrupted = true;
+            p->stop = true;
+            pthread_cond_broadcast(&p->cv_fetch);
+            pthread_cond_broadcast(&p->cv_decode);
+            pthread_cond_signal(&p->cv_append);
+            break;
+        }
         /* in order, only the lowest row not yet appended is taken */
         DLK_ASSERT(*state_of(p, k) == DONE &&
                    (run->o->unordered || k == p->base));

@@ -61,6 +61,10 @@ typedef struct ing_source {
                            identity (ing_source_base); NULL: none */
     bool oom;
     bool stopped;       /* o->stop asked to stop while listing */
+    /* what the store's cancel asks (o->stop, and the caller's own
+     * cancel): a run that stops wants no more of the source at once,
+     * a listing or GET in flight included; held while the store is */
+    struct ing_cancel *cancel;
 } ing_source;
 
 #define ING_UNUSED_KEPT 1000
@@ -76,7 +80,9 @@ dlk_status ing_source_base(const char *url, char **out, dlk_error *err);
  * sample when it lies below `url`.  With o (may be NULL): o->progress is
  * told the keys found so far while the listing runs, and o->stop is
  * polled; when it asks to stop, s->stopped is set once the listing ends.
- * The store is opened with so (NULL: defaults). */
+ * The store is opened with so (NULL: defaults) and o->stop as a cancel
+ * too: once it asks to stop, the source's requests end at once
+ * (DLK_ECANCELED). */
 dlk_status ing_source_open(const char *url, const char *labels,
                            const dlk_store_options *so,
                            const dlk_ingest_opts *o, ing_source *s,

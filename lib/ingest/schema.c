@@ -240,7 +240,9 @@ static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
             if (src.objs[i].role != ING_CLS || !in_sample(&src, i, media))
                 continue;
             b.len = 0;
-            rc = dlk_store_get(src.store, src.objs[i].key, 4096, &b, NULL,
+            /* no more than the listing said it holds */
+            uint64_t max = src.objs[i].size < 4096 ? src.objs[i].size : 4096;
+            rc = dlk_store_get(src.store, src.objs[i].key, max, &b, NULL,
                                err);
             if (rc == DLK_ELIMIT || rc == DLK_ENOTFOUND) {
                 dlk_error_clear(err);
@@ -300,7 +302,9 @@ static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
     if (!rc && json) {
         dlk_buf b;
         dlk_buf_init(&b);
-        rc = dlk_store_get(src.store, json->key, 1u << 20, &b, NULL, err);
+        rc = dlk_store_get(src.store, json->key,
+                           json->size < (1u << 20) ? json->size : 1u << 20,
+                           &b, NULL, err);
         if (!rc)
             json_tensors(&l, &b);
         dlk_buf_free(&b);

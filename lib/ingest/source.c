@@ -278,6 +278,8 @@ static dlk_status list_watched(const dlk_ingest_opts *o, ing_source *s,
     if (started)
         pthread_join(th, NULL);
     s->stopped = w.stop || (o->stop && o->stop(o->ud));
+    if (rc == DLK_ECANCELED && s->stopped)
+        rc = DLK_OK; /* the store ended the listing as asked: a stop */
     pthread_mutex_destroy(&w.mu);
     pthread_cond_destroy(&w.cv);
     return rc;
@@ -330,6 +332,19 @@ dlk_status ing_source_base(const char *url, char **out, dlk_error *err)
     return DLK_OK;
 }
 
+struct ing_cancel {
+    const dlk_ingest_opts *o;
+    int (*cancel)(void *ud);   /* the caller's store option */
+    void *cancel_ud;
+};
+
+static int source_cancel(void *ud)
+{
+    const struct ing_cancel *c = ud;
+    return (c->o->stop && c->o->stop(c->o->ud)) ||
+           (c->cancel && c->cancel(c->cancel_ud));
+}
+
 dlk_status ing_source_open(const char *url, const char *labels,
                            const dlk_store_options *so,
                            const dlk_ingest_opts *o,
@@ -338,6 +353,20 @@ dlk_status ing_source_open(const char *url, const char *labels,
     memset(s, 0, sizeof *s);
     if (labels)
         s->labels_key = key_below(url, labels);
+    dlk_store_options with = {0};
+    if (so)
+        with = *so;
+    if (o && o->stop) {
+        if (!(s->cancel = malloc(sizeof *s->cancel))) {
+            free(s->labels_key);
+            s->labels_key = NULL;
+            return dlk_oom(err);
+        }
+        *s->cancel = (struct ing_cancel){o, with.cancel, with.cancel_ud};
+        with.cancel = source_cancel;
+        with.cancel_ud = s->cancel;
+        so = &with;
+    }
     dlk_status rc = dlk_store_open(url, false, so, &s->store, err);
     if (!rc)
         ing_source_watch_passed(s);
@@ -348,6 +377,8 @@ dlk_status ing_source_open(const char *url, const char *labels,
     if (rc) {
         free(s->labels_key);
         s->labels_key = NULL;
+        free(s->cancel);
+        s->cancel = NULL;
         return rc;
     }
     rc = ing_source_base(url, &s->base, err);
@@ -404,6 +435,7 @@ void ing_source_free(ing_source *s)
     free(s->labels_key);
     free(s->base);
     dlk_store_free(s->store);
+    free(s->cancel);  /* after the store, which asks it */
     memset(s, 0, sizeof *s);
 }
 

@@ -120,6 +120,9 @@ dlk_status gcs_fail(const gcs_store *s, const s3_req *r, const char *verb,
     if (r->oom)
         return dlk_fail(err, DLK_ENOMEM, "cannot %s 'gs://%s/%s': out of "
                         "memory", verb, s->bucket, okey);
+    if (r->canceled)
+        return dlk_fail(err, DLK_ECANCELED, "cannot %s 'gs://%s/%s': "
+                        "canceled", verb, s->bucket, okey);
     if (r->status == 0)
         return dlk_fail(err, DLK_ENET, "cannot %s 'gs://%s/%s': %s%s", verb,
                         s->bucket, okey, r->curl_msg, tries);
@@ -478,11 +481,20 @@ static dlk_status engine_of(gcs_store *s, const dlk_store_options *o,
     eo.s3_max_attempts = o->s3_max_attempts;
     eo.s3_no_hedge = o->s3_no_hedge;
     eo.s3_hedge_min_ms = o->s3_hedge_min_ms;
+    eo.s3_stall_rate = o->s3_stall_rate;
+    eo.s3_stall_seconds = o->s3_stall_seconds;
+    eo.s3_request_timeout = o->s3_request_timeout;
+    eo.s3_list_max_keys = o->s3_list_max_keys;
+    eo.s3_list_max_pages = o->s3_list_max_pages;
+    eo.cancel = o->cancel;
+    eo.cancel_ud = o->cancel_ud;
     s3_config cfg;
     dlk_status rc = s3_config_from(&cfg, &eo, err);
     if (rc)
         return rc;
     s->max_attempts = cfg.max_attempts;
+    s->list_max_keys = cfg.list_max_keys;
+    s->list_max_pages = cfg.list_max_pages;
     rc = s3_engine_new(&cfg, &s->eng, err);
     s3_config_free(&cfg);
     return rc;

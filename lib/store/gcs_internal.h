@@ -14,8 +14,8 @@
 #include <openssl/evp.h>
 
 /* Open gs://BUCKET/PREFIX with the gcs_* options of o (NULL: none), and
- * the engine's s3_max_inflight, s3_max_attempts, s3_no_hedge and
- * s3_hedge_min_ms. */
+ * the engine's s3_max_inflight, s3_max_attempts, s3_no_hedge,
+ * s3_hedge_min_ms, the bounds of requests and listings and cancel. */
 dlk_status dlk_store_open_gcs(const char *url, const dlk_store_options *o,
                               dlk_store **out, dlk_error *err);
 
@@ -65,6 +65,7 @@ typedef struct gcs_store {
     uint64_t resumable_threshold;
     uint64_t piece_size;
     int max_attempts;   /* of a resumable upload, as of a request */
+    uint64_t list_max_keys, list_max_pages;  /* a listing's bounds */
 } gcs_store;
 
 /* The object name of store key `key` ("PREFIX/key"), malloc'd. */

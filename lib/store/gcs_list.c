@@ -16,6 +16,7 @@ typedef struct lister {
     void *ud;
     size_t skip;          /* the root's "PREFIX/" */
     int stopped;
+    uint64_t keys;        /* listed so far, against the store's bound */
 } lister;
 
 /* One page: each item to the callback; *token the next page's (malloc'd,
@@ -36,6 +37,13 @@ static dlk_status page(gcs_store *s, dlk_store *st, const char *full,
     dlk_status rc = DLK_OK;
     size_t i;
     json_t *it;
+    if (l->keys + json_array_size(items) > s->list_max_keys) {
+        json_decref(j);
+        return dlk_fail(err, DLK_ELIMIT, "cannot list 'gs://%s/%s': more than "
+                        "%llu keys (DLK_S3_LIST_MAX_KEYS)", s->bucket, full,
+                        (unsigned long long)s->list_max_keys);
+    }
+    l->keys += json_array_size(items);
     json_array_foreach(items, i, it) {
         const char *name = json_string_value(json_object_get(it, "name"));
         const char *size = json_string_value(json_object_get(it, "size"));
@@ -81,7 +89,24 @@ static dlk_status list_all(dlk_store *st, const char *prefix, lister *l,
     dlk_status rc = DLK_OK;
     dlk_buf body;
     dlk_buf_init(&body);
+    list_tokens seen = {0};
+    uint64_t pages = 0;
     do {
+        int fresh = token ? list_tokens_add(&seen, token) : 1;
+        if (fresh <= 0) {
+            rc = fresh < 0 ? dlk_oom(err)
+                           : dlk_fail(err, DLK_ENET, "cannot list 'gs://%s/%s': "
+                                      "the server sent a page token it had "
+                                      "sent before: the listing would never "
+                                      "end", s->bucket, full);
+            break;
+        }
+        if (++pages > s->list_max_pages) {
+            rc = dlk_fail(err, DLK_ELIMIT, "cannot list 'gs://%s/%s': more than "
+                          "%llu pages (DLK_S3_LIST_MAX_PAGES)", s->bucket, full,
+                          (unsigned long long)s->list_max_pages);
+            break;
+        }
         dlk_buf q, url;
         dlk_buf_init(&q);
         /* only the fields read: a page of full resources is ~10x larger */
@@ -120,6 +145,7 @@ static dlk_status list_all(dlk_store *st, const char *prefix, lister *l,
         if (!rc)
             rc = page(s, st, full, l, &body, &token, err);
     } while (!rc && token);
+    list_tokens_free(&seen);
     free(token);
     free(full);
     dlk_buf_free(&body);

@@ -159,6 +159,9 @@ static dlk_status req_fail_text(const s3_store *s, const s3_req *r,
     if (r->oom)
         return dlk_fail(err, DLK_ENOMEM, "cannot %s 's3://%s/%s': out of "
                         "memory", verb, s->bucket, okey);
+    if (r->canceled)
+        return dlk_fail(err, DLK_ECANCELED, "cannot %s 's3://%s/%s': "
+                        "canceled", verb, s->bucket, okey);
     if (r->status == 0)
         return dlk_fail(err, DLK_ENET, "cannot %s 's3://%s/%s': %s%s", verb,
                         s->bucket, okey, r->curl_msg, tries);
@@ -237,6 +240,7 @@ static dlk_status run(s3_store *s, s3_req *r, const char *method,
 const char *s3_store_bucket(const s3_store *s) { return s->bucket; }
 const char *s3_store_prefix(const s3_store *s) { return s->prefix; }
 s3_engine *s3_store_engine(const s3_store *s) { return s->eng; }
+const s3_config *s3_store_config(const s3_store *s) { return &s->cfg; }
 
 dlk_status s3_store_fail(const s3_store *s, const s3_req *r, const char *verb,
                          const char *okey, dlk_error *err)

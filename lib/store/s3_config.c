@@ -124,6 +124,24 @@ static dlk_status limits(s3_config *c, const dlk_store_options *o,
         return rc;
     c->hedge_min_ms = (int)v;
     c->hedge_off = o->s3_no_hedge != 0;
+    if ((rc = in_range("s3_stall_rate", o->s3_stall_rate, 1, 1LL << 30,
+                       S3_STALL_RATE_DEFAULT, &v, err)))
+        return rc;
+    c->stall_rate = (long)v;
+    if ((rc = in_range("s3_stall_seconds", o->s3_stall_seconds, 1, 3600,
+                       S3_STALL_SECONDS_DEFAULT, &v, err)))
+        return rc;
+    c->stall_seconds = (long)v;
+    if ((rc = in_range("s3_request_timeout", o->s3_request_timeout, 1, 86400,
+                       S3_REQUEST_TIMEOUT_DEFAULT, &v, err)))
+        return rc;
+    c->request_timeout = (long)v;
+    c->list_max_keys = o->s3_list_max_keys ? o->s3_list_max_keys
+                                           : S3_LIST_MAX_KEYS_DEFAULT;
+    c->list_max_pages = o->s3_list_max_pages ? o->s3_list_max_pages
+                                             : S3_LIST_MAX_PAGES_DEFAULT;
+    c->cancel = o->cancel;
+    c->cancel_ud = o->cancel_ud;
     return DLK_OK;
 }
 

@@ -50,8 +50,12 @@
 #define BACKOFF_CAP_MS 20000
 #define DECREASE_GAP_MS 200
 #define CONNECT_TIMEOUT_MS 10000L
-#define LOW_SPEED_BYTES 1L       /* abort below this many bytes/s ... */
-#define LOW_SPEED_SECONDS 30L    /* ... for this long */
+/* A body's buffer is reserved whole from its Content-Length only up to
+ * this, or when it is exactly what was asked for (a range, a listed
+ * size); past it the buffer grows as the bytes arrive, so that a server
+ * claiming a length it never sends costs nothing. */
+#define RESERVE_CLAIMED_MAX ((uint64_t)8 << 20)
+#define CANCEL_POLL_MS 100       /* the caller's cancel asked this often */
 
 #define GROW_WINDOW_MS 100
 #define GROW_MIN_LAT_MS 5
@@ -109,6 +113,14 @@ struct s3_engine {
     int hedge_tokens;
     int hedges_inflight;
     uint64_t hedges, hedge_wins;
+    /* bounds of an attempt (s3_config's) */
+    long stall_rate, stall_seconds, request_timeout;
+    /* the caller's cancel: asked every CANCEL_POLL_MS while requests are
+     * queued, waiting or in flight (loop thread) */
+    int (*cancel)(void *ud);
+    void *cancel_ud;
+    int64_t cancel_polled_ms;
+    s3_req *fly;              /* every transfer in flight (loop thread) */
     /* signing */
     s3_signer *signer;        /* NULL: anonymous */
     char *ca_bundle;
@@ -249,7 +261,10 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
             r->over_limit = true;
             return 0;
         }
-        if (dlk_buf_reserve(r->out, (size_t)r->content_length, NULL)) {
+        uint64_t claim = r->content_length;
+        if (claim > RESERVE_CLAIMED_MAX && claim != r->size_hint)
+            claim = RESERVE_CLAIMED_MAX;
+        if (dlk_buf_reserve(r->out, (size_t)claim, NULL)) {
             r->oom = true;
             return 0;
         }
@@ -299,7 +314,7 @@ static void reset_result(s3_req *r)
     r->status = 0;
     r->curl_code = 0;
     r->curl_msg[0] = '\0';
-    r->over_limit = r->short_body = r->oom = false;
+    r->over_limit = r->short_body = r->oom = r->canceled = false;
     r->in_status_ok = false;
     r->content_length = UINT64_MAX;
     r->total_size = UINT64_MAX;
@@ -421,6 +436,28 @@ static void act_remove(s3_engine *e, s3_req *r)
     r->act_prev = r->act_next = NULL;
 }
 
+static void fly_add(s3_engine *e, s3_req *r)
+{
+    r->fly_prev = NULL;
+    r->fly_next = e->fly;
+    if (e->fly)
+        e->fly->fly_prev = r;
+    e->fly = r;
+}
+
+static void fly_remove(s3_engine *e, s3_req *r)
+{
+    if (r->fly_prev)
+        r->fly_prev->fly_next = r->fly_next;
+    else if (e->fly == r)
+        e->fly = r->fly_next;
+    else
+        return;             /* not in the list */
+    if (r->fly_next)
+        r->fly_next->fly_prev = r->fly_prev;
+    r->fly_prev = r->fly_next = NULL;
+}
+
 static bool start(s3_engine *e, s3_req *r);
 static void recycle(s3_engine *e, CURL *h);
 
@@ -428,6 +465,7 @@ static void recycle(s3_engine *e, CURL *h);
  * over): its connection is closed, its handle kept for reuse. */
 static void drop_transfer(s3_engine *e, s3_req *x)
 {
+    fly_remove(e, x);
     if (x->easy) {
         recycle(e, x->easy);
         x->easy = NULL;
@@ -458,6 +496,7 @@ static void start_hedge(s3_engine *e, s3_req *r)
     x->headers = r->headers;     /* the caller's, alive until r is done */
     x->want_header = r->want_header;
     x->max = r->max;
+    x->size_hint = r->size_hint;
     x->out = r->out ? &x->hbody : NULL;
     x->hedge_of = r;
     e->inflight++;
@@ -536,6 +575,18 @@ static void adopt(s3_req *p, s3_req *x)
     }
 }
 
+/* An attempt's deadline: the store's request timeout and a second for
+ * each S3_TIMEOUT_BYTES_PER_S bytes it expects to move (the body sent, or
+ * the size it asked for), at most a week. */
+static long deadline_ms(const s3_engine *e, const s3_req *r)
+{
+    uint64_t bytes = strcmp(r->method, "PUT") == 0 ||
+                     strcmp(r->method, "POST") == 0 ? r->body_len
+                                                    : r->size_hint;
+    uint64_t s = (uint64_t)e->request_timeout + bytes / S3_TIMEOUT_BYTES_PER_S;
+    return (long)(s < 7 * 86400 ? s : 7 * 86400) * 1000L;
+}
+
 static bool start(s3_engine *e, s3_req *r)
 {
     CURL *h = e->nidle ? e->idle[--e->nidle] : curl_easy_init();
@@ -543,6 +594,8 @@ static bool start(s3_engine *e, s3_req *r)
         return false;
     reset_result(r);
     r->attempts++;
+    if (!r->hedge_of)
+        r->size_hint = size_hint(r);
     if (!build_headers(e, r, &r->all_headers)) {
         curl_easy_cleanup(h);
         return false;
@@ -552,8 +605,11 @@ static bool start(s3_engine *e, s3_req *r)
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, LOW_SPEED_BYTES);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, LOW_SPEED_SECONDS);
+    /* a stalled or trickling answer (or upload) is cut and retried, and
+     * no attempt outlives its deadline however its bytes come */
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, e->stall_rate);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, e->stall_seconds);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, deadline_ms(e, r));
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     /* receive in 64 KiB reads, not 16: an image of tens of KiB arrives in
      * one or two (each read is a pass of the loop; 4,000 GETs of 41 KB:
@@ -596,10 +652,10 @@ static bool start(s3_engine *e, s3_req *r)
         return false;
     }
     r->easy = h;
+    fly_add(e, r);
     r->started_ms = now_ms();
     if (!r->hedge_of) {
         r->hedged = false;
-        r->size_hint = size_hint(r);
         if (e->hedge_on && hedgeable(r))
             act_add(e, r);
     }
@@ -687,6 +743,7 @@ static void on_done(s3_engine *e, CURL *h, CURLcode code)
             snprintf(x->curl_msg, sizeof x->curl_msg, "%s",
                      curl_easy_strerror(code));
     }
+    fly_remove(e, x);
     x->easy = NULL;
     recycle(e, h);
     curl_slist_free_all(x->all_headers);
@@ -708,7 +765,7 @@ static void on_done(s3_engine *e, CURL *h, CURLcode code)
     if (!is_hedge)
         act_remove(e, r);
     if (e->hedge_on && !retry && hedgeable(x)) {
-        if (x->in_status_ok)
+        if (x->in_status_ok && !x->canceled)
             lat_record(e, x, now - x->started_ms);
         e->hedge_tokens += HEDGE_EARN;
         if (e->hedge_tokens > HEDGE_TOKENS_MAX)
@@ -760,6 +817,45 @@ static void on_done(s3_engine *e, CURL *h, CURLcode code)
     }
     pthread_mutex_unlock(&e->mu);
     finish_one(e, r);
+}
+
+/* The caller's cancel said stop: every transfer in flight ends now as
+ * failed for good, and every request queued or waiting for its retry with
+ * it; each is marked canceled.  Loop thread, unlocked. */
+static void cancel_all(s3_engine *e)
+{
+    while (e->fly) {
+        s3_req *x = e->fly;
+        s3_req *r = x->hedge_of ? x->hedge_of : x;
+        x->canceled = r->canceled = true;
+        snprintf(x->curl_msg, sizeof x->curl_msg, "canceled");
+        on_done(e, x->easy, CURLE_ABORTED_BY_CALLBACK);
+    }
+    pthread_mutex_lock(&e->mu);
+    s3_req *list = e->head;
+    if (e->tail)
+        e->tail->next = e->delayed;
+    else
+        list = e->delayed;
+    e->head = e->tail = e->delayed = NULL;
+    pthread_mutex_unlock(&e->mu);
+    while (list) {
+        s3_req *r = list;
+        list = r->next;
+        r->next = NULL;
+        reset_result(r);
+        r->canceled = true;
+        r->curl_code = CURLE_ABORTED_BY_CALLBACK;
+        snprintf(r->curl_msg, sizeof r->curl_msg, "canceled");
+        finish_one(e, r);
+    }
+}
+
+/* Whether the caller's cancel is to be asked now (lock held). */
+static bool cancel_due(s3_engine *e, int64_t now)
+{
+    return e->cancel && (e->head || e->delayed || e->fly) &&
+           now - e->cancel_polled_ms >= CANCEL_POLL_MS;
 }
 
 /* Move due retries to the front of the queue (they have waited already);
@@ -893,6 +989,13 @@ static void *loop(void *arg)
     int running = 0;
     pthread_mutex_lock(&e->mu);
     while (!e->stop) {
+        if (cancel_due(e, now_ms())) {
+            e->cancel_polled_ms = now_ms();
+            pthread_mutex_unlock(&e->mu);
+            if (e->cancel(e->cancel_ud))
+                cancel_all(e);
+            pthread_mutex_lock(&e->mu);
+        }
         if (e->cap > e->max)
             grow(e, now_ms());
         promote_due(e);
@@ -924,6 +1027,9 @@ static void *loop(void *arg)
                 wait = hw;
         }
         bool ready = e->head && e->inflight < e->limit;
+        if (e->cancel && (e->head || e->delayed || e->fly) &&
+            wait > CANCEL_POLL_MS)
+            wait = CANCEL_POLL_MS;
         pthread_mutex_unlock(&e->mu);
         if (e->timer_at_ms >= 0) {
             int64_t t = e->timer_at_ms - now_ms();
@@ -1116,6 +1222,16 @@ dlk_status s3_engine_new(const s3_config *cfg, s3_engine **out,
     e->win_min_lat_ms = INT64_MAX;
     e->max_attempts = cfg->max_attempts;
     e->recv_buffer = cfg->recv_buffer ? cfg->recv_buffer : 64L << 10;
+    /* a config not made by s3_config_from (a test's) gets the defaults */
+    e->stall_rate = cfg->stall_rate > 0 ? cfg->stall_rate
+                                        : S3_STALL_RATE_DEFAULT;
+    e->stall_seconds = cfg->stall_seconds > 0 ? cfg->stall_seconds
+                                              : S3_STALL_SECONDS_DEFAULT;
+    e->request_timeout = cfg->request_timeout > 0
+                             ? cfg->request_timeout
+                             : S3_REQUEST_TIMEOUT_DEFAULT;
+    e->cancel = cfg->cancel;
+    e->cancel_ud = cfg->cancel_ud;
     e->hedge_on = !cfg->hedge_off;
     e->hedge_min_ms = cfg->hedge_min_ms > 0 ? cfg->hedge_min_ms
                                             : S3_HEDGE_MIN_MS_DEFAULT;

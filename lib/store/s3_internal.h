@@ -34,7 +34,23 @@ typedef struct s3_config {
     bool hedge_off;       /* no hedged GETs */
     int hedge_min_ms;     /* a GET is hedged after this at least */
     long recv_buffer;     /* bytes a receive asks for; 0: 64 KiB */
+    long stall_rate;      /* bytes/s below which an attempt ... */
+    long stall_seconds;   /* ... this long is stalled */
+    long request_timeout; /* s an attempt may take, plus 1 per 256 KiB */
+    uint64_t list_max_keys;  /* a listing's keys, at most */
+    uint64_t list_max_pages; /* a listing's pages, at most */
+    int (*cancel)(void *ud); /* the caller's; NULL: never asked */
+    void *cancel_ud;
 } s3_config;
+
+#define S3_STALL_RATE_DEFAULT 4096
+#define S3_STALL_SECONDS_DEFAULT 30
+#define S3_REQUEST_TIMEOUT_DEFAULT 120
+/* an attempt's deadline grows by a second for each this many bytes it
+ * expects: a link of 2 Mbit/s still reads what it asked for in time */
+#define S3_TIMEOUT_BYTES_PER_S (256u << 10)
+#define S3_LIST_MAX_KEYS_DEFAULT 100000000ull
+#define S3_LIST_MAX_PAGES_DEFAULT 1000000ull
 
 #define S3_HEDGE_MIN_MS_DEFAULT 200
 
@@ -110,6 +126,7 @@ typedef struct s3_req {
     dlk_buf errbody;             /* non-2xx body, bounded; caller frees */
 
     bool oom;                    /* no memory for the body or request */
+    bool canceled;               /* ended by the store's cancel callback */
 
     /* engine state */
     uint64_t size_hint;          /* expected body bytes (hedge class) */
@@ -119,6 +136,7 @@ typedef struct s3_req {
     struct s3_req *hedge_of;     /* a hedge's primary (NULL: primary) */
     bool hedged;                 /* this attempt was hedged already */
     struct s3_req *act_prev, *act_next;  /* unhedged GET/HEAD in flight */
+    struct s3_req *fly_prev, *fly_next;  /* every transfer in flight */
     dlk_buf hbody;               /* a hedge's own body */
     size_t out_start;
     size_t body_off;

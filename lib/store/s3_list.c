@@ -9,6 +9,42 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* ---- continuation tokens -------------------------------------------- */
+
+int list_tokens_add(list_tokens *t, const char *token)
+{
+    if (2 * (t->n + 1) > t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 64;
+        uint64_t *h = calloc(cap, sizeof *h);
+        if (!h)
+            return -1;
+        for (size_t i = 0; i < t->cap; i++)
+            for (size_t j = t->h[i] % cap; t->h[i]; j = (j + 1) % cap)
+                if (!h[j]) {
+                    h[j] = t->h[i];
+                    break;
+                }
+        free(t->h);
+        t->h = h;
+        t->cap = cap;
+    }
+    uint64_t x = dlk_hash64(token, strlen(token));
+    x += !x; /* 0 marks an empty place */
+    size_t j = x % t->cap;
+    for (; t->h[j]; j = (j + 1) % t->cap)
+        if (t->h[j] == x)
+            return 0;
+    t->h[j] = x;
+    t->n++;
+    return 1;
+}
+
+void list_tokens_free(list_tokens *t)
+{
+    free(t->h);
+    memset(t, 0, sizeof *t);
+}
+
 /* ---- list ----------------------------------------------------------- */
 
 typedef struct list_ctx {
@@ -106,8 +142,23 @@ static char *full_prefix(const s3_store *s, const char *prefix)
  * the end of a listing that ends early (a range's next folder, a callback
  * that stops) the page asked for ahead is not used. */
 
+/* What one listing may take, whatever the server answers: its pages
+ * and keys (every chain of a wide listing counts into one; atomic). */
+typedef struct list_bound {
+    uint64_t pages, keys;
+    uint64_t max_pages, max_keys;
+} list_bound;
+
+static list_bound bound_of(const s3_store *s)
+{
+    const s3_config *c = s3_store_config(s);
+    return (list_bound){.max_pages = c->list_max_pages,
+                        .max_keys = c->list_max_keys};
+}
+
 typedef struct page_chain {
     const char *full;    /* the prefix listed */
+    list_bound *bound;
     const char *after;   /* its first page starts after this (or NULL) */
     bool delimit;
     s3_req r[2];         /* the page answered next, and the one after */
@@ -115,12 +166,27 @@ typedef struct page_chain {
     bool busy[2];
     int cur;
     char early[1024];    /* the token that r[!cur] was asked with */
+    list_tokens seen;    /* the tokens asked with */
 } page_chain;
 
-/* Ask for a page (token; NULL: the first) into request i. */
+/* Ask for a page (token; NULL: the first) into request i: refused when
+ * the token was asked with before, or the listing has had its pages. */
 static dlk_status chain_ask(s3_store *s, page_chain *c, int i,
                             const char *token, dlk_error *err)
 {
+    if (__atomic_add_fetch(&c->bound->pages, 1, __ATOMIC_RELAXED) >
+        c->bound->max_pages)
+        return dlk_fail(err, DLK_ELIMIT, "cannot list 's3://%s/%s': more "
+                        "than %llu pages (DLK_S3_LIST_MAX_PAGES)",
+                        s3_store_bucket(s), c->full,
+                        (unsigned long long)c->bound->max_pages);
+    int fresh = token ? list_tokens_add(&c->seen, token) : 1;
+    if (fresh <= 0)
+        return fresh < 0 ? dlk_oom(err)
+                   : dlk_fail(err, DLK_ENET, "cannot list 's3://%s/%s': the "
+                              "server sent a continuation token it had sent "
+                              "before: the listing would never end",
+                              s3_store_bucket(s), c->full);
     memset(&c->r[i], 0, sizeof c->r[i]);
     c->resp[i].len = 0;
     dlk_status rc = list_query(&c->q[i], c->full, token, c->after,
@@ -156,11 +222,33 @@ static void chain_drop(s3_store *s, page_chain *c)
 static void chain_fini(s3_store *s, page_chain *c)
 {
     chain_drop(s, c);
+    list_tokens_free(&c->seen);
     for (int i = 0; i < 2; i++) {
         dlk_buf_free(&c->q[i]);
         dlk_buf_free(&c->url[i]);
         dlk_buf_free(&c->resp[i]);
     }
+}
+
+/* A page's keys on their way to the chain's callback, counted against
+ * the listing's bound. */
+typedef struct counted {
+    s3_list_etag_fn fn;
+    void *ud;
+    list_bound *bound;
+    bool over;
+} counted;
+
+static int count_key(void *ud, const char *key, uint64_t size,
+                     const char *etag)
+{
+    counted *k = ud;
+    if (__atomic_add_fetch(&k->bound->keys, 1, __ATOMIC_RELAXED) >
+        k->bound->max_keys) {
+        k->over = true;
+        return 1;
+    }
+    return k->fn(k->ud, key, size, etag);
 }
 
 /* Wait for the next page (chain_pending) and parse it into *page, fn
@@ -179,9 +267,14 @@ static dlk_status chain_take(s3_store *s, page_chain *c, s3_list_etag_fn fn,
                             sizeof c->early) &&
           chain_ask(s, c, c->cur, c->early, &e2) == DLK_OK))
         c->early[0] = '\0';
-    dlk_status rc = list_answer(s, r, c->full, &c->resp[k], fn, ud, page,
-                                err);
+    counted kc = {fn, ud, c->bound, false};
+    dlk_status rc = list_answer(s, r, c->full, &c->resp[k], count_key, &kc,
+                                page, err);
     s3_req_fini(r);
+    if (!rc && kc.over)
+        rc = dlk_fail(err, DLK_ELIMIT, "cannot list 's3://%s/%s': more than "
+                      "%llu keys (DLK_S3_LIST_MAX_KEYS)", s3_store_bucket(s),
+                      c->full, (unsigned long long)c->bound->max_keys);
     return rc;
 }
 
@@ -207,7 +300,8 @@ dlk_status s3_list(dlk_store *st, const char *prefix, dlk_list_fn fn,
     char *full = full_prefix(s, prefix);
     if (!full)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
-    page_chain c = {.full = full};
+    list_bound b = bound_of(s);
+    page_chain c = {.full = full, .bound = &b};
     dlk_status rc = chain_ask(s, &c, 0, NULL, err);
     while (!rc && chain_pending(&c)) {
         s3_list_page page;
@@ -401,7 +495,8 @@ static bool keys_move(key_set *dst, key_set *src)
  * 1,000 keys takes a core ~1-2 ms to parse, and all ranges' pages
  * arrive at once). */
 static dlk_status list_ranges(s3_store *s, const char *full, char **cps,
-                              size_t ncps, key_set *g, dlk_error *err)
+                              size_t ncps, key_set *g, list_bound *b,
+                              dlk_error *err)
 {
     size_t nr = ncps < WIDE_RANGES ? ncps : WIDE_RANGES;
     size_t nt = nr < WIDE_THREADS ? nr : WIDE_THREADS;
@@ -422,7 +517,8 @@ static dlk_status list_ranges(s3_store *s, const char *full, char **cps,
         size_t n = strlen(w[i].lo);
         if (!(w[i].after = strndup(w[i].lo, n ? n - 1 : 0)))
             rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
-        w[i].c = (page_chain){.full = full, .after = w[i].after};
+        w[i].c = (page_chain){.full = full, .after = w[i].after,
+                              .bound = b};
     }
     for (size_t t = 0; !rc && t < nt; t++) {
         jobs[t] = (range_job){.s = s, .w = w, .nw = nr, .first = t,
@@ -486,9 +582,10 @@ static dlk_status list_wide(dlk_store *st, const char *prefix,
     size_t ncps = 0;
     dlk_status rc = full ? DLK_OK
                          : dlk_fail(err, DLK_ENOMEM, "out of memory");
+    list_bound b = bound_of(s);
     /* the top folder: its keys and subfolders, down a single subfolder */
     for (int depth = 0; !rc && depth < WIDE_DEPTH; depth++) {
-        page_chain c = {.full = full, .delimit = true};
+        page_chain c = {.full = full, .delimit = true, .bound = &b};
         rc = chain_ask(s, &c, 0, NULL, err);
         while (!rc && chain_pending(&c)) {
             s3_list_page page;
@@ -502,7 +599,15 @@ static dlk_status list_wide(dlk_store *st, const char *prefix,
                     memcpy(cps + ncps, page.prefixes,
                            page.nprefixes * sizeof *cps);
                     ncps += page.nprefixes;
+                    /* folders cost memory as keys do: counted as keys */
+                    b.keys += page.nprefixes;
                     page.nprefixes = 0;
+                    if (b.keys > b.max_keys)
+                        rc = dlk_fail(err, DLK_ELIMIT, "cannot list "
+                                      "'s3://%s/%s': more than %llu keys "
+                                      "(DLK_S3_LIST_MAX_KEYS)",
+                                      s3_store_bucket(s), full,
+                                      (unsigned long long)b.max_keys);
                 }
             }
             bool more = !rc && !g.oom && page.truncated;
@@ -521,7 +626,7 @@ static dlk_status list_wide(dlk_store *st, const char *prefix,
         ncps = 0;
     }
     if (!rc && ncps)
-        rc = list_ranges(s, full, cps, ncps, &g, err);
+        rc = list_ranges(s, full, cps, ncps, &g, &b, err);
     for (size_t i = 0; i < ncps; i++)
         free(cps[i]);
     free(cps);

@@ -14,6 +14,8 @@ typedef struct s3_store s3_store;
 const char *s3_store_bucket(const s3_store *s);
 /* "" or "a/b": no leading or trailing '/' */
 const char *s3_store_prefix(const s3_store *s);
+/* The store's settings. */
+const s3_config *s3_store_config(const s3_store *s);
 /* The engine of the store's own requests (not the bulk GETs'). */
 s3_engine *s3_store_engine(const s3_store *s);
 /* The failure of r, doing `verb` on okey, as a status and a message that
@@ -32,6 +34,16 @@ dlk_status s3_str_append(dlk_buf *b, const char *s, dlk_error *err);
 dlk_status s3_terminate(dlk_buf *b, dlk_error *err);
 
 /* ---- s3_list.c ------------------------------------------------------ */
+
+/* The continuation tokens one listing has asked with, as hashes: a server
+ * that sends one again would have the listing go round for ever. */
+typedef struct list_tokens {
+    uint64_t *h;         /* open addressing; 0: an empty place */
+    size_t n, cap;
+} list_tokens;
+/* 1: token is new (now kept), 0: it was seen before, -1: out of memory. */
+int list_tokens_add(list_tokens *t, const char *token);
+void list_tokens_free(list_tokens *t);
 
 /* The store's list, list_wide and list_versions operations. */
 dlk_status s3_list(dlk_store *st, const char *prefix, dlk_list_fn fn,
