@@ -36,6 +36,24 @@ work), then nothing more for --stall-ms (default 120000) or until the
 client gives up, and the connection is closed; --stall-max N injects at
 most N stalls (0: no limit).  Logged as "fault stall METHOD PATH".
 
+A hostile or broken server (every matching request, no rate): --hostile
+  list-repeat  a listing's page (S3 ListObjectsV2, GCS objects.list) is
+               answered as truncated, its next token always the same one;
+               the proxy asks the server for the first page in its place
+  list-fresh   the same with a new token each page: a listing that never
+               ends
+  trickle      an object GET's answer, headers included, at --trickle-bps
+               bytes a second (default 2)
+  claim        an object GET's answer claims --claim-bytes (default
+               1 GiB - 1) in its Content-Length, sends the real body and
+               closes the connection
+  longer       an object GET's body gets --longer-bytes (default 1000)
+               more bytes than the object has, its Content-Length too
+--hostile-path REGEX picks the requests (path with query; the trickle of a
+listing: 'list-type=2' for S3, '/o[?]' for GCS); without it, the listing
+modes take listings and the others the GETs that are not listings.
+Logged as "fault hostile-MODE METHOD PATH".
+
 For benchmarks, --procs N serves from N processes sharing the listening
 socket (one Python process relays about 1 GB/s); only with --delay-ms, as
 each process would draw and count faults of its own.
@@ -76,6 +94,9 @@ class Faults:
         self.stall_left = args.stall_max if args.stall_max > 0 else -1
         self.counts = {k: 0 for k, _ in self.table}
         self.counts["slow"] = 0
+        for mode in ("list-repeat", "list-fresh", "trickle", "claim",
+                     "longer"):
+            self.counts["hostile-" + mode] = 0
         # its own generator: the fault sequence of a seed stays the same
         self.slow_rng = random.Random(args.seed + 7919)
         self.slow_re = re.compile(args.slow_path) if args.slow_path else None
@@ -125,6 +146,36 @@ class Faults:
             self.counts[kind] += 1
         sys.stderr.write("fault %s %s %s\n" % (kind, method, path))
         sys.stderr.flush()
+
+
+LOOP_TOKEN = "dlk-loop"
+LOOP_QUERY = re.compile(r"(^|&)(continuation-token|pageToken)=dlk-loop[^&]*")
+
+
+def is_listing(method, path):
+    """A ListObjectsV2 (S3) or objects.list (GCS) request."""
+    if method != "GET":
+        return False
+    u = urllib.parse.urlsplit(path)
+    return ("list-type=2" in u.query or
+            re.search(r"/storage/v1/b/[^/]+/o$", u.path) is not None)
+
+
+def loop_page(body, token):
+    """A listing page made truncated, with token as its next one."""
+    text = body.decode("utf-8", "replace")
+    if text.lstrip().startswith("{"):           # GCS: JSON
+        import json
+        d = json.loads(text)
+        d["nextPageToken"] = token
+        return json.dumps(d).encode()
+    text = re.sub(r"<NextContinuationToken>.*?</NextContinuationToken>", "",
+                  text, flags=re.S)
+    text = text.replace("<IsTruncated>false</IsTruncated>",
+                        "<IsTruncated>true</IsTruncated>")
+    text = text.replace("</IsTruncated>", "</IsTruncated><NextContinuation"
+                        "Token>%s</NextContinuationToken>" % token, 1)
+    return text.encode()
 
 
 def error_xml(code, message, rid):
@@ -242,6 +293,9 @@ class Handler(BaseHTTPRequestHandler):
             except (ValueError, OSError):
                 self.close_connection = True
                 return
+            hostile = self.hostile_mode()
+            if hostile:
+                return self.hostile(hostile, body)
             kind, cut = self.server.faults.pick()
             slow = (kind not in ("500", "503") and opts.slow_ms > 0
                     and self.server.faults.slow(self.path))
@@ -260,6 +314,67 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_error(502, "upstream: %s" % e)
                 return
             self.relay(resp, kind, cut, slow)
+
+    def hostile_mode(self):
+        """The --hostile mode this request gets, or None."""
+        mode = self.server.opts.hostile
+        if not mode or self.command != "GET":
+            return None
+        rx = self.server.hostile_re
+        if rx is not None:
+            return mode if rx.search(self.path) else None
+        listing = is_listing(self.command, self.path)
+        return mode if listing == mode.startswith("list-") else None
+
+    def hostile(self, mode, body):
+        opts = self.server.opts
+        self.server.faults.note("hostile-" + mode, self.command, self.path)
+        if mode.startswith("list-"):
+            # the server is asked for the first page again: it knows no
+            # token of ours
+            u = urllib.parse.urlsplit(self.path)
+            q = LOOP_QUERY.sub("", u.query).lstrip("&")
+            self.path = urllib.parse.urlunsplit(("", "", u.path, q, ""))
+        try:
+            resp = self.forward(body)
+            data = resp.read()
+        except (OSError, http.client.HTTPException) as e:
+            self.send_error(502, "upstream: %s" % e)
+            return
+        hdrs = [(k, v) for k, v in resp.getheaders()
+                if k.lower() not in HOP and k.lower() != "content-length"]
+        length = len(data)
+        if mode.startswith("list-") and resp.status == 200:
+            with self.server.faults.lock:
+                self.server.pages += 1
+                n = self.server.pages
+            data = loop_page(data, LOOP_TOKEN if mode == "list-repeat"
+                             else "%s-%d" % (LOOP_TOKEN, n))
+            length = len(data)
+        elif mode == "longer" and resp.status == 200:
+            data += b"\0" * opts.longer_bytes
+            length = len(data)
+        elif mode == "claim" and resp.status == 200:
+            length = opts.claim_bytes
+        head = ["HTTP/1.1 %d %s\r\n" % (resp.status, resp.reason)]
+        head += ["%s: %s\r\n" % kv for kv in hdrs]
+        head.append("Content-Length: %d\r\n\r\n" % length)
+        raw = "".join(head).encode("latin-1") + data
+        try:
+            if mode == "trickle":
+                gap = 1.0 / opts.trickle_bps
+                for i in range(len(raw)):
+                    self.wfile.write(raw[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(gap)
+            else:
+                self.wfile.write(raw)
+                self.wfile.flush()
+        except OSError:
+            self.close_connection = True
+            return
+        if mode == "claim":
+            self.hard_close(False)
 
     def stall(self, sent_headers):
         """Send nothing more for --stall-ms, or until the client is gone,
@@ -412,6 +527,15 @@ def main():
                    help="how long a stalled answer sends nothing")
     p.add_argument("--stall-max", type=int, default=0,
                    help="at most this many stalls (0: no limit)")
+    p.add_argument("--hostile", default=None,
+                   choices=("list-repeat", "list-fresh", "trickle", "claim",
+                            "longer"),
+                   help="a hostile server's answer to every matching request")
+    p.add_argument("--hostile-path", default=None, metavar="REGEX",
+                   help="the requests --hostile takes (path with query)")
+    p.add_argument("--trickle-bps", type=float, default=2.0)
+    p.add_argument("--claim-bytes", type=int, default=(1 << 30) - 1)
+    p.add_argument("--longer-bytes", type=int, default=1000)
     p.add_argument("--procs", type=int, default=1,
                    help="serve from this many processes (delay only)")
     opts = p.parse_args()
@@ -433,7 +557,8 @@ def main():
         p.error("--procs is 1 to 64")
     if opts.procs > 1 and (opts.rate_500 or opts.rate_503 or opts.rate_reset
                            or opts.rate_truncate or opts.stall_rate
-                           or opts.slow_rate or opts.slow_path):
+                           or opts.slow_rate or opts.slow_path
+                           or opts.hostile):
         # each process would draw and count its own faults
         p.error("--procs above 1 is for --delay-ms only, without faults")
 
@@ -442,6 +567,8 @@ def main():
     srv.up = up
     srv.local = threading.local()
     srv.faults = Faults(opts)
+    srv.hostile_re = re.compile(opts.hostile_path) if opts.hostile_path else None
+    srv.pages = 0
     srv.slots = threading.BoundedSemaphore(opts.max_conns)
     def stats(*_):
         sys.stderr.write("faults %s\n" % " ".join(

@@ -133,6 +133,46 @@ stop_pid() { # PID: TERM, then KILL after 5 s
     kill -9 "$1" 2>/dev/null
 }
 
+# bounded SECONDS [ulimit -v KiB] CMD...: CMD under a time limit (and an
+# address space limit), $OUT and $ERR as for ok; its exit status in RC
+# (124: it ran out of time), its seconds in SECS, its peak RSS in RSS (KiB)
+bounded() {
+    local lim=$1 vm=unlimited t0=$SECONDS; shift
+    if [ "${1:-}" = ulimit ]; then vm=$3; shift 3; fi
+    /usr/bin/time -f %M -o "$T/.rss" timeout -k 5 "$lim" bash -c \
+        'ulimit -v "$0"; exec "$@"' "$vm" "$@" >"$OUT" 2>"$ERR"
+    RC=$?
+    SECS=$((SECONDS - t0))
+    RSS=$(tail -n 1 "$T/.rss" | grep -E '^[0-9]+$' || echo 0)
+}
+
+# sigterm_after SECONDS NAME CMD...: CMD in the background, SIGTERM after
+# SECONDS; checks that it exits 143 within 5 s of the signal (after 15 s
+# it is killed and the check fails)
+sigterm_after() {
+    local wait=$1 name=$2 i; shift 2
+    "$@" >"$OUT" 2>"$ERR" &
+    local pid=$!
+    sleep "$wait"
+    kill -TERM $pid
+    local t0=$SECONDS
+    for ((i = 0; i < 150; i++)); do
+        kill -0 $pid 2>/dev/null || break
+        sleep 0.1
+    done
+    local secs=$((SECONDS - t0))
+    if kill -0 $pid 2>/dev/null; then
+        kill -KILL $pid
+        wait $pid
+        echo "not ok - $name: still running 15 s after SIGTERM"
+        return 1
+    fi
+    wait $pid
+    local rc=$?
+    check "$name: exit 143 (exit $rc)" test "$rc" -eq 143 &&
+        check "$name: within 5 s of the signal (${secs}s)" test "$secs" -le 5
+}
+
 # tests/faultproxy.py in front of UPSTREAM (a URL) with ARGS, stopped at
 # exit: FAULT_PROXY_PORT, FAULT_PROXY_LOG (its log), FAULT_PROXY_PID.
 fault_proxy_start() { # UPSTREAM ARGS...
