@@ -112,6 +112,16 @@ through_proxy --hostile trickle --hostile-path 'list-type=2'
 sigterm_create "SIGTERM during a trickled listing"
 through_proxy --hostile trickle
 sigterm_create "SIGTERM during a trickled GET"
+# and during the rows' GETs of an ingest into a dataset (no inference):
+# the run stops as interrupted, keeping what it had
+mkdir -p "$T/other"
+for i in $(seq -w 0 9); do echo 2 > "$T/other/x$i.cls"; done
+ok "a local dataset of other rows" "$DLK" create "$T/base" from-dir \
+    "$T/other" --order sorted --quiet
+sigterm_after 2 "SIGTERM during an ingest's trickled GETs" env AWS_ENDPOINT_URL="$PROXY" \
+    "$DLK" ingest "$T/base" from-s3 s3://raw/lab --order sorted
+check "the ingest says it was interrupted" grep -q "^interrupted: " "$ERR"
+ok "the dataset still verifies" "$DLK" verify "$T/base"
 
 # the other commands against S3 end on SIGTERM too (its default action)
 s3_mkbucket lake

@@ -88,3 +88,13 @@ through_proxy --hostile trickle --hostile-path '/o[?]'
 sigterm_create "SIGTERM during a trickled listing"
 through_proxy --hostile trickle
 sigterm_create "SIGTERM during a trickled GET"
+# and during the rows' GETs of an ingest into a dataset (no inference):
+# the run stops as interrupted, keeping what it had
+mkdir -p "$T/other"
+for i in $(seq -w 0 9); do echo 2 > "$T/other/x$i.cls"; done
+ok "a local dataset of other rows" "$DLK" create "$T/base" from-dir \
+    "$T/other" --order sorted --quiet
+sigterm_after 2 "SIGTERM during an ingest's trickled GETs" env STORAGE_EMULATOR_HOST="$PROXY" \
+    "$DLK" ingest "$T/base" from-gs gs://raw/lab --order sorted
+check "the ingest says it was interrupted" grep -q "^interrupted: " "$ERR"
+ok "the dataset still verifies" "$DLK" verify "$T/base"
