@@ -249,6 +249,8 @@ static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
                 rc = DLK_OK;
                 continue;
             }
+            if (rc)
+                break; /* the network's fault: b holds nothing */
             char text[4097];
             size_t n = b.len;
             memcpy(text, b.data, n);
