@@ -148,14 +148,69 @@ static dlk_status seq_alloc(seq *q, uint64_t n, dlk_error *err)
     return DLK_OK;
 }
 
-/* Rank r's stream of `base` (length n, block starts in `bounds` when the
- * windows are shuffled) under (world, batch). */
-static dlk_status rank_stream(const uint64_t *base, uint64_t n,
+/* The sequence a segment deals out: segment 0's is the blocks' samples
+ * in the blocks' order, read from the blocks as they are needed (an
+ * array of every position, on every rank, costs 9 bytes a row where a
+ * rank needs only its share); a later segment's is what the ranks before
+ * it left, an array. */
+typedef struct base_seq {
+    uint64_t n;
+    const uint64_t *s;       /* a later segment: its samples; NULL: blocks */
+    /* segment 0: the nb blocks with samples, in order; the i-th starts at
+     * position at[i] (at[nb] = n) and holds samples first[blk[i]] + k, or
+     * with rows, rows[rlo[i] + k] */
+    const uint64_t *at;
+    const size_t *blk;
+    const uint64_t *rlo;
+    const uint64_t *first;
+    const uint64_t *rows;
+    size_t nb;
+} base_seq;
+
+/* Samples of positions g0, g0 + 1, ... (mod n) into v[0, len). */
+static void base_fill(const base_seq *b, uint64_t g0, uint64_t *v,
+                      uint64_t len)
+{
+    if (!len || !b->n)
+        return;
+    uint64_t g = g0 % b->n;
+    if (b->s) {
+        for (uint64_t i = 0; i < len; i++) {
+            v[i] = b->s[g];
+            if (++g == b->n)
+                g = 0;
+        }
+        return;
+    }
+    size_t lo = 0, hi = b->nb; /* the last block starting at or before g */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (b->at[mid] <= g)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    size_t i = lo;
+    uint64_t k = g - b->at[i], end = b->at[i + 1] - b->at[i];
+    for (uint64_t j = 0; j < len; j++) {
+        v[j] = b->rows ? b->rows[b->rlo[i] + k] : b->first[b->blk[i]] + k;
+        if (++k == end) {
+            i = i + 1 == b->nb ? 0 : i + 1;
+            k = 0;
+            end = b->at[i + 1] - b->at[i];
+        }
+    }
+}
+
+/* Rank r's stream of `base` (block starts in `bounds` when the windows
+ * are shuffled) under (world, batch). */
+static dlk_status rank_stream(const base_seq *base,
                               const uint64_t *bounds, size_t nbounds,
                               const dlk_order_params *p, uint64_t epoch,
                               uint32_t world, uint32_t batch, uint32_t r,
                               seq *out, dlk_error *err)
 {
+    uint64_t n = base->n;
     uint64_t span = p->drop_last ? n / world : (n + world - 1) / world;
     uint64_t batches = p->drop_last ? span / batch
                                     : (span + batch - 1) / batch;
@@ -168,11 +223,9 @@ static dlk_status rank_stream(const uint64_t *base, uint64_t n,
     if (len == 0)
         return DLK_OK;
     uint64_t start = (uint64_t)r * span;
-    for (uint64_t i = 0; i < span; i++) {
-        uint64_t g = start + i;
-        out->s[i] = base[g % n];
-        out->pad[i] = g >= n;
-    }
+    base_fill(base, start, out->s, span);
+    for (uint64_t i = 0; i < span; i++)
+        out->pad[i] = start + i >= n;
     if (p->shuffle && bounds && span) {
         /* windows of window_blocks blocks, cut at block starts in the span;
          * the first ones ramp up from the blocks a batch fills on average,
@@ -244,40 +297,34 @@ dlk_status dlk_order_build(const uint64_t *first, const uint32_t *count,
     if (rank >= st->seg[st->nseg - 1].world)
         return dlk_fail(err, DLK_EINVAL, "rank %u of a world of %u", rank,
                         st->seg[st->nseg - 1].world);
-    /* segment 0's base: blocks permuted, samples concatenated */
-    uint64_t n = 0;
-    for (size_t i = 0; !p->rows && i < nblocks; i++)
-        n += count[i];
-    if (p->rows)
-        n = p->nrows;
+    /* segment 0's base: blocks permuted, samples concatenated; each
+     * block's start is kept, not its samples */
     uint64_t *order = malloc((nblocks ? nblocks : 1) * sizeof *order);
-    uint64_t *bounds = malloc((nblocks ? nblocks : 1) * sizeof *bounds);
-    seq base = {0};
-    dlk_status rc = seq_alloc(&base, n, err);
-    if (!rc && (!order || !bounds))
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+    uint64_t *bounds = malloc((nblocks + 1) * sizeof *bounds);
+    size_t *blk = malloc((nblocks ? nblocks : 1) * sizeof *blk);
+    uint64_t *rlo = p->rows ? malloc((nblocks ? nblocks : 1) * sizeof *rlo)
+                            : NULL;
+    dlk_status rc = DLK_OK;
+    if (!order || !bounds || !blk || (p->rows && !rlo))
+        rc = dlk_fail(err, DLK_ENOMEM, "out of memory planning %llu "
+                      "blocks", (unsigned long long)nblocks);
+    for (size_t i = 0; !rc && i < nblocks; i++)
+        order[i] = i;
+    if (!rc && p->shuffle) {
+        rng g = {dlk_mix64(p->seed) ^ dlk_mix64(st->epoch + 1)};
+        rc = stratify(order, nblocks, p->window_blocks, &g, err);
+    }
     if (rc) {
         free(order);
         free(bounds);
-        seq_free(&base);
+        free(blk);
+        free(rlo);
         return rc;
-    }
-    for (size_t i = 0; i < nblocks; i++)
-        order[i] = i;
-    if (p->shuffle) {
-        rng g = {dlk_mix64(p->seed) ^ dlk_mix64(st->epoch + 1)};
-        rc = stratify(order, nblocks, p->window_blocks, &g, err);
-        if (rc) {
-            free(order);
-            free(bounds);
-            seq_free(&base);
-            return rc;
-        }
     }
     uint64_t pos = 0;
     size_t nb = 0;
     for (size_t i = 0; i < nblocks; i++) {
-        uint64_t f = first[order[i]];
+        uint64_t f = first[order[i]], c = count[order[i]];
         if (p->rows) { /* the block's rows: a binary search, then a run */
             uint64_t lo = 0, hi = p->nrows;
             while (lo < hi) {
@@ -287,28 +334,32 @@ dlk_status dlk_order_build(const uint64_t *first, const uint32_t *count,
                 else
                     hi = mid;
             }
-            if (lo < p->nrows && p->rows[lo] < f + count[order[i]])
-                bounds[nb++] = pos;
-            for (; lo < p->nrows && p->rows[lo] < f + count[order[i]]; lo++)
-                if (pos < n)
-                    base.s[pos++] = p->rows[lo];
-            continue;
+            uint64_t e = lo;
+            while (e < p->nrows && p->rows[e] < f + c)
+                e++;
+            if (e == lo)
+                continue;
+            c = e - lo;
+            rlo[nb] = lo;
         }
-        bounds[nb++] = pos;
-        for (uint32_t k = 0; k < count[order[i]]; k++)
-            base.s[pos++] = f + k;
+        if (!c)
+            continue;
+        bounds[nb] = pos;
+        blk[nb++] = order[i];
+        pos += c;
     }
-    base.n = pos; /* rows past every block are not streamed */
+    bounds[nb] = pos; /* rows past every block are not streamed */
     free(order);
+    base_seq base = {pos, NULL, bounds, blk, rlo, first, p->rows, nb};
 
-    seq cur = base;
+    seq cur = {0}; /* a later segment's base, when there is one */
     const uint64_t *bnd = bounds;
     size_t nbnd = nb;
     for (uint32_t sgi = 0; !rc; sgi++) {
         uint32_t world = st->seg[sgi].world, batch = st->seg[sgi].batch;
         if (sgi == st->nseg - 1) {
             seq mine = {0};
-            rc = rank_stream(cur.s, cur.n, bnd, nbnd, p, st->epoch, world,
+            rc = rank_stream(&base, bnd, nbnd, p, st->epoch, world,
                              batch, rank, &mine, err);
             if (!rc) {
                 out->n = mine.n;
@@ -319,35 +370,31 @@ dlk_status dlk_order_build(const uint64_t *first, const uint32_t *count,
             }
             break;
         }
-        /* what the ranks of this segment left, rank after rank */
+        /* what the ranks of this segment left, rank after rank: one
+         * rank's stream at a time, into room for all the base */
         seq next = {0};
-        uint64_t steps = st->seg[sgi].steps, left = 0;
-        seq *streams = calloc(world, sizeof *streams);
-        if (!streams)
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        uint64_t steps = st->seg[sgi].steps, k = 0;
+        rc = seq_alloc(&next, base.n, err);
         for (uint32_t r = 0; !rc && r < world; r++) {
-            rc = rank_stream(cur.s, cur.n, bnd, nbnd, p, st->epoch, world,
-                             batch, r, &streams[r], err);
-            for (uint64_t i = steps * batch; !rc && i < streams[r].n; i++)
-                left += !streams[r].pad[i];
+            seq one = {0};
+            rc = rank_stream(&base, bnd, nbnd, p, st->epoch, world, batch,
+                             r, &one, err);
+            for (uint64_t i = steps * batch; !rc && i < one.n; i++)
+                if (!one.pad[i] && k < next.n)
+                    next.s[k++] = one.s[i];
+            seq_free(&one);
         }
-        if (!rc)
-            rc = seq_alloc(&next, left, err);
-        uint64_t k = 0;
-        for (uint32_t r = 0; !rc && r < world; r++)
-            for (uint64_t i = steps * batch; i < streams[r].n; i++)
-                if (!streams[r].pad[i])
-                    next.s[k++] = streams[r].s[i];
-        for (uint32_t r = 0; streams && r < world; r++)
-            seq_free(&streams[r]);
-        free(streams);
+        next.n = k;
         seq_free(&cur);
         cur = next;
+        base = (base_seq){cur.n, cur.s, NULL, NULL, NULL, NULL, NULL, 0};
         bnd = NULL; /* later segments keep the order they were given */
         nbnd = 0;
     }
     seq_free(&cur);
     free(bounds);
+    free(blk);
+    free(rlo);
     return rc;
 }
 
