@@ -30,9 +30,9 @@ void dlk_plan_free(dlk_loader *l, dlk_plan *pl, bool stopped)
     }
     free(pl->slots);
     free(pl->sched);
-    for (size_t t = 0; pl->pos_slot && t < l->nt; t++)
-        free(pl->pos_slot[t]);
-    free(pl->pos_slot);
+    for (size_t t = 0; pl->key_slot && t < l->nt; t++)
+        free(pl->key_slot[t]);
+    free(pl->key_slot);
     dlk_order_free(&pl->order);
     memset(pl, 0, sizeof *pl);
 }
@@ -49,6 +49,51 @@ static dlk_loader_state next_epoch_state(const dlk_loader *l,
     n.seg[0].steps = 0;
     n.samples = 0;
     return n;
+}
+
+/* The chunk of tensor lt holding `sample`, and the key of its slots: the
+ * chunk, or the unit of it read in spans (parts [*p0, *p1)); false when
+ * the tensor has no such sample. */
+static bool sample_key(const dlk_loader_tensor *lt, uint64_t sample,
+                       size_t *chunk, size_t *key, uint32_t *p0,
+                       uint32_t *p1)
+{
+    const dlk_tensor *tt = lt->tensor;
+    ssize_t c = dlk_tensor_find_chunk(tt, sample);
+    if (c < 0)
+        return false;
+    *chunk = (size_t)c;
+    *key = (size_t)c;
+    *p0 = *p1 = 0;
+    if (lt->unit_parts) {
+        uint32_t np = dlk_span_nparts(lt, (size_t)c);
+        uint32_t u = dlk_span_part_of(lt, (size_t)c,
+                                      (uint32_t)(sample - tt->chunks[c].first)) /
+                     lt->unit_parts;
+        *key = (size_t)(lt->unit_base[c] + u);
+        *p0 = u * lt->unit_parts;
+        *p1 = *p0 + lt->unit_parts < np ? *p0 + lt->unit_parts : np;
+    }
+    return true;
+}
+
+/* The slot of tensor t that position pos of plan pl reads from. */
+static dlk_status pos_slot(const dlk_loader *l, const dlk_plan *pl, size_t t,
+                           uint64_t pos, uint32_t *out, dlk_error *err)
+{
+    size_t c, k;
+    uint32_t p0, p1;
+    uint32_t si = UINT32_MAX;
+    if (sample_key(&l->t[t], pl->order.sample[pos], &c, &k, &p0, &p1))
+        si = pl->key_slot[t][k];
+    while (si != UINT32_MAX && pl->slots[si].last_pos < pos)
+        si = pl->slots[si].next_same;
+    if (si == UINT32_MAX || pl->slots[si].first_pos > pos)
+        return dlk_fail(err, DLK_EINTERNAL, "no slot for position %llu of "
+                        "tensor '%s'", (unsigned long long)pos,
+                        l->t[t].tensor->spec.name);
+    *out = si;
+    return DLK_OK;
 }
 
 /* Build into pl (empty) the plan of the epoch in state st; *skip is the
@@ -71,8 +116,8 @@ static dlk_status build_plan(dlk_loader *l, dlk_plan *pl,
     uint64_t gap = l->window_blocks * l->avg_block + l->o.batch_size;
     size_t cap = 64;
     pl->slots = malloc(cap * sizeof *pl->slots);
-    pl->pos_slot = calloc(l->nt, sizeof *pl->pos_slot);
-    if (!pl->slots || !pl->pos_slot)
+    pl->key_slot = calloc(l->nt, sizeof *pl->key_slot);
+    if (!pl->slots || !pl->key_slot)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     for (size_t t = 0; t < l->nt; t++) {
         const dlk_loader_tensor *lt = &l->t[t];
@@ -81,33 +126,22 @@ static dlk_status build_plan(dlk_loader *l, dlk_plan *pl,
         size_t nkeys = lt->unit_parts ? (size_t)lt->unit_base[tt->nchunks]
                                       : tt->nchunks;
         uint32_t *last = malloc((nkeys ? nkeys : 1) * sizeof *last);
-        pl->pos_slot[t] = malloc((n ? n : 1) * sizeof *pl->pos_slot[t]);
-        if (!last || !pl->pos_slot[t]) {
+        pl->key_slot[t] = malloc((nkeys ? nkeys : 1) *
+                                 sizeof *pl->key_slot[t]);
+        if (!last || !pl->key_slot[t]) {
             free(last);
             return dlk_fail(err, DLK_ENOMEM, "out of memory planning");
         }
         for (size_t c = 0; c < nkeys; c++)
-            last[c] = UINT32_MAX;
+            last[c] = pl->key_slot[t][c] = UINT32_MAX;
         for (uint64_t pos = 0; pos < n; pos++) {
-            ssize_t c = dlk_tensor_find_chunk(tt, pl->order.sample[pos]);
-            if (c < 0) {
+            size_t c, k;
+            uint32_t p0, p1;
+            if (!sample_key(lt, pl->order.sample[pos], &c, &k, &p0, &p1)) {
                 free(last);
                 return dlk_fail(err, DLK_ECORRUPT, "tensor '%s' has no "
                                 "sample %llu", tt->spec.name,
                                 (unsigned long long)pl->order.sample[pos]);
-            }
-            size_t k = (size_t)c;
-            uint32_t p0 = 0, p1 = 0;
-            if (lt->unit_parts) {
-                uint32_t np = dlk_span_nparts(lt, (size_t)c);
-                uint32_t u = dlk_span_part_of(
-                                 lt, (size_t)c,
-                                 (uint32_t)(pl->order.sample[pos] -
-                                            tt->chunks[c].first)) /
-                             lt->unit_parts;
-                k = (size_t)(lt->unit_base[c] + u);
-                p0 = u * lt->unit_parts;
-                p1 = p0 + lt->unit_parts < np ? p0 + lt->unit_parts : np;
             }
             uint32_t si = last[k];
             if (si == UINT32_MAX || pos - pl->slots[si].last_pos > gap) {
@@ -120,22 +154,27 @@ static dlk_status build_plan(dlk_loader *l, dlk_plan *pl,
                     }
                     pl->slots = v;
                 }
+                uint32_t prev = si;
                 si = (uint32_t)pl->nslots++;
                 memset(&pl->slots[si], 0, sizeof pl->slots[si]);
                 pl->slots[si].tensor = t;
-                pl->slots[si].chunk = (size_t)c;
+                pl->slots[si].chunk = c;
                 pl->slots[si].p0 = p0;
                 pl->slots[si].p1 = p1;
                 pl->slots[si].first_pos = pos;
+                pl->slots[si].next_same = UINT32_MAX;
+                if (prev == UINT32_MAX)
+                    pl->key_slot[t][k] = si;
+                else
+                    pl->slots[prev].next_same = si;
                 last[k] = si;
             }
             pl->slots[si].last_pos = pos;
-            pl->pos_slot[t][pos] = si;
         }
         free(last);
     }
-    /* load order: by first use; pos_slot entries point into this array,
-     * so sort a permutation instead of the slots themselves */
+    /* load order: by first use; key_slot and next_same point into this
+     * array, so sort a permutation instead of the slots themselves */
     pl->sched = malloc((pl->nslots ? pl->nslots : 1) * sizeof *pl->sched);
     if (!pl->sched)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
@@ -249,13 +288,22 @@ static dlk_status wait_ready(dlk_loader *l, uint64_t p0, uint64_t p1,
                              dlk_error *err)
 {
     double t0 = dlk_now_s();
+    /* the batch's slots, for assemble too */
+    uint32_t b = l->o.batch_size;
+    for (size_t t = 0; t < l->nt; t++)
+        for (uint64_t p = p0; p < p1; p++) {
+            dlk_status rc = pos_slot(l, &l->plan, t, p,
+                                     &l->bslot[t * b + (p - p0)], err);
+            if (rc)
+                return rc;
+        }
     pthread_mutex_lock(&l->mu);
     l->want_pos = p1;
     pthread_cond_signal(&l->work); /* one wakes, and wakes the next */
     dlk_status rc = DLK_OK;
     for (size_t t = 0; t < l->nt && !rc; t++) {
         for (uint64_t p = p0; p < p1 && !rc; p++) {
-            dlk_slot *s = &l->plan.slots[l->plan.pos_slot[t][p]];
+            dlk_slot *s = &l->plan.slots[l->bslot[t * b + (p - p0)]];
             while (!rc && s->state != SLOT_READY && s->state != SLOT_FAILED) {
                 /* the timeline: each stretch of waiting goes to what the
                  * chunk was doing when it began */
@@ -326,7 +374,8 @@ static dlk_status assemble(dlk_loader *l, uint64_t p0, uint32_t b,
         dlk_loader_tensor *lt = &l->t[t];
         uint64_t total = 0;
         for (uint32_t i = 0; i < b; i++) {
-            dlk_slot *s = &l->plan.slots[l->plan.pos_slot[t][p0 + i]];
+            /* found by wait_ready */
+            dlk_slot *s = &l->plan.slots[l->bslot[t * l->o.batch_size + i]];
             const dlk_chunk_entry *e = &lt->tensor->chunks[s->chunk];
             size_t nb, off_in_chunk;
             int64_t shape[DLK_MAX_NDIM];
@@ -349,7 +398,8 @@ static dlk_status assemble(dlk_loader *l, uint64_t p0, uint32_t b,
             total += nb;
             if (l->o.check)
                 l->host_fold +=
-                    s->fold[l->plan.order.sample[p0 + i] - e->first];
+                    s->fold[l->plan.order.sample[p0 + i] - e->first -
+                            s->fold_first];
         }
         if (lt->variable)
             lt->offsets[b] = total;

@@ -24,6 +24,9 @@ typedef struct dlk_slot {
      * own (p1 0: the whole chunk) */
     uint32_t p0, p1;
     uint64_t first_pos, last_pos;
+    uint32_t next_same;         /* the next slot of its chunk or unit
+                                 * (a later run of positions), or
+                                 * UINT32_MAX */
     int state;
     /* from here on: what a load fills (cleared on release) */
     dlk_chunk *ch;              /* header, index, payload (host) */
@@ -38,7 +41,10 @@ typedef struct dlk_slot {
     const void *map_p;          /* a mapping of the object this slot owns */
     size_t map_n;
     void *dev_ptr, *dev_handle; /* payload on the device */
-    uint64_t *fold;             /* per-sample folds (check mode) */
+    uint64_t *fold;             /* per-sample folds (check mode): of the
+                                 * chunk's samples from fold_first on */
+    uint32_t fold_first;        /* 0 for the chunk's kept folds; a span's
+                                 * own hold only its samples' */
     bool fold_kept;             /* fold is the chunk's kept one, not ours */
     uint64_t bytes;             /* counted against the budget */
     double t_buffer;            /* when the load had its host buffer */
@@ -77,7 +83,11 @@ typedef struct dlk_plan {
     uint32_t *sched;            /* slots in load order */
     size_t next_sched;          /* next slot a worker takes */
     size_t release_from;
-    uint32_t **pos_slot;        /* per tensor: position -> slot */
+    /* per tensor, per chunk (or unit of a chunk read in spans): its
+     * first slot, the others after it through next_same; a position's
+     * slot is found from its sample, not kept for every position (4
+     * bytes a row a tensor) */
+    uint32_t **key_slot;
 } dlk_plan;
 
 struct dlk_loader {
@@ -111,6 +121,7 @@ struct dlk_loader {
     uint64_t want_pos;          /* consumer needs everything before this */
 
     dlk_gather *gather;         /* per tensor: batch entries */
+    uint32_t *bslot;            /* per tensor: the batch's slots */
     dlk_batch batch;
     bool have_batch;
     bool batch_kept;            /* its buffers were taken by dlk_loader_keep */

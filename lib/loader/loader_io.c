@@ -26,7 +26,11 @@ static uint64_t slot_cost(const dlk_loader *l, const dlk_slot *s)
 {
     if (s->p1)
         return dlk_span_cost(l, s);
-    return dlk_chunk_cost(l->t[s->tensor].tensor, s->chunk);
+    const dlk_tensor *t = l->t[s->tensor].tensor;
+    /* in check mode, with the samples' folds (see dlk_span_cost) */
+    return dlk_chunk_cost(t, s->chunk) +
+           (l->o.check ? (uint64_t)t->chunks[s->chunk].samples *
+                             sizeof(uint64_t) : 0);
 }
 
 /* pl's next slot to load, if the budget admits it (called locked); a

@@ -418,8 +418,10 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
          * idles (16-core H200 host: 40-42 GB/s on 16 threads, 47-49 on
          * 12; docs/benchmarks.md#line-rate) */
         l->o.io_threads -= l->o.io_threads / 4;
-    if (!rc && !(l->gather = malloc(l->nt * l->o.batch_size *
-                                    sizeof *l->gather)))
+    if (!rc && (!(l->gather = malloc(l->nt * l->o.batch_size *
+                                     sizeof *l->gather)) ||
+                !(l->bslot = malloc(l->nt * l->o.batch_size *
+                                    sizeof *l->bslot))))
         rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
     if (!rc) {
         for (size_t i = 0; i < l->nt; i++)
@@ -511,6 +513,7 @@ void dlk_loader_close(dlk_loader *l)
     free(l->block_first);
     free(l->block_count);
     free(l->gather);
+    free(l->bslot);
     if (l->dev)
         l->dev->ops->close(l->dev);
     pthread_mutex_destroy(&l->mu);

@@ -40,8 +40,11 @@ uint64_t dlk_span_cost(const dlk_loader *l, const dlk_slot *s)
     uint32_t a = dlk_part_first(s->p0, e->samples, n);
     uint32_t b = dlk_part_first(s->p1, e->samples, n);
     /* the samples' share of the payload, rounded up: exact for a fixed
-     * shape, an estimate for variable ones until the index is read */
-    return (e->raw_bytes * (b - a) + e->samples - 1) / e->samples;
+     * shape, an estimate for variable ones until the index is read; and
+     * in check mode the samples' folds, which the budget holds as it
+     * does the samples (8 bytes a sample: twice a 4-byte label) */
+    return (e->raw_bytes * (b - a) + e->samples - 1) / e->samples +
+           (l->o.check ? (uint64_t)(b - a) * sizeof(uint64_t) : 0);
 }
 
 static struct dlk_map *kept(dlk_loader *l, const dlk_slot *s)
@@ -196,12 +199,20 @@ static dlk_status fold_begin(dlk_loader *l, dlk_slot *s, bool *todo,
             __atomic_sub_fetch(&l->folds_kept, bytes, __ATOMIC_RELAXED);
         }
     }
+    uint32_t from = 0;
     if (f) {
         keep = true;
-    } else if (!(f = calloc(samples ? samples : 1, sizeof *f))) {
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    } else {
+        /* the span's own: its samples only (the chunk's every sample,
+         * for each of its spans, is 8 bytes a row more than the span
+         * holds of small rows) */
+        from = dlk_part_first(s->p0, samples, s->head->nparts);
+        uint32_t to = dlk_part_first(s->p1, samples, s->head->nparts);
+        if (!(f = calloc(to > from ? to - from : 1, sizeof *f)))
+            return dlk_fail(err, DLK_ENOMEM, "out of memory");
     }
     s->fold = f;
+    s->fold_first = from;
     s->fold_kept = keep;
     *todo = true;
     return DLK_OK;
@@ -215,7 +226,8 @@ static void fold_samples(dlk_slot *s, uint32_t a, uint32_t b)
         const uint8_t *p = dlk_slot_sample(s, i, &nb, NULL, NULL);
         /* slots of one span in two epochs may fold it at once: the same
          * values, stored atomically */
-        __atomic_store_n(&s->fold[i], dlk_fold64(p, nb), __ATOMIC_RELAXED);
+        __atomic_store_n(&s->fold[i - s->fold_first], dlk_fold64(p, nb),
+                         __ATOMIC_RELAXED);
     }
 }
 
