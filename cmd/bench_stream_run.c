@@ -38,18 +38,40 @@ size_t bench_bottleneck(const dlk_loader_stats *st)
 
 /* Shuffle quality of one rank's epoch: how far each sample lands from
  * its place in sorted order (relative to a random permutation's n/3), and
- * the correlation of neighbours. */
+ * the correlation of neighbours.  The displacement is measured on the
+ * samples whose hashed index has its `level` low bits zero, at most
+ * QUALITY_KEEP of them (the level rises when they are more; exact, every
+ * sample, below that): a sample's sorted place is then its rank among
+ * those kept times n/kept, its delivered place known exactly, and the
+ * run keeps 16 bytes a sample of at most QUALITY_KEEP, not 8 of every
+ * one. */
+#define QUALITY_KEEP (1u << 21)
 struct quality {
     double sum_disp, n;
     double sx, sy, sxx, syy, sxy, pairs;
     double prev;
-    uint64_t *idx;       /* the epoch's indices, in delivery order */
-    size_t nidx, capidx;
+    struct qpoint { uint64_t idx, at; } *kept; /* in delivery order */
+    size_t nkept, capkept;
+    unsigned level;
 };
 
-static int cmp_u64(const void *a, const void *b)
+static uint64_t quality_hash(uint64_t x) /* splitmix64 */
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static bool quality_keeps(const struct quality *q, uint64_t idx)
+{
+    return (quality_hash(idx) & ((1ull << q->level) - 1)) == 0;
+}
+
+static int cmp_qpoint(const void *a, const void *b)
+{
+    uint64_t x = ((const struct qpoint *)a)->idx,
+             y = ((const struct qpoint *)b)->idx;
     return x < y ? -1 : x > y;
 }
 
@@ -57,36 +79,39 @@ static int cmp_u64(const void *a, const void *b)
  * start at 0, so compare with the rank's own sorted order. */
 static double quality_displacement(struct quality *q)
 {
-    if (q->nidx < 2)
+    if (q->n < 2 || q->nkept < 1)
         return 0;
-    uint64_t *sorted = malloc(q->nidx * sizeof *sorted);
-    if (!sorted)
-        return 0;
-    memcpy(sorted, q->idx, q->nidx * sizeof *sorted);
-    qsort(sorted, q->nidx, sizeof *sorted, cmp_u64);
-    double sum = 0;
-    for (size_t i = 0; i < q->nidx; i++) {
-        uint64_t *p = bsearch(&q->idx[i], sorted, q->nidx, sizeof *sorted,
-                              cmp_u64);
-        sum += fabs((double)i - (double)(p - sorted));
-    }
-    free(sorted);
-    return sum / q->nidx / (q->nidx / 3.0);
+    qsort(q->kept, q->nkept, sizeof *q->kept, cmp_qpoint);
+    double scale = q->n / (double)q->nkept, sum = 0;
+    for (size_t j = 0; j < q->nkept; j++)
+        sum += fabs((double)q->kept[j].at - (double)j * scale);
+    return sum / q->nkept / (q->n / 3.0);
 }
 
 static void quality_add(struct quality *q, double pos, double idx)
 {
-    (void)pos;
-    if (q->nidx == q->capidx) {
-        size_t cap = q->capidx ? q->capidx * 2 : 4096;
-        uint64_t *v = realloc(q->idx, cap * sizeof *v);
-        if (v) {
-            q->idx = v;
-            q->capidx = cap;
+    uint64_t x = (uint64_t)idx;
+    if (quality_keeps(q, x)) {
+        if (q->nkept == q->capkept && q->capkept < QUALITY_KEEP) {
+            size_t cap = q->capkept ? q->capkept * 2 : 4096;
+            struct qpoint *v = realloc(q->kept, cap * sizeof *v);
+            if (v) {
+                q->kept = v;
+                q->capkept = cap;
+            }
         }
+        while (q->nkept == q->capkept && q->level < 63) {
+            /* full: keep the half whose next bit is zero too */
+            q->level++;
+            size_t k = 0;
+            for (size_t i = 0; i < q->nkept; i++)
+                if (quality_keeps(q, q->kept[i].idx))
+                    q->kept[k++] = q->kept[i];
+            q->nkept = k;
+        }
+        if (q->nkept < q->capkept && quality_keeps(q, x))
+            q->kept[q->nkept++] = (struct qpoint){x, (uint64_t)pos};
     }
-    if (q->nidx < q->capidx)
-        q->idx[q->nidx++] = (uint64_t)idx;
     q->n++;
     if (q->n > 1) {
         q->sx += q->prev; q->sy += idx;
@@ -390,7 +415,7 @@ int bench_run(struct bench_opts *o, struct bench_result *r)
     r->rss = (uint64_t)ru.ru_maxrss * 1024;
     r->on_device = strncmp(o->device, "cuda", 4) == 0;
     r->mean_disp = quality_displacement(&q);
-    free(q.idx);
+    free(q.kept);
     r->corr = q.pairs > 1 ? quality_corr(&q) : 1;
     r->check_ok = !lo.check || r->dev_sum == r->host_sum;
     if (code == EXIT_OK && o->baseline)

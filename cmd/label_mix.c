@@ -7,7 +7,11 @@
  * random permutations of the same rows give at the same batch size,
  * simulated with the run's seed: 1.0 mixes as well as a random
  * permutation; a loader that hands out one class at a time scores
- * several times that. */
+ * several times that.
+ *
+ * What it keeps is a row's class in as few bytes as the classes need (1
+ * up to 255 classes, 2 up to 65,535, else 4): the loader's own memory is
+ * a few bytes a row, and a measure of it should not cost more. */
 #include "label_mix.h"
 
 #include "values.h"
@@ -21,10 +25,16 @@
  * a stable mean, bounded for huge datasets */
 #define SIM_BATCHES 4096
 #define SIM_PERMS 16
+/* above this many rows the random batches are drawn without a whole
+ * permutation: each batch's rows uniform without repeats, as a batch of
+ * a permutation is (a permutation of every row costs 8 bytes a row) */
+#define SIM_PERM_ROWS (1u << 22)
 
 struct label_mix {
     const char *tensor;
-    uint32_t *cls;          /* per row: class, or nclass for "other" */
+    void *cls;              /* per row: class, or nclass - 1 for "other",
+                               in cls_bytes bytes */
+    unsigned cls_bytes;
     uint64_t rows;
     uint32_t nclass;        /* classes + 1 ("other": out of range) */
     double *p;              /* the dataset's distribution */
@@ -43,13 +53,31 @@ static dlk_status oom(dlk_error *err)
     return DLK_ENOMEM;
 }
 
+static uint32_t cls_of(const label_mix *m, uint64_t row)
+{
+    switch (m->cls_bytes) {
+    case 1: return ((const uint8_t *)m->cls)[row];
+    case 2: return ((const uint16_t *)m->cls)[row];
+    default: return ((const uint32_t *)m->cls)[row];
+    }
+}
+
+static void cls_set(label_mix *m, uint64_t row, uint32_t c)
+{
+    switch (m->cls_bytes) {
+    case 1: ((uint8_t *)m->cls)[row] = (uint8_t)c; break;
+    case 2: ((uint16_t *)m->cls)[row] = (uint16_t)c; break;
+    default: ((uint32_t *)m->cls)[row] = c; break;
+    }
+}
+
 static double batch_tvd(label_mix *m, const uint64_t *rows,
                         const uint8_t *pad, uint32_t n, uint32_t *used)
 {
     uint32_t k = 0;
     for (uint32_t i = 0; i < n; i++)
         if ((!pad || !pad[i]) && rows[i] < m->rows) {
-            m->count[m->cls[rows[i]]]++;
+            m->count[cls_of(m, rows[i])]++;
             k++;
         }
     /* over the classes in the batch, then the mass of those not in it */
@@ -57,7 +85,7 @@ static double batch_tvd(label_mix *m, const uint64_t *rows,
     for (uint32_t i = 0; i < n; i++) {
         if ((pad && pad[i]) || rows[i] >= m->rows)
             continue;
-        uint32_t c = m->cls[rows[i]];
+        uint32_t c = cls_of(m, rows[i]);
         if (!m->count[c])
             continue;
         double q = (double)m->count[c] / k, p = m->p[c];
@@ -82,13 +110,44 @@ static uint64_t rng_next(uint64_t *s)
     return mix((*s)++);
 }
 
+/* Uniform in [0, n) (n > 0); the bias of a 64-bit modulus is nil at any
+ * row count. */
+static uint64_t below(uint64_t *s, uint64_t n)
+{
+    return rng_next(s) % n;
+}
+
 static double simulate(label_mix *m, uint64_t seed)
 {
+    uint64_t s = mix(seed ^ 0x6c6162656c6d6978ull), full = 0;
+    double sum = 0;
+    if (m->rows > SIM_PERM_ROWS) {
+        /* SIM_BATCHES batches of distinct rows (a repeat drawn again:
+         * rare, a batch being a sliver of the rows) */
+        uint64_t *b = malloc((size_t)m->batch * sizeof *b);
+        if (!b)
+            return 0;
+        for (; full < SIM_BATCHES; full++) {
+            for (uint32_t i = 0; i < m->batch; i++) {
+                uint64_t r;
+                bool again;
+                do {
+                    r = below(&s, m->rows);
+                    again = false;
+                    for (uint32_t j = 0; j < i && !again; j++)
+                        again = b[j] == r;
+                } while (again);
+                b[i] = r;
+            }
+            uint32_t used;
+            sum += batch_tvd(m, b, NULL, m->batch, &used);
+        }
+        free(b);
+        return sum / full;
+    }
     uint64_t *perm = malloc(m->rows * sizeof *perm);
     if (!perm)
         return 0;
-    uint64_t s = mix(seed ^ 0x6c6162656c6d6978ull), full = 0;
-    double sum = 0;
     for (int r = 0; r < SIM_PERMS && full < SIM_BATCHES; r++) {
         for (uint64_t i = 0; i < m->rows; i++)
             perm[i] = i;
@@ -139,11 +198,17 @@ dlk_status label_mix_open(dlk_dataset *ds, uint32_t batch, uint64_t seed,
     m->tensor = ti.name;
     m->rows = ti.samples;
     m->batch = batch;
-    /* classes: the names, or the largest value seen, capped */
-    m->cls = malloc(m->rows * sizeof *m->cls);
-    int64_t *raw = malloc(m->rows * sizeof *raw);
-    dlk_status rc = m->cls && raw ? DLK_OK : oom(err);
+    /* classes: the names, or the largest value seen, capped.  Read as
+     * 4-byte values clipped to MAX_CLASSES (or UINT32_MAX below zero),
+     * then narrowed in place once the count is known (a second array of
+     * every row's raw value costs 8 bytes a row) */
+    m->cls_bytes = 4;
+    uint32_t *raw = malloc(m->rows * sizeof *raw);
+    m->cls = raw;
+    dlk_status rc = raw ? DLK_OK : oom(err);
     int64_t top = -1;
+    for (uint64_t i = 0; !rc && i < m->rows; i++)
+        raw[i] = UINT32_MAX; /* rows no chunk holds: "other" */
     size_t nchunks = dlk_tensor_nchunks(ds, t);
     for (size_t c = 0; !rc && c < nchunks; c++) {
         dlk_chunk_ref ref;
@@ -159,7 +224,9 @@ dlk_status label_mix_open(dlk_dataset *ds, uint32_t batch, uint64_t seed,
             value v = value_at(ti.dtype, pl, i);
             int64_t x = v.kind == V_INT ? v.i
                         : v.u > INT64_MAX ? -1 : (int64_t)v.u;
-            raw[ref.first_sample + i] = x;
+            raw[ref.first_sample + i] = x < 0 ? UINT32_MAX
+                                        : x > MAX_CLASSES ? MAX_CLASSES
+                                        : (uint32_t)x;
             if (x > top)
                 top = x;
         }
@@ -176,13 +243,20 @@ dlk_status label_mix_open(dlk_dataset *ds, uint32_t batch, uint64_t seed,
         if (!m->p || !m->count)
             rc = oom(err);
     }
-    for (uint64_t i = 0; !rc && i < m->rows; i++) {
-        int64_t x = raw[i];
-        m->cls[i] = x >= 0 && (uint64_t)x < m->nclass - 1 ? (uint32_t)x
-                                                            : m->nclass - 1;
-        m->p[m->cls[i]] += 1.0 / (double)m->rows;
+    if (!rc) {
+        /* narrowed front to back: row i's narrow class ends before row
+         * i + 1's wide one starts */
+        m->cls_bytes = m->nclass <= 0xff ? 1 : m->nclass <= 0xffff ? 2 : 4;
+        for (uint64_t i = 0; i < m->rows; i++) {
+            uint32_t x = raw[i];
+            uint32_t c = x < m->nclass - 1 ? x : m->nclass - 1;
+            cls_set(m, i, c);
+            m->p[c] += 1.0 / (double)m->rows;
+        }
+        void *v = realloc(m->cls, m->rows * m->cls_bytes);
+        if (v)
+            m->cls = v;
     }
-    free(raw);
     if (rc) {
         label_mix_free(m);
         return rc;
