@@ -77,14 +77,16 @@ static bool sample_key(const dlk_loader_tensor *lt, uint64_t sample,
     return true;
 }
 
-/* The slot of tensor t that position pos of plan pl reads from. */
+/* The slot of tensor t that position pos of plan pl reads, its sample
+ * being `sample`. */
 static dlk_status pos_slot(const dlk_loader *l, const dlk_plan *pl, size_t t,
-                           uint64_t pos, uint32_t *out, dlk_error *err)
+                           uint64_t pos, uint64_t sample, uint32_t *out,
+                           dlk_error *err)
 {
     size_t c, k;
     uint32_t p0, p1;
     uint32_t si = UINT32_MAX;
-    if (sample_key(&l->t[t], pl->order.sample[pos], &c, &k, &p0, &p1))
+    if (sample_key(&l->t[t], sample, &c, &k, &p0, &p1))
         si = pl->key_slot[t][k];
     while (si != UINT32_MAX && pl->slots[si].last_pos < pos)
         si = pl->slots[si].next_same;
@@ -94,6 +96,126 @@ static dlk_status pos_slot(const dlk_loader *l, const dlk_plan *pl, size_t t,
                         l->t[t].tensor->spec.name);
     *out = si;
     return DLK_OK;
+}
+
+/* Making a plan's slots for one tensor: from runs of samples a window
+ * holds (its chunks or units found once a run, not once a position), or
+ * position by position where the order cannot list them so. */
+typedef struct planner {
+    const dlk_loader *l;
+    dlk_plan *pl;
+    size_t t;
+    uint32_t *last;             /* per key: its latest slot */
+    size_t cap;
+    uint64_t gap;
+    uint64_t a, b;              /* the window being planned */
+    bool shuffled;
+    dlk_status rc;
+    dlk_error *err;
+} planner;
+
+/* Key k of the tensor (chunk c, parts [p0, p1)) is read over positions
+ * [fp, lp]: its latest slot grows to lp, or a new one starts when the
+ * last use was more than `gap` positions before. */
+static void use_key(planner *pt, size_t c, size_t k, uint32_t p0,
+                    uint32_t p1, uint64_t fp, uint64_t lp)
+{
+    dlk_plan *pl = pt->pl;
+    uint32_t si = pt->last[k];
+    if (si != UINT32_MAX && (fp <= pl->slots[si].last_pos ||
+                             fp - pl->slots[si].last_pos <= pt->gap)) {
+        if (lp > pl->slots[si].last_pos)
+            pl->slots[si].last_pos = lp;
+        return;
+    }
+    if (pl->nslots == pt->cap) {
+        dlk_slot *v = realloc(pl->slots, 2 * pt->cap * sizeof *v);
+        if (!v) {
+            pt->rc = dlk_fail(pt->err, DLK_ENOMEM, "out of memory");
+            return;
+        }
+        pl->slots = v;
+        pt->cap *= 2;
+    }
+    if (pl->nslots >= UINT32_MAX) {
+        pt->rc = dlk_fail(pt->err, DLK_ENOMEM, "too many slots planned");
+        return;
+    }
+    uint32_t prev = si;
+    si = (uint32_t)pl->nslots++;
+    dlk_slot *s = &pl->slots[si];
+    memset(s, 0, sizeof *s);
+    s->tensor = pt->t;
+    s->chunk = c;
+    s->p0 = p0;
+    s->p1 = p1;
+    s->first_pos = fp;
+    s->last_pos = lp;
+    s->next_same = UINT32_MAX;
+    if (prev == UINT32_MAX)
+        pl->key_slot[pt->t][k] = si;
+    else
+        pl->slots[prev].next_same = si;
+    pt->last[k] = si;
+}
+
+static void no_sample(planner *pt, uint64_t sample)
+{
+    pt->rc = dlk_fail(pt->err, DLK_ECORRUPT, "tensor '%s' has no sample "
+                      "%llu", pt->l->t[pt->t].tensor->spec.name,
+                      (unsigned long long)sample);
+}
+
+/* Samples [s0, s0 + cnt) of the window, at positions from pos on when it
+ * is not shuffled, anywhere in it when it is. */
+static void use_run(void *ud, uint64_t s0, uint64_t cnt, uint64_t pos)
+{
+    planner *pt = ud;
+    const dlk_loader_tensor *lt = &pt->l->t[pt->t];
+    const dlk_tensor *tt = lt->tensor;
+    uint64_t end = s0 + cnt;
+    for (uint64_t x = s0; x < end && !pt->rc;) {
+        size_t c, k;
+        uint32_t p0, p1;
+        if (!sample_key(lt, x, &c, &k, &p0, &p1)) {
+            no_sample(pt, x);
+            return;
+        }
+        const dlk_chunk_entry *e = &tt->chunks[c];
+        uint64_t kend = e->first + e->samples; /* the key's end */
+        if (lt->unit_parts)
+            kend = e->first + dlk_part_first(p1, e->samples,
+                                             dlk_span_nparts(lt, c));
+        if (kend > end)
+            kend = end;
+        if (kend <= x)
+            kend = x + 1;
+        if (pt->shuffled)
+            use_key(pt, c, k, p0, p1, pt->a, pt->b - 1);
+        else
+            use_key(pt, c, k, p0, p1, pos + (x - s0), pos + (kend - 1 - s0));
+        x = kend;
+    }
+}
+
+/* Positions [a, b), one by one. */
+static void use_positions(planner *pt, uint64_t a, uint64_t b)
+{
+    enum { PIECE = 1024 };
+    uint64_t sv[PIECE];
+    const dlk_loader_tensor *lt = &pt->l->t[pt->t];
+    for (uint64_t pos = a; pos < b && !pt->rc; pos += PIECE) {
+        uint64_t m = b - pos < PIECE ? b - pos : PIECE;
+        dlk_order_at(&pt->pl->order, pos, m, sv, NULL);
+        for (uint64_t i = 0; i < m && !pt->rc; i++) {
+            size_t c, k;
+            uint32_t p0, p1;
+            if (!sample_key(lt, sv[i], &c, &k, &p0, &p1))
+                no_sample(pt, sv[i]);
+            else
+                use_key(pt, c, k, p0, p1, pos + i, pos + i);
+        }
+    }
 }
 
 /* Build into pl (empty) the plan of the epoch in state st; *skip is the
@@ -111,68 +233,53 @@ static dlk_status build_plan(dlk_loader *l, dlk_plan *pl,
     if (rc)
         return rc;
     uint64_t n = pl->order.n;
+    planner pt = {.l = l, .pl = pl, .cap = 64, .err = err};
     /* a chunk needed again after more than `gap` positions is loaded
      * again rather than held (padding wraps to the start, say) */
-    uint64_t gap = l->window_blocks * l->avg_block + l->o.batch_size;
-    size_t cap = 64;
-    pl->slots = malloc(cap * sizeof *pl->slots);
+    pt.gap = l->window_blocks * l->avg_block + l->o.batch_size;
+    pl->slots = malloc(pt.cap * sizeof *pl->slots);
     pl->key_slot = calloc(l->nt, sizeof *pl->key_slot);
     if (!pl->slots || !pl->key_slot)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
-    for (size_t t = 0; t < l->nt; t++) {
+    size_t nwin = dlk_order_nwindows(&pl->order);
+    for (size_t t = 0; t < l->nt && !pt.rc; t++) {
         const dlk_loader_tensor *lt = &l->t[t];
         const dlk_tensor *tt = lt->tensor;
         /* a slot per chunk, or per unit of a chunk read in spans */
         size_t nkeys = lt->unit_parts ? (size_t)lt->unit_base[tt->nchunks]
                                       : tt->nchunks;
-        uint32_t *last = malloc((nkeys ? nkeys : 1) * sizeof *last);
+        pt.t = t;
+        pt.last = malloc((nkeys ? nkeys : 1) * sizeof *pt.last);
         pl->key_slot[t] = malloc((nkeys ? nkeys : 1) *
                                  sizeof *pl->key_slot[t]);
-        if (!last || !pl->key_slot[t]) {
-            free(last);
+        if (!pt.last || !pl->key_slot[t]) {
+            free(pt.last);
             return dlk_fail(err, DLK_ENOMEM, "out of memory planning");
         }
         for (size_t c = 0; c < nkeys; c++)
-            last[c] = pl->key_slot[t][c] = UINT32_MAX;
-        for (uint64_t pos = 0; pos < n; pos++) {
-            size_t c, k;
-            uint32_t p0, p1;
-            if (!sample_key(lt, pl->order.sample[pos], &c, &k, &p0, &p1)) {
-                free(last);
-                return dlk_fail(err, DLK_ECORRUPT, "tensor '%s' has no "
-                                "sample %llu", tt->spec.name,
-                                (unsigned long long)pl->order.sample[pos]);
-            }
-            uint32_t si = last[k];
-            if (si == UINT32_MAX || pos - pl->slots[si].last_pos > gap) {
-                if (pl->nslots == cap) {
-                    cap *= 2;
-                    dlk_slot *v = realloc(pl->slots, cap * sizeof *v);
-                    if (!v) {
-                        free(last);
-                        return dlk_fail(err, DLK_ENOMEM, "out of memory");
-                    }
-                    pl->slots = v;
-                }
-                uint32_t prev = si;
-                si = (uint32_t)pl->nslots++;
-                memset(&pl->slots[si], 0, sizeof pl->slots[si]);
-                pl->slots[si].tensor = t;
-                pl->slots[si].chunk = c;
-                pl->slots[si].p0 = p0;
-                pl->slots[si].p1 = p1;
-                pl->slots[si].first_pos = pos;
-                pl->slots[si].next_same = UINT32_MAX;
-                if (prev == UINT32_MAX)
-                    pl->key_slot[t][k] = si;
-                else
-                    pl->slots[prev].next_same = si;
-                last[k] = si;
-            }
-            pl->slots[si].last_pos = pos;
+            pt.last[c] = pl->key_slot[t][c] = UINT32_MAX;
+        /* a shuffled window's slots span it: its chunks are all needed
+         * from its first batches on, each of them about to its end */
+        uint64_t end = 0;
+        for (size_t k = 0; k < nwin && !pt.rc; k++) {
+            uint64_t a, b;
+            bool whole = dlk_order_window(&pl->order, k, &pt.a, &pt.b,
+                                          &pt.shuffled);
+            a = pt.a;
+            b = pt.b;
+            if (a < b && whole)
+                dlk_order_runs(&pl->order, k, use_run, &pt);
+            else if (a < b)
+                use_positions(&pt, a, b);
+            if (b > end)
+                end = b;
         }
-        free(last);
+        if (!pt.rc)
+            use_positions(&pt, end, n); /* the last batch's padding */
+        free(pt.last);
     }
+    if (pt.rc)
+        return pt.rc;
     /* load order: by first use; key_slot and next_same point into this
      * array, so sort a permutation instead of the slots themselves */
     pl->sched = malloc((pl->nslots ? pl->nslots : 1) * sizeof *pl->sched);
@@ -288,11 +395,12 @@ static dlk_status wait_ready(dlk_loader *l, uint64_t p0, uint64_t p1,
                              dlk_error *err)
 {
     double t0 = dlk_now_s();
-    /* the batch's slots, for assemble too */
+    /* the batch's samples and slots, for assemble too */
     uint32_t b = l->o.batch_size;
+    dlk_order_at(&l->plan.order, p0, p1 - p0, l->bidx, l->bpad);
     for (size_t t = 0; t < l->nt; t++)
         for (uint64_t p = p0; p < p1; p++) {
-            dlk_status rc = pos_slot(l, &l->plan, t, p,
+            dlk_status rc = pos_slot(l, &l->plan, t, p, l->bidx[p - p0],
                                      &l->bslot[t * b + (p - p0)], err);
             if (rc)
                 return rc;
@@ -382,7 +490,7 @@ static dlk_status assemble(dlk_loader *l, uint64_t p0, uint32_t b,
             /* the place alone: a span's host buffer may be back in
              * the pool once its copy is over */
             if (!dlk_slot_place(
-                    s, (uint32_t)(l->plan.order.sample[p0 + i] - e->first),
+                    s, (uint32_t)(l->bidx[i] - e->first),
                     &nb, &off_in_chunk, shape))
                 return dlk_fail(err, DLK_EINTERNAL, "sample outside chunk");
             dlk_gather *g = &l->gather[t * l->o.batch_size + i];
@@ -398,8 +506,7 @@ static dlk_status assemble(dlk_loader *l, uint64_t p0, uint32_t b,
             total += nb;
             if (l->o.check)
                 l->host_fold +=
-                    s->fold[l->plan.order.sample[p0 + i] - e->first -
-                            s->fold_first];
+                    s->fold[l->bidx[i] - e->first - s->fold_first];
         }
         if (lt->variable)
             lt->offsets[b] = total;
@@ -427,8 +534,8 @@ static dlk_status assemble(dlk_loader *l, uint64_t p0, uint32_t b,
     bt->size = b;
     bt->epoch = l->st.epoch;
     bt->step = p0 / l->plan.order.batch;
-    bt->indices = l->plan.order.sample + p0;
-    bt->pad = l->plan.order.pad + p0;
+    bt->indices = l->bidx;
+    bt->pad = l->bpad;
     return DLK_OK;
 }
 

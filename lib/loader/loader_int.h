@@ -122,6 +122,8 @@ struct dlk_loader {
 
     dlk_gather *gather;         /* per tensor: batch entries */
     uint32_t *bslot;            /* per tensor: the batch's slots */
+    uint64_t *bidx;             /* the batch's samples (its indices) */
+    uint8_t *bpad;              /* and padding flags */
     dlk_batch batch;
     bool have_batch;
     bool batch_kept;            /* its buffers were taken by dlk_loader_keep */

@@ -421,7 +421,9 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
     if (!rc && (!(l->gather = malloc(l->nt * l->o.batch_size *
                                      sizeof *l->gather)) ||
                 !(l->bslot = malloc(l->nt * l->o.batch_size *
-                                    sizeof *l->bslot))))
+                                    sizeof *l->bslot)) ||
+                !(l->bidx = malloc(l->o.batch_size * sizeof *l->bidx)) ||
+                !(l->bpad = malloc(l->o.batch_size))))
         rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
     if (!rc) {
         for (size_t i = 0; i < l->nt; i++)
@@ -514,6 +516,8 @@ void dlk_loader_close(dlk_loader *l)
     free(l->block_count);
     free(l->gather);
     free(l->bslot);
+    free(l->bidx);
+    free(l->bpad);
     if (l->dev)
         l->dev->ops->close(l->dev);
     pthread_mutex_destroy(&l->mu);

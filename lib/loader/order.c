@@ -11,10 +11,20 @@
  * Batches are consecutive positions; the last one is padded (flagged) or
  * dropped, so all ranks have the same number of batches.
  *
+ * Nothing is kept per position: a window's shuffle is a keyed bijection
+ * on its positions (dlk_order_permute), the concatenation is the blocks'
+ * starts, so a position's sample is a search and a few mixes away, and
+ * a rank's plan is the size of its blocks and windows, whatever the rows
+ * (an array of every position costs 9 bytes a row of each rank's share,
+ * and the sample list it was dealt from 9 a row of the whole dataset on
+ * every rank).
+ *
  * A later segment (an epoch resumed with another world size or batch
  * size): the positions the previous segment's ranks had not consumed,
  * rank after rank, are dealt again in equal spans the same way, without a
- * new shuffle.  So a resume reproduces exactly the samples left. */
+ * new shuffle.  So a resume reproduces exactly the samples left.  Those
+ * are an array (the resumed epoch's rest, 8 bytes a row), made at the
+ * resume only. */
 #include "order.h"
 
 #include <stdlib.h>
@@ -121,162 +131,229 @@ static dlk_status stratify(uint64_t *v, uint64_t n, uint64_t w, rng *r,
     return DLK_OK;
 }
 
-/* A sequence of samples with pad flags. */
-typedef struct seq {
-    uint64_t *s;
-    uint8_t *pad;
-    uint64_t n;
-} seq;
-
-static void seq_free(seq *q)
+uint64_t dlk_order_permute(uint64_t x, uint64_t m, uint64_t key)
 {
-    free(q->s);
-    free(q->pad);
-    memset(q, 0, sizeof *q);
-}
-
-static dlk_status seq_alloc(seq *q, uint64_t n, dlk_error *err)
-{
-    q->n = n;
-    q->s = malloc((n ? n : 1) * sizeof *q->s);
-    q->pad = calloc(n ? n : 1, 1);
-    if (!q->s || !q->pad) {
-        seq_free(q);
-        return dlk_fail(err, DLK_ENOMEM, "out of memory planning %llu "
-                        "samples", (unsigned long long)n);
-    }
-    return DLK_OK;
-}
-
-/* The sequence a segment deals out: segment 0's is the blocks' samples
- * in the blocks' order, read from the blocks as they are needed (an
- * array of every position, on every rank, costs 9 bytes a row where a
- * rank needs only its share); a later segment's is what the ranks before
- * it left, an array. */
-typedef struct base_seq {
-    uint64_t n;
-    const uint64_t *s;       /* a later segment: its samples; NULL: blocks */
-    /* segment 0: the nb blocks with samples, in order; the i-th starts at
-     * position at[i] (at[nb] = n) and holds samples first[blk[i]] + k, or
-     * with rows, rows[rlo[i] + k] */
-    const uint64_t *at;
-    const size_t *blk;
-    const uint64_t *rlo;
-    const uint64_t *first;
-    const uint64_t *rows;
-    size_t nb;
-} base_seq;
-
-/* Samples of positions g0, g0 + 1, ... (mod n) into v[0, len). */
-static void base_fill(const base_seq *b, uint64_t g0, uint64_t *v,
-                      uint64_t len)
-{
-    if (!len || !b->n)
-        return;
-    uint64_t g = g0 % b->n;
-    if (b->s) {
-        for (uint64_t i = 0; i < len; i++) {
-            v[i] = b->s[g];
-            if (++g == b->n)
-                g = 0;
+    if (m <= 1)
+        return 0;
+    /* a balanced Feistel network of 4 rounds on the 2h bits that hold m,
+     * walked again until it lands below m (a bijection on [0, 2^2h),
+     * so on [0, m); 2^2h < 4m: under 4 rounds of walking on average) */
+    unsigned bits = 64 - (unsigned)__builtin_clzll(m - 1);
+    unsigned h = (bits + 1) / 2;
+    uint64_t mask = h >= 64 ? ~0ull : (1ull << h) - 1;
+    do {
+        uint64_t hi = x >> h, lo = x & mask;
+        for (uint64_t r = 0; r < 4; r++) {
+            uint64_t f = dlk_mix64(key ^ dlk_mix64(lo + (r << 58))) & mask;
+            uint64_t t = hi ^ f;
+            hi = lo;
+            lo = t;
         }
-        return;
-    }
-    size_t lo = 0, hi = b->nb; /* the last block starting at or before g */
+        x = (hi << h) | lo;
+    } while (x >= m);
+    return x;
+}
+
+/* Position g of the base (g < base_n): its sample. */
+static uint64_t base_at(const dlk_order *o, uint64_t g)
+{
+    if (o->base)
+        return o->base[g];
+    size_t lo = 0, hi = o->nb; /* the last block starting at or before g */
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
-        if (b->at[mid] <= g)
+        if (o->at[mid] <= g)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    uint64_t k = g - o->at[lo];
+    return o->rows ? o->rows[o->rlo[lo] + k] : o->first[o->blk[lo]] + k;
+}
+
+/* Share position i (< span): its place in the base before the wrap. */
+static uint64_t share_at(const dlk_order *o, uint64_t i)
+{
+    if (!o->shuffled)
+        return o->start + i;
+    size_t lo = 0, hi = o->nwin; /* the window holding i */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (o->win[mid] <= i)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    uint64_t a = o->win[lo], m = o->win[lo + 1] - a;
+    return o->start + a + dlk_order_permute(i - a, m, o->wkey[lo]);
+}
+
+void dlk_order_at(const dlk_order *o, uint64_t pos, uint64_t count,
+                  uint64_t *sample, uint8_t *pad)
+{
+    for (uint64_t k = 0; k < count; k++) {
+        uint64_t i = pos + k;
+        bool tail = i >= o->span; /* the last batch: padded from the start
+                                     of this rank's stream */
+        if (tail)
+            i = (i - o->span) % o->span;
+        uint64_t g = share_at(o, i);
+        sample[k] = base_at(o, g % o->base_n);
+        if (pad)
+            pad[k] = tail || g >= o->base_n;
+    }
+}
+
+size_t dlk_order_nwindows(const dlk_order *o)
+{
+    return o->nwin;
+}
+
+bool dlk_order_window(const dlk_order *o, size_t k, uint64_t *a, uint64_t *b,
+                      bool *shuffled)
+{
+    uint64_t e = o->win[k + 1];
+    *a = o->win[k];
+    *b = e < o->n ? e : o->n;
+    *shuffled = o->shuffled;
+    return !o->base && e <= o->n;
+}
+
+void dlk_order_runs(const dlk_order *o, size_t k, dlk_order_run_fn fn,
+                    void *ud)
+{
+    uint64_t a = o->win[k], len = o->win[k + 1] - a;
+    uint64_t g = (o->start + a) % o->base_n, pos = a;
+    size_t lo = 0, hi = o->nb;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (o->at[mid] <= g)
             lo = mid;
         else
             hi = mid;
     }
     size_t i = lo;
-    uint64_t k = g - b->at[i], end = b->at[i + 1] - b->at[i];
-    for (uint64_t j = 0; j < len; j++) {
-        v[j] = b->rows ? b->rows[b->rlo[i] + k] : b->first[b->blk[i]] + k;
-        if (++k == end) {
-            i = i + 1 == b->nb ? 0 : i + 1;
-            k = 0;
-            end = b->at[i + 1] - b->at[i];
+    uint64_t off = g - o->at[i];
+    while (len) {
+        uint64_t c = o->at[i + 1] - o->at[i] - off;
+        if (c > len)
+            c = len;
+        if (!o->rows) {
+            fn(ud, o->first[o->blk[i]] + off, c, pos);
+        } else { /* rows: runs of consecutive indices */
+            const uint64_t *r = o->rows + o->rlo[i] + off;
+            uint64_t j = 0;
+            while (j < c) {
+                uint64_t e = j + 1;
+                while (e < c && r[e] == r[e - 1] + 1)
+                    e++;
+                fn(ud, r[j], e - j, pos + j);
+                j = e;
+            }
         }
+        pos += c;
+        len -= c;
+        off = 0;
+        i = i + 1 == o->nb ? 0 : i + 1;
     }
 }
 
-/* Rank r's stream of `base` (block starts in `bounds` when the windows
- * are shuffled) under (world, batch). */
-static dlk_status rank_stream(const base_seq *base,
-                              const uint64_t *bounds, size_t nbounds,
-                              const dlk_order_params *p, uint64_t epoch,
-                              uint32_t world, uint32_t batch, uint32_t r,
-                              seq *out, dlk_error *err)
+void dlk_order_free(dlk_order *o)
 {
-    uint64_t n = base->n;
+    free((void *)o->base);
+    free(o->at);
+    free(o->blk);
+    free(o->rlo);
+    free(o->win);
+    free(o->wkey);
+    memset(o, 0, sizeof *o);
+}
+
+/* Rank r's share of the base in o (its blocks' or samples' fields set)
+ * under (world, batch), block starts in `bounds` when the windows are
+ * shuffled: its span, batches and windows. */
+static dlk_status rank_share(dlk_order *o, const uint64_t *bounds,
+                             size_t nbounds, const dlk_order_params *p,
+                             uint64_t epoch, uint32_t world, uint32_t batch,
+                             uint32_t r, dlk_error *err)
+{
+    uint64_t n = o->base_n;
     uint64_t span = p->drop_last ? n / world : (n + world - 1) / world;
     uint64_t batches = p->drop_last ? span / batch
                                     : (span + batch - 1) / batch;
-    uint64_t len = batches * batch;
-    /* room for the whole span (shuffled before drop_last cuts it) */
-    dlk_status rc = seq_alloc(out, len > span ? len : span, err);
-    if (rc)
-        return rc;
-    out->n = len;
-    if (len == 0)
-        return DLK_OK;
-    uint64_t start = (uint64_t)r * span;
-    base_fill(base, start, out->s, span);
-    for (uint64_t i = 0; i < span; i++)
-        out->pad[i] = start + i >= n;
-    if (p->shuffle && bounds && span) {
-        /* windows of window_blocks blocks, cut at block starts in the span;
-         * the first ones ramp up from the blocks a batch fills on average,
-         * doubling, so that the first batch waits for the blocks it needs
-         * rather than a whole window (as a shuffle buffer that starts
-         * small: WebDataset's `initial`) */
-        uint64_t w0 = 0, blocks = 0, w = 0;
-        uint64_t size = nbounds ? (batch * (uint64_t)nbounds + n - 1) / n : 1;
-        /* as many bytes as the chunks a batch fills: spans of parts then
-         * come from that many more chunks at the same cost */
-        if (p->chunk_blocks > 1)
-            size = (size + p->chunk_blocks - 1) / p->chunk_blocks *
-                   p->chunk_blocks;
-        if (size > p->window_blocks)
-            size = p->window_blocks;
+    o->span = span;
+    o->start = (uint64_t)r * span;
+    o->batch = batch;
+    o->batches = batches;
+    o->n = batches * batch;
+    o->shuffled = p->shuffle && bounds && span;
+    /* windows: at most one a block of the span, and one more */
+    size_t cap = 2;
+    if (o->shuffled) {
         size_t bi = 0;
-        while (bi < nbounds && bounds[bi] <= start)
+        while (bi < nbounds && bounds[bi] <= o->start)
             bi++;
-        for (uint64_t i = 1; i <= span; i++) {
-            bool edge = i == span;
-            if (!edge && bi < nbounds && bounds[bi] == start + i) {
-                bi++;
-                if (++blocks == size)
-                    edge = true;
-            }
-            if (edge) {
-                rng g = {dlk_mix64(p->seed ^ dlk_mix64(epoch * 0x100000001b3ull
-                                   + ((uint64_t)world << 32) + r)) ^ w++};
-                uint64_t m = i - w0;
-                /* shuffle samples and pad flags together */
-                for (uint64_t k = m; k > 1; k--) {
-                    uint64_t j = rng_below(&g, k);
-                    uint64_t t = out->s[w0 + k - 1];
-                    out->s[w0 + k - 1] = out->s[w0 + j];
-                    out->s[w0 + j] = t;
-                    uint8_t tp = out->pad[w0 + k - 1];
-                    out->pad[w0 + k - 1] = out->pad[w0 + j];
-                    out->pad[w0 + j] = tp;
-                }
-                w0 = i;
-                blocks = 0;
-                if (size < p->window_blocks)
-                    size = size * 2 < p->window_blocks ? size * 2
-                                                       : p->window_blocks;
-            }
-        }
+        size_t e = bi;
+        while (e < nbounds && bounds[e] < o->start + span)
+            e++;
+        cap = e - bi + 2;
     }
-    /* the last batch: padded from the start of this rank's stream */
-    for (uint64_t i = span; i < len; i++) {
-        out->s[i] = out->s[(i - span) % span];
-        out->pad[i] = 1;
+    o->win = malloc(cap * sizeof *o->win);
+    o->wkey = malloc(cap * sizeof *o->wkey);
+    if (!o->win || !o->wkey)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory planning %zu "
+                        "windows", cap);
+    o->win[0] = 0;
+    o->nwin = 0;
+    if (!span) {
+        o->win[1] = 0;
+        return DLK_OK;
+    }
+    if (!o->shuffled) {
+        o->win[1] = span;
+        o->nwin = 1;
+        return DLK_OK;
+    }
+    /* windows of window_blocks blocks, cut at block starts in the span;
+     * the first ones ramp up from the blocks a batch fills on average,
+     * doubling, so that the first batch waits for the blocks it needs
+     * rather than a whole window (as a shuffle buffer that starts
+     * small: WebDataset's `initial`) */
+    uint64_t start = o->start, blocks = 0, w = 0;
+    uint64_t size = nbounds ? (batch * (uint64_t)nbounds + n - 1) / n : 1;
+    /* as many bytes as the chunks a batch fills: spans of parts then
+     * come from that many more chunks at the same cost */
+    if (p->chunk_blocks > 1)
+        size = (size + p->chunk_blocks - 1) / p->chunk_blocks *
+               p->chunk_blocks;
+    if (size > p->window_blocks)
+        size = p->window_blocks;
+    uint64_t seed = dlk_mix64(p->seed ^ dlk_mix64(epoch * 0x100000001b3ull +
+                                                  ((uint64_t)world << 32) + r));
+    size_t bi = 0;
+    while (bi < nbounds && bounds[bi] <= start)
+        bi++;
+    /* from block start to block start, not position by position */
+    uint64_t i = 0;
+    while (i < span) {
+        uint64_t next = span;
+        if (bi < nbounds && bounds[bi] < start + span)
+            next = bounds[bi] - start;
+        i = next;
+        bool edge = i == span;
+        if (!edge) {
+            bi++;
+            if (++blocks == size)
+                edge = true;
+        }
+        if (edge) {
+            o->wkey[o->nwin] = seed ^ w++;
+            o->win[++o->nwin] = i;
+            blocks = 0;
+            if (size < p->window_blocks)
+                size = size * 2 < p->window_blocks ? size * 2
+                                                   : p->window_blocks;
+        }
     }
     return DLK_OK;
 }
@@ -300,12 +377,14 @@ dlk_status dlk_order_build(const uint64_t *first, const uint32_t *count,
     /* segment 0's base: blocks permuted, samples concatenated; each
      * block's start is kept, not its samples */
     uint64_t *order = malloc((nblocks ? nblocks : 1) * sizeof *order);
-    uint64_t *bounds = malloc((nblocks + 1) * sizeof *bounds);
-    size_t *blk = malloc((nblocks ? nblocks : 1) * sizeof *blk);
-    uint64_t *rlo = p->rows ? malloc((nblocks ? nblocks : 1) * sizeof *rlo)
-                            : NULL;
+    dlk_order b = {0};
+    b.at = malloc((nblocks + 1) * sizeof *b.at);
+    b.blk = malloc((nblocks ? nblocks : 1) * sizeof *b.blk);
+    b.rlo = p->rows ? malloc((nblocks ? nblocks : 1) * sizeof *b.rlo) : NULL;
+    b.first = first;
+    b.rows = p->rows;
     dlk_status rc = DLK_OK;
-    if (!order || !bounds || !blk || (p->rows && !rlo))
+    if (!order || !b.at || !b.blk || (p->rows && !b.rlo))
         rc = dlk_fail(err, DLK_ENOMEM, "out of memory planning %llu "
                       "blocks", (unsigned long long)nblocks);
     for (size_t i = 0; !rc && i < nblocks; i++)
@@ -316,13 +395,10 @@ dlk_status dlk_order_build(const uint64_t *first, const uint32_t *count,
     }
     if (rc) {
         free(order);
-        free(bounds);
-        free(blk);
-        free(rlo);
+        dlk_order_free(&b);
         return rc;
     }
     uint64_t pos = 0;
-    size_t nb = 0;
     for (size_t i = 0; i < nblocks; i++) {
         uint64_t f = first[order[i]], c = count[order[i]];
         if (p->rows) { /* the block's rows: a binary search, then a run */
@@ -337,70 +413,84 @@ dlk_status dlk_order_build(const uint64_t *first, const uint32_t *count,
             uint64_t e = lo;
             while (e < p->nrows && p->rows[e] < f + c)
                 e++;
-            if (e == lo)
-                continue;
             c = e - lo;
-            rlo[nb] = lo;
+            if (c)
+                b.rlo[b.nb] = lo;
         }
         if (!c)
             continue;
-        bounds[nb] = pos;
-        blk[nb++] = order[i];
+        b.at[b.nb] = pos;
+        b.blk[b.nb++] = order[i];
         pos += c;
     }
-    bounds[nb] = pos; /* rows past every block are not streamed */
+    b.at[b.nb] = pos; /* rows past every block are not streamed */
+    b.base_n = pos;
     free(order);
-    base_seq base = {pos, NULL, bounds, blk, rlo, first, p->rows, nb};
 
-    seq cur = {0}; /* a later segment's base, when there is one */
-    const uint64_t *bnd = bounds;
-    size_t nbnd = nb;
+    /* the block starts: where segment 0's windows may be cut */
+    const uint64_t *bnd = b.at;
+    size_t nbnd = b.nb;
+    uint64_t *rest = NULL; /* a later segment's base, when there is one */
     for (uint32_t sgi = 0; !rc; sgi++) {
         uint32_t world = st->seg[sgi].world, batch = st->seg[sgi].batch;
         if (sgi == st->nseg - 1) {
-            seq mine = {0};
-            rc = rank_stream(&base, bnd, nbnd, p, st->epoch, world,
-                             batch, rank, &mine, err);
+            rc = rank_share(&b, bnd, nbnd, p, st->epoch, world, batch, rank,
+                            err);
             if (!rc) {
-                out->n = mine.n;
-                out->sample = mine.s;
-                out->pad = mine.pad;
-                out->batch = batch;
-                out->batches = mine.n / batch;
+                if (rest) { /* the blocks are no longer needed */
+                    free(b.at);
+                    free(b.blk);
+                    free(b.rlo);
+                    b.at = NULL;
+                    b.blk = NULL;
+                    b.rlo = NULL;
+                    b.nb = 0;
+                }
+                *out = b;
+                return DLK_OK;
             }
             break;
         }
-        /* what the ranks of this segment left, rank after rank: one
-         * rank's stream at a time, into room for all the base */
-        seq next = {0};
+        /* what the ranks of this segment left, rank after rank */
         uint64_t steps = st->seg[sgi].steps, k = 0;
-        rc = seq_alloc(&next, base.n, err);
+        uint64_t *next = malloc((b.base_n ? b.base_n : 1) * sizeof *next);
+        enum { PIECE = 4096 };
+        uint64_t *sv = malloc(PIECE * sizeof *sv);
+        uint8_t *pv = malloc(PIECE);
+        if (!next || !sv || !pv)
+            rc = dlk_fail(err, DLK_ENOMEM, "out of memory planning %llu "
+                          "samples", (unsigned long long)b.base_n);
         for (uint32_t r = 0; !rc && r < world; r++) {
-            seq one = {0};
-            rc = rank_stream(&base, bnd, nbnd, p, st->epoch, world, batch,
-                             r, &one, err);
-            for (uint64_t i = steps * batch; !rc && i < one.n; i++)
-                if (!one.pad[i] && k < next.n)
-                    next.s[k++] = one.s[i];
-            seq_free(&one);
+            dlk_order one = b;
+            one.win = NULL;
+            one.wkey = NULL;
+            rc = rank_share(&one, bnd, nbnd, p, st->epoch, world, batch, r,
+                            err);
+            for (uint64_t i = steps * batch; !rc && i < one.n; i += PIECE) {
+                uint64_t m = one.n - i < PIECE ? one.n - i : PIECE;
+                dlk_order_at(&one, i, m, sv, pv);
+                for (uint64_t j = 0; j < m; j++)
+                    if (!pv[j] && k < b.base_n)
+                        next[k++] = sv[j];
+            }
+            free(one.win);
+            free(one.wkey);
         }
-        next.n = k;
-        seq_free(&cur);
-        cur = next;
-        base = (base_seq){cur.n, cur.s, NULL, NULL, NULL, NULL, NULL, 0};
+        free(sv);
+        free(pv);
+        if (rc) {
+            free(next);
+            break;
+        }
+        free(rest);
+        rest = next;
+        b.base = rest;
+        b.base_n = k;
         bnd = NULL; /* later segments keep the order they were given */
         nbnd = 0;
     }
-    seq_free(&cur);
-    free(bounds);
-    free(blk);
-    free(rlo);
+    if (b.base != rest)
+        free(rest);
+    dlk_order_free(&b);
     return rc;
-}
-
-void dlk_order_free(dlk_order *o)
-{
-    free(o->sample);
-    free(o->pad);
-    memset(o, 0, sizeof *o);
 }

@@ -1,6 +1,9 @@
 /* order.h - which samples each rank reads, in which order, per epoch: a
  * pure function of the dataset's chunk sizes, the options and the state,
- * so every rank computes the same plan without talking to the others. */
+ * so every rank computes the same plan without talking to the others.
+ * A plan holds what the blocks and the rank's windows are, not a sample
+ * for every position: a position's sample is computed when it is asked
+ * for (dlk_order_at), so the plan's memory follows the blocks. */
 #ifndef DLK_ORDER_H
 #define DLK_ORDER_H
 
@@ -18,13 +21,30 @@ typedef struct dlk_order_params {
     uint64_t nrows;
 } dlk_order_params;
 
-/* The stream of one rank for the current segment of an epoch. */
+/* The stream of one rank for the current segment of an epoch.  It
+ * borrows the blocks' `first` array and the params' rows, which must
+ * outlive it. */
 typedef struct dlk_order {
     uint64_t n;          /* positions: batches * batch */
-    uint64_t *sample;    /* global sample index at each position */
-    uint8_t *pad;        /* 1 where the position repeats a sample */
     uint64_t batches;
     uint32_t batch;
+    /* the rest is order.c's */
+    uint64_t span;       /* positions of the rank's share of the base
+                          * (positions from span on repeat the first) */
+    uint64_t start;      /* where the share starts in the base */
+    uint64_t base_n;     /* samples the segment deals out */
+    const uint64_t *base; /* a later segment's samples (owned); NULL:
+                           * segment 0's, read from the blocks */
+    uint64_t *at;        /* segment 0: block i starts at position at[i] */
+    size_t *blk;         /*   of the base, and is block blk[i] */
+    uint64_t *rlo;       /*   with rows: its first row is rows[rlo[i]] */
+    size_t nb;
+    const uint64_t *first;
+    const uint64_t *rows;
+    uint64_t *win;       /* window k: share positions [win[k], win[k+1]) */
+    uint64_t *wkey;      /* its permutation's key (shuffled only) */
+    size_t nwin;
+    bool shuffled;
 } dlk_order;
 
 /* Blocks are the units the dataset is stored in (the chunks of its main
@@ -39,5 +59,32 @@ dlk_status dlk_order_build(const uint64_t *first, const uint32_t *count,
                            const dlk_loader_state *st, uint32_t rank,
                            dlk_order *out, dlk_error *err);
 void dlk_order_free(dlk_order *o);
+
+/* The samples of positions [pos, pos + count) (within o->n) into
+ * sample[], and 1 into pad[] (may be NULL) where a position repeats a
+ * sample as padding. */
+void dlk_order_at(const dlk_order *o, uint64_t pos, uint64_t count,
+                  uint64_t *sample, uint8_t *pad);
+
+/* The windows of the rank's share, for a plan that follows them instead
+ * of every position: window k covers positions [*a, *b) (b <= o->n) and
+ * its samples are those of runs of consecutive sample indices
+ * (dlk_order_runs): in their positions' order from *a on when not
+ * *shuffled, anywhere in [*a, *b) when shuffled.  False (a, b still
+ * set) where the window's samples cannot be listed so (a later
+ * segment's, or one cut short by drop_last): the caller reads those
+ * positions with dlk_order_at.  Positions from the end of the last
+ * window to o->n are padding, read with dlk_order_at. */
+size_t dlk_order_nwindows(const dlk_order *o);
+bool dlk_order_window(const dlk_order *o, size_t k, uint64_t *a, uint64_t *b,
+                      bool *shuffled);
+typedef void (*dlk_order_run_fn)(void *ud, uint64_t sample, uint64_t count,
+                                 uint64_t pos);
+void dlk_order_runs(const dlk_order *o, size_t k, dlk_order_run_fn fn,
+                    void *ud);
+
+/* A bijection on [0, m) keyed by `key` (order.c's window permutation,
+ * exposed for its tests). */
+uint64_t dlk_order_permute(uint64_t x, uint64_t m, uint64_t key);
 
 #endif

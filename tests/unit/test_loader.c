@@ -4,7 +4,7 @@
  * its per-batch timeline stays within a fixed number of buckets. */
 #include "unit.h"
 #include <sched.h>
-#include "loader/order.h"
+#include "order_arrays.h"
 #include "loader/device.h"
 #include "dlk.h"
 
@@ -38,8 +38,8 @@ static int check_epoch(uint64_t n, uint32_t world, uint32_t batch,
     uint64_t batches = UINT64_MAX, real = 0;
     int ok = 1;
     for (uint32_t r = 0; r < world; r++) {
-        dlk_order o;
-        if (dlk_order_build(first, count, nb, &p, &st, r, &o, NULL))
+        tord o;
+        if (tord_build(first, count, nb, &p, &st, r, &o, NULL))
             return 0;
         if (batches == UINT64_MAX)
             batches = o.batches;
@@ -51,7 +51,7 @@ static int check_epoch(uint64_t n, uint32_t world, uint32_t batch,
                 real++;
             }
         }
-        dlk_order_free(&o);
+        tord_free(&o);
     }
     for (uint64_t i = 0; i < n; i++)
         ok &= drop_last ? seen[i] <= 1 : seen[i] == 1;
@@ -69,8 +69,8 @@ static uint64_t *stream(uint64_t n, const dlk_loader_state *st, uint32_t r,
     static uint32_t count[4096];
     size_t nb = unit_blocks(n, 7, 11, first, count);
     dlk_order_params p = {.shuffle = 1, .seed = st->seed, .window_blocks = 3, .drop_last = 0};
-    dlk_order o;
-    if (dlk_order_build(first, count, nb, &p, st, r, &o, NULL))
+    tord o;
+    if (tord_build(first, count, nb, &p, st, r, &o, NULL))
         return NULL;
     *len = o.n;
     if (pad)
@@ -119,8 +119,8 @@ static void test_order(void)
         size_t nb = unit_blocks(3000, 7, 11, first, count);
         dlk_order_params p = {.shuffle = 1, .seed = 77, .window_blocks = 8, .drop_last = 0};
         dlk_loader_state st = state1(77, 0, 1, ramp_batch[rc]);
-        dlk_order o;
-        int ok = dlk_order_build(first, count, nb, &p, &st, 0, &o, NULL) == 0;
+        tord o;
+        int ok = tord_build(first, count, nb, &p, &st, 0, &o, NULL) == 0;
         const uint32_t *want = ramp[rc];
         uint64_t pos = 0;
         for (size_t w = 0; ok && w < 6; w++) {
@@ -146,7 +146,7 @@ static void test_order(void)
             pos += taken;
         }
         if (ok)
-            dlk_order_free(&o);
+            tord_free(&o);
         UNIT_CHECK(rc ? "batch 40: shuffle windows of 4, then 8 blocks"
                      : "batch 4: shuffle windows of 1, 2, 4, then 8 blocks",
                    ok);

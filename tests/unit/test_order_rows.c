@@ -4,7 +4,7 @@
  * another world size deals exactly the rows left; and the query
  * language's random() against its documented formula. */
 #include "unit.h"
-#include "loader/order.h"
+#include "order_arrays.h"
 #include "query/query.h"
 
 #include <stdlib.h>
@@ -42,8 +42,8 @@ static int check(const uint64_t *rows, uint64_t nrows, uint32_t world,
     uint64_t batches = UINT64_MAX;
     int ok = 1;
     for (uint32_t r = 0; r < world; r++) {
-        dlk_order o;
-        if (dlk_order_build(first, count, nb, &p, &st, r, &o, NULL)) {
+        tord o;
+        if (tord_build(first, count, nb, &p, &st, r, &o, NULL)) {
             ok = 0;
             break;
         }
@@ -55,7 +55,7 @@ static int check(const uint64_t *rows, uint64_t nrows, uint32_t world,
             if (!o.pad[i] && o.sample[i] < N)
                 seen[o.sample[i]]++;
         }
-        dlk_order_free(&o);
+        tord_free(&o);
     }
     for (uint64_t i = 0; i < N; i++)
         ok &= seen[i] == in[i];
@@ -81,26 +81,26 @@ static int check_resume(const uint64_t *rows, uint64_t nrows)
     uint32_t *seen = calloc(N, sizeof *seen);
     int ok = 1;
     for (uint32_t r = 0; r < 3; r++) {
-        dlk_order o;
-        if (dlk_order_build(first, count, nb, &p, &st, r, &o, NULL))
+        tord o;
+        if (tord_build(first, count, nb, &p, &st, r, &o, NULL))
             return 0;
         for (uint64_t i = 0; i < 2 * 8 && i < o.n; i++)
             if (!o.pad[i])
                 seen[o.sample[i]]++;
-        dlk_order_free(&o);
+        tord_free(&o);
     }
     st.seg[0].steps = 2;
     st.nseg = 2;
     st.seg[1].world = 2;
     st.seg[1].batch = 5;
     for (uint32_t r = 0; r < 2; r++) {
-        dlk_order o;
-        if (dlk_order_build(first, count, nb, &p, &st, r, &o, NULL))
+        tord o;
+        if (tord_build(first, count, nb, &p, &st, r, &o, NULL))
             return 0;
         for (uint64_t i = 0; i < o.n; i++)
             if (!o.pad[i])
                 seen[o.sample[i]]++;
-        dlk_order_free(&o);
+        tord_free(&o);
     }
     uint64_t k = 0;
     for (uint64_t i = 0; i < N; i++) {

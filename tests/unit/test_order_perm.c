@@ -1,0 +1,186 @@
+/* test_order_perm.c - the order's implicit permutation: a window's
+ * shuffle is a bijection on [0, m) for every m (powers of two or not, 1
+ * included), keyed (another key, another permutation) and well mixed; a
+ * position's sample is the same read alone or in a run; rank shares are
+ * disjoint and complete over many sizes; and a plan for a billion rows
+ * costs its blocks, not its rows. */
+#include "unit.h"
+#include "order_arrays.h"
+
+#include <math.h>
+#include <sys/resource.h>
+
+static int is_bijection(uint64_t m, uint64_t key)
+{
+    uint8_t *hit = calloc(m ? m : 1, 1);
+    int ok = hit != NULL;
+    for (uint64_t x = 0; ok && x < m; x++) {
+        uint64_t y = dlk_order_permute(x, m, key);
+        ok = y < m && !hit[y];
+        if (ok)
+            hit[y] = 1;
+    }
+    free(hit);
+    return ok;
+}
+
+static void test_bijection(void)
+{
+    int all = 1;
+    for (uint64_t m = 1; m <= 600; m++)
+        for (uint64_t key = 0; key < 4; key++)
+            all &= is_bijection(m, dlk_mix64(key) ^ m);
+    UNIT_CHECK("a bijection on [0, m) for every m from 1 to 600, 4 keys", all);
+    static const uint64_t big[] = {1023, 1024, 1025, 4097, 65535, 65536,
+                                   65537, 100003, 1u << 20, (1u << 20) + 7};
+    all = 1;
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
+        all &= is_bijection(big[i], 0x5eed + i);
+    UNIT_CHECK("a bijection for powers of two and their neighbours to 2^20",
+               all);
+    UNIT_CHECK("m = 1: the one position", dlk_order_permute(0, 1, 99) == 0);
+    /* near 2^64 the halves are 32 bits: outputs stay below m */
+    uint64_t m = (1ull << 63) + 12345, inside = 1;
+    for (uint64_t x = 0; x < 1000; x++)
+        inside &= dlk_order_permute(x * 0x9e3779b97f4a7c15ull % m, m, 7) < m;
+    UNIT_CHECK("m near 2^63: every value inside", inside);
+
+    /* keyed: two keys rarely agree; mixed: few fixed points, a mean
+     * displacement near a random permutation's m/3 */
+    const uint64_t n = 10000;
+    uint64_t same = 0, fixed = 0;
+    double disp = 0;
+    for (uint64_t x = 0; x < n; x++) {
+        uint64_t a = dlk_order_permute(x, n, 1), b = dlk_order_permute(x, n, 2);
+        same += a == b;
+        fixed += a == x;
+        disp += fabs((double)a - (double)x);
+    }
+    UNIT_CHECK("another key: another permutation", same < n / 100);
+    UNIT_CHECK("few fixed points", fixed < n / 100);
+    disp /= n * (n / 3.0);
+    UNIT_CHECK("mean displacement within 5% of a random permutation's",
+               disp > 0.95 && disp < 1.05);
+}
+
+/* Blocks of 1..span samples (uneven). */
+static size_t blocks(uint64_t n, uint32_t span, uint64_t *first,
+                     uint32_t *count)
+{
+    size_t nb = 0;
+    for (uint64_t f = 0; f < n; nb++) {
+        uint32_t c = 1 + (uint32_t)(dlk_mix64(nb) % span);
+        if (c > n - f)
+            c = (uint32_t)(n - f);
+        first[nb] = f;
+        count[nb] = c;
+        f += c;
+    }
+    return nb;
+}
+
+static dlk_loader_state state(uint64_t seed, uint32_t world, uint32_t batch)
+{
+    dlk_loader_state st;
+    memset(&st, 0, sizeof st);
+    st.seed = seed;
+    st.nseg = 1;
+    st.seg[0].world = world;
+    st.seg[0].batch = batch;
+    return st;
+}
+
+static void test_shares(void)
+{
+    static uint64_t first[8192];
+    static uint32_t count[8192];
+    int all = 1, at_ok = 1;
+    for (uint64_t n = 1; n < 2000 && all; n = n * 3 + 1) {
+        for (uint32_t span = 1; span <= 64; span *= 4) {
+            size_t nb = blocks(n, span, first, count);
+            for (uint32_t w = 1; w <= 8; w++) {
+                dlk_order_params p = {.shuffle = 1, .seed = n, .window_blocks = 5,
+                                      .chunk_blocks = 2};
+                dlk_loader_state st = state(n, w, 7);
+                uint32_t *seen = calloc(n, sizeof *seen);
+                uint64_t batches = UINT64_MAX;
+                for (uint32_t r = 0; r < w; r++) {
+                    tord o;
+                    dlk_order one;
+                    if (tord_build(first, count, nb, &p, &st, r, &o, NULL) ||
+                        dlk_order_build(first, count, nb, &p, &st, r, &one,
+                                        NULL)) {
+                        all = 0;
+                        break;
+                    }
+                    if (batches == UINT64_MAX)
+                        batches = o.batches;
+                    all &= o.batches == batches && o.n == batches * 7;
+                    for (uint64_t i = 0; i < o.n; i++) {
+                        all &= o.sample[i] < n;
+                        if (!o.pad[i] && o.sample[i] < n)
+                            seen[o.sample[i]]++;
+                        /* alone, backwards: the same as in the run */
+                        uint64_t j = o.n - 1 - i, s;
+                        uint8_t pd;
+                        dlk_order_at(&one, j, 1, &s, &pd);
+                        at_ok &= s == o.sample[j] && pd == o.pad[j];
+                    }
+                    tord_free(&o);
+                    dlk_order_free(&one);
+                }
+                for (uint64_t i = 0; i < n; i++)
+                    all &= seen[i] == 1;
+                free(seen);
+            }
+        }
+    }
+    UNIT_CHECK("rank shares disjoint and complete, equal batches, sizes "
+               "1 to 1,093, blocks of 1 to 64, worlds 1-8", all);
+    UNIT_CHECK("a position read alone is the one read in a run", at_ok);
+}
+
+/* A plan for 2^30 rows: built in its blocks' memory, its positions read
+ * anywhere, every share inside the rows. */
+static void test_billion(void)
+{
+    const uint64_t n = 1ull << 30;
+    const size_t nb = 1024;
+    uint64_t *first = malloc(nb * sizeof *first);
+    uint32_t *count = malloc(nb * sizeof *count);
+    for (size_t i = 0; i < nb; i++) {
+        first[i] = i * (n / nb);
+        count[i] = (uint32_t)(n / nb);
+    }
+    dlk_order_params p = {.shuffle = 1, .seed = 3, .window_blocks = 16,
+                          .chunk_blocks = 4};
+    dlk_loader_state st = state(3, 8, 256);
+    struct rusage u0, u1;
+    getrusage(RUSAGE_SELF, &u0);
+    dlk_order o;
+    int ok = dlk_order_build(first, count, nb, &p, &st, 3, &o, NULL) == 0;
+    int inside = 1;
+    for (uint64_t k = 0; ok && k < 100000; k++) {
+        uint64_t pos = dlk_mix64(k) % o.n, s;
+        uint8_t pd;
+        dlk_order_at(&o, pos, 1, &s, &pd);
+        inside &= s < n && !pd;
+    }
+    getrusage(RUSAGE_SELF, &u1);
+    UNIT_CHECK("2^30 rows, 8 ranks: rank 3's plan built", ok);
+    UNIT_CHECK("... its positions' samples inside the rows", inside);
+    UNIT_CHECK("... in under 16 MiB more memory (not 9 bytes a row)",
+               (u1.ru_maxrss - u0.ru_maxrss) * 1024 < (16 << 20));
+    if (ok)
+        dlk_order_free(&o);
+    free(first);
+    free(count);
+}
+
+int main(void)
+{
+    test_bijection();
+    test_shares();
+    test_billion();
+    return unit_done();
+}
