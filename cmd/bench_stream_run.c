@@ -45,7 +45,7 @@ size_t bench_bottleneck(const dlk_loader_stats *st)
  * those kept times n/kept, its delivered place known exactly, and the
  * run keeps 16 bytes a sample of at most QUALITY_KEEP, not 8 of every
  * one. */
-#define QUALITY_KEEP (1u << 21)
+#define QUALITY_KEEP (1u << 18)
 struct quality {
     double sum_disp, n;
     double sx, sy, sxx, syy, sxy, pairs;

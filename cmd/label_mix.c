@@ -71,6 +71,36 @@ static void cls_set(label_mix *m, uint64_t row, uint32_t c)
     }
 }
 
+/* The value of the current width that stands for "other" while the
+ * labels are read. */
+static uint32_t cls_other(const label_mix *m)
+{
+    return m->cls_bytes == 1 ? 0xff : m->cls_bytes == 2 ? 0xffff
+                                                        : UINT32_MAX;
+}
+
+/* Widen the classes read so far to hold class c. */
+static dlk_status cls_widen(label_mix *m, uint32_t c, dlk_error *err)
+{
+    unsigned to = c < 0xffff ? 2 : 4;
+    if (to <= m->cls_bytes)
+        to = 4;
+    void *v = realloc(m->cls, (m->rows ? m->rows : 1) * to);
+    if (!v)
+        return oom(err);
+    m->cls = v;
+    uint32_t other = cls_other(m);
+    unsigned from = m->cls_bytes;
+    for (uint64_t i = m->rows; i-- > 0;) {
+        m->cls_bytes = from;
+        uint32_t x = cls_of(m, i);
+        m->cls_bytes = to;
+        cls_set(m, i, x == other ? (to == 2 ? 0xffff : UINT32_MAX) : x);
+    }
+    m->cls_bytes = to;
+    return DLK_OK;
+}
+
 static double batch_tvd(label_mix *m, const uint64_t *rows,
                         const uint8_t *pad, uint32_t n, uint32_t *used)
 {
@@ -198,17 +228,16 @@ dlk_status label_mix_open(dlk_dataset *ds, uint32_t batch, uint64_t seed,
     m->tensor = ti.name;
     m->rows = ti.samples;
     m->batch = batch;
-    /* classes: the names, or the largest value seen, capped.  Read as
-     * 4-byte values clipped to MAX_CLASSES (or UINT32_MAX below zero),
-     * then narrowed in place once the count is known (a second array of
-     * every row's raw value costs 8 bytes a row) */
-    m->cls_bytes = 4;
-    uint32_t *raw = malloc(m->rows * sizeof *raw);
-    m->cls = raw;
-    dlk_status rc = raw ? DLK_OK : oom(err);
+    /* classes: the names, or the largest value seen, capped.  Read in 1
+     * byte a row, widened to 2 or 4 (in place, back to front) the first
+     * time a value does not fit: as wide as the classes need, never an
+     * array of every row's raw value (8 bytes a row) */
+    m->cls_bytes = 1;
+    m->cls = malloc(m->rows ? m->rows : 1);
+    dlk_status rc = m->cls ? DLK_OK : oom(err);
     int64_t top = -1;
-    for (uint64_t i = 0; !rc && i < m->rows; i++)
-        raw[i] = UINT32_MAX; /* rows no chunk holds: "other" */
+    if (!rc)
+        memset(m->cls, 0xff, m->rows); /* rows no chunk holds: "other" */
     size_t nchunks = dlk_tensor_nchunks(ds, t);
     for (size_t c = 0; !rc && c < nchunks; c++) {
         dlk_chunk_ref ref;
@@ -220,13 +249,20 @@ dlk_status label_mix_open(dlk_dataset *ds, uint32_t batch, uint64_t seed,
         size_t nb;
         const void *pl = dlk_chunk_payload(ch, &nb);
         uint32_t ns = dlk_chunk_samples(ch);
-        for (uint32_t i = 0; i < ns && ref.first_sample + i < m->rows; i++) {
+        for (uint32_t i = 0; !rc && i < ns && ref.first_sample + i < m->rows;
+             i++) {
             value v = value_at(ti.dtype, pl, i);
             int64_t x = v.kind == V_INT ? v.i
                         : v.u > INT64_MAX ? -1 : (int64_t)v.u;
-            raw[ref.first_sample + i] = x < 0 ? UINT32_MAX
-                                        : x > MAX_CLASSES ? MAX_CLASSES
-                                        : (uint32_t)x;
+            /* the width's top value is "other" (below zero, or past
+             * MAX_CLASSES) */
+            uint32_t c32 = x < 0 ? UINT32_MAX
+                           : x > MAX_CLASSES ? MAX_CLASSES : (uint32_t)x;
+            if (c32 != UINT32_MAX && c32 >= cls_other(m) &&
+                (rc = cls_widen(m, c32, err)))
+                break;
+            cls_set(m, ref.first_sample + i,
+                    c32 == UINT32_MAX ? cls_other(m) : c32);
             if (x > top)
                 top = x;
         }
@@ -242,20 +278,19 @@ dlk_status label_mix_open(dlk_dataset *ds, uint32_t batch, uint64_t seed,
         m->count = calloc(m->nclass, sizeof *m->count);
         if (!m->p || !m->count)
             rc = oom(err);
+        else if (m->nclass - 1 > cls_other(m))
+            rc = cls_widen(m, m->nclass - 1, err); /* "other" fits */
     }
     if (!rc) {
-        /* narrowed front to back: row i's narrow class ends before row
-         * i + 1's wide one starts */
-        m->cls_bytes = m->nclass <= 0xff ? 1 : m->nclass <= 0xffff ? 2 : 4;
+        /* classes from nclass - 1 on, and the width's "other", are
+         * "other" */
+        uint32_t other = cls_other(m);
         for (uint64_t i = 0; i < m->rows; i++) {
-            uint32_t x = raw[i];
-            uint32_t c = x < m->nclass - 1 ? x : m->nclass - 1;
+            uint32_t x = cls_of(m, i);
+            uint32_t c = x != other && x < m->nclass - 1 ? x : m->nclass - 1;
             cls_set(m, i, c);
             m->p[c] += 1.0 / (double)m->rows;
         }
-        void *v = realloc(m->cls, m->rows * m->cls_bytes);
-        if (v)
-            m->cls = v;
     }
     if (rc) {
         label_mix_free(m);
