@@ -567,6 +567,8 @@ static void commits(void)
                  DLK_ECORRUPT && strstr(last.msg, "'parent'");
     UNIT_CHECK("commit: a parent that is no commit id refused, without meta "
                "too", n == (int)(sizeof parents / sizeof *parents));
+}
+
 /* ---- key_base (formats 4.3.1, 6.9) ---------------------------------- */
 
 static void key_base(void)
