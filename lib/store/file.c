@@ -26,8 +26,12 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef SYS_openat2
+#include <linux/openat2.h>
+#endif
 
 #define TMP_PREFIX ".dlk-tmp-"
 
@@ -122,23 +126,60 @@ static dlk_status parent_dir(file_store *fs, const char *key, bool create,
     return DLK_OK;
 }
 
+/* key's file opened in one call where the kernel has openat2 (Linux
+ * 5.6): no component a link (RESOLVE_NO_SYMLINKS) and nothing outside the
+ * root (RESOLVE_BENEATH), what parent_dir's walk checks, without its
+ * open and close of every directory on the way (four system calls more
+ * for each chunk read, a fifth of a first epoch's rate from the page
+ * cache on a 16-core host); -1 when it cannot, errno as it failed. */
+static int open_beneath(file_store *fs, const char *key)
+{
+#ifdef SYS_openat2
+    static _Atomic int missing;
+    if (!missing) {
+        struct open_how how = {
+            .flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+            .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+                       RESOLVE_NO_MAGICLINKS,
+        };
+        long fd = syscall(SYS_openat2, fs->rootfd, key, &how, sizeof how);
+        if (fd >= 0)
+            return (int)fd;
+        if (errno == ENOSYS || errno == EPERM || errno == E2BIG)
+            missing = 1;   /* an older kernel, or a filter that refuses it */
+        return -1;
+    }
+#else
+    (void)fs;
+    (void)key;
+#endif
+    errno = ENOSYS;
+    return -1;
+}
+
 /* key's file, opened read-only into *out: no component of it a link,
  * the file not waited on (O_NONBLOCK: a FIFO opens at once and is
  * refused by its type) and a regular file, its stat in *st. */
 static dlk_status open_file(file_store *fs, const char *key, struct stat *st,
                             int *out, dlk_error *err)
 {
-    const char *base;
-    int dfd;
-    dlk_status rc = parent_dir(fs, key, false, &dfd, &base, err);
-    if (rc)
-        return rc;
-    int fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        rc = open_fail(err, fs, dfd, base, key, strlen(key), errno);
-    close(dfd);
-    if (rc)
-        return rc;
+    dlk_status rc = DLK_OK;
+    int fd = open_beneath(fs, key);
+    if (fd < 0) {
+        /* the walk a directory at a time: where openat2 is missing, and
+         * on every failure, to name the component at fault */
+        const char *base;
+        int dfd;
+        rc = parent_dir(fs, key, false, &dfd, &base, err);
+        if (rc)
+            return rc;
+        fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+            rc = open_fail(err, fs, dfd, base, key, strlen(key), errno);
+        close(dfd);
+        if (rc)
+            return rc;
+    }
     if (fstat(fd, st) != 0)
         rc = io_fail(err, fs, "stat", key, errno);
     else if (S_ISDIR(st->st_mode))
