@@ -180,8 +180,7 @@ slow_log=$S3_PROXY_LOG slow_port=$S3_PROXY_PORT
 read_all slow "$slow_port"
 sec=$(stat_of seconds) worst=$(stat_of worst) hedges=$(stat_of hedges)
 echo "# slow: $(cat "$OUT")"
-check "slow: 300 GETs in far less than 3 s ($sec s)" \
-    awk -v s="$sec" 'BEGIN { exit !(s < 2) }'
+slow_sec=$sec
 check "slow: no GET waited for its slow answer (worst $worst s)" \
     awk -v s="$worst" 'BEGIN { exit !(s < 1.5) }'
 check "slow: hedges were sent ($hedges)" test "$hedges" -ge 1
@@ -193,6 +192,12 @@ s3_proxy_start --seed 302
 read_all fast "$S3_PROXY_PORT"
 hedges=$(stat_of hedges)
 echo "# fast: $(cat "$OUT")"
+# against the same 300 GETs with no slow answer, read in this run (a
+# busy machine makes both slower): a GET that waited for its held answer
+# would add its 3 s
+fast_sec=$(stat_of seconds)
+check "slow: 300 GETs within 1.5 s of the same with no slow answer ($slow_sec s, $fast_sec s)" \
+    awk -v s="$slow_sec" -v f="$fast_sec" 'BEGIN { exit !(s < f + 1.5) }'
 check "fast: (almost) no hedges ($hedges)" test "$hedges" -le 6
 
 # 3. hedging off: the slow objects cost their 3 s (the proxy remembers

@@ -55,7 +55,7 @@ fi
 
 fails "--pin-cache that is not a size is a usage error" 2 \
     "$DLK" bench-stream "$T/small" --device cpu --pin-cache 12X
-check "... naming the flag" grep -q -- "--pin-cache '12X'" "$ERR"
+check "... naming the flag" grep -q -- "--pin-cache: '12X'" "$ERR"
 
 # On a GPU: by default the chunk files are read into pinned buffers, so
 # the same bound holds; --pin-cache auto keeps them mapped and pinned (the
