@@ -154,19 +154,27 @@ uint64_t dlk_order_permute(uint64_t x, uint64_t m, uint64_t key)
     return x;
 }
 
+/* The last index of a[0..n) (ascending, a[0] <= x) whose value is at
+ * most x: the block or window that holds position x. */
+static size_t last_at_or_before(const uint64_t *a, size_t n, uint64_t x)
+{
+    size_t lo = 0, hi = n;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a[mid] <= x)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Position g of the base (g < base_n): its sample. */
 static uint64_t base_at(const dlk_order *o, uint64_t g)
 {
     if (o->base)
         return o->base[g];
-    size_t lo = 0, hi = o->nb; /* the last block starting at or before g */
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (o->at[mid] <= g)
-            lo = mid;
-        else
-            hi = mid;
-    }
+    size_t lo = last_at_or_before(o->at, o->nb, g); /* g's block */
     uint64_t k = g - o->at[lo];
     return o->rows ? o->rows[o->rlo[lo] + k] : o->first[o->blk[lo]] + k;
 }
@@ -176,14 +184,7 @@ static uint64_t share_at(const dlk_order *o, uint64_t i)
 {
     if (!o->shuffled)
         return o->start + i;
-    size_t lo = 0, hi = o->nwin; /* the window holding i */
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (o->win[mid] <= i)
-            lo = mid;
-        else
-            hi = mid;
-    }
+    size_t lo = last_at_or_before(o->win, o->nwin, i); /* i's window */
     uint64_t a = o->win[lo], m = o->win[lo + 1] - a;
     return o->start + a + dlk_order_permute(i - a, m, o->wkey[lo]);
 }
