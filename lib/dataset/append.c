@@ -115,6 +115,17 @@ static dlk_status append_checked(dlk_dataset *ds, size_t tensor,
                                  const int64_t *shape, int ndim,
                                  dlk_error *err);
 
+/* The first sample since the open or the last dlk_dataset_seal: the
+ * chunks from the tensor's present count on will be new. */
+static void note_new(dlk_dataset *ds, size_t ti)
+{
+    dlk_builder *b = &ds->builders[ti];
+    if (!b->tail_seen) {
+        b->tail_seen = true;
+        b->new_from = ds->m.tensors[ti].nchunks;
+    }
+}
+
 uint64_t dlk_chunk_target(const dlk_dataset *ds, size_t ti)
 {
     return ds->chunk_target ? ds->chunk_target
@@ -126,10 +137,9 @@ dlk_status dlk_append(dlk_dataset *ds, size_t tensor, const void *data,
                       dlk_error *err)
 {
     dlk_status rc = check_sample(ds, tensor, nbytes, shape, ndim, err);
-    if (!rc)
-        rc = dlk_fill_tail(ds, tensor, nbytes, err);
     if (rc)
         return rc;
+    note_new(ds, tensor);
     return append_checked(ds, tensor, data, nbytes, shape, ndim, err);
 }
 
@@ -173,12 +183,6 @@ static dlk_status append_checked(dlk_dataset *ds, size_t tensor,
 dlk_status dlk_append_take(dlk_dataset *ds, size_t tensor, dlk_buf *data,
                            const int64_t *shape, int ndim, dlk_error *err)
 {
-    /* first, so that a filled builder takes the copying path below */
-    if (tensor < ds->m.ntensors && !ds->read_only) {
-        dlk_status rc = dlk_fill_tail(ds, tensor, data->len, err);
-        if (rc)
-            return rc;
-    }
     if (tensor >= ds->m.ntensors || data->fixed || data->len < DLK_TAKE_MIN ||
         ds->m.tensors[tensor].spec.codec != DLK_CODEC_NONE ||
         ds->builders[tensor].raw.len)
@@ -189,6 +193,7 @@ dlk_status dlk_append_take(dlk_dataset *ds, size_t tensor, dlk_buf *data,
         rc = make_room(ds, tensor, data->len, ndim, 1, err);
     if (rc)
         return rc;
+    note_new(ds, tensor);
     dlk_builder *b = &ds->builders[tensor];
     dlk_buf taken = *data;
     *data = dlk_seal_recycled(ds);
@@ -209,10 +214,15 @@ dlk_status dlk_dataset_seal(dlk_dataset *ds, dlk_error *err)
             return rc;
     }
     dlk_status rc = dlk_seal_wait(ds, err);
-    /* the next append fills the chunks just sealed, when they are small
-     * (an ingest checkpoint would otherwise leave one behind each time) */
-    for (size_t i = 0; !rc && i < ds->m.ntensors; i++)
-        ds->builders[i].tail_seen = false;
+    /* the new chunks' small ones joined with the tail (an ingest
+     * checkpoint, or each of many small appends, would otherwise leave
+     * one behind each time) */
+    for (size_t i = 0; i < ds->m.ntensors; i++) {
+        dlk_builder *b = &ds->builders[i];
+        if (!rc && b->tail_seen)
+            rc = dlk_merge_tail(ds, i, b->new_from, NULL, err);
+        b->tail_seen = false;
+    }
     return rc;
 }
 

@@ -20,7 +20,6 @@ static void builder_clear(dlk_builder *b)
     b->nsegs = 0;
     b->bytes = 0;
     b->samples = 0;
-    b->replaces_last = false;
     if (b->hash)
         dlk_hash64_stream_reset(b->hash);
 }
@@ -65,41 +64,6 @@ static dlk_status feed(dlk_dataset *ds, size_t ti, const dlk_chunk_entry *e,
     }
     dlk_chunk_free(c);
     return rc ? lost_race(ds, rc, err) : DLK_OK;
-}
-
-dlk_status dlk_fill_tail(dlk_dataset *ds, size_t ti, size_t nbytes,
-                         dlk_error *err)
-{
-    dlk_builder *b = &ds->builders[ti];
-    if (b->tail_seen)
-        return DLK_OK;
-    b->tail_seen = true;
-    dlk_tensor *t = &ds->m.tensors[ti];
-    if (b->samples || !t->nchunks)
-        return DLK_OK;
-    if (!t->chunks[t->nchunks - 1].key[0]) { /* still being written */
-        dlk_status rc = dlk_seal_wait(ds, err);
-        if (rc)
-            return rc;
-    }
-    dlk_chunk_entry e = t->chunks[t->nchunks - 1];
-    if (e.samples >= DLK_CHUNK_MAX_SAMPLES ||
-        e.raw_bytes + nbytes > dlk_chunk_target(ds, ti))
-        return DLK_OK;
-    dlk_status rc = feed(ds, ti, &e, err);
-    if (rc == DLK_ECONFLICT) {
-        builder_clear(b);
-        return rc;
-    }
-    if (rc) {
-        builder_clear(b);
-        char key[DLK_CHUNK_KEY_MAX];
-        dlk_chunk_key(key, t->spec.name, e.key);
-        return dlk_fail_wrap(err, "cannot fill the last chunk '%s' of "
-                             "tensor '%s'", key, t->spec.name);
-    }
-    b->replaces_last = true;
-    return DLK_OK;
 }
 
 /* Below the target size by at least the chunk's mean sample: a chunk that
@@ -184,9 +148,32 @@ dlk_status dlk_compact_from(dlk_dataset *ds, size_t ti, size_t from,
     free(old);
     if (changed)
         ds->dirty = true;
-    /* a later append may fill the last chunk written here */
-    b->tail_seen = false;
     return rc;
+}
+
+dlk_status dlk_merge_tail(dlk_dataset *ds, size_t ti, size_t from,
+                         dlk_compact_result *res, dlk_error *err)
+{
+    dlk_status rc = dlk_seal_wait(ds, err);
+    const dlk_tensor *t = &ds->m.tensors[ti];
+    if (rc || from >= t->nchunks)
+        return rc;
+    uint64_t target = dlk_chunk_target(ds, ti), added = 0;
+    for (size_t i = from; i < t->nchunks; i++)
+        added += t->chunks[i].raw_bytes;
+    /* A small chunk before the new ones joins them only when it is no
+     * larger than all that follows it: so a chunk's bytes are rewritten
+     * once each time the bytes after it double, and k new bytes cost
+     * O(k log) writes however large the tail, where joining the last
+     * chunk whatever its size rewrote up to a chunk per append (and
+     * every commit kept each copy). */
+    size_t start = from;
+    while (start > 0 && small(&t->chunks[start - 1], target) &&
+           t->chunks[start - 1].raw_bytes <= added) {
+        added += t->chunks[start - 1].raw_bytes;
+        start--;
+    }
+    return dlk_compact_from(ds, ti, start, res, err);
 }
 
 dlk_status dlk_compact(dlk_dataset *ds, const dlk_compact_opts *opts,

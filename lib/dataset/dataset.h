@@ -24,11 +24,13 @@ typedef struct dlk_builder {
     size_t shapes_cap;
     uint32_t samples;
     int64_t smin[DLK_MAX_NDIM], smax[DLK_MAX_NDIM];
-    bool tail_seen;            /* the last chunk was considered for
-                                  filling (compact.c), since the open or
-                                  the last dlk_dataset_seal */
-    bool replaces_last;        /* the samples begin with the tensor's last
-                                  chunk's: sealed, they replace its entry */
+    bool tail_seen;            /* new_from is set: samples were appended
+                                  since the open or the last
+                                  dlk_dataset_seal */
+    size_t new_from;           /* the tensor's chunk count at the first of
+                                  them: the chunks from there on are new,
+                                  and dlk_dataset_seal joins the small
+                                  ones with the tail (compact.c) */
 } dlk_builder;
 
 /* The most recently read chunk of a tensor, kept for sequential reads. */
@@ -72,19 +74,13 @@ dlk_status dlk_append_take(dlk_dataset *ds, size_t tensor, dlk_buf *data,
 #define DLK_TAKE_MIN ((size_t)64 << 10) /* smaller samples are copied */
 #define DLK_SEGS_MAX 512        /* parts a chunk's payload may have */
 
-/* dlk_append without filling the last chunk first (compact.c feeds the
+/* dlk_append without noting the first new chunk (compact.c feeds the
  * samples of the chunks it rewrites through it). */
 dlk_status dlk_append_sample(dlk_dataset *ds, size_t tensor, const void *data,
                              size_t nbytes, const int64_t *shape, int ndim,
                              dlk_error *err);
 
-/* Filling and compaction (compact.c). */
-/* Before the first sample of nbytes appended to tensor ti since the open
- * or the last dlk_dataset_seal: when the tensor's last chunk is below the
- * target size and the sample fits with it, its samples go into the
- * builder first, and the chunk sealed from them replaces that entry. */
-dlk_status dlk_fill_tail(dlk_dataset *ds, size_t ti, size_t nbytes,
-                         dlk_error *err);
+/* Joining small chunks and compaction (compact.c). */
 /* Rewrite the runs of two or more consecutive small chunks (that could
  * take another sample of their mean size) among tensor ti's entries from
  * index `from` on into chunks of the target size, in place in ds->m; the
@@ -93,6 +89,12 @@ dlk_status dlk_fill_tail(dlk_dataset *ds, size_t ti, size_t nbytes,
  * returns; on an error the list is as it was. */
 dlk_status dlk_compact_from(dlk_dataset *ds, size_t ti, size_t from,
                             dlk_compact_result *res, dlk_error *err);
+/* Tensor ti's entries from index `from` on are new (this writer's, or an
+ * ingest run's): join them, and the small chunks before them that are no
+ * larger than all that follows, by dlk_compact_from (formats/dlk-v1.md
+ * 3.8). */
+dlk_status dlk_merge_tail(dlk_dataset *ds, size_t ti, size_t from,
+                          dlk_compact_result *res, dlk_error *err);
 
 /* Chunk writers (seal.c). */
 #define DLK_SEAL_THREADS 4     /* chunks being encoded and written at once */

@@ -313,19 +313,11 @@ dlk_status dlk_seal_submit(dlk_dataset *ds, size_t ti, dlk_error *err)
     pthread_mutex_unlock(&s->mu);
     if (s->failed)
         return failed(s, err);
-    /* The entry now, in append order; its key when written.  A builder
-     * that began with the last chunk's samples (compact.c) replaces its
-     * entry: no writer holds that one, dlk_fill_tail saw it written. */
+    /* The entry now, in append order; its key when written. */
     dlk_chunk_entry e;
     memset(&e, 0, sizeof e);
     e.samples = b->samples;
     e.raw_bytes = b->bytes;
-    if (b->replaces_last && t->nchunks) {
-        dlk_tensor_truncate(t, t->nchunks - 1);
-        dlk_chunk_free(ds->cache[ti].chunk);
-        ds->cache[ti].chunk = NULL;
-    }
-    b->replaces_last = false;
     rc = dlk_tensor_add_chunk(t, &e, b->smin, b->smax, err);
     if (rc)
         return rc;

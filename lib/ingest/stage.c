@@ -415,11 +415,11 @@ dlk_status ing_merge(const char *url, const dlk_store_options *so,
                 tail[t] = ds->m.tensors[t].nchunks;
             rc = tail ? gather(ds, run, nshards, &ready, err)
                       : dlk_oom(err);
-            /* the head's last chunk and the shards' small ones (each
-             * shard's last, a whole small run) become full chunks */
+            /* the shards' small chunks (each shard's last, a whole small
+             * run) joined, with the head's small tail where the run is no
+             * smaller than it */
             for (size_t t = 0; !rc && ready && t < ds->m.ntensors; t++)
-                rc = dlk_compact_from(ds, t, tail[t] ? tail[t] - 1 : 0,
-                                      NULL, err);
+                rc = dlk_merge_tail(ds, t, tail[t], NULL, err);
             if (!rc && ready)
                 rc = dlk_seal_wait(ds, err);
             /* the key index of the head to be: in the same head write */

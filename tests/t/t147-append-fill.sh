@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Small appends do not fragment a dataset: one-row ingests (.npy, and
-# images through the staged runs and their merge) fill each tensor's last
-# chunk, so every chunk but the last is full (a fixed shape, a variable
+# images through the staged runs and their merge) join each tensor's
+# small last chunks once the new ones hold as many bytes, so every chunk
+# is full but a short tail of ever smaller ones (a fixed shape, a variable
 # one with zstd, a scalar); every commit made on the way still reads as it
 # was; verify --all --deep passes, before and after gc.  dlk compact
 # rewrites runs of small chunks into full ones, samples unchanged.
@@ -30,18 +31,32 @@ if sys.argv[1] == "check":   # FILE: lines "tensor index" then the raw bytes' he
         if row(t, int(i)).tobytes().hex() != hexed:
             print("# %s %s differs" % (t, i)); bad += 1
     sys.exit(1 if bad else 0)
-if sys.argv[1] == "sizes":   # MANIFEST TARGET: every chunk but the last is full
-    import json
+if sys.argv[1] == "sizes":   # MANIFEST TARGET: full chunks, then a short tail
+    # Every chunk is full (the next sample would not have fit) up to a
+    # tail of small ones, each smaller than the one before (a small chunk
+    # is joined by the new ones once they hold as many bytes), so at most
+    # log2(target / smallest sample) + 2 of them.
+    import json, math
     m = json.load(open(sys.argv[2])); target = int(sys.argv[3])
     for t in m["tensors"]:
         if t["name"] not in ("labels", "tok", "img"): continue
-        first, ch = 0, t["chunks"]
+        first, ch, small = 0, t["chunks"], []
+        smallest = min(row(t["name"], i).nbytes for i in range(5))
         print("# %s: %d samples in %d chunks" % (t["name"], t["samples"], len(ch)))
         for k, (h, n, stored, raw) in enumerate(ch):
             assert raw == sum(row(t["name"], first + j).nbytes for j in range(n)), (t["name"], k)
             first += n
-            if k + 1 < len(ch) and raw + row(t["name"], first).nbytes <= target:
-                sys.exit("%s: chunk %d of %d holds %d bytes; the next sample would have fit" % (t["name"], k, len(ch), raw))
+            full = k + 1 < len(ch) and raw + row(t["name"], first).nbytes > target
+            if small and full:
+                sys.exit("%s: chunk %d of %d is full after small ones" % (t["name"], k, len(ch)))
+            if not full:
+                if small and raw >= small[-1]:
+                    sys.exit("%s: small chunk %d of %d (%d bytes) not below the one before (%d)" % (t["name"], k, len(ch), raw, small[-1]))
+                small.append(raw)
+        bound = int(math.log2(target / smallest)) + 2
+        print("# %s: tail of %d small chunks %s" % (t["name"], len(small), small))
+        if len(small) > bound:
+            sys.exit("%s: %d small chunks at the end, over %d" % (t["name"], len(small), bound))
     sys.exit(0)
 d, a, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 for i in range(a, a + n):
@@ -72,7 +87,7 @@ done
 echo "# $N one-row ingests in $((SECONDS - t0)) s"
 check "$N one-row ingests" test "$failed" = 0
 obj_get "$DS" staging/manifest.json "$T/head.json"
-check "every chunk but each tensor's last is full" python3 "$T/row.py" sizes "$T/head.json" 256
+check "full chunks, then a short tail of ever smaller ones" python3 "$T/row.py" sizes "$T/head.json" 256
 cat_rows "$DS" "" 0 1 $((N / 2)) $((N - 2)) $((N - 1)) > "$T/head.txt"
 check "the head reads back" python3 "$T/row.py" check "$T/head.txt"
 ok "verify --all --deep" dlk verify "$DS" --all --deep --json
@@ -112,9 +127,9 @@ for ((i = 1; i < M; i++)); do
 done
 check "$M one-image ingests" test "$failed" = 0
 ok "ls" dlk ls "$IM" --json
-check "images: $M samples in $(((M + 4) / 5)) chunks (5 a chunk)" python3 -c 'import json,sys
+check "images: $M samples in at most $(((M + 4) / 5 + 2)) chunks (5 a chunk, a tail of 4, 2 and 1)" python3 -c 'import json,sys
 t=[t for t in json.load(open(sys.argv[1]))["tensors"] if t["name"]=="images"][0]
-assert t["samples"] == int(sys.argv[2]) and t["chunks"] == (int(sys.argv[2]) + 4) // 5, t' "$OUT" "$M"
+assert t["samples"] == int(sys.argv[2]) and t["chunks"] <= (int(sys.argv[2]) + 4) // 5 + 2, t' "$OUT" "$M"
 ok "one ingest of every image, in sorted order" dlk create "$(ds_url ref)" from-dir "$T/all" --resize 8x8 --order sorted --quiet
 # keys and versions: the copies have other paths and mtimes
 dump "$IM" key key_version > "$T/im.txt"
@@ -153,3 +168,34 @@ ok "gc --grace 0" dlk gc "$CP" --grace 0
 ok "verify --all --deep after compact and gc" dlk verify "$CP" --all --deep --json
 check "no problems in the commit or the head" python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
 assert d["ok"] and d["commits_checked"] == 1 and d["chunks_checked"] == 21, d' "$OUT"
+
+# Small appends cost what they add: 15000 labels (60,000 B, below the
+# 64 KiB chunk size), then 20 one-row ingests each followed by a commit.
+# Joining the last chunk whatever its size rewrote it every time, and
+# every commit kept each copy: over 1.2 MB of chunks for 80 new bytes.
+SM=$(ds_url small)
+ok "create, 64 KiB chunks" dlk create "$SM" --tensor labels:i32 --chunk-size 64K --no-key
+mkdir -p "$T/sm/0"
+python3 -c 'import numpy as np,sys; np.save(sys.argv[1], np.arange(15000).astype("<i4"))' "$T/sm/0/b.labels.npy"
+ok "ingest 15000 labels" dlk ingest "$SM" from-dir "$T/sm/0" --quiet
+: > "$T/sm.ids"
+failed=0
+for ((i = 1; i <= 20; i++)); do
+    mkdir -p "$T/sm/$i"
+    python3 -c 'import numpy as np,sys; np.save(sys.argv[1], np.array([int(sys.argv[2])], "<i4"))' "$T/sm/$i/b.labels.npy" $((15000 + i - 1))
+    "$DLK" ingest "$SM" from-dir "$T/sm/$i" --quiet || failed=$((failed + 1))
+    "$DLK" commit "$SM" -m "row $i" >> "$T/sm.ids" || failed=$((failed + 1))
+done
+check "20 one-row ingests and commits" test "$failed" = 0
+for id in $(cat "$T/sm.ids"); do obj_get "$SM" "commits/$id.json" "$T/sm-$id.json"; done
+check "the commits name under 100 KB of chunks in all" python3 -c 'import json,sys
+seen = {}
+for f in sys.argv[1:]:
+    for t in json.load(open(f))["tensors"]:
+        for h, n, whole, raw in t["chunks"]:
+            seen[(t["name"], h)] = whole
+total = sum(seen.values())
+print("# %d distinct chunks, %d bytes" % (len(seen), total))
+assert total < 100000, total' "$T"/sm-*.json
+ok "the last commit reads every label" dlk cat "$SM" labels 15019 --raw --at main
+check "row 15019 holds 15019" python3 -c 'import struct,sys; assert struct.unpack("<i", open(sys.argv[1],"rb").read()) == (15019,)' "$OUT"

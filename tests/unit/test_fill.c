@@ -1,8 +1,9 @@
 /* test_fill.c - small appends do not fragment a dataset
  * (lib/dataset/compact.c): 300 appends of one row each, each through its
- * own open and close, leave every chunk but the last full (the next
- * sample would not have fit), for a fixed shape, a variable shape with
- * zstd and a scalar; every commit made along the way still reads every
+ * own open and close, leave every chunk full (the next sample would not
+ * have fit) but a short tail of ever smaller ones, for a fixed shape, a
+ * variable shape with zstd and a scalar; appends of one row after a large
+ * last chunk store what they add, not a copy of that chunk each; every commit made along the way still reads every
  * sample as it was; verify --all --deep finds nothing wrong, before and
  * after gc.  A writer that loses the race for the head fails with a
  * conflict and changes nothing.  dlk_compact turns a dataset of one-row
@@ -38,7 +39,7 @@ static size_t sample(int t, int i, uint8_t *p, int64_t *shape, int *nd)
     return n;
 }
 
-static dlk_dataset *make(const char *root)
+static dlk_dataset *make(const char *root, uint64_t target)
 {
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);
@@ -48,7 +49,7 @@ static dlk_dataset *make(const char *root)
     for (int t = 0; t < NT; t++) {
         if (dlk_tensor_spec_parse(specs[t], &s[t], NULL))
             return NULL;
-        s[t].chunk_bytes = TARGET;
+        s[t].chunk_bytes = target;
     }
     dlk_dataset *ds;
     return dlk_dataset_create(root, s, NT, &ds, NULL) ? NULL : ds;
@@ -62,8 +63,10 @@ static int append_row(dlk_dataset *ds, int i, bool fill)
     int64_t shape[DLK_MAX_NDIM];
     int nd, bad = 0;
     for (int t = 0; t < NT; t++) {
-        if (!fill)
+        if (!fill) { /* as if the new chunks began after the last */
             ds->builders[t].tail_seen = true;
+            ds->builders[t].new_from = SIZE_MAX;
+        }
         size_t n = sample(t, i, p, shape, &nd);
         bad += dlk_append(ds, (size_t)t, p, n, shape, nd, NULL) != DLK_OK;
     }
@@ -96,8 +99,10 @@ static bool reads_back(dlk_dataset *ds, int rows)
     return true;
 }
 
-/* Every chunk but the last of each tensor is full: the next sample would
- * not have fit; *chunks receives the number of chunks over all tensors. */
+/* Every chunk is full (the next sample would not have fit) up to a tail
+ * of small ones, each smaller than the one before and at most
+ * log2(TARGET / 2) + 2 of them (the smallest sample is 2 bytes); *chunks
+ * receives the number of chunks over all tensors. */
 static bool packed(dlk_dataset *ds, size_t *chunks)
 {
     uint8_t p[64];
@@ -105,22 +110,55 @@ static bool packed(dlk_dataset *ds, size_t *chunks)
     int nd;
     *chunks = 0;
     for (int t = 0; t < NT; t++) {
-        size_t n = dlk_tensor_nchunks(ds, (size_t)t);
+        size_t n = dlk_tensor_nchunks(ds, (size_t)t), small = 0;
+        uint64_t last_small = 0;
         *chunks += n;
-        for (size_t c = 0; c + 1 < n; c++) {
+        for (size_t c = 0; c < n; c++) {
             dlk_chunk_ref r, next;
             dlk_tensor_chunk(ds, (size_t)t, c, &r);
-            dlk_tensor_chunk(ds, (size_t)t, c + 1, &next);
-            size_t sz = sample(t, (int)next.first_sample, p, shape, &nd);
-            if (r.raw_bytes + sz <= TARGET) {
-                printf("# tensor %d chunk %zu: %llu bytes, the next sample "
-                       "%zu would have fit\n", t, c,
-                       (unsigned long long)r.raw_bytes, sz);
+            bool full = false;
+            if (c + 1 < n) {
+                dlk_tensor_chunk(ds, (size_t)t, c + 1, &next);
+                size_t sz = sample(t, (int)next.first_sample, p, shape, &nd);
+                full = r.raw_bytes + sz > TARGET;
+            }
+            if (full && small) {
+                printf("# tensor %d chunk %zu: full after small ones\n", t, c);
                 return false;
             }
+            if (!full) {
+                if (small && r.raw_bytes >= last_small) {
+                    printf("# tensor %d chunk %zu: %llu bytes, not below the "
+                           "small one before (%llu)\n", t, c,
+                           (unsigned long long)r.raw_bytes,
+                           (unsigned long long)last_small);
+                    return false;
+                }
+                small++;
+                last_small = r.raw_bytes;
+            }
+        }
+        if (small > 9) {
+            printf("# tensor %d: %zu small chunks at the end\n", t, small);
+            return false;
         }
     }
     return true;
+}
+
+/* Bytes of the chunk objects under root/chunks/. */
+static long long chunk_bytes_stored(const char *root)
+{
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "du -sb --apparent-size %s/chunks | cut -f1",
+             root);
+    FILE *f = popen(cmd, "r");
+    long long n = -1;
+    if (f && fscanf(f, "%lld", &n) != 1)
+        n = -1;
+    if (f)
+        pclose(f);
+    return n;
 }
 
 static bool verify_all(dlk_dataset *ds, uint64_t *commits)
@@ -139,7 +177,7 @@ int main(void)
     char root[256], root2[256];
     snprintf(root, sizeof root, "/tmp/dlk-test-fill-%d", (int)getpid());
     snprintf(root2, sizeof root2, "/tmp/dlk-test-fill-%d-b", (int)getpid());
-    dlk_dataset *ds = make(root);
+    dlk_dataset *ds = make(root, TARGET);
     UNIT_CHECK("create", ds);
     if (!ds)
         return unit_done();
@@ -167,7 +205,8 @@ int main(void)
 
     UNIT_CHECK("open the head", !dlk_dataset_open(root, NULL, &ds, NULL));
     size_t chunks;
-    UNIT_CHECK("every chunk but each tensor's last is full", packed(ds, &chunks));
+    UNIT_CHECK("full chunks, then a short tail of ever smaller ones",
+               packed(ds, &chunks));
     printf("# %zu chunks in all for %d rows of %d tensors\n", chunks, ROWS, NT);
     /* 16 B samples: 16 a chunk; 4 B: 64 a chunk; 2..10 B: about 42 */
     UNIT_CHECK("a handful of chunks, not one per append", chunks <= 40);
@@ -237,7 +276,7 @@ int main(void)
     }
 
     /* Compaction of one-row chunks. */
-    ds = make(root2);
+    ds = make(root2, TARGET);
     UNIT_CHECK("create a second dataset", ds);
     if (!ds)
         return unit_done();
@@ -265,7 +304,7 @@ int main(void)
                cr.chunks_after == cr.chunks_written && cr.chunks_after <= 20);
     dlk_dataset_free(ds);
     UNIT_CHECK("reopen", !dlk_dataset_open(root2, NULL, &ds, NULL));
-    UNIT_CHECK("compacted: every chunk but the last is full",
+    UNIT_CHECK("compacted: full chunks and a short tail",
                packed(ds, &chunks) && chunks == cr.chunks_after);
     UNIT_CHECK("compacted: the same samples in the same order",
                reads_back(ds, FRAG));
@@ -283,6 +322,46 @@ int main(void)
     UNIT_CHECK("compact to a larger target",
                !dlk_compact(ds, &co, &cr, NULL) &&
                cr.chunks_after < chunks && reads_back(ds, FRAG));
+    dlk_dataset_free(ds);
+
+    /* Small appends cost what they add: a tensor's last chunk just below
+     * its 64 KiB target, then 40 appends of one row, each its own open,
+     * flush and commit.  Joining the last chunk whatever its size
+     * rewrote it each time (40 x about 90 KB of the three tensors), and
+     * every commit kept each copy. */
+    ds = make(root2, 65536);
+    UNIT_CHECK("create a third dataset", ds);
+    if (!ds)
+        return unit_done();
+    bad = 0;
+    for (int i = 0; i < 4000; i++) /* 64,000 B of the fixed shape */
+        bad += append_row(ds, i, true);
+    bad += dlk_dataset_close(ds, NULL) != DLK_OK;
+    long long before = chunk_bytes_stored(root2);
+    for (int i = 4000; i < 4040; i++) {
+        int done;
+        char cid[DLK_ID_MAX];
+        if (dlk_dataset_open(root2, NULL, &ds, NULL)) {
+            bad++;
+            break;
+        }
+        bad += append_row(ds, i, true);
+        bad += dlk_dataset_flush(ds, NULL) != DLK_OK;
+        bad += dlk_commit(ds, "row", 0, cid, &done, NULL) != DLK_OK;
+        bad += dlk_dataset_close(ds, NULL) != DLK_OK;
+    }
+    long long after = chunk_bytes_stored(root2);
+    printf("# 40 one-row appends: chunk objects %lld -> %lld bytes\n", before,
+           after);
+    UNIT_CHECK("40 one-row appends and commits", bad == 0 && before > 0);
+    /* 40 rows are 1,120 B of samples; the chunks they make, with headers
+     * and indexes, and the joins of small ones, stay far below the
+     * 3.6 MB that rewriting the last chunks took */
+    UNIT_CHECK("the appends stored under 200 KB of chunks",
+               after - before < 200000);
+    UNIT_CHECK("open after the appends",
+               !dlk_dataset_open(root2, NULL, &ds, NULL));
+    UNIT_CHECK("they read back", reads_back(ds, 4040));
     dlk_dataset_free(ds);
 
     char cmd[600];
