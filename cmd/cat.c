@@ -1,5 +1,5 @@
-/* cat.c - dlk cat: one sample of a tensor, as text, raw bytes, .npy,
- * JSON or a PNG image. */
+/* cat.c - dlk cat: one sample of a tensor, or a range of them, as text,
+ * raw bytes, .npy, JSON (lines) or a PNG image. */
 #include "cmd.h"
 #include "options.h"
 #include "values.h"
@@ -10,9 +10,13 @@
 #include <string.h>
 
 static const char usage_text[] =
-    "usage: dlk cat DATASET TENSOR INDEX [--at REF] [--view NAME]\n"
+    "usage: dlk cat DATASET TENSOR INDEX|FIRST:END [--at REF] [--view NAME]\n"
     "               [--raw | --npy | --json | --png [--frame K]]\n"
     "\n"
+    "  FIRST:END    the samples FIRST to END-1, in order (FIRST empty: 0;\n"
+    "               END empty: to the last); with the summary, --raw\n"
+    "               (the samples' bytes back to back) or --json (a line\n"
+    "               each)\n"
     "  --at REF     read from a commit (main, main~N, an id or a unique\n"
     "               prefix) instead of the head\n"
     "  --view NAME  INDEX counts the rows of the view NAME (the sample is\n"
@@ -30,6 +34,7 @@ static const char usage_text[] =
     "\n"
     "Examples:\n"
     "  dlk cat pets labels 7\n"
+    "  dlk cat pets labels 0:100 --json\n"
     "  dlk cat pets images 7 --png > 7.png\n";
 
 #define SHOW_EDGE 8
@@ -103,7 +108,9 @@ static void print_json(const dlk_tensor_info *t, const dlk_sample *s,
                           "shape", shape, "values", values);
     if (cn)
         json_object_set_new(o, "class_name", json_string(cn));
-    cmd_json_print(o, JSON_PRESERVE_ORDER | JSON_COMPACT);
+    /* a line a sample (cmd_json_print prints one object a command) */
+    json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_COMPACT);
+    putchar('\n');
     json_decref(o);
 }
 
@@ -133,6 +140,81 @@ static int opt_mode(const cmd_opt *opt, const char *arg, void *ctx)
     return 0;
 }
 
+/* INDEX (*first, *range false), or FIRST:END (either may be empty): the
+ * samples [*first, *end), *end UINT64_MAX for "to the last". */
+static int read_index(const char *arg, uint64_t *first, uint64_t *end,
+                      bool *range)
+{
+    const char *colon = strchr(arg, ':');
+    *range = colon != NULL;
+    if (!colon) {
+        if (cmd_read_uint("cat", "INDEX", arg, 0, UINT64_MAX, first))
+            return EXIT_USAGE;
+        *end = 0; /* unused */
+        return 0;
+    }
+    char a[32] = "", b[32] = "";
+    size_t la = (size_t)(colon - arg), lb = strlen(colon + 1);
+    if (la >= sizeof a || lb >= sizeof b || strchr(colon + 1, ':')) {
+        cmd_error("cat", "INDEX range '%s' is not FIRST:END", arg);
+        return EXIT_USAGE;
+    }
+    memcpy(a, arg, la);
+    memcpy(b, colon + 1, lb);
+    *first = 0;
+    *end = UINT64_MAX;
+    if ((la && cmd_read_uint("cat", "FIRST", a, 0, UINT64_MAX - 1, first)) ||
+        (lb && cmd_read_uint("cat", "END", b, 0, UINT64_MAX - 1, end)))
+        return EXIT_USAGE;
+    if (*end < *first) {
+        cmd_error("cat", "range %s ends before it begins", arg);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* Print sample `index` of tensor t in the mode: an exit code. */
+static int cat_one(dlk_dataset *ds, const dlk_tensor_info *t,
+                   unsigned long long index, int mode, int frame)
+{
+    dlk_error err;
+    dlk_sample s;
+    int code = EXIT_OK;
+    int ti = dlk_dataset_find(ds, t->name);
+    if (dlk_read_sample(ds, (size_t)ti, index, &s, &err))
+        return cmd_fail("cat", &err);
+    if (mode == 'r') {
+        fwrite(s.data, 1, s.nbytes, stdout);
+    } else if (mode == 'n') {
+        char hdr[256];
+        size_t len;
+        if (dlk_npy_header(s.dtype, s.ndim, s.shape, hdr, sizeof hdr, &len,
+                           &err))
+            code = cmd_fail("cat", &err);
+        else {
+            fwrite(hdr, 1, len, stdout);
+            fwrite(s.data, 1, s.nbytes, stdout);
+        }
+    } else if (mode == 'p') {
+        void *png;
+        size_t len;
+        if (dlk_png_from_sample(&s, frame, -1, &png, &len, &err)) {
+            cmd_error("cat", "cannot write '%s' sample %llu as PNG: %s",
+                      t->name, index, err.msg);
+            code = EXIT_ERROR;
+        } else {
+            fwrite(png, 1, len, stdout);
+            free(png);
+        }
+    } else if (mode == 'j') {
+        print_json(t, &s, index);
+    } else {
+        print_text(t, &s, index);
+    }
+    dlk_sample_free(&s);
+    return code;
+}
+
 int cmd_cat(int argc, char **argv)
 {
     struct cat_mode m = {0, -1};
@@ -160,10 +242,15 @@ int cmd_cat(int argc, char **argv)
         return EXIT_USAGE;
     const char *url = argv[optind], *tname = argv[optind + 1],
                *istr = argv[optind + 2];
-    uint64_t v;
-    if (cmd_read_uint("cat", "INDEX", istr, 0, UINT64_MAX, &v))
+    uint64_t first, end;
+    bool range;
+    if (read_index(istr, &first, &end, &range))
         return EXIT_USAGE;
-    unsigned long long index = v;
+    if (range && (mode == 'n' || mode == 'p')) {
+        cmd_error("cat", "a range of samples is written with the summary, "
+                  "--raw or --json, not --%s", mode == 'n' ? "npy" : "png");
+        return cmd_usage(usage_text, false);
+    }
     dlk_error err;
     dlk_dataset *ds;
     if (cmd_dataset_open(url, at, &ds, &err))
@@ -184,60 +271,37 @@ int cmd_cat(int argc, char **argv)
         return EXIT_ERROR;
     }
     dlk_tensor_info t;
-    dlk_sample s;
+    uint64_t *rows = NULL, n;
     code = EXIT_OK;
-    if (view) { /* the view's INDEX-th row */
-        uint64_t *rows, n;
-        if (dlk_view_rows(ds, view, &rows, &n, &err)) {
-            code = cmd_fail("cat", &err);
-            dlk_dataset_free(ds);
-            return code;
-        }
-        if (index >= n) {
-            cmd_error("cat", "view '%s' has %llu rows, no row %llu", view,
-                      (unsigned long long)n, index);
-            free(rows);
-            dlk_dataset_free(ds);
-            return EXIT_ERROR;
-        }
-        index = rows[index];
-        free(rows);
-    }
     if (dlk_tensor_info_get(ds, (size_t)ti, &t, &err) ||
-        dlk_read_sample(ds, (size_t)ti, index, &s, &err)) {
+        (view && dlk_view_rows(ds, view, &rows, &n, &err))) {
         code = cmd_fail("cat", &err);
         dlk_dataset_free(ds);
         return code;
     }
-    if (mode == 'r') {
-        fwrite(s.data, 1, s.nbytes, stdout);
-    } else if (mode == 'n') {
-        char hdr[256];
-        size_t len;
-        if (dlk_npy_header(s.dtype, s.ndim, s.shape, hdr, sizeof hdr, &len,
-                           &err))
-            code = cmd_fail("cat", &err);
-        else {
-            fwrite(hdr, 1, len, stdout);
-            fwrite(s.data, 1, s.nbytes, stdout);
-        }
-    } else if (mode == 'p') {
-        void *png;
-        size_t len;
-        if (dlk_png_from_sample(&s, frame, -1, &png, &len, &err)) {
-            cmd_error("cat", "cannot write '%s' sample %llu as PNG: %s",
-                      t.name, index, err.msg);
-            code = EXIT_ERROR;
-        } else {
-            fwrite(png, 1, len, stdout);
-            free(png);
-        }
-    } else if (mode == 'j') {
-        print_json(&t, &s, index);
-    } else {
-        print_text(&t, &s, index);
+    if (!view)
+        n = t.samples;
+    if (range && end == UINT64_MAX) /* FIRST: runs to the last */
+        end = n > first ? n : first;
+    if (range && end > n) {
+        if (view)
+            cmd_error("cat", "view '%s' has %llu rows, the range ends at %llu",
+                      view, (unsigned long long)n, (unsigned long long)end);
+        else
+            cmd_error("cat", "tensor '%s' has %llu samples, the range ends "
+                      "at %llu", t.name, (unsigned long long)n,
+                      (unsigned long long)end);
+        code = EXIT_ERROR;
+    } else if (!range && view && first >= n) {
+        cmd_error("cat", "view '%s' has %llu rows, no row %llu", view,
+                  (unsigned long long)n, (unsigned long long)first);
+        code = EXIT_ERROR;
+    } else if (!range) { /* past the end: the read says how many there are */
+        code = cat_one(ds, &t, rows ? rows[first] : first, mode, frame);
     }
-    dlk_sample_free(&s);
+    for (uint64_t i = first; range && code == EXIT_OK && i < end; i++)
+        code = cat_one(ds, &t, rows ? rows[i] : i, mode, frame);
+    free(rows);
     dlk_dataset_free(ds);
     return cmd_finish("cat", code);
 }

@@ -226,7 +226,8 @@ b=bytearray(open(p,"rb").read()); b[o]^=0x5a; open(p,"wb").write(b)' "$1" "$2"
 ff() { ffmpeg -nostdin -hide_banner -loglevel error -y "$@"; }
 
 # Every sample of every tensor of a dataset: "tensor index sha1" lines, to
-# compare two datasets sample by sample.
+# compare two datasets sample by sample (the hash of its dtype, shape and
+# values; one `dlk cat DS TENSOR 0: --json` a tensor).
 dump() { # DATASET [TENSOR TO LEAVE OUT ...]
     python3 - "$DLK" "$@" <<'PY'
 import hashlib, json, subprocess, sys
@@ -235,8 +236,13 @@ m = json.loads(subprocess.check_output([dlk, "ls", ds, "--json"]))
 for t in m["tensors"]:
     if t["name"] in skip:
         continue
-    for i in range(t["samples"]):
-        b = subprocess.check_output([dlk, "cat", ds, t["name"], str(i), "--raw"])
+    out = subprocess.check_output([dlk, "cat", ds, t["name"], "0:", "--json"])
+    lines = out.splitlines()
+    assert len(lines) == t["samples"], (t["name"], len(lines), t["samples"])
+    for i, line in enumerate(lines):
+        o = json.loads(line)
+        assert o["index"] == i, (t["name"], i, o["index"])
+        b = json.dumps([o["dtype"], o["shape"], o["values"]]).encode()
         print(t["name"], i, hashlib.sha1(b).hexdigest())
 PY
 }

@@ -55,6 +55,29 @@ check "message names tensor and count" grep -q "tensor 'images' has 40 samples, 
 fails "cat of a missing tensor" 3 dlk cat "$DS" nope 0
 fails "cat with a bad index" 2 dlk cat "$DS" images -1
 fails "cat with two modes" 2 dlk cat "$DS" images 0 --raw --npy
+# ranges: FIRST:END, a JSON line or the raw bytes of each sample in order
+ok "cat a range as JSON lines" dlk cat "$DS" labels 3:9 --json
+check "six lines, rows 3 to 8, each its label" python3 -c '
+import json,sys,numpy as np
+rows=[json.loads(l) for l in open(sys.argv[1])]
+assert [r["index"] for r in rows]==list(range(3,9)), rows
+for r in rows: assert r["values"]==[int(np.load(sys.argv[2]+"/%06d.labels.npy" % r["index"]))], r' "$OUT" "$SRC"
+ok "cat 38: --raw" sh -c "\"$DLK\" cat \"$DS\" images 38: --raw > \"$T/raw38\""
+check "the last two images' bytes back to back" python3 -c '
+import numpy as np,sys
+want=b"".join(np.load(sys.argv[2]+"/%06d.images.npy" % i).tobytes() for i in (38,39))
+assert open(sys.argv[1],"rb").read()==want' "$T/raw38" "$SRC"
+ok "cat :2 prints two summaries" dlk cat "$DS" labels :2
+check "... of samples 0 and 1" sh -c "grep -c '^tensor labels  sample [01] ' '$OUT' | grep -qx 2"
+ok "an empty range prints nothing" dlk cat "$DS" labels 40:
+check "... nothing" test ! -s "$OUT"
+fails "a range past the end" 3 dlk cat "$DS" labels 38:41
+check "names the count and the end" grep -q "tensor 'labels' has 40 samples, the range ends at 41" "$ERR"
+check "... and prints no sample" test ! -s "$OUT"
+fails "a range that ends before it begins" 2 dlk cat "$DS" labels 9:3
+fails "a range of three numbers" 2 dlk cat "$DS" labels 1:2:3
+fails "a range with --npy" 2 dlk cat "$DS" labels 0:2 --npy
+check "... says what a range is written with" grep -q "summary, --raw or --json" "$ERR"
 
 ok "cat key" dlk cat "$DS" key 7
 check "the key of row 7 is its stem below the source's path" grep -q "text: \"$(realpath "$SRC")/000007\"" "$OUT"
