@@ -655,8 +655,12 @@ typedef struct dlk_loader_opts {
     void *cancel_ud;
     /* Only these rows (ascending, each below the row count; copied at
      * open), e.g. a view's from dlk_view_rows; or the view named `view`,
-     * read at open.  NULL: every row.  A chunk or span holding none of
-     * them is not read; one holding any is read whole. */
+     * read at open.  NULL: every row.  The rows are dealt in the same
+     * blocks as every row, so in the same order.  A chunk or span
+     * holding none of them is not read; of a span holding some, only
+     * the parts holding them (adjacent ones in one read; the whole span
+     * once three quarters of its parts hold rows); a chunk without
+     * parts, or any with whole_chunks, whole. */
     const uint64_t *rows;
     uint64_t nrows;
     const char *view;

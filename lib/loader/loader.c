@@ -65,7 +65,11 @@ static bool sample_key(const dlk_loader_tensor *lt, uint64_t sample,
     *chunk = (size_t)c;
     *key = (size_t)c;
     *p0 = *p1 = 0;
-    if (lt->unit_parts) {
+    if (lt->need) { /* some rows only: the run of parts holding them */
+        uint32_t p = dlk_span_part_of(lt, (size_t)c,
+                                      (uint32_t)(sample - tt->chunks[c].first));
+        *key = (size_t)dlk_view_run(lt, (size_t)c, p, p0, p1);
+    } else if (lt->unit_parts) {
         uint32_t np = dlk_span_nparts(lt, (size_t)c);
         uint32_t u = dlk_span_part_of(lt, (size_t)c,
                                       (uint32_t)(sample - tt->chunks[c].first)) /
@@ -245,9 +249,11 @@ static dlk_status build_plan(dlk_loader *l, dlk_plan *pl,
     for (size_t t = 0; t < l->nt && !pt.rc; t++) {
         const dlk_loader_tensor *lt = &l->t[t];
         const dlk_tensor *tt = lt->tensor;
-        /* a slot per chunk, or per unit of a chunk read in spans */
-        size_t nkeys = lt->unit_parts ? (size_t)lt->unit_base[tt->nchunks]
-                                      : tt->nchunks;
+        /* a slot per chunk, or per unit of a chunk read in spans, or
+         * over some rows per part (the first of a run) */
+        size_t nkeys = lt->need ? (size_t)lt->part_base[tt->nchunks]
+                       : lt->unit_parts ? (size_t)lt->unit_base[tt->nchunks]
+                                        : tt->nchunks;
         pt.t = t;
         pt.last = malloc((nkeys ? nkeys : 1) * sizeof *pt.last);
         pl->key_slot[t] = malloc((nkeys ? nkeys : 1) *

@@ -70,6 +70,13 @@ typedef struct dlk_loader_tensor {
      * units of the chunks before c (nchunks + 1 entries). */
     uint32_t unit_parts;
     uint64_t *unit_base;
+    /* Over some rows only (a view), what is read of a chunk in spans:
+     * the parts that hold a row, a bit a part in `need` (the chunks'
+     * parts one after another, chunk c's from part_base[c]), each run of
+     * needed parts within a unit one span; NULL for every row.  The
+     * units still deal the rows, so the order is as without them. */
+    uint64_t *part_base;
+    uint64_t *need;
     /* batch buffers given back after dlk_loader_keep, for reuse */
     struct dlk_spare { void *p; uint64_t cap; } spare[DLK_SPARES];
     size_t nspare;
@@ -264,5 +271,13 @@ dlk_status dlk_span_confirm(dlk_loader *l, dlk_slot *s, dlk_error *err);
 
 /* Copy and check opts' rows, or read the view's (loader_rows.c). */
 dlk_status dlk_loader_pick_rows(dlk_loader *l, dlk_error *err);
+/* Over some rows, the parts of each tensor read in spans that hold them
+ * (lt->need), after dlk_loader_pick_rows. */
+dlk_status dlk_loader_mark_parts(dlk_loader *l, dlk_error *err);
+/* The span that reads part p of the chunk (lt->need set): the run of
+ * needed parts [*p0, *p1) in p's unit around it, and its key, the run's
+ * first part among the tensor's (part_base). */
+uint64_t dlk_view_run(const dlk_loader_tensor *lt, size_t chunk, uint32_t p,
+                      uint32_t *p0, uint32_t *p1);
 
 #endif

@@ -385,6 +385,8 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
     }
     if (!rc && (l->o.view || l->o.rows))
         rc = dlk_loader_pick_rows(l, err);
+    if (!rc)
+        rc = dlk_loader_mark_parts(l, err);
     if (!rc) {
         store_defaults(l, opts);
         l->limit = l->o.memory_limit ? l->o.memory_limit : derive_limit(l);
@@ -506,6 +508,8 @@ void dlk_loader_close(dlk_loader *l)
         if (l->t[t].buf)
             l->dev->ops->batch_free(l->dev, l->t[t].buf);
         free(l->t[t].unit_base);
+        free(l->t[t].part_base);
+        free(l->t[t].need);
         free(l->t[t].offsets);
         free(l->t[t].shapes);
     }

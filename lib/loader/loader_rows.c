@@ -43,3 +43,94 @@ dlk_status dlk_loader_pick_rows(dlk_loader *l, dlk_error *err)
     l->o.view = NULL; /* the caller's string need not outlive the open */
     return DLK_OK;
 }
+
+/* A unit of a chunk (span_parts parts, as the whole dataset is dealt) is
+ * read whole when at least this share of its parts hold rows: the parts
+ * between cost little more than the requests they save. */
+#define WHOLE_NUM 3
+#define WHOLE_DEN 4
+
+static bool need_has(const uint64_t *bits, uint64_t i)
+{
+    return bits[i >> 6] >> (i & 63) & 1;
+}
+
+static void need_set(uint64_t *bits, uint64_t i)
+{
+    bits[i >> 6] |= 1ull << (i & 63);
+}
+
+/* The parts of tensor lt that hold a row, in need (a bit a part, the
+ * chunks' parts after one another from part_base); then every part of a
+ * unit most of whose parts are needed. */
+static dlk_status mark_tensor(dlk_loader *l, dlk_loader_tensor *lt,
+                              dlk_error *err)
+{
+    const dlk_tensor *t = lt->tensor;
+    if (!(lt->part_base = malloc((t->nchunks + 1) * sizeof *lt->part_base)))
+        return dlk_oom(err);
+    lt->part_base[0] = 0;
+    for (size_t c = 0; c < t->nchunks; c++)
+        lt->part_base[c + 1] = lt->part_base[c] + dlk_span_nparts(lt, c);
+    uint64_t total = lt->part_base[t->nchunks];
+    if (!(lt->need = calloc(total / 64 + 1, sizeof *lt->need)))
+        return dlk_oom(err);
+    size_t c = 0;
+    for (uint64_t i = 0; i < l->o.nrows; i++) {
+        uint64_t r = l->o.rows[i];
+        /* rows ascend: the chunk only moves on */
+        while (c < t->nchunks &&
+               r >= t->chunks[c].first + t->chunks[c].samples)
+            c++;
+        if (c >= t->nchunks || r < t->chunks[c].first)
+            return dlk_fail(err, DLK_EINTERNAL, "tensor '%s' has no sample "
+                            "%llu", t->spec.name, (unsigned long long)r);
+        uint32_t p = dlk_span_part_of(lt, c,
+                                      (uint32_t)(r - t->chunks[c].first));
+        need_set(lt->need, lt->part_base[c] + p);
+    }
+    for (c = 0; c < t->nchunks; c++) {
+        uint32_t np = dlk_span_nparts(lt, c), g = lt->unit_parts;
+        uint64_t base = lt->part_base[c];
+        for (uint32_t a = 0; a < np; a += g) {
+            uint32_t z = a + g < np ? a + g : np, n = 0;
+            for (uint32_t p = a; p < z; p++)
+                n += need_has(lt->need, base + p);
+            if (n && (uint64_t)n * WHOLE_DEN >= (uint64_t)(z - a) * WHOLE_NUM)
+                for (uint32_t p = a; p < z; p++)
+                    need_set(lt->need, base + p);
+        }
+    }
+    return DLK_OK;
+}
+
+dlk_status dlk_loader_mark_parts(dlk_loader *l, dlk_error *err)
+{
+    if (!l->o.rows)
+        return DLK_OK;
+    for (size_t i = 0; i < l->nt; i++)
+        if (l->t[i].unit_parts) {
+            dlk_status rc = mark_tensor(l, &l->t[i], err);
+            if (rc)
+                return rc;
+        }
+    return DLK_OK;
+}
+
+uint64_t dlk_view_run(const dlk_loader_tensor *lt, size_t chunk, uint32_t p,
+                      uint32_t *p0, uint32_t *p1)
+{
+    uint32_t np = dlk_span_nparts(lt, chunk), g = lt->unit_parts;
+    uint32_t lo = p / g * g, hi = lo + g < np ? lo + g : np;
+    uint64_t base = lt->part_base[chunk];
+    uint32_t a = p, b = p + 1;
+    if (need_has(lt->need, base + p)) {
+        while (a > lo && need_has(lt->need, base + a - 1))
+            a--;
+        while (b < hi && need_has(lt->need, base + b))
+            b++;
+    }
+    *p0 = a;
+    *p1 = b;
+    return base + a;
+}
