@@ -145,10 +145,24 @@ dlk_status q_filter(dlk_dataset *ds, const q_expr *e, const q_cands *cands,
 
 /* The rows of view `view` (NULL: all rows) for which e holds (NULL:
  * all of them), ascending, into *rows (malloc'd; rows NULL: only their
- * number). */
-dlk_status q_candidates(dlk_dataset *ds, const q_expr *e, const char *view,
+ * number).  What the manifest decides is not read (q_decided, q_fold:
+ * e is folded in place); a count of a view with no filter or a decided
+ * one is its entry's `rows` (the view object not read) where the view
+ * was saved in a state of at most this one's rows. */
+dlk_status q_candidates(dlk_dataset *ds, q_expr *e, const char *view,
                         uint32_t threads, bool verify, uint64_t **rows,
                         uint64_t *n, uint64_t *bytes, dlk_error *err);
+
+/* Whether e has one truth for every row in [row_lo, row_hi] by the
+ * manifest's schemas alone (decide.c): then *holds is it. */
+bool q_decided(const q_expr *e, const dlk_manifest *m, uint64_t row_lo,
+               uint64_t row_hi, bool *holds);
+/* e with each part of one value for every row in [row_lo, row_hi] (by
+ * the schemas, as q_decided) made that number, and its tensors only
+ * those still read: `shape(images)[0] == 224 and labels == 3` of fixed
+ * 224-row images reads labels alone. */
+void q_fold(q_expr *e, const dlk_manifest *m, uint64_t row_lo,
+            uint64_t row_hi);
 
 /* random(seed) of a row: in [0, 1) (man/dlk-query.1 gives the formula). */
 static inline double q_random(uint64_t seed, uint64_t row)
