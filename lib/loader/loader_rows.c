@@ -75,30 +75,37 @@ static dlk_status mark_tensor(dlk_loader *l, dlk_loader_tensor *lt,
     uint64_t total = lt->part_base[t->nchunks];
     if (!(lt->need = calloc(total / 64 + 1, sizeof *lt->need)))
         return dlk_oom(err);
+    /* rows ascend: the chunk and the part only move on */
     size_t c = 0;
+    uint32_t p = 0, np = t->nchunks ? dlk_span_nparts(lt, 0) : 0;
     for (uint64_t i = 0; i < l->o.nrows; i++) {
         uint64_t r = l->o.rows[i];
-        /* rows ascend: the chunk only moves on */
         while (c < t->nchunks &&
-               r >= t->chunks[c].first + t->chunks[c].samples)
-            c++;
+               r >= t->chunks[c].first + t->chunks[c].samples) {
+            if (++c < t->nchunks)
+                np = dlk_span_nparts(lt, c);
+            p = 0;
+        }
         if (c >= t->nchunks || r < t->chunks[c].first)
             return dlk_fail(err, DLK_EINTERNAL, "tensor '%s' has no sample "
                             "%llu", t->spec.name, (unsigned long long)r);
-        uint32_t p = dlk_span_part_of(lt, c,
-                                      (uint32_t)(r - t->chunks[c].first));
+        const dlk_chunk_entry *e = &t->chunks[c];
+        uint32_t s = (uint32_t)(r - e->first);
+        if (s >= dlk_part_first(p + 1, e->samples, np))
+            p = dlk_span_part_of(lt, c, s);
         need_set(lt->need, lt->part_base[c] + p);
     }
     for (c = 0; c < t->nchunks; c++) {
-        uint32_t np = dlk_span_nparts(lt, c), g = lt->unit_parts;
+        uint32_t n = dlk_span_nparts(lt, c), g = lt->unit_parts;
         uint64_t base = lt->part_base[c];
-        for (uint32_t a = 0; a < np; a += g) {
-            uint32_t z = a + g < np ? a + g : np, n = 0;
-            for (uint32_t p = a; p < z; p++)
-                n += need_has(lt->need, base + p);
-            if (n && (uint64_t)n * WHOLE_DEN >= (uint64_t)(z - a) * WHOLE_NUM)
-                for (uint32_t p = a; p < z; p++)
-                    need_set(lt->need, base + p);
+        for (uint32_t a = 0; a < n; a += g) {
+            uint32_t z = a + g < n ? a + g : n, held = 0;
+            for (uint32_t q = a; q < z; q++)
+                held += need_has(lt->need, base + q);
+            if (held &&
+                (uint64_t)held * WHOLE_DEN >= (uint64_t)(z - a) * WHOLE_NUM)
+                for (uint32_t q = a; q < z; q++)
+                    need_set(lt->need, base + q);
         }
     }
     return DLK_OK;
