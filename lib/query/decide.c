@@ -202,6 +202,21 @@ void q_fold(q_expr *e, const dlk_manifest *m, uint64_t row_lo,
             uint64_t row_hi)
 {
     fold_node(e, e->root, m, row_lo, row_hi);
+    /* at the root only a value's truth counts: `1 and X` is X, `0 or X`
+     * too (so a lone comparison left keeps its typed loop, eval.c) */
+    for (;;) {
+        const q_node *x = &e->nodes[e->root];
+        if (x->kind != N_AND && x->kind != N_OR)
+            break;
+        const q_node *a = &e->nodes[x->a], *b = &e->nodes[x->b];
+        bool keep = x->kind == N_AND; /* the constant that leaves the other */
+        if (a->kind == N_NUM && q_truth(a->num) == keep)
+            e->root = x->b;
+        else if (b->kind == N_NUM && q_truth(b->num) == keep)
+            e->root = x->a;
+        else
+            break;
+    }
     /* the tensors still read, their slots renumbered */
     int map[64], used[64] = {0}, n = 0;
     int stack[Q_NODES_MAX], top = 0;
