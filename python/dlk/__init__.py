@@ -355,7 +355,8 @@ class Loader:
                 them all (dlk.jax does)
     at          a commit to read (with a URL)
     view        stream only this view's rows (default: the Dataset's view,
-                or every row)
+                or every row); of chunks with part checksums only the
+                parts holding them are read (dlk-bench-stream(1) --view)
     whole_chunks  read every chunk whole, not in spans of its parts (a
                 window of whole chunks mixes a class-sorted dataset less;
                 dlk-bench-stream(1) --whole-chunks)
