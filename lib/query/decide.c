@@ -240,3 +240,64 @@ void q_fold(q_expr *e, const dlk_manifest *m, uint64_t row_lo,
             e->nodes[i].slot = map[e->nodes[i].slot];
     e->ntensors = n;
 }
+
+/* Narrow [*lo, *hi) by `row op c` (or `c op row`: mirrored). */
+static void row_cmp(char op, bool row_left, double c, uint64_t *lo,
+                    uint64_t *hi)
+{
+    if (!row_left) /* c < row is row > c, ... */
+        op = op == '<' ? '>' : op == '>' ? '<' : op == 'l' ? 'g'
+           : op == 'g' ? 'l' : op;
+    if (isnan(c)) {     /* compares false with every row */
+        if (op != '!')
+            *hi = *lo;
+        return;
+    }
+    /* rows are whole numbers below 2^64: bounds as whole numbers, clamped */
+    double a = 0, b = 0x1p64; /* row in [a, b) */
+    switch (op) {
+    case '<': b = ceil(c); break;
+    case 'l': b = floor(c) + 1; break;
+    case '>': a = floor(c) + 1; break;
+    case 'g': a = ceil(c); break;
+    case '=':
+        if (c != floor(c)) {
+            *hi = *lo;
+            return;
+        }
+        a = c;
+        b = c + 1;
+        break;
+    default: return; /* != cuts out one row at most */
+    }
+    uint64_t ua = a <= 0 ? 0 : a >= 0x1p64 ? UINT64_MAX : (uint64_t)a;
+    uint64_t ub = b <= 0 ? 0 : b >= 0x1p64 ? UINT64_MAX : (uint64_t)b;
+    if (ua > *lo)
+        *lo = ua;
+    if (ub < *hi)
+        *hi = ub;
+    if (*hi < *lo)
+        *hi = *lo;
+}
+
+static void range_of(const q_expr *e, int ni, uint64_t *lo, uint64_t *hi)
+{
+    const q_node *x = &e->nodes[ni];
+    if (x->kind == N_AND) {
+        range_of(e, x->a, lo, hi);
+        range_of(e, x->b, lo, hi);
+        return;
+    }
+    if (x->kind != N_CMP)
+        return;
+    const q_node *a = &e->nodes[x->a], *b = &e->nodes[x->b];
+    if (a->kind == N_ROW && b->kind == N_NUM)
+        row_cmp(x->op, true, b->num, lo, hi);
+    else if (a->kind == N_NUM && b->kind == N_ROW)
+        row_cmp(x->op, false, a->num, lo, hi);
+}
+
+void q_row_range(const q_expr *e, uint64_t *lo, uint64_t *hi)
+{
+    range_of(e, e->root, lo, hi);
+}

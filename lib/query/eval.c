@@ -306,19 +306,22 @@ static dlk_status run_task(run *r, worker *w, task *tk, uint64_t *bytes,
             const q_node *x = &e->nodes[e->root];
             const q_node *a = &e->nodes[x->a];
             const q_chunk *qc = w->cur[a->slot];
-            uint64_t end = tk->i1 < limit ? tk->i1 : limit;
+            /* positions: rows less the range's base */
+            uint64_t base = r->cands->base;
+            uint64_t end = tk->i1 < limit - base ? tk->i1 : limit - base;
             tk->nout = q_cmp_const(ds->m.tensors[a->tensor].spec.dtype, x->op,
-                                 qc->c->payload, (size_t)(i - qc->first),
-                                 e->nodes[x->b].num, i, (size_t)(end - i),
+                                 qc->c->payload, (size_t)(r0 - qc->first),
+                                 e->nodes[x->b].num, r0, (size_t)(end - i),
                                  tk->out, tk->nout);
             i = end;
             continue;
         }
-        if (!r->cands->rows) { /* every row: consecutive */
-            uint64_t end = tk->i1 < limit ? tk->i1 : limit;
+        if (!r->cands->rows) { /* a range of rows: consecutive */
+            uint64_t base = r->cands->base;
+            uint64_t end = tk->i1 < limit - base ? tk->i1 : limit - base;
             n = end - i < BATCH ? (size_t)(end - i) : BATCH;
             for (size_t k = 0; k < n; k++)
-                w->rows[k] = i + k;
+                w->rows[k] = base + i + k;
             i += n;
             w->contig = true;
         } else {

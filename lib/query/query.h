@@ -89,19 +89,22 @@ dlk_status q_chunk_get(dlk_dataset *ds, size_t ti, size_t ci, unsigned mode,
                        q_chunk *qc, uint64_t *bytes, dlk_error *err);
 void q_chunk_drop(dlk_dataset *ds, q_chunk *qc);
 
-/* Row i of a candidate set: a list, or every row below n. */
+/* Row i of a candidate set: a list, or every row of a range. */
 typedef struct q_cands {
-    const uint64_t *rows;  /* NULL: rows 0..n-1 */
+    const uint64_t *rows;  /* NULL: rows base..base+n-1 */
     uint64_t n;
+    uint64_t base;
 } q_cands;
 /* The first position in [lo, hi) whose candidate row is >= row (hi when
- * none): a binary search of the rows, or row itself clamped when every
- * row is a candidate. */
+ * none): a binary search of the rows, or row's position clamped when
+ * the candidates are a range. */
 static inline uint64_t q_cands_lower(const q_cands *c, uint64_t lo,
                                      uint64_t hi, uint64_t row)
 {
-    if (!c->rows)
-        return row < lo ? lo : row > hi ? hi : row;
+    if (!c->rows) {
+        uint64_t at = row < c->base ? 0 : row - c->base;
+        return at < lo ? lo : at > hi ? hi : at;
+    }
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
         if (c->rows[mid] < row)
@@ -113,7 +116,7 @@ static inline uint64_t q_cands_lower(const q_cands *c, uint64_t lo,
 }
 static inline uint64_t q_cand(const q_cands *c, uint64_t i)
 {
-    return c->rows ? c->rows[i] : i;
+    return c->rows ? c->rows[i] : c->base + i;
 }
 
 /* ---- loops over values (kernels.c) -------------------------------- */
@@ -163,6 +166,10 @@ bool q_decided(const q_expr *e, const dlk_manifest *m, uint64_t row_lo,
  * 224-row images reads labels alone. */
 void q_fold(q_expr *e, const dlk_manifest *m, uint64_t row_lo,
             uint64_t row_hi);
+/* The rows [*lo, *hi) outside which e cannot hold, from comparisons of
+ * `row` with a number that its root requires (`row >= 1000 and ...`);
+ * *lo, *hi come in as the candidates' bounds and only narrow. */
+void q_row_range(const q_expr *e, uint64_t *lo, uint64_t *hi);
 
 /* random(seed) of a row: in [0, 1) (man/dlk-query.1 gives the formula). */
 static inline double q_random(uint64_t seed, uint64_t row)

@@ -215,6 +215,17 @@ dlk_status q_candidates(dlk_dataset *ds, q_expr *e, const char *view,
         e = NULL;
     } else if (!rc && e && c.n) {
         q_fold(e, &ds->m, q_cand(&c, 0), q_cand(&c, c.n - 1));
+        /* only the candidates in the rows the expression allows: their
+         * chunks alone are read (`row < 1000 and mean(images) > 9`) */
+        uint64_t lo = q_cand(&c, 0), hi = q_cand(&c, c.n - 1) + 1;
+        q_row_range(e, &lo, &hi);
+        uint64_t i0 = q_cands_lower(&c, 0, c.n, lo);
+        uint64_t i1 = q_cands_lower(&c, i0, c.n, hi);
+        if (c.rows)
+            c.rows += i0;
+        else
+            c.base += i0;
+        c.n = i1 - i0;
     }
     uint64_t *rows = NULL, n = 0;
     if (!rc && e) {

@@ -3,8 +3,9 @@
 # read"): a filter that the schema decides for every row (a dtype's
 # range, a fixed shape) reads no chunk, and counts every row or none; a
 # part of one decided so reads none of its tensors (`shape(vec)[0] ==
-# 64 and labels == 3` reads labels alone); a view's --count without a
-# filter is its manifest entry's rows, without its object.  Every count
+# 64 and labels == 3` reads labels alone); `row` ranges the expression
+# requires read only the chunks of those rows; a view's --count without
+# a filter is its manifest entry's rows, without its object.  Every count
 # and row list equals numpy's over the same values.
 . "$DLK_TESTS/lib.sh"
 have_numpy || { skip "query by the manifest" "numpy missing: python3 -m pip install numpy"; exit 0; }
@@ -65,6 +66,37 @@ import json, sys
 assert int(open(sys.argv[1]).read()) == len(json.load(open(sys.argv[2]))["rows"])' "$OUT" "$T/rows.json"
 done
 
+# --- rows a range of `row` allows: only their chunks ----------------------
+ok "a view of rows 40-79" dlk query "$DS" "row >= 40 and row < 80" --save-view mid
+ok "the chunks holding them" dlk ls "$DS" --view mid --json
+cp "$OUT" "$T/mid.json"
+for expr in "row >= 40 and row < 80 and mean(vec) > 120" "80 > row and mean(vec) > 120 and 40 <= row"; do
+    ok "'$expr'" dlk query "$DS" "$expr" --json
+    check "'$expr': numpy's rows, reading vec's chunks of rows 40-79 alone" python3 - "$OUT" "$T/src" "$T/mid.json" <<'PY'
+import json, sys
+import numpy as np
+d = json.load(open(sys.argv[1])); mid = json.load(open(sys.argv[3]))
+v = np.load(sys.argv[2] + "/0000.vec.npy"); r = np.arange(len(v))
+want = [int(x) for x in np.nonzero((r >= 40) & (r < 80) & (v.mean(axis=1) > 120))[0]]
+vec = [t for t in mid["tensors"] if t["name"] == "vec"][0]["stored_bytes"]
+assert d["rows"] == want and want, (d["rows"], want)
+assert d["bytes_read"] == vec, (d["bytes_read"], vec)
+PY
+done
+ok "within a view: 'row < 60 and mean(vec) > 120' --view mid" dlk query "$DS" "row < 60 and mean(vec) > 120" --view mid --json
+check "numpy's rows, from fewer chunks than the view's" python3 - "$OUT" "$T/src" "$T/mid.json" <<'PY'
+import json, sys
+import numpy as np
+d = json.load(open(sys.argv[1])); mid = json.load(open(sys.argv[3]))
+v = np.load(sys.argv[2] + "/0000.vec.npy"); r = np.arange(len(v))
+want = [int(x) for x in np.nonzero((r >= 40) & (r < 60) & (v.mean(axis=1) > 120))[0]]
+vec = [t for t in mid["tensors"] if t["name"] == "vec"][0]["stored_bytes"]
+assert d["rows"] == want and want, (d["rows"], want)
+assert 0 < d["bytes_read"] < vec, (d["bytes_read"], vec)
+PY
+ok "'row > 5 and row < 3 and mean(vec) > 0'" dlk query "$DS" "row > 5 and row < 3 and mean(vec) > 0" --json
+check "no rows, nothing read" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["rows"]==[] and d["bytes_read"]==0, d' "$OUT"
+
 # --- a view's count -------------------------------------------------------
 ok "save a view" dlk query "$DS" "labels == 7 and mean(vec) > 100" --save-view v --json
 WANT=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["count"])' "$OUT")
@@ -74,7 +106,7 @@ ok "the view's count, a decided filter" dlk query "$DS" "labels <= 255" --view v
 check "is its rows" grep -qx "$WANT" "$OUT"
 ok "the view's count, a filter" dlk query "$DS" "labels == 7" --view v --count
 check "is its rows" grep -qx "$WANT" "$OUT"
-OBJ=$(dlk ls "$DS" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["views"][0]["object"])')
+OBJ=$(dlk ls "$DS" --json | python3 -c 'import json,sys; print([v for v in json.load(sys.stdin)["views"] if v["name"] == "v"][0]["object"])')
 ok "remove the view's object" obj_rm "$DS" "$OBJ"
 ok "the count without a filter is the manifest's: the object is not read" \
     dlk query "$DS" --view v --count
