@@ -6,7 +6,8 @@
 # build and the new one alternated in the same run: no filter; a view
 # of 10% of the rows without one (its object: 8 bytes a row, not
 # counted in bytes_read); filters the schema decides (an i32 range, a
-# fixed dimension), one half decided, and one it does not.
+# fixed dimension), one half decided, one it does not, and one within a
+# range of rows.
 #   OLD=/path/to/old/build [NEW=build] [ROUNDS=3] tests/bench/query_count.sh
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,11 +42,12 @@ print(d["count"], d["bytes_read"], d["seconds"])' "$T/out")
         printf '  %-44s %-3s %10s %12.1f %9.4f\n' "$label" $b "$c" \
             "$(echo "$by" | awk '{print $1 / 1e6}')" "$best"
     done
-done <<'EOF'
+done <<EOF
 (no filter)|
 --view tenth (no filter)|--view tenth
 labels >= -2147483648 (i32 range: all)|"labels >= -2147483648"
 labels > 2147483647 (i32 range: none)|"labels > 2147483647"
 shape(images)[0] == 8 and labels == 3|"shape(images)[0] == 8 and labels == 3"
 labels == 3 (not decided)|"labels == 3"
+row < $((n / 100)) and labels == 3 (1% of the rows)|"row < $((n / 100)) and labels == 3"
 EOF
