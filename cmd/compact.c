@@ -10,15 +10,17 @@ static const char usage_text[] =
     "usage: dlk compact DATASET [--target-size SIZE] [--json]\n"
     "\n"
     "Rewrites every run of two or more consecutive small chunks of each\n"
-    "tensor into chunks of the target size, and publishes them as the new\n"
-    "head: the samples, their order and their values stay as they were.\n"
+    "tensor into chunks of the target size, folds the key index's runs\n"
+    "into one, and publishes them as the new head: the samples, their\n"
+    "order and their values stay as they were.\n"
     "Commits keep the chunks they name; 'dlk gc' removes the replaced ones\n"
     "that nothing names once they are past the grace period.\n"
     "\n"
     "  --target-size SIZE  raw size of the new chunks (default: each\n"
     "                      tensor's chunk size; K M G suffixes, at most 1G)\n"
     "  --json              {\"chunks_before\", \"chunks_after\", \"chunks_read\",\n"
-    "                      \"bytes_read\", \"chunks_written\", \"seconds\"}\n"
+    "                      \"bytes_read\", \"chunks_written\", \"key_runs_before\",\n"
+    "                      \"key_runs_after\", \"seconds\"}\n"
     "  -h, --help          this text\n"
     "\n"
     "Example:\n"
@@ -56,27 +58,39 @@ int cmd_compact(int argc, char **argv)
         return cmd_fail("compact", &err);
     double secs = cmd_now_s() - t0;
     if (json) {
-        json_t *j = json_pack("{s:I,s:I,s:I,s:I,s:I,s:f}",
+        json_t *j = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f}",
                               "chunks_before", (json_int_t)res.chunks_before,
                               "chunks_after", (json_int_t)res.chunks_after,
                               "chunks_read", (json_int_t)res.chunks_read,
                               "bytes_read", (json_int_t)res.bytes_read,
                               "chunks_written", (json_int_t)res.chunks_written,
+                              "key_runs_before",
+                              (json_int_t)res.key_runs_before,
+                              "key_runs_after", (json_int_t)res.key_runs_after,
                               "seconds", secs);
         cmd_json_print(j, JSON_PRESERVE_ORDER | JSON_INDENT(2));
         json_decref(j);
-    } else if (res.chunks_written) {
-        char b[32];
-        printf("compacted %llu small chunks (%s) into %llu; %llu chunks in "
-               "all, %llu before, in %.2f s\n",
-               (unsigned long long)res.chunks_read,
-               cmd_bytes(res.bytes_read, b),
-               (unsigned long long)res.chunks_written,
-               (unsigned long long)res.chunks_after,
-               (unsigned long long)res.chunks_before, secs);
     } else {
-        printf("nothing to compact: %llu chunks, no run of small ones\n",
-               (unsigned long long)res.chunks_after);
+        bool keys = res.key_runs_before != res.key_runs_after ||
+                    res.key_runs_before > 1;
+        if (res.chunks_written) {
+            char b[32];
+            printf("compacted %llu small chunks (%s) into %llu; %llu chunks "
+                   "in all, %llu before, in %.2f s\n",
+                   (unsigned long long)res.chunks_read,
+                   cmd_bytes(res.bytes_read, b),
+                   (unsigned long long)res.chunks_written,
+                   (unsigned long long)res.chunks_after,
+                   (unsigned long long)res.chunks_before, secs);
+        } else {
+            printf("nothing to compact: %llu chunks, no run of small ones\n",
+                   (unsigned long long)res.chunks_after);
+        }
+        if (keys)
+            printf("key index: %llu object%s folded into %llu run\n",
+                   (unsigned long long)res.key_runs_before,
+                   res.key_runs_before == 1 ? "" : "s",
+                   (unsigned long long)res.key_runs_after);
     }
     return cmd_finish("compact", EXIT_OK);
 }

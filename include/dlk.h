@@ -566,7 +566,9 @@ DLK_API dlk_status dlk_gc(dlk_dataset *ds, const dlk_gc_opts *opts,
  * order and values are unchanged; the old chunks stay for the commits
  * that name them and for gc's rules.  Appends already fill a tensor's
  * last small chunk (its samples and the new ones are sealed together
- * into a chunk that replaces it), so this is rarely needed. */
+ * into a chunk that replaces it), so this is rarely needed.  In a dataset
+ * with key tensors, the key index's runs (formats/dlk-v1.md 6.9) are
+ * folded into one run of every row. */
 typedef struct dlk_compact_opts {
     uint64_t target_bytes;   /* raw size of the new chunks; 0: each
                                 tensor's chunk_bytes; at most 1 GiB */
@@ -577,6 +579,9 @@ typedef struct dlk_compact_result {
     uint64_t chunks_read, bytes_read;      /* small chunks read */
     uint64_t chunks_written;               /* new chunks replacing them (0
                                               when they packed as they were) */
+    /* the key index's objects (its runs) before and after: a dataset with
+     * key tensors has its index folded into one run of every row */
+    uint64_t key_runs_before, key_runs_after;
 } dlk_compact_result;
 
 /* @return DLK_OK with *res filled; DLK_ELIMIT for a target over 1 GiB;

@@ -637,6 +637,15 @@ typedef struct dlk_tensor {
 
 #define DLK_KEY_INDEX_PREFIX "index/keys/"
 #define DLK_KEY_INDEX_MAX (sizeof DLK_KEY_INDEX_PREFIX + 32)
+/* The most runs a key index may have (formats/dlk-v1.md 4.3.1). */
+#define DLK_KEY_RUNS_MAX 1024
+
+/* A run of the key index (formats/dlk-v1.md 6.9): the object holding the
+ * keys of `rows` consecutive rows, after those of the runs before it. */
+typedef struct dlk_key_run {
+    char object[DLK_KEY_INDEX_MAX];
+    uint64_t rows;
+} dlk_key_run;
 
 #define DLK_VIEW_PREFIX "index/views/"
 #define DLK_VIEW_KEY_MAX (sizeof DLK_VIEW_PREFIX + 32)
@@ -663,6 +672,10 @@ typedef struct dlk_manifest {
      * rows of the key tensor; "" when there is none */
     char key_index[DLK_KEY_INDEX_MAX];
     uint64_t key_index_rows;
+    /* the key index as runs (formats/dlk-v1.md 6.9), rows from 0 in run
+     * order; nkey_runs 0 when absent */
+    dlk_key_run *key_runs;
+    size_t nkey_runs;
     /* the source that relative keys (written before keys named whole
      * objects, formats/dlk-v1.md 6.9) are relative to: "s3://b/p/",
      * "gs://b/p/" or "/dir/"; NULL when not recorded */

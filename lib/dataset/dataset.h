@@ -214,6 +214,76 @@ dlk_status dlk_dataset_seal(dlk_dataset *ds, dlk_error *err);
 dlk_status dlk_refs_add_staging(dlk_dataset *ds, dlk_ref_set *s,
                                 dlk_error *err);
 
+/* ---- the key index (keyidx.c; formats/dlk-v1.md 6.9) ---------------- */
+
+/* The key tensors' names; a dataset has them with exactly the dtype u8,
+ * shape [-1] and kind text. */
+#define DLK_KEY_TENSOR "key"
+#define DLK_KEY_VERSION_TENSOR "key_version"
+
+/* A row's entry: XXH3-64 of its key sample, of its version (0: unknown). */
+typedef struct dlk_key_ent {
+    uint64_t key, version;
+} dlk_key_ent;
+typedef struct dlk_key_ents {
+    dlk_key_ent *e;            /* sorted where said (dlk_key_ents_sort) */
+    size_t n, cap;
+} dlk_key_ents;
+/* What the index cost (for tests and benchmarks). */
+typedef struct dlk_keyidx_stats {
+    uint64_t runs;             /* runs looked up or read */
+    uint64_t runs_bad;         /* of them (or a legacy object) unusable */
+    uint64_t runs_merged;      /* read to be merged into a new run */
+    uint64_t blocks;           /* blocks read by ranged reads */
+    uint64_t bytes;            /* bytes of index objects read */
+    uint64_t written;          /* bytes of index objects written */
+    uint64_t chunk_rows;       /* rows read from the key chunks instead */
+} dlk_keyidx_stats;
+
+void dlk_key_ents_free(dlk_key_ents *k);
+dlk_status dlk_key_ents_add(dlk_key_ents *k, uint64_t kh, uint64_t vh,
+                            dlk_error *err);
+void dlk_key_ents_sort(dlk_key_ents *k);
+/* The indices of the tensors "key" and "key_version": true when the
+ * schema has both. */
+bool dlk_key_tensors(const dlk_manifest *m, int *t_key, int *t_ver);
+/* The version hash of a key_version sample: 0 when it is empty or all
+ * spaces (unknown), else its XXH3-64 (1 for 0). */
+uint64_t dlk_key_version_hash(const void *p, size_t n);
+/* The entries of rows [from, to), from the key chunks, added to out
+ * (unsorted); only those whose key hash is among q[0..nq) (sorted) when
+ * q is not NULL.  st may be NULL. */
+dlk_status dlk_key_rows(dlk_dataset *ds, int t_key, int t_ver, uint64_t from,
+                        uint64_t to, const uint64_t *q, size_t nq,
+                        dlk_key_ents *out, dlk_keyidx_stats *st,
+                        dlk_error *err);
+/* Every entry of the head's rows whose key hash is among q[0..nq)
+ * (sorted; NULL: every entry), into *out (sorted): from the runs of its
+ * index by the blocks that may hold them (or its earlier single object,
+ * read whole), the rows past the index and those of an unusable run from
+ * the key chunks. */
+dlk_status dlk_keyidx_lookup(dlk_dataset *ds, int t_key, int t_ver,
+                             const uint64_t *q, size_t nq, dlk_key_ents *out,
+                             dlk_keyidx_stats *st, dlk_error *err);
+/* Bring ds->m's key index up to its key tensors' rows (an ingest's
+ * merge): a run of the rows past it, merged with the newest runs by the
+ * size rule; an earlier writer's single object becomes the first run. */
+dlk_status dlk_keyidx_update(dlk_dataset *ds, dlk_keyidx_stats *st,
+                             dlk_error *err);
+/* Fold ds->m's key index into one run of every row (compaction);
+ * *before and *after: its objects before and after. */
+dlk_status dlk_keyidx_fold(dlk_dataset *ds, size_t *before, size_t *after,
+                           dlk_keyidx_stats *st, dlk_error *err);
+/* Check every index object m names (key: only that one), each read
+ * whole: one missing or failing a check is given to problem. */
+typedef void (*dlk_keyidx_problem_fn)(void *ud, const char *key,
+                                      const char *why);
+dlk_status dlk_keyidx_check(dlk_dataset *ds, const dlk_manifest *m,
+                            const char *key, dlk_keyidx_problem_fn problem,
+                            void *ud, dlk_error *err);
+/* Whether m names key as (part of) its key index. */
+bool dlk_keyidx_names(const dlk_manifest *m, const char *key);
+
 /* Publish ds->m as the head manifest (conditional on the version read). */
 dlk_status dlk_write_head(dlk_dataset *ds, dlk_error *err);
 

@@ -16,13 +16,14 @@ struct gc_walk {
     bool index;      /* listing index/keys/, not chunks/ */
 };
 
-/* Whether the head, a commit or a staging document names key index key. */
+/* Whether the head, a commit or a staging document names key index key
+ * (its single object or one of its runs). */
 static bool index_referenced(const struct gc_walk *w, const char *key)
 {
-    if (strcmp(w->ds->m.key_index, key) == 0)
+    if (dlk_keyidx_names(&w->ds->m, key))
         return true;
     for (size_t i = 0; i < w->s->nextra; i++)
-        if (strcmp(w->s->extra[i].key_index, key) == 0)
+        if (dlk_keyidx_names(&w->s->extra[i], key))
             return true;
     return false;
 }

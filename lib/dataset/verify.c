@@ -108,6 +108,26 @@ static dlk_status check_views(dlk_dataset *ds, const char *only,
     return DLK_OK;
 }
 
+/* Check the key index objects m names that neither the head nor the
+ * states before[0..nbefore) name (checked already). */
+static dlk_status check_key_index(dlk_dataset *ds, const dlk_manifest *m,
+                                  const dlk_manifest *before, size_t nbefore,
+                                  struct verify_ctx *v, dlk_error *err)
+{
+    dlk_status rc = DLK_OK;
+    size_t n = m->nkey_runs + (m->key_index[0] != 0);
+    for (size_t i = 0; !rc && i < n; i++) {
+        const char *key = i < m->nkey_runs ? m->key_runs[i].object
+                                           : m->key_index;
+        bool seen = m != &ds->m && dlk_keyidx_names(&ds->m, key);
+        for (size_t j = 0; !seen && j < nbefore; j++)
+            seen = dlk_keyidx_names(&before[j], key);
+        if (!seen)
+            rc = dlk_keyidx_check(ds, m, key, problem, v, err);
+    }
+    return rc;
+}
+
 dlk_status dlk_verify(dlk_dataset *ds, const dlk_verify_opts *opts,
                       dlk_verify_result *res, dlk_error *err)
 {
@@ -143,6 +163,11 @@ dlk_status dlk_verify(dlk_dataset *ds, const dlk_verify_opts *opts,
         check_chunk(ds, &s.v[i], deep, &v);
     }
     free(vrows);
+    /* the key index objects of the states checked, each once */
+    if (!rc && !view)
+        rc = check_key_index(ds, &ds->m, NULL, 0, &v, err);
+    for (size_t i = 0; !rc && !view && i < s.nextra; i++)
+        rc = check_key_index(ds, &s.extra[i], s.extra, i, &v, err);
     if (!rc && all && history_read)
         rc = dlk_store_list(ds->store, DLK_KEY_CHUNKS, on_stored_chunk, &v,
                             err);

@@ -465,6 +465,41 @@ dlk_status dlk_manifest_parse(const char *json, size_t len, const char *name,
     return rc;
 }
 
+/* The key index's runs (formats/dlk-v1.md 4.3.1): 1 to DLK_KEY_RUNS_MAX
+ * objects {"object": "index/keys/<32 hex>", "rows": n >= 1}, whose rows
+ * sum to at most 2^63 - 1. */
+static dlk_status parse_key_runs(json_t *kr, const char *name,
+                                 dlk_manifest *m, dlk_error *err)
+{
+    size_t n = json_is_array(kr) ? json_array_size(kr) : 0;
+    size_t pl = strlen(DLK_KEY_INDEX_PREFIX);
+    if (!n || n > DLK_KEY_RUNS_MAX)
+        return BAD("%s: 'key_runs' is not an array of 1 to %d runs", name,
+                   DLK_KEY_RUNS_MAX);
+    if (!(m->key_runs = calloc(n, sizeof *m->key_runs)))
+        return dlk_oom(err);
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *r = json_array_get(kr, i);
+        const char *obj = json_string_value(json_object_get(r, "object"));
+        json_t *rows = json_object_get(r, "rows");
+        if (!json_is_object(r) || !obj || strlen(obj) != pl + 32 ||
+            strncmp(obj, DLK_KEY_INDEX_PREFIX, pl) != 0 ||
+            strspn(obj + pl, "0123456789abcdef") != 32 ||
+            !json_is_integer(rows) || json_integer_value(rows) < 1 ||
+            (uint64_t)json_integer_value(rows) > INT64_MAX - total)
+            return BAD("%s: 'key_runs' entry %zu is not {\"object\": "
+                       "\"%s<32 hex digits>\", \"rows\": N >= 1} (rows of "
+                       "all runs at most 2^63 - 1)", name, i,
+                       DLK_KEY_INDEX_PREFIX);
+        memcpy(m->key_runs[i].object, obj, pl + 33);
+        m->key_runs[i].rows = (uint64_t)json_integer_value(rows);
+        total += m->key_runs[i].rows;
+        m->nkey_runs = i + 1;
+    }
+    return DLK_OK;
+}
+
 dlk_status dlk_manifest_from_json(struct json_t *root, const char *name,
                                   dlk_manifest *m, dlk_error *err)
 {
@@ -499,6 +534,9 @@ dlk_status dlk_manifest_from_json(struct json_t *root, const char *name,
             m->key_index_rows = (uint64_t)json_integer_value(rows);
         }
     }
+    json_t *kr = json_object_get(root, "key_runs");
+    if (!rc && kr)
+        rc = parse_key_runs(kr, name, m, err);
     json_t *kb = json_object_get(root, "key_base");
     if (!rc && kb) {
         if (!json_is_string(kb) || !dlk_key_base_valid(json_string_value(kb)))
@@ -598,6 +636,14 @@ dlk_status dlk_manifest_dump(const dlk_manifest *m, char **out, size_t *len,
         json_object_set_new(root, "key_index",
                             json_pack("{s:s,s:I}", "object", m->key_index,
                                       "rows", (json_int_t)m->key_index_rows));
+    if (m->nkey_runs) {
+        json_t *runs = json_array();
+        for (size_t i = 0; runs && i < m->nkey_runs; i++)
+            json_array_append_new(runs, json_pack("{s:s,s:I}", "object",
+                m->key_runs[i].object, "rows",
+                (json_int_t)m->key_runs[i].rows));
+        json_object_set_new(root, "key_runs", runs);
+    }
     if (m->key_base)
         json_object_set_new(root, "key_base", json_string(m->key_base));
     if (m->nviews) {
@@ -649,5 +695,6 @@ void dlk_manifest_free(dlk_manifest *m)
     free(m->views);
     free(m->parent);
     free(m->key_base);
+    free(m->key_runs);
     memset(m, 0, sizeof *m);
 }

@@ -135,15 +135,12 @@ int ing_parent_folder(const char *key, char *out, size_t cap);
 /* Source keys (keys.c; formats/dlk-v1.md 6.9): the tensors that hold
  * each row's key and version, and the set of (key, version) hashes a
  * dataset holds. */
-#define ING_KEY_TENSOR "key"
-#define ING_KEY_VERSION_TENSOR "key_version"
-typedef struct ing_key_entry {
-    uint64_t key, version;   /* XXH3-64 of each; version 0: unknown */
-} ing_key_entry;
-typedef struct ing_keyset {
-    ing_key_entry *e;        /* sorted (ing_keyset_sort) */
-    size_t n, cap;
-} ing_keyset;
+#define ING_KEY_TENSOR DLK_KEY_TENSOR
+#define ING_KEY_VERSION_TENSOR DLK_KEY_VERSION_TENSOR
+/* (XXH3-64 of the key, of the version; version 0: unknown), sorted by
+ * ing_keyset_sort */
+typedef dlk_key_ent ing_key_entry;
+typedef dlk_key_ents ing_keyset;
 /* ING_KEY_UNSURE: a relative key (formats/dlk-v1.md 6.9) of another
  * version, and no key_base to tell whether it is this object's */
 enum { ING_KEY_NEW = 0, ING_KEY_PRESENT = 1, ING_KEY_CHANGED = 2,
@@ -195,12 +192,15 @@ int ing_key_classify(const ing_keyset *k, const ing_row_hashes *h,
 /* Add the key tensor's rows [from, samples) of ds->m to k (unsorted). */
 dlk_status ing_keyset_add_rows(dlk_dataset *ds, int t_key, int t_ver,
                                uint64_t from, ing_keyset *k, dlk_error *err);
-/* Every key of ds->m: its key index, then the rows past it. */
+/* Every key of ds->m: its key index, then the rows past it (sorted). */
 dlk_status ing_keyset_load(dlk_dataset *ds, int t_key, int t_ver,
                            ing_keyset *k, dlk_error *err);
-/* Write k (sorted) as the key index of `rows` rows, named in ds->m. */
-dlk_status ing_keyidx_write(dlk_dataset *ds, const ing_keyset *k,
-                            uint64_t rows, dlk_error *err);
+/* The keys of ds->m whose key hash is among q[0..nq) (sorted), sorted:
+ * what ing_key_classify needs for rows of those hashes, read from the
+ * index's blocks that may hold them (dlk_keyidx_lookup). */
+dlk_status ing_keyset_lookup(dlk_dataset *ds, int t_key, int t_ver,
+                             const uint64_t *q, size_t nq, ing_keyset *k,
+                             dlk_error *err);
 /* Bring ds->m's key index up to its key tensor's rows (the merge). */
 dlk_status ing_keyidx_update(dlk_dataset *ds, dlk_error *err);
 /* Record base (valid, dlk_key_base_valid) as the head's key_base. */

@@ -187,6 +187,48 @@ static dlk_status plan(ing_run *r, const size_t *cand, size_t n,
     return DLK_OK;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The head's keys that rows[0..n) of the listing may be classified by:
+ * those of each row's identity, relative key and key less key_base
+ * (ing_key_classify looks up no other), read from the index's blocks
+ * that may hold them, so that the cost follows the listing, not the
+ * dataset. */
+static dlk_status lookup_keys(ing_run *r, const ing_source *src,
+                              const size_t *rows, size_t n, dlk_buf *tmp,
+                              ing_keyset *k, dlk_error *err)
+{
+    memset(k, 0, sizeof *k);
+    uint64_t *q = malloc((3 * n + 1) * sizeof *q);
+    if (!q)
+        return dlk_oom(err);
+    size_t nq = 0;
+    dlk_status rc = DLK_OK;
+    for (size_t i = 0; !rc && i < n; i++) {
+        ing_row_hashes h;
+        rc = ing_row_key_hashes(src, rows[i], r->key_base, tmp, &h, err);
+        q[nq++] = h.key;
+        q[nq++] = h.rel;
+        if (h.has_based)
+            q[nq++] = h.based;
+    }
+    if (nq)
+        qsort(q, nq, sizeof *q, cmp_u64);
+    size_t u = 0;
+    for (size_t i = 0; i < nq; i++)
+        if (!u || q[u - 1] != q[i])
+            q[u++] = q[i];
+    if (!rc)
+        rc = ing_keyset_lookup(r->ds, r->ctx.t_key, r->ctx.t_key_version, q,
+                               u, k, err);
+    free(q);
+    return rc;
+}
+
 /* The listing's rows to ingest, in append order: every row or, keyed, those
  * whose key the dataset lacks (the others counted as present or changed,
  * changed ones reported). */
@@ -212,19 +254,20 @@ static dlk_status candidates(ing_run *r, const ing_source *src,
         *n = nsample;
         return DLK_OK;
     }
-    ing_keyset k;
-    dlk_status rc = ing_keyset_load(r->ds, r->ctx.t_key,
-                                    r->ctx.t_key_version, &k, err);
-    if (rc)
-        return dlk_fail_wrap(err, "cannot read the source keys of '%s'",
-                             r->ds->url);
+    const char *base = r->key_base;
     dlk_buf tmp;
     dlk_buf_init(&tmp);
+    ing_keyset k;
+    dlk_status rc = lookup_keys(r, src, *out, nsample, &tmp, &k, err);
+    if (rc) {
+        dlk_buf_free(&tmp);
+        return dlk_fail_wrap(err, "cannot read the source keys of '%s'",
+                             r->ds->url);
+    }
     char named[512] = "", unsure[512] = "";
     size_t nl = 0, ul = 0;
     uint64_t nunsure = 0;
     bool report = r->shard == 0; /* every shard lists the whole source */
-    const char *base = r->key_base;
     for (size_t pos = 0; !rc && pos < nsample; pos++) {
         size_t i = (*out)[pos];
         ing_row_hashes h;

@@ -94,16 +94,17 @@ assert d["ingested"]==0 and d["skipped"]==1 and d["new"]==1 and d["present"]==8,
 rm "$S/cat/c900.jpg"
 ok "verify --all" dlk verify "$DS" --all
 
-# the key index: written at each merge, older ones collected
+# the key index: a run written at each merge, those merged collected
 ok "gc" dlk gc "$DS" --grace 0 --json
-check "one key index left, the head's" python3 -c '
+check "the key index objects left are the head's runs, of every row" python3 -c '
 import json,os,sys
 ds=sys.argv[1]; m=json.load(open(ds+"/staging/manifest.json"))
-left=os.listdir(ds+"/index/keys")
-assert left==[m["key_index"]["object"].split("/")[-1]], (left, m.get("key_index"))
-assert m["key_index"]["rows"]==9, m["key_index"]' "$DS"
-# a corrupt index is not used: the keys are read from the key chunks
-idx=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["key_index"]["object"])' "$DS/staging/manifest.json")
+left=sorted(os.listdir(ds+"/index/keys"))
+runs=m["key_runs"]
+assert left==sorted(r["object"].split("/")[-1] for r in runs), (left, runs)
+assert sum(r["rows"] for r in runs)==9 and "key_index" not in m, m' "$DS"
+# a corrupt index run is not used: its keys are read from the key chunks
+idx=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["key_runs"][0]["object"])' "$DS/staging/manifest.json")
 chmod u+w "$DS/$idx"
 flip_byte "$DS/$idx" 30
 ok "with a corrupt index: still nothing new" dlk ingest "$DS" from-dir "$S" --json
@@ -114,7 +115,7 @@ assert d["ingested"]==0 and d["present"]==8 and d["changed"]==1, d' "$OUT"
 # keys are read from the key chunks
 python3 -c '
 import json,sys
-p=sys.argv[1]+"/staging/manifest.json"; m=json.load(open(p)); del m["key_index"]
+p=sys.argv[1]+"/staging/manifest.json"; m=json.load(open(p)); del m["key_runs"]
 open(p,"w").write(json.dumps(m))' "$DS"
 ok "without the index: still nothing new" dlk ingest "$DS" from-dir "$S" --json
 check "... 8 present, 1 changed" python3 -c '
