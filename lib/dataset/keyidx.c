@@ -31,7 +31,7 @@
  * their size (formats/dlk-v1.md 6.9) */
 #define RUN_RATIO 2
 /* blocks between two needed ones read with them rather than apart */
-#define RUN_GAP 8
+#define RUN_GAP 2
 /* bytes of blocks read in one round of ranged reads */
 #define RUN_BATCH ((uint64_t)64 << 20)
 /* the legacy object read whole, as earlier writers made it */
