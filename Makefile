@@ -175,6 +175,12 @@ $(BUILD)/tests/key_lookup: tests/bench/key_lookup.c $(LIBA)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBA) $(LIBS)
 
+# key_synth: datasets of millions of keyed rows (tests/bench/key_incr.sh)
+$(BUILD)/tests/key_synth: tests/bench/key_synth.c $(LIBA)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBA) $(LIBS)
+
 # s3_dir_server: a fast read-only S3 endpoint over a folder (benchmarks;
 # a test checks dlk reads through it as it reads the folder)
 $(BUILD)/tests/s3_dir_server: tests/bench/s3_dir_server.c
