@@ -170,8 +170,10 @@ int main(int argc, char **argv)
     for (int pass = 0; pass < 2; pass++) {
         if (dlk_dataset_open(url, NULL, &ds, &e))
             die("open", &e);
-        if (pass == 1)
-            ds->m.key_index[0] = '\0'; /* as a head without the index */
+        if (pass == 1) { /* as a head without the index */
+            ds->m.key_index[0] = '\0';
+            ds->m.nkey_runs = 0;
+        }
         int tk, tv;
         if (!ing_key_tensors(&ds->m, &tk, &tv))
             die("no key tensors", NULL);
