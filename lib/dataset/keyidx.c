@@ -349,10 +349,11 @@ static dlk_status run_table(run_info *r, dlk_error *err)
 static dlk_status run_open(dlk_dataset *ds, run_info *r, dlk_keyidx_stats *st,
                            dlk_error *err)
 {
+    /* a larger table (over 16 M rows) is read once its size is known */
     uint64_t guess = RUN_HEADER +
                      16 * (r->rows / RUN_BLOCK + (r->rows % RUN_BLOCK != 0));
-    if (guess > RUN_HEADER + RUN_TABLE_MAX)
-        guess = RUN_HEADER + RUN_TABLE_MAX;
+    if (guess > RUN_HEADER + 65536)
+        guess = RUN_HEADER + 65536;
     dlk_buf b;
     dlk_buf_init(&b);
     dlk_status rc = dlk_store_get_range(ds->store, r->key, 0, guess, &b, err);
@@ -534,6 +535,27 @@ static dlk_status run_lookup(dlk_dataset *ds, run_info *r, const uint64_t *q,
             sp[ns++] = (span){b0, b1};
         }
         j = b1;
+    }
+    /* spans of at most RUN_BATCH bytes, so that a round's buffers stay
+     * bounded however much of the run is wanted */
+    uint64_t most = RUN_BATCH / (16 * (uint64_t)r->block);
+    most = most ? most : 1;
+    size_t extra = 0;
+    for (size_t i = 0; i < ns; i++)
+        extra += (size_t)((sp[i].j1 - sp[i].j0 - 1) / most);
+    if (extra) {
+        span *v = malloc((ns + extra) * sizeof *v);
+        if (!v) {
+            free(sp);
+            return dlk_oom(err);
+        }
+        size_t o = 0;
+        for (size_t i = 0; i < ns; i++)
+            for (uint64_t a = sp[i].j0; a < sp[i].j1; a += most)
+                v[o++] = (span){a, a + most < sp[i].j1 ? a + most : sp[i].j1};
+        free(sp);
+        sp = v;
+        ns = o;
     }
     rc = run_read_spans(ds, r, sp, ns, q, nq, out, st, err);
     free(sp);
