@@ -621,6 +621,23 @@ typedef struct dlk_chunk_entry {
     uint64_t first;      /* derived: first sample index */
 } dlk_chunk_entry;
 
+/* A segment of a tensor's chunk list (formats/dlk-v1.md 4.3.4): an
+ * immutable object index/segments/<key> of nchunks consecutive entries,
+ * with their totals, so that a state names a run of entries in one small
+ * reference that other states share. */
+typedef struct dlk_seg_ref {
+    char key[33];        /* XXH3-128 of the object's bytes, 32 hex digits */
+    uint64_t nchunks, samples, stored_bytes, raw_bytes;
+    uint64_t bytes;      /* the object's size */
+} dlk_seg_ref;
+
+#define DLK_SEG_PREFIX "index/segments/"
+#define DLK_SEG_KEY_MAX (sizeof DLK_SEG_PREFIX + 32)
+#define DLK_SEG_ENTRIES 1024          /* a writer's segments, and its tail's
+                                         longest */
+#define DLK_SEG_ENTRIES_MAX 65536     /* what a reader accepts */
+#define DLK_SEG_BYTES_MAX ((uint64_t)8 << 20)
+
 typedef struct dlk_tensor {
     dlk_tensor_spec spec;      /* class_names points into names below */
     char **class_names;
@@ -633,7 +650,43 @@ typedef struct dlk_tensor {
     int64_t shape_max[DLK_MAX_NDIM];
     dlk_chunk_entry *chunks;
     size_t nchunks, capchunks;
+    /* The segments that hold the first entries of the list, in order.
+     * While segs_pending (a state parsed and its segments not read yet:
+     * dlk_segments_load), chunks holds only the entries after them (the
+     * tail), their `first` counted from the segments' samples, and
+     * samples and the byte totals are the whole tensor's; otherwise
+     * chunks is the whole list and the segments cover its first
+     * seg_chunks entries. */
+    dlk_seg_ref *segs;
+    size_t nsegs, capsegs;
+    size_t seg_chunks;
+    bool segs_pending;
 } dlk_tensor;
+
+/* The entries after t's segments (the tail, written inline), n of them. */
+const dlk_chunk_entry *dlk_tensor_tail(const dlk_tensor *t, size_t *n);
+/* A segment's key "index/segments/<hash>" into out. */
+void dlk_seg_key(char out[DLK_SEG_KEY_MAX], const char *hash);
+/* Serialize entries e[0..n) as a segment object (*out malloc'd) and
+ * describe it in ref (its hash, counts and size). */
+dlk_status dlk_segment_dump(const dlk_chunk_entry *e, size_t n, char **out,
+                            size_t *len, dlk_seg_ref *ref, dlk_error *err);
+/* Check and parse the bytes of the segment ref names (read from
+ * index/segments/<ref->key>): its size and hash, then every entry as a
+ * manifest's (4.3.3), their number and totals against ref.  *out is
+ * malloc'd, ref->nchunks entries. */
+dlk_status dlk_segment_parse(const char *bytes, size_t len,
+                             const dlk_seg_ref *ref, dlk_chunk_entry **out,
+                             dlk_error *err);
+/* A pending tensor's list made whole: the entries of its segments, in
+ * order (ents[k] the ref->nchunks entries of segment k), then its tail. */
+dlk_status dlk_tensor_attach(dlk_tensor *t, dlk_chunk_entry *const *ents,
+                             dlk_error *err);
+/* Whether t's segments still describe its first seg_chunks entries (a
+ * writer that changed the list without dlk_tensor_truncate would have
+ * broken that): checks each segment's first and last keys and its
+ * samples by the entries' `first`. */
+bool dlk_tensor_segs_fit(const dlk_tensor *t);
 
 #define DLK_KEY_INDEX_PREFIX "index/keys/"
 #define DLK_KEY_INDEX_MAX (sizeof DLK_KEY_INDEX_PREFIX + 32)

@@ -307,9 +307,87 @@ static int cmp_key(const void *a, const void *b)
                   ((const dlk_chunk_entry *)b)->key);
 }
 
-/* Chunks (and their bytes) in head that parent does not hold. */
-static dlk_status count_added(const dlk_manifest *head,
-                              const dlk_manifest *parent, uint64_t *bytes,
+static int cmp_seg(const void *a, const void *b)
+{
+    return strcmp(((const dlk_seg_ref *)a)->key,
+                  ((const dlk_seg_ref *)b)->key);
+}
+
+/* The entries of tensor p (parent's, perhaps pending) as one array, for
+ * a search: its tail, the entries of each segment that head tensor t
+ * shares (taken from t's list: shared segments are not read), and those
+ * of the others, read. */
+static dlk_status parent_entries(dlk_dataset *ds, const dlk_tensor *t,
+                                 const dlk_tensor *p, const char *doc,
+                                 dlk_chunk_entry **out, size_t *n,
+                                 dlk_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    if (!p->segs_pending) {
+        if (!p->nchunks)
+            return DLK_OK;
+        if (!(*out = malloc(p->nchunks * sizeof **out)))
+            return dlk_oom(err);
+        memcpy(*out, p->chunks, p->nchunks * sizeof **out);
+        *n = p->nchunks;
+        return DLK_OK;
+    }
+    /* t's segments by hash, each with the index of its first entry */
+    dlk_seg_ref *mine = t->nsegs ? malloc(t->nsegs * sizeof *mine) : NULL;
+    if (t->nsegs && !mine)
+        return dlk_oom(err);
+    uint64_t at = 0;
+    for (size_t k = 0; k < t->nsegs; k++) {
+        mine[k] = t->segs[k];
+        mine[k].bytes = at; /* reused: where its entries start in t */
+        at += t->segs[k].nchunks;
+    }
+    qsort(mine, t->nsegs, sizeof *mine, cmp_seg);
+    size_t total = 0, tn;
+    const dlk_chunk_entry *tail = dlk_tensor_tail(p, &tn);
+    for (size_t k = 0; k < p->nsegs; k++)
+        total += p->segs[k].nchunks;
+    total += tn;
+    dlk_chunk_entry *all = malloc((total ? total : 1) * sizeof *all);
+    dlk_status rc = all ? DLK_OK : dlk_oom(err);
+    size_t got = 0;
+    for (size_t k = 0; !rc && k < p->nsegs; k++) {
+        const dlk_seg_ref *g = &p->segs[k];
+        const dlk_seg_ref *m = mine ? bsearch(g, mine, t->nsegs, sizeof *mine,
+                                              cmp_seg)
+                                    : NULL;
+        if (m && m->bytes + g->nchunks <= t->nchunks) {
+            memcpy(all + got, t->chunks + m->bytes,
+                   g->nchunks * sizeof *all);
+        } else {
+            dlk_chunk_entry *e;
+            if ((rc = dlk_segment_read(ds, g, doc, &e, err)))
+                break;
+            memcpy(all + got, e, g->nchunks * sizeof *all);
+            free(e);
+        }
+        got += g->nchunks;
+    }
+    if (!rc) {
+        memcpy(all + got, tail, tn * sizeof *all);
+        got += tn;
+    }
+    free(mine);
+    if (rc) {
+        free(all);
+        return rc;
+    }
+    *out = all;
+    *n = got;
+    return DLK_OK;
+}
+
+/* Chunks (and their bytes) in head that parent does not hold
+ * (formats/dlk-v1.md 6.1). */
+static dlk_status count_added(dlk_dataset *ds, const dlk_manifest *head,
+                              const dlk_manifest *parent,
+                              const char *parent_doc, uint64_t *bytes,
                               uint64_t *chunks, dlk_error *err)
 {
     *bytes = *chunks = 0;
@@ -320,16 +398,18 @@ static dlk_status count_added(const dlk_manifest *head,
             if (strcmp(parent->tensors[j].spec.name, t->spec.name) == 0)
                 p = &parent->tensors[j];
         dlk_chunk_entry *sorted = NULL;
-        if (p && p->nchunks) {
-            sorted = malloc(p->nchunks * sizeof *sorted);
-            if (!sorted)
-                return dlk_oom(err);
-            memcpy(sorted, p->chunks, p->nchunks * sizeof *sorted);
-            qsort(sorted, p->nchunks, sizeof *sorted, cmp_key);
+        size_t np = 0;
+        if (p) {
+            dlk_status rc = parent_entries(ds, t, p, parent_doc, &sorted,
+                                           &np, err);
+            if (rc)
+                return rc;
+            if (np)
+                qsort(sorted, np, sizeof *sorted, cmp_key);
         }
         for (size_t c = 0; c < t->nchunks; c++)
-            if (!sorted || !bsearch(&t->chunks[c], sorted, p->nchunks,
-                                    sizeof *sorted, cmp_key)) {
+            if (!np || !bsearch(&t->chunks[c], sorted, np, sizeof *sorted,
+                                cmp_key)) {
                 *bytes += t->chunks[c].stored_bytes;
                 (*chunks)++;
             }
@@ -387,7 +467,11 @@ static dlk_status commit_doc(dlk_dataset *ds, const char *parent_id,
     char *mtext;
     size_t mlen;
     uint64_t bytes, chunks;
-    dlk_status rc = count_added(&ds->m, parent, &bytes, &chunks, err);
+    char pkey[128];
+    snprintf(pkey, sizeof pkey, DLK_KEY_COMMITS "%s.json",
+             parent_id ? parent_id : "");
+    dlk_status rc = count_added(ds, &ds->m, parent, pkey, &bytes, &chunks,
+                                err);
     if (rc || (rc = dlk_manifest_dump(&m, &mtext, &mlen, err)))
         return rc;
     json_t *doc = json_loadb(mtext, mlen, 0, NULL);

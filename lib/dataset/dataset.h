@@ -180,13 +180,32 @@ typedef struct dlk_ref_set {
     size_t n, cap;
     dlk_manifest *extra;  /* commits loaded by add_history */
     size_t nextra, capextra;
+    /* the segments the states name (an open-addressed set of their
+     * hashes), each read once however many states share it, and the
+     * entries read from them, which v points into */
+    char (*segs)[33];
+    size_t segs_cap, nsegs;
+    dlk_chunk_entry **segents;
+    size_t nsegents, capsegents;
 } dlk_ref_set;
 
-/* Called for a commit that cannot be read (the walk stops there). */
+
+/* Called for an object that cannot be read: a commit (the walk stops
+ * there) or a segment. */
 typedef void (*dlk_refs_bad_fn)(void *ud, const char *key, const char *why);
 
+/* The chunks and segments of m, whose lists are whole (not pending). */
 dlk_status dlk_refs_add_manifest(dlk_ref_set *s, const dlk_manifest *m,
                                  dlk_error *err);
+/* The same for a state read from doc whose segments may not be read yet:
+ * each segment no state added before names is read (and checked) once.
+ * One that cannot be read or fails a check is reported to bad with its
+ * key (then the rest are added) or, without bad, an error. */
+dlk_status dlk_refs_add_state(dlk_dataset *ds, dlk_ref_set *s,
+                              const dlk_manifest *m, const char *doc,
+                              dlk_refs_bad_fn bad, void *ud, dlk_error *err);
+/* Whether a state added names segment key (index/segments/<hash>). */
+bool dlk_refs_has_segment(const dlk_ref_set *s, const char *key);
 /* Add every commit reachable from main, each read by dlk_commit_follow.
  * A commit that is malformed, unsupported or missing, or a malformed
  * main, is reported to bad with the key at fault (then the walk ends)
@@ -283,6 +302,35 @@ dlk_status dlk_keyidx_check(dlk_dataset *ds, const dlk_manifest *m,
                             void *ud, dlk_error *err);
 /* Whether m names key as (part of) its key index. */
 bool dlk_keyidx_names(const dlk_manifest *m, const char *key);
+
+/* Segments (segments.c, formats/dlk-v1.md 4.3.4). */
+/* Read the segments of m's pending tensors (m was read from doc, named in
+ * messages), each checked, so that every list is whole: a missing or bad
+ * segment is DLK_ECORRUPT naming it. */
+dlk_status dlk_segments_load(dlk_dataset *ds, dlk_manifest *m,
+                             const char *doc, dlk_error *err);
+/* Before ds->m is written: every tensor's entries past its segments, while
+ * more than DLK_SEG_ENTRIES, cut into segments written create-only. */
+dlk_status dlk_segments_cut(dlk_dataset *ds, dlk_error *err);
+/* One segment's GET, to go with others (dlk_store_get_each). */
+typedef struct dlk_segment_get {
+    const dlk_seg_ref *ref;
+    char key[DLK_SEG_KEY_MAX];
+    dlk_buf buf;
+    dlk_get_req req;
+} dlk_segment_get;
+void dlk_segment_get_init(dlk_segment_get *s, const dlk_seg_ref *g);
+/* Its answer checked and parsed into *out (ref->nchunks entries). */
+dlk_status dlk_segment_got(dlk_segment_get *s, const char *doc,
+                           dlk_chunk_entry **out, dlk_error *err);
+/* The same for one segment, read now. */
+dlk_status dlk_segment_read(dlk_dataset *ds, const dlk_seg_ref *g,
+                            const char *doc, dlk_chunk_entry **out,
+                            dlk_error *err);
+/* Forget m's segments: its lists are written inline (staging documents). */
+void dlk_manifest_drop_segments(dlk_manifest *m);
+/* Whether a tensor of m has segments not read yet. */
+bool dlk_manifest_pending(const dlk_manifest *m);
 
 /* Publish ds->m as the head manifest (conditional on the version read). */
 dlk_status dlk_write_head(dlk_dataset *ds, dlk_error *err);

@@ -1,4 +1,4 @@
-/* gc.c - removing chunks and key indexes that no state of the dataset
+/* gc.c - removing chunks, segments and key indexes that no state of the dataset
  * references, and what interrupted writes left behind. */
 #include "dataset.h"
 
@@ -13,7 +13,7 @@ struct gc_walk {
     time_t now;
     dlk_status rc;
     dlk_error *err;
-    bool index;      /* listing index/keys/, not chunks/ */
+    int listing;     /* 0: chunks/, 1: index/keys/, 2: index/segments/ */
 };
 
 /* Whether the head, a commit or a staging document names key index key
@@ -31,7 +31,9 @@ static bool index_referenced(const struct gc_walk *w, const char *key)
 static int on_chunk(void *ud, const char *key, uint64_t size)
 {
     struct gc_walk *w = ud;
-    if (w->index ? index_referenced(w, key) : dlk_refs_has(w->s, key)) {
+    if (w->listing == 1   ? index_referenced(w, key)
+        : w->listing == 2 ? dlk_refs_has_segment(w->s, key)
+                          : dlk_refs_has(w->s, key)) {
         w->res->referenced++;
         return 0;
     }
@@ -92,10 +94,17 @@ dlk_status dlk_gc(dlk_dataset *ds, const dlk_gc_opts *opts,
         rc = dlk_store_list(ds->store, DLK_KEY_CHUNKS, on_chunk, &w, err);
         if (!rc)
             rc = w.rc;
-        w.index = true;
+        w.listing = 1;
         if (!rc)
             rc = dlk_store_list(ds->store, DLK_KEY_INDEX_PREFIX, on_chunk, &w,
                                 err);
+        if (!rc)
+            rc = w.rc;
+        /* a segment that a state names is kept whatever its age: its
+         * chunks are in the set only because it was read */
+        w.listing = 2;
+        if (!rc)
+            rc = dlk_store_list(ds->store, DLK_SEG_PREFIX, on_chunk, &w, err);
         if (!rc)
             rc = w.rc;
     }

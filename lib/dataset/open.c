@@ -150,6 +150,9 @@ dlk_status dlk_write_head(dlk_dataset *ds, dlk_error *err)
                         : DLK_OK;
     if (!rc && ds->have_etag)
         dlk_manifest_add_write(&ds->m, ds->write_id);
+    /* full tails become segments, written before the head names them */
+    if (!rc)
+        rc = dlk_segments_cut(ds, err);
     if (!rc)
         rc = dlk_manifest_dump(&ds->m, &text, &len, err);
     if (rc)
@@ -273,6 +276,8 @@ static dlk_status open_head(dlk_dataset *ds, dlk_dataset **out,
     if (!rc)
         rc = dlk_manifest_parse((const char *)b[2].data, b[2].len,
                                 DLK_KEY_HEAD, &ds->m, err);
+    if (!rc)
+        rc = dlk_segments_load(ds, &ds->m, DLK_KEY_HEAD, err);
     for (int i = 0; i < 3; i++)
         dlk_buf_free(&b[i]);
     if (!rc) {
@@ -316,6 +321,10 @@ dlk_status dlk_dataset_open_with(const char *url, const char *at,
     if (!rc)
         rc = dlk_commit_follow(ds, via, id, &ds->m, NULL, NULL, NULL, NULL,
                                NULL, err);
+    char key[128];
+    snprintf(key, sizeof key, DLK_KEY_COMMITS "%s.json", id);
+    if (!rc)
+        rc = dlk_segments_load(ds, &ds->m, key, err);
     if (!rc && !(ds->head = strdup(id)))
         rc = dlk_oom(err);
     ds->read_only = true;

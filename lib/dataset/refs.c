@@ -7,19 +7,146 @@
 #include <stdlib.h>
 #include <string.h>
 
+static uint64_t seg_slot(const char *hash)
+{
+    uint64_t h = 0;
+    for (int i = 0; i < 16; i++)
+        h = h << 4 | (uint64_t)(hash[i] <= '9' ? hash[i] - '0'
+                                               : hash[i] - 'a' + 10);
+    return h;
+}
+
+static bool seg_seen(const dlk_ref_set *s, const char *hash)
+{
+    if (!s->segs_cap)
+        return false;
+    for (uint64_t i = seg_slot(hash) & (s->segs_cap - 1);; i = (i + 1) & (s->segs_cap - 1)) {
+        if (!s->segs[i][0])
+            return false;
+        if (strcmp(s->segs[i], hash) == 0)
+            return true;
+    }
+}
+
+/* Add hash to the set; *added false when it was there. */
+static dlk_status seg_mark(dlk_ref_set *s, const char *hash, bool *added,
+                           dlk_error *err)
+{
+    *added = false;
+    if (seg_seen(s, hash))
+        return DLK_OK;
+    if ((s->nsegs + 1) * 2 > s->segs_cap) {
+        size_t cap = s->segs_cap ? s->segs_cap * 2 : 64;
+        char (*n)[33] = calloc(cap, sizeof *n);
+        if (!n)
+            return dlk_oom(err);
+        for (size_t i = 0; i < s->segs_cap; i++) {
+            if (!s->segs[i][0])
+                continue;
+            uint64_t j = seg_slot(s->segs[i]) & (cap - 1);
+            while (n[j][0])
+                j = (j + 1) & (cap - 1);
+            memcpy(n[j], s->segs[i], 33);
+        }
+        free(s->segs);
+        s->segs = n;
+        s->segs_cap = cap;
+    }
+    uint64_t j = seg_slot(hash) & (s->segs_cap - 1);
+    while (s->segs[j][0])
+        j = (j + 1) & (s->segs_cap - 1);
+    memcpy(s->segs[j], hash, 33);
+    s->nsegs++;
+    *added = true;
+    return DLK_OK;
+}
+
+bool dlk_refs_has_segment(const dlk_ref_set *s, const char *key)
+{
+    size_t pl = strlen(DLK_SEG_PREFIX);
+    return strncmp(key, DLK_SEG_PREFIX, pl) == 0 && strlen(key) == pl + 32 &&
+           seg_seen(s, key + pl);
+}
+
+static dlk_status add_entries(dlk_ref_set *s, const dlk_tensor *t,
+                              const dlk_chunk_entry *e, size_t n,
+                              dlk_error *err)
+{
+    for (size_t c = 0; c < n; c++) {
+        if (!DLK_GROW(s->v, s->n, s->cap, 256))
+            return dlk_oom(err);
+        dlk_ref_chunk *r = &s->v[s->n++];
+        dlk_chunk_key(r->key, t->spec.name, e[c].key);
+        r->t = t;
+        r->e = &e[c];
+    }
+    return DLK_OK;
+}
+
 dlk_status dlk_refs_add_manifest(dlk_ref_set *s, const dlk_manifest *m,
                                  dlk_error *err)
 {
     for (size_t i = 0; i < m->ntensors; i++) {
         const dlk_tensor *t = &m->tensors[i];
-        for (size_t c = 0; c < t->nchunks; c++) {
-            if (!DLK_GROW(s->v, s->n, s->cap, 256))
-                return dlk_oom(err);
-            dlk_ref_chunk *r = &s->v[s->n++];
-            dlk_chunk_key(r->key, t->spec.name, t->chunks[c].key);
-            r->t = t;
-            r->e = &t->chunks[c];
+        if (t->segs_pending)
+            return dlk_fail(err, DLK_EINTERNAL, "tensor '%s': segments not "
+                            "read", t->spec.name);
+        bool added;
+        for (size_t k = 0; k < t->nsegs; k++) {
+            dlk_status rc = seg_mark(s, t->segs[k].key, &added, err);
+            if (rc)
+                return rc;
         }
+        dlk_status rc = add_entries(s, t, t->chunks, t->nchunks, err);
+        if (rc)
+            return rc;
+    }
+    return DLK_OK;
+}
+
+dlk_status dlk_refs_add_state(dlk_dataset *ds, dlk_ref_set *s,
+                              const dlk_manifest *m, const char *doc,
+                              dlk_refs_bad_fn bad, void *ud, dlk_error *err)
+{
+    bool pending = false;
+    for (size_t i = 0; i < m->ntensors; i++)
+        pending = pending || m->tensors[i].segs_pending;
+    if (!pending)
+        return dlk_refs_add_manifest(s, m, err);
+    for (size_t i = 0; i < m->ntensors; i++) {
+        const dlk_tensor *t = &m->tensors[i];
+        for (size_t k = 0; k < t->nsegs; k++) {
+            bool added;
+            dlk_status rc = seg_mark(s, t->segs[k].key, &added, err);
+            if (rc)
+                return rc;
+            if (!added)
+                continue; /* shared with a state added before: its chunks
+                             are in the set already */
+            if (!DLK_GROW(s->segents, s->nsegents, s->capsegents, 16))
+                return dlk_oom(err);
+            dlk_chunk_entry *e;
+            dlk_error serr;
+            dlk_error_clear(&serr);
+            rc = dlk_segment_read(ds, &t->segs[k], doc, &e, &serr);
+            if (rc) {
+                char key[DLK_SEG_KEY_MAX];
+                dlk_seg_key(key, t->segs[k].key);
+                if (!bad || !(rc == DLK_ECORRUPT || rc == DLK_EUNSUPPORTED ||
+                              rc == DLK_ELIMIT))
+                    return dlk_fail(err, rc, "%s", serr.msg);
+                bad(ud, key, serr.msg);
+                continue;
+            }
+            s->segents[s->nsegents++] = e;
+            if ((rc = add_entries(s, t, e, t->segs[k].nchunks, err)))
+                return rc;
+        }
+        size_t n;
+        const dlk_chunk_entry *tail = dlk_tensor_tail(t, &n);
+        dlk_status rc = add_entries(s, t, tail, n, err);
+        if (rc)
+            return rc;
     }
     return DLK_OK;
 }
@@ -58,7 +185,9 @@ dlk_status dlk_refs_add_history(dlk_dataset *ds, dlk_ref_set *s,
         s->nextra++;
         if (commits)
             (*commits)++;
-        if ((rc = dlk_refs_add_manifest(s, m, &cerr)))
+        char key[128];
+        snprintf(key, sizeof key, DLK_KEY_COMMITS "%s.json", id);
+        if ((rc = dlk_refs_add_state(ds, s, m, key, bad, ud, &cerr)))
             break;
         /* only null ends the history: dlk_commit_parse refuses a parent
          * that is not a commit id, so no bad one passes for the first
@@ -113,7 +242,8 @@ static int on_staging(void *ud, const char *key, uint64_t size)
     dlk_buf_free(&b);
     if (!rc) {
         s->nextra++;
-        rc = dlk_refs_add_manifest(s, &s->extra[s->nextra - 1], w->err);
+        rc = dlk_refs_add_state(w->ds, s, &s->extra[s->nextra - 1], key,
+                                NULL, NULL, w->err);
     }
     if (rc) {
         /* an unreadable staging document could hide chunks in use: stop */
@@ -152,7 +282,8 @@ dlk_status dlk_refs_add_head_now(dlk_dataset *ds, dlk_ref_set *s,
     dlk_buf_free(&b);
     if (!rc) {
         s->nextra++;
-        rc = dlk_refs_add_manifest(s, &s->extra[s->nextra - 1], err);
+        rc = dlk_refs_add_state(ds, s, &s->extra[s->nextra - 1],
+                                DLK_KEY_HEAD, NULL, NULL, err);
     }
     return rc;
 }
@@ -177,6 +308,10 @@ void dlk_refs_free(dlk_ref_set *s)
     for (size_t i = 0; i < s->nextra; i++)
         dlk_manifest_free(&s->extra[i]);
     free(s->extra);
+    for (size_t i = 0; i < s->nsegents; i++)
+        free(s->segents[i]);
+    free(s->segents);
+    free(s->segs);
     free(s->v);
     memset(s, 0, sizeof *s);
 }

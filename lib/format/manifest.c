@@ -5,6 +5,7 @@
 #include "internal.h"
 
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,6 +104,7 @@ void dlk_tensor_fini(dlk_tensor *t)
         free(t->class_names[i]);
     free(t->class_names);
     free(t->chunks);
+    free(t->segs);
     memset(t, 0, sizeof *t);
 }
 
@@ -134,6 +136,10 @@ void dlk_tensor_truncate(dlk_tensor *t, size_t n)
 {
     if (n >= t->nchunks)
         return;
+    /* a segment that loses an entry is no longer this list's: the
+     * entries of it that stay go back to the tail, to be cut again */
+    while (t->nsegs && t->seg_chunks > n)
+        t->seg_chunks -= t->segs[--t->nsegs].nchunks;
     t->nchunks = n;
     t->samples = t->stored_bytes = t->raw_bytes = 0;
     for (size_t i = 0; i < n; i++) {
@@ -196,6 +202,106 @@ static dlk_status parse_shape(json_t *arr, const char *name,
         shape[i] = v;
     }
     *ndim = (int)json_array_size(arr);
+    return DLK_OK;
+}
+
+/* A chunk entry ["<32 hex>", samples, stored_bytes, raw_bytes]
+ * (formats/dlk-v1.md 4.3.3). */
+static bool parse_entry(json_t *c, dlk_chunk_entry *e)
+{
+    json_t *k = json_array_get(c, 0), *n = json_array_get(c, 1),
+           *sb = json_array_get(c, 2), *rb = json_array_get(c, 3);
+    memset(e, 0, sizeof *e);
+    const char *key = json_string_value(k);
+    if (!json_is_array(c) || json_array_size(c) != 4 || !key ||
+        strlen(key) != 32 || strspn(key, "0123456789abcdef") != 32 ||
+        !json_is_integer(n) || !json_is_integer(sb) ||
+        !json_is_integer(rb) || json_integer_value(n) < 1 ||
+        json_integer_value(n) > DLK_CHUNK_MAX_SAMPLES ||
+        json_integer_value(sb) < DLK_CHUNK_HEADER_BYTES ||
+        json_integer_value(rb) < 0 ||
+        (uint64_t)json_integer_value(rb) > DLK_CHUNK_MAX_RAW)
+        return false;
+    memcpy(e->key, key, 33);
+    e->samples = (uint32_t)json_integer_value(n);
+    e->stored_bytes = (uint64_t)json_integer_value(sb);
+    e->raw_bytes = (uint64_t)json_integer_value(rb);
+    return true;
+}
+
+/* Sums that stay below 2^63 (samples below 2^62 before an entry). */
+static bool sums_ok(const dlk_tensor *t, uint64_t samples, uint64_t stored,
+                    uint64_t raw)
+{
+    uint64_t a, b, c;
+    return t->samples <= UINT64_MAX / 2 &&
+           dlk_add_u64(t->samples, samples, &a) && a <= INT64_MAX &&
+           dlk_add_u64(t->stored_bytes, stored, &b) && b <= INT64_MAX &&
+           dlk_add_u64(t->raw_bytes, raw, &c);
+}
+
+static dlk_status add_checked(dlk_tensor *t, const dlk_chunk_entry *e,
+                              const char *name, const char *tname,
+                              dlk_error *err)
+{
+    if (!sums_ok(t, e->samples, e->stored_bytes, e->raw_bytes))
+        return BAD("%s: tensor '%s': chunk sizes or samples add up to more "
+                   "than 2^63-1", name, tname);
+    return dlk_tensor_add_chunk(t, e, NULL, NULL, err);
+}
+
+/* "segments": [["<32 hex>", chunks, samples, stored_bytes, raw_bytes,
+ * bytes], ...] (formats/dlk-v1.md 4.3.4): the tensor's totals start from
+ * theirs, its entries (the tail) after them; the segments themselves are
+ * read by lib/dataset/segments.c. */
+static dlk_status parse_segments(json_t *segs, const char *name,
+                                 const char *tname, dlk_tensor *t,
+                                 dlk_error *err)
+{
+    if (!json_is_array(segs))
+        return BAD("%s: tensor '%s': 'segments' is not an array", name,
+                   tname);
+    size_t n = json_array_size(segs);
+    if (n && !(t->segs = calloc(n, sizeof *t->segs)))
+        return dlk_oom(err);
+    t->capsegs = n;
+    for (size_t i = 0; i < n; i++) {
+        json_t *r = json_array_get(segs, i);
+        const char *key = json_string_value(json_array_get(r, 0));
+        json_int_t v[5];
+        bool ok = json_is_array(r) && json_array_size(r) == 6 && key &&
+                  strlen(key) == 32 && strspn(key, "0123456789abcdef") == 32;
+        for (int k = 0; ok && k < 5; k++) {
+            json_t *x = json_array_get(r, (size_t)k + 1);
+            ok = json_is_integer(x) && (v[k] = json_integer_value(x)) >= 0;
+        }
+        /* every entry holds a sample and is a whole chunk (64 bytes at
+         * least); the object is a JSON document of bounded size */
+        ok = ok && v[0] >= 1 && v[0] <= DLK_SEG_ENTRIES_MAX &&
+             (uint64_t)v[1] >= (uint64_t)v[0] &&
+             (uint64_t)v[1] <= (uint64_t)v[0] * DLK_CHUNK_MAX_SAMPLES &&
+             (uint64_t)v[2] >= (uint64_t)v[0] * DLK_CHUNK_HEADER_BYTES &&
+             (uint64_t)v[3] <= (uint64_t)v[0] * DLK_CHUNK_MAX_RAW &&
+             v[4] >= 1 && (uint64_t)v[4] <= DLK_SEG_BYTES_MAX;
+        if (!ok)
+            return BAD("%s: tensor '%s': segment %zu is malformed (want "
+                       "[\"<32 hex>\", chunks, samples, stored_bytes, "
+                       "raw_bytes, bytes])", name, tname, i);
+        if (!sums_ok(t, (uint64_t)v[1], (uint64_t)v[2], (uint64_t)v[3]))
+            return BAD("%s: tensor '%s': segment sizes or samples add up to "
+                       "more than 2^63-1", name, tname);
+        dlk_seg_ref *g = &t->segs[t->nsegs++];
+        memcpy(g->key, key, 33);
+        g->nchunks = (uint64_t)v[0];
+        g->samples = (uint64_t)v[1];
+        g->stored_bytes = (uint64_t)v[2];
+        g->raw_bytes = (uint64_t)v[3];
+        g->bytes = (uint64_t)v[4];
+        t->samples += g->samples;
+        t->stored_bytes += g->stored_bytes;
+        t->raw_bytes += g->raw_bytes;
+    }
+    t->segs_pending = t->nsegs > 0;
     return DLK_OK;
 }
 
@@ -283,44 +389,25 @@ static dlk_status parse_tensor(json_t *jt, const char *name, dlk_tensor *t,
                            false, err))))
         return rc;
 
+    json_t *segs = json_object_get(jt, "segments");
+    if (segs && (rc = parse_segments(segs, name, tname, t, err)))
+        return rc;
     json_t *chunks = json_object_get(jt, "chunks");
     if (!json_is_array(chunks))
         return BAD("%s: tensor '%s': 'chunks' is not an array", name, tname);
     for (size_t i = 0; i < json_array_size(chunks); i++) {
-        json_t *c = json_array_get(chunks, i);
-        json_t *k = json_array_get(c, 0), *n = json_array_get(c, 1),
-               *sb = json_array_get(c, 2), *rb = json_array_get(c, 3);
         dlk_chunk_entry e;
-        memset(&e, 0, sizeof e);
-        const char *key = json_string_value(k);
-        if (!json_is_array(c) || json_array_size(c) != 4 || !key ||
-            strlen(key) != 32 || strspn(key, "0123456789abcdef") != 32 ||
-            !json_is_integer(n) || !json_is_integer(sb) ||
-            !json_is_integer(rb) || json_integer_value(n) < 1 ||
-            json_integer_value(n) > DLK_CHUNK_MAX_SAMPLES ||
-            json_integer_value(sb) < DLK_CHUNK_HEADER_BYTES ||
-            json_integer_value(rb) < 0 ||
-            (uint64_t)json_integer_value(rb) > DLK_CHUNK_MAX_RAW)
+        if (!parse_entry(json_array_get(chunks, i), &e))
             return BAD("%s: tensor '%s': chunk entry %zu is malformed "
                        "(want [\"<32 hex>\", samples, stored_bytes, "
                        "raw_bytes])", name, tname, i);
-        memcpy(e.key, key, 33);
-        e.samples = (uint32_t)json_integer_value(n);
-        e.stored_bytes = (uint64_t)json_integer_value(sb);
-        e.raw_bytes = (uint64_t)json_integer_value(rb);
-        if (t->samples > UINT64_MAX / 2)
-            return BAD("%s: tensor '%s': sample count overflows", name, tname);
-        uint64_t sum;
-        if (!dlk_add_u64(t->stored_bytes, e.stored_bytes, &sum) ||
-            sum > INT64_MAX)
-            return BAD("%s: tensor '%s': chunk sizes add up to more than "
-                       "2^63-1 bytes", name, tname);
-        if ((rc = dlk_tensor_add_chunk(t, &e, NULL, NULL, err)))
+        if ((rc = add_checked(t, &e, name, tname, err)))
             return rc;
     }
     if (t->samples != samples)
-        return BAD("%s: tensor '%s': 'samples' is %llu but its chunks hold "
+        return BAD("%s: tensor '%s': 'samples' is %llu but its %s hold "
                    "%llu", name, tname, (unsigned long long)samples,
+                   t->nsegs ? "segments and chunks" : "chunks",
                    (unsigned long long)t->samples);
     if (minmax && t->samples) {
         memcpy(t->shape_min, smin, sizeof smin);
@@ -577,6 +664,17 @@ static json_t *shape_json(const int64_t *shape, int ndim)
     return a;
 }
 
+static json_t *entries_json(const dlk_chunk_entry *e, size_t n)
+{
+    json_t *chunks = json_array();
+    for (size_t i = 0; chunks && i < n; i++)
+        json_array_append_new(chunks,
+            json_pack("[s,I,I,I]", e[i].key, (json_int_t)e[i].samples,
+                      (json_int_t)e[i].stored_bytes,
+                      (json_int_t)e[i].raw_bytes));
+    return chunks;
+}
+
 static json_t *tensor_json(const dlk_tensor *t)
 {
     const dlk_tensor_spec *s = &t->spec;
@@ -604,15 +702,163 @@ static json_t *tensor_json(const dlk_tensor *t)
         json_object_set_new(o, "shape_min", shape_json(t->shape_min, s->ndim));
         json_object_set_new(o, "shape_max", shape_json(t->shape_max, s->ndim));
     }
-    json_t *chunks = json_array();
-    for (size_t i = 0; chunks && i < t->nchunks; i++) {
-        const dlk_chunk_entry *c = &t->chunks[i];
-        json_array_append_new(chunks,
-            json_pack("[s,I,I,I]", c->key, (json_int_t)c->samples,
-                      (json_int_t)c->stored_bytes, (json_int_t)c->raw_bytes));
+    if (t->nsegs) {
+        json_t *segs = json_array();
+        for (size_t i = 0; segs && i < t->nsegs; i++) {
+            const dlk_seg_ref *g = &t->segs[i];
+            json_array_append_new(segs,
+                json_pack("[s,I,I,I,I,I]", g->key, (json_int_t)g->nchunks,
+                          (json_int_t)g->samples,
+                          (json_int_t)g->stored_bytes,
+                          (json_int_t)g->raw_bytes, (json_int_t)g->bytes));
+        }
+        json_object_set_new(o, "segments", segs);
     }
-    json_object_set_new(o, "chunks", chunks);
+    size_t n;
+    const dlk_chunk_entry *tail = dlk_tensor_tail(t, &n);
+    json_object_set_new(o, "chunks", entries_json(tail, n));
     return o;
+}
+
+const dlk_chunk_entry *dlk_tensor_tail(const dlk_tensor *t, size_t *n)
+{
+    size_t skip = t->segs_pending ? 0 : t->seg_chunks;
+    if (skip > t->nchunks)
+        skip = t->nchunks;
+    *n = t->nchunks - skip;
+    return t->chunks + skip;
+}
+
+void dlk_seg_key(char out[DLK_SEG_KEY_MAX], const char *hash)
+{
+    snprintf(out, DLK_SEG_KEY_MAX, DLK_SEG_PREFIX "%s", hash);
+}
+
+dlk_status dlk_segment_dump(const dlk_chunk_entry *e, size_t n, char **out,
+                            size_t *len, dlk_seg_ref *ref, dlk_error *err)
+{
+    json_t *root = json_object();
+    if (!root)
+        return dlk_oom(err);
+    json_object_set_new(root, "format", json_string("dlk"));
+    json_object_set_new(root, "version", json_integer(DLK_FORMAT_VERSION));
+    json_object_set_new(root, "chunks", entries_json(e, n));
+    *out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    if (!*out)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory serializing a "
+                        "segment");
+    *len = strlen(*out);
+    memset(ref, 0, sizeof *ref);
+    dlk_hash128_hex(*out, *len, ref->key);
+    ref->nchunks = n;
+    ref->bytes = *len;
+    for (size_t i = 0; i < n; i++) {
+        ref->samples += e[i].samples;
+        ref->stored_bytes += e[i].stored_bytes;
+        ref->raw_bytes += e[i].raw_bytes;
+    }
+    return DLK_OK;
+}
+
+dlk_status dlk_segment_parse(const char *bytes, size_t len,
+                             const dlk_seg_ref *ref, dlk_chunk_entry **out,
+                             dlk_error *err)
+{
+    char key[DLK_SEG_KEY_MAX], hash[33];
+    dlk_seg_key(key, ref->key);
+    *out = NULL;
+    if (len != ref->bytes)
+        return BAD("%s: %zu bytes, but its reference says %llu", key, len,
+                   (unsigned long long)ref->bytes);
+    dlk_hash128_hex(bytes, len, hash);
+    if (strcmp(hash, ref->key) != 0)
+        return BAD("%s: content does not match its name (XXH3-128 checksum "
+                   "mismatch)", key);
+    json_t *root = dlk_json_load(bytes, len, key, "segment", err);
+    if (!root)
+        return err ? err->code : DLK_ECORRUPT;
+    json_t *chunks = json_object_get(root, "chunks");
+    dlk_status rc = DLK_OK;
+    if (!json_is_array(chunks) || json_array_size(chunks) != ref->nchunks)
+        rc = BAD("%s: 'chunks' is not an array of the %llu entries its "
+                 "reference says", key, (unsigned long long)ref->nchunks);
+    dlk_chunk_entry *e = rc ? NULL : malloc(ref->nchunks * sizeof *e);
+    if (!rc && !e)
+        rc = dlk_oom(err);
+    uint64_t samples = 0, stored = 0, raw = 0;
+    for (size_t i = 0; !rc && i < ref->nchunks; i++) {
+        if (!parse_entry(json_array_get(chunks, i), &e[i]))
+            rc = BAD("%s: chunk entry %zu is malformed (want [\"<32 hex>\", "
+                     "samples, stored_bytes, raw_bytes])", key, i);
+        samples += e[i].samples; /* bounded: 2^16 entries of < 2^41 */
+        stored += e[i].stored_bytes;
+        raw += e[i].raw_bytes;
+        if (stored > INT64_MAX)
+            rc = BAD("%s: chunk sizes add up to more than 2^63-1", key);
+    }
+    if (!rc && (samples != ref->samples || stored != ref->stored_bytes ||
+                raw != ref->raw_bytes))
+        rc = BAD("%s: its entries hold %llu samples, %llu stored and %llu "
+                 "raw bytes, not the %llu, %llu and %llu of its reference",
+                 key, (unsigned long long)samples,
+                 (unsigned long long)stored, (unsigned long long)raw,
+                 (unsigned long long)ref->samples,
+                 (unsigned long long)ref->stored_bytes,
+                 (unsigned long long)ref->raw_bytes);
+    json_decref(root);
+    if (rc) {
+        free(e);
+        return rc;
+    }
+    *out = e;
+    return DLK_OK;
+}
+
+dlk_status dlk_tensor_attach(dlk_tensor *t, dlk_chunk_entry *const *ents,
+                             dlk_error *err)
+{
+    if (!t->segs_pending)
+        return DLK_OK;
+    size_t total = t->nchunks;
+    for (size_t k = 0; k < t->nsegs; k++)
+        total += t->segs[k].nchunks;
+    dlk_chunk_entry *all = malloc((total ? total : 1) * sizeof *all);
+    if (!all)
+        return dlk_oom(err);
+    size_t at = 0;
+    uint64_t first = 0;
+    for (size_t k = 0; k < t->nsegs; k++)
+        for (size_t i = 0; i < t->segs[k].nchunks; i++) {
+            all[at] = ents[k][i];
+            all[at++].first = first;
+            first += ents[k][i].samples;
+        }
+    t->seg_chunks = at;
+    memcpy(all + at, t->chunks, t->nchunks * sizeof *all);
+    free(t->chunks);
+    t->chunks = all;
+    t->nchunks = t->capchunks = total;
+    t->segs_pending = false;
+    return DLK_OK;
+}
+
+bool dlk_tensor_segs_fit(const dlk_tensor *t)
+{
+    if (t->segs_pending)
+        return true;
+    size_t at = 0;
+    for (size_t k = 0; k < t->nsegs; k++) {
+        const dlk_seg_ref *g = &t->segs[k];
+        if (at + g->nchunks > t->nchunks)
+            return false;
+        const dlk_chunk_entry *a = &t->chunks[at],
+                              *b = &t->chunks[at + g->nchunks - 1];
+        if (b->first + b->samples - a->first != g->samples)
+            return false;
+        at += g->nchunks;
+    }
+    return at == t->seg_chunks;
 }
 
 dlk_status dlk_manifest_dump(const dlk_manifest *m, char **out, size_t *len,

@@ -57,6 +57,9 @@ void ing_stage_reset(dlk_dataset *ds)
         t->samples = t->stored_bytes = t->raw_bytes = 0;
         t->have_minmax = false;
     }
+    /* a shard's document lists its own chunks inline (formats/dlk-v1.md
+     * 6.8.1), never the head's segments */
+    dlk_manifest_drop_segments(&ds->m);
 }
 
 static bool same_schema(const dlk_manifest *a, const dlk_manifest *b)
@@ -102,6 +105,11 @@ static dlk_status read_doc(dlk_store *st, const char *key, dlk_manifest *m,
     }
     if (!rc)
         rc = dlk_manifest_parse((const char *)b.data, b.len, key, m, err);
+    if (!rc && dlk_manifest_pending(m)) {
+        dlk_manifest_free(m);
+        rc = dlk_fail(err, DLK_ECORRUPT, "%s: a staging document lists its "
+                      "chunks inline, without 'segments'", key);
+    }
     json_t *root = rc ? NULL : dlk_json_load((const char *)b.data, b.len,
                                              key, "staging manifest", err);
     dlk_buf_free(&b);
@@ -154,6 +162,7 @@ static void take_chunks(dlk_manifest *a, dlk_manifest *b)
         y->chunks = NULL;
         y->nchunks = y->capchunks = 0;
     }
+    dlk_manifest_drop_segments(a);
 }
 
 dlk_status ing_stage_load(dlk_dataset *ds, const char *key, ing_progress *p,

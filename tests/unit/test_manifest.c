@@ -696,6 +696,168 @@ static bool replay_manifest(const uint8_t *p, size_t len)
     return ok;
 }
 
+/* A tensor with one segment reference before its two inline entries. */
+#define SEG_REF "[\"" K1 "\", 2, 4, 200, 100, 77]"
+static const char *doc_segs(const char *refs, const char *samples)
+{
+    static char v[4096];
+    snprintf(v, sizeof v, "[9, 8, 3], \"segments\": %s", refs);
+    static char d[sizeof text], rest[sizeof text];
+    doc_with("shape_max", v);
+    snprintf(d, sizeof d, "%s", text);
+    /* "samples" is the whole tensor's: the segment's 4 and the tail's 5 */
+    char *at = strstr(d, "\"samples\": 5");
+    snprintf(rest, sizeof rest, "%s", at + strlen("\"samples\": 5"));
+    snprintf(at, sizeof d - (size_t)(at - d), "\"samples\": %s%s", samples,
+             rest);
+    return d;
+}
+
+static void segments(void)
+{
+    dlk_manifest m;
+    const char *d = doc_segs("[" SEG_REF "]", "9");
+    dlk_status rc = parse(d, strlen(d), &m);
+    UNIT_CHECK("a tensor with a segment and a tail parses", rc == DLK_OK);
+    if (rc)
+        printf("# %s\n", last.msg);
+    dlk_tensor *t = rc ? NULL : &m.tensors[0];
+    UNIT_CHECK("its segment is pending, its totals whole, its tail after it",
+               t && t->segs_pending && t->nsegs == 1 && t->nchunks == 2 &&
+               t->samples == 9 && t->stored_bytes == 420 &&
+               t->raw_bytes == 235 && t->chunks[0].first == 4 &&
+               t->chunks[1].first == 6 && t->segs[0].bytes == 77);
+    char *out = NULL;
+    size_t len = 0;
+    if (t && !dlk_manifest_dump(&m, &out, &len, &last)) {
+        dlk_manifest m2;
+        UNIT_CHECK("it is written back with its segments and its tail only",
+                   strstr(out, "\"segments\":[[\"" K1 "\",2,4,200,100,77]]") &&
+                   strstr(out, "\"chunks\":[[\"" K1 "\",2,100,54],[\"" K2
+                               "\",3,120,81]]") &&
+                   parse(out, len, &m2) == DLK_OK);
+        char *out2 = NULL;
+        size_t len2 = 0;
+        UNIT_CHECK("and reads back the same",
+                   !dlk_manifest_dump(&m2, &out2, &len2, &last) &&
+                   len2 == len && memcmp(out, out2, len) == 0);
+        free(out2);
+        dlk_manifest_free(&m2);
+        free(out);
+    }
+    /* attach the segment's entries: the list whole */
+    dlk_chunk_entry seg[2] = {{K2, 1, 90, 30, 0}, {K1, 3, 110, 70, 0}};
+    dlk_chunk_entry *ents[1] = {seg};
+    if (t) {
+        UNIT_CHECK("attached: the whole list in order",
+                   dlk_tensor_attach(t, ents, &last) == DLK_OK &&
+                   !t->segs_pending && t->nchunks == 4 && t->seg_chunks == 2 &&
+                   t->chunks[1].first == 1 && t->chunks[2].first == 4 &&
+                   strcmp(t->chunks[0].key, K2) == 0 && dlk_tensor_segs_fit(t));
+        size_t n;
+        const dlk_chunk_entry *tail = dlk_tensor_tail(t, &n);
+        UNIT_CHECK("its tail is the inline entries", n == 2 &&
+                   tail == t->chunks + 2);
+        dlk_tensor_truncate(t, 3);
+        UNIT_CHECK("truncating past the segment keeps it", t->nsegs == 1 &&
+                   t->seg_chunks == 2);
+        dlk_tensor_truncate(t, 1);
+        UNIT_CHECK("truncating into the segment drops it", t->nsegs == 0 &&
+                   t->seg_chunks == 0 && t->samples == 1);
+        dlk_manifest_free(&m);
+    }
+    UNIT_CHECK("samples of the tail alone (a reader ignoring segments): "
+               "corrupt", CORRUPT(doc_segs("[" SEG_REF "]", "5")) &&
+               strstr(last.msg, "is 5 but its segments and chunks hold 9"));
+    static const char *const bad[] = {
+        "{}", "[5]", "[[\"" K1 "\", 2, 4, 200, 100]]",
+        "[[\"" K1 "\", 2, 4, 200, 100, 77, 1]]",
+        "[[\"" K1 "\", 0, 4, 200, 100, 77]]",
+        "[[\"" K1 "\", 65537, 65537, 4194368, 100, 77]]",
+        "[[\"" K1 "\", 2, 1, 200, 100, 77]]",
+        "[[\"" K1 "\", 2, 4, 127, 100, 77]]",
+        "[[\"" K1 "\", 2, 4, 200, 100, 0]]",
+        "[[\"" K1 "\", 2, 4, 200, 100, 8388609]]",
+        "[[\"" K1 "\", 2, 4, 200, 4294967297, 77]]",
+        "[[\"0123456789ABCDEF0123456789abcdef\", 2, 4, 200, 100, 77]]",
+        "[[\"" K1 "\", 2.0, 4, 200, 100, 77]]",
+        "[[\"" K1 "\", 2, -4, 200, 100, 77]]",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char name[160];
+        snprintf(name, sizeof name, "segment reference %.60s: corrupt",
+                 bad[i]);
+        UNIT_CHECK(name, CORRUPT(doc_segs(bad[i], "9")) &&
+                   strstr(last.msg, "images"));
+    }
+    UNIT_CHECK("segment sizes whose sum overflows: corrupt",
+               CORRUPT(doc_segs("[[\"" K1 "\", 2, 4, 9223372036854775807, "
+                                "100, 77]]", "9")));
+
+    /* the segment object */
+    dlk_chunk_entry e[3] = {{K1, 2, 100, 54, 0}, {K2, 3, 120, 81, 0},
+                            {K1, 1, 64, 0, 0}};
+    char *sb;
+    size_t sl;
+    dlk_seg_ref ref;
+    UNIT_CHECK("a segment is written",
+               dlk_segment_dump(e, 3, &sb, &sl, &ref, &last) == DLK_OK &&
+               ref.nchunks == 3 && ref.samples == 6 &&
+               ref.stored_bytes == 284 && ref.raw_bytes == 135 &&
+               ref.bytes == sl);
+    char h[33];
+    dlk_hash128_hex(sb, sl, h);
+    UNIT_CHECK("named by its hash", strcmp(h, ref.key) == 0);
+    dlk_chunk_entry *got = NULL;
+    UNIT_CHECK("and reads back",
+               dlk_segment_parse(sb, sl, &ref, &got, &last) == DLK_OK &&
+               got && strcmp(got[1].key, K2) == 0 && got[2].samples == 1 &&
+               got[1].stored_bytes == 120);
+    free(got);
+    char key[DLK_SEG_KEY_MAX];
+    dlk_seg_key(key, ref.key);
+    UNIT_CHECK("a segment of another size: corrupt, named",
+               dlk_segment_parse(sb, sl - 1, &ref, &got, &last) ==
+                   DLK_ECORRUPT && strstr(last.msg, key) && !got);
+    sb[sl / 2] ^= 1;
+    UNIT_CHECK("a flipped byte: corrupt, its name does not match",
+               dlk_segment_parse(sb, sl, &ref, &got, &last) ==
+                   DLK_ECORRUPT && strstr(last.msg, "does not match its name")
+                   && !got);
+    sb[sl / 2] ^= 1;
+    dlk_seg_ref r2 = ref;
+    r2.nchunks = 2;
+    UNIT_CHECK("fewer entries than its reference says: corrupt",
+               dlk_segment_parse(sb, sl, &r2, &got, &last) == DLK_ECORRUPT);
+    r2 = ref;
+    r2.samples = 7;
+    UNIT_CHECK("other totals than its reference's: corrupt",
+               dlk_segment_parse(sb, sl, &r2, &got, &last) == DLK_ECORRUPT &&
+               strstr(last.msg, "hold 6 samples"));
+    free(sb);
+    static const char *const docs[] = {
+        "{\"format\":\"dlk\",\"version\":1,\"chunks\":[[\"" K1 "\",0,100,54]]}",
+        "{\"format\":\"dlk\",\"version\":1,\"chunks\":{}}",
+        "{\"format\":\"dlk\",\"version\":1}",
+        "[1]",
+    };
+    for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+        dlk_seg_ref r = {"", 1, 0, 100, 54, strlen(docs[i])};
+        dlk_hash128_hex(docs[i], strlen(docs[i]), r.key);
+        char name[160];
+        snprintf(name, sizeof name, "segment %.50s: corrupt", docs[i]);
+        UNIT_CHECK(name, dlk_segment_parse(docs[i], strlen(docs[i]), &r,
+                                           &got, &last) == DLK_ECORRUPT &&
+                   !got);
+    }
+    const char *v2 = "{\"format\":\"dlk\",\"version\":2,\"chunks\":[]}";
+    dlk_seg_ref r = {"", 1, 1, 100, 54, strlen(v2)};
+    dlk_hash128_hex(v2, strlen(v2), r.key);
+    UNIT_CHECK("a segment of version 2: unsupported",
+               dlk_segment_parse(v2, strlen(v2), &r, &got, &last) ==
+                   DLK_EUNSUPPORTED);
+}
+
 int main(void)
 {
     round_trip();
@@ -711,6 +873,7 @@ int main(void)
     commits();
     key_base();
     writes();
+    segments();
     unit_replay("manifest", replay_manifest, true);
     unit_replay("fuzz_manifest", replay_manifest, false);
     return unit_done();
