@@ -343,7 +343,8 @@ static dlk_status parent_entries(dlk_dataset *ds, const dlk_tensor *t,
         mine[k].bytes = at; /* reused: where its entries start in t */
         at += t->segs[k].nchunks;
     }
-    qsort(mine, t->nsegs, sizeof *mine, cmp_seg);
+    if (t->nsegs)
+        qsort(mine, t->nsegs, sizeof *mine, cmp_seg);
     size_t total = 0, tn;
     const dlk_chunk_entry *tail = dlk_tensor_tail(p, &tn);
     for (size_t k = 0; k < p->nsegs; k++)
@@ -369,7 +370,7 @@ static dlk_status parent_entries(dlk_dataset *ds, const dlk_tensor *t,
         }
         got += g->nchunks;
     }
-    if (!rc) {
+    if (!rc && tn) {
         memcpy(all + got, tail, tn * sizeof *all);
         got += tn;
     }

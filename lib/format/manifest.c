@@ -835,7 +835,8 @@ dlk_status dlk_tensor_attach(dlk_tensor *t, dlk_chunk_entry *const *ents,
             first += ents[k][i].samples;
         }
     t->seg_chunks = at;
-    memcpy(all + at, t->chunks, t->nchunks * sizeof *all);
+    if (t->nchunks)
+        memcpy(all + at, t->chunks, t->nchunks * sizeof *all);
     free(t->chunks);
     t->chunks = all;
     t->nchunks = t->capchunks = total;

@@ -26,6 +26,9 @@ static void same(const dlk_manifest *a, const dlk_manifest *b)
                      sizeof x->spec.shape) == 0);
         CHECK(x->spec.chunk_bytes == y->spec.chunk_bytes);
         CHECK(x->samples == y->samples && x->nchunks == y->nchunks);
+        CHECK(x->nsegs == y->nsegs && x->segs_pending == y->segs_pending);
+        for (size_t j = 0; j < x->nsegs; j++)
+            CHECK(memcmp(&x->segs[j], &y->segs[j], sizeof x->segs[j]) == 0);
         CHECK(x->stored_bytes == y->stored_bytes);
         CHECK(x->raw_bytes == y->raw_bytes);
         CHECK(x->n_class_names == y->n_class_names);
