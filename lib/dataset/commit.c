@@ -301,87 +301,125 @@ static bool in_history(dlk_dataset *ds, const char *id, const char *base)
     return false;
 }
 
-static int cmp_key(const void *a, const void *b)
-{
-    return strcmp(((const dlk_chunk_entry *)a)->key,
-                  ((const dlk_chunk_entry *)b)->key);
-}
-
 static int cmp_seg(const void *a, const void *b)
 {
     return strcmp(((const dlk_seg_ref *)a)->key,
                   ((const dlk_seg_ref *)b)->key);
 }
 
-/* The entries of tensor p (parent's, perhaps pending) as one array, for
- * a search: its tail, the entries of each segment that head tensor t
- * shares (taken from t's list: shared segments are not read), and those
- * of the others, read. */
-static dlk_status parent_entries(dlk_dataset *ds, const dlk_tensor *t,
-                                 const dlk_tensor *p, const char *doc,
-                                 dlk_chunk_entry **out, size_t *n,
-                                 dlk_error *err)
+/* t's segments sorted by hash, each with the index of its first entry in
+ * t's list (in `bytes`, which the search does not need). */
+static dlk_status segs_by_key(const dlk_tensor *t, dlk_seg_ref **out,
+                              dlk_error *err)
 {
     *out = NULL;
-    *n = 0;
-    if (!p->segs_pending) {
-        if (!p->nchunks)
-            return DLK_OK;
-        if (!(*out = malloc(p->nchunks * sizeof **out)))
-            return dlk_oom(err);
-        memcpy(*out, p->chunks, p->nchunks * sizeof **out);
-        *n = p->nchunks;
+    if (!t->nsegs)
         return DLK_OK;
-    }
-    /* t's segments by hash, each with the index of its first entry */
-    dlk_seg_ref *mine = t->nsegs ? malloc(t->nsegs * sizeof *mine) : NULL;
-    if (t->nsegs && !mine)
+    dlk_seg_ref *v = malloc(t->nsegs * sizeof *v);
+    if (!v)
         return dlk_oom(err);
     uint64_t at = 0;
     for (size_t k = 0; k < t->nsegs; k++) {
-        mine[k] = t->segs[k];
-        mine[k].bytes = at; /* reused: where its entries start in t */
+        v[k] = t->segs[k];
+        v[k].bytes = at;
         at += t->segs[k].nchunks;
     }
-    if (t->nsegs)
-        qsort(mine, t->nsegs, sizeof *mine, cmp_seg);
-    size_t total = 0, tn;
-    const dlk_chunk_entry *tail = dlk_tensor_tail(p, &tn);
-    for (size_t k = 0; k < p->nsegs; k++)
-        total += p->segs[k].nchunks;
-    total += tn;
-    dlk_chunk_entry *all = malloc((total ? total : 1) * sizeof *all);
-    dlk_status rc = all ? DLK_OK : dlk_oom(err);
-    size_t got = 0;
-    for (size_t k = 0; !rc && k < p->nsegs; k++) {
+    qsort(v, t->nsegs, sizeof *v, cmp_seg);
+    *out = v;
+    return DLK_OK;
+}
+
+static const dlk_seg_ref *seg_find(const dlk_seg_ref *v, size_t n,
+                                   const char *key)
+{
+    dlk_seg_ref probe;
+    memcpy(probe.key, key, 33);
+    return n ? bsearch(&probe, v, n, sizeof *v, cmp_seg) : NULL;
+}
+
+/* A head entry that the parent may lack, and whether it was found. */
+typedef struct cand {
+    const dlk_chunk_entry *e;
+    bool found;
+} cand;
+
+static int cmp_cand(const void *a, const void *b)
+{
+    return strcmp(((const cand *)a)->e->key, ((const cand *)b)->e->key);
+}
+
+/* Mark the candidates whose hash is that of parent entry e. */
+static void mark(cand *c, size_t n, const dlk_chunk_entry *e)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(c[mid].e->key, e->key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < n && strcmp(c[lo].e->key, e->key) == 0; lo++)
+        c[lo].found = true;
+}
+
+/* Entries of head tensor t whose hash parent tensor p (perhaps pending)
+ * does not hold: the entries of a segment both name are in both, so only
+ * the others are candidates; each is looked for among p's entries, read
+ * only where p's segment is not t's (formats/dlk-v1.md 6.1). */
+static dlk_status added_in(dlk_dataset *ds, const dlk_tensor *t,
+                           const dlk_tensor *p, const char *doc,
+                           uint64_t *bytes, uint64_t *chunks, dlk_error *err)
+{
+    dlk_seg_ref *mine = NULL, *theirs = NULL;
+    cand *c = malloc((t->nchunks ? t->nchunks : 1) * sizeof *c);
+    size_t nc = 0;
+    dlk_status rc = c ? DLK_OK : dlk_oom(err);
+    if (!rc)
+        rc = segs_by_key(t, &mine, err);
+    if (!rc)
+        rc = segs_by_key(p, &theirs, err);
+    /* the candidates: t's entries outside the segments p names too */
+    size_t at = 0;
+    for (size_t k = 0; !rc && k <= t->nsegs; k++) {
+        size_t n = k < t->nsegs ? t->segs[k].nchunks : t->nchunks - at;
+        bool shared = k < t->nsegs &&
+                      seg_find(theirs, p->nsegs, t->segs[k].key);
+        for (size_t i = 0; !shared && i < n && at + i < t->nchunks; i++)
+            c[nc++] = (cand){&t->chunks[at + i], false};
+        at += n;
+    }
+    if (!rc && nc)
+        qsort(c, nc, sizeof *c, cmp_cand);
+    /* p's entries: its tail, its segments (t's copy where t names them) */
+    size_t pt;
+    const dlk_chunk_entry *ptail = dlk_tensor_tail(p, &pt);
+    for (size_t i = 0; !rc && nc && i < pt; i++)
+        mark(c, nc, &ptail[i]);
+    for (size_t k = 0; !rc && nc && p->segs_pending && k < p->nsegs; k++) {
         const dlk_seg_ref *g = &p->segs[k];
-        const dlk_seg_ref *m = mine ? bsearch(g, mine, t->nsegs, sizeof *mine,
-                                              cmp_seg)
-                                    : NULL;
+        const dlk_seg_ref *m = seg_find(mine, t->nsegs, g->key);
         if (m && m->bytes + g->nchunks <= t->nchunks) {
-            memcpy(all + got, t->chunks + m->bytes,
-                   g->nchunks * sizeof *all);
+            for (size_t i = 0; i < g->nchunks; i++)
+                mark(c, nc, &t->chunks[m->bytes + i]);
         } else {
             dlk_chunk_entry *e;
             if ((rc = dlk_segment_read(ds, g, doc, &e, err)))
                 break;
-            memcpy(all + got, e, g->nchunks * sizeof *all);
+            for (size_t i = 0; i < g->nchunks; i++)
+                mark(c, nc, &e[i]);
             free(e);
         }
-        got += g->nchunks;
     }
-    if (!rc && tn) {
-        memcpy(all + got, tail, tn * sizeof *all);
-        got += tn;
-    }
+    for (size_t i = 0; !rc && i < nc; i++)
+        if (!c[i].found) {
+            *bytes += c[i].e->stored_bytes;
+            (*chunks)++;
+        }
+    free(c);
     free(mine);
-    if (rc) {
-        free(all);
-        return rc;
-    }
-    *out = all;
-    *n = got;
-    return DLK_OK;
+    free(theirs);
+    return rc;
 }
 
 /* Chunks (and their bytes) in head that parent does not hold
@@ -398,23 +436,17 @@ static dlk_status count_added(dlk_dataset *ds, const dlk_manifest *head,
         for (size_t j = 0; parent && j < parent->ntensors; j++)
             if (strcmp(parent->tensors[j].spec.name, t->spec.name) == 0)
                 p = &parent->tensors[j];
-        dlk_chunk_entry *sorted = NULL;
-        size_t np = 0;
         if (p) {
-            dlk_status rc = parent_entries(ds, t, p, parent_doc, &sorted,
-                                           &np, err);
+            dlk_status rc = added_in(ds, t, p, parent_doc, bytes, chunks,
+                                     err);
             if (rc)
                 return rc;
-            if (np)
-                qsort(sorted, np, sizeof *sorted, cmp_key);
+            continue;
         }
-        for (size_t c = 0; c < t->nchunks; c++)
-            if (!np || !bsearch(&t->chunks[c], sorted, np, sizeof *sorted,
-                                cmp_key)) {
-                *bytes += t->chunks[c].stored_bytes;
-                (*chunks)++;
-            }
-        free(sorted);
+        for (size_t c = 0; c < t->nchunks; c++) {
+            *bytes += t->chunks[c].stored_bytes;
+            (*chunks)++;
+        }
     }
     return DLK_OK;
 }

@@ -81,6 +81,15 @@ ok "verify --all --deep" dlk verify "$DS" --all --deep --json
 check "every chunk once, six commits, nothing unreferenced" python3 -c 'import json,sys
 d=json.load(open(sys.argv[1])); assert d["ok"] and d["commits_checked"]==6 and d["chunks_checked"]=='"$TOTAL"' and d["unreferenced"]==[], d' "$OUT"
 
+# rows whose chunks the first ingest wrote already (the same bytes): in
+# the shared segment, so the commit adds none of them
+rows "$T/dup" 10 0
+ok "ingest 10 rows equal to the first 10" dlk ingest "$DS" from-dir "$T/dup" --no-key --quiet
+ok "commit them" dlk commit "$DS" -m dup
+ok "log -n 1" dlk log "$DS" -n 1 --json
+check "stats: no chunk added (each is in the segment both share)" python3 -c 'import json,sys
+d=json.load(open(sys.argv[1]))[0]; assert d["chunks_added"]==0 and d["bytes_added"]==0 and d["samples"]["x"]=='"$((TOTAL + 10))"', d' "$OUT"
+
 # a rewrite of the whole list (compaction) leaves the old segments to the
 # commits; gc keeps every segment any state names, removes unnamed ones
 ok "compact into 64-byte chunks" dlk compact "$DS" --target-size 64
@@ -99,7 +108,7 @@ if [ "${DLK_TEST_STORE:-file}" = file ]; then
 fi
 ok "verify --all --deep after gc" dlk verify "$DS" --all --deep --json
 check "every commit still whole" python3 -c 'import json,sys
-d=json.load(open(sys.argv[1])); assert d["ok"] and d["commits_checked"]==7, d' "$OUT"
+d=json.load(open(sys.argv[1])); assert d["ok"] and d["commits_checked"]==8, d' "$OUT"
 check "main~1 (segments of the commits only) reads" value_is "$DS" 700 main~1 700
 
 # a segment named only by commits, corrupted, then missing
