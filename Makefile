@@ -181,6 +181,12 @@ $(BUILD)/tests/key_synth: tests/bench/key_synth.c $(LIBA)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBA) $(LIBS)
 
+# manifest_scale: a head of millions of chunk entries, published and read
+$(BUILD)/tests/manifest_scale: tests/bench/manifest_scale.c $(LIBA)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBA) $(LIBS)
+
 # s3_dir_server: a fast read-only S3 endpoint over a folder (benchmarks;
 # a test checks dlk reads through it as it reads the folder)
 $(BUILD)/tests/s3_dir_server: tests/bench/s3_dir_server.c
@@ -190,7 +196,7 @@ $(BUILD)/tests/s3_dir_server: tests/bench/s3_dir_server.c
 	    $(shell $(PKG_CONFIG) --cflags --libs libmicrohttpd 2>/dev/null) -lpthread
 
 unit: $(UNIT_BIN) $(BUILD)/tests/synth $(BUILD)/tests/s3_dir_server \
-      $(BUILD)/tests/key_lookup
+      $(BUILD)/tests/key_lookup $(BUILD)/tests/manifest_scale
 
 # The suite: unit tests and CLI tests; last line "N passed, N failed, N skipped".
 # The build runs in a make started after check-deps: the pkg-config flags
