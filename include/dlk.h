@@ -309,7 +309,8 @@ DLK_API dlk_status dlk_dataset_create_with(const char *url,
  * NULL or "" for the working head (readable and appendable), or a
  * reference as dlk_resolve takes it ("main", "main~2", an id or a unique
  * prefix), which opens that commit read-only.  Opening a commit costs a constant number
- * of small reads, however long the history.
+ * of small reads, however long the history, and the reads of the segments
+ * of its chunk lists (formats/dlk-v1.md 4.3.4), which a state reads whole.
  * @return DLK_OK with *out a handle the caller frees (dlk_dataset_close
  *         or dlk_dataset_free); DLK_ENOTFOUND when there is no dataset
  *         or no such commit; DLK_ECORRUPT, DLK_EUNSUPPORTED for a dataset
