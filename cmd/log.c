@@ -93,12 +93,13 @@ int cmd_log(int argc, char **argv)
     if (cmd_check_url("log", argv[optind]))
         return EXIT_USAGE;
     dlk_error err;
-    dlk_dataset *ds;
-    if (cmd_dataset_open(argv[optind], NULL, &ds, &err))
+    const dlk_store_options *so;
+    if (cmd_store(argv[optind], &so, &err))
         return cmd_fail("log", &err);
     o.arr = json_array();
-    dlk_status rc = dlk_log(ds, at, max, on_entry, &o, &err);
-    dlk_dataset_free(ds);
+    /* the commits alone: no head, no chunk list */
+    dlk_status rc = dlk_log_url(argv[optind], so, at, max, on_entry, &o,
+                                &err);
     if (rc) {
         json_decref(o.arr);
         return cmd_fail("log", &err);

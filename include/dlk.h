@@ -525,6 +525,14 @@ typedef int (*dlk_log_fn)(void *ud, const dlk_log_entry *e);
  *         store's status. */
 DLK_API dlk_status dlk_log(dlk_dataset *ds, const char *at, size_t max,
                            dlk_log_fn fn, void *ud, dlk_error *err);
+/* dlk_log of the dataset at url without opening its head: dlk.json and
+ * the commits are all it reads (not the head, nor the segments of any
+ * chunk list), so that a log costs the commits it shows.  store: as for
+ * dlk_dataset_open_with (NULL: defaults).
+ * @return as dlk_log; DLK_ENOTFOUND when there is no dataset. */
+DLK_API dlk_status dlk_log_url(const char *url, const dlk_store_options *store,
+                               const char *at, size_t max, dlk_log_fn fn,
+                               void *ud, dlk_error *err);
 
 /* Resolve a reference to a commit id: a full id, a unique prefix of at
  * least 4 hex digits, "main", or "main~N" (N commits before main).

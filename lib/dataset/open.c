@@ -338,6 +338,25 @@ dlk_status dlk_dataset_open_with(const char *url, const char *at,
     return DLK_OK;
 }
 
+dlk_status dlk_log_url(const char *url, const dlk_store_options *store,
+                       const char *at, size_t max, dlk_log_fn fn, void *ud,
+                       dlk_error *err)
+{
+    dlk_dataset *ds = new_handle(url, err);
+    if (!ds)
+        return DLK_ENOMEM;
+    ds->read_only = true;
+    dlk_status rc = dlk_store_open(url, false, store, &ds->store, err);
+    if (rc == DLK_ENOTFOUND)
+        rc = dlk_fail(err, DLK_ENOTFOUND, "no dataset at '%s'", url);
+    if (!rc)
+        rc = read_dataset_json(ds, err);
+    if (!rc)
+        rc = dlk_log(ds, at, max, fn, ud, err);
+    dlk_dataset_free(ds);
+    return rc;
+}
+
 void dlk_dataset_free(dlk_dataset *ds)
 {
     if (!ds)

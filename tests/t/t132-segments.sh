@@ -178,6 +178,18 @@ ok "verify --all" dlk verify "$DS" --all --json
 check "both commits, nothing wrong" python3 -c 'import json,sys
 d=json.load(open(sys.argv[1])); assert d["ok"] and d["commits_checked"]==2 and d["chunks_checked"]==1210, d' "$OUT"
 
+# the log reads the commits alone: a segment that the head and both
+# commits name, gone, does not stop it
+SEG2=index/segments/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tensors"][0]["segments"][0][0])' "$T/head.json")
+obj_get "$DS" "$SEG2" "$T/seg2"
+obj_rm "$DS" "$SEG2"
+fails "the head without its segment does not open" 3 dlk ls "$DS"
+check "naming it" grep -q "names segment $SEG2, which does not exist" "$ERR"
+ok "the log reads no segment" dlk log "$DS" --json
+check "both commits" python3 -c 'import json,sys
+d=json.load(open(sys.argv[1])); assert [e["message"] for e in d]==["plus10","1200"], d' "$OUT"
+obj_put "$DS" "$SEG2" "$T/seg2"
+
 if [ -n "${DLK_OLD:-}" ] && [ -x "$DLK_OLD" ]; then
     fails "the build before segments: ls rejects the head" 3 "$DLK_OLD" ls "$DS"
     check "as malformed, 'samples' against its tail" grep -q "'samples' is 1210 but its chunks hold 186" "$ERR"
