@@ -241,6 +241,15 @@ static int on_staging(void *ud, const char *key, uint64_t size)
                                 &s->extra[s->nextra], w->err);
     dlk_buf_free(&b);
     if (!rc) {
+        /* a key index a shard's document names (writers before this one
+         * copied the head's) covers no rows of it: ignored (formats/
+         * dlk-v1.md 6.8.1), neither checked nor kept for it */
+        dlk_manifest *m = &s->extra[s->nextra];
+        free(m->key_runs);
+        m->key_runs = NULL;
+        m->nkey_runs = 0;
+        m->key_index[0] = '\0';
+        m->key_index_rows = 0;
         s->nextra++;
         rc = dlk_refs_add_state(w->ds, s, &s->extra[s->nextra - 1], key,
                                 NULL, NULL, w->err);

@@ -726,7 +726,7 @@ const dlk_chunk_entry *dlk_tensor_tail(const dlk_tensor *t, size_t *n)
     if (skip > t->nchunks)
         skip = t->nchunks;
     *n = t->nchunks - skip;
-    return t->chunks + skip;
+    return skip ? t->chunks + skip : t->chunks; /* NULL + 0 is undefined */
 }
 
 void dlk_seg_key(char out[DLK_SEG_KEY_MAX], const char *hash)

@@ -194,6 +194,12 @@ dlk_status ing_stage_write(dlk_dataset *ds, const char *key,
     size_t len;
     dlk_manifest m = ds->m;
     m.nwrites = 0; /* the head's history, not the shard's */
+    /* nor the head's key index: the document's key tensors are the
+     * shard's rows, which no index covers (a merge that lost the race
+     * for the head leaves one of its rows and the head's in ds->m) */
+    m.key_index[0] = '\0';
+    m.key_index_rows = 0;
+    m.nkey_runs = 0;
     dlk_status rc = dlk_manifest_dump(&m, &text, &len, err);
     if (rc)
         return rc;

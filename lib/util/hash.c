@@ -10,11 +10,11 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#if DLK_HASH_SIMD
 /* The widest XXH3 the CPU runs: 2 hash_avx512.c's, 1 hash_avx2.c's
  * (twice as fast over large inputs as the baseline), 0 this file's. */
 static int simd(void)
 {
-#if DLK_HASH_SIMD
     static int have = -1;
     int v = __atomic_load_n(&have, __ATOMIC_RELAXED);
     if (v < 0) {
@@ -25,10 +25,8 @@ static int simd(void)
         __atomic_store_n(&have, v, __ATOMIC_RELAXED);
     }
     return v;
-#else
-    return 0;
-#endif
 }
+#endif
 
 uint64_t dlk_mix64(uint64_t x)
 {

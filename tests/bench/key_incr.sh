@@ -2,7 +2,7 @@
 # tests/bench/key_incr.sh [N ...] - the cost of an incremental ingest of
 # 100 new objects into a keyed dataset of N rows (default 1000000 and
 # 10000000), the build before the key index of runs (OLD, default
-# /tmp/old-keyidx, a worktree of main at b188f6a built with make) beside
+# /tmp/old-keyidx, a checkout of main at b188f6a built with make) beside
 # this one, in the same run: bytes read and written by the dlk process
 # (rchar/wchar of /proc/PID/io, every file it read or wrote: the source,
 # the manifest, the key chunks, the index), bytes of key index objects
