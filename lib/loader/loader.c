@@ -510,9 +510,12 @@ static dlk_status assemble(dlk_loader *l, uint64_t p0, uint32_t b,
                     lt->shapes[(size_t)i * lt->out.ndim + d] = shape[d];
             }
             total += nb;
+            /* atomic: a slot of the same span in the next epoch may be
+             * storing the same fold into a kept array meanwhile */
             if (l->o.check)
-                l->host_fold +=
-                    s->fold[l->bidx[i] - e->first - s->fold_first];
+                l->host_fold += __atomic_load_n(
+                    &s->fold[l->bidx[i] - e->first - s->fold_first],
+                    __ATOMIC_RELAXED);
         }
         if (lt->variable)
             lt->offsets[b] = total;
