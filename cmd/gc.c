@@ -87,7 +87,8 @@ int cmd_gc(int argc, char **argv)
         json_decref(j);
     } else {
         char b[32];
-        printf("%s %llu unreferenced chunk%s (%s); kept %llu referenced, "
+        /* chunks, and the key index runs and segments (index/) too */
+        printf("%s %llu unreferenced object%s (%s); kept %llu referenced, "
                "%llu within the grace period\n",
                go.dry_run ? "would remove" : "removed",
                (unsigned long long)res.removed, res.removed == 1 ? "" : "s",
