@@ -173,15 +173,15 @@ static int read_index(const char *arg, uint64_t *first, uint64_t *end,
     return 0;
 }
 
-/* Print sample `index` of tensor t in the mode: an exit code. */
-static int cat_one(dlk_dataset *ds, const dlk_tensor_info *t,
+/* Print sample `index` of tensor ti (t its info) in the mode: an exit
+ * code. */
+static int cat_one(dlk_dataset *ds, size_t ti, const dlk_tensor_info *t,
                    unsigned long long index, int mode, int frame)
 {
     dlk_error err;
     dlk_sample s;
     int code = EXIT_OK;
-    int ti = dlk_dataset_find(ds, t->name);
-    if (dlk_read_sample(ds, (size_t)ti, index, &s, &err))
+    if (dlk_read_sample(ds, ti, index, &s, &err))
         return cmd_fail("cat", &err);
     if (mode == 'r') {
         fwrite(s.data, 1, s.nbytes, stdout);
@@ -297,10 +297,11 @@ int cmd_cat(int argc, char **argv)
                   (unsigned long long)n, (unsigned long long)first);
         code = EXIT_ERROR;
     } else if (!range) { /* past the end: the read says how many there are */
-        code = cat_one(ds, &t, rows ? rows[first] : first, mode, frame);
+        code = cat_one(ds, (size_t)ti, &t, rows ? rows[first] : first, mode,
+                       frame);
     }
     for (uint64_t i = first; range && code == EXIT_OK && i < end; i++)
-        code = cat_one(ds, &t, rows ? rows[i] : i, mode, frame);
+        code = cat_one(ds, (size_t)ti, &t, rows ? rows[i] : i, mode, frame);
     free(rows);
     dlk_dataset_free(ds);
     return cmd_finish("cat", code);

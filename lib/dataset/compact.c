@@ -1,9 +1,9 @@
 /* compact.c - keeping chunks near their target size when samples arrive
- * a few at a time: an append fills the tensor's last small chunk (its
- * samples and the new ones are sealed together into a chunk that replaces
- * its entry), and compaction rewrites runs of small chunks (left by
- * ingest shards, or by datasets written before filling) into chunks of
- * the target size, and folds the key index's runs into one.  Chunks are
+ * a few at a time: a writer joins its new chunks with the small ones
+ * before them that are no larger than all that follows (dlk_merge_tail,
+ * formats/dlk-v1.md 3.8), and compaction rewrites runs of small chunks
+ * (left by ingest shards, or by datasets written before joining) into
+ * chunks of the target size, and folds the key index's runs into one.  Chunks are
  * immutable: a replaced chunk stays in the store for the commits that
  * name it, and gc removes it once nothing does. */
 #include "dataset.h"
