@@ -641,7 +641,9 @@ typedef struct dlk_loader_opts {
                                     at most 32; a quarter fewer on a GPU
                                     from local files (dlk-bench-stream(1)) */
     const char *device;          /* "cpu" (default), "cuda:N" or "auto" */
-    uint64_t memory_limit;       /* bytes for chunk buffers; 0: derived;
+    uint64_t memory_limit;       /* bytes for chunk buffers (with the
+                                  * checksums check mode keeps: at most a
+                                  * sixteenth); 0: derived;
                                   * at most half of the machine's memory
                                   * or of the cgroup's limit if lower,
                                   * divided by local_world_size */

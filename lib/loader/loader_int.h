@@ -167,7 +167,7 @@ struct dlk_loader {
      * and registered with the device once); whether its stored checksum
      * was verified (a chunk is verified once per loader, not every
      * epoch: a pass over its bytes each time otherwise); its samples'
-     * folds (check mode), within FOLDS_KEPT_MAX bytes in all */
+     * folds (check mode), within folds_max bytes in all */
     struct dlk_map {
         const void *p;
         size_t n;
@@ -180,7 +180,12 @@ struct dlk_loader {
         uint8_t *part_state;
         uint32_t parts_verified; /* atomic */
     } **maps;
-    uint64_t folds_kept;        /* bytes of kept folds (atomic) */
+    uint64_t folds_kept;        /* bytes of kept folds (atomic), counted
+                                 * in the budget with the chunks */
+    uint64_t folds_max;         /* a sixteenth of the budget, at most
+                                 * FOLDS_KEPT_MAX: kept folds spare
+                                 * epochs 2+ a pass over every sample
+                                 * but must not crowd the chunks out */
     uint64_t mapped_bytes, map_limit;
     bool use_maps;
 

@@ -46,7 +46,10 @@ static dlk_slot *take_from(dlk_loader *l, dlk_plan *pl, bool ahead)
     dlk_slot *s = &pl->slots[pl->sched[pl->next_sched]];
     uint64_t cost = slot_cost(l, s);
     bool needed_now = !ahead && s->first_pos < l->want_pos;
-    if (!needed_now && (l->resident + cost > l->limit || l->reading >= l->ramp))
+    /* the folds kept for check mode are within the budget too */
+    uint64_t kept = __atomic_load_n(&l->folds_kept, __ATOMIC_RELAXED);
+    if (!needed_now &&
+        (l->resident + kept + cost > l->limit || l->reading >= l->ramp))
         return NULL;
     pl->next_sched++;
     s->state = SLOT_LOADING;
@@ -159,7 +162,7 @@ static bool verify_now(dlk_loader *l, const dlk_slot *s)
 }
 
 /* The samples' folds (check mode): the chunk's kept ones, or computed
- * and kept for the next loads while FOLDS_KEPT_MAX allows. */
+ * and kept for the next loads while folds_max allows. */
 static dlk_status fold_samples(dlk_loader *l, dlk_slot *s, dlk_error *err)
 {
     struct dlk_map *k = kept(l, s);
@@ -180,7 +183,7 @@ static dlk_status fold_samples(dlk_loader *l, dlk_slot *s, dlk_error *err)
     s->fold = f;
     uint64_t bytes = (uint64_t)n * sizeof *f;
     if (__atomic_add_fetch(&l->folds_kept, bytes, __ATOMIC_RELAXED) >
-        FOLDS_KEPT_MAX) {
+        l->folds_max) {
         __atomic_sub_fetch(&l->folds_kept, bytes, __ATOMIC_RELAXED);
         return DLK_OK;
     }

@@ -397,6 +397,8 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         share = usable_memory() / 2 / l->o.local_world_size;
         if (l->limit > share)
             l->limit = share;
+        l->folds_max = l->limit / 16 < FOLDS_KEPT_MAX ? l->limit / 16
+                                                      : FOLDS_KEPT_MAX;
         /* a GPU's host buffers for the budget are made from the open on,
          * while CUDA starts, unless chunks are read in place (pin_cache)
          * or the data is smaller */

@@ -164,7 +164,7 @@ static void parts_set(struct dlk_map *m, uint32_t p0, uint32_t p1,
 }
 
 /* The span's samples' folds (check mode) go into the chunk's kept array
- * of every sample's fold (within FOLDS_KEPT_MAX) or one of the slot's.
+ * of every sample's fold (within folds_max) or one of the slot's.
  * fold_begin finds that array: *todo false when the kept one already
  * holds the span's folds. */
 static dlk_status fold_begin(dlk_loader *l, dlk_slot *s, bool *todo,
@@ -183,7 +183,7 @@ static dlk_status fold_begin(dlk_loader *l, dlk_slot *s, bool *todo,
     if (!f) {
         uint64_t bytes = (uint64_t)samples * sizeof *f;
         if (__atomic_add_fetch(&l->folds_kept, bytes, __ATOMIC_RELAXED) <=
-            FOLDS_KEPT_MAX) {
+            l->folds_max) {
             uint64_t *nf = calloc(samples ? samples : 1, sizeof *nf);
             uint64_t *none = NULL;
             if (nf && __atomic_compare_exchange_n(&m->fold, &none, nf, false,

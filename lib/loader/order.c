@@ -23,8 +23,11 @@
  * size): the positions the previous segment's ranks had not consumed,
  * rank after rank, are dealt again in equal spans the same way, without a
  * new shuffle.  So a resume reproduces exactly the samples left.  Those
- * are an array (the resumed epoch's rest, 8 bytes a row), made at the
- * resume only. */
+ * are not listed either: what each rank of a segment left is a stretch
+ * of its stream less its few padding positions, so a later segment's
+ * position is found by a search in each earlier segment's ranks, down
+ * to segment 0's plan of the rank that held it (a list of the rest
+ * costs 8 bytes a row of the epoch at every resume). */
 #include "order.h"
 
 #include <stdlib.h>
@@ -169,11 +172,73 @@ static size_t last_at_or_before(const uint64_t *a, size_t n, uint64_t x)
     return lo;
 }
 
+/* What the ranks of one segment left, rank after rank: rank r's
+ * positions from lo[r] on, less those in skip (its padding, in segment 0
+ * only: fewer than its world in all), numbered from cum[r].  Segment 0's
+ * are positions of its ranks' streams; a later segment's, of its base
+ * (not shuffled: a rank's stream is a stretch of it). */
+typedef struct rest_level {
+    uint32_t world;
+    uint64_t *lo, *cum;     /* world; world + 1 */
+    uint64_t *skip;         /* rank r's: skip[skip_at[r] .. skip_at[r+1]),
+                               ascending */
+    size_t *skip_at;        /* world + 1 */
+} rest_level;
+
+struct dlk_order_rest {
+    dlk_order *ranks;       /* segment 0's plan of each of its ranks
+                               (their windows owned, the blocks the
+                               final plan's) */
+    uint32_t nranks;
+    rest_level lev[DLK_LOADER_MAX_SEGMENTS];
+    uint32_t nlev;
+};
+
+static uint64_t base_at(const dlk_order *o, uint64_t g);
+
+/* Position g of the last level's numbering: its sample. */
+static uint64_t rest_at(const struct dlk_order_rest *h, uint64_t g)
+{
+    for (uint32_t lv = h->nlev; lv-- > 0;) {
+        const rest_level *v = &h->lev[lv];
+        size_t r = last_at_or_before(v->cum, v->world, g);
+        uint64_t pos = v->lo[r] + (g - v->cum[r]);
+        for (size_t j = v->skip_at[r]; j < v->skip_at[r + 1] &&
+                                       v->skip[j] <= pos; j++)
+            pos++;
+        if (!lv) {
+            uint64_t sample;
+            dlk_order_at(&h->ranks[r], pos, 1, &sample, NULL);
+            return sample;
+        }
+        g = pos;
+    }
+    return 0; /* not reached: there is a level */
+}
+
+static void rest_free(struct dlk_order_rest *h)
+{
+    if (!h)
+        return;
+    for (uint32_t r = 0; h->ranks && r < h->nranks; r++) {
+        free(h->ranks[r].win);
+        free(h->ranks[r].wkey);
+    }
+    free(h->ranks);
+    for (uint32_t k = 0; k < h->nlev; k++) {
+        free(h->lev[k].lo);
+        free(h->lev[k].cum);
+        free(h->lev[k].skip);
+        free(h->lev[k].skip_at);
+    }
+    free(h);
+}
+
 /* Position g of the base (g < base_n): its sample. */
 static uint64_t base_at(const dlk_order *o, uint64_t g)
 {
-    if (o->base)
-        return o->base[g];
+    if (o->rest)
+        return rest_at(o->rest, g);
     size_t lo = last_at_or_before(o->at, o->nb, g); /* g's block */
     uint64_t k = g - o->at[lo];
     return o->rows ? o->rows[o->rlo[lo] + k] : o->first[o->blk[lo]] + k;
@@ -217,7 +282,7 @@ bool dlk_order_window(const dlk_order *o, size_t k, uint64_t *a, uint64_t *b,
     *a = o->win[k];
     *b = e < o->n ? e : o->n;
     *shuffled = o->shuffled;
-    return !o->base && e <= o->n;
+    return !o->rest && e <= o->n;
 }
 
 void dlk_order_runs(const dlk_order *o, size_t k, dlk_order_run_fn fn,
@@ -261,7 +326,7 @@ void dlk_order_runs(const dlk_order *o, size_t k, dlk_order_run_fn fn,
 
 void dlk_order_free(dlk_order *o)
 {
-    free((void *)o->base);
+    rest_free(o->rest);
     free(o->at);
     free(o->blk);
     free(o->rlo);
@@ -359,6 +424,99 @@ static dlk_status rank_share(dlk_order *o, const uint64_t *bounds,
     return DLK_OK;
 }
 
+/* What the ranks of a segment of (world, batch) left of b's base after
+ * `steps` batches each, as the next level of
+ * b's rest; b's base becomes it.  bnd: segment 0's block starts (its
+ * ranks' plans are kept, the rest's positions being theirs); NULL for a
+ * later segment. */
+static dlk_status rest_level_add(dlk_order *b, const uint64_t *bnd,
+                                 size_t nbnd, const dlk_order_params *p,
+                                 uint64_t epoch, uint32_t world,
+                                 uint32_t batch, uint64_t steps,
+                                 dlk_error *err)
+{
+    if (!b->rest && !(b->rest = calloc(1, sizeof *b->rest)))
+        return dlk_fail(err, DLK_ENOMEM, "out of memory planning a resume");
+    struct dlk_order_rest *h = b->rest;
+    if (!bnd && !h->nlev)
+        return dlk_fail(err, DLK_EINVAL, "a later segment without an "
+                        "earlier one"); /* not reached */
+    rest_level *v = &h->lev[h->nlev];
+    v->world = world;
+    v->lo = malloc(world * sizeof *v->lo);
+    v->cum = malloc((world + 1) * sizeof *v->cum);
+    v->skip_at = malloc((world + 1) * sizeof *v->skip_at);
+    size_t nskip = 0, skip_cap = 0;
+    if (bnd) {
+        h->ranks = calloc(world, sizeof *h->ranks);
+        h->nranks = world;
+    }
+    h->nlev++; /* freed with the rest whatever happens next */
+    if (!v->lo || !v->cum || !v->skip_at || (bnd && !h->ranks))
+        return dlk_fail(err, DLK_ENOMEM, "out of memory planning a resume "
+                        "of %u ranks", world);
+    v->cum[0] = 0;
+    v->skip_at[0] = 0;
+    dlk_status rc = DLK_OK;
+    for (uint32_t r = 0; !rc && r < world; r++) {
+        dlk_order one = *b;
+        one.win = NULL;
+        one.wkey = NULL;
+        rc = rank_share(&one, bnd, nbnd, p, epoch, world, batch, r, err);
+        /* the rank consumed `steps` batches; its positions past its span
+         * are padding, and so, in a shuffled stream, are those whose
+         * place is past the base (the last ranks' wrap) */
+        uint64_t from = steps * batch;
+        uint64_t to = one.n < one.span ? one.n : one.span;
+        if (!one.shuffled) {
+            uint64_t left = one.start < one.base_n ? one.base_n - one.start
+                                                   : 0;
+            if (to > left)
+                to = left;
+        }
+        if (from > to)
+            from = to;
+        size_t s0 = nskip;
+        for (size_t k = 0; !rc && one.shuffled && k < one.nwin; k++) {
+            if (one.start + one.win[k + 1] <= one.base_n)
+                continue;
+            uint64_t a = one.win[k] > from ? one.win[k] : from;
+            uint64_t e = one.win[k + 1] < to ? one.win[k + 1] : to;
+            for (uint64_t i = a; i < e; i++) {
+                if (share_at(&one, i) < one.base_n)
+                    continue;
+                if (nskip == skip_cap) {
+                    size_t nc = skip_cap ? skip_cap * 2 : 16;
+                    uint64_t *ns = realloc(v->skip, nc * sizeof *ns);
+                    if (!ns) {
+                        rc = dlk_fail(err, DLK_ENOMEM, "out of memory "
+                                      "planning a resume");
+                        break;
+                    }
+                    v->skip = ns;
+                    skip_cap = nc;
+                }
+                v->skip[nskip++] = i;
+            }
+        }
+        if (bnd) {
+            v->lo[r] = from; /* positions of the rank's stream */
+            h->ranks[r] = one;
+            h->ranks[r].rest = NULL;
+        } else {
+            v->lo[r] = one.start + from; /* positions of the base */
+            free(one.win);
+            free(one.wkey);
+        }
+        v->skip_at[r + 1] = nskip;
+        v->cum[r + 1] = v->cum[r] + (to - from) - (nskip - s0);
+    }
+    if (rc)
+        return rc;
+    b->base_n = v->cum[world];
+    return DLK_OK;
+}
+
 dlk_status dlk_order_build(const uint64_t *first, const uint32_t *count,
                            size_t nblocks, const dlk_order_params *p,
                            const dlk_loader_state *st, uint32_t rank,
@@ -431,67 +589,22 @@ dlk_status dlk_order_build(const uint64_t *first, const uint32_t *count,
     /* the block starts: where segment 0's windows may be cut */
     const uint64_t *bnd = b.at;
     size_t nbnd = b.nb;
-    uint64_t *rest = NULL; /* a later segment's base, when there is one */
     for (uint32_t sgi = 0; !rc; sgi++) {
         uint32_t world = st->seg[sgi].world, batch = st->seg[sgi].batch;
         if (sgi == st->nseg - 1) {
             rc = rank_share(&b, bnd, nbnd, p, st->epoch, world, batch, rank,
                             err);
             if (!rc) {
-                if (rest) { /* the blocks are no longer needed */
-                    free(b.at);
-                    free(b.blk);
-                    free(b.rlo);
-                    b.at = NULL;
-                    b.blk = NULL;
-                    b.rlo = NULL;
-                    b.nb = 0;
-                }
                 *out = b;
                 return DLK_OK;
             }
             break;
         }
-        /* what the ranks of this segment left, rank after rank */
-        uint64_t steps = st->seg[sgi].steps, k = 0;
-        uint64_t *next = malloc((b.base_n ? b.base_n : 1) * sizeof *next);
-        enum { PIECE = 4096 };
-        uint64_t *sv = malloc(PIECE * sizeof *sv);
-        uint8_t *pv = malloc(PIECE);
-        if (!next || !sv || !pv)
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory planning %llu "
-                          "samples", (unsigned long long)b.base_n);
-        for (uint32_t r = 0; !rc && r < world; r++) {
-            dlk_order one = b;
-            one.win = NULL;
-            one.wkey = NULL;
-            rc = rank_share(&one, bnd, nbnd, p, st->epoch, world, batch, r,
-                            err);
-            for (uint64_t i = steps * batch; !rc && i < one.n; i += PIECE) {
-                uint64_t m = one.n - i < PIECE ? one.n - i : PIECE;
-                dlk_order_at(&one, i, m, sv, pv);
-                for (uint64_t j = 0; j < m; j++)
-                    if (!pv[j] && k < b.base_n)
-                        next[k++] = sv[j];
-            }
-            free(one.win);
-            free(one.wkey);
-        }
-        free(sv);
-        free(pv);
-        if (rc) {
-            free(next);
-            break;
-        }
-        free(rest);
-        rest = next;
-        b.base = rest;
-        b.base_n = k;
+        rc = rest_level_add(&b, bnd, nbnd, p, st->epoch, world, batch,
+                            st->seg[sgi].steps, err);
         bnd = NULL; /* later segments keep the order they were given */
         nbnd = 0;
     }
-    if (b.base != rest)
-        free(rest);
     dlk_order_free(&b);
     return rc;
 }

@@ -33,7 +33,8 @@ typedef struct dlk_order {
                           * (positions from span on repeat the first) */
     uint64_t start;      /* where the share starts in the base */
     uint64_t base_n;     /* samples the segment deals out */
-    const uint64_t *base; /* a later segment's samples (owned); NULL:
+    struct dlk_order_rest *rest; /* a later segment's: what the earlier
+                           * segments' ranks left (owned); NULL:
                            * segment 0's, read from the blocks */
     uint64_t *at;        /* segment 0: block i starts at position at[i] */
     size_t *blk;         /*   of the base, and is block blk[i] */

@@ -5,8 +5,10 @@
  * libdlk.so, so one binary measures any build through LD_LIBRARY_PATH
  * (tests/bench/loader_scale.sh runs two).
  *
- *   loader_scale DATASET WORLD RANK MEMORY [BATCHES]
- * prints one JSON line. */
+ *   loader_scale DATASET WORLD RANK MEMORY [BATCHES [STEPS]]
+ * prints one JSON line.  With STEPS, the epoch is resumed from a state in
+ * which 8 ranks took STEPS batches each (a checkpoint of another world
+ * size). */
 #include "dlk.h"
 
 #include <stdio.h>
@@ -51,7 +53,7 @@ int main(int argc, char **argv)
 {
     if (argc < 5) {
         fprintf(stderr, "usage: loader_scale DATASET WORLD RANK MEMORY "
-                        "[BATCHES]\n");
+                        "[BATCHES [STEPS]]\n");
         return 2;
     }
     long batches = argc > 5 ? atol(argv[5]) : 64;
@@ -73,6 +75,18 @@ int main(int argc, char **argv)
     o.check = 1;
     o.epochs = 2;
     o.device = "cpu";
+    dlk_loader_state st;
+    if (argc > 6) {
+        memset(&st, 0, sizeof st);
+        st.seed = o.seed;
+        st.nseg = 2;
+        st.seg[0].world = 8;
+        st.seg[0].batch = o.batch_size;
+        st.seg[0].steps = strtoull(argv[6], NULL, 10);
+        st.seg[1].world = o.world_size;
+        st.seg[1].batch = o.batch_size;
+        o.start = &st;
+    }
     dlk_loader *l;
     if (dlk_loader_open(ds, &o, &l, &err)) {
         fprintf(stderr, "loader_scale: %s\n", err.msg);

@@ -7,7 +7,9 @@
 # check mode, a 256 MiB budget, on one rank and as rank 3 of 8; it prints
 # the seconds to the loader's open and first batch (wall and CPU: on a
 # shared machine the wall stretches), the RSS at the first batch and the
-# peak RSS after 64 more batches.  The datasets take 20 bytes a row of
+# peak RSS after 64 more batches; and as rank 1 of 4 resuming an epoch
+# that 8 ranks had read a quarter of (a checkpoint of another world
+# size).  The datasets take 20 bytes a row of
 # disk (2 GB for 100 M), in $TMPDIR.
 #   OLD=/path/to/old/build NEW=build tests/bench/loader_scale.sh
 set -eu
@@ -25,14 +27,17 @@ echo "old: $OLD; new: $NEW"
 for n in "$@"; do
     "$NEW/tests/synth" "$T/ds" "$n" 1 16 vec
     echo "$n rows ($(du -sh "$T/ds" | cut -f1) on disk):"
-    for wr in "1 0" "8 3"; do
+    for wr in "1 0" "8 3" "4 1 resume"; do
         set -- $wr
+        steps=
+        [ $# -lt 3 ] || steps=$((n / 8 / 256 / 4))
         for b in old new; do
             lib=$OLD
             [ $b = old ] || lib=$NEW
-            printf '  %-3s world %s rank %s: ' "$b" "$1" "$2"
+            printf '  %-3s world %s rank %s%-7s: ' "$b" "$1" "$2" \
+                "${steps:+ resume}"
             LD_LIBRARY_PATH=$lib "$T/loader_scale" "$T/ds" "$1" "$2" \
-                $((256 << 20)) 64 | python3 -c '
+                $((256 << 20)) 64 $steps | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 print("open %6.2f s (cpu %6.2f)  first batch %6.2f s (cpu %6.2f)  "

@@ -2,8 +2,10 @@
  * shuffle is a bijection on [0, m) for every m (powers of two or not, 1
  * included), keyed (another key, another permutation) and well mixed; a
  * position's sample is the same read alone or in a run; rank shares are
- * disjoint and complete over many sizes; and a plan for a billion rows
- * costs its blocks, not its rows. */
+ * disjoint and complete over many sizes; a resume under other world and
+ * batch sizes deals exactly the samples a list of what was left would
+ * deal; and a plan for a billion rows, resumed or not, costs its blocks,
+ * not its rows. */
 #include "unit.h"
 #include "order_arrays.h"
 
@@ -140,6 +142,126 @@ static void test_shares(void)
     UNIT_CHECK("a position read alone is the one read in a run", at_ok);
 }
 
+/* The resume the plain way: the samples every rank of each earlier
+ * segment left, listed rank after rank, dealt again in equal spans;
+ * rank r's stream of the last segment into *out (a tord). */
+static int resume_ref(const uint64_t *first, const uint32_t *count,
+                      size_t nb, const dlk_order_params *p,
+                      const dlk_loader_state *st, uint32_t rank, tord *out)
+{
+    dlk_loader_state s0 = *st;
+    s0.nseg = 1;
+    uint64_t *rest = NULL, len = 0;
+    for (uint32_t k = 0; k + 1 < st->nseg; k++) {
+        uint32_t w = st->seg[k].world, b = st->seg[k].batch;
+        uint64_t *next = NULL, nn = 0;
+        for (uint32_t r = 0; r < w; r++) {
+            tord o;
+            uint64_t span, n;
+            if (!k) {
+                s0.seg[0] = st->seg[0];
+                if (tord_build(first, count, nb, p, &s0, r, &o, NULL))
+                    return 0;
+            } else { /* the plain deal of the list */
+                span = p->drop_last ? len / w : (len + w - 1) / w;
+                uint64_t batches = p->drop_last ? span / b
+                                                : (span + b - 1) / b;
+                n = batches * b;
+                o.n = n;
+                o.sample = malloc((n ? n : 1) * 8);
+                o.pad = malloc(n ? n : 1);
+                for (uint64_t i = 0; i < n; i++) {
+                    int tail = i >= span;
+                    uint64_t g = r * span + (tail ? (i - span) % span : i);
+                    o.sample[i] = rest[g % len];
+                    o.pad[i] = tail || g >= len;
+                }
+            }
+            next = realloc(next, (nn + o.n + 1) * 8);
+            for (uint64_t i = st->seg[k].steps * b; i < o.n; i++)
+                if (!o.pad[i])
+                    next[nn++] = o.sample[i];
+            tord_free(&o);
+        }
+        free(rest);
+        rest = next;
+        len = nn;
+    }
+    uint32_t w = st->seg[st->nseg - 1].world, b = st->seg[st->nseg - 1].batch;
+    uint64_t span = p->drop_last ? len / w : (len + w - 1) / w;
+    uint64_t batches = p->drop_last ? span / b : (span + b - 1) / b;
+    out->n = batches * b;
+    out->batches = batches;
+    out->sample = malloc((out->n ? out->n : 1) * 8);
+    out->pad = malloc(out->n ? out->n : 1);
+    for (uint64_t i = 0; i < out->n; i++) {
+        int tail = i >= span;
+        uint64_t g = rank * span + (tail ? (i - span) % span : i);
+        out->sample[i] = len ? rest[g % len] : 0;
+        out->pad[i] = tail || g >= len;
+    }
+    free(rest);
+    return 1;
+}
+
+static void test_resume(void)
+{
+    static uint64_t first[4096];
+    static uint32_t count[4096];
+    static uint64_t rows[3000];
+    int same = 1, cases = 0;
+    for (uint64_t c = 0; c < 400; c++) {
+        uint64_t h = dlk_mix64(c + 77);
+        uint64_t n = 1 + h % 2500;
+        size_t nb = blocks(n, 1 + (uint32_t)(h >> 12) % 40, first, count);
+        dlk_order_params p = {.shuffle = (h >> 20) % 4 != 0, .seed = c,
+                              .window_blocks = 1 + (h >> 24) % 9,
+                              .chunk_blocks = 1 + (h >> 28) % 3,
+                              .drop_last = (h >> 32) % 3 == 0};
+        if ((h >> 36) % 4 == 0) { /* a view: some rows only */
+            uint64_t k = 0;
+            for (uint64_t i = 0; i < n && k < 3000; i++)
+                if (dlk_mix64(i ^ h) % 3)
+                    rows[k++] = i;
+            p.rows = rows;
+            p.nrows = k;
+        }
+        dlk_loader_state st = state(c, 1 + (h >> 40) % 8,
+                                    1 + (h >> 44) % 13);
+        st.epoch = c % 3;
+        st.nseg = 2 + (h >> 48) % 3;
+        for (uint32_t k = 0; k < st.nseg; k++) {
+            uint64_t g = dlk_mix64(h + k);
+            if (k) {
+                st.seg[k].world = 1 + g % 8;
+                st.seg[k].batch = 1 + (g >> 8) % 13;
+            }
+            if (k + 1 < st.nseg) /* some steps, sometimes past the end */
+                st.seg[k].steps = (g >> 16) % (1 + n / (st.seg[k].world *
+                                                        st.seg[k].batch) +
+                                               2);
+        }
+        for (uint32_t r = 0; r < st.seg[st.nseg - 1].world; r++) {
+            tord want, got;
+            if (!resume_ref(first, count, nb, &p, &st, r, &want) ||
+                tord_build(first, count, nb, &p, &st, r, &got, NULL)) {
+                same = 0;
+                break;
+            }
+            same &= want.n == got.n;
+            for (uint64_t i = 0; same && i < got.n; i++)
+                same &= want.pad[i] == got.pad[i] &&
+                        want.sample[i] == got.sample[i];
+            tord_free(&want);
+            tord_free(&got);
+        }
+        cases++;
+    }
+    UNIT_CHECK("resumed under other worlds and batches (2-4 segments, "
+               "views, drop_last): the plain list's stream, position by "
+               "position", same && cases == 400);
+}
+
 /* A plan for 2^30 rows: built in its blocks' memory, its positions read
  * anywhere, every share inside the rows. */
 static void test_billion(void)
@@ -173,6 +295,28 @@ static void test_billion(void)
                (u1.ru_maxrss - u0.ru_maxrss) * 1024 < (16 << 20));
     if (ok)
         dlk_order_free(&o);
+
+    /* resumed: 8 ranks took 1000 batches, 6 ranks of another batch go on */
+    st.nseg = 2;
+    st.seg[0].steps = 1000;
+    st.seg[1].world = 6;
+    st.seg[1].batch = 100;
+    getrusage(RUSAGE_SELF, &u0);
+    ok = dlk_order_build(first, count, nb, &p, &st, 5, &o, NULL) == 0;
+    inside = 1;
+    for (uint64_t k = 0; ok && k < 100000; k++) {
+        uint64_t pos = dlk_mix64(k) % o.n, s;
+        uint8_t pd;
+        dlk_order_at(&o, pos, 1, &s, &pd);
+        inside &= s < n;
+    }
+    getrusage(RUSAGE_SELF, &u1);
+    UNIT_CHECK("2^30 rows resumed on 6 ranks: rank 5's plan built", ok);
+    UNIT_CHECK("... its samples inside the rows", inside);
+    UNIT_CHECK("... in under 16 MiB more memory (not 8 bytes a row)",
+               (u1.ru_maxrss - u0.ru_maxrss) * 1024 < (16 << 20));
+    if (ok)
+        dlk_order_free(&o);
     free(first);
     free(count);
 }
@@ -181,6 +325,7 @@ int main(void)
 {
     test_bijection();
     test_shares();
+    test_resume();
     test_billion();
     return unit_done();
 }
