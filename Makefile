@@ -195,7 +195,15 @@ $(BUILD)/tests/s3_dir_server: tests/bench/s3_dir_server.c
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< \
 	    $(shell $(PKG_CONFIG) --cflags --libs libmicrohttpd 2>/dev/null) -lpthread
 
+# link_proxy: a TCP link with a delay each way and a rate cap a
+# connection (the S3 benchmarks through a realistic link)
+$(BUILD)/tests/link_proxy: tests/bench/link_proxy.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< -lpthread
+
 unit: $(UNIT_BIN) $(BUILD)/tests/synth $(BUILD)/tests/s3_dir_server \
+      $(BUILD)/tests/link_proxy \
       $(BUILD)/tests/key_lookup $(BUILD)/tests/manifest_scale
 
 # The suite: unit tests and CLI tests; last line "N passed, N failed, N skipped".
@@ -286,6 +294,7 @@ dist:
 	    tests/bench/decode_bench.c build-dist/libdlk.a \
 	    $(shell $(PKG_CONFIG) --cflags --libs $(DIST_PKGS)) \
 	    $(CUDA_LIBS) -lpthread -lm -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib'
+	$(Q)$(CC) -O2 -D_GNU_SOURCE -o dist/bin/link_proxy tests/bench/link_proxy.c -lpthread
 	$(Q)if $(PKG_CONFIG) --exists libmicrohttpd; then $(CC) -O2 -std=c11 -D_GNU_SOURCE \
 	    -o dist/bin/s3_dir_server tests/bench/s3_dir_server.c \
 	    $$($(PKG_CONFIG) --cflags --libs libmicrohttpd) -lpthread \

@@ -8,6 +8,9 @@
 # `dlk log` (its seconds and the bytes it read, by strace), `dlk ls --at
 # main~150`, and `dlk verify --all` (seconds and peak RSS), then gc's.
 # Local directory datasets in $TMPDIR (about 0.6 GB for the old build).
+# OLD_ROUNDS (default COMMITS) bounds the old build's rounds: at a
+# million chunks each of its commits is a copy of a 47 MB chunk list, so
+# a few dozen show its slope.
 #   OLD=/path/to/old/build/dlk NEW=build/dlk nice tests/bench/history.sh
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,7 +19,7 @@ OLD=${OLD:?set OLD to a dlk binary built before segments (main b188f6a)}
 NEW=${NEW:-$root/build/dlk}
 N=${1:-49000}
 C=${2:-200}
-BACK=$((C * 3 / 4))
+OLD_ROUNDS=${OLD_ROUNDS:-$C}
 T=$(mktemp -d "${TMPDIR:-/tmp}/dlk-history.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo); load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -52,8 +55,9 @@ base() {
 }
 mib() { awk -v b="$1" 'BEGIN {printf "%.1f MiB", b / 1048576}'; }
 for b in old new; do
-    bin=$OLD
-    [ $b = old ] || bin=$NEW
+    bin=$OLD rounds=$OLD_ROUNDS
+    [ $b = old ] || bin=$NEW rounds=$C
+    BACK=$((rounds * 3 / 4))
     D=$T/$b
     base "$bin"
     "$bin" create "$D" --tensor x:i32 --chunk-size 4 >/dev/null
@@ -61,7 +65,7 @@ for b in old new; do
     big=$SECS
     "$bin" commit "$D" -m big >/dev/null
     t0=$(date +%s.%N)
-    for ((i = 0; i < C; i++)); do
+    for ((i = 0; i < rounds; i++)); do
         "$bin" ingest "$D" from-dir "$T/s$i" --no-key --quiet
         "$bin" commit "$D" -m "small $i" >/dev/null
     done
@@ -73,7 +77,7 @@ for b in old new; do
     [ -d "$D/index/segments" ] && segs=$(du -sb "$D/index/segments" | cut -f1)
     echo "$b:"
     echo "  first ingest of $N rows: $big s"
-    awk -v a="$t0" -v b="$t1" -v c="$C" 'BEGIN {printf "  %d rounds of ingest 10 + commit: %.1f s (%.2f s a round)\n", c, b - a, (b - a) / c}'
+    awk -v a="$t0" -v b="$t1" -v c="$rounds" 'BEGIN {printf "  %d rounds of ingest 10 + commit: %.1f s (%.2f s a round)\n", c, b - a, (b - a) / c}'
     echo "  commits/: $ncommits commits, $commits bytes ($(mib "$commits")); the last commit $last bytes; head $(wc -c < "$D/staging/manifest.json") bytes; index/segments/ $segs bytes"
     timed "$bin" log "$D"
     bytes "$bin" log "$D"

@@ -3,8 +3,10 @@
 # from S3 in one command per case: a training step of T ms per batch, fed
 # by dlk's chunks and by per-file GETs (one GET, decode and resize per
 # sample: what a DataLoader over a bucket of JPEGs does), on the same
-# device, threads and batch size, with 0 and 50 ms to the first byte;
-# prints both sides' samples/s and device busy %.
+# device, threads and batch size, with 0 and 50 ms to the first byte and
+# through a link of 25 ms each way and 100 MB/s a connection (DELAYS:
+# cases as tests/bench/link.sh's serve takes them); prints both sides'
+# samples/s and device busy %.
 #   IMAGES JPEGs of 500x375 q90 (default 20000; tests/bench/make_images.py)
 #   are ingested as u8 224x224x3 in 16 MiB chunks; the dataset and the
 #   JPEGs are served by tests/bench/s3_dir_server on loopback
@@ -32,10 +34,10 @@ DEVICE=${DEVICE:-auto}
 WORKERS=${WORKERS:-}
 BASELINE_S=${BASELINE_S:-20}
 RANKS=${RANKS:-1}
+DELAYS=${DELAYS:-0 50 link:25:100}
+. "$here/link.sh"
 T=$(mktemp -d "${TMPDIR:-/tmp}/dlk-busy.XXXXXX")
-pid=""
-stop() { [ -z "$pid" ] || { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; }; pid=""; }
-trap 'stop; rm -rf "$T"' EXIT
+trap 'serve_stop; rm -rf "$T"' EXIT
 if [ -n "${ROOT:-}" ]; then
     ln -s "$(cd "$ROOT" && pwd)" "$T/root"
     n=$(ls "$T/root/bench/raw" | wc -l)
@@ -51,22 +53,18 @@ echo "data: $n JPEGs 500x375 q90 ($(du -sm "$T/root/bench/raw" | cut -f1) MB) an
 dev_of() { # RANK -> the device of that rank
     if [ "$RANKS" -gt 1 ] && [ "$DEVICE" != cpu ]; then echo "cuda:$1"; else echo "$DEVICE"; fi
 }
-for delay in 0 50; do
-    stop
-    S3_DIR_SERVER_DELAY_MS=$delay "$SRV" "$T/root" 64 > "$T/port" 2> "$T/srv.err" &
-    pid=$!
-    for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.1; done
-    export AWS_ENDPOINT_URL=http://127.0.0.1:$(awk '{print $2}' "$T/port") \
-        AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench
+for delay in $DELAYS; do
+    serve "$delay" "$SRV" "$T/root"
+    tag=$(echo "$delay" | tr : _)
     for step in $STEPS; do
-        out=$T/d$delay-s$step.json
+        out=$T/d$tag-s$step.json
         # ranks 1.. on cuda:1.. in the background; rank 0 also runs the
         # per-file side once its stream is done
         ranks=()
         for ((r = 1; r < RANKS; r++)); do
             LOCAL_RANK=$r LOCAL_WORLD_SIZE=$RANKS "$DLK" bench-stream s3://bench/ds --device "$(dev_of $r)" --epochs "$epochs" \
                 --shuffle --step-ms "$step" ${WORKERS:+--workers "$WORKERS"} \
-                --rank "$r" --world "$RANKS" --json > "$T/d$delay-s$step-r$r.json" &
+                --rank "$r" --world "$RANKS" --json > "$T/d$tag-s$step-r$r.json" &
             ranks+=($!)
         done
         LOCAL_RANK=0 LOCAL_WORLD_SIZE=$RANKS "$DLK" bench-stream s3://bench/ds --device "$(dev_of 0)" --epochs "$epochs" \
@@ -75,15 +73,15 @@ for delay in 0 50; do
             --source-baseline s3://bench/raw/ --baseline-seconds "$BASELINE_S" \
             --json > "$out"
         [ ${#ranks[@]} -eq 0 ] || wait "${ranks[@]}"
-        [ -z "${KEEP:-}" ] || cp "$T"/d$delay-s$step*.json "$KEEP/"
-        python3 - "$out" "$delay" "$step" "$RANKS" <<'PY'
+        [ -z "${KEEP:-}" ] || cp "$T"/d$tag-s$step*.json "$KEEP/"
+        python3 - "$out" "$(serve_label "$delay")" "$step" "$RANKS" <<'PY'
 import json, sys
 out, delay, step, ranks = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 d = json.load(open(out)); b = d["baseline"]
 runs = [d] + [json.load(open(out.replace(".json", "-r%d.json" % r))) for r in range(1, ranks)]
 for r, x in enumerate(runs):
     steady = [e["busy_pct"] for e in x["epochs"][1:]] or [x["epochs"][0]["busy_pct"]]
-    print("%3s ms to first byte, step %3s ms, rank %d of %d on %s: dlk %7.0f samples/s, busy %5.1f%% whole run (%5.1f%% steady), first batch %.3f s, checksums %s"
+    print("%s, step %3s ms, rank %d of %d on %s: dlk %7.0f samples/s, busy %5.1f%% whole run (%5.1f%% steady), first batch %.3f s, checksums %s"
           % (delay, step, r, ranks, x["device"], x["samples_per_s"], x["gpu_busy_pct"], max(steady), x["first_batch_s"],
              "ok" if x["checksum_ok"] is True else "BAD"))
 if ranks > 1:

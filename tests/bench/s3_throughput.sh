@@ -5,7 +5,8 @@
 #   The dataset: SAMPLES (default 20000) u8 224x224x3 images in 16 MiB
 #   chunks (tests/bench/synth), served with the chunk objects by
 #   tests/bench/s3_dir_server on loopback, with 0 and 50 ms to the first
-#   byte (DELAYS).
+#   byte and through a link of 25 ms each way and 100 MB/s a connection
+#   (DELAYS: cases as tests/bench/link.sh's serve takes them).
 #   Reference: every chunk object fetched whole by REF_PROCS (default 64)
 #   curl processes at once (xargs -P), REF_ROUNDS times (default 2); its
 #   figure is bytes over wall time.
@@ -32,16 +33,16 @@ pick() { # VAR NAME-IN-DIST BUILD-PATH
 DLK=$(pick DLK dlk build/dlk)
 SRV=$(pick SRV s3_dir_server build/tests/s3_dir_server)
 SYNTH=$(pick SYNTH synth build/tests/synth)
-DELAYS=${DELAYS:-0 50}
+DELAYS=${DELAYS:-0 50 link:25:100}
+. "$here/link.sh"
+[ -z "${DIST:-}" ] || LINK_PROXY=${LINK_PROXY:-$DIST/bin/link_proxy}
 DEVICE=${DEVICE:-auto}
 REF_PROCS=${REF_PROCS:-64}
 REF_ROUNDS=${REF_ROUNDS:-2}
 VARIANTS=${VARIANTS:-}
 command -v curl >/dev/null || { echo "s3_throughput: needs curl" >&2; exit 2; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/dlk-s3tp.XXXXXX")
-pid=""
-stop() { [ -z "$pid" ] || { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; }; pid=""; }
-trap 'stop; rm -rf "$T"' EXIT
+trap 'serve_stop; rm -rf "$T"' EXIT
 
 mkdir -p "$T/root/bench"
 "$SYNTH" "$T/root/bench/ds" "$n" 224 224 >/dev/null
@@ -95,14 +96,10 @@ PY
 }
 
 for delay in $DELAYS; do
-    stop
-    S3_DIR_SERVER_DELAY_MS=$delay "$SRV" "$T/root" 64 > "$T/port" 2> "$T/srv.err" &
-    pid=$!
-    for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.1; done
-    ep=http://127.0.0.1:$(awk '{print $2}' "$T/port")
-    export AWS_ENDPOINT_URL=$ep AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench
+    serve "$delay" "$SRV" "$T/root"
+    ep=$AWS_ENDPOINT_URL
     ref=$(reference "$ep")
-    echo "$delay ms to first byte: reference ($REF_PROCS curl processes, whole objects) $ref GB/s"
+    echo "$(serve_label "$delay"): reference ($REF_PROCS curl processes, whole objects) $ref GB/s"
     stream "dlk, default flags" --
     IFS=';' read -r -a vs <<< "$VARIANTS"
     for v in "${vs[@]}"; do
