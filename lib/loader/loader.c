@@ -222,6 +222,24 @@ static void use_positions(planner *pt, uint64_t a, uint64_t b)
     }
 }
 
+/* A resumed plan's piece: a whole window of segment 0's, or positions
+ * one by one. */
+static void use_piece(void *ud, const dlk_order *src, size_t win,
+                      uint64_t a, uint64_t b)
+{
+    planner *pt = ud;
+    if (pt->rc)
+        return;
+    if (src) {
+        pt->a = a;
+        pt->b = b;
+        pt->shuffled = true;
+        dlk_order_runs(src, win, use_run, pt);
+    } else {
+        use_positions(pt, a, b);
+    }
+}
+
 /* Build into pl (empty) the plan of the epoch in state st; *skip is the
  * position the state has consumed up to, whose slots need no load. */
 static dlk_status build_plan(dlk_loader *l, dlk_plan *pl,
@@ -267,7 +285,10 @@ static dlk_status build_plan(dlk_loader *l, dlk_plan *pl,
         /* a shuffled window's slots span it: its chunks are all needed
          * from its first batches on, each of them about to its end */
         uint64_t end = 0;
-        for (size_t k = 0; k < nwin && !pt.rc; k++) {
+        bool resumed = dlk_order_resumed(&pl->order);
+        if (resumed)
+            end = dlk_order_pieces(&pl->order, use_piece, &pt);
+        for (size_t k = 0; k < nwin && !pt.rc && !resumed; k++) {
             uint64_t a, b;
             bool whole = dlk_order_window(&pl->order, k, &pt.a, &pt.b,
                                           &pt.shuffled);

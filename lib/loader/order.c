@@ -324,6 +324,79 @@ void dlk_order_runs(const dlk_order *o, size_t k, dlk_order_run_fn fn,
     }
 }
 
+/* Level lv's numbering [g0, g1), at this plan's positions from p0 on:
+ * through each rank it spans and between the padding it skips, down to
+ * segment 0's streams, whose windows are handed to fn. */
+static void pieces_of(const struct dlk_order_rest *h, uint32_t lv,
+                      uint64_t g0, uint64_t g1, uint64_t p0,
+                      dlk_order_piece_fn fn, void *ud)
+{
+    const rest_level *v = &h->lev[lv];
+    while (g0 < g1) {
+        size_t r = last_at_or_before(v->cum, v->world, g0);
+        uint64_t e = v->cum[r + 1] < g1 ? v->cum[r + 1] : g1;
+        /* the rank's positions: from lo + offset, a skipped one breaking
+         * the stretch */
+        uint64_t pos = v->lo[r] + (g0 - v->cum[r]), left = e - g0;
+        size_t j = v->skip_at[r];
+        while (j < v->skip_at[r + 1] && v->skip[j] <= pos) {
+            j++;
+            pos++;
+        }
+        while (left) {
+            uint64_t len = left;
+            if (j < v->skip_at[r + 1] && v->skip[j] - pos < len)
+                len = v->skip[j] - pos;
+            if (len) {
+                if (lv) {
+                    pieces_of(h, lv - 1, pos, pos + len, p0, fn, ud);
+                } else { /* segment 0's stream of rank r */
+                    const dlk_order *o = &h->ranks[r];
+                    uint64_t q = pos, qe = pos + len;
+                    while (q < qe) {
+                        size_t k = last_at_or_before(o->win, o->nwin, q);
+                        uint64_t wa = o->win[k], wb = o->win[k + 1];
+                        uint64_t b = wb < qe ? wb : qe;
+                        bool whole = o->shuffled && q == wa && b == wb &&
+                                     wb <= o->n;
+                        fn(ud, whole ? o : NULL, k, p0 + (q - pos),
+                           p0 + (b - pos));
+                        q = b;
+                    }
+                }
+            }
+            p0 += len;
+            pos += len;
+            left -= len;
+            while (j < v->skip_at[r + 1] && v->skip[j] <= pos) {
+                j++;
+                pos++;
+            }
+        }
+        g0 = e;
+    }
+}
+
+bool dlk_order_resumed(const dlk_order *o)
+{
+    return o->rest != NULL;
+}
+
+uint64_t dlk_order_pieces(const dlk_order *o, dlk_order_piece_fn fn,
+                          void *ud)
+{
+    uint64_t end = o->span;
+    uint64_t left = o->start < o->base_n ? o->base_n - o->start : 0;
+    if (end > left)
+        end = left;
+    if (end > o->n)
+        end = o->n;
+    if (o->rest && end)
+        pieces_of(o->rest, o->rest->nlev - 1, o->start, o->start + end, 0,
+                  fn, ud);
+    return end;
+}
+
 void dlk_order_free(dlk_order *o)
 {
     rest_free(o->rest);

@@ -84,6 +84,19 @@ typedef void (*dlk_order_run_fn)(void *ud, uint64_t sample, uint64_t count,
 void dlk_order_runs(const dlk_order *o, size_t k, dlk_order_run_fn fn,
                     void *ud);
 
+/* A later segment's plan (a resume under another world or batch size),
+ * whose windows cannot be listed: dlk_order_pieces hands fn its
+ * positions from 0 on in pieces, each [a, b) either a whole shuffled
+ * window `win` of segment 0's plan `src` (its samples listed by
+ * dlk_order_runs(src, win, ...), anywhere in [a, b)) or, with src NULL,
+ * positions to read one by one (dlk_order_at).  It returns where the
+ * pieces end; positions from there to o->n are padding. */
+bool dlk_order_resumed(const dlk_order *o);
+typedef void (*dlk_order_piece_fn)(void *ud, const dlk_order *src,
+                                   size_t win, uint64_t a, uint64_t b);
+uint64_t dlk_order_pieces(const dlk_order *o, dlk_order_piece_fn fn,
+                          void *ud);
+
 /* A bijection on [0, m) keyed by `key` (order.c's window permutation,
  * exposed for its tests). */
 uint64_t dlk_order_permute(uint64_t x, uint64_t m, uint64_t key);

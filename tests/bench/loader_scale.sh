@@ -12,6 +12,8 @@
 # size).  The datasets take 20 bytes a row of
 # disk (2 GB for 100 M), in $TMPDIR.
 #   OLD=/path/to/old/build NEW=build tests/bench/loader_scale.sh
+# (or OLD=dist-old/lib NEW=dist/lib SYNTH=dist/bin/synth: `make dist`
+# folders, whose lib/ holds libdlk.so.0)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -20,12 +22,15 @@ NEW=${NEW:-$root/build}
 [ $# -gt 0 ] || set -- 1000000 10000000 100000000
 T=$(mktemp -d "${TMPDIR:-/tmp}/dlk-scale.XXXXXX")
 trap 'rm -rf "$T"' EXIT
+SYNTH=${SYNTH:-$NEW/tests/synth}
+lib=-ldlk
+[ -e "$NEW/libdlk.so" ] || lib=-l:libdlk.so.0
 cc -O2 -std=c11 -D_GNU_SOURCE -I"$root/include" -o "$T/loader_scale" \
-    "$here/loader_scale.c" -L"$NEW" -ldlk
+    "$here/loader_scale.c" -L"$NEW" $lib
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo); load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "old: $OLD; new: $NEW"
 for n in "$@"; do
-    "$NEW/tests/synth" "$T/ds" "$n" 1 16 vec
+    "$SYNTH" "$T/ds" "$n" 1 16 vec
     echo "$n rows ($(du -sh "$T/ds" | cut -f1) on disk):"
     for wr in "1 0" "8 3" "4 1 resume"; do
         set -- $wr

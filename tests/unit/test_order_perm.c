@@ -204,12 +204,58 @@ static int resume_ref(const uint64_t *first, const uint32_t *count,
     return 1;
 }
 
+/* dlk_order_pieces' pieces, checked against the positions they stand
+ * for: they follow each other from 0; a whole window's runs are the
+ * samples of its positions (in another order). */
+typedef struct pcheck {
+    const dlk_order *o;
+    uint64_t next, whole;
+    int ok;
+    uint64_t *got, ngot;
+} pcheck;
+
+static void collect(void *ud, uint64_t s, uint64_t c, uint64_t pos)
+{
+    pcheck *pc = ud;
+    (void)pos;
+    for (uint64_t i = 0; i < c; i++)
+        pc->got[pc->ngot++] = s + i;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void piece(void *ud, const dlk_order *src, size_t win, uint64_t a,
+                  uint64_t b)
+{
+    pcheck *pc = ud;
+    pc->ok &= a == pc->next && b > a;
+    pc->next = b;
+    if (!src || !pc->ok)
+        return;
+    pc->whole++;
+    uint64_t *want = malloc((b - a) * sizeof *want);
+    pc->got = malloc((b - a) * sizeof *pc->got);
+    pc->ngot = 0;
+    dlk_order_at(pc->o, a, b - a, want, NULL);
+    dlk_order_runs(src, win, collect, pc);
+    qsort(want, b - a, 8, cmp_u64);
+    qsort(pc->got, pc->ngot, 8, cmp_u64);
+    pc->ok &= pc->ngot == b - a && !memcmp(want, pc->got, (b - a) * 8);
+    free(want);
+    free(pc->got);
+}
+
 static void test_resume(void)
 {
     static uint64_t first[4096];
     static uint32_t count[4096];
     static uint64_t rows[3000];
-    int same = 1, cases = 0;
+    int same = 1, cases = 0, pieces_ok = 1;
+    uint64_t wholes = 0;
     for (uint64_t c = 0; c < 400; c++) {
         uint64_t h = dlk_mix64(c + 77);
         uint64_t n = 1 + h % 2500;
@@ -254,12 +300,25 @@ static void test_resume(void)
                         want.sample[i] == got.sample[i];
             tord_free(&want);
             tord_free(&got);
+            dlk_order o;
+            if (dlk_order_build(first, count, nb, &p, &st, r, &o, NULL)) {
+                pieces_ok = 0;
+                break;
+            }
+            pcheck pc = {.o = &o, .ok = 1};
+            uint64_t end = dlk_order_pieces(&o, piece, &pc);
+            pieces_ok &= pc.ok && pc.next == end && end <= o.n &&
+                         dlk_order_resumed(&o);
+            wholes += pc.whole;
+            dlk_order_free(&o);
         }
         cases++;
     }
     UNIT_CHECK("resumed under other worlds and batches (2-4 segments, "
                "views, drop_last): the plain list's stream, position by "
                "position", same && cases == 400);
+    UNIT_CHECK("... its pieces follow each other, a whole window's runs "
+               "the samples of its positions", pieces_ok && wholes > 100);
 }
 
 /* A plan for 2^30 rows: built in its blocks' memory, its positions read
