@@ -55,6 +55,13 @@ static const char usage_text[] =
     "  --s3-price G,E     dollars per 1000 GETs and per GB read, for the cost\n"
     "                     of an epoch (default 0.0004,0.09: AWS S3 Standard,\n"
     "                     us-east-1, to the internet; 0 egress in-region)\n"
+    "  --on-bad fail|skip a chunk (or span of parts) that cannot be read\n"
+    "                     whole and verified: fail the run (default), or\n"
+    "                     give its rows' batch positions other rows of the\n"
+    "                     batch, with a warning naming the chunk and parts\n"
+    "  --max-bad N        with skip, the most rows replaced in an epoch on\n"
+    "                     this rank before the run fails (default 0.1% of\n"
+    "                     them, at least the largest chunk's)\n"
     "  --order-out FILE   write the dataset rows of each batch, one line a\n"
     "                     batch (padding left out), to FILE\n"
     "  --json             print the report as JSON\n"
@@ -86,6 +93,36 @@ static int pin_cache_opt(const cmd_opt *opt, const char *arg, void *ctx)
         return EXIT_USAGE;
     o->lo.pin_cache = v;
     return 0;
+}
+
+/* --on-bad fail|skip */
+static int on_bad_opt(const cmd_opt *opt, const char *arg, void *ctx)
+{
+    (void)opt;
+    struct bench_opts *o = ctx;
+    if (strcmp(arg, "fail") == 0 || strcmp(arg, "skip") == 0) {
+        o->lo.on_bad = arg[0] == 's' ? DLK_ON_BAD_SKIP : DLK_ON_BAD_FAIL;
+        return 0;
+    }
+    cmd_error("bench-stream", "%s: '%s' is neither fail nor skip",
+              cmd_option_name(), arg);
+    return EXIT_USAGE;
+}
+
+/* A read whose rows were replaced: one line each (the library says what
+ * failed, the command prints it). */
+static void on_bad_read(void *ud, const dlk_bad_read *b)
+{
+    (void)ud;
+    char parts[48] = "";
+    if (b->part1)
+        snprintf(parts, sizeof parts, " parts %u-%u", b->part0,
+                 b->part1 - 1);
+    fprintf(stderr, "dlk bench-stream: warning: epoch %llu: rows %llu-%llu "
+            "of '%s'%s replaced: %s\n", (unsigned long long)b->epoch,
+            (unsigned long long)b->first_row,
+            (unsigned long long)(b->first_row + b->rows - 1), b->object,
+            parts, b->why);
 }
 
 /* --s3-price G,E: two decimal numbers, each read as a --s3-price value */
@@ -154,6 +191,8 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
         CMD_OPT_FLAG("json", 0, &o->json),
         CMD_OPT_STRING("report", 0, &o->report),
         CMD_OPT_STRING("order-out", 0, &o->order_out),
+        CMD_OPT_CALL("on-bad", 0, on_bad_opt),
+        CMD_OPT_UINT("max-bad", 0, &o->lo.max_bad, 1, UINT64_MAX),
         CMD_OPT_CALL("s3-price", 0, s3_price_opt),
         CMD_OPT_HELP(),
         CMD_OPT_END(),
@@ -206,6 +245,7 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
         }
     }
     o->lo.device = o->device;
+    o->lo.on_bad_read = on_bad_read;
     o->tlist = o->tensors ? strdup(o->tensors) : NULL;
     if (o->tlist) {
         size_t n = 0;

@@ -478,6 +478,9 @@ json_t *bench_json(const struct bench_opts *o, const struct bench_result *r)
     json_object_set_new(o_, "chunks_loaded", json_integer((json_int_t)st->chunks_loaded));
     json_object_set_new(o_, "chunks_verified",
                         json_integer((json_int_t)st->chunks_verified));
+    json_object_set_new(o_, "reads_bad", json_integer((json_int_t)st->reads_bad));
+    json_object_set_new(o_, "rows_replaced",
+                        json_integer((json_int_t)st->rows_replaced));
     json_object_set(o_, "epochs", r->per_epoch);
     json_object_set_new(o_, "hedged_requests", json_integer((json_int_t)r->io.hedges));
     json_object_set_new(o_, "steady_bytes_per_s", json_real(r->best_steady));

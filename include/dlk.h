@@ -622,6 +622,8 @@ typedef struct dlk_loader_state {
     uint64_t samples;            /* global samples consumed (informative) */
 } dlk_loader_state;
 
+struct dlk_bad_read;
+
 typedef struct dlk_loader_opts {
     const char *const *tensors;  /* names to load; NULL = all */
     size_t ntensors;
@@ -696,7 +698,47 @@ typedef struct dlk_loader_opts {
                                     of any world or batch size, as
                                     dlk_loader_restore takes); NULL:
                                     epoch 0 */
+    /* A read that fails after the store's retries (a chunk, or a span of
+     * its parts, that cannot be read whole and verified: DLK_ECORRUPT,
+     * DLK_ENOTFOUND, DLK_EIO or DLK_ENET): DLK_ON_BAD_FAIL (0, the
+     * default) makes dlk_loader_next fail, as any error; DLK_ON_BAD_SKIP
+     * replaces each batch position whose row that read holds with
+     * another row of the same batch (the nearest readable position after
+     * it, wrapping; a batch with none takes the next readable position
+     * of the epoch), a row like any other (not flagged in pad): every
+     * rank keeps its batches and their size.  Each failed read is passed to
+     * on_bad_read and counted in the stats.  On a GPU, with skip, the
+     * loading threads check the parts rather than the device (whose
+     * record of a mismatch covers every later check). */
+    int on_bad;
+    /* With skip: the most batch positions replaced in one epoch on this
+     * rank; one more fails as DLK_ON_BAD_FAIL would.  0: 0.1% of the
+     * rank's positions in the epoch, and at least the samples of the
+     * largest chunk of the first tensor loaded (one bad chunk is always
+     * survived). */
+    uint64_t max_bad;
+    /* Called on the consumer's thread, within dlk_loader_next, once for
+     * each failed read whose rows a batch replaces (a read fails again in
+     * every epoch that reads it); `b` and its strings last for the call.
+     * NULL: the stats count them only. */
+    void (*on_bad_read)(void *ud, const struct dlk_bad_read *b);
+    void *on_bad_ud;
 } dlk_loader_opts;
+
+enum { DLK_ON_BAD_FAIL = 0, DLK_ON_BAD_SKIP = 1 };
+
+/* A read that failed, whose rows were replaced (opts.on_bad_read). */
+typedef struct dlk_bad_read {
+    const char *tensor;
+    const char *object;          /* the chunk's key below the dataset root */
+    uint32_t part0, part1;       /* the parts [part0, part1) it read; 0 and
+                                    0: the whole chunk */
+    uint64_t first_row, rows;    /* the dataset rows it holds */
+    uint64_t epoch;
+    dlk_status code;             /* the read's status */
+    const char *why;             /* its message (a checksum's names the
+                                    part) */
+} dlk_bad_read;
 
 #define DLK_PIN_CACHE_AUTO UINT64_MAX
 
@@ -805,6 +847,10 @@ typedef struct dlk_loader_stats {
                                     the process (through the same dataset
                                     handle) had pinned them: not counted
                                     in chunks_pinned, nor in its budget */
+    uint64_t reads_bad;          /* failed reads whose rows were replaced
+                                    (opts.on_bad skip), every epoch's */
+    uint64_t rows_replaced;      /* batch positions given another row for
+                                    them, every epoch's */
 } dlk_loader_stats;
 
 /* The loader's counters so far, into *out. */

@@ -83,9 +83,9 @@ static bool sample_key(const dlk_loader_tensor *lt, uint64_t sample,
 
 /* The slot of tensor t that position pos of plan pl reads, its sample
  * being `sample`. */
-static dlk_status pos_slot(const dlk_loader *l, const dlk_plan *pl, size_t t,
-                           uint64_t pos, uint64_t sample, uint32_t *out,
-                           dlk_error *err)
+dlk_status dlk_pos_slot(const dlk_loader *l, const dlk_plan *pl, size_t t,
+                        uint64_t pos, uint64_t sample, uint32_t *out,
+                        dlk_error *err)
 {
     size_t c, k;
     uint32_t p0, p1;
@@ -412,12 +412,45 @@ static dlk_status start_epoch(dlk_loader *l, bool fresh, dlk_error *err)
             return rc;
     }
     l->epoch_t0 = dlk_now_s();
+    l->bad_epoch = 0;
     l->first_batch_pending = true;
     l->planned = true;
     return DLK_OK;
 }
 
-/* Wait until every slot that positions [p0, p1) need is ready. */
+dlk_status dlk_loader_wait_slot(dlk_loader *l, dlk_slot *s, dlk_error *err)
+{
+    dlk_status rc = DLK_OK;
+    while (!rc && s->state != SLOT_READY && s->state != SLOT_FAILED) {
+        /* the timeline: each stretch of waiting goes to what the chunk
+         * was doing when it began */
+        int late = s->state == SLOT_WAITING ? DLK_LATE_QUEUED
+                   : s->uploading ? DLK_LATE_H2D : DLK_LATE_STORAGE;
+        double w0 = dlk_now_s();
+        int timed_out = 0;
+        if (!l->o.cancel)
+            pthread_cond_wait(&l->ready, &l->mu);
+        else
+            timed_out = dlk_cond_wait_ms(&l->ready, &l->mu, 100) ==
+                        ETIMEDOUT;
+        l->cur_late[late] += dlk_now_s() - w0;
+        if (!timed_out)
+            continue;
+        /* the callback may run the caller's code: not under the lock the
+         * workers need */
+        pthread_mutex_unlock(&l->mu);
+        int stop = l->o.cancel(l->o.cancel_ud);
+        pthread_mutex_lock(&l->mu);
+        if (stop)
+            rc = dlk_fail(err, DLK_ECANCELED, "canceled while waiting for "
+                          "a batch");
+    }
+    return rc;
+}
+
+/* Wait until every slot that positions [p0, p1) need is ready; with
+ * on_bad skip, positions whose read failed are given other rows
+ * (loader_bad.c). */
 static dlk_status wait_ready(dlk_loader *l, uint64_t p0, uint64_t p1,
                              dlk_error *err)
 {
@@ -427,11 +460,13 @@ static dlk_status wait_ready(dlk_loader *l, uint64_t p0, uint64_t p1,
     dlk_order_at(&l->plan.order, p0, p1 - p0, l->bidx, l->bpad);
     for (size_t t = 0; t < l->nt; t++)
         for (uint64_t p = p0; p < p1; p++) {
-            dlk_status rc = pos_slot(l, &l->plan, t, p, l->bidx[p - p0],
-                                     &l->bslot[t * b + (p - p0)], err);
+            dlk_status rc = dlk_pos_slot(l, &l->plan, t, p, l->bidx[p - p0],
+                                         &l->bslot[t * b + (p - p0)], err);
             if (rc)
                 return rc;
         }
+    memset(l->bbad, 0, p1 - p0);
+    bool any_bad = false;
     pthread_mutex_lock(&l->mu);
     l->want_pos = p1;
     pthread_cond_signal(&l->work); /* one wakes, and wakes the next */
@@ -439,32 +474,15 @@ static dlk_status wait_ready(dlk_loader *l, uint64_t p0, uint64_t p1,
     for (size_t t = 0; t < l->nt && !rc; t++) {
         for (uint64_t p = p0; p < p1 && !rc; p++) {
             dlk_slot *s = &l->plan.slots[l->bslot[t * b + (p - p0)]];
-            while (!rc && s->state != SLOT_READY && s->state != SLOT_FAILED) {
-                /* the timeline: each stretch of waiting goes to what the
-                 * chunk was doing when it began */
-                int late = s->state == SLOT_WAITING ? DLK_LATE_QUEUED
-                           : s->uploading ? DLK_LATE_H2D : DLK_LATE_STORAGE;
-                double w0 = dlk_now_s();
-                int timed_out = 0;
-                if (!l->o.cancel)
-                    pthread_cond_wait(&l->ready, &l->mu);
-                else
-                    timed_out = dlk_cond_wait_ms(&l->ready, &l->mu, 100) ==
-                                ETIMEDOUT;
-                l->cur_late[late] += dlk_now_s() - w0;
-                if (!timed_out)
+            rc = dlk_loader_wait_slot(l, s, err);
+            if (!rc && s->state == SLOT_FAILED) {
+                if (dlk_bad_skips(l, s->err.code)) {
+                    l->bbad[p - p0] = 1;
+                    any_bad = true;
                     continue;
-                /* the callback may run the caller's code: not under the
-                 * lock the workers need */
-                pthread_mutex_unlock(&l->mu);
-                int stop = l->o.cancel(l->o.cancel_ud);
-                pthread_mutex_lock(&l->mu);
-                if (stop)
-                    rc = dlk_fail(err, DLK_ECANCELED, "canceled while "
-                                  "waiting for a batch");
-            }
-            if (!rc && s->state == SLOT_FAILED)
+                }
                 rc = dlk_fail(err, s->err.code, "%s", s->err.msg);
+            }
             if (!rc && s->dev_check) {
                 /* its parts' check on the device: over long ago, as a
                  * rule (it follows the copy); no batch uses a span
@@ -477,6 +495,8 @@ static dlk_status wait_ready(dlk_loader *l, uint64_t p0, uint64_t p1,
     }
     l->cur_resident = l->resident;
     pthread_mutex_unlock(&l->mu);
+    if (!rc && any_bad)
+        rc = dlk_bad_replace(l, p0, p1, err);
     double waited = dlk_now_s() - t0;
     l->stats.wait_s += waited;
     l->cur_wait += waited;
@@ -491,7 +511,9 @@ static void release_passed(dlk_loader *l, uint64_t pos)
         dlk_slot *s = &pl->slots[pl->sched[i]];
         if (s->first_pos >= pos)
             break;
-        if (s->state == SLOT_READY && s->last_pos < pos)
+        /* a failed one too: its rows were replaced (on_bad skip) */
+        if ((s->state == SLOT_READY || s->state == SLOT_FAILED) &&
+            s->last_pos < pos)
             dlk_loader_release_slot(l, s);
     }
     while (pl->release_from < pl->nslots &&

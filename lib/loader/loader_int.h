@@ -49,6 +49,7 @@ typedef struct dlk_slot {
     uint64_t bytes;             /* counted against the budget */
     double t_buffer;            /* when the load had its host buffer */
     dlk_error err;
+    bool bad_told;              /* failed, and passed to on_bad_read */
     struct dlk_slot *up_next;   /* in the upload queue */
     /* in the list of spans whose copy may still read their host buffer
      * (loader_io.c) */
@@ -131,6 +132,9 @@ struct dlk_loader {
     uint32_t *bslot;            /* per tensor: the batch's slots */
     uint64_t *bidx;             /* the batch's samples (its indices) */
     uint8_t *bpad;              /* and padding flags */
+    uint8_t *bbad;              /* and whether their read failed (skip) */
+    uint64_t bad_epoch;         /* positions replaced in this epoch */
+    uint64_t max_bad;           /* opts' max_bad, or its default */
     dlk_batch batch;
     bool have_batch;
     bool batch_kept;            /* its buffers were taken by dlk_loader_keep */
@@ -273,6 +277,25 @@ void dlk_span_free_kept(dlk_loader *l, struct dlk_map *m);
  * naming the chunk and part, before a batch uses it (the consumer). */
 dlk_status dlk_span_check_upload(dlk_loader *l, dlk_slot *s, dlk_error *err);
 dlk_status dlk_span_confirm(dlk_loader *l, dlk_slot *s, dlk_error *err);
+
+/* The slot of tensor t that position pos of plan pl reads, its sample
+ * being `sample` (loader.c). */
+dlk_status dlk_pos_slot(const dlk_loader *l, const dlk_plan *pl, size_t t,
+                        uint64_t pos, uint64_t sample, uint32_t *out,
+                        dlk_error *err);
+/* Wait (locked) until slot s is ready or failed; DLK_ECANCELED when
+ * opts.cancel asks to stop. */
+dlk_status dlk_loader_wait_slot(dlk_loader *l, dlk_slot *s, dlk_error *err);
+
+/* Reads that fail (loader_bad.c): whether on_bad skip replaces the rows
+ * of a read that failed with `code`; and the batch's positions
+ * [p0, p1) flagged in bbad given other rows, each failed read reported,
+ * within max_bad (its error past it). */
+bool dlk_bad_skips(const dlk_loader *l, dlk_status code);
+dlk_status dlk_bad_replace(dlk_loader *l, uint64_t p0, uint64_t p1,
+                           dlk_error *err);
+/* max_bad's default, at open. */
+void dlk_bad_defaults(dlk_loader *l);
 
 /* Copy and check opts' rows, or read the view's (loader_rows.c). */
 dlk_status dlk_loader_pick_rows(dlk_loader *l, dlk_error *err);

@@ -375,6 +375,9 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
              l->o.window_chunks > 65536 || l->o.span_parts > 65536)
         rc = dlk_fail(err, DLK_EINVAL, "batch size, threads or window out "
                       "of range");
+    else if (l->o.on_bad != DLK_ON_BAD_FAIL && l->o.on_bad != DLK_ON_BAD_SKIP)
+        rc = dlk_fail(err, DLK_EINVAL, "on_bad %d is neither fail (0) nor "
+                      "skip (1)", l->o.on_bad);
     if (!rc)
         rc = pick_tensors(l, err);
     if (!rc)
@@ -404,7 +407,8 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
          * or the data is smaller */
         dlk_dev_opts dopts = {l->o.cuda_trace, 0, true, false};
         /* spans' parts are checked on the device after their copies */
-        for (size_t i = 0; i < l->nt && !l->o.no_verify; i++)
+        for (size_t i = 0; i < l->nt && !l->o.no_verify &&
+                           l->o.on_bad != DLK_ON_BAD_SKIP; i++)
             if (l->t[i].unit_parts)
                 dopts.checks = true;
         if (!l->o.pin_cache || l->o.no_map ||
@@ -427,9 +431,11 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
                 !(l->bslot = malloc(l->nt * l->o.batch_size *
                                     sizeof *l->bslot)) ||
                 !(l->bidx = malloc(l->o.batch_size * sizeof *l->bidx)) ||
-                !(l->bpad = malloc(l->o.batch_size))))
+                !(l->bpad = malloc(l->o.batch_size)) ||
+                !(l->bbad = malloc(l->o.batch_size))))
         rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
     if (!rc) {
+        dlk_bad_defaults(l);
         for (size_t i = 0; i < l->nt; i++)
             l->bt_out[i] = l->t[i].out;
         l->batch.ntensors = l->nt;
@@ -524,6 +530,7 @@ void dlk_loader_close(dlk_loader *l)
     free(l->bslot);
     free(l->bidx);
     free(l->bpad);
+    free(l->bbad);
     if (l->dev)
         l->dev->ops->close(l->dev);
     pthread_mutex_destroy(&l->mu);
