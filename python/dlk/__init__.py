@@ -16,6 +16,7 @@ concurrent writer).
 import atexit as _atexit
 import json as _json
 import sys as _sys
+import warnings as _warnings
 
 import numpy as _np
 
@@ -23,7 +24,7 @@ from . import _core
 from ._core import Error, Tensor
 
 __all__ = ["open", "Dataset", "Index", "Loader", "Batch", "Tensor", "Error",
-           "INDEX_KEY", "PAD_KEY",
+           "BadReadWarning", "INDEX_KEY", "PAD_KEY",
            "launch_env", "local_gpu", "cuda_available", "__version__"]
 __version__ = _core.version()
 # at exit, loaders still open are not closed: a close would wait for the
@@ -275,6 +276,12 @@ class Batch(dict):
 _PIN_AUTO = (1 << 64) - 1  # DLK_PIN_CACHE_AUTO
 
 
+class BadReadWarning(UserWarning):
+    """A read that failed (a damaged part, a missing chunk) whose rows a
+    Loader with on_bad="skip" replaced; the details are in
+    Loader.bad_reads."""
+
+
 def _parse_bytes(v, name):
     """A size: an int, or a string of digits with K, M or G after them."""
     if v is None:
@@ -374,6 +381,20 @@ class Loader:
                 on this host as LOCAL_WORLD_SIZE says, at most 32; a
                 quarter fewer on a GPU from local files)
     state       a state_dict() to continue from (any world or batch size)
+    on_bad      "fail" (default): a chunk, or a span of its parts, that
+                cannot be read whole and verified (a checksum mismatch, a
+                missing object, an I/O or network error after the
+                retries) raises dlk.Error.  "skip": the batch positions
+                of its rows get other rows of the same batch (the epoch's
+                next readable row when the batch has none): every rank
+                keeps its batch count and size.  Each such read warns
+                (dlk.BadReadWarning) and is appended to loader.bad_reads
+                (dicts of tensor, object, part0, part1, first_row, rows,
+                epoch, code, why); stats() counts reads_bad and
+                rows_replaced (dlk-bench-stream(1) --on-bad)
+    max_bad     with "skip", the most rows replaced in one epoch on this
+                rank; one more raises dlk.Error.  Default: 0.1% of the
+                rank's rows in the epoch, at least the largest chunk's
 
     len(loader) is the number of batches this rank gets in the epoch under
     way or next, as a DataLoader counts them: after a mid-epoch resume
@@ -389,7 +410,8 @@ class Loader:
                  rank=None, world_size=None, at=None, memory=None,
                  workers=None, state=None, window=None, prefetch=None,
                  verify=True, view=None, whole_chunks=False,
-                 pin_cache=None, local_world_size=None, pad_last=None):
+                 pin_cache=None, local_world_size=None, pad_last=None,
+                 on_bad="fail", max_bad=None):
         if isinstance(url_or_ds, Dataset):
             if at is not None and at != url_or_ds.at:
                 raise ValueError("at= is for a URL; open the Dataset at it")
@@ -406,6 +428,12 @@ class Loader:
                 raise ValueError(f"tensor '{t}' has the name of a batch's "
                                  "row ids or padding mask: leave it out "
                                  "of tensors=")
+        if on_bad not in ("fail", "skip"):
+            raise ValueError(f"on_bad={on_bad!r}: \"fail\" or \"skip\"")
+        if max_bad is not None and (not isinstance(max_bad, int) or
+                                    isinstance(max_bad, bool) or max_bad < 1):
+            raise ValueError(f"max_bad={max_bad!r}: a count of rows, at "
+                             "least 1")
         if isinstance(state, dict):
             state = _json.dumps(state["dlk"] if "dlk" in state else state)
         # what a pickled copy needs to open again elsewhere
@@ -416,9 +444,11 @@ class Loader:
             world_size=world_size, memory=memory, workers=workers,
             window=window, prefetch=prefetch, verify=verify, view=view,
             whole_chunks=whole_chunks, pin_cache=pin_cache,
-            local_world_size=local_world_size, pad_last=pad_last)
+            local_world_size=local_world_size, pad_last=pad_last,
+            on_bad=on_bad, max_bad=max_bad)
         self.batch_size = batch_size
         self.epochs = epochs
+        self.bad_reads = []
         self._l = None
         self._it = None
         self._open(state, restored=state is not None)
@@ -457,7 +487,10 @@ class Loader:
                 whole_chunks=bool(o["whole_chunks"]),
                 local_world_size=local_world,
                 pin_cache=_PIN_AUTO if o["pin_cache"] == "auto"
-                else _parse_bytes(o["pin_cache"], "pin_cache"))
+                else _parse_bytes(o["pin_cache"], "pin_cache"),
+                # a pickle of an older version has neither
+                on_bad=o.get("on_bad", "fail") == "skip",
+                max_bad=o.get("max_bad") or 0)
         except Error as e:
             # a cuda device (the default) on a machine without a GPU: say
             # how to run anyway rather than leave the caller to the docs
@@ -518,7 +551,10 @@ class Loader:
     def _next(self):
         o = self._opts
         trim = o["pad_last"] is None and self.world_size == 1
-        r = self._l.next(trim)
+        try:
+            r = self._l.next(trim)
+        finally:
+            self._tell_bad()
         if r is None:
             return None
         epoch, step, index, pad, tensors = r
@@ -528,6 +564,19 @@ class Loader:
         b[INDEX_KEY], b[PAD_KEY] = b.index, b.pad
         b.epoch, b.step = epoch, step
         return b
+
+    def _tell_bad(self):
+        """The reads whose rows the last next() replaced (on_bad="skip"):
+        kept in bad_reads, each a warning."""
+        for b in self._l.take_bad():
+            self.bad_reads.append(b)
+            parts = (f" parts {b['part0']}-{b['part1'] - 1}"
+                     if b["part1"] else "")
+            _warnings.warn(
+                f"dlk: epoch {b['epoch']}: rows {b['first_row']}-"
+                f"{b['first_row'] + b['rows'] - 1} of '{b['object']}'"
+                f"{parts} replaced: {b['why']}", BadReadWarning,
+                stacklevel=4)
 
     def _end_epoch(self):
         """Leave the epoch a loop stopped in (a break, or a framework that
@@ -637,6 +686,7 @@ class Loader:
         self._opts = d["opts"]
         self.batch_size = self._opts["batch_size"]
         self.epochs = self._opts["epochs"]
+        self.bad_reads = []
         self._l = None
         self._it = None
         self._pending = _json.dumps(d["state"])
@@ -655,7 +705,9 @@ class Loader:
         pinned them: shared, and outside its pin_cache budget);
         chunks_loaded, chunks_verified (each chunk's stored checksum is
         checked once a loader), bytes_loaded, samples, batches,
-        peak_buffer_bytes, io_threads."""
+        peak_buffer_bytes, io_threads; reads_bad and rows_replaced
+        (on_bad="skip": failed reads whose rows were replaced, and the
+        batch positions given other rows, every epoch's)."""
         return self._core().stats()
 
     def close(self):

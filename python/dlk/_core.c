@@ -568,6 +568,8 @@ typedef struct Loader {
     pthread_mutex_t mu;
     Py_ssize_t nkept;       /* kept batches alive */
     int closing;            /* close() came while batches were alive */
+    PyObject *bad;          /* failed reads told since the last take_bad():
+                               a list of dicts */
 } Loader;
 
 /* The memory of one batch, kept while any of its tensors lives. */
@@ -642,6 +644,7 @@ static void Loader_dealloc(Loader *self)
      * (freeing it here crashed such a process now and then) */
     if (!self->l)
         Py_XDECREF(self->ds);
+    Py_XDECREF(self->bad); /* told only within next() */
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -656,10 +659,32 @@ static int check_signals(void *ud)
     return stop;
 }
 
+/* A failed read whose rows were replaced (on_bad skip): on the thread in
+ * next(), which holds no GIL there; kept for take_bad(). */
+static void on_bad_read(void *ud, const dlk_bad_read *b)
+{
+    Loader *self = ud;
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb); /* a signal's exception stays pending */
+    PyObject *d = Py_BuildValue(
+        "{s:s,s:s,s:I,s:I,s:K,s:K,s:K,s:i,s:s}", "tensor", b->tensor,
+        "object", b->object, "part0", b->part0, "part1", b->part1,
+        "first_row", (unsigned long long)b->first_row, "rows",
+        (unsigned long long)b->rows, "epoch", (unsigned long long)b->epoch,
+        "code", (int)b->code, "why", b->why);
+    /* out of memory here loses the report, not the count in stats() */
+    if (!d || PyList_Append(self->bad, d) < 0)
+        PyErr_Clear();
+    Py_XDECREF(d);
+    PyErr_Restore(et, ev, tb);
+    PyGILState_Release(g);
+}
+
 /* Loader(dataset, device, batch_size, shuffle, seed, tensors, epochs,
  *        drop_last, rank, world_size, memory, workers, window, prefetch,
  *        verify, state_json, view, whole_chunks, local_world_size,
- *        pin_cache) -
+ *        pin_cache, on_bad, max_bad) -
  * every option explicit;
  * dlk/__init__.py supplies the defaults. */
 static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
@@ -669,18 +694,20 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
                           "world_size", "memory", "workers", "window",
                           "prefetch", "verify", "state", "view",
                           "whole_chunks", "local_world_size", "pin_cache",
-                          NULL};
+                          "on_bad", "max_bad", NULL};
     PyObject *dso, *tensors = Py_None;
     const char *device, *state = NULL, *view = NULL;
     unsigned int batch = 256, rank = 0, world = 1, workers = 0, window = 0,
                  prefetch = 0, local_world = 1;
-    int shuffle = 1, drop_last = 0, verify = 1, whole_chunks = 0;
-    unsigned long long seed = 0, epochs = 0, memory = 0, pin_cache = 0;
+    int shuffle = 1, drop_last = 0, verify = 1, whole_chunks = 0, skip = 0;
+    unsigned long long seed = 0, epochs = 0, memory = 0, pin_cache = 0,
+                       max_bad = 0;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O!s|IpKOKpIIKIIIpzzpIK", kws, &DatasetType, &dso,
+            args, kw, "O!s|IpKOKpIIKIIIpzzpIKpK", kws, &DatasetType, &dso,
             &device, &batch, &shuffle, &seed, &tensors, &epochs, &drop_last,
             &rank, &world, &memory, &workers, &window, &prefetch, &verify,
-            &state, &view, &whole_chunks, &local_world, &pin_cache))
+            &state, &view, &whole_chunks, &local_world, &pin_cache, &skip,
+            &max_bad))
         return -1;
     if (self->l) {
         PyErr_SetString(PyExc_RuntimeError, "loader already open");
@@ -709,6 +736,12 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
     o.device = device;
     o.view = view;
     o.cancel = check_signals;
+    o.on_bad = skip ? DLK_ON_BAD_SKIP : DLK_ON_BAD_FAIL;
+    o.max_bad = max_bad;
+    if (!self->bad && !(self->bad = PyList_New(0)))
+        return -1;
+    o.on_bad_read = on_bad_read;
+    o.on_bad_ud = self;
     const char *names[256];
     PyObject *seq = NULL;
     if (tensors != Py_None) {
@@ -1183,7 +1216,7 @@ static PyObject *Loader_stats(Loader *self, PyObject *unused)
     pthread_mutex_unlock(&self->mu);
     return Py_BuildValue(
         "{s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:K,s:K,s:K,s:K,s:K,s:K,s:K,"
-        "s:K,s:I}",
+        "s:K,s:I,s:K,s:K}",
         "storage_s", s.storage_s, "decompress_s", s.decompress_s, "h2d_s",
         s.h2d_s, "gather_s", s.gather_s, "wait_s", s.wait_s,
         "first_batch_s", s.first_batch_s, "gpu_busy_s", s.gpu_busy_s,
@@ -1195,7 +1228,23 @@ static PyObject *Loader_stats(Loader *self, PyObject *unused)
         (unsigned long long)s.bytes_loaded, "samples",
         (unsigned long long)s.samples, "batches",
         (unsigned long long)s.batches, "peak_buffer_bytes",
-        (unsigned long long)s.peak_buffer_bytes, "io_threads", s.io_threads);
+        (unsigned long long)s.peak_buffer_bytes, "io_threads", s.io_threads,
+        "reads_bad", (unsigned long long)s.reads_bad, "rows_replaced",
+        (unsigned long long)s.rows_replaced);
+}
+
+/* take_bad(): the failed reads told since the last call (dicts). */
+static PyObject *Loader_take_bad(Loader *self, PyObject *unused)
+{
+    (void)unused;
+    PyObject *fresh = PyList_New(0);
+    if (!fresh)
+        return NULL;
+    if (!self->bad)
+        return fresh;
+    PyObject *out = self->bad;
+    self->bad = fresh;
+    return out;
 }
 
 static PyObject *Loader_close(Loader *self, PyObject *unused)
@@ -1218,6 +1267,8 @@ static PyMethodDef Loader_methods[] = {
     {"restore", (PyCFunction)Loader_restore, METH_VARARGS,
      "continue from a state (JSON)"},
     {"stats", (PyCFunction)Loader_stats, METH_NOARGS, "where time went"},
+    {"take_bad", (PyCFunction)Loader_take_bad, METH_NOARGS,
+     "failed reads whose rows were replaced, since the last call"},
     {"close", (PyCFunction)Loader_close, METH_NOARGS, "stop the loader"},
     {NULL, NULL, 0, NULL},
 };

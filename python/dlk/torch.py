@@ -16,6 +16,16 @@ loader's next writes into it wait for the stream that read it.  Work that
 reads a batch on another stream than the one current at conversion must
 keep the tensor alive (or call `record_stream`) until that work is done,
 as with any memory torch did not allocate.
+
+Where a torch DataLoader is expected (a framework or script that builds
+one), dlk.torch.IterableDataset(url_or_loader, **kw) is the loader as an
+IterableDataset of whole batches:
+
+    ds = dlk.torch.IterableDataset("s3://bucket/train", batch_size=256)
+    dl = torch.utils.data.DataLoader(ds, batch_size=None)  # num_workers=0
+
+python/README.md says how it differs from a DataLoader over a map-style
+dataset.
 """
 import numpy as _np
 import torch as _torch
@@ -62,3 +72,47 @@ def loader(url_or_ds, **kw):
     "cuda", that is cuda:LOCAL_RANK modulo the GPUs this process sees:
     dlk.local_gpu(); "cpu" works too)."""
     return Loader(url_or_ds, **kw)
+
+
+class IterableDataset(_torch.utils.data.IterableDataset):
+    """A dlk.torch.Loader (given, or made from a URL or dlk.Dataset and
+    Loader's options) as a torch IterableDataset that yields its batches
+    whole: `torch.utils.data.DataLoader(ds, batch_size=None)` takes it
+    (batch_size=None: the batches are made already).  Each iter() is
+    one epoch of the loader, len() its batches.  The loader reads on its
+    own threads: a DataLoader over it takes num_workers=0 (in a worker
+    process, iter() raises, as the worker would read its own copy of
+    every row).  It pickles as the loader's options and state (mp.spawn,
+    Lightning's ddp_spawn): the copy opens again where it is unpickled,
+    with that process's rank."""
+
+    def __init__(self, url_or_loader, **kw):
+        if isinstance(url_or_loader, _dlk.Loader):
+            if kw:
+                raise TypeError("options are for a URL or a dlk.Dataset; "
+                                "the loader given has its own")
+            self.loader = url_or_loader
+        else:
+            self.loader = Loader(url_or_loader, **kw)
+
+    def __iter__(self):
+        w = _torch.utils.data.get_worker_info()
+        if w is not None:
+            raise RuntimeError(
+                f"dlk.torch.IterableDataset in DataLoader worker {w.id} of "
+                f"{w.num_workers}: use num_workers=0 (the loader reads on "
+                "its own threads; each worker would read every row again)")
+        return iter(self.loader)
+
+    def __len__(self):
+        return len(self.loader)
+
+    def set_epoch(self, epoch):
+        """As Loader.set_epoch (DistributedSampler's name for it)."""
+        self.loader.set_epoch(epoch)
+
+    def state_dict(self):
+        return self.loader.state_dict()
+
+    def load_state_dict(self, state):
+        self.loader.load_state_dict(state)

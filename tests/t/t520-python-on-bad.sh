@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# t520-python-on-bad.sh - the Python loader's on_bad and max_bad over a
+# dataset with one damaged part (tests/python/test_on_bad.py: raises by
+# default; with skip the clean run's batches, the span's rows in none, a
+# warning and loader.bad_reads naming the chunk, stats counting it;
+# max_bad holds; both survive pickling), and dlk.torch.IterableDataset
+# under torch's DataLoader and mp.spawn (tests/python/test_torch_data.py,
+# where torch is importable).  The binding is installed over this
+# build's libdlk.so (t500 tests the package's own build); under SAN=1
+# Python runs with the ASan runtime.
+. "$DLK_TESTS/lib.sh"
+
+if ! have_numpy; then
+    skip "python on_bad" "numpy missing: python3 -m pip install numpy"
+    exit 0
+fi
+if ! python3 -c 'import setuptools, wheel, pip' 2>/dev/null; then
+    skip "python on_bad" "pip, setuptools or wheel missing: python3 -m pip install setuptools wheel"
+    exit 0
+fi
+repo=$(cd "$DLK_TESTS/.." && pwd)
+mkdir -p "$T/clone"
+ok "copy the binding's sources" sh -c 'cd "$1" && tar cf - --exclude=build \
+    --exclude="*.so*" --exclude="*.egg-info" --exclude=__pycache__ python include \
+    Makefile cmd/store_env.c cmd/store_env.h |
+    tar xf - -C "$2"' sh "$repo" "$T/clone"
+ok "pip install the binding over $DLK_BUILD/libdlk.so" env DLK_LIBDIR="$DLK_BUILD" \
+    python3 -m pip install --no-build-isolation --no-deps --no-cache-dir \
+    --target "$T/py" "$T/clone/python"
+run_py=(python3)
+if [ -n "${SAN:-}" ] && [ "$SAN" != thread ]; then
+    run_py=(env LD_PRELOAD="$(cc -print-file-name=libasan.so)" PYTHONMALLOC=malloc
+            ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 python3)
+fi
+
+python3 - "$T/src" <<'PY'
+import os, sys, numpy as np
+os.makedirs(sys.argv[1])
+rng = np.random.default_rng(520)
+for i in range(320):
+    p = os.path.join(sys.argv[1], "%05d" % i)
+    np.save(p + ".images.npy", rng.integers(0, 255, (16, 16, 3), dtype=np.uint8))
+    np.save(p + ".labels.npy", np.int32(i))  # distinct: a row named by its value
+PY
+ds=$T/ds
+# chunks of 85 images in 8 parts, read in spans of 4 (as t460's)
+ok "create" dlk create "$ds" --tensor images:u8:16x16x3 --tensor labels:i32 \
+    --chunk-size 64K --part-size 8K
+ok "ingest 320 rows" dlk ingest "$ds" from-dir "$T/src" -q
+cp -r "$ds" "$T/clean"
+# a byte inside part 1 of the second images chunk (formats/dlk-v1.md
+# 3.1-3.2, read from the bytes)
+python3 - "$ds" > "$T/victim" <<'PY'
+import json, struct, sys
+d = sys.argv[1]
+m = json.load(open(d + "/staging/manifest.json"))
+key = [t for t in m["tensors"] if t["name"] == "images"][0]["chunks"][1][0]
+b = open(d + "/chunks/images/" + key, "rb").read()
+samples, = struct.unpack_from("<I", b, 12)
+index_bytes, = struct.unpack_from("<Q", b, 16)
+part_bytes, nparts = struct.unpack_from("<II", b, 64 + (4 * b[8] + 7) // 8 * 8)
+size = 16 * 16 * 3
+print(key, nparts, 64 + index_bytes + (samples // nparts) * size + size // 2)
+PY
+read -r KEY NPARTS OFF < "$T/victim"
+check "the victim chunk has 8 parts" test "$NPARTS" = 8
+flip_byte "$ds/chunks/images/$KEY" "$OFF"
+
+PYTHONPATH="$T/py:$DLK_TESTS/python" "${run_py[@]}" \
+    "$DLK_TESTS/python/test_on_bad.py" "$ds" "$T/clean" "$KEY"
+rc=$?
+[ $rc = 0 ] || echo "not ok - tests/python/test_on_bad.py exited $rc"
+
+if PYTHONPATH="$T/py" python3 -c 'import torch' 2>/dev/null; then
+    PYTHONPATH="$T/py:$DLK_TESTS/python" "${run_py[@]}" \
+        "$DLK_TESTS/python/test_torch_data.py" "$ds" "$T/clean" "$KEY"
+    rc=$?
+    [ $rc = 0 ] || echo "not ok - tests/python/test_torch_data.py exited $rc"
+else
+    # torch is no dependency of the suite (scripts/deps.sh installs none):
+    # a GPU machine with torch runs these (python/README.md, "Testing")
+    skip "dlk.torch.IterableDataset under DataLoader and mp.spawn" \
+        "torch is not importable here"
+fi
