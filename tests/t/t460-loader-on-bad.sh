@@ -8,7 +8,7 @@
 # dataset order whole batches fall in the damaged span (their rows come
 # from the next readable position); over two ranks each rank keeps its
 # batch count; whole chunks lose the whole chunk's rows; a missing chunk
-# is skipped too.
+# is skipped too.  On a GPU, the cpu's batches.
 . "$DLK_TESTS/lib.sh"
 have_numpy || { skip "on-bad" "numpy missing: python3 -m pip install numpy"; exit 0; }
 
@@ -146,6 +146,21 @@ check "the whole chunk's rows replaced, no parts named" \
 check "$SAMPLES rows replaced" python3 -c 'import json, sys
 r = json.load(open(sys.argv[1])); assert r["rows_replaced"] == int(sys.argv[2]), r["rows_replaced"]' \
     "$OUT" "$SAMPLES"
+
+# on a GPU (parts then checked by the loading threads, not the device):
+# the same batches as on the cpu, the checksum of the gathered bytes ok
+if "$DLK" bench-stream "$T/clean" --device cuda:0 --no-verify >/dev/null 2>&1; then
+    fails "on cuda:0, a damaged part fails by default" 3 dlk bench-stream \
+        "$ds" --device cuda:0 --batch-size 32 --shuffle --seed 3
+    ok "on cuda:0, --on-bad skip" dlk bench-stream "$ds" --device cuda:0 \
+        --batch-size 32 --shuffle --seed 3 --on-bad skip --json \
+        --order-out "$T/gpu.order"
+    check "the cpu's batches, the checksum ok, one read told" sh -c '
+        cmp "$1" "$2" && grep -q "\"checksum_ok\": true" "$3" &&
+        test "$(grep -c warning "$4")" = 1' sh "$T/skip.order" "$T/gpu.order" "$OUT" "$ERR"
+else
+    skip "on-bad on a GPU" "no usable CUDA device"
+fi
 
 # another chunk gone (its object missing, not damaged): its rows replaced
 gone=$(ls "$T/clean/chunks/images" | sort | sed -n 4p)
