@@ -12,50 +12,13 @@
 . "$DLK_TESTS/lib.sh"
 have_numpy || { skip "on-bad" "numpy missing: python3 -m pip install numpy"; exit 0; }
 
-python3 - "$T/src" <<'PY'
-import os, sys, numpy as np
-os.makedirs(sys.argv[1])
-rng = np.random.default_rng(460)
-for i in range(640):
-    p = os.path.join(sys.argv[1], "%05d" % i)
-    np.save(p + ".images.npy", rng.integers(0, 255, (16, 16, 3), dtype=np.uint8))
-    np.save(p + ".labels.npy", np.int32(i))
-PY
+. "$DLK_TESTS/badlib.sh"
+bad_dataset 640 460
 ds=$T/ds
-# chunks of 64 KiB (85 images) in parts of 8 KiB (about 10): spans of
-# four parts are read and checked on their own
-ok "create" dlk create "$ds" --tensor images:u8:16x16x3 --tensor labels:i32 \
-    --chunk-size 64K --part-size 8K
-ok "ingest 640 rows" dlk ingest "$ds" from-dir "$T/src" -q
-cp -r "$ds" "$T/clean"
-
-# The second chunk of images: its key, samples and parts, the object
-# offset of a byte inside part 1, with that part's rows
-# (formats/dlk-v1.md 3.1-3.2, read from the bytes).
-python3 - "$ds" > "$T/victim" <<'PY'
-import json, struct, sys
-d = sys.argv[1]
-m = json.load(open(d + "/staging/manifest.json"))
-t = [t for t in m["tensors"] if t["name"] == "images"][0]
-key = t["chunks"][1][0]
-b = open(d + "/chunks/images/" + key, "rb").read()
-ndim = b[8]
-samples, = struct.unpack_from("<I", b, 12)
-index_bytes, = struct.unpack_from("<Q", b, 16)
-at = 64 + (4 * ndim + 7) // 8 * 8
-part_bytes, nparts = struct.unpack_from("<II", b, at)
-pf = lambda p: p * samples // nparts
-size = 16 * 16 * 3
-off = 64 + index_bytes + pf(1) * size + size // 2
-print(key, samples, nparts, off, pf(1), pf(2))
-PY
-read -r KEY SAMPLES NPARTS OFF P1A P1B < "$T/victim"
-check "the victim chunk has 8 parts" test "$NPARTS" = 8
 
 ok "a clean run" dlk bench-stream "$T/clean" --device cpu --batch-size 32 \
     --shuffle --seed 3 --json --order-out "$T/clean.order"
 cp "$OUT" "$T/clean.json"
-flip_byte "$ds/chunks/images/$KEY" "$OFF"
 fails "a damaged part fails the run by default" 3 dlk bench-stream "$ds" \
     --device cpu --batch-size 32 --shuffle --seed 3
 check "naming the chunk and part 1" grep -q "$KEY.*part 1" "$ERR"
