@@ -552,6 +552,12 @@ void bench_print_text(const struct bench_opts *o, const struct bench_result *r)
            "%.2f GB/s\n", (unsigned long long)r->samples,
            (unsigned long long)r->batches, wall, r->samples / wall,
            r->bytes / wall / 1e9);
+    if (r->st.reads_bad)
+        printf("  unreadable (--on-bad skip): %llu failed read%s, %llu "
+               "batch positions given other rows\n",
+               (unsigned long long)r->st.reads_bad,
+               r->st.reads_bad == 1 ? "" : "s",
+               (unsigned long long)r->st.rows_replaced);
     for (size_t i = 0; epochs > 1 && i < json_array_size(r->per_epoch); i++) {
         json_t *ep = json_array_get(r->per_epoch, i);
         printf("  epoch %zu: %.3f s, %.0f samples/s, %.2f GB/s, busy "

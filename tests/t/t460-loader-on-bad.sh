@@ -64,6 +64,8 @@ for a, b in zip(clean, skip):
 ok "again" dlk bench-stream "$ds" --device cpu --batch-size 32 --shuffle \
     --seed 3 --on-bad skip --order-out "$T/skip2.order"
 check "the same batches" cmp "$T/skip.order" "$T/skip2.order"
+check "the text report counts them" \
+    grep -q "unreadable (--on-bad skip): 1 failed read, $((HI - LO + 1)) batch positions given other rows" "$OUT"
 
 ok "two epochs: the read fails, and is told, in each" dlk bench-stream "$ds" \
     --device cpu --batch-size 32 --shuffle --epochs 2 --on-bad skip --json
