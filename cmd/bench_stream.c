@@ -58,7 +58,8 @@ static const char usage_text[] =
     "  --on-bad fail|skip a chunk (or span of parts) that cannot be read\n"
     "                     whole and verified: fail the run (default), or\n"
     "                     give its rows' batch positions other rows of the\n"
-    "                     batch, with a warning naming the chunk and parts\n"
+    "                     batch (of a span, only a part whose checksum\n"
+    "                     fails), with a warning naming the chunk and parts\n"
     "  --max-bad N        with skip, the most rows replaced in an epoch on\n"
     "                     this rank before the run fails (default 0.1% of\n"
     "                     them, at least the largest chunk's)\n"
@@ -115,7 +116,9 @@ static void on_bad_read(void *ud, const dlk_bad_read *b)
 {
     (void)ud;
     char parts[48] = "";
-    if (b->part1)
+    if (b->part1 == b->part0 + 1)
+        snprintf(parts, sizeof parts, " part %u", b->part0);
+    else if (b->part1)
         snprintf(parts, sizeof parts, " parts %u-%u", b->part0,
                  b->part1 - 1);
     fprintf(stderr, "dlk bench-stream: warning: epoch %llu: rows %llu-%llu "

@@ -706,8 +706,11 @@ typedef struct dlk_loader_opts {
      * another row of the same batch (the nearest readable position after
      * it, wrapping; a batch with none takes the next readable position
      * of the epoch), a row like any other (not flagged in pad): every
-     * rank keeps its batches and their size.  Each failed read is passed to
-     * on_bad_read and counted in the stats.  On a GPU, with skip, the
+     * rank keeps its batches and their size.  Of a span read whole, only
+     * a part whose checksum does not match is lost (its other parts are
+     * used; a part past the span's 64th fails the span).  Each failed
+     * read (or part) is passed to on_bad_read and counted in the stats.
+     * On a GPU, with skip, the
      * loading threads check the parts rather than the device (whose
      * record of a mismatch covers every later check). */
     int on_bad;
@@ -731,8 +734,10 @@ enum { DLK_ON_BAD_FAIL = 0, DLK_ON_BAD_SKIP = 1 };
 typedef struct dlk_bad_read {
     const char *tensor;
     const char *object;          /* the chunk's key below the dataset root */
-    uint32_t part0, part1;       /* the parts [part0, part1) it read; 0 and
-                                    0: the whole chunk */
+    uint32_t part0, part1;       /* the parts [part0, part1) lost: a span
+                                    that could not be read, or one part
+                                    whose checksum failed; 0 and 0: the
+                                    whole chunk */
     uint64_t first_row, rows;    /* the dataset rows it holds */
     uint64_t epoch;
     dlk_status code;             /* the read's status */
@@ -847,8 +852,9 @@ typedef struct dlk_loader_stats {
                                     the process (through the same dataset
                                     handle) had pinned them: not counted
                                     in chunks_pinned, nor in its budget */
-    uint64_t reads_bad;          /* failed reads whose rows were replaced
-                                    (opts.on_bad skip), every epoch's */
+    uint64_t reads_bad;          /* failed reads (or parts) whose rows were
+                                    replaced (opts.on_bad skip), every
+                                    epoch's: on_bad_read's calls */
     uint64_t rows_replaced;      /* batch positions given another row for
                                     them, every epoch's */
 } dlk_loader_stats;

@@ -9,7 +9,8 @@
 #                          in spans of four; in $T/ds one byte inside
 #                          part 1 of the second images chunk flipped.
 #                          Sets KEY (that chunk's key), SAMPLES and
-#                          NPARTS (its samples and parts).
+#                          NPARTS (its samples and parts) and PART_ROWS
+#                          (the rows of part 1).
 
 bad_dataset() {
     python3 - "$T/src" "$1" "$2" <<'PY'
@@ -36,11 +37,12 @@ samples, = struct.unpack_from("<I", b, 12)
 index_bytes, = struct.unpack_from("<Q", b, 16)
 part_bytes, nparts = struct.unpack_from("<II", b, 64 + (4 * b[8] + 7) // 8 * 8)
 size = 16 * 16 * 3
-print(key, samples, nparts,
-      64 + index_bytes + (samples // nparts) * size + size // 2)
+pf = lambda p: p * samples // nparts
+print(key, samples, nparts, pf(2) - pf(1),
+      64 + index_bytes + pf(1) * size + size // 2)
 PY
     local off
-    read -r KEY SAMPLES NPARTS off < "$T/victim"
+    read -r KEY SAMPLES NPARTS PART_ROWS off < "$T/victim"
     check "the victim chunk has 8 parts" test "$NPARTS" = 8
     flip_byte "$T/ds/chunks/images/$KEY" "$off"
 }

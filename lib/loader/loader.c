@@ -475,13 +475,13 @@ static dlk_status wait_ready(dlk_loader *l, uint64_t p0, uint64_t p1,
         for (uint64_t p = p0; p < p1 && !rc; p++) {
             dlk_slot *s = &l->plan.slots[l->bslot[t * b + (p - p0)]];
             rc = dlk_loader_wait_slot(l, s, err);
-            if (!rc && s->state == SLOT_FAILED) {
-                if (dlk_bad_skips(l, s->err.code)) {
-                    l->bbad[p - p0] = 1;
-                    any_bad = true;
-                    continue;
-                }
+            if (!rc && s->state == SLOT_FAILED &&
+                !dlk_bad_skips(l, s->err.code))
                 rc = dlk_fail(err, s->err.code, "%s", s->err.msg);
+            if (!rc && dlk_bad_row(l, s, l->bidx[p - p0])) {
+                l->bbad[p - p0] = 1; /* on_bad skip: replaced below */
+                any_bad = true;
+                continue;
             }
             if (!rc && s->dev_check) {
                 /* its parts' check on the device: over long ago, as a

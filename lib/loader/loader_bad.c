@@ -1,6 +1,6 @@
 /* loader_bad.c - on_bad skip: a batch position whose row a failed read
- * holds (a chunk or span that cannot be read whole and verified) takes
- * another row, so that a damaged object costs a few repeated rows
+ * holds (a chunk or span that cannot be read whole, or a part of a span
+ * whose checksum does not match) takes another row, so that a damaged object costs a few repeated rows
  * rather than the run, and every rank keeps its batch count (a rank
  * that stopped or stepped less would hang the others' collectives).
  *
@@ -20,6 +20,32 @@ bool dlk_bad_skips(const dlk_loader *l, dlk_status code)
     return l->o.on_bad == DLK_ON_BAD_SKIP &&
            (code == DLK_ECORRUPT || code == DLK_ENOTFOUND ||
             code == DLK_EIO || code == DLK_ENET);
+}
+
+dlk_status dlk_bad_part(const dlk_loader *l, dlk_slot *s, uint32_t p,
+                        dlk_status rc, const dlk_error *err)
+{
+    /* a mismatch only: the bytes were read whole, the other parts are
+     * good; a span of more than 64 parts fails whole past its 64th */
+    if (rc != DLK_ECORRUPT || l->o.on_bad != DLK_ON_BAD_SKIP ||
+        p - s->p0 >= 64)
+        return rc;
+    if (!s->bad_parts)
+        s->err = *err;
+    s->bad_parts |= 1ull << (p - s->p0);
+    return DLK_OK;
+}
+
+bool dlk_bad_row(const dlk_loader *l, const dlk_slot *s, uint64_t sample)
+{
+    if (s->state == SLOT_FAILED)
+        return true;
+    if (!s->bad_parts)
+        return false;
+    const dlk_loader_tensor *lt = &l->t[s->tensor];
+    uint32_t p = dlk_span_part_of(lt, s->chunk, (uint32_t)(
+        sample - lt->tensor->chunks[s->chunk].first));
+    return p >= s->p0 && p - s->p0 < 64 && (s->bad_parts >> (p - s->p0) & 1);
 }
 
 void dlk_bad_defaults(dlk_loader *l)
@@ -42,30 +68,45 @@ static uint64_t epoch_cap(const dlk_loader *l)
     return share > l->max_bad ? share : l->max_bad;
 }
 
-/* Tell the caller about a failed read, once a slot. */
-static void tell(dlk_loader *l, dlk_slot *s)
+/* Tell the caller about one failed read: parts [p0, p1) of the slot's
+ * chunk (0 and 0: the whole chunk). */
+static void tell_read(dlk_loader *l, const dlk_slot *s, uint32_t p0,
+                      uint32_t p1)
 {
     const dlk_loader_tensor *lt = &l->t[s->tensor];
     const dlk_tensor *t = lt->tensor;
     const dlk_chunk_entry *e = &t->chunks[s->chunk];
-    s->bad_told = true;
     l->stats.reads_bad++;
     if (!l->o.on_bad_read)
         return;
     char key[DLK_CHUNK_KEY_MAX];
     dlk_chunk_key(key, t->spec.name, e->key);
     dlk_bad_read b = {.tensor = t->spec.name, .object = key,
-                      .part0 = s->p0, .part1 = s->p1,
+                      .part0 = p0, .part1 = p1,
                       .first_row = e->first, .rows = e->samples,
                       .epoch = l->st.epoch, .code = s->err.code,
                       .why = s->err.msg};
-    if (s->p1) {
+    if (p1) {
         uint32_t np = dlk_span_nparts(lt, s->chunk);
-        uint32_t a = dlk_part_first(s->p0, e->samples, np);
+        uint32_t a = dlk_part_first(p0, e->samples, np);
         b.first_row = e->first + a;
-        b.rows = dlk_part_first(s->p1, e->samples, np) - a;
+        b.rows = dlk_part_first(p1, e->samples, np) - a;
     }
     l->o.on_bad_read(l->o.on_bad_ud, &b);
+}
+
+/* Tell the caller about a slot's failed read, or each of its bad parts,
+ * once a slot. */
+static void tell(dlk_loader *l, dlk_slot *s)
+{
+    s->bad_told = true;
+    if (s->state == SLOT_FAILED) {
+        tell_read(l, s, s->p0, s->p1);
+        return;
+    }
+    for (uint32_t i = 0; i < 64 && s->p0 + i < s->p1; i++)
+        if (s->bad_parts >> i & 1)
+            tell_read(l, s, s->p0 + i, s->p0 + i + 1);
 }
 
 /* The failed slot of one of the batch's bad positions (its error). */
@@ -75,7 +116,7 @@ static const dlk_slot *first_failed(const dlk_loader *l, uint32_t n)
     for (size_t t = 0; t < l->nt; t++)
         for (uint32_t i = 0; i < n; i++) {
             const dlk_slot *s = &l->plan.slots[l->bslot[t * b + i]];
-            if (l->bbad[i] && s->state == SLOT_FAILED)
+            if (l->bbad[i] && dlk_bad_row(l, s, l->bidx[i]))
                 return s;
         }
     return NULL;
@@ -110,7 +151,7 @@ static dlk_status find_ahead(dlk_loader *l, uint64_t p1, uint64_t *sample,
                 return rc;
             if (state == SLOT_FAILED && !dlk_bad_skips(l, serr.code))
                 return dlk_fail(err, serr.code, "%s", serr.msg);
-            good = state == SLOT_READY;
+            good = state == SLOT_READY && !dlk_bad_row(l, s, *sample);
         }
         if (good)
             return DLK_OK;
@@ -128,7 +169,7 @@ dlk_status dlk_bad_replace(dlk_loader *l, uint64_t p0, uint64_t p1,
     for (size_t t = 0; t < l->nt; t++)
         for (uint32_t i = 0; i < n; i++) {
             dlk_slot *s = &l->plan.slots[l->bslot[t * b + i]];
-            if (l->bbad[i] && s->state == SLOT_FAILED && !s->bad_told)
+            if (l->bbad[i] && !s->bad_told && dlk_bad_row(l, s, l->bidx[i]))
                 tell(l, s);
         }
     const dlk_slot *why = first_failed(l, n);

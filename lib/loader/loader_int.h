@@ -49,6 +49,10 @@ typedef struct dlk_slot {
     uint64_t bytes;             /* counted against the budget */
     double t_buffer;            /* when the load had its host buffer */
     dlk_error err;
+    /* on_bad skip: the parts of the span (bit i: part p0 + i, the first
+     * 64) whose checksum failed, the rest read and checked; err names
+     * the first */
+    uint64_t bad_parts;
     bool bad_told;              /* failed, and passed to on_bad_read */
     struct dlk_slot *up_next;   /* in the upload queue */
     /* in the list of spans whose copy may still read their host buffer
@@ -292,6 +296,14 @@ dlk_status dlk_loader_wait_slot(dlk_loader *l, dlk_slot *s, dlk_error *err);
  * [p0, p1) flagged in bbad given other rows, each failed read reported,
  * within max_bad (its error past it). */
 bool dlk_bad_skips(const dlk_loader *l, dlk_status code);
+/* Whether the row `sample` of a slot ready or failed cannot be used: the
+ * slot failed, or the row is in one of its bad_parts. */
+bool dlk_bad_row(const dlk_loader *l, const dlk_slot *s, uint64_t sample);
+/* A span's part p checked with status rc (loader_span.c): with on_bad
+ * skip a checksum mismatch marks the part bad and the load goes on
+ * (DLK_OK); else rc. */
+dlk_status dlk_bad_part(const dlk_loader *l, dlk_slot *s, uint32_t p,
+                        dlk_status rc, const dlk_error *err);
 dlk_status dlk_bad_replace(dlk_loader *l, uint64_t p0, uint64_t p1,
                            dlk_error *err);
 /* max_bad's default, at open. */

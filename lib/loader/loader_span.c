@@ -386,9 +386,11 @@ static dlk_status read_in_pieces(dlk_loader *l, dlk_slot *s,
                 fold_samples(s, i, j);
             i = j;
         }
-        if (!rc && h)
+        if (!rc && h) {
             rc = dlk_chunk_part_check(c, p, dlk_hash64_stream_digest(h), key,
                                       err);
+            rc = dlk_bad_part(l, s, p, rc, err);
+        }
     }
     dlk_hash64_stream_free(h);
     return rc;
@@ -416,11 +418,36 @@ static dlk_status map_span(dlk_loader *l, dlk_slot *s, const char *key,
     return DLK_OK;
 }
 
+/* The span's parts checked one by one (on_bad skip: a part that does
+ * not match is marked bad, the others still used), or together. */
+static dlk_status verify_span(dlk_loader *l, dlk_slot *s, const char *key,
+                              dlk_error *err)
+{
+    if (l->o.on_bad != DLK_ON_BAD_SKIP)
+        return dlk_chunk_verify_parts(s->head, s->p0, s->p1, s->span,
+                                      s->span_len, key, err);
+    for (uint32_t p = s->p0; p < s->p1; p++) {
+        uint64_t off, len;
+        dlk_status rc = dlk_chunk_part_span(s->head, p, p + 1, &off, &len);
+        if (!rc)
+            rc = dlk_chunk_verify_parts(s->head, p, p + 1,
+                                        s->span + (off - s->span_off), len,
+                                        key, err);
+        if ((rc = dlk_bad_part(l, s, p, rc, err)))
+            return rc;
+    }
+    return DLK_OK;
+}
+
 /* After a span's parts were checked (verify) and folded (fold): the
- * chunk's record of both. */
+ * chunk's record of both (a bad part is not verified: it is checked,
+ * and fails, again at its next read). */
 static void span_checked(dlk_loader *l, dlk_slot *s, bool verify, bool fold)
 {
-    if (verify)
+    for (uint32_t p = s->p0; verify && s->bad_parts && p < s->p1; p++)
+        if (p - s->p0 >= 64 || !(s->bad_parts >> (p - s->p0) & 1))
+            mark_verified(l, s, p, p + 1);
+    if (verify && !s->bad_parts)
         mark_verified(l, s, s->p0, s->p1);
     if (fold && s->fold_kept)
         parts_set(kept(l, s), s->p0, s->p1, PART_FOLDED);
@@ -514,8 +541,7 @@ read:
     s->span_len = len;
     *storage_s += dlk_now_s() - t0;
     bool verify = verify_here(l, s);
-    if (verify && (rc = dlk_chunk_verify_parts(s->head, s->p0, s->p1,
-                                               s->span, len, key, err)))
+    if (verify && (rc = verify_span(l, s, key, err)))
         return rc;
     bool fold = false;
     if (l->o.check && !s->fold && (rc = fold_begin(l, s, &fold, err)))

@@ -387,7 +387,8 @@ class Loader:
                 retries) raises dlk.Error.  "skip": the batch positions
                 of its rows get other rows of the same batch (the epoch's
                 next readable row when the batch has none): every rank
-                keeps its batch count and size.  Each such read warns
+                keeps its batch count and size.  Of a span, only a part
+                whose checksum fails loses its rows.  Each such read warns
                 (dlk.BadReadWarning) and is appended to loader.bad_reads
                 (dicts of tensor, object, part0, part1, first_row, rows,
                 epoch, code, why); stats() counts reads_bad and
@@ -570,7 +571,8 @@ class Loader:
         kept in bad_reads, each a warning."""
         for b in self._l.take_bad():
             self.bad_reads.append(b)
-            parts = (f" parts {b['part0']}-{b['part1'] - 1}"
+            parts = (f" part {b['part0']}" if b["part1"] == b["part0"] + 1
+                     else f" parts {b['part0']}-{b['part1'] - 1}"
                      if b["part1"] else "")
             _warnings.warn(
                 f"dlk: epoch {b['epoch']}: rows {b['first_row']}-"

@@ -95,7 +95,7 @@ def main():
     @test
     def _():
         """on_bad="skip" through dlk.torch: the clean run's batch sizes, the
-        damaged span's rows in none"""
+        damaged part's rows in none"""
         clean = rows(DataLoader(dataset(CLEAN), batch_size=None))
         ds = dataset(BAD, on_bad="skip", max_bad=1000)
         with warnings.catch_warnings():

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # t520-python-on-bad.sh - the Python loader's on_bad and max_bad over a
 # dataset with one damaged part (tests/python/test_on_bad.py: raises by
-# default; with skip the clean run's batches, the span's rows in none, a
+# default; with skip the clean run's batches, the part's rows in none, a
 # warning and loader.bad_reads naming the chunk, stats counting it;
 # max_bad holds; both survive pickling), and dlk.torch.IterableDataset
 # under torch's DataLoader and mp.spawn (tests/python/test_torch_data.py,
