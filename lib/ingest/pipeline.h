@@ -25,7 +25,19 @@ typedef struct ing_obj {
     uint32_t stem_len;  /* key[0..stem_len) is the row's stem */
     ing_role role;
     char tensor[DLK_NAME_MAX + 1]; /* ING_NPY: the tensor named */
+    /* A member of a tar shard (tar.c): shard is 1 + its index in the
+     * source's shards (0: an object of its own), key[member..] the
+     * member's path in the shard, off where its bytes start there. */
+    uint32_t shard, member;
+    uint64_t off;
 } ing_obj;
+
+/* A tar shard of the source (tar.c): listed, its members made objects. */
+typedef struct ing_shard {
+    char *key;
+    char *version;
+    uint64_t size;
+} ing_shard;
 
 /* A row: objects [first, first + n) share one stem. */
 typedef struct ing_row {
@@ -41,6 +53,8 @@ typedef struct ing_source {
     size_t nrows;
     uint64_t ignored;   /* objects of no known role */
     uint64_t npy;       /* .npy objects */
+    ing_shard *shards;  /* the tar shards listed, in listing order */
+    size_t nshards, shards_cap;
     struct ing_unsafe {
         char *key;      /* escaped (dlk_key_escape) */
         const char *why;
@@ -118,6 +132,32 @@ bool ing_row_is_sample(const ing_source *s, size_t row, const ing_feeds *f,
                                       const char *why),
                        void *ud, uint64_t *unused);
 void ing_source_free(ing_source *s);
+/* Add an object of the source: a tar shard's member when shard
+ * (1 + its index) is not 0, key[member..] its path, off where its bytes
+ * start in the shard; else an object of its own (ing_source_add). */
+int ing_source_add_obj(ing_source *s, const char *key, uint64_t size,
+                       const char *version, uint32_t shard, uint32_t member,
+                       uint64_t off);
+/* Whether key names a tar shard (".tar"), and whether a compressed one
+ * (".tar.gz", ".tgz"), which cannot be read in place (tar.c). */
+bool ing_tar_key(const char *key);
+bool ing_tgz_key(const char *key);
+/* The members of every shard listed in s, added as objects (tar.c):
+ * each shard's headers read through s's store (mapped when local,
+ * else in ranges, none of it kept); a shard that is not a readable tar
+ * fails (DLK_EDECODE naming it).  o->stop (o may be NULL) is polled
+ * between shards. */
+dlk_status ing_tar_list(ing_source *s, const dlk_ingest_opts *o,
+                        dlk_error *err);
+/* The bytes of object o (appended to out, at most max): the object
+ * itself, or a tar member's range of its shard. */
+dlk_status ing_obj_get(const ing_source *s, const ing_obj *o, uint64_t max,
+                       dlk_buf *out, dlk_error *err);
+/* The parent folder of object o (ing_parent_folder): for a tar member,
+ * of its path in the shard, else of the shard's key, so that members
+ * take the folder their shard lies in.  0, or -1 when none. */
+int ing_obj_folder(const ing_source *s, const ing_obj *o, char *out,
+                   size_t cap);
 /* The two halves of ing_source_open after the store is open: add each
  * listed object (ud: the source; a dlk_list_version_fn), then sort and
  * group them (url names the source in messages). */

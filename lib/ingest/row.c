@@ -390,7 +390,7 @@ dlk_status ing_row_build(const ing_ctx *c, size_t row, const dlk_buf *bufs,
                                c->labels->ncols + (size_t)c->labels->label_col],
                                &vals[c->t_label], err);
         } else if (c->folder_labels &&
-                   ing_parent_folder(lead->key, folder, sizeof folder) == 0) {
+                   ing_obj_folder(c->src, lead, folder, sizeof folder) == 0) {
             rc = label_val(t, folder, &vals[c->t_label], err);
         }
     }

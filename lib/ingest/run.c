@@ -784,7 +784,8 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
     }
     bool local_dir = strncmp(o->source, "s3://", 5) != 0 &&
                      strncmp(o->source, "gs://", 5) != 0;
-    if (local_dir && src.nobjs && src.npy == src.nobjs && !o->labels &&
+    if (local_dir && src.nobjs && src.npy == src.nobjs && !src.nshards &&
+        !o->labels &&
         o->nshards <= 1 && !o->dry_run && !npy_as_rows(url, o, &src)) {
         rc = legacy_npy(url, o, &src, res, err);
         ing_source_free(&src);

@@ -175,8 +175,10 @@ static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
         const ing_obj *ob = &src.objs[i];
         image |= ob->role == ING_IMAGE;
         video |= ob->role == ING_VIDEO;
+        char f[256];
         if ((ob->role == ING_IMAGE || ob->role == ING_VIDEO) &&
-            !strchr(ob->key, '/'))
+            (ob->shard ? ing_obj_folder(&src, ob, f, sizeof f) != 0
+                       : !strchr(ob->key, '/')))
             folders = false;
     }
     bool media = image || video;
@@ -242,8 +244,7 @@ static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
             b.len = 0;
             /* no more than the listing said it holds */
             uint64_t max = src.objs[i].size < 4096 ? src.objs[i].size : 4096;
-            rc = dlk_store_get(src.store, src.objs[i].key, max, &b, NULL,
-                               err);
+            rc = ing_obj_get(&src, &src.objs[i], max, &b, err);
             if (rc == DLK_ELIMIT || rc == DLK_ENOTFOUND) {
                 dlk_error_clear(err);
                 rc = DLK_OK;
@@ -267,7 +268,7 @@ static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
         for (size_t i = 0; !rc && i < src.nobjs; i++)
             if ((src.objs[i].role == ING_IMAGE ||
                  src.objs[i].role == ING_VIDEO) &&
-                ing_parent_folder(src.objs[i].key, f, sizeof f) == 0 &&
+                ing_obj_folder(&src, &src.objs[i], f, sizeof f) == 0 &&
                 names_add(&nm, f))
                 rc = dlk_oom(err);
         nm.all_int = false; /* folder names are names, even "0" */
@@ -304,9 +305,9 @@ static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
     if (!rc && json) {
         dlk_buf b;
         dlk_buf_init(&b);
-        rc = dlk_store_get(src.store, json->key,
-                           json->size < (1u << 20) ? json->size : 1u << 20,
-                           &b, NULL, err);
+        rc = ing_obj_get(&src, json,
+                         json->size < (1u << 20) ? json->size : 1u << 20,
+                         &b, err);
         if (!rc)
             json_tensors(&l, &b);
         dlk_buf_free(&b);

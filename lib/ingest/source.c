@@ -106,10 +106,37 @@ static const char *not_sample_name(const char *base, size_t stem_len)
     return NULL;
 }
 
+/* A tar shard is listed whole: its members become objects once the
+ * listing ends (ing_tar_list). */
+static int add_shard(ing_source *s, const char *key, uint64_t size,
+                     const char *version)
+{
+    if (s->nshards >= UINT32_MAX - 1 ||
+        !DLK_GROW(s->shards, s->nshards, s->shards_cap, 64))
+        return s->oom = true;
+    ing_shard *sh = &s->shards[s->nshards];
+    sh->size = size;
+    sh->key = strdup(key);
+    sh->version = strdup(version);
+    if (!sh->key || !sh->version) {
+        free(sh->key);
+        free(sh->version);
+        return s->oom = true;
+    }
+    s->nshards++;
+    return 0;
+}
+
 int ing_source_add(void *ud, const char *key, uint64_t size,
                    const char *version)
 {
-    ing_source *s = ud;
+    return ing_source_add_obj(ud, key, size, version, 0, 0, 0);
+}
+
+int ing_source_add_obj(ing_source *s, const char *key, uint64_t size,
+                       const char *version, uint32_t shard, uint32_t member,
+                       uint64_t off)
+{
     const char *why = dlk_key_problem(key);
     if (why)
         return add_unsafe(s, key, why);
@@ -119,6 +146,14 @@ int ing_source_add(void *ud, const char *key, uint64_t size,
     }
     if (s->labels_key && strcmp(key, s->labels_key) == 0) {
         ing_source_unused(s, key, "not a sample: the --labels manifest");
+        return s->oom;
+    }
+    if (!shard && ing_tar_key(key))
+        return add_shard(s, key, size, version);
+    if (!shard && ing_tgz_key(key)) {
+        ing_source_unused(s, key, "not read: a compressed tar shard (its "
+                          "members cannot be read in place: unpack it "
+                          "to .tar)");
         return s->oom;
     }
     const char *base = strrchr(key, '/');
@@ -153,6 +188,9 @@ int ing_source_add(void *ud, const char *key, uint64_t size,
     }
     o->size = size;
     o->role = role;
+    o->shard = shard;
+    o->member = member;
+    o->off = off;
     o->stem_len = (uint32_t)(dot - key);
     if (role == ING_NPY) {
         /* "0001.images.npy": stem "0001", tensor "images" */
@@ -384,6 +422,8 @@ dlk_status ing_source_open(const char *url, const char *labels,
     rc = ing_source_base(url, &s->base, err);
     if (!rc)
         rc = list_watched(o, s, err);
+    if (!rc && !s->stopped && s->nshards)
+        rc = ing_tar_list(s, o, err);
     if (!rc)
         rc = ing_source_finish(s, url, err);
     if (rc)
@@ -426,6 +466,11 @@ void ing_source_free(ing_source *s)
     }
     free(s->objs);
     free(s->rows);
+    for (size_t i = 0; i < s->nshards; i++) {
+        free(s->shards[i].key);
+        free(s->shards[i].version);
+    }
+    free(s->shards);
     for (size_t i = 0; i < s->nunsafe; i++)
         free(s->unsafe[i].key);
     free(s->unsafe);

@@ -67,7 +67,7 @@ else
     DB=$T/decode_bench
     cc -O2 -std=c11 -D_GNU_SOURCE -I"$root/include" -I"$root/lib" -o "$DB" \
         "$here/decode_bench.c" "$DLK_BUILD/libdlk.a" \
-        $(pkg-config --cflags --libs libturbojpeg libpng libavformat libavcodec libswscale libavutil jansson libxxhash libzstd libcurl expat libcrypto) -lpthread -lm
+        $(pkg-config --cflags --libs libturbojpeg libpng libavformat libavcodec libswscale libavutil jansson libxxhash libzstd libcurl expat libcrypto libarchive) -lpthread -lm
 fi
 raw1=$("$DB" 1 "$S"/*/*.jpg)
 rawN=$("$DB" "$cores" "$S"/*/*.jpg)
