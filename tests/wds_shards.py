@@ -3,11 +3,11 @@
 back by the webdataset package itself, so that the tar details dlk meets
 are those of the format's own writer.
 
-  wds_shards.py make DIR --shards N --per K [--start S] [--bad KEY]
+  wds_shards.py make DIR --shards N --per K [--start S] [--bad KEY] [--big]
       N shards DIR/%06d.tar (from S) of K samples each: an image (.png
       for even sample numbers, .jpg for odd ones, sizes varying), a class
       (.cls) and a caption (.txt); --bad KEY makes that sample's .jpg a
-      corrupt JPEG.
+      corrupt JPEG; --big makes the images 16 times as wide and high.
   wds_shards.py check DLK DATASET BASE DIR
       every row of DATASET matches its sample in DIR's shards (read by
       webdataset): key BASE + SHARD + "/" + member, the caption, the class
@@ -27,8 +27,10 @@ from PIL import Image
 import webdataset as wds
 
 
-def sample(i, rng):
+def sample(i, rng, big):
     h, w = 16 + (i * 7) % 23, 20 + (i * 5) % 19
+    if big:
+        h, w = h * 16, w * 16
     ys, xs = np.mgrid[0:h, 0:w]
     a = np.stack([(xs * 9 + i) % 256, (ys * 11 + 3 * i) % 256,
                   rng.integers(0, 256, (h, w))], -1).astype(np.uint8)
@@ -46,7 +48,7 @@ def make(a):
     with wds.ShardWriter(os.path.join(a.dir, "%06d.tar"), maxcount=a.per,
                          start_shard=a.start, verbose=0) as w:
         for i in range(a.start * a.per, (a.start + a.shards) * a.per):
-            s = sample(i, rng)
+            s = sample(i, rng, a.big)
             if s["__key__"] == a.bad:
                 s.pop("png", None)
                 s["jpg"] = b"\xff\xd8\xff\xe0 not a jpeg at all" * 4
@@ -97,6 +99,7 @@ def main():
     m.add_argument("--per", type=int, required=True)
     m.add_argument("--start", type=int, default=0)
     m.add_argument("--bad", default="")
+    m.add_argument("--big", action="store_true")
     c = sub.add_parser("check")
     c.add_argument("dlk")
     c.add_argument("ds")
