@@ -11,6 +11,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,32 @@ static const char *member_path(struct archive_entry *e)
     return p && *p ? p : NULL;
 }
 
+/* What a shard's headers gave, gathered by a lister thread and added to
+ * the source in shard order once all are read. */
+typedef struct found {
+    char *key;
+    uint64_t size, off;
+    const char *why;    /* not NULL: no object, reported with this */
+} found;
+
+typedef struct shard_list {
+    found *v;
+    size_t n, cap;
+    dlk_status rc;
+    dlk_error err;
+} shard_list;
+
+static dlk_status put(shard_list *l, char *key, uint64_t size, uint64_t off,
+                      const char *why, dlk_error *err)
+{
+    if (!DLK_GROW(l->v, l->n, l->cap, 64)) {
+        free(key);
+        return dlk_oom(err);
+    }
+    l->v[l->n++] = (found){key, size, off, why};
+    return DLK_OK;
+}
+
 /* The member whose header was read last, until the next header says
  * where its bytes end. */
 typedef struct pending {
@@ -106,27 +133,23 @@ typedef struct pending {
 /* A member's bytes end where the next header (or the archive's end)
  * begins, less the padding to 512 bytes; they begin after its own
  * header blocks (pax and long-name blocks before them). */
-static dlk_status member_done(ing_source *s, size_t si, pending *p,
-                              int64_t next, dlk_error *err)
+static dlk_status member_done(const ing_shard *sh, pending *p, int64_t next,
+                              shard_list *l, dlk_error *err)
 {
     if (!p->set)
         return DLK_OK;
-    const ing_shard *sh = &s->shards[si];
     p->set = false;
     int64_t off = next - ((p->size + 511) / 512) * 512;
-    dlk_status rc = DLK_OK;
-    if (off < p->header + 512 || (uint64_t)off + (uint64_t)p->size > sh->size)
-        rc = dlk_fail(err, DLK_EDECODE, "tar shard '%s': member '%s' is "
-                      "not where its header says", sh->key,
-                      p->key + strlen(sh->key) + 1);
-    else if (ing_source_add_obj(s, p->key, (uint64_t)p->size, sh->version,
-                                (uint32_t)si + 1,
-                                (uint32_t)strlen(sh->key) + 1,
-                                (uint64_t)off))
-        rc = dlk_oom(err);
-    free(p->key);
+    char *key = p->key;
     p->key = NULL;
-    return rc;
+    if (off < p->header + 512 || (uint64_t)off + (uint64_t)p->size > sh->size) {
+        dlk_status rc = dlk_fail(err, DLK_EDECODE, "tar shard '%s': member "
+                                 "'%s' is not where its header says",
+                                 sh->key, key + strlen(sh->key) + 1);
+        free(key);
+        return rc;
+    }
+    return put(l, key, (uint64_t)p->size, (uint64_t)off, NULL, err);
 }
 
 /* Why a member is no object, or NULL when it may be one. */
@@ -143,10 +166,9 @@ static const char *member_problem(struct archive_entry *e)
     return NULL;
 }
 
-static dlk_status read_members(ing_source *s, size_t si, struct archive *a,
-                               tar_in *in, dlk_error *err)
+static dlk_status read_members(const ing_shard *sh, struct archive *a,
+                               tar_in *in, shard_list *l, dlk_error *err)
 {
-    const ing_shard *sh = &s->shards[si];
     pending p = {0};
     dlk_status rc = DLK_OK;
     struct archive_entry *e;
@@ -154,22 +176,20 @@ static dlk_status read_members(ing_source *s, size_t si, struct archive *a,
     while (!rc && ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK ||
                    r == ARCHIVE_WARN)) {
         int64_t header = archive_read_header_position(a);
-        if ((rc = member_done(s, si, &p, header, err)))
+        if ((rc = member_done(sh, &p, header, l, err)))
             break;
         if (archive_entry_filetype(e) == AE_IFDIR)
             continue;
         const char *path = member_path(e);
         char *key = NULL;
-        if (path && asprintf(&key, "%s/%s", sh->key, path) < 0)
+        if (asprintf(&key, "%s/%s", sh->key, path ? path : "") < 0)
             return dlk_oom(err);
         const char *why = path ? member_problem(e)
                                : "not read: a tar member of no name";
-        if (why) {
-            ing_source_unused(s, key ? key : sh->key, why);
-            free(key);
-            continue;
-        }
-        p = (pending){key, header, archive_entry_size(e), true};
+        if (why)
+            rc = put(l, key, 0, 0, why, err);
+        else
+            p = (pending){key, header, archive_entry_size(e), true};
     }
     if (!rc && r != ARCHIVE_EOF) {
         const char *why = in && in->rc ? in->err.msg : archive_error_string(a);
@@ -178,14 +198,17 @@ static dlk_status read_members(ing_source *s, size_t si, struct archive *a,
                       why ? why : "truncated, or not a tar archive");
     }
     if (!rc)
-        rc = member_done(s, si, &p, archive_read_header_position(a), err);
+        rc = member_done(sh, &p, archive_read_header_position(a), l, err);
     free(p.key);
     return rc;
 }
 
-static dlk_status list_shard(ing_source *s, size_t si, dlk_error *err)
+/* One shard's members into l; on a thread of its own (reads s's store
+ * and writes only shard si's size). */
+static dlk_status list_shard(ing_source *s, size_t si, shard_list *l,
+                             dlk_error *err)
 {
-    const ing_shard *sh = &s->shards[si];
+    ing_shard *sh = &s->shards[si];
     struct archive *a = archive_read_new();
     if (!a)
         return dlk_oom(err);
@@ -199,7 +222,7 @@ static dlk_status list_shard(ing_source *s, size_t si, dlk_error *err)
     int r;
     if (dlk_store_map(s->store, sh->key, &map, &len, NULL) == DLK_OK) {
         /* the size mapped now, not the listing's, bounds the members */
-        s->shards[si].size = len;
+        sh->size = len;
         r = archive_read_open_memory(a, map, len);
     } else {
         archive_read_set_read_callback(a, read_range);
@@ -213,7 +236,7 @@ static dlk_status list_shard(ing_source *s, size_t si, dlk_error *err)
                       : archive_error_string(a) ? archive_error_string(a)
                       : "cannot be read");
     else
-        rc = read_members(s, si, a, map ? NULL : &in, err);
+        rc = read_members(sh, a, map ? NULL : &in, l, err);
     archive_read_free(a);
     if (map)
         dlk_store_unmap(s->store, map, len);
@@ -221,21 +244,85 @@ static dlk_status list_shard(ing_source *s, size_t si, dlk_error *err)
     return rc;
 }
 
+/* Shards are listed on several threads at once: a remote shard's
+ * headers cost a round trip a range, a local one's a page fault each. */
+#define LISTERS_REMOTE 16
+#define LISTERS_LOCAL 4
+
+typedef struct listers {
+    ing_source *s;
+    const dlk_ingest_opts *o;
+    shard_list *out;
+    size_t next;        /* the next shard to list (atomic) */
+    bool failed, stop;  /* atomic */
+} listers;
+
+static void *lister(void *arg)
+{
+    listers *L = arg;
+    for (;;) {
+        size_t i = __atomic_fetch_add(&L->next, 1, __ATOMIC_RELAXED);
+        if (i >= L->s->nshards || __atomic_load_n(&L->failed, __ATOMIC_RELAXED))
+            break;
+        if (L->o && L->o->stop && L->o->stop(L->o->ud)) {
+            __atomic_store_n(&L->stop, true, __ATOMIC_RELAXED);
+            break;
+        }
+        shard_list *l = &L->out[i];
+        l->rc = list_shard(L->s, i, l, &l->err);
+        if (l->rc)
+            __atomic_store_n(&L->failed, true, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+
 dlk_status ing_tar_list(ing_source *s, const dlk_ingest_opts *o,
                         dlk_error *err)
 {
-    for (size_t i = 0; i < s->nshards; i++) {
-        if (o && o->stop && o->stop(o->ud)) {
-            s->stopped = true;
-            return DLK_OK;
+    listers L = {.s = s, .o = o, .out = calloc(s->nshards, sizeof *L.out)};
+    if (!L.out)
+        return dlk_oom(err);
+    size_t want = dlk_store_is_remote(s->store) ? LISTERS_REMOTE
+                                                : LISTERS_LOCAL;
+    if (want > s->nshards)
+        want = s->nshards;
+    pthread_t th[LISTERS_REMOTE];
+    size_t started = 0;
+    while (started + 1 < want &&
+           pthread_create(&th[started], NULL, lister, &L) == 0)
+        started++;
+    lister(&L); /* this thread is one of them */
+    for (size_t i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    dlk_status rc = DLK_OK;
+    for (size_t i = 0; !rc && i < s->nshards; i++)
+        if (L.out[i].rc) {
+            rc = L.out[i].rc;
+            *err = L.out[i].err;
         }
-        dlk_status rc = list_shard(s, i, err);
-        if (rc)
-            return rc;
-        if (s->oom)
-            return dlk_oom(err);
+    if (!rc && L.stop)
+        s->stopped = true;
+    for (size_t i = 0; i < s->nshards; i++) {
+        shard_list *l = &L.out[i];
+        for (size_t j = 0; j < l->n; j++) {
+            found *f = &l->v[j];
+            if (rc || s->stopped)
+                ;
+            else if (f->why)
+                ing_source_unused(s, f->key, f->why);
+            else if (ing_source_add_obj(s, f->key, f->size,
+                                        s->shards[i].version, (uint32_t)i + 1,
+                                        (uint32_t)strlen(s->shards[i].key) + 1,
+                                        f->off))
+                rc = dlk_oom(err);
+            free(f->key);
+        }
+        free(l->v);
     }
-    return DLK_OK;
+    free(L.out);
+    if (!rc && s->oom)
+        rc = dlk_oom(err);
+    return rc;
 }
 
 dlk_status ing_obj_get(const ing_source *s, const ing_obj *o, uint64_t max,
