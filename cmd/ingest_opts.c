@@ -37,6 +37,9 @@ const char ingest_opts_usage[] =
     "  --fps F              video: sample at F frames per second ...\n"
     "  --clip-seconds S     ... for S seconds from the start\n"
     "  --labels FILE|URL    CSV (key,label,...) or JSONL label manifest\n"
+    "  --no-metadata        do not read metadata.jsonl / metadata.csv files\n"
+    "                       (Hugging Face ImageFolder: their file_name\n"
+    "                       column names the rows, other columns feed tensors)\n"
     "  --on-error MODE      skip (default: report and go on) or fail\n"
     "  --order ORDER        shuffled (default: rows in a seeded permutation,\n"
     "                       so every chunk holds a sample of the whole\n"
@@ -49,6 +52,8 @@ const char ingest_opts_usage[] =
     "  --checkpoint SEC     publish progress every SEC seconds (default 30)\n"
     "  --no-resume          start afresh instead of resuming an interrupted run\n"
     "                       (keys already in the dataset are still skipped)\n"
+    "  --strict-classes     a class the dataset lacks is a bad row, not a\n"
+    "                       new class appended to its class list\n"
     "  --no-key             a new dataset gets no 'key' and 'key_version'\n"
     "                       tensors (then a rerun picks up no new objects)\n"
     "  --on-changed MODE    an ingested object whose version changed: skip\n"
@@ -171,6 +176,26 @@ static void on_changed(void *ud, const char *key)
             fputs("\r\033[K", stderr);
         fprintf(stderr, "dlk: changed since it was ingested (skipped): "
                 "'%s'\n", key);
+    }
+}
+
+/* A class name appended to the dataset's class list (or, dry run, that
+ * would be). */
+static void on_new_class(void *ud, const char *tensor, const char *name,
+                         uint64_t id)
+{
+    ingest_cli *c = ud;
+    if (!c->classes)
+        c->classes = json_array();
+    json_array_append_new(c->classes, json_pack("{s:s,s:s,s:I}", "tensor",
+                                                tensor, "name", name, "id",
+                                                (json_int_t)id));
+    if (!c->json && !c->quiet) {
+        if (c->tty)
+            fputs("\r\033[K", stderr);
+        fprintf(stderr, "dlk: %s class '%s' (id %llu) to tensor '%s'\n",
+                c->o.dry_run ? "would add" : "added", name,
+                (unsigned long long)id, tensor);
     }
 }
 
@@ -323,6 +348,7 @@ void ingest_cli_init(ingest_cli *c)
     c->o.on_schema = on_schema;
     c->o.on_unused = on_unused;
     c->o.on_changed_key = on_changed;
+    c->o.on_new_class = on_new_class;
     c->o.ud = c;
 }
 
@@ -333,6 +359,7 @@ void ingest_cli_free(ingest_cli *c)
     json_decref(c->unused);
     json_decref(c->unused_why);
     json_decref(c->changed);
+    json_decref(c->classes);
 }
 
 /* The callbacks of the table below: opt->value is the ingest_cli. */
@@ -502,6 +529,8 @@ size_t ingest_cli_options(ingest_cli *c, cmd_opt *out)
         CMD_OPT_FLAG("dry-run", 0, &o->dry_run),
         CMD_OPT_CALL_WITH("max-skip", 0, opt_max_skip, c),
         CMD_OPT_FLAG("no-key", 0, &o->no_key),
+        CMD_OPT_FLAG("strict-classes", 0, &o->strict_classes),
+        CMD_OPT_FLAG("no-metadata", 0, &o->no_metadata),
         CMD_OPT_CALL_WITH("on-changed", 0, opt_on_changed, c),
         CMD_OPT_CALL_WITH("keys-relative-to", 0, opt_keys_relative_to, c),
         CMD_OPT_FLAG("json", 0, &c->json),
@@ -625,6 +654,8 @@ static json_t *summary_json(ingest_cli *c, const dlk_ingest_result *r)
                         ? json_incref(c->unused) : json_array());
     json_object_set_new(o, "schema", c->schema ? json_incref(c->schema)
                                                : json_array());
+    json_object_set_new(o, "classes_added", c->classes
+                        ? json_incref(c->classes) : json_array());
     json_object_set_new(o, "keys", json_boolean(r->keyed));
     if (r->keyed) {
         json_object_set_new(o, "new", json_integer((json_int_t)r->new_rows));

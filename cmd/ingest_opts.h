@@ -20,6 +20,7 @@ typedef struct ingest_cli {
     json_t *unused;      /* [{key, reason}]: the first UNUSED_LISTED */
     json_t *unused_why;  /* {reason: count} */
     json_t *changed;     /* [key] for --json */
+    json_t *classes;     /* [{tensor, name, id}]: class names appended */
     double last_draw;
     bool drawn;          /* a progress line is on the terminal */
     bool finished;       /* the last progress line was drawn */
@@ -31,7 +32,7 @@ void ingest_cli_init(ingest_cli *c);
 void ingest_cli_free(ingest_cli *c);
 /* The options ingest and create share, as rows of a command's table
  * (options.h): INGEST_NOPTIONS rows written to out, storing into c. */
-#define INGEST_NOPTIONS 25
+#define INGEST_NOPTIONS 27
 size_t ingest_cli_options(ingest_cli *c, cmd_opt *out);
 /* "from-s3 URL" / "from-dir DIR": sets o.source; EXIT_USAGE if bad. */
 int ingest_cli_source(ingest_cli *c, const char *cmd, const char *kind,

@@ -1109,6 +1109,22 @@ typedef struct dlk_ingest_opts {
      * in the head (its "key_base"; not with dry_run).  NULL: the one the
      * head records, if any. */
     const char *keys_relative_to;
+    /* A class name of the source (a folder, a label manifest's label)
+     * that the dataset's class_label tensor lacks is appended to its
+     * class list, after the names it has (new names in byte order), and
+     * the head is published with it before rows are read; existing ids
+     * never change.  strict_classes: refused instead, each such row a
+     * bad row ("class 'x' is not one of the N classes").  on_new_class
+     * (NULL: none) is told each name appended (with dry_run: that would
+     * be) and its id. */
+    int strict_classes;
+    /* Hugging Face ImageFolder metadata: a metadata.jsonl or metadata.csv
+     * in a folder of the source names the files of its folder that are
+     * rows (column file_name) and gives them the values of its other
+     * columns; without labels, these are read unless no_metadata. */
+    int no_metadata;
+    void (*on_new_class)(void *ud, const char *tensor, const char *name,
+                         uint64_t id);
 } dlk_ingest_opts;
 
 typedef struct dlk_ingest_result {
@@ -1150,6 +1166,7 @@ typedef struct dlk_ingest_result {
     uint64_t new_rows;      /* keys not in the dataset before this run */
     uint64_t present;       /* keys in it already, same version: skipped */
     uint64_t changed;       /* keys in it already, other version: skipped */
+    uint64_t classes_added; /* class names appended (see strict_classes) */
 } dlk_ingest_result;
 
 /* Ingest every row of opts->source into the dataset at `url`.  Objects

@@ -246,3 +246,17 @@ for t in m["tensors"]:
         print(t["name"], i, hashlib.sha1(b).hexdigest())
 PY
 }
+
+# small_jpegs DIR PATH...: a 16x12 JPEG at DIR/PATH for each PATH (folders
+# made), each of its own colour; needs Pillow
+small_jpegs() {
+    python3 - "$@" <<'PY'
+import os, sys
+from PIL import Image
+d = sys.argv[1]
+for i, n in enumerate(sys.argv[2:]):
+    p = os.path.join(d, n)
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    Image.new("RGB", (16, 12), (i * 30 % 256, 90, 160)).save(p, quality=90)
+PY
+}

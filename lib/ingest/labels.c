@@ -90,7 +90,7 @@ static dlk_status parse_csv(const char *p, const char *end, ing_labels *l,
     if (csv_record(&p, end, t, &nf))
         return dlk_oom(err);
     l->ncols = nf;
-    if (nf < 2)
+    if (nf < 2 && !l->exact)
         return dlk_fail(err, DLK_EINVAL, "label manifest '%s': the header "
                         "needs at least two columns (key,label)", l->name);
     size_t line = 1;
@@ -103,9 +103,10 @@ static dlk_status parse_csv(const char *p, const char *end, ing_labels *l,
         if (csv_record(&p, end, t, &nf))
             return dlk_oom(err);
         if (nf != l->ncols)
-            return dlk_fail(err, DLK_EINVAL, "label manifest '%s': line %zu "
-                            "has %zu fields, the header %zu", l->name, line,
-                            nf, l->ncols);
+            return dlk_fail(err, DLK_EINVAL, "%s '%s': record %zu has %zu "
+                            "fields, the header %zu", l->exact
+                            ? "metadata file" : "label manifest", l->name,
+                            line, nf, l->ncols);
     }
     return DLK_OK;
 }
@@ -120,15 +121,15 @@ static char *cell_text(json_t *v)
 }
 
 static dlk_status parse_jsonl(const char *p, const char *end, ing_labels *l,
-                              table *t, dlk_error *err)
+                              const char *keycol, table *t, dlk_error *err)
 {
     size_t line = 0;
     json_t **objs = NULL;
     size_t nobjs = 0, cap = 0;
     dlk_status rc = DLK_OK;
-    /* columns: "key" first, then every other field in first-seen order */
+    /* columns: the key first, then every other field in first-seen order */
     json_t *cols = json_array();
-    json_array_append_new(cols, json_string("key"));
+    json_array_append_new(cols, json_string(keycol));
     while (!rc && p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *e = nl ? nl : end;
@@ -141,11 +142,12 @@ static dlk_status parse_jsonl(const char *p, const char *end, ing_labels *l,
             continue;
         json_error_t je;
         json_t *o = json_loadb(q, (size_t)(e - q), 0, &je);
-        if (!json_is_object(o) || !json_is_string(json_object_get(o, "key"))) {
+        if (!json_is_object(o) || !json_is_string(json_object_get(o, keycol))) {
             json_decref(o);
-            rc = dlk_fail(err, DLK_EINVAL, "label manifest '%s': line %zu is "
-                          "not a JSON object with a string \"key\"", l->name,
-                          line);
+            rc = dlk_fail(err, DLK_EINVAL, "%s '%s': line %zu is not a JSON "
+                          "object with a string \"%s\"", l->exact
+                          ? "metadata file" : "label manifest", l->name, line,
+                          keycol);
             break;
         }
         const char *k;
@@ -184,7 +186,7 @@ static dlk_status parse_jsonl(const char *p, const char *end, ing_labels *l,
     return rc;
 }
 
-static dlk_status build_index(ing_labels *l, dlk_error *err)
+dlk_status ing_labels_index(ing_labels *l, dlk_error *err)
 {
     size_t n = 16;
     while (n < 2 * l->nrows + 1)
@@ -198,8 +200,10 @@ static dlk_status build_index(ing_labels *l, dlk_error *err)
         size_t h = (size_t)hash_str(k, strlen(k)) & (n - 1);
         while (l->slots[h]) {
             if (strcmp(l->cells[(l->slots[h] - 1) * l->ncols], k) == 0)
-                return dlk_fail(err, DLK_EINVAL, "label manifest '%s': key "
-                                "'%s' appears twice", l->name, k);
+                return dlk_fail(err, DLK_EINVAL, "%s '%s': %s '%.200s' "
+                                "appears twice", l->exact ? "metadata file"
+                                : "label manifest", l->name, l->exact
+                                ? "file_name" : "key", k);
             h = (h + 1) & (n - 1);
         }
         l->slots[h] = r + 1;
@@ -248,29 +252,27 @@ static dlk_status read_all(const char *src, const dlk_store_options *so,
     return rc;
 }
 
-dlk_status ing_labels_load(const char *src, const dlk_store_options *so,
-                           ing_labels *l, dlk_error *err)
+dlk_status ing_labels_parse(const void *data, size_t len, const char *name,
+                            const char *keycol, bool exact, ing_labels *l,
+                            dlk_error *err)
 {
     memset(l, 0, sizeof *l);
-    if (!(l->name = strdup(src)))
+    l->exact = exact;
+    if (!(l->name = strdup(name)))
         return dlk_oom(err);
-    dlk_buf b;
-    dlk_buf_init(&b);
-    dlk_status rc = read_all(src, so, &b, err);
+    dlk_status rc = DLK_OK;
     table t = {0};
-    if (!rc) {
-        const char *p = (const char *)b.data, *end = p + b.len;
-        if (b.len >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0)
-            p += 3;
-        const char *q = p;
-        while (q < end && (*q == ' ' || *q == '\n' || *q == '\r'))
-            q++;
-        rc = (q < end && *q == '{') ? parse_jsonl(q, end, l, &t, err)
-                                    : parse_csv(p, end, l, &t, err);
-    }
-    dlk_buf_free(&b);
+    const char *p = data, *end = p + len;
+    if (len >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0)
+        p += 3;
+    const char *q = p;
+    while (q < end && (*q == ' ' || *q == '\n' || *q == '\r'))
+        q++;
+    rc = (q < end && *q == '{') ? parse_jsonl(q, end, l, keycol, &t, err)
+                                : parse_csv(p, end, l, &t, err);
     if (!rc && (!l->ncols || t.n < l->ncols))
-        rc = dlk_fail(err, DLK_EINVAL, "label manifest '%s' is empty", src);
+        rc = dlk_fail(err, DLK_EINVAL, "%s '%s' is empty", exact
+                      ? "metadata file" : "label manifest", name);
     if (!rc && !(l->cols = malloc(l->ncols * sizeof *l->cols)))
         rc = dlk_oom(err);
     if (rc) {
@@ -288,15 +290,49 @@ dlk_status ing_labels_load(const char *src, const dlk_store_options *so,
             l->nrows * l->ncols * sizeof *t.cells);
     l->cells = t.cells;
     l->label_col = -1;
+    /* a CSV's key column may be anywhere (file_name): moved first */
+    size_t kc = 0;
+    while (kc < l->ncols && strcmp(l->cols[kc], keycol))
+        kc++;
+    if (exact && kc == l->ncols) {
+        rc = dlk_fail(err, DLK_EINVAL, "metadata file '%s' has no column "
+                      "'%s'", name, keycol);
+        ing_labels_free(l);
+        return rc;
+    }
+    if (exact && kc) {
+        char *x = l->cols[0];
+        l->cols[0] = l->cols[kc];
+        l->cols[kc] = x;
+        for (size_t r = 0; r < l->nrows; r++) {
+            x = l->cells[r * l->ncols];
+            l->cells[r * l->ncols] = l->cells[r * l->ncols + kc];
+            l->cells[r * l->ncols + kc] = x;
+        }
+    }
     for (size_t c = 1; c < l->ncols; c++)
         if (l->label_col < 0 && (strcmp(l->cols[c], "label") == 0 ||
                                  strcmp(l->cols[c], "labels") == 0 ||
                                  strcmp(l->cols[c], "class") == 0))
             l->label_col = (int)c;
-    if (l->label_col < 0)
+    /* a label manifest's second column is its label; a metadata file
+     * has one only by name */
+    if (l->label_col < 0 && !exact)
         l->label_col = 1;
-    rc = build_index(l, err);
-    if (rc)
+    return DLK_OK;
+}
+
+dlk_status ing_labels_load(const char *src, const dlk_store_options *so,
+                           ing_labels *l, dlk_error *err)
+{
+    memset(l, 0, sizeof *l);
+    dlk_buf b;
+    dlk_buf_init(&b);
+    dlk_status rc = read_all(src, so, &b, err);
+    if (!rc)
+        rc = ing_labels_parse(b.data, b.len, src, "key", false, l, err);
+    dlk_buf_free(&b);
+    if (!rc && (rc = ing_labels_index(l, err)))
         ing_labels_free(l);
     return rc;
 }
@@ -334,6 +370,8 @@ ssize_t ing_labels_find(const ing_labels *l, const char *key,
     const char *base = strrchr(key, '/');
     base = base ? base + 1 : key;
     ssize_t r = lookup(l, key, strlen(key));
+    if (l->exact)
+        return r;
     if (r < 0)
         r = lookup(l, key, stem_len);
     if (r < 0 && base != key)

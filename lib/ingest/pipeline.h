@@ -58,8 +58,10 @@ typedef struct ing_source {
     struct ing_unsafe {
         char *key;      /* escaped (dlk_key_escape) */
         const char *why;
+        bool whole;     /* why is the whole reason (ing_unsafe_reason) */
     } *unsafe;          /* keys no store may read ("..", control bytes,
-                           not UTF-8), sorted */
+                           not UTF-8), and files a metadata file names
+                           that the source lacks: skipped rows, sorted */
     size_t nunsafe;
     struct ing_unused {
         char *key;      /* escaped (dlk_key_escape) */
@@ -71,6 +73,9 @@ typedef struct ing_source {
     size_t nunused;
     uint64_t unused_total; /* all of them */
     char *labels_key;   /* the --labels manifest's key, when inside */
+    char **meta;        /* keys of the metadata files (metadata.jsonl,
+                           metadata.csv: metadata.c), in listing order */
+    size_t nmeta;
     char *base;         /* the source's url, objs[].key's prefix in a row's
                            identity (ing_source_base); NULL: none */
     bool oom;
@@ -106,6 +111,12 @@ static inline const dlk_store_options *ing_store(const dlk_ingest_opts *o)
 {
     return o ? o->store : NULL;
 }
+/* The reason an unsafe entry is skipped for, into out. */
+void ing_unsafe_reason(const struct ing_unsafe *u, char *out, size_t cap);
+/* Add keys[0..n) as skipped rows of reason why (a static string), and
+ * keep the list sorted; -1 when out of memory. */
+int ing_source_missing(ing_source *s, const char *const *keys, size_t n,
+                       const char *why);
 /* Keep (up to ING_UNUSED_KEPT) and count an object that is no sample. */
 void ing_source_unused(ing_source *s, const char *key, const char *why);
 /* What the listing of s's store passes over (a local tree's symbolic
@@ -262,7 +273,41 @@ typedef struct ing_labels {
     size_t nrows;
     size_t *slots;       /* open-addressing hash of keys: row + 1 */
     size_t nslots;
+    bool exact;          /* metadata files: keys are whole object keys,
+                            matched exactly; no label column but by name */
 } ing_labels;
+
+/* Parse a manifest (CSV with a header row, or JSON Lines) named name into
+ * l, its column keycol first (exact: a metadata file, whose key column
+ * must be there; else column 0 is the key); no index yet. */
+dlk_status ing_labels_parse(const void *data, size_t len, const char *name,
+                            const char *keycol, bool exact, ing_labels *l,
+                            dlk_error *err);
+/* The hash of l's keys (a key twice is an error). */
+dlk_status ing_labels_index(ing_labels *l, dlk_error *err);
+/* Whether key names a metadata file: its base name is metadata.jsonl or
+ * metadata.csv (metadata.c). */
+bool ing_meta_name(const char *key);
+/* The metadata files of src (src->meta) as one manifest, each file_name
+ * made a key of the source by the folder of its file (metadata.c). */
+dlk_status ing_meta_load(const ing_source *src, ing_labels *l,
+                         dlk_error *err);
+/* The files l names that src lacks, added to src's skipped rows. */
+dlk_status ing_meta_missing(ing_source *src, const ing_labels *l,
+                            dlk_error *err);
+/* The metadata row that names an object of source row `row`, or -1 (a
+ * stray: no sample). */
+ssize_t ing_meta_row(const ing_labels *l, const ing_source *s, size_t row);
+/* Whether source row `row` is a stray of metadata meta (a manifest of
+ * metadata files; NULL or another manifest: never): each of its objects
+ * counted in *unused and, when report, told to o->on_unused. */
+bool ing_meta_stray(const ing_labels *meta, const ing_source *src,
+                    size_t row, const dlk_ingest_opts *o, bool report,
+                    uint64_t *unused);
+/* The manifest of a run: o->labels, else, unless o->no_metadata, the
+ * source's metadata files; *have false when neither (metadata.c). */
+dlk_status ing_labels_for(const dlk_ingest_opts *o, const ing_source *src,
+                          ing_labels *l, bool *have, dlk_error *err);
 
 dlk_status ing_labels_load(const char *src, const dlk_store_options *so,
                            ing_labels *l, dlk_error *err);
@@ -271,6 +316,15 @@ void ing_labels_free(ing_labels *l);
  * its base name or its base name's stem.  -1 when absent. */
 ssize_t ing_labels_find(const ing_labels *l, const char *key,
                         size_t stem_len);
+/* Append the class names that the samples of src give (from labels, or
+ * NULL: from their folders) and the head's class_label tensor lacks to
+ * its class list, in byte order after the names it has, and publish the
+ * head; again on a newer head when another writer replaced it first
+ * (classes.c).  Nothing with o->strict_classes; nothing written with
+ * o->dry_run (the names are still told to o->on_new_class). */
+dlk_status ing_classes_grow(const char *url, const dlk_ingest_opts *o,
+                            const ing_source *src, const ing_labels *labels,
+                            dlk_ingest_result *res, dlk_error *err);
 /* Parse text as numbers: "3", "-1.5", "[1, 2, 3]", "[[1,2],[3,4]]".
  * Fills up to cap values; *n values, *inner the length of nested rows
  * (0 when flat).  Returns 0, or -1 when the text is not numeric. */

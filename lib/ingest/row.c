@@ -373,14 +373,15 @@ dlk_status ing_row_build(const ing_ctx *c, size_t row, const dlk_buf *bufs,
     }
     const ing_obj *lead = media ? media : &objs[0];
     *bad_key = lead->key;
-    ssize_t lrow = c->labels ? ing_labels_find(c->labels, lead->key,
-                                               lead->stem_len) : -1;
+    ssize_t lrow = !c->labels ? -1
+                   : c->labels->exact ? ing_meta_row(c->labels, c->src, row)
+                   : ing_labels_find(c->labels, lead->key, lead->stem_len);
     if (c->t_label >= 0 && !vals[c->t_label].set) {
         const dlk_tensor *t = &c->tensors[c->t_label];
         char folder[256];
         if (cls) {
             rc = label_val(t, cls, &vals[c->t_label], err);
-        } else if (c->labels) {
+        } else if (c->labels && c->labels->label_col >= 0) {
             if (lrow < 0)
                 rc = dlk_fail(err, DLK_EDECODE, "no label for '%s' in "
                               "label manifest '%s'", lead->key,

@@ -67,7 +67,8 @@ static dlk_status setup_ctx(ing_run *r, const ing_source *src,
                            c->t_key_version);
     c->t_text = find_kind(ds, DLK_KIND_TEXT, c->t_key, c->t_key_version);
     c->labels = labels;
-    c->folder_labels = c->t_label >= 0 && !labels;
+    /* a metadata file without a label column leaves the folders' */
+    c->folder_labels = c->t_label >= 0 && (!labels || labels->label_col < 0);
     if (c->t_image >= 0)
         image_opts(r->o, &ds->m.tensors[c->t_image].spec, 0, &c->img);
     else
@@ -108,7 +109,8 @@ static void canonical_options(ing_run *r, const char *nonce,
              c->img.fit, c->img.channels, c->img.chw ? "chw" : "hwc",
              c->vid.image.width, c->vid.image.height, c->vid.image.channels,
              c->vid.image.chw, c->vid.frames, c->vid.fps, c->vid.clip_seconds,
-             (unsigned long long)o->max_pixels, o->labels ? o->labels : "",
+             (unsigned long long)o->max_pixels,
+             o->labels ? o->labels : c->labels ? "metadata" : "",
              (int)o->on_error, o->unordered, order_text,
              nonce ? " nonce=" : "", nonce ? nonce : "");
     if (keyed_rows >= 0) {
@@ -251,10 +253,16 @@ static dlk_status candidates(ing_run *r, const ing_source *src,
         if ((int)t != r->ctx.t_key && (int)t != r->ctx.t_key_version)
             ing_feeds_add(&feeds, &r->ds->m.tensors[t].spec);
     size_t nsample = 0;
-    for (size_t pos = 0; pos < src->nrows; pos++)
-        if (ing_row_is_sample(src, r->rows[pos], &feeds, r->o->on_unused,
+    for (size_t pos = 0; pos < src->nrows; pos++) {
+        size_t row = r->rows[pos];
+        /* the metadata names the rows: a file it does not is none */
+        if (ing_meta_stray(r->ctx.labels, src, row, r->o, r->shard == 0,
+                           &r->res->unused))
+            continue;
+        if (ing_row_is_sample(src, row, &feeds, r->o->on_unused,
                               r->o->ud, &r->res->unused))
-            (*out)[nsample++] = r->rows[pos];
+            (*out)[nsample++] = row;
+    }
     if (!r->keyed) {
         *n = nsample;
         return DLK_OK;
@@ -445,8 +453,7 @@ static void common_reasons(const json_t *errors, const ing_source *unsafe,
             generic_reason(r, json_string_value(json_object_get(e, "key")),
                            why, sizeof why);
         } else {
-            snprintf(why, sizeof why, "not read: the key has %s",
-                     unsafe->unsafe[i - ne].why);
+            ing_unsafe_reason(&unsafe->unsafe[i - ne], why, sizeof why);
         }
         size_t k = 0;
         while (k < nt && strcmp(t[k].why, why))
@@ -551,8 +558,7 @@ static dlk_status report_unsafe(const dlk_ingest_opts *o,
 {
     for (size_t i = 0; i < src->nunsafe; i++) {
         char why[160];
-        snprintf(why, sizeof why, "not read: the key has %s",
-                 src->unsafe[i].why);
+        ing_unsafe_reason(&src->unsafe[i], why, sizeof why);
         if (o->on_bad)
             o->on_bad(o->ud, src->unsafe[i].key, why);
         res->skipped++;
@@ -784,8 +790,9 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
     }
     bool local_dir = strncmp(o->source, "s3://", 5) != 0 &&
                      strncmp(o->source, "gs://", 5) != 0;
+    bool meta = !o->labels && !o->no_metadata && src.nmeta;
     if (local_dir && src.nobjs && src.npy == src.nobjs && !src.nshards &&
-        !o->labels &&
+        !o->labels && !meta &&
         o->nshards <= 1 && !o->dry_run && !npy_as_rows(url, o, &src)) {
         rc = legacy_npy(url, o, &src, res, err);
         ing_source_free(&src);
@@ -794,12 +801,16 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
     }
     ing_labels labels;
     bool have_labels = false;
-    if (o->labels) {
-        if ((rc = ing_labels_load(o->labels, o->store, &labels, err))) {
-            ing_source_free(&src);
-            return rc;
-        }
-        have_labels = true;
+    rc = ing_labels_for(o, &src, &labels, &have_labels, err);
+    /* files named and missing are skipped rows, told with the others */
+    if (!rc && have_labels && labels.exact)
+        rc = ing_meta_missing(&src, &labels, err);
+    if (rc) {
+        if (have_labels)
+            ing_labels_free(&labels);
+        ing_source_free(&src);
+        res->seconds = dlk_now_s() - t0;
+        return rc;
     }
     ing_run r;
     memset(&r, 0, sizeof r);
@@ -850,6 +861,11 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
         else if (!o->dry_run)
             rc = ing_keys_set_base(url, o->store, key_base, err);
     }
+    /* before the head is read for the run: its rows are built with the
+     * class list that holds their classes */
+    if (!rc)
+        rc = ing_classes_grow(url, o, &src, have_labels ? &labels : NULL,
+                              res, err);
     if (!rc)
         rc = dlk_dataset_open_with(url, NULL, o->store, &r.ds, err);
     if (!rc)

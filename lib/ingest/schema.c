@@ -227,9 +227,12 @@ static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
     ing_labels lab;
     bool have_lab = false;
     bool label_tensor = false;
-    if (!rc && o->labels) {
-        rc = ing_labels_load(o->labels, o->store, &lab, err);
-        have_lab = !rc;
+    if (!rc)
+        rc = ing_labels_for(o, sp, &lab, &have_lab, err);
+    if (!rc && have_lab && lab.exact && lab.label_col < 0) {
+        /* metadata without a label column: no class tensor, as Hugging
+         * Face's ImageFolder drops the folders' labels beside metadata */
+    } else if (!rc && have_lab) {
         for (size_t r = 0; !rc && r < lab.nrows; r++)
             if (names_add(&nm, lab.cells[r * lab.ncols +
                                          (size_t)lab.label_col]))
@@ -263,7 +266,7 @@ static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
         }
         dlk_buf_free(&b);
         label_tensor = !rc;
-    } else if (!rc && (image || video) && folders) {
+    } else if (!rc && (image || video) && folders && !have_lab) {
         char f[256];
         for (size_t i = 0; !rc && i < src.nobjs; i++)
             if ((src.objs[i].role == ING_IMAGE ||
@@ -289,16 +292,21 @@ static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
     for (size_t c = 1; !rc && have_lab && c < lab.ncols; c++) {
         if ((int)c == lab.label_col || !valid_name(lab.cols[c]))
             continue;
-        bool numeric = true, scalar = true;
+        bool numeric = true, scalar = true, ints = lab.exact;
         double v[64];
         size_t n, inner;
         for (size_t r = 0; numeric && r < lab.nrows; r++) {
-            numeric = ing_parse_numbers(lab.cells[r * lab.ncols + c], v, 64,
-                                        &n, &inner) == 0;
-            scalar &= n == 1 && !strchr(lab.cells[r * lab.ncols + c], '[');
+            const char *cell = lab.cells[r * lab.ncols + c];
+            numeric = ing_parse_numbers(cell, v, 64, &n, &inner) == 0;
+            scalar &= n == 1 && !strchr(cell, '[');
+            char *end;
+            (void)strtoll(cell, &end, 10);
+            ints &= *cell && !*end;
         }
         sh[0] = DLK_DIM_VARIABLE;
-        add_spec(&l, lab.cols[c], numeric ? DLK_F32 : DLK_U8,
+        /* metadata: integers as Hugging Face's int64, other numbers f32 */
+        add_spec(&l, lab.cols[c], !numeric ? DLK_U8
+                 : ints && scalar ? DLK_I64 : DLK_F32,
                  numeric ? DLK_KIND_GENERIC : DLK_KIND_TEXT,
                  numeric && scalar ? 0 : 1, sh);
     }
@@ -501,11 +509,20 @@ static void remove_created(const char *url, const dlk_store_options *so)
 
 /* --dry-run of a create: what the source's rows would give the schema
  * s[0..n), reported as the run would; nothing is written. */
-static dlk_status dry_create(const dlk_ingest_opts *o,
-                             const ing_source *src, const dlk_tensor_spec *s,
-                             size_t n, dlk_ingest_result *res,
-                             dlk_error *err)
+static dlk_status dry_create(const dlk_ingest_opts *o, ing_source *src,
+                             const dlk_tensor_spec *s, size_t n,
+                             dlk_ingest_result *res, dlk_error *err)
 {
+    ing_labels lab;
+    bool have_lab = false;
+    dlk_status rc = ing_labels_for(o, src, &lab, &have_lab, err);
+    if (!rc && have_lab && lab.exact)
+        rc = ing_meta_missing(src, &lab, err);
+    if (rc) {
+        if (have_lab)
+            ing_labels_free(&lab);
+        return rc;
+    }
     ing_feeds f = {0};
     for (size_t i = 0; i < n; i++)
         ing_feeds_add(&f, &s[i]);
@@ -514,8 +531,7 @@ static dlk_status dry_create(const dlk_ingest_opts *o,
     if (shard == 0) {
         for (size_t i = 0; i < src->nunsafe; i++) {
             char why[160];
-            snprintf(why, sizeof why, "not read: the key has %s",
-                     src->unsafe[i].why);
+            ing_unsafe_reason(&src->unsafe[i], why, sizeof why);
             if (o->on_bad)
                 o->on_bad(o->ud, src->unsafe[i].key, why);
             res->skipped++;
@@ -528,16 +544,24 @@ static dlk_status dry_create(const dlk_ingest_opts *o,
     ing_order order = {.shuffled = o->order != DLK_ORDER_SORTED,
                        .seed = o->order_seed};
     size_t *rows = NULL;
-    dlk_status rc = ing_order_rows(src, &order, &rows, err);
-    if (rc)
+    rc = ing_order_rows(src, &order, &rows, err);
+    if (rc) {
+        if (have_lab)
+            ing_labels_free(&lab);
         return rc;
+    }
     size_t a = (size_t)((unsigned __int128)src->nrows * shard / nshards);
     size_t b = (size_t)((unsigned __int128)src->nrows * (shard + 1) /
                         nshards);
     for (size_t k = a; k < b; k++)
-        res->planned += ing_row_is_sample(src, rows[k], &f, o->on_unused,
-                                          o->ud, &res->unused);
+        if (!ing_meta_stray(have_lab ? &lab : NULL, src, rows[k], o,
+                            shard == 0, &res->unused))
+            res->planned += ing_row_is_sample(src, rows[k], &f,
+                                              o->on_unused, o->ud,
+                                              &res->unused);
     free(rows);
+    if (have_lab)
+        ing_labels_free(&lab);
     res->ignored = src->ignored;
     res->order = order.shuffled ? DLK_ORDER_SHUFFLED : DLK_ORDER_SORTED;
     res->order_seed = order.seed;

@@ -52,8 +52,17 @@ static int add_unsafe(ing_source *s, const char *key, const char *why)
     dlk_key_escape(key, safe, sizeof safe);
     if (!(s->unsafe[s->nunsafe].key = strdup(safe)))
         return s->oom = true;
+    s->unsafe[s->nunsafe].whole = false;
     s->unsafe[s->nunsafe++].why = why;
     return 0;
+}
+
+void ing_unsafe_reason(const struct ing_unsafe *u, char *out, size_t cap)
+{
+    if (u->whole)
+        snprintf(out, cap, "%s", u->why);
+    else
+        snprintf(out, cap, "not read: the key has %s", u->why);
 }
 
 void ing_source_unused(ing_source *s, const char *key, const char *why)
@@ -144,6 +153,20 @@ int ing_source_add_obj(ing_source *s, const char *key, uint64_t size,
         ing_source_unused(s, key, "not a sample: a hidden file");
         return s->oom;
     }
+    if (ing_meta_name(key)) {
+        /* its rows name the samples; whether it is used is the run's
+         * choice (--labels or --no-metadata: not) */
+        char **v = realloc(s->meta, (s->nmeta + 1) * sizeof *v);
+        if (!v || !(v[s->nmeta] = strdup(key))) {
+            if (v)
+                s->meta = v;
+            return s->oom = true;
+        }
+        s->meta = v;
+        s->nmeta++;
+        ing_source_unused(s, key, "not a sample: a metadata file");
+        return s->oom;
+    }
     if (s->labels_key && strcmp(key, s->labels_key) == 0) {
         ing_source_unused(s, key, "not a sample: the --labels manifest");
         return s->oom;
@@ -228,6 +251,21 @@ static int unsafe_cmp(const void *a, const void *b)
 {
     return strcmp(((const struct ing_unsafe *)a)->key,
                   ((const struct ing_unsafe *)b)->key);
+}
+
+int ing_source_missing(ing_source *s, const char *const *keys, size_t n,
+                       const char *why)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t at = s->nunsafe;
+        if (add_unsafe(s, keys[i], why))
+            return -1;
+        if (s->nunsafe > at)
+            s->unsafe[at].whole = true;
+    }
+    if (s->nunsafe)
+        qsort(s->unsafe, s->nunsafe, sizeof *s->unsafe, unsafe_cmp);
+    return 0;
 }
 
 /* "file://DIR", "DIR/" and "./DIR" name one local directory. */
@@ -478,6 +516,9 @@ void ing_source_free(ing_source *s)
         free(s->unused[i].key);
     free(s->unused);
     free(s->labels_key);
+    for (size_t i = 0; i < s->nmeta; i++)
+        free(s->meta[i]);
+    free(s->meta);
     free(s->base);
     dlk_store_free(s->store);
     free(s->cancel);  /* after the store, which asks it */
