@@ -37,6 +37,8 @@ const char ingest_opts_usage[] =
     "  --fps F              video: sample at F frames per second ...\n"
     "  --clip-seconds S     ... for S seconds from the start\n"
     "  --labels FILE|URL    CSV (key,label,...) or JSONL label manifest\n"
+    "  --coco FILE|URL      COCO annotations: each image it names is a row\n"
+    "                       with its boxes [N,4], category_ids [N], image_id\n"
     "  --no-metadata        do not read metadata.jsonl / metadata.csv files\n"
     "                       (Hugging Face ImageFolder: their file_name\n"
     "                       column names the rows, other columns feed tensors)\n"
@@ -516,6 +518,7 @@ size_t ingest_cli_options(ingest_cli *c, cmd_opt *out)
         CMD_OPT_FLOAT_ABOVE("fps", 0, &o->fps, 0, INFINITY),
         CMD_OPT_FLOAT_ABOVE("clip-seconds", 0, &o->clip_seconds, 0, INFINITY),
         CMD_OPT_STRING("labels", 0, &o->labels),
+        CMD_OPT_STRING("coco", 0, &o->coco),
         CMD_OPT_CALL_WITH("on-error", 0, opt_on_error, c),
         CMD_OPT_FLAG("unordered", 0, &o->unordered),
         CMD_OPT_CALL_WITH("order", 0, opt_order, c),
@@ -543,8 +546,13 @@ size_t ingest_cli_options(ingest_cli *c, cmd_opt *out)
 int ingest_cli_source(ingest_cli *c, const char *cmd, const char *kind,
                       const char *where)
 {
-    if (cmd_check_url(cmd, where) || cmd_check_url(cmd, c->o.labels))
+    if (cmd_check_url(cmd, where) || cmd_check_url(cmd, c->o.labels) ||
+        cmd_check_url(cmd, c->o.coco))
         return EXIT_USAGE;
+    if (c->o.labels && c->o.coco) {
+        cmd_error(cmd, "--labels and --coco cannot be combined");
+        return EXIT_USAGE;
+    }
     if (strcmp(kind, "from-s3") == 0) {
         if (strncmp(where, "gs://", 5) == 0) {
             cmd_error(cmd, "from-s3 needs an s3://BUCKET/PREFIX url; use "
@@ -778,8 +786,8 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
 dlk_status ingest_cli_store(ingest_cli *c, const char *url, dlk_error *err)
 {
     /* once one of them is remote, every call gives the same options */
-    const char *urls[3] = {url, c->o.source, c->o.labels};
-    for (int i = 0; i < 3; i++) {
+    const char *urls[4] = {url, c->o.source, c->o.labels, c->o.coco};
+    for (int i = 0; i < 4; i++) {
         dlk_status rc = cmd_store(urls[i], &c->o.store, err);
         if (rc)
             return rc;

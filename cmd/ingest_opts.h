@@ -32,7 +32,7 @@ void ingest_cli_init(ingest_cli *c);
 void ingest_cli_free(ingest_cli *c);
 /* The options ingest and create share, as rows of a command's table
  * (options.h): INGEST_NOPTIONS rows written to out, storing into c. */
-#define INGEST_NOPTIONS 27
+#define INGEST_NOPTIONS 28
 size_t ingest_cli_options(ingest_cli *c, cmd_opt *out);
 /* "from-s3 URL" / "from-dir DIR": sets o.source; EXIT_USAGE if bad. */
 int ingest_cli_source(ingest_cli *c, const char *cmd, const char *kind,

@@ -1123,6 +1123,13 @@ typedef struct dlk_ingest_opts {
      * rows (column file_name) and gives them the values of its other
      * columns; without labels, these are read unless no_metadata. */
     int no_metadata;
+    /* A COCO-style annotation file (a path, s3:// or gs:// URL): each of
+     * its "images" whose file_name (relative to the source) the source
+     * holds is a row, fed to the tensors "boxes" (f32 [N,4]: x, y, width,
+     * height), "category_ids" (i64 [N]) and "image_id" (i64) where the
+     * schema has them; the other images of the source are not samples.
+     * Not with labels. */
+    const char *coco;
     void (*on_new_class)(void *ud, const char *tensor, const char *name,
                          uint64_t id);
 } dlk_ingest_opts;

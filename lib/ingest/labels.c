@@ -201,7 +201,8 @@ dlk_status ing_labels_index(ing_labels *l, dlk_error *err)
         while (l->slots[h]) {
             if (strcmp(l->cells[(l->slots[h] - 1) * l->ncols], k) == 0)
                 return dlk_fail(err, DLK_EINVAL, "%s '%s': %s '%.200s' "
-                                "appears twice", l->exact ? "metadata file"
+                                "appears twice", l->coco ? "COCO file"
+                                : l->exact ? "metadata file"
                                 : "label manifest", l->name, l->exact
                                 ? "file_name" : "key", k);
             h = (h + 1) & (n - 1);
@@ -229,7 +230,7 @@ static dlk_status read_path(const char *src, const dlk_store_options *so,
     if (!rc)
         rc = dlk_store_get(st, base, LABELS_MAX, b, NULL, err);
     if (rc == DLK_ENOTFOUND)
-        rc = dlk_fail(err, DLK_ENOTFOUND, "no label manifest '%s'", src);
+        rc = dlk_fail(err, DLK_ENOTFOUND, "no such file '%s'", src);
     dlk_store_free(st);
     free(dir);
     return rc;
@@ -238,8 +239,8 @@ static dlk_status read_path(const char *src, const dlk_store_options *so,
 /* read_path of a manifest the command line names: a local one may be a
  * symbolic link, which the store (following none below its root) would
  * refuse, so it is resolved first. */
-static dlk_status read_all(const char *src, const dlk_store_options *so,
-                           dlk_buf *b, dlk_error *err)
+dlk_status ing_manifest_read(const char *src, const dlk_store_options *so,
+                             dlk_buf *b, dlk_error *err)
 {
     bool remote = strncmp(src, "s3://", 5) == 0 ||
                   strncmp(src, "gs://", 5) == 0;
@@ -328,7 +329,7 @@ dlk_status ing_labels_load(const char *src, const dlk_store_options *so,
     memset(l, 0, sizeof *l);
     dlk_buf b;
     dlk_buf_init(&b);
-    dlk_status rc = read_all(src, so, &b, err);
+    dlk_status rc = ing_manifest_read(src, so, &b, err);
     if (!rc)
         rc = ing_labels_parse(b.data, b.len, src, "key", false, l, err);
     dlk_buf_free(&b);

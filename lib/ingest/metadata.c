@@ -147,9 +147,11 @@ static dlk_status find_missing(ing_source *src, const ing_labels *l,
     for (size_t r = 0; miss && r < l->nrows; r++)
         if (!seen[r])
             miss[n++] = l->cells[r * l->ncols];
-    int bad = !miss || ing_source_missing(src, miss, n,
-                                          "no such object: a metadata file "
-                                          "names it, the source lacks it");
+    int bad = !miss || ing_source_missing(src, miss, n, l->coco
+                                          ? "no such object: the COCO file "
+                                            "names it, the source lacks it"
+                                          : "no such object: a metadata file "
+                                            "names it, the source lacks it");
     free(miss);
     free(seen);
     return bad ? dlk_oom(err) : DLK_OK;
@@ -229,7 +231,12 @@ dlk_status ing_labels_for(const dlk_ingest_opts *o, const ing_source *src,
 {
     *have = false;
     dlk_status rc = DLK_OK;
-    if (o->labels)
+    if (o->labels && o->coco)
+        return dlk_fail(err, DLK_EINVAL, "a label manifest and a COCO file "
+                        "cannot be given together");
+    if (o->coco)
+        rc = ing_coco_load(o->coco, o->store, l, NULL, NULL, err);
+    else if (o->labels)
         rc = ing_labels_load(o->labels, o->store, l, err);
     else if (!o->no_metadata && src->nmeta)
         rc = ing_meta_load(src, l, err);
@@ -261,8 +268,9 @@ bool ing_meta_stray(const ing_labels *meta, const ing_source *src,
     for (uint32_t i = 0; i < rw->n; i++) {
         (*unused)++;
         if (report && o->on_unused)
-            o->on_unused(o->ud, src->objs[rw->first + i].key,
-                         "not a sample: no metadata file names it");
+            o->on_unused(o->ud, src->objs[rw->first + i].key, meta->coco
+                         ? "not a sample: the COCO file names no such image"
+                         : "not a sample: no metadata file names it");
     }
     return true;
 }

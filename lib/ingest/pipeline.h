@@ -73,6 +73,7 @@ typedef struct ing_source {
     size_t nunused;
     uint64_t unused_total; /* all of them */
     char *labels_key;   /* the --labels manifest's key, when inside */
+    bool labels_coco;   /* ... or the --coco file's */
     char **meta;        /* keys of the metadata files (metadata.jsonl,
                            metadata.csv: metadata.c), in listing order */
     size_t nmeta;
@@ -275,7 +276,24 @@ typedef struct ing_labels {
     size_t nslots;
     bool exact;          /* metadata files: keys are whole object keys,
                             matched exactly; no label column but by name */
+    bool coco;           /* exact, from a COCO file (coco.c) */
 } ing_labels;
+
+/* A COCO annotation file (--coco; coco.c) as an exact manifest: key
+ * file_name, then ING_COCO_BOXES ("[[x,y,w,h],...]"), ING_COCO_CATEGORIES
+ * ("[id,...]") and ING_COCO_IMAGE_ID; with names (may be NULL), the
+ * categories' names by id ("" for ids none has), *nnames of them. */
+#define ING_COCO_BOXES "boxes"
+#define ING_COCO_CATEGORIES "category_ids"
+#define ING_COCO_IMAGE_ID "image_id"
+#define ING_COCO_MAX_CATEGORY 1000000 /* a tensor's class names, at most */
+dlk_status ing_coco_load(const char *src, const dlk_store_options *so,
+                         ing_labels *l, char ***names, size_t *nnames,
+                         dlk_error *err);
+/* Read a whole manifest named by a path (a local link resolved) or an
+ * s3:// or gs:// URL, at most 1 GiB (labels.c). */
+dlk_status ing_manifest_read(const char *src, const dlk_store_options *so,
+                             dlk_buf *b, dlk_error *err);
 
 /* Parse a manifest (CSV with a header row, or JSON Lines) named name into
  * l, its column keycol first (exact: a metadata file, whose key column

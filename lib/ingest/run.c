@@ -110,7 +110,8 @@ static void canonical_options(ing_run *r, const char *nonce,
              c->vid.image.width, c->vid.image.height, c->vid.image.channels,
              c->vid.image.chw, c->vid.frames, c->vid.fps, c->vid.clip_seconds,
              (unsigned long long)o->max_pixels,
-             o->labels ? o->labels : c->labels ? "metadata" : "",
+             o->labels ? o->labels : o->coco ? o->coco
+             : c->labels ? "metadata" : "",
              (int)o->on_error, o->unordered, order_text,
              nonce ? " nonce=" : "", nonce ? nonce : "");
     if (keyed_rows >= 0) {
@@ -790,7 +791,7 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
     }
     bool local_dir = strncmp(o->source, "s3://", 5) != 0 &&
                      strncmp(o->source, "gs://", 5) != 0;
-    bool meta = !o->labels && !o->no_metadata && src.nmeta;
+    bool meta = o->coco || (!o->labels && !o->no_metadata && src.nmeta);
     if (local_dir && src.nobjs && src.npy == src.nobjs && !src.nshards &&
         !o->labels && !meta &&
         o->nshards <= 1 && !o->dry_run && !npy_as_rows(url, o, &src)) {

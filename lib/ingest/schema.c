@@ -130,6 +130,43 @@ static void json_tensors(spec_list *l, const dlk_buf *b)
     json_decref(root);
 }
 
+/* a manifest cell's numbers that inference reads (an embedding of 4096
+ * floats is one list) */
+#define NUMS_MAX 65536
+
+/* The tensors of a COCO file's columns (coco.c): boxes f32 [?,4] of kind
+ * bbox, their category ids i64 [?] (the categories' names as its class
+ * names, by id) and the image id. */
+static dlk_status coco_specs(spec_list *l, char **cat, size_t n,
+                             dlk_error *err)
+{
+    int64_t sh[2] = {DLK_DIM_VARIABLE, 4};
+    if (!add_spec(l, ING_COCO_BOXES, DLK_F32, DLK_KIND_BBOX, 2, sh))
+        return dlk_oom(err);
+    dlk_tensor_spec *c = add_spec(l, ING_COCO_CATEGORIES, DLK_I64,
+                                  DLK_KIND_GENERIC, 1, sh);
+    if (!c || !add_spec(l, ING_COCO_IMAGE_ID, DLK_I64, DLK_KIND_GENERIC, 0,
+                        sh))
+        return dlk_oom(err);
+    /* re-find: add_spec may have moved the list */
+    c = &l->v[l->n - 2];
+    if (!n)
+        return DLK_OK;
+    char **copy = calloc(n, sizeof *copy);
+    if (!copy)
+        return dlk_oom(err);
+    for (size_t i = 0; i < n; i++)
+        if (!(copy[i] = strdup(cat[i]))) {
+            for (size_t j = 0; j < i; j++)
+                free(copy[j]);
+            free(copy);
+            return dlk_oom(err);
+        }
+    c->class_names = (const char *const *)copy;
+    c->n_class_names = n;
+    return DLK_OK;
+}
+
 /* Whether a row holds an object of role r. */
 static bool row_has(const ing_source *src, size_t row, ing_role r)
 {
@@ -227,8 +264,15 @@ static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
     ing_labels lab;
     bool have_lab = false;
     bool label_tensor = false;
-    if (!rc)
+    char **cat_names = NULL;
+    size_t n_cat_names = 0;
+    if (!rc && o->coco && !o->labels) {
+        rc = ing_coco_load(o->coco, o->store, &lab, &cat_names, &n_cat_names,
+                           err);
+        have_lab = !rc;
+    } else if (!rc) {
         rc = ing_labels_for(o, sp, &lab, &have_lab, err);
+    }
     if (!rc && have_lab && lab.exact && lab.label_col < 0) {
         /* metadata without a label column: no class tensor, as Hugging
          * Face's ImageFolder drops the folders' labels beside metadata */
@@ -288,16 +332,25 @@ static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
         if (!add_spec(&l, "text", DLK_U8, DLK_KIND_TEXT, 1, sh))
             rc = dlk_oom(err);
     }
+    if (!rc && have_lab && lab.coco)
+        rc = coco_specs(&l, cat_names, n_cat_names, err);
     /* the manifest's other columns: numbers, else text */
-    for (size_t c = 1; !rc && have_lab && c < lab.ncols; c++) {
+    double *v = NULL;
+    if (!rc && have_lab && !lab.coco && !(v = malloc(NUMS_MAX * sizeof *v)))
+        rc = dlk_oom(err);
+    for (size_t c = 1; !rc && have_lab && !lab.coco && c < lab.ncols; c++) {
         if ((int)c == lab.label_col || !valid_name(lab.cols[c]))
             continue;
+        /* the source key tensors' names are theirs: a column "key" would
+         * leave the dataset without them */
+        if (lab.exact && (strcmp(lab.cols[c], ING_KEY_TENSOR) == 0 ||
+                          strcmp(lab.cols[c], ING_KEY_VERSION_TENSOR) == 0))
+            continue;
         bool numeric = true, scalar = true, ints = lab.exact;
-        double v[64];
         size_t n, inner;
         for (size_t r = 0; numeric && r < lab.nrows; r++) {
             const char *cell = lab.cells[r * lab.ncols + c];
-            numeric = ing_parse_numbers(cell, v, 64, &n, &inner) == 0;
+            numeric = ing_parse_numbers(cell, v, NUMS_MAX, &n, &inner) == 0;
             scalar &= n == 1 && !strchr(cell, '[');
             char *end;
             (void)strtoll(cell, &end, 10);
@@ -310,6 +363,10 @@ static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
                  numeric ? DLK_KIND_GENERIC : DLK_KIND_TEXT,
                  numeric && scalar ? 0 : 1, sh);
     }
+    free(v);
+    for (size_t i = 0; i < n_cat_names; i++)
+        free(cat_names[i]);
+    free(cat_names);
     if (!rc && json) {
         dlk_buf b;
         dlk_buf_init(&b);

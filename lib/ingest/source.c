@@ -168,7 +168,9 @@ int ing_source_add_obj(ing_source *s, const char *key, uint64_t size,
         return s->oom;
     }
     if (s->labels_key && strcmp(key, s->labels_key) == 0) {
-        ing_source_unused(s, key, "not a sample: the --labels manifest");
+        ing_source_unused(s, key, s->labels_coco
+                                      ? "not a sample: the --coco file"
+                                      : "not a sample: the --labels manifest");
         return s->oom;
     }
     if (!shard && ing_tar_key(key))
@@ -427,6 +429,10 @@ dlk_status ing_source_open(const char *url, const char *labels,
                            ing_source *s, dlk_error *err)
 {
     memset(s, 0, sizeof *s);
+    if (!labels && o && o->coco) {
+        labels = o->coco; /* no sample either */
+        s->labels_coco = true;
+    }
     if (labels)
         s->labels_key = key_below(url, labels);
     dlk_store_options with = {0};
