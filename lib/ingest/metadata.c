@@ -226,11 +226,18 @@ dlk_status ing_meta_load(const ing_source *src, ing_labels *all,
     return rc;
 }
 
-dlk_status ing_labels_for(const dlk_ingest_opts *o, const ing_source *src,
+dlk_status ing_labels_for(const dlk_ingest_opts *o, ing_source *src,
                           ing_labels *l, bool *have, dlk_error *err)
 {
     *have = false;
     dlk_status rc = DLK_OK;
+    if (src->manifest) {
+        *l = *src->manifest;
+        free(src->manifest);
+        src->manifest = NULL;
+        *have = true;
+        return DLK_OK;
+    }
     if (o->labels && o->coco)
         return dlk_fail(err, DLK_EINVAL, "a label manifest and a COCO file "
                         "cannot be given together");

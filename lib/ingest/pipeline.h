@@ -74,6 +74,8 @@ typedef struct ing_source {
     uint64_t unused_total; /* all of them */
     char *labels_key;   /* the --labels manifest's key, when inside */
     bool labels_coco;   /* ... or the --coco file's */
+    struct ing_labels *manifest; /* the run's manifest, read already for
+                           this listing (schema.c), or NULL */
     char **meta;        /* keys of the metadata files (metadata.jsonl,
                            metadata.csv: metadata.c), in listing order */
     size_t nmeta;
@@ -322,9 +324,10 @@ ssize_t ing_meta_row(const ing_labels *l, const ing_source *s, size_t row);
 bool ing_meta_stray(const ing_labels *meta, const ing_source *src,
                     size_t row, const dlk_ingest_opts *o, bool report,
                     uint64_t *unused);
-/* The manifest of a run: o->labels, else, unless o->no_metadata, the
- * source's metadata files; *have false when neither (metadata.c). */
-dlk_status ing_labels_for(const dlk_ingest_opts *o, const ing_source *src,
+/* The manifest of a run: o->coco, o->labels, else, unless
+ * o->no_metadata, the source's metadata files (src->manifest, taken, when
+ * read already); *have false when none (metadata.c). */
+dlk_status ing_labels_for(const dlk_ingest_opts *o, ing_source *src,
                           ing_labels *l, bool *have, dlk_error *err);
 
 dlk_status ing_labels_load(const char *src, const dlk_store_options *so,

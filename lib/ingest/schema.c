@@ -201,7 +201,7 @@ static bool in_sample(const ing_source *src, size_t i, bool media)
  * one: labels or text alone); a sidecar (.cls, .txt, .json) becomes a
  * tensor only when more than half of the samples have one, so that a
  * stray notes.txt never makes every image a bad row for want of text. */
-static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
+static dlk_status infer(const dlk_ingest_opts *o, ing_source *sp,
                         dlk_tensor_spec **out, size_t *nout, dlk_error *err)
 {
     const ing_source src = *sp;
@@ -380,8 +380,16 @@ static dlk_status infer(const dlk_ingest_opts *o, const ing_source *sp,
     if (!rc && l.n == 0)
         rc = dlk_fail(err, DLK_ENOTFOUND, "nothing to ingest in '%s'",
                       o->source);
-    if (have_lab)
+    /* kept for the run over this listing (ing_labels_for), which would
+     * read and parse the same file again */
+    struct ing_labels *keep = have_lab && !rc && !sp->manifest
+                                  ? malloc(sizeof *keep) : NULL;
+    if (keep) {
+        *keep = lab;
+        sp->manifest = keep;
+    } else if (have_lab) {
         ing_labels_free(&lab);
+    }
     names_free(&nm);
     if (rc) {
         dlk_ingest_specs_free(l.v, l.n);

@@ -522,6 +522,9 @@ void ing_source_free(ing_source *s)
         free(s->unused[i].key);
     free(s->unused);
     free(s->labels_key);
+    if (s->manifest)
+        ing_labels_free(s->manifest);
+    free(s->manifest);
     for (size_t i = 0; i < s->nmeta; i++)
         free(s->meta[i]);
     free(s->meta);
