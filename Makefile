@@ -6,6 +6,7 @@
 #   make SAN=1 test    the same under AddressSanitizer + UBSan (build-san/)
 #   make SAN=thread test   ThreadSanitizer (build-tsan/)
 #   make demo          the main job on a small built-in example
+#   make wheel         a binary wheel for pip (build-wheel/wheelhouse/)
 #   make fuzz          build the libFuzzer targets (clang)
 #   make shared        build/libdlk.so only (the Python package links it)
 #   make install PREFIX=/usr/local DESTDIR=
@@ -89,7 +90,9 @@ endif
 ifeq ($(CUDA),1)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_CFLAGS := -DDLK_HAVE_CUDA -I$(CUDA_HOME)/include
-CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lstdc++ -ldl -lrt
+# the C++ runtime that cudart_static needs (`make wheel` links it in)
+CXXRT   ?= -lstdc++
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static $(CXXRT) -ldl -lrt
 NVFLAGS ?= -O2 -gencode arch=compute_80,code=sm_80 \
            -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 CU_SRC  := $(sort $(wildcard lib/*/*.cu))
@@ -119,7 +122,7 @@ SONAME  := libdlk.so.$(SOMAJOR)
 LIBSO   := $(BUILD)/libdlk.so.$(VERSION)
 
 .PHONY: check all shared test demo install install-bin install-lib install-man clean \
-        deps check-deps demo-deps fuzz bench dist
+        deps check-deps demo-deps wheel-deps fuzz bench dist wheel
 
 all: $(LIBA) $(LIBSO) $(DLK)
 
@@ -231,6 +234,9 @@ check-deps:
 demo-deps:
 	$(Q)scripts/deps.sh --ensure demo
 
+wheel-deps:
+	$(Q)scripts/deps.sh --ensure wheel
+
 deps:
 	$(Q)scripts/deps.sh --install
 
@@ -313,7 +319,39 @@ dist:
 	$(Q)mkdir -p dist/tests/bench && cp tests/bench/*.sh tests/bench/*.py dist/tests/bench/
 	@echo "dist/: $$(du -sh dist | cut -f1) (bin/dlk needs: $$(ldd dist/bin/dlk | awk '/=>/{print $$1}' | tr '\n' ' '))"
 
+# A binary wheel for pip: the package with libdlk.so, its binding and the
+# dlk command, and every library they need but the C runtime, grafted in
+# by auditwheel (which tags it manylinux for the newest glibc symbol they
+# use), then scripts/wheel-graft.sh (those the manylinux policy leaves to
+# the system but a bare image may lack: zlib, expat).  Image decoders, no
+# video: Debian's FFmpeg brings some 130 libraries, X11, GLib and cairo
+# among them.  libstdc++ and libgcc (CUDA's runtime needs them) are
+# linked in; CUDA itself is the driver's, found at run time, so one wheel
+# serves machines with and without GPUs.
+WHEEL_BUILD := build-wheel
+WHEEL := $(WHEEL_BUILD)/wheelhouse/.stamp
+PY_SRC := $(wildcard python/pyproject.toml python/setup.py python/README.md python/dlk/*.py python/dlk/*.c)
+wheel: wheel-deps
+	$(Q)$(MAKE) --no-print-directory BUILD=$(WHEEL_BUILD) VIDEO=0 \
+	    CXXRT="-Wl,-Bstatic -lstdc++ -Wl,-Bdynamic" LDFLAGS="$(LDFLAGS) -static-libgcc" \
+	    $(WHEEL_BUILD)/dlk $(WHEEL_BUILD)/libdlk.so.$(VERSION)
+	$(Q)$(MAKE) --no-print-directory $(WHEEL)
+	@ls $(WHEEL_BUILD)/wheelhouse/*.whl
+
+# setuptools builds in the package's folder: a fresh copy of it, so that
+# nothing of an earlier build travels in the wheel
+$(WHEEL): $(WHEEL_BUILD)/dlk $(WHEEL_BUILD)/libdlk.so.$(VERSION) $(PY_SRC) cmd/store_env.c
+	$(Q)rm -rf $(WHEEL_BUILD)/raw $(WHEEL_BUILD)/wheelhouse $(WHEEL_BUILD)/python
+	$(Q)mkdir -p $(WHEEL_BUILD)/python/dlk && cp python/*.* $(WHEEL_BUILD)/python/ && \
+	    cp python/dlk/*.py python/dlk/*.c $(WHEEL_BUILD)/python/dlk/
+	$(Q)DLK_SOURCE_DIR=$(CURDIR) DLK_LIBDIR=$(abspath $(WHEEL_BUILD)) python3 -m pip wheel \
+	    -q --no-build-isolation --no-deps -w $(WHEEL_BUILD)/raw ./$(WHEEL_BUILD)/python
+	$(Q)auditwheel repair --strip -w $(WHEEL_BUILD)/wheelhouse $(WHEEL_BUILD)/raw/dlk-*.whl \
+	    >$(WHEEL_BUILD)/auditwheel.log 2>&1 || { cat $(WHEEL_BUILD)/auditwheel.log; exit 1; }
+	$(Q)scripts/wheel-graft.sh $(WHEEL_BUILD)/wheelhouse/dlk-*.whl
+	$(Q)touch $@
+
 clean:
-	rm -rf build build-san build-tsan build-fuzz build-dist dist dlk.pc
+	rm -rf build build-san build-tsan build-fuzz build-dist build-wheel dist dlk.pc
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

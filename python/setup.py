@@ -2,14 +2,17 @@
 Makefile, one build) and the CPython binding linked against it.
 
 The library is built from the checkout this file sits in (or the one
-DLK_SOURCE_DIR names); DLK_LIBDIR=DIR uses a libdlk.so already built in
-DIR instead (`make shared` leaves one in build/; `make dist` one with
-dlk.h in dist/lib).  Needs what `make deps` installs: a C compiler, make,
-pkg-config and the -dev packages."""
+DLK_SOURCE_DIR names), or taken from its build/ when make finds that
+current; DLK_LIBDIR=DIR uses a libdlk.so already built in DIR instead
+(`make shared` leaves one in build/; `make dist` one with dlk.h in
+dist/lib).  The package also carries the dlk binary built beside the
+library (the `dlk` command runs it).  Building needs what `make deps`
+installs: a C compiler, make, pkg-config and the -dev packages."""
 import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from setuptools import Extension, setup
@@ -65,6 +68,24 @@ def bundled_deps(lib, libdir):
     return [Path(libdir) / n for n in names if (Path(libdir) / n).is_file()]
 
 
+def make_targets(build):
+    """The files of a build that the package takes: the library under its
+    full version and the dlk binary."""
+    return [f"{build}/libdlk.so.{version()}", f"{build}/dlk"]
+
+
+def current_build(src):
+    """The sources' build/ when make finds its library and binary up to
+    date (`make` ran after the last change): taken as it is, not built
+    again."""
+    if not all((src / t).is_file() for t in make_targets("build")):
+        return None
+    r = subprocess.run(["make", "-C", str(src), "-q", "BUILD=build"]
+                       + make_targets("build"),
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return src / "build" if r.returncode == 0 else None
+
+
 class BuildDlk(build_ext):
     def run(self):
         ver = version()
@@ -78,20 +99,32 @@ class BuildDlk(build_ext):
             deps = bundled_deps(lib, libdir)
         else:
             src = source_dir()
-            out = Path(self.build_temp).resolve() / "libdlk"
-            jobs = os.environ.get("DLK_MAKE_JOBS") or str(os.cpu_count() or 1)
-            subprocess.check_call(["make", "-C", str(src), "-j" + jobs,
-                                   "BUILD=" + str(out), "shared"])
+            out = current_build(src)
+            if out:
+                print(f"dlk: {out} is current: the package takes its "
+                      f"{soname} and dlk, nothing is built", file=sys.stderr)
+            else:
+                out = Path(self.build_temp).resolve() / "libdlk"
+                jobs = os.environ.get("DLK_MAKE_JOBS") or str(os.cpu_count() or 1)
+                subprocess.check_call(["make", "-C", str(src), "-j" + jobs,
+                                       "BUILD=" + str(out)] + make_targets(out))
             lib = out / soname
+        # the dlk binary built beside the library, where there is one (a
+        # dist tree keeps its own in dist/bin)
+        exe = lib.parent / "dlk"
         # the package carries the library (and what a dist tree bundles
         # with it); the binding finds them through its rpath ($ORIGIN), so
         # no system install is needed
         pkg = Path(self.build_lib) / "dlk"
         pkg.mkdir(parents=True, exist_ok=True)
-        for f, name in [(lib, soname)] + [(d, d.name) for d in deps]:
-            shutil.copyfile(f.resolve(), pkg / name)
-            if self.inplace:
-                shutil.copyfile(f.resolve(), HERE / "dlk" / name)
+        files = [(lib, soname)] + [(d, d.name) for d in deps]
+        if exe.is_file():
+            (pkg / "bin").mkdir(exist_ok=True)
+            files.append((exe, "bin/dlk"))
+        for f, name in files:
+            for dest in [pkg / name] + ([HERE / "dlk" / name] if self.inplace else []):
+                dest.parent.mkdir(exist_ok=True)
+                shutil.copy(f.resolve(), dest)
         env_src = store_env_source()
         for ext in self.extensions:
             ext.sources.append(str(env_src))

@@ -1,0 +1,13 @@
+"""The `dlk` command of the package: the dlk binary it carries (built
+with the library it holds), run with the command's arguments."""
+import os
+import sys
+
+
+def main():
+    exe = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "dlk")
+    if not os.access(exe, os.X_OK):
+        sys.exit("dlk: this package carries no dlk binary (it was installed "
+                 "over a DLK_LIBDIR without one: the command is that "
+                 "build's, e.g. dist/bin/dlk)")
+    os.execv(exe, ["dlk"] + sys.argv[1:])
