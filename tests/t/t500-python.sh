@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # t500-python.sh - the Python package: `pip install` from a copy of the
-# sources holding no build output (it builds libdlk.so from them: the
-# one build of this test), then tests/python/test_dlk.py on the cpu
+# sources holding no build output (it builds libdlk.so and the dlk
+# binary from them, the one build of this test; the package's dlk
+# command runs that binary), then tests/python/test_dlk.py on the cpu
 # device: values against `dlk cat --npy` for every tensor kind, shuffle,
 # sharding over 2 and 3 ranks, resume in a new process, errors, batch
 # memory held across next(), Ctrl-C, the resident vector index against
@@ -30,7 +31,7 @@ repo=$(cd "$DLK_TESTS/.." && pwd)
 mkdir -p "$T/clone"
 ok "copy the sources" sh -c 'cd "$1" && tar cf - --exclude=build --exclude="*.o" \
     --exclude="*.d" --exclude="*.so*" --exclude="*.egg-info" --exclude=__pycache__ \
-    Makefile dlk.pc.in include lib python cmd/store_env.c cmd/store_env.h | tar xf - -C "$2"' sh "$repo" "$T/clone"
+    Makefile dlk.pc.in include lib python cmd | tar xf - -C "$2"' sh "$repo" "$T/clone"
 run_py=(python3)
 if [ -n "${SAN:-}" ] && [ "$SAN" != thread ]; then
     # under the sanitizers: the binding over the sanitized libdlk.so of
@@ -48,6 +49,8 @@ else
 fi
 check "the package carries the library, soname libdlk.so.0" \
     test -f "$T/py/dlk/libdlk.so.0"
+check "and the dlk binary built with it, which its dlk command runs" sh -c \
+    'test -x "$1/dlk/bin/dlk" && PYTHONPATH="$1" "$1/bin/dlk" --version | grep -q "^dlk "' sh "$T/py"
 check "the library exports only dlk_ functions" sh -c \
     'nm -D --defined-only "$1" | awk "{print \$3}" | grep -v "^dlk_" | grep . && exit 1; \
      nm -D --defined-only "$1" | grep -q " dlk_loader_keep$"' sh "$T/py/dlk/libdlk.so.0"
