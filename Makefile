@@ -285,7 +285,7 @@ dist:
 	$(Q)cp $(PUBLIC_H) build-dist/libdlk.a dist/lib/
 	$(Q)cp build-dist/libdlk.so.$(VERSION) dist/lib/$(SONAME)
 	$(Q)mkdir -p dist/python && cp -r python/pyproject.toml python/setup.py \
-	    python/README.md python/dlk dist/python/ && rm -f dist/python/dlk/*.so*
+	    python/dlk_cli.py python/README.md python/dlk dist/python/ && rm -f dist/python/dlk/*.so*
 	$(Q)cp cmd/store_env.c cmd/store_env.h dist/python/dlk/
 	$(Q)mkdir -p dist/tests/python dist/tests/gpu && \
 	    cp tests/python/*.py dist/tests/python/ && cp tests/gpu/*.py dist/tests/gpu/
@@ -330,7 +330,7 @@ dist:
 # serves machines with and without GPUs.
 WHEEL_BUILD := build-wheel
 WHEEL := $(WHEEL_BUILD)/wheelhouse/.stamp
-PY_SRC := $(wildcard python/pyproject.toml python/setup.py python/README.md python/dlk/*.py python/dlk/*.c)
+PY_SRC := $(wildcard python/pyproject.toml python/*.py python/README.md python/dlk/*.py python/dlk/*.c)
 wheel: wheel-deps
 	$(Q)$(MAKE) --no-print-directory BUILD=$(WHEEL_BUILD) VIDEO=0 \
 	    CXXRT="-Wl,-Bstatic -lstdc++ -Wl,-Bdynamic" LDFLAGS="$(LDFLAGS) -static-libgcc" \
