@@ -39,6 +39,13 @@ static const char usage_text[] =
     "                     mapped and pinned across epochs: no copy, but\n"
     "                     counted in RSS (default 0: read into the pinned\n"
     "                     buffers)\n"
+    "  --cache-dir DIR    keep the chunks of a remote dataset in DIR, shared\n"
+    "                     by the ranks of a node: fetched once, read from\n"
+    "                     there in later epochs and runs (default\n"
+    "                     $DLK_CACHE_DIR; '' for none)\n"
+    "  --cache-limit BYTES  at most BYTES in DIR, least recently used\n"
+    "                     chunks evicted (default $DLK_CACHE_LIMIT, else the\n"
+    "                     file system's free space less an eighth)\n"
     "  --no-check         skip the CPU-side checksum of every batch\n"
     "  --no-verify        skip the check of each chunk's stored checksum on\n"
     "                     read (on a GPU, the parts are checked there after\n"
@@ -152,6 +159,20 @@ static int s3_price_opt(const cmd_opt *opt, const char *arg, void *ctx)
     return 0;
 }
 
+/* The chunk cache's defaults from DLK_CACHE_DIR and DLK_CACHE_LIMIT
+ * (the flags override them): 0, or EXIT_USAGE for a bad limit. */
+static int cache_env(dlk_loader_opts *lo)
+{
+    const char *dir = getenv("DLK_CACHE_DIR");
+    const char *lim = getenv("DLK_CACHE_LIMIT");
+    lo->cache_dir = dir && *dir ? dir : NULL;
+    if (lim && *lim &&
+        cmd_read_size("bench-stream", "DLK_CACHE_LIMIT", lim, 1, 1ull << 50,
+                      &lo->cache_limit))
+        return EXIT_USAGE;
+    return 0;
+}
+
 /* Fill o from the command line: -1 to go on, else the exit code. */
 static int bench_parse(int argc, char **argv, struct bench_opts *o)
 {
@@ -168,6 +189,8 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
     o->world = -1;
     /* the limits are the loader's (dlk_loader_open), checked here so that
      * a bad value is named before the dataset is opened */
+    if (cache_env(&o->lo))
+        return EXIT_USAGE;
     const cmd_opt opts[] = {
         CMD_OPT_STRING("device", 0, &o->device),
         CMD_OPT_UINT("batch-size", 0, &o->lo.batch_size, 1, 1u << 24),
@@ -183,6 +206,8 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
         CMD_OPT_STRING("tensors", 0, &o->tensors),
         CMD_OPT_SIZE("memory", 0, &o->lo.memory_limit, 1, 1ull << 40),
         CMD_OPT_CALL("pin-cache", 0, pin_cache_opt),
+        CMD_OPT_STRING("cache-dir", 0, &o->lo.cache_dir),
+        CMD_OPT_SIZE("cache-limit", 0, &o->lo.cache_limit, 1, 1ull << 50),
         CMD_OPT_SET("no-check", 0, &o->lo.check, 0),
         CMD_OPT_FLAG("no-verify", 0, &o->lo.no_verify),
         CMD_OPT_FLAG("whole-chunks", 0, &o->lo.whole_chunks),

@@ -533,6 +533,12 @@ json_t *bench_json(const struct bench_opts *o, const struct bench_result *r)
     json_object_set_new(o_, "pin_s", json_real(st->pin_s));
     json_object_set_new(o_, "chunks_pinned",
                         json_integer((json_int_t)st->chunks_pinned));
+    json_object_set_new(o_, "cache", !st->cache_on ? json_null() : json_pack(
+        "{s:I,s:I,s:I,s:I,s:I,s:s?}", "hits", (json_int_t)st->cache_hits,
+        "fetched", (json_int_t)st->cache_fetched, "evicted",
+        (json_int_t)st->cache_evicted, "dropped",
+        (json_int_t)st->cache_dropped, "limit", (json_int_t)st->cache_limit,
+        "warning", st->cache_warning[0] ? st->cache_warning : NULL));
     json_object_set_new(o_, "timeline", timeline_json(r));
     return o_;
 }
@@ -619,6 +625,14 @@ void bench_print_text(const struct bench_opts *o, const struct bench_result *r)
            (unsigned long long)(r->io.gets + r->io.heads + r->io.lists),
            cmd_bytes(r->io.bytes_read, b1), cmd_bytes(r->rss, b2),
            cmd_bytes(st->peak_buffer_bytes, b3));
+    if (st->cache_on)
+        printf("  chunk cache: %llu reads from copies, %llu chunks fetched, "
+               "%llu evicted, %llu damaged and fetched again (limit %s)\n",
+               (unsigned long long)st->cache_hits,
+               (unsigned long long)st->cache_fetched,
+               (unsigned long long)st->cache_evicted,
+               (unsigned long long)st->cache_dropped,
+               cmd_bytes(st->cache_limit, b1));
     printf("  shuffle: mean displacement %.2f of a random permutation's, "
            "neighbour correlation %.3f\n", r->mean_disp, r->corr);
     if (r->mix) {
@@ -662,6 +676,9 @@ void bench_print_text(const struct bench_opts *o, const struct bench_result *r)
 int bench_verdict(const struct bench_opts *o, const struct bench_result *r)
 {
     (void)o;
+    if (r->st.cache_warning[0])
+        fprintf(stderr, "dlk bench-stream: warning: %s\n",
+                r->st.cache_warning);
     if (r->mix && r->mix_worst > MIX_WARN)
         fprintf(stderr, "dlk bench-stream: warning: batches mix the classes "
                 "of '%s' %.1fx worse than a random permutation: the rows are "

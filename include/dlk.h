@@ -726,6 +726,20 @@ typedef struct dlk_loader_opts {
      * NULL: the stats count them only. */
     void (*on_bad_read)(void *ud, const struct dlk_bad_read *b);
     void *on_bad_ud;
+    /* A node-local chunk cache for a remote dataset (ignored for a local
+     * one, read in place): a folder the ranks of a node share, where
+     * each chunk is kept whole under its content-addressed name once
+     * fetched (once per node: the ranks wait for one another's fetch),
+     * checked at its first use by this loader (unless no_verify), reused
+     * across epochs, runs, commits and views, and evicted least recently
+     * used beyond cache_limit bytes (0: its file system's free space at
+     * open less an eighth, with what the cache holds).  Never required:
+     * a folder that cannot be written (or a full disk) turns writing
+     * off, with one warning in the stats (cache_warning), and chunks
+     * stream from the store as without it.  The layout:
+     * formats/dlk-v1.md, Appendix B.  NULL: none.  Read at open only. */
+    const char *cache_dir;
+    uint64_t cache_limit;
 } dlk_loader_opts;
 
 enum { DLK_ON_BAD_FAIL = 0, DLK_ON_BAD_SKIP = 1 };
@@ -857,6 +871,16 @@ typedef struct dlk_loader_stats {
                                     epoch's: on_bad_read's calls */
     uint64_t rows_replaced;      /* batch positions given another row for
                                     them, every epoch's */
+    /* the chunk cache (opts' cache_dir), 0 without one */
+    int cache_on;                /* reads go through one */
+    uint64_t cache_hits;         /* reads (chunks, spans) from a copy */
+    uint64_t cache_fetched;      /* chunks this loader fetched and kept */
+    uint64_t cache_evicted;      /* copies it removed for room */
+    uint64_t cache_dropped;      /* copies it found damaged (their size
+                                    or hash), removed and fetched again */
+    uint64_t cache_limit;        /* bytes, as given or derived */
+    char cache_warning[256];     /* why the cache is not written (chunks
+                                    then stream from the store), or "" */
 } dlk_loader_stats;
 
 /* The loader's counters so far, into *out. */

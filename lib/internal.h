@@ -317,6 +317,9 @@ struct dlk_store {
      * is ("not read: a symbolic link ..."). */
     void (*passed)(void *ud, const char *key, const char *why);
     void *passed_ud;
+    /* Its reads go to another store, which counts them (the chunk
+     * cache): the checked wrappers count none of their own. */
+    bool uncounted;
 };
 
 /* Open the store for a URL: "PATH", "file://PATH" or "s3://BUCKET/PREFIX",
@@ -331,6 +334,32 @@ dlk_status dlk_store_open_file(const char *path, bool create,
                                dlk_store **out, dlk_error *err);
 dlk_status dlk_store_open_s3(const char *url, const dlk_store_options *so,
                              dlk_store **out, dlk_error *err);
+
+/* A node-local cache of chunk objects in front of a remote store
+ * (cache.c; formats/dlk-v1.md, Appendix B): reads of chunks
+ * ("chunks/<tensor>/<name>") are served from DIR/objects/<name>, each
+ * fetched whole once per node (the processes sharing DIR wait for one
+ * another's fetch), checked against its name at its first use by this
+ * handle where `verify`, and evicted least recently used beyond `limit`
+ * bytes (0: the file system's free space less an eighth, with what the
+ * cache holds).  Other reads go to the store.  It never fails for the
+ * folder: one that cannot be used turns writing off, with a warning in
+ * the stats, and chunks are read from the store.  Freeing it leaves the
+ * store open.
+ * @return DLK_OK with *out; DLK_ENOMEM. */
+dlk_status dlk_store_open_cache(dlk_store *inner, const char *dir,
+                                uint64_t limit, bool verify, dlk_store **out,
+                                dlk_error *err);
+typedef struct dlk_cache_stats {
+    uint64_t hits;      /* reads served from a copy */
+    uint64_t fetched;   /* chunks fetched and kept by this handle */
+    uint64_t evicted;   /* copies it removed for room */
+    uint64_t dropped;   /* copies it found bad (size, hash) and removed */
+    uint64_t limit;     /* bytes, as given or derived */
+    char warning[256];  /* why nothing is written, or "" */
+} dlk_cache_stats;
+/* A cache store's counters (zeros for any other store). */
+void dlk_store_cache_stats(dlk_store *s, dlk_cache_stats *out);
 
 /* Keys: relative, no empty, "." or ".." segment, no leading '/', no NUL,
  * no control characters or backslash, valid UTF-8, at most 1024 bytes. */

@@ -130,6 +130,12 @@ dlk_status dlk_chunk_open(dlk_chunk *c, const dlk_tensor *t,
 dlk_status dlk_chunk_load(dlk_dataset *ds, const dlk_tensor *t,
                           const dlk_chunk_entry *e, unsigned mode, void *buf,
                           size_t cap, dlk_chunk **out, dlk_error *err);
+/* The same read through `store` (the dataset's, or a cache in front of
+ * it). */
+dlk_status dlk_chunk_load_from(dlk_dataset *ds, dlk_store *store,
+                               const dlk_tensor *t, const dlk_chunk_entry *e,
+                               unsigned mode, void *buf, size_t cap,
+                               dlk_chunk **out, dlk_error *err);
 
 /* Read refs/heads/main: *exists 0 when absent; id and etag otherwise. */
 dlk_status dlk_ref_read(dlk_dataset *ds, char id[DLK_ID_MAX], char *etag,

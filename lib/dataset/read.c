@@ -72,6 +72,14 @@ dlk_status dlk_chunk_load(dlk_dataset *ds, const dlk_tensor *t,
                           const dlk_chunk_entry *e, unsigned mode, void *buf,
                           size_t cap, dlk_chunk **out, dlk_error *err)
 {
+    return dlk_chunk_load_from(ds, ds->store, t, e, mode, buf, cap, out, err);
+}
+
+dlk_status dlk_chunk_load_from(dlk_dataset *ds, dlk_store *store,
+                               const dlk_tensor *t, const dlk_chunk_entry *e,
+                               unsigned mode, void *buf, size_t cap,
+                               dlk_chunk **out, dlk_error *err)
+{
     *out = NULL;
     if (ds->sealer) { /* a chunk appended by this handle may be in flight */
         dlk_status rc = dlk_seal_wait(ds, err);
@@ -87,7 +95,7 @@ dlk_status dlk_chunk_load(dlk_dataset *ds, const dlk_tensor *t,
     if (buf && t->spec.codec == DLK_CODEC_NONE && cap >= e->stored_bytes)
         dlk_buf_wrap(&c->object, buf, cap);
     dlk_obj_info info;
-    dlk_status rc = dlk_store_get_sized(ds->store, key, e->stored_bytes,
+    dlk_status rc = dlk_store_get_sized(store, key, e->stored_bytes,
                                         &c->object, &info, err);
     if (rc == DLK_ELIMIT || (!rc && info.size != e->stored_bytes))
         rc = dlk_fail(err, DLK_ECORRUPT, "chunk '%s': object has %llu bytes, "

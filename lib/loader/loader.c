@@ -727,6 +727,15 @@ void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out)
     out->io_cpu_s = l->busy_sampled_s > 0
         ? out->io_busy_s * l->cpu_sampled_s / l->busy_sampled_s : 0;
     pthread_mutex_unlock((pthread_mutex_t *)&l->mu);
+    dlk_cache_stats cs;
+    dlk_store_cache_stats(l->cache, &cs);
+    out->cache_on = l->cache != NULL;
+    out->cache_hits = cs.hits;
+    out->cache_fetched = cs.fetched;
+    out->cache_evicted = cs.evicted;
+    out->cache_dropped = cs.dropped;
+    out->cache_limit = cs.limit;
+    memcpy(out->cache_warning, cs.warning, sizeof out->cache_warning);
     dlk_dev_times t = {0};
     l->dev->ops->sync(l->dev, &t, NULL);
     out->gather_s = t.gather_s;

@@ -104,6 +104,9 @@ typedef struct dlk_plan {
 
 struct dlk_loader {
     dlk_dataset *ds;
+    /* what chunks are read through: the dataset's store, or the chunk
+     * cache in front of it (opts' cache_dir, a remote store) */
+    dlk_store *store, *cache;
     dlk_loader_opts o;
     dlk_dev *dev;
     dlk_loader_tensor *t;

@@ -263,9 +263,9 @@ static dlk_status load(dlk_loader *l, dlk_slot *s, double *storage_s,
     s->t_buffer = dlk_now_s();
     {
     double t0 = dlk_now_s();
-    dlk_status rc = dlk_chunk_load(l->ds, t, e,
-                                   verify ? DLK_DECODE_VERIFY : 0, s->host,
-                                   cap, &s->ch, err);
+    dlk_status rc = dlk_chunk_load_from(l->ds, l->store, t, e,
+                                        verify ? DLK_DECODE_VERIFY : 0,
+                                        s->host, cap, &s->ch, err);
     double t1 = dlk_now_s();
     if (rc)
         return rc;

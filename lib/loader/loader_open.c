@@ -346,8 +346,10 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
     if (!l)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");
     l->ds = ds;
+    l->store = ds->store;
     l->o = *opts;
     l->o.start = NULL; /* read at open only: the caller's to free after */
+    l->o.cache_dir = NULL; /* the same */
     if (!l->o.batch_size)
         l->o.batch_size = 256;
     if (!l->o.world_size)
@@ -368,7 +370,16 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
     pthread_cond_init(&l->mapped, NULL);
     dlk_status rc = DLK_OK;
     uint64_t share = 0;
-    if (l->o.rank >= l->o.world_size)
+    /* a local dataset is read in place: a cache would be a second copy */
+    if (opts->cache_dir && *opts->cache_dir &&
+        dlk_store_is_remote(ds->store) &&
+        !(rc = dlk_store_open_cache(ds->store, opts->cache_dir,
+                                    opts->cache_limit, !opts->no_verify,
+                                    &l->cache, err)))
+        l->store = l->cache;
+    if (rc)
+        ;
+    else if (l->o.rank >= l->o.world_size)
         rc = dlk_fail(err, DLK_EINVAL, "rank %u is not below world size %u",
                       l->o.rank, l->o.world_size);
     else if (l->o.batch_size > (1u << 24) || l->o.io_threads > 256 ||
@@ -511,6 +522,7 @@ void dlk_loader_close(dlk_loader *l)
         free(l->maps[t]);
     }
     free(l->maps);
+    dlk_store_free(l->cache);
     dlk_loader_free_kept(l);
     for (size_t t = 0; t < l->nt; t++) {
         if (l->t[t].buf)

@@ -109,7 +109,7 @@ static dlk_status get_head(dlk_loader *l, dlk_slot *s, const char *key,
     uint64_t offs[2] = {0, span_at};
     uint64_t lens[2] = {hb, span ? span->cap : 0};
     dlk_buf *outs[2] = {&h->object, span};
-    dlk_status rc = dlk_store_get_spans(l->ds->store, key, e->stored_bytes,
+    dlk_status rc = dlk_store_get_spans(l->store, key, e->stored_bytes,
                                         span ? 2 : 1, offs, lens, outs, err);
     if (!rc)
         rc = dlk_chunk_open(h, t, e, key, DLK_DECODE_HEADER_ONLY, NULL, 0,
@@ -371,7 +371,7 @@ static dlk_status read_in_pieces(dlk_loader *l, dlk_slot *s,
             dlk_buf_wrap(&b, dst, (size_t)n);
             double t0 = dlk_now_s();
             if (n)
-                rc = dlk_store_get_span(l->ds->store, key, stored,
+                rc = dlk_store_get_span(l->store, key, stored,
                                         at + (a - s->span_off), n, &b, err);
             *storage_s += dlk_now_s() - t0;
             if (!rc && b.len != n)
@@ -467,7 +467,7 @@ dlk_status dlk_span_load(dlk_loader *l, dlk_slot *s, double *storage_s,
      * in the same round trip where the manifest places the span (a fixed
      * shape), so that a span costs one round trip, not two */
     bool joint = !__atomic_load_n(&kept(l, s)->head, __ATOMIC_ACQUIRE) &&
-                 dlk_store_is_remote(l->ds->store) &&
+                 dlk_store_is_remote(l->store) &&
                  fixed_span(lt, s->chunk, s->p0, s->p1, &hb, &off, &len);
     dlk_buf b;
     dlk_status rc;
@@ -511,7 +511,7 @@ dlk_status dlk_span_load(dlk_loader *l, dlk_slot *s, double *storage_s,
     s->t_buffer = dlk_now_s();
     s->span_off = off;
     s->span_len = len;
-    if (!dlk_store_is_remote(l->ds->store)) {
+    if (!dlk_store_is_remote(l->store)) {
         bool verify = verify_here(l, s);
         bool fold = false;
         if (l->o.check && (rc = fold_begin(l, s, &fold, err)))
@@ -527,7 +527,7 @@ dlk_status dlk_span_load(dlk_loader *l, dlk_slot *s, double *storage_s,
         }
     }
     dlk_buf_wrap(&b, s->host, (size_t)len);
-    if (len && (rc = dlk_store_get_span(l->ds->store, key, e->stored_bytes,
+    if (len && (rc = dlk_store_get_span(l->store, key, e->stored_bytes,
                                         at, len, &b, err)))
         return rc;
 got:

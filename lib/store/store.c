@@ -42,6 +42,9 @@ dlk_status dlk_store_open(const char *url, bool create,
 static dlk_io_counters counters;
 
 #define COUNT(field, n) __atomic_add_fetch(&counters.field, (n), __ATOMIC_RELAXED)
+/* a store whose reads another store counts (dlk_store.uncounted) */
+#define COUNT_S(s, field, n) \
+    do { if (!(s)->uncounted) COUNT(field, n); } while (0)
 
 void dlk_io_counters_get(dlk_io_counters *out)
 {
@@ -77,12 +80,12 @@ dlk_status dlk_store_get(dlk_store *s, const char *key, uint64_t max,
     if (!dlk_key_valid(key))
         return bad_key(key, err);
     size_t before = out->len;
-    COUNT(gets, 1);
+    COUNT_S(s, gets, 1);
     if (info)
         memset(info, 0, sizeof *info); /* a store may not know every field */
     dlk_status rc = s->ops->get(s, key, 0, UINT64_MAX, max, out, info, err);
     if (!rc)
-        COUNT(bytes_read, out->len - before);
+        COUNT_S(s, bytes_read, out->len - before);
     return rc;
 }
 
@@ -92,10 +95,10 @@ dlk_status dlk_store_get_range(dlk_store *s, const char *key, uint64_t off,
     if (!dlk_key_valid(key))
         return bad_key(key, err);
     size_t before = out->len;
-    COUNT(gets, 1);
+    COUNT_S(s, gets, 1);
     dlk_status rc = s->ops->get(s, key, off, len, len, out, NULL, err);
     if (!rc)
-        COUNT(bytes_read, out->len - before);
+        COUNT_S(s, bytes_read, out->len - before);
     return rc;
 }
 
@@ -113,9 +116,9 @@ dlk_status dlk_store_get_sized(dlk_store *s, const char *key, uint64_t size,
     unsigned n = 0;
     dlk_status rc = s->ops->get_sized(s, key, size, 0, size, out, info, &n,
                                       err);
-    COUNT(gets, n);
+    COUNT_S(s, gets, n);
     if (!rc)
-        COUNT(bytes_read, out->len - before);
+        COUNT_S(s, bytes_read, out->len - before);
     return rc;
 }
 
@@ -136,9 +139,9 @@ dlk_status dlk_store_get_span(dlk_store *s, const char *key, uint64_t size,
     unsigned n = 0;
     dlk_status rc = s->ops->get_sized(s, key, size, off, len, out, NULL, &n,
                                       err);
-    COUNT(gets, n);
+    COUNT_S(s, gets, n);
     if (!rc)
-        COUNT(bytes_read, out->len - before);
+        COUNT_S(s, bytes_read, out->len - before);
     return rc;
 }
 
@@ -170,12 +173,12 @@ dlk_status dlk_store_get_spans(dlk_store *s, const char *key, uint64_t size,
     unsigned k = 0;
     dlk_status rc = s->ops->get_spans(s, key, size, n, off, len, outs, &k,
                                       err);
-    COUNT(gets, k);
+    COUNT_S(s, gets, k);
     if (!rc) {
         size_t after = 0;
         for (size_t i = 0; i < n; i++)
             after += outs[i]->len;
-        COUNT(bytes_read, after - before);
+        COUNT_S(s, bytes_read, after - before);
     }
     return rc;
 }
@@ -190,7 +193,7 @@ dlk_status dlk_store_head(dlk_store *s, const char *key, dlk_obj_info *info,
 {
     if (!dlk_key_valid(key))
         return bad_key(key, err);
-    COUNT(heads, 1);
+    COUNT_S(s, heads, 1);
     memset(info, 0, sizeof *info);
     return s->ops->head(s, key, info, err);
 }
