@@ -416,7 +416,9 @@ static dlk_status get_chunk(cache *c, const char *key, const char *name,
 {
     int fd = open_copy(c, name, size);
     int t = -1;
-    if (fd < 0 && !stopped(c) && (t = lock_temp(c, name)) >= 0 &&
+    /* a chunk larger than the cache is never kept: read as asked, not
+     * fetched whole for every span of it */
+    if (fd < 0 && !stopped(c) && size <= c->limit && (t = lock_temp(c, name)) >= 0 &&
         (fd = open_copy(c, name, size)) >= 0) {
         unlinkat(c->tmp_fd, name, 0); /* another process fetched it */
         close(t);

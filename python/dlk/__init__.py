@@ -15,6 +15,7 @@ concurrent writer).
 """
 import atexit as _atexit
 import json as _json
+import os as _os
 import sys as _sys
 import warnings as _warnings
 
@@ -297,6 +298,21 @@ def _parse_bytes(v, name):
     return int(digits) * (mult or 1)
 
 
+def _cache_opts(cache_dir, cache_limit):
+    """The chunk cache's options, their defaults from DLK_CACHE_DIR and
+    DLK_CACHE_LIMIT (read where the loader opens: a pickled copy takes
+    the settings of the host it opens on)."""
+    if cache_dir is None:
+        cache_dir = _os.environ.get("DLK_CACHE_DIR") or None
+    if cache_limit is None:
+        cache_limit = _os.environ.get("DLK_CACHE_LIMIT") or None
+        name = "DLK_CACHE_LIMIT"
+    else:
+        name = "cache_limit"
+    return dict(cache_dir=_os.fspath(cache_dir) if cache_dir else None,
+                cache_limit=_parse_bytes(cache_limit, name))
+
+
 class _Epoch:
     """One loop over a Loader: the batches of one epoch, as iter() of a
     torch DataLoader gives them.  len() is the epoch's batches."""
@@ -327,6 +343,7 @@ class _Epoch:
         if b is None:
             self.done = True
             ld._it = None
+            ld._warn_cache()  # a disk that filled during the epoch
             raise StopIteration
         self.taken += 1
         return b
@@ -396,6 +413,15 @@ class Loader:
     max_bad     with "skip", the most rows replaced in one epoch on this
                 rank; one more raises dlk.Error.  Default: 0.1% of the
                 rank's rows in the epoch, at least the largest chunk's
+    cache_dir   a folder of this node where the chunks of a remote dataset
+                are kept once fetched, shared by its ranks (each chunk
+                fetched once a node), reused across epochs and runs
+                (default: $DLK_CACHE_DIR; "" for none); a folder that
+                cannot be written streams as without it, with one
+                warnings.warn (dlk-bench-stream(1) --cache-dir)
+    cache_limit bytes (int, or "200G") the folder holds at most, least
+                recently used chunks evicted (default: $DLK_CACHE_LIMIT,
+                else its file system's free space less an eighth)
 
     len(loader) is the number of batches this rank gets in the epoch under
     way or next, as a DataLoader counts them: after a mid-epoch resume
@@ -412,7 +438,8 @@ class Loader:
                  workers=None, state=None, window=None, prefetch=None,
                  verify=True, view=None, whole_chunks=False,
                  pin_cache=None, local_world_size=None, pad_last=None,
-                 on_bad="fail", max_bad=None):
+                 on_bad="fail", max_bad=None, cache_dir=None,
+                 cache_limit=None):
         if isinstance(url_or_ds, Dataset):
             if at is not None and at != url_or_ds.at:
                 raise ValueError("at= is for a URL; open the Dataset at it")
@@ -446,7 +473,9 @@ class Loader:
             window=window, prefetch=prefetch, verify=verify, view=view,
             whole_chunks=whole_chunks, pin_cache=pin_cache,
             local_world_size=local_world_size, pad_last=pad_last,
-            on_bad=on_bad, max_bad=max_bad)
+            on_bad=on_bad, max_bad=max_bad,
+            cache_dir=cache_dir, cache_limit=cache_limit)
+        self._cache_warned = False
         self.batch_size = batch_size
         self.epochs = epochs
         self.bad_reads = []
@@ -491,7 +520,8 @@ class Loader:
                 else _parse_bytes(o["pin_cache"], "pin_cache"),
                 # a pickle of an older version has neither
                 on_bad=o.get("on_bad", "fail") == "skip",
-                max_bad=o.get("max_bad") or 0)
+                max_bad=o.get("max_bad") or 0,
+                **_cache_opts(o.get("cache_dir"), o.get("cache_limit")))
         except Error as e:
             # a cuda device (the default) on a machine without a GPU: say
             # how to run anyway rather than leave the caller to the docs
@@ -507,10 +537,19 @@ class Loader:
         if old is not None:
             old.close()
         self.device, self.rank, self.world_size = device, rank, world
+        self._warn_cache()
         # every batch of a restored epoch already taken: what is left of
         # it is its end, and the next loop is the next epoch
         if restored:
             self._drain_restored()
+
+    def _warn_cache(self):
+        """The chunk cache's warning (a folder that cannot be written, a
+        full disk: chunks stream from the store), once a Loader."""
+        w = self._l.stats()["cache_warning"]
+        if w and not self._cache_warned:
+            self._cache_warned = True
+            _warnings.warn(w, RuntimeWarning, stacklevel=3)
 
     def _core(self):
         """The library's loader, placed where this process now stands:
@@ -693,6 +732,7 @@ class Loader:
         self._it = None
         self._pending = _json.dumps(d["state"])
         self.device = self.rank = self.world_size = None
+        self._cache_warned = False
 
     def stats(self):
         """Where time went, as a dict of seconds (summed over the threads
@@ -709,7 +749,11 @@ class Loader:
         checked once a loader), bytes_loaded, samples, batches,
         peak_buffer_bytes, io_threads; reads_bad and rows_replaced
         (on_bad="skip": failed reads whose rows were replaced, and the
-        batch positions given other rows, every epoch's)."""
+        batch positions given other rows, every epoch's); with cache_dir,
+        cache_on, then cache_hits (reads from copies), cache_fetched
+        (chunks this loader fetched and kept), cache_evicted,
+        cache_dropped (damaged copies removed and fetched again),
+        cache_limit and cache_warning (why nothing is written, or "")."""
         return self._core().stats()
 
     def close(self):

@@ -684,7 +684,7 @@ static void on_bad_read(void *ud, const dlk_bad_read *b)
 /* Loader(dataset, device, batch_size, shuffle, seed, tensors, epochs,
  *        drop_last, rank, world_size, memory, workers, window, prefetch,
  *        verify, state_json, view, whole_chunks, local_world_size,
- *        pin_cache, on_bad, max_bad) -
+ *        pin_cache, on_bad, max_bad, cache_dir, cache_limit) -
  * every option explicit;
  * dlk/__init__.py supplies the defaults. */
 static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
@@ -694,20 +694,21 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
                           "world_size", "memory", "workers", "window",
                           "prefetch", "verify", "state", "view",
                           "whole_chunks", "local_world_size", "pin_cache",
-                          "on_bad", "max_bad", NULL};
+                          "on_bad", "max_bad", "cache_dir", "cache_limit",
+                          NULL};
     PyObject *dso, *tensors = Py_None;
-    const char *device, *state = NULL, *view = NULL;
+    const char *device, *state = NULL, *view = NULL, *cache_dir = NULL;
     unsigned int batch = 256, rank = 0, world = 1, workers = 0, window = 0,
                  prefetch = 0, local_world = 1;
     int shuffle = 1, drop_last = 0, verify = 1, whole_chunks = 0, skip = 0;
     unsigned long long seed = 0, epochs = 0, memory = 0, pin_cache = 0,
-                       max_bad = 0;
+                       max_bad = 0, cache_limit = 0;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O!s|IpKOKpIIKIIIpzzpIKpK", kws, &DatasetType, &dso,
+            args, kw, "O!s|IpKOKpIIKIIIpzzpIKpKzK", kws, &DatasetType, &dso,
             &device, &batch, &shuffle, &seed, &tensors, &epochs, &drop_last,
             &rank, &world, &memory, &workers, &window, &prefetch, &verify,
             &state, &view, &whole_chunks, &local_world, &pin_cache, &skip,
-            &max_bad))
+            &max_bad, &cache_dir, &cache_limit))
         return -1;
     if (self->l) {
         PyErr_SetString(PyExc_RuntimeError, "loader already open");
@@ -735,6 +736,8 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
     o.whole_chunks = whole_chunks;
     o.device = device;
     o.view = view;
+    o.cache_dir = cache_dir;
+    o.cache_limit = cache_limit;
     o.cancel = check_signals;
     o.on_bad = skip ? DLK_ON_BAD_SKIP : DLK_ON_BAD_FAIL;
     o.max_bad = max_bad;
@@ -1216,7 +1219,7 @@ static PyObject *Loader_stats(Loader *self, PyObject *unused)
     pthread_mutex_unlock(&self->mu);
     return Py_BuildValue(
         "{s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:K,s:K,s:K,s:K,s:K,s:K,s:K,"
-        "s:K,s:I,s:K,s:K}",
+        "s:K,s:I,s:K,s:K,s:O,s:K,s:K,s:K,s:K,s:K,s:s}",
         "storage_s", s.storage_s, "decompress_s", s.decompress_s, "h2d_s",
         s.h2d_s, "gather_s", s.gather_s, "wait_s", s.wait_s,
         "first_batch_s", s.first_batch_s, "gpu_busy_s", s.gpu_busy_s,
@@ -1230,7 +1233,13 @@ static PyObject *Loader_stats(Loader *self, PyObject *unused)
         (unsigned long long)s.batches, "peak_buffer_bytes",
         (unsigned long long)s.peak_buffer_bytes, "io_threads", s.io_threads,
         "reads_bad", (unsigned long long)s.reads_bad, "rows_replaced",
-        (unsigned long long)s.rows_replaced);
+        (unsigned long long)s.rows_replaced,
+        "cache_on", s.cache_on ? Py_True : Py_False, "cache_hits",
+        (unsigned long long)s.cache_hits, "cache_fetched",
+        (unsigned long long)s.cache_fetched, "cache_evicted",
+        (unsigned long long)s.cache_evicted, "cache_dropped",
+        (unsigned long long)s.cache_dropped, "cache_limit",
+        (unsigned long long)s.cache_limit, "cache_warning", s.cache_warning);
 }
 
 /* take_bad(): the failed reads told since the last call (dicts). */
