@@ -35,8 +35,9 @@ typedef struct cache {
     bool verify;
     bool writes_off;            /* atomic: set once, with the warning */
     /* the lock file's flock is one per open file, so the threads of a
-     * process take turns on it here; also guards the set and warning */
-    pthread_mutex_t mu;
+     * process take turns on it here */
+    pthread_mutex_t usage_mu;
+    pthread_mutex_t mu;         /* the set and the warning */
     char warning[256];
     /* names this handle checked (or wrote): two u64 each, 0,0 free */
     uint64_t (*seen)[2];
@@ -289,19 +290,19 @@ static uint64_t scan(cache *c, uint64_t room)
 
 static bool lock_usage(cache *c)
 {
-    pthread_mutex_lock(&c->mu);
+    pthread_mutex_lock(&c->usage_mu);
     int r;
     while ((r = flock(c->lock_fd, LOCK_EX)) != 0 && errno == EINTR)
         ;
     if (r != 0)
-        pthread_mutex_unlock(&c->mu);
+        pthread_mutex_unlock(&c->usage_mu);
     return r == 0;
 }
 
 static void unlock_usage(cache *c)
 {
     flock(c->lock_fd, LOCK_UN);
-    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_unlock(&c->usage_mu);
 }
 
 static bool read_usage(cache *c, uint64_t *total)
@@ -563,6 +564,7 @@ static void cache_free(dlk_store *s)
     if (c->lock_fd >= 0)
         close(c->lock_fd);
     pthread_mutex_destroy(&c->mu);
+    pthread_mutex_destroy(&c->usage_mu);
     free(c->seen);
     free(c->dir);
     free(c->base.url);
@@ -698,6 +700,7 @@ dlk_status dlk_store_open_cache(dlk_store *inner, const char *dir,
     c->verify = verify;
     c->obj_fd = c->tmp_fd = c->lock_fd = -1;
     pthread_mutex_init(&c->mu, NULL);
+    pthread_mutex_init(&c->usage_mu, NULL);
     c->dir = strdup(dir);
     c->base.url = strdup(inner->url ? inner->url : "");
     if (!c->dir || !c->base.url) {

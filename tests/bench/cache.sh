@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Benchmark: the node-local chunk cache (bench-stream --cache-dir) in
+# front of S3 (a local moto server behind tests/faultproxy.py adding
+# DELAY_MS to the first byte of every answer, a remote store's latency;
+# no faults).  One dataset of N random u8 64x64x3 samples (12 KiB each)
+# in 1 MiB chunks, streamed on the cpu with checksums on:
+#   1. today: E epochs straight from S3, no cache;
+#   2. E epochs through an empty cache, then a second run through it;
+#   3. RANKS processes at once (2, then 4: each the whole dataset, the
+#      same order) through one empty cache: chunk GETs the server saw;
+#   4. E epochs through a cache holding half the chunks' bytes;
+#   5. the same dataset in a local folder, in the page cache (today's
+#      fastest local read), for samples/s.
+# Prints each epoch's GETs (the loader's; the label-mix audit of
+# bench-stream reads nothing here: no class tensor) and samples/s.
+#   tests/bench/cache.sh [N] [EPOCHS] [WORKERS]
+# Needs moto_server, boto3 and numpy; DLK_BUILD names the build (default
+# build/); DELAY_MS the added latency (default 20).  Under 2 minutes on
+# 2 cores with the defaults.
+set -eu
+root=$(cd "$(dirname "$0")/../.." && pwd)
+n=${1:-15000}
+epochs=${2:-3}
+workers=${3:-8}
+delay=${DELAY_MS:-20}
+build=${DLK_BUILD:-$root/build}
+dlk=$build/dlk
+export DLK_TESTS=$root/tests
+. "$root/tests/lib.sh"
+. "$root/tests/s3lib.sh"
+set +u
+
+[ -x "$dlk" ] || make -s -C "$root" "$dlk" >/dev/null
+echo "machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1); $(s3_server_name), ${delay} ms added to each answer"
+s3_start
+s3_mkbucket bench
+moto_log=$(ls "$T"/moto-*.log)
+python3 - "$T/src" "$n" <<'PY'
+import os, sys, numpy as np
+out, n = sys.argv[1], int(sys.argv[2])
+os.makedirs(out)
+rng = np.random.default_rng(1)
+for i in range(n):
+    np.save(os.path.join(out, "%06d.image.npy" % i),
+            rng.integers(0, 255, size=(64, 64, 3), dtype=np.uint8))
+PY
+ds=s3://bench/ds
+"$dlk" create "$ds" --tensor image:u8:64x64x3 --chunk-size 1M >/dev/null
+"$dlk" ingest "$ds" from-dir "$T/src" -q
+"$dlk" create "$T/local" --tensor image:u8:64x64x3 --chunk-size 1M >/dev/null
+"$dlk" ingest "$T/local" from-dir "$T/src" -q
+chunks=$(find "$T/local/chunks" -type f | wc -l)
+bytes=$(du -sb "$T/local/chunks" | cut -f1)
+echo "data: $n samples u8 64x64x3 in $chunks chunks, $((bytes / 1048576)) MiB"
+fault_proxy_start "$AWS_ENDPOINT_URL" --delay-ms "$delay"
+export AWS_ENDPOINT_URL=http://127.0.0.1:$FAULT_PROXY_PORT
+
+gets() { grep -c '"GET /bench/ds/chunks/' "$moto_log"; }
+stream() { # JSON URL ARGS...
+    local out=$1 url=$2; shift 2
+    "$dlk" bench-stream "$url" --device cpu --json --shuffle --seed 3 \
+        --batch-size 256 --workers "$workers" "$@" >"$out"
+}
+show() { # LABEL JSON
+    python3 - "$2" "$1" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+eps = r["epochs"]
+c = r.get("cache") or {}
+print("%-34s GETs/epoch %-16s samples/s/epoch %-26s%s" % (
+    sys.argv[2], " ".join(str(e["requests"]) for e in eps),
+    " ".join("%.0f" % e["samples_per_s"] for e in eps),
+    (" cache: %d fetched, %d hits, %d evicted" % (
+        c["fetched"], c["hits"], c["evicted"])) if c else ""))
+if r["checksum_ok"] is not True:
+    sys.exit("checksum differs")
+PY
+}
+
+t0=$(date +%s)
+stream "$T/none.json" "$ds" --epochs "$epochs"
+show "from S3, no cache" "$T/none.json"
+stream "$T/cold.json" "$ds" --epochs "$epochs" --cache-dir "$T/c1"
+show "through an empty cache" "$T/cold.json"
+stream "$T/warm.json" "$ds" --epochs "$epochs" --cache-dir "$T/c1"
+show "a second run, the cache full" "$T/warm.json"
+for ranks in 2 4; do
+    g0=$(gets)
+    pids=()
+    for ((i = 0; i < ranks; i++)); do
+        stream "$T/r$ranks.$i.json" "$ds" --epochs 1 \
+            --cache-dir "$T/c$ranks" &
+        pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p"; done
+    echo "$ranks processes at once, one cache: $(( $(gets) - g0 )) chunk GETs for $chunks chunks"
+done
+stream "$T/half.json" "$ds" --epochs "$epochs" --cache-dir "$T/half" \
+    --cache-limit $((bytes / 2))
+show "a cache of half the bytes" "$T/half.json"
+cat "$T/local/chunks"/*/* >/dev/null
+stream "$T/local.json" "$T/local" --epochs "$epochs"
+show "local folder, page cache" "$T/local.json"
+echo "took $(( $(date +%s) - t0 )) s"
