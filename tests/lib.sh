@@ -222,6 +222,17 @@ p,o=sys.argv[1],int(sys.argv[2])
 b=bytearray(open(p,"rb").read()); b[o]^=0x5a; open(p,"wb").write(b)' "$1" "$2"
 }
 
+# A value of a JSON document: PATH is keys and list indices joined by
+# dots ("cache.fetched", "epochs.1.requests"); FILE defaults to $OUT.
+# Printed as Python prints it (True, None, 3).
+json_field() { # PATH [FILE]
+    python3 -c 'import json, sys
+v = json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."):
+    v = v[int(k)] if isinstance(v, list) else v[k]
+print(v)' "${2:-$OUT}" "$1"
+}
+
 # ffmpeg, quiet, overwriting (fixtures for the ingest tests).
 ff() { ffmpeg -nostdin -hide_banner -loglevel error -y "$@"; }
 

@@ -52,19 +52,11 @@ ALL=$((NCHUNKS + NLABELS))
 
 # chunk GETs the server answered so far, but the labels'
 gets() { grep '"GET /dlk-t470/ds/chunks/' "$MOTO_LOG" | grep -vc /labels/; }
-# a field of the last JSON report: jq-like, "a.b" or "epochs.1.requests"
-field() {
-    python3 -c 'import json, sys
-v = json.load(open(sys.argv[1]))
-for k in sys.argv[2].split("."):
-    v = v[int(k)] if isinstance(v, list) else v[k]
-print(v)' "${2:-$OUT}" "$1"
-}
 stream() { # NAME CACHE ARGS...
     local name=$1 dir=$2; shift 2
     ok "$name" "$DLK" bench-stream "$ds" --device cpu --json --shuffle \
         --seed 5 --batch-size 100 --workers 4 --cache-dir "$dir" "$@"
-    check "$name: checksum_ok" test "$(field checksum_ok)" = True
+    check "$name: checksum_ok" test "$(json_field checksum_ok)" = True
 }
 
 C=$T/cache
@@ -74,16 +66,16 @@ g1=$(gets)
 check "each chunk fetched once ($((g1 - g0)) GETs, $NCHUNKS chunks)" \
     test $((g1 - g0)) -eq "$NCHUNKS"
 check "epochs 2 and 3 made no request" \
-    test "$(field epochs.1.requests)/$(field epochs.2.requests)" = 0/0
+    test "$(json_field epochs.1.requests)/$(json_field epochs.2.requests)" = 0/0
 check "the loader fetched $ALL chunks into the cache" \
-    test "$(field cache.fetched)" -eq "$ALL"
+    test "$(json_field cache.fetched)" -eq "$ALL"
 check "one copy a chunk in objects/" \
     test "$(ls "$C/objects" | wc -l)" -eq "$ALL"
 check "no temp file left" test -z "$(ls "$C/tmp")"
 stream "a second run through the full cache" "$C" --epochs 1
 check "a second run: no chunk GET" test "$(gets)" -eq "$g1"
 check "a second run: reads from copies, nothing fetched" \
-    test "$(field cache.fetched)" = 0 -a "$(field cache.hits)" -gt 0
+    test "$(json_field cache.fetched)" = 0 -a "$(json_field cache.hits)" -gt 0
 
 # processes at once: the same order, so they want each chunk together
 at_once() { # N DIR
@@ -104,7 +96,7 @@ at_once() { # N DIR
         test $((after - before)) -eq "$NCHUNKS"
     local sum=0
     for ((i = 0; i < n; i++)); do
-        sum=$((sum + $(field cache.fetched "$T/p$i.json")))
+        sum=$((sum + $(json_field cache.fetched "$T/p$i.json")))
     done
     check "$n processes at once: fetched $sum in all, once a chunk" \
         test "$sum" -eq "$ALL"
@@ -120,11 +112,11 @@ stream "2 epochs through a cache of $lim bytes" "$T/small" --epochs 2 \
     --cache-limit "$lim"
 held=$(du -b --apparent-size -s "$T/small/objects" | cut -f1)
 check "within the limit ($held of $lim bytes)" test "$held" -le "$lim"
-check "copies were evicted ($(field cache.evicted))" \
-    test "$(field cache.evicted)" -gt 0
-check "the second epoch fetched again ($(field epochs.1.requests) requests)" \
-    test "$(field epochs.1.requests)" -gt 0
-check "the limit is reported" test "$(field cache.limit)" -eq "$lim"
+check "copies were evicted ($(json_field cache.evicted))" \
+    test "$(json_field cache.evicted)" -gt 0
+check "the second epoch fetched again ($(json_field epochs.1.requests) requests)" \
+    test "$(json_field epochs.1.requests)" -gt 0
+check "the limit is reported" test "$(json_field cache.limit)" -eq "$lim"
 
 # a damaged copy: one byte flipped
 victim=$(ls "$C/objects" | head -n 1)
@@ -132,7 +124,7 @@ cp "$C/objects/$victim" "$T/good"
 flip_byte "$C/objects/$victim" 100
 g0=$(gets)
 stream "a run over a damaged copy" "$C" --epochs 1
-check "the damaged copy was dropped" test "$(field cache.dropped)" = 1
+check "the damaged copy was dropped" test "$(json_field cache.dropped)" = 1
 check "and fetched again: one chunk GET ($(( $(gets) - g0 )))" \
     test $(( $(gets) - g0 )) -eq 1
 check "the copy is whole again" cmp "$C/objects/$victim" "$T/good"
@@ -140,7 +132,7 @@ check "the copy is whole again" cmp "$C/objects/$victim" "$T/good"
 truncate -s 10 "$C/objects/$victim"
 stream "a run over a copy cut short" "$C" --epochs 1
 check "the short copy was dropped and fetched again" \
-    test "$(field cache.dropped)/$(field cache.fetched)" = 1/1
+    test "$(json_field cache.dropped)/$(json_field cache.fetched)" = 1/1
 
 # a process killed while it fetched: its temp file, locked until it
 # died, holds part of a chunk; the next process fetches it over
@@ -165,7 +157,7 @@ kill -9 $holder
 wait $holder 2>/dev/null
 wait $streamer
 check "after the holder was killed, the reader went on" test $? -eq 0
-check "and fetched the chunk" test "$(field cache.fetched "$T/killed.json")" = 1
+check "and fetched the chunk" test "$(json_field cache.fetched "$T/killed.json")" = 1
 check "the fetched copy is whole" cmp "$C/objects/$victim" "$T/good"
 check "no temp file left" test -z "$(ls "$C/tmp")"
 # a temp file no process holds is removed when a cache opens
@@ -181,8 +173,8 @@ check "one warning" test "$(grep -c 'warning: chunk cache' "$ERR")" = 1
 check "it names the folder and why" \
     grep -q "chunk cache '$T/plain/cache' not written: cannot make the folder: Not a directory" "$ERR"
 check "the warning is in the report" \
-    test "$(field cache.warning)" != None
-check "nothing fetched into a cache" test "$(field cache.fetched)" = 0
+    test "$(json_field cache.warning)" != None
+check "nothing fetched into a cache" test "$(json_field cache.fetched)" = 0
 check "both epochs read the store ($(( $(gets) - g0 )) GETs)" \
     test $(( $(gets) - g0 )) -ge $((2 * NCHUNKS))
 # DLK_CACHE_DIR is the default; --cache-dir '' turns it off
@@ -192,7 +184,7 @@ ok "DLK_CACHE_DIR as the default" env DLK_CACHE_DIR="$C" "$DLK" \
 check "DLK_CACHE_DIR: no chunk GET" test "$(gets)" -eq "$g0"
 ok "--cache-dir '' overrides it" env DLK_CACHE_DIR="$C" "$DLK" \
     bench-stream "$ds" --device cpu --json --cache-dir ''
-check "--cache-dir '': no cache" test "$(field cache)" = None
+check "--cache-dir '': no cache" test "$(json_field cache)" = None
 fails "a bad DLK_CACHE_LIMIT is a usage error" 2 env DLK_CACHE_LIMIT=lots \
     "$DLK" bench-stream "$ds" --device cpu
 check "it names the variable" grep -q DLK_CACHE_LIMIT "$ERR"

@@ -37,37 +37,30 @@ ds=s3://dlk-t472/ds
 ok "create" dlk create "$ds" --tensor images:u8:24x24x3 --chunk-size 64K
 ok "ingest 600 samples (about 1 MiB)" dlk ingest "$ds" from-dir "$T/src" -q
 gets() { grep -c '"GET /dlk-t472/ds/chunks/' "$MOTO_LOG"; }
-field() {
-    python3 -c 'import json, sys
-v = json.load(open(sys.argv[1]))
-for k in sys.argv[2].split("."):
-    v = v[int(k)] if isinstance(v, list) else v[k]
-print(v)' "$OUT" "$1"
-}
 stream() { # NAME ARGS...
     local name=$1; shift
     ok "$name" "$DLK" bench-stream "$ds" --device cpu --json --shuffle \
         --batch-size 100 --workers 4 --cache-dir "$MNT/cache" \
         --cache-limit 1G "$@"
     check "$name: checksum_ok, 600 samples an epoch" \
-        test "$(field checksum_ok)/$(field samples)" = "True/$((600 * ${EPOCHS:-1}))"
+        test "$(json_field checksum_ok)/$(json_field samples)" = "True/$((600 * ${EPOCHS:-1}))"
 }
 g0=$(gets)
 EPOCHS=2 stream "2 epochs, a cache on a 256 KiB disk" --epochs 2
-kept=$(field cache.fetched)
+kept=$(json_field cache.fetched)
 check "some chunks were kept ($kept)" test "$kept" -gt 0
 check "one warning, naming the write" \
     test "$(grep -c "warning: chunk cache '$MNT/cache' not written: cannot write in tmp/: No space left on device" "$ERR")" = 1
 check "the report says so" grep -q '"warning": "chunk cache' "$OUT"
 check "the second epoch read the chunks not kept from the store" \
-    test "$(field epochs.1.requests)" -gt 0
+    test "$(json_field epochs.1.requests)" -gt 0
 check "no temp file left" test -z "$(ls "$MNT/cache/tmp")"
 
 ok "remount read-only" mount -o remount,ro "$MNT"
 g0=$(gets)
 stream "a cache on a read-only file system"
-check "the copies were read ($(field cache.hits) reads)" \
-    test "$(field cache.hits)" -gt 0
+check "the copies were read ($(json_field cache.hits) reads)" \
+    test "$(json_field cache.hits)" -gt 0
 check "one warning" test "$(grep -c 'warning: chunk cache' "$ERR")" = 1
 check "it says why" grep -q 'Read-only file system' "$ERR"
 mount -o remount,rw "$MNT"
