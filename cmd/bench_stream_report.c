@@ -369,6 +369,10 @@ static json_t *settings_json(const struct bench_opts *o,
         lo->pin_cache == DLK_PIN_CACHE_AUTO ? "auto" : NULL);
     if (s && lo->pin_cache != DLK_PIN_CACHE_AUTO)
         json_object_set_new(s, "pin_cache", json_integer((json_int_t)lo->pin_cache));
+    /* the folder may come from DLK_CACHE_DIR, not the command line */
+    if (s)
+        json_object_set_new(s, "cache_dir", lo->cache_dir && *lo->cache_dir
+                                ? json_string(lo->cache_dir) : json_null());
     free(cmdline);
     return s;
 }

@@ -378,23 +378,23 @@ out:
     close(t);
 }
 
-/* Bytes [off, off+len) of the copy fd appended to out; false on a read
- * error (the caller reads the store instead). */
-static bool read_copy(int fd, uint64_t off, uint64_t len, dlk_buf *out)
+/* Bytes [off, off+len) of the copy fd appended to out: 0, or the error
+ * (the caller reads the store instead). */
+static int read_copy(int fd, uint64_t off, uint64_t len, dlk_buf *out)
 {
     if (dlk_buf_reserve(out, (size_t)len, NULL))
-        return false;
+        return ENOMEM;
     uint8_t *p = out->data + out->len;
     for (uint64_t at = 0; at < len;) {
         ssize_t r = pread(fd, p + at, (size_t)(len - at), (off_t)(off + at));
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
-            return false;
+            return r < 0 ? errno : EIO; /* EIO: shorter than it was */
         at += (uint64_t)r;
     }
     out->len += (size_t)len;
-    return true;
+    return 0;
 }
 
 /* What the store itself reads, counted there (this store counts none). */
@@ -419,7 +419,8 @@ static dlk_status get_chunk(cache *c, const char *key, const char *name,
     int t = -1;
     /* a chunk larger than the cache is never kept: read as asked, not
      * fetched whole for every span of it */
-    if (fd < 0 && !stopped(c) && size <= c->limit && (t = lock_temp(c, name)) >= 0 &&
+    if (fd < 0 && !stopped(c) && size <= c->limit &&
+        (t = lock_temp(c, name)) >= 0 &&
         (fd = open_copy(c, name, size)) >= 0) {
         unlinkat(c->tmp_fd, name, 0); /* another process fetched it */
         close(t);
@@ -427,16 +428,16 @@ static dlk_status get_chunk(cache *c, const char *key, const char *name,
     }
     if (fd >= 0) {
         size_t before = out->len;
-        bool got = read_copy(fd, off, len, out);
+        int e = read_copy(fd, off, len, out);
         close(fd);
-        if (got) {
+        if (!e) {
             if (info)
                 info->size = size;
             __atomic_add_fetch(&c->hits, 1, __ATOMIC_RELAXED);
             return DLK_OK;
         }
         out->len = before;
-        turn_off(c, "cannot read a copy in objects/", errno ? errno : EIO);
+        turn_off(c, "cannot read a copy in objects/", e);
     }
     if (t < 0)
         return pass_sized(c, key, size, off, len, out, info, err);

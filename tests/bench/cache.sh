@@ -12,7 +12,9 @@
 #   5. the same dataset in a local folder, in the page cache (today's
 #      fastest local read), for samples/s.
 # Prints each epoch's GETs (the loader's; the label-mix audit of
-# bench-stream reads nothing here: no class tensor) and samples/s.
+# bench-stream reads nothing here: no class tensor) and samples/s, and
+# the run's samples/s (epochs this short vary: an epoch that reads the
+# next one's first chunks ahead is slower than the last, which does not).
 #   tests/bench/cache.sh [N] [EPOCHS] [WORKERS]
 # Needs moto_server, boto3 and numpy; DLK_BUILD names the build (default
 # build/); DELAY_MS the added latency (default 20).  Under 2 minutes on
@@ -20,7 +22,7 @@
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 n=${1:-15000}
-epochs=${2:-3}
+epochs=${2:-4}
 workers=${3:-8}
 delay=${DELAY_MS:-20}
 build=${DLK_BUILD:-$root/build}
@@ -67,9 +69,9 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 eps = r["epochs"]
 c = r.get("cache") or {}
-print("%-34s GETs/epoch %-16s samples/s/epoch %-26s%s" % (
+print("%-30s GETs/epoch %-18s samples/s/epoch %-30s run %7.0f%s" % (
     sys.argv[2], " ".join(str(e["requests"]) for e in eps),
-    " ".join("%.0f" % e["samples_per_s"] for e in eps),
+    " ".join("%.0f" % e["samples_per_s"] for e in eps), r["samples_per_s"],
     (" cache: %d fetched, %d hits, %d evicted" % (
         c["fetched"], c["hits"], c["evicted"])) if c else ""))
 if r["checksum_ok"] is not True:

@@ -3,7 +3,8 @@
 # test; bench-stream (cpu, several I/O workers, shuffled, several epochs)
 # on a local dataset, on an uncompressed one with DLK_NO_MMAP and on an
 # s3:// one; ingest from-dir of JPEGs with --jobs 2 --fetch 4 (ordered and
-# --unordered) and from-s3 through moto. Any ThreadSanitizer report fails
+# --unordered) and from-s3 through moto; bench-stream of the s3:// one
+# through a chunk cache. Any ThreadSanitizer report fails
 # the test (halt_on_error=1).
 #
 # Uses $DLK when it is a TSan build (make SAN=thread test), else builds
@@ -142,6 +143,16 @@ check "60 rows from S3" grep -q '"ingested": 60' "$OUT"
 tsan "commit (s3)" 0 "$TDLK" commit "$S" -m tsan
 tsan "bench-stream s3, 4 workers, 2 epochs, shuffle" 0 "$TDLK" bench-stream "$S" \
     --device cpu --workers 4 --epochs 2 --shuffle --batch-size 8 --json
+check "checksum_ok" grep -q '"checksum_ok": true' "$OUT"
+# the chunk cache: spans of one chunk fetched by one thread while the
+# others wait on its lock, then read from the copies
+tsan "bench-stream s3 through an empty chunk cache" 0 "$TDLK" bench-stream \
+    "$S" --device cpu --workers 4 --epochs 2 --shuffle --batch-size 8 \
+    --cache-dir "$T/cache" --json
+check "checksum_ok" grep -q '"checksum_ok": true' "$OUT"
+tsan "bench-stream s3 through the full chunk cache, a small limit" 0 \
+    "$TDLK" bench-stream "$S" --device cpu --workers 4 --epochs 2 --shuffle \
+    --batch-size 8 --cache-dir "$T/cache" --cache-limit 100K --json
 check "checksum_ok" grep -q '"checksum_ok": true' "$OUT"
 # retries and the in-flight limit (AIMD) under faults (no resets: a reset
 # after the server stored a create-only PUT is t400's business)

@@ -182,6 +182,8 @@ g0=$(gets)
 ok "DLK_CACHE_DIR as the default" env DLK_CACHE_DIR="$C" "$DLK" \
     bench-stream "$ds" --device cpu --json
 check "DLK_CACHE_DIR: no chunk GET" test "$(gets)" -eq "$g0"
+check "the report's settings name the folder" \
+    test "$(json_field settings.cache_dir)" = "$C"
 ok "--cache-dir '' overrides it" env DLK_CACHE_DIR="$C" "$DLK" \
     bench-stream "$ds" --device cpu --json --cache-dir ''
 check "--cache-dir '': no cache" test "$(json_field cache)" = None
