@@ -372,18 +372,18 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
     uint64_t share = 0;
     /* a local dataset is read in place: a cache would be a second copy */
     if (opts->cache_dir && *opts->cache_dir &&
-        dlk_store_is_remote(ds->store) &&
-        !(rc = dlk_store_open_cache(ds->store, opts->cache_dir,
-                                    opts->cache_limit, !opts->no_verify,
-                                    &l->cache, err)))
-        l->store = l->cache;
-    if (rc)
-        ;
-    else if (l->o.rank >= l->o.world_size)
+        dlk_store_is_remote(ds->store)) {
+        rc = dlk_store_open_cache(ds->store, opts->cache_dir,
+                                  opts->cache_limit, !opts->no_verify,
+                                  &l->cache, err);
+        if (!rc)
+            l->store = l->cache;
+    }
+    if (!rc && l->o.rank >= l->o.world_size)
         rc = dlk_fail(err, DLK_EINVAL, "rank %u is not below world size %u",
                       l->o.rank, l->o.world_size);
-    else if (l->o.batch_size > (1u << 24) || l->o.io_threads > 256 ||
-             l->o.window_chunks > 65536 || l->o.span_parts > 65536)
+    if (!rc && (l->o.batch_size > (1u << 24) || l->o.io_threads > 256 ||
+                l->o.window_chunks > 65536 || l->o.span_parts > 65536))
         rc = dlk_fail(err, DLK_EINVAL, "batch size, threads or window out "
                       "of range");
     else if (l->o.on_bad != DLK_ON_BAD_FAIL && l->o.on_bad != DLK_ON_BAD_SKIP)
