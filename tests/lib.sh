@@ -222,6 +222,17 @@ p,o=sys.argv[1],int(sys.argv[2])
 b=bytearray(open(p,"rb").read()); b[o]^=0x5a; open(p,"wb").write(b)' "$1" "$2"
 }
 
+# The sources the Python package builds from, as a fresh checkout has
+# them (no build/, no objects; cmd/ whole: the package carries the dlk
+# binary), copied into DEST (t500, t471).
+py_sources() { # DEST
+    mkdir -p "$1" &&
+        (cd "$DLK_TESTS/.." && tar cf - --exclude=build --exclude="*.o" \
+            --exclude="*.d" --exclude="*.so*" --exclude="*.egg-info" \
+            --exclude=__pycache__ Makefile dlk.pc.in include lib python \
+            cmd) | tar xf - -C "$1"
+}
+
 # A value of a JSON document: PATH is keys and list indices joined by
 # dots ("cache.fetched", "epochs.1.requests"); FILE defaults to $OUT.
 # Printed as Python prints it (True, None, 3).

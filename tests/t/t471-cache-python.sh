@@ -13,11 +13,7 @@ if ! have_numpy || ! python3 -c 'import setuptools, wheel, pip' 2>/dev/null; the
     skip "the chunk cache from Python" "numpy, pip, setuptools or wheel missing"
     exit 0
 fi
-repo=$(cd "$DLK_TESTS/.." && pwd)
-mkdir -p "$T/clone"
-ok "copy the sources" sh -c 'cd "$1" && tar cf - --exclude=build --exclude="*.o" \
-    --exclude="*.d" --exclude="*.so*" --exclude="*.egg-info" --exclude=__pycache__ \
-    Makefile dlk.pc.in include lib python cmd/store_env.c cmd/store_env.h | tar xf - -C "$2"' sh "$repo" "$T/clone"
+ok "copy the sources" py_sources "$T/clone"
 ok "pip install the binding over $DLK_BUILD/libdlk.so" env DLK_LIBDIR="$DLK_BUILD" \
     python3 -m pip install --no-build-isolation --no-deps --no-cache-dir \
     --target "$T/py" "$T/clone/python"

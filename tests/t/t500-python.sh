@@ -25,13 +25,9 @@ if ! python3 -c 'import setuptools, wheel, pip' 2>/dev/null; then
     skip "python package" "pip, setuptools or wheel missing: python3 -m pip install setuptools wheel"
     exit 0
 fi
-repo=$(cd "$DLK_TESTS/.." && pwd)
 
 # the sources as a fresh checkout has them: no build/, no objects
-mkdir -p "$T/clone"
-ok "copy the sources" sh -c 'cd "$1" && tar cf - --exclude=build --exclude="*.o" \
-    --exclude="*.d" --exclude="*.so*" --exclude="*.egg-info" --exclude=__pycache__ \
-    Makefile dlk.pc.in include lib python cmd | tar xf - -C "$2"' sh "$repo" "$T/clone"
+ok "copy the sources" py_sources "$T/clone"
 run_py=(python3)
 if [ -n "${SAN:-}" ] && [ "$SAN" != thread ]; then
     # under the sanitizers: the binding over the sanitized libdlk.so of
