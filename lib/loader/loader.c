@@ -27,6 +27,7 @@ void dlk_plan_free(dlk_loader *l, dlk_plan *pl, bool stopped)
         if (s->state == SLOT_READY || s->state == SLOT_FAILED ||
             (stopped && s->state == SLOT_LOADING && (s->ch || s->host)))
             dlk_loader_release_slot(l, s); /* queued uploads too */
+        dlk_slot_free_err(s);
     }
     free(pl->slots);
     free(pl->sched);
@@ -368,8 +369,36 @@ void dlk_loader_release_slot(dlk_loader *l, dlk_slot *s)
     if (!s->fold_kept)
         free(s->fold);
     l->resident -= s->bytes;
+    dlk_slot_free_err(s);
     memset(&s->ch, 0, sizeof *s - offsetof(dlk_slot, ch));
     s->state = SLOT_DONE;
+}
+
+/* A load that could not record its error says so: never a failed slot
+ * without one. */
+static dlk_error slot_err_lost = {DLK_ENOMEM, "a chunk's read failed (its "
+                                  "error was lost: out of memory)"};
+
+void dlk_slot_set_err(dlk_slot *s, const dlk_error *err)
+{
+    if (!s->err && !(s->err = malloc(sizeof *s->err))) {
+        s->err = &slot_err_lost;
+        return;
+    }
+    if (s->err != &slot_err_lost)
+        *s->err = *err;
+}
+
+const dlk_error *dlk_slot_err(const dlk_slot *s)
+{
+    return s->err ? s->err : &slot_err_lost;
+}
+
+void dlk_slot_free_err(dlk_slot *s)
+{
+    if (s->err != &slot_err_lost)
+        free(s->err);
+    s->err = NULL;
 }
 
 static bool plan_loading(const dlk_plan *pl)
@@ -476,8 +505,9 @@ static dlk_status wait_ready(dlk_loader *l, uint64_t p0, uint64_t p1,
             dlk_slot *s = &l->plan.slots[l->bslot[t * b + (p - p0)]];
             rc = dlk_loader_wait_slot(l, s, err);
             if (!rc && s->state == SLOT_FAILED &&
-                !dlk_bad_skips(l, s->err.code))
-                rc = dlk_fail(err, s->err.code, "%s", s->err.msg);
+                !dlk_bad_skips(l, dlk_slot_err(s)->code))
+                rc = dlk_fail(err, dlk_slot_err(s)->code, "%s",
+                              dlk_slot_err(s)->msg);
             if (!rc && dlk_bad_row(l, s, l->bidx[p - p0])) {
                 l->bbad[p - p0] = 1; /* on_bad skip: replaced below */
                 any_bad = true;

@@ -31,7 +31,7 @@ dlk_status dlk_bad_part(const dlk_loader *l, dlk_slot *s, uint32_t p,
         p - s->p0 >= 64)
         return rc;
     if (!s->bad_parts)
-        s->err = *err;
+        dlk_slot_set_err(s, err);
     s->bad_parts |= 1ull << (p - s->p0);
     return DLK_OK;
 }
@@ -84,8 +84,8 @@ static void tell_read(dlk_loader *l, const dlk_slot *s, uint32_t p0,
     dlk_bad_read b = {.tensor = t->spec.name, .object = key,
                       .part0 = p0, .part1 = p1,
                       .first_row = e->first, .rows = e->samples,
-                      .epoch = l->st.epoch, .code = s->err.code,
-                      .why = s->err.msg};
+                      .epoch = l->st.epoch, .code = dlk_slot_err(s)->code,
+                      .why = dlk_slot_err(s)->msg};
     if (p1) {
         uint32_t np = dlk_span_nparts(lt, s->chunk);
         uint32_t a = dlk_part_first(p0, e->samples, np);
@@ -145,7 +145,7 @@ static dlk_status find_ahead(dlk_loader *l, uint64_t p1, uint64_t *sample,
             pthread_cond_signal(&l->work);
             rc = dlk_loader_wait_slot(l, s, err);
             int state = s->state;
-            dlk_error serr = s->err;
+            dlk_error serr = *dlk_slot_err(s);
             pthread_mutex_unlock(&l->mu);
             if (rc)
                 return rc;
@@ -178,17 +178,17 @@ dlk_status dlk_bad_replace(dlk_loader *l, uint64_t p0, uint64_t p1,
                         "failed read");
     uint64_t cap = epoch_cap(l);
     if (l->bad_epoch + nbad > cap)
-        return dlk_fail(err, why->err.code, "%llu rows of epoch %llu "
+        return dlk_fail(err, dlk_slot_err(why)->code, "%llu rows of epoch %llu "
                         "unreadable on this rank, more than max_bad %llu: "
                         "%s", (unsigned long long)(l->bad_epoch + nbad),
                         (unsigned long long)l->st.epoch,
-                        (unsigned long long)cap, why->err.msg);
+                        (unsigned long long)cap, dlk_slot_err(why)->msg);
     if (nbad == n) {
         uint32_t *donor = malloc(l->nt * sizeof *donor);
         uint64_t sample;
         if (!donor)
             return dlk_oom(err);
-        dlk_error why_err = why->err;
+        dlk_error why_err = *dlk_slot_err(why);
         dlk_status rc = find_ahead(l, p1, &sample, donor, err);
         if (rc == DLK_ENOTFOUND)
             rc = dlk_fail(err, why_err.code, "no readable row left in epoch "

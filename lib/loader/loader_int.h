@@ -48,7 +48,11 @@ typedef struct dlk_slot {
     bool fold_kept;             /* fold is the chunk's kept one, not ours */
     uint64_t bytes;             /* counted against the budget */
     double t_buffer;            /* when the load had its host buffer */
-    dlk_error err;
+    dlk_error *err;             /* a failed load's (or part's) error,
+                                 * allocated when there is one: a plan
+                                 * holds a slot a chunk a tensor, and
+                                 * its 516 bytes in each were most of
+                                 * the loader's cost a chunk */
     /* on_bad skip: the parts of the span (bit i: part p0 + i, the first
      * 64) whose checksum failed, the rest read and checked; err names
      * the first */
@@ -217,6 +221,11 @@ struct dlk_loader {
 };
 
 void dlk_loader_release_slot(dlk_loader *l, dlk_slot *s);
+/* Record err as s's (kept until the slot's release); s's error, or a
+ * generic one if none could be recorded. */
+void dlk_slot_set_err(dlk_slot *s, const dlk_error *err);
+const dlk_error *dlk_slot_err(const dlk_slot *s);
+void dlk_slot_free_err(dlk_slot *s);
 /* The timeline (loader_trace.c): dlk_loader_next entered at `now` (ends
  * the previous batch's consumer time), and a batch of `samples` returned
  * after entering at t_in. */

@@ -307,7 +307,7 @@ static void finish(dlk_loader *l, dlk_slot *s, dlk_status rc,
 {
     l->busy--;
     if (rc) {
-        s->err = *err;
+        dlk_slot_set_err(s, err);
         s->state = SLOT_FAILED;
     } else {
         s->state = SLOT_READY;
