@@ -135,11 +135,21 @@ class BuildDlk(build_ext):
         super().run()
 
 
+# The binding uses the stable ABI of CPython 3.11 (the buffer protocol
+# joined it there): one build, `_core.abi3.so` in a wheel tagged
+# cp311-abi3, serves every CPython from 3.11 on.  A call outside that
+# API is an undeclared function there, which the compiler rejects.
+LIMITED_API = "0x030B0000"
+ABI3_TAG = "cp311"
+
 setup(
     version=version(),
     ext_modules=[Extension(
         "dlk._core", ["dlk/_core.c"],
+        py_limited_api=True,
+        define_macros=[("Py_LIMITED_API", LIMITED_API)],
         extra_compile_args=["-std=c11", "-Wall", "-Wextra",
+                            "-Werror=implicit-function-declaration",
                             "-Wno-missing-field-initializers",
                             "-Wno-cast-function-type"],
         # DT_RPATH, not DT_RUNPATH: the loader searches it for libdlk's
@@ -148,4 +158,5 @@ setup(
         extra_link_args=["-Wl,--disable-new-dtags,-rpath,$ORIGIN"],
     )],
     cmdclass={"build_ext": BuildDlk},
+    options={"bdist_wheel": {"py_limited_api": ABI3_TAG}},
 )

@@ -6,11 +6,18 @@
  * of Python objects and DLPack capsules whose deleters must run the
  * library's release, and the loader call must drop the GIL while it
  * waits; here that costs a few microseconds per batch, with no struct
- * layouts copied into Python. */
+ * layouts copied into Python.
+ *
+ * It is built against the stable ABI (Py_LIMITED_API, 3.11 the oldest:
+ * the buffer protocol joined it there; setup.py defines it), so that one
+ * wheel serves every CPython from 3.11 on: its types are made from specs
+ * at import (heap types), and it reaches no object's fields but through
+ * the API. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dlk.h"
@@ -48,6 +55,26 @@ enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6 };
 /* ---- errors ---------------------------------------------------------- */
 
 static PyObject *DlkError;
+/* the types, made at import (PyInit__core) */
+static PyTypeObject *DatasetType, *IndexType, *LoaderType, *KeptType,
+    *TensorType;
+
+/* The allocation and the release of an object of one of those types (or
+ * of a Python subclass): through its type's slots; a heap type's object
+ * holds a reference to its type, given back here. */
+static PyObject *alloc_object(PyTypeObject *type)
+{
+    allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
+    return alloc(type, 0);
+}
+
+static void free_object(void *self)
+{
+    PyTypeObject *type = Py_TYPE((PyObject *)self);
+    freefunc free_fn = (freefunc)PyType_GetSlot(type, Py_tp_free);
+    free_fn(self);
+    Py_DECREF(type);
+}
 
 /* The exit code `dlk` gives a failed call's status (cmd/common.c): 4 a
  * concurrent writer, else 3. */
@@ -64,7 +91,7 @@ static PyObject *raise_dlk(const dlk_error *err)
 {
     PyObject *msg = PyUnicode_DecodeUTF8(err->msg, strlen(err->msg),
                                          "backslashreplace");
-    PyObject *e = msg ? PyObject_CallOneArg(DlkError, msg) : NULL;
+    PyObject *e = msg ? PyObject_CallFunctionObjArgs(DlkError, msg, NULL) : NULL;
     Py_XDECREF(msg);
     if (!e)
         return NULL;
@@ -94,7 +121,7 @@ static PyObject *Dataset_new(PyTypeObject *type, PyObject *a, PyObject *k)
 {
     (void)a;
     (void)k;
-    Dataset *self = (Dataset *)type->tp_alloc(type, 0);
+    Dataset *self = (Dataset *)alloc_object(type);
     if (self)
         pthread_mutex_init(&self->mu, NULL);
     return (PyObject *)self;
@@ -104,7 +131,7 @@ static void Dataset_dealloc(Dataset *self)
 {
     dlk_dataset_free(self->ds);
     pthread_mutex_destroy(&self->mu);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    free_object(self);
 }
 
 static int Dataset_init(Dataset *self, PyObject *args, PyObject *kw)
@@ -150,10 +177,12 @@ static int need_ds(Dataset *self)
 static PyObject *dims(int ndim, const int64_t *d)
 {
     PyObject *t = PyTuple_New(ndim);
-    for (int i = 0; t && i < ndim; i++)
-        PyTuple_SET_ITEM(t, i, d[i] == DLK_DIM_VARIABLE
-                                   ? Py_NewRef(Py_None)
-                                   : PyLong_FromLongLong(d[i]));
+    for (int i = 0; t && i < ndim; i++) {
+        PyObject *v = d[i] == DLK_DIM_VARIABLE ? Py_NewRef(Py_None)
+                                               : PyLong_FromLongLong(d[i]);
+        if (!v || PyTuple_SetItem(t, i, v))
+            Py_CLEAR(t);
+    }
     return t;
 }
 
@@ -172,8 +201,11 @@ static PyObject *Dataset_tensors(Dataset *self, PyObject *unused)
             return raise_dlk(&err);
         }
         PyObject *classes = PyList_New((Py_ssize_t)ti.n_class_names);
-        for (size_t c = 0; classes && c < ti.n_class_names; c++)
-            PyList_SET_ITEM(classes, c, PyUnicode_FromString(ti.class_names[c]));
+        for (size_t c = 0; classes && c < ti.n_class_names; c++) {
+            PyObject *name = PyUnicode_FromString(ti.class_names[c]);
+            if (!name || PyList_SetItem(classes, (Py_ssize_t)c, name))
+                Py_CLEAR(classes);
+        }
         PyObject *d = Py_BuildValue(
             "{s:s,s:s,s:s,s:N,s:N,s:K,s:K,s:K,s:K}", "name", ti.name, "kind",
             dlk_kind_name(ti.kind), "dtype", dlk_dtype_name(ti.dtype), "shape",
@@ -186,7 +218,10 @@ static PyObject *Dataset_tensors(Dataset *self, PyObject *unused)
             Py_DECREF(list);
             return NULL;
         }
-        PyList_SET_ITEM(list, i, d);
+        if (PyList_SetItem(list, (Py_ssize_t)i, d)) {
+            Py_DECREF(list);
+            return NULL;
+        }
     }
     return list;
 }
@@ -364,7 +399,7 @@ static void Index_dealloc(Index *self)
 {
     Index_close_now(self);
     pthread_mutex_destroy(&self->mu);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    free_object(self);
 }
 
 static int need_ix(Index *self)
@@ -410,8 +445,8 @@ static PyObject *Index_search(Index *self, PyObject *args)
         dlk_status rc = DLK_OK;
         int closed = 0;
         if (rb && sb) {
-            uint64_t *rows = (uint64_t *)PyBytes_AS_STRING(rb);
-            double *scores = (double *)PyBytes_AS_STRING(sb);
+            uint64_t *rows = (uint64_t *)PyBytes_AsString(rb);
+            double *scores = (double *)PyBytes_AsString(sb);
             memset(rows, 0, (size_t)nq * k * 8);
             memset(scores, 0, (size_t)nq * k * 8);
             Py_BEGIN_ALLOW_THREADS
@@ -467,13 +502,18 @@ static PyMethodDef Index_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject IndexType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "dlk._core.Index",
-    .tp_basicsize = sizeof(Index),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_dealloc = (destructor)Index_dealloc,
-    .tp_methods = Index_methods,
+/* the types are not made from Python (nor changed), as static types were not */
+#define NOT_MADE_HERE (Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | \
+                       Py_TPFLAGS_DISALLOW_INSTANTIATION)
+
+static PyType_Slot Index_slots[] = {
+    {Py_tp_dealloc, (void *)Index_dealloc},
+    {Py_tp_methods, Index_methods},
+    {0, NULL},
+};
+
+static PyType_Spec Index_spec = {
+    "dlk._core.Index", sizeof(Index), 0, NOT_MADE_HERE, Index_slots,
 };
 
 /* index(tensor, where=None, view=None, device="auto", threads=0,
@@ -500,7 +540,7 @@ static PyObject *Dataset_index(Dataset *self, PyObject *args, PyObject *kw)
                      "cuda)", dev);
         return NULL;
     }
-    Index *ix = PyObject_New(Index, &IndexType);
+    Index *ix = PyObject_New(Index, IndexType);
     if (!ix)
         return NULL;
     ix->ix = NULL;
@@ -544,16 +584,19 @@ static PyGetSetDef Dataset_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyTypeObject DatasetType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "dlk._core.Dataset",
-    .tp_basicsize = sizeof(Dataset),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_new = Dataset_new,
-    .tp_init = (initproc)Dataset_init,
-    .tp_dealloc = (destructor)Dataset_dealloc,
-    .tp_methods = Dataset_methods,
-    .tp_getset = Dataset_getset,
+static PyType_Slot Dataset_slots[] = {
+    {Py_tp_new, (void *)Dataset_new},
+    {Py_tp_init, (void *)Dataset_init},
+    {Py_tp_dealloc, (void *)Dataset_dealloc},
+    {Py_tp_methods, Dataset_methods},
+    {Py_tp_getset, Dataset_getset},
+    {0, NULL},
+};
+
+static PyType_Spec Dataset_spec = {
+    "dlk._core.Dataset", sizeof(Dataset), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_IMMUTABLETYPE,
+    Dataset_slots,
 };
 
 /* ---- Loader -------------------------------------------------------- */
@@ -613,22 +656,23 @@ static void Kept_dealloc(Kept *self)
             loader_close_now(L);
         Py_DECREF(L);
     }
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    free_object(self);
 }
 
-static PyTypeObject KeptType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "dlk._core.Kept",
-    .tp_basicsize = sizeof(Kept),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_dealloc = (destructor)Kept_dealloc,
+static PyType_Slot Kept_slots[] = {
+    {Py_tp_dealloc, (void *)Kept_dealloc},
+    {0, NULL},
+};
+
+static PyType_Spec Kept_spec = {
+    "dlk._core.Kept", sizeof(Kept), 0, NOT_MADE_HERE, Kept_slots,
 };
 
 static PyObject *Loader_new(PyTypeObject *type, PyObject *a, PyObject *k)
 {
     (void)a;
     (void)k;
-    Loader *self = (Loader *)type->tp_alloc(type, 0);
+    Loader *self = (Loader *)alloc_object(type);
     if (self)
         pthread_mutex_init(&self->mu, NULL);
     return (PyObject *)self;
@@ -643,9 +687,9 @@ static void Loader_dealloc(Loader *self)
      * I/O threads until the process ends: the dataset must outlive it
      * (freeing it here crashed such a process now and then) */
     if (!self->l)
-        Py_XDECREF(self->ds);
+        Py_XDECREF((PyObject *)self->ds);
     Py_XDECREF(self->bad); /* told only within next() */
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    free_object(self);
 }
 
 /* The loader asks this while it waits for data: Ctrl-C (or any signal
@@ -704,7 +748,7 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
     unsigned long long seed = 0, epochs = 0, memory = 0, pin_cache = 0,
                        max_bad = 0, cache_limit = 0;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O!s|IpKOKpIIKIIIpzzpIKpKzK", kws, &DatasetType, &dso,
+            args, kw, "O!s|IpKOKpIIKIIIpzzpIKpKzK", kws, DatasetType, &dso,
             &device, &batch, &shuffle, &seed, &tensors, &epochs, &drop_last,
             &rank, &world, &memory, &workers, &window, &prefetch, &verify,
             &state, &view, &whole_chunks, &local_world, &pin_cache, &skip,
@@ -717,7 +761,9 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
     Dataset *ds = (Dataset *)dso;
     if (need_ds(ds))
         return -1;
-    Py_XSETREF(self->ds, (Dataset *)Py_NewRef(ds));
+    Dataset *old = self->ds;
+    self->ds = (Dataset *)Py_NewRef((PyObject *)ds);
+    Py_XDECREF((PyObject *)old);
     dlk_loader_opts o = {0};
     o.batch_size = batch;
     o.shuffle = shuffle;
@@ -748,17 +794,22 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
     const char *names[256];
     PyObject *seq = NULL;
     if (tensors != Py_None) {
-        seq = PySequence_Fast(tensors, "tensors must be a list of names");
+        /* a tuple of them: the names' UTF-8 stays valid while it lives,
+         * whatever another thread does to the caller's list meanwhile */
+        PyObject *fast = PySequence_Fast(tensors,
+                                         "tensors must be a list of names");
+        seq = fast ? PySequence_Tuple(fast) : NULL;
+        Py_XDECREF(fast);
         if (!seq)
             return -1;
-        Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+        Py_ssize_t n = PyTuple_Size(seq);
         if (n > 256) {
             Py_DECREF(seq);
             PyErr_SetString(PyExc_ValueError, "at most 256 tensors");
             return -1;
         }
         for (Py_ssize_t i = 0; i < n; i++) {
-            names[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i));
+            names[i] = PyUnicode_AsUTF8AndSize(PyTuple_GetItem(seq, i), NULL);
             if (!names[i]) {
                 Py_DECREF(seq);
                 return -1;
@@ -821,8 +872,8 @@ typedef struct {
 
 static void Tensor_dealloc(Tensor *self)
 {
-    Py_XDECREF(self->kept);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    Py_XDECREF((PyObject *)self->kept);
+    free_object(self);
 }
 
 static DLDataType dl_dtype(dlk_dtype t)
@@ -866,7 +917,7 @@ static void managed_free(Managed *mt)
         Py_XDECREF(mt->owner);
         PyGILState_Release(g);
     }
-    PyMem_RawFree(mt);
+    free(mt);
 }
 
 static void deleter_legacy(DLManagedTensor *m) { managed_free(m->manager_ctx); }
@@ -951,7 +1002,8 @@ static PyObject *Tensor_dlpack(Tensor *self, PyObject *args, PyObject *kw)
             return NULL;
         versioned = major >= 1;
     }
-    Managed *mt = PyMem_RawCalloc(1, sizeof *mt);
+    /* the C allocator: the deleter may run without the GIL */
+    Managed *mt = calloc(1, sizeof *mt);
     if (!mt)
         return PyErr_NoMemory();
     memcpy(mt->shape, self->shape, sizeof mt->shape);
@@ -974,7 +1026,7 @@ static PyObject *Tensor_dlpack(Tensor *self, PyObject *args, PyObject *kw)
     }
     if (!cap) {
         Py_DECREF(mt->owner);
-        PyMem_RawFree(mt);
+        free(mt);
     }
     return cap;
 }
@@ -1040,23 +1092,24 @@ static PyGetSetDef Tensor_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyTypeObject TensorType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "dlk.Tensor",
-    .tp_doc = "A tensor of a batch: pass it to numpy.from_dlpack, "
-              "torch.from_dlpack or jax.dlpack.from_dlpack (no copy).",
-    .tp_basicsize = sizeof(Tensor),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_dealloc = (destructor)Tensor_dealloc,
-    .tp_methods = Tensor_methods,
-    .tp_getset = Tensor_getset,
-    .tp_repr = (reprfunc)Tensor_repr,
+static PyType_Slot Tensor_slots[] = {
+    {Py_tp_doc, "A tensor of a batch: pass it to numpy.from_dlpack, "
+                "torch.from_dlpack or jax.dlpack.from_dlpack (no copy)."},
+    {Py_tp_dealloc, (void *)Tensor_dealloc},
+    {Py_tp_methods, Tensor_methods},
+    {Py_tp_getset, Tensor_getset},
+    {Py_tp_repr, (void *)Tensor_repr},
+    {0, NULL},
+};
+
+static PyType_Spec Tensor_spec = {
+    "dlk.Tensor", sizeof(Tensor), 0, NOT_MADE_HERE, Tensor_slots,
 };
 
 static Tensor *new_tensor(Loader *L, Kept *k, const dlk_batch_tensor *bt,
                           void *data, int ndim, const int64_t *shape)
 {
-    Tensor *t = PyObject_New(Tensor, &TensorType);
+    Tensor *t = PyObject_New(Tensor, TensorType);
     if (!t)
         return NULL;
     t->kept = (Kept *)Py_NewRef((PyObject *)k);
@@ -1107,7 +1160,7 @@ static PyObject *Loader_next(Loader *self, PyObject *args)
         }
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     }
-    Kept *kp = PyObject_New(Kept, &KeptType);
+    Kept *kp = PyObject_New(Kept, KeptType);
     if (!kp) {
         pthread_mutex_lock(&self->mu);
         dlk_loader_release(self->l, k, NULL);
@@ -1140,8 +1193,8 @@ static PyObject *Loader_next(Loader *self, PyObject *args)
                     bt->ndim, bt->shapes + (size_t)s * bt->ndim);
                 if (!e)
                     Py_CLEAR(v);
-                else
-                    PyList_SET_ITEM(v, s, e);
+                else if (PyList_SetItem(v, s, e))
+                    Py_CLEAR(v);
             }
         }
         if (!v || PyDict_SetItemString(tensors, bt->name, v))
@@ -1282,15 +1335,18 @@ static PyMethodDef Loader_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject LoaderType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "dlk._core.Loader",
-    .tp_basicsize = sizeof(Loader),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_new = Loader_new,
-    .tp_init = (initproc)Loader_init,
-    .tp_dealloc = (destructor)Loader_dealloc,
-    .tp_methods = Loader_methods,
+static PyType_Slot Loader_slots[] = {
+    {Py_tp_new, (void *)Loader_new},
+    {Py_tp_init, (void *)Loader_init},
+    {Py_tp_dealloc, (void *)Loader_dealloc},
+    {Py_tp_methods, Loader_methods},
+    {0, NULL},
+};
+
+static PyType_Spec Loader_spec = {
+    "dlk._core.Loader", sizeof(Loader), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_IMMUTABLETYPE,
+    Loader_slots,
 };
 
 /* ---- module functions ---------------------------------------------- */
@@ -1383,23 +1439,35 @@ static struct PyModuleDef module = {
     NULL, NULL, NULL, NULL,
 };
 
+/* A type made from its spec, of module m; 0, else -1 with the exception
+ * set. */
+static int make_type(PyObject *m, PyType_Spec *spec, PyTypeObject **type)
+{
+    *type = (PyTypeObject *)PyType_FromModuleAndSpec(m, spec, NULL);
+    return *type ? 0 : -1;
+}
+
 PyMODINIT_FUNC PyInit__core(void)
 {
-    if (PyType_Ready(&DatasetType) < 0 || PyType_Ready(&LoaderType) < 0 ||
-        PyType_Ready(&KeptType) < 0 || PyType_Ready(&TensorType) < 0 ||
-        PyType_Ready(&IndexType) < 0)
-        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m)
         return NULL;
+    if (make_type(m, &Dataset_spec, &DatasetType) ||
+        make_type(m, &Loader_spec, &LoaderType) ||
+        make_type(m, &Kept_spec, &KeptType) ||
+        make_type(m, &Tensor_spec, &TensorType) ||
+        make_type(m, &Index_spec, &IndexType)) {
+        Py_DECREF(m);
+        return NULL;
+    }
     DlkError = PyErr_NewExceptionWithDoc(
         "dlk.Error", "An error from libdlk: str() is its message; .code the "
         "dlk_status number, .reason its name, .exit_code the code `dlk` "
         "exits with for it (3 failed, 4 a concurrent writer)", PyExc_Exception, NULL);
     if (!DlkError || PyModule_AddObjectRef(m, "Error", DlkError) < 0 ||
-        PyModule_AddObjectRef(m, "Dataset", (PyObject *)&DatasetType) < 0 ||
-        PyModule_AddObjectRef(m, "Loader", (PyObject *)&LoaderType) < 0 ||
-        PyModule_AddObjectRef(m, "Tensor", (PyObject *)&TensorType) < 0) {
+        PyModule_AddObjectRef(m, "Dataset", (PyObject *)DatasetType) < 0 ||
+        PyModule_AddObjectRef(m, "Loader", (PyObject *)LoaderType) < 0 ||
+        PyModule_AddObjectRef(m, "Tensor", (PyObject *)TensorType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

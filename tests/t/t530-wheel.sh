@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # t530-wheel.sh - the binary wheel (`make wheel`; build-wheel/ reused
-# when current): named dlk-VERSION-cpXY-cpXY-manylinux_2_N_x86_64.whl
-# for this python3, with N no newer than this glibc; installed with pip
-# alone into a fresh venv, where no file of it loads anything from
+# when current): one wheel for every CPython from 3.11 on, its binding
+# built against the stable ABI, named
+# dlk-VERSION-cp311-abi3-manylinux_2_N_x86_64.whl with N no newer than
+# this glibc; pip's own check of its tags takes it for CPython 3.12 and
+# 3.13, not for 3.10; installed with pip alone into a fresh venv, where
+# its binding is _core.abi3.so and no file of it loads anything from
 # outside the venv but glibc (ldd); and from it: `dlk --version`, a
 # create, ingest and ls, a PNG written by `dlk cat --png` and read back
 # by `create from-dir` (the bundled libpng both ways), and a dlk.Loader
@@ -17,18 +20,34 @@ if ! have_numpy; then
 fi
 repo=$(cd "$DLK_TESTS/.." && pwd)
 ver=$(sed -n 's/^#define DLK_VERSION_STRING "\(.*\)"/\1/p' "$repo/include/dlk.h")
-py=$(python3 -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
 
 ok "make wheel" make -C "$repo" --no-print-directory -j2 wheel
 whl=$(ls "$repo"/build-wheel/wheelhouse/dlk-*.whl 2>/dev/null | head -n 1)
-check "one wheel, named dlk-$ver-$py-$py-manylinux_2_N_x86_64.whl ($(basename "$whl"))" \
+check "one wheel, named dlk-$ver-cp311-abi3-manylinux_2_N_x86_64.whl ($(basename "$whl"))" \
     sh -c 'test "$(ls "$1"/build-wheel/wheelhouse/*.whl | wc -l)" = 1 &&
-        basename "$2" | grep -Eq "^dlk-$3-$4-$4-manylinux_2_[0-9]+_x86_64\.whl$"' \
-    sh "$repo" "$whl" "$ver" "$py"
+        basename "$2" | grep -Eq "^dlk-$3-cp311-abi3-manylinux_2_[0-9]+_x86_64\.whl$"' \
+    sh "$repo" "$whl" "$ver"
 glibc=$(ldd --version | head -n 1 | grep -oE '[0-9]+\.[0-9]+$')
 tag=$(basename "$whl" | sed -n 's/.*manylinux_2_\([0-9]*\)_x86_64.*/\1/p')
 check "its manylinux tag (glibc 2.$tag) is no newer than this glibc ($glibc)" \
     test "${tag:-999}" -le "${glibc#2.}"
+
+# pip's resolver for another interpreter (--python-version): the tags it
+# takes for that CPython, this machine's platform; nothing installed
+for v in 3.12 3.13; do
+    ok "pip takes the wheel for CPython $v" python3 -m pip install -q --dry-run --no-index \
+        --no-deps --only-binary=:all: --python-version "$v" --target "$T/none" \
+        --report "$T/report-$v.json" "$whl"
+    check "its report installs that wheel" python3 -c 'import json, os, sys
+r = json.load(open(sys.argv[1]))
+urls = [i["download_info"]["url"] for i in r["install"]]
+sys.exit(len(urls) != 1 or not urls[0].endswith("/" + os.path.basename(sys.argv[2])))' \
+        "$T/report-$v.json" "$whl"
+done
+fails "pip refuses it for CPython 3.10" 1 python3 -m pip install -q --dry-run --no-index \
+    --no-deps --only-binary=:all: --python-version 3.10 --target "$T/none" "$whl"
+check "as not a supported wheel" grep -q "is not a supported wheel on this platform" "$ERR"
+check "nothing installed by those" test ! -e "$T/none"
 
 # pip alone, nothing fetched (numpy, the one dependency, is the system's)
 ok "a fresh venv" python3 -m venv --system-site-packages "$T/venv"
@@ -45,7 +64,7 @@ check "import dlk takes the venv's package" sh -c \
 find "$site/dlk" "$site/dlk.libs" -type f \( -name '*.so*' -o -path '*/bin/*' \) \
     >"$T/elf"
 check "the package holds the binding, libdlk, the dlk binary and dlk.libs/" sh -c \
-    'grep -q "/dlk/_core\." "$1" && grep -q "/dlk/libdlk.so.0$" "$1" &&
+    'grep -q "/dlk/_core\.abi3\.so$" "$1" && grep -q "/dlk/libdlk.so.0$" "$1" &&
      grep -q "/dlk/bin/dlk$" "$1" && grep -q "/dlk.libs/libcurl" "$1" &&
      grep -q "/dlk.libs/libz.so.1$" "$1"' sh "$T/elf"
 while read -r f; do ldd "$f" | sed "s|^|$(basename "$f"): |"; done <"$T/elf" >"$T/ldd"
