@@ -97,11 +97,25 @@ dlk_status dlk_chunk_load_from(dlk_dataset *ds, dlk_store *store,
     dlk_obj_info info;
     dlk_status rc = dlk_store_get_sized(store, key, e->stored_bytes,
                                         &c->object, &info, err);
-    if (rc == DLK_ELIMIT || (!rc && info.size != e->stored_bytes))
+    if (rc == DLK_ELIMIT) {
+        /* the read stopped at the manifest's size: ask for the real one */
+        dlk_error herr = {0};
+        if (dlk_store_head(ds->store, key, &info, &herr) ||
+            info.size <= e->stored_bytes)
+            rc = dlk_fail(err, DLK_ECORRUPT, "chunk '%s': object has more "
+                          "than the %llu bytes the manifest says", key,
+                          (unsigned long long)e->stored_bytes);
+        else
+            rc = dlk_fail(err, DLK_ECORRUPT, "chunk '%s': object has %llu "
+                          "bytes, the manifest says %llu", key,
+                          (unsigned long long)info.size,
+                          (unsigned long long)e->stored_bytes);
+    } else if (!rc && info.size != e->stored_bytes) {
         rc = dlk_fail(err, DLK_ECORRUPT, "chunk '%s': object has %llu bytes, "
                       "the manifest says %llu", key,
-                      (unsigned long long)(rc ? 0 : info.size),
+                      (unsigned long long)info.size,
                       (unsigned long long)e->stored_bytes);
+    }
     if (!rc)
         rc = dlk_chunk_open(c, t, e, key, mode, buf, cap, err);
     if (rc) {

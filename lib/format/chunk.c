@@ -642,6 +642,9 @@ dlk_status dlk_chunk_decode(struct dlk_chunk *c, const char *name,
         return BAD("chunk '%s': payload is not one zstd frame of %llu bytes",
                    name, (unsigned long long)c->h.stored_bytes);
     unsigned long long content = ZSTD_getFrameContentSize(stored, frame);
+    if (content == ZSTD_CONTENTSIZE_UNKNOWN || content == ZSTD_CONTENTSIZE_ERROR)
+        return BAD("chunk '%s': zstd frame has no content size (the header "
+                   "says %llu bytes)", name, (unsigned long long)c->h.raw_bytes);
     if (content != c->h.raw_bytes)
         return BAD("chunk '%s': zstd frame holds %llu bytes, header says "
                    "%llu", name, content, (unsigned long long)c->h.raw_bytes);

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# What formats/dlk-v1.md states, read back by tests/spec/reader.py (a
+# reader of its own: libxxhash and libzstd, none of libdlk): a commit's id
+# is the XXH3-128 of its members serialized in the documented order, a
+# view change is a commit, the key tensors are zstd, the key runs hold
+# each row's (key hash, version hash) as 6.9 computes them.
+. "$DLK_TESTS/lib.sh"
+have_numpy || { skip "spec reader" "numpy missing: python3 -m pip install numpy"; exit 0; }
+R="python3 $DLK_TESTS/spec/reader_check.py"
+
+S=$T/src
+mkdir -p "$S/a"
+for i in $(seq 0 19); do echo "row $i" > "$S/a/f$i.txt"; done
+: > "$S/a/empty.txt"
+DS=$T/ds
+ok "create from 21 text files" dlk create "$DS" from-dir "$S" --json
+ok "the key tensors are u8 [-1] text, zstd level 3 (6.9)" $R key-tensors "$DS"
+ok "the key run holds each row's hashes (6.9)" $R key-runs "$DS"
+
+ok "first commit" dlk commit "$DS" -m "first" --json
+ok "its id is the XXH3-128 of its members in 6.1's order" $R commit "$DS"
+C1=$(head -c 32 "$DS/refs/heads/main")
+
+ok "save a view" dlk query "$DS" "row % 2 == 0" --save-view even --json
+ok "a view change is something to commit (6.3)" dlk commit "$DS" -m "view" --json
+C2=$(head -c 32 "$DS/refs/heads/main")
+check "main moved, to a child of the first" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1] + "/commits/" + sys.argv[2] + ".json"))
+assert sys.argv[2] != sys.argv[3] and d["parent"] == sys.argv[3], d["parent"]
+assert [v["name"] for v in d["views"]] == ["even"], d["views"]' "$DS" "$C2" "$C1"
+ok "with views and key_runs, the id is reproduced" $R commit "$DS"
+ok "committing again" dlk commit "$DS" -m "again"
+check "... finds nothing to commit" grep -q "^nothing to commit: main is $C2" "$OUT"
+
+# chunks of a tool-made dataset, damaged in ways 3.7 names
+python3 "$DLK_TESTS/../examples/sample_data.py" "$T/img" --samples 10 --size 8 >/dev/null
+D2=$T/d2
+ok "create an images dataset (zstd)" dlk create "$D2" --tensor images:u8:8x8x3:zstd \
+    --tensor labels:i32 --tensor 'boxes:f32:?x4'
+ok "ingest" dlk ingest "$D2" from-dir "$T/img" --quiet
+KEY=$(first_chunk_key "$D2" labels)
+SIZE=$(stat -c %s "$D2/$KEY")
+printf 'X' >> "$D2/$KEY"
+fails "a chunk one byte too large" 3 dlk cat "$D2" labels 0
+check "... is named with its real size and the manifest's" \
+    grep -q "$KEY.*has $((SIZE + 1)) bytes, the manifest says $SIZE" "$ERR"
+fails "verify reports it" 1 dlk verify "$D2"
+check "... with both sizes" grep -q "has $((SIZE + 1)) bytes, the manifest says $SIZE" "$OUT"
+truncate -s "$SIZE" "$D2/$KEY"
+ok "cut back, it reads" dlk cat "$D2" labels 0
+
+KEY=$(first_chunk_key "$D2" images)
+ok "the zstd chunk decodes by the spec" $R chunk "$D2/$KEY"
+ok "its frame written again without a content size" $R no-content-size "$D2" "$KEY"
+fails "reading it" 3 dlk cat "$D2" images 0
+check "... says the frame has no content size" grep -q "$KEY.*no content size" "$ERR"
+check "... and prints no 2^64 - 1" bash -c "! grep -q 18446744073709551615 '$ERR'"
