@@ -153,6 +153,18 @@ dlk_status dlk_append_sample(dlk_dataset *ds, size_t tensor, const void *data,
     return append_checked(ds, tensor, data, nbytes, shape, ndim, err);
 }
 
+/* bool elements are stored as 0 or 1 (formats/dlk-v1.md 3.3), whatever
+ * non-zero byte the caller holds for true, so that every reader (a query
+ * comparing bytes among them) reads one value for true. */
+static void bool_normalise(const dlk_dataset *ds, size_t tensor, uint8_t *p,
+                           size_t n)
+{
+    if (ds->m.tensors[tensor].spec.dtype != DLK_BOOL)
+        return;
+    for (size_t i = 0; i < n; i++)
+        p[i] = p[i] != 0;
+}
+
 /* A sample that check_sample accepted into the builder. */
 static dlk_status append_checked(dlk_dataset *ds, size_t tensor,
                                  const void *data, size_t nbytes,
@@ -166,18 +178,21 @@ static dlk_status append_checked(dlk_dataset *ds, size_t tensor,
     size_t parts = b->nsegs && !join ? 1 : 0;
     if ((rc = make_room(ds, tensor, nbytes, ndim, parts, err)))
         return rc;
-    if (!b->nsegs) { /* after make_room: sealing empties the parts */
-        rc = dlk_buf_append(&b->raw, data, nbytes, err);
-    } else { /* not sealed: join still holds */
+    dlk_buf *into = &b->raw;
+    if (b->nsegs) { /* not sealed: join still holds */
         if (!join) {
             b->segs[b->nsegs] = dlk_seal_recycled(ds);
             b->segs[b->nsegs++].len = 0;
         }
-        rc = dlk_buf_append(&b->segs[b->nsegs - 1], data, nbytes, err);
-    }
-    if (rc)
+        into = &b->segs[b->nsegs - 1];
+    } /* else after make_room: sealing empties the parts */
+    if ((rc = dlk_buf_append(into, data, nbytes, err)))
         return rc;
-    return added(ds, tensor, data, nbytes, shape, ndim, err);
+    if (!nbytes) /* a sample with a zero dimension: nothing was copied */
+        return added(ds, tensor, data, 0, shape, ndim, err);
+    uint8_t *stored = into->data + into->len - nbytes;
+    bool_normalise(ds, tensor, stored, nbytes);
+    return added(ds, tensor, stored, nbytes, shape, ndim, err);
 }
 
 dlk_status dlk_append_take(dlk_dataset *ds, size_t tensor, dlk_buf *data,
@@ -197,6 +212,7 @@ dlk_status dlk_append_take(dlk_dataset *ds, size_t tensor, dlk_buf *data,
     dlk_builder *b = &ds->builders[tensor];
     dlk_buf taken = *data;
     *data = dlk_seal_recycled(ds);
+    bool_normalise(ds, tensor, taken.data, taken.len);
     b->segs[b->nsegs++] = taken;
     return added(ds, tensor, taken.data, taken.len, shape, ndim, err);
 }

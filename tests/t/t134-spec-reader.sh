@@ -56,3 +56,25 @@ ok "its frame written again without a content size" $R no-content-size "$D2" "$K
 fails "reading it" 3 dlk cat "$D2" images 0
 check "... says the frame has no content size" grep -q "$KEY.*no content size" "$ERR"
 check "... and prints no 2^64 - 1" bash -c "! grep -q 18446744073709551615 '$ERR'"
+
+# bool elements are stored as 0 or 1 (3.3), whatever non-zero byte the
+# source held for true
+mkdir -p "$T/b"
+python3 -c '
+import numpy as np, sys
+a = np.array([0, 1, 2, 255], dtype=np.uint8).view(np.bool_)
+for i in range(4):
+    np.save("%s/%d.flag.npy" % (sys.argv[1], i), a[i:i + 1].reshape(()))' "$T/b"
+D3=$T/d3
+ok "create a bool tensor" dlk create "$D3" --tensor flag:bool
+ok "ingest bytes 0, 1, 2 and 255" dlk ingest "$D3" from-dir "$T/b" --order sorted --quiet
+KEY=$(first_chunk_key "$D3" flag)
+ok "the chunk holds 0, 1, 1, 1" python3 -c '
+import sys; sys.path.insert(0, sys.argv[1])
+import reader
+raw = reader.chunk_decode(open(sys.argv[2], "rb").read())["raw"]
+assert raw == bytes([0, 1, 1, 1]), raw' "$DLK_TESTS/spec" "$D3/$KEY"
+ok "a query for true" dlk query "$D3" "flag == true" --json
+check "... finds the three rows cat shows as true" python3 -c '
+import json, sys
+assert json.load(open(sys.argv[1]))["rows"] == [1, 2, 3]' "$OUT"
