@@ -71,6 +71,14 @@ def commit(ds):
     assert reader.xxh128hex(mine) == cid
 
 
+def run(ds, source, options):
+    """6.8: the run name is the XXH3-128 of source LF options; the merge
+    writes the head with it as its write id (4.3.1)."""
+    want = reader.xxh128hex(("%s\n%s" % (source, options)).encode())
+    got = head(ds)["writes"][-1]
+    assert got == want, (got, want)
+
+
 def chunk(path):
     with open(path, "rb") as f:
         reader.chunk_decode(f.read())
@@ -92,6 +100,6 @@ def no_content_size(ds, key):
 
 
 if __name__ == "__main__":
-    {"key-tensors": key_tensors, "key-runs": key_runs, "commit": commit,
+    {"key-tensors": key_tensors, "key-runs": key_runs, "commit": commit, "run": run,
      "chunk": chunk, "no-content-size": no_content_size}[sys.argv[1]](
         *sys.argv[2:])

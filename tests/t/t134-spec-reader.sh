@@ -14,10 +14,18 @@ for i in $(seq 0 19); do echo "row $i" > "$S/a/f$i.txt"; done
 : > "$S/a/empty.txt"
 DS=$T/ds
 ok "create from 21 text files" dlk create "$DS" from-dir "$S" --json
+ok "the run's name is 6.8's, every option at its default" $R run "$DS" "$S" \
+    "v1 shards=1 image=0x0/0/3/hwc video=0x0/0/0 frames=0 fps=0 clip=0 max_pixels=0 labels= on_error=0 unordered=0 order=shuffled/0 keyed=0"
+echo "row 21" > "$S/a/g.txt"
+ok "ingest one more with options" dlk ingest "$DS" from-dir "$S" --order sorted \
+    --max-pixels 1000000 --resize 32x16 --fit crop --channels 1 --on-error fail --quiet
+ok "... its run's name is 6.8's" $R run "$DS" "$S" \
+    "v1 shards=1 image=32x16/1/1/hwc video=0x0/0/0 frames=0 fps=0 clip=0 max_pixels=1000000 labels= on_error=1 unordered=0 keyed=21"
 ok "the key tensors are u8 [-1] text, zstd level 3 (6.9)" $R key-tensors "$DS"
 ok "the key run holds each row's hashes (6.9)" $R key-runs "$DS"
 
-ok "first commit" dlk commit "$DS" -m "first" --json
+ok "first commit, a message with controls, / and UTF-8" \
+    dlk commit "$DS" -m "$(printf 'first\x1f\t/\xc3\xa9')" --json
 ok "its id is the XXH3-128 of its members in 6.1's order" $R commit "$DS"
 C1=$(head -c 32 "$DS/refs/heads/main")
 
