@@ -2,6 +2,7 @@
 (formats/dlk-v1.md alone); exits non-zero with the difference."""
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -40,6 +41,8 @@ def key_tensors(ds):
         t = tensor(m, n)
         got = (t["dtype"], t["kind"], t["shape"], t["codec"], t.get("level"))
         assert got == ("u8", "text", [-1], "zstd", 3), (n, got)
+        assert t["chunk_bytes"] == m["tensors"][0]["chunk_bytes"], t
+        assert "part_bytes" not in t and "class_names" not in t, t
 
 
 def key_runs(ds):
@@ -79,6 +82,56 @@ def run(ds, source, options):
     assert got == want, (got, want)
 
 
+def _section(spec, title):
+    at = spec.index("\n### " + title)
+    end = spec.find("\n### ", at + 1)
+    return spec[at:end if end > 0 else len(spec)]
+
+
+def _blocks(text):
+    """The fenced blocks of a section of the spec, in order."""
+    return re.findall(r"\n```[a-z]*\n(.*?)\n```", text, re.S)
+
+
+def _xxd(block):
+    out = b""
+    for line in block.splitlines():
+        hexpart = line.split(": ", 1)[1][:39]
+        out += bytes.fromhex(hexpart.replace(" ", ""))
+    return out
+
+
+def example(spec_path, ds, created):
+    """formats/dlk-v1.md section 7 against the dataset its commands made
+    again: chunk names, manifests, hex dumps, the commit's sizes."""
+    spec = open(spec_path, encoding="utf-8").read()
+    sec = spec[spec.index("## 7. Worked example"):
+               spec.index("## Appendix A.")]
+    m = head(ds)
+    names = sorted("chunks/%s/%s" % (t["name"], e[0])
+                   for t in m["tensors"] for e in t["chunks"])
+    listed = re.findall(r"/tmp/x/(chunks/\S+)", sec)
+    assert listed == names, (listed, names)
+    b = _blocks(_section(sec, "7.2"))
+    with open(created, "rb") as f:
+        assert b[0].encode() == f.read(), "7.2: the manifest after create"
+    shown = json.loads(b[1])
+    assert shown["tensors"] == m["tensors"], "7.2: the manifest after ingest"
+    cid = read(ds, "refs/heads/main").decode().strip()
+    doc = json.loads(read(ds, "commits/%s.json" % cid))
+    shown = _blocks(_section(sec, "7.3"))[0].replace("[…]", "[]")
+    assert json.loads(shown)["stats"] == doc["stats"], "7.3: stats"
+    for title in ("7.4", "7.5", "7.6"):
+        part = _section(sec, title)
+        key = re.search(r"`(chunks/[a-z]+/)([0-9a-f]{8})…`", part)
+        name = next(n for n in names if n.startswith(key.group(1) +
+                                                      key.group(2)))
+        b = read(ds, name)
+        assert _xxd(_blocks(part)[0]) == b, title + ": the hex dump"
+        assert ("(%d bytes)" % len(b)) in part.splitlines()[1], title
+        reader.chunk_decode(b)
+
+
 def chunk(path):
     with open(path, "rb") as f:
         reader.chunk_decode(f.read())
@@ -100,6 +153,6 @@ def no_content_size(ds, key):
 
 
 if __name__ == "__main__":
-    {"key-tensors": key_tensors, "key-runs": key_runs, "commit": commit, "run": run,
+    {"key-tensors": key_tensors, "key-runs": key_runs, "commit": commit, "run": run, "example": example,
      "chunk": chunk, "no-content-size": no_content_size}[sys.argv[1]](
         *sys.argv[2:])

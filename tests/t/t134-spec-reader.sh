@@ -13,7 +13,7 @@ mkdir -p "$S/a"
 for i in $(seq 0 19); do echo "row $i" > "$S/a/f$i.txt"; done
 : > "$S/a/empty.txt"
 DS=$T/ds
-ok "create from 21 text files" dlk create "$DS" from-dir "$S" --json
+ok "create from 21 text files" dlk create "$DS" from-dir "$S" --chunk-size 64K --json
 ok "the run's name is 6.8's, every option at its default" $R run "$DS" "$S" \
     "v1 shards=1 image=0x0/0/3/hwc video=0x0/0/0 frames=0 fps=0 clip=0 max_pixels=0 labels= on_error=0 unordered=0 order=shuffled/0 keyed=0"
 echo "row 21" > "$S/a/g.txt"
@@ -21,7 +21,7 @@ ok "ingest one more with options" dlk ingest "$DS" from-dir "$S" --order sorted 
     --max-pixels 1000000 --resize 32x16 --fit crop --channels 1 --on-error fail --quiet
 ok "... its run's name is 6.8's" $R run "$DS" "$S" \
     "v1 shards=1 image=32x16/1/1/hwc video=0x0/0/0 frames=0 fps=0 clip=0 max_pixels=1000000 labels= on_error=1 unordered=0 keyed=21"
-ok "the key tensors are u8 [-1] text, zstd level 3 (6.9)" $R key-tensors "$DS"
+ok "the key tensors are u8 [-1] text, zstd level 3, the first tensor's chunk_bytes (6.9)" $R key-tensors "$DS"
 ok "the key run holds each row's hashes (6.9)" $R key-runs "$DS"
 
 ok "first commit, a message with controls, / and UTF-8" \
@@ -86,3 +86,28 @@ ok "a query for true" dlk query "$D3" "flag == true" --json
 check "... finds the three rows cat shows as true" python3 -c '
 import json, sys
 assert json.load(open(sys.argv[1]))["rows"] == [1, 2, 3]' "$OUT"
+
+# formats/dlk-v1.md section 7, made again: what it shows is the tool's
+mkdir -p "$T/x7/src"
+( cd "$T/x7" && python3 - <<'PY'
+import numpy as np
+np.save("src/0000.labels.npy", np.array([3, 1, 4, 1], dtype="<i4"))
+np.save("src/0000.tokens.npy", np.array([10, 11, 12], dtype="<u2"))
+np.save("src/0001.tokens.npy", np.array([20], dtype="<u2"))
+np.save("src/0002.tokens.npy", np.array([30, 31], dtype="<u2"))
+np.save("src/0003.tokens.npy", np.array([], dtype="<u2"))
+np.save("src/0000.images.npy", np.zeros((4, 2, 2, 3), dtype="u1"))
+PY
+)
+X=$T/x7/x
+ok "7: create" dlk create "$X" --tensor labels:i32 --classes labels=cat,dog,bird,fish,emu \
+    --tensor tokens:u16:? --tensor images:u8:2x2x3:zstd
+check "7: create says what 7 shows" grep -q "^created dataset '$X' with 3 tensors$" "$OUT"
+cp "$X/staging/manifest.json" "$T/x7/created.json"
+ok "7: ingest" dlk ingest "$X" from-dir "$T/x7/src"
+check "7: ingest says what 7 shows" grep -Eq '^ingested 4 rows \(844 B read, 76 B of samples\) in [0-9.]+ s; 0 skipped$' "$OUT"
+ok "7: commit" dlk commit "$X" -m "first four rows"
+ok "7: verify" dlk verify "$X" --all --deep
+check "7: verify says what 7 shows" grep -qx "ok: 3 chunks, 493 B checked in 1 commit and the head (deep); 0 problems" "$OUT"
+ok "7's chunk names, manifests, commit and hex dumps are the tool's" \
+    $R example "$DLK_TESTS/../formats/dlk-v1.md" "$X" "$T/x7/created.json"
