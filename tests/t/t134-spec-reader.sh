@@ -41,6 +41,16 @@ ok "with views and key_runs, the id is reproduced" $R commit "$DS"
 ok "committing again" dlk commit "$DS" -m "again"
 check "... finds nothing to commit" grep -q "^nothing to commit: main is $C2" "$OUT"
 
+# a damaged key run (6.9): verify names it and fails
+RUN=$(python3 -c '
+import json, sys
+print(json.load(open(sys.argv[1] + "/staging/manifest.json"))["key_runs"][0]["object"])' "$DS")
+flip_byte "$DS/$RUN" 60
+fails "verify with a damaged key run" 1 dlk verify "$DS"
+check "... names the run" grep -q "$RUN" "$OUT" "$ERR"
+flip_byte "$DS/$RUN" 60
+ok "mended, verify passes" dlk verify "$DS"
+
 # chunks of a tool-made dataset, damaged in ways 3.7 names
 python3 "$DLK_TESTS/../examples/sample_data.py" "$T/img" --samples 10 --size 8 >/dev/null
 D2=$T/d2
