@@ -50,7 +50,8 @@ const char ingest_opts_usage[] =
     "  --unordered          append rows as decoded, not in order\n"
     "  -j, --jobs N         decode threads (default: the cores it may use)\n"
     "  --fetch N            rows fetched ahead (default 256 from S3, 16 from a dir)\n"
-    "  --shard I/N          this process takes share I of N\n"
+    "  --shard I/N          this process takes share I of N; auto[/N]: from\n"
+    "                       JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_*\n"
     "  --checkpoint SEC     publish progress every SEC seconds (default 30)\n"
     "  --no-resume          start afresh instead of resuming an interrupted run\n"
     "                       (keys already in the dataset are still skipped)\n"
@@ -458,7 +459,106 @@ static int opt_on_changed(const cmd_opt *opt, const char *arg, void *ctx)
     return 0;
 }
 
-/* --shard I/N: N from 1 to 100000, I below it */
+/* An environment variable's whole number, into *v (1: it is set). */
+static int env_uint(const char *name, uint64_t *v, int *bad)
+{
+    const char *cmd = cmd_option_cmd(), *s = getenv(name);
+    if (!s || !*s)
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(s, &end, 10);
+    if (errno || *end || *s == '-' || x > 100000000) {
+        cmd_error(cmd, "--shard auto: %s is '%s', not a whole "
+                "number", name, s);
+        *bad = 1;
+        return 0;
+    }
+    *v = x;
+    return 1;
+}
+
+/* --shard auto[/N]: the share from the launcher's environment, as a
+ * Kubernetes Indexed Job (JOB_COMPLETION_INDEX; its completions are not
+ * in the environment, so N is given) or a Slurm job array
+ * (SLURM_ARRAY_TASK_ID from SLURM_ARRAY_TASK_MIN, SLURM_ARRAY_TASK_COUNT
+ * tasks) sets it; into *iv and *nv (nv 0: not given). */
+static int shard_auto(const char *rest, uint64_t *iv, uint64_t *nv)
+{
+    const char *cmd = cmd_option_cmd();
+    int bad = 0;
+    *nv = 0;
+    if (*rest == '/' &&
+        cmd_read_uint(cmd, cmd_option_name(), rest + 1, 1, 100000, nv))
+        return EXIT_USAGE;
+    if (*rest && *rest != '/')
+        return bad_word(rest, "auto or auto/N");
+    uint64_t k8s, id, lo = 0, hi, count;
+    int has_k8s = env_uint("JOB_COMPLETION_INDEX", &k8s, &bad);
+    int has_slurm = env_uint("SLURM_ARRAY_TASK_ID", &id, &bad);
+    if (bad)
+        return EXIT_USAGE;
+    if (has_k8s) {
+        if (!*nv) {
+            cmd_error(cmd, "--shard auto: JOB_COMPLETION_INDEX is "
+                    "%llu, but a Kubernetes Job does not tell its completions: "
+                    "give them as --shard auto/N",
+                    (unsigned long long)k8s);
+            return EXIT_USAGE;
+        }
+        *iv = k8s;
+    } else if (has_slurm) {
+        /* an array of 10-17 is 8 tasks, task 10 share 0; a step (1-15:2)
+         * leaves holes that would be shares nobody takes */
+        env_uint("SLURM_ARRAY_TASK_MIN", &lo, &bad);
+        int has_hi = env_uint("SLURM_ARRAY_TASK_MAX", &hi, &bad);
+        int has_count = env_uint("SLURM_ARRAY_TASK_COUNT", &count, &bad);
+        if (bad)
+            return EXIT_USAGE;
+        if (has_count && has_hi && hi - lo + 1 != count) {
+            cmd_error(cmd, "--shard auto: the Slurm array %llu-%llu "
+                    "has %llu tasks, not one for each index: give each task "
+                    "--shard I/N", (unsigned long long)lo,
+                    (unsigned long long)hi, (unsigned long long)count);
+            return EXIT_USAGE;
+        }
+        if (!has_count && !*nv) {
+            cmd_error(cmd, "--shard auto: SLURM_ARRAY_TASK_ID is "
+                    "set but not SLURM_ARRAY_TASK_COUNT: give --shard "
+                    "auto/N");
+            return EXIT_USAGE;
+        }
+        if (has_count && *nv && count != *nv) {
+            cmd_error(cmd, "--shard auto/%llu: the Slurm array has "
+                    "%llu tasks", (unsigned long long)*nv,
+                    (unsigned long long)count);
+            return EXIT_USAGE;
+        }
+        if (!*nv)
+            *nv = count;
+        if (id < lo) {
+            cmd_error(cmd, "--shard auto: SLURM_ARRAY_TASK_ID %llu "
+                    "is below SLURM_ARRAY_TASK_MIN %llu",
+                    (unsigned long long)id, (unsigned long long)lo);
+            return EXIT_USAGE;
+        }
+        *iv = id - lo;
+    } else {
+        cmd_error(cmd, "--shard auto: neither JOB_COMPLETION_INDEX "
+                "(a Kubernetes Indexed Job) nor SLURM_ARRAY_TASK_ID (a Slurm "
+                "job array) is set: give --shard I/N");
+        return EXIT_USAGE;
+    }
+    if (*nv < 1 || *nv > 100000 || *iv >= *nv) {
+        cmd_error(cmd, "--shard auto: share %llu of %llu is not "
+                "one of 0 to N-1 (N from 1 to 100000)",
+                (unsigned long long)*iv, (unsigned long long)*nv);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* --shard I/N: N from 1 to 100000, I below it; or auto[/N] */
 static int opt_shard(const cmd_opt *opt, const char *arg, void *ctx)
 {
     (void)ctx;
@@ -466,8 +566,16 @@ static int opt_shard(const cmd_opt *opt, const char *arg, void *ctx)
     const char *slash = strchr(arg, '/');
     char i[32];
     uint64_t iv, nv;
+    if (!strncmp(arg, "auto", 4)) {
+        int rc = shard_auto(arg + 4, &iv, &nv);
+        if (rc)
+            return rc;
+        o->shard = (unsigned)iv;
+        o->nshards = (unsigned)nv;
+        return 0;
+    }
     if (!slash || slash == arg || (size_t)(slash - arg) >= sizeof i)
-        return bad_word(arg, "I/N with 0 <= I < N");
+        return bad_word(arg, "I/N with 0 <= I < N, or auto");
     memcpy(i, arg, (size_t)(slash - arg));
     i[slash - arg] = '\0';
     if (cmd_read_uint(cmd_option_cmd(), cmd_option_name(), slash + 1, 1, 100000,
@@ -654,6 +762,10 @@ static json_t *summary_json(ingest_cli *c, const dlk_ingest_result *r)
     json_object_set_new(o, "order_seed",
                         json_integer((json_int_t)r->order_seed));
     json_object_set_new(o, "dry_run", json_boolean(c->o.dry_run));
+    /* the share this process took (--shard auto says which it found) */
+    json_object_set_new(o, "shard", json_pack("{s:I,s:I}", "index",
+                        (json_int_t)c->o.shard, "count",
+                        (json_int_t)(c->o.nshards ? c->o.nshards : 1)));
     json_object_set_new(o, "planned", json_integer((json_int_t)r->planned));
     json_object_set_new(o, "unused", json_integer((json_int_t)r->unused));
     json_object_set_new(o, "unused_reasons", c->unused_why
