@@ -274,7 +274,11 @@ install-man:
 # decoders but not video, the image libraries bundled in dist/lib (found
 # first through the rpath, an old-style DT_RPATH so that it also serves
 # their own dependencies; glibc, libstdc++ and zlib are the system's).
-DIST_BUNDLE := libturbojpeg libpng16 libarchive
+# libarchive goes alone: its own dependencies (nettle, lzma, acl, libxml2
+# and ICU) are every distribution's, and a bundled nettle older than the
+# system's breaks the system's GnuTLS, which libcurl loads beside it.
+DIST_BUNDLE := libturbojpeg libpng16
+DIST_ALONE := libarchive
 DIST_PKGS := jansson libxxhash libzstd libcurl expat libcrypto libarchive $(IMAGE_PKGS)
 dist:
 	$(Q)$(MAKE) BUILD=build-dist MEDIA=1 VIDEO=0 \
@@ -291,7 +295,8 @@ dist:
 	    cp tests/python/*.py dist/tests/python/ && cp tests/gpu/*.py dist/tests/gpu/
 	$(Q)for l in $$(ldd build-dist/dlk | awk '/=>/{print $$3}'); do \
 	    case $$(basename $$l) in $(foreach b,$(DIST_BUNDLE),$(b).so*|) none) \
-	    echo $$l; ldd $$l | awk '/=>/{print $$3}';; esac; done | sort -u | \
+	    echo $$l; ldd $$l | awk '/=>/{print $$3}';; \
+	    $(foreach b,$(DIST_ALONE),$(b).so*|) nothing) echo $$l;; esac; done | sort -u | \
 	    grep -vE '/(libc|libm|libpthread|libdl|librt|libgcc_s|libstdc\+\+|libz)\.so|/ld-linux' | \
 	    xargs -r cp -L -t dist/lib/
 	$(Q)$(CC) -O2 -std=c11 -D_GNU_SOURCE -Iinclude -o dist/bin/synth tests/bench/synth.c \
