@@ -31,16 +31,24 @@ PKGS    := jansson libxxhash libzstd libcurl expat libcrypto libarchive
 # Media decoders (ingest of images and video); MEDIA=0 leaves them out for
 # a streaming-only build (GPU nodes need none of these libraries).
 # VIDEO=0 keeps the image decoders but leaves out video (libavformat,
-# libavcodec and their codec libraries: most of the weight).
+# libavcodec and their codec libraries: most of the weight).  With
+# VIDEO=1 FFmpeg's headers are used but its libraries are not linked:
+# the first video decode opens them (lib/media/av_load.c), so that no
+# other command loads their hundred-odd shared objects.
 MEDIA   ?= 1
 VIDEO   ?= 1
 IMAGE_PKGS := libturbojpeg libpng
 VIDEO_PKGS := libavformat libavcodec libswscale libavutil
+VIDEO_SRC := lib/media/decode_video.c lib/media/av_load.c
+HDR_PKGS :=
+DL_LIBS :=
 # The codecs are lib/media/ (their stubs, no*.c, stand in where left out).
 MEDIA_SRC := $(filter-out lib/media/no%.c,$(wildcard lib/media/*.c))
 ifeq ($(MEDIA),1)
 ifeq ($(VIDEO),1)
-PKGS    += $(IMAGE_PKGS) $(VIDEO_PKGS)
+PKGS    += $(IMAGE_PKGS)
+HDR_PKGS := $(VIDEO_PKGS)
+DL_LIBS := -ldl
 MEDIA_CFLAGS :=
 else
 PKGS    += $(IMAGE_PKGS)
@@ -72,13 +80,13 @@ OPT     ?= -O2 -g
 # any build with CHECKS=1; release builds leave them out.
 CHECKS  ?= $(if $(SAN),1,0)
 CHECK_CFLAGS := $(if $(filter 1,$(CHECKS)),-DDLK_CHECKS)
-PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) $(HDR_PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wstrict-prototypes \
              -Wno-missing-field-initializers -fPIC -fvisibility=hidden -MMD -MP \
              -Iinclude -Ilib $(PKG_CFLAGS) $(CUDA_CFLAGS) $(MEDIA_CFLAGS) $(CHECK_CFLAGS) $(OPT) $(SANFLAGS) $(CFLAGS)
 ALL_LDFLAGS = -Wl,--as-needed $(SANFLAGS) $(LDFLAGS)
-LIBS    = $(PKG_LIBS) $(CUDA_LIBS) -lpthread -lm
+LIBS    = $(PKG_LIBS) $(CUDA_LIBS) $(DL_LIBS) -lpthread -lm
 
 # CUDA: built when nvcc is found (CUDA=0 to leave it out); the runtime is
 # linked statically, so the binary needs only the driver on a GPU machine.
@@ -102,7 +110,7 @@ LIB_SRC := $(sort $(wildcard lib/*/*.c))
 ifneq ($(MEDIA),1)
 LIB_SRC := $(filter-out $(MEDIA_SRC),$(LIB_SRC))
 else ifneq ($(VIDEO),1)
-LIB_SRC := $(filter-out lib/media/decode_video.c,$(LIB_SRC))
+LIB_SRC := $(filter-out $(VIDEO_SRC),$(LIB_SRC))
 endif
 CMD_SRC := $(sort $(wildcard cmd/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
@@ -249,7 +257,7 @@ bench: all
 dlk.pc: dlk.pc.in $(PUBLIC_H)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(libdir)|' \
 	    -e 's|@INCDIR@|$(incdir)|' -e 's|@VERSION@|$(VERSION)|' \
-	    -e 's|@REQUIRES@|$(PKGS)|' -e 's|@LIBS_PRIVATE@|$(CUDA_LIBS) -lpthread -lm|' $< > $@
+	    -e 's|@REQUIRES@|$(PKGS)|' -e 's|@LIBS_PRIVATE@|$(CUDA_LIBS) $(DL_LIBS) -lpthread -lm|' $< > $@
 
 install: install-bin install-lib install-man
 

@@ -164,8 +164,5 @@ dlk_scratch *dlk_scratch_get(void);
  * that large are not kept: allocate them on their own) or without
  * memory. */
 uint8_t *dlk_scratch_block(dlk_scratch_mem *b, size_t bytes);
-/* decode_video.c: silence FFmpeg's logging (process-wide, once): the
- * library never prints; errors come back in dlk_error. */
-void dlk_av_quiet(void);
 
 #endif

@@ -7,17 +7,12 @@
  * of the clip, `fps F` the frame nearest each k/F seconds for
  * clip_seconds (or the whole clip), neither every frame.  Each is
  * converted and fitted by the resizer.  Bounded: frames out, pixels per
- * frame, packets read, frames decoded and wall time. */
-#include "media/decode.h"
+ * frame, packets read, frames decoded and wall time.  FFmpeg is opened
+ * on the first call (av_load.c); without it, video fails to decode. */
+#include "media/av_load.h"
 
 #include <errno.h>
-#include <libavcodec/avcodec.h>
-#include <libavformat/avformat.h>
-#include <libavutil/imgutils.h>
-#include <libavutil/log.h>
-#include <libswscale/swscale.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,17 +21,6 @@
 #define MAX_DECODED (1L << 20)
 #define MAX_SECONDS 120.0
 #define MAX_OUT_BYTES (UINT64_C(16) << 30)
-
-static void av_quiet_once(void)
-{
-    av_log_set_level(AV_LOG_QUIET);
-}
-
-void dlk_av_quiet(void)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, av_quiet_once);
-}
 
 /* Demuxers allowed: containers of video (and an audio-only container is
  * still opened, to say it has no video stream). */
@@ -125,21 +109,21 @@ static dlk_status av_fail(vdec *v, dlk_error *err, dlk_status code,
         return dlk_fail(err, DLK_ELIMIT, "cannot decode video '%s': %s: "
                         "over the time budget of %.0f s", v->name, what,
                         MAX_SECONDS);
-    av_strerror(ret, buf, sizeof buf);
+    dlk_av.av_strerror(ret, buf, sizeof buf);
     return dlk_fail(err, code, "cannot decode video '%s': %s: %s", v->name,
                     what, buf);
 }
 
 static dlk_status open_input(vdec *v, dlk_error *err)
 {
-    uint8_t *iobuf = av_malloc(IO_BUF);
-    v->fc = avformat_alloc_context();
+    uint8_t *iobuf = dlk_av.av_malloc(IO_BUF);
+    v->fc = dlk_av.avformat_alloc_context();
     if (iobuf)
-        v->pb = avio_alloc_context(iobuf, IO_BUF, 0, &v->io, io_read, NULL,
+        v->pb = dlk_av.avio_alloc_context(iobuf, IO_BUF, 0, &v->io, io_read, NULL,
                                    io_seek);
     if (!v->fc || !v->pb) {
         if (!v->pb)
-            av_free(iobuf);
+            dlk_av.av_free(iobuf);
         return dlk_oom(err);
     }
     v->fc->pb = v->pb;
@@ -147,12 +131,12 @@ static dlk_status open_input(vdec *v, dlk_error *err)
     v->fc->interrupt_callback.callback = interrupted;
     v->fc->interrupt_callback.opaque = &v->io;
     v->fc->io_open = deny_open;
-    v->fc->format_whitelist = av_strdup(formats);
-    v->fc->protocol_whitelist = av_strdup("none");
-    int ret = avformat_open_input(&v->fc, NULL, NULL, NULL);
+    v->fc->format_whitelist = dlk_av.av_strdup(formats);
+    v->fc->protocol_whitelist = dlk_av.av_strdup("none");
+    int ret = dlk_av.avformat_open_input(&v->fc, NULL, NULL, NULL);
     if (ret < 0) /* fc was freed */
         return av_fail(v, err, DLK_EDECODE, "unknown or bad container", ret);
-    if ((ret = avformat_find_stream_info(v->fc, NULL)) < 0)
+    if ((ret = dlk_av.avformat_find_stream_info(v->fc, NULL)) < 0)
         return av_fail(v, err, DLK_EDECODE, "cannot read stream info", ret);
     v->vs = -1;
     for (unsigned i = 0; i < v->fc->nb_streams; i++) {
@@ -180,17 +164,17 @@ static dlk_status open_decoder(vdec *v, dlk_error *err)
         if (st)
             return st;
     }
-    const AVCodec *codec = avcodec_find_decoder(par->codec_id);
+    const AVCodec *codec = dlk_av.avcodec_find_decoder(par->codec_id);
     if (!codec)
         return dlk_fail(err, DLK_EDECODE, "cannot decode video '%s': no "
                         "decoder for codec '%s'", v->name,
-                        avcodec_get_name(par->codec_id));
-    if (!(v->cc = avcodec_alloc_context3(codec)))
+                        dlk_av.avcodec_get_name(par->codec_id));
+    if (!(v->cc = dlk_av.avcodec_alloc_context3(codec)))
         return dlk_oom(err);
-    int ret = avcodec_parameters_to_context(v->cc, par);
+    int ret = dlk_av.avcodec_parameters_to_context(v->cc, par);
     if (ret >= 0) {
         v->cc->thread_count = 1; /* ingest runs one decode per core */
-        ret = avcodec_open2(v->cc, codec, NULL);
+        ret = dlk_av.avcodec_open2(v->cc, codec, NULL);
     }
     if (ret < 0)
         return av_fail(v, err, DLK_EDECODE, "cannot open the decoder", ret);
@@ -208,7 +192,7 @@ static double clip_duration(const vdec *v)
         return s->duration * v->tb;
     if (v->fc->duration > 0 && v->fc->duration != AV_NOPTS_VALUE)
         return (double)v->fc->duration / AV_TIME_BASE;
-    AVRational r = av_guess_frame_rate(v->fc, (AVStream *)s, NULL);
+    AVRational r = dlk_av.av_guess_frame_rate(v->fc, (AVStream *)s, NULL);
     if (s->nb_frames > 0 && r.num > 0 && r.den > 0)
         return s->nb_frames / av_q2d(r);
     return 0;
@@ -277,7 +261,7 @@ static dlk_status to_image(vdec *v, const AVFrame *f, dlk_error *err)
         v->rgb.w = f->width, v->rgb.h = f->height, v->rgb.c = v->dc;
     }
     enum AVPixelFormat sf = f->format;
-    v->sws = sws_getCachedContext(v->sws, f->width, f->height, sf, f->width,
+    v->sws = dlk_av.sws_getCachedContext(v->sws, f->width, f->height, sf, f->width,
                                   f->height, fmts[v->dc],
                                   SWS_BILINEAR | SWS_ACCURATE_RND |
                                       SWS_FULL_CHR_H_INT,
@@ -285,7 +269,7 @@ static dlk_status to_image(vdec *v, const AVFrame *f, dlk_error *err)
     if (!v->sws)
         return dlk_fail(err, DLK_EDECODE, "cannot decode video '%s': cannot "
                         "convert pixel format '%s'", v->name,
-                        av_get_pix_fmt_name(sf));
+                        dlk_av.av_get_pix_fmt_name(sf));
     int cs = f->colorspace;
     if (cs <= AVCOL_SPC_RGB || cs > AVCOL_SPC_BT2020_CL ||
         cs == AVCOL_SPC_UNSPECIFIED)
@@ -293,12 +277,12 @@ static dlk_status to_image(vdec *v, const AVFrame *f, dlk_error *err)
     bool full = f->color_range == AVCOL_RANGE_JPEG ||
                 sf == AV_PIX_FMT_YUVJ420P || sf == AV_PIX_FMT_YUVJ422P ||
                 sf == AV_PIX_FMT_YUVJ444P || sf == AV_PIX_FMT_YUVJ440P;
-    sws_setColorspaceDetails(v->sws, sws_getCoefficients(cs), full,
-                             sws_getCoefficients(SWS_CS_DEFAULT), 1, 0,
+    dlk_av.sws_setColorspaceDetails(v->sws, dlk_av.sws_getCoefficients(cs), full,
+                             dlk_av.sws_getCoefficients(SWS_CS_DEFAULT), 1, 0,
                              1 << 16, 1 << 16);
     uint8_t *dst[4] = {v->rgb.px};
     int ds[4] = {f->width * v->dc};
-    if (sws_scale(v->sws, (const uint8_t *const *)f->data, f->linesize, 0,
+    if (dlk_av.sws_scale(v->sws, (const uint8_t *const *)f->data, f->linesize, 0,
                   f->height, dst, ds) != f->height)
         return dlk_fail(err, DLK_EDECODE, "cannot decode video '%s': cannot "
                         "convert a frame", v->name);
@@ -343,7 +327,7 @@ static double frame_time(vdec *v, const AVFrame *f)
 {
     int64_t ts = f->best_effort_timestamp;
     if (ts == AV_NOPTS_VALUE) {
-        AVRational r = av_guess_frame_rate(v->fc, v->fc->streams[v->vs], NULL);
+        AVRational r = dlk_av.av_guess_frame_rate(v->fc, v->fc->streams[v->vs], NULL);
         double fps = r.num > 0 && r.den > 0 ? av_q2d(r) : 25.0;
         return (v->decoded - 1) / fps;
     }
@@ -376,8 +360,8 @@ static dlk_status take(vdec *v, bool *done, dlk_error *err)
         bool use_prev = have_prev && g - v->prev_t <= t - g;
         st = emit(v, use_prev ? v->prev : v->cur, err);
     }
-    av_frame_unref(v->prev);
-    av_frame_move_ref(v->prev, v->cur);
+    dlk_av.av_frame_unref(v->prev);
+    dlk_av.av_frame_move_ref(v->prev, v->cur);
     v->prev_t = t;
     *done = v->k >= v->ntargets;
     return st;
@@ -386,13 +370,13 @@ static dlk_status take(vdec *v, bool *done, dlk_error *err)
 static dlk_status drain(vdec *v, bool *done, dlk_error *err)
 {
     for (;;) {
-        int ret = avcodec_receive_frame(v->cc, v->cur);
+        int ret = dlk_av.avcodec_receive_frame(v->cc, v->cur);
         if (ret == AVERROR(EAGAIN) || ret == AVERROR_EOF)
             return DLK_OK;
         if (ret < 0)
             return av_fail(v, err, DLK_EDECODE, "cannot decode a frame", ret);
         dlk_status st = take(v, done, err);
-        av_frame_unref(v->cur);
+        dlk_av.av_frame_unref(v->cur);
         if (st || *done)
             return st;
     }
@@ -408,23 +392,23 @@ static dlk_status run(vdec *v, dlk_error *err)
                             "%ld packets", v->name, MAX_PACKETS);
         if (interrupted(&v->io))
             return av_fail(v, err, DLK_ELIMIT, "decoding", AVERROR_EXIT);
-        int ret = av_read_frame(v->fc, v->pkt);
+        int ret = dlk_av.av_read_frame(v->fc, v->pkt);
         if (ret == AVERROR_EOF) {
-            avcodec_send_packet(v->cc, NULL);
+            dlk_av.avcodec_send_packet(v->cc, NULL);
             st = drain(v, &done, err);
             break;
         }
         if (ret < 0)
             return av_fail(v, err, DLK_EDECODE, "cannot read a packet", ret);
         if (v->pkt->stream_index == v->vs) {
-            ret = avcodec_send_packet(v->cc, v->pkt);
+            ret = dlk_av.avcodec_send_packet(v->cc, v->pkt);
             if (ret < 0 && ret != AVERROR(EAGAIN))
                 st = av_fail(v, err, DLK_EDECODE, "cannot decode a packet",
                              ret);
             else
                 st = drain(v, &done, err);
         }
-        av_packet_unref(v->pkt);
+        dlk_av.av_packet_unref(v->pkt);
     }
     if (st)
         return st;
@@ -440,16 +424,16 @@ static dlk_status run(vdec *v, dlk_error *err)
 static void vdec_free(vdec *v)
 {
     if (v->fc)
-        avformat_close_input(&v->fc);
+        dlk_av.avformat_close_input(&v->fc);
     if (v->pb) {
-        av_freep(&v->pb->buffer);
-        avio_context_free(&v->pb);
+        dlk_av.av_freep(&v->pb->buffer);
+        dlk_av.avio_context_free(&v->pb);
     }
-    avcodec_free_context(&v->cc);
-    av_packet_free(&v->pkt);
-    av_frame_free(&v->cur);
-    av_frame_free(&v->prev);
-    sws_freeContext(v->sws);
+    dlk_av.avcodec_free_context(&v->cc);
+    dlk_av.av_packet_free(&v->pkt);
+    dlk_av.av_frame_free(&v->cur);
+    dlk_av.av_frame_free(&v->prev);
+    dlk_av.sws_freeContext(v->sws);
     free(v->targets);
     dlk_image_free(&v->rgb);
     dlk_buf_free(&v->out);
@@ -465,11 +449,15 @@ dlk_status dlk_decode_video(const uint8_t *p, size_t n, const char *name,
         o = &defaults;
     if (!name)
         name = "(video)";
-    dlk_av_quiet();
+    dlk_status st = dlk_av_load(err);
+    if (st) {
+        dlk_fail_wrap(err, "cannot decode video '%s'", name);
+        return st;
+    }
     vdec v = {.name = name, .o = o, .io = {p, n, 0, dlk_now_s() + MAX_SECONDS}};
     dlk_buf_init(&v.out);
     int dw, dh;
-    dlk_status st = dlk_resize_dims(1, 1, &o->image, &dw, &dh, err);
+    st = dlk_resize_dims(1, 1, &o->image, &dw, &dh, err);
     if (st) {
         dlk_fail_wrap(err, "cannot decode video '%s'", name);
         return st;
@@ -478,9 +466,9 @@ dlk_status dlk_decode_video(const uint8_t *p, size_t n, const char *name,
         return dlk_fail(err, DLK_EDECODE, "cannot decode video '%s': empty "
                         "object", name);
     v.dc = o->image.channels ? o->image.channels : 3;
-    v.pkt = av_packet_alloc();
-    v.cur = av_frame_alloc();
-    v.prev = av_frame_alloc();
+    v.pkt = dlk_av.av_packet_alloc();
+    v.cur = dlk_av.av_frame_alloc();
+    v.prev = dlk_av.av_frame_alloc();
     if (!v.pkt || !v.cur || !v.prev)
         st = dlk_oom(err);
     if (!st && !(st = open_input(&v, err)) && !(st = open_decoder(&v, err)) &&

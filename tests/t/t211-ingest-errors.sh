@@ -81,3 +81,53 @@ for c in $cases; do
     obj_get "$DS" staging/manifest.json "$T/after.json"
     check "fail/$c: the head is byte for byte as before" cmp "$T/before.json" "$T/after.json"
 done
+
+# FFmpeg is opened on the first video decode: where it cannot be (a
+# stand-in libavutil first in the library path, whose own dependency is
+# missing, or that lacks FFmpeg's functions), a video row is skipped with
+# the library and the package to install named, and images still ingest.
+V=$T/video
+mkdir -p "$V"
+ff -f lavfi -i "testsrc2=s=64x48:r=10:d=1" -c:v mpeg4 "$V/clip.avi"
+cp "$G/good1.jpg" "$V/"
+printf 'key,label\nclip.avi,x\ngood1.jpg,y\n' > "$T/vlabels.csv"
+avmajor=$(pkg-config --modversion libavutil | cut -d. -f1)
+mkdir -p "$T/noav" "$T/emptyav"
+echo 'int dlk_test_stand_in;' > "$T/stand_in.c"
+ok "a stand-in needing a missing library" cc -shared -fPIC -o "$T/noav/libdlk_test_gone.so" "$T/stand_in.c"
+ok "a libavutil.so.$avmajor that needs it" cc -shared -fPIC -Wl,--no-as-needed -o "$T/noav/libavutil.so.$avmajor" \
+    "$T/stand_in.c" -L"$T/noav" -ldlk_test_gone
+rm -f "$T/noav/libdlk_test_gone.so"
+ok "a libavutil.so.$avmajor without FFmpeg's functions" cc -shared -fPIC \
+    -o "$T/emptyav/libavutil.so.$avmajor" "$T/stand_in.c"
+vschema="--tensor video:u8:2x32x32x3 --tensor labels:i32 --kind video=video --classes labels=x,y"
+DS=$(ds_url video-ok)
+# shellcheck disable=SC2086
+ok "video: create" dlk create "$DS" $vschema
+ok "video: ingests with FFmpeg" dlk ingest "$DS" from-dir "$V" --labels "$T/vlabels.csv" --frames 2 --json --max-skip 1
+check "video: the clip ingested (the image has no video)" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1]))
+assert d["ingested"]==1 and [e["key"] for e in d["errors"]]==["good1.jpg"], d' "$OUT"
+for lib in noav emptyav; do
+    DS=$(ds_url "video-$lib")
+    # shellcheck disable=SC2086
+    ok "video/$lib: create" env LD_LIBRARY_PATH="$T/$lib" "$DLK" create "$DS" $vschema
+    fails "video/$lib: no row ingested" 3 env LD_LIBRARY_PATH="$T/$lib" "$DLK" ingest "$DS" from-dir "$V" \
+        --labels "$T/vlabels.csv" --frames 2 --json --max-skip 1
+    check "video/$lib: the clip skipped, naming libavutil.so.$avmajor" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1]))
+r={e["key"]:e["reason"] for e in d["errors"]}
+assert d["ingested"]==0 and set(r)=={"clip.avi","good1.jpg"}, d
+assert "clip.avi" in r["clip.avi"] and "libavutil.so."+sys.argv[2] in r["clip.avi"], r
+want = ("cannot be loaded (install it: apt-get install libavutil"+sys.argv[2]
+        if sys.argv[3]=="noav" else "has no av_")
+assert want in r["clip.avi"], r
+print(r["clip.avi"])' "$OUT" "$avmajor" "$lib"
+    DS=$(ds_url "images-$lib")
+    ok "video/$lib: images still ingest" env LD_LIBRARY_PATH="$T/$lib" "$DLK" create "$DS" \
+        --tensor images:u8:32x32x3 --tensor labels:i32 --classes labels=x,y
+    ok "video/$lib: ingest of the images" env LD_LIBRARY_PATH="$T/$lib" "$DLK" ingest "$DS" \
+        from-dir "$G" --labels "$T/labels.csv" --json
+    check "video/$lib: 3 images in" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1])); assert d["ingested"]==3, d' "$OUT"
+done
