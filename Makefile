@@ -151,10 +151,16 @@ $(LIBA): $(LIB_OBJ)
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+# Two version nodes: DLK_0, the stable API (dlk.h), and
+# DLK_PRIVATE_BENCH, the hooks of dlk_bench.h, which may change in any
+# release (docs/abi.md); everything else is local.
+DLK_API_SYMS = sed -n 's/^DLK_API .*[ *]\(dlk_[a-z0-9_]*\)(.*/    \1;/p' $(1) | sort -u
 $(BUILD)/libdlk.map: $(PUBLIC_H)
 	@mkdir -p $(dir $@)
-	$(Q){ echo '{ global:'; sed -n 's/^DLK_API .*[ *]\(dlk_[a-z0-9_]*\)(.*/    \1;/p' $^ | sort -u; \
-	    echo '  local: *; };'; } > $@
+	$(Q){ echo 'DLK_0 { global:'; $(call DLK_API_SYMS,include/dlk.h); \
+	    echo '  local: *; };'; \
+	    echo 'DLK_PRIVATE_BENCH { global:'; $(call DLK_API_SYMS,include/dlk_bench.h); \
+	    echo '} DLK_0;'; } > $@
 
 $(LIBSO): $(LIB_OBJ) $(BUILD)/libdlk.map
 	@$(if $(Q),echo "  LINK    $@")

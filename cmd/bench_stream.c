@@ -177,6 +177,7 @@ static int cache_env(dlk_loader_opts *lo)
 static int bench_parse(int argc, char **argv, struct bench_opts *o)
 {
     memset(o, 0, sizeof *o);
+    dlk_loader_opts_init(&o->lo);
     o->lo.check = 1;
     o->device = "auto";
     o->baseline_s = 20;

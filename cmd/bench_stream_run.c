@@ -403,6 +403,7 @@ int bench_run(struct bench_opts *o, struct bench_result *r)
         fputs("\r\033[K", stderr);
     r->wall = cmd_now_s() - r->t0;
     series_sample(r, r->wall, true);
+    dlk_loader_stats_init(&r->st);
     dlk_loader_stats_get(l, &r->st);
     dlk_loader_checksums(l, &r->dev_sum, &r->host_sum);
     dlk_io_counters_get(&r->io);

@@ -344,6 +344,7 @@ void ingest_cli_init(ingest_cli *c)
 {
     tune_malloc();
     memset(c, 0, sizeof *c);
+    dlk_ingest_opts_init(&c->o);
     c->tty = isatty(2);
     c->errors = NULL; /* made on the first error: nothing to free on misuse */
     c->o.progress = on_progress;

@@ -36,7 +36,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
-    dlk_loader_opts o = {0};
+    dlk_loader_opts o = DLK_LOADER_OPTS_INIT;
     o.batch_size = 64;
     o.shuffle = 1;
     o.seed = 1234;

@@ -104,6 +104,29 @@ typedef struct dlk_error {
     char msg[DLK_ERRMSG_MAX];
 } dlk_error;
 
+/* Versioned structs.  dlk_loader_opts, dlk_loader_stats and
+ * dlk_ingest_opts begin with `size_t size`, which the caller sets to
+ * sizeof the struct as its header declares it (the _INIT macro or the
+ * _init function do, with every other field 0, its default).  Fields are
+ * only ever appended, so a program built against an older header passes
+ * a smaller size and the library reads (options) or writes (stats) only
+ * that many bytes: the fields it lacks take their defaults, and nothing
+ * past its struct is touched.  Bytes past the library's own size (a
+ * newer header's fields) are ignored.  A size of 0 (a struct zeroed
+ * without the initializer) is refused with DLK_EINVAL naming the struct,
+ * since which layout it was meant for cannot be known; stats with size 0
+ * are left as they are.  The _init functions are inline so that the size
+ * they set is always the caller's header's, never the library's (the
+ * _INIT macros are designated initializers: C, or C++20).  docs/abi.md:
+ * what changes the soname. */
+static inline void dlk_init_sized_(void *p, size_t n)
+{
+    unsigned char *b = (unsigned char *)p;
+    for (size_t i = 0; i < n; i++)
+        b[i] = 0;
+    *(size_t *)p = n; /* the first member of every versioned struct */
+}
+
 /* ------------------------------------------------------------------ */
 /* Element types, kinds and codecs                                     */
 
@@ -625,6 +648,10 @@ typedef struct dlk_loader_state {
 struct dlk_bad_read;
 
 typedef struct dlk_loader_opts {
+    size_t size;                 /* sizeof(dlk_loader_opts), set by
+                                    DLK_LOADER_OPTS_INIT or
+                                    dlk_loader_opts_init ("Versioned
+                                    structs" above) */
     const char *const *tensors;  /* names to load; NULL = all */
     size_t ntensors;
     uint32_t batch_size;         /* default 256 */
@@ -742,6 +769,12 @@ typedef struct dlk_loader_opts {
     uint64_t cache_limit;
 } dlk_loader_opts;
 
+#define DLK_LOADER_OPTS_INIT { .size = sizeof(dlk_loader_opts) }
+static inline void dlk_loader_opts_init(dlk_loader_opts *o)
+{
+    dlk_init_sized_(o, sizeof *o);
+}
+
 enum { DLK_ON_BAD_FAIL = 0, DLK_ON_BAD_SKIP = 1 };
 
 /* A read that failed, whose rows were replaced (opts.on_bad_read). */
@@ -836,6 +869,9 @@ DLK_API dlk_status dlk_loader_state_parse(const char *json, dlk_loader_state *ou
 
 /* Where time went (seconds, summed over the threads doing it). */
 typedef struct dlk_loader_stats {
+    size_t size;                 /* set by the caller (DLK_LOADER_STATS_INIT
+                                    or dlk_loader_stats_init): the bytes
+                                    dlk_loader_stats_get may write */
     double storage_s, decompress_s, h2d_s, gather_s, step_s, wait_s;
     double first_batch_s;        /* open (or epoch start) to first batch */
     uint64_t chunks_loaded, bytes_loaded, samples, batches;
@@ -883,7 +919,14 @@ typedef struct dlk_loader_stats {
                                     then stream from the store), or "" */
 } dlk_loader_stats;
 
-/* The loader's counters so far, into *out. */
+#define DLK_LOADER_STATS_INIT { .size = sizeof(dlk_loader_stats) }
+static inline void dlk_loader_stats_init(dlk_loader_stats *s)
+{
+    dlk_init_sized_(s, sizeof *s);
+}
+
+/* The loader's counters so far, into the first out->size bytes of *out
+ * (out->size itself kept); nothing when out->size is 0. */
 DLK_API void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out);
 
 /* Whether this build can use CUDA and a device is present.
@@ -1052,6 +1095,8 @@ typedef enum dlk_layout {
 } dlk_layout;
 
 typedef struct dlk_ingest_opts {
+    size_t size;            /* sizeof(dlk_ingest_opts): DLK_INGEST_OPTS_INIT
+                               or dlk_ingest_opts_init */
     const char *source;     /* "s3://bucket/prefix", "gs://bucket/prefix",
                                "file://DIR" or DIR */
     /* Final shape.  width/height 0: each image keeps its own size, unless
@@ -1157,6 +1202,12 @@ typedef struct dlk_ingest_opts {
     void (*on_new_class)(void *ud, const char *tensor, const char *name,
                          uint64_t id);
 } dlk_ingest_opts;
+
+#define DLK_INGEST_OPTS_INIT { .size = sizeof(dlk_ingest_opts) }
+static inline void dlk_ingest_opts_init(dlk_ingest_opts *o)
+{
+    dlk_init_sized_(o, sizeof *o);
+}
 
 typedef struct dlk_ingest_result {
     uint64_t ingested;      /* rows appended (each a sample of every tensor) */

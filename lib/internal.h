@@ -33,6 +33,13 @@ dlk_status dlk_fail(dlk_error *err, dlk_status code, const char *fmt, ...)
 dlk_status dlk_fail_wrap(dlk_error *err, const char *fmt, ...)
     DLK_PRINTF(2, 3);
 void dlk_error_clear(dlk_error *err);
+/* A caller's versioned struct (dlk.h, "Versioned structs") into the
+ * library's own `own` (own_size bytes: the fields the caller lacks 0);
+ * DLK_EINVAL naming `what` for a size of 0.  abi_copy_out: `own` into
+ * the caller's, up to the size it set. */
+dlk_status abi_copy_in(void *own, size_t own_size, const void *caller,
+                       const char *what, dlk_error *err);
+void abi_copy_out(void *caller, const void *own, size_t own_size);
 /* dlk_oom(err): the one message for an
  * allocation that failed where nothing more useful can be said. */
 dlk_status dlk_oom(dlk_error *err);

@@ -109,6 +109,18 @@ dlk_status ing_source_open(const char *url, const char *labels,
                            const dlk_store_options *so,
                            const dlk_ingest_opts *o, ing_source *s,
                            dlk_error *err);
+/* The caller's options (dlk.h, "Versioned structs") as the library's
+ * own struct, in *own; *o then points at it (NULL stays NULL). */
+static inline dlk_status ing_opts_own(const dlk_ingest_opts **o,
+                                      dlk_ingest_opts *own, dlk_error *err)
+{
+    if (!*o)
+        return DLK_OK;
+    dlk_status rc = abi_copy_in(own, sizeof *own, *o, "dlk_ingest_opts",
+                                err);
+    *o = own;
+    return rc;
+}
 /* The store options of an ingest's options (NULL for none). */
 static inline const dlk_store_options *ing_store(const dlk_ingest_opts *o)
 {

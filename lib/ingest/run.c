@@ -748,7 +748,9 @@ static bool npy_as_rows(const char *url, const dlk_ingest_opts *o,
 dlk_status dlk_ingest(const char *url, const dlk_ingest_opts *o,
                       dlk_ingest_result *res, dlk_error *err)
 {
-    return ing_ingest_listed(url, o, NULL, dlk_now_s(), 0, res, err);
+    dlk_ingest_opts own;
+    dlk_status rc = ing_opts_own(&o, &own, err);
+    return rc ? rc : ing_ingest_listed(url, o, NULL, dlk_now_s(), 0, res, err);
 }
 
 dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,

@@ -405,6 +405,10 @@ dlk_status dlk_ingest_infer(const dlk_ingest_opts *o, dlk_tensor_spec **out,
 {
     *out = NULL;
     *nout = 0;
+    dlk_ingest_opts own;
+    dlk_status orc = ing_opts_own(&o, &own, err);
+    if (orc)
+        return orc;
     if (!o || !o->source)
         return dlk_fail(err, DLK_EINVAL, "no source to ingest from");
     ing_source src;
@@ -654,6 +658,9 @@ dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
     dlk_status rc = DLK_OK;
     if (result) /* failures before the ingest leave it all zero */
         memset(result, 0, sizeof *result);
+    dlk_ingest_opts own;
+    if ((rc = ing_opts_own(&opts, &own, err)))
+        return rc;
     /* the schema is inferred from the listing that the ingest then uses:
      * the source is listed once (a million keys of S3: a thousand pages) */
     double t0 = dlk_now_s(), list_s = 0;

@@ -742,7 +742,16 @@ void dlk_loader_checksums(const dlk_loader *l, uint64_t *device,
     *host = l->host_fold;
 }
 
+static void stats_get(const dlk_loader *l, dlk_loader_stats *out);
+
 void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out)
+{
+    dlk_loader_stats own = DLK_LOADER_STATS_INIT;
+    stats_get(l, &own);
+    abi_copy_out(out, &own, sizeof own);
+}
+
+static void stats_get(const dlk_loader *l, dlk_loader_stats *out)
 {
     /* the workers add to it from the loader's open on */
     pthread_mutex_lock((pthread_mutex_t *)&l->mu);

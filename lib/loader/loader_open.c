@@ -338,10 +338,22 @@ static uint64_t usable_memory(void)
     return cg && cg < mem ? cg : mem;
 }
 
+static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
+                              dlk_loader **out, dlk_error *err);
+
 dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
                            dlk_loader **out, dlk_error *err)
 {
     *out = NULL;
+    dlk_loader_opts own;
+    dlk_status rc = abi_copy_in(&own, sizeof own, opts, "dlk_loader_opts",
+                                err);
+    return rc ? rc : loader_open(ds, &own, out, err);
+}
+
+static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
+                              dlk_loader **out, dlk_error *err)
+{
     dlk_loader *l = calloc(1, sizeof *l);
     if (!l)
         return dlk_fail(err, DLK_ENOMEM, "out of memory");

@@ -764,7 +764,7 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
     Dataset *old = self->ds;
     self->ds = (Dataset *)Py_NewRef((PyObject *)ds);
     Py_XDECREF((PyObject *)old);
-    dlk_loader_opts o = {0};
+    dlk_loader_opts o = DLK_LOADER_OPTS_INIT;
     o.batch_size = batch;
     o.shuffle = shuffle;
     o.seed = seed;
@@ -1266,7 +1266,7 @@ static PyObject *Loader_stats(Loader *self, PyObject *unused)
     (void)unused;
     if (need_loader(self))
         return NULL;
-    dlk_loader_stats s;
+    dlk_loader_stats s = DLK_LOADER_STATS_INIT;
     pthread_mutex_lock(&self->mu);
     dlk_loader_stats_get(self->l, &s);
     pthread_mutex_unlock(&self->mu);

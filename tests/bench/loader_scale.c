@@ -64,8 +64,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "loader_scale: %s\n", err.msg);
         return 1;
     }
-    dlk_loader_opts o;
-    memset(&o, 0, sizeof o);
+    dlk_loader_opts o = DLK_LOADER_OPTS_INIT;
     o.batch_size = 256;
     o.shuffle = 1;
     o.seed = 1;

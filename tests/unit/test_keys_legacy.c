@@ -78,7 +78,7 @@ static dlk_status ingest(const char *url, const char *src, const char *rel_to,
     snprintf(path, sizeof path, "%s/raw/%s", root, src);
     if (rel_to)
         snprintf(base, sizeof base, "%s/raw/%s", root, rel_to);
-    dlk_ingest_opts o = {.source = path, .keys_relative_to = rel_to ? base
+    dlk_ingest_opts o = {.size = sizeof o, .source = path, .keys_relative_to = rel_to ? base
                                                                   : NULL,
                          .dry_run = dry, .jobs = 1};
     return dlk_ingest(url, &o, res, err);

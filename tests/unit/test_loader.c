@@ -297,7 +297,7 @@ static void epochs_ahead(dlk_dataset *ds)
     size_t lens[E], len1[1];
     const uint64_t limits[2] = {2048, 0};
     for (int k = 0; k < 2 && seq && one; k++) {
-        dlk_loader_opts o = {0};
+        dlk_loader_opts o = DLK_LOADER_OPTS_INIT;
         o.batch_size = 12;
         o.shuffle = 1;
         o.seed = 31;
@@ -361,7 +361,7 @@ static void test_loader_cpu(void)
     int right = 1, equal_batches = 1, sums = 1, threads_given = 1;
     uint64_t batches0 = 0;
     for (uint32_t r = 0; r < 3; r++) {
-        dlk_loader_opts o = {0};
+        dlk_loader_opts o = DLK_LOADER_OPTS_INIT;
         o.batch_size = 16;
         o.shuffle = 1;
         o.seed = 5;
@@ -414,7 +414,7 @@ static void test_loader_cpu(void)
                            DLK_EINVAL);
         }
         equal_batches &= nb == batches0 && nb == dlk_loader_batches(l) + 0 * nb;
-        dlk_loader_stats ls;
+        dlk_loader_stats ls = DLK_LOADER_STATS_INIT;
         dlk_loader_stats_get(l, &ls);
         threads_given &= ls.io_threads == 3;
         uint64_t dev, host;
@@ -436,7 +436,7 @@ static void test_loader_cpu(void)
 
     /* stop mid-epoch, save the state, resume in a new loader with 2 ranks */
     memset(seen, 0, n * sizeof *seen);
-    dlk_loader_opts o = {0};
+    dlk_loader_opts o = DLK_LOADER_OPTS_INIT;
     o.batch_size = 10;
     o.shuffle = 1;
     o.seed = 77;
@@ -444,7 +444,7 @@ static void test_loader_cpu(void)
     dlk_loader *l;
     const dlk_batch *b;
     dlk_loader_open(ds, &o, &l, &err);
-    dlk_loader_stats ls;
+    dlk_loader_stats ls = DLK_LOADER_STATS_INIT;
     dlk_loader_stats_get(l, &ls);
     int ncpu = dlk_cpu_count();
     UNIT_CHECK("cpu loader: by default an I/O thread a core, at most 32",
@@ -514,7 +514,7 @@ static void test_loader_cpu(void)
 
     epochs_ahead(ds);
 
-    dlk_loader_opts bad = {0};
+    dlk_loader_opts bad = DLK_LOADER_OPTS_INIT;
     bad.device = "cuda:0";
     char why[128];
     if (!dlk_cuda_available(why, sizeof why)) {
@@ -573,7 +573,7 @@ static void test_loader_trace(void)
         UNIT_CHECK("a dataset for the timeline", 0);
         return;
     }
-    dlk_loader_opts o = {0};
+    dlk_loader_opts o = DLK_LOADER_OPTS_INIT;
     o.batch_size = 1;
     o.io_threads = 1;
     o.epochs = epochs;

@@ -59,7 +59,7 @@ static void test_keep(void)
         UNIT_CHECK(err.msg, 0);
         return;
     }
-    dlk_loader_opts o = {0};
+    dlk_loader_opts o = DLK_LOADER_OPTS_INIT;
     o.batch_size = 8;
     o.shuffle = 1;
     o.seed = 3;

@@ -94,7 +94,7 @@ static uint64_t vec_loaded(dlk_dataset *ds, const uint64_t *rows, size_t n,
                            int whole)
 {
     const char *vec_only[1] = {"vec"};
-    dlk_loader_opts o = {0};
+    dlk_loader_opts o = DLK_LOADER_OPTS_INIT;
     o.tensors = vec_only;
     o.ntensors = 1;
     o.batch_size = 1;
@@ -112,7 +112,7 @@ static uint64_t vec_loaded(dlk_dataset *ds, const uint64_t *rows, size_t n,
     dlk_status rc;
     while ((rc = dlk_loader_next(l, &b, &err)) == DLK_OK && b)
         ;
-    dlk_loader_stats st;
+    dlk_loader_stats st = DLK_LOADER_STATS_INIT;
     dlk_loader_stats_get(l, &st);
     dlk_loader_close(l);
     return rc ? 0 : st.bytes_loaded;
@@ -129,7 +129,7 @@ static void stream_rows(dlk_dataset *ds, const uint64_t *rows, size_t n,
     int right = 1, equal = 1, opened = 1;
     uint64_t batches0 = UINT64_MAX;
     for (uint32_t r = 0; r < world && seen && opened; r++) {
-        dlk_loader_opts o = {0};
+        dlk_loader_opts o = DLK_LOADER_OPTS_INIT;
         o.batch_size = 4;
         o.shuffle = 1;
         o.seed = 11;
@@ -221,7 +221,7 @@ static void resume_rows(dlk_dataset *ds, const uint64_t *rows, size_t n)
     size_t nfull = 0, nrest = 0, cut = 0;
     int ok = 1;
     for (int run = 0; run < 2 && ok; run++) {
-        dlk_loader_opts o = {0};
+        dlk_loader_opts o = DLK_LOADER_OPTS_INIT;
         o.batch_size = 3;
         o.shuffle = 1;
         o.seed = 4;

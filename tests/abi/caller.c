@@ -1,0 +1,111 @@
+/* caller.c - a program built against an older dlk.h, run on today's
+ * libdlk.so (tests/t/t600-abi.sh builds it twice: against dlk.h, and
+ * against a copy whose versioned structs are cut to a smaller, older
+ * layout).  Guard bytes after each struct show that the library reads
+ * and writes nothing past the size the program's header had.
+ *
+ *   caller DATASET    prints what the loader ran with, one "key value"
+ *                     a line, or "FAIL why" */
+#include <dlk.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#define GUARD 0xA5
+#define NGUARD 256
+
+static int guard_intact(const unsigned char *g)
+{
+    for (size_t i = 0; i < NGUARD; i++)
+        if (g[i] != GUARD)
+            return 0;
+    return 1;
+}
+
+static int make_dataset(const char *url)
+{
+    dlk_error err;
+    dlk_tensor_spec spec;
+    dlk_dataset *ds;
+    if (dlk_tensor_spec_parse("labels:i32", &spec, &err) ||
+        dlk_dataset_create(url, &spec, 1, &ds, &err)) {
+        printf("FAIL create: %s\n", err.msg);
+        return -1;
+    }
+    for (int32_t i = 0; i < 100; i++)
+        if (dlk_append(ds, 0, &i, sizeof i, NULL, 0, &err)) {
+            printf("FAIL append: %s\n", err.msg);
+            return -1;
+        }
+    if (dlk_dataset_close(ds, &err)) {
+        printf("FAIL close: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2 || make_dataset(argv[1]))
+        return 1;
+    dlk_error err;
+    dlk_dataset *ds;
+    if (dlk_dataset_open(argv[1], NULL, &ds, &err)) {
+        printf("FAIL open: %s\n", err.msg);
+        return 1;
+    }
+    printf("opts_size %zu\nstats_size %zu\n", sizeof(dlk_loader_opts),
+           sizeof(dlk_loader_stats));
+    /* the options, then bytes a reader past them would take for a
+     * local_world_size of 0xA5A5A5A5 and a device pointer of garbage */
+    struct { dlk_loader_opts o; unsigned char g[NGUARD]; } o;
+    memset(&o, GUARD, sizeof o);
+    memset(&o.o, 0, sizeof o.o);
+    o.o.size = 0;
+    dlk_loader *l;
+    dlk_status rc = dlk_loader_open(ds, &o.o, &l, &err);
+    printf("size0 %d %s\n", (int)rc, rc ? err.msg : "");
+    if (!rc)
+        dlk_loader_close(l);
+    dlk_ingest_opts io;
+    memset(&io, 0, sizeof io);
+    dlk_tensor_spec *specs;
+    size_t nspecs;
+    rc = dlk_ingest_infer(&io, &specs, &nspecs, &err);
+    printf("ingest_size0 %d %s\n", (int)rc, rc ? err.msg : "");
+    dlk_loader_opts_init(&o.o);
+    printf("init_size_kept %d\n", o.o.size == sizeof o.o);
+    o.o.batch_size = 10;
+    if (dlk_loader_open(ds, &o.o, &l, &err)) {
+        printf("FAIL loader: %s\n", err.msg);
+        return 1;
+    }
+    const dlk_batch *b;
+    uint64_t samples = 0;
+    while ((rc = dlk_loader_next(l, &b, &err)) == DLK_OK && b)
+        samples += b->size;
+    if (rc) {
+        printf("FAIL next: %s\n", err.msg);
+        return 1;
+    }
+    printf("samples %llu\n", (unsigned long long)samples);
+    printf("opts_guard %d\n", guard_intact(o.g));
+
+    struct { dlk_loader_stats s; unsigned char g[NGUARD]; } st;
+    memset(&st, GUARD, sizeof st);
+    st.s.size = 0;
+    dlk_loader_stats_get(l, &st.s);
+    unsigned char first = ((unsigned char *)&st.s)[sizeof(size_t)];
+    printf("stats0_untouched %d\n", first == GUARD && guard_intact(st.g));
+    memset(&st, GUARD, sizeof st);
+    st.s.size = sizeof st.s;
+    dlk_loader_stats_get(l, &st.s);
+    printf("stats_size_kept %d\n", st.s.size == sizeof st.s);
+    printf("stats_guard %d\n", guard_intact(st.g));
+    printf("batches %llu\nstats_samples %llu\nio_threads %u\n",
+           (unsigned long long)st.s.batches,
+           (unsigned long long)st.s.samples, st.s.io_threads);
+    dlk_loader_close(l);
+    dlk_dataset_free(ds);
+    return 0;
+}

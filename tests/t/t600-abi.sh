@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The versioned structs (dlk.h, "Versioned structs"): a program built
+# against an older header, whose dlk_loader_opts, dlk_loader_stats and
+# dlk_ingest_opts end earlier, runs on today's libdlk.so: the library
+# reads and writes only the bytes its header had (guard bytes after each
+# struct stay as they were) and the fields it lacks take their defaults.
+# And the shared library exports dlk.h's functions (version DLK_0) and
+# dlk_bench.h's (DLK_PRIVATE_BENCH), nothing else.
+. "$DLK_TESTS/lib.sh"
+root=$DLK_TESTS/..
+so=$DLK_BUILD/libdlk.so
+sanflags=
+[ -n "${SAN:-}" ] && sanflags="-fsanitize=address,undefined"
+
+# The older header: each struct cut after the member named.
+mkdir -p "$T/old" "$T/new"
+cp "$root/include/dlk.h" "$root/include/dlk_bench.h" "$T/new/"
+ok "an older header made by cutting the versioned structs" python3 - "$root/include/dlk.h" "$T/old/dlk.h" <<'PY'
+import sys
+text = open(sys.argv[1]).read().split("\n")
+cuts = {"dlk_loader_opts": "uint32_t rank, world_size;",
+        "dlk_loader_stats": "uint32_t io_threads;",
+        "dlk_ingest_opts": '"file://DIR" or DIR */'}
+out, cutting = [], None
+for line in text:
+    if cutting:
+        if line.startswith("} %s;" % cutting):
+            out.append(line)
+            cutting = None
+        continue
+    out.append(line)
+    for name, last in list(cuts.items()):
+        if last in line:
+            cutting = name
+            del cuts[name]
+if cuts or cutting:
+    sys.exit("cut points not found: %s" % ", ".join(cuts or [cutting]))
+open(sys.argv[2], "w").write("\n".join(out))
+PY
+for h in old new; do
+    ok "the caller builds against the $h header" sh -c "cc -O1 -Wall -Wextra -Werror $sanflags -I'$T/$h' '$root/tests/abi/caller.c' -L'$DLK_BUILD' -ldlk -Wl,-rpath,'$DLK_BUILD' -o '$T/$h/caller'"
+    ok "the $h caller loads a dataset" "$T/$h/caller" "$T/ds-$h"
+    cp "$OUT" "$T/$h.out"
+done
+[ -n "${T600_KEEP:-}" ] && cp "$T"/*.out "$T600_KEEP"/
+val() { awk -v k="$2" '$1 == k { print $2 }' "$T/$1.out"; }
+check "the older layouts are smaller" test "$(val old opts_size)" -lt "$(val new opts_size)" -a "$(val old stats_size)" -lt "$(val new stats_size)"
+for h in old new; do
+    check "$h: no FAIL line" sh -c "! grep -q '^FAIL' '$T/$h.out'"
+    check "$h: size 0 options refused, naming the struct" sh -c "grep -q '^size0 1 dlk_loader_opts.size is 0' '$T/$h.out' && grep -q '^ingest_size0 1 dlk_ingest_opts.size is 0' '$T/$h.out'"
+    check "$h: nothing read past the options (guard intact), every sample loaded" sh -c "test '$(val $h opts_guard)' = 1 && test '$(val $h samples)' = 100"
+    check "$h: stats of size 0 untouched" test "$(val $h stats0_untouched)" = 1
+    check "$h: stats written up to the caller's size only, size kept" sh -c "test '$(val $h stats_guard)' = 1 && test '$(val $h stats_size_kept)' = 1 && test '$(val $h init_size_kept)' = 1"
+    check "$h: the stats the caller has are filled" sh -c "test '$(val $h batches)' = 10 && test '$(val $h stats_samples)' = 100"
+done
+# local_world_size (absent from the old layout) defaults to 1: the same
+# I/O threads as a caller that has it and leaves it 0
+check "the fields an old caller lacks take their defaults" test "$(val old io_threads)" = "$(val new io_threads)" -a "$(val new io_threads)" -gt 0
+
+# Exported symbols: each in dlk.h at DLK_0 or dlk_bench.h at DLK_PRIVATE_BENCH.
+objdump -T "$so" | awk '$2 == "g" && $4 != "*UND*" && $4 != "*ABS*" { print $(NF-1), $NF }' > "$T/syms"
+check "the library exports functions" test "$(wc -l < "$T/syms")" -gt 50
+stray=
+while read -r ver sym; do
+    case $ver in
+    DLK_0) h=dlk.h ;;
+    DLK_PRIVATE_BENCH) h=dlk_bench.h ;;
+    *) stray="$stray $ver:$sym"; continue ;;
+    esac
+    grep -q "^DLK_API .*[ *]$sym(" "$root/include/$h" || stray="$stray $ver:$sym"
+done < "$T/syms"
+check "every exported symbol is declared in its version's header" test -z "$stray" || echo "#   stray:$stray"
+missing=
+for sym in $(sed -n 's/^DLK_API .*[ *]\(dlk_[a-z0-9_]*\)(.*/\1/p' "$root/include/dlk.h"); do
+    grep -qx "DLK_0 $sym" "$T/syms" || missing="$missing $sym"
+done
+check "every dlk.h function is exported at DLK_0" test -z "$missing" || echo "#   missing:$missing"
+check "dlk_bench.h's hooks are not in the stable node" sh -c "! grep -q '^DLK_0 dlk_loader_checksums\$' '$T/syms' && grep -q '^DLK_PRIVATE_BENCH dlk_loader_checksums\$' '$T/syms'"
