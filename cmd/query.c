@@ -230,7 +230,7 @@ static int query_many(dlk_dataset *ds, const char *url, const char *at,
 {
     dlk_error err;
     size_t col = 0;
-    dlk_index_opts io = {
+    dlk_index_opts io = {.size = sizeof(dlk_index_opts),
         .tensor = so->near_tensor, .where = so->where, .view = so->view,
         /* auto stays the CPU, as for one query: CUDA's start-up and the
          * copy cost more than a batch of queries on the CPU unless the
@@ -355,6 +355,7 @@ int cmd_query(int argc, char **argv)
 {
     struct query_args q;
     memset(&q, 0, sizeof q);
+    dlk_select_opts_init(&q.so);
     dlk_select_opts *sop = &q.so;
     const char *at = NULL, *save = NULL, *drop = NULL, *show_arg = NULL;
     bool count_only = false, json = false;

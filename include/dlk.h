@@ -104,21 +104,21 @@ typedef struct dlk_error {
     char msg[DLK_ERRMSG_MAX];
 } dlk_error;
 
-/* Versioned structs.  dlk_loader_opts, dlk_loader_stats and
- * dlk_ingest_opts begin with `size_t size`, which the caller sets to
- * sizeof the struct as its header declares it (the _INIT macro or the
- * _init function do, with every other field 0, its default).  Fields are
- * only ever appended, so a program built against an older header passes
- * a smaller size and the library reads (options) or writes (stats) only
- * that many bytes: the fields it lacks take their defaults, and nothing
- * past its struct is touched.  Bytes past the library's own size (a
- * newer header's fields) are ignored.  A size of 0 (a struct zeroed
- * without the initializer) is refused with DLK_EINVAL naming the struct,
- * since which layout it was meant for cannot be known; stats with size 0
- * are left as they are.  The _init functions are inline so that the size
- * they set is always the caller's header's, never the library's (the
- * _INIT macros are designated initializers: C, or C++20).  docs/abi.md:
- * what changes the soname. */
+/* Versioned structs. dlk_loader_opts, dlk_loader_stats, dlk_ingest_opts,
+ * dlk_select_opts and dlk_index_opts begin with `size_t size`, which the
+ * caller sets to sizeof the struct as its header declares it (the _INIT
+ * macro or the _init function do, with every other field 0, its default).
+ * Fields are only ever appended, so a program built against an older header
+ * passes a smaller size and the library reads (options) or writes (stats)
+ * only that many bytes: the fields it lacks take their defaults, and nothing
+ * past its struct is touched. Bytes past the library's own size (a newer
+ * header's fields) are ignored. A size of 0 (a struct zeroed without the
+ * initializer) is refused with DLK_EINVAL naming the struct, since which
+ * layout it was meant for cannot be known; stats with size 0 are left as
+ * they are. The _init functions are inline so that the size they set is
+ * always the caller's header's, never the library's (the _INIT macros are
+ * designated initializers: C, or C++20). docs/abi.md: what changes the
+ * soname. */
 static inline void dlk_init_sized_(void *p, size_t n)
 {
     unsigned char *b = (unsigned char *)p;
@@ -1326,6 +1326,9 @@ DLK_API const char *dlk_query_device_name(dlk_query_device d);
 DLK_API int dlk_query_device_parse(const char *name, dlk_query_device *out);
 
 typedef struct dlk_select_opts {
+    size_t size;                 /* sizeof(dlk_select_opts):
+                                    DLK_SELECT_OPTS_INIT or
+                                    dlk_select_opts_init */
     const char *where;           /* an expression (dlk-query(1)); NULL or
                                     "": every row */
     const char *view;            /* only this view's rows; NULL: all */
@@ -1335,7 +1338,8 @@ typedef struct dlk_select_opts {
      * floats), or the .npy file `near_npy` (D values, shape [D] or
      * [1,D]), or the tensor's sample of row R, given as
      * `near_row_plus1` = R + 1: so that options set to zero, as in
-     * `dlk_select_opts o = {.near_tensor = "emb", .near_npy = "q.npy"}`,
+     * `dlk_select_opts o = {.size = sizeof o, .near_tensor = "emb",
+     * .near_npy = "q.npy"}`,
      * name no row (row 0 is near_row_plus1 1). */
     const char *near_tensor;     /* NULL: no vector search */
     const float *near_vector;
@@ -1350,6 +1354,12 @@ typedef struct dlk_select_opts {
                                     NULL); not with a vector search */
     dlk_query_device device;     /* where the vector search runs (auto) */
 } dlk_select_opts;
+
+#define DLK_SELECT_OPTS_INIT { .size = sizeof(dlk_select_opts) }
+static inline void dlk_select_opts_init(dlk_select_opts *o)
+{
+    dlk_init_sized_(o, sizeof *o);
+}
 
 /* Rows ascending for a filter alone; nearest first with a vector search
  * (scores: the metric's value for each row). */
@@ -1391,6 +1401,9 @@ DLK_API void dlk_select_result_free(dlk_select_result *res);
 typedef struct dlk_index dlk_index;
 
 typedef struct dlk_index_opts {
+    size_t size;                 /* sizeof(dlk_index_opts):
+                                    DLK_INDEX_OPTS_INIT or
+                                    dlk_index_opts_init */
     const char *tensor;          /* the embedding tensor (f32/f64 [D]) */
     const char *where;           /* only the rows this expression keeps
                                     (dlk-query(1)); NULL or "": all */
@@ -1405,6 +1418,12 @@ typedef struct dlk_index_opts {
                                     1-based byte column in where (may be
                                     NULL) */
 } dlk_index_opts;
+
+#define DLK_INDEX_OPTS_INIT { .size = sizeof(dlk_index_opts) }
+static inline void dlk_index_opts_init(dlk_index_opts *o)
+{
+    dlk_init_sized_(o, sizeof *o);
+}
 
 /* Read the rows opts picks into a new index on the device it names.
  * @return DLK_OK with *out an index the caller frees with

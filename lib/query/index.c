@@ -79,10 +79,22 @@ static dlk_status load_host(dlk_index *ix, const q_topk_job *j,
 
 /* ---- open and close -------------------------------------------------- */
 
-dlk_status dlk_index_open(dlk_dataset *ds, const dlk_index_opts *o,
+static dlk_status index_open(dlk_dataset *ds, const dlk_index_opts *o,
+                             dlk_index **out, dlk_error *err);
+
+dlk_status dlk_index_open(dlk_dataset *ds, const dlk_index_opts *opts,
                           dlk_index **out, dlk_error *err)
 {
     *out = NULL;
+    dlk_index_opts own;
+    dlk_status rc = abi_copy_in(&own, sizeof own, opts, "dlk_index_opts",
+                                err);
+    return rc ? rc : index_open(ds, &own, out, err);
+}
+
+static dlk_status index_open(dlk_dataset *ds, const dlk_index_opts *o,
+                             dlk_index **out, dlk_error *err)
+{
     if (o->error_column)
         *o->error_column = 0;
     if (!o->tensor)

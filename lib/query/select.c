@@ -264,10 +264,22 @@ void dlk_select_result_free(dlk_select_result *res)
     memset(res, 0, sizeof *res);
 }
 
-dlk_status dlk_select(dlk_dataset *ds, const dlk_select_opts *o,
+static dlk_status select_run(dlk_dataset *ds, const dlk_select_opts *o,
+                             dlk_select_result *res, dlk_error *err);
+
+dlk_status dlk_select(dlk_dataset *ds, const dlk_select_opts *opts,
                       dlk_select_result *res, dlk_error *err)
 {
     memset(res, 0, sizeof *res);
+    dlk_select_opts own;
+    dlk_status rc = abi_copy_in(&own, sizeof own, opts, "dlk_select_opts",
+                                err);
+    return rc ? rc : select_run(ds, &own, res, err);
+}
+
+static dlk_status select_run(dlk_dataset *ds, const dlk_select_opts *o,
+                             dlk_select_result *res, dlk_error *err)
+{
     uint32_t threads = o->threads ? o->threads : (uint32_t)dlk_cpu_count();
     if (threads > 256)
         threads = 256;

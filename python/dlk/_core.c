@@ -531,7 +531,7 @@ static PyObject *Dataset_index(Dataset *self, PyObject *args, PyObject *kw)
         return NULL;
     if (need_ds(self))
         return NULL;
-    dlk_index_opts o = {
+    dlk_index_opts o = {.size = sizeof(dlk_index_opts),
         .tensor = tensor, .where = where, .view = view,
         .threads = threads, .no_verify = !verify,
     };

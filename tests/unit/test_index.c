@@ -71,7 +71,8 @@ static bool same_as_select(dlk_dataset *ds, const char *tensor,
                            uint32_t threads, const float *qs, uint32_t dim,
                            uint32_t k, dlk_metric metric)
 {
-    dlk_index_opts io = {.tensor = tensor, .where = where, .view = view,
+    dlk_index_opts io = {.size = sizeof(dlk_index_opts),
+        .tensor = tensor, .where = where, .view = view,
                          .device = DLK_QUERY_DEVICE_CPU, .threads = threads};
     dlk_index *ix;
     dlk_error err;
@@ -87,7 +88,8 @@ static bool same_as_select(dlk_dataset *ds, const char *tensor,
               !dlk_index_search(ix, qs, NQ, k, metric, rows, scores, &n,
                                 &err);
     for (uint32_t q = 0; ok && q < NQ; q++) {
-        dlk_select_opts so = {.where = where, .view = view,
+        dlk_select_opts so = {.size = sizeof(dlk_select_opts),
+            .where = where, .view = view,
                               .near_tensor = tensor,
                               .near_vector = qs + (size_t)q * dim,
                               .near_dim = dim, .k = k,
@@ -132,7 +134,8 @@ static bool cuda_same_as_cpu(dlk_dataset *ds, const char *tensor,
     }
     dlk_error err;
     for (int d = 0; ok && d < 2; d++) {
-        dlk_index_opts io = {.tensor = tensor, .where = where,
+        dlk_index_opts io = {.size = sizeof(dlk_index_opts),
+            .tensor = tensor, .where = where,
                              .device = d ? DLK_QUERY_DEVICE_CUDA
                                          : DLK_QUERY_DEVICE_CPU};
         dlk_index *ix;
@@ -147,7 +150,8 @@ static bool cuda_same_as_cpu(dlk_dataset *ds, const char *tensor,
     ok = ok && n[0] == n[1] &&
          memcmp(r[0], r[1], (size_t)nq * k * 8) == 0 &&
          memcmp(sc[0], sc[1], (size_t)nq * k * 8) == 0;
-    dlk_select_opts so = {.where = where, .near_tensor = tensor,
+    dlk_select_opts so = {.size = sizeof(dlk_select_opts),
+        .where = where, .near_tensor = tensor,
                           .near_vector = qs, .near_dim = dim,
                           .k = k, .metric = metric,
                           .device = DLK_QUERY_DEVICE_CUDA};
@@ -198,7 +202,8 @@ int main(void)
                               4, DLK_METRIC_COSINE));
 
     /* ties: row 9 and its copy 1200, the lower first */
-    dlk_index_opts io = {.tensor = "emb", .device = DLK_QUERY_DEVICE_CPU};
+    dlk_index_opts io = {.size = sizeof(dlk_index_opts),
+        .tensor = "emb", .device = DLK_QUERY_DEVICE_CPU};
     dlk_index *ix = NULL;
     UNIT_CHECK("open", !dlk_index_open(ds, &io, &ix, &err));
     if (!ix)
@@ -231,7 +236,8 @@ int main(void)
     /* options left zero name no row: the vector given is the query (the
      * distance of a row to itself is 0 but for the rounding of
      * |x|^2 - 2 x.q + |q|^2) */
-    dlk_select_opts zo = {.near_tensor = "emb", .near_vector = X[9],
+    dlk_select_opts zo = {.size = sizeof(dlk_select_opts),
+        .near_tensor = "emb", .near_vector = X[9],
                           .near_dim = D, .k = 1, .metric = DLK_METRIC_L2,
                           .device = DLK_QUERY_DEVICE_CPU};
     dlk_select_result zr;
@@ -273,18 +279,21 @@ int main(void)
                dlk_index_open(ds, &io, &ix, &err) == DLK_ENOTFOUND &&
                    strstr(err.msg, "'nope'"));
     size_t col = 99;
-    io = (dlk_index_opts){.tensor = "emb", .where = "score >> 2",
+    io = (dlk_index_opts){.size = sizeof(dlk_index_opts),
+        .tensor = "emb", .where = "score >> 2",
                           .error_column = &col};
     UNIT_CHECK("an expression error, with its column",
                dlk_index_open(ds, &io, &ix, &err) == DLK_EINVAL && col == 8);
-    io = (dlk_index_opts){.tensor = "emb", .view = "none"};
+    io = (dlk_index_opts){.size = sizeof(dlk_index_opts),
+        .tensor = "emb", .view = "none"};
     UNIT_CHECK("no such view",
                dlk_index_open(ds, &io, &ix, &err) == DLK_ENOTFOUND);
-    io = (dlk_index_opts){.tensor = "emb", .device = (dlk_query_device)9};
+    io = (dlk_index_opts){.size = sizeof(dlk_index_opts),
+        .tensor = "emb", .device = (dlk_query_device)9};
     UNIT_CHECK("an unknown device",
                dlk_index_open(ds, &io, &ix, &err) == DLK_EINVAL);
     if (!dlk_cuda_available(NULL, 0)) {
-        io = (dlk_index_opts){.tensor = "emb",
+        io = (dlk_index_opts){.size = sizeof(dlk_index_opts), .tensor = "emb",
                               .device = DLK_QUERY_DEVICE_CUDA};
         UNIT_CHECK("cuda without a GPU",
                    dlk_index_open(ds, &io, &ix, &err) == DLK_EGPU &&
