@@ -293,7 +293,7 @@ static int query_many(dlk_dataset *ds, const char *url, const char *at,
         json_object_set_new(o, "results", results);
     }
     for (uint32_t i = 0; !code && i < nq; i++) {
-        dlk_select_result r = {
+        dlk_select_result r = {.size = sizeof r,
             .rows = rows + (size_t)i * k, .scores = scores + (size_t)i * k,
             .n = got,
         };
@@ -440,7 +440,7 @@ int cmd_query(int argc, char **argv)
     }
     free(vecs);
     so.count_only = count_only && !save;
-    dlk_select_result r;
+    dlk_select_result r = DLK_SELECT_RESULT_INIT;
     double t0 = cmd_now_s();
     if (dlk_select(ds, &so, &r, &err)) {
         code = cmd_fail("query", &err);

@@ -105,7 +105,7 @@ typedef struct dlk_error {
 } dlk_error;
 
 /* Versioned structs. dlk_loader_opts, dlk_loader_stats, dlk_ingest_opts,
- * dlk_select_opts and dlk_index_opts begin with `size_t size`, which the
+ * dlk_select_opts, dlk_select_result and dlk_index_opts begin with `size_t size`, which the
  * caller sets to sizeof the struct as its header declares it (the _INIT
  * macro or the _init function do, with every other field 0, its default).
  * Fields are only ever appended, so a program built against an older header
@@ -1364,6 +1364,10 @@ static inline void dlk_select_opts_init(dlk_select_opts *o)
 /* Rows ascending for a filter alone; nearest first with a vector search
  * (scores: the metric's value for each row). */
 typedef struct dlk_select_result {
+    size_t size;                 /* set by the caller
+                                    (DLK_SELECT_RESULT_INIT or
+                                    dlk_select_result_init): the bytes
+                                    dlk_select may write */
     uint64_t *rows;
     double *scores;              /* NULL without a vector search */
     uint64_t n;
@@ -1377,6 +1381,12 @@ typedef struct dlk_select_result {
                                     CUDA); AUTO without one */
 } dlk_select_result;
 
+#define DLK_SELECT_RESULT_INIT { .size = sizeof(dlk_select_result) }
+static inline void dlk_select_result_init(dlk_select_result *r)
+{
+    dlk_init_sized_(r, sizeof *r);
+}
+
 /* Evaluate opts on ds (the head or a commit).  The expression is checked
  * against the schema first: an error names the column and what is wrong
  * there (DLK_EINVAL).  res is the caller's, freed with
@@ -1386,7 +1396,8 @@ typedef struct dlk_select_result {
  *         CUDA without a usable GPU, or a CUDA call failed); I/O errors. */
 DLK_API dlk_status dlk_select(dlk_dataset *ds, const dlk_select_opts *opts,
                       dlk_select_result *res, dlk_error *err);
-/* Frees what res holds (res itself is the caller's); NULL-safe. */
+/* Frees what res holds (res itself is the caller's, its size kept for
+ * the next dlk_select); NULL-safe. */
 DLK_API void dlk_select_result_free(dlk_select_result *res);
 
 /* A resident vector index: the rows of an embedding tensor that a

@@ -259,9 +259,11 @@ void dlk_select_result_free(dlk_select_result *res)
 {
     if (!res)
         return;
+    /* rows and scores are in every layout (the first members after size) */
     free(res->rows);
     free(res->scores);
-    memset(res, 0, sizeof *res);
+    dlk_select_result zero = {0};
+    abi_copy_out(res, &zero, sizeof zero);
 }
 
 static dlk_status select_run(dlk_dataset *ds, const dlk_select_opts *o,
@@ -270,11 +272,22 @@ static dlk_status select_run(dlk_dataset *ds, const dlk_select_opts *o,
 dlk_status dlk_select(dlk_dataset *ds, const dlk_select_opts *opts,
                       dlk_select_result *res, dlk_error *err)
 {
-    memset(res, 0, sizeof *res);
-    dlk_select_opts own;
-    dlk_status rc = abi_copy_in(&own, sizeof own, opts, "dlk_select_opts",
+    size_t size;
+    memcpy(&size, res, sizeof size);
+    if (size < sizeof size)
+        return dlk_fail(err, DLK_EINVAL, "dlk_select_result.size is %zu: "
+                        "set it with its _INIT macro or _init function",
+                        size);
+    /* filled in full here, then up to the caller's size (the failures'
+     * error_column too) */
+    dlk_select_result own = {0};
+    dlk_select_opts oo;
+    dlk_status rc = abi_copy_in(&oo, sizeof oo, opts, "dlk_select_opts",
                                 err);
-    return rc ? rc : select_run(ds, &own, res, err);
+    if (!rc)
+        rc = select_run(ds, &oo, &own, err);
+    abi_copy_out(res, &own, sizeof own);
+    return rc;
 }
 
 static dlk_status select_run(dlk_dataset *ds, const dlk_select_opts *o,

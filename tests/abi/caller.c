@@ -106,6 +106,27 @@ int main(int argc, char **argv)
            (unsigned long long)st.s.batches,
            (unsigned long long)st.s.samples, st.s.io_threads);
     dlk_loader_close(l);
+
+    /* a query's options and result, each with guard bytes after it */
+    struct { dlk_select_opts o; unsigned char g[NGUARD]; } so;
+    struct { dlk_select_result r; unsigned char g[NGUARD]; } sr;
+    memset(&so, GUARD, sizeof so);
+    memset(&sr, GUARD, sizeof sr);
+    dlk_select_opts_init(&so.o);
+    so.o.where = "labels < 10";
+    sr.r.size = 0;
+    rc = dlk_select(ds, &so.o, &sr.r, &err);
+    printf("result_size0 %d %s\n", (int)rc, rc ? err.msg : "");
+    dlk_select_result_init(&sr.r);
+    if ((rc = dlk_select(ds, &so.o, &sr.r, &err))) {
+        printf("FAIL select: %s\n", err.msg);
+        return 1;
+    }
+    printf("select_n %llu\nselect_last %llu\n", (unsigned long long)sr.r.n,
+           (unsigned long long)(sr.r.n ? sr.r.rows[sr.r.n - 1] : 0));
+    dlk_select_result_free(&sr.r);
+    printf("select_guards %d\n", guard_intact(so.g) && guard_intact(sr.g) &&
+           sr.r.size == sizeof sr.r && !sr.r.rows);
     dlk_dataset_free(ds);
     return 0;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The versioned structs (dlk.h, "Versioned structs"): a program built
-# against an older header, whose dlk_loader_opts, dlk_loader_stats and
-# dlk_ingest_opts end earlier, runs on today's libdlk.so: the library
+# against an older header, whose dlk_loader_opts, dlk_loader_stats,
+# dlk_ingest_opts, dlk_select_opts and dlk_select_result end earlier, runs on today's libdlk.so: the library
 # reads and writes only the bytes its header had (guard bytes after each
 # struct stay as they were) and the fields it lacks take their defaults.
 # And the shared library exports dlk.h's functions (version DLK_0) and
@@ -20,21 +20,23 @@ import sys
 text = open(sys.argv[1]).read().split("\n")
 cuts = {"dlk_loader_opts": "uint32_t rank, world_size;",
         "dlk_loader_stats": "uint32_t io_threads;",
-        "dlk_ingest_opts": '"file://DIR" or DIR */'}
-out, cutting = [], None
+        "dlk_ingest_opts": '"file://DIR" or DIR */',
+        "dlk_select_opts": 'const char *view;',
+        "dlk_select_result": 'uint64_t n;'}
+out, inside, cutting = [], None, False
 for line in text:
-    if cutting:
-        if line.startswith("} %s;" % cutting):
-            out.append(line)
-            cutting = None
+    if line.startswith("typedef struct ") and line.endswith("{"):
+        inside = line.split()[2]
+    if inside and line.startswith("} %s;" % inside):
+        inside, cutting = None, False
+    elif cutting:
         continue
     out.append(line)
-    for name, last in list(cuts.items()):
-        if last in line:
-            cutting = name
-            del cuts[name]
-if cuts or cutting:
-    sys.exit("cut points not found: %s" % ", ".join(cuts or [cutting]))
+    if inside in cuts and cuts[inside] in line:
+        del cuts[inside]
+        cutting = True
+if cuts:
+    sys.exit("cut points not found: %s" % ", ".join(cuts))
 open(sys.argv[2], "w").write("\n".join(out))
 PY
 for h in old new; do
@@ -51,6 +53,8 @@ for h in old new; do
     check "$h: nothing read past the options (guard intact), every sample loaded" sh -c "test '$(val $h opts_guard)' = 1 && test '$(val $h samples)' = 100"
     check "$h: stats of size 0 untouched" test "$(val $h stats0_untouched)" = 1
     check "$h: stats written up to the caller's size only, size kept" sh -c "test '$(val $h stats_guard)' = 1 && test '$(val $h stats_size_kept)' = 1 && test '$(val $h init_size_kept)' = 1"
+    check "$h: a result of size 0 refused" grep -q '^result_size0 1 dlk_select_result.size is 0' "$T/$h.out"
+    check "$h: a query reads and fills only the caller's structs, freed with its size kept" sh -c "test '$(val $h select_n)' = 10 && test '$(val $h select_last)' = 9 && test '$(val $h select_guards)' = 1"
     check "$h: the stats the caller has are filled" sh -c "test '$(val $h batches)' = 10 && test '$(val $h stats_samples)' = 100"
 done
 # local_world_size (absent from the old layout) defaults to 1: the same

@@ -95,7 +95,7 @@ static bool same_as_select(dlk_dataset *ds, const char *tensor,
                               .near_dim = dim, .k = k,
                               .metric = metric, .threads = 3,
                               .device = DLK_QUERY_DEVICE_CPU};
-        dlk_select_result r;
+        dlk_select_result r = DLK_SELECT_RESULT_INIT;
         if (dlk_select(ds, &so, &r, &err)) {
             printf("# %s\n", err.msg);
             ok = false;
@@ -155,7 +155,7 @@ static bool cuda_same_as_cpu(dlk_dataset *ds, const char *tensor,
                           .near_vector = qs, .near_dim = dim,
                           .k = k, .metric = metric,
                           .device = DLK_QUERY_DEVICE_CUDA};
-    dlk_select_result res;
+    dlk_select_result res = DLK_SELECT_RESULT_INIT;
     if (ok && !dlk_select(ds, &so, &res, &err)) {
         ok = res.n == n[1] && memcmp(res.rows, r[1], res.n * 8) == 0 &&
              memcmp(res.scores, sc[1], res.n * 8) == 0;
@@ -240,7 +240,7 @@ int main(void)
         .near_tensor = "emb", .near_vector = X[9],
                           .near_dim = D, .k = 1, .metric = DLK_METRIC_L2,
                           .device = DLK_QUERY_DEVICE_CPU};
-    dlk_select_result zr;
+    dlk_select_result zr = DLK_SELECT_RESULT_INIT;
     dlk_status zrc = dlk_select(ds, &zo, &zr, &err);
     if (zrc)
         printf("# %s\n", err.msg);
