@@ -11,7 +11,14 @@
 
 static const char usage_text[] =
     "usage: dlk bench-stream DATASET [options]\n"
+    "       dlk bench-stream --mix URL=W[,URL=W...] [options]\n"
     "\n"
+    "  --mix URL=W,...    stream several datasets as one, each batch drawn\n"
+    "                     from them in the weights' proportions (the\n"
+    "                     flag may be repeated); the epoch is every\n"
+    "                     source's rows unless --epoch-size\n"
+    "  --epoch-size N     with --mix, the samples an epoch deals to all\n"
+    "                     ranks (default: every source's rows)\n"
     "  --device DEV       cuda:N, cpu or auto (default auto: cuda:LOCAL_RANK,\n"
     "                     modulo the GPUs it sees, when a GPU is there, else\n"
     "                     cpu with a notice)\n"
@@ -173,6 +180,40 @@ static int cache_env(dlk_loader_opts *lo)
     return 0;
 }
 
+/* --mix URL=W[,URL=W...]: the weight after each URL's last '=' */
+static int mix_opt(const cmd_opt *opt, const char *arg, void *ctx)
+{
+    (void)opt;
+    struct bench_opts *o = ctx;
+    char *text = strdup(arg);
+    if (!text || o->nmix_text == BENCH_MIX_MAX) {
+        free(text);
+        cmd_error("bench-stream", "%s: too many", cmd_option_name());
+        return EXIT_USAGE;
+    }
+    o->mix_text[o->nmix_text++] = text;
+    for (char *tok = strtok(text, ","); tok; tok = strtok(NULL, ",")) {
+        char *eq = strrchr(tok, '=');
+        if (!eq || eq == tok) {
+            cmd_error("bench-stream", "%s: '%s' is not URL=WEIGHT (e.g. "
+                      "s3://lake/a=0.7)", cmd_option_name(), tok);
+            return EXIT_USAGE;
+        }
+        *eq = '\0';
+        if (o->nmix == BENCH_MIX_MAX) {
+            cmd_error("bench-stream", "%s: more than %d sources",
+                      cmd_option_name(), BENCH_MIX_MAX);
+            return EXIT_USAGE;
+        }
+        if (cmd_read_float("bench-stream", cmd_option_name(), eq + 1, 0,
+                           false, 1e12, &o->mix_w[o->nmix]) ||
+            cmd_check_url("bench-stream", tok))
+            return EXIT_USAGE;
+        o->mix_url[o->nmix++] = tok;
+    }
+    return 0;
+}
+
 /* Fill o from the command line: -1 to go on, else the exit code. */
 static int bench_parse(int argc, char **argv, struct bench_opts *o)
 {
@@ -223,6 +264,8 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
         CMD_OPT_CALL("on-bad", 0, on_bad_opt),
         CMD_OPT_UINT("max-bad", 0, &o->lo.max_bad, 1, UINT64_MAX),
         CMD_OPT_CALL("s3-price", 0, s3_price_opt),
+        CMD_OPT_CALL("mix", 0, mix_opt),
+        CMD_OPT_UINT("epoch-size", 0, &o->lo.epoch_size, 1, UINT64_MAX),
         CMD_OPT_HELP(),
         CMD_OPT_END(),
     };
@@ -230,11 +273,25 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
                                  argv);
     if (code != CMD_OPTS_DONE)
         return code;
-    if (argc - optind != 1) {
+    if (o->nmix && argc - optind != 0) {
+        cmd_error("bench-stream", "--mix names the datasets: no DATASET "
+                  "beside it");
+        return cmd_usage(usage_text, false);
+    }
+    if (o->nmix && (o->lo.view || o->at)) {
+        cmd_error("bench-stream", "--view and --at take one dataset, not "
+                  "a --mix");
+        return EXIT_USAGE;
+    }
+    if (!o->nmix && o->lo.epoch_size) {
+        cmd_error("bench-stream", "--epoch-size is the epoch of a --mix");
+        return EXIT_USAGE;
+    }
+    if (!o->nmix && argc - optind != 1) {
         cmd_error("bench-stream", "expected one DATASET");
         return cmd_usage(usage_text, false);
     }
-    if (cmd_check_url("bench-stream", argv[optind]) ||
+    if ((!o->nmix && cmd_check_url("bench-stream", argv[optind])) ||
         cmd_check_url("bench-stream", o->baseline))
         return EXIT_USAGE;
     /* rank and world from the flags, else from the launcher */
@@ -287,11 +344,18 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
     /* debugging knobs of the loader, documented in dlk(1) */
     o->lo.no_map = getenv("DLK_NO_MMAP") != NULL;
     o->lo.cuda_trace = getenv("DLK_CUDA_TRACE");
-    o->dataset = argv[optind];
+    o->dataset = o->nmix ? o->mix_url[0] : argv[optind];
     o->argc = argc;
     o->argv = argv;
     return -1;
 
+}
+
+static void bench_opts_free(struct bench_opts *o)
+{
+    free(o->tlist);
+    for (size_t i = 0; i < o->nmix_text; i++)
+        free(o->mix_text[i]);
 }
 
 int cmd_bench_stream(int argc, char **argv)
@@ -299,7 +363,7 @@ int cmd_bench_stream(int argc, char **argv)
     struct bench_opts o;
     int code = bench_parse(argc, argv, &o);
     if (code >= 0) {
-        free(o.tlist);
+        bench_opts_free(&o);
         return code;
     }
     /* the ranks of a host share its terminal: each rank's report leaves
@@ -310,7 +374,7 @@ int cmd_bench_stream(int argc, char **argv)
         setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
     if ((code = bench_open_report(&o)) != EXIT_OK) {
         free(o.report_path);
-        free(o.tlist);
+        bench_opts_free(&o);
         return cmd_finish("bench-stream", code);
     }
     struct bench_result r;
@@ -339,6 +403,6 @@ int cmd_bench_stream(int argc, char **argv)
         unlink(o.report_path);
     }
     free(o.report_path);
-    free(o.tlist);
+    bench_opts_free(&o);
     return cmd_finish("bench-stream", code);
 }

@@ -21,6 +21,13 @@ struct bench_opts {
     char devbuf[32];
     char *tlist;                 /* --tensors, split into names */
     char *names[256];
+    /* --mix URL=W,...: the sources (no DATASET) and their weights */
+#define BENCH_MIX_MAX 64
+    const char *mix_url[BENCH_MIX_MAX];
+    double mix_w[BENCH_MIX_MAX];
+    size_t nmix;
+    char *mix_text[BENCH_MIX_MAX]; /* the flags' copies the urls point in */
+    size_t nmix_text;
     char *report_path;           /* --report's, for this rank */
     FILE *report_f;
     int argc;                    /* the command line, for the report */
@@ -35,9 +42,20 @@ struct bench_point {
     uint64_t rss, requests, bytes_read;
 };
 
+/* A mix's source, as the run saw it. */
+struct bench_source {
+    dlk_dataset *ds;
+    label_mix *mix;              /* its rows' label mix, or NULL */
+    json_t *mix_epochs;
+    double mix_worst;
+    uint64_t samples;            /* its rows delivered (padding not) */
+};
+
 /* What a run measured. */
 struct bench_result {
-    dlk_dataset *ds;
+    dlk_dataset *ds;             /* the dataset (a mix: its first source) */
+    struct bench_source *src;    /* a mix's sources (nsrc), else NULL */
+    size_t nsrc;
     dlk_loader *l;
     double t_open, t0, wall, first_batch;
     uint64_t samples, bytes, batches;

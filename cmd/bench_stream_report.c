@@ -448,6 +448,50 @@ static json_t *timeline_json(const struct bench_result *r)
         "requests", "bytes_read", "series", series);
 }
 
+/* A mix's sources: each one's weight (of one), the samples it gave and
+ * their share of all, and the label mix of its rows. */
+static json_t *sources_json(const struct bench_opts *o,
+                            const struct bench_result *r)
+{
+    json_t *a = json_array();
+    double sum = 0;
+    for (size_t i = 0; i < r->nsrc; i++)
+        sum += o->mix_w[i];
+    for (size_t i = 0; a && i < r->nsrc; i++) {
+        const struct bench_source *s = &r->src[i];
+        char url[1024];
+        json_array_append_new(a, json_pack(
+            "{s:s,s:f,s:I,s:f,s:o}", "dataset",
+            cmd_redact_url(o->mix_url[i], url, sizeof url), "weight",
+            o->mix_w[i] / sum, "samples", (json_int_t)s->samples, "share",
+            r->samples ? (double)s->samples / r->samples : 0, "label_mix",
+            s->mix ? json_pack("{s:f,s:O}", "ratio", s->mix_worst,
+                               "per_epoch", s->mix_epochs)
+                   : json_null()));
+    }
+    return a;
+}
+
+/* The text lines of a mix's sources. */
+static void sources_text(const struct bench_opts *o,
+                         const struct bench_result *r)
+{
+    double sum = 0;
+    for (size_t i = 0; i < r->nsrc; i++)
+        sum += o->mix_w[i];
+    for (size_t i = 0; i < r->nsrc; i++) {
+        const struct bench_source *s = &r->src[i];
+        char url[1024];
+        printf("  source %zu %s: weight %.3f, %llu samples (%.3f of all)",
+               i, cmd_safe_url(o->mix_url[i], url, sizeof url),
+               o->mix_w[i] / sum, (unsigned long long)s->samples,
+               r->samples ? (double)s->samples / r->samples : 0);
+        if (s->mix)
+            printf(", label mix %.2f", s->mix_worst);
+        printf("\n");
+    }
+}
+
 json_t *bench_json(const struct bench_opts *o, const struct bench_result *r)
 {
     struct derived d;
@@ -494,6 +538,8 @@ json_t *bench_json(const struct bench_opts *o, const struct bench_result *r)
         "{s:s,s:f,s:O,s:f}", "tensor", label_mix_tensor(r->mix),
         "ratio", r->mix_worst, "per_epoch", r->mix_epochs, "random_tvd",
         label_mix_random_tvd(r->mix)));
+    if (r->src)
+        json_object_set_new(o_, "sources", sources_json(o, r));
     json_object_set_new(o_, "epoch_cost", json_pack(
         "{s:f,s:f,s:I,s:I,s:f}", "get_per_1000", o->price_get,
         "per_gb", o->price_gb, "requests", (json_int_t)d.ep_reqs,
@@ -637,8 +683,11 @@ void bench_print_text(const struct bench_opts *o, const struct bench_result *r)
                (unsigned long long)st->cache_evicted,
                (unsigned long long)st->cache_dropped,
                cmd_bytes(st->cache_limit, b1));
+    if (r->src)
+        sources_text(o, r);
     printf("  shuffle: mean displacement %.2f of a random permutation's, "
-           "neighbour correlation %.3f\n", r->mean_disp, r->corr);
+           "neighbour correlation %.3f%s\n", r->mean_disp, r->corr,
+           r->src ? " (the first source's rows)" : "");
     if (r->mix) {
         printf("  label mix (%s): %.2f of a random permutation's in the "
                "worst epoch (1.0 is ideal", label_mix_tensor(r->mix),

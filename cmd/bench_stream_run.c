@@ -171,10 +171,18 @@ void bench_result_free(struct bench_result *r)
 {
     json_decref(r->per_epoch);
     json_decref(r->mix_epochs);
-    label_mix_free(r->mix);
+    if (!r->src)
+        label_mix_free(r->mix);
     free(r->trace);
     dlk_loader_close(r->l);
-    dlk_dataset_free(r->ds);
+    if (!r->src)
+        dlk_dataset_free(r->ds);
+    for (size_t i = 0; i < r->nsrc; i++) {
+        label_mix_free(r->src[i].mix);
+        json_decref(r->src[i].mix_epochs);
+        dlk_dataset_free(r->src[i].ds);
+    }
+    free(r->src);
     memset(r, 0, sizeof *r);
 }
 
@@ -267,6 +275,96 @@ static void measure_link(const struct bench_opts *o, struct bench_result *r)
                 "not measured: %s\n", o->device, err.msg);
 }
 
+/* A mix's datasets, each with its label mix (measured over its own rows
+ * of each batch, in batches of its share of one), the first as r->ds. */
+static dlk_status open_sources(const struct bench_opts *o,
+                               struct bench_result *r, dlk_error *err)
+{
+    if (!(r->src = calloc(o->nmix, sizeof *r->src))) {
+        err->code = DLK_ENOMEM;
+        snprintf(err->msg, sizeof err->msg, "out of memory");
+        return DLK_ENOMEM;
+    }
+    double sum = 0;
+    for (size_t i = 0; i < o->nmix; i++)
+        sum += o->mix_w[i];
+    uint32_t batch = o->lo.batch_size ? o->lo.batch_size : 256;
+    for (size_t i = 0; i < o->nmix; i++) {
+        struct bench_source *s = &r->src[i];
+        dlk_status rc = cmd_dataset_open(o->mix_url[i], NULL, &s->ds, err);
+        if (rc)
+            return rc;
+        r->nsrc = i + 1;
+        uint32_t share = sum > 0 ? (uint32_t)(batch * o->mix_w[i] / sum + 0.5)
+                                 : 0;
+        s->mix_epochs = json_array();
+        if (share >= 2 &&
+            (rc = label_mix_open(s->ds, share, o->lo.seed, &s->mix, err)))
+            return rc;
+    }
+    r->ds = r->src[0].ds;
+    r->mix = r->src[0].mix;
+    return DLK_OK;
+}
+
+/* A mixed batch's rows, to each source's label mix. */
+static void sources_batch(struct bench_result *r, const dlk_batch *b)
+{
+    uint64_t *rows = malloc(b->size * sizeof *rows);
+    uint8_t *pad = malloc(b->size);
+    for (size_t s = 0; rows && pad && s < r->nsrc; s++) {
+        if (!r->src[s].mix)
+            continue;
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < b->size; i++)
+            if (b->sources[i] == s) {
+                rows[n] = b->indices[i];
+                pad[n++] = b->pad[i];
+            }
+        label_mix_batch(r->src[s].mix, rows, pad, n);
+    }
+    free(rows);
+    free(pad);
+}
+
+/* The epoch's label mix of every source; the run's worst is the worst
+ * source's. */
+static void sources_epoch_end(struct bench_result *r)
+{
+    double worst = 0;
+    for (size_t s = 0; s < r->nsrc; s++) {
+        if (!r->src[s].mix)
+            continue;
+        double m = label_mix_epoch_end(r->src[s].mix);
+        json_array_append_new(r->src[s].mix_epochs, json_real(m));
+        if (m > r->src[s].mix_worst)
+            r->src[s].mix_worst = m;
+        if (m > worst)
+            worst = m;
+    }
+    json_array_append_new(r->mix_epochs, json_real(worst));
+    if (worst > r->mix_worst)
+        r->mix_worst = worst;
+}
+
+/* --order-out: a batch's rows on one line, padding left out; of a mix,
+ * each as SOURCE:ROW. */
+static void order_line(FILE *f, const dlk_batch *b)
+{
+    const char *sep = "";
+    for (uint32_t i = 0; i < b->size; i++) {
+        if (b->pad[i])
+            continue;
+        if (b->sources)
+            fprintf(f, "%s%u:%llu", sep, (unsigned)b->sources[i],
+                    (unsigned long long)b->indices[i]);
+        else
+            fprintf(f, "%s%llu", sep, (unsigned long long)b->indices[i]);
+        sep = " ";
+    }
+    fputc('\n', f);
+}
+
 int bench_run(struct bench_opts *o, struct bench_result *r)
 {
     memset(r, 0, sizeof *r);
@@ -277,26 +375,41 @@ int bench_run(struct bench_opts *o, struct bench_result *r)
     long epochs = o->epochs;
     double step_ms = o->step_ms;
     dlk_error err;
-    dlk_dataset *ds;
+    dlk_dataset *ds = NULL;
     r->t_open = cmd_now_s();
-    if (cmd_dataset_open(o->dataset, o->at, &ds, &err))
-        return cmd_fail("bench-stream", &err);
-    r->ds = ds; /* closed by bench_result_free: the report names tensors */
-    /* how well batches mix the classes, when there is a class label (not
-     * of a view, whose classes are what its query chose); read before
-     * the loader opens, as the loader starts reading there: the run is
-     * measured as a training loop that asks for its first batch at once */
-    if (!lo.view &&
-        label_mix_open(ds, lo.batch_size ? lo.batch_size : 256, lo.seed,
-                       &r->mix, &err))
-        return cmd_fail("bench-stream", &err);
+    if (o->nmix) {
+        if (open_sources(o, r, &err))
+            return cmd_fail("bench-stream", &err);
+        ds = r->ds;
+    } else {
+        if (cmd_dataset_open(o->dataset, o->at, &ds, &err))
+            return cmd_fail("bench-stream", &err);
+        r->ds = ds; /* closed by bench_result_free: the report names
+                     * tensors */
+        /* how well batches mix the classes, when there is a class label
+         * (not of a view, whose classes are what its query chose); read
+         * before the loader opens, as the loader starts reading there:
+         * the run is measured as a training loop that asks for its first
+         * batch at once */
+        if (!lo.view &&
+            label_mix_open(ds, lo.batch_size ? lo.batch_size : 256, lo.seed,
+                           &r->mix, &err))
+            return cmd_fail("bench-stream", &err);
+    }
     /* every request of the loader counts in its epochs, those of its
      * open included */
     dlk_io_counters io_open;
     dlk_io_counters_get(&io_open);
     dlk_loader *l;
-    if (dlk_loader_open(ds, &lo, &l, &err))
+    if (o->nmix) {
+        dlk_dataset *dss[BENCH_MIX_MAX];
+        for (size_t i = 0; i < r->nsrc; i++)
+            dss[i] = r->src[i].ds;
+        if (dlk_loader_open_mix(dss, o->mix_w, NULL, r->nsrc, &lo, &l, &err))
+            return cmd_fail("bench-stream", &err);
+    } else if (dlk_loader_open(ds, &lo, &l, &err)) {
         return cmd_fail("bench-stream", &err);
+    }
     r->l = l;
     FILE *order_f = NULL;
     if (o->order_out && !(order_f = fopen(o->order_out, "w"))) {
@@ -348,26 +461,24 @@ int bench_run(struct bench_opts *o, struct bench_result *r)
             /* padding repeats samples to even out the ranks' batches: it
              * is moved (bytes) but neither counted as samples delivered
              * nor part of the order */
+            /* of a mix, the order's quality is that of its first
+             * source's rows (each source is shuffled alike) */
             for (uint32_t i = 0; i < b->size; i++)
                 if (!b->pad[i]) {
                     r->samples++;
-                    if (e == 0)
+                    if (b->sources)
+                        r->src[b->sources[i]].samples++;
+                    if (e == 0 && (!b->sources || !b->sources[i]))
                         quality_add(&q, (double)pos++, (double)b->indices[i]);
                 }
             for (size_t t = 0; t < b->ntensors; t++)
                 r->bytes += b->tensors[t].nbytes;
-            if (r->mix)
+            if (b->sources)
+                sources_batch(r, b);
+            else if (r->mix)
                 label_mix_batch(r->mix, b->indices, b->pad, b->size);
-            if (order_f) {
-                const char *sep = "";
-                for (uint32_t i = 0; i < b->size; i++)
-                    if (!b->pad[i]) {
-                        fprintf(order_f, "%s%llu", sep,
-                                (unsigned long long)b->indices[i]);
-                        sep = " ";
-                    }
-                fputc('\n', order_f);
-            }
+            if (order_f)
+                order_line(order_f, b);
             double now = cmd_now_s();
             series_sample(r, now - r->t0, false);
             if (tty && now - last_draw > 0.25) {
@@ -384,7 +495,9 @@ int bench_run(struct bench_opts *o, struct bench_result *r)
         runs[e].bytes = r->bytes - b0;
         dlk_io_counters_get(&runs[e].io);
         ran = e + 1;
-        if (r->mix) {
+        if (r->src)
+            sources_epoch_end(r);
+        else if (r->mix) {
             double m = label_mix_epoch_end(r->mix);
             json_array_append_new(r->mix_epochs, json_real(m));
             if (m > r->mix_worst)

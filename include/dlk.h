@@ -767,6 +767,11 @@ typedef struct dlk_loader_opts {
      * formats/dlk-v1.md, Appendix B.  NULL: none.  Read at open only. */
     const char *cache_dir;
     uint64_t cache_limit;
+    /* A mixing loader's epoch (dlk_loader_open_mix): the samples all
+     * ranks draw in one, rounded up to whole batches of every rank
+     * (down with drop_last).  0: the sources' rows summed (their views'
+     * where they have one).  Ignored by a loader over one dataset. */
+    uint64_t epoch_size;
 } dlk_loader_opts;
 
 #define DLK_LOADER_OPTS_INIT { .size = sizeof(dlk_loader_opts) }
@@ -816,6 +821,10 @@ typedef struct dlk_batch {
     int on_device;               /* data pointers are CUDA device memory */
     size_t ntensors;
     const dlk_batch_tensor *tensors;
+    /* A mixing loader's: the source each sample came from (its index in
+     * the sources given to dlk_loader_open_mix), indices[i] being its
+     * row there.  NULL from a loader over one dataset. */
+    const uint16_t *sources;
 } dlk_batch;
 
 /* Open a loader on ds (which must stay open while the loader is; a
@@ -832,6 +841,39 @@ typedef struct dlk_batch {
  *         cannot be used; DLK_ENOMEM. */
 DLK_API dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
                                    dlk_loader **out, dlk_error *err);
+
+/* A loader over several datasets mixed by weight (MosaicML Streaming's
+ * proportions, WebDataset's RandomMix): every batch of every rank holds
+ * from source i weights[i] / (sum of weights) of its samples, rounded so
+ * that each source's count over any run of batches stays within one
+ * sample of its share (per batch, exact to rounding; not per epoch).
+ * The samples of a batch are interleaved, in an order shuffled with the
+ * seed when opts.shuffle.  Each source streams as a loader of its own
+ * would (its view views[i] where not NULL; its shuffle windows, ranks'
+ * shares and resume across world sizes), seeded from opts.seed and its
+ * place in the list, and starts its next epoch where it runs out: a
+ * source drawn faster than its rows is repeated, epoch after epoch,
+ * each time in a new order, one drawn slower is not read whole in one
+ * of the mix's epochs.  A source's epoch ends padded to equal shares as
+ * a loader's last batch is (at most one row a rank, flagged in pad).
+ * The mix's epoch is opts.epoch_size samples (every source's rows by
+ * default).  The tensors loaded (opts.tensors, or those of the first
+ * source) must exist in every source with the same dtype and shape, and
+ * class-label tensors the same class names where both name them.
+ * opts.rows is refused (views[i] chooses rows); opts.memory_limit and
+ * io_threads, when given, are shared by weight; everything else applies
+ * to every source.  The sources' datasets must stay open while the
+ * loader is.  Its state is saved and continued with dlk_loader_save and
+ * dlk_loader_load (dlk_loader_state_get describes the mix's epoch only);
+ * batch.sources names each sample's source.  At most 1024 sources.
+ * @return as dlk_loader_open, naming the source at fault (its URL); a
+ *         weight that is negative, not finite, or all of them 0:
+ *         DLK_EINVAL. */
+DLK_API dlk_status dlk_loader_open_mix(dlk_dataset *const *ds,
+                                       const double *weights,
+                                       const char *const *views, size_t n,
+                                       const dlk_loader_opts *opts,
+                                       dlk_loader **out, dlk_error *err);
 
 /* The next batch of this rank, or *out = NULL at the end of the epoch
  * (the next call starts the following epoch).  The batch belongs to the
@@ -866,6 +908,18 @@ DLK_API dlk_status dlk_loader_restore(dlk_loader *l, const dlk_loader_state *st,
 DLK_API char *dlk_loader_state_json(const dlk_loader_state *st);
 DLK_API dlk_status dlk_loader_state_parse(const char *json, dlk_loader_state *out,
                                           dlk_error *err);
+
+/* The whole state, of a loader over one dataset (as
+ * dlk_loader_state_json) or of a mix (its epoch, and every source's
+ * state and count), as JSON to store with a checkpoint; and a loader
+ * continued from one, as dlk_loader_restore (a mix's state only by a
+ * mix of as many sources).
+ * @return dlk_loader_save: a string the caller frees with free(), or
+ *         NULL when out of memory; dlk_loader_load: DLK_OK, or DLK_EINVAL
+ *         naming what does not fit. */
+DLK_API char *dlk_loader_save(const dlk_loader *l);
+DLK_API dlk_status dlk_loader_load(dlk_loader *l, const char *json,
+                                   dlk_error *err);
 
 /* Where time went (seconds, summed over the threads doing it). */
 typedef struct dlk_loader_stats {

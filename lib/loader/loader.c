@@ -485,7 +485,7 @@ static dlk_status wait_ready(dlk_loader *l, uint64_t p0, uint64_t p1,
 {
     double t0 = dlk_now_s();
     /* the batch's samples and slots, for assemble too */
-    uint32_t b = l->o.batch_size;
+    uint32_t b = l->cap;
     dlk_order_at(&l->plan.order, p0, p1 - p0, l->bidx, l->bpad);
     for (size_t t = 0; t < l->nt; t++)
         for (uint64_t p = p0; p < p1; p++) {
@@ -553,16 +553,18 @@ static void release_passed(dlk_loader *l, uint64_t pos)
     pthread_mutex_unlock(&l->mu);
 }
 
-static dlk_status assemble(dlk_loader *l, uint64_t p0, uint32_t b,
-                           dlk_error *err)
+/* The gather entries of the batch's b samples (their slots found by
+ * wait_ready): tensor t's at l->gather + t * l->cap, the offsets and
+ * shapes of a variable tensor's, and the host's fold (check mode); the
+ * bytes of tensor t into total[t]. */
+static dlk_status collect(dlk_loader *l, uint32_t b, uint64_t *total,
+                          dlk_error *err)
 {
-    dlk_batch *bt = &l->batch;
     for (size_t t = 0; t < l->nt; t++) {
         dlk_loader_tensor *lt = &l->t[t];
-        uint64_t total = 0;
+        total[t] = 0;
         for (uint32_t i = 0; i < b; i++) {
-            /* found by wait_ready */
-            dlk_slot *s = &l->plan.slots[l->bslot[t * l->o.batch_size + i]];
+            dlk_slot *s = &l->plan.slots[l->bslot[t * l->cap + i]];
             const dlk_chunk_entry *e = &lt->tensor->chunks[s->chunk];
             size_t nb, off_in_chunk;
             int64_t shape[DLK_MAX_NDIM];
@@ -572,17 +574,17 @@ static dlk_status assemble(dlk_loader *l, uint64_t p0, uint32_t b,
                     s, (uint32_t)(l->bidx[i] - e->first),
                     &nb, &off_in_chunk, shape))
                 return dlk_fail(err, DLK_EINTERNAL, "sample outside chunk");
-            dlk_gather *g = &l->gather[t * l->o.batch_size + i];
+            dlk_gather *g = &l->gather[t * l->cap + i];
             g->src = (const uint8_t *)s->dev_ptr + off_in_chunk;
             g->handle = s->dev_handle;
-            g->dst_off = total;
+            g->dst_off = total[t];
             g->nbytes = nb;
             if (lt->variable) {
-                lt->offsets[i] = total;
+                lt->offsets[i] = total[t];
                 for (int d = 0; d < lt->out.ndim; d++)
                     lt->shapes[(size_t)i * lt->out.ndim + d] = shape[d];
             }
-            total += nb;
+            total[t] += nb;
             /* atomic: a slot of the same span in the next epoch may be
              * storing the same fold into a kept array meanwhile */
             if (l->o.check)
@@ -591,28 +593,46 @@ static dlk_status assemble(dlk_loader *l, uint64_t p0, uint32_t b,
                     __ATOMIC_RELAXED);
         }
         if (lt->variable)
-            lt->offsets[b] = total;
-        if (!lt->buf)
-            dlk_loader_take_spare(l, lt, total);
-        if (total > lt->cap) {
-            if (lt->buf)
-                l->dev->ops->batch_free(l->dev, lt->buf);
-            lt->cap = total + total / 4;
-            lt->buf = l->dev->ops->batch_alloc(l->dev, lt->cap);
-            if (!lt->buf)
-                return dlk_fail(err, DLK_ENOMEM, "cannot allocate a batch of "
-                                "%llu bytes for tensor '%s'",
-                                (unsigned long long)lt->cap, lt->out.name);
-        }
-        dlk_status rc = l->dev->ops->gather(l->dev,
-                                            l->gather + t * l->o.batch_size,
-                                            b, lt->buf, err);
-        if (rc)
-            return rc;
-        lt->out.data = lt->buf;
-        lt->out.nbytes = total;
-        l->bt_out[t] = lt->out;
+            lt->offsets[b] = total[t];
     }
+    return DLK_OK;
+}
+
+dlk_status dlk_loader_gather(dlk_loader *l, size_t t, uint32_t b,
+                             uint64_t total, dlk_error *err)
+{
+    dlk_loader_tensor *lt = &l->t[t];
+    if (!lt->buf)
+        dlk_loader_take_spare(l, lt, total);
+    if (total > lt->cap) {
+        if (lt->buf)
+            l->dev->ops->batch_free(l->dev, lt->buf);
+        lt->cap = total + total / 4;
+        lt->buf = l->dev->ops->batch_alloc(l->dev, lt->cap);
+        if (!lt->buf)
+            return dlk_fail(err, DLK_ENOMEM, "cannot allocate a batch of "
+                            "%llu bytes for tensor '%s'",
+                            (unsigned long long)lt->cap, lt->out.name);
+    }
+    dlk_status rc = l->dev->ops->gather(l->dev, l->gather + t * l->cap, b,
+                                        lt->buf, err);
+    if (rc)
+        return rc;
+    lt->out.data = lt->buf;
+    lt->out.nbytes = total;
+    l->bt_out[t] = lt->out;
+    return DLK_OK;
+}
+
+static dlk_status assemble(dlk_loader *l, uint64_t p0, uint32_t b,
+                           dlk_error *err)
+{
+    dlk_status rc = collect(l, b, l->btotal, err);
+    for (size_t t = 0; t < l->nt && !rc; t++)
+        rc = dlk_loader_gather(l, t, b, l->btotal[t], err);
+    if (rc)
+        return rc;
+    dlk_batch *bt = &l->batch;
     bt->size = b;
     bt->epoch = l->st.epoch;
     bt->step = p0 / l->plan.order.batch;
@@ -625,6 +645,8 @@ dlk_status dlk_loader_next(dlk_loader *l, const dlk_batch **out,
                            dlk_error *err)
 {
     *out = NULL;
+    if (l->mix)
+        return dlk_mix_next(l, out, err);
     dlk_status rc;
     double t_in = dlk_now_s();
     dlk_trace_enter(l, t_in);
@@ -660,13 +682,80 @@ dlk_status dlk_loader_next(dlk_loader *l, const dlk_batch **out,
     return DLK_OK;
 }
 
+/* Free the plans of epochs that ended within the last take: the batch
+ * that read their slots is gathered (queued, on a device, before the
+ * releases' events). */
+static void free_retired(dlk_loader *l)
+{
+    pthread_mutex_lock(&l->mu);
+    for (size_t i = 0; i < l->nretired; i++)
+        dlk_plan_free(l, &l->retired[i], false);
+    l->nretired = 0;
+    pthread_mutex_unlock(&l->mu);
+}
+
+dlk_status dlk_loader_take(dlk_loader *l, uint32_t n, dlk_take_fn fn,
+                           void *ud, dlk_error *err)
+{
+    dlk_status rc;
+    free_retired(l);
+    bool took = false; /* of the plan being read, in this take */
+    while (n) {
+        if (!l->planned) {
+            if ((rc = start_epoch(l, true, err)))
+                return rc;
+            if (!l->plan.order.n)
+                return dlk_fail(err, DLK_EINVAL, "'%s' has no rows for "
+                                "rank %u of %u", l->ds->url, l->o.rank,
+                                l->o.world_size);
+        }
+        if (l->pos >= l->plan.order.n) {
+            l->st = next_epoch_state(l, &l->st);
+            l->planned = false;
+            if (took) {
+                /* its slots hold samples of the batch being taken */
+                if (l->nretired == l->capretired) {
+                    size_t c = l->capretired ? 2 * l->capretired : 4;
+                    dlk_plan *v = realloc(l->retired, c * sizeof *v);
+                    if (!v)
+                        return dlk_oom(err);
+                    l->retired = v;
+                    l->capretired = c;
+                }
+                pthread_mutex_lock(&l->mu);
+                l->retired[l->nretired++] = l->plan;
+                memset(&l->plan, 0, sizeof l->plan);
+                pthread_mutex_unlock(&l->mu);
+                took = false;
+            }
+            continue;
+        }
+        uint64_t left = l->plan.order.n - l->pos;
+        uint32_t k = left < n ? (uint32_t)left : n;
+        if (l->pos)
+            release_passed(l, l->pos);
+        if ((rc = wait_ready(l, l->pos, l->pos + k, err)) ||
+            (rc = collect(l, k, l->btotal, err)))
+            return rc;
+        fn(ud, l, k);
+        took = true;
+        if ((rc = plan_ahead(l, err)))
+            return rc;
+        l->pos += k;
+        l->st.seg[l->st.nseg - 1].steps += k;
+        l->stats.samples += k;
+        n -= k;
+    }
+    return DLK_OK;
+}
+
 dlk_status dlk_loader_step(dlk_loader *l, double step_ms, dlk_error *err)
 {
     if (!l->have_batch)
         return dlk_fail(err, DLK_EINVAL, "no current batch");
     for (size_t t = 0; t < l->nt; t++) {
         dlk_status rc = l->dev->ops->step(l->dev, l->t[t].out.data,
-                                          l->gather + t * l->o.batch_size,
+                                          l->gather + t * l->cap,
                                           l->batch.size,
                                           t == 0 ? step_ms : 0, err);
         if (rc)
@@ -677,6 +766,8 @@ dlk_status dlk_loader_step(dlk_loader *l, double step_ms, dlk_error *err)
 
 uint64_t dlk_loader_batches(const dlk_loader *l)
 {
+    if (l->mix)
+        return dlk_mix_batches(l);
     if (l->planned)
         return l->plan.order.batches; /* of the epoch being read */
     /* before the epoch's first batch: its order, made to be counted */
@@ -704,6 +795,10 @@ void dlk_loader_state_get(const dlk_loader *l, dlk_loader_state *out)
 dlk_status dlk_loader_restore(dlk_loader *l, const dlk_loader_state *st,
                               dlk_error *err)
 {
+    if (l->mix)
+        return dlk_fail(err, DLK_EINVAL, "a mixing loader continues from "
+                        "its whole state (dlk_loader_load), its sources' "
+                        "included");
     if (st->nseg < 1 || st->nseg > DLK_LOADER_MAX_SEGMENTS)
         return dlk_fail(err, DLK_EINVAL, "bad loader state");
     if (st->seed != l->o.seed)
@@ -739,7 +834,7 @@ void dlk_loader_checksums(const dlk_loader *l, uint64_t *device,
     dlk_dev_times t = {0};
     l->dev->ops->sync(l->dev, &t, NULL);
     *device = t.checksum;
-    *host = l->host_fold;
+    *host = l->mix ? dlk_mix_host_fold(l) : l->host_fold;
 }
 
 static void stats_get(const dlk_loader *l, dlk_loader_stats *out);
@@ -747,8 +842,16 @@ static void stats_get(const dlk_loader *l, dlk_loader_stats *out);
 void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out)
 {
     dlk_loader_stats own = DLK_LOADER_STATS_INIT;
-    stats_get(l, &own);
+    if (l->mix)
+        dlk_mix_stats(l, &own);
+    else
+        stats_get(l, &own);
     abi_copy_out(out, &own, sizeof own);
+}
+
+void dlk_loader_stats_one(const dlk_loader *l, dlk_loader_stats *out)
+{
+    stats_get(l, out);
 }
 
 static void stats_get(const dlk_loader *l, dlk_loader_stats *out)
@@ -799,4 +902,22 @@ dlk_status dlk_loader_span(dlk_loader *l, size_t from, size_t to,
         return dlk_fail(err, DLK_EINVAL, "no span from mark %zu to mark %zu "
                         "(%zu marks made)", from, to, l->nmarks);
     return l->dev->ops->span(l->dev, from, to, seconds, busy_s, err);
+}
+
+char *dlk_loader_save(const dlk_loader *l)
+{
+    if (l->mix)
+        return dlk_mix_save(l);
+    dlk_loader_state st;
+    dlk_loader_state_get(l, &st);
+    return dlk_loader_state_json(&st);
+}
+
+dlk_status dlk_loader_load(dlk_loader *l, const char *json, dlk_error *err)
+{
+    if (l->mix)
+        return dlk_mix_load(l, json, err);
+    dlk_loader_state st;
+    dlk_status rc = dlk_loader_state_parse(json, &st, err);
+    return rc ? rc : dlk_loader_restore(l, &st, err);
 }

@@ -112,7 +112,7 @@ static void tell(dlk_loader *l, dlk_slot *s)
 /* The failed slot of one of the batch's bad positions (its error). */
 static const dlk_slot *first_failed(const dlk_loader *l, uint32_t n)
 {
-    uint32_t b = l->o.batch_size;
+    uint32_t b = l->cap;
     for (size_t t = 0; t < l->nt; t++)
         for (uint32_t i = 0; i < n; i++) {
             const dlk_slot *s = &l->plan.slots[l->bslot[t * b + i]];
@@ -162,7 +162,7 @@ static dlk_status find_ahead(dlk_loader *l, uint64_t p1, uint64_t *sample,
 dlk_status dlk_bad_replace(dlk_loader *l, uint64_t p0, uint64_t p1,
                            dlk_error *err)
 {
-    uint32_t n = (uint32_t)(p1 - p0), b = l->o.batch_size;
+    uint32_t n = (uint32_t)(p1 - p0), b = l->cap;
     uint64_t nbad = 0;
     for (uint32_t i = 0; i < n; i++)
         nbad += l->bbad[i];

@@ -108,6 +108,18 @@ typedef struct dlk_plan {
 
 struct dlk_loader {
     dlk_dataset *ds;
+    /* a loader over several datasets (mix.c): its sources, each a loader
+     * of one on this one's device; NULL for a loader over one */
+    struct dlk_mix *mix;
+    bool dev_shared;            /* the device is a mix's: not closed here,
+                                 * its budget set by the mix */
+    uint32_t cap;               /* batch positions the arrays below hold:
+                                 * the batch size, or a mix's batch (a
+                                 * source's batch is one position) */
+    /* a mix's source: plans of epochs that ended within a take, their
+     * slots held until the batch that read them is gathered */
+    dlk_plan *retired;
+    size_t nretired, capretired;
     /* what chunks are read through: the dataset's store, or the chunk
      * cache in front of it (opts' cache_dir, a remote store) */
     dlk_store *store, *cache;
@@ -141,6 +153,7 @@ struct dlk_loader {
 
     dlk_gather *gather;         /* per tensor: batch entries */
     uint32_t *bslot;            /* per tensor: the batch's slots */
+    uint64_t *btotal;           /* per tensor: the batch's bytes */
     uint64_t *bidx;             /* the batch's samples (its indices) */
     uint8_t *bpad;              /* and padding flags */
     uint8_t *bbad;              /* and whether their read failed (skip) */
@@ -320,6 +333,32 @@ dlk_status dlk_bad_replace(dlk_loader *l, uint64_t p0, uint64_t p1,
                            dlk_error *err);
 /* max_bad's default, at open. */
 void dlk_bad_defaults(dlk_loader *l);
+
+/* A mix's source (loader_open.c, loader.c): a loader of one dataset on
+ * the mix's device `dev`, its arrays for `cap` positions; the next n
+ * positions of its stream, across its epochs, each piece's gather
+ * entries (the source's gather, bidx, bpad, shapes of variable tensors,
+ * from 0) handed to fn before the next piece is read; device gather of
+ * tensor t's b entries of l->gather into its batch buffer (loader.c). */
+dlk_status dlk_loader_open_source(dlk_dataset *ds, const dlk_loader_opts *o,
+                                  dlk_dev *dev, uint32_t cap,
+                                  dlk_loader **out, dlk_error *err);
+typedef void (*dlk_take_fn)(void *ud, const dlk_loader *src, uint32_t n);
+dlk_status dlk_loader_take(dlk_loader *l, uint32_t n, dlk_take_fn fn,
+                           void *ud, dlk_error *err);
+dlk_status dlk_loader_gather(dlk_loader *l, size_t t, uint32_t b,
+                             uint64_t total, dlk_error *err);
+/* A loader's own stats (not a mix's sum) (loader.c). */
+void dlk_loader_stats_one(const dlk_loader *l, dlk_loader_stats *out);
+/* The mix's side of the public calls (mix.c). */
+dlk_status dlk_mix_next(dlk_loader *l, const dlk_batch **out,
+                        dlk_error *err);
+uint64_t dlk_mix_batches(const dlk_loader *l);
+void dlk_mix_stats(const dlk_loader *l, dlk_loader_stats *out);
+uint64_t dlk_mix_host_fold(const dlk_loader *l);
+char *dlk_mix_save(const dlk_loader *l);
+dlk_status dlk_mix_load(dlk_loader *l, const char *json, dlk_error *err);
+void dlk_mix_close(dlk_loader *l);
 
 /* Copy and check opts' rows, or read the view's (loader_rows.c). */
 dlk_status dlk_loader_pick_rows(dlk_loader *l, dlk_error *err);

@@ -74,9 +74,9 @@ static dlk_status pick_tensors(dlk_loader *l, dlk_error *err)
             lt->variable |= s->shape[d] == DLK_DIM_VARIABLE;
         }
         if (lt->variable) {
-            lt->offsets = calloc((size_t)l->o.batch_size + 1,
+            lt->offsets = calloc((size_t)l->cap + 1,
                                  sizeof *lt->offsets);
-            lt->shapes = calloc((size_t)l->o.batch_size * (s->ndim ? s->ndim : 1),
+            lt->shapes = calloc((size_t)l->cap * (s->ndim ? s->ndim : 1),
                                 sizeof *lt->shapes);
             if (!lt->offsets || !lt->shapes)
                 return dlk_fail(err, DLK_ENOMEM, "out of memory");
@@ -339,7 +339,8 @@ static uint64_t usable_memory(void)
 }
 
 static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
-                              dlk_loader **out, dlk_error *err);
+                              dlk_dev *dev, uint32_t cap, dlk_loader **out,
+                              dlk_error *err);
 
 dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
                            dlk_loader **out, dlk_error *err)
@@ -348,11 +349,20 @@ dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
     dlk_loader_opts own;
     dlk_status rc = abi_copy_in(&own, sizeof own, opts, "dlk_loader_opts",
                                 err);
-    return rc ? rc : loader_open(ds, &own, out, err);
+    return rc ? rc : loader_open(ds, &own, NULL, 0, out, err);
+}
+
+dlk_status dlk_loader_open_source(dlk_dataset *ds, const dlk_loader_opts *o,
+                                  dlk_dev *dev, uint32_t cap,
+                                  dlk_loader **out, dlk_error *err)
+{
+    *out = NULL;
+    return loader_open(ds, o, dev, cap, out, err);
 }
 
 static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
-                              dlk_loader **out, dlk_error *err)
+                              dlk_dev *dev, uint32_t cap, dlk_loader **out,
+                              dlk_error *err)
 {
     dlk_loader *l = calloc(1, sizeof *l);
     if (!l)
@@ -364,6 +374,7 @@ static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
     l->o.cache_dir = NULL; /* the same */
     if (!l->o.batch_size)
         l->o.batch_size = 256;
+    l->cap = cap > l->o.batch_size ? cap : l->o.batch_size;
     if (!l->o.world_size)
         l->o.world_size = 1;
     if (!l->o.local_world_size)
@@ -439,7 +450,12 @@ static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
             uint64_t all = data_bytes(l);
             dopts.host_ahead = all < l->limit ? all : l->limit;
         }
-        rc = dlk_dev_open(l->o.device, &dopts, &l->dev, err);
+        if (dev) {
+            l->dev = dev;
+            l->dev_shared = true;
+        } else {
+            rc = dlk_dev_open(l->o.device, &dopts, &l->dev, err);
+        }
     }
     if (!rc && !opts->io_threads && l->dev->ops->on_device &&
         !dlk_store_is_remote(l->ds->store) && l->o.io_threads >= 4)
@@ -449,13 +465,12 @@ static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
          * idles (16-core H200 host: 40-42 GB/s on 16 threads, 47-49 on
          * 12; docs/benchmarks.md#line-rate) */
         l->o.io_threads -= l->o.io_threads / 4;
-    if (!rc && (!(l->gather = malloc(l->nt * l->o.batch_size *
-                                     sizeof *l->gather)) ||
-                !(l->bslot = malloc(l->nt * l->o.batch_size *
-                                    sizeof *l->bslot)) ||
-                !(l->bidx = malloc(l->o.batch_size * sizeof *l->bidx)) ||
-                !(l->bpad = malloc(l->o.batch_size)) ||
-                !(l->bbad = malloc(l->o.batch_size))))
+    if (!rc && (!(l->gather = malloc(l->nt * l->cap * sizeof *l->gather)) ||
+                !(l->bslot = malloc(l->nt * l->cap * sizeof *l->bslot)) ||
+                !(l->btotal = malloc(l->nt * sizeof *l->btotal)) ||
+                !(l->bidx = malloc(l->cap * sizeof *l->bidx)) ||
+                !(l->bpad = malloc(l->cap)) ||
+                !(l->bbad = malloc(l->cap))))
         rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
     if (!rc) {
         dlk_bad_defaults(l);
@@ -466,7 +481,8 @@ static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         l->batch.on_device = l->dev->ops->on_device;
         /* device memory: the budget, and a batch's worth more so that a
          * batch that needs chunks beyond the budget still gets them */
-        l->dev->ops->set_budget(l->dev, l->limit + l->limit / 4);
+        if (!l->dev_shared) /* a mix's: it sets its sources' sum */
+            l->dev->ops->set_budget(l->dev, l->limit + l->limit / 4);
         l->st.seed = l->o.seed;
         l->st.epoch = 0;
         l->st.nseg = 1;
@@ -515,10 +531,15 @@ void dlk_loader_close(dlk_loader *l)
 {
     if (!l)
         return;
+    if (l->mix)
+        dlk_mix_close(l); /* the sources, before the device they share */
     if (l->threads)
         dlk_loader_stop_workers(l);
     dlk_plan_free(l, &l->plan, true);
     dlk_plan_free(l, &l->ahead, true);
+    for (size_t i = 0; i < l->nretired; i++)
+        dlk_plan_free(l, &l->retired[i], true);
+    free(l->retired);
     for (size_t t = 0; l->maps && t < l->nt; t++) {
         for (size_t c = 0; l->maps[t] && c < l->t[t].tensor->nchunks; c++) {
             free(l->maps[t][c].fold);
@@ -552,10 +573,11 @@ void dlk_loader_close(dlk_loader *l)
     free(l->block_count);
     free(l->gather);
     free(l->bslot);
+    free(l->btotal);
     free(l->bidx);
     free(l->bpad);
     free(l->bbad);
-    if (l->dev)
+    if (l->dev && !l->dev_shared)
         l->dev->ops->close(l->dev);
     pthread_mutex_destroy(&l->mu);
     pthread_cond_destroy(&l->work);

@@ -25,7 +25,7 @@ from . import _core
 from ._core import Error, Tensor
 
 __all__ = ["open", "Dataset", "Index", "Loader", "Batch", "Tensor", "Error",
-           "BadReadWarning", "INDEX_KEY", "PAD_KEY",
+           "BadReadWarning", "INDEX_KEY", "PAD_KEY", "SOURCE_KEY",
            "launch_env", "local_gpu", "cuda_available", "__version__"]
 __version__ = _core.version()
 # at exit, loaders still open are not closed: a close would wait for the
@@ -254,6 +254,7 @@ def open(url, at=None, view=None):  # noqa: A001 - the package's verb
 
 INDEX_KEY = "dlk_index"
 PAD_KEY = "dlk_pad"
+SOURCE_KEY = "dlk_source"  # a mix's: each sample's source
 
 
 class Batch(dict):
@@ -266,12 +267,15 @@ class Batch(dict):
       "dlk_pad"    numpy bool array: True where a sample repeats as
                    padding (the last batch of an epoch over several
                    ranks, unless drop_last; see Loader's pad_last)
+      "dlk_source" numpy u16 array, from a mix only: the source each
+                   sample came from (its place in the Loader's list)
 
-    and the same as attributes (.index, .pad), with .epoch and .step,
+    and the same as attributes (.index, .pad, .source: None but from a
+    mix), with .epoch and .step,
     on the batch as the loader gives it.  The memory stays valid as long
     as any of its tensors (or anything a framework made from them with
     from_dlpack) is alive."""
-    __slots__ = ("index", "pad", "epoch", "step")
+    __slots__ = ("index", "pad", "source", "epoch", "step")
 
 
 _PIN_AUTO = (1 << 64) - 1  # DLK_PIN_CACHE_AUTO
@@ -349,10 +353,48 @@ class _Epoch:
         return b
 
 
+def _own(st):
+    """A state's own epoch and segments: a mix's, or the loader's."""
+    return st["mix"] if "mix" in st else st
+
+
+def _mix_sources(items, at):
+    """A mix's sources as (Dataset, weight, view) from (url_or_ds, weight)
+    or (url_or_ds, weight, view)."""
+    if at is not None:
+        raise ValueError("at= is for one URL; open each source's Dataset "
+                         "at its commit")
+    out = []
+    for k, it in enumerate(items):
+        if not isinstance(it, (list, tuple)) or len(it) not in (2, 3):
+            raise ValueError(f"source {k}: {it!r} is not (url_or_ds, "
+                             "weight) or (url_or_ds, weight, view)")
+        src, w = it[0], it[1]
+        if isinstance(w, bool) or not isinstance(w, (int, float)):
+            raise ValueError(f"source {k}: weight {w!r} is not a number")
+        ds = src if isinstance(src, Dataset) else Dataset(src)
+        view = it[2] if len(it) == 3 else ds.view
+        out.append((ds, float(w), view))
+    if not out:
+        raise ValueError("no sources to mix")
+    return out
+
+
 class Loader:
     """Shuffled, sharded, prefetched batches of a dataset.
 
-    url_or_ds   a URL or a dlk.Dataset
+    url_or_ds   a URL or a dlk.Dataset; or a list of sources to mix,
+                each (url_or_ds, weight) or (url_or_ds, weight, view):
+                every batch holds each source's share of its samples
+                (weight / sum of weights, within one sample over any run
+                of batches), interleaved; each source streams and
+                shuffles as a Loader of its own would and starts its next
+                epoch where it runs out (dlk_loader_open_mix in dlk.h).
+                The tensors must have the same dtype and shape in every
+                source; batch["dlk_source"] (and batch.source) names
+                each sample's source, batch.index its row there
+    epoch_size  a mix's epoch in samples, all ranks together (default:
+                the sources' rows summed)
     batch_size  samples per batch
     shuffle, seed   the order (the same on every rank for a seed)
     tensors     names to load (default all)
@@ -439,8 +481,12 @@ class Loader:
                  verify=True, view=None, whole_chunks=False,
                  pin_cache=None, local_world_size=None, pad_last=None,
                  on_bad="fail", max_bad=None, cache_dir=None,
-                 cache_limit=None):
-        if isinstance(url_or_ds, Dataset):
+                 cache_limit=None, epoch_size=None):
+        self.sources = None
+        if isinstance(url_or_ds, (list, tuple)):
+            self.sources = _mix_sources(url_or_ds, at)
+            self.dataset = self.sources[0][0]
+        elif isinstance(url_or_ds, Dataset):
             if at is not None and at != url_or_ds.at:
                 raise ValueError("at= is for a URL; open the Dataset at it")
             self.dataset = url_or_ds
@@ -452,7 +498,7 @@ class Loader:
                              "at least 1")
         for t in (tensors if tensors is not None
                   else [t["name"] for t in self.dataset.tensors]):
-            if t in (INDEX_KEY, PAD_KEY):
+            if t in (INDEX_KEY, PAD_KEY, SOURCE_KEY):
                 raise ValueError(f"tensor '{t}' has the name of a batch's "
                                  "row ids or padding mask: leave it out "
                                  "of tensors=")
@@ -474,7 +520,8 @@ class Loader:
             whole_chunks=whole_chunks, pin_cache=pin_cache,
             local_world_size=local_world_size, pad_last=pad_last,
             on_bad=on_bad, max_bad=max_bad,
-            cache_dir=cache_dir, cache_limit=cache_limit)
+            cache_dir=cache_dir, cache_limit=cache_limit,
+            epoch_size=epoch_size)
         self._cache_warned = False
         self.batch_size = batch_size
         self.epochs = epochs
@@ -491,11 +538,13 @@ class Loader:
             local_world = int(o["local_world_size"])
         if state is not None:
             st = _json.loads(state)
-            if st.get("nseg") == 1 and st["segments"][0]["steps"] == 0:
+            own = _own(st)
+            if own.get("nseg") == 1 and own["segments"][0]["steps"] == 0:
                 # an epoch not begun is this layout's, not the one it
                 # was saved in (a copy unpickled in a spawned rank, a
                 # loader that moves to torch.distributed's group)
-                st["segments"][0].update(world=world, batch=o["batch_size"])
+                own["segments"][0].update(world=world,
+                                          batch=o["batch_size"])
                 state = _json.dumps(st)
         device = o["device"]
         if device == "auto":
@@ -505,8 +554,10 @@ class Loader:
             # without a GPU the device fails to open, with its reason
             device = f"cuda:{local_rank if gpu is None else gpu}"
         try:
+            src = (self.dataset._ds if self.sources is None else
+                   tuple((d._ds, float(w), v) for d, w, v in self.sources))
             l = _core.Loader(
-                self.dataset._ds, device, batch_size=o["batch_size"],
+                src, device, batch_size=o["batch_size"],
                 shuffle=bool(o["shuffle"]), seed=o["seed"],
                 tensors=o["tensors"], epochs=o["epochs"] or 0,
                 drop_last=bool(o["drop_last"]), rank=rank, world_size=world,
@@ -521,6 +572,7 @@ class Loader:
                 # a pickle of an older version has neither
                 on_bad=o.get("on_bad", "fail") == "skip",
                 max_bad=o.get("max_bad") or 0,
+                epoch_size=o.get("epoch_size") or 0,
                 **_cache_opts(o.get("cache_dir"), o.get("cache_limit")))
         except Error as e:
             # a cuda device (the default) on a machine without a GPU: say
@@ -571,13 +623,13 @@ class Loader:
 
     def _left(self, st=None):
         """Batches of this rank not yet taken in the epoch under way."""
-        st = st or self._state()
+        st = _own(st or self._state())
         return self._l.batches() - st["segments"][-1]["steps"]
 
     def _epoch_len(self):
         """The epoch's batches as a DataLoader counts them: those taken in
         earlier segments of a resumed epoch, and this segment's."""
-        st = self._state()
+        st = _own(self._state())
         return self._l.batches() + sum(g["steps"]
                                        for g in st["segments"][:-1])
 
@@ -597,11 +649,15 @@ class Loader:
             self._tell_bad()
         if r is None:
             return None
-        epoch, step, index, pad, tensors = r
+        epoch, step, index, pad, tensors, sources = r
         b = Batch(tensors)
         b.index = _np.frombuffer(index, dtype=_np.uint64)
         b.pad = _np.frombuffer(pad, dtype=_np.bool_)  # 0 or 1 per sample
         b[INDEX_KEY], b[PAD_KEY] = b.index, b.pad
+        b.source = None
+        if sources is not None:
+            b.source = _np.frombuffer(sources, dtype=_np.uint16)
+            b[SOURCE_KEY] = b.source
         b.epoch, b.step = epoch, step
         return b
 
@@ -626,12 +682,13 @@ class Loader:
         st = self._state()
         if self._left(st) == 0 and self._l.next() is None:
             return  # the end was all that was left
-        self._restart(st, st["epoch"] + 1)
+        self._restart(st, _own(st)["epoch"] + 1)
 
     def _restart(self, st, epoch):
-        st.update(epoch=epoch, samples=0, nseg=1,
-                  segments=[{"world": self.world_size,
-                             "batch": self.batch_size, "steps": 0}])
+        # of a mix, its own epoch: the sources stream on where they are
+        _own(st).update(epoch=epoch, samples=0, nseg=1,
+                        segments=[{"world": self.world_size,
+                                   "batch": self.batch_size, "steps": 0}])
         self._l.restore(_json.dumps(st))
 
     def __iter__(self):
@@ -644,7 +701,8 @@ class Loader:
         old = self._it
         if old is not None and old.taken and not old.done:
             self._end_epoch()
-        if self.epochs is not None and self._state()["epoch"] >= self.epochs:
+        if (self.epochs is not None and
+                _own(self._state())["epoch"] >= self.epochs):
             self._it = _Epoch(self, 0, done=True)
         else:
             self._it = _Epoch(self, self._epoch_len())
@@ -662,7 +720,7 @@ class Loader:
             self._end_epoch()
         self._it = None
         st = self._state()
-        seg = st["segments"][-1]
+        seg = _own(st)["segments"][-1]
         seg["steps"] = min(seg["steps"] + int(num_batches),
                            seg["steps"] + self._left(st))
         # skipped to the end: the next loop is the empty rest of the
@@ -676,8 +734,9 @@ class Loader:
         self._core()
         self._it = None
         st = self._state()
-        fresh = st["nseg"] == 1 and st["segments"][0]["steps"] == 0
-        if st["epoch"] == epoch and fresh:
+        own = _own(st)
+        fresh = own["nseg"] == 1 and own["segments"][0]["steps"] == 0
+        if own["epoch"] == epoch and fresh:
             return
         self._restart(st, epoch)
 
@@ -688,10 +747,11 @@ class Loader:
         if self._l is None:
             return {"dlk": _json.loads(self._pending)}
         st = self._state()
-        if self._left(st) == 0 and st["segments"][-1]["steps"]:
-            st.update(epoch=st["epoch"] + 1, samples=0, nseg=1,
-                      segments=[{"world": self.world_size,
-                                 "batch": self.batch_size, "steps": 0}])
+        own = _own(st)
+        if self._left(st) == 0 and own["segments"][-1]["steps"]:
+            own.update(epoch=own["epoch"] + 1, samples=0, nseg=1,
+                       segments=[{"world": self.world_size,
+                                  "batch": self.batch_size, "steps": 0}])
         return {"dlk": st}
 
     def load_state_dict(self, state):
@@ -709,7 +769,8 @@ class Loader:
         # every batch of a restored epoch already taken (a state saved
         # after the last batch, before the loop asked for the end): what
         # is left of it is its end, and the next loop is the next epoch
-        if self._left() == 0 and self._state()["segments"][-1]["steps"]:
+        if (self._left() == 0 and
+                _own(self._state())["segments"][-1]["steps"]):
             if self._l.next() is not None:
                 raise RuntimeError("dlk.Loader: a restored epoch with no "
                                    "batch left gave one")
@@ -719,11 +780,20 @@ class Loader:
         process (ddp_spawn, multiprocessing) opens again there, at its
         first use, with that process's rank unless one was given."""
         ds = self.dataset
+        mix = None if self.sources is None else [
+            (d.url, d.at, d.view, w, v) for d, w, v in self.sources]
         return {"url": ds.url, "at": ds.at, "ds_view": ds.view,
-                "opts": self._opts, "state": self.state_dict()["dlk"]}
+                "mix": mix, "opts": self._opts,
+                "state": self.state_dict()["dlk"]}
 
     def __setstate__(self, d):
-        self.dataset = Dataset(d["url"], d["at"], d["ds_view"])
+        self.sources = None
+        if d.get("mix"):
+            self.sources = [(Dataset(u, a, dv), w, v)
+                            for u, a, dv, w, v in d["mix"]]
+            self.dataset = self.sources[0][0]
+        else:
+            self.dataset = Dataset(d["url"], d["at"], d["ds_view"])
         self._opts = d["opts"]
         self.batch_size = self._opts["batch_size"]
         self.epochs = self._opts["epochs"]

@@ -604,6 +604,8 @@ static PyType_Spec Dataset_spec = {
 typedef struct Loader {
     PyObject_HEAD
     Dataset *ds;
+    PyObject *mix;          /* a mix's sources: a tuple of (Dataset,
+                               weight, view or None); NULL for one */
     dlk_loader *l;
     int device_type, device_id;
     /* the loader handle is used under mu only; the GIL is dropped while
@@ -686,8 +688,10 @@ static void Loader_dealloc(Loader *self)
     /* a loader left open at exit still reads through its dataset on its
      * I/O threads until the process ends: the dataset must outlive it
      * (freeing it here crashed such a process now and then) */
-    if (!self->l)
+    if (!self->l) {
         Py_XDECREF((PyObject *)self->ds);
+        Py_XDECREF(self->mix);
+    }
     Py_XDECREF(self->bad); /* told only within next() */
     free_object(self);
 }
@@ -725,6 +729,62 @@ static void on_bad_read(void *ud, const dlk_bad_read *b)
     PyGILState_Release(g);
 }
 
+/* A mix's sources, read from a tuple of (Dataset, weight, view or None)
+ * (n 0 when `o` is not a tuple); -1 with an exception when malformed. */
+struct mix_args {
+    size_t n;
+    Dataset **ds;
+    dlk_dataset **handles;
+    double *w;
+    const char **views;
+};
+
+static void mix_args_free(struct mix_args *m)
+{
+    PyMem_Free(m->ds);
+    PyMem_Free(m->handles);
+    PyMem_Free(m->w);
+    PyMem_Free(m->views);
+    memset(m, 0, sizeof *m);
+}
+
+static int mix_args_get(PyObject *o, struct mix_args *m)
+{
+    memset(m, 0, sizeof *m);
+    if (!PyTuple_Check(o))
+        return 0;
+    size_t n = (size_t)PyTuple_Size(o);
+    if (n < 1 || n > 1024) {
+        PyErr_SetString(PyExc_ValueError, "a mix of 1 to 1024 sources");
+        return -1;
+    }
+    m->ds = PyMem_Calloc(n, sizeof *m->ds);
+    m->handles = PyMem_Calloc(n, sizeof *m->handles);
+    m->w = PyMem_Calloc(n, sizeof *m->w);
+    m->views = PyMem_Calloc(n, sizeof *m->views);
+    if (!m->ds || !m->handles || !m->w || !m->views) {
+        mix_args_free(m);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        PyObject *it = PyTuple_GetItem(o, (Py_ssize_t)i), *d, *v;
+        double w;
+        if (!PyArg_ParseTuple(it, "O!dO", DatasetType, &d, &w, &v) ||
+            need_ds((Dataset *)d) ||
+            (v != Py_None &&
+             !(m->views[i] = PyUnicode_AsUTF8AndSize(v, NULL)))) {
+            mix_args_free(m);
+            return -1;
+        }
+        m->ds[i] = (Dataset *)d;
+        m->handles[i] = m->ds[i]->ds;
+        m->w[i] = w;
+    }
+    m->n = n;
+    return 0;
+}
+
 /* Loader(dataset, device, batch_size, shuffle, seed, tensors, epochs,
  *        drop_last, rank, world_size, memory, workers, window, prefetch,
  *        verify, state_json, view, whole_chunks, local_world_size,
@@ -739,31 +799,41 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
                           "prefetch", "verify", "state", "view",
                           "whole_chunks", "local_world_size", "pin_cache",
                           "on_bad", "max_bad", "cache_dir", "cache_limit",
-                          NULL};
+                          "epoch_size", NULL};
     PyObject *dso, *tensors = Py_None;
     const char *device, *state = NULL, *view = NULL, *cache_dir = NULL;
     unsigned int batch = 256, rank = 0, world = 1, workers = 0, window = 0,
                  prefetch = 0, local_world = 1;
     int shuffle = 1, drop_last = 0, verify = 1, whole_chunks = 0, skip = 0;
     unsigned long long seed = 0, epochs = 0, memory = 0, pin_cache = 0,
-                       max_bad = 0, cache_limit = 0;
+                       max_bad = 0, cache_limit = 0, epoch_size = 0;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O!s|IpKOKpIIKIIIpzzpIKpKzK", kws, DatasetType, &dso,
+            args, kw, "Os|IpKOKpIIKIIIpzzpIKpKzKK", kws, &dso,
             &device, &batch, &shuffle, &seed, &tensors, &epochs, &drop_last,
             &rank, &world, &memory, &workers, &window, &prefetch, &verify,
             &state, &view, &whole_chunks, &local_world, &pin_cache, &skip,
-            &max_bad, &cache_dir, &cache_limit))
+            &max_bad, &cache_dir, &cache_limit, &epoch_size))
         return -1;
     if (self->l) {
         PyErr_SetString(PyExc_RuntimeError, "loader already open");
         return -1;
     }
-    Dataset *ds = (Dataset *)dso;
-    if (need_ds(ds))
+    struct mix_args mx;
+    if (mix_args_get(dso, &mx) < 0)
         return -1;
+    Dataset *ds = mx.n ? mx.ds[0] : (Dataset *)dso;
+    if (!mx.n && (!PyObject_TypeCheck(dso, DatasetType) || need_ds(ds))) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "dataset must be a Dataset or "
+                            "a tuple of (Dataset, weight, view) sources");
+        return -1;
+    }
     Dataset *old = self->ds;
     self->ds = (Dataset *)Py_NewRef((PyObject *)ds);
     Py_XDECREF((PyObject *)old);
+    PyObject *old_mix = self->mix;
+    self->mix = mx.n ? Py_NewRef(dso) : NULL;
+    Py_XDECREF(old_mix);
     dlk_loader_opts o = DLK_LOADER_OPTS_INIT;
     o.batch_size = batch;
     o.shuffle = shuffle;
@@ -787,6 +857,7 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
     o.cancel = check_signals;
     o.on_bad = skip ? DLK_ON_BAD_SKIP : DLK_ON_BAD_FAIL;
     o.max_bad = max_bad;
+    o.epoch_size = epoch_size;
     if (!self->bad && !(self->bad = PyList_New(0)))
         return -1;
     o.on_bad_read = on_bad_read;
@@ -821,18 +892,33 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
     dlk_error err;
     dlk_status rc;
     dlk_loader_state st;
-    if (state && dlk_loader_state_parse(state, &st, &err)) {
+    if (state && !mx.n && dlk_loader_state_parse(state, &st, &err)) {
         Py_XDECREF(seq);
         raise_dlk(&err);
         return -1;
     }
     Py_BEGIN_ALLOW_THREADS
-    pthread_mutex_lock(&ds->mu);
-    if (state)
-        o.start = &st; /* read from the start, not restored after it */
-    rc = dlk_loader_open(ds->ds, &o, &self->l, &err);
-    pthread_mutex_unlock(&ds->mu);
+    if (mx.n) {
+        /* a mix continues from its whole state after its open */
+        for (size_t i = 0; i < mx.n; i++)
+            pthread_mutex_lock(&mx.ds[i]->mu);
+        rc = dlk_loader_open_mix(mx.handles, mx.w, mx.views, mx.n, &o,
+                                 &self->l, &err);
+        if (!rc && state && (rc = dlk_loader_load(self->l, state, &err))) {
+            dlk_loader_close(self->l);
+            self->l = NULL;
+        }
+        for (size_t i = mx.n; i-- > 0;)
+            pthread_mutex_unlock(&mx.ds[i]->mu);
+    } else {
+        pthread_mutex_lock(&ds->mu);
+        if (state)
+            o.start = &st; /* read from the start, not restored after it */
+        rc = dlk_loader_open(ds->ds, &o, &self->l, &err);
+        pthread_mutex_unlock(&ds->mu);
+    }
     Py_END_ALLOW_THREADS
+    mix_args_free(&mx);
     Py_XDECREF(seq);
     if (rc) {
         self->l = NULL;
@@ -1204,10 +1290,19 @@ static PyObject *Loader_next(Loader *self, PyObject *args)
     Py_DECREF(kp);
     if (!tensors)
         return NULL;
-    return Py_BuildValue("(KKy#y#N)", (unsigned long long)b->epoch,
+    PyObject *srcs = b->sources
+        ? PyBytes_FromStringAndSize((const char *)b->sources,
+                                    (Py_ssize_t)(size * sizeof *b->sources))
+        : Py_NewRef(Py_None);
+    if (!srcs) {
+        Py_DECREF(tensors);
+        return NULL;
+    }
+    return Py_BuildValue("(KKy#y#NN)", (unsigned long long)b->epoch,
                          (unsigned long long)b->step, (const char *)b->indices,
                          (Py_ssize_t)(size * sizeof *b->indices),
-                         (const char *)b->pad, (Py_ssize_t)size, tensors);
+                         (const char *)b->pad, (Py_ssize_t)size, tensors,
+                         srcs);
 }
 
 static PyObject *Loader_batches(Loader *self, PyObject *unused)
@@ -1229,11 +1324,9 @@ static PyObject *Loader_state(Loader *self, PyObject *unused)
     (void)unused;
     if (need_loader(self))
         return NULL;
-    dlk_loader_state st;
     pthread_mutex_lock(&self->mu);
-    dlk_loader_state_get(self->l, &st);
+    char *j = dlk_loader_save(self->l);
     pthread_mutex_unlock(&self->mu);
-    char *j = dlk_loader_state_json(&st);
     if (!j)
         return PyErr_NoMemory();
     PyObject *r = PyUnicode_FromString(j);
@@ -1246,14 +1339,11 @@ static PyObject *Loader_restore(Loader *self, PyObject *args)
     const char *json;
     if (!PyArg_ParseTuple(args, "s", &json) || need_loader(self))
         return NULL;
-    dlk_loader_state st;
     dlk_error err;
-    if (dlk_loader_state_parse(json, &st, &err))
-        return raise_dlk(&err);
     dlk_status rc;
     Py_BEGIN_ALLOW_THREADS
     pthread_mutex_lock(&self->mu);
-    rc = dlk_loader_restore(self->l, &st, &err);
+    rc = dlk_loader_load(self->l, json, &err);
     pthread_mutex_unlock(&self->mu);
     Py_END_ALLOW_THREADS
     if (rc)

@@ -46,7 +46,7 @@ class Batch(dict):
     (numpy int64: the dataset rows of this process's devices, in the
     mesh's order), .pad (numpy bool: padding repeats in the last batch
     unless drop_last), .epoch and .step."""
-    __slots__ = ("index", "pad", "epoch", "step")
+    __slots__ = ("index", "pad", "source", "epoch", "step")
 
 
 def _dlk_device(d):
@@ -149,7 +149,7 @@ class Loader:
         first = parts[0]
         out = Batch()
         for name in first:
-            if name in (_dlk.INDEX_KEY, _dlk.PAD_KEY):
+            if name in (_dlk.INDEX_KEY, _dlk.PAD_KEY, _dlk.SOURCE_KEY):
                 continue
             shards = [self._shard(b[name], d)
                       for b, d in zip(parts, self.local_devices)]
@@ -159,6 +159,9 @@ class Loader:
                 shape, self.sharding, shards)
         out.index = _np.concatenate([b.index for b in parts]).astype(_np.int64)
         out.pad = _np.concatenate([b.pad for b in parts]).astype(bool)
+        out.source = None
+        if first.source is not None:
+            out.source = _np.concatenate([b.source for b in parts])
         out.epoch, out.step = first.epoch, first.step
         return out
 

@@ -37,8 +37,9 @@ class Batch(dict):
     """{tensor name: torch.Tensor} (variable-shape tensors: a list of
     tensors), plus "dlk_index" (torch int64, the dataset rows, on the
     cpu) and "dlk_pad" (torch bool, padding repeats), also as .index and
-    .pad, and .epoch and .step (see dlk.Batch)."""
-    __slots__ = ("index", "pad", "epoch", "step")
+    .pad, from a mix "dlk_source" (torch int64) as .source, and .epoch
+    and .step (see dlk.Batch)."""
+    __slots__ = ("index", "pad", "source", "epoch", "step")
 
 
 def _convert(v):
@@ -56,13 +57,18 @@ class Loader(_dlk.Loader):
         if b is None:
             return None
         out = Batch((k, _convert(v)) for k, v in b.items()
-                    if k not in (_dlk.INDEX_KEY, _dlk.PAD_KEY))
+                    if k not in (_dlk.INDEX_KEY, _dlk.PAD_KEY,
+                                 _dlk.SOURCE_KEY))
         out.index = _torch.from_numpy(b.index.astype(_np.int64))
         out.pad = _torch.from_numpy(b.pad.copy())
         # plain keys too: a framework that rebuilds the dict (Lightning's
         # batch transfer, accelerate's send_to_device) keeps them, and
         # moves them to the device with the rest
         out[_dlk.INDEX_KEY], out[_dlk.PAD_KEY] = out.index, out.pad
+        out.source = None
+        if b.source is not None:
+            out.source = _torch.from_numpy(b.source.astype(_np.int64))
+            out[_dlk.SOURCE_KEY] = out.source
         out.epoch, out.step = b.epoch, b.step
         return out
 
