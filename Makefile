@@ -361,7 +361,7 @@ wheel: wheel-deps
 # nothing of an earlier build travels in the wheel
 $(WHEEL): $(WHEEL_BUILD)/dlk $(WHEEL_BUILD)/libdlk.so.$(VERSION) $(PY_SRC) cmd/store_env.c
 	$(Q)rm -rf $(WHEEL_BUILD)/raw $(WHEEL_BUILD)/wheelhouse $(WHEEL_BUILD)/python
-	$(Q)mkdir -p $(WHEEL_BUILD)/python/dlk && cp python/*.* $(WHEEL_BUILD)/python/ && \
+	$(Q)mkdir -p $(WHEEL_BUILD)/python/dlk && cp $$(find python -maxdepth 1 -type f -name "*.*") $(WHEEL_BUILD)/python/ && \
 	    cp python/dlk/*.py python/dlk/*.c $(WHEEL_BUILD)/python/dlk/
 	$(Q)DLK_SOURCE_DIR=$(CURDIR) DLK_LIBDIR=$(abspath $(WHEEL_BUILD)) python3 -m pip wheel \
 	    -q --no-build-isolation --no-deps -w $(WHEEL_BUILD)/raw ./$(WHEEL_BUILD)/python

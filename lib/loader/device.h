@@ -103,6 +103,10 @@ typedef struct dlk_dev_ops {
      * when its host buffer was in hand (0: none), when it ended; written
      * to the trace where there is one.  NULL on the cpu. */
     void (*trace_load)(dlk_dev *d, double begin, double buffer, double end);
+    /* Host buffers to make ready ahead of the loads, `bytes` in all
+     * (dlk_dev_opts' host_ahead, raised later: a mix's sources' sum,
+     * known once they are open).  NULL on the cpu. */
+    void (*host_ahead)(dlk_dev *d, uint64_t bytes);
 } dlk_dev_ops;
 
 struct dlk_dev {

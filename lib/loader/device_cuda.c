@@ -843,12 +843,17 @@ static void cu_trace_load(dlk_dev *d, double begin, double buffer,
             (buffer > 0 ? buffer : begin) - t0, end - t0);
 }
 
+static void cu_host_ahead(dlk_dev *d, uint64_t bytes)
+{
+    dlk_pinned_pool_ahead(((cuda_dev *)d)->pinned, bytes);
+}
+
 static const dlk_dev_ops cuda_ops = {
     true, cu_host_alloc, cu_host_free, cu_upload, cu_host_done, cu_release,
     cu_register, cu_unregister, cu_batch_alloc, cu_batch_free, cu_gather,
     cu_step, cu_sync, cu_close, cu_set_budget, cu_mark, cu_span,
     cu_consumer_waits, cu_wait_consumer, cu_ready, cu_check, cu_checked,
-    cu_trace_load,
+    cu_trace_load, cu_host_ahead,
 };
 
 int dlk_cuda_available(char *why, size_t cap)

@@ -113,6 +113,9 @@ struct dlk_loader {
     struct dlk_mix *mix;
     bool dev_shared;            /* the device is a mix's: not closed here,
                                  * its budget set by the mix */
+    uint64_t host_ahead;        /* host buffers its device made ready
+                                 * from the open (or, a mix's source,
+                                 * would have) */
     uint32_t cap;               /* batch positions the arrays below hold:
                                  * the batch size, or a mix's batch (a
                                  * source's batch is one position) */

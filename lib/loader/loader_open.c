@@ -450,6 +450,7 @@ static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
             uint64_t all = data_bytes(l);
             dopts.host_ahead = all < l->limit ? all : l->limit;
         }
+        l->host_ahead = dopts.host_ahead;
         if (dev) {
             l->dev = dev;
             l->dev_shared = true;

@@ -556,7 +556,7 @@ static dlk_status mix_arrays(dlk_loader *l, dlk_error *err)
 
 /* Source i's options: the mix's, for batches of one position, its view,
  * its seed, its share of the memory and threads given. */
-static dlk_loader_opts source_opts(const dlk_loader *l,
+static dlk_loader_opts source_opts(const dlk_loader *l, dlk_dataset *ds,
                                    const char *const *names, size_t nnames,
                                    const char *view, size_t i)
 {
@@ -575,8 +575,22 @@ static dlk_loader_opts source_opts(const dlk_loader *l,
     double w = l->mix->w[i];
     if (l->o.memory_limit)
         so.memory_limit = (uint64_t)((double)l->o.memory_limit * w) + 1;
-    if (l->o.io_threads) {
-        double t = ceil((double)l->o.io_threads * w);
+    /* Threads that copy out of local files are CPU work: the sources
+     * share what one loader would run (one each at full count
+     * oversubscribe the cores; on a 16-core H200 host two sources of
+     * 12 streamed at 0.54 of one loader's rate, of 6 each at 0.8).  From
+     * a remote store a source keeps its own default, threads that wait
+     * on requests in flight. */
+    uint32_t total = l->o.io_threads;
+    if (!total && !dlk_store_is_remote(ds->store)) {
+        int n = dlk_cpu_count() / (int)l->o.local_world_size;
+        n = n < 1 ? 1 : n > 32 ? 32 : n;
+        if (l->dev->ops->on_device && n >= 4)
+            n -= n / 4; /* as loader_open.c leaves the copy a core */
+        total = (uint32_t)n;
+    }
+    if (total) {
+        double t = ceil((double)total * w);
         so.io_threads = t < 1 ? 1 : (uint32_t)t;
     }
     return so;
@@ -620,9 +634,9 @@ static dlk_status mix_open(dlk_dataset *const *ds, const double *weights,
             own[t] = ds[0]->m.tensors[t].spec.name;
         names = own;
     }
-    uint64_t rows = 0, budget = 0;
+    uint64_t rows = 0, budget = 0, ahead = 0;
     for (size_t i = 0; !rc && i < n; i++) {
-        dlk_loader_opts so = source_opts(l, names, nnames,
+        dlk_loader_opts so = source_opts(l, ds[i], names, nnames,
                                          views ? views[i] : NULL, i);
         rc = dlk_loader_open_source(ds[i], &so, l->dev, l->o.batch_size,
                                     &m->src[i], err);
@@ -635,11 +649,16 @@ static dlk_status mix_open(dlk_dataset *const *ds, const double *weights,
         rows += s->o.rows || s->rows_owned ? s->o.nrows
                                            : s->t[0].tensor->samples;
         budget += s->limit + s->limit / 4;
+        ahead += s->host_ahead;
     }
     free(own);
     if (rc)
         return rc;
     l->dev->ops->set_budget(l->dev, budget);
+    /* the pinned buffers a loader of each would have had from its open:
+     * the first epoch's loads make none of their own */
+    if (l->dev->ops->host_ahead)
+        l->dev->ops->host_ahead(l->dev, ahead);
     m->epoch_size = l->o.epoch_size ? l->o.epoch_size : rows;
     if (!m->epoch_size)
         return dlk_fail(err, DLK_EINVAL, "the mix's sources have no rows");

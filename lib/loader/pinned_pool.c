@@ -30,6 +30,9 @@
  * within 15 ms of CUDA's start, and eight did no better
  * (docs/benchmarks.md#line-rate). */
 #define PINNERS 4
+/* Threads a pool may have started in all: PINNERS at its open, and as
+ * many again for each of a few later asks (dlk_pinned_pool_ahead). */
+#define PINNERS_MAX (4 * PINNERS)
 
 typedef struct slab {
     void *p;
@@ -59,7 +62,7 @@ struct dlk_pinned_pool {
                               * read without the lock by
                               * dlk_pinned_ready */
     bool making;             /* a load is making a slab */
-    pthread_t pinners[PINNERS];
+    pthread_t pinners[PINNERS_MAX];
     int npinners;
     size_t ahead;            /* slabs to make ahead */
     size_t claimed;          /* of those, taken by a pinner */
@@ -199,6 +202,28 @@ dlk_pinned_pool *dlk_pinned_pool_new(int device, uint64_t ahead)
     if (!pp->npinners)
         pp->ahead = 0; /* the loads make their own */
     return pp;
+}
+
+void dlk_pinned_pool_ahead(dlk_pinned_pool *pp, uint64_t bytes)
+{
+    pthread_mutex_lock(&pp->mu);
+    size_t want = (size_t)((bytes + HOST_SLAB - 1) / HOST_SLAB);
+    if (want > pp->ahead && pp->state >= 0) {
+        size_t more = want - pp->ahead;
+        int made = 0;
+        for (size_t i = 0; i < more && i < PINNERS &&
+                           pp->npinners < PINNERS_MAX; i++) {
+            if (pthread_create(&pp->pinners[pp->npinners], NULL, pinner,
+                               pp) != 0)
+                break;
+            pthread_setname_np(pp->pinners[pp->npinners], "dlk-pin");
+            pp->npinners++;
+            made++;
+        }
+        if (made) /* else the loads make their own, as past any ahead */
+            pp->ahead = want;
+    }
+    pthread_mutex_unlock(&pp->mu);
 }
 
 void dlk_pinned_pool_started(dlk_pinned_pool *pp, bool ok, FILE *trace,

@@ -21,6 +21,9 @@ static inline size_t dlk_buf_cap(size_t n)
 /* A pool for CUDA device `device` that starts making `ahead` bytes of
  * slabs at once, before CUDA is up (NULL: out of memory). */
 dlk_pinned_pool *dlk_pinned_pool_new(int device, uint64_t ahead);
+/* Make slabs ahead for `bytes` in all (those asked at the open included),
+ * on new threads; less than asked already does nothing. */
+void dlk_pinned_pool_ahead(dlk_pinned_pool *pp, uint64_t bytes);
 /* CUDA's context is up (ok: the slabs' registrations begin) or failed
  * to start; trace (may be NULL) gets a `pin` line a slab, in seconds
  * from t0. */

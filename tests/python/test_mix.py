@@ -1,10 +1,11 @@
 """dlk.Loader over several datasets mixed by weight (TAP output), on the
-cpu device.
+cpu device (DLK_TEST_DEVICE=cuda:0 on a GPU).
 
     python3 tests/python/test_mix.py A B C
 
 A and B have the same schema (3000 and 1000 rows, "labels" the class),
 B a view "low" (labels < 3); C another image shape (t481 makes them)."""
+import os
 import pickle
 import sys
 
@@ -18,8 +19,11 @@ A, B, C = sys.argv[1:4]
 BATCH = 32
 
 
+DEVICE = os.environ.get("DLK_TEST_DEVICE", "cpu")
+
+
 def mix(**kw):
-    kw.setdefault("device", "cpu")
+    kw.setdefault("device", DEVICE)
     kw.setdefault("batch_size", BATCH)
     kw.setdefault("seed", 7)
     srcs = kw.pop("sources", [(A, 0.7), (B, 0.3)])
@@ -159,7 +163,7 @@ def refused():
         raise AssertionError("negative weight opened")
     except dlk.Error as e:
         assert "weight" in str(e), str(e)
-    one = dlk.Loader(A, device="cpu", batch_size=BATCH)
+    one = dlk.Loader(A, device=DEVICE, batch_size=BATCH)
     try:
         mix(state=one.state_dict())
         raise AssertionError("a single loader's state restored a mix")
