@@ -95,10 +95,15 @@ class Loader:
         if not local:
             raise ValueError("dlk.jax.Loader: none of the devices is this "
                              f"process's (process {me})")
-        ds = url_or_ds
-        if not isinstance(ds, _dlk.Dataset):
-            ds = _dlk.open(url_or_ds, at=kw.pop("at", None),
-                           view=kw.pop("view", None))
+        ds = src = url_or_ds
+        if isinstance(url_or_ds, (list, tuple)):
+            # a mix (dlk.Loader's list of sources): the first's schema,
+            # which every source shares
+            src = _dlk._mix_sources(url_or_ds, kw.pop("at", None))
+            ds = src[0][0]
+        elif not isinstance(ds, _dlk.Dataset):
+            ds = src = _dlk.open(url_or_ds, at=kw.pop("at", None),
+                                 view=kw.pop("view", None))
         names = kw.get("tensors")
         if names is None:
             # every fixed-shape tensor: the variable ones (an ingest's
@@ -129,7 +134,7 @@ class Loader:
         try:
             for d in local:
                 self._loaders.append(_dlk.Loader(
-                    ds, batch_size=batch_size, device=_dlk_device(d),
+                    src, batch_size=batch_size, device=_dlk_device(d),
                     rank=devices.index(d), world_size=len(devices),
                     local_world_size=host, pad_last=True, **kw))
         except BaseException:
