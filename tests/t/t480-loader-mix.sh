@@ -9,7 +9,8 @@
 # two ranks get equal batches and disjoint rows, the batches' bytes match
 # their samples' folds; the same mix read from S3 (moto) gives the same
 # order; schemas or class names that differ, and bad weights, are refused
-# naming what differs.
+# naming what differs; a damaged part of a source fails the run naming
+# the source, or with --on-bad skip has its rows replaced.
 . "$DLK_TESTS/lib.sh"
 . "$DLK_TESTS/s3lib.sh"
 . "$DLK_TESTS/mixlib.sh"
@@ -114,6 +115,23 @@ fails "--mix beside a DATASET" 2 dlk bench-stream "$T/a" --mix "$T/b=1" --device
 fails "--epoch-size without --mix" 2 dlk bench-stream "$T/a" --epoch-size 10 --device cpu
 fails "a missing source" 3 dlk bench-stream --mix "$T/a=1,$T/nope=1" --device cpu
 check "... names it" grep -q "nope" "$ERR"
+
+# a source with a damaged part: fails naming the source; with skip, its
+# rows are replaced and counted, the batches still full
+. "$DLK_TESTS/badlib.sh"
+bad_dataset 320 480
+fails "a damaged part of a source fails the mix" 3 dlk bench-stream --mix "$T/ds=1,$T/clean=1" --device cpu --batch-size 16 --epochs 2
+check "... naming the source and the chunk" grep -q "source 0 (.*/ds.*$KEY" "$ERR"
+ok "... with --on-bad skip" dlk bench-stream --mix "$T/ds=1,$T/clean=1" --device cpu --batch-size 16 --epochs 2 --on-bad skip --order-out "$T/ob" --json
+check "... the part's rows replaced, counted, in no batch of source 0; batches full" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1])); s = int(sys.argv[3])
+assert d["reads_bad"] >= 1 and d["rows_replaced"] > 0, d
+bad = set(range(s + s // 8, s + 2 * s // 8))
+for l in open(sys.argv[2]):
+    t = l.split(); assert len(t) == 16, len(t)
+    got = {int(x.split(":")[1]) for x in t if x.startswith("0:")}
+    assert not got & bad, sorted(got & bad)' "$OUT" "$T/ob" "$SAMPLES"
 
 # from S3: the same mix, the same order
 s3_start
