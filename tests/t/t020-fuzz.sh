@@ -39,6 +39,7 @@ run_target fuzz_manifest 65536 -dict="$root/tests/fuzz/fuzz_manifest.dict"
 run_target fuzz_npy 8192 -dict="$root/tests/fuzz/fuzz_npy.dict"
 run_target fuzz_docs 65536 -dict="$root/tests/fuzz/fuzz_manifest.dict"
 run_target fuzz_s3xml 65536
+run_target fuzz_query 4096 -dict="$root/tests/fuzz/fuzz_query.dict"
 # the media front doors: seeds are fixtures made at test time
 if [ -x "$root/build-fuzz/fuzz_image" ] &&
     env -u MAKEFLAGS -u MAKELEVEL -u SAN make -s -C "$root" -f tests/fuzz/Makefile media-seeds >/dev/null 2>&1; then
