@@ -30,11 +30,13 @@ PKG_CONFIG ?= pkg-config
 PKGS    := jansson libxxhash libzstd libcurl expat libcrypto libarchive
 # Media decoders (ingest of images and video); MEDIA=0 leaves them out for
 # a streaming-only build (GPU nodes need none of these libraries).
-# VIDEO=0 keeps the image decoders but leaves out video (libavformat,
-# libavcodec and their codec libraries: most of the weight).  With
-# VIDEO=1 FFmpeg's headers are used but its libraries are not linked:
-# the first video decode opens them (lib/media/av_load.c), so that no
-# other command loads their hundred-odd shared objects.
+# VIDEO=0 keeps the image decoders but leaves out video.  With VIDEO=1
+# (the default, and what the wheel and `make dist` build) FFmpeg's
+# headers are used but its libraries are not linked: the first video
+# decode opens the system's, of the major version the headers are
+# (lib/media/av_load.c), so that no other command loads their
+# hundred-odd shared objects and a machine without FFmpeg runs every
+# command but a video ingest, which names the package to install.
 MEDIA   ?= 1
 VIDEO   ?= 1
 IMAGE_PKGS := libturbojpeg libpng
@@ -137,12 +139,22 @@ all: $(LIBA) $(LIBSO) $(DLK)
 # the shared library alone (what `pip install ./python` builds)
 shared: $(LIBSO)
 
-$(BUILD)/%.o: %.c
+# Objects follow the flags they were compiled with: a build folder made
+# with other options (VIDEO=0, CUDA=0, MEDIA=0) is compiled again, not
+# linked from objects of the other build.
+FLAGS_STAMP := $(BUILD)/.flags
+FLAGS_NOW = $(CC) $(ALL_CFLAGS) $(NVCC) $(NVFLAGS)
+ifneq ($(file <$(FLAGS_STAMP)),$(FLAGS_NOW))
+$(shell mkdir -p $(BUILD))
+$(file >$(FLAGS_STAMP),$(FLAGS_NOW))
+endif
+
+$(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/%.cu.o: %.cu
+$(BUILD)/%.cu.o: %.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  NVCC    $<")
 	$(Q)$(NVCC) $(NVFLAGS) -Xcompiler -fPIC -c $< -o $@
@@ -295,7 +307,7 @@ DIST_BUNDLE := libturbojpeg libpng16
 DIST_ALONE := libarchive
 DIST_PKGS := jansson libxxhash libzstd libcurl expat libcrypto libarchive $(IMAGE_PKGS)
 dist:
-	$(Q)$(MAKE) BUILD=build-dist MEDIA=1 VIDEO=0 \
+	$(Q)$(MAKE) BUILD=build-dist MEDIA=1 VIDEO=1 \
 	    LDFLAGS="$(LDFLAGS) -Wl,--disable-new-dtags,-rpath,'\$$\$$ORIGIN/../lib'" \
 	    build-dist/dlk build-dist/libdlk.so.$(VERSION)
 	$(Q)rm -rf dist && mkdir -p dist/bin dist/lib dist/share/man/man1
@@ -351,7 +363,7 @@ WHEEL_BUILD := build-wheel
 WHEEL := $(WHEEL_BUILD)/wheelhouse/.stamp
 PY_SRC := $(wildcard python/pyproject.toml python/*.py python/README.md python/dlk/*.py python/dlk/*.c)
 wheel: wheel-deps
-	$(Q)$(MAKE) --no-print-directory BUILD=$(WHEEL_BUILD) VIDEO=0 \
+	$(Q)$(MAKE) --no-print-directory BUILD=$(WHEEL_BUILD) VIDEO=1 \
 	    CXXRT="-Wl,-Bstatic -lstdc++ -Wl,-Bdynamic" LDFLAGS="$(LDFLAGS) -static-libgcc" \
 	    $(WHEEL_BUILD)/dlk $(WHEEL_BUILD)/libdlk.so.$(VERSION)
 	$(Q)$(MAKE) --no-print-directory $(WHEEL)

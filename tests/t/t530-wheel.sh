@@ -8,7 +8,8 @@
 # its binding is _core.abi3.so and no file of it loads anything from
 # outside the venv but glibc (ldd); and from it: `dlk --version`, a
 # create, ingest and ls, a PNG written by `dlk cat --png` and read back
-# by `create from-dir` (the bundled libpng both ways), and a dlk.Loader
+# by `create from-dir` (the bundled libpng both ways), an mp4 ingested
+# through the system's FFmpeg where there is one, and a dlk.Loader
 # epoch whose rows and labels are the ingested ones.  Then `pip install`
 # of the package's sources over a current build/ takes that build's
 # library and binary, says so and builds nothing.
@@ -108,6 +109,21 @@ ok "their pixels read back" sh -c '"$1" cat "$2" images 0 --npy >"$3/px.npy" &&
 check "equal to an image written" python3 -c 'import numpy as np, sys
 a, b, c = (np.load(sys.argv[1] + f) for f in ("/px.npy", "/px3.npy", "/px4.npy"))
 sys.exit(not (np.array_equal(a, b) or np.array_equal(a, c)))' "$T"
+
+# video: the wheel opens the system's FFmpeg at its first video
+if command -v ffmpeg >/dev/null 2>&1; then
+    mkdir -p "$T/vid/a"
+    ok "an mp4 made by ffmpeg" ff -f lavfi -i "testsrc2=s=64x48:r=10:d=1" \
+        -c:v libx264 -pix_fmt yuv420p "$T/vid/a/v.mp4"
+    ok "the wheel's dlk ingests it (the system's FFmpeg, opened at the first video)" \
+        "$dk" create "$T/dsv" from-dir "$T/vid" --frames 4 --resize 32x32 --json
+    check "... a clip of 4x32x32x3" sh -c '"$1" ls "$2" --json | python3 -c "
+import json, sys
+t = [x for x in json.load(sys.stdin)[\"tensors\"] if x[\"kind\"] == \"video\"][0]
+assert t[\"shape\"] == [4, 32, 32, 3] and t[\"samples\"] == 1, t"' sh "$dk" "$T/dsv"
+else
+    skip "video from the wheel" "ffmpeg missing: apt-get install ffmpeg"
+fi
 
 ok "a dlk.Loader epoch from the wheel" sh -c 'cd / && "$1" -c "
 import dlk, numpy as np, sys
