@@ -190,6 +190,7 @@ struct dlk_order_rest {
                                (their windows owned, the blocks the
                                final plan's) */
     uint32_t nranks;
+    uint32_t nbuilt;        /* of them planned (their windows made) */
     rest_level lev[DLK_LOADER_MAX_SEGMENTS];
     uint32_t nlev;
 };
@@ -408,13 +409,29 @@ void dlk_order_free(dlk_order *o)
     memset(o, 0, sizeof *o);
 }
 
+/* The first index of bounds[0..n) (ascending) whose value is past x (n
+ * when none): a search, where a scan from 0 for each rank would cost
+ * world times the blocks. */
+static size_t bounds_after(const uint64_t *bounds, size_t n, uint64_t x)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (bounds[mid] <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Rank r's share of the base in o (its blocks' or samples' fields set)
  * under (world, batch), block starts in `bounds` when the windows are
  * shuffled: its span, batches and windows. */
-static dlk_status rank_share(dlk_order *o, const uint64_t *bounds,
-                             size_t nbounds, const dlk_order_params *p,
-                             uint64_t epoch, uint32_t world, uint32_t batch,
-                             uint32_t r, dlk_error *err)
+/* The arithmetic part of rank_share: span, start, batches, n and
+ * whether the share is shuffled, its windows not made (win NULL). */
+static void rank_span(dlk_order *o, bool bounds, const dlk_order_params *p,
+                      uint32_t world, uint32_t batch, uint32_t r)
 {
     uint64_t n = o->base_n;
     uint64_t span = p->drop_last ? n / world : (n + world - 1) / world;
@@ -426,12 +443,22 @@ static dlk_status rank_share(dlk_order *o, const uint64_t *bounds,
     o->batches = batches;
     o->n = batches * batch;
     o->shuffled = p->shuffle && bounds && span;
+    o->win = NULL;
+    o->wkey = NULL;
+    o->nwin = 0;
+}
+
+static dlk_status rank_share(dlk_order *o, const uint64_t *bounds,
+                             size_t nbounds, const dlk_order_params *p,
+                             uint64_t epoch, uint32_t world, uint32_t batch,
+                             uint32_t r, dlk_error *err)
+{
+    rank_span(o, bounds != NULL, p, world, batch, r);
+    uint64_t span = o->span, n = o->base_n;
     /* windows: at most one a block of the span, and one more */
     size_t cap = 2;
     if (o->shuffled) {
-        size_t bi = 0;
-        while (bi < nbounds && bounds[bi] <= o->start)
-            bi++;
+        size_t bi = bounds_after(bounds, nbounds, o->start);
         size_t e = bi;
         while (e < nbounds && bounds[e] < o->start + span)
             e++;
@@ -469,9 +496,7 @@ static dlk_status rank_share(dlk_order *o, const uint64_t *bounds,
         size = p->window_blocks;
     uint64_t seed = dlk_mix64(p->seed ^ dlk_mix64(epoch * 0x100000001b3ull +
                                                   ((uint64_t)world << 32) + r));
-    size_t bi = 0;
-    while (bi < nbounds && bounds[bi] <= start)
-        bi++;
+    size_t bi = bounds_after(bounds, nbounds, start);
     /* from block start to block start, not position by position */
     uint64_t i = 0;
     while (i < span) {
@@ -533,9 +558,16 @@ static dlk_status rest_level_add(dlk_order *b, const uint64_t *bnd,
     dlk_status rc = DLK_OK;
     for (uint32_t r = 0; !rc && r < world; r++) {
         dlk_order one = *b;
-        one.win = NULL;
-        one.wkey = NULL;
-        rc = rank_share(&one, bnd, nbnd, p, epoch, world, batch, r, err);
+        rank_span(&one, bnd != NULL, p, world, batch, r);
+        /* the windows only where the count needs them: a shuffled share
+         * that reaches past the base has padding among its positions;
+         * segment 0's other ranks are planned later, those that the
+         * last segment's rank reads from only (rest_plan_ranks) */
+        if (one.shuffled && one.start + one.span > one.base_n) {
+            rc = rank_share(&one, bnd, nbnd, p, epoch, world, batch, r,
+                            err);
+            h->nbuilt++;
+        }
         /* the rank consumed `steps` batches; its positions past its span
          * are padding, and so, in a shuffled stream, are those whose
          * place is past the base (the last ranks' wrap) */
@@ -588,6 +620,98 @@ static dlk_status rest_level_add(dlk_order *b, const uint64_t *bnd,
         return rc;
     b->base_n = v->cum[world];
     return DLK_OK;
+}
+
+/* Intervals [a, b) of a level's numbering. */
+typedef struct ivals {
+    uint64_t *v;            /* a, b pairs */
+    size_t n, cap;
+} ivals;
+
+static bool ivals_add(ivals *s, uint64_t a, uint64_t b)
+{
+    if (a >= b)
+        return true;
+    if (s->n == s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 16;
+        uint64_t *nv = realloc(s->v, nc * 2 * sizeof *nv);
+        if (!nv)
+            return false;
+        s->v = nv;
+        s->cap = nc;
+    }
+    s->v[2 * s->n] = a;
+    s->v[2 * s->n + 1] = b;
+    s->n++;
+    return true;
+}
+
+/* Plan segment 0's ranks that o (the last segment's plan of one rank,
+ * its share set) reads from: its share's positions of the last base
+ * (dlk_order_at reads them modulo the base), followed down the levels
+ * through the ranks whose stretch they overlap.  The others are never
+ * read (rest_at and pieces_of go down the same way), so that a resume
+ * costs the blocks of the ranks it reads from, not of every rank of
+ * segment 0.  bnd: segment 0's block starts. */
+static dlk_status rest_plan_ranks(dlk_order *o, const uint64_t *bnd,
+                                  size_t nbnd, const dlk_order_params *p,
+                                  uint64_t epoch, dlk_error *err)
+{
+    struct dlk_order_rest *h = o->rest;
+    ivals cur = {0}, next = {0};
+    uint64_t n = o->base_n, span = o->span;
+    bool ok = true;
+    if (n && span >= n) {
+        ok = ivals_add(&cur, 0, n);
+    } else if (n && span) {
+        uint64_t a = o->start % n;
+        ok = ivals_add(&cur, a, a + span < n ? a + span : n) &&
+             (a + span <= n || ivals_add(&cur, 0, a + span - n));
+    }
+    bool *need = calloc(h->nranks ? h->nranks : 1, sizeof *need);
+    ok = ok && need;
+    for (uint32_t lv = h->nlev; ok && lv-- > 0;) {
+        const rest_level *v = &h->lev[lv];
+        next.n = 0;
+        for (size_t i = 0; ok && i < cur.n; i++) {
+            uint64_t x = cur.v[2 * i], y = cur.v[2 * i + 1];
+            for (size_t r = last_at_or_before(v->cum, v->world, x);
+                 ok && r < v->world && v->cum[r] < y; r++) {
+                uint64_t a = x > v->cum[r] ? x : v->cum[r];
+                uint64_t e = y < v->cum[r + 1] ? y : v->cum[r + 1];
+                if (a >= e)
+                    continue;
+                if (!lv)
+                    need[r] = true;
+                else /* a later segment's ranks skip nothing */
+                    ok = ivals_add(&next, v->lo[r] + (a - v->cum[r]),
+                                   v->lo[r] + (e - v->cum[r]));
+            }
+        }
+        ivals t = cur;
+        cur = next;
+        next = t;
+    }
+    dlk_status rc = ok ? DLK_OK
+                       : dlk_fail(err, DLK_ENOMEM, "out of memory planning "
+                                  "a resume");
+    for (uint32_t r = 0; !rc && r < h->nranks; r++) {
+        dlk_order *x = &h->ranks[r];
+        if (!need[r] || x->win)
+            continue;
+        rc = rank_share(x, bnd, nbnd, p, epoch, h->lev[0].world, x->batch,
+                        r, err);
+        h->nbuilt++;
+    }
+    free(need);
+    free(cur.v);
+    free(next.v);
+    return rc;
+}
+
+uint32_t dlk_order_rest_planned(const dlk_order *o)
+{
+    return o->rest ? o->rest->nbuilt : 0;
 }
 
 dlk_status dlk_order_build(const uint64_t *first, const uint32_t *count,
@@ -667,6 +791,8 @@ dlk_status dlk_order_build(const uint64_t *first, const uint32_t *count,
         if (sgi == st->nseg - 1) {
             rc = rank_share(&b, bnd, nbnd, p, st->epoch, world, batch, rank,
                             err);
+            if (!rc && b.rest)
+                rc = rest_plan_ranks(&b, b.at, b.nb, p, st->epoch, err);
             if (!rc) {
                 *out = b;
                 return DLK_OK;

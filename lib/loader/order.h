@@ -97,6 +97,10 @@ typedef void (*dlk_order_piece_fn)(void *ud, const dlk_order *src,
 uint64_t dlk_order_pieces(const dlk_order *o, dlk_order_piece_fn fn,
                           void *ud);
 
+/* Segment 0's rank plans a later segment's plan made (those its rank
+ * reads from; 0 for segment 0's plan): for tests and benchmarks. */
+uint32_t dlk_order_rest_planned(const dlk_order *o);
+
 /* A bijection on [0, m) keyed by `key` (order.c's window permutation,
  * exposed for its tests). */
 uint64_t dlk_order_permute(uint64_t x, uint64_t m, uint64_t key);
