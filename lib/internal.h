@@ -699,6 +699,11 @@ typedef struct dlk_tensor {
     bool segs_pending;
 } dlk_tensor;
 
+/* The entries before chunks[0]: while t is pending (a writer opened the
+ * head without reading its segments), its segments' chunks, else 0.  A
+ * pending tensor's entry i is entry dlk_tensor_base(t) + i of the whole
+ * list; its truncate and add_chunk keep the whole tensor's totals. */
+size_t dlk_tensor_base(const dlk_tensor *t);
 /* The entries after t's segments (the tail, written inline), n of them. */
 const dlk_chunk_entry *dlk_tensor_tail(const dlk_tensor *t, size_t *n);
 /* A segment's key "index/segments/<hash>" into out. */

@@ -168,10 +168,25 @@ dlk_status dlk_merge_tail(dlk_dataset *ds, size_t ti, size_t from,
      * chunk whatever its size rewrote up to a chunk per append (and
      * every commit kept each copy). */
     size_t start = from;
+    uint64_t tail_added = added;
     while (start > 0 && small(&t->chunks[start - 1], target) &&
            t->chunks[start - 1].raw_bytes <= added) {
         added += t->chunks[start - 1].raw_bytes;
         start--;
+    }
+    /* the walk reached the first entry of a tail whose segments are not
+     * read (dlk_dataset_open_writer): the chunk before may join too, so
+     * the segments are read and the walk is made on the whole list */
+    if (start == 0 && t->segs_pending && t->nsegs) {
+        size_t base = dlk_tensor_base(t);
+        if ((rc = dlk_tensor_load(ds, ti, err)))
+            return rc;
+        from += base;
+        added = tail_added;
+        for (start = from; start > 0 && small(&t->chunks[start - 1], target) &&
+                           t->chunks[start - 1].raw_bytes <= added;
+             start--)
+            added += t->chunks[start - 1].raw_bytes;
     }
     return dlk_compact_from(ds, ti, start, res, err);
 }
@@ -193,6 +208,8 @@ dlk_status dlk_compact(dlk_dataset *ds, const dlk_compact_opts *opts,
     /* samples appended through this handle first, as chunks */
     dlk_status rc = dlk_dataset_seal(ds, err);
     ds->chunk_target = target;
+    for (size_t i = 0; !rc && i < ds->m.ntensors; i++)
+        rc = dlk_tensor_load(ds, i, err); /* every list, whole */
     for (size_t i = 0; !rc && i < ds->m.ntensors; i++) {
         res->chunks_before += ds->m.tensors[i].nchunks;
         rc = dlk_compact_from(ds, i, 0, res, err);

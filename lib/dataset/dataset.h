@@ -338,6 +338,23 @@ void dlk_manifest_drop_segments(dlk_manifest *m);
 /* Whether a tensor of m has segments not read yet. */
 bool dlk_manifest_pending(const dlk_manifest *m);
 
+/* Read a pending tensor's segments, so that its list is whole (a
+ * handle of dlk_dataset_open_writer, where a change reaches past the
+ * tail): waits for the chunk writers first; the builder's first new
+ * chunk is renumbered.  DLK_ECORRUPT naming a missing or bad segment. */
+dlk_status dlk_tensor_load(dlk_dataset *ds, size_t ti, dlk_error *err);
+
+/* The head opened to append (ingest): its chunk lists' segments are not
+ * read, only their references, the tails and the totals, so that the
+ * open reads what the head names inline, however many chunks the
+ * dataset has.  For writers that change the tails only (append, seal,
+ * an ingest's merge, the key index of the rows past it); what reaches
+ * past a tail reads that tensor's segments (dlk_tensor_load), and
+ * dlk_write_head writes the tails' new segments as for a whole list. */
+dlk_status dlk_dataset_open_writer(const char *url,
+                                   const dlk_store_options *store,
+                                   dlk_dataset **out, dlk_error *err);
+
 /* Publish ds->m as the head manifest (conditional on the version read). */
 dlk_status dlk_write_head(dlk_dataset *ds, dlk_error *err);
 

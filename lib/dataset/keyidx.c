@@ -173,10 +173,17 @@ static dlk_status each_sample(dlk_dataset *ds, size_t ti, uint64_t from,
     if (from >= to)
         return DLK_OK;
     ssize_t c0 = dlk_tensor_find_chunk(t, from);
+    dlk_status rc = DLK_OK;
+    /* rows before a pending tail (dlk_dataset_open_writer): from the
+     * whole list */
+    if (c0 < 0 && t->segs_pending) {
+        if ((rc = dlk_tensor_load(ds, ti, err)))
+            return rc;
+        c0 = dlk_tensor_find_chunk(t, from);
+    }
     if (c0 < 0)
         return dlk_fail(err, DLK_ECORRUPT, "tensor '%s' has no sample %llu",
                         t->spec.name, (unsigned long long)from);
-    dlk_status rc = DLK_OK;
     for (size_t c = (size_t)c0; !rc && c < t->nchunks; c++) {
         const dlk_chunk_entry *e = &t->chunks[c];
         if (e->first >= to)

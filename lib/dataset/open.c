@@ -247,7 +247,7 @@ dlk_status dlk_dataset_create_with(const char *url,
  * objects read at once (on S3 one round trip instead of three; each read
  * is atomic, and a writer changing the head meanwhile is caught by the
  * head's etag when this handle writes). */
-static dlk_status open_head(dlk_dataset *ds, dlk_dataset **out,
+static dlk_status open_head(dlk_dataset *ds, bool lazy, dlk_dataset **out,
                             dlk_error *err)
 {
     dlk_buf b[3];
@@ -276,7 +276,9 @@ static dlk_status open_head(dlk_dataset *ds, dlk_dataset **out,
     if (!rc)
         rc = dlk_manifest_parse((const char *)b[2].data, b[2].len,
                                 DLK_KEY_HEAD, &ds->m, err);
-    if (!rc)
+    /* a writer's lists stay pending: it changes their tails only, and
+     * reads a segment when it must (dlk_tensor_load) */
+    if (!rc && !lazy)
         rc = dlk_segments_load(ds, &ds->m, DLK_KEY_HEAD, err);
     for (int i = 0; i < 3; i++)
         dlk_buf_free(&b[i]);
@@ -311,7 +313,7 @@ dlk_status dlk_dataset_open_with(const char *url, const char *at,
     if (rc == DLK_ENOTFOUND)
         rc = dlk_fail(err, DLK_ENOTFOUND, "no dataset at '%s'", url);
     if (!rc && !(at && *at))
-        return open_head(ds, out, err);
+        return open_head(ds, false, out, err);
     /* a commit: dlk.json, the commit (and for main, its ref) */
     if (!rc)
         rc = read_dataset_json(ds, err);
@@ -336,6 +338,23 @@ dlk_status dlk_dataset_open_with(const char *url, const char *at,
     }
     *out = ds;
     return DLK_OK;
+}
+
+dlk_status dlk_dataset_open_writer(const char *url,
+                                   const dlk_store_options *store,
+                                   dlk_dataset **out, dlk_error *err)
+{
+    *out = NULL;
+    dlk_dataset *ds = new_handle(url, err);
+    if (!ds)
+        return DLK_ENOMEM;
+    dlk_status rc = dlk_store_open(url, false, store, &ds->store, err);
+    if (rc == DLK_ENOTFOUND)
+        rc = dlk_fail(err, DLK_ENOTFOUND, "no dataset at '%s'", url);
+    if (!rc)
+        return open_head(ds, true, out, err);
+    dlk_dataset_free(ds);
+    return rc;
 }
 
 dlk_status dlk_log_url(const char *url, const dlk_store_options *store,
@@ -423,7 +442,7 @@ dlk_status dlk_tensor_info_get(const dlk_dataset *ds, size_t tensor,
     out->shape_min = t->have_minmax ? t->shape_min : NULL;
     out->shape_max = t->have_minmax ? t->shape_max : NULL;
     out->samples = t->samples;
-    out->chunks = t->nchunks;
+    out->chunks = dlk_tensor_base(t) + t->nchunks;
     out->stored_bytes = t->stored_bytes;
     out->raw_bytes = t->raw_bytes;
     out->chunk_bytes = t->spec.chunk_bytes;

@@ -6,13 +6,29 @@
 
 size_t dlk_tensor_nchunks(const dlk_dataset *ds, size_t tensor)
 {
-    return tensor < ds->m.ntensors ? ds->m.tensors[tensor].nchunks : 0;
+    if (tensor >= ds->m.ntensors)
+        return 0;
+    const dlk_tensor *t = &ds->m.tensors[tensor];
+    return dlk_tensor_base(t) + t->nchunks;
+}
+
+/* Tensor ti's list made whole where a writer's open left it pending
+ * (dlk_dataset_open_writer): a reader of its entries by index reads the
+ * segments first. */
+static dlk_status whole(dlk_dataset *ds, size_t ti, dlk_error *err)
+{
+    return ds->m.tensors[ti].segs_pending ? dlk_tensor_load(ds, ti, err)
+                                          : DLK_OK;
 }
 
 int dlk_tensor_chunk(const dlk_dataset *ds, size_t tensor, size_t chunk,
                      dlk_chunk_ref *out)
 {
-    if (tensor >= ds->m.ntensors || chunk >= ds->m.tensors[tensor].nchunks)
+    /* the handle is const to its reader; a pending list is its cache of
+     * the segments, filled here */
+    if (tensor >= ds->m.ntensors ||
+        whole((dlk_dataset *)ds, tensor, NULL) ||
+        chunk >= ds->m.tensors[tensor].nchunks)
         return -1;
     const dlk_chunk_entry *e = &ds->m.tensors[tensor].chunks[chunk];
     out->key = e->key;
@@ -159,6 +175,10 @@ dlk_status dlk_chunk_read(dlk_dataset *ds, size_t tensor, size_t chunk,
                           dlk_chunk **out, dlk_error *err)
 {
     *out = NULL;
+    dlk_status rc = tensor < ds->m.ntensors ? whole(ds, tensor, err)
+                                            : DLK_OK;
+    if (rc)
+        return rc;
     if (tensor >= ds->m.ntensors || chunk >= ds->m.tensors[tensor].nchunks)
         return dlk_fail(err, DLK_ENOTFOUND, "no chunk %zu of tensor %zu",
                         chunk, tensor);
@@ -176,6 +196,12 @@ dlk_status dlk_read_sample(dlk_dataset *ds, size_t tensor, uint64_t index,
         return dlk_fail(err, DLK_ENOTFOUND, "no tensor %zu", tensor);
     dlk_tensor *t = &ds->m.tensors[tensor];
     ssize_t ci = dlk_tensor_find_chunk(t, index);
+    if (ci < 0 && t->segs_pending) {
+        dlk_status rc = whole(ds, tensor, err);
+        if (rc)
+            return rc;
+        ci = dlk_tensor_find_chunk(t, index);
+    }
     if (ci < 0)
         return dlk_fail(err, DLK_ENOTFOUND, "tensor '%s' has %llu samples, "
                         "no sample %llu", t->spec.name,

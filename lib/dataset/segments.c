@@ -10,6 +10,9 @@
 
 #define LOAD_BATCH 32 /* segments read at once (each at most 8 MiB) */
 
+static dlk_status load_tensor(dlk_dataset *ds, dlk_tensor *t,
+                              const char *doc, dlk_error *err);
+
 dlk_status dlk_segment_read(dlk_dataset *ds, const dlk_seg_ref *g,
                             const char *doc, dlk_chunk_entry **out,
                             dlk_error *err)
@@ -56,38 +59,66 @@ dlk_status dlk_segments_load(dlk_dataset *ds, dlk_manifest *m,
                              const char *doc, dlk_error *err)
 {
     dlk_status rc = DLK_OK;
-    for (size_t ti = 0; !rc && ti < m->ntensors; ti++) {
-        dlk_tensor *t = &m->tensors[ti];
-        if (!t->segs_pending)
-            continue;
-        dlk_chunk_entry **ents = calloc(t->nsegs, sizeof *ents);
-        dlk_segment_get *gets = calloc(LOAD_BATCH, sizeof *gets);
-        dlk_get_req *reqs = calloc(LOAD_BATCH, sizeof *reqs);
-        if (!ents || !gets || !reqs)
-            rc = dlk_oom(err);
-        for (size_t k0 = 0; !rc && k0 < t->nsegs; k0 += LOAD_BATCH) {
-            size_t n = t->nsegs - k0 < LOAD_BATCH ? t->nsegs - k0
-                                                  : LOAD_BATCH;
-            for (size_t i = 0; i < n; i++) {
-                dlk_segment_get_init(&gets[i], &t->segs[k0 + i]);
-                reqs[i] = gets[i].req;
-            }
-            dlk_store_get_each(ds->store, reqs, n);
-            for (size_t i = 0; i < n; i++) {
-                gets[i].req = reqs[i];
-                if (!rc)
-                    rc = dlk_segment_got(&gets[i], doc, &ents[k0 + i], err);
-                dlk_buf_free(&gets[i].buf);
-            }
+    for (size_t ti = 0; !rc && ti < m->ntensors; ti++)
+        rc = load_tensor(ds, &m->tensors[ti], doc, err);
+    return rc;
+}
+
+dlk_status dlk_tensor_load(dlk_dataset *ds, size_t ti, dlk_error *err)
+{
+    dlk_tensor *t = &ds->m.tensors[ti];
+    if (!t->segs_pending)
+        return DLK_OK;
+    /* the writers' entries are indices of the list, which grows at the
+     * front: none may be in flight */
+    dlk_status rc = dlk_seal_wait(ds, err);
+    if (rc)
+        return rc;
+    size_t base = dlk_tensor_base(t);
+    rc = load_tensor(ds, t, DLK_KEY_HEAD, err);
+    if (rc)
+        return rc;
+    dlk_builder *b = &ds->builders[ti];
+    if (b->tail_seen)
+        b->new_from += base;
+    dlk_chunk_free(ds->cache[ti].chunk);
+    ds->cache[ti].chunk = NULL;
+    return DLK_OK;
+}
+
+static dlk_status load_tensor(dlk_dataset *ds, dlk_tensor *t,
+                              const char *doc, dlk_error *err)
+{
+    dlk_status rc = DLK_OK;
+    if (!t->segs_pending)
+        return DLK_OK;
+    dlk_chunk_entry **ents = calloc(t->nsegs, sizeof *ents);
+    dlk_segment_get *gets = calloc(LOAD_BATCH, sizeof *gets);
+    dlk_get_req *reqs = calloc(LOAD_BATCH, sizeof *reqs);
+    if (!ents || !gets || !reqs)
+        rc = dlk_oom(err);
+    for (size_t k0 = 0; !rc && k0 < t->nsegs; k0 += LOAD_BATCH) {
+        size_t n = t->nsegs - k0 < LOAD_BATCH ? t->nsegs - k0
+                                              : LOAD_BATCH;
+        for (size_t i = 0; i < n; i++) {
+            dlk_segment_get_init(&gets[i], &t->segs[k0 + i]);
+            reqs[i] = gets[i].req;
         }
-        if (!rc)
-            rc = dlk_tensor_attach(t, ents, err);
-        for (size_t k = 0; ents && k < t->nsegs; k++)
-            free(ents[k]);
-        free(ents);
-        free(gets);
-        free(reqs);
+        dlk_store_get_each(ds->store, reqs, n);
+        for (size_t i = 0; i < n; i++) {
+            gets[i].req = reqs[i];
+            if (!rc)
+                rc = dlk_segment_got(&gets[i], doc, &ents[k0 + i], err);
+            dlk_buf_free(&gets[i].buf);
+        }
     }
+    if (!rc)
+        rc = dlk_tensor_attach(t, ents, err);
+    for (size_t k = 0; ents && k < t->nsegs; k++)
+        free(ents[k]);
+    free(ents);
+    free(gets);
+    free(reqs);
     return rc;
 }
 
@@ -114,17 +145,18 @@ dlk_status dlk_segments_cut(dlk_dataset *ds, dlk_error *err)
 {
     for (size_t ti = 0; ti < ds->m.ntensors; ti++) {
         dlk_tensor *t = &ds->m.tensors[ti];
-        if (t->segs_pending)
-            return dlk_fail(err, DLK_EINTERNAL, "tensor '%s': segments not "
-                            "read before a write", t->spec.name);
         /* a list changed under its segments: cut it again from the start
-         * rather than name a segment that is not this list's */
+         * rather than name a segment that is not this list's (a pending
+         * list is changed in its tail only: its segments fit) */
         if (!dlk_tensor_segs_fit(t))
             t->nsegs = t->seg_chunks = 0;
+        /* pending: chunks holds the tail only, and what a new segment
+         * takes leaves it */
+        size_t *done = t->segs_pending ? &(size_t){0} : &t->seg_chunks;
         /* the tail keeps 1..DLK_SEG_ENTRIES entries, so that filling the
          * last chunk (which replaces the last entry) touches no segment */
-        while (t->nchunks - t->seg_chunks > DLK_SEG_ENTRIES) {
-            const dlk_chunk_entry *e = t->chunks + t->seg_chunks;
+        while (t->nchunks - *done > DLK_SEG_ENTRIES) {
+            const dlk_chunk_entry *e = t->chunks + *done;
             for (size_t i = 0; i < DLK_SEG_ENTRIES; i++)
                 if (!e[i].key[0])
                     return dlk_fail(err, DLK_EINTERNAL, "tensor '%s': a "
@@ -144,7 +176,17 @@ dlk_status dlk_segments_cut(dlk_dataset *ds, dlk_error *err)
             if (!DLK_GROW(t->segs, t->nsegs, t->capsegs, 16))
                 return dlk_oom(err);
             t->segs[t->nsegs++] = g;
-            t->seg_chunks += DLK_SEG_ENTRIES;
+            *done += DLK_SEG_ENTRIES;
+        }
+        for (size_t i = *done; t->segs_pending && *done && i < t->nchunks;
+             i++)
+            if (!t->chunks[i].key[0])
+                return dlk_fail(err, DLK_EINTERNAL, "tensor '%s': a chunk "
+                                "not written yet", t->spec.name);
+        if (t->segs_pending && *done) {
+            memmove(t->chunks, t->chunks + *done,
+                    (t->nchunks - *done) * sizeof *t->chunks);
+            t->nchunks -= *done;
         }
     }
     return DLK_OK;
@@ -155,6 +197,7 @@ void dlk_manifest_drop_segments(dlk_manifest *m)
     for (size_t i = 0; i < m->ntensors; i++) {
         m->tensors[i].nsegs = 0;
         m->tensors[i].seg_chunks = 0;
+        m->tensors[i].segs_pending = false;
     }
 }
 

@@ -138,10 +138,16 @@ void dlk_tensor_truncate(dlk_tensor *t, size_t n)
         return;
     /* a segment that loses an entry is no longer this list's: the
      * entries of it that stay go back to the tail, to be cut again */
-    while (t->nsegs && t->seg_chunks > n)
+    while (!t->segs_pending && t->nsegs && t->seg_chunks > n)
         t->seg_chunks -= t->segs[--t->nsegs].nchunks;
     t->nchunks = n;
     t->samples = t->stored_bytes = t->raw_bytes = 0;
+    /* a pending list holds its tail only: the segments' totals first */
+    for (size_t k = 0; t->segs_pending && k < t->nsegs; k++) {
+        t->samples += t->segs[k].samples;
+        t->stored_bytes += t->segs[k].stored_bytes;
+        t->raw_bytes += t->segs[k].raw_bytes;
+    }
     for (size_t i = 0; i < n; i++) {
         t->samples += t->chunks[i].samples;
         t->stored_bytes += t->chunks[i].stored_bytes;
@@ -727,6 +733,14 @@ const dlk_chunk_entry *dlk_tensor_tail(const dlk_tensor *t, size_t *n)
         skip = t->nchunks;
     *n = t->nchunks - skip;
     return skip ? t->chunks + skip : t->chunks; /* NULL + 0 is undefined */
+}
+
+size_t dlk_tensor_base(const dlk_tensor *t)
+{
+    size_t n = 0;
+    for (size_t k = 0; t->segs_pending && k < t->nsegs; k++)
+        n += t->segs[k].nchunks;
+    return n;
 }
 
 void dlk_seg_key(char out[DLK_SEG_KEY_MAX], const char *hash)

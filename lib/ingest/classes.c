@@ -127,7 +127,7 @@ dlk_status ing_classes_grow(const char *url, const dlk_ingest_opts *o,
 {
     for (int attempt = 0;; attempt++) {
         dlk_dataset *ds;
-        dlk_status rc = dlk_dataset_open_with(url, NULL, o->store, &ds, err);
+        dlk_status rc = dlk_dataset_open_writer(url, o->store, &ds, err);
         if (rc)
             return rc;
         int tl = -1;

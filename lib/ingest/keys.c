@@ -210,7 +210,7 @@ dlk_status ing_keys_prepare(const char *url, const dlk_store_options *so,
                             dlk_error *err)
 {
     dlk_dataset *ds;
-    dlk_status rc = dlk_dataset_open_with(url, NULL, so, &ds, err);
+    dlk_status rc = dlk_dataset_open_writer(url, so, &ds, err);
     if (rc)
         return rc;
     int tk, tv;
@@ -265,7 +265,7 @@ dlk_status ing_keys_set_base(const char *url, const dlk_store_options *so,
 {
     for (int attempt = 0;; attempt++) {
         dlk_dataset *ds;
-        dlk_status rc = dlk_dataset_open_with(url, NULL, so, &ds, err);
+        dlk_status rc = dlk_dataset_open_writer(url, so, &ds, err);
         if (rc)
             return rc;
         if (ds->m.key_base && strcmp(ds->m.key_base, base) == 0) {

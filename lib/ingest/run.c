@@ -657,7 +657,7 @@ static dlk_status legacy_npy(const char *url, const dlk_ingest_opts *o,
         keys[i] = src->objs[i].key;
     qsort(keys, src->nobjs, sizeof *keys, cmp_key);
     dlk_dataset *ds;
-    rc = dlk_dataset_open_with(url, NULL, o->store, &ds, err);
+    rc = dlk_dataset_open_writer(url, o->store, &ds, err);
     if (rc) {
         free(keys);
         return rc;
@@ -723,7 +723,7 @@ static bool npy_as_rows(const char *url, const dlk_ingest_opts *o,
 {
     dlk_dataset *ds;
     dlk_error e;
-    if (dlk_dataset_open_with(url, NULL, o->store, &ds, &e))
+    if (dlk_dataset_open_writer(url, o->store, &ds, &e))
         return false; /* the legacy path reports it */
     int tk, tv;
     bool keyed = ing_key_tensors(&ds->m, &tk, &tv), empty = true;
@@ -870,7 +870,7 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
         rc = ing_classes_grow(url, o, &src, have_labels ? &labels : NULL,
                               res, err);
     if (!rc)
-        rc = dlk_dataset_open_with(url, NULL, o->store, &r.ds, err);
+        rc = dlk_dataset_open_writer(url, o->store, &r.ds, err);
     if (!rc)
         r.key_base = key_base ? key_base : r.ds->m.key_base;
     if (!rc)

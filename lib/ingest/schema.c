@@ -496,7 +496,7 @@ static dlk_status reuse(const char *url, const dlk_tensor_spec *s, size_t n,
     dlk_status rc = DLK_OK;
     /* a concurrent shard may be between dlk.json and the head */
     for (int i = 0; i < 50; i++) {
-        rc = dlk_dataset_open_with(url, NULL, ing_store(o), &ds, err);
+        rc = dlk_dataset_open_writer(url, ing_store(o), &ds, err);
         if (rc != DLK_ECORRUPT && rc != DLK_ENOTFOUND)
             break;
         struct timespec ts = {0, 100 * 1000 * 1000};

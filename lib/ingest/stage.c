@@ -388,7 +388,7 @@ dlk_status ing_merge(const char *url, const dlk_store_options *so,
     for (int attempt = 0; retry && attempt < 5; attempt++) {
         retry = false;
         dlk_dataset *ds;
-        dlk_status rc = dlk_dataset_open_with(url, NULL, so, &ds, err);
+        dlk_status rc = dlk_dataset_open_writer(url, so, &ds, err);
         if (rc)
             return rc;
         /* the merged head names the run as its writer: that, not its
