@@ -13,7 +13,7 @@ int cmd_s3_addressing = -1;
 static store_env env;
 static bool loaded;
 static dlk_error load_err;
-static const dlk_store_options local_opts;
+static const dlk_store_options local_opts = DLK_STORE_OPTIONS_INIT;
 static int (*cancel_fn)(void *ud);
 static void *cancel_ud;
 

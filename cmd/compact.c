@@ -28,7 +28,7 @@ static const char usage_text[] =
 
 int cmd_compact(int argc, char **argv)
 {
-    dlk_compact_opts co = {0};
+    dlk_compact_opts co = DLK_COMPACT_OPTS_INIT;
     bool json = false;
     const cmd_opt opts[] = {
         CMD_OPT_SIZE("target-size", 0, &co.target_bytes, 1, 1u << 30),
@@ -51,7 +51,7 @@ int cmd_compact(int argc, char **argv)
     dlk_dataset *ds;
     if (cmd_dataset_open(argv[optind], NULL, &ds, &err))
         return cmd_fail("compact", &err);
-    dlk_compact_result res;
+    dlk_compact_result res = DLK_COMPACT_RESULT_INIT;
     dlk_status rc = dlk_compact(ds, &co, &res, &err);
     dlk_dataset_free(ds);
     if (rc)

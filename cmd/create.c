@@ -132,7 +132,7 @@ static int create_from(ingest_cli *cli, const char *url,
     }
     if (code == EXIT_OK) {
         dlk_error err;
-        dlk_ingest_result res = {0};
+        dlk_ingest_result res = DLK_INGEST_RESULT_INIT;
         ingest_cli_signals(cli);
         cli->url = url;
         dlk_status rc = ingest_cli_store(cli, url, &err);

@@ -45,7 +45,8 @@ static void on_remove(void *ud, const char *object, uint64_t size)
 int cmd_gc(int argc, char **argv)
 {
     struct gc_out o = {false, NULL};
-    dlk_gc_opts go = {3600, 0, on_remove, &o};
+    dlk_gc_opts go = {.size = sizeof go, .grace_seconds = 3600,
+                      .on_remove = on_remove, .ud = &o};
     const cmd_opt opts[] = {
         CMD_OPT_DURATION("grace", 0, &go.grace_seconds, 0, 1000000000),
         CMD_OPT_FLAG("dry-run", 'n', &go.dry_run),
@@ -67,7 +68,7 @@ int cmd_gc(int argc, char **argv)
     if (cmd_dataset_open(argv[optind], NULL, &ds, &err))
         return cmd_fail("gc", &err);
     o.objects = json_array();
-    dlk_gc_result res;
+    dlk_gc_result res = DLK_GC_RESULT_INIT;
     dlk_status rc = dlk_gc(ds, &go, &res, &err);
     dlk_dataset_free(ds);
     if (rc) {

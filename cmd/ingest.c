@@ -58,7 +58,7 @@ int cmd_ingest(int argc, char **argv)
         return code;
     }
     dlk_error err;
-    dlk_ingest_result res = {0};
+    dlk_ingest_result res = DLK_INGEST_RESULT_INIT;
     ingest_cli_signals(&cli);
     dlk_status rc = ingest_cli_store(&cli, argv[optind], &err);
     if (!rc)

@@ -343,6 +343,7 @@ static dlk_status load_tuning(store_env *e, dlk_error *err)
 dlk_status store_env_load(store_env *e, bool no_sign, dlk_error *err)
 {
     memset(e, 0, sizeof *e);
+    dlk_store_options_init(&e->opts);
     dlk_status rc = load_tuning(e, err);
     if (rc)
         return rc;

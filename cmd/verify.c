@@ -78,7 +78,8 @@ int cmd_verify(int argc, char **argv)
         {0, 0, 0, 0},
     };
     struct report r = {false, NULL, NULL};
-    dlk_verify_opts vo = {0, 0, on_problem, on_unreferenced, &r};
+    dlk_verify_opts vo = {.size = sizeof vo, .on_problem = on_problem,
+                          .on_unreferenced = on_unreferenced, .ud = &r};
     const char *at = NULL;
     int c;
     optind = 1;
@@ -109,7 +110,7 @@ int cmd_verify(int argc, char **argv)
     const char *url = argv[optind];
     r.errors = json_array();
     r.unreferenced = json_array();
-    dlk_verify_result res = {0};
+    dlk_verify_result res = DLK_VERIFY_RESULT_INIT;
     dlk_error err;
     dlk_dataset *ds = NULL;
     dlk_status rc = cmd_dataset_open(url, at, &ds, &err);

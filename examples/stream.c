@@ -26,7 +26,7 @@ int main(int argc, char **argv)
      * reads no environment, so a program passes what it uses (here the
      * AWS tools' variables; NULL fields are defaults, no keys is
      * anonymous). */
-    dlk_store_options so = {0};
+    dlk_store_options so = DLK_STORE_OPTIONS_INIT;
     so.s3_endpoint = getenv("AWS_ENDPOINT_URL");
     so.s3_region = getenv("AWS_REGION");
     so.s3_access_key_id = getenv("AWS_ACCESS_KEY_ID");

@@ -104,18 +104,20 @@ typedef struct dlk_error {
     char msg[DLK_ERRMSG_MAX];
 } dlk_error;
 
-/* Versioned structs. dlk_loader_opts, dlk_loader_stats, dlk_ingest_opts,
- * dlk_select_opts, dlk_select_result and dlk_index_opts begin with `size_t size`, which the
- * caller sets to sizeof the struct as its header declares it (the _INIT
- * macro or the _init function do, with every other field 0, its default).
- * Fields are only ever appended, so a program built against an older header
- * passes a smaller size and the library reads (options) or writes (stats)
- * only that many bytes: the fields it lacks take their defaults, and nothing
- * past its struct is touched. Bytes past the library's own size (a newer
- * header's fields) are ignored. A size of 0 (a struct zeroed without the
- * initializer) is refused with DLK_EINVAL naming the struct, since which
- * layout it was meant for cannot be known; stats with size 0 are left as
- * they are. The _init functions are inline so that the size they set is
+/* Versioned structs. dlk_store_options, dlk_loader_opts, dlk_loader_stats,
+ * dlk_ingest_opts, dlk_ingest_result, dlk_gc_opts, dlk_gc_result,
+ * dlk_compact_opts, dlk_compact_result, dlk_verify_opts, dlk_verify_result,
+ * dlk_select_opts, dlk_select_result and dlk_index_opts begin with
+ * `size_t size`, which the caller sets to sizeof the struct as its header
+ * declares it (the _INIT macro or the _init function do, with every other
+ * field 0, its default).  Fields are only ever appended, so a program
+ * built against an older header passes a smaller size and the library
+ * reads (options) or writes (stats, results) only that many bytes: the
+ * fields it lacks take their defaults, and nothing past its struct is
+ * touched.  Bytes past the library's own size (a newer header's fields)
+ * are ignored.  A size of 0 (a struct zeroed without the initializer) is
+ * refused with DLK_EINVAL naming the struct, since which layout it was
+ * meant for cannot be known; stats with size 0 are left as they are. The _init functions are inline so that the size they set is
  * always the caller's header's, never the library's (the _INIT macros are
  * designated initializers: C, or C++20). docs/abi.md: what changes the
  * soname. */
@@ -206,8 +208,8 @@ typedef enum dlk_s3_addressing {
 } dlk_s3_addressing;
 
 /* Settings of the stores a call opens (its dataset, an ingest's source
- * and labels).  Every field's zero (or NULL) is its default, so a
- * zero-initialised struct, or a NULL pointer wherever one is taken,
+ * and labels).  Every field's zero (or NULL) is its default, so
+ * DLK_STORE_OPTIONS_INIT, or a NULL pointer wherever one is taken,
  * means: no credentials (anonymous requests), AWS's own endpoint in
  * us-east-1, and the limits below.  The library never completes it from
  * the environment or from ~/.aws: the caller resolves those (the dlk tool
@@ -220,6 +222,8 @@ typedef enum dlk_s3_addressing {
  * copies of the secrets when it frees them, and never puts a secret in a
  * message. */
 typedef struct dlk_store_options {
+    size_t size;      /* sizeof(dlk_store_options): DLK_STORE_OPTIONS_INIT or
+                         dlk_store_options_init ("Versioned structs") */
     /* ---- s3:// ---- */
     const char *s3_endpoint;       /* "scheme://host[:port][/path]" of an
                                       S3-compatible server ("host:port"
@@ -299,6 +303,12 @@ typedef struct dlk_store_options {
     int (*cancel)(void *ud);
     void *cancel_ud;
 } dlk_store_options;
+
+#define DLK_STORE_OPTIONS_INIT { .size = sizeof(dlk_store_options) }
+static inline void dlk_store_options_init(dlk_store_options *o)
+{
+    dlk_init_sized_(o, sizeof *o);
+}
 
 /* ------------------------------------------------------------------ */
 /* Datasets                                                            */
@@ -570,13 +580,23 @@ DLK_API dlk_status dlk_resolve(dlk_dataset *ds, const char *ref,
  * once they are older than the grace period, so that a writer still
  * running (whose chunks are not referenced yet) is never disturbed. */
 typedef struct dlk_gc_opts {
+    size_t size;      /* sizeof(dlk_gc_opts): DLK_GC_OPTS_INIT or
+                         dlk_gc_opts_init ("Versioned structs") */
     int64_t grace_seconds; /* keep unreferenced chunks younger than this */
     int dry_run;           /* report, remove nothing */
     void (*on_remove)(void *ud, const char *object, uint64_t size);
     void *ud;
 } dlk_gc_opts;
 
+#define DLK_GC_OPTS_INIT { .size = sizeof(dlk_gc_opts) }
+static inline void dlk_gc_opts_init(dlk_gc_opts *o)
+{
+    dlk_init_sized_(o, sizeof *o);
+}
+
 typedef struct dlk_gc_result {
+    size_t size;      /* sizeof(dlk_gc_result): DLK_GC_RESULT_INIT or
+                         dlk_gc_result_init ("Versioned structs") */
     uint64_t removed, removed_bytes;  /* (or would be, with dry_run) */
     uint64_t young;                   /* unreferenced, within grace */
     uint64_t referenced;              /* chunks kept */
@@ -584,6 +604,12 @@ typedef struct dlk_gc_result {
                                          they completed, older than the
                                          grace (local datasets) */
 } dlk_gc_result;
+
+#define DLK_GC_RESULT_INIT { .size = sizeof(dlk_gc_result) }
+static inline void dlk_gc_result_init(dlk_gc_result *o)
+{
+    dlk_init_sized_(o, sizeof *o);
+}
 
 /* Run the collection; on_remove is called on the calling thread.
  * @return DLK_OK with *res filled; a store's status (objects removed
@@ -602,11 +628,22 @@ DLK_API dlk_status dlk_gc(dlk_dataset *ds, const dlk_gc_opts *opts,
  * with key tensors, the key index's runs (formats/dlk-v1.md 6.9) are
  * folded into one run of every row. */
 typedef struct dlk_compact_opts {
+    size_t size;      /* sizeof(dlk_compact_opts): DLK_COMPACT_OPTS_INIT or
+                         dlk_compact_opts_init ("Versioned structs") */
     uint64_t target_bytes;   /* raw size of the new chunks; 0: each
                                 tensor's chunk_bytes; at most 1 GiB */
 } dlk_compact_opts;
 
+#define DLK_COMPACT_OPTS_INIT { .size = sizeof(dlk_compact_opts) }
+static inline void dlk_compact_opts_init(dlk_compact_opts *o)
+{
+    dlk_init_sized_(o, sizeof *o);
+}
+
 typedef struct dlk_compact_result {
+    size_t size;      /* sizeof(dlk_compact_result):
+                         DLK_COMPACT_RESULT_INIT or dlk_compact_result_init
+                         ("Versioned structs") */
     uint64_t chunks_before, chunks_after;  /* entries over every tensor */
     uint64_t chunks_read, bytes_read;      /* small chunks read */
     uint64_t chunks_written;               /* new chunks replacing them (0
@@ -615,6 +652,12 @@ typedef struct dlk_compact_result {
      * key tensors has its index folded into one run of every row */
     uint64_t key_runs_before, key_runs_after;
 } dlk_compact_result;
+
+#define DLK_COMPACT_RESULT_INIT { .size = sizeof(dlk_compact_result) }
+static inline void dlk_compact_result_init(dlk_compact_result *o)
+{
+    dlk_init_sized_(o, sizeof *o);
+}
 
 /* @return DLK_OK with *res filled; DLK_ELIMIT for a target over 1 GiB;
  *         DLK_EINVAL for a handle opened at a commit; DLK_ECONFLICT when a concurrent
@@ -1063,6 +1106,8 @@ DLK_API int dlk_launch_gpu(const dlk_launch *l, int ngpus);
 /* Verification                                                        */
 
 typedef struct dlk_verify_opts {
+    size_t size;      /* sizeof(dlk_verify_opts): DLK_VERIFY_OPTS_INIT or
+                         dlk_verify_opts_init ("Versioned structs") */
     int deep; /* also decompress and re-hash every payload */
     int all;  /* every commit reachable from main and the head, each chunk
                  once; and report chunks that none of them references */
@@ -1078,7 +1123,15 @@ typedef struct dlk_verify_opts {
     const char *view;
 } dlk_verify_opts;
 
+#define DLK_VERIFY_OPTS_INIT { .size = sizeof(dlk_verify_opts) }
+static inline void dlk_verify_opts_init(dlk_verify_opts *o)
+{
+    dlk_init_sized_(o, sizeof *o);
+}
+
 typedef struct dlk_verify_result {
+    size_t size;      /* sizeof(dlk_verify_result): DLK_VERIFY_RESULT_INIT or
+                         dlk_verify_result_init ("Versioned structs") */
     uint64_t chunks_checked;
     uint64_t bytes_checked;
     uint64_t problems;
@@ -1086,6 +1139,12 @@ typedef struct dlk_verify_result {
     uint64_t unreferenced;       /* with `all` */
     uint64_t unreferenced_bytes;
 } dlk_verify_result;
+
+#define DLK_VERIFY_RESULT_INIT { .size = sizeof(dlk_verify_result) }
+static inline void dlk_verify_result_init(dlk_verify_result *o)
+{
+    dlk_init_sized_(o, sizeof *o);
+}
 
 /* Check every chunk the opened state references (the head, or the commit
  * it was opened at), or with opts->all every state.  The callbacks are
@@ -1264,6 +1323,8 @@ static inline void dlk_ingest_opts_init(dlk_ingest_opts *o)
 }
 
 typedef struct dlk_ingest_result {
+    size_t size;      /* sizeof(dlk_ingest_result): DLK_INGEST_RESULT_INIT or
+                         dlk_ingest_result_init ("Versioned structs") */
     uint64_t ingested;      /* rows appended (each a sample of every tensor) */
     uint64_t skipped;       /* rows skipped for an error */
     uint64_t ignored;       /* objects of no known kind (not in any row) */
@@ -1304,6 +1365,12 @@ typedef struct dlk_ingest_result {
     uint64_t changed;       /* keys in it already, other version: skipped */
     uint64_t classes_added; /* class names appended (see strict_classes) */
 } dlk_ingest_result;
+
+#define DLK_INGEST_RESULT_INIT { .size = sizeof(dlk_ingest_result) }
+static inline void dlk_ingest_result_init(dlk_ingest_result *o)
+{
+    dlk_init_sized_(o, sizeof *o);
+}
 
 /* Ingest every row of opts->source into the dataset at `url`.  Objects
  * are grouped by key stem into rows ("x/0001.jpg" + "x/0001.cls" +

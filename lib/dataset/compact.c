@@ -191,17 +191,13 @@ dlk_status dlk_merge_tail(dlk_dataset *ds, size_t ti, size_t from,
     return dlk_compact_from(ds, ti, start, res, err);
 }
 
-dlk_status dlk_compact(dlk_dataset *ds, const dlk_compact_opts *opts,
-                       dlk_compact_result *res, dlk_error *err)
+static dlk_status compact_run(dlk_dataset *ds, const dlk_compact_opts *opts,
+                              dlk_compact_result *res, dlk_error *err)
 {
-    dlk_compact_result local;
-    if (!res)
-        res = &local;
-    memset(res, 0, sizeof *res);
     if (ds->read_only)
         return dlk_fail(err, DLK_EINVAL, "dataset opened at a commit is "
                         "read-only");
-    uint64_t target = opts ? opts->target_bytes : 0;
+    uint64_t target = opts->target_bytes;
     if (target > DLK_CHUNK_MAX_RAW / 2)
         return dlk_fail(err, DLK_ELIMIT, "target size of %llu bytes is over "
                         "the 1 GiB limit", (unsigned long long)target);
@@ -229,3 +225,6 @@ dlk_status dlk_compact(dlk_dataset *ds, const dlk_compact_opts *opts,
         rc = dlk_write_head(ds, err);
     return rc;
 }
+
+ABI_RUN_WRAPPER(dlk_compact, compact_run, dlk_dataset *, dlk_compact_opts,
+                dlk_compact_result)

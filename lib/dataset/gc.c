@@ -64,10 +64,9 @@ static int on_chunk(void *ud, const char *key, uint64_t size)
     return 0;
 }
 
-dlk_status dlk_gc(dlk_dataset *ds, const dlk_gc_opts *opts,
-                  dlk_gc_result *res, dlk_error *err)
+static dlk_status gc_run(dlk_dataset *ds, const dlk_gc_opts *opts,
+                         dlk_gc_result *res, dlk_error *err)
 {
-    memset(res, 0, sizeof *res);
     if (ds->read_only)
         return dlk_fail(err, DLK_EINVAL, "gc needs the head, not a commit");
     if (opts->grace_seconds < 0)
@@ -118,3 +117,5 @@ dlk_status dlk_gc(dlk_dataset *ds, const dlk_gc_opts *opts,
                              &res->temp_bytes, err);
     return rc;
 }
+
+ABI_RUN_WRAPPER(dlk_gc, gc_run, dlk_dataset *, dlk_gc_opts, dlk_gc_result)

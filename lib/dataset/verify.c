@@ -128,12 +128,11 @@ static dlk_status check_key_index(dlk_dataset *ds, const dlk_manifest *m,
     return rc;
 }
 
-dlk_status dlk_verify(dlk_dataset *ds, const dlk_verify_opts *opts,
-                      dlk_verify_result *res, dlk_error *err)
+static dlk_status verify_run(dlk_dataset *ds, const dlk_verify_opts *opts,
+                             dlk_verify_result *res, dlk_error *err)
 {
-    memset(res, 0, sizeof *res);
-    bool deep = opts && opts->deep, all = opts && opts->all;
-    const char *view = opts ? opts->view : NULL;
+    bool deep = opts->deep, all = opts->all;
+    const char *view = opts->view;
     if (view && all)
         return dlk_fail(err, DLK_EINVAL, "a check of a view is of one state, "
                         "not of every one");
@@ -174,3 +173,6 @@ dlk_status dlk_verify(dlk_dataset *ds, const dlk_verify_opts *opts,
     dlk_refs_free(&s);
     return rc;
 }
+
+ABI_RUN_WRAPPER(dlk_verify, verify_run, dlk_dataset *, dlk_verify_opts,
+                dlk_verify_result)

@@ -745,13 +745,14 @@ static bool npy_as_rows(const char *url, const dlk_ingest_opts *o,
     return ok;
 }
 
-dlk_status dlk_ingest(const char *url, const dlk_ingest_opts *o,
-                      dlk_ingest_result *res, dlk_error *err)
+static dlk_status ingest_run(const char *url, const dlk_ingest_opts *o,
+                             dlk_ingest_result *res, dlk_error *err)
 {
-    dlk_ingest_opts own;
-    dlk_status rc = ing_opts_own(&o, &own, err);
-    return rc ? rc : ing_ingest_listed(url, o, NULL, dlk_now_s(), 0, res, err);
+    return ing_ingest_listed(url, o, NULL, dlk_now_s(), 0, res, err);
 }
+
+ABI_RUN_WRAPPER(dlk_ingest, ingest_run, const char *, dlk_ingest_opts,
+                dlk_ingest_result)
 
 dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
                              ing_source *listed, double t0, double list_s,

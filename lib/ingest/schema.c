@@ -648,16 +648,36 @@ static dlk_status list_source(const dlk_ingest_opts *opts, ing_source *src,
                            err);
 }
 
+static dlk_status ingest_create(const char *url, const dlk_tensor_spec *specs,
+                                size_t n_specs, uint64_t chunk_bytes,
+                                const dlk_ingest_opts *opts,
+                                dlk_ingest_result *result, dlk_error *err);
+
 dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
                              size_t n_specs, uint64_t chunk_bytes,
                              const dlk_ingest_opts *opts,
                              dlk_ingest_result *result, dlk_error *err)
 {
+    /* failures before the ingest leave it all zero */
+    dlk_ingest_result own;
+    dlk_status rc = abi_result_in(&own, sizeof own, result,
+                                  "dlk_ingest_result", err);
+    if (!rc)
+        rc = ingest_create(url, specs, n_specs, chunk_bytes, opts, &own,
+                           err);
+    abi_copy_out(result, &own, sizeof own);
+    return rc;
+}
+
+/* result: the library's own, never NULL */
+static dlk_status ingest_create(const char *url, const dlk_tensor_spec *specs,
+                                size_t n_specs, uint64_t chunk_bytes,
+                                const dlk_ingest_opts *opts,
+                                dlk_ingest_result *result, dlk_error *err)
+{
     dlk_tensor_spec *inferred = NULL;
     size_t n = n_specs, n_inferred = 0;
     dlk_status rc = DLK_OK;
-    if (result) /* failures before the ingest leave it all zero */
-        memset(result, 0, sizeof *result);
     dlk_ingest_opts own;
     if ((rc = ing_opts_own(&opts, &own, err)))
         return rc;
@@ -673,10 +693,6 @@ dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
         list_s = dlk_now_s() - t0;
         if (src.stopped) {
             ing_source_free(&src);
-            dlk_ingest_result local;
-            if (!result)
-                result = &local;
-            memset(result, 0, sizeof *result);
             result->interrupted = 1;
             result->list_seconds = result->seconds = list_s;
             return DLK_OK;
@@ -705,10 +721,6 @@ dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
             specs = keyed;
     }
     if (opts && opts->dry_run) {
-        dlk_ingest_result local;
-        if (!result)
-            result = &local;
-        memset(result, 0, sizeof *result);
         if (!listed) {
             if ((rc = list_source(opts, &src, err))) {
                 free(keyed);
@@ -752,11 +764,9 @@ dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
             ing_source_free(&src);
         return rc;
     }
-    dlk_ingest_result local;
-    if (!result)
-        result = &local;
     rc = listed ? ing_ingest_listed(url, opts, &src, t0, list_s, result, err)
-                : dlk_ingest(url, opts, result, err);
+                : ing_ingest_listed(url, opts, NULL, dlk_now_s(), 0, result,
+                                    err);
     if (rc && result->rejected && created && !(opts && opts->nshards > 1))
         remove_created(url, ing_store(opts));
     return rc;

@@ -429,15 +429,17 @@ dlk_status ing_source_open(const char *url, const char *labels,
                            ing_source *s, dlk_error *err)
 {
     memset(s, 0, sizeof *s);
+    dlk_store_options with; /* the caller's layout, read once */
+    dlk_status orc = abi_opts_in(&with, sizeof with, so, "dlk_store_options",
+                                 err);
+    if (orc)
+        return orc;
     if (!labels && o && o->coco) {
         labels = o->coco; /* no sample either */
         s->labels_coco = true;
     }
     if (labels)
         s->labels_key = key_below(url, labels);
-    dlk_store_options with = {0};
-    if (so)
-        with = *so;
     if (o && o->stop) {
         if (!(s->cancel = malloc(sizeof *s->cancel))) {
             free(s->labels_key);

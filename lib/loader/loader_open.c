@@ -342,15 +342,14 @@ static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
                               dlk_dev *dev, uint32_t cap, dlk_loader **out,
                               dlk_error *err);
 
-dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
-                           dlk_loader **out, dlk_error *err)
+/* One loader of its own (not a mix's source): its own device */
+static dlk_status loader_open_own(dlk_dataset *ds, const dlk_loader_opts *o,
+                                  dlk_loader **out, dlk_error *err)
 {
-    *out = NULL;
-    dlk_loader_opts own;
-    dlk_status rc = abi_copy_in(&own, sizeof own, opts, "dlk_loader_opts",
-                                err);
-    return rc ? rc : loader_open(ds, &own, NULL, 0, out, err);
+    return loader_open(ds, o, NULL, 0, out, err);
 }
+
+ABI_OPEN_WRAPPER(dlk_loader_open, loader_open_own, dlk_loader_opts, dlk_loader)
 
 dlk_status dlk_loader_open_source(dlk_dataset *ds, const dlk_loader_opts *o,
                                   dlk_dev *dev, uint32_t cap,

@@ -82,15 +82,7 @@ static dlk_status load_host(dlk_index *ix, const q_topk_job *j,
 static dlk_status index_open(dlk_dataset *ds, const dlk_index_opts *o,
                              dlk_index **out, dlk_error *err);
 
-dlk_status dlk_index_open(dlk_dataset *ds, const dlk_index_opts *opts,
-                          dlk_index **out, dlk_error *err)
-{
-    *out = NULL;
-    dlk_index_opts own;
-    dlk_status rc = abi_copy_in(&own, sizeof own, opts, "dlk_index_opts",
-                                err);
-    return rc ? rc : index_open(ds, &own, out, err);
-}
+ABI_OPEN_WRAPPER(dlk_index_open, index_open, dlk_index_opts, dlk_index)
 
 static dlk_status index_open(dlk_dataset *ds, const dlk_index_opts *o,
                              dlk_index **out, dlk_error *err)

@@ -272,18 +272,18 @@ static dlk_status select_run(dlk_dataset *ds, const dlk_select_opts *o,
 dlk_status dlk_select(dlk_dataset *ds, const dlk_select_opts *opts,
                       dlk_select_result *res, dlk_error *err)
 {
-    size_t size;
-    memcpy(&size, res, sizeof size);
-    if (size < sizeof size)
-        return dlk_fail(err, DLK_EINVAL, "dlk_select_result.size is %zu: "
-                        "set it with its _INIT macro or _init function",
-                        size);
     /* filled in full here, then up to the caller's size (the failures'
-     * error_column too) */
-    dlk_select_result own = {0};
+     * error_column too); its rows are the caller's to free, so it must
+     * be given */
+    if (!res)
+        return dlk_fail(err, DLK_EINVAL, "no dlk_select_result given");
+    dlk_select_result own;
+    dlk_status rc = abi_result_in(&own, sizeof own, res,
+                                  "dlk_select_result", err);
+    if (rc)
+        return rc;
     dlk_select_opts oo;
-    dlk_status rc = abi_copy_in(&oo, sizeof oo, opts, "dlk_select_opts",
-                                err);
+    rc = abi_copy_in(&oo, sizeof oo, opts, "dlk_select_opts", err);
     if (!rc)
         rc = select_run(ds, &oo, &own, err);
     abi_copy_out(res, &own, sizeof own);

@@ -17,6 +17,16 @@ dlk_status dlk_store_open(const char *url, bool create,
     *out = NULL;
     if (!url || !*url)
         return dlk_fail(err, DLK_EINVAL, "empty dataset url");
+    /* every store opens here: the caller's layout read once, and only
+     * the library's own seen below (NULL stays the defaults) */
+    dlk_store_options own;
+    if (so) {
+        dlk_status rc = abi_copy_in(&own, sizeof own, so,
+                                    "dlk_store_options", err);
+        if (rc)
+            return rc;
+        so = &own;
+    }
     if (strncmp(url, "s3://", 5) == 0)
         return dlk_store_open_s3(url, so, out, err);
     /* "s3:/x" is a typo, not a local directory named "s3:" */

@@ -148,7 +148,7 @@ static int Dataset_init(Dataset *self, PyObject *args, PyObject *kw)
     /* the store's settings from os.environ and ~/.aws, as the dlk command
      * reads them (the library reads neither); read with the GIL held,
      * as os.environ is changed under it */
-    store_env env = {0};
+    store_env env = {.opts = DLK_STORE_OPTIONS_INIT};
     dlk_status rc = store_env_needed(url) ? store_env_load(&env, false, &err)
                                           : DLK_OK;
     if (!rc) {

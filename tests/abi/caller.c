@@ -127,6 +127,77 @@ int main(int argc, char **argv)
     dlk_select_result_free(&sr.r);
     printf("select_guards %d\n", guard_intact(so.g) && guard_intact(sr.g) &&
            sr.r.size == sizeof sr.r && !sr.r.rows);
+
+    /* the dataset's own calls: verify, gc and compact with their options
+     * and results, and a store's options, each with guard bytes after */
+    struct { dlk_verify_opts o; unsigned char g[NGUARD]; } vo;
+    struct { dlk_verify_result r; unsigned char g[NGUARD]; } vr;
+    memset(&vo, GUARD, sizeof vo);
+    memset(&vr, GUARD, sizeof vr);
+    dlk_verify_opts_init(&vo.o);
+    vo.o.deep = 1;
+    vr.r.size = 0;
+    rc = dlk_verify(ds, &vo.o, &vr.r, &err);
+    printf("verify_size0 %d %s\n", (int)rc, rc ? err.msg : "");
+    dlk_verify_result_init(&vr.r);
+    if ((rc = dlk_verify(ds, &vo.o, &vr.r, &err))) {
+        printf("FAIL verify: %s\n", err.msg);
+        return 1;
+    }
+    printf("verify_chunks %llu\nverify_problems %llu\n",
+           (unsigned long long)vr.r.chunks_checked,
+           (unsigned long long)vr.r.problems);
+    printf("verify_guards %d\n", guard_intact(vo.g) && guard_intact(vr.g) &&
+           vr.r.size == sizeof vr.r);
+
+    struct { dlk_gc_opts o; unsigned char g[NGUARD]; } go;
+    struct { dlk_gc_result r; unsigned char g[NGUARD]; } gr;
+    memset(&go, GUARD, sizeof go);
+    memset(&gr, GUARD, sizeof gr);
+    go.o.size = 0;
+    dlk_gc_result_init(&gr.r);
+    rc = dlk_gc(ds, &go.o, &gr.r, &err);
+    printf("gc_size0 %d %s\n", (int)rc, rc ? err.msg : "");
+    dlk_gc_opts_init(&go.o);
+    go.o.dry_run = 1;
+    memset(&gr, GUARD, sizeof gr);
+    dlk_gc_result_init(&gr.r);
+    if ((rc = dlk_gc(ds, &go.o, &gr.r, &err))) {
+        printf("FAIL gc: %s\n", err.msg);
+        return 1;
+    }
+    printf("gc_removed %llu\n", (unsigned long long)gr.r.removed);
+    printf("gc_guards %d\n", guard_intact(go.g) && guard_intact(gr.g) &&
+           gr.r.size == sizeof gr.r);
+
+    struct { dlk_compact_opts o; unsigned char g[NGUARD]; } co;
+    struct { dlk_compact_result r; unsigned char g[NGUARD]; } cr;
+    memset(&co, GUARD, sizeof co);
+    memset(&cr, GUARD, sizeof cr);
+    dlk_compact_opts_init(&co.o);
+    dlk_compact_result_init(&cr.r);
+    if ((rc = dlk_compact(ds, &co.o, &cr.r, &err))) {
+        printf("FAIL compact: %s\n", err.msg);
+        return 1;
+    }
+    printf("compact_before %llu\n", (unsigned long long)cr.r.chunks_before);
+    printf("compact_guards %d\n", guard_intact(co.g) && guard_intact(cr.g) &&
+           cr.r.size == sizeof cr.r);
+    dlk_dataset_free(ds);
+
+    struct { dlk_store_options o; unsigned char g[NGUARD]; } st_o;
+    memset(&st_o, GUARD, sizeof st_o);
+    st_o.o.size = 0;
+    rc = dlk_dataset_open_with(argv[1], NULL, &st_o.o, &ds, &err);
+    printf("store_size0 %d %s\n", (int)rc, rc ? err.msg : "");
+    if (!rc)
+        dlk_dataset_free(ds);
+    dlk_store_options_init(&st_o.o);
+    if ((rc = dlk_dataset_open_with(argv[1], NULL, &st_o.o, &ds, &err))) {
+        printf("FAIL open with: %s\n", err.msg);
+        return 1;
+    }
+    printf("store_guard %d\n", guard_intact(st_o.g));
     dlk_dataset_free(ds);
     return 0;
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The versioned structs (dlk.h, "Versioned structs"): a program built
 # against an older header, whose dlk_loader_opts, dlk_loader_stats,
-# dlk_ingest_opts, dlk_select_opts and dlk_select_result end earlier, runs on today's libdlk.so: the library
+# dlk_ingest_opts, dlk_select_opts, dlk_select_result, dlk_verify_opts,
+# dlk_verify_result, dlk_gc_result and dlk_compact_result end earlier,
+# runs on today's libdlk.so: the library
 # reads and writes only the bytes its header had (guard bytes after each
 # struct stay as they were) and the fields it lacks take their defaults.
 # And the shared library exports dlk.h's functions (version DLK_0) and
@@ -22,7 +24,11 @@ cuts = {"dlk_loader_opts": "uint32_t rank, world_size;",
         "dlk_loader_stats": "uint32_t io_threads;",
         "dlk_ingest_opts": '"file://DIR" or DIR */',
         "dlk_select_opts": 'const char *view;',
-        "dlk_select_result": 'uint64_t n;'}
+        "dlk_select_result": 'uint64_t n;',
+        "dlk_verify_opts": "int deep;",
+        "dlk_verify_result": "uint64_t problems;",
+        "dlk_gc_result": "uint64_t removed, removed_bytes;",
+        "dlk_compact_result": "uint64_t chunks_before, chunks_after;"}
 out, inside, cutting = [], None, False
 for line in text:
     if line.startswith("typedef struct ") and line.endswith("{"):
@@ -55,6 +61,9 @@ for h in old new; do
     check "$h: stats written up to the caller's size only, size kept" sh -c "test '$(val $h stats_guard)' = 1 && test '$(val $h stats_size_kept)' = 1 && test '$(val $h init_size_kept)' = 1"
     check "$h: a result of size 0 refused" grep -q '^result_size0 1 dlk_select_result.size is 0' "$T/$h.out"
     check "$h: a query reads and fills only the caller's structs, freed with its size kept" sh -c "test '$(val $h select_n)' = 10 && test '$(val $h select_last)' = 9 && test '$(val $h select_guards)' = 1"
+    check "$h: verify, gc and store options of size 0 refused, naming the struct" sh -c "grep -q '^verify_size0 1 dlk_verify_result.size is 0' '$T/$h.out' && grep -q '^gc_size0 1 dlk_gc_opts.size is 0' '$T/$h.out' && grep -q '^store_size0 1 dlk_store_options.size is 0' '$T/$h.out'"
+    check "$h: verify, gc and compact read and fill only the caller's structs" sh -c "test '$(val $h verify_guards)' = 1 && test '$(val $h gc_guards)' = 1 && test '$(val $h compact_guards)' = 1 && test '$(val $h store_guard)' = 1"
+    check "$h: verify checked the chunk deeply and found nothing; gc and compact saw it" sh -c "test '$(val $h verify_chunks)' = 1 && test '$(val $h verify_problems)' = 0 && test '$(val $h gc_removed)' = 0 && test '$(val $h compact_before)' = 1"
     check "$h: the stats the caller has are filled" sh -c "test '$(val $h batches)' = 10 && test '$(val $h stats_samples)' = 100"
 done
 # local_world_size (absent from the old layout) defaults to 1: the same

@@ -163,8 +163,8 @@ static long long chunk_bytes_stored(const char *root)
 
 static bool verify_all(dlk_dataset *ds, uint64_t *commits)
 {
-    dlk_verify_opts vo = {.deep = 1, .all = 1};
-    dlk_verify_result vr;
+    dlk_verify_opts vo = {.size = sizeof vo, .deep = 1, .all = 1};
+    dlk_verify_result vr = DLK_VERIFY_RESULT_INIT;
     dlk_error err;
     if (dlk_verify(ds, &vo, &vr, &err))
         return false;
@@ -228,8 +228,8 @@ int main(void)
     }
     UNIT_CHECK("every commit reads its samples as they were", all);
 
-    dlk_gc_opts go = {.grace_seconds = 0};
-    dlk_gc_result gr;
+    dlk_gc_opts go = {.size = sizeof go, .grace_seconds = 0};
+    dlk_gc_result gr = DLK_GC_RESULT_INIT;
     UNIT_CHECK("gc", !dlk_gc(ds, &go, &gr, NULL));
     printf("# gc removed %llu replaced chunks, kept %llu\n",
            (unsigned long long)gr.removed, (unsigned long long)gr.referenced);
@@ -291,7 +291,7 @@ int main(void)
     UNIT_CHECK("one-row chunks", bad == 0 &&
                dlk_tensor_nchunks(ds, 0) == FRAG &&
                dlk_tensor_nchunks(ds, 1) == FRAG);
-    dlk_compact_result cr;
+    dlk_compact_result cr = DLK_COMPACT_RESULT_INIT;
     dlk_error err;
     UNIT_CHECK("compact", !dlk_compact(ds, NULL, &cr, &err));
     printf("# compact: %llu chunks to %llu, %llu read, %llu written\n",
@@ -318,7 +318,7 @@ int main(void)
     UNIT_CHECK("a second compaction rewrites nothing",
                !dlk_compact(ds, NULL, &cr, NULL) && cr.chunks_written == 0 &&
                cr.chunks_after == chunks);
-    dlk_compact_opts co = {.target_bytes = 1024};
+    dlk_compact_opts co = {.size = sizeof co, .target_bytes = 1024};
     UNIT_CHECK("compact to a larger target",
                !dlk_compact(ds, &co, &cr, NULL) &&
                cr.chunks_after < chunks && reads_back(ds, FRAG));

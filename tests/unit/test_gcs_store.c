@@ -309,7 +309,8 @@ static dlk_store *open_at(int port, const char *key_file, const char *token)
 {
     char ep[64];
     snprintf(ep, sizeof ep, "http://127.0.0.1:%d", port);
-    dlk_store_options o = {.gcs_endpoint = ep, .gcs_key_file = key_file,
+    dlk_store_options o = {.size = sizeof o,
+                           .gcs_endpoint = ep, .gcs_key_file = key_file,
                            .gcs_token = token};
     dlk_store *s = NULL;
     dlk_error err = {0};
@@ -459,16 +460,16 @@ static void test_exchange(responder *R)
                rc == DLK_OK && R->bearer_ok && R->token_requests == before);
     dlk_store_free(s);
 
-    dlk_store_options o = {.gcs_token = "a\r\nX-Evil: 1"};
+    dlk_store_options o = {.size = sizeof o, .gcs_token = "a\r\nX-Evil: 1"};
     s = NULL;
     UNIT_CHECK("a token with a line break is refused at open",
                dlk_store_open_gcs("gs://bkt/p", &o, &s, &err) == DLK_EINVAL &&
                !strstr(err.msg, "Evil"));
-    dlk_store_options bad = {.gcs_piece_size = 100 << 10};
+    dlk_store_options bad = {.size = sizeof bad, .gcs_piece_size = 100 << 10};
     UNIT_CHECK("a piece size not a multiple of 256 KiB is refused",
                dlk_store_open_gcs("gs://bkt/p", &bad, &s, &err) ==
                    DLK_EINVAL && strstr(err.msg, "gcs_piece_size"));
-    dlk_store_options hp = {.gcs_endpoint = "127.0.0.1:1",
+    dlk_store_options hp = {.size = sizeof hp, .gcs_endpoint = "127.0.0.1:1",
                             .s3_max_attempts = 1};
     s = NULL;
     rc = dlk_store_open_gcs("gs://bkt/p", &hp, &s, &err);
@@ -477,7 +478,7 @@ static void test_exchange(responder *R)
                dlk_store_get(s, "k", 10, &out, NULL, &err) == DLK_ENET &&
                strstr(err.msg, "gs://bkt/p/k"));
     dlk_store_free(s);
-    dlk_store_options ftp = {.gcs_endpoint = "ftp://x"};
+    dlk_store_options ftp = {.size = sizeof ftp, .gcs_endpoint = "ftp://x"};
     UNIT_CHECK("an endpoint of another scheme is refused",
                dlk_store_open_gcs("gs://bkt/p", &ftp, &s, &err) ==
                    DLK_EINVAL);
@@ -488,7 +489,8 @@ static void test_exchange(responder *R)
 
 static dlk_store *open_env(const char *url, uint64_t threshold)
 {
-    dlk_store_options o = {.gcs_endpoint = getenv("GCS_ENDPOINT"),
+    dlk_store_options o = {.size = sizeof o,
+                           .gcs_endpoint = getenv("GCS_ENDPOINT"),
                            .gcs_resumable_threshold = threshold,
                            .gcs_piece_size = 256 << 10};
     dlk_store *s = NULL;
@@ -637,7 +639,8 @@ static void test_via(const char *url, const char *via, bool cut)
                             &err) == DLK_OK;
     }
     UNIT_CHECK("an object written directly", put);
-    dlk_store_options o = {.gcs_endpoint = via, .s3_max_attempts = 2};
+    dlk_store_options o = {.size = sizeof o,
+                           .gcs_endpoint = via, .s3_max_attempts = 2};
     dlk_store *c = NULL;
     if (put && dlk_store_open_gcs(url, &o, &c, &err))
         printf("# open %s through %s: %s\n", url, via, err.msg);

@@ -337,8 +337,8 @@ int main(void)
     UNIT_CHECK("... (a key of a sound block of it read by itself)",
                lookup_right(q, nq, &st) && st.runs_bad == 0);
     char seen[256] = "";
-    dlk_verify_opts vo = {.on_problem = problem, .ud = seen};
-    dlk_verify_result vr;
+    dlk_verify_opts vo = {.size = sizeof vo, .on_problem = problem, .ud = seen};
+    dlk_verify_result vr = DLK_VERIFY_RESULT_INIT;
     ds = open_ds();
     UNIT_CHECK("verify: the corrupt run is a problem",
                ds && !dlk_verify(ds, &vo, &vr, NULL) && vr.problems == 1 &&
@@ -360,8 +360,8 @@ int main(void)
     UNIT_CHECK("more rows", add_rows(next, next + 300, false, true, &st));
     next += 300;
     ds = open_ds();
-    dlk_gc_opts go = {.grace_seconds = 0};
-    dlk_gc_result gr;
+    dlk_gc_opts go = {.size = sizeof go, .grace_seconds = 0};
+    dlk_gc_result gr = DLK_GC_RESULT_INIT;
     UNIT_CHECK("gc", ds && !dlk_gc(ds, &go, &gr, NULL));
     bool kept = ds != NULL;
     for (size_t i = 0; ds && i < ds->m.nkey_runs; i++)
@@ -375,7 +375,7 @@ int main(void)
 
     /* compact: one run of every row, the corrupt one rebuilt */
     ds = open_ds();
-    dlk_compact_result cr;
+    dlk_compact_result cr = DLK_COMPACT_RESULT_INIT;
     UNIT_CHECK("compact", ds && !dlk_compact(ds, NULL, &cr, NULL));
     printf("# compact: key index %llu -> %llu runs\n",
            (unsigned long long)cr.key_runs_before,

@@ -155,7 +155,7 @@ int main(void)
     snprintf(batch, sizeof batch, "%s/raw/new-batch/", real ? real : root);
     free(real);
 
-    dlk_ingest_result r;
+    dlk_ingest_result r = DLK_INGEST_RESULT_INIT;
     dlk_error e = {0};
     dlk_status rc = ingest(url, "new-batch", NULL, 0, &r, &e);
     UNIT_CHECK("new-batch/ without knowing the rows' source: refused",

@@ -707,8 +707,9 @@ static void datasets(void)
                !rc && !bad && ds->m.tensors[0].spec.part_bytes == 0 &&
                (int)ds->m.tensors[0].nchunks > before + 1 &&
                wo0 >= (int)ds->m.tensors[0].nchunks - before && w0 > 0);
-    dlk_verify_opts vo = {.deep = true, .on_problem = on_problem};
-    dlk_verify_result vr;
+    dlk_verify_opts vo = {.size = sizeof vo,
+                          .deep = true, .on_problem = on_problem};
+    dlk_verify_result vr = DLK_VERIFY_RESULT_INIT;
     problems[0] = 0;
     rc = rc ? rc : dlk_verify(ds, &vo, &vr, NULL);
     UNIT_CHECK("dataset: verify --deep passes", rc == DLK_OK &&

@@ -474,7 +474,7 @@ static void test_no_env(void)
         store_env_free(&e);
     }
 
-    dlk_store_options o = {0};
+    dlk_store_options o = DLK_STORE_OPTIONS_INIT;
     o.s3_max_attempts = 101;
     rc = s3_config_from(&c, &o, &err);
     check(rc == DLK_EINVAL && strstr(err.msg, "s3_max_attempts"),
