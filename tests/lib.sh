@@ -233,6 +233,31 @@ py_sources() { # DEST
             cmd) | tar xf - -C "$1"
 }
 
+# The binding over this build's libdlk.so (DLK_LIBDIR), pip-installed
+# from a copy of the sources into $T/py, and in run_py the Python to run
+# it with (under SAN=1, with the ASan runtime).  Without numpy, pip,
+# setuptools or wheel: a skip of NAME naming what is missing, and 1 (the
+# caller exits).  t471, t520.
+py_binding() { # NAME
+    if ! have_numpy; then
+        skip "$1" "numpy missing: python3 -m pip install numpy"
+        return 1
+    fi
+    if ! python3 -c 'import setuptools, wheel, pip' 2>/dev/null; then
+        skip "$1" "pip, setuptools or wheel missing: python3 -m pip install setuptools wheel"
+        return 1
+    fi
+    ok "copy the sources" py_sources "$T/clone"
+    ok "pip install the binding over $DLK_BUILD/libdlk.so" env DLK_LIBDIR="$DLK_BUILD" \
+        python3 -m pip install --no-build-isolation --no-deps --no-cache-dir \
+        --target "$T/py" "$T/clone/python"
+    run_py=(python3)
+    if [ -n "${SAN:-}" ] && [ "$SAN" != thread ]; then
+        run_py=(env LD_PRELOAD="$(cc -print-file-name=libasan.so)" PYTHONMALLOC=malloc
+                ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 python3)
+    fi
+}
+
 # A value of a JSON document: PATH is keys and list indices joined by
 # dots ("cache.fetched", "epochs.1.requests"); FILE defaults to $OUT.
 # Printed as Python prints it (True, None, 3).

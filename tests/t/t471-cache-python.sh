@@ -9,19 +9,7 @@
 . "$DLK_TESTS/lib.sh"
 . "$DLK_TESTS/s3lib.sh"
 
-if ! have_numpy || ! python3 -c 'import setuptools, wheel, pip' 2>/dev/null; then
-    skip "the chunk cache from Python" "numpy, pip, setuptools or wheel missing"
-    exit 0
-fi
-ok "copy the sources" py_sources "$T/clone"
-ok "pip install the binding over $DLK_BUILD/libdlk.so" env DLK_LIBDIR="$DLK_BUILD" \
-    python3 -m pip install --no-build-isolation --no-deps --no-cache-dir \
-    --target "$T/py" "$T/clone/python"
-run_py=(python3)
-if [ -n "${SAN:-}" ] && [ "$SAN" != thread ]; then
-    run_py=(env LD_PRELOAD="$(cc -print-file-name=libasan.so)" PYTHONMALLOC=malloc
-            ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 python3)
-fi
+py_binding "the chunk cache from Python" || exit 0
 
 s3_start
 s3_mkbucket dlk-t471
