@@ -52,12 +52,12 @@ extern "C" {
 #define DLK_API
 #endif
 
-#define DLK_VERSION_MAJOR 0
-#define DLK_VERSION_MINOR 1
+#define DLK_VERSION_MAJOR 1
+#define DLK_VERSION_MINOR 0
 #define DLK_VERSION_PATCH 0
 #define DLK_VERSION_NUMBER \
     (DLK_VERSION_MAJOR * 10000 + DLK_VERSION_MINOR * 100 + DLK_VERSION_PATCH)
-#define DLK_VERSION_STRING "0.1.0"
+#define DLK_VERSION_STRING "1.0.0"
 
 /* The on-disk format version this library writes (formats/dlk-v1.md). */
 #define DLK_FORMAT_VERSION 1

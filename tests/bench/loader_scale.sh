@@ -13,7 +13,7 @@
 # disk (2 GB for 100 M), in $TMPDIR.
 #   OLD=/path/to/old/build NEW=build tests/bench/loader_scale.sh
 # (or OLD=dist-old/lib NEW=dist/lib SYNTH=dist/bin/synth: `make dist`
-# folders, whose lib/ holds libdlk.so.0)
+# folders, whose lib/ holds libdlk.so.1)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -24,7 +24,7 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/dlk-scale.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 SYNTH=${SYNTH:-$NEW/tests/synth}
 lib=-ldlk
-[ -e "$NEW/libdlk.so" ] || lib=-l:libdlk.so.0
+[ -e "$NEW/libdlk.so" ] || lib=-l:libdlk.so.1
 cc -O2 -std=c11 -D_GNU_SOURCE -I"$root/include" -o "$T/loader_scale" \
     "$here/loader_scale.c" -L"$NEW" $lib
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo); load $(cut -d' ' -f1-3 /proc/loadavg)"

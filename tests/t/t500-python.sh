@@ -43,23 +43,23 @@ else
         python3 -m pip install --no-build-isolation --no-deps --no-cache-dir \
         --target "$T/py" "$T/clone/python"
 fi
-check "the package carries the library, soname libdlk.so.0" \
-    test -f "$T/py/dlk/libdlk.so.0"
+check "the package carries the library, soname libdlk.so.1" \
+    test -f "$T/py/dlk/libdlk.so.1"
 check "and the dlk binary built with it, which its dlk command runs" sh -c \
     'test -x "$1/dlk/bin/dlk" && PYTHONPATH="$1" "$1/bin/dlk" --version | grep -q "^dlk "' sh "$T/py"
 # (less the version nodes' own names, type A: tests/t/t600-abi.sh)
 check "the library exports only dlk_ functions" sh -c \
     'nm -D --defined-only "$1" | awk "\$2 != \"A\" {print \$3}" | sed "s/@.*//" | grep -v "^dlk_" | grep . && exit 1; \
-     nm -D --defined-only "$1" | grep -q " dlk_loader_keep@@DLK_0$"' sh "$T/py/dlk/libdlk.so.0"
+     nm -D --defined-only "$1" | grep -q " dlk_loader_keep@@DLK_0$"' sh "$T/py/dlk/libdlk.so.1"
 
 # DLK_LIBDIR over a folder that bundles a library libdlk needs, as `make
 # dist` does for machines without them: the package carries that library
 # and the binding loads it from there, not from the system
 if [ -z "${SAN:-}" ]; then
-    jansson=$(ldd "$T/py/dlk/libdlk.so.0" | awk '$1 == "libjansson.so.4" {print $3}')
+    jansson=$(ldd "$T/py/dlk/libdlk.so.1" | awk '$1 == "libjansson.so.4" {print $3}')
     mkdir -p "$T/bundle"
-    ok "a folder with libdlk.so.0 and the libjansson.so.4 it needs" \
-        cp "$T/py/dlk/libdlk.so.0" "$jansson" "$T/bundle/"
+    ok "a folder with libdlk.so.1 and the libjansson.so.4 it needs" \
+        cp "$T/py/dlk/libdlk.so.1" "$jansson" "$T/bundle/"
     ok "pip install with DLK_LIBDIR over that folder" env DLK_LIBDIR="$T/bundle" \
         python3 -m pip install --no-build-isolation --no-deps --no-cache-dir \
         --target "$T/py2" "$T/clone/python"

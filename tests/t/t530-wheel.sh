@@ -65,7 +65,7 @@ check "import dlk takes the venv's package" sh -c \
 find "$site/dlk" "$site/dlk.libs" -type f \( -name '*.so*' -o -path '*/bin/*' \) \
     >"$T/elf"
 check "the package holds the binding, libdlk, the dlk binary and dlk.libs/" sh -c \
-    'grep -q "/dlk/_core\.abi3\.so$" "$1" && grep -q "/dlk/libdlk.so.0$" "$1" &&
+    'grep -q "/dlk/_core\.abi3\.so$" "$1" && grep -q "/dlk/libdlk.so.1$" "$1" &&
      grep -q "/dlk/bin/dlk$" "$1" && grep -q "/dlk.libs/libcurl" "$1" &&
      grep -q "/dlk.libs/libz.so.1$" "$1"' sh "$T/elf"
 while read -r f; do ldd "$f" | sed "s|^|$(basename "$f"): |"; done <"$T/elf" >"$T/ldd"
@@ -153,9 +153,9 @@ t0=$SECONDS
 ok "pip install over a current build/" env DLK_SOURCE_DIR="$repo" python3 -m pip install -v \
     --no-build-isolation --no-deps --no-cache-dir --target "$T/py" "$T/pkg"
 secs=$((SECONDS - t0))
-check "it says it takes build/" grep -q "build is current: the package takes its libdlk.so.0 and dlk" "$OUT" "$ERR"
+check "it says it takes build/" grep -q "build is current: the package takes its libdlk.so.1 and dlk" "$OUT" "$ERR"
 check "and ran no compiler" sh -c '! grep -E "^ +(CC|LINK|AR) " "$1" "$2"' sh "$OUT" "$ERR"
-check "the package's library is build/'s" cmp "$T/py/dlk/libdlk.so.0" "$repo/build/libdlk.so.$ver"
+check "the package's library is build/'s" cmp "$T/py/dlk/libdlk.so.1" "$repo/build/libdlk.so.$ver"
 check "its dlk binary is build/'s" cmp "$T/py/dlk/bin/dlk" "$repo/build/dlk"
 check "within 60 s (${secs} s)" test "$secs" -le 60
 ok "its dlk command runs" env PYTHONPATH="$T/py" "$T/py/bin/dlk" ls "$T/ds"
