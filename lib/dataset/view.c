@@ -79,7 +79,7 @@ dlk_status dlk_view_save(dlk_dataset *ds, const char *name,
     if (!obj || !sorted) {
         free(obj);
         free(sorted);
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     }
     memcpy(sorted, rows, n * sizeof *sorted);
     qsort(sorted, n, sizeof *sorted, cmp_u64);
@@ -121,7 +121,7 @@ dlk_status dlk_view_save(dlk_dataset *ds, const char *name,
         return dlk_fail_wrap(err, "cannot write view '%s'", name);
     char *q = strdup(query ? query : "");
     if (!q)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     dlk_manifest *m = &ds->m;
     dlk_view_ref *v = (dlk_view_ref *)find_view(m, name);
     if (!v) {
@@ -133,7 +133,7 @@ dlk_status dlk_view_save(dlk_dataset *ds, const char *name,
         dlk_view_ref *nv = realloc(m->views, (m->nviews + 1) * sizeof *nv);
         if (!nv) {
             free(q);
-            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+            return dlk_oom(err);
         }
         m->views = nv;
         size_t at = 0;
@@ -227,7 +227,7 @@ dlk_status dlk_view_rows(dlk_dataset *ds, const char *name, uint64_t **rows,
                       name, v->object);
     uint64_t *r = rc ? NULL : malloc((v->rows ? v->rows : 1) * sizeof *r);
     if (!rc && !r)
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        rc = dlk_oom(err);
     for (uint64_t i = 0; !rc && i < v->rows; i++) {
         r[i] = dlk_get_le64(p + VIEW_HEADER + i * 8);
         if ((i && r[i] <= r[i - 1]) || r[i] >= v->dataset_rows)

@@ -470,7 +470,7 @@ static dlk_status parse_views(json_t *views, const char *name,
         return dlk_fail(err, DLK_ELIMIT, "%s: %zu views (at most %d)", name,
                         n, DLK_VIEWS_MAX);
     if (n && !(m->views = calloc(n, sizeof *m->views)))
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     size_t pl = strlen(DLK_VIEW_PREFIX);
     for (size_t i = 0; i < n; i++) {
         json_t *v = json_array_get(views, i);
@@ -501,7 +501,7 @@ static dlk_status parse_views(json_t *views, const char *name,
         r->dataset_rows = (uint64_t)json_integer_value(drows);
         m->nviews = i + 1;
         if (!(r->query = strdup(q)))
-            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+            return dlk_oom(err);
     }
     return DLK_OK;
 }

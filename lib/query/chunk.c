@@ -41,7 +41,7 @@ dlk_status q_chunk_get(dlk_dataset *ds, size_t ti, size_t ci, unsigned mode,
             dlk_chunk *c = calloc(1, sizeof *c);
             if (!c) {
                 dlk_store_unmap(ds->store, p, n);
-                return dlk_fail(err, DLK_ENOMEM, "out of memory");
+                return dlk_oom(err);
             }
             dlk_buf_wrap(&c->object, (void *)p, n);
             c->object.len = n;

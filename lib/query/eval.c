@@ -389,7 +389,7 @@ static void *task_main(void *arg)
                    sizeof *w.cur);
     w.scratch = malloc(r->e->n * BATCH * sizeof *w.scratch);
     if (!w.qc || !w.cur || !w.scratch)
-        rc = dlk_fail(&err, DLK_ENOMEM, "out of memory");
+        rc = dlk_oom(&err);
     for (int s = 0; w.qc && s < r->e->ntensors; s++)
         w.qc[s].index = -1;
     while (!rc && !atomic_load(&r->failed)) {
@@ -432,14 +432,8 @@ static void run_threads(run *r, uint32_t threads, void *(*fn)(void *))
 static dlk_status add_task(run *r, size_t *cap, uint64_t i0, uint64_t i1,
                            dlk_error *err)
 {
-    if (r->ntasks == *cap) {
-        size_t nc = *cap ? *cap * 2 : 64;
-        task *nt = realloc(r->tasks, nc * sizeof *nt);
-        if (!nt)
-            return dlk_fail(err, DLK_ENOMEM, "out of memory");
-        r->tasks = nt;
-        *cap = nc;
-    }
+    if (!DLK_GROW(r->tasks, r->ntasks, *cap, 64))
+        return dlk_oom(err);
     r->tasks[r->ntasks++] = (task){i0, i1, NULL, 0, 0};
     return DLK_OK;
 }
@@ -458,14 +452,8 @@ static dlk_status plan_verify(run *r, dlk_error *err)
             if (i >= r->cands->n ||
                 q_cand(r->cands, i) >= ce->first + ce->samples)
                 continue;
-            if (r->nverify == cap) {
-                size_t nc = cap ? cap * 2 : 64;
-                size_t (*nv)[2] = realloc(r->verify, nc * sizeof *nv);
-                if (!nv)
-                    return dlk_fail(err, DLK_ENOMEM, "out of memory");
-                r->verify = nv;
-                cap = nc;
-            }
+            if (!DLK_GROW(r->verify, r->nverify, cap, 64))
+                return dlk_oom(err);
             r->verify[r->nverify][0] = (size_t)s;
             r->verify[r->nverify][1] = c;
             r->nverify++;
@@ -527,7 +515,7 @@ dlk_status q_filter(dlk_dataset *ds, const q_expr *e, const q_cands *cands,
     }
     if (!rc && rows && !(r.out = malloc((cands->n ? cands->n : 1) *
                                         sizeof *r.out)))
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        rc = dlk_oom(err);
     if (!rc && r.nverify) {
         r.kept = calloc(r.nverify, sizeof *r.kept);
         r.shared = calloc((size_t)e->ntensors, sizeof *r.shared);
@@ -539,7 +527,7 @@ dlk_status q_filter(dlk_dataset *ds, const q_expr *e, const q_cands *cands,
         for (int s = 0; all && s < e->ntensors; s++)
             all = r.shared[s] != NULL;
         if (!all)
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+            rc = dlk_oom(err);
     }
     if (!rc && r.nverify)
         run_threads(&r, threads, verify_main);

@@ -132,7 +132,7 @@ static dlk_status index_open(dlk_dataset *ds, const dlk_index_opts *o,
                              err);
     dlk_index *ix = rc ? NULL : calloc(1, sizeof *ix);
     if (!rc && !ix)
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        rc = dlk_oom(err);
     if (!rc) {
         snprintf(ix->tensor, sizeof ix->tensor, "%s", t->spec.name);
         ix->dim = dim;
@@ -266,7 +266,7 @@ dlk_status q_index_select(const dlk_index *ix, const float *qs,
     heap *one = calloc(t, sizeof *one);
     sarg *args = calloc(t, sizeof *args);
     dlk_status rc = all && merge && heaps && one && args
-                        ? DLK_OK : dlk_fail(err, DLK_ENOMEM, "out of memory");
+                        ? DLK_OK : dlk_oom(err);
     for (uint32_t q0 = 0; !rc && q0 < nq; q0 += batch) {
         uint32_t nb = nq - q0 < batch ? nq - q0 : batch;
         sel s = {
@@ -313,7 +313,7 @@ dlk_status dlk_index_search(dlk_index *ix, const float *queries, uint32_t nq,
         return DLK_OK;
     double *qq = malloc(nq * sizeof *qq);
     if (!qq)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     for (uint32_t i = 0; i < nq; i++)
         qq[i] = q_norm2(queries + (size_t)i * ix->dim, ix->dim);
     dlk_status rc =

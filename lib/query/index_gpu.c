@@ -57,7 +57,7 @@ dlk_status q_gpu_index_load(dlk_index *ix, const q_topk_job *j, bool *fits,
     ix->rows = malloc((ix->n ? ix->n : 1) * sizeof *ix->rows);
     if (!g || !ix->rows) {
         free(g);
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     }
     ix->gpu = g;
     CU(cudaMalloc(&g->dx, bytes ? bytes : 1), "cudaMalloc");

@@ -27,15 +27,9 @@ void q_tokens_free(q_token *t, size_t n)
 static dlk_status push(q_token **v, size_t *n, size_t *cap, q_token t,
                        dlk_error *err)
 {
-    if (*n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 32;
-        q_token *nv = realloc(*v, nc * sizeof *nv);
-        if (!nv) {
-            free(t.text);
-            return dlk_fail(err, DLK_ENOMEM, "out of memory");
-        }
-        *v = nv;
-        *cap = nc;
+    if (!DLK_GROW(*v, *n, *cap, 32)) {
+        free(t.text);
+        return dlk_oom(err);
     }
     (*v)[(*n)++] = t;
     return DLK_OK;
@@ -92,7 +86,7 @@ dlk_status q_lex(const char *src, q_token **toks, size_t *n, size_t *errcol,
             char *s = malloc(len - i + 1);
             size_t k = 0, j = i + 1;
             if (!s)
-                return dlk_fail(err, DLK_ENOMEM, "out of memory");
+                return dlk_oom(err);
             for (;;) {
                 if (!src[j]) {
                     free(s);
@@ -134,7 +128,7 @@ dlk_status q_lex(const char *src, q_token **toks, size_t *n, size_t *errcol,
             t.quoted = true;
             t.len = j - i - 1;
             if (!(t.text = dup_n(src + i + 1, t.len)))
-                return dlk_fail(err, DLK_ENOMEM, "out of memory");
+                return dlk_oom(err);
             i = j + 1;
         } else if (name_start(c)) {
             size_t j = i;
@@ -143,7 +137,7 @@ dlk_status q_lex(const char *src, q_token **toks, size_t *n, size_t *errcol,
             t.kind = TK_NAME;
             t.len = j - i;
             if (!(t.text = dup_n(src + i, t.len)))
-                return dlk_fail(err, DLK_ENOMEM, "out of memory");
+                return dlk_oom(err);
             i = j;
         } else {
             static const char *const ops[] = {
@@ -157,7 +151,7 @@ dlk_status q_lex(const char *src, q_token **toks, size_t *n, size_t *errcol,
             if (k < sizeof ops / sizeof *ops) {
                 t.len = strlen(ops[k]);
                 if (!(t.text = dup_n(ops[k], t.len)))
-                    return dlk_fail(err, DLK_ENOMEM, "out of memory");
+                    return dlk_oom(err);
                 i += t.len;
             } else if (c == '(' || c == ')' || c == '[' || c == ']' ||
                        c == ',') {

@@ -77,14 +77,8 @@ static int new_node(parser *p, q_kind kind, size_t col, int *out)
     if (e->n >= Q_NODES_MAX)
         return FAIL(col, "column %zu: the expression has over %d terms", col,
                     Q_NODES_MAX);
-    if (e->n == e->cap) {
-        size_t nc = e->cap ? e->cap * 2 : 16;
-        q_node *nv = realloc(e->nodes, nc * sizeof *nv);
-        if (!nv)
-            return dlk_fail(p->err, DLK_ENOMEM, "out of memory");
-        e->nodes = nv;
-        e->cap = nc;
-    }
+    if (!DLK_GROW(e->nodes, e->n, e->cap, 16))
+        return dlk_oom(p->err);
     q_node *x = &e->nodes[e->n];
     memset(x, 0, sizeof *x);
     x->kind = kind;
@@ -246,7 +240,7 @@ static dlk_status parse_call(parser *p, const q_token *name, int *out)
             x->strs = calloc(1, sizeof *x->strs);
             x->lens = calloc(1, sizeof *x->lens);
             if (!x->strs || !x->lens || !(x->strs[0] = strdup(s->text)))
-                return dlk_fail(p->err, DLK_ENOMEM, "out of memory");
+                return dlk_oom(p->err);
             x->lens[0] = s->len;
             x->nlist = 1;
             p->pos++;
@@ -439,11 +433,11 @@ static dlk_status set_strings(parser *p, q_node *x, const q_token *const *s,
     x->strs = calloc(n ? n : 1, sizeof *x->strs);
     x->lens = calloc(n ? n : 1, sizeof *x->lens);
     if (!x->strs || !x->lens)
-        return dlk_fail(p->err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(p->err);
     x->nlist = n;
     for (size_t i = 0; i < n; i++) {
         if (!(x->strs[i] = malloc(s[i]->len + 1)))
-            return dlk_fail(p->err, DLK_ENOMEM, "out of memory");
+            return dlk_oom(p->err);
         memcpy(x->strs[i], s[i]->text, s[i]->len + 1);
         x->lens[i] = s[i]->len;
     }
@@ -471,7 +465,7 @@ static dlk_status parse_in(parser *p, int a, bool negate, size_t col,
         const q_token **nl = realloc(lits, (n + 1) * sizeof *nl);
         if (!nl) {
             free(lits);
-            return dlk_fail(p->err, DLK_ENOMEM, "out of memory");
+            return dlk_oom(p->err);
         }
         lits = nl;
         lits[n++] = neg ? &p->t[p->pos] : t; /* '-' marks a negative */
@@ -510,7 +504,7 @@ static dlk_status parse_in(parser *p, int a, bool negate, size_t col,
         x->list = calloc(n, sizeof *x->list);
         if (!x->list) {
             free(lits);
-            return dlk_fail(p->err, DLK_ENOMEM, "out of memory");
+            return dlk_oom(p->err);
         }
         x->nlist = n;
         for (size_t i = 0; i < n; i++) {

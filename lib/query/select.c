@@ -57,7 +57,7 @@ dlk_status dlk_npy_vectors(const char *path, float **out, uint32_t *nvec,
     size_t len = b ? fread(b, 1, NPY_MAX + 1, f) : 0;
     fclose(f);
     if (!b)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     dlk_npy_info h;
     dlk_status rc = len > NPY_MAX
         ? dlk_fail(err, DLK_ELIMIT, "'%s': over 64 MiB of query vectors",
@@ -76,7 +76,7 @@ dlk_status dlk_npy_vectors(const char *path, float **out, uint32_t *nvec,
     }
     float *v = rc ? NULL : malloc(nv * d * sizeof *v);
     if (!rc && !v)
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        rc = dlk_oom(err);
     for (uint64_t i = 0; !rc && i < nv * d; i++) {
         const uint8_t *p = b + h.data_off;
         size_t esz = dlk_dtype_size(h.dtype);
@@ -136,7 +136,7 @@ static dlk_status vector_row(dlk_dataset *ds, size_t ti, uint64_t row,
     float *v = malloc((d ? d : 1) * sizeof *v);
     if (!v) {
         dlk_sample_free(&s);
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     }
     for (size_t i = 0; i < d; i++) {
         if (s.dtype == DLK_F32) {
@@ -242,7 +242,7 @@ dlk_status q_candidates(dlk_dataset *ds, q_expr *e, const char *view,
             for (uint64_t i = 0; i < n; i++)
                 rows[i] = i;
         else
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+            rc = dlk_oom(err);
     }
     free(vrows);
     if (rc) {
@@ -338,7 +338,7 @@ static dlk_status select_run(dlk_dataset *ds, const dlk_select_opts *o,
                 : vector_row(ds, (size_t)near_ti, o->near_row_plus1 - 1,
                              &vec, &dim, err);
         else if (!(vec = malloc((o->near_dim ? o->near_dim : 1) * sizeof *vec)))
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+            rc = dlk_oom(err);
         else {
             memcpy(vec, o->near_vector, o->near_dim * sizeof *vec);
             dim = o->near_dim;

@@ -99,7 +99,7 @@ dlk_status q_walk(const q_topk_job *j, q_work *w, q_rows_fn fn, void *ctx,
     dlk_status rc = DLK_OK;
     dlk_hash64_stream *hs = j->fused ? dlk_hash64_stream_new() : NULL;
     if (j->fused && !hs)
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        rc = dlk_oom(err);
     while (!rc && !atomic_load(&w->failed)) {
         size_t k = atomic_fetch_add(&w->next, 1);
         if (k >= j->nchunks)
@@ -218,7 +218,7 @@ dlk_status q_walk_all(const q_topk_job *j, q_rows_fn fn, void *ctx,
 {
     walker *args = calloc(j->threads, sizeof *args);
     if (!args)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     q_work w;
     q_work_init(&w);
     for (uint32_t i = 0; i < j->threads; i++)
@@ -302,7 +302,7 @@ dlk_status q_topk_job_init(q_topk_job *j, dlk_dataset *ds, size_t ti,
               (cands->rows ? 0 : Q_WHOLE);
     size_t *chunks = malloc((t->nchunks ? t->nchunks : 1) * sizeof *chunks);
     if (!chunks)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     for (size_t c = 0; c < t->nchunks; c++) {
         const dlk_chunk_entry *e = &t->chunks[c];
         if (q_cands_lower(cands, 0, cands->n, e->first) <
@@ -362,7 +362,7 @@ dlk_status q_topk(dlk_dataset *ds, size_t ti, const float *q, uint32_t dim,
     *rows = malloc(k * sizeof **rows);
     *scores = malloc(k * sizeof **scores);
     if (!heaps || !all || !*rows || !*scores)
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        rc = dlk_oom(err);
     for (uint32_t i = 0; !rc && i < j.threads; i++)
         heaps[i] = (heap){all + (size_t)i * k, 0, k};
     /* the CPU engine: heap i on thread i */

@@ -97,7 +97,7 @@ static dlk_status worker_open(worker *w, dlk_error *err)
     CU(cudaMalloc(&w->dev, per * NSLOT), "cudaMalloc");
     w->rowmem = malloc(s->cap * NSLOT * sizeof *w->rowmem);
     if (!w->rowmem)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     for (int i = 0; i < NSLOT; i++) {
         slot *sl = &w->sl[i];
         sl->stage = (uint8_t *)p + per * i;
@@ -239,7 +239,7 @@ static dlk_status run_workers(gsearch *s, heap *heaps, uint64_t *bytes,
     uint32_t nw = j->threads < j->nchunks ? j->threads : (uint32_t)j->nchunks;
     worker *ws = calloc(nw, sizeof *ws);
     if (!ws)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     q_work_init(&s->w);
     for (uint32_t i = 0; i < nw; i++) {
         ws[i].s = s;

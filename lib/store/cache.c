@@ -263,12 +263,8 @@ static uint64_t scan(cache *c, uint64_t room)
         total += (uint64_t)st.st_size;
         if (!room)
             continue;
-        if (n == cap) {
-            entry *w = realloc(v, (cap = cap ? cap * 2 : 256) * sizeof *v);
-            if (!w)
-                break;
-            v = w;
-        }
+        if (!DLK_GROW(v, n, cap, 256))
+            break;
         v[n].t = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
         v[n].size = (uint64_t)st.st_size;
         memcpy(v[n].name, de->d_name, NAME_LEN + 1);

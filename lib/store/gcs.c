@@ -78,7 +78,7 @@ dlk_status gcs_run(gcs_store *s, s3_req *r, dlk_error *err)
     for (const struct curl_slist *c = own; c; c = c->next) {
         if (!(t = curl_slist_append(h, c->data))) {
             curl_slist_free_all(h);
-            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+            return dlk_oom(err);
         }
         h = t;
     }
@@ -226,7 +226,7 @@ static dlk_status gcs_head(dlk_store *st, const char *key, dlk_obj_info *info,
     gcs_store *s = (gcs_store *)st;
     char *okey = gcs_object_key(s, key);
     if (!okey)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     dlk_status rc = do_head(s, okey, info, err);
     free(okey);
     return rc;
@@ -266,7 +266,7 @@ static dlk_status do_get(gcs_store *s, const char *okey, uint64_t off,
         return rc;
     struct curl_slist *h = NULL;
     if (range[0] && !(h = curl_slist_append(NULL, range)))
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     dlk_buf url;
     rc = gcs_object_url(s, okey, "alt=media", &url, err);
     if (rc) {
@@ -297,7 +297,7 @@ static dlk_status gcs_get(dlk_store *st, const char *key, uint64_t off,
     gcs_store *s = (gcs_store *)st;
     char *okey = gcs_object_key(s, key);
     if (!okey)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     dlk_status rc = do_get(s, okey, off, len, max, out, info, err);
     free(okey);
     return rc;
@@ -320,7 +320,7 @@ static bool get_init(dlk_store *st, s3_req *r, dlk_get_req *q, void **ctx)
     gcs_store *s = (gcs_store *)st;
     get_ctx *c = calloc(1, sizeof *c);
     if (!(*ctx = c) || !(c->okey = gcs_object_key(s, q->key))) {
-        q->rc = dlk_fail(&q->err, DLK_ENOMEM, "out of memory");
+        q->rc = dlk_oom(&q->err);
         return false;
     }
     if ((q->rc = gcs_object_url(s, c->okey, "alt=media", &c->url,
@@ -386,7 +386,7 @@ static dlk_status gcs_del(dlk_store *st, const char *key, dlk_error *err)
     gcs_store *s = (gcs_store *)st;
     char *okey = gcs_object_key(s, key);
     if (!okey)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     dlk_buf url;
     dlk_status rc = gcs_object_url(s, okey, NULL, &url, err);
     if (!rc) {
@@ -461,7 +461,7 @@ static dlk_status endpoint_of(const dlk_store_options *o, char **out,
     size_t n = strlen(ep) + 8;
     char *e = malloc(n);
     if (!e)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     snprintf(e, n, "%s%s", scheme ? "" : "http://", ep);
     size_t k = strlen(e);
     while (k && e[k - 1] == '/')
@@ -521,7 +521,7 @@ dlk_status dlk_store_open_gcs(const char *url, const dlk_store_options *o,
                         (unsigned long long)o->gcs_piece_size);
     gcs_store *s = calloc(1, sizeof *s);
     if (!s)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     s->base.ops = &gcs_ops;
     s->bucket = strndup(b, bn);
     const char *p = slash ? slash + 1 : "";
@@ -531,7 +531,7 @@ dlk_status dlk_store_open_gcs(const char *url, const dlk_store_options *o,
     s->base.url = strdup(url);
     if (!s->bucket || !s->prefix || !s->base.url) {
         gcs_free(&s->base);
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     }
     dlk_status rc = endpoint_of(o, &s->endpoint, err);
     if (rc) {

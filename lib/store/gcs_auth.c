@@ -95,7 +95,7 @@ static dlk_status json_part(dlk_buf *b, json_t *j, dlk_error *err)
     char *s = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(j);
     if (!s)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     dlk_status rc = gcs_b64url(b, s, strlen(s), err);
     free(s);
     return rc;
@@ -159,7 +159,7 @@ dlk_status gcs_token_parse(const void *body, size_t len, char **token,
     if (!ok)
         return dlk_fail(err, DLK_EAUTH, "the token endpoint's answer holds "
                         "no access token");
-    return *token ? DLK_OK : dlk_fail(err, DLK_ENOMEM, "out of memory");
+    return *token ? DLK_OK : dlk_oom(err);
 }
 
 /* Read and check the key file: a service account's client_email,
@@ -195,7 +195,7 @@ static dlk_status load_key(gcs_auth *a, const char *path, dlk_error *err)
         a->email = strdup(email);
         a->token_uri = strdup(uri && *uri ? uri : GCS_TOKEN_URI);
         if (!a->email || !a->token_uri)
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+            rc = dlk_oom(err);
     }
     json_decref(j);
     return rc;
@@ -207,7 +207,7 @@ dlk_status gcs_auth_new(const char *token, const char *key_file,
     *out = NULL;
     gcs_auth *a = calloc(1, sizeof *a);
     if (!a)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     pthread_mutex_init(&a->mu, NULL);
     a->eng = eng;
     dlk_status rc = DLK_OK;
@@ -216,7 +216,7 @@ dlk_status gcs_auth_new(const char *token, const char *key_file,
         if (strlen(token) >= TOKEN_MAX || strpbrk(token, "\r\n"))
             rc = dlk_fail(err, DLK_EINVAL, "the access token is malformed");
         else if (!(a->token = strdup(token)))
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+            rc = dlk_oom(err);
         a->expires = INT64_MAX;
     } else if (key_file && *key_file) {
         rc = load_key(a, key_file, err);
@@ -251,7 +251,7 @@ static dlk_status exchange(gcs_auth *a, dlk_error *err)
     struct curl_slist *h = curl_slist_append(
         NULL, "Content-Type: application/x-www-form-urlencoded");
     if (!rc && !h)
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        rc = dlk_oom(err);
     s3_req r = {0};
     if (!rc) {
         r.method = "POST";
@@ -311,7 +311,7 @@ dlk_status gcs_auth_header(gcs_auth *a, struct curl_slist **h,
     struct curl_slist *t = curl_slist_append(*h, line);
     OPENSSL_cleanse(line, sizeof line);
     if (!t)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     *h = t;
     return DLK_OK;
 }

@@ -68,7 +68,7 @@ static dlk_status page(gcs_store *s, dlk_store *st, const char *full,
     }
     const char *t = json_string_value(json_object_get(j, "nextPageToken"));
     if (!rc && !l->stopped && t && *t && !(*token = strdup(t)))
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        rc = dlk_oom(err);
     json_decref(j);
     return rc;
 }
@@ -83,7 +83,7 @@ static dlk_status list_all(dlk_store *st, const char *prefix, lister *l,
     size_t fn = rn + strlen(prefix) + 2;
     char *full = malloc(fn);
     if (!full)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     snprintf(full, fn, "%s%s%s", root, rn ? "/" : "", prefix);
     char *token = NULL;
     dlk_status rc = DLK_OK;

@@ -66,7 +66,7 @@ static dlk_status put_multipart(gcs_store *s, const char *okey,
 {
     char *meta = metadata(okey);
     if (!meta)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     /* a random boundary; one found in the bytes is drawn again */
     char bnd[40];
     dlk_buf body, resp, url;
@@ -119,7 +119,7 @@ static dlk_status put_multipart(gcs_store *s, const char *okey,
              bnd);
     struct curl_slist *h = rc ? NULL : curl_slist_append(NULL, ct);
     if (!rc && !h)
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        rc = dlk_oom(err);
     s3_req r = {0};
     if (!rc) {
         r.method = "POST";
@@ -171,7 +171,7 @@ static dlk_status upload_start(gcs_store *s, const char *okey, size_t len,
 {
     char *meta = metadata(okey);
     if (!meta)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     char q[80], query[160], total[64];
     precondition(mode, NULL, q, sizeof q);
     snprintf(query, sizeof query, "uploadType=resumable%s%s", q[0] ? "&" : "",
@@ -183,7 +183,7 @@ static dlk_status upload_start(gcs_store *s, const char *okey, size_t len,
     if (!rc && (!(h = curl_slist_append(NULL, "Content-Type: application/"
                                         "json; charset=UTF-8")) ||
                 !(t = curl_slist_append(h, total)) || !(h = t)))
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        rc = dlk_oom(err);
     s3_req r = {0};
     if (!rc) {
         r.method = "POST";
@@ -231,7 +231,7 @@ static dlk_status send_pieces(gcs_store *s, const char *okey,
                  (unsigned long long)at, (unsigned long long)end - 1, len);
         struct curl_slist *ph = curl_slist_append(NULL, cr);
         if (!ph)
-            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+            return dlk_oom(err);
         s3_req r = {0};
         r.method = "PUT";
         r.url = upload;
@@ -327,7 +327,7 @@ dlk_status gcs_putv(dlk_store *st, const char *key,
         len += v[i].iov_len;
     char *okey = gcs_object_key(s, key);
     if (!okey)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     /* A replacement is one multipart upload whatever its size: the
      * emulator ignores ifGenerationMatch on a resumable upload, and a
      * replacement that overwrote another writer's would lose its data. */

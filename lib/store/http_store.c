@@ -98,7 +98,7 @@ void http_get_start(dlk_store *st, const http_get_ops *ops, s3_engine *eng,
         pending *pg = calloc(1, sizeof *pg);
         if (!pg) {
             if (!q->rc)
-                q->rc = dlk_fail(&q->err, DLK_ENOMEM, "out of memory");
+                q->rc = dlk_oom(&q->err);
             done(ud, q);
             continue;
         }

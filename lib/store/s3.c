@@ -297,7 +297,7 @@ static dlk_status s3_head(dlk_store *st, const char *key, dlk_obj_info *info,
     s3_store *s = (s3_store *)st;
     char *okey = object_key(s, key);
     if (!okey)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     dlk_status rc = do_head(s, okey, info, err);
     free(okey);
     return rc;
@@ -331,7 +331,7 @@ static dlk_status get_on(s3_store *s, s3_engine *eng, const char *key,
 {
     char *okey = object_key(s, key);
     if (!okey)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     http_get_who w = get_who(s, okey);
     char range[64];
     bool done;
@@ -341,7 +341,7 @@ static dlk_status get_on(s3_store *s, s3_engine *eng, const char *key,
         goto out;
     struct curl_slist *hdr = NULL;
     if (range[0] && !(hdr = curl_slist_append(NULL, range))) {
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        rc = dlk_oom(err);
         goto out;
     }
     s3_req r = {0};
@@ -497,7 +497,7 @@ static dlk_status read_slices(s3_store *s, const char *key, uint64_t size,
     if (!okey || !p || (rc = make_url(s, okey, NULL, &url, err))) {
         free(okey);
         free(p);
-        return rc ? rc : dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return rc ? rc : dlk_oom(err);
     }
     size_t sent = 0;
     for (; sent < n; sent++) {
@@ -509,7 +509,7 @@ static dlk_status read_slices(s3_store *s, const char *key, uint64_t size,
                  (unsigned long long)q->off,
                  (unsigned long long)(q->off + q->len - 1));
         if (!(q->hdr = curl_slist_append(NULL, range))) {
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+            rc = dlk_oom(err);
             break;
         }
         dlk_buf_wrap(&q->slice, sl[sent].dst, (size_t)q->len);
@@ -630,7 +630,7 @@ static dlk_status s3_get_spans(dlk_store *st, const char *key, uint64_t size,
     read_slice sl[READ_SLICES_MAX];
     size_t ns = 0;
     size_t *start = calloc(n ? n : 1, sizeof *start);
-    dlk_status rc = start ? DLK_OK : dlk_fail(err, DLK_ENOMEM, "out of memory");
+    dlk_status rc = start ? DLK_OK : dlk_oom(err);
     *requests = 0;
     for (size_t i = 0; !rc && i < n; i++) {
         start[i] = outs[i]->len;
@@ -677,7 +677,7 @@ static bool get_init(dlk_store *st, s3_req *r, dlk_get_req *q, void **ctx)
     s3_store *s = (s3_store *)st;
     get_ctx *c = calloc(1, sizeof *c);
     if (!(*ctx = c) || !(c->okey = object_key(s, q->key))) {
-        q->rc = dlk_fail(&q->err, DLK_ENOMEM, "out of memory");
+        q->rc = dlk_oom(&q->err);
         return false;
     }
     if ((q->rc = make_url(s, c->okey, NULL, &c->url, &q->err)))
@@ -779,7 +779,7 @@ static dlk_status put_single(s3_store *s, const char *okey, const void *data,
     for (;;) {
         struct curl_slist *hdr = cond_headers(mode, etag, bare, &oom);
         if (oom)
-            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+            return dlk_oom(err);
         r.headers = hdr;
         r.body = data;
         r.body_len = len;
@@ -819,7 +819,7 @@ static dlk_status s3_put(dlk_store *st, const char *key, const void *data,
                         "put of '%s'", key);
     char *okey = object_key(s, key);
     if (!okey)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     /* A replacement goes in one PUT while S3 allows it: Ceph RGW (16)
      * ignores If-Match on CompleteMultipartUpload, and a replacement that
      * overwrote another writer's would lose its data. */
@@ -934,7 +934,7 @@ static dlk_status mp_complete(s3_store *s, const char *okey, const char *qid,
     bool oom = false, bare = s->if_match_bare;
     struct curl_slist *hdr = rc ? NULL : cond_headers(mode, etag, bare, &oom);
     if (!rc && oom)
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        rc = dlk_oom(err);
     /* S3 may answer 200 with an <Error> body: retry those too */
     for (int attempt = 0; !rc; attempt++) {
         s3_req r = {0};
@@ -952,7 +952,7 @@ static dlk_status mp_complete(s3_store *s, const char *okey, const char *qid,
             bare = true;
             hdr = cond_headers(mode, etag, bare, &oom);
             if (oom)
-                rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+                rc = dlk_oom(err);
             continue;
         }
         if (!rc && !s3_ok2xx(&r)) {
@@ -1026,7 +1026,7 @@ static dlk_status s3_put_multipart(s3_store *s, const char *okey, const void *da
         rc = terminate(&qid, err);
     part *parts = rc ? NULL : calloc(nparts, sizeof *parts);
     if (!rc && !parts)
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        rc = dlk_oom(err);
     if (!rc)
         rc = mp_parts(s, okey, (const char *)qid.data, data, len, psize,
                       parts, nparts, err);
@@ -1047,7 +1047,7 @@ static dlk_status s3_del(dlk_store *st, const char *key, dlk_error *err)
     s3_store *s = (s3_store *)st;
     char *okey = object_key(s, key);
     if (!okey)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     s3_req r = {0};
     dlk_status rc = run(s, &r, "DELETE", okey, NULL, err);
     if (!rc && !s3_ok2xx(&r))
@@ -1131,7 +1131,7 @@ static dlk_status make_base_url(s3_store *s, dlk_error *err)
     size_t n = strlen(s->bucket) + strlen(c->region) +
                (c->endpoint ? strlen(c->endpoint) : 0) + 64;
     if (!(s->base_url = malloc(n)))
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     if (c->endpoint && path) {
         snprintf(s->base_url, n, "%s/%s", c->endpoint, s->bucket);
     } else if (c->endpoint) {
@@ -1162,7 +1162,7 @@ dlk_status dlk_store_open_s3(const char *url, const dlk_store_options *so,
                         "'%.200s'", url);
     s3_store *s = calloc(1, sizeof *s);
     if (!s)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     pthread_mutex_init(&s->bulk_mu, NULL);
     s->base.ops = &s3_ops;
     s->bucket = strndup(b, bn);
@@ -1173,7 +1173,7 @@ dlk_status dlk_store_open_s3(const char *url, const dlk_store_options *so,
     s->base.url = strdup(url);
     if (!s->bucket || !s->prefix || !s->base.url) {
         s3_free(&s->base);
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     }
     size_t pn = strlen(s->prefix);
     while (pn && s->prefix[pn - 1] == '/')

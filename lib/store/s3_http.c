@@ -1214,7 +1214,7 @@ dlk_status s3_engine_new(const s3_config *cfg, s3_engine **out,
                         curl_easy_strerror(curl_init_rc));
     s3_engine *e = calloc(1, sizeof *e);
     if (!e)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     pthread_mutex_init(&e->mu, NULL);
     e->epfd = e->evfd = -1;
     e->timer_at_ms = -1;
@@ -1250,7 +1250,7 @@ dlk_status s3_engine_new(const s3_config *cfg, s3_engine **out,
     e->multi = curl_multi_init();
     if (!ok || !e->idle || !e->multi) {
         s3_engine_free(e);
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     }
     e->epfd = epoll_create1(EPOLL_CLOEXEC);
     e->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

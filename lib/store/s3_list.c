@@ -299,7 +299,7 @@ dlk_status s3_list(dlk_store *st, const char *prefix, dlk_list_fn fn,
     list_ctx lc = {s, fn, ud, *root ? strlen(root) + 1 : 0};
     char *full = full_prefix(s, prefix);
     if (!full)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     list_bound b = bound_of(s);
     page_chain c = {.full = full, .bound = &b};
     dlk_status rc = chain_ask(s, &c, 0, NULL, err);
@@ -443,7 +443,7 @@ static void *range_run(void *arg)
             dlk_status r = chain_take(j->s, &w[i].c, gather, g, &page,
                                       &j->err);
             if (!r && g->oom)
-                r = dlk_fail(&j->err, DLK_ENOMEM, "out of memory");
+                r = dlk_oom(&j->err);
             bool more = !r && page.truncated && !g->past;
             dlk_status r2 = chain_next(j->s, &w[i].c, more, page.next_token,
                                        &j->err);
@@ -507,7 +507,7 @@ static dlk_status list_ranges(s3_store *s, const char *full, char **cps,
     bool failed = false;
     dlk_status rc = w && jobs && th && started
                         ? DLK_OK
-                        : dlk_fail(err, DLK_ENOMEM, "out of memory");
+                        : dlk_oom(err);
     for (size_t i = 0; !rc && i < nr; i++) {
         w[i].lo = cps[i * ncps / nr];
         w[i].hi = i + 1 < nr ? cps[(i + 1) * ncps / nr] : NULL;
@@ -516,7 +516,7 @@ static dlk_status list_ranges(s3_store *s, const char *full, char **cps,
                            .hi = w[i].hi};
         size_t n = strlen(w[i].lo);
         if (!(w[i].after = strndup(w[i].lo, n ? n - 1 : 0)))
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+            rc = dlk_oom(err);
         w[i].c = (page_chain){.full = full, .after = w[i].after,
                               .bound = b};
     }
@@ -543,7 +543,7 @@ static dlk_status list_ranges(s3_store *s, const char *full, char **cps,
         }
     for (size_t i = 0; !rc && i < nr; i++)
         if (!keys_move(g, &w[i].g))
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+            rc = dlk_oom(err);
     for (size_t i = 0; w && i < nr; i++) {
         for (size_t k = 0; k < w[i].g.n; k++) {
             free(w[i].g.k[k]);
@@ -581,7 +581,7 @@ static dlk_status list_wide(dlk_store *st, const char *prefix,
     char **cps = NULL;
     size_t ncps = 0;
     dlk_status rc = full ? DLK_OK
-                         : dlk_fail(err, DLK_ENOMEM, "out of memory");
+                         : dlk_oom(err);
     list_bound b = bound_of(s);
     /* the top folder: its keys and subfolders, down a single subfolder */
     for (int depth = 0; !rc && depth < WIDE_DEPTH; depth++) {
@@ -593,7 +593,7 @@ static dlk_status list_wide(dlk_store *st, const char *prefix,
             if (!rc && page.nprefixes) {
                 char **v = realloc(cps, (ncps + page.nprefixes) * sizeof *v);
                 if (!v) {
-                    rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+                    rc = dlk_oom(err);
                 } else {
                     cps = v;
                     memcpy(cps + ncps, page.prefixes,
@@ -617,7 +617,7 @@ static dlk_status list_wide(dlk_store *st, const char *prefix,
         }
         chain_fini(s, &c);
         if (!rc && g.oom)
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+            rc = dlk_oom(err);
         if (rc || ncps != 1)
             break;
         free(full);
@@ -636,7 +636,7 @@ static dlk_status list_wide(dlk_store *st, const char *prefix,
     if (!rc && g.n) {
         by = malloc(g.n * sizeof *by);
         if (!by)
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+            rc = dlk_oom(err);
         bool sorted = true;
         for (size_t i = 0; by && i < g.n; i++) {
             by[i] = &g.k[i];
