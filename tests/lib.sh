@@ -233,12 +233,9 @@ py_sources() { # DEST
             cmd) | tar xf - -C "$1"
 }
 
-# The binding over this build's libdlk.so (DLK_LIBDIR), pip-installed
-# from a copy of the sources into $T/py, and in run_py the Python to run
-# it with (under SAN=1, with the ASan runtime).  Without numpy, pip,
-# setuptools or wheel: a skip of NAME naming what is missing, and 1 (the
-# caller exits).  t471, t520.
-py_binding() { # NAME
+# What building the Python package needs: numpy, pip, setuptools and
+# wheel; without one, a skip of NAME naming it, and 1 (the caller exits).
+py_need() { # NAME
     if ! have_numpy; then
         skip "$1" "numpy missing: python3 -m pip install numpy"
         return 1
@@ -247,6 +244,14 @@ py_binding() { # NAME
         skip "$1" "pip, setuptools or wheel missing: python3 -m pip install setuptools wheel"
         return 1
     fi
+}
+
+# The binding over this build's libdlk.so (DLK_LIBDIR), pip-installed
+# from a copy of the sources into $T/py, and in run_py the Python to run
+# it with (under SAN=1, with the ASan runtime); 1, after py_need's skip,
+# when it cannot be built.  t471, t520.
+py_binding() { # NAME
+    py_need "$1" || return 1
     ok "copy the sources" py_sources "$T/clone"
     ok "pip install the binding over $DLK_BUILD/libdlk.so" env DLK_LIBDIR="$DLK_BUILD" \
         python3 -m pip install --no-build-isolation --no-deps --no-cache-dir \

@@ -17,14 +17,7 @@
 . "$DLK_TESTS/lib.sh"
 . "$DLK_TESTS/s3lib.sh"
 
-if ! have_numpy; then
-    skip "python package" "numpy missing: python3 -m pip install numpy"
-    exit 0
-fi
-if ! python3 -c 'import setuptools, wheel, pip' 2>/dev/null; then
-    skip "python package" "pip, setuptools or wheel missing: python3 -m pip install setuptools wheel"
-    exit 0
-fi
+py_need "python package" || exit 0
 
 # the sources as a fresh checkout has them: no build/, no objects
 ok "copy the sources" py_sources "$T/clone"
