@@ -132,7 +132,7 @@ SONAME  := libdlk.so.$(SOMAJOR)
 LIBSO   := $(BUILD)/libdlk.so.$(VERSION)
 
 .PHONY: check all shared test demo install install-bin install-lib install-man clean \
-        deps check-deps demo-deps wheel-deps fuzz bench dist wheel
+        deps check-deps demo-deps wheel-deps fuzz fault bench dist wheel
 
 all: $(LIBA) $(LIBSO) $(DLK)
 
@@ -180,9 +180,19 @@ $(LIBSO): $(LIB_OBJ) $(BUILD)/libdlk.map
 	    -Wl,--version-script=$(BUILD)/libdlk.map -o $@ $(LIB_OBJ) $(LIBS)
 	$(Q)ln -sf $(notdir $@) $(BUILD)/$(SONAME) && ln -sf $(SONAME) $(BUILD)/libdlk.so
 
-$(DLK): $(CMD_OBJ) $(LIBA)
+# FAULT=1 (make fault): dlk's own allocations go through
+# tests/fault/fail_alloc.c, which fails the one DLK_FAIL_ALLOC names
+# (tests/t/t025-alloc-faults.sh runs the core cases through every one).
+FAULT   ?= 0
+ifeq ($(FAULT),1)
+FAULT_OBJ := $(BUILD)/tests/fault/fail_alloc.o
+FAULT_LDFLAGS := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup,--wrap=posix_memalign
+endif
+
+$(DLK): $(CMD_OBJ) $(LIBA) $(FAULT_OBJ)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $(CMD_OBJ) $(LIBA) $(LIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) $(FAULT_LDFLAGS) -o $@ $(CMD_OBJ) $(FAULT_OBJ) \
+	    $(LIBA) $(LIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h $(LIBA)
 	@mkdir -p $(dir $@)
@@ -268,6 +278,14 @@ deps:
 
 fuzz:
 	$(Q)$(MAKE) -f tests/fuzz/Makefile
+
+# dlk built to fail its Nth allocation on demand (tests/fault/); with
+# SAN=1 under the sanitizers too (build-fault-san/): the error paths
+# checked for leaks and bad accesses
+FAULT_BUILD := build-fault$(if $(SAN),-san)
+fault:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(FAULT_BUILD) CUDA=0 FAULT=1 \
+	    $(FAULT_BUILD)/dlk
 
 bench: all
 	$(Q)DLK=$(abspath $(DLK)) tests/bench/run-all.sh
@@ -383,6 +401,6 @@ $(WHEEL): $(WHEEL_BUILD)/dlk $(WHEEL_BUILD)/libdlk.so.$(VERSION) $(PY_SRC) cmd/s
 	$(Q)touch $@
 
 clean:
-	rm -rf build build-san build-tsan build-fuzz build-dist build-wheel dist dlk.pc
+	rm -rf build build-san build-tsan build-fuzz build-fault build-fault-san build-dist build-wheel dist dlk.pc
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

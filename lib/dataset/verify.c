@@ -20,8 +20,20 @@ static void problem(void *ud, const char *object, const char *why)
         v->o->on_problem(v->o->ud, object, why);
 }
 
-static void check_chunk(dlk_dataset *ds, const dlk_ref_chunk *r, bool deep,
-                        struct verify_ctx *v)
+/* Whether a check that failed with `code` found damage (a problem to
+ * report) rather than failing itself (out of memory, the store or the
+ * network failing after its retries, denied access): a chunk that could
+ * not be checked is not called bad. */
+static bool found_damage(dlk_status code)
+{
+    return code == DLK_ECORRUPT || code == DLK_ENOTFOUND ||
+           code == DLK_EUNSUPPORTED || code == DLK_EDECODE ||
+           code == DLK_ELIMIT || code == DLK_EINVAL;
+}
+
+static dlk_status check_chunk(dlk_dataset *ds, const dlk_ref_chunk *r,
+                              bool deep, struct verify_ctx *v,
+                              dlk_error *err)
 {
     dlk_error cerr;
     dlk_error_clear(&cerr);
@@ -33,10 +45,13 @@ static void check_chunk(dlk_dataset *ds, const dlk_ref_chunk *r, bool deep,
                                               DLK_DECODE_VERIFY_PARTS
                                         : DLK_DECODE_HEADER_ONLY,
                                    NULL, 0, &c, &cerr);
+    if (rc && !found_damage(rc))
+        return dlk_fail(err, rc, "cannot check chunk '%s': %s", r->key,
+                        cerr.msg);
     v->res->chunks_checked++;
     if (rc) {
         problem(v, r->key, cerr.msg);
-        return;
+        return DLK_OK;
     }
     v->res->bytes_checked += c->object.len;
     /* the name is the hash of every byte of the object */
@@ -46,6 +61,7 @@ static void check_chunk(dlk_dataset *ds, const dlk_ref_chunk *r, bool deep,
         problem(v, r->key, "content does not match its name (XXH3-128 "
                 "checksum mismatch)");
     dlk_chunk_free(c);
+    return DLK_OK;
 }
 
 static int on_stored_chunk(void *ud, const char *key, uint64_t size)
@@ -90,7 +106,11 @@ static dlk_status check_views(dlk_dataset *ds, const char *only,
         uint64_t *r, k;
         dlk_error verr;
         dlk_error_clear(&verr);
-        if (dlk_view_rows(ds, w->name, &r, &k, &verr)) {
+        dlk_status vrc = dlk_view_rows(ds, w->name, &r, &k, &verr);
+        if (vrc && !found_damage(vrc))
+            return dlk_fail(err, vrc, "cannot check view '%s': %s", w->name,
+                            verr.msg);
+        if (vrc) {
             problem(v, w->object, verr.msg);
             continue;
         }
@@ -159,7 +179,7 @@ static dlk_status verify_run(dlk_dataset *ds, const dlk_verify_opts *opts,
             continue; /* shared by several states: checked once */
         if (view && !holds_row(s.v[i].e, vrows, nv))
             continue;
-        check_chunk(ds, &s.v[i], deep, &v);
+        rc = check_chunk(ds, &s.v[i], deep, &v, err);
     }
     free(vrows);
     /* the key index objects of the states checked, each once */

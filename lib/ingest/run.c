@@ -718,13 +718,18 @@ static int npy_ndim(dlk_store *st, const char *key)
  * ("0001.images.npy") and holds one sample of it, and the dataset has key
  * tensors or, empty, will get them.  Otherwise the reading of before
  * (batches, folders named after tensors), without keys. */
-static bool npy_as_rows(const char *url, const dlk_ingest_opts *o,
-                        const ing_source *src)
+static dlk_status npy_as_rows(const char *url, const dlk_ingest_opts *o,
+                              const ing_source *src, bool *out,
+                              dlk_error *err)
 {
     dlk_dataset *ds;
-    dlk_error e;
-    if (dlk_dataset_open_writer(url, o->store, &ds, &e))
-        return false; /* the legacy path reports it */
+    *out = false;
+    /* a dataset that cannot be opened fails the ingest here: which path
+     * its files take is not known (a guess would report the other
+     * path's complaint, not this failure) */
+    dlk_status rc = dlk_dataset_open_writer(url, o->store, &ds, err);
+    if (rc)
+        return rc;
     int tk, tv;
     bool keyed = ing_key_tensors(&ds->m, &tk, &tv), empty = true;
     for (size_t i = 0; i < ds->m.ntensors; i++)
@@ -742,7 +747,8 @@ static bool npy_as_rows(const char *url, const dlk_ingest_opts *o,
              (nd < 0 || nd == ds->m.tensors[t].spec.ndim);
     }
     dlk_dataset_free(ds);
-    return ok;
+    *out = ok;
+    return DLK_OK;
 }
 
 static dlk_status ingest_run(const char *url, const dlk_ingest_opts *o,
@@ -795,9 +801,16 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
     bool local_dir = strncmp(o->source, "s3://", 5) != 0 &&
                      strncmp(o->source, "gs://", 5) != 0;
     bool meta = o->coco || (!o->labels && !o->no_metadata && src.nmeta);
-    if (local_dir && src.nobjs && src.npy == src.nobjs && !src.nshards &&
-        !o->labels && !meta &&
-        o->nshards <= 1 && !o->dry_run && !npy_as_rows(url, o, &src)) {
+    bool npy_only = local_dir && src.nobjs && src.npy == src.nobjs &&
+                    !src.nshards && !o->labels && !meta && o->nshards <= 1 &&
+                    !o->dry_run;
+    bool as_rows = true;
+    if (npy_only && (rc = npy_as_rows(url, o, &src, &as_rows, err))) {
+        ing_source_free(&src);
+        res->seconds = dlk_now_s() - t0;
+        return rc;
+    }
+    if (npy_only && !as_rows) {
         rc = legacy_npy(url, o, &src, res, err);
         ing_source_free(&src);
         res->seconds = dlk_now_s() - t0;

@@ -63,6 +63,7 @@ static dlk_status pick_tensors(dlk_loader *l, dlk_error *err)
                             m->ntensors ? names : "none");
         }
         dlk_loader_tensor *lt = &l->t[i];
+        l->nt = i + 1; /* its arrays are close's to free from here on */
         lt->tensor = &m->tensors[idx];
         lt->index = (size_t)idx;
         const dlk_tensor_spec *s = &lt->tensor->spec;
@@ -83,7 +84,6 @@ static dlk_status pick_tensors(dlk_loader *l, dlk_error *err)
             lt->out.offsets = lt->offsets;
             lt->out.shapes = lt->shapes;
         }
-        l->nt = i + 1;
     }
     /* every tensor must have the same samples: a batch is a set of rows */
     for (size_t i = 1; i < n; i++)

@@ -85,8 +85,10 @@ dlk_status q_lex(const char *src, q_token **toks, size_t *n, size_t *errcol,
             /* quotes doubled or backslashed stand for themselves */
             char *s = malloc(len - i + 1);
             size_t k = 0, j = i + 1;
-            if (!s)
-                return dlk_oom(err);
+            if (!s) {
+                rc = dlk_oom(err); /* the tokens so far: freed below */
+                break;
+            }
             for (;;) {
                 if (!src[j]) {
                     free(s);
@@ -127,8 +129,10 @@ dlk_status q_lex(const char *src, q_token **toks, size_t *n, size_t *errcol,
             t.kind = TK_NAME;
             t.quoted = true;
             t.len = j - i - 1;
-            if (!(t.text = dup_n(src + i + 1, t.len)))
-                return dlk_oom(err);
+            if (!(t.text = dup_n(src + i + 1, t.len))) {
+                rc = dlk_oom(err); /* the tokens so far: freed below */
+                break;
+            }
             i = j + 1;
         } else if (name_start(c)) {
             size_t j = i;
@@ -136,8 +140,10 @@ dlk_status q_lex(const char *src, q_token **toks, size_t *n, size_t *errcol,
                 j++;
             t.kind = TK_NAME;
             t.len = j - i;
-            if (!(t.text = dup_n(src + i, t.len)))
-                return dlk_oom(err);
+            if (!(t.text = dup_n(src + i, t.len))) {
+                rc = dlk_oom(err); /* the tokens so far: freed below */
+                break;
+            }
             i = j;
         } else {
             static const char *const ops[] = {
@@ -150,8 +156,10 @@ dlk_status q_lex(const char *src, q_token **toks, size_t *n, size_t *errcol,
                     break;
             if (k < sizeof ops / sizeof *ops) {
                 t.len = strlen(ops[k]);
-                if (!(t.text = dup_n(ops[k], t.len)))
-                    return dlk_oom(err);
+                if (!(t.text = dup_n(ops[k], t.len))) {
+                    rc = dlk_oom(err); /* the tokens so far: freed below */
+                    break;
+                }
                 i += t.len;
             } else if (c == '(' || c == ')' || c == '[' || c == ']' ||
                        c == ',') {

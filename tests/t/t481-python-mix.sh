@@ -9,24 +9,7 @@
 . "$DLK_TESTS/lib.sh"
 . "$DLK_TESTS/mixlib.sh"
 mix_need "python mixing loader"
-if ! python3 -c 'import setuptools, wheel, pip' 2>/dev/null; then
-    skip "python mixing loader" "pip, setuptools or wheel missing: python3 -m pip install setuptools wheel"
-    exit 0
-fi
-repo=$(cd "$DLK_TESTS/.." && pwd)
-mkdir -p "$T/clone"
-ok "copy the binding's sources" sh -c 'cd "$1" && tar cf - --exclude=build \
-    --exclude="*.so*" --exclude="*.egg-info" --exclude=__pycache__ python include \
-    Makefile cmd/store_env.c cmd/store_env.h |
-    tar xf - -C "$2"' sh "$repo" "$T/clone"
-ok "pip install the binding over $DLK_BUILD/libdlk.so" env DLK_LIBDIR="$DLK_BUILD" \
-    python3 -m pip install --no-build-isolation --no-deps --no-cache-dir \
-    --target "$T/py" "$T/clone/python"
-run_py=(python3)
-if [ -n "${SAN:-}" ] && [ "$SAN" != thread ]; then
-    run_py=(env LD_PRELOAD="$(cc -print-file-name=libasan.so)" PYTHONMALLOC=malloc
-            ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 python3)
-fi
+py_binding "python mixing loader" || exit 0
 
 mix_tree "$T/sa" 10 300 11
 mix_tree "$T/sb" 10 100 12
