@@ -815,6 +815,26 @@ typedef struct dlk_loader_opts {
      * (down with drop_last).  0: the sources' rows summed (their views'
      * where they have one).  Ignored by a loader over one dataset. */
     uint64_t epoch_size;
+    /* Per-sample augmentation of an image tensor (HxWxC u8, C 1 or 3,
+     * fixed or variable H and W) or a video one (TxHxWxC: one crop for
+     * every frame of a clip), done as its batch is gathered: a preset
+     * ("imagenet-train": RandomResizedCrop 224, scale 0.08:1, ratio
+     * 3/4:4/3, horizontal flip, ImageNet normalisation, bf16 NCHW;
+     * "imagenet-eval": shorter side to 256, center crop 224, the same
+     * normalisation) or fields, e.g. "crop=224,scale=0.08:1,ratio=0.75:
+     * 1.3333,flip=h,jitter=B:C:S,normalize=imagenet|M0:M1:M2/S0:S1:S2,
+     * dtype=u8|f16|bf16|f32,layout=nhwc|nchw" (size=HxW: a plain resize;
+     * resize=N with crop: the eval recipe).  A sample's crop, flips and
+     * jitter are a function of (seed, epoch, row): a re-run or resumed
+     * epoch gets the same pixels, on the cpu and on a GPU.  The batch
+     * tensor then has the output dtype and the fixed shape [C,OH,OW] or
+     * [OH,OW,C] (a video [T,...]).  Resampling is antialiased bilinear
+     * as torchvision's resize(antialias=True).  Not with check (the
+     * bytes folded are the stored ones): DLK_EINVAL.  A bad spec:
+     * DLK_EINVAL naming the field.  NULL: none.  Read at open only. */
+    const char *augment;
+    /* The tensor to augment; NULL: the first of kind image or video. */
+    const char *augment_tensor;
 } dlk_loader_opts;
 
 #define DLK_LOADER_OPTS_INIT { .size = sizeof(dlk_loader_opts) }

@@ -5,6 +5,7 @@
 #define DLK_DEVICE_H
 
 #include "internal.h"
+#include "augment_params.h"
 
 typedef struct dlk_dev dlk_dev;
 
@@ -107,6 +108,15 @@ typedef struct dlk_dev_ops {
      * (dlk_dev_opts' host_ahead, raised later: a mix's sources' sum,
      * known once they are open).  NULL on the cpu. */
     void (*host_ahead)(dlk_dev *d, uint64_t bytes);
+    /* Augment the samples g[i].src (u8, shape shapes[i*ndim..]: HWC or
+     * THWC) of rows[i] into dst at g[i].dst_off (augment_batch.c checked
+     * and placed them); the parameters: augment_params.h.  Counted as
+     * gather time.  NULL: not on this device. */
+    dlk_status (*augment)(dlk_dev *d, const dlk_aug_spec *sp,
+                          const dlk_gather *g, const uint64_t *rows,
+                          const int64_t *shapes, int ndim, size_t n,
+                          uint64_t epoch, uint64_t seed, void *dst,
+                          dlk_error *err);
 } dlk_dev_ops;
 
 struct dlk_dev {

@@ -1,5 +1,6 @@
 /* device_cpu.c - the loader's "device" when batches stay in host memory. */
 #include "device.h"
+#include "augment.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -239,12 +240,40 @@ static dlk_status cpu_ready(dlk_dev *d, dlk_error *err)
     return DLK_OK;
 }
 
+static dlk_status cpu_augment(dlk_dev *d, const dlk_aug_spec *sp,
+                              const dlk_gather *g, const uint64_t *rows,
+                              const int64_t *shapes, int ndim, size_t n,
+                              uint64_t epoch, uint64_t seed, void *dst,
+                              dlk_error *err)
+{
+    (void)err;
+    cpu_dev *c = (cpu_dev *)d;
+    double t0 = dlk_now_s();
+    for (size_t i = 0; i < n; i++) {
+        const int64_t *s = shapes + i * (size_t)ndim;
+        int64_t frames = ndim == 4 ? s[0] : 1;
+        int32_t h = (int32_t)s[ndim - 3], w = (int32_t)s[ndim - 2];
+        int32_t ch = (int32_t)s[ndim - 1];
+        dlk_aug_params p;
+        dlk_aug_params_for(sp, seed, epoch, rows[i], h, w, &p);
+        uint64_t in_frame = (uint64_t)h * w * ch;
+        uint64_t out_frame = dlk_aug_out_bytes(sp, (uint32_t)ch);
+        for (int64_t f = 0; f < frames; f++)
+            dlk_aug_image_cpu(sp, &p,
+                              (const uint8_t *)g[i].src + in_frame * f, h, w,
+                              ch, (uint8_t *)dst + g[i].dst_off +
+                                      out_frame * f);
+    }
+    c->gather_s += dlk_now_s() - t0;
+    return DLK_OK;
+}
+
 static const dlk_dev_ops cpu_ops = {
     false, cpu_host_alloc, cpu_host_free, cpu_upload, cpu_host_done,
     cpu_release,
     cpu_register, cpu_unregister, cpu_alloc, cpu_free, cpu_gather, cpu_step,
     cpu_sync, cpu_close, cpu_set_budget, cpu_mark, cpu_span, cpu_no_stream,
-    cpu_no_stream, cpu_ready, NULL, NULL, NULL,
+    cpu_no_stream, cpu_ready, NULL, NULL, NULL, NULL, cpu_augment,
 };
 
 dlk_status dlk_dev_open_cpu(dlk_dev **out, dlk_error *err)

@@ -853,7 +853,7 @@ static const dlk_dev_ops cuda_ops = {
     cu_register, cu_unregister, cu_batch_alloc, cu_batch_free, cu_gather,
     cu_step, cu_sync, cu_close, cu_set_budget, cu_mark, cu_span,
     cu_consumer_waits, cu_wait_consumer, cu_ready, cu_check, cu_checked,
-    cu_trace_load, cu_host_ahead,
+    cu_trace_load, cu_host_ahead, NULL,
 };
 
 int dlk_cuda_available(char *why, size_t cap)

@@ -8,6 +8,7 @@
  * the current batch needs is always admitted, so the loader never
  * deadlocks), and released once the consumer has passed their last use. */
 #include "loader_int.h"
+#include "augment_batch.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -579,7 +580,12 @@ static dlk_status collect(dlk_loader *l, uint32_t b, uint64_t *total,
             g->handle = s->dev_handle;
             g->dst_off = total[t];
             g->nbytes = nb;
-            if (lt->variable) {
+            if ((long)t == l->aug_t) {
+                int nd = lt->tensor->spec.ndim;
+                memcpy(l->aug_shapes + (size_t)i * nd, shape,
+                       sizeof(int64_t) * (size_t)nd);
+                nb = dlk_aug_sample_bytes(&l->aug, shape, nd);
+            } else if (lt->variable) {
                 lt->offsets[i] = total[t];
                 for (int d = 0; d < lt->out.ndim; d++)
                     lt->shapes[(size_t)i * lt->out.ndim + d] = shape[d];
@@ -592,7 +598,7 @@ static dlk_status collect(dlk_loader *l, uint32_t b, uint64_t *total,
                     &s->fold[l->bidx[i] - e->first - s->fold_first],
                     __ATOMIC_RELAXED);
         }
-        if (lt->variable)
+        if (lt->variable && (long)t != l->aug_t)
             lt->offsets[b] = total[t];
     }
     return DLK_OK;
@@ -614,8 +620,15 @@ dlk_status dlk_loader_gather(dlk_loader *l, size_t t, uint32_t b,
                             "%llu bytes for tensor '%s'",
                             (unsigned long long)lt->cap, lt->out.name);
     }
-    dlk_status rc = l->dev->ops->gather(l->dev, l->gather + t * l->cap, b,
-                                        lt->buf, err);
+    dlk_gather *gl = l->gather + t * l->cap;
+    /* the augmented tensor is its gather: one pass over its bytes */
+    dlk_status rc =
+        (long)t == l->aug_t
+            ? dlk_augment_batch(l->dev, &l->aug, gl,
+                                l->aug_rows ? l->aug_rows : l->bidx,
+                                l->aug_shapes, lt->tensor->spec.ndim, b,
+                                l->st.epoch, l->st.seed, lt->buf, err)
+            : l->dev->ops->gather(l->dev, gl, b, lt->buf, err);
     if (rc)
         return rc;
     lt->out.data = lt->buf;

@@ -5,6 +5,7 @@
 #include "dataset/dataset.h"
 #include "device.h"
 #include "order.h"
+#include "augment.h"
 
 #include <pthread.h>
 
@@ -128,6 +129,14 @@ struct dlk_loader {
     dlk_store *store, *cache;
     dlk_loader_opts o;
     dlk_dev *dev;
+    /* opts.augment parsed: the tensor it applies to (aug_t, -1 none),
+     * each sample's stored shape (batch * 4) */
+    dlk_aug_spec aug;
+    long aug_t;
+    int64_t *aug_shapes;
+    uint64_t *aug_rows;         /* a mix's: the rows its parameters are
+                                 * drawn for (each source's apart); NULL:
+                                 * the batch's rows */
     dlk_loader_tensor *t;
     dlk_batch_tensor *bt_out;   /* the batch's tensor array */
     size_t nt;

@@ -96,6 +96,69 @@ static dlk_status pick_tensors(dlk_loader *l, dlk_error *err)
     return DLK_OK;
 }
 
+/* opts.augment: parse it, find its tensor (named, or the first image or
+ * video one), and give the batch tensor the output's dtype and shape. */
+static dlk_status pick_augment(dlk_loader *l, dlk_error *err)
+{
+    l->aug_t = -1;
+    if (!l->o.augment)
+        return DLK_OK;
+    dlk_status rc = dlk_aug_parse(l->o.augment, &l->aug, err);
+    if (rc)
+        return rc;
+    if (l->o.check)
+        return dlk_fail(err, DLK_EINVAL, "augment: not with check (check "
+                        "folds the stored bytes a batch holds)");
+    for (size_t t = 0; t < l->nt && l->aug_t < 0; t++) {
+        const dlk_tensor_spec *s = &l->t[t].tensor->spec;
+        if (l->o.augment_tensor ? !strcmp(s->name, l->o.augment_tensor)
+                                : s->kind == DLK_KIND_IMAGE ||
+                                      s->kind == DLK_KIND_VIDEO)
+            l->aug_t = (long)t;
+    }
+    if (l->aug_t < 0)
+        return l->o.augment_tensor
+                   ? dlk_fail(err, DLK_ENOTFOUND, "augment_tensor: no "
+                              "tensor '%s' loaded", l->o.augment_tensor)
+                   : dlk_fail(err, DLK_EINVAL, "augment: no tensor of kind "
+                              "image or video loaded");
+    dlk_loader_tensor *lt = &l->t[l->aug_t];
+    const dlk_tensor_spec *s = &lt->tensor->spec;
+    int64_t c = s->ndim >= 3 ? s->shape[s->ndim - 1] : 0;
+    if (s->dtype != DLK_U8 || (s->ndim != 3 && s->ndim != 4) ||
+        (c != 1 && c != 3))
+        return dlk_fail(err, DLK_EINVAL, "augment: tensor '%s' is not "
+                        "H x W x C (or T x H x W x C) uint8 with C 1 or 3",
+                        s->name);
+    if (s->ndim == 4 && s->shape[0] == DLK_DIM_VARIABLE)
+        return dlk_fail(err, DLK_EINVAL, "augment: tensor '%s' has a "
+                        "variable frame count (a batch of clips needs "
+                        "one)", s->name);
+    l->aug_shapes = calloc((size_t)l->cap * 4, sizeof(int64_t));
+    if (!l->aug_shapes)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    static const dlk_dtype out_dt[] = {DLK_U8, DLK_F16, DLK_BF16,
+                                       DLK_F32};
+    int64_t oh = l->aug.out_h, ow = l->aug.out_w;
+    int d = 0;
+    if (s->ndim == 4)
+        lt->out.shape[d++] = s->shape[0];
+    if (l->aug.layout == DLK_AUG_NCHW) {
+        lt->out.shape[d++] = c;
+        lt->out.shape[d++] = oh;
+        lt->out.shape[d++] = ow;
+    } else {
+        lt->out.shape[d++] = oh;
+        lt->out.shape[d++] = ow;
+        lt->out.shape[d++] = c;
+    }
+    lt->out.ndim = d;
+    lt->out.dtype = out_dt[l->aug.dtype];
+    lt->out.offsets = NULL;
+    lt->out.shapes = NULL;
+    return DLK_OK;
+}
+
 /* Parts a span holds: 4 MiB of the default 1 MiB parts, from any store
  * (so an epoch's order does not depend on where the dataset is).  Fewer,
  * larger spans mix a window less (8 MiB spans left 16 to a window of 8
@@ -414,6 +477,8 @@ static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
     if (!rc)
         rc = pick_tensors(l, err);
     if (!rc)
+        rc = pick_augment(l, err);
+    if (!rc)
         rc = pick_units(l, err);
     if (!rc) {
         window_defaults(l, opts);
@@ -457,6 +522,9 @@ static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
             rc = dlk_dev_open(l->o.device, &dopts, &l->dev, err);
         }
     }
+    if (!rc && l->aug_t >= 0 && !l->dev->ops->augment)
+        rc = dlk_fail(err, DLK_EUNSUPPORTED, "augment: not available on "
+                      "device '%s'", l->o.device ? l->o.device : "cpu");
     if (!rc && !opts->io_threads && l->dev->ops->on_device &&
         !dlk_store_is_remote(l->ds->store) && l->o.io_threads >= 4)
         /* from local files every loading thread is busy copying out of
@@ -568,6 +636,7 @@ void dlk_loader_close(dlk_loader *l)
     }
     free(l->t);
     free(l->bt_out);
+    free(l->aug_shapes);
     free(l->rows_owned);
     free(l->block_first);
     free(l->block_count);

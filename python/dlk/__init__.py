@@ -464,6 +464,19 @@ class Loader:
     cache_limit bytes (int, or "200G") the folder holds at most, least
                 recently used chunks evicted (default: $DLK_CACHE_LIMIT,
                 else its file system's free space less an eighth)
+    augment     per-sample augmentation of the image (or video) tensor as
+                each batch is gathered, on the loader's device: a preset,
+                "imagenet-train" (RandomResizedCrop 224, scale 0.08:1,
+                ratio 3/4:4/3, horizontal flip, ImageNet mean/std, bf16
+                NCHW) or "imagenet-eval" (shorter side 256, center crop
+                224, the same normalisation), or fields such as
+                "crop=224,scale=0.08:1,ratio=0.75:1.3333,flip=h,
+                jitter=0.4:0.4:0.4,normalize=imagenet,dtype=bf16,
+                layout=nchw" (python/README.md).  A sample's crop and
+                flip depend on (seed, epoch, row) only: a re-run or a
+                resumed epoch gets the same pixels
+    augment_tensor  the tensor augment applies to (default: the first of
+                kind image or video)
 
     len(loader) is the number of batches this rank gets in the epoch under
     way or next, as a DataLoader counts them: after a mid-epoch resume
@@ -481,7 +494,8 @@ class Loader:
                  verify=True, view=None, whole_chunks=False,
                  pin_cache=None, local_world_size=None, pad_last=None,
                  on_bad="fail", max_bad=None, cache_dir=None,
-                 cache_limit=None, epoch_size=None):
+                 cache_limit=None, epoch_size=None, augment=None,
+                 augment_tensor=None):
         self.sources = None
         if isinstance(url_or_ds, (list, tuple)):
             self.sources = _mix_sources(url_or_ds, at)
@@ -521,7 +535,8 @@ class Loader:
             local_world_size=local_world_size, pad_last=pad_last,
             on_bad=on_bad, max_bad=max_bad,
             cache_dir=cache_dir, cache_limit=cache_limit,
-            epoch_size=epoch_size)
+            epoch_size=epoch_size, augment=augment,
+            augment_tensor=augment_tensor)
         self._cache_warned = False
         self.batch_size = batch_size
         self.epochs = epochs
@@ -573,6 +588,8 @@ class Loader:
                 on_bad=o.get("on_bad", "fail") == "skip",
                 max_bad=o.get("max_bad") or 0,
                 epoch_size=o.get("epoch_size") or 0,
+                augment=o.get("augment"),
+                augment_tensor=o.get("augment_tensor"),
                 **_cache_opts(o.get("cache_dir"), o.get("cache_limit")))
         except Error as e:
             # a cuda device (the default) on a machine without a GPU: say

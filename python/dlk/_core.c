@@ -788,7 +788,8 @@ static int mix_args_get(PyObject *o, struct mix_args *m)
 /* Loader(dataset, device, batch_size, shuffle, seed, tensors, epochs,
  *        drop_last, rank, world_size, memory, workers, window, prefetch,
  *        verify, state_json, view, whole_chunks, local_world_size,
- *        pin_cache, on_bad, max_bad, cache_dir, cache_limit) -
+ *        pin_cache, on_bad, max_bad, cache_dir, cache_limit, augment,
+ *        augment_tensor) -
  * every option explicit;
  * dlk/__init__.py supplies the defaults. */
 static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
@@ -799,20 +800,22 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
                           "prefetch", "verify", "state", "view",
                           "whole_chunks", "local_world_size", "pin_cache",
                           "on_bad", "max_bad", "cache_dir", "cache_limit",
-                          "epoch_size", NULL};
+                          "epoch_size", "augment", "augment_tensor", NULL};
     PyObject *dso, *tensors = Py_None;
     const char *device, *state = NULL, *view = NULL, *cache_dir = NULL;
+    const char *augment = NULL, *augment_tensor = NULL;
     unsigned int batch = 256, rank = 0, world = 1, workers = 0, window = 0,
                  prefetch = 0, local_world = 1;
     int shuffle = 1, drop_last = 0, verify = 1, whole_chunks = 0, skip = 0;
     unsigned long long seed = 0, epochs = 0, memory = 0, pin_cache = 0,
                        max_bad = 0, cache_limit = 0, epoch_size = 0;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "Os|IpKOKpIIKIIIpzzpIKpKzKK", kws, &dso,
+            args, kw, "Os|IpKOKpIIKIIIpzzpIKpKzKKzz", kws, &dso,
             &device, &batch, &shuffle, &seed, &tensors, &epochs, &drop_last,
             &rank, &world, &memory, &workers, &window, &prefetch, &verify,
             &state, &view, &whole_chunks, &local_world, &pin_cache, &skip,
-            &max_bad, &cache_dir, &cache_limit, &epoch_size))
+            &max_bad, &cache_dir, &cache_limit, &epoch_size, &augment,
+            &augment_tensor))
         return -1;
     if (self->l) {
         PyErr_SetString(PyExc_RuntimeError, "loader already open");
@@ -854,6 +857,8 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
     o.view = view;
     o.cache_dir = cache_dir;
     o.cache_limit = cache_limit;
+    o.augment = augment;
+    o.augment_tensor = augment_tensor;
     o.cancel = check_signals;
     o.on_bad = skip ? DLK_ON_BAD_SKIP : DLK_ON_BAD_FAIL;
     o.max_bad = max_bad;
