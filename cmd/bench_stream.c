@@ -50,6 +50,10 @@ static const char usage_text[] =
     "                     by the ranks of a node: fetched once, read from\n"
     "                     there in later epochs and runs (default\n"
     "                     $DLK_CACHE_DIR; '' for none)\n"
+    "  --augment SPEC     augment the image (or video) tensor as each batch\n"
+    "                     is gathered (imagenet-train, imagenet-eval, or\n"
+    "                     fields: dlk-bench-stream(1)); the gathered bytes\n"
+    "                     are not checked then\n"
     "  --cache-limit BYTES  at most BYTES in DIR, least recently used\n"
     "                     chunks evicted (default $DLK_CACHE_LIMIT, else the\n"
     "                     file system's free space less an eighth)\n"
@@ -249,6 +253,7 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
         CMD_OPT_SIZE("memory", 0, &o->lo.memory_limit, 1, 1ull << 40),
         CMD_OPT_CALL("pin-cache", 0, pin_cache_opt),
         CMD_OPT_STRING("cache-dir", 0, &o->lo.cache_dir),
+        CMD_OPT_STRING("augment", 0, &o->lo.augment),
         CMD_OPT_SIZE("cache-limit", 0, &o->lo.cache_limit, 1, 1ull << 50),
         CMD_OPT_SET("no-check", 0, &o->lo.check, 0),
         CMD_OPT_FLAG("no-verify", 0, &o->lo.no_verify),
@@ -273,6 +278,10 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
                                  argv);
     if (code != CMD_OPTS_DONE)
         return code;
+    /* check folds the stored bytes, which an augmented batch no longer
+     * holds */
+    if (o->lo.augment)
+        o->lo.check = 0;
     if (o->nmix && argc - optind != 0) {
         cmd_error("bench-stream", "--mix names the datasets: no DATASET "
                   "beside it");

@@ -369,6 +369,9 @@ static json_t *settings_json(const struct bench_opts *o,
         lo->pin_cache == DLK_PIN_CACHE_AUTO ? "auto" : NULL);
     if (s && lo->pin_cache != DLK_PIN_CACHE_AUTO)
         json_object_set_new(s, "pin_cache", json_integer((json_int_t)lo->pin_cache));
+    if (s)
+        json_object_set_new(s, "augment", o->lo.augment
+                                ? json_string(o->lo.augment) : json_null());
     /* the folder may come from DLK_CACHE_DIR, not the command line */
     if (s)
         json_object_set_new(s, "cache_dir", lo->cache_dir && *lo->cache_dir
@@ -604,6 +607,8 @@ void bench_print_text(const struct bench_opts *o, const struct bench_result *r)
     printf("dlk bench-stream %s on %s (rank %ld of %ld)\n",
            cmd_safe_url(o->dataset, url, sizeof url),
            o->device, o->rank, o->world);
+    if (o->lo.augment)
+        printf("  augment %s\n", o->lo.augment);
     printf("  %llu samples in %llu batches, %.3f s: %.0f samples/s, "
            "%.2f GB/s\n", (unsigned long long)r->samples,
            (unsigned long long)r->batches, wall, r->samples / wall,

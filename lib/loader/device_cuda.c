@@ -7,6 +7,7 @@
  * Every CUDA call is checked. */
 #ifdef DLK_HAVE_CUDA
 #include "device.h"
+#include "augment.h"
 #include "part_check.h"
 #include "pinned_pool.h"
 #include "util/xxh3_blocks.h"
@@ -24,6 +25,9 @@ cudaError_t dlk_cuda_fold(const void *buf, const void *items, unsigned n,
                           uint64_t max_bytes, unsigned long long *acc,
                           double step_ms, cudaStream_t s);
 cudaError_t dlk_cuda_gather_load(void);
+cudaError_t dlk_cuda_augment(const void *items, unsigned n,
+                             unsigned max_frames, const dlk_aug_spec *sp,
+                             void *dst, cudaStream_t s);
 
 static uint64_t max_sample(const dlk_gather *g, size_t n)
 {
@@ -523,10 +527,9 @@ static cudaError_t items_grow(cuda_dev *c, size_t bytes)
  * written again only after the compute stream has passed every kernel
  * that reads it (we synchronize when the ring wraps, which happens once
  * per many batches). */
-static dlk_status items_to_device(cuda_dev *c, const dlk_gather *g, size_t n,
+static dlk_status bytes_to_device(cuda_dev *c, const void *g, size_t bytes,
                                   void **out, dlk_error *err)
 {
-    size_t bytes = n * sizeof *g;
     if (bytes > c->items_cap / 8)
         CK(items_grow(c, bytes));
     if (c->items_off + bytes > c->items_cap) {
@@ -537,6 +540,12 @@ static dlk_status items_to_device(cuda_dev *c, const dlk_gather *g, size_t n,
     *out = c->items_dev + c->items_off;
     c->items_off += (bytes + 255) & ~(size_t)255;
     return DLK_OK;
+}
+
+static dlk_status items_to_device(cuda_dev *c, const dlk_gather *g, size_t n,
+                                  void **out, dlk_error *err)
+{
+    return bytes_to_device(c, g, n * sizeof *g, out, err);
 }
 
 /* The step reads the list its batch was gathered with. */
@@ -582,6 +591,70 @@ static dlk_status cu_gather(dlk_dev *d, const dlk_gather *g, size_t n,
     CK(cudaEventRecord(a, c->compute));
     CK(dlk_cuda_gather(items, (unsigned)n, max_sample(g, n), dst,
                        c->compute));
+    CK(cudaEventRecord(b, c->compute));
+    add_timing(c, a, b, 0);
+    c->gather_end = b;
+    return DLK_OK;
+}
+
+/* One (sample) of an augmented batch, as augment.cu reads it. */
+typedef struct dlk_aug_item {
+    const uint8_t *src;
+    uint64_t dst_off;
+    uint64_t in_frame, out_frame;
+    int32_t h, w, c, frames;
+    dlk_aug_params p;
+} dlk_aug_item;
+
+static dlk_status cu_augment(dlk_dev *d, const dlk_aug_spec *sp,
+                             const dlk_gather *g, const uint64_t *rows,
+                             const int64_t *shapes, int ndim, size_t n,
+                             uint64_t epoch, uint64_t seed, void *dst,
+                             dlk_error *err)
+{
+    cuda_dev *c = (cuda_dev *)d;
+    set_device(c);
+    for (size_t i = 0; i < n; i++) {
+        upload *u = g[i].handle;
+        if (u && !u->waited) {
+            CK(cudaStreamWaitEvent(c->compute, u->copied, 0));
+            u->waited = true;
+        }
+    }
+    dlk_aug_item *it = malloc(n * sizeof *it + 1);
+    if (!it)
+        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    unsigned max_frames = 1;
+    for (size_t i = 0; i < n; i++) {
+        const int64_t *sh = shapes + i * (size_t)ndim;
+        it[i].src = g[i].src;
+        it[i].dst_off = g[i].dst_off;
+        it[i].frames = ndim == 4 ? (int32_t)sh[0] : 1;
+        it[i].h = (int32_t)sh[ndim - 3];
+        it[i].w = (int32_t)sh[ndim - 2];
+        it[i].c = (int32_t)sh[ndim - 1];
+        it[i].in_frame = (uint64_t)it[i].h * it[i].w * it[i].c;
+        it[i].out_frame = dlk_aug_out_bytes(sp, (uint32_t)it[i].c);
+        if ((unsigned)it[i].frames > max_frames)
+            max_frames = (unsigned)it[i].frames;
+        dlk_aug_params_for(sp, seed, epoch, rows[i], it[i].h, it[i].w,
+                           &it[i].p);
+    }
+    void *items, *gl;
+    dlk_status rc = bytes_to_device(c, it, n * sizeof *it, &items, err);
+    free(it);
+    if (!rc)
+        rc = items_to_device(c, g, n, &gl, err);
+    if (rc)
+        return rc;
+    /* the step folds the output: the list with its places */
+    remember_items(c, dst, gl);
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    CK(cudaEventRecord(a, c->compute));
+    CK(dlk_cuda_augment(items, (unsigned)n, max_frames, sp, dst,
+                        c->compute));
     CK(cudaEventRecord(b, c->compute));
     add_timing(c, a, b, 0);
     c->gather_end = b;
@@ -853,7 +926,7 @@ static const dlk_dev_ops cuda_ops = {
     cu_register, cu_unregister, cu_batch_alloc, cu_batch_free, cu_gather,
     cu_step, cu_sync, cu_close, cu_set_budget, cu_mark, cu_span,
     cu_consumer_waits, cu_wait_consumer, cu_ready, cu_check, cu_checked,
-    cu_trace_load, cu_host_ahead, NULL,
+    cu_trace_load, cu_host_ahead, cu_augment,
 };
 
 int dlk_cuda_available(char *why, size_t cap)

@@ -54,3 +54,13 @@ PYTHONPATH="$T/py:$DLK_TESTS/python" "${run_py[@]}" \
     "$DLK_TESTS/python/test_augment.py" "$T/ds"
 rc=$?
 [ $rc = 0 ] || echo "not ok - tests/python/test_augment.py exited $rc"
+
+out=$(dlk bench-stream "$T/ds" --device cpu --batch-size 8 --shuffle \
+    --tensors images --augment imagenet-train,crop=32 2>&1)
+check "bench-stream --augment runs and prints its spec" \
+    grep -q "^  augment imagenet-train,crop=32$" <<<"$out"
+check "and streams every sample" grep -q " 40 samples in 5 batches" <<<"$out"
+check "bench-stream --augment with a bad field names it" sh -c \
+    '"$1" bench-stream "$2" --device cpu --augment crop=8,flip=x 2>&1 |
+     grep -q "field .flip."' \
+    sh "$DLK_BUILD/dlk" "$T/ds"
