@@ -73,10 +73,29 @@ class Loader(_dlk.Loader):
         return out
 
 
-def loader(url_or_ds, **kw):
+# The ImageNet recipe as augmentation specs (dlk.Loader's augment=):
+# RandomResizedCrop(224) + RandomHorizontalFlip + Normalize, and
+# Resize(256) + CenterCrop(224) + Normalize; bfloat16 NCHW.
+IMAGENET_TRAIN = "imagenet-train"
+IMAGENET_EVAL = "imagenet-eval"
+
+
+def loader(url_or_ds, transform=None, **kw):
     """A dlk.torch.Loader: dlk.Loader's options (device defaults to
     "cuda", that is cuda:LOCAL_RANK modulo the GPUs this process sees:
-    dlk.local_gpu(); "cpu" works too)."""
+    dlk.local_gpu(); "cpu" works too).  transform: an augmentation spec
+    (IMAGENET_TRAIN, IMAGENET_EVAL, or fields as dlk.Loader's augment=),
+    or an object whose `spec` attribute is one, done in the loader as
+    each batch is gathered."""
+    if transform is not None:
+        if "augment" in kw:
+            raise TypeError("transform= and augment= say the same: give one")
+        spec = transform if isinstance(transform, str) else \
+            getattr(transform, "spec", None)
+        if not isinstance(spec, str):
+            raise TypeError("transform: an augmentation spec (str) or an "
+                            "object with a str `spec`")
+        kw["augment"] = spec
     return Loader(url_or_ds, **kw)
 
 
