@@ -206,6 +206,28 @@ def _():
 
 @test
 def _():
+    """a video tensor: one crop for both frames of a clip, each frame as
+    the reference"""
+    spec = "crop=12,flip=h,dtype=f32,layout=nhwc"
+    ld = dlk.Loader(URL, device="cpu", batch_size=8, seed=6, augment=spec,
+                    augment_tensor="clip", tensors=["clip", "images"])
+    worst, n = 0.0, 0
+    for b in ld:
+        x = np.array(np.from_dlpack(b["clip"]))
+        assert x.shape == (8, 2, 12, 12, 3), x.shape
+        for k, r in enumerate(int(i) for i in b.index):
+            src = np.asarray(ds.read("clip", r))
+            box, flip, f = params(6, b.epoch, r, src.shape[1], src.shape[2],
+                                  (0.08, 1), (3 / 4, 4 / 3), True, (0, 0, 0))
+            for t in range(2):
+                want = reference(src[t], box, flip, f, 12, 12, False)
+                worst = max(worst, np.abs(x[k, t] - want).max())
+            n += 1
+    assert n == 40 and worst <= 1e-2, (n, worst)
+
+
+@test
+def _():
     """a bad spec fails naming the field"""
     for spec, field in (("crop=24,scale=2:3", "scale"), ("crop=8,dtype=f8", "dtype"),
                         ("imagenet-train,layout=chw", "layout")):

@@ -3,7 +3,8 @@
 # the Python binding: tests/python/test_augment.py checks every sample of
 # its batches against a numpy reference of torchvision's algorithm
 # (crop box, antialiased bilinear resize, flip, jitter, normalisation,
-# dtype), the same pixels for the same (seed, epoch) and after a resume,
+# dtype), a video tensor (one crop for every frame of a clip), the same
+# pixels for the same (seed, epoch) and after a resume,
 # other crops in another epoch, and a bad spec naming its field; and
 # dlk bench-stream --augment runs a spec and prints it.
 . "$DLK_TESTS/lib.sh"
@@ -41,10 +42,12 @@ for i in range(40):
     p = os.path.join(out, "%06d" % i)
     np.save(p + ".images.npy", rng.integers(0, 256, (h, w, 3), dtype=np.uint8))
     np.save(p + ".labels.npy", np.int32(i))
+    np.save(p + ".clip.npy", rng.integers(0, 256, (2, h, w, 3), dtype=np.uint8))
 PY
 make_ds() {
     dlk create "$1" --tensor 'images:u8:?x?x3' --kind images=image \
-        --tensor labels:i32 --chunk-size 8K >/dev/null &&
+        --tensor labels:i32 --tensor 'clip:u8:2x?x?x3' --kind clip=video \
+        --chunk-size 8K >/dev/null &&
         dlk ingest "$1" from-dir "$T/src" --quiet &&
         dlk commit "$1" -m first >/dev/null
 }
