@@ -637,6 +637,7 @@ void dlk_loader_close(dlk_loader *l)
     free(l->t);
     free(l->bt_out);
     free(l->aug_shapes);
+    free(l->aug_rows);
     free(l->rows_owned);
     free(l->block_first);
     free(l->block_count);

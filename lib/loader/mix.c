@@ -3,6 +3,7 @@
  * device), every batch drawn from them in the weights' proportions and
  * gathered once, straight from the sources' chunks into its buffers. */
 #include "loader_int.h"
+#include "augment_batch.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -128,6 +129,15 @@ static void take_piece(void *ud, const dlk_loader *src, uint32_t n)
         uint32_t p = m->where[m->fill + j];
         l->bidx[p] = src->bidx[j];
         l->bpad[p] = src->bpad[j];
+        if (l->aug_t >= 0) {
+            /* the augmented tensor's stored shape, and the row its
+             * parameters are drawn for: each source's rows apart */
+            int nd = l->t[l->aug_t].tensor->spec.ndim;
+            memcpy(&l->aug_shapes[(size_t)p * nd],
+                   &src->aug_shapes[(size_t)j * nd],
+                   (size_t)nd * sizeof *l->aug_shapes);
+            l->aug_rows[p] = src->bidx[j] + ((uint64_t)c->cur << 48);
+        }
         for (size_t t = 0; t < l->nt; t++) {
             l->gather[t * l->cap + p] = src->gather[t * src->cap + j];
             dlk_loader_tensor *lt = &l->t[t];
@@ -219,7 +229,15 @@ dlk_status dlk_mix_next(dlk_loader *l, const dlk_batch **out,
             g->dst_off = total;
             if (lt->variable)
                 lt->offsets[p] = total;
-            total += g->nbytes;
+            /* an augmented sample's room is its output's (the entries
+             * hold its stored size; dlk_augment_batch places them) */
+            if ((long)t == l->aug_t) {
+                int nd = lt->tensor->spec.ndim;
+                total += dlk_aug_sample_bytes(
+                    &l->aug, &l->aug_shapes[(size_t)p * nd], nd);
+            } else {
+                total += g->nbytes;
+            }
         }
         if (lt->variable)
             lt->offsets[b] = total;
@@ -532,7 +550,8 @@ static dlk_status mix_arrays(dlk_loader *l, dlk_error *err)
         dlk_loader_tensor *lt = &l->t[t];
         lt->tensor = first->t[t].tensor;
         lt->index = first->t[t].index;
-        lt->variable = first->t[t].variable;
+        /* an augmented tensor has the fixed shape of its output */
+        lt->variable = first->t[t].variable && (long)t != first->aug_t;
         lt->out = first->t[t].out;
         lt->out.data = NULL;
         lt->out.nbytes = 0;
@@ -551,6 +570,14 @@ static dlk_status mix_arrays(dlk_loader *l, dlk_error *err)
     l->batch.tensors = l->bt_out;
     l->batch.on_device = l->dev->ops->on_device;
     l->batch.sources = m->bsrc;
+    /* augmented as the sources are (their gather entries hold its output
+     * sizes): the same spec and tensor */
+    l->aug = first->aug;
+    l->aug_t = first->aug_t;
+    if (l->aug_t >= 0 &&
+        (!(l->aug_shapes = calloc((size_t)b * 4, sizeof *l->aug_shapes)) ||
+         !(l->aug_rows = malloc(b * sizeof *l->aug_rows))))
+        return dlk_oom(err);
     return DLK_OK;
 }
 
@@ -684,6 +711,7 @@ dlk_status dlk_loader_open_mix(dlk_dataset *const *ds, const double *weights,
         free(l);
         return dlk_oom(err);
     }
+    l->aug_t = -1; /* none until the sources say */
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->work, NULL);
     pthread_cond_init(&l->ready, NULL);
