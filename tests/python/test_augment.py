@@ -138,6 +138,30 @@ def _():
 
 @test
 def _():
+    """a mix of the dataset with itself, augmented: each sample equals the
+    reference for its row, its parameters drawn for row + source << 48"""
+    spec = "crop=20,flip=h,normalize=imagenet,dtype=f32,layout=nchw"
+    ld = dlk.Loader([(URL, 0.5), (URL, 0.5)], device="cpu", batch_size=8,
+                    shuffle=True, seed=4, augment=spec,
+                    tensors=["images", "labels"])
+    worst, n = 0.0, 0
+    for b in ld:
+        imgs = np.array(np.from_dlpack(b["images"]))
+        assert imgs.shape == (8, 3, 20, 20), imgs.shape
+        for k, (src_i, r) in enumerate(zip(b.source.tolist(),
+                                           b.index.tolist())):
+            img = stored(r)
+            box, flip, f = params(4, b.epoch, r + (src_i << 48), img.shape[0],
+                                  img.shape[1], (0.08, 1), (3 / 4, 4 / 3),
+                                  True, (0, 0, 0))
+            want = reference(img, box, flip, f, 20, 20, True)
+            worst = max(worst, np.abs(imgs[k].transpose(1, 2, 0) - want).max())
+            n += 1
+    assert n and worst <= 1e-2, (n, worst)
+
+
+@test
+def _():
     """u8 NHWC with jitter equals the reference within 1"""
     spec = "crop=16x20,flip=h,jitter=0.4:0.4:0.4,dtype=u8,layout=nhwc"
     worst = 0.0
