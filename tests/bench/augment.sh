@@ -6,11 +6,14 @@
 # bf16 NCHW), two alternating rounds: samples/s over the run and in the
 # best epoch after the first, and the device's busy share (the augmented
 # gather's kernels included).  Target: augmented >= 0.90 of as stored.
-#   DLK=dist/bin/dlk SYNTH=dist/bin/synth tests/bench/augment.sh 30000 cuda:0
+#   DIST=dist tests/bench/augment.sh 30000 cuda:0
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
+# a make dist folder (DIST=dist), or the binaries named
+DLK=${DLK:-${DIST:+$DIST/bin/dlk}}
 DLK=${DLK:-$root/build/dlk}
+SYNTH=${SYNTH:-${DIST:+$DIST/bin/synth}}
 SYNTH=${SYNTH:-$root/build/tests/synth}
 rows=${1:-30000}
 device=${2:-auto}

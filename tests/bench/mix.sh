@@ -8,11 +8,14 @@
 # of 3 alternating rounds of each, over the whole run and in the best
 # epoch after the first; the mix's share of one dataset's rate is the
 # figure (target >= 0.95).
-#   DLK=dist/bin/dlk SYNTH=dist/bin/synth tests/bench/mix.sh 100000 cuda:0
+#   DIST=dist tests/bench/mix.sh 100000 cuda:0
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
+# a make dist folder (DIST=dist), or the binaries named
+DLK=${DLK:-${DIST:+$DIST/bin/dlk}}
 DLK=${DLK:-$root/build/dlk}
+SYNTH=${SYNTH:-${DIST:+$DIST/bin/synth}}
 SYNTH=${SYNTH:-$root/build/tests/synth}
 rows=${1:-100000}
 device=${2:-auto}
