@@ -360,6 +360,9 @@ dlk_status dlk_loader_take(dlk_loader *l, uint32_t n, dlk_take_fn fn,
                            void *ud, dlk_error *err);
 dlk_status dlk_loader_gather(dlk_loader *l, size_t t, uint32_t b,
                              uint64_t total, dlk_error *err);
+/* The lock and conditions every loader has, a mix's too (loader_open.c);
+ * dlk_loader_close destroys them. */
+void dlk_loader_init_sync(dlk_loader *l);
 /* A loader's own stats (not a mix's sum) (loader.c). */
 void dlk_loader_stats_one(const dlk_loader *l, dlk_loader_stats *out);
 /* The mix's side of the public calls (mix.c). */

@@ -405,6 +405,16 @@ static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
                               dlk_dev *dev, uint32_t cap, dlk_loader **out,
                               dlk_error *err);
 
+void dlk_loader_init_sync(dlk_loader *l)
+{
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->work, NULL);
+    pthread_cond_init(&l->ready, NULL);
+    pthread_cond_init(&l->idle, NULL);
+    pthread_cond_init(&l->upq, NULL);
+    pthread_cond_init(&l->mapped, NULL);
+}
+
 /* One loader of its own (not a mix's source): its own device */
 static dlk_status loader_open_own(dlk_dataset *ds, const dlk_loader_opts *o,
                                   dlk_loader **out, dlk_error *err)
@@ -447,12 +457,7 @@ static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         n = n < 1 ? 1 : n;
         l->o.io_threads = n > 32 ? 32 : (uint32_t)n;
     }
-    pthread_mutex_init(&l->mu, NULL);
-    pthread_cond_init(&l->work, NULL);
-    pthread_cond_init(&l->ready, NULL);
-    pthread_cond_init(&l->idle, NULL);
-    pthread_cond_init(&l->upq, NULL);
-    pthread_cond_init(&l->mapped, NULL);
+    dlk_loader_init_sync(l);
     dlk_status rc = DLK_OK;
     uint64_t share = 0;
     /* a local dataset is read in place: a cache would be a second copy */

@@ -712,12 +712,7 @@ dlk_status dlk_loader_open_mix(dlk_dataset *const *ds, const double *weights,
         return dlk_oom(err);
     }
     l->aug_t = -1; /* none until the sources say */
-    pthread_mutex_init(&l->mu, NULL);
-    pthread_cond_init(&l->work, NULL);
-    pthread_cond_init(&l->ready, NULL);
-    pthread_cond_init(&l->idle, NULL);
-    pthread_cond_init(&l->upq, NULL);
-    pthread_cond_init(&l->mapped, NULL);
+    dlk_loader_init_sync(l);
     dlk_status rc = abi_copy_in(&l->o, sizeof l->o, opts, "dlk_loader_opts",
                                 err);
     if (!rc) {

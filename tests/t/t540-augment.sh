@@ -9,28 +9,8 @@
 # dlk bench-stream --augment runs a spec and prints it.
 . "$DLK_TESTS/lib.sh"
 
-if ! have_numpy; then
-    skip "augment" "numpy missing: python3 -m pip install numpy"
-    exit 0
-fi
-if ! python3 -c 'import setuptools, wheel, pip' 2>/dev/null; then
-    skip "augment" "pip, setuptools or wheel missing: python3 -m pip install setuptools wheel"
-    exit 0
-fi
+py_binding "augment" || exit 0
 repo=$(cd "$DLK_TESTS/.." && pwd)
-mkdir -p "$T/clone"
-ok "copy the binding's sources" sh -c 'cd "$1" && tar cf - --exclude=build \
-    --exclude="*.so*" --exclude="*.egg-info" --exclude=__pycache__ python include \
-    Makefile cmd/store_env.c cmd/store_env.h |
-    tar xf - -C "$2"' sh "$repo" "$T/clone"
-ok "pip install the binding over $DLK_BUILD/libdlk.so" env DLK_LIBDIR="$DLK_BUILD" \
-    python3 -m pip install --no-build-isolation --no-deps --no-cache-dir \
-    --target "$T/py" "$T/clone/python"
-run_py=(python3)
-if [ -n "${SAN:-}" ] && [ "$SAN" != thread ]; then
-    run_py=(env LD_PRELOAD="$(cc -print-file-name=libasan.so)" PYTHONMALLOC=malloc
-            ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 python3)
-fi
 
 python3 - "$T/src" <<'PY'
 import os, sys, numpy as np
