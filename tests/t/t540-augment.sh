@@ -10,7 +10,6 @@
 . "$DLK_TESTS/lib.sh"
 
 py_binding "augment" || exit 0
-repo=$(cd "$DLK_TESTS/.." && pwd)
 
 python3 - "$T/src" <<'PY'
 import os, sys, numpy as np
