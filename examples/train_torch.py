@@ -39,13 +39,21 @@ def small_cnn(classes):
 
 
 def make_model(name, classes):
-    if name == "resnet18":
+    if name in ("resnet18", "resnet50"):
         try:
             import torchvision
-            return torchvision.models.resnet18(num_classes=classes)
+            return getattr(torchvision.models, name)(num_classes=classes)
         except ImportError:
             print("torchvision missing: training the small CNN")
     return small_cnn(classes)
+
+
+# The ImageNet training recipe, done by the loader as it gathers each
+# batch on the GPU: RandomResizedCrop 224 (scale 0.08-1, ratio 3/4-4/3,
+# antialiased bilinear), horizontal flip, normalisation, bf16; NHWC, so
+# that the NCHW view the model takes is channels-last with no copy.
+RECIPE = ("crop=224,scale=0.08:1,ratio=0.75:1.3333,flip=h,"
+          "normalize=imagenet,dtype=bf16,layout=nhwc")
 
 
 def main():
@@ -54,7 +62,13 @@ def main():
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=256, help="per rank")
     ap.add_argument("--lr", type=float, default=0.1)
-    ap.add_argument("--model", default="resnet18", choices=["resnet18", "small"])
+    ap.add_argument("--model", default="resnet18",
+                    choices=["resnet18", "resnet50", "small"])
+    ap.add_argument("--augment", nargs="?", const=RECIPE, default=None,
+                    help="per-sample augmentation on the GPU: a spec "
+                    "(dlk-bench-stream(1) --augment), or alone the "
+                    "ImageNet training recipe; the dataset then stores "
+                    "larger images (e.g. --resize 256x256 --fit crop)")
     ap.add_argument("--images", default="images")
     ap.add_argument("--labels", default="labels")
     ap.add_argument("--device", default="cuda",
@@ -80,7 +94,7 @@ def main():
     loader = dlk.torch.loader(ds, batch_size=a.batch_size, shuffle=True,
                               seed=0, tensors=[a.images, a.labels],
                               device=str(device), epochs=a.epochs,
-                              drop_last=True)
+                              drop_last=True, augment=a.augment)
     model = make_model(a.model, classes).to(device)
     model = model.to(memory_format=torch.channels_last)
     if world > 1:
@@ -99,9 +113,14 @@ def main():
         events, seen, loss_sum = [], 0, torch.zeros((), device=device)
         t0 = time.perf_counter()
         for batch in loader:
-            # u8 NHWC as stored: a channels-last NCHW view, normalised on
-            # the GPU
-            x = batch[a.images].permute(0, 3, 1, 2).float().sub_(mean).div_(std)
+            if a.augment:
+                # cropped, flipped and normalised by the loader: bf16 NHWC,
+                # taken as a channels-last NCHW view
+                x = batch[a.images].permute(0, 3, 1, 2)
+            else:
+                # u8 NHWC as stored: a channels-last NCHW view, normalised
+                # on the GPU
+                x = batch[a.images].permute(0, 3, 1, 2).float().sub_(mean).div_(std)
             y = batch[a.labels].long().view(-1)
             if cuda:
                 start, end = (torch.cuda.Event(enable_timing=True),
