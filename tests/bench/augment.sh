@@ -31,7 +31,7 @@ for r in 1 2; do
 import json, sys
 d = json.load(sys.stdin)
 s = max(e["samples_per_s"] for e in d["epochs"][1:])
-print("  round %s %s: %.0f samples/s run, %.0f steady, busy %.1f%%" % (
+print("  pass %s %s: %.0f samples/s run, %.0f steady, busy %.1f%%" % (
     sys.argv[1], sys.argv[2], d["samples_per_s"], s, d["gpu_busy_pct"]))' "$r" "$a"
     done
 done

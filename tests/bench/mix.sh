@@ -49,7 +49,7 @@ for round in 1 2 3; do
         three) r=$(run three --mix "$T/h1=0.5,$T/q1=0.25,$T/q2=0.25") ;;
         esac
         set -- $r
-        echo "  round $round $c: $1 samples/s (steady $2), busy $3%, checksum $4"
+        echo "  pass $round $c: $1 samples/s (steady $2), busy $3%, checksum $4"
         [ "$4" = True ] || { echo "checksum differs"; exit 1; }
         if [ -z "${best[$c]:-}" ] || [ "$1" -gt "${best[$c]}" ]; then
             best[$c]=$1
