@@ -183,8 +183,6 @@ dlk_status q_gpu_index_search(dlk_index *ix, const float *qs,
 
 #else
 
-static dlk_status prepare(dlk_index *ix, uint32_t nq, dlk_error *err);
-
 dlk_status q_gpu_index_load(dlk_index *ix, const q_topk_job *j, bool *fits,
                             dlk_error *err)
 {
