@@ -21,14 +21,15 @@ static void problem(void *ud, const char *object, const char *why)
 }
 
 /* Whether a check that failed with `code` found damage (a problem to
- * report) rather than failing itself (out of memory, the store or the
- * network failing after its retries, denied access): a chunk that could
- * not be checked is not called bad. */
+ * report: the object is missing, malformed, or cannot be read from its
+ * local file - a special file in its place, a failing disk) rather than
+ * failing itself (out of memory, the network failing after its retries,
+ * denied access): a chunk that could not be checked is not called bad. */
 static bool found_damage(dlk_status code)
 {
     return code == DLK_ECORRUPT || code == DLK_ENOTFOUND ||
            code == DLK_EUNSUPPORTED || code == DLK_EDECODE ||
-           code == DLK_ELIMIT || code == DLK_EINVAL;
+           code == DLK_ELIMIT || code == DLK_EINVAL || code == DLK_EIO;
 }
 
 static dlk_status check_chunk(dlk_dataset *ds, const dlk_ref_chunk *r,
