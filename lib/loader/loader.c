@@ -685,14 +685,19 @@ dlk_status dlk_loader_next(dlk_loader *l, const dlk_batch **out,
     if ((rc = plan_ahead(l, err)))
         return rc;
     l->pos += b;
+    dlk_loader_batch_done(l, t_in, b);
+    *out = &l->batch;
+    return DLK_OK;
+}
+
+void dlk_loader_batch_done(dlk_loader *l, double t_in, uint32_t b)
+{
     l->st.seg[l->st.nseg - 1].steps++;
     l->stats.samples += b;
     l->stats.batches++;
     l->have_batch = true;
     l->batch_kept = false;
     dlk_trace_batch(l, t_in, dlk_now_s(), b);
-    *out = &l->batch;
-    return DLK_OK;
 }
 
 /* Free the plans of epochs that ended within the last take: the batch

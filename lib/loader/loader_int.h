@@ -363,6 +363,9 @@ dlk_status dlk_loader_gather(dlk_loader *l, size_t t, uint32_t b,
 /* The lock and conditions every loader has, a mix's too (loader_open.c);
  * dlk_loader_close destroys them. */
 void dlk_loader_init_sync(dlk_loader *l);
+/* A batch of b handed out, asked for at t_in: the step counted, the
+ * stats and the timeline (loader.c; a mix's too). */
+void dlk_loader_batch_done(dlk_loader *l, double t_in, uint32_t b);
 /* A loader's own stats (not a mix's sum) (loader.c). */
 void dlk_loader_stats_one(const dlk_loader *l, dlk_loader_stats *out);
 /* The mix's side of the public calls (mix.c). */

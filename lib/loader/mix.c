@@ -260,12 +260,7 @@ dlk_status dlk_mix_next(dlk_loader *l, const dlk_batch **out,
         l->first_batch_pending = false;
     }
     l->pos++;
-    l->st.seg[l->st.nseg - 1].steps++;
-    l->stats.samples += b;
-    l->stats.batches++;
-    l->have_batch = true;
-    l->batch_kept = false;
-    dlk_trace_batch(l, t_in, dlk_now_s(), b);
+    dlk_loader_batch_done(l, t_in, b);
     *out = bt;
     return DLK_OK;
 }
