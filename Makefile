@@ -145,9 +145,17 @@ shared: $(LIBSO)
 FLAGS_STAMP := $(BUILD)/.flags
 FLAGS_NOW = $(CC) $(ALL_CFLAGS) $(NVCC) $(NVFLAGS)
 ifneq ($(file <$(FLAGS_STAMP)),$(FLAGS_NOW))
+ifeq ($(findstring q,$(firstword -$(MAKEFLAGS))),)
 $(shell mkdir -p $(BUILD))
 $(file >$(FLAGS_STAMP),$(FLAGS_NOW))
+else
+# `make -q` (is the build current?) with other flags: the answer is no,
+# and the question must not rewrite the stamp (that would make the build
+# out of date for the flags it was made with)
+$(FLAGS_STAMP): FORCE ; @:
 endif
+endif
+FORCE:
 
 $(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
@@ -325,7 +333,7 @@ DIST_BUNDLE := libturbojpeg libpng16
 DIST_ALONE := libarchive
 DIST_PKGS := jansson libxxhash libzstd libcurl expat libcrypto libarchive $(IMAGE_PKGS)
 dist:
-	$(Q)$(MAKE) BUILD=build-dist MEDIA=1 VIDEO=1 \
+	$(Q)$(MAKE) SAN= BUILD=build-dist MEDIA=1 VIDEO=1 \
 	    LDFLAGS="$(LDFLAGS) -Wl,--disable-new-dtags,-rpath,'\$$\$$ORIGIN/../lib'" \
 	    build-dist/dlk build-dist/libdlk.so.$(VERSION)
 	$(Q)rm -rf dist && mkdir -p dist/bin dist/lib dist/share/man/man1
@@ -380,11 +388,13 @@ dist:
 WHEEL_BUILD := build-wheel
 WHEEL := $(WHEEL_BUILD)/wheelhouse/.stamp
 PY_SRC := $(wildcard python/pyproject.toml python/*.py python/README.md python/dlk/*.py python/dlk/*.c)
+# the wheel and the dist tree are never sanitized, even from a `make
+# SAN=1 ...` whose SAN every make below it inherits
 wheel: wheel-deps
-	$(Q)$(MAKE) --no-print-directory BUILD=$(WHEEL_BUILD) VIDEO=1 \
+	$(Q)$(MAKE) --no-print-directory SAN= BUILD=$(WHEEL_BUILD) VIDEO=1 \
 	    CXXRT="-Wl,-Bstatic -lstdc++ -Wl,-Bdynamic" LDFLAGS="$(LDFLAGS) -static-libgcc" \
 	    $(WHEEL_BUILD)/dlk $(WHEEL_BUILD)/libdlk.so.$(VERSION)
-	$(Q)$(MAKE) --no-print-directory $(WHEEL)
+	$(Q)$(MAKE) --no-print-directory SAN= $(WHEEL)
 	@ls $(WHEEL_BUILD)/wheelhouse/*.whl
 
 # setuptools builds in the package's folder: a fresh copy of it, so that

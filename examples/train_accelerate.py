@@ -16,9 +16,9 @@ What dlk.torch does for accelerate (python/README.md):
   - gather_for_metrics takes tensors made from the batch ("dlk_pad" says
     which samples repeat to even out the ranks: leave them out);
   - to resume mid-epoch, the loader's state_dict() is saved beside
-    accelerate's own state and given back with load_state_dict(); its
-    skip_first_batches(n) skips n batches without reading them, as
-    accelerate's does for a DataLoader.
+    accelerate's own state and given back with load_state_dict()
+    (accelerator.skip_first_batches(loader, n) works too, reading
+    nothing for the n batches skipped).
 A list of sources, [(URL, weight), ...], mixes datasets the same way.
 """
 import argparse

@@ -74,6 +74,15 @@ def make_targets(build):
     return [f"{build}/libdlk.so.{version()}", f"{build}/dlk"]
 
 
+def make_env():
+    """The environment make runs in: without a calling make's command-line
+    variables (MAKEFLAGS carries `make SAN=1 test`'s SAN to every make
+    below it): the package holds a plain build, never a sanitized one,
+    which Python could not load without the sanitizer's runtime."""
+    return {k: v for k, v in os.environ.items()
+            if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "SAN", "BUILD")}
+
+
 def current_build(src):
     """The sources' build/ when make finds its library and binary up to
     date (`make` ran after the last change): taken as it is, not built
@@ -81,7 +90,7 @@ def current_build(src):
     if not all((src / t).is_file() for t in make_targets("build")):
         return None
     r = subprocess.run(["make", "-C", str(src), "-q", "BUILD=build"]
-                       + make_targets("build"),
+                       + make_targets("build"), env=make_env(),
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return src / "build" if r.returncode == 0 else None
 
@@ -107,7 +116,8 @@ class BuildDlk(build_ext):
                 out = Path(self.build_temp).resolve() / "libdlk"
                 jobs = os.environ.get("DLK_MAKE_JOBS") or str(os.cpu_count() or 1)
                 subprocess.check_call(["make", "-C", str(src), "-j" + jobs,
-                                       "BUILD=" + str(out)] + make_targets(out))
+                                       "BUILD=" + str(out)] + make_targets(out),
+                                      env=make_env())
             lib = out / soname
         # the dlk binary built beside the library, where there is one (a
         # dist tree keeps its own in dist/bin)

@@ -90,6 +90,14 @@ def cuda_available():
     return _core.cuda_available()
 
 
+class BatchRef:
+    """An entry of a loader's batch_sampler: one batch of the loader,
+    read by fetch() (dlk.torch.Loader.batch_sampler makes them)."""
+
+    def fetch(self):
+        raise NotImplementedError
+
+
 class Dataset:
     """A dataset opened at its head or at a commit (`at`: "main",
     "main~2", an id or a unique prefix); with `view`, the rows of that
@@ -137,6 +145,15 @@ class Dataset:
         if self._rows is not None:
             return len(self._rows)
         return min((t["samples"] for t in self._tensors), default=0)
+
+    def __getitems__(self, keys):
+        """[self[k] for k in keys], as a torch DataLoader over this
+        Dataset fetches a batch of rows; a key may also be an entry of a
+        dlk.torch.Loader's batch_sampler, which stands for one batch of
+        that loader (how a DataLoader that accelerate's
+        skip_first_batches builds over the loader reads it)."""
+        return [k.fetch() if isinstance(k, BatchRef) else self[k]
+                for k in keys]
 
     def __getitem__(self, row):
         """Row `row` as {tensor name: numpy array}; a class label also
@@ -380,6 +397,85 @@ def _mix_sources(items, at):
     return out
 
 
+def _one(batches):
+    """A DataLoader's collate_fn over batch_sampler entries: each entry
+    fetched one whole batch already."""
+    return batches[0]
+
+
+class _Ref(BatchRef):
+    def __init__(self, run, i):
+        self._run, self._i = run, i
+
+    def fetch(self):
+        return self._run.fetch(self._i)
+
+
+class _Run:
+    """One pass over a loader's batch_sampler: the entries a consumer
+    passed over (accelerate's SkipBatchSampler) are batches the loader
+    skips, reading nothing for them; the first entry fetched starts the
+    loader's next loop that many batches into its epoch."""
+
+    def __init__(self, loader):
+        self._l = loader
+        self._it = None
+        self.done = False
+
+    def _start(self, i):
+        ld = self._l
+        ld._core()
+        old = ld._it
+        if old is not None and old.taken and not old.done:
+            ld._end_epoch()
+            ld._it = None
+        own = _own(ld._state())
+        # entries count from the epoch's start; a restored loader has
+        # taken some already, and those are not skipped twice
+        taken = sum(g["steps"] for g in own["segments"])
+        if i > taken:
+            ld.skip_first_batches(i - taken)
+        self._it = iter(ld)
+
+    def fetch(self, i):
+        if self._it is None:
+            self._start(i)
+        b = next(self._it, None)
+        if b is None:
+            self.done = True
+            raise StopIteration  # ends the DataLoader's loop
+        return b
+
+    def finish(self, n):
+        """Every entry passed over, none fetched: the epoch was skipped
+        whole, and the loop after it is the next epoch's."""
+        if self._it is None and n:
+            self._start(n)
+            for _ in self._it:
+                pass
+
+
+class _Steps:
+    """A Loader as a DataLoader's batch_sampler: one entry for
+    each batch of the epoch the next loop reads, from the epoch's start
+    (len(loader) of them)."""
+
+    def __init__(self, loader):
+        self._l = loader
+
+    def __len__(self):
+        return len(self._l)
+
+    def __iter__(self):
+        n = len(self._l)
+        run = _Run(self._l)
+        for i in range(n):
+            if run.done:
+                return
+            yield [_Ref(run, i)]
+        run.finish(n)
+
+
 class Loader:
     """Shuffled, sharded, prefetched batches of a dataset.
 
@@ -486,6 +582,24 @@ class Loader:
     building the model fills the first window.  A Loader pickles as its
     options and state (ddp_spawn, multiprocessing): the copy opens again
     where it is unpickled, at its first use."""
+
+    # what code written for a DataLoader reads to rebuild one
+    # (accelerate's skip_first_batches): see batch_sampler
+    sampler = None
+    num_workers = 0
+    prefetch_factor = None
+    pin_memory = False
+    collate_fn = staticmethod(_one)
+
+    @property
+    def batch_sampler(self):
+        """One entry a batch of the epoch the next loop reads, from the
+        epoch's start (len(loader) of them), each reading nothing until
+        fetched: a torch DataLoader(loader.dataset, batch_sampler=...,
+        collate_fn=loader.collate_fn) gives the loader's batches, and
+        entries passed over unfetched are batches skipped unread (how
+        accelerate's skip_first_batches(loader, k) works on a Loader)."""
+        return _Steps(self)
 
     def __init__(self, url_or_ds, batch_size=256, shuffle=True, seed=0,
                  tensors=None, device="cuda", epochs=None, drop_last=False,

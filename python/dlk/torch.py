@@ -50,7 +50,8 @@ def _convert(v):
 
 class Loader(_dlk.Loader):
     """dlk.Loader whose batches hold torch tensors (see dlk.Loader for the
-    options)."""
+    options, and for the attributes through which code written for a
+    DataLoader, such as accelerate's skip_first_batches, rebuilds one)."""
 
     def _next(self):
         b = super()._next()

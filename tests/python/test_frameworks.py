@@ -446,4 +446,74 @@ def _():
     assert {b.epoch for b in nxt} == {1} and len(nxt) == 8
 
 
+_DL_KWARGS = {"batch_size": 1, "shuffle": False, "sampler": None,
+              "batch_sampler": None, "num_workers": 0, "collate_fn": None,
+              "pin_memory": False, "drop_last": False, "timeout": 0,
+              "worker_init_fn": None, "multiprocessing_context": None,
+              "generator": None, "prefetch_factor": 2,
+              "persistent_workers": False}
+
+
+def accelerate_skip_first_batches(dataloader, num_batches):
+    """accelerate 1.x's skip_first_batches for an object that is not one
+    of its DataLoaders: dataset (not an IterableDataset), sampler (not a
+    BatchSampler), batch_sampler wrapped in a SkipBatchSampler, the other
+    DataLoader arguments read with getattr and their defaults; then torch's
+    DataLoader over a map-style dataset with a batch_sampler and
+    num_workers=0 (it refuses a prefetch_factor then): for each list of
+    the batch sampler, dataset.__getitems__(list), then collate_fn."""
+    dataset = dataloader.dataset
+    assert dataloader.sampler is None
+    inner = dataloader.batch_sampler
+    kw = {k: getattr(dataloader, k, v) for k, v in _DL_KWARGS.items()
+          if k not in ("batch_size", "shuffle", "sampler", "batch_sampler",
+                       "drop_last")}
+    assert kw["num_workers"] == 0 and kw["prefetch_factor"] is None, kw
+
+    class SkippingLoader:
+        def __len__(self):
+            return len(inner) - num_batches
+
+        def __iter__(self):
+            for i, keys in enumerate(inner):
+                if i >= num_batches:
+                    yield kw["collate_fn"](dataset.__getitems__(keys))
+    return SkippingLoader()
+
+
+@test
+def _():
+    """accelerate's own skip_first_batches(loader, k): the DataLoader it
+    builds from the loader's dataset and batch_sampler starts k batches
+    in, reading nothing for them; the loop after it is the next epoch"""
+    whole = [rows(b) for b in loader(seed=7)]
+    ld = loader(seed=7)
+    dl = accelerate_skip_first_batches(ld, 3)
+    assert len(dl) == len(whole) - 3
+    got = [rows(b) for b in dl]
+    assert got == whole[3:], (len(got), len(whole))
+    assert ld.stats()["batches"] == len(whole) - 3, ld.stats()
+    nxt = list(ld)
+    assert {b.epoch for b in nxt} == {1} and sorted(rows_of(nxt)) == \
+        list(range(N))
+    # the whole epoch skipped: nothing, then the epoch after
+    dl = accelerate_skip_first_batches(ld, len(ld))
+    assert list(dl) == []
+    nxt = list(ld)
+    assert {b.epoch for b in nxt} == {3}, {b.epoch for b in nxt}
+    # a loader restored mid-epoch skips only what it had not taken
+    ld = loader(seed=7)
+    first = list(itertools.islice(iter(ld), 2))
+    st = json.loads(json.dumps(ld.state_dict()))
+    ld2 = loader(seed=7, state=st)
+    got = [rows(b) for b in accelerate_skip_first_batches(ld2, 3)]
+    assert got == whole[3:], (len(got), [rows(b) for b in first])
+    # a DataLoader over the Dataset itself still fetches rows by index
+    ds = dlk.open(URL)
+    got = ds.__getitems__([1, 0])
+    assert [sorted(r) for r in got] == [sorted(ds[1]), sorted(ds[0])]
+    assert all((got[0][k] == ds[1][k]).all() for k in got[0]
+               if isinstance(got[0][k], np.ndarray))
+
+
 sys.exit(1 if tap.failed else 0)
