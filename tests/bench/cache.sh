@@ -30,17 +30,9 @@ n=${1:-15000}
 epochs=${2:-4}
 workers=${3:-8}
 delay=${DELAY_MS:-20}
-build=${DLK_BUILD:-$root/build}
-dlk=$build/dlk
-export DLK_TESTS=$root/tests
-. "$root/tests/lib.sh"
-. "$root/tests/s3lib.sh"
-set +u
+. "$root/tests/bench/moto_bench.sh"
 
-[ -x "$dlk" ] || make -s -C "$root" "$dlk" >/dev/null
-echo "machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1); $(s3_server_name), ${delay} ms added to each answer"
-s3_start
-s3_mkbucket bench
+moto_bench_start "$(s3_server_name), ${delay} ms added to each answer"
 moto_log=$(ls "$T"/moto-*.log)
 python3 - "$T/src" "$n" <<'PY'
 import os, sys, numpy as np

@@ -28,17 +28,9 @@ epochs=${3:-3}
 batch=${BATCH:-256}
 # the proxy's processes: one relays about 1 GB/s, under what dlk reads
 procs=${PROXY_PROCS:-$(( $(nproc) / 4 > 1 ? $(nproc) / 4 : 1 ))}
-build=${DLK_BUILD:-$root/build}
-dlk=$build/dlk
-export DLK_TESTS=$root/tests
-. "$root/tests/lib.sh"
-. "$root/tests/s3lib.sh"
-set +u
+. "$root/tests/bench/moto_bench.sh"
 
-[ -x "$dlk" ] || make -s -C "$root" "$dlk" >/dev/null
-echo "machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1); curl $(curl --version | head -n1 | cut -d' ' -f2); $(s3_server_name)"
-s3_start
-s3_mkbucket bench
+moto_bench_start "curl $(curl --version | head -n1 | cut -d' ' -f2); $(s3_server_name)"
 
 t0=$(date +%s.%N)
 python3 "$root/tests/bench/make_images.py" "$T/img" --n "$n" >/dev/null
