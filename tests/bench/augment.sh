@@ -9,12 +9,7 @@
 #   DIST=dist tests/bench/augment.sh 30000 cuda:0
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-# a make dist folder (DIST=dist), or the binaries named
-DLK=${DLK:-${DIST:+$DIST/bin/dlk}}
-DLK=${DLK:-$root/build/dlk}
-SYNTH=${SYNTH:-${DIST:+$DIST/bin/synth}}
-SYNTH=${SYNTH:-$root/build/tests/synth}
+. "$here/dist_bins.sh"
 rows=${1:-30000}
 device=${2:-auto}
 T=$(mktemp -d "${TMPDIR:-/tmp}/dlk-aug.XXXXXX")

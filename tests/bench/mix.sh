@@ -11,12 +11,7 @@
 #   DIST=dist tests/bench/mix.sh 100000 cuda:0
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-# a make dist folder (DIST=dist), or the binaries named
-DLK=${DLK:-${DIST:+$DIST/bin/dlk}}
-DLK=${DLK:-$root/build/dlk}
-SYNTH=${SYNTH:-${DIST:+$DIST/bin/synth}}
-SYNTH=${SYNTH:-$root/build/tests/synth}
+. "$here/dist_bins.sh"
 rows=${1:-100000}
 device=${2:-auto}
 epochs=${3:-6}

@@ -17,21 +17,8 @@
 #   DIST=$PWD/dist tests/bench/train_recipe.sh /tmp/tr
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-DIST=${DIST:?DIST must name the dist folder}
-W=${1:?work dir}; N=${2:-20000}
-EPOCHS=${EPOCHS:-3}; WORKERS=${WORKERS:-$(nproc)}; MODEL=${MODEL:-resnet50}
-mkdir -p "$W"
-nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null; echo "cores $(nproc)"
-if [ ! -d "$W/train" ]; then
-    python3 "$here/make_images.py" "$W/img" --n "$N" --jpeg-only >/dev/null
-    for c in 0 1 2 3 4 5 6 7 8 9; do mkdir -p "$W/train/class$c"; done
-    i=0
-    for f in "$W/img/jpeg"/*.jpg; do
-        mv "$f" "$W/train/class$((i % 10))/"
-        i=$((i + 1))
-    done
-fi
+. "$here/class_jpegs.sh"
+MODEL=${MODEL:-resnet50}
 [ -d "$W/ds256" ] || "$DIST/bin/dlk" create "$W/ds256" from-dir "$W/train" \
     --resize 256x256 --fit crop --quiet
 echo "== dlk, the recipe on the GPU as batches are gathered (examples/train_torch.py --augment)"
