@@ -28,14 +28,8 @@ static int on_key(void *ud, const char *key, uint64_t size)
     key_vec *k = ud;
     if (size == 0)
         return 0;
-    if (k->n == k->cap) {
-        size_t cap = k->cap ? k->cap * 2 : 1024;
-        char **v = realloc(k->v, cap * sizeof *v);
-        if (!v)
-            return 1;
-        k->v = v;
-        k->cap = cap;
-    }
+    if (!DLK_GROW(k->v, k->n, k->cap, 1024))
+        return 1;
     k->bytes += size;
     return (k->v[k->n] = strdup(key)) ? (k->n++, 0) : 1;
 }
@@ -261,7 +255,7 @@ dlk_status dlk_source_baseline(const dlk_baseline_opts *o,
     res->bytes_listed = r.keys.bytes;
     for (int i = 0; !rc && i < RING; i++)
         if (!(r.ring[i].g = calloc(o->batch_size, sizeof *r.ring[i].g)))
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+            rc = dlk_oom(err);
     size_t m0 = 0, m1 = 0;
     if (!rc)
         rc = r.dev->ops->mark(r.dev, &m0, err);

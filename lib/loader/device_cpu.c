@@ -14,7 +14,7 @@ typedef struct cpu_dev {
     double gather_s, step_s;
     uint64_t checksum;
     struct { double t, busy; } *marks; /* host clock: work is synchronous */
-    size_t nmarks;
+    size_t nmarks, capmarks;
 } cpu_dev;
 
 /* The sum mod 2^64 of the little-endian 64-bit words (a short last word
@@ -203,10 +203,8 @@ static void cpu_set_budget(dlk_dev *d, uint64_t bytes)
 static dlk_status cpu_mark(dlk_dev *d, size_t *id, dlk_error *err)
 {
     cpu_dev *c = (cpu_dev *)d;
-    void *v = realloc(c->marks, (c->nmarks + 1) * sizeof *c->marks);
-    if (!v)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
-    c->marks = v;
+    if (!DLK_GROW(c->marks, c->nmarks, c->capmarks, 16))
+        return dlk_oom(err);
     c->marks[c->nmarks].t = dlk_now_s();
     c->marks[c->nmarks].busy = c->gather_s + c->step_s;
     *id = c->nmarks++;
@@ -280,7 +278,7 @@ dlk_status dlk_dev_open_cpu(dlk_dev **out, dlk_error *err)
 {
     cpu_dev *c = calloc(1, sizeof *c);
     if (!c)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     c->base.ops = &cpu_ops;
     *out = &c->base;
     return DLK_OK;

@@ -130,7 +130,7 @@ typedef struct cuda_dev {
     /* marks (cu_mark) and, once any exists, every finished gather and
      * step as [start, end) seconds after t0_ev, for cu_span */
     struct { cudaEvent_t ev; double t; } *marks;
-    size_t nmarks, resolved;
+    size_t nmarks, capmarks, resolved;
     struct { double s, e; } *ivs;
     size_t nivs, capivs;
 } cuda_dev;
@@ -174,17 +174,11 @@ static void add_timing2(cuda_dev *c, cudaEvent_t a, cudaEvent_t b, int kind,
                         bool shared_a)
 {
     pthread_mutex_lock(&c->mu);
-    if (c->ntimes == c->captimes) {
-        size_t nc = c->captimes ? c->captimes * 2 : 256;
-        timing *t = realloc(c->times, nc * sizeof *t);
-        if (!t) {
-            pthread_mutex_unlock(&c->mu);
-            cudaEventDestroy(a);
-            cudaEventDestroy(b);
-            return;
-        }
-        c->times = t;
-        c->captimes = nc;
+    if (!DLK_GROW(c->times, c->ntimes, c->captimes, 256)) {
+        pthread_mutex_unlock(&c->mu);
+        cudaEventDestroy(a);
+        cudaEventDestroy(b);
+        return;
     }
     c->times[c->ntimes++] = (timing){a, b, kind, shared_a,
                                      c->trace ? dlk_now_s() : 0};
@@ -207,14 +201,8 @@ static void add_timing(cuda_dev *c, cudaEvent_t a, cudaEvent_t b, int kind)
  * none of it cut yet (called with bmu held). */
 static cudaError_t dev_slab_new(cuda_dev *c, size_t cap)
 {
-    if (c->ndslabs == c->capdslabs) {
-        size_t nc = c->capdslabs ? c->capdslabs * 2 : 8;
-        void *v = realloc(c->dslabs, nc * sizeof *c->dslabs);
-        if (!v)
-            return cudaErrorMemoryAllocation;
-        c->dslabs = v;
-        c->capdslabs = nc;
-    }
+    if (!DLK_GROW(c->dslabs, c->ndslabs, c->capdslabs, 8))
+        return cudaErrorMemoryAllocation;
     size_t sz = cap > DEV_SLAB ? cap : DEV_SLAB;
     double m0 = c->trace ? dlk_now_s() : 0;
     void *p;
@@ -292,15 +280,9 @@ static cudaError_t acquire(cuda_dev *c, size_t n, void **out)
         }
         break; /* under the budget, or nothing to wait for: allocate */
     }
-    if (c->nbufs == c->capbufs) {
-        size_t nc = c->capbufs ? c->capbufs * 2 : 64;
-        devbuf *v = realloc(c->bufs, nc * sizeof *v);
-        if (!v) {
-            pthread_mutex_unlock(&c->bmu);
-            return cudaErrorMemoryAllocation;
-        }
-        c->bufs = v;
-        c->capbufs = nc;
+    if (!DLK_GROW(c->bufs, c->nbufs, c->capbufs, 64)) {
+        pthread_mutex_unlock(&c->bmu);
+        return cudaErrorMemoryAllocation;
     }
     devbuf *b = &c->bufs[c->nbufs];
     memset(b, 0, sizeof *b);
@@ -350,7 +332,7 @@ static dlk_status cu_upload(dlk_dev *d, const void *host, size_t n,
     set_device(c);
     upload *u = calloc(1, sizeof *u);
     if (!u)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     cudaEvent_t a = NULL, b = NULL;
     void *p = NULL;
     bool timed = !c->no_copy_timing;
@@ -623,7 +605,7 @@ static dlk_status cu_augment(dlk_dev *d, const dlk_aug_spec *sp,
     }
     dlk_aug_item *it = malloc(n * sizeof *it + 1);
     if (!it)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     unsigned max_frames = 1;
     for (size_t i = 0; i < n; i++) {
         const int64_t *sh = shapes + i * (size_t)ndim;
@@ -692,14 +674,8 @@ static dlk_status cu_step(dlk_dev *d, const void *buf, const dlk_gather *g,
  * order: the intervals stay sorted). */
 static void keep_interval(cuda_dev *c, double s, double e)
 {
-    if (c->nivs == c->capivs) {
-        size_t nc = c->capivs ? c->capivs * 2 : 1024;
-        void *v = realloc(c->ivs, nc * sizeof *c->ivs);
-        if (!v)
-            return; /* the span then undercounts busy time; no failure */
-        c->ivs = v;
-        c->capivs = nc;
-    }
+    if (!DLK_GROW(c->ivs, c->nivs, c->capivs, 1024))
+        return; /* the span then undercounts busy time; no failure */
     c->ivs[c->nivs].s = s;
     c->ivs[c->nivs].e = e;
     c->nivs++;
@@ -815,10 +791,8 @@ static dlk_status cu_mark(dlk_dev *d, size_t *id, dlk_error *err)
 {
     cuda_dev *c = (cuda_dev *)d;
     set_device(c);
-    void *v = realloc(c->marks, (c->nmarks + 1) * sizeof *c->marks);
-    if (!v)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
-    c->marks = v;
+    if (!DLK_GROW(c->marks, c->nmarks, c->capmarks, 16))
+        return dlk_oom(err);
     cudaEvent_t ev;
     CK(cudaEventCreate(&ev));
     cudaError_t e = cudaEventRecord(ev, c->compute);
@@ -1068,7 +1042,7 @@ dlk_status dlk_dev_open_cuda(int index, const dlk_dev_opts *o,
                         "device%s", index, n, n == 1 ? "" : "s");
     cuda_dev *c = calloc(1, sizeof *c);
     if (!c)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     c->base.ops = &cuda_ops;
     c->index = index;
     c->t_open = t_open;
@@ -1084,7 +1058,7 @@ dlk_status dlk_dev_open_cuda(int index, const dlk_dev_opts *o,
     if (!c->pinned || (o && o->trace && *o->trace &&
                        !(c->trace_path = strdup(o->trace)))) {
         free_host_side(c);
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     }
     if (o && o->async &&
         pthread_create(&c->starter, NULL, starter, c) == 0) {

@@ -134,14 +134,9 @@ static void use_key(planner *pt, size_t c, size_t k, uint32_t p0,
             pl->slots[si].last_pos = lp;
         return;
     }
-    if (pl->nslots == pt->cap) {
-        dlk_slot *v = realloc(pl->slots, 2 * pt->cap * sizeof *v);
-        if (!v) {
-            pt->rc = dlk_fail(pt->err, DLK_ENOMEM, "out of memory");
-            return;
-        }
-        pl->slots = v;
-        pt->cap *= 2;
+    if (!DLK_GROW(pl->slots, pl->nslots, pt->cap, 64)) {
+        pt->rc = dlk_oom(pt->err);
+        return;
     }
     if (pl->nslots >= UINT32_MAX) {
         pt->rc = dlk_fail(pt->err, DLK_ENOMEM, "too many slots planned");
@@ -264,7 +259,7 @@ static dlk_status build_plan(dlk_loader *l, dlk_plan *pl,
     pl->slots = malloc(pt.cap * sizeof *pl->slots);
     pl->key_slot = calloc(l->nt, sizeof *pl->key_slot);
     if (!pl->slots || !pl->key_slot)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     size_t nwin = dlk_order_nwindows(&pl->order);
     for (size_t t = 0; t < l->nt && !pt.rc; t++) {
         const dlk_loader_tensor *lt = &l->t[t];
@@ -313,7 +308,7 @@ static dlk_status build_plan(dlk_loader *l, dlk_plan *pl,
      * array, so sort a permutation instead of the slots themselves */
     pl->sched = malloc((pl->nslots ? pl->nslots : 1) * sizeof *pl->sched);
     if (!pl->sched)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     for (size_t i = 0; i < pl->nslots; i++)
         pl->sched[i] = (uint32_t)i;
     dlk_sort_slots_by_first(pl->sched, pl->nslots, pl->slots);
@@ -732,14 +727,8 @@ dlk_status dlk_loader_take(dlk_loader *l, uint32_t n, dlk_take_fn fn,
             l->planned = false;
             if (took) {
                 /* its slots hold samples of the batch being taken */
-                if (l->nretired == l->capretired) {
-                    size_t c = l->capretired ? 2 * l->capretired : 4;
-                    dlk_plan *v = realloc(l->retired, c * sizeof *v);
-                    if (!v)
-                        return dlk_oom(err);
-                    l->retired = v;
-                    l->capretired = c;
-                }
+                if (!DLK_GROW(l->retired, l->nretired, l->capretired, 4))
+                    return dlk_oom(err);
                 pthread_mutex_lock(&l->mu);
                 l->retired[l->nretired++] = l->plan;
                 memset(&l->plan, 0, sizeof l->plan);

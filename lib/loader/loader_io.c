@@ -174,7 +174,7 @@ static dlk_status fold_samples(dlk_loader *l, dlk_slot *s, dlk_error *err)
     }
     uint32_t n = dlk_chunk_samples(s->ch);
     if (!(f = malloc((n ? n : 1) * sizeof *f)))
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     for (uint32_t i = 0; i < n; i++) {
         size_t nb;
         const void *p = dlk_chunk_sample(s->ch, i, &nb, NULL);
@@ -221,7 +221,7 @@ static dlk_status load_mapped(dlk_loader *l, dlk_slot *s, bool verify,
         return rc;
     dlk_chunk *c = calloc(1, sizeof *c);
     if (!c)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     dlk_buf_wrap(&c->object, (void *)m.p, m.n);
     c->object.len = m.n;
     rc = dlk_chunk_open(c, t, e, key, verify ? DLK_DECODE_VERIFY : 0, NULL, 0,
@@ -498,7 +498,7 @@ dlk_status dlk_loader_start_workers(dlk_loader *l, dlk_error *err)
 {
     l->threads = calloc(l->nthreads, sizeof *l->threads);
     if (!l->threads)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     for (uint32_t i = 0; i < l->nthreads; i++)
         if (pthread_create(&l->threads[i], NULL, worker, l) != 0) {
             l->nthreads = i;

@@ -23,7 +23,7 @@ dlk_status dlk_loader_keep(dlk_loader *l, dlk_kept **out, dlk_error *err)
                         : "no current batch to keep");
     dlk_kept *k = malloc(sizeof *k + l->nt * sizeof k->buf[0]);
     if (!k)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     k->n = l->nt;
     for (size_t t = 0; t < l->nt; t++) {
         k->buf[t].p = l->t[t].buf;

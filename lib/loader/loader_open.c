@@ -47,7 +47,7 @@ static dlk_status pick_tensors(dlk_loader *l, dlk_error *err)
     l->t = calloc(n, sizeof *l->t);
     l->bt_out = calloc(n, sizeof *l->bt_out);
     if (!l->t || !l->bt_out)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     for (size_t i = 0; i < n; i++) {
         int idx = l->o.tensors ? dlk_dataset_find(l->ds, l->o.tensors[i])
                                : (int)i;
@@ -80,7 +80,7 @@ static dlk_status pick_tensors(dlk_loader *l, dlk_error *err)
             lt->shapes = calloc((size_t)l->cap * (s->ndim ? s->ndim : 1),
                                 sizeof *lt->shapes);
             if (!lt->offsets || !lt->shapes)
-                return dlk_fail(err, DLK_ENOMEM, "out of memory");
+                return dlk_oom(err);
             lt->out.offsets = lt->offsets;
             lt->out.shapes = lt->shapes;
         }
@@ -136,7 +136,7 @@ static dlk_status pick_augment(dlk_loader *l, dlk_error *err)
                         "one)", s->name);
     l->aug_shapes = calloc((size_t)l->cap * 4, sizeof(int64_t));
     if (!l->aug_shapes)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     static const dlk_dtype out_dt[] = {DLK_U8, DLK_F16, DLK_BF16,
                                        DLK_F32};
     int64_t oh = l->aug.out_h, ow = l->aug.out_w;
@@ -181,7 +181,7 @@ static dlk_status pick_units(dlk_loader *l, dlk_error *err)
         l->spans = true;
         if (!(lt->unit_base = malloc((t->nchunks + 1) *
                                      sizeof *lt->unit_base)))
-            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+            return dlk_oom(err);
         lt->unit_base[0] = 0;
         for (size_t c = 0; c < t->nchunks; c++) {
             uint32_t n = dlk_span_nparts(lt, c);
@@ -209,7 +209,7 @@ static dlk_status pick_blocks(dlk_loader *l, dlk_error *err)
     l->block_first = malloc((n ? n : 1) * sizeof *l->block_first);
     l->block_count = malloc((n ? n : 1) * sizeof *l->block_count);
     if (!l->block_first || !l->block_count)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     size_t b = 0;
     for (size_t c = 0; c < t->nchunks; c++) {
         const dlk_chunk_entry *e = &t->chunks[c];
@@ -438,7 +438,7 @@ static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
 {
     dlk_loader *l = calloc(1, sizeof *l);
     if (!l)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     l->ds = ds;
     l->store = ds->store;
     l->o = *opts;
@@ -544,7 +544,7 @@ static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
                 !(l->bidx = malloc(l->cap * sizeof *l->bidx)) ||
                 !(l->bpad = malloc(l->cap)) ||
                 !(l->bbad = malloc(l->cap))))
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+        rc = dlk_oom(err);
     if (!rc) {
         dlk_bad_defaults(l);
         for (size_t i = 0; i < l->nt; i++)
@@ -580,9 +580,9 @@ static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         for (size_t i = 0; l->maps && i < l->nt; i++)
             if (!(l->maps[i] = calloc(l->t[i].tensor->nchunks + 1,
                                       sizeof *l->maps[i])))
-                rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+                rc = dlk_oom(err);
         if (!l->maps)
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory");
+            rc = dlk_oom(err);
     }
     if (!rc)
         rc = dlk_loader_start_workers(l, err);

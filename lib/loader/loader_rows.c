@@ -21,7 +21,7 @@ dlk_status dlk_loader_pick_rows(dlk_loader *l, dlk_error *err)
             return dlk_fail(err, DLK_ELIMIT, "%llu rows, at most 2^34",
                             (unsigned long long)n);
         if (!(rows = malloc((n ? n : 1) * sizeof *rows)))
-            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+            return dlk_oom(err);
         memcpy(rows, l->o.rows, n * sizeof *rows);
     }
     uint64_t samples = l->nt ? l->t[0].tensor->samples : 0;

@@ -104,7 +104,7 @@ static dlk_status get_head(dlk_loader *l, dlk_slot *s, const char *key,
     if (!h || !ps) {
         free(h);
         free(ps);
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     }
     uint64_t offs[2] = {0, span_at};
     uint64_t lens[2] = {hb, span ? span->cap : 0};
@@ -209,7 +209,7 @@ static dlk_status fold_begin(dlk_loader *l, dlk_slot *s, bool *todo,
         from = dlk_part_first(s->p0, samples, s->head->nparts);
         uint32_t to = dlk_part_first(s->p1, samples, s->head->nparts);
         if (!(f = calloc(to > from ? to - from : 1, sizeof *f)))
-            return dlk_fail(err, DLK_ENOMEM, "out of memory");
+            return dlk_oom(err);
     }
     s->fold = f;
     s->fold_first = from;

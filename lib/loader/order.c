@@ -590,16 +590,10 @@ static dlk_status rest_level_add(dlk_order *b, const uint64_t *bnd,
             for (uint64_t i = a; i < e; i++) {
                 if (share_at(&one, i) < one.base_n)
                     continue;
-                if (nskip == skip_cap) {
-                    size_t nc = skip_cap ? skip_cap * 2 : 16;
-                    uint64_t *ns = realloc(v->skip, nc * sizeof *ns);
-                    if (!ns) {
-                        rc = dlk_fail(err, DLK_ENOMEM, "out of memory "
-                                      "planning a resume");
-                        break;
-                    }
-                    v->skip = ns;
-                    skip_cap = nc;
+                if (!DLK_GROW(v->skip, nskip, skip_cap, 16)) {
+                    rc = dlk_fail(err, DLK_ENOMEM, "out of memory "
+                                  "planning a resume");
+                    break;
                 }
                 v->skip[nskip++] = i;
             }
@@ -632,14 +626,11 @@ static bool ivals_add(ivals *s, uint64_t a, uint64_t b)
 {
     if (a >= b)
         return true;
-    if (s->n == s->cap) {
-        size_t nc = s->cap ? s->cap * 2 : 16;
-        uint64_t *nv = realloc(s->v, nc * 2 * sizeof *nv);
-        if (!nv)
-            return false;
-        s->v = nv;
-        s->cap = nc;
-    }
+    /* an element is a pair of values */
+    uint64_t *nv = dlk_grow(s->v, &s->cap, s->n, 2 * sizeof *s->v, 16);
+    if (!nv)
+        return false;
+    s->v = nv;
     s->v[2 * s->n] = a;
     s->v[2 * s->n + 1] = b;
     s->n++;

@@ -60,7 +60,7 @@ dlk_status dlk_pins_get(dlk_store *store, const char *key, dlk_dev *dev,
     if (!(e = calloc(1, sizeof *e)) || !(e->key = strdup(key))) {
         free(e);
         pthread_mutex_unlock(&pins.mu);
-        return dlk_fail(err, DLK_ENOMEM, "out of memory");
+        return dlk_oom(err);
     }
     e->store = store;
     e->refs = 1;
