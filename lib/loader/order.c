@@ -358,9 +358,16 @@ static void pieces_of(const struct dlk_order_rest *h, uint32_t lv,
                         size_t k = last_at_or_before(o->win, o->nwin, q);
                         uint64_t wa = o->win[k], wb = o->win[k + 1];
                         uint64_t b = wb < qe ? wb : qe;
-                        bool whole = o->shuffled && q == wa && b == wb &&
-                                     wb <= o->n;
-                        fn(ud, whole ? o : NULL, k, p0 + (q - pos),
+                        /* a whole shuffled window, or enough of one
+                         * (where a rank's stretch starts or ends inside
+                         * it) that its rows touch about every chunk the
+                         * window holds: planned by the window's runs,
+                         * not position by position (which cost a resume
+                         * most of its open) */
+                        bool win = o->shuffled && wb <= o->n;
+                        bool most = win && (b - q) * DLK_ORDER_PART_MIN >=
+                                           wb - wa;
+                        fn(ud, most ? o : NULL, k, p0 + (q - pos),
                            p0 + (b - pos));
                         q = b;
                     }

@@ -86,11 +86,14 @@ void dlk_order_runs(const dlk_order *o, size_t k, dlk_order_run_fn fn,
 
 /* A later segment's plan (a resume under another world or batch size),
  * whose windows cannot be listed: dlk_order_pieces hands fn its
- * positions from 0 on in pieces, each [a, b) either a whole shuffled
- * window `win` of segment 0's plan `src` (its samples listed by
- * dlk_order_runs(src, win, ...), anywhere in [a, b)) or, with src NULL,
- * positions to read one by one (dlk_order_at).  It returns where the
- * pieces end; positions from there to o->n are padding. */
+ * positions from 0 on in pieces, each [a, b) either a shuffled window
+ * `win` of segment 0's plan `src`, whole or at least 1/DLK_ORDER_PART_MIN
+ * of it (its samples listed by dlk_order_runs(src, win, ...), anywhere
+ * in [a, b): those of the positions, and of a part also the window's
+ * others, whose chunks such a part needs about all of anyway) or, with
+ * src NULL, positions to read one by one (dlk_order_at).  It returns
+ * where the pieces end; positions from there to o->n are padding. */
+#define DLK_ORDER_PART_MIN 16
 bool dlk_order_resumed(const dlk_order *o);
 typedef void (*dlk_order_piece_fn)(void *ud, const dlk_order *src,
                                    size_t win, uint64_t a, uint64_t b);
