@@ -323,10 +323,13 @@ static dlk_status build_plan(dlk_loader *l, dlk_plan *pl,
 }
 
 /* Plan the next epoch ahead, once every slot of this one is taken (and
- * unless the consumer said this epoch is its last). */
+ * unless the consumer said this epoch is its last: then only the
+ * positions of tail_pos). */
 static dlk_status plan_ahead(dlk_loader *l, dlk_error *err)
 {
-    if (l->have_ahead || (l->o.epochs && l->st.epoch + 1 >= l->o.epochs))
+    bool last = l->o.epochs && l->st.epoch + 1 >= l->o.epochs;
+    if (l->have_ahead ||
+        (last && !(l->tail_pos && l->st.epoch + 1 == l->o.epochs)))
         return DLK_OK;
     pthread_mutex_lock(&l->mu);
     bool taken = l->plan.next_sched >= l->plan.nslots;
@@ -342,6 +345,7 @@ static dlk_status plan_ahead(dlk_loader *l, dlk_error *err)
         dlk_plan_free(l, &pl, false);
         return rc;
     }
+    pl.upto = last ? l->tail_pos : 0;
     pthread_mutex_lock(&l->mu);
     l->ahead = pl;
     l->have_ahead = true;

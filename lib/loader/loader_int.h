@@ -14,6 +14,10 @@
 #define DLK_SPARES 8
 #define RAMP_START 4
 #define FOLDS_KEPT_MAX (64u << 20)
+/* The shuffle window's chunks, and those read ahead beyond it, when not
+ * given (dlk_loader_opts) */
+#define WINDOW_CHUNKS_DEFAULT 8u
+#define PREFETCH_CHUNKS_DEFAULT(window) (2u * (window))
 
 enum { SLOT_WAITING = 0, SLOT_LOADING, SLOT_READY, SLOT_FAILED, SLOT_DONE };
 
@@ -105,6 +109,9 @@ typedef struct dlk_plan {
      * slot is found from its sample, not kept for every position (4
      * bytes a row a tensor) */
     uint32_t **key_slot;
+    /* read ahead: only the slots that start before this position, the
+     * rest when the consumer needs them (0: all) */
+    uint64_t upto;
 } dlk_plan;
 
 struct dlk_loader {
@@ -160,6 +167,9 @@ struct dlk_loader {
      * a pipeline to refill (on S3, a quarter of each epoch otherwise). */
     dlk_plan ahead;
     bool have_ahead;
+    /* positions of epoch o.epochs read ahead all the same (a mix's
+     * source: those of its epoch the mix's last batches take; 0: none) */
+    uint64_t tail_pos;
     uint64_t pos;               /* next position the consumer takes */
     uint64_t want_pos;          /* consumer needs everything before this */
 

@@ -46,6 +46,8 @@ static dlk_slot *take_from(dlk_loader *l, dlk_plan *pl, bool ahead)
     dlk_slot *s = &pl->slots[pl->sched[pl->next_sched]];
     uint64_t cost = slot_cost(l, s);
     bool needed_now = !ahead && s->first_pos < l->want_pos;
+    if (!needed_now && pl->upto && s->first_pos >= pl->upto)
+        return NULL; /* the slots are in order of their first position */
     /* the folds kept for check mode are within the budget too */
     uint64_t kept = __atomic_load_n(&l->folds_kept, __ATOMIC_RELAXED);
     if (!needed_now &&

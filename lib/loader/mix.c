@@ -421,6 +421,12 @@ dlk_status dlk_mix_load(dlk_loader *l, const char *json, dlk_error *err)
         m->steps = (uint64_t)json_integer_value(batches);
         l->first_batch_pending = true;
         l->epoch_t0 = dlk_now_s();
+        /* the layouts of the batches before this state are not kept:
+         * the sources run on */
+        for (size_t i = 0; i < m->n; i++) {
+            m->src[i]->o.epochs = 0;
+            m->src[i]->tail_pos = 0;
+        }
     }
     free(taken);
     json_decref(o);
@@ -588,7 +594,7 @@ static dlk_loader_opts source_opts(const dlk_loader *l, dlk_dataset *ds,
     so.batch_size = 1;
     so.seed = mix_hash(l->o.seed + i + 1);
     so.drop_last = 0;
-    so.epochs = 0; /* a source runs on, epoch after epoch */
+    so.epochs = 0; /* a source runs on (bound_sources may bound it) */
     so.start = NULL;
     so.view = view;
     so.rows = NULL;
@@ -597,6 +603,21 @@ static dlk_loader_opts source_opts(const dlk_loader *l, dlk_dataset *ds,
     double w = l->mix->w[i];
     if (l->o.memory_limit)
         so.memory_limit = (uint64_t)((double)l->o.memory_limit * w) + 1;
+    /* The read-ahead beyond a source's shuffle window is one loader's,
+     * shared by weight: the window is each source's own (it shuffles
+     * its rows), but every source reading ahead a loader's whole share
+     * hold n of them, which a run's first epoch reads on top of its
+     * samples (before the first batch the budget fills) and its end
+     * drops.  From a remote store a source keeps its own, the bytes in
+     * flight that the store's latency needs. */
+    if (!l->o.memory_limit && !dlk_store_is_remote(ds->store)) {
+        uint32_t k = l->o.window_chunks ? l->o.window_chunks
+                                        : WINDOW_CHUNKS_DEFAULT;
+        uint32_t p = l->o.prefetch_chunks ? l->o.prefetch_chunks
+                                          : PREFETCH_CHUNKS_DEFAULT(k);
+        double a = ceil((double)p * w);
+        so.prefetch_chunks = a < 1 ? 1 : (uint32_t)a;
+    }
     /* Threads that copy out of local files are CPU work: the sources
      * share what one loader would run (one each at full count
      * oversubscribe the cores; on a 16-core H200 host two sources of
@@ -616,6 +637,30 @@ static dlk_loader_opts source_opts(const dlk_loader *l, dlk_dataset *ds,
         so.io_threads = t < 1 ? 1 : (uint32_t)t;
     }
     return so;
+}
+
+/* What each source reads ahead over the mix's opts.epochs: the run's
+ * batches take of it at most ceil(weight x samples) + 1 positions (each
+ * count stays within a sample of its share), its epochs whole and the
+ * positions of the next that those leave, so that, as a loader after
+ * its last epoch, it reads nothing ahead past the run's end.  The mix's
+ * epochs not known (0): the sources run on. */
+static void bound_sources(dlk_loader *l)
+{
+    struct dlk_mix *m = l->mix;
+    double steps = (double)segment_batches(l) * (double)l->o.epochs;
+    for (size_t i = 0; i < m->n; i++) {
+        dlk_loader *s = m->src[i];
+        uint64_t n = s->plan.order.n; /* a source epoch's, this rank's */
+        double want = ceil(m->w[i] * l->o.batch_size * steps) + 1;
+        s->o.epochs = 0;
+        s->tail_pos = 0;
+        if (!l->o.epochs || !n || !(want < 1e18))
+            continue;
+        uint64_t t = (uint64_t)want;
+        s->o.epochs = t / n ? t / n : 1;
+        s->tail_pos = t / n ? t % n : 0;
+    }
 }
 
 static dlk_status mix_open(dlk_dataset *const *ds, const double *weights,
@@ -692,6 +737,7 @@ static dlk_status mix_open(dlk_dataset *const *ds, const double *weights,
     l->st.seg[0].batch = l->o.batch_size;
     l->epoch_t0 = dlk_now_s();
     l->first_batch_pending = true;
+    bound_sources(l);
     return l->dev->ops->ready(l->dev, err);
 }
 

@@ -7,10 +7,12 @@
 # order), the epoch is the sources' rows summed (or --epoch-size), the
 # order is reproducible from the seed, each source keeps its label mix,
 # two ranks get equal batches and disjoint rows, the batches' bytes match
-# their samples' folds; the same mix read from S3 (moto) gives the same
-# order; schemas or class names that differ, and bad weights, are refused
-# naming what differs; a damaged part of a source fails the run naming
-# the source, or with --on-bad skip has its rows replaced.
+# their samples' folds, the run reads no more than its batches take (no
+# source reads ahead past its end); the same mix read from S3 (moto)
+# gives the same order; schemas or class names that differ, and bad
+# weights, are refused naming what differs; a damaged part of a source
+# fails the run naming the source, or with --on-bad skip has its rows
+# replaced.
 . "$DLK_TESTS/lib.sh"
 . "$DLK_TESTS/s3lib.sh"
 . "$DLK_TESTS/mixlib.sh"
@@ -57,6 +59,17 @@ for x in s:
     assert max(x["label_mix"]["per_epoch"]) <= 1.5, x
 assert d["checksum_ok"] is True' "$T/o1.json"
 check "... the text report names the sources" sh -c '"$1" bench-stream --mix "$2/a=0.7,$2/b=0.3" --device cpu --batch-size 32 | grep -q "source 1 .*weight 0.300"' sh "$DLK" "$T"
+
+for s in a b; do
+    ok "$s alone, one epoch" dlk bench-stream "$T/$s" "${M[@]}" --epochs 1 --json
+    cp "$OUT" "$T/${s}1.json"
+done
+check "... the mix's 3 epochs read at most 5% more than their rows (2.8 epochs of a, 3.6 of b): no source reads ahead past the run" python3 -c '
+import json, sys
+got = json.load(open(sys.argv[1]))["bytes_loaded"]
+a, b = (json.load(open(f))["bytes_loaded"] for f in sys.argv[2:4])
+rows = 2.8 * a + 3.6 * b
+assert got <= 1.05 * rows, (got, rows)' "$T/o1.json" "$T/a1.json" "$T/b1.json"
 
 ok "the same seed again" dlk bench-stream --mix "$T/a=0.7,$T/b=0.3" "${M[@]}" --epochs 3 --seed 3 --order-out "$T/o2"
 check "... the same order" cmp "$T/o1" "$T/o2"
