@@ -605,11 +605,12 @@ static dlk_loader_opts source_opts(const dlk_loader *l, dlk_dataset *ds,
         so.memory_limit = (uint64_t)((double)l->o.memory_limit * w) + 1;
     /* The read-ahead beyond a source's shuffle window is one loader's,
      * shared by weight: the window is each source's own (it shuffles
-     * its rows), but every source reading ahead a loader's whole share
-     * hold n of them, which a run's first epoch reads on top of its
-     * samples (before the first batch the budget fills) and its end
-     * drops.  From a remote store a source keeps its own, the bytes in
-     * flight that the store's latency needs. */
+     * its rows), but n sources each reading ahead as much as a loader
+     * hold n read-aheads, which the first epoch fills on top of its
+     * samples (three sources of 40,000 112x112x3 rows in all, from the
+     * page cache: 2.1 GB read in the first epoch against one dataset's
+     * 1.5 GB; docs/benchmarks.md#mixing-datasets).  From a remote store
+     * a source keeps its own: the bytes in flight the latency needs. */
     if (!l->o.memory_limit && !dlk_store_is_remote(ds->store)) {
         uint32_t k = l->o.window_chunks ? l->o.window_chunks
                                         : WINDOW_CHUNKS_DEFAULT;
