@@ -603,22 +603,6 @@ static dlk_loader_opts source_opts(const dlk_loader *l, dlk_dataset *ds,
     double w = l->mix->w[i];
     if (l->o.memory_limit)
         so.memory_limit = (uint64_t)((double)l->o.memory_limit * w) + 1;
-    /* The read-ahead beyond a source's shuffle window is one loader's,
-     * shared by weight: the window is each source's own (it shuffles
-     * its rows), but n sources each reading ahead as much as a loader
-     * hold n read-aheads, which the first epoch fills on top of its
-     * samples (three sources of 40,000 112x112x3 rows in all, from the
-     * page cache: 2.1 GB read in the first epoch against one dataset's
-     * 1.5 GB; docs/benchmarks.md#mixing-datasets).  From a remote store
-     * a source keeps its own: the bytes in flight the latency needs. */
-    if (!l->o.memory_limit && !dlk_store_is_remote(ds->store)) {
-        uint32_t k = l->o.window_chunks ? l->o.window_chunks
-                                        : WINDOW_CHUNKS_DEFAULT;
-        uint32_t p = l->o.prefetch_chunks ? l->o.prefetch_chunks
-                                          : PREFETCH_CHUNKS_DEFAULT(k);
-        double a = ceil((double)p * w);
-        so.prefetch_chunks = a < 1 ? 1 : (uint32_t)a;
-    }
     /* Threads that copy out of local files are CPU work: the sources
      * share what one loader would run (one each at full count
      * oversubscribe the cores; on a 16-core H200 host two sources of
