@@ -528,6 +528,11 @@ static dlk_status check_outcome(const dlk_ingest_opts *o, const char *source,
     double max = o->max_skip > 0 ? o->max_skip : o->max_skip < 0 ? 0 : 0.1;
     uint64_t tried = ingested + skipped;
     bool none = ingested == 0 && held == 0 && nonempty;
+    /* a shard whose rows were all skipped, where skips are allowed
+     * (--max-skip 1), completes: the run's rows are the other shards',
+     * which would otherwise wait for it forever */
+    if (none && tried && o->nshards > 1 && max >= 1)
+        none = false;
     bool over = tried && (double)skipped > max * (double)(tried + held);
     if (!none && !over)
         return DLK_OK;
@@ -538,16 +543,28 @@ static dlk_status check_outcome(const dlk_ingest_opts *o, const char *source,
         return dlk_fail(err, DLK_EDECODE, "no row to ingest in '%s': none "
                         "of its objects is an image, a video, a label or a "
                         ".npy file of a tensor", source);
+    /* a shard's failure holds back the others' staged rows, which merge
+     * when every shard is done: say so, and how to finish the merge */
+    char then[160];
+    if (o->nshards > 1)
+        snprintf(then, sizeof then, "; the other shards' rows stay staged "
+                 "and merge once shard %u/%u completes: run it again (with "
+                 "--max-skip 1 to keep the rows it could read)", o->shard,
+                 o->nshards);
+    else
+        snprintf(then, sizeof then, " (--max-skip 1 keeps the rows that "
+                 "could be read)");
     if (none)
         return dlk_fail(err, DLK_EDECODE, "ingested no row of '%s': all %llu "
                         "tried were skipped (%s); nothing was merged into the "
-                        "head", source, (unsigned long long)tried, why);
+                        "head%s", source, (unsigned long long)tried, why,
+                        o->nshards > 1 ? then : "");
     return dlk_fail(err, DLK_EDECODE, "skipped %llu of %llu rows of '%s' "
                     "(%.0f%%, more than the %g%% allowed by --max-skip): %s; "
-                    "nothing was merged into the head (--max-skip 1 keeps the "
-                    "rows that could be read)", (unsigned long long)skipped,
-                    (unsigned long long)tried, source,
-                    100.0 * (double)skipped / (double)tried, 100 * max, why);
+                    "nothing was merged into the head%s",
+                    (unsigned long long)skipped, (unsigned long long)tried,
+                    source, 100.0 * (double)skipped / (double)tried,
+                    100 * max, why, then);
 }
 
 /* Keys of the listing that cannot be read safely: skipped and reported

@@ -60,3 +60,26 @@ fails "a variable that is no number" 2 env JOB_COMPLETION_INDEX=x1 "$DLK" ingest
 check "... names it" grep -q "JOB_COMPLETION_INDEX is 'x1'" "$ERR"
 fails "auto followed by junk" 2 ing --shard autox
 check "nothing was made by the refusals" test ! -e "$T/none"
+
+# an Indexed Job whose pod 1 meets more bad objects than --max-skip allows:
+# it fails, the other shards' rows stay staged, and the message says how
+# to finish the merge; running that pod again with --max-skip 1 merges
+# every shard (the bad objects skipped, the rows of the others kept)
+cp -a "$T/src" "$T/bad"   # the same objects, versions kept
+for i in $(seq 0 29); do printf 'not npy' > "$T/bad/z$i.x.npy"; done
+"$DLK" create "$T/job" --tensor x:i32:4 >/dev/null
+pod() { # INDEX ARGS...
+    local i=$1; shift
+    env JOB_COMPLETION_INDEX="$i" "$DLK" ingest "$T/job" from-dir "$T/bad" \
+        --order sorted --shard auto/2 "$@"
+}
+ok "pod 0, skips allowed, staged" pod 0 --max-skip 1 --quiet
+fails "pod 1, past --max-skip" 3 pod 1
+check "... says the other shards' rows stay staged, and how to merge them" \
+    grep -q "the other shards' rows stay staged and merge once shard 1/2 completes: run it again (with --max-skip 1" "$ERR"
+check "... nothing merged yet" sh -c '"$1" ls "$2" | grep -Eq "^x +[a-z]+ +i32 +4 +0 "' sh "$DLK" "$T/job"
+ok "pod 1 again with --max-skip 1: the last, merges" pod 1 --max-skip 1 --json
+check "... merged" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d["complete"] is not True)' "$OUT"
+dump "$T/one" key key_version > "$T/one-x.txt"
+dump "$T/job" key key_version > "$T/job-x.txt"
+check "the dataset holds every good row once, as one ingest of them" cmp "$T/one-x.txt" "$T/job-x.txt"
