@@ -1337,7 +1337,27 @@ typedef struct dlk_ingest_opts {
     const char *coco;
     void (*on_new_class)(void *ud, const char *tensor, const char *name,
                          uint64_t id);
+    /* The source's objects given by the caller instead of listed from
+     * source (n_objects of them; NULL: listed): the rows of a table
+     * format that dlk does not read itself (the Python package's Parquet
+     * reader) as objects, such as "train.parquet/17.jpg" with a
+     * "train.parquet/metadata.jsonl" naming them, each read from the
+     * caller's memory, which stays the caller's and unchanged until the
+     * call returns.  They are grouped, decoded and keyed as listed
+     * objects are; source stays the url their keys are relative to
+     * (the rows' identity, resume and reruns by key). */
+    const struct dlk_ingest_object *objects;
+    size_t n_objects;
 } dlk_ingest_opts;
+
+/* One object of dlk_ingest_opts.objects (a fixed layout: no size). */
+typedef struct dlk_ingest_object {
+    const char *key;     /* relative to the source, a valid object key
+                            (unique; an invalid one is a skipped row) */
+    const char *version; /* what changes when its bytes do ("" unknown) */
+    const void *data;
+    size_t len;
+} dlk_ingest_object;
 
 #define DLK_INGEST_OPTS_INIT { .size = sizeof(dlk_ingest_opts) }
 static inline void dlk_ingest_opts_init(dlk_ingest_opts *o)

@@ -378,6 +378,12 @@ dlk_status dlk_store_open_file(const char *path, bool create,
                                dlk_store **out, dlk_error *err);
 dlk_status dlk_store_open_s3(const char *url, const dlk_store_options *so,
                              dlk_store **out, dlk_error *err);
+/* A read-only store of the caller's objects objs[0..n) (mem.c), named
+ * url in messages; the objects (keys, versions, bytes) stay the caller's
+ * and must outlive the store.  DLK_EINVAL for an object without a key,
+ * or two of one key. */
+dlk_status dlk_store_open_mem(const char *url, const dlk_ingest_object *objs,
+                              size_t n, dlk_store **out, dlk_error *err);
 
 /* A node-local cache of chunk objects in front of a remote store
  * (cache.c; formats/dlk-v1.md, Appendix B): reads of chunks

@@ -818,7 +818,10 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
     bool local_dir = strncmp(o->source, "s3://", 5) != 0 &&
                      strncmp(o->source, "gs://", 5) != 0;
     bool meta = o->coco || (!o->labels && !o->no_metadata && src.nmeta);
-    bool npy_only = local_dir && src.nobjs && src.npy == src.nobjs &&
+    /* (a tree of .npy files only is mapped file by file: not the
+     * caller's objects) */
+    bool npy_only = local_dir && !o->objects && src.nobjs &&
+                    src.npy == src.nobjs &&
                     !src.nshards && !o->labels && !meta && o->nshards <= 1 &&
                     !o->dry_run;
     bool as_rows = true;

@@ -412,7 +412,12 @@ dlk_status dlk_ingest_infer(const dlk_ingest_opts *o, dlk_tensor_spec **out,
     if (!o || !o->source)
         return dlk_fail(err, DLK_EINVAL, "no source to ingest from");
     ing_source src;
-    dlk_status rc = ing_source_open(o->source, o->labels, o->store, NULL,
+    /* the caller's objects, if any, and no progress nor stop: a listing
+     * only */
+    dlk_ingest_opts given = DLK_INGEST_OPTS_INIT;
+    given.objects = o->objects;
+    given.n_objects = o->n_objects;
+    dlk_status rc = ing_source_open(o->source, o->labels, o->store, &given,
                                     &src, err);
     if (rc)
         return rc;

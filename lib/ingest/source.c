@@ -451,7 +451,12 @@ dlk_status ing_source_open(const char *url, const char *labels,
         with.cancel_ud = s->cancel;
         so = &with;
     }
-    dlk_status rc = dlk_store_open(url, false, so, &s->store, err);
+    /* objects the caller read from a table: listed and read in memory,
+     * their keys relative to url all the same */
+    dlk_status rc = o && o->objects
+                        ? dlk_store_open_mem(url, o->objects, o->n_objects,
+                                             &s->store, err)
+                        : dlk_store_open(url, false, so, &s->store, err);
     if (!rc)
         ing_source_watch_passed(s);
     if (rc == DLK_ENOTFOUND)

@@ -26,7 +26,8 @@ from ._core import Error, Tensor
 
 __all__ = ["open", "Dataset", "Index", "Loader", "Batch", "Tensor", "Error",
            "BadReadWarning", "INDEX_KEY", "PAD_KEY", "SOURCE_KEY",
-           "launch_env", "local_gpu", "cuda_available", "__version__"]
+           "launch_env", "local_gpu", "cuda_available", "ingest_parquet",
+           "__version__"]
 __version__ = _core.version()
 # at exit, loaders still open are not closed: a close would wait for the
 # storage reads in flight (after a Ctrl-C during a slow read, say)
@@ -64,6 +65,14 @@ def _placement(rank=None, world_size=None):
     if world_size is not None:
         w = world_size
     return r, w, local, local_world
+
+
+def ingest_parquet(url, source, **kw):
+    """Ingest Parquet tables (a file, or a directory of them) into the
+    dataset at url through the library's ingest: dlk.parquet.ingest_parquet
+    (needs pyarrow)."""
+    from .parquet import ingest_parquet as ingest
+    return ingest(url, source, **kw)
 
 
 def launch_env():

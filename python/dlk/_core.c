@@ -1516,6 +1516,290 @@ static PyObject *version(PyObject *m, PyObject *unused)
     return PyUnicode_FromString(dlk_version_string());
 }
 
+/* ---- ingest of the caller's objects ------------------------------- */
+
+/* What the callbacks of one ingest call gather, with the GIL taken in
+ * each (they come from the calling thread, which dropped it, or from a
+ * thread of the run; never two at once).  A failure to build an entry
+ * is kept as the exception, raised once the call returns. */
+typedef struct {
+    PyObject *errors, *unused, *schema, *classes, *changed;
+    int interrupted; /* a signal's handler raised (Ctrl-C): stop */
+    int failed;      /* an exception is pending */
+} ingest_cb;
+
+static void cb_append(ingest_cb *c, PyObject *list, PyObject *item)
+{
+    if (!item || PyList_Append(list, item) < 0)
+        c->failed = 1;
+    Py_XDECREF(item);
+}
+
+static PyObject *key_reason(const char *key, const char *reason)
+{
+    return Py_BuildValue("{s:s,s:s}", "key", key ? key : "", "reason",
+                         reason ? reason : "");
+}
+
+static void cb_bad(void *ud, const char *key, const char *reason)
+{
+    ingest_cb *c = ud;
+    PyGILState_STATE g = PyGILState_Ensure();
+    if (!c->failed)
+        cb_append(c, c->errors, key_reason(key, reason));
+    PyGILState_Release(g);
+}
+
+static void cb_unused(void *ud, const char *key, const char *reason)
+{
+    ingest_cb *c = ud;
+    PyGILState_STATE g = PyGILState_Ensure();
+    if (!c->failed)
+        cb_append(c, c->unused, key_reason(key, reason));
+    PyGILState_Release(g);
+}
+
+static void cb_changed(void *ud, const char *key)
+{
+    ingest_cb *c = ud;
+    PyGILState_STATE g = PyGILState_Ensure();
+    if (!c->failed)
+        cb_append(c, c->changed, PyUnicode_DecodeUTF8(key, strlen(key),
+                                                      "backslashreplace"));
+    PyGILState_Release(g);
+}
+
+static void cb_new_class(void *ud, const char *tensor, const char *name,
+                         uint64_t id)
+{
+    ingest_cb *c = ud;
+    PyGILState_STATE g = PyGILState_Ensure();
+    if (!c->failed)
+        cb_append(c, c->classes,
+                  Py_BuildValue("{s:s,s:s,s:K}", "tensor", tensor, "name",
+                                name, "id", (unsigned long long)id));
+    PyGILState_Release(g);
+}
+
+/* As `dlk ingest --json` gives a schema. */
+static PyObject *spec_dict(const dlk_tensor_spec *t)
+{
+    PyObject *shape = PyList_New(0), *classes = PyList_New(0), *d = NULL;
+    int bad = !shape || !classes;
+    for (int i = 0; !bad && i < t->ndim; i++) {
+        PyObject *v = t->shape[i] == DLK_DIM_VARIABLE
+                          ? Py_NewRef(Py_None)
+                          : PyLong_FromLongLong((long long)t->shape[i]);
+        bad = !v || PyList_Append(shape, v) < 0;
+        Py_XDECREF(v);
+    }
+    for (size_t k = 0; !bad && k < t->n_class_names; k++) {
+        PyObject *v = PyUnicode_FromString(t->class_names[k]);
+        bad = !v || PyList_Append(classes, v) < 0;
+        Py_XDECREF(v);
+    }
+    if (!bad)
+        d = Py_BuildValue("{s:s,s:s,s:O,s:s,s:s,s:O}", "name", t->name,
+                          "dtype", dlk_dtype_name(t->dtype), "shape", shape,
+                          "kind", dlk_kind_name(t->kind), "codec",
+                          dlk_codec_name(t->codec), "classes", classes);
+    Py_XDECREF(shape);
+    Py_XDECREF(classes);
+    return d;
+}
+
+static void cb_schema(void *ud, const dlk_tensor_spec *specs, size_t n)
+{
+    ingest_cb *c = ud;
+    PyGILState_STATE g = PyGILState_Ensure();
+    for (size_t i = 0; i < n && !c->failed; i++)
+        cb_append(c, c->schema, spec_dict(&specs[i]));
+    PyGILState_Release(g);
+}
+
+static int cb_stop(void *ud)
+{
+    ingest_cb *c = ud;
+    if (c->interrupted)
+        return 1;
+    PyGILState_STATE g = PyGILState_Ensure();
+    if (PyErr_CheckSignals() < 0) {
+        /* KeyboardInterrupt: the run checkpoints and returns; raised then */
+        c->interrupted = 1;
+        c->failed = 1;
+    }
+    PyGILState_Release(g);
+    return c->interrupted;
+}
+
+/* The result of an ingest call as a dict of the names `dlk ingest
+ * --json` gives (with the callbacks' lists). */
+static PyObject *ingest_result(const dlk_ingest_result *r,
+                               const ingest_cb *cb, int dry_run)
+{
+    PyObject *out = Py_BuildValue(
+        "{s:K,s:K,s:O,s:K,s:K,s:d,s:K,s:K,s:O,s:O,s:O,s:K,s:K,s:O,s:O,"
+        "s:O,s:i,s:s,s:K,s:O,s:O,s:K,s:O}",
+        "ingested", (unsigned long long)r->ingested,
+        "skipped", (unsigned long long)r->skipped,
+        "errors", cb->errors,
+        "bytes_in", (unsigned long long)r->bytes_in,
+        "bytes_out", (unsigned long long)r->bytes_out,
+        "seconds", r->seconds,
+        "resumed", (unsigned long long)r->resumed_rows,
+        "planned", (unsigned long long)r->planned,
+        "unused_objects", cb->unused,
+        "schema", cb->schema,
+        "classes_added", cb->classes,
+        "unused", (unsigned long long)r->unused,
+        "ignored", (unsigned long long)r->ignored,
+        "dry_run", dry_run ? Py_True : Py_False,
+        "complete", r->complete ? Py_True : Py_False,
+        "already", r->already ? Py_True : Py_False,
+        "jobs", r->jobs,
+        "order", r->order == DLK_ORDER_SORTED ? "sorted" : "shuffled",
+        "order_seed", (unsigned long long)r->order_seed,
+        "keys", r->keyed ? Py_True : Py_False,
+        "interrupted", r->interrupted ? Py_True : Py_False,
+        "kept", (unsigned long long)r->kept,
+        "rejected", r->rejected ? Py_True : Py_False);
+    if (out && r->keyed) {
+        PyObject *a = PyLong_FromUnsignedLongLong(r->new_rows),
+                 *b = PyLong_FromUnsignedLongLong(r->present),
+                 *c = PyLong_FromUnsignedLongLong(r->changed);
+        if (!a || !b || !c || PyDict_SetItemString(out, "new", a) < 0 ||
+            PyDict_SetItemString(out, "present", b) < 0 ||
+            PyDict_SetItemString(out, "changed", c) < 0 ||
+            PyDict_SetItemString(out, "changed_keys", cb->changed) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        Py_XDECREF(c);
+    }
+    return out;
+}
+
+/* raise_dlk, the exception carrying `result` (its .result). */
+static void raise_dlk_result(const dlk_error *err, PyObject *result)
+{
+    raise_dlk(err);
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (value && PyObject_SetAttrString(value, "result", result) < 0)
+        PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+}
+
+/* _ingest(url, source, objects, create, width, height, fit, channels,
+ * max_skip, dry_run, jobs, sorted, seed, no_key, exist_ok,
+ * strict_classes, no_resume): dlk_ingest (or, create, dlk_ingest_create
+ * with the schema inferred) over objects, a sequence of (key, version,
+ * bytes-like) that the call reads in place; the result as a dict of the
+ * names `dlk ingest --json` gives. */
+static PyObject *ingest_objects(PyObject *m, PyObject *args)
+{
+    (void)m;
+    const char *url, *source;
+    PyObject *seq;
+    int create = 0, width = 0, height = 0, fit = 0, channels = 0;
+    int dry_run = 0, jobs = 0, sorted_ = 0, no_key = 0, exist_ok = 0;
+    int strict = 0, no_resume = 0;
+    double max_skip = 0;
+    unsigned long long seed = 0;
+    if (!PyArg_ParseTuple(args, "ssO|piiiidpipKpppp", &url, &source, &seq,
+                          &create, &width, &height, &fit, &channels,
+                          &max_skip, &dry_run, &jobs, &sorted_, &seed,
+                          &no_key, &exist_ok, &strict, &no_resume))
+        return NULL;
+    PyObject *items = PySequence_Tuple(seq); /* held: its buffers stay */
+    if (!items)
+        return NULL;
+    Py_ssize_t n = PyTuple_Size(items);
+    dlk_ingest_object *objs = calloc(n ? (size_t)n : 1, sizeof *objs);
+    Py_buffer *views = calloc(n ? (size_t)n : 1, sizeof *views);
+    Py_ssize_t held = 0;
+    PyObject *out = NULL;
+    ingest_cb cb = {PyList_New(0), PyList_New(0), PyList_New(0),
+                    PyList_New(0), PyList_New(0), 0, 0};
+    if (!objs || !views) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (!cb.errors || !cb.unused || !cb.schema || !cb.classes || !cb.changed)
+        goto done;
+    for (; held < n; held++) {
+        PyObject *it = PyTuple_GetItem(items, held);
+        PyObject *k, *v, *d;
+        if (!PyTuple_Check(it) || PyTuple_Size(it) != 3) {
+            PyErr_Format(PyExc_TypeError, "object %zd: not a tuple (key, "
+                         "version, bytes)", held);
+            goto done;
+        }
+        k = PyTuple_GetItem(it, 0);
+        v = PyTuple_GetItem(it, 1);
+        d = PyTuple_GetItem(it, 2);
+        objs[held].key = PyUnicode_AsUTF8AndSize(k, NULL);
+        objs[held].version = PyUnicode_AsUTF8AndSize(v, NULL);
+        if (!objs[held].key || !objs[held].version ||
+            PyObject_GetBuffer(d, &views[held], PyBUF_SIMPLE) < 0)
+            goto done;
+        objs[held].data = views[held].buf;
+        objs[held].len = (size_t)views[held].len;
+    }
+    dlk_ingest_opts o = DLK_INGEST_OPTS_INIT;
+    o.source = source;
+    o.objects = objs;
+    o.n_objects = (size_t)n;
+    o.width = width;
+    o.height = height;
+    o.fit = (dlk_fit)fit;
+    o.channels = channels;
+    o.max_skip = max_skip;
+    o.dry_run = dry_run;
+    o.jobs = jobs;
+    o.order = sorted_ ? DLK_ORDER_SORTED : DLK_ORDER_SHUFFLED;
+    o.order_seed = seed;
+    o.no_key = no_key;
+    o.exist_ok = exist_ok;
+    o.strict_classes = strict;
+    o.no_resume = no_resume;
+    o.on_bad = cb_bad;
+    o.on_unused = cb_unused;
+    o.on_schema = cb_schema;
+    o.on_changed_key = cb_changed;
+    o.on_new_class = cb_new_class;
+    o.stop = cb_stop;
+    o.ud = &cb;
+    dlk_ingest_result r = DLK_INGEST_RESULT_INIT;
+    dlk_error err;
+    dlk_status rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = create ? dlk_ingest_create(url, NULL, 0, 0, &o, &r, &err)
+                : dlk_ingest(url, &o, &r, &err);
+    Py_END_ALLOW_THREADS
+    if (cb.failed) /* the callback's exception (KeyboardInterrupt) */
+        goto done;
+    out = ingest_result(&r, &cb, dry_run);
+    if (out && rc) {
+        /* a rejected run (max_skip), or a failed one: its errors with it */
+        raise_dlk_result(&err, out);
+        Py_CLEAR(out);
+    }
+done:
+    for (Py_ssize_t i = 0; i < held; i++)
+        PyBuffer_Release(&views[i]);
+    free(views);
+    free(objs);
+    Py_DECREF(items);
+    Py_XDECREF(cb.errors);
+    Py_XDECREF(cb.unused);
+    Py_XDECREF(cb.schema);
+    Py_XDECREF(cb.classes);
+    Py_XDECREF(cb.changed);
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
     {"launch_env", launch_env, METH_VARARGS,
      "(rank, world_size, local_rank, local_world_size) from torchrun, MPI "
@@ -1524,6 +1808,9 @@ static PyMethodDef module_methods[] = {
     {"local_gpu", local_gpu, METH_NOARGS,
      "the GPU this process takes by default, or None"},
     {"version", version, METH_NOARGS, "the library's version"},
+    {"_ingest", ingest_objects, METH_VARARGS,
+     "ingest objects (key, version, bytes) read from a table: "
+     "dlk.ingest_parquet"},
     {"_at_exit", at_exit, METH_NOARGS,
      "leave open loaders to the process's end (atexit)"},
     {NULL, NULL, 0, NULL},

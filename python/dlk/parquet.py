@@ -1,0 +1,385 @@
+"""Parquet tables (the Hugging Face hub's format) into a dlk dataset.
+
+    dlk.ingest_parquet("pets", "data/", create=True, resize=(224, 224),
+                       fit="crop")
+    python3 -m dlk.parquet create pets data/ --resize 224x224 --json
+
+pyarrow reads the tables; dlk reads nothing of them itself.  Each row of
+FILE.parquet becomes the objects a folder of images with a
+metadata.jsonl would give: its encoded image "FILE.parquet/ROW.jpg" (or
+.png) and a line of "FILE.parquet/metadata.jsonl" with the row's other
+columns, handed to the library's ingest in memory
+(dlk_ingest_opts.objects).  The library groups, decodes, resizes, keys
+and appends them as it does a directory's files: the schema is inferred
+as for metadata.jsonl (strings a text tensor, integers i64, other numbers
+and lists of numbers f32, a "label" column a class_label tensor),
+--dry-run, max_skip, resume after an interruption and reruns by key
+(FILE.parquet/ROW, versioned by the file's size and mtime) are the same.
+A file's table is held in memory for the run (the image bytes are read in
+place from pyarrow's buffers).
+"""
+import json
+import math
+import os
+import sys
+
+from . import _core
+
+# a Parquet column's Hugging Face feature "_type" of an image
+_IMAGE_TYPES = ("Image",)
+_FITS = {"stretch": 0, "crop": 1, "pad": 2}
+
+
+def _pa():
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError as e:
+        raise ImportError("dlk.ingest_parquet needs pyarrow: python3 -m pip "
+                          "install pyarrow") from e
+    return pyarrow
+
+
+def _files(source):
+    """(root, [parquet paths below root], [(key, reason) of the others])."""
+    source = os.path.abspath(source)
+    if os.path.isfile(source):
+        return os.path.dirname(source), [source], []
+    if not os.path.isdir(source):
+        raise FileNotFoundError("no Parquet file or directory at '%s'" % source)
+    found, other = [], []
+    for d, dirs, names in os.walk(source):
+        dirs[:] = sorted(n for n in dirs if not n.startswith("."))
+        for n in sorted(names):
+            p = os.path.join(d, n)
+            if n.lower().endswith(".parquet"):
+                found.append(p)
+            else:
+                other.append((os.path.relpath(p, source),
+                              "not a sample: not a Parquet file"
+                              if not n.startswith(".")
+                              else "not a sample: a hidden file"))
+    return source, found, other
+
+
+def _version(path):
+    st = os.stat(path)
+    return "%x-%x.%x" % (st.st_size, st.st_mtime_ns // 10**9,
+                         st.st_mtime_ns % 10**9)
+
+
+def _hf_features(schema):
+    """The Hugging Face features a file's schema metadata records, {} if
+    none."""
+    meta = schema.metadata or {}
+    raw = meta.get(b"huggingface")
+    if not raw:
+        return {}
+    try:
+        info = json.loads(raw)
+        feats = info.get("info", {}).get("features", {})
+        return feats if isinstance(feats, dict) else {}
+    except (ValueError, AttributeError):
+        return {}
+
+
+def _is_bytes(pa, t):
+    return (pa.types.is_binary(t) or pa.types.is_large_binary(t) or
+            getattr(pa.types, "is_binary_view", lambda _: False)(t))
+
+
+def _image_column(pa, schema, feats, want):
+    """The column of encoded images: `want`, else the one Hugging Face
+    marks as an Image, else the first struct with binary "bytes", else the
+    first binary column."""
+    def ok(f):
+        t = f.type
+        if _is_bytes(pa, t):
+            return True
+        return (pa.types.is_struct(t) and t.get_field_index("bytes") >= 0 and
+                _is_bytes(pa, t.field("bytes").type))
+    if want is not None:
+        if want not in schema.names:
+            raise ValueError("no column '%s' (columns: %s)" %
+                             (want, ", ".join(schema.names)))
+        if not ok(schema.field(want)):
+            raise ValueError("column '%s' is %s, not encoded image bytes "
+                             "(binary, or a struct with binary 'bytes')" %
+                             (want, schema.field(want).type))
+        return want
+    for f in schema:
+        ft = feats.get(f.name)
+        if isinstance(ft, dict) and ft.get("_type") in _IMAGE_TYPES and ok(f):
+            return f.name
+    for pick in (lambda f: pa.types.is_struct(f.type), lambda f: True):
+        for f in schema:
+            if ok(f) and pick(f):
+                return f.name
+    return None
+
+
+def _ext(data, path):
+    """The image's extension: its path's, else its bytes' signature (JPEG
+    when neither tells: the decoder then names what it found)."""
+    if path:
+        e = os.path.splitext(path)[1].lower().lstrip(".")
+        if e in ("jpg", "jpeg", "png"):
+            return e
+    head = bytes(data[:8]) if data is not None else b""
+    if head.startswith(b"\x89PNG"):
+        return "png"
+    return "jpg"
+
+
+def _cell(v):
+    """A value as metadata.jsonl holds it (JSON has no NaN nor infinity:
+    those are null, as a missing value is)."""
+    if v is None:
+        return None
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, list):
+        return [_cell(x) for x in v]
+    return v
+
+
+def _column_kind(pa, t):
+    """None when column type t is read, else why not."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if (pa.types.is_string(t) or pa.types.is_large_string(t) or
+            pa.types.is_integer(t) or pa.types.is_floating(t) or
+            pa.types.is_boolean(t)):
+        return None
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or \
+            pa.types.is_fixed_size_list(t):
+        v = t.value_type
+        if pa.types.is_integer(v) or pa.types.is_floating(v) or \
+                pa.types.is_boolean(v):
+            return None
+    return "a column of type %s: not read" % t
+
+
+def _objects(pa, root, path, image, label, unused_cols):
+    """The objects of one Parquet file: its images and its metadata.jsonl."""
+    rel = os.path.relpath(path, root)
+    ver = _version(path)
+    pf = pa.parquet.ParquetFile(path)
+    schema = pf.schema_arrow
+    feats = _hf_features(schema)
+    col = _image_column(pa, schema, feats, image)
+    if col is None:
+        raise ValueError("'%s' has no column of encoded images (binary, or "
+                         "a struct with binary 'bytes'); columns: %s" %
+                         (rel, ", ".join(schema.names)))
+    lab = label
+    if lab is None:
+        for f in schema:
+            ft = feats.get(f.name)
+            if isinstance(ft, dict) and ft.get("_type") == "ClassLabel":
+                lab = f.name
+                break
+    table = pf.read()
+    img = table.column(col).combine_chunks()
+    paths = None
+    if pa.types.is_struct(img.type):
+        if img.type.get_field_index("path") >= 0:
+            paths = img.field("path").to_pylist()
+        valid = img.is_valid()
+        img = img.field("bytes")
+        # a null struct: no image, whatever its field holds
+        img = pa.compute.if_else(valid, img, pa.nulls(len(img), img.type))
+    names = None
+    if lab is not None:
+        if lab not in schema.names:
+            raise ValueError("no label column '%s' in '%s' (columns: %s)" %
+                             (lab, rel, ", ".join(schema.names)))
+        ft = feats.get(lab)
+        if isinstance(ft, dict) and isinstance(ft.get("names"), list):
+            names = ft["names"]
+    cols = []
+    for f in schema:
+        if f.name == col:
+            continue
+        why = None
+        if f.name == "file_name":
+            why = "a column named file_name: the rows' own objects have it"
+        elif f.name == lab:
+            why = None
+        else:
+            why = _column_kind(pa, f.type)
+        if why:
+            unused_cols.setdefault(f.name, why)
+            continue
+        cols.append(f.name)
+    values = {c: table.column(c).to_pylist() for c in cols}
+    out, lines = [], []
+    for i in range(table.num_rows):
+        b = img[i].as_buffer() if img[i].is_valid else None
+        p = paths[i] if paths else None
+        name = "%d.%s" % (i, _ext(b, p))
+        row = {"file_name": name}
+        for c in cols:
+            v = values[c][i]
+            if c == lab:
+                if names is not None and isinstance(v, int) and \
+                        0 <= v < len(names):
+                    v = names[v]
+                row["label"] = v
+                continue
+            row[c] = _cell(v)
+        lines.append(json.dumps(row, ensure_ascii=False))
+        if b is not None:
+            # an empty image is a bad row, not a missing one
+            out.append((rel + "/" + name, ver, b))
+    meta = ("\n".join(lines) + "\n").encode()
+    out.append((rel + "/metadata.jsonl", ver, meta))
+    return out
+
+
+def ingest_parquet(url, source, create=False, image=None, label=None,
+                   resize=None, fit="stretch", channels=0, max_skip=None,
+                   dry_run=False, jobs=0, order="shuffled", seed=0,
+                   no_key=False, exist_ok=False, strict_classes=False,
+                   no_resume=False):
+    """Ingest the Parquet file (or every .parquet below the directory)
+    `source` into the dataset at `url`; with create, make the dataset
+    with the schema inferred from it first (as `dlk create`).  image: the
+    column of encoded images (default: Hugging Face's Image column, else
+    a struct with binary "bytes", else the first binary column); label:
+    the class column (default: Hugging Face's ClassLabel column, its ids
+    given their names, else a column "label"); resize (W, H) or "WxH",
+    fit "stretch", "crop" or "pad", channels, max_skip (the share of rows
+    that may be bad; None: 0.1, a negative number: no limit), dry_run,
+    jobs, order ("shuffled" or "sorted"), seed, no_key, exist_ok,
+    strict_classes, no_resume as for `dlk ingest`.
+
+    Returns the dict `dlk ingest --json` prints (ingested, skipped,
+    errors, planned, unused_objects, schema, new, present, changed, ...)
+    and "unused_columns" {column: why}.  Rows stopped by Ctrl-C are kept:
+    the same call continues.  A rejected run (max_skip) raises dlk.Error
+    with the dict as .result."""
+    pa = _pa()
+    import pyarrow.compute  # noqa: F401 - pa.compute, for struct columns
+    if isinstance(resize, str):
+        try:
+            w, h = (int(x) for x in resize.lower().split("x"))
+        except ValueError:
+            raise ValueError("resize '%s' is not WxH" % resize) from None
+    elif resize:
+        w, h = resize
+    else:
+        w, h = 0, 0
+    if fit not in _FITS:
+        raise ValueError("fit '%s' is not one of %s" % (fit, ", ".join(_FITS)))
+    if order not in ("shuffled", "sorted"):
+        raise ValueError("order '%s' is not shuffled or sorted" % order)
+    root, files, other = _files(source)
+    objs, unused_cols = [], {}
+    for p in files:
+        objs += _objects(pa, root, p, image, label, unused_cols)
+    skip = 0.0 if max_skip is None else float(max_skip)
+    try:
+        r = _core._ingest(str(url), root, objs, bool(create), int(w), int(h),
+                          _FITS[fit], int(channels), skip, bool(dry_run),
+                          int(jobs), order == "sorted", int(seed),
+                          bool(no_key), bool(exist_ok), bool(strict_classes),
+                          bool(no_resume))
+    except _core.Error as e:
+        res = getattr(e, "result", None)
+        if isinstance(res, dict):
+            _add_unused(res, len(files), other, unused_cols)
+        raise
+    _add_unused(r, len(files), other, unused_cols)
+    return r
+
+
+def _add_unused(r, nfiles, other, unused_cols):
+    """The result told in the tables' terms: the metadata.jsonl that stood
+    for each file's columns is none of the caller's objects; the files of
+    the directory that are no table are its strays, as from-dir's; a bad
+    row's key names its file and row."""
+    ours = [o for o in r["unused_objects"]
+            if not o["key"].endswith(".parquet/metadata.jsonl")]
+    r["unused"] -= nfiles  # each file's, listed or past the list's end
+    r["unused_objects"] = [{"key": k, "reason": why} for k, why in other] + \
+        ours
+    r["unused"] += len(other)
+    r["unused_columns"] = unused_cols
+    for e in r["errors"]:
+        f, _, row = e["key"].rpartition("/")
+        if f.lower().endswith(".parquet") and row.split(".")[0].isdigit():
+            e["file"], e["row"] = f, int(row.split(".")[0])
+
+
+def main(argv=None):
+    import argparse
+    ap = argparse.ArgumentParser(
+        prog="python3 -m dlk.parquet",
+        description="Ingest Parquet tables into a dlk dataset "
+                    "(dlk.ingest_parquet).")
+    ap.add_argument("verb", choices=("create", "ingest"))
+    ap.add_argument("dataset")
+    ap.add_argument("source", help="a .parquet file or a directory of them")
+    ap.add_argument("--image")
+    ap.add_argument("--label")
+    ap.add_argument("--resize")
+    ap.add_argument("--fit", default="stretch", choices=sorted(_FITS))
+    ap.add_argument("--channels", type=int, default=0)
+    ap.add_argument("--max-skip", type=float)
+    ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--jobs", type=int, default=0)
+    ap.add_argument("--order", default="shuffled",
+                    choices=("shuffled", "sorted"))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-key", action="store_true")
+    ap.add_argument("--exist-ok", action="store_true")
+    ap.add_argument("--strict-classes", action="store_true")
+    ap.add_argument("--no-resume", action="store_true")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args(argv)
+    try:
+        r = ingest_parquet(a.dataset, a.source, create=a.verb == "create",
+                           image=a.image, label=a.label, resize=a.resize,
+                           fit=a.fit, channels=a.channels,
+                           max_skip=a.max_skip, dry_run=a.dry_run,
+                           jobs=a.jobs, order=a.order, seed=a.seed,
+                           no_key=a.no_key, exist_ok=a.exist_ok,
+                           strict_classes=a.strict_classes,
+                           no_resume=a.no_resume)
+    except _core.Error as e:
+        print("dlk: %s" % e, file=sys.stderr)
+        res = getattr(e, "result", None)
+        if a.json and isinstance(res, dict):
+            res["error"] = {"message": str(e), "code": e.exit_code}
+            print(json.dumps(res))
+        return e.exit_code
+    except (ValueError, OSError, ImportError) as e:
+        print("dlk: %s" % e, file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("dlk: interrupted: run the same command to continue",
+              file=sys.stderr)
+        return 130
+    if a.json:
+        print(json.dumps(r))
+        return 0
+    for e in r["errors"]:
+        print("dlk: skipped '%s': %s" % (e["key"], e["reason"]),
+              file=sys.stderr)
+    for c, why in sorted(r["unused_columns"].items()):
+        print("dlk: column '%s' not ingested: %s" % (c, why), file=sys.stderr)
+    if r["dry_run"]:
+        print("dry run, nothing written: would ingest %d rows; %d objects "
+              "not ingested, %d skipped" % (r["planned"], r["unused"],
+                                            r["skipped"]))
+    else:
+        print("ingested %d rows in %.2f s; %d skipped" %
+              (r["ingested"], r["seconds"], r["skipped"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
