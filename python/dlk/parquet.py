@@ -375,6 +375,11 @@ def main(argv=None):
         print("dry run, nothing written: would ingest %d rows; %d objects "
               "not ingested, %d skipped" % (r["planned"], r["unused"],
                                             r["skipped"]))
+    elif (r.get("keys") and not r.get("new") and not r["ingested"] and
+          not r["skipped"] and not r.get("resumed")):
+        # a rerun over the same tables: said as dlk ingest says it
+        print("nothing new: %d rows already ingested; %d changed since "
+              "(skipped)" % (r.get("present", 0), r.get("changed", 0)))
     else:
         print("ingested %d rows in %.2f s; %d skipped" %
               (r["ingested"], r["seconds"], r["skipped"]))
