@@ -53,11 +53,11 @@ extern "C" {
 #endif
 
 #define DLK_VERSION_MAJOR 1
-#define DLK_VERSION_MINOR 0
+#define DLK_VERSION_MINOR 1
 #define DLK_VERSION_PATCH 0
 #define DLK_VERSION_NUMBER \
     (DLK_VERSION_MAJOR * 10000 + DLK_VERSION_MINOR * 100 + DLK_VERSION_PATCH)
-#define DLK_VERSION_STRING "1.0.0"
+#define DLK_VERSION_STRING "1.1.0"
 
 /* The on-disk format version this library writes (formats/dlk-v1.md). */
 #define DLK_FORMAT_VERSION 1
