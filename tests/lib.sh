@@ -312,3 +312,33 @@ for i, n in enumerate(sys.argv[2:]):
     Image.new("RGB", (16, 12), (i * 30 % 256, 90, 160)).save(p, quality=90)
 PY
 }
+
+# ds_rows DATASET TENSOR...: the rows of DATASET as JSON, {key (its path
+# below a "/src/" folder): [each TENSOR's value]} (text decoded, a class
+# label's name, a scalar's value)
+ds_rows() { # DATASET TENSOR...
+    python3 - "$DLK" "$@" <<'PY'
+import json, subprocess, sys
+dlk, ds, tensors = sys.argv[1], sys.argv[2], sys.argv[3:]
+m = json.loads(subprocess.check_output([dlk, "ls", ds, "--json"]))
+kinds = {t["name"]: t["kind"] for t in m["tensors"]}
+def col(t):
+    out = subprocess.check_output([dlk, "cat", ds, t, "0:", "--json"])
+    vals = []
+    for line in out.splitlines():
+        o = json.loads(line)
+        v = o["values"]
+        if kinds[t] == "text":
+            v = bytes(v).decode()
+        elif "class_name" in o:
+            v = o["class_name"]
+        elif o["shape"] == []:
+            v = v[0]
+        vals.append(v)
+    return vals
+keys = [k.split("/src/")[-1] for k in col("key")]
+cols = [col(t) for t in tensors]
+print(json.dumps({k: [c[i] for c in cols] for i, k in enumerate(keys)},
+                 sort_keys=True))
+PY
+}

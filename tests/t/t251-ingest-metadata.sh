@@ -16,32 +16,6 @@ fi
 # DATASET TENSOR...: one JSON object {key: [values of each tensor]} of
 # every row, keyed by the row's key below its source (after the last
 # "/src/" or bucket prefix), text tensors as strings
-rows() {
-    python3 - "$DLK" "$@" <<'PY'
-import json, subprocess, sys
-dlk, ds, tensors = sys.argv[1], sys.argv[2], sys.argv[3:]
-m = json.loads(subprocess.check_output([dlk, "ls", ds, "--json"]))
-kinds = {t["name"]: t["kind"] for t in m["tensors"]}
-def col(t):
-    out = subprocess.check_output([dlk, "cat", ds, t, "0:", "--json"])
-    vals = []
-    for line in out.splitlines():
-        o = json.loads(line)
-        v = o["values"]
-        if kinds[t] == "text":
-            v = bytes(v).decode()
-        elif "class_name" in o:
-            v = o["class_name"]
-        elif o["shape"] == []:
-            v = v[0]
-        vals.append(v)
-    return vals
-keys = [k.split("/src/")[-1] for k in col("key")]
-cols = [col(t) for t in tensors]
-print(json.dumps({k: [c[i] for c in cols] for i, k in enumerate(keys)},
-                 sort_keys=True))
-PY
-}
 S=$T/src
 small_jpegs "$S" a.jpg b.jpg c.jpg d.jpg e.jpg f.jpg g.jpg h.jpg i.jpg j.jpg img/k.jpg stray.jpg
 python3 - "$S" <<'PY'
@@ -78,7 +52,7 @@ check "wrote nothing" test ! -e "$T/ds"
 ok "create from a directory with metadata.jsonl" dlk create "$T/ds" from-dir "$S" --json
 check "11 rows, 1 skipped" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1])); assert d["ingested"]==11 and d["skipped"]==1, d' "$OUT"
-check "each row has its own metadata" python3 - "$(rows "$T/ds" caption score count labels)" <<'PY'
+check "each row has its own metadata" python3 - "$(ds_rows "$T/ds" caption score count labels)" <<'PY'
 import json, sys
 r = json.loads(sys.argv[1])
 assert sorted(r) == sorted([n + ".jpg" for n in "abcdefghij"] + ["img/k.jpg"]), sorted(r)
@@ -97,7 +71,7 @@ import json,sys; d=json.load(open(sys.argv[1]))
 assert d["ingested"]==1 and d["new"]==1 and d["present"]==11 and d["skipped"]==1, d
 assert [c["name"] for c in d["classes_added"]]==["emu"], d' "$OUT"
 check "its values" python3 -c '
-import json,sys; r=json.loads(sys.argv[1]); assert r["l.jpg"]==["late",12,"emu"], r["l.jpg"]' "$(rows "$T/ds" caption count labels)"
+import json,sys; r=json.loads(sys.argv[1]); assert r["l.jpg"]==["late",12,"emu"], r["l.jpg"]' "$(ds_rows "$T/ds" caption count labels)"
 
 # max-skip counts the files named and missing (with the rows held)
 small_jpegs "$S" p.jpg
@@ -118,7 +92,7 @@ printf 'file_name,caption,label\ny1.jpg,plain,dog\n' > "$P/test/metadata.csv"
 ok "create from per-split metadata.csv" dlk create "$T/sp" from-dir "$P" --json
 check "4 rows" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1])); assert d["ingested"]==4 and d["skipped"]==0, d' "$OUT"
-check "quoted cells, keys relative to each file's folder" python3 - "$(rows "$T/sp" caption labels)" <<'PY'
+check "quoted cells, keys relative to each file's folder" python3 - "$(ds_rows "$T/sp" caption labels)" <<'PY'
 import json, sys
 r = {k.split("/splits/")[-1]: v for k, v in json.loads(sys.argv[1]).items()}
 assert r == {"train/x1.jpg": ["a, b", "cat"], "train/x2.jpg": ["say \"hi\"", "dog"],
@@ -153,5 +127,5 @@ check "13 rows, gone.jpg skipped, the stray not ingested" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))
 assert d["ingested"]==13 and d["skipped"]==1, d
 assert {o["key"] for o in d["unused_objects"]}=={"metadata.jsonl","stray.jpg"}, d["unused_objects"]' "$OUT"
-check "from-s3 equals from-dir row by row" test "$(rows s3://lake/ds caption score count labels | sed 's|s3://raw/||g')" = "$(rows "$T/dir2" caption score count labels)"
+check "from-s3 equals from-dir row by row" test "$(ds_rows s3://lake/ds caption score count labels | sed 's|s3://raw/||g')" = "$(ds_rows "$T/dir2" caption score count labels)"
 ok "S3: verify" dlk verify s3://lake/ds

@@ -23,32 +23,6 @@ pq() { PYTHONPATH="$T/py" "${run_py[@]}" -m dlk.parquet "$@"; }
 
 # DATASET TENSOR...: {key below "/src/": [values of each tensor]}, text
 # as strings, class labels by name, scalars as numbers
-rows() {
-    python3 - "$DLK" "$@" <<'PY'
-import json, subprocess, sys
-dlk, ds, tensors = sys.argv[1], sys.argv[2], sys.argv[3:]
-m = json.loads(subprocess.check_output([dlk, "ls", ds, "--json"]))
-kinds = {t["name"]: t["kind"] for t in m["tensors"]}
-def col(t):
-    out = subprocess.check_output([dlk, "cat", ds, t, "0:", "--json"])
-    vals = []
-    for line in out.splitlines():
-        o = json.loads(line)
-        v = o["values"]
-        if kinds[t] == "text":
-            v = bytes(v).decode()
-        elif "class_name" in o:
-            v = o["class_name"]
-        elif o["shape"] == []:
-            v = v[0]
-        vals.append(v)
-    return vals
-keys = [k.split("/src/")[-1] for k in col("key")]
-cols = [col(t) for t in tensors]
-print(json.dumps({k: [c[i] for c in cols] for i, k in enumerate(keys)},
-                 sort_keys=True))
-PY
-}
 
 # DIR FILE ROWS [NAME]: a table of ROWS rows at DIR/FILE: images of their
 # own sizes and colours (row 1 a PNG, row 5 not an image), captions,
@@ -149,7 +123,7 @@ fails "a rejected create leaves no dataset (exit 3)" 3 dlk ls "$T/ds"
 ok "create, resized" pq create "$T/ds" "$S" --resize 16x16 --fit crop --json
 check "11 rows, the bad one skipped" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1])); assert d["ingested"]==11 and d["skipped"]==1, d' "$OUT"
-check "every row's values are its table row's" python3 - "$(rows "$T/ds" caption score count emb labels)" "$S.expect" <<'PY'
+check "every row's values are its table row's" python3 - "$(ds_rows "$T/ds" caption score count emb labels)" "$S.expect" <<'PY'
 import json, sys
 got, exp = json.loads(sys.argv[1]), json.load(open(sys.argv[2]))
 del exp["train.parquet/5.jpg"]
@@ -158,7 +132,7 @@ for k in exp:
     assert got[k] == exp[k], (k, got[k], exp[k])
 PY
 ok "the same bytes as files, from-dir" dlk create "$T/files" from-dir "$S.files" --resize 16x16 --fit crop --max-skip 0.5 --no-metadata
-check "each image decoded and resized as from-dir does it" python3 - "$(rows "$T/ds" images)" "$(sed "s|$S.files/|/src/|g" <<<"$(rows "$T/files" images)")" <<'PY'
+check "each image decoded and resized as from-dir does it" python3 - "$(ds_rows "$T/ds" images)" "$(sed "s|$S.files/|/src/|g" <<<"$(ds_rows "$T/files" images)")" <<'PY'
 import json, sys
 a = json.loads(sys.argv[1])
 b = {k.split("/src/")[-1]: v for k, v in json.loads(sys.argv[2]).items()}
@@ -180,7 +154,7 @@ ok "rerun after a file was added" pq ingest "$T/ds" "$S" --resize 16x16 --fit cr
 check "its 3 rows only" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))
 assert d["ingested"]==3 and d["present"]==11 and d["new"]==4, d' "$OUT"
-check "their values" python3 - "$(rows "$T/ds" caption score count emb labels)" "$S.expect" <<'PY'
+check "their values" python3 - "$(ds_rows "$T/ds" caption score count emb labels)" "$S.expect" <<'PY'
 import json, sys
 got, exp = json.loads(sys.argv[1]), json.load(open(sys.argv[2]))
 for k in ("split/late.parquet/0.jpg", "split/late.parquet/1.png", "split/late.parquet/2.jpg"):
