@@ -313,10 +313,14 @@ static int query_many(dlk_dataset *ds, const char *url, const char *at,
     return code;
 }
 
-/* What the callbacks of cmd_query's table fill. */
+/* What the callbacks of cmd_query's table fill, and the rest of its
+ * options. */
 struct query_args {
     dlk_select_opts so;
     bool have_metric, have_device;
+    const char *url, *at, *save, *drop, *show_arg;
+    bool count_only, json;
+    uint32_t limit;
 };
 
 static int opt_near(const cmd_opt *opt, const char *arg, void *ctx)
@@ -351,27 +355,154 @@ static int opt_device(const cmd_opt *opt, const char *arg, void *ctx)
     return 0;
 }
 
+/* The operands and the flags that go together; the dataset's url and
+ * the expression taken from argv. */
+static int check_args(struct query_args *q, int argc, char **argv)
+{
+    bool have_k = q->so.k != 0;
+    if (argc - optind < 1 || argc - optind > 2) {
+        cmd_error("query", "expected DATASET [EXPR]");
+        return cmd_usage(usage_text, false);
+    }
+    if ((have_k || q->have_metric || q->have_device) && !q->so.near_tensor) {
+        cmd_error("query", "--k, --metric and --device go with --near");
+        return EXIT_USAGE;
+    }
+    if (q->drop && (q->save || argc - optind == 2 || q->so.near_tensor ||
+                    q->at)) {
+        cmd_error("query", "--drop-view goes alone (with DATASET)");
+        return EXIT_USAGE;
+    }
+    q->url = argv[optind];
+    q->so.where = argc - optind == 2 ? argv[optind + 1] : NULL;
+    if (cmd_check_url("query", q->url))
+        return EXIT_USAGE;
+    return EXIT_OK;
+}
+
+/* --drop-view NAME: the view removed from the head. */
+static int drop_view(dlk_dataset *ds, const struct query_args *q)
+{
+    dlk_error err;
+    int code = dlk_view_drop(ds, q->drop, &err) ? cmd_fail("query", &err)
+                                                : EXIT_OK;
+    if (!code && q->json)
+        cmd_json_print(json_pack("{s:s,s:s}", "dataset",
+                  cmd_redact_url(q->url, json_url, sizeof json_url),
+                                 "dropped", q->drop), JSON_COMPACT);
+    return code;
+}
+
+/* The rows the expression and --near pick, and the seconds that took;
+ * an expression at fault is bad usage, shown with a caret. */
+static int select_rows(dlk_dataset *ds, const dlk_select_opts *so,
+                       dlk_select_result *r, double *secs)
+{
+    dlk_error err;
+    double t0 = cmd_now_s();
+    if (dlk_select(ds, so, r, &err)) {
+        int code = cmd_fail("query", &err);
+        if (r->error_column) { /* the expression is at fault: usage */
+            point_at(so->where, r->error_column);
+            code = EXIT_USAGE;
+        }
+        return code;
+    }
+    *secs = cmd_now_s() - t0;
+    return EXIT_OK;
+}
+
+/* --save-view NAME: the rows stored as a view of the head, whatever
+ * state was queried, with the query that picked them. */
+static int save_view(dlk_dataset *ds, const struct query_args *q,
+                     const dlk_select_result *r)
+{
+    const dlk_select_opts *so = &q->so;
+    dlk_error err;
+    int code = EXIT_OK;
+    dlk_dataset *head = ds;
+    if (q->at && cmd_dataset_open(q->url, NULL, &head, &err))
+        code = cmd_fail("query", &err);
+    char what[1024];
+    if (so->near_tensor)
+        snprintf(what, sizeof what, "%s%s--near %s k=%u %s",
+                 so->where ? so->where : "", so->where ? " " : "",
+                 so->near_tensor, so->k ? so->k : 10,
+                 dlk_metric_name(so->metric));
+    else
+        snprintf(what, sizeof what, "%s", so->where ? so->where : "");
+    if (!code && dlk_view_save(head, q->save, r->rows, r->n, what, &err))
+        code = cmd_fail("query", &err);
+    if (head != ds)
+        dlk_dataset_free(head);
+    return code;
+}
+
+/* --json's object for one selection, before its rows are added. */
+static json_t *select_json(const struct query_args *q,
+                           const dlk_select_result *r, double secs)
+{
+    const dlk_select_opts *so = &q->so;
+    json_t *o = json_pack("{s:s,s:s?,s:s?,s:I,s:I,s:I}", "dataset",
+                          cmd_redact_url(q->url, json_url, sizeof json_url),
+                          "at", q->at, "expression", so->where,
+                          "rows_total", (json_int_t)r->rows_total,
+                          "candidates", (json_int_t)r->candidates,
+                          "count", (json_int_t)r->n);
+    if (so->view)
+        json_object_set_new(o, "view", json_string(so->view));
+    if (q->save)
+        json_object_set_new(o, "saved_view", json_string(q->save));
+    if (so->near_tensor)
+        json_object_set_new(o, "device",
+                            json_string(dlk_query_device_name(r->device)));
+    json_object_set_new(o, "seconds", json_real(secs));
+    json_object_set_new(o, "bytes_read", json_integer((json_int_t)r->bytes_read));
+    return o;
+}
+
+/* The selection printed: its rows, its count or one JSON object, and
+ * on stderr the view saved. */
+static int print_selection(dlk_dataset *ds, const struct query_args *q,
+                           const dlk_select_result *r, const show *sh,
+                           double secs)
+{
+    int code = EXIT_OK;
+    json_t *o = q->json ? select_json(q, r, secs) : NULL;
+    if (!q->count_only)
+        code = print_rows(ds, r, sh, q->limit, o);
+    if (!code && q->count_only && !q->json)
+        printf("%llu\n", (unsigned long long)r->n);
+    if (!code && o)
+        cmd_json_print(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    char safe_save[256];
+    if (!code && !q->json && !q->count_only && q->save)
+        fprintf(stderr, "saved view '%s': %llu rows\n",
+                cmd_safe(q->save, safe_save, sizeof safe_save),
+                (unsigned long long)r->n);
+    return code;
+}
+
 int cmd_query(int argc, char **argv)
 {
     struct query_args q;
     memset(&q, 0, sizeof q);
     dlk_select_opts_init(&q.so);
+    q.limit = UINT32_MAX;
     dlk_select_opts *sop = &q.so;
-    const char *at = NULL, *save = NULL, *drop = NULL, *show_arg = NULL;
-    bool count_only = false, json = false;
-    uint32_t limit = UINT32_MAX;
     const cmd_opt opts[] = {
         CMD_OPT_CALL_WITH("near", 0, opt_near, &q),
         CMD_OPT_UINT("k", 0, &sop->k, 1, 1000000),
         CMD_OPT_CALL_WITH("metric", 0, opt_metric, &q),
-        CMD_OPT_STRING("at", 0, &at),
+        CMD_OPT_STRING("at", 0, &q.at),
         CMD_OPT_STRING("view", 0, &sop->view),
-        CMD_OPT_STRING("show", 0, &show_arg),
-        CMD_OPT_UINT("limit", 0, &limit, 0, UINT32_MAX),
-        CMD_OPT_FLAG("count", 0, &count_only),
-        CMD_OPT_FLAG("json", 0, &json),
-        CMD_OPT_STRING("save-view", 0, &save),
-        CMD_OPT_STRING("drop-view", 0, &drop),
+        CMD_OPT_STRING("show", 0, &q.show_arg),
+        CMD_OPT_UINT("limit", 0, &q.limit, 0, UINT32_MAX),
+        CMD_OPT_FLAG("count", 0, &q.count_only),
+        CMD_OPT_FLAG("json", 0, &q.json),
+        CMD_OPT_STRING("save-view", 0, &q.save),
+        CMD_OPT_STRING("drop-view", 0, &q.drop),
         CMD_OPT_UINT("threads", 0, &sop->threads, 1, 256),
         CMD_OPT_FLAG("no-verify", 0, &sop->no_verify),
         CMD_OPT_CALL_WITH("device", 0, opt_device, &q),
@@ -381,126 +512,52 @@ int cmd_query(int argc, char **argv)
     int code = cmd_parse_options("query", opts, usage_text, NULL, argc, argv);
     if (code != CMD_OPTS_DONE)
         return code;
-    dlk_select_opts so = q.so;
-    /* the tensor list is cut up in place, as argv's strings may be */
-    char *show_list = (char *)show_arg;
-    bool have_k = so.k != 0, have_metric = q.have_metric,
-         have_device = q.have_device;
-    if (argc - optind < 1 || argc - optind > 2) {
-        cmd_error("query", "expected DATASET [EXPR]");
-        return cmd_usage(usage_text, false);
-    }
-    if ((have_k || have_metric || have_device) && !so.near_tensor) {
-        cmd_error("query", "--k, --metric and --device go with --near");
-        return EXIT_USAGE;
-    }
-    if (drop && (save || argc - optind == 2 || so.near_tensor || at)) {
-        cmd_error("query", "--drop-view goes alone (with DATASET)");
-        return EXIT_USAGE;
-    }
-    const char *url = argv[optind];
-    so.where = argc - optind == 2 ? argv[optind + 1] : NULL;
-    if (cmd_check_url("query", url))
-        return EXIT_USAGE;
+    if ((code = check_args(&q, argc, argv)))
+        return code;
+    dlk_select_opts *so = &q.so;
     dlk_error err;
     dlk_dataset *ds;
-    if (cmd_dataset_open(url, drop ? NULL : at, &ds, &err))
+    if (cmd_dataset_open(q.url, q.drop ? NULL : q.at, &ds, &err))
         return cmd_fail("query", &err);
-    if (drop) {
-        code = dlk_view_drop(ds, drop, &err) ? cmd_fail("query", &err)
-                                               : EXIT_OK;
-        if (!code && json)
-            cmd_json_print(json_pack("{s:s,s:s}", "dataset",
-                      cmd_redact_url(url, json_url, sizeof json_url),
-                                     "dropped", drop), JSON_COMPACT);
+    if (q.drop) {
+        code = drop_view(ds, &q);
         dlk_dataset_free(ds);
         return cmd_finish("query", code);
     }
     show sh = {0};
-    if (show_list && (code = parse_show(ds, show_list, &sh))) {
+    /* the tensor list is cut up in place, as argv's strings may be */
+    if (q.show_arg && (code = parse_show(ds, (char *)q.show_arg, &sh))) {
         dlk_dataset_free(ds);
         return code;
     }
     /* a .npy of several query vectors: answered by one resident index */
     float *vecs = NULL;
     uint32_t nq = 0, dim = 0;
-    if (so.near_npy && !dlk_npy_vectors(so.near_npy, &vecs, &nq, &dim, &err) &&
-        nq > 1) {
-        if (save || count_only) {
+    if (so->near_npy &&
+        !dlk_npy_vectors(so->near_npy, &vecs, &nq, &dim, &err) && nq > 1) {
+        if (q.save || q.count_only) {
             cmd_error("query", "--save-view and --count take one query "
-                      "vector; '%s' has %u", so.near_npy, nq);
+                      "vector; '%s' has %u", so->near_npy, nq);
             code = EXIT_USAGE;
         } else {
-            code = query_many(ds, url, at, &so, vecs, nq, dim, &sh, limit,
-                              json);
+            code = query_many(ds, q.url, q.at, so, vecs, nq, dim, &sh,
+                              q.limit, q.json);
         }
         free(vecs);
         dlk_dataset_free(ds);
         return cmd_finish("query", code);
     }
     free(vecs);
-    so.count_only = count_only && !save;
+    so->count_only = q.count_only && !q.save;
     dlk_select_result r = DLK_SELECT_RESULT_INIT;
-    double t0 = cmd_now_s();
-    if (dlk_select(ds, &so, &r, &err)) {
-        code = cmd_fail("query", &err);
-        if (r.error_column) { /* the expression is at fault: usage */
-            point_at(so.where, r.error_column);
-            code = EXIT_USAGE;
-        }
+    double secs = 0;
+    if ((code = select_rows(ds, so, &r, &secs))) {
         dlk_dataset_free(ds);
         return code;
     }
-    double secs = cmd_now_s() - t0;
-    code = EXIT_OK;
-    if (save) {
-        /* a view is saved into the head, whatever state was queried */
-        dlk_dataset *head = ds;
-        if (at && cmd_dataset_open(url, NULL, &head, &err))
-            code = cmd_fail("query", &err);
-        char what[1024];
-        if (so.near_tensor)
-            snprintf(what, sizeof what, "%s%s--near %s k=%u %s",
-                     so.where ? so.where : "", so.where ? " " : "",
-                     so.near_tensor, so.k ? so.k : 10,
-                     dlk_metric_name(so.metric));
-        else
-            snprintf(what, sizeof what, "%s", so.where ? so.where : "");
-        if (!code && dlk_view_save(head, save, r.rows, r.n, what, &err))
-            code = cmd_fail("query", &err);
-        if (head != ds)
-            dlk_dataset_free(head);
-    }
-    json_t *o = NULL;
-    if (!code && json) {
-        o = json_pack("{s:s,s:s?,s:s?,s:I,s:I,s:I}", "dataset",
-                      cmd_redact_url(url, json_url, sizeof json_url),
-                      "at", at, "expression", so.where,
-                      "rows_total", (json_int_t)r.rows_total,
-                      "candidates", (json_int_t)r.candidates,
-                      "count", (json_int_t)r.n);
-        if (so.view)
-            json_object_set_new(o, "view", json_string(so.view));
-        if (save)
-            json_object_set_new(o, "saved_view", json_string(save));
-        if (so.near_tensor)
-            json_object_set_new(o, "device",
-                                json_string(dlk_query_device_name(r.device)));
-        json_object_set_new(o, "seconds", json_real(secs));
-        json_object_set_new(o, "bytes_read", json_integer((json_int_t)r.bytes_read));
-    }
-    if (!code && !count_only)
-        code = print_rows(ds, &r, &sh, limit, o);
-    if (!code && count_only && !json)
-        printf("%llu\n", (unsigned long long)r.n);
-    if (!code && o)
-        cmd_json_print(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(o);
-    char safe_save[256];
-    if (!code && !json && !count_only && save)
-        fprintf(stderr, "saved view '%s': %llu rows\n",
-                cmd_safe(save, safe_save, sizeof safe_save),
-                (unsigned long long)r.n);
+    code = q.save ? save_view(ds, &q, &r) : EXIT_OK;
+    if (!code)
+        code = print_selection(ds, &q, &r, &sh, secs);
     dlk_select_result_free(&r);
     dlk_dataset_free(ds);
     return cmd_finish("query", code);
