@@ -44,7 +44,7 @@ static const char examples_text[] =
 
 #define MAX_TENSORS 256
 
-/* "16M" -> bytes; 0 on error. */
+/* The spec NAME=... names (its value in *value); NULL if none. */
 static dlk_tensor_spec *find_spec(dlk_tensor_spec *specs, size_t n,
                                   const char *arg, const char **value)
 {
@@ -219,6 +219,55 @@ static int opt_append(const cmd_opt *opt, const char *arg, void *ctx)
     return 0;
 }
 
+/* The dataset created at url, or the one there with the same tensors
+ * under --exist-ok (*existed); its id copied into id. */
+static int create_dataset(const char *url, dlk_tensor_spec *specs, size_t n,
+                          bool exist_ok, char id[DLK_ID_MAX], bool *existed)
+{
+    dlk_error err;
+    dlk_dataset *ds = NULL;
+    int code = EXIT_OK;
+    const dlk_store_options *so = NULL;
+    dlk_status rc = cmd_store(url, &so, &err);
+    if (!rc)
+        rc = dlk_dataset_create_with(url, specs, n, so, &ds, &err);
+    if (rc == DLK_EEXIST)
+        code = existing(url, specs, n, exist_ok, &ds, &err);
+    else if (rc)
+        code = cmd_fail("create", &err);
+    *existed = rc == DLK_EEXIST;
+    if (code == EXIT_OK) {
+        snprintf(id, DLK_ID_MAX, "%s", dlk_dataset_id(ds));
+        if (dlk_dataset_close(ds, &err))
+            code = cmd_fail("create", &err);
+    }
+    return code;
+}
+
+/* The line (or --json object) that says what was created. */
+static void print_created(const char *url, const char *id, size_t n,
+                          bool existed, bool json)
+{
+    char safe_url[1024];
+    if (json) {
+        json_t *o = json_pack("{s:s,s:s,s:i,s:b}", "dataset",
+                              cmd_redact_url(url, safe_url,
+                                             sizeof safe_url), "id",
+                              id, "tensors", (int)n, "created",
+                              !existed);
+        cmd_json_print(o, JSON_PRESERVE_ORDER);
+        json_decref(o);
+    } else if (existed) {
+        printf("dataset '%s' exists with these %zu tensor%s\n",
+               cmd_safe_url(url, safe_url, sizeof safe_url), n,
+               n == 1 ? "" : "s");
+    } else {
+        printf("created dataset '%s' with %zu tensor%s\n",
+               cmd_safe_url(url, safe_url, sizeof safe_url), n,
+               n == 1 ? "" : "s");
+    }
+}
+
 int cmd_create(int argc, char **argv)
 {
     ingest_cli cli;
@@ -227,7 +276,6 @@ int cmd_create(int argc, char **argv)
     struct spec_list sl = {specs, 0};
     struct arg_list kl = {{0}, 0}, cl = {{0}, 0};
     unsigned long long chunk_size = 0;
-    dlk_error err;
     int code = EXIT_OK;
 
     ingest_cli_init(&cli);
@@ -252,17 +300,15 @@ int cmd_create(int argc, char **argv)
         return code;
     }
     code = EXIT_OK;
-    size_t n = sl.n, nkinds = kl.n, nclasses = cl.n;
-    const char **kinds = kl.v, **classes = cl.v;
-    bool json = cli.json;
+    size_t n = sl.n;
     if (argc - optind == 3) {
         code = cmd_check_url("create", argv[optind]);
         if (code == EXIT_OK)
             code = ingest_cli_source(&cli, "create", argv[optind + 1],
                                      argv[optind + 2]);
         if (code == EXIT_OK)
-            code = create_from(&cli, argv[optind], specs, n, kinds, nkinds,
-                               classes, nclasses, chunk_size);
+            code = create_from(&cli, argv[optind], specs, n, kl.v, kl.n,
+                               cl.v, cl.n, chunk_size);
         ingest_cli_free(&cli);
         return cmd_finish("create", code);
     }
@@ -276,73 +322,17 @@ int cmd_create(int argc, char **argv)
     const char *url = argv[optind];
     if (cmd_check_url("create", url))
         return EXIT_USAGE;
-    bool exist_ok = cli.o.exist_ok;
-    for (size_t i = 0; i < nkinds; i++) {
-        const char *v;
-        dlk_tensor_spec *s = find_spec(specs, n, kinds[i], &v);
-        if (!s || dlk_kind_parse(v, &s->kind)) {
-            cmd_error("create", "bad --kind '%s' (NAME=KIND for a --tensor "
-                      "NAME)", kinds[i]);
-            return EXIT_USAGE;
-        }
-    }
-    for (size_t i = 0; i < nclasses && code == EXIT_OK; i++) {
-        const char *v;
-        dlk_tensor_spec *s = find_spec(specs, n, classes[i], &v);
-        if (!s) {
-            cmd_error("create", "bad --classes '%s' (NAME=A,B,... for a "
-                      "--tensor NAME)", classes[i]);
-            code = EXIT_USAGE;
-            break;
-        }
-        size_t k = (size_t)(s - specs);
-        free(class_lists[k]);
-        class_lists[k] = split_names(v, &s->n_class_names);
-        s->class_names = (const char *const *)class_lists[k];
-        s->kind = DLK_KIND_CLASS_LABEL;
-    }
+    code = apply_kinds(specs, n, kl.v, kl.n, cl.v, cl.n, class_lists);
     for (size_t i = 0; i < n; i++) {
         specs[i].chunk_bytes = chunk_size;
         specs[i].part_bytes = cli.o.part_bytes;
     }
-
-    dlk_dataset *ds = NULL;
-    bool existed = false;
-    const dlk_store_options *so = NULL;
-    dlk_status rc = code == EXIT_OK ? cmd_store(url, &so, &err) : DLK_OK;
-    if (code == EXIT_OK && !rc)
-        rc = dlk_dataset_create_with(url, specs, n, so, &ds, &err);
-    if (rc == DLK_EEXIST)
-        code = existing(url, specs, n, exist_ok, &ds, &err);
-    else if (rc)
-        code = cmd_fail("create", &err);
-    existed = rc == DLK_EEXIST;
     char id[DLK_ID_MAX];
-    if (code == EXIT_OK) {
-        snprintf(id, sizeof id, "%s", dlk_dataset_id(ds));
-        if (dlk_dataset_close(ds, &err))
-            code = cmd_fail("create", &err);
-    }
-    char safe_url[1024];
-    if (code == EXIT_OK) {
-        if (json) {
-            json_t *o = json_pack("{s:s,s:s,s:i,s:b}", "dataset",
-                                  cmd_redact_url(url, safe_url,
-                                                 sizeof safe_url), "id",
-                                  id, "tensors", (int)n, "created",
-                                  !existed);
-            cmd_json_print(o, JSON_PRESERVE_ORDER);
-            json_decref(o);
-        } else if (existed) {
-            printf("dataset '%s' exists with these %zu tensor%s\n",
-                   cmd_safe_url(url, safe_url, sizeof safe_url), n,
-                   n == 1 ? "" : "s");
-        } else {
-            printf("created dataset '%s' with %zu tensor%s\n",
-                   cmd_safe_url(url, safe_url, sizeof safe_url), n,
-                   n == 1 ? "" : "s");
-        }
-    }
+    bool existed = false;
+    if (code == EXIT_OK)
+        code = create_dataset(url, specs, n, cli.o.exist_ok, id, &existed);
+    if (code == EXIT_OK)
+        print_created(url, id, n, existed, cli.json);
     for (size_t i = 0; i < n; i++)
         free(class_lists[i]);
     return cmd_finish("create", code);
