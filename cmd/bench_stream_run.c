@@ -365,18 +365,15 @@ static void order_line(FILE *f, const dlk_batch *b)
     fputc('\n', f);
 }
 
-int bench_run(struct bench_opts *o, struct bench_result *r)
+/* The dataset (or a mix's datasets) and its loader, into r->ds and r->l;
+ * *io_open the request counters before the loader opened, as every
+ * request of the loader counts in its epochs, those of its open
+ * included. */
+static int open_loader(const struct bench_opts *o, const dlk_loader_opts *lo,
+                       struct bench_result *r, dlk_io_counters *io_open)
 {
-    memset(r, 0, sizeof *r);
-    r->series_every = 0.02;
-    r->per_epoch = json_array();
-    r->mix_epochs = json_array();
-    dlk_loader_opts lo = o->lo;
-    long epochs = o->epochs;
-    double step_ms = o->step_ms;
     dlk_error err;
     dlk_dataset *ds = NULL;
-    r->t_open = cmd_now_s();
     if (o->nmix) {
         if (open_sources(o, r, &err))
             return cmd_fail("bench-stream", &err);
@@ -391,131 +388,86 @@ int bench_run(struct bench_opts *o, struct bench_result *r)
          * before the loader opens, as the loader starts reading there:
          * the run is measured as a training loop that asks for its first
          * batch at once */
-        if (!lo.view &&
-            label_mix_open(ds, lo.batch_size ? lo.batch_size : 256, lo.seed,
-                           &r->mix, &err))
+        if (!lo->view &&
+            label_mix_open(ds, lo->batch_size ? lo->batch_size : 256,
+                           lo->seed, &r->mix, &err))
             return cmd_fail("bench-stream", &err);
     }
-    /* every request of the loader counts in its epochs, those of its
-     * open included */
-    dlk_io_counters io_open;
-    dlk_io_counters_get(&io_open);
+    dlk_io_counters_get(io_open);
     dlk_loader *l;
     if (o->nmix) {
         dlk_dataset *dss[BENCH_MIX_MAX];
         for (size_t i = 0; i < r->nsrc; i++)
             dss[i] = r->src[i].ds;
-        if (dlk_loader_open_mix(dss, o->mix_w, NULL, r->nsrc, &lo, &l, &err))
+        if (dlk_loader_open_mix(dss, o->mix_w, NULL, r->nsrc, lo, &l, &err))
             return cmd_fail("bench-stream", &err);
-    } else if (dlk_loader_open(ds, &lo, &l, &err)) {
+    } else if (dlk_loader_open(ds, lo, &l, &err)) {
         return cmd_fail("bench-stream", &err);
     }
     r->l = l;
-    FILE *order_f = NULL;
-    if (o->order_out && !(order_f = fopen(o->order_out, "w"))) {
-        cmd_error("bench-stream", "cannot write '%s': %s", o->order_out,
-                  strerror(errno));
-        return EXIT_ERROR;
-    }
-    /* the ranks of a host share its terminal: rank 0 draws for them */
-    bool tty = isatty(2) && !o->json && o->rank == 0;
-    double last_draw = 0;
-    r->t0 = cmd_now_s();
-    r->first_batch = -1;
-    series_sample(r, 0, true);
-    struct quality q = {0};
-    uint64_t pos = 0;
-    int code = EXIT_OK;
-    /* epochs are measured between marks on the device's clock, read
-     * after the run: waiting for the device at each epoch's end would
-     * drain it there and show a gap no training loop has */
-    struct epoch_run *runs = calloc((size_t)epochs + 1, sizeof *runs);
-    long ran = 0;
-    if (!runs) {
-        cmd_error("bench-stream", "out of memory");
-        code = EXIT_ERROR;
-    } else if (dlk_loader_mark(l, &runs[0].mark, &err)) {
-        code = cmd_fail("bench-stream", &err);
-    }
-    for (long e = 0; e < epochs && code == EXIT_OK; e++) {
-        const dlk_batch *b;
-        double e0 = cmd_now_s();
-        uint64_t s0 = r->samples, b0 = r->bytes;
-        runs[e].first_batch = -1;
-        for (;;) {
-            if (dlk_loader_next(l, &b, &err)) {
-                code = cmd_fail("bench-stream", &err);
-                break;
-            }
-            if (!b)
-                break;
-            if (r->first_batch < 0)
-                r->first_batch = cmd_now_s() - r->t_open;
-            if (runs[e].first_batch < 0)
-                runs[e].first_batch = cmd_now_s() - e0;
-            if (dlk_loader_step(l, step_ms, &err)) {
-                code = cmd_fail("bench-stream", &err);
-                break;
-            }
-            r->batches++;
-            /* padding repeats samples to even out the ranks' batches: it
-             * is moved (bytes) but neither counted as samples delivered
-             * nor part of the order */
-            /* of a mix, the order's quality is that of its first
-             * source's rows (each source is shuffled alike) */
-            for (uint32_t i = 0; i < b->size; i++)
-                if (!b->pad[i]) {
-                    r->samples++;
-                    if (b->sources)
-                        r->src[b->sources[i]].samples++;
-                    if (e == 0 && (!b->sources || !b->sources[i]))
-                        quality_add(&q, (double)pos++, (double)b->indices[i]);
-                }
-            for (size_t t = 0; t < b->ntensors; t++)
-                r->bytes += b->tensors[t].nbytes;
+    return EXIT_OK;
+}
+
+/* What the epochs of one run share. */
+struct bench_loop {
+    double step_ms;
+    FILE *order_f;              /* --order-out, or NULL */
+    bool tty;                   /* progress drawn on stderr */
+    double last_draw;
+    struct quality q;           /* of the first epoch's order */
+    uint64_t pos;               /* in that order */
+};
+
+/* One batch counted: its samples, bytes and label mix, the order's
+ * quality (of the first epoch) and its --order-out line. */
+static void count_batch(struct bench_result *r, const dlk_batch *b,
+                        struct bench_loop *k, bool first_epoch)
+{
+    r->batches++;
+    /* padding repeats samples to even out the ranks' batches: it
+     * is moved (bytes) but neither counted as samples delivered
+     * nor part of the order */
+    /* of a mix, the order's quality is that of its first
+     * source's rows (each source is shuffled alike) */
+    for (uint32_t i = 0; i < b->size; i++)
+        if (!b->pad[i]) {
+            r->samples++;
             if (b->sources)
-                sources_batch(r, b);
-            else if (r->mix)
-                label_mix_batch(r->mix, b->indices, b->pad, b->size);
-            if (order_f)
-                order_line(order_f, b);
-            double now = cmd_now_s();
-            series_sample(r, now - r->t0, false);
-            if (tty && now - last_draw > 0.25) {
-                last_draw = now;
-                fprintf(stderr, "\r  epoch %ld  %llu batches  %.0f samples/s  "
-                        "%.2f GB/s   ", e + 1, (unsigned long long)r->batches,
-                        r->samples / (now - r->t0),
-                        r->bytes / (now - r->t0) / 1e9);
-            }
+                r->src[b->sources[i]].samples++;
+            if (first_epoch && (!b->sources || !b->sources[i]))
+                quality_add(&k->q, (double)k->pos++,
+                            (double)b->indices[i]);
         }
-        if (code == EXIT_OK && dlk_loader_mark(l, &runs[e + 1].mark, &err))
-            code = cmd_fail("bench-stream", &err);
-        runs[e].samples = r->samples - s0;
-        runs[e].bytes = r->bytes - b0;
-        dlk_io_counters_get(&runs[e].io);
-        ran = e + 1;
-        if (r->src)
-            sources_epoch_end(r);
-        else if (r->mix) {
-            double m = label_mix_epoch_end(r->mix);
-            json_array_append_new(r->mix_epochs, json_real(m));
-            if (m > r->mix_worst)
-                r->mix_worst = m;
-        }
+    for (size_t t = 0; t < b->ntensors; t++)
+        r->bytes += b->tensors[t].nbytes;
+    if (b->sources)
+        sources_batch(r, b);
+    else if (r->mix)
+        label_mix_batch(r->mix, b->indices, b->pad, b->size);
+    if (k->order_f)
+        order_line(k->order_f, b);
+}
+
+/* The epoch's label mix, of every source of a mix. */
+static void mix_epoch_end(struct bench_result *r)
+{
+    if (r->src)
+        sources_epoch_end(r);
+    else if (r->mix) {
+        double m = label_mix_epoch_end(r->mix);
+        json_array_append_new(r->mix_epochs, json_real(m));
+        if (m > r->mix_worst)
+            r->mix_worst = m;
     }
-    if (code == EXIT_OK)
-        code = epoch_rates(o, r, runs, ran, &io_open);
-    free(runs);
-    if (order_f && (ferror(order_f) | fclose(order_f)) && code == EXIT_OK) {
-        cmd_error("bench-stream", "cannot write '%s': %s", o->order_out,
-                  strerror(errno));
-        code = EXIT_ERROR;
-    }
-    if (tty)
-        fputs("\r\033[K", stderr);
-    r->wall = cmd_now_s() - r->t0;
-    series_sample(r, r->wall, true);
+}
+
+/* What the run measured once it is over: the loader's stats and
+ * checksums, the requests, the timeline, the peak RSS and the order's
+ * quality. */
+static void run_totals(const struct bench_opts *o, const dlk_loader_opts *lo,
+                       struct bench_result *r, struct quality *q)
+{
+    dlk_loader *l = r->l;
     dlk_loader_stats_init(&r->st);
     dlk_loader_stats_get(l, &r->st);
     dlk_loader_checksums(l, &r->dev_sum, &r->host_sum);
@@ -528,10 +480,113 @@ int bench_run(struct bench_opts *o, struct bench_result *r)
     getrusage(RUSAGE_SELF, &ru);
     r->rss = (uint64_t)ru.ru_maxrss * 1024;
     r->on_device = strncmp(o->device, "cuda", 4) == 0;
-    r->mean_disp = quality_displacement(&q);
-    free(q.kept);
-    r->corr = q.pairs > 1 ? quality_corr(&q) : 1;
-    r->check_ok = !lo.check || r->dev_sum == r->host_sum;
+    r->mean_disp = quality_displacement(q);
+    free(q->kept);
+    r->corr = q->pairs > 1 ? quality_corr(q) : 1;
+    r->check_ok = !lo->check || r->dev_sum == r->host_sum;
+}
+
+/* Epoch e of the run: its batches read and counted, its end marked on
+ * the device's clock into runs[e + 1]. */
+static int run_epoch(struct bench_result *r, struct bench_loop *k,
+                     struct epoch_run *runs, long e)
+{
+    dlk_loader *l = r->l;
+    dlk_error err;
+    int code = EXIT_OK;
+    const dlk_batch *b;
+    double e0 = cmd_now_s();
+    uint64_t s0 = r->samples, b0 = r->bytes;
+    runs[e].first_batch = -1;
+    for (;;) {
+        if (dlk_loader_next(l, &b, &err)) {
+            code = cmd_fail("bench-stream", &err);
+            break;
+        }
+        if (!b)
+            break;
+        if (r->first_batch < 0)
+            r->first_batch = cmd_now_s() - r->t_open;
+        if (runs[e].first_batch < 0)
+            runs[e].first_batch = cmd_now_s() - e0;
+        if (dlk_loader_step(l, k->step_ms, &err)) {
+            code = cmd_fail("bench-stream", &err);
+            break;
+        }
+        count_batch(r, b, k, e == 0);
+        double now = cmd_now_s();
+        series_sample(r, now - r->t0, false);
+        if (k->tty && now - k->last_draw > 0.25) {
+            k->last_draw = now;
+            fprintf(stderr, "\r  epoch %ld  %llu batches  %.0f samples/s  "
+                    "%.2f GB/s   ", e + 1, (unsigned long long)r->batches,
+                    r->samples / (now - r->t0),
+                    r->bytes / (now - r->t0) / 1e9);
+        }
+    }
+    if (code == EXIT_OK && dlk_loader_mark(l, &runs[e + 1].mark, &err))
+        code = cmd_fail("bench-stream", &err);
+    runs[e].samples = r->samples - s0;
+    runs[e].bytes = r->bytes - b0;
+    dlk_io_counters_get(&runs[e].io);
+    mix_epoch_end(r);
+    return code;
+}
+
+int bench_run(struct bench_opts *o, struct bench_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->series_every = 0.02;
+    r->per_epoch = json_array();
+    r->mix_epochs = json_array();
+    dlk_loader_opts lo = o->lo;
+    long epochs = o->epochs;
+    dlk_error err;
+    r->t_open = cmd_now_s();
+    dlk_io_counters io_open;
+    int code = open_loader(o, &lo, r, &io_open);
+    if (code)
+        return code;
+    struct bench_loop k = {.step_ms = o->step_ms};
+    if (o->order_out && !(k.order_f = fopen(o->order_out, "w"))) {
+        cmd_error("bench-stream", "cannot write '%s': %s", o->order_out,
+                  strerror(errno));
+        return EXIT_ERROR;
+    }
+    /* the ranks of a host share its terminal: rank 0 draws for them */
+    k.tty = isatty(2) && !o->json && o->rank == 0;
+    r->t0 = cmd_now_s();
+    r->first_batch = -1;
+    series_sample(r, 0, true);
+    /* epochs are measured between marks on the device's clock, read
+     * after the run: waiting for the device at each epoch's end would
+     * drain it there and show a gap no training loop has */
+    struct epoch_run *runs = calloc((size_t)epochs + 1, sizeof *runs);
+    long ran = 0;
+    if (!runs) {
+        cmd_error("bench-stream", "out of memory");
+        code = EXIT_ERROR;
+    } else if (dlk_loader_mark(r->l, &runs[0].mark, &err)) {
+        code = cmd_fail("bench-stream", &err);
+    }
+    for (long e = 0; e < epochs && code == EXIT_OK; e++) {
+        code = run_epoch(r, &k, runs, e);
+        ran = e + 1;
+    }
+    if (code == EXIT_OK)
+        code = epoch_rates(o, r, runs, ran, &io_open);
+    free(runs);
+    if (k.order_f && (ferror(k.order_f) | fclose(k.order_f)) &&
+        code == EXIT_OK) {
+        cmd_error("bench-stream", "cannot write '%s': %s", o->order_out,
+                  strerror(errno));
+        code = EXIT_ERROR;
+    }
+    if (k.tty)
+        fputs("\r\033[K", stderr);
+    r->wall = cmd_now_s() - r->t0;
+    series_sample(r, r->wall, true);
+    run_totals(o, &lo, r, &k.q);
     if (code == EXIT_OK && o->baseline)
         code = run_baseline(o, r);
     if (code == EXIT_OK)
