@@ -218,8 +218,9 @@ static int mix_opt(const cmd_opt *opt, const char *arg, void *ctx)
     return 0;
 }
 
-/* Fill o from the command line: -1 to go on, else the exit code. */
-static int bench_parse(int argc, char **argv, struct bench_opts *o)
+/* The settings before the flags and DLK_CACHE_*: 0, or EXIT_USAGE for a
+ * bad DLK_CACHE_LIMIT. */
+static int bench_defaults(struct bench_opts *o)
 {
     memset(o, 0, sizeof *o);
     dlk_loader_opts_init(&o->lo);
@@ -233,10 +234,105 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
     o->epochs = 1;
     o->rank = -1;
     o->world = -1;
+    return cache_env(&o->lo);
+}
+
+/* --tensors A,B,...: the names, cut from a copy, for the loader. */
+static void tensor_names(struct bench_opts *o)
+{
+    o->tlist = o->tensors ? strdup(o->tensors) : NULL;
+    if (o->tlist) {
+        size_t n = 0;
+        for (char *tok = strtok(o->tlist, ","); tok && n < 256;
+             tok = strtok(NULL, ","))
+            o->names[n++] = tok;
+        o->lo.tensors = (const char *const *)o->names;
+        o->lo.ntensors = n;
+    }
+}
+
+/* The operands: one DATASET, or none beside --mix, and the flags that
+ * go with one or the other. */
+static int check_operands(int argc, char **argv, const struct bench_opts *o)
+{
+    if (o->nmix && argc - optind != 0) {
+        cmd_error("bench-stream", "--mix names the datasets: no DATASET "
+                  "beside it");
+        return cmd_usage(usage_text, false);
+    }
+    if (o->nmix && (o->lo.view || o->at)) {
+        cmd_error("bench-stream", "--view and --at take one dataset, not "
+                  "a --mix");
+        return EXIT_USAGE;
+    }
+    if (!o->nmix && o->lo.epoch_size) {
+        cmd_error("bench-stream", "--epoch-size is the epoch of a --mix");
+        return EXIT_USAGE;
+    }
+    if (!o->nmix && argc - optind != 1) {
+        cmd_error("bench-stream", "expected one DATASET");
+        return cmd_usage(usage_text, false);
+    }
+    if ((!o->nmix && cmd_check_url("bench-stream", argv[optind])) ||
+        cmd_check_url("bench-stream", o->baseline))
+        return EXIT_USAGE;
+    return 0;
+}
+
+/* Rank and world from the flags, else from the launcher (*launch), into
+ * the loader's options. */
+static int rank_and_world(struct bench_opts *o, dlk_launch *launch)
+{
+    dlk_error lerr;
+    /* a launcher's world without a rank is an error only where --rank
+     * does not give it */
+    if (dlk_launch_env(launch, &lerr) &&
+        (launch->rank != DLK_LAUNCH_NO_RANK || o->rank < 0)) {
+        cmd_error("bench-stream", "%s", lerr.msg);
+        return EXIT_USAGE;
+    }
+    if (o->rank < 0)
+        o->rank = launch->rank;
+    if (o->world < 0)
+        o->world = launch->world_size;
+    if (o->world < 1 || o->rank < 0 || o->rank >= o->world) {
+        cmd_error("bench-stream", "rank %ld is not in a world of %ld", o->rank,
+                  o->world);
+        return EXIT_USAGE;
+    }
+    o->lo.rank = (uint32_t)o->rank;
+    o->lo.world_size = (uint32_t)o->world;
+    o->lo.local_world_size = launch->local_world_size;
+    o->lo.epochs = (uint64_t)o->epochs; /* nothing read ahead after the last */
+    return 0;
+}
+
+/* --device auto: the launcher's GPU of this rank, else the CPU (said on
+ * stderr). */
+static void pick_device(struct bench_opts *o, const dlk_launch *launch)
+{
+    if (strcmp(o->device, "auto") == 0) {
+        char why[160];
+        int ngpus = dlk_cuda_available(why, sizeof why);
+        if (ngpus > 0) {
+            snprintf(o->devbuf, sizeof o->devbuf, "cuda:%d",
+                     dlk_launch_gpu(launch, ngpus));
+            o->device = o->devbuf;
+        } else {
+            fprintf(stderr, "dlk bench-stream: no usable GPU (%s); running "
+                    "on the cpu\n", why);
+            o->device = "cpu";
+        }
+    }
+}
+
+/* Fill o from the command line: -1 to go on, else the exit code. */
+static int bench_parse(int argc, char **argv, struct bench_opts *o)
+{
+    if (bench_defaults(o))
+        return EXIT_USAGE;
     /* the limits are the loader's (dlk_loader_open), checked here so that
      * a bad value is named before the dataset is opened */
-    if (cache_env(&o->lo))
-        return EXIT_USAGE;
     const cmd_opt opts[] = {
         CMD_OPT_STRING("device", 0, &o->device),
         CMD_OPT_UINT("batch-size", 0, &o->lo.batch_size, 1, 1u << 24),
@@ -282,74 +378,15 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
      * holds */
     if (o->lo.augment)
         o->lo.check = 0;
-    if (o->nmix && argc - optind != 0) {
-        cmd_error("bench-stream", "--mix names the datasets: no DATASET "
-                  "beside it");
-        return cmd_usage(usage_text, false);
-    }
-    if (o->nmix && (o->lo.view || o->at)) {
-        cmd_error("bench-stream", "--view and --at take one dataset, not "
-                  "a --mix");
-        return EXIT_USAGE;
-    }
-    if (!o->nmix && o->lo.epoch_size) {
-        cmd_error("bench-stream", "--epoch-size is the epoch of a --mix");
-        return EXIT_USAGE;
-    }
-    if (!o->nmix && argc - optind != 1) {
-        cmd_error("bench-stream", "expected one DATASET");
-        return cmd_usage(usage_text, false);
-    }
-    if ((!o->nmix && cmd_check_url("bench-stream", argv[optind])) ||
-        cmd_check_url("bench-stream", o->baseline))
-        return EXIT_USAGE;
-    /* rank and world from the flags, else from the launcher */
+    if ((code = check_operands(argc, argv, o)))
+        return code;
     dlk_launch launch;
-    dlk_error lerr;
-    /* a launcher's world without a rank is an error only where --rank
-     * does not give it */
-    if (dlk_launch_env(&launch, &lerr) &&
-        (launch.rank != DLK_LAUNCH_NO_RANK || o->rank < 0)) {
-        cmd_error("bench-stream", "%s", lerr.msg);
-        return EXIT_USAGE;
-    }
-    if (o->rank < 0)
-        o->rank = launch.rank;
-    if (o->world < 0)
-        o->world = launch.world_size;
-    if (o->world < 1 || o->rank < 0 || o->rank >= o->world) {
-        cmd_error("bench-stream", "rank %ld is not in a world of %ld", o->rank,
-                  o->world);
-        return EXIT_USAGE;
-    }
-    o->lo.rank = (uint32_t)o->rank;
-    o->lo.world_size = (uint32_t)o->world;
-    o->lo.local_world_size = launch.local_world_size;
-    o->lo.epochs = (uint64_t)o->epochs; /* nothing read ahead after the last */
-    if (strcmp(o->device, "auto") == 0) {
-        char why[160];
-        int ngpus = dlk_cuda_available(why, sizeof why);
-        if (ngpus > 0) {
-            snprintf(o->devbuf, sizeof o->devbuf, "cuda:%d",
-                     dlk_launch_gpu(&launch, ngpus));
-            o->device = o->devbuf;
-        } else {
-            fprintf(stderr, "dlk bench-stream: no usable GPU (%s); running "
-                    "on the cpu\n", why);
-            o->device = "cpu";
-        }
-    }
+    if ((code = rank_and_world(o, &launch)))
+        return code;
+    pick_device(o, &launch);
     o->lo.device = o->device;
     o->lo.on_bad_read = on_bad_read;
-    o->tlist = o->tensors ? strdup(o->tensors) : NULL;
-    if (o->tlist) {
-        size_t n = 0;
-        for (char *tok = strtok(o->tlist, ","); tok && n < 256;
-             tok = strtok(NULL, ","))
-            o->names[n++] = tok;
-        o->lo.tensors = (const char *const *)o->names;
-        o->lo.ntensors = n;
-    }
+    tensor_names(o);
     /* debugging knobs of the loader, documented in dlk(1) */
     o->lo.no_map = getenv("DLK_NO_MMAP") != NULL;
     o->lo.cuda_trace = getenv("DLK_CUDA_TRACE");
