@@ -150,6 +150,56 @@ static void print_views(const dlk_dataset *ds)
     }
 }
 
+/* What cmd_ls lists: the dataset at url (at a commit, or its head) and
+ * with --view the number of the view's rows. */
+struct listing {
+    dlk_dataset *ds;
+    const char *url, *at, *view, *head;
+    int dirty;
+    uint64_t nrows;
+};
+
+/* The lines above the tensors' table, and its column heads. */
+static void print_header(const struct listing *ls)
+{
+    char safe_url[1024], id[256], safe_view[256];
+    const char *head = ls->head;
+    cmd_safe_url(ls->url, safe_url, sizeof safe_url);
+    cmd_safe(dlk_dataset_id(ls->ds), id, sizeof id);
+    if (ls->at)
+        printf("dataset %s (id %s) at commit %s\n", safe_url, id, head);
+    else
+        printf("dataset %s (id %s), main at %s%s\n", safe_url, id,
+               head ? head : "(no commits)",
+               ls->dirty ? ", head has uncommitted changes" : "");
+    if (ls->view)
+        printf("view %s: %llu rows\n",
+               cmd_safe(ls->view, safe_view, sizeof safe_view),
+               (unsigned long long)ls->nrows);
+    printf("%-16s %-11s %-5s %-24s %10s %7s %11s %11s %s\n", "TENSOR",
+           "KIND", "DTYPE", "SHAPE", "SAMPLES", "CHUNKS", "STORED",
+           "RAW", "CODEC");
+}
+
+/* --json: one object, the tensors (a reference taken) and the views. */
+static void print_json(const struct listing *ls, json_t *tensors)
+{
+    char json_url[1024];
+    const char *head = ls->head;
+    json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:b,s:o}", "dataset",
+                          cmd_redact_url(ls->url, json_url, sizeof json_url),
+                          "id", dlk_dataset_id(ls->ds), "head",
+                          head ? json_string(head) : json_null(), "at",
+                          ls->at ? json_string(head) : json_null(), "dirty",
+                          ls->dirty, "tensors", tensors);
+    json_object_set_new(o, "views", views_json(ls->ds));
+    if (ls->view)
+        json_object_set_new(o, "view", json_pack("{s:s,s:I}", "name",
+                            ls->view, "rows", (json_int_t)ls->nrows));
+    cmd_json_print(o, JSON_PRESERVE_ORDER | JSON_INDENT(2));
+    json_decref(o);
+}
+
 int cmd_ls(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -201,25 +251,10 @@ int cmd_ls(int argc, char **argv)
         dlk_dataset_free(ds);
         return code;
     }
+    const struct listing ls = {ds, url, at, view, head, dirty, nrows};
     json_t *tensors = json ? json_array() : NULL;
-    char safe_url[1024], json_url[1024], id[256], safe_view[256];
-    cmd_safe_url(url, safe_url, sizeof safe_url);
-    if (!json) {
-        cmd_safe(dlk_dataset_id(ds), id, sizeof id);
-        if (at)
-            printf("dataset %s (id %s) at commit %s\n", safe_url, id, head);
-        else
-            printf("dataset %s (id %s), main at %s%s\n", safe_url, id,
-                   head ? head : "(no commits)",
-                   dirty ? ", head has uncommitted changes" : "");
-        if (view)
-            printf("view %s: %llu rows\n",
-                   cmd_safe(view, safe_view, sizeof safe_view),
-                   (unsigned long long)nrows);
-        printf("%-16s %-11s %-5s %-24s %10s %7s %11s %11s %s\n", "TENSOR",
-               "KIND", "DTYPE", "SHAPE", "SAMPLES", "CHUNKS", "STORED",
-               "RAW", "CODEC");
-    }
+    if (!json)
+        print_header(&ls);
     for (size_t i = 0; i < n; i++) {
         dlk_tensor_info t;
         if (dlk_tensor_info_get(ds, i, &t, &err)) {
@@ -234,18 +269,7 @@ int cmd_ls(int argc, char **argv)
             print_tensor(&t);
     }
     if (json && code == EXIT_OK) {
-        json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:b,s:o}", "dataset",
-                              cmd_redact_url(url, json_url, sizeof json_url),
-                              "id", dlk_dataset_id(ds), "head",
-                              head ? json_string(head) : json_null(), "at",
-                              at ? json_string(head) : json_null(), "dirty",
-                              dirty, "tensors", tensors);
-        json_object_set_new(o, "views", views_json(ds));
-        if (view)
-            json_object_set_new(o, "view", json_pack("{s:s,s:I}", "name",
-                                view, "rows", (json_int_t)nrows));
-        cmd_json_print(o, JSON_PRESERVE_ORDER | JSON_INDENT(2));
-        json_decref(o);
+        print_json(&ls, tensors);
     } else {
         json_decref(tensors);
         if (code == EXIT_OK && !view)
