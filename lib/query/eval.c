@@ -40,6 +40,105 @@ typedef struct worker {
     uint64_t rows[BATCH];
 } worker;
 
+/* shape(t)[d], len, sum, mean, min and max: each row's sample of t read
+ * whole. */
+static void sample_stats(const q_node *x, const dlk_tensor *t,
+                         const q_chunk *qc, const uint64_t *rows, size_t n,
+                         double *o)
+{
+    size_t esz = dlk_dtype_size(t->spec.dtype);
+    for (size_t i = 0; i < n; i++) {
+        int64_t shape[DLK_MAX_NDIM];
+        size_t nb;
+        const uint8_t *p = dlk_chunk_sample(qc->c,
+                                            (uint32_t)(rows[i] - qc->first),
+                                            &nb, shape);
+        size_t ne = esz ? nb / esz : 0;
+        double v;
+        if (x->kind == N_SHAPE) {
+            v = (double)shape[x->dim];
+        } else if (x->kind == N_LEN) {
+            v = (double)ne;
+        } else if (x->kind == N_SUM || x->kind == N_MEAN) {
+            v = 0;
+            for (size_t k = 0; k < ne; k++)
+                v += q_elem(t->spec.dtype, p, k);
+            if (x->kind == N_MEAN)
+                v = ne ? v / (double)ne : NAN;
+        } else {
+            v = NAN;
+            for (size_t k = 0; k < ne; k++) {
+                double y = q_elem(t->spec.dtype, p, k);
+                if (k == 0 || (x->kind == N_MIN ? y < v : y > v))
+                    v = y;
+            }
+        }
+        o[i] = v;
+    }
+}
+
+/* ==, in, contains and like of a text tensor: 1 where a row's sample
+ * matches one of the node's strings (0 with not). */
+static void text_matches(const q_node *x, const q_chunk *qc,
+                         const uint64_t *rows, size_t n, double *o)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t nb;
+        int64_t shape[DLK_MAX_NDIM];
+        const uint8_t *p = dlk_chunk_sample(qc->c,
+                                            (uint32_t)(rows[i] - qc->first),
+                                            &nb, shape);
+        bool hit = false;
+        for (size_t k = 0; !hit && k < x->nlist; k++) {
+            const char *s = x->strs[k];
+            size_t sl = x->lens[k];
+            if (x->kind == N_CONTAINS)
+                hit = sl == 0 || (nb >= sl && memmem(p, nb, s, sl));
+            else if (x->kind == N_LIKE)
+                hit = q_like(p, nb, s, sl);
+            else
+                hit = nb == sl && memcmp(p, s, sl) == 0;
+        }
+        o[i] = hit != x->negate;
+    }
+}
+
+/* One loop per operator of N_ARITH and N_CMP over column a, rhs the
+ * right operand at row i. */
+#define LOOP(expr) for (size_t i = 0; i < n; i++) o[i] = (expr); break
+#define BINARY_LOOPS(rhs)                       \
+    switch (op) {                               \
+    case '+': LOOP(a[i] + (rhs));               \
+    case '-': LOOP(a[i] - (rhs));               \
+    case '*': LOOP(a[i] * (rhs));               \
+    case '/': LOOP(a[i] / (rhs));               \
+    case '%': LOOP(fmod(a[i], (rhs)));          \
+    case '=': LOOP(a[i] == (rhs));              \
+    case '!': LOOP(a[i] != (rhs));              \
+    case '<': LOOP(a[i] < (rhs));               \
+    case 'l': LOOP(a[i] <= (rhs));              \
+    case '>': LOOP(a[i] > (rhs));               \
+    case 'g': LOOP(a[i] >= (rhs));              \
+    }
+
+/* a op c of a column and a constant. */
+static void binary_const(int op, const double *a, double c, size_t n,
+                         double *o)
+{
+    BINARY_LOOPS(c)
+}
+
+/* a op b of two columns. */
+static void binary_cols(int op, const double *a, const double *b, size_t n,
+                        double *o)
+{
+    BINARY_LOOPS(b[i])
+}
+
+#undef BINARY_LOOPS
+#undef LOOP
+
+/* Node ni over the batch's first n rows: a column in the node's scratch. */
 static const double *ev(worker *w, int ni, size_t n)
 {
     const q_node *x = &w->e->nodes[ni];
@@ -66,58 +165,11 @@ static const double *ev(worker *w, int ni, size_t n)
                     w->contig, o);
         break;
     case N_SHAPE: case N_LEN: case N_MEAN: case N_SUM: case N_MIN:
-    case N_MAX: {
-        size_t esz = dlk_dtype_size(t->spec.dtype);
-        for (size_t i = 0; i < n; i++) {
-            int64_t shape[DLK_MAX_NDIM];
-            size_t nb;
-            const uint8_t *p = dlk_chunk_sample(qc->c,
-                                                (uint32_t)(rows[i] - qc->first),
-                                                &nb, shape);
-            size_t ne = esz ? nb / esz : 0;
-            double v;
-            if (x->kind == N_SHAPE) {
-                v = (double)shape[x->dim];
-            } else if (x->kind == N_LEN) {
-                v = (double)ne;
-            } else if (x->kind == N_SUM || x->kind == N_MEAN) {
-                v = 0;
-                for (size_t k = 0; k < ne; k++)
-                    v += q_elem(t->spec.dtype, p, k);
-                if (x->kind == N_MEAN)
-                    v = ne ? v / (double)ne : NAN;
-            } else {
-                v = NAN;
-                for (size_t k = 0; k < ne; k++) {
-                    double y = q_elem(t->spec.dtype, p, k);
-                    if (k == 0 || (x->kind == N_MIN ? y < v : y > v))
-                        v = y;
-                }
-            }
-            o[i] = v;
-        }
+    case N_MAX:
+        sample_stats(x, t, qc, rows, n, o);
         break;
-    }
     case N_TEXT_EQ: case N_TEXT_IN: case N_CONTAINS: case N_LIKE:
-        for (size_t i = 0; i < n; i++) {
-            size_t nb;
-            int64_t shape[DLK_MAX_NDIM];
-            const uint8_t *p = dlk_chunk_sample(qc->c,
-                                                (uint32_t)(rows[i] - qc->first),
-                                                &nb, shape);
-            bool hit = false;
-            for (size_t k = 0; !hit && k < x->nlist; k++) {
-                const char *s = x->strs[k];
-                size_t sl = x->lens[k];
-                if (x->kind == N_CONTAINS)
-                    hit = sl == 0 || (nb >= sl && memmem(p, nb, s, sl));
-                else if (x->kind == N_LIKE)
-                    hit = q_like(p, nb, s, sl);
-                else
-                    hit = nb == sl && memcmp(p, s, sl) == 0;
-            }
-            o[i] = hit != x->negate;
-        }
+        text_matches(x, qc, rows, n, o);
         break;
     case N_ABS: {
         const double *a = ev(w, x->a, n);
@@ -160,41 +212,10 @@ static const double *ev(worker *w, int ni, size_t n)
     case N_ARITH: case N_CMP: {
         const q_node *xb = &w->e->nodes[x->b];
         const double *a = ev(w, x->a, n);
-        if (xb->kind == N_NUM) { /* a constant: no column of it */
-            double c = xb->num;
-            switch (x->op) {
-#define LOOP(expr) for (size_t i = 0; i < n; i++) o[i] = (expr); break
-            case '+': LOOP(a[i] + c);
-            case '-': LOOP(a[i] - c);
-            case '*': LOOP(a[i] * c);
-            case '/': LOOP(a[i] / c);
-            case '%': LOOP(fmod(a[i], c));
-            case '=': LOOP(a[i] == c);
-            case '!': LOOP(a[i] != c);
-            case '<': LOOP(a[i] < c);
-            case 'l': LOOP(a[i] <= c);
-            case '>': LOOP(a[i] > c);
-            case 'g': LOOP(a[i] >= c);
-#undef LOOP
-            }
-            break;
-        }
-        const double *b = ev(w, x->b, n);
-        switch (x->op) {
-#define LOOP(expr) for (size_t i = 0; i < n; i++) o[i] = (expr); break
-        case '+': LOOP(a[i] + b[i]);
-        case '-': LOOP(a[i] - b[i]);
-        case '*': LOOP(a[i] * b[i]);
-        case '/': LOOP(a[i] / b[i]);
-        case '%': LOOP(fmod(a[i], b[i]));
-        case '=': LOOP(a[i] == b[i]);
-        case '!': LOOP(a[i] != b[i]);
-        case '<': LOOP(a[i] < b[i]);
-        case 'l': LOOP(a[i] <= b[i]);
-        case '>': LOOP(a[i] > b[i]);
-        case 'g': LOOP(a[i] >= b[i]);
-#undef LOOP
-        }
+        if (xb->kind == N_NUM) /* a constant: no column of it */
+            binary_const(x->op, a, xb->num, n, o);
+        else
+            binary_cols(x->op, a, ev(w, x->b, n), n, o);
         break;
     }
     default: /* parse.c lets no other kind through */
