@@ -368,6 +368,7 @@ void dlk_loader_release_slot(dlk_loader *l, dlk_slot *s)
         l->dev->ops->host_free(l->dev, s->host);
     if (!s->fold_kept)
         free(s->fold);
+    DLK_ASSERT(l->resident >= s->bytes);
     l->resident -= s->bytes;
     dlk_slot_free_err(s);
     memset(&s->ch, 0, sizeof *s - offsetof(dlk_slot, ch));

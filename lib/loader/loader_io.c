@@ -307,6 +307,7 @@ static dlk_status upload(dlk_loader *l, dlk_slot *s, dlk_error *err)
 static void finish(dlk_loader *l, dlk_slot *s, dlk_status rc,
                    const dlk_error *err)
 {
+    DLK_ASSERT(l->busy > 0 && s->state == SLOT_LOADING);
     l->busy--;
     if (rc) {
         dlk_slot_set_err(s, err);
