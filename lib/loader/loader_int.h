@@ -14,10 +14,6 @@
 #define DLK_SPARES 8
 #define RAMP_START 4
 #define FOLDS_KEPT_MAX (64u << 20)
-/* The shuffle window's chunks, and those read ahead beyond it, when not
- * given (dlk_loader_opts) */
-#define WINDOW_CHUNKS_DEFAULT 8u
-#define PREFETCH_CHUNKS_DEFAULT(window) (2u * (window))
 
 enum { SLOT_WAITING = 0, SLOT_LOADING, SLOT_READY, SLOT_FAILED, SLOT_DONE };
 

@@ -293,9 +293,9 @@ static uint64_t derive_limit(const dlk_loader *l)
 static void window_defaults(dlk_loader *l, const dlk_loader_opts *given)
 {
     if (!given->window_chunks)
-        l->o.window_chunks = WINDOW_CHUNKS_DEFAULT;
+        l->o.window_chunks = 8;
     if (!given->prefetch_chunks)
-        l->o.prefetch_chunks = PREFETCH_CHUNKS_DEFAULT(l->o.window_chunks);
+        l->o.prefetch_chunks = 2 * l->o.window_chunks;
 }
 
 static void store_defaults(dlk_loader *l, const dlk_loader_opts *given)

@@ -433,11 +433,8 @@ class _Run:
 
     def _start(self, i):
         ld = self._l
-        ld._core()
-        old = ld._it
-        if old is not None and old.taken and not old.done:
-            ld._end_epoch()
-            ld._it = None
+        ld._leave_loop()
+        ld._it = None
         own = _own(ld._state())
         # entries count from the epoch's start; a restored loader has
         # taken some already, and those are not skipped twice
@@ -815,6 +812,14 @@ class Loader:
                 f"{parts} replaced: {b['why']}", BadReadWarning,
                 stacklevel=4)
 
+    def _leave_loop(self):
+        """Open the loader, and end the epoch of a loop that stopped
+        early (some batches taken, not its end)."""
+        self._core()
+        old = self._it
+        if old is not None and old.taken and not old.done:
+            self._end_epoch()
+
     def _end_epoch(self):
         """Leave the epoch a loop stopped in (a break, or a framework that
         takes len() batches and never asks for the end): the next loop
@@ -837,10 +842,7 @@ class Loader:
         len() batches end the epoch), or where set_epoch or a state put
         the loader; after `epochs` epochs, none.  As with a DataLoader,
         one loop at a time: a later iter() ends the earlier one's epoch."""
-        self._core()
-        old = self._it
-        if old is not None and old.taken and not old.done:
-            self._end_epoch()
+        self._leave_loop()
         if (self.epochs is not None and
                 _own(self._state())["epoch"] >= self.epochs):
             self._it = _Epoch(self, 0, done=True)
@@ -854,10 +856,7 @@ class Loader:
         accelerate's skip_first_batches does for a DataLoader (it builds a
         DataLoader over loader.dataset, and cannot take a dlk.Loader).
         The loop after it is the next whole epoch."""
-        self._core()
-        old = self._it
-        if old is not None and old.taken and not old.done:
-            self._end_epoch()
+        self._leave_loop()
         self._it = None
         st = self._state()
         seg = _own(st)["segments"][-1]
