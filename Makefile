@@ -33,10 +33,12 @@ PKGS    := jansson libxxhash libzstd libcurl expat libcrypto libarchive
 # VIDEO=0 keeps the image decoders but leaves out video.  With VIDEO=1
 # (the default, and what the wheel and `make dist` build) FFmpeg's
 # headers are used but its libraries are not linked: the first video
-# decode opens the system's, of the major version the headers are
-# (lib/media/av_load.c), so that no other command loads their
-# hundred-odd shared objects and a machine without FFmpeg runs every
-# command but a video ingest, which names the package to install.
+# decode opens them by the sonames of the headers' major versions
+# (lib/media/av_load.c: the system's, or those the wheel and the dist
+# tree carry, found first by their rpath), so that no other command
+# loads their hundred-odd shared objects and a machine without FFmpeg
+# runs every command but a video ingest, which names the package to
+# install.
 MEDIA   ?= 1
 VIDEO   ?= 1
 IMAGE_PKGS := libturbojpeg libpng
@@ -132,7 +134,7 @@ SONAME  := libdlk.so.$(SOMAJOR)
 LIBSO   := $(BUILD)/libdlk.so.$(VERSION)
 
 .PHONY: check all shared test demo install install-bin install-lib install-man clean \
-        deps check-deps demo-deps wheel-deps fuzz fault bench dist wheel
+        deps check-deps demo-deps wheel-deps fuzz fault bench dist wheel ffmpeg-min
 
 all: $(LIBA) $(LIBSO) $(DLK)
 
@@ -322,18 +324,30 @@ install-man:
 	install -d $(DESTDIR)$(mandir)/man1
 	install -m 644 man/*.1 $(DESTDIR)$(mandir)/man1/
 
+# FFmpeg's decoding libraries built from source for the wheel and the
+# dist tree to carry (scripts/ffmpeg-min.sh: the video decoders and
+# demuxers alone, 6.5 MB needing only libc, libm and zlib), so that a
+# training node without FFmpeg ingests video; dlk is built against their
+# headers, and av_load.c opens them by soname, found first through the
+# rpath that finds the other bundled libraries.
+FFMPEG_MIN := $(CURDIR)/build-ffmpeg
+FFMPEG_LIBS := libavutil libswscale libavcodec libavformat
+ffmpeg-min: wheel-deps
+	$(Q)scripts/ffmpeg-min.sh $(FFMPEG_MIN)
+
 # A self-contained build for GPU machines: dist/bin/dlk with the image
-# decoders but not video, the image libraries bundled in dist/lib (found
-# first through the rpath, an old-style DT_RPATH so that it also serves
-# their own dependencies; glibc, libstdc++ and zlib are the system's).
+# and video decoders, the image libraries and FFmpeg's bundled in
+# dist/lib (found first through the rpath, an old-style DT_RPATH so that
+# it also serves their own dependencies; glibc, libstdc++ and zlib are
+# the system's).
 # libarchive goes alone: its own dependencies (nettle, lzma, acl, libxml2
 # and ICU) are every distribution's, and a bundled nettle older than the
 # system's breaks the system's GnuTLS, which libcurl loads beside it.
 DIST_BUNDLE := libturbojpeg libpng16
 DIST_ALONE := libarchive
 DIST_PKGS := jansson libxxhash libzstd libcurl expat libcrypto libarchive $(IMAGE_PKGS)
-dist:
-	$(Q)$(MAKE) SAN= BUILD=build-dist MEDIA=1 VIDEO=1 \
+dist: ffmpeg-min
+	$(Q)PKG_CONFIG_PATH=$(FFMPEG_MIN)/lib/pkgconfig $(MAKE) SAN= BUILD=build-dist MEDIA=1 VIDEO=1 \
 	    LDFLAGS="$(LDFLAGS) -Wl,--disable-new-dtags,-rpath,'\$$\$$ORIGIN/../lib'" \
 	    build-dist/dlk build-dist/libdlk.so.$(VERSION)
 	$(Q)rm -rf dist && mkdir -p dist/bin dist/lib dist/share/man/man1
@@ -351,6 +365,11 @@ dist:
 	    $(foreach b,$(DIST_ALONE),$(b).so*|) nothing) echo $$l;; esac; done | sort -u | \
 	    grep -vE '/(libc|libm|libpthread|libdl|librt|libgcc_s|libstdc\+\+|libz)\.so|/ld-linux' | \
 	    xargs -r cp -L -t dist/lib/
+	$(Q)for l in $(FFMPEG_LIBS); do f=$$(ls $(FFMPEG_MIN)/lib/$$l.so.* | grep -E '\.so\.[0-9]+$$'); \
+	    cp -L $$f dist/lib/ && patchelf --force-rpath --set-rpath '$$ORIGIN' dist/lib/$$(basename $$f); \
+	    ldd $$f | awk '/=>/{print $$3}' | grep -E '/libdav1d\.so' | xargs -r cp -L -t dist/lib/; done
+	$(Q)mkdir -p dist/share/licenses/ffmpeg && cp $(FFMPEG_MIN)/COPYING.* \
+	    $(FFMPEG_MIN)/SOURCE dist/share/licenses/ffmpeg/
 	$(Q)$(CC) -O2 -std=c11 -D_GNU_SOURCE -Iinclude -o dist/bin/synth tests/bench/synth.c \
 	    build-dist/libdlk.a $(shell $(PKG_CONFIG) --libs $(DIST_PKGS)) \
 	    $(CUDA_LIBS) -lpthread -lm -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib'
@@ -380,9 +399,11 @@ dist:
 # dlk command, and every library they need but the C runtime, grafted in
 # by auditwheel (which tags it manylinux for the newest glibc symbol they
 # use), then scripts/wheel-graft.sh (those the manylinux policy leaves to
-# the system but a bare image may lack: zlib, expat).  Image decoders, no
-# video: Debian's FFmpeg brings some 130 libraries, X11, GLib and cairo
-# among them.  libstdc++ and libgcc (CUDA's runtime needs them) are
+# the system but a bare image may lack: zlib, expat) and FFmpeg's
+# decoding libraries built for it (ffmpeg-min; Debian's FFmpeg would
+# bring some 130 libraries, X11, GLib and cairo among them), which no
+# ELF file of the wheel names: the first video opens them.  libstdc++
+# and libgcc (CUDA's runtime needs them) are
 # linked in; CUDA itself is the driver's, found at run time, so one wheel
 # serves machines with and without GPUs.
 WHEEL_BUILD := build-wheel
@@ -390,8 +411,8 @@ WHEEL := $(WHEEL_BUILD)/wheelhouse/.stamp
 PY_SRC := $(wildcard python/pyproject.toml python/*.py python/README.md python/dlk/*.py python/dlk/*.c)
 # the wheel and the dist tree are never sanitized, even from a `make
 # SAN=1 ...` whose SAN every make below it inherits
-wheel: wheel-deps
-	$(Q)$(MAKE) --no-print-directory SAN= BUILD=$(WHEEL_BUILD) VIDEO=1 \
+wheel: wheel-deps ffmpeg-min
+	$(Q)PKG_CONFIG_PATH=$(FFMPEG_MIN)/lib/pkgconfig $(MAKE) --no-print-directory SAN= BUILD=$(WHEEL_BUILD) VIDEO=1 \
 	    CXXRT="-Wl,-Bstatic -lstdc++ -Wl,-Bdynamic" LDFLAGS="$(LDFLAGS) -static-libgcc" \
 	    $(WHEEL_BUILD)/dlk $(WHEEL_BUILD)/libdlk.so.$(VERSION)
 	$(Q)$(MAKE) --no-print-directory SAN= $(WHEEL)
@@ -399,7 +420,8 @@ wheel: wheel-deps
 
 # setuptools builds in the package's folder: a fresh copy of it, so that
 # nothing of an earlier build travels in the wheel
-$(WHEEL): $(WHEEL_BUILD)/dlk $(WHEEL_BUILD)/libdlk.so.$(VERSION) $(PY_SRC) cmd/store_env.c
+$(WHEEL): $(WHEEL_BUILD)/dlk $(WHEEL_BUILD)/libdlk.so.$(VERSION) $(PY_SRC) cmd/store_env.c \
+    scripts/wheel-graft.sh $(FFMPEG_MIN)/.built
 	$(Q)rm -rf $(WHEEL_BUILD)/raw $(WHEEL_BUILD)/wheelhouse $(WHEEL_BUILD)/python
 	$(Q)mkdir -p $(WHEEL_BUILD)/python/dlk && cp $$(find python -maxdepth 1 -type f -name "*.*") $(WHEEL_BUILD)/python/ && \
 	    cp python/dlk/*.py python/dlk/*.c $(WHEEL_BUILD)/python/dlk/
@@ -407,10 +429,10 @@ $(WHEEL): $(WHEEL_BUILD)/dlk $(WHEEL_BUILD)/libdlk.so.$(VERSION) $(PY_SRC) cmd/s
 	    -q --no-build-isolation --no-deps -w $(WHEEL_BUILD)/raw ./$(WHEEL_BUILD)/python
 	$(Q)auditwheel repair --strip -w $(WHEEL_BUILD)/wheelhouse $(WHEEL_BUILD)/raw/dlk-*.whl \
 	    >$(WHEEL_BUILD)/auditwheel.log 2>&1 || { cat $(WHEEL_BUILD)/auditwheel.log; exit 1; }
-	$(Q)scripts/wheel-graft.sh $(WHEEL_BUILD)/wheelhouse/dlk-*.whl
+	$(Q)scripts/wheel-graft.sh $(WHEEL_BUILD)/wheelhouse/dlk-*.whl $(FFMPEG_MIN)
 	$(Q)touch $@
 
 clean:
-	rm -rf build build-san build-tsan build-fuzz build-fault build-fault-san build-dist build-wheel dist dlk.pc
+	rm -rf build build-san build-tsan build-fuzz build-fault build-fault-san build-dist build-wheel build-ffmpeg build-ffmpeg.src dist dlk.pc
 
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

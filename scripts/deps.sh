@@ -10,6 +10,12 @@
 #                                   test servers and tools
 #   scripts/deps.sh --install       everything (as root)
 #
+# The wheel and the dist tree carry an FFmpeg of their own, built from
+# its source (scripts/ffmpeg-min.sh): nasm assembles its decoders' SIMD
+# code, curl and xz-utils fetch and unpack the tarball; dav1d decodes its
+# AV1.
+APT_FFMPEG="nasm curl xz-utils libdav1d-dev"
+
 # --ensure installs what is missing (as root), or prints the exact
 # commands and fails (not root).
 set -u
@@ -61,14 +67,14 @@ demo)
     TOOLS="cc make pkg-config python3"
     ;;
 wheel)
-    APT_PKGS="$APT_BUILD python3-dev" PC_PKGS=$PC_BUILD APT_OPTS=--no-install-recommends
+    APT_PKGS="$APT_BUILD python3-dev $APT_FFMPEG" PC_PKGS="$PC_BUILD dav1d" APT_OPTS=--no-install-recommends
     PIP_PKGS=$PIP_WHEEL PY_MODULES=$PY_WHEEL
-    TOOLS="cc make pkg-config python3 patchelf"
+    TOOLS="cc make pkg-config python3 patchelf nasm curl xz"
     ;;
 test)
-    APT_PKGS="$APT_BUILD $APT_TEST" PC_PKGS="$PC_BUILD $PC_TEST"
+    APT_PKGS="$APT_BUILD $APT_TEST $APT_FFMPEG" PC_PKGS="$PC_BUILD $PC_TEST dav1d"
     PIP_PKGS="$PIP_DEMO $PIP_WHEEL $PIP_TEST" PY_MODULES="$PY_DEMO $PY_WHEEL $PY_TEST"
-    TOOLS="cc make pkg-config python3 ffmpeg identify chromium ceph-mon ceph-osd radosgw radosgw-admin moto_server aws patchelf"
+    TOOLS="cc make pkg-config python3 ffmpeg identify chromium ceph-mon ceph-osd radosgw radosgw-admin moto_server aws patchelf nasm curl xz"
     ;;
 *)
     echo "usage: scripts/deps.sh --ensure demo|wheel|test | --install" >&2
@@ -121,7 +127,7 @@ pip_install() {
 
 case "${1:-}" in
 --install)
-    APT_PKGS="$APT_BUILD $APT_TEST" PIP_PKGS="$PIP_DEMO $PIP_WHEEL $PIP_TEST"
+    APT_PKGS="$APT_BUILD $APT_TEST $APT_FFMPEG" PIP_PKGS="$PIP_DEMO $PIP_WHEEL $PIP_TEST"
     if [ "$(id -u)" -ne 0 ]; then
         echo "run as root, or: sudo apt-get install -y $(echo $APT_PKGS)" >&2
         exit 1

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# scripts/wheel-graft.sh WHEEL - after auditwheel: the libraries that the
-# wheel's files still load from the system, other than the C runtime,
-# copied into its dlk.libs/ too.  The manylinux policy leaves some to the
+# scripts/wheel-graft.sh WHEEL [FFMPEG] - after auditwheel: the libraries
+# that the wheel's files still load from the system, other than the C
+# runtime, copied into its dlk.libs/ too; with FFMPEG (the prefix of
+# scripts/ffmpeg-min.sh) FFmpeg's decoding libraries as well, under their
+# sonames (libdlk opens them by soname at the first video, and its
+# RPATH, auditwheel's, finds dlk.libs/ first), their licence and source
+# under dlk/licenses/ffmpeg/.  The manylinux policy leaves some to the
 # system (zlib and expat among them), but a training node's image need
 # not have them; each file's RPATH (auditwheel's, $ORIGIN-based) finds
 # them there first.  The wheel is rewritten in place (its RECORD made
@@ -13,6 +17,19 @@ trap 'rm -rf "$tmp"' EXIT
 python3 -m wheel unpack -d "$tmp" "$whl" >/dev/null
 root=$(echo "$tmp"/*)
 mkdir -p "$root/dlk.libs"
+ffmpeg=${2:-}
+if [ -n "$ffmpeg" ]; then
+    for l in libavutil libswscale libavcodec libavformat; do
+        f=$(ls "$ffmpeg"/lib/$l.so.[0-9]* | grep -E '\.so\.[0-9]+$')
+        cp -L "$f" "$root/dlk.libs/"
+        chmod 755 "$root/dlk.libs/$(basename "$f")"
+        strip --strip-unneeded "$root/dlk.libs/$(basename "$f")"
+        patchelf --force-rpath --set-rpath '$ORIGIN' "$root/dlk.libs/$(basename "$f")"
+        echo "wheel-graft: $(basename "$f") (FFmpeg, from $f)"
+    done
+    mkdir -p "$root/dlk/licenses/ffmpeg"
+    cp "$ffmpeg"/COPYING.* "$ffmpeg/SOURCE" "$root/dlk/licenses/ffmpeg/"
+fi
 # glibc's own libraries: they must match the glibc that runs them
 libc_re='/(libc|libm|libpthread|libdl|librt|libresolv)\.so\.[0-9]+$|/ld-linux[-a-z0-9_]*\.so\.[0-9]+$'
 outside() { # the libraries outside the unpacked wheel that its ELF files load

@@ -8,8 +8,10 @@
 # its binding is _core.abi3.so and no file of it loads anything from
 # outside the venv but glibc (ldd); and from it: `dlk --version`, a
 # create, ingest and ls, a PNG written by `dlk cat --png` and read back
-# by `create from-dir` (the bundled libpng both ways), an mp4 ingested
-# through the system's FFmpeg where there is one, and a dlk.Loader
+# by `create from-dir` (the bundled libpng both ways), videos of every
+# codec the bundled FFmpeg decodes ingested through it (its libraries
+# the venv's, not the system's; the clips equal to those the build's dlk
+# decodes through the system's FFmpeg), and a dlk.Loader
 # epoch whose rows and labels are the ingested ones.  Then `pip install`
 # of the package's sources over a current build/ takes that build's
 # library and binary, says so and builds nothing.
@@ -110,17 +112,50 @@ check "equal to an image written" python3 -c 'import numpy as np, sys
 a, b, c = (np.load(sys.argv[1] + f) for f in ("/px.npy", "/px3.npy", "/px4.npy"))
 sys.exit(not (np.array_equal(a, b) or np.array_equal(a, c)))' "$T"
 
-# video: the wheel opens the system's FFmpeg at its first video
+# video: the wheel's own FFmpeg (dlk.libs/), opened at the first video;
+# the same clips through the build's dlk and the system's FFmpeg
+check "the wheel holds FFmpeg's libraries, its licence and source" sh -c '
+    for l in libavutil.so.57 libswscale.so.6 libavcodec.so.59 libavformat.so.59; do
+        grep -q "/dlk.libs/$l$" "$1" || exit 1; done
+    test -s "$2/dlk/licenses/ffmpeg/COPYING.LGPLv2.1" &&
+        grep -q "^FFmpeg [0-9.]*, built by" "$2/dlk/licenses/ffmpeg/SOURCE"' sh "$T/elf" "$site"
 if command -v ffmpeg >/dev/null 2>&1; then
     mkdir -p "$T/vid/a"
-    ok "an mp4 made by ffmpeg" ff -f lavfi -i "testsrc2=s=64x48:r=10:d=1" \
-        -c:v libx264 -pix_fmt yuv420p "$T/vid/a/v.mp4"
-    ok "the wheel's dlk ingests it (the system's FFmpeg, opened at the first video)" \
+    ok "clips made by ffmpeg: h264, hevc, av1, vp9, vp8, mpeg4, mjpeg, prores" sh -c '
+        clip() { ffmpeg -nostdin -hide_banner -loglevel error -y -f lavfi -i "testsrc2=s=96x64:r=10:d=1" "$@"; }
+        cd "$1" &&
+        clip -c:v libx264 -pix_fmt yuv420p h264.mp4 &&
+        clip -c:v libx264 -pix_fmt yuv420p h264m.mkv &&
+        clip -c:v libx265 -pix_fmt yuv420p -x265-params log-level=none hevc.mp4 &&
+        clip -c:v libaom-av1 -cpu-used 8 av1.webm &&
+        clip -c:v libvpx-vp9 -deadline realtime -cpu-used 8 vp9.webm &&
+        clip -c:v libvpx vp8.webm &&
+        clip -c:v mpeg4 mpeg4.avi &&
+        clip -c:v mjpeg mjpeg.avi &&
+        clip -c:v prores_ks prores.mov' sh "$T/vid/a"
+    nclips=$(ls "$T/vid/a" | wc -l)
+    ok "the wheel's dlk ingests them" env LD_DEBUG=libs LD_DEBUG_OUTPUT="$T/ld" \
         "$dk" create "$T/dsv" from-dir "$T/vid" --frames 4 --resize 32x32 --json
-    check "... a clip of 4x32x32x3" sh -c '"$1" ls "$2" --json | python3 -c "
+    check "... all $nclips, each a clip of 4x32x32x3" sh -c '"$1" ls "$2" --json | python3 -c "
 import json, sys
 t = [x for x in json.load(sys.stdin)[\"tensors\"] if x[\"kind\"] == \"video\"][0]
-assert t[\"shape\"] == [4, 32, 32, 3] and t[\"samples\"] == 1, t"' sh "$dk" "$T/dsv"
+assert t[\"shape\"] == [4, 32, 32, 3] and t[\"samples\"] == int(sys.argv[1]), t" "$3"' \
+        sh "$dk" "$T/dsv" "$nclips"
+    check "through the venv's FFmpeg, none of the system's" sh -c '
+        cat "$1".* | grep -E "calling init: .*/libav(codec|format|util)\.so" >"$1.av" &&
+        test "$(grep -c "calling init: $2/" "$1.av")" -ge 3 &&
+        ! grep -v "calling init: $2/" "$1.av"' sh "$T/ld" "$site/dlk/bin/../../dlk.libs"
+    if "$DLK" --version >/dev/null 2>&1 && "$DLK" create "$T/dss" from-dir "$T/vid" \
+            --frames 4 --resize 32x32 --quiet 2>/dev/null; then
+        check "the same clips as the build's dlk through the system's FFmpeg" sh -c '
+            n=0; while [ $n -lt "$3" ]; do
+                "$1" cat "$2/dsv" key $n >"$2/wk" && "$1" cat "$2/dss" key $n >"$2/sk" &&
+                "$1" cat "$2/dsv" video $n --npy >"$2/w.npy" && "$1" cat "$2/dss" video $n --npy >"$2/s.npy" &&
+                    cmp -s "$2/wk" "$2/sk" && cmp -s "$2/w.npy" "$2/s.npy" || exit 1
+                n=$((n + 1)); done' sh "$DLK" "$T" "$nclips"
+    else
+        skip "the wheel's clips against the system's FFmpeg" "this build has no video"
+    fi
 else
     skip "video from the wheel" "ffmpeg missing: apt-get install ffmpeg"
 fi
