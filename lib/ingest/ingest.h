@@ -19,6 +19,12 @@ typedef struct dlk_npy_header {
 dlk_status dlk_npy_parse(const uint8_t *p, size_t len, const char *name,
                          dlk_npy_info *h, dlk_error *err);
 
+/* The same from the first len bytes of a .npy file of size bytes (its
+ * header, at least): the data is checked against size, not read. */
+dlk_status dlk_npy_parse_head(const uint8_t *p, size_t len, uint64_t size,
+                              const char *name, dlk_npy_info *h,
+                              dlk_error *err);
+
 typedef struct ing_npy_stats {
     uint64_t ingested;   /* samples appended, over all tensors */
     uint64_t skipped;    /* files skipped */

@@ -33,7 +33,16 @@ static const char *dict_value(const char *dict, const char *key)
 dlk_status dlk_npy_parse(const uint8_t *p, size_t len, const char *name,
                          dlk_npy_info *h, dlk_error *err)
 {
+    return dlk_npy_parse_head(p, len, len, name, h, err);
+}
+
+dlk_status dlk_npy_parse_head(const uint8_t *p, size_t len, uint64_t size,
+                              const char *name, dlk_npy_info *h,
+                              dlk_error *err)
+{
     memset(h, 0, sizeof *h);
+    if (len > size)
+        len = (size_t)size;
     if (len < 10 || memcmp(p, "\x93NUMPY", 6) != 0)
         return BAD("'%s': not a .npy file", name);
     unsigned major = p[6];
@@ -101,9 +110,10 @@ dlk_status dlk_npy_parse(const uint8_t *p, size_t len, const char *name,
     }
     uint64_t bytes;
     if (!dlk_mul_u64(count, dlk_dtype_size(h->dtype), &bytes) ||
-        bytes != len - start - hlen)
-        return BAD("'%s': .npy data is %zu bytes, its shape needs %llu",
-                   name, len - start - hlen, (unsigned long long)bytes);
+        bytes != size - start - hlen)
+        return BAD("'%s': .npy data is %llu bytes, its shape needs %llu",
+                   name, (unsigned long long)(size - start - hlen),
+                   (unsigned long long)bytes);
     h->data_off = start + hlen;
     h->data_bytes = (size_t)bytes;
     return DLK_OK;

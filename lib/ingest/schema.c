@@ -1,5 +1,6 @@
 /* schema.c - the schema `dlk create DATASET from-s3 URL` infers from a
  * source, and create-then-ingest in one call. */
+#include "ingest.h"
 #include "pipeline.h"
 
 #include <jansson.h>
@@ -196,6 +197,93 @@ static bool in_sample(const ing_source *src, size_t i, bool media)
     return false;
 }
 
+/* The .npy sidecars ("0001.emb.npy" beside "0001.jpg"): a tensor per
+ * name that more than half of the samples have, its dtype and shape from
+ * the headers of its first NPY_PROBE files (a dimension they disagree on
+ * is variable); a header is the first bytes of its object, so the data
+ * is not fetched.  A name that another source of the row already gives a
+ * tensor (images, labels, a .json field, ...) is an error: which one
+ * would fill it? */
+#define NPY_PROBE 8
+#define NPY_NAMES 64
+static dlk_status npy_tensors(spec_list *l, const ing_source *src, bool media,
+                              size_t samples, dlk_error *err)
+{
+    struct { const char *name; size_t rows, probed; dlk_npy_info h; } t[NPY_NAMES];
+    size_t nt = 0;
+    dlk_status rc = DLK_OK;
+    dlk_buf b;
+    dlk_buf_init(&b);
+    for (size_t i = 0; !rc && i < src->nobjs; i++) {
+        const ing_obj *ob = &src->objs[i];
+        if (ob->role != ING_NPY || !ob->tensor[0] || !in_sample(src, i, media))
+            continue;
+        size_t k = 0;
+        while (k < nt && strcmp(t[k].name, ob->tensor) != 0)
+            k++;
+        if (k == nt) {
+            if (nt == NPY_NAMES) {
+                rc = dlk_fail(err, DLK_ELIMIT, "more than %d tensors named by "
+                              ".npy files ('%s'): give them with --tensor",
+                              NPY_NAMES, ob->key);
+                break;
+            }
+            t[nt].name = ob->tensor;
+            t[nt].rows = t[nt].probed = 0;
+            nt++;
+        }
+        t[k].rows++;
+        if (t[k].probed == NPY_PROBE)
+            continue;
+        b.len = 0;
+        uint64_t max = ob->size < 65548 ? ob->size : 65548;
+        dlk_npy_info h;
+        rc = ing_obj_get(src, ob, max, &b, err);
+        if (!rc)
+            rc = dlk_npy_parse_head(b.data, b.len, ob->size, ob->key, &h, err);
+        if (rc)
+            break;
+        if (h.ndim > DLK_MAX_NDIM) {
+            rc = dlk_fail(err, DLK_EDECODE, "'%s': %d dimensions, more than "
+                          "%d", ob->key, h.ndim, DLK_MAX_NDIM);
+            break;
+        }
+        if (t[k].probed && t[k].h.dtype != h.dtype) {
+            rc = dlk_fail(err, DLK_EDECODE, "'%s' holds %s, another '%s' "
+                          "file %s: give tensor '%s' with --tensor", ob->key,
+                          dlk_dtype_name(h.dtype), ob->tensor,
+                          dlk_dtype_name(t[k].h.dtype), ob->tensor);
+            break;
+        }
+        if (t[k].probed && t[k].h.ndim != h.ndim) {
+            rc = dlk_fail(err, DLK_EDECODE, "'%s' has %d dimensions, another "
+                          "'%s' file %d: give tensor '%s' with --tensor",
+                          ob->key, h.ndim, ob->tensor, t[k].h.ndim, ob->tensor);
+            break;
+        }
+        if (t[k].probed)
+            for (int d = 0; d < h.ndim; d++)
+                if (t[k].h.shape[d] != h.shape[d])
+                    t[k].h.shape[d] = DLK_DIM_VARIABLE;
+        if (!t[k].probed++)
+            t[k].h = h;
+    }
+    for (size_t k = 0; !rc && k < nt; k++) {
+        if (t[k].rows * 2 <= samples)
+            continue;
+        for (size_t j = 0; j < l->n; j++)
+            if (strcmp(l->v[j].name, t[k].name) == 0)
+                rc = dlk_fail(err, DLK_EINVAL, ".npy files name tensor '%s', "
+                              "which the source fills otherwise too: give the "
+                              "tensors with --tensor", t[k].name);
+        if (!rc && !add_spec(l, t[k].name, t[k].h.dtype, DLK_KIND_GENERIC,
+                             t[k].h.ndim, t[k].h.shape))
+            rc = dlk_oom(err);
+    }
+    dlk_buf_free(&b);
+    return rc;
+}
+
 /* The tensors of a listed source (the listing is the caller's).  The
  * samples are the rows with an image or a clip (all rows when none has
  * one: labels or text alone); a sidecar (.cls, .txt, .json) becomes a
@@ -247,7 +335,7 @@ static dlk_status infer(const dlk_ingest_opts *o, ing_source *sp,
     if (!rc && !src.nrows)
         rc = dlk_fail(err, DLK_ENOTFOUND, "nothing to ingest in '%s' (no "
                       "images, video or labels)", o->source);
-    else if (!rc && src.npy)
+    else if (!rc && src.npy && src.npy == src.nobjs)
         rc = dlk_fail(err, DLK_EINVAL, "cannot infer tensors from .npy files "
                       "in '%s': give them with --tensor", o->source);
     if (!rc && image) {
@@ -377,6 +465,8 @@ static dlk_status infer(const dlk_ingest_opts *o, ing_source *sp,
             json_tensors(&l, &b);
         dlk_buf_free(&b);
     }
+    if (!rc && src.npy)
+        rc = npy_tensors(&l, &src, media, media_rows, err);
     if (!rc && l.n == 0)
         rc = dlk_fail(err, DLK_ENOTFOUND, "nothing to ingest in '%s'",
                       o->source);

@@ -228,9 +228,33 @@ static bool replay_npy(const uint8_t *p, size_t len)
     return ok;
 }
 
+/* dlk_npy_parse_head: the header from the first bytes of a file of a
+ * given size, its data checked against that size, not read. */
+static void head_only(void)
+{
+    make(1, DICT("<f4", "(8,)"), 32, true);
+    size_t full = flen, hdr = flen - 32;
+    memset(&last, 0, sizeof last);
+    UNIT_CHECK("the header alone of an f4 (8,) file",
+               dlk_npy_parse_head(file, hdr, full, NAME, &info, &last) == DLK_OK &&
+               info.dtype == DLK_F32 && info.ndim == 1 && info.shape[0] == 8 &&
+               info.data_off == hdr && info.data_bytes == 32);
+    UNIT_CHECK("more bytes than the size are not read past it",
+               dlk_npy_parse_head(file, full + 100, full, NAME, &info, &last) == DLK_OK);
+    memset(&last, 0, sizeof last);
+    UNIT_CHECK("a size short of the shape's data is an error naming the file",
+               dlk_npy_parse_head(file, hdr, full - 4, NAME, &info, &last) == DLK_EDECODE &&
+               strstr(last.msg, NAME) && strstr(last.msg, "28 bytes"));
+    memset(&last, 0, sizeof last);
+    UNIT_CHECK("bytes that stop inside the header are an error",
+               dlk_npy_parse_head(file, hdr - 10, full, NAME, &info, &last) == DLK_EDECODE &&
+               strstr(last.msg, NAME));
+}
+
 int main(void)
 {
     valid();
+    head_only();
     hostile();
     unit_replay("npy", replay_npy, true);
     unit_replay("fuzz_npy", replay_npy, false);
