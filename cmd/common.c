@@ -1,6 +1,7 @@
 /* common.c - printing helpers shared by the subcommands. */
 #include "cmd.h"
-#include "internal.h"
+#include "util/size.h"
+#include "util/text.h"
 
 #include <errno.h>
 #include <getopt.h>

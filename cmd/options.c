@@ -3,7 +3,7 @@
  * checked against its range before it is stored. */
 #include "options.h"
 #include "cmd.h"
-#include "internal.h"
+#include "util/size.h"
 
 #include <errno.h>
 #include <getopt.h>

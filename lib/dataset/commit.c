@@ -6,6 +6,8 @@
  * only mutable object is refs/heads/main, always replaced conditionally
  * (create-only the first time, If-Match on the etag read after that). */
 #include "dataset.h"
+#include "format/docs.h"
+#include "format/json.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -7,6 +7,7 @@
  * immutable: a replaced chunk stays in the store for the commits that
  * name it, and gc removes it once nothing does. */
 #include "dataset.h"
+#include "util/abi.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,14 @@
 #ifndef DLK_DATASET_H
 #define DLK_DATASET_H
 
-#include "internal.h"
+#include "util/error.h"
+#include "util/grow.h"
+#include "util/buf.h"
+#include "util/bytes.h"
+#include "util/hash.h"
+#include "store/store.h"
+#include "format/chunk.h"
+#include "format/manifest.h"
 
 /* Object keys below the dataset root (formats/dlk-v1.md, "Layout"). */
 #define DLK_KEY_DATASET "dlk.json"

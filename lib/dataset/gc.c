@@ -1,6 +1,7 @@
 /* gc.c - removing chunks, segments and key indexes that no state of the dataset
  * references, and what interrupted writes left behind. */
 #include "dataset.h"
+#include "util/abi.h"
 
 #include <string.h>
 #include <time.h>

@@ -1,5 +1,7 @@
 /* open.c - creating, opening and closing datasets; dataset identity. */
 #include "dataset.h"
+#include "format/docs.h"
+#include "format/json.h"
 
 #include <jansson.h>
 #include <stdio.h>

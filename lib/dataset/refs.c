@@ -2,6 +2,7 @@
  * and every commit reachable from main.  verify checks them; gc keeps
  * them. */
 #include "dataset.h"
+#include "format/json.h"
 
 #include <stdio.h>
 #include <stdlib.h>

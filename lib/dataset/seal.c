@@ -11,6 +11,7 @@
  * finish: a failed write fails that wait, and the manifest, with its
  * empty keys, is never written. */
 #include "dataset.h"
+#include "util/clock.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -1,6 +1,7 @@
 /* verify.c - checking every chunk that a state (or every state) of the
  * dataset references, each once, and finding chunks nothing references. */
 #include "dataset.h"
+#include "util/abi.h"
 
 #include <stdio.h>
 #include <stdlib.h>

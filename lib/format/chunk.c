@@ -1,7 +1,12 @@
 /* chunk.c - the chunk object: encode, and parse with every length, count
  * and offset checked against the object before it is used
  * (formats/dlk-v1.md, "Chunk objects"). */
-#include "internal.h"
+#include "util/error.h"
+#include "util/buf.h"
+#include "util/bytes.h"
+#include "util/hash.h"
+#include "format/chunk.h"
+#include "format/manifest.h"
 
 #include <stdlib.h>
 #include <string.h>

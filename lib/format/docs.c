@@ -3,7 +3,10 @@
  * with its time, message and stats).  Pure functions of their bytes, so
  * that the readers in lib/dataset/ only fetch, and the fuzzer reaches the
  * parsing directly (tests/fuzz/fuzz_docs.c). */
-#include "internal.h"
+#include "util/error.h"
+#include "format/manifest.h"
+#include "format/docs.h"
+#include "format/json.h"
 
 #include <jansson.h>
 #include <stdlib.h>

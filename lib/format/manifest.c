@@ -2,7 +2,13 @@
  * lists (formats/dlk-v1.md, "Manifest").  Every field is type- and
  * range-checked; nothing is allocated from a claimed count, only from
  * elements that are really present in the document. */
-#include "internal.h"
+#include "util/error.h"
+#include "util/grow.h"
+#include "util/bytes.h"
+#include "util/hash.h"
+#include "format/chunk.h"
+#include "format/manifest.h"
+#include "format/json.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -1,6 +1,7 @@
 /* spec.c - the command-line form of a tensor schema,
  * NAME:DTYPE[:SHAPE[:CODEC]], e.g. images:u8:224x224x3:zstd. */
-#include "internal.h"
+#include "util/error.h"
+#include "format/manifest.h"
 
 #include <errno.h>
 #include <stdlib.h>

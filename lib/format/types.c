@@ -1,5 +1,5 @@
 /* types.c - names of dtypes, kinds and codecs as the format spells them. */
-#include "internal.h"
+#include "dlk.h"
 
 #include <string.h>
 

@@ -3,6 +3,7 @@
  * files, and reported them), each read through that store. */
 #include "dataset/dataset.h"
 #include "ingest.h"
+#include "util/text.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -2,7 +2,7 @@
 #ifndef DLK_INGEST_H
 #define DLK_INGEST_H
 
-#include "internal.h"
+#include "store/store.h"
 
 typedef struct dlk_npy_header {
     dlk_dtype dtype;

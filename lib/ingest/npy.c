@@ -1,7 +1,8 @@
 /* npy.c - reading and writing NumPy .npy headers.  The header is a short
  * Python dict literal; only what numpy.save writes is accepted, bounded
  * in length, and every size is checked against the file. */
-#include "internal.h"
+#include "util/error.h"
+#include "util/bytes.h"
 #include "ingest.h"
 
 #include <stdio.h>

@@ -6,6 +6,9 @@
 
 #include "dataset/dataset.h"
 #include "media/decode.h"
+#include "util/abi.h"
+#include "util/check.h"
+#include "util/clock.h"
 
 /* What an object is, from its key's extension. */
 typedef enum ing_role {

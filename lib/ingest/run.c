@@ -2,6 +2,8 @@
  * merge into the head; resumes what an identical earlier run left. */
 #include "ingest.h"
 #include "pipeline.h"
+#include "util/abi.h"
+#include "util/clock.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -2,6 +2,8 @@
  * source, and create-then-ingest in one call. */
 #include "ingest.h"
 #include "pipeline.h"
+#include "util/abi.h"
+#include "util/clock.h"
 
 #include <jansson.h>
 #include <stdlib.h>

@@ -2,6 +2,9 @@
  * the store interface: paginated on S3) and grouping its objects by key
  * stem into rows, in sorted stem order. */
 #include "pipeline.h"
+#include "util/abi.h"
+#include "util/clock.h"
+#include "util/keys.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -15,6 +15,7 @@
  *       race at any point is told apart by the run's identity.
  */
 #include "pipeline.h"
+#include "format/json.h"
 
 #include <jansson.h>
 #include <stdio.h>

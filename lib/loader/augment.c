@@ -1,5 +1,6 @@
 /* augment.c - the augmentation spec: presets and fields. */
 #include "augment.h"
+#include "util/error.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,7 +6,11 @@
 #define DLK_AUGMENT_H
 
 #include "augment_params.h"
-#include "internal.h"
+#include "dlk.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 /* Parse a spec: a preset ("imagenet-train", "imagenet-eval") or
  * comma-separated fields, later fields overriding a leading preset:

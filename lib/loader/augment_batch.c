@@ -1,5 +1,6 @@
 /* augment_batch.c - one batch tensor through the device's augment op. */
 #include "augment_batch.h"
+#include "util/error.h"
 
 uint64_t dlk_aug_sample_bytes(const dlk_aug_spec *sp, const int64_t *shape,
                               int ndim)

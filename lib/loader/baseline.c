@@ -4,7 +4,12 @@
  * the device, a training step on each), on the same threads, batch size,
  * device and step, so a user sees the difference on their own data:
  * samples per second and how busy the device was. */
-#include "internal.h"
+#include "util/error.h"
+#include "util/grow.h"
+#include "util/buf.h"
+#include "util/clock.h"
+#include "store/store.h"
+#include "dlk_bench.h"
 #include "device.h"
 #include "ingest/decode.h"
 

@@ -1,6 +1,8 @@
 /* copy_rate.c - the pinned host-to-device copy rate of a GPU: the line
  * rate a loader's figures are set beside (dlk_cuda_copy_rate). */
-#include "internal.h"
+#include "util/error.h"
+#include "util/clock.h"
+#include "dlk_bench.h"
 
 #include "dlk_bench.h"
 

@@ -4,8 +4,12 @@
 #ifndef DLK_DEVICE_H
 #define DLK_DEVICE_H
 
-#include "internal.h"
+#include "dlk.h"
 #include "augment_params.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 typedef struct dlk_dev dlk_dev;
 

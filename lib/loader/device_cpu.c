@@ -1,6 +1,9 @@
 /* device_cpu.c - the loader's "device" when batches stay in host memory. */
 #include "device.h"
 #include "augment.h"
+#include "util/error.h"
+#include "util/grow.h"
+#include "util/clock.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -11,6 +11,9 @@
 #include "part_check.h"
 #include "pinned_pool.h"
 #include "util/xxh3_blocks.h"
+#include "util/error.h"
+#include "util/grow.h"
+#include "util/clock.h"
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>

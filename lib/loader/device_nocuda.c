@@ -1,5 +1,6 @@
 /* device_nocuda.c - the CUDA device in a build without the CUDA toolkit. */
 #include "device.h"
+#include "util/error.h"
 
 #include <stdio.h>
 

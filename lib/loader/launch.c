@@ -3,7 +3,7 @@
  * Slurm).  The one place the library reads the environment, on purpose:
  * dlk_launch_env is documented as reading the launcher's variables, and the
  * loader itself takes rank and world size only through its options. */
-#include "internal.h"
+#include "util/error.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -9,6 +9,10 @@
  * deadlocks), and released once the consumer has passed their last use. */
 #include "loader_int.h"
 #include "augment_batch.h"
+#include "util/abi.h"
+#include "util/check.h"
+#include "util/clock.h"
+#include "dlk_bench.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -6,6 +6,7 @@
 #include "device.h"
 #include "order.h"
 #include "augment.h"
+#include "dlk_bench.h"
 
 #include <pthread.h>
 

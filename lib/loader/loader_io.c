@@ -3,6 +3,8 @@
  * device-ready host memory and hands it to the device. */
 #include "loader_int.h"
 #include "pins.h"
+#include "util/check.h"
+#include "util/clock.h"
 
 #include <stdlib.h>
 #include <stdio.h>

@@ -2,6 +2,7 @@
  * memory budget, I/O threads; and the state as JSON. */
 #include "loader_int.h"
 #include "pins.h"
+#include "util/abi.h"
 
 #include <jansson.h>
 #include <stdio.h>

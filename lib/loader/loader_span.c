@@ -7,6 +7,7 @@
  * its bytes, verified part by part the first time this loader reads it. */
 #include "loader_int.h"
 #include "util/xxh3_blocks.h"
+#include "util/clock.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,6 +4,7 @@
  * buckets that merge pairwise when full, so memory never grows with the
  * run's length (a million batches cost what 512 do). */
 #include "loader_int.h"
+#include "dlk_bench.h"
 
 #include <string.h>
 

@@ -4,6 +4,9 @@
  * gathered once, straight from the sources' chunks into its buffers. */
 #include "loader_int.h"
 #include "augment_batch.h"
+#include "util/abi.h"
+#include "util/clock.h"
+#include "dlk_bench.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -29,6 +29,9 @@
  * to segment 0's plan of the rank that held it (a list of the rest
  * costs 8 bytes a row of the epoch at every resume). */
 #include "order.h"
+#include "util/error.h"
+#include "util/grow.h"
+#include "util/hash.h"
 
 #include <stdlib.h>
 #include <string.h>

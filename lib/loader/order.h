@@ -7,7 +7,11 @@
 #ifndef DLK_ORDER_H
 #define DLK_ORDER_H
 
-#include "internal.h"
+#include "dlk.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 typedef struct dlk_order_params {
     int shuffle;

@@ -14,6 +14,7 @@
 #ifdef DLK_HAVE_CUDA
 #include "part_check.h"
 #include "util/xxh3_blocks.h"
+#include "util/hash.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -10,6 +10,8 @@
  * load makes a slab itself, one at a time. */
 #ifdef DLK_HAVE_CUDA
 #include "pinned_pool.h"
+#include "util/grow.h"
+#include "util/clock.h"
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>

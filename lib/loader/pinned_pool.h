@@ -4,7 +4,11 @@
 #ifndef DLK_PINNED_POOL_H
 #define DLK_PINNED_POOL_H
 
-#include "internal.h"
+#include "dlk.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include <stdio.h>
 

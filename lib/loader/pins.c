@@ -7,6 +7,9 @@
  * costs about as much as copying the chunk), and kept while any loader
  * holds it. */
 #include "pins.h"
+#include "util/error.h"
+#include "util/hash.h"
+#include "store/store.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -4,6 +4,7 @@
 #define DLK_PINS_H
 
 #include "device.h"
+#include "store/store.h"
 
 /* Chunk object `key` of `store` mapped and registered for the devices of
  * the process: the mapping another loader made, or a new one made with

@@ -6,7 +6,8 @@
 #ifndef DLK_DECODE_H
 #define DLK_DECODE_H
 
-#include "internal.h"
+#include "util/error.h"
+#include "util/buf.h"
 #include "media/resample.h"
 
 /* dlk_fit: how an image reaches its final size (dlk.h). */

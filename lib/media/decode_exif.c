@@ -1,6 +1,7 @@
 /* decode_exif.c - EXIF orientation, shared by the JPEG (APP1) and PNG
  * (eXIf) decoders: read from a TIFF block, applied to decoded pixels. */
 #include "media/decode.h"
+#include "util/bytes.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,6 +2,7 @@
  * from its key's extension), and the image entry point that dispatches on
  * it. */
 #include "media/decode.h"
+#include "util/bytes.h"
 
 #include <string.h>
 

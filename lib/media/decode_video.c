@@ -10,6 +10,8 @@
  * frame, packets read, frames decoded and wall time.  FFmpeg is opened
  * on the first call (av_load.c); without it, video fails to decode. */
 #include "media/av_load.h"
+#include "util/bytes.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <math.h>

@@ -4,6 +4,7 @@
  * colour conversion ever touches the values: an image that needs no
  * scaling comes out bit-exact. */
 #include "media/decode.h"
+#include "util/bytes.h"
 
 #include <stdlib.h>
 #include <string.h>

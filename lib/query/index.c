@@ -8,6 +8,7 @@
  * scores are the same and the order of hits is total (goodness, then
  * row), so the rows, their order and their scores are dlk_select's. */
 #include "index.h"
+#include "util/abi.h"
 
 #include <stdatomic.h>
 #include <stdio.h>

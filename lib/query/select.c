@@ -2,6 +2,7 @@
  * the vector search over what the filter let through. */
 #include "query.h"
 #include "ingest/ingest.h"
+#include "util/abi.h"
 
 #include <errno.h>
 #include <math.h>

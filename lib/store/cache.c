@@ -5,7 +5,13 @@
  * names the chunk, and never needs invalidating.  The cache is never
  * required: a folder that cannot be written (or a full disk) turns
  * writing off with one warning, and chunks are read from the store. */
-#include "internal.h"
+#include "util/error.h"
+#include "util/grow.h"
+#include "util/buf.h"
+#include "util/bytes.h"
+#include "util/hash.h"
+#include "util/text.h"
+#include "store/store.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -15,7 +15,10 @@
  * check of their type (a FIFO would block the command forever).  Such
  * an entry is refused with an error naming it, and a listing reports it
  * as passed over (dlk_store's `passed`), never drops it silently. */
-#include "internal.h"
+#include "util/error.h"
+#include "util/buf.h"
+#include "util/hash.h"
+#include "store/store.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -8,6 +8,8 @@
  * slow reads. */
 #include "gcs_internal.h"
 #include "http_store.h"
+#include "util/error.h"
+#include "util/keys.h"
 
 #include <jansson.h>
 #include <stdio.h>

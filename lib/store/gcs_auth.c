@@ -3,6 +3,8 @@
  * with the key of its key file) at the key's token_uri, and exchanged
  * again before it expires.  Tokens, keys and JWTs never reach a message. */
 #include "gcs_internal.h"
+#include "util/error.h"
+#include "util/text.h"
 
 #include <jansson.h>
 #include <openssl/bio.h>

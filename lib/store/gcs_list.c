@@ -2,6 +2,7 @@
  * names (in name order, as the store's list promises) followed by their
  * nextPageToken, each object with its size and generation. */
 #include "gcs_internal.h"
+#include "util/error.h"
 
 #include <jansson.h>
 #include <stdio.h>

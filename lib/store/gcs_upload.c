@@ -8,6 +8,7 @@
  * delete.  Large objects that replace nothing (content-addressed chunks)
  * go up in a resumable upload, piece by piece. */
 #include "gcs_internal.h"
+#include "util/error.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -2,6 +2,8 @@
  * whole-object GETs at once on one engine, and what a GET's answer
  * means. */
 #include "http_store.h"
+#include "util/error.h"
+#include "util/bytes.h"
 
 #include <stdio.h>
 #include <stdlib.h>

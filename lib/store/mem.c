@@ -3,7 +3,10 @@
  * table the caller read (a Parquet file's rows), listed, read and
  * ranged as a directory's files are, so that the rest of ingest does not
  * know the difference.  Nothing is copied at open but the index. */
-#include "internal.h"
+#include "util/error.h"
+#include "util/buf.h"
+#include "util/keys.h"
+#include "store/store.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,6 +8,9 @@
  * code and the request id. */
 #include "s3_store.h"
 #include "http_store.h"
+#include "util/error.h"
+#include "util/keys.h"
+#include "util/text.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -4,6 +4,7 @@
  * or a file: the tool layer (cmd/store_env.c) resolves AWS_*, DLK_S3_*
  * and ~/.aws into the options. */
 #include "s3_internal.h"
+#include "util/error.h"
 
 #include <stdio.h>
 #include <stdlib.h>

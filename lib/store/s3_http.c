@@ -34,6 +34,7 @@
  * with a signing key derived once a day).  The secret lives only in the
  * engine's signer; messages never carry it. */
 #include "s3_internal.h"
+#include "util/error.h"
 
 #include <curl/curl.h>
 #include <errno.h>

@@ -6,7 +6,8 @@
 #ifndef DLK_S3_INTERNAL_H
 #define DLK_S3_INTERNAL_H
 
-#include "internal.h"
+#include "util/buf.h"
+#include "store/store.h"
 
 #include <curl/curl.h>
 #include <pthread.h>

@@ -3,6 +3,9 @@
  * which lists a prefix's folders in ranges at once.  Keys come back
  * relative to the store's root; keys outside it are dropped. */
 #include "s3_store.h"
+#include "util/attr.h"
+#include "util/error.h"
+#include "util/hash.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -3,6 +3,8 @@
  * ETag).  Element text is bounded; a document that breaks a bound or is
  * not well-formed is an error, never a crash. */
 #include "s3_internal.h"
+#include "util/attr.h"
+#include "util/error.h"
 
 #include <expat.h>
 #include <stdio.h>

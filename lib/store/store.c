@@ -1,6 +1,12 @@
 /* store.c - choosing a store by URL, key checks, and the checked wrappers
  * that every caller goes through. */
-#include "internal.h"
+#include "util/error.h"
+#include "util/abi.h"
+#include "util/buf.h"
+#include "util/hash.h"
+#include "util/keys.h"
+#include "store/store.h"
+#include "dlk_bench.h"
 #include "gcs_internal.h"
 
 #include <limits.h>

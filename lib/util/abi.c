@@ -1,6 +1,7 @@
 /* abi.c - reading and writing the caller's versioned structs (dlk.h,
  * "Versioned structs"): only as many bytes as the caller's header had. */
-#include "internal.h"
+#include "util/error.h"
+#include "util/abi.h"
 
 #include <string.h>
 

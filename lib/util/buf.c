@@ -1,6 +1,9 @@
 /* buf.c - a growable byte buffer, or a fixed one over caller memory; and
  * the growth step of the arrays that grow one element at a time. */
-#include "internal.h"
+#include "util/error.h"
+#include "util/check.h"
+#include "util/grow.h"
+#include "util/buf.h"
 
 #include <stdlib.h>
 #include <string.h>

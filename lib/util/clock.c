@@ -1,6 +1,6 @@
 /* clock.c - the monotonic clock the library times its stages with, a
  * thread's time on (or waiting for) a CPU, and timed waits. */
-#include "internal.h"
+#include "util/clock.h"
 
 #include <fcntl.h>
 #include <pthread.h>

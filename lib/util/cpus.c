@@ -1,5 +1,5 @@
 /* cpus.c - how many CPUs this process may use. */
-#include "internal.h"
+#include "dlk.h"
 
 #include <sched.h>
 #include <unistd.h>

@@ -1,6 +1,9 @@
 /* error.c - filling dlk_error and naming status codes. */
-#include "internal.h"
+#include "util/error.h"
+#include "util/check.h"
+#include "util/text.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

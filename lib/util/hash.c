@@ -1,6 +1,6 @@
 /* hash.c - XXH3 (seed 0) as the format uses it: 64-bit checksums and the
  * 128-bit content address of chunk objects. */
-#include "internal.h"
+#include "util/hash.h"
 #include "util/hash_simd.h"
 #include "util/xxh3_blocks.h"
 

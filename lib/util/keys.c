@@ -2,7 +2,8 @@
  * that may not is shown (dlk_key_escape, as all text from outside is:
  * dlk_escape, text.c).  Pure string functions, used by
  * every store operation and by the listings of ingest sources. */
-#include "internal.h"
+#include "util/keys.h"
+#include "util/text.h"
 
 #include <stdio.h>
 #include <string.h>

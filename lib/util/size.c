@@ -1,5 +1,5 @@
 /* size.c - the one parser of byte sizes that flags and options take. */
-#include "internal.h"
+#include "util/size.h"
 
 #include <errno.h>
 #include <stdlib.h>

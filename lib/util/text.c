@@ -5,9 +5,10 @@
  * message (dlk_escape), and redacted, so that no credential a URL or a
  * server's text carries reaches a message (dlk_redact).  Pure string
  * functions; dlk_fail and dlk_fail_wrap run every message through both. */
-#include "internal.h"
+#include "util/text.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>

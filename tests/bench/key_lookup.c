@@ -18,6 +18,7 @@
  */
 #include "ingest/pipeline.h"
 #include "store/s3_internal.h"
+#include "util/clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,7 +6,8 @@
  * The store's own in-flight limit (DLK_S3_MAX_INFLIGHT, default 64)
  * applies as usual; THREADS callers block in dlk_store_get.  Prints
  * "objects=N bytes=B seconds=S mbps=M" (MB = 10^6 bytes). */
-#include "internal.h"
+#include "util/buf.h"
+#include "store/store.h"
 #include "../../cmd/store_env.h"
 
 #include <pthread.h>

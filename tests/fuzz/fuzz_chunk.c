@@ -4,7 +4,10 @@
  * with checksums, into a caller buffer too small and big enough); a decode
  * that succeeds must describe samples that lie inside its payload, and
  * re-encoding the samples must decode to the same bytes. */
-#include "internal.h"
+#include "util/buf.h"
+#include "util/bytes.h"
+#include "util/hash.h"
+#include "format/chunk.h"
 
 #include <stdio.h>
 #include <stdlib.h>

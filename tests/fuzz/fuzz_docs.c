@@ -2,7 +2,8 @@
  * description (dlk.json) and as a commit document.  Either parses or
  * fails with a status and a message; what parses is bounded: an id that
  * fits, a manifest that dumps and parses again to the same tensors. */
-#include "internal.h"
+#include "format/manifest.h"
+#include "format/docs.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  *
  * A document that parses must dump to JSON that parses to the same
  * manifest, and dumping that again gives the same text (a fixed point). */
-#include "internal.h"
+#include "format/manifest.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,4 @@
 /* fuzz_npy.c - libFuzzer target: the input is a .npy file. */
-#include "internal.h"
 #include "ingest/ingest.h"
 
 #include <stdio.h>

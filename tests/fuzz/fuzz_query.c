@@ -1,7 +1,7 @@
 /* fuzz_query.c - libFuzzer target: the input is a row expression (as
  * `dlk query` and views take it), parsed and checked against a schema of
  * every kind of tensor the language refers to. */
-#include "internal.h"
+#include "format/manifest.h"
 #include "query/query.h"
 
 #include <stdio.h>

@@ -4,6 +4,7 @@
  * a bounded C string, judged by dlk_key_problem and escaped without
  * overflowing; a page either parses or fails with a status and message. */
 #include "store/s3_internal.h"
+#include "util/keys.h"
 
 #include <stdio.h>
 #include <stdlib.h>

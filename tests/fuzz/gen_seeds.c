@@ -5,7 +5,11 @@
  *
  *   gen_seeds CORPUS-DIR [CORRUPT-DIR]
  *   make -f tests/fuzz/Makefile seeds      (both) */
-#include "internal.h"
+#include "util/buf.h"
+#include "util/bytes.h"
+#include "util/hash.h"
+#include "format/chunk.h"
+#include "format/manifest.h"
 
 #include <errno.h>
 #include <stdio.h>

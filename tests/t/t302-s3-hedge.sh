@@ -22,7 +22,8 @@ root=$(cd "$DLK_TESTS/.." && pwd)
 # A reader through libdlk's store API: N threads GET every object below
 # a prefix into OUTDIR and report the time, the slowest GET and hedges.
 cat >"$T/hedge_get.c" <<'C'
-#include "internal.h"
+#include "dlk_bench.h"
+#include "store/store.h"
 #include "store_env.h"
 #include <pthread.h>
 #include <stdio.h>

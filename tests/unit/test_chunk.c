@@ -2,7 +2,10 @@
  * variable shapes, codecs none and zstd; hand-made hostile objects, each
  * a clean DLK_ECORRUPT / DLK_EUNSUPPORTED / DLK_ELIMIT naming the chunk;
  * and a replay of every input under tests/corrupt/fuzz_chunk/. */
-#include "internal.h"
+#include "util/buf.h"
+#include "util/bytes.h"
+#include "util/hash.h"
+#include "format/chunk.h"
 #include "unit.h"
 #include "util/xxh3_blocks.h"
 

@@ -5,6 +5,7 @@
  * the generated fixtures too. */
 #include "media/decode.h"
 #include "unit.h"
+#include "util/bytes.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -19,7 +19,8 @@
  * kind of read through it as the network's fault.
  * DLK_TEST_GCS_NORANGE=URL one that drops Range: ranged reads through it
  * fail, saying the server does not serve ranges. */
-#include "internal.h"
+#include "util/buf.h"
+#include "store/store.h"
 #include "store/gcs_internal.h"
 #include "unit.h"
 

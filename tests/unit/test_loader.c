@@ -3,6 +3,7 @@
  * its batches (the right bytes for the indices it reports), on the CPU;
  * its per-batch timeline stays within a fixed number of buckets. */
 #include "unit.h"
+#include "dlk_bench.h"
 #include <sched.h>
 #include "order_arrays.h"
 #include "loader/device.h"

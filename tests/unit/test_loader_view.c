@@ -5,7 +5,7 @@
  * the right bytes for its rows, each row once across ranks in equal
  * batches; a resumed loader goes on where it stopped. */
 #include "unit.h"
-#include "internal.h"
+#include "format/chunk.h"
 #include "dlk.h"
 
 #include <unistd.h>

@@ -2,7 +2,11 @@
  * hostile documents (malformed, deep, huge numbers, wrong types, missing
  * fields, bad chunk entries, over the size limit), each a clean error that
  * names the document; a replay of tests/corrupt/fuzz_manifest/. */
-#include "internal.h"
+#include "util/error.h"
+#include "util/hash.h"
+#include "format/manifest.h"
+#include "format/docs.h"
+#include "format/json.h"
 #include "unit.h"
 
 #include <dirent.h>

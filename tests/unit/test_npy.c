@@ -1,7 +1,7 @@
 /* test_npy.c - the .npy header parser: valid headers of several dtypes,
  * shapes and versions; big-endian data flagged for swapping; and hostile
  * files, each a clean DLK_EDECODE naming the file. */
-#include "internal.h"
+#include "util/bytes.h"
 #include "ingest/ingest.h"
 #include "unit.h"
 

@@ -8,6 +8,7 @@
  * not its rows. */
 #include "unit.h"
 #include "order_arrays.h"
+#include "util/hash.h"
 
 #include <math.h>
 #include <sys/resource.h>

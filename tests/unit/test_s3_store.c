@@ -23,7 +23,12 @@
  *
  * Without DLK_TEST_S3_URL only the configuration and XML tests run.  Prints
  * TAP lines: "ok - name", "not ok - name", "ok - name # SKIP why". */
-#include "internal.h"
+#include "util/attr.h"
+#include "util/error.h"
+#include "util/buf.h"
+#include "util/hash.h"
+#include "store/store.h"
+#include "dlk_bench.h"
 #include "store/s3_internal.h"
 #include "../../cmd/store_env.h"
 #include "unit.h"

@@ -7,6 +7,7 @@
  * segment 0 has. */
 #include "unit.h"
 #include "order_arrays.h"
+#include "util/hash.h"
 
 #include <stdlib.h>
 #include <string.h>

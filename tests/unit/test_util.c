@@ -1,7 +1,10 @@
 /* test_util.c - lib/util's shared helpers: the byte-size parser every
  * size flag uses, the array growth step, the out-of-memory status, the
  * escaping and redaction of text from outside (text.c). */
-#include "internal.h"
+#include "util/error.h"
+#include "util/grow.h"
+#include "util/size.h"
+#include "util/text.h"
 #include "unit.h"
 
 static bool size_is(const char *s, uint64_t want)

@@ -110,7 +110,7 @@ static inline size_t unit_blocks(uint64_t n, uint32_t min, uint32_t spread,
     return b;
 }
 
-#ifdef DLK_INTERNAL_H
+#ifdef DLK_STORE_STORE_H
 /* Every kind of read of `key` (`size` bytes) through a store whose
  * endpoint (tests/faultproxy.py --rate-truncate 1) cuts every answer's
  * body short, however often it is asked again: a whole GET, a sized
