@@ -25,6 +25,82 @@ static const char usage_text[] =
 /* Ranks beyond this are more than a page can show a lane each for. */
 #define MAX_RANKS 1024
 
+/* Report i of n (argv: their paths), read into ranks[i]: a JSON object
+ * with a timeline, of a rank no report before it has.  An exit code. */
+static int load_report(json_t **ranks, int i, char **paths)
+{
+    const char *path = paths[i];
+    json_error_t je;
+    ranks[i] = json_load_file(path, 0, &je);
+    if (!ranks[i]) {
+        cmd_error("bench-report", "cannot read report '%s': %s (line %d)",
+                  path, je.text, je.line);
+        return EXIT_ERROR;
+    }
+    if (!json_is_object(ranks[i]) ||
+        !json_is_object(json_object_get(ranks[i], "timeline"))) {
+        cmd_error("bench-report", "report '%s' has no timeline: not the "
+                  "JSON of dlk bench-stream --report or --json", path);
+        return EXIT_ERROR;
+    }
+    for (int k = 0; k < i; k++)
+        if (json_integer_value(json_object_get(ranks[k], "rank")) ==
+            json_integer_value(json_object_get(ranks[i], "rank"))) {
+            cmd_error("bench-report", "reports '%s' and '%s' are both of "
+                      "rank %lld", paths[k], path,
+                      (long long)json_integer_value(
+                          json_object_get(ranks[i], "rank")));
+            return EXIT_USAGE;
+        }
+    return EXIT_OK;
+}
+
+/* The ranks' rates together, on one line after the page's name. */
+static void print_totals(const char *out, json_t *const *ranks, int n)
+{
+    struct report_totals t;
+    report_totals(ranks, (size_t)n, &t);
+    if (n == 1)
+        printf("%s: rank %ld, %.0f samples/s, %.2f GB/s (steady "
+               "epochs %.2f GB/s), busy %.1f%%, %.3f s\n", out,
+               t.least_busy_rank, t.samples_per_s,
+               t.bytes_per_s / 1e9, t.steady_bytes_per_s / 1e9,
+               t.least_busy_pct, t.longest_s);
+    else
+        printf("%s: %d ranks, together %.0f samples/s, %.2f GB/s "
+               "(steady epochs %.2f GB/s); least busy: rank %ld, "
+               "%.1f%%; longest run %.3f s\n", out, n,
+               t.samples_per_s, t.bytes_per_s / 1e9,
+               t.steady_bytes_per_s / 1e9, t.least_busy_rank,
+               t.least_busy_pct, t.longest_s);
+}
+
+/* The page of the n reports written to out, then their totals printed.
+ * An exit code. */
+static int write_page(const char *out, json_t *const *ranks, int n)
+{
+    FILE *f = fopen(out, "w");
+    if (!f) {
+        cmd_error("bench-report", "cannot write '%s': %s", out,
+                  strerror(errno));
+        return EXIT_ERROR;
+    }
+    int rc = report_html_write(f, ranks, (size_t)n);
+    bool write_failed = (ferror(f) | fclose(f)) != 0;
+    if (rc) {
+        cmd_error("bench-report", "a report lacks the timeline's "
+                  "columns: written by another version of dlk?");
+        return EXIT_ERROR;
+    }
+    if (write_failed) {
+        cmd_error("bench-report", "cannot write '%s': %s", out,
+                  strerror(errno));
+        return EXIT_ERROR;
+    }
+    print_totals(out, ranks, n);
+    return EXIT_OK;
+}
+
 int cmd_bench_report(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -58,65 +134,10 @@ int cmd_bench_report(int argc, char **argv)
         return EXIT_ERROR;
     }
     int code = EXIT_OK;
-    for (int i = 0; i < n && code == EXIT_OK; i++) {
-        const char *path = argv[optind + 1 + i];
-        json_error_t je;
-        ranks[i] = json_load_file(path, 0, &je);
-        if (!ranks[i]) {
-            cmd_error("bench-report", "cannot read report '%s': %s (line %d)",
-                      path, je.text, je.line);
-            code = EXIT_ERROR;
-        } else if (!json_is_object(ranks[i]) ||
-                   !json_is_object(json_object_get(ranks[i], "timeline"))) {
-            cmd_error("bench-report", "report '%s' has no timeline: not the "
-                      "JSON of dlk bench-stream --report or --json", path);
-            code = EXIT_ERROR;
-        }
-        for (int k = 0; k < i && code == EXIT_OK; k++)
-            if (json_integer_value(json_object_get(ranks[k], "rank")) ==
-                json_integer_value(json_object_get(ranks[i], "rank"))) {
-                cmd_error("bench-report", "reports '%s' and '%s' are both of "
-                          "rank %lld", argv[optind + 1 + k], path,
-                          (long long)json_integer_value(
-                              json_object_get(ranks[i], "rank")));
-                code = EXIT_USAGE;
-            }
-    }
-    FILE *f = NULL;
-    if (code == EXIT_OK && !(f = fopen(out, "w"))) {
-        cmd_error("bench-report", "cannot write '%s': %s", out,
-                  strerror(errno));
-        code = EXIT_ERROR;
-    }
-    if (f) {
-        int rc = report_html_write(f, ranks, (size_t)n);
-        bool write_failed = (ferror(f) | fclose(f)) != 0;
-        if (rc) {
-            cmd_error("bench-report", "a report lacks the timeline's "
-                      "columns: written by another version of dlk?");
-            code = EXIT_ERROR;
-        } else if (write_failed) {
-            cmd_error("bench-report", "cannot write '%s': %s", out,
-                      strerror(errno));
-            code = EXIT_ERROR;
-        } else {
-            struct report_totals t;
-            report_totals(ranks, (size_t)n, &t);
-            if (n == 1)
-                printf("%s: rank %ld, %.0f samples/s, %.2f GB/s (steady "
-                       "epochs %.2f GB/s), busy %.1f%%, %.3f s\n", out,
-                       t.least_busy_rank, t.samples_per_s,
-                       t.bytes_per_s / 1e9, t.steady_bytes_per_s / 1e9,
-                       t.least_busy_pct, t.longest_s);
-            else
-                printf("%s: %d ranks, together %.0f samples/s, %.2f GB/s "
-                       "(steady epochs %.2f GB/s); least busy: rank %ld, "
-                       "%.1f%%; longest run %.3f s\n", out, n,
-                       t.samples_per_s, t.bytes_per_s / 1e9,
-                       t.steady_bytes_per_s / 1e9, t.least_busy_rank,
-                       t.least_busy_pct, t.longest_s);
-        }
-    }
+    for (int i = 0; i < n && code == EXIT_OK; i++)
+        code = load_report(ranks, i, argv + optind + 1);
+    if (code == EXIT_OK)
+        code = write_page(out, ranks, n);
     for (int i = 0; i < n; i++)
         json_decref(ranks[i]);
     free(ranks);

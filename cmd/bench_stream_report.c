@@ -495,10 +495,11 @@ static void sources_text(const struct bench_opts *o,
     }
 }
 
-json_t *bench_json(const struct bench_opts *o, const struct bench_result *r)
+/* The run's figures: rates, busy and stalled time, the stages, the
+ * loader's counters and its epochs; NULL when out of memory. */
+static json_t *run_json(const struct bench_opts *o,
+                        const struct bench_result *r, const struct derived *d)
 {
-    struct derived d;
-    derive(o, r, &d);
     const dlk_loader_stats *st = &r->st;
     double wall = r->wall;
     char url[1024];
@@ -510,14 +511,14 @@ json_t *bench_json(const struct bench_opts *o, const struct bench_result *r)
         "samples", (json_int_t)r->samples, "batches", (json_int_t)r->batches,
         "seconds", wall, "samples_per_s", r->samples / wall,
         "bytes_per_s", r->bytes / wall,
-        "gpu_busy_pct", d.busy_pct,
-        "stall_pct", d.stall_pct,
+        "gpu_busy_pct", d->busy_pct,
+        "stall_pct", d->stall_pct,
         "first_batch_s", r->first_batch,
         "requests", (json_int_t)(r->io.gets + r->io.heads + r->io.lists),
         "bytes_read", (json_int_t)r->io.bytes_read,
         "peak_rss_bytes", (json_int_t)r->rss,
         "peak_buffer_bytes", (json_int_t)st->peak_buffer_bytes,
-        "bottleneck", bench_stage_names[d.worst],
+        "bottleneck", bench_stage_names[d->worst],
         "stages", "storage", st->storage_s, "decompress", st->decompress_s,
         "host_to_device", st->h2d_s, "gather", st->gather_s,
         "step", st->step_s,
@@ -537,36 +538,57 @@ json_t *bench_json(const struct bench_opts *o, const struct bench_result *r)
     json_object_set_new(o_, "steady_bytes_per_s", json_real(r->best_steady));
     json_object_set_new(o_, "steady_busy_pct", json_real(r->steady_busy));
     json_object_set_new(o_, "pinned_copy_bytes_per_s", json_real(r->link_rate));
+    return o_;
+}
+
+/* The label mix and the sources of a mixed run. */
+static void mix_json(json_t *o_, const struct bench_opts *o,
+                     const struct bench_result *r)
+{
     json_object_set_new(o_, "label_mix", !r->mix ? json_null() : json_pack(
         "{s:s,s:f,s:O,s:f}", "tensor", label_mix_tensor(r->mix),
         "ratio", r->mix_worst, "per_epoch", r->mix_epochs, "random_tvd",
         label_mix_random_tvd(r->mix)));
     if (r->src)
         json_object_set_new(o_, "sources", sources_json(o, r));
+}
+
+/* An epoch's cost on S3, and the per-file baseline's figures beside. */
+static void cost_json(json_t *o_, const struct bench_opts *o,
+                      const struct bench_result *r, const struct derived *d)
+{
     json_object_set_new(o_, "epoch_cost", json_pack(
         "{s:f,s:f,s:I,s:I,s:f}", "get_per_1000", o->price_get,
-        "per_gb", o->price_gb, "requests", (json_int_t)d.ep_reqs,
-        "bytes_read", (json_int_t)d.ep_bytes, "usd", d.ep_cost));
+        "per_gb", o->price_gb, "requests", (json_int_t)d->ep_reqs,
+        "bytes_read", (json_int_t)d->ep_bytes, "usd", d->ep_cost));
     if (r->have_baseline) {
         const dlk_baseline_result *br = &r->br;
         json_object_set_new(o_, "baseline", json_pack(
             "{s:s,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:{s:I,s:I,s:f}}", "source",
             o->baseline, "samples", (json_int_t)br->samples, "errors",
             (json_int_t)br->errors, "seconds", br->seconds,
-            "samples_per_s", d.base_rate, "first_batch_s",
+            "samples_per_s", d->base_rate, "first_batch_s",
             br->first_batch_s, "gpu_busy_pct", br->busy_pct, "step_ms",
             o->step_ms, "epoch_cost", "requests",
             (json_int_t)br->files_listed, "bytes_read",
-            (json_int_t)br->bytes_listed, "usd", d.base_cost));
+            (json_int_t)br->bytes_listed, "usd", d->base_cost));
         json_object_set_new(o_, "ratio_to_baseline",
-                            json_real(d.base_rate > 0 ? r->samples / wall / d.base_rate
-                                                      : 0));
+                            json_real(d->base_rate > 0
+                                      ? r->samples / r->wall / d->base_rate
+                                      : 0));
     }
+}
+
+/* What the page draws: where the time went, and the flag most likely to
+ * help. */
+static void split_json(json_t *o_, const struct bench_opts *o,
+                       const struct bench_result *r, const struct derived *d)
+{
     /* what the page draws: where the time went, and the run's context */
     struct split s;
-    time_split(o, r, &d, &s);
+    time_split(o, r, d, &s);
     char flag[128], why[512];
-    hint(o, r, &d, &s, flag, sizeof flag, why, sizeof why);
+    hint(o, r, d, &s, flag, sizeof flag, why, sizeof why);
     json_object_set_new(o_, "time_split", json_pack(
         "{s:f,s:f,s:f,s:f,s:f,s:{s:f,s:f,s:f},s:f,s:f}", "busy_pct", s.busy,
         "stalled_pct", s.stalled, "loader_pct", s.loader, "consumer_pct",
@@ -576,6 +598,14 @@ json_t *bench_json(const struct bench_opts *o, const struct bench_result *r)
         s.wait_first_epoch, "wait_epoch_starts_pct", s.wait_epoch_starts));
     json_object_set_new(o_, "hint", json_pack("{s:s,s:s}", "flag", flag,
                                               "why", why));
+}
+
+/* The run's context: settings, machine, dataset, I/O threads, the chunk
+ * cache and the timeline. */
+static void context_json(json_t *o_, const struct bench_opts *o,
+                         const struct bench_result *r)
+{
+    const dlk_loader_stats *st = &r->st;
     json_object_set_new(o_, "settings", settings_json(o, r));
     json_object_set_new(o_, "machine", machine_json(o));
     json_object_set_new(o_, "dataset_info", dataset_json(r));
@@ -593,17 +623,30 @@ json_t *bench_json(const struct bench_opts *o, const struct bench_result *r)
         (json_int_t)st->cache_dropped, "limit", (json_int_t)st->cache_limit,
         "warning", st->cache_warning[0] ? st->cache_warning : NULL));
     json_object_set_new(o_, "timeline", timeline_json(r));
-    return o_;
 }
 
-void bench_print_text(const struct bench_opts *o, const struct bench_result *r)
+json_t *bench_json(const struct bench_opts *o, const struct bench_result *r)
 {
     struct derived d;
     derive(o, r, &d);
-    const dlk_loader_stats *st = &r->st;
+    json_t *o_ = run_json(o, r, &d);
+    if (!o_)
+        return NULL;
+    mix_json(o_, o, r);
+    cost_json(o_, o, r, &d);
+    split_json(o_, o, r, &d);
+    context_json(o_, o, r);
+    return o_;
+}
+
+/* The run's first lines: what ran where, its rates, each epoch's, the
+ * line rate, the first batch and the busy time. */
+static void print_run(const struct bench_opts *o, const struct bench_result *r,
+                      const struct derived *d)
+{
     double wall = r->wall;
     long epochs = o->epochs;
-    char b1[32], b2[32], b3[32], url[1024];
+    char url[1024];
     printf("dlk bench-stream %s on %s (rank %ld of %ld)\n",
            cmd_safe_url(o->dataset, url, sizeof url),
            o->device, o->rank, o->world);
@@ -636,45 +679,66 @@ void bench_print_text(const struct bench_opts *o, const struct bench_result *r)
                "first" : "run", 100 * r->best_steady / r->link_rate);
     printf("  first batch %.3f s; %s busy %.1f%%, stalled %.1f%%\n",
            r->first_batch, r->on_device ? "GPU" : "consumer",
-           d.busy_pct, d.stall_pct);
-    struct split s;
-    time_split(o, r, &d, &s);
+           d->busy_pct, d->stall_pct);
+}
+
+/* Where the time went, and where the waiting for chunks was. */
+static void print_time_split(const struct bench_result *r,
+                             const struct split *s)
+{
+    double wall = r->wall;
     if (r->on_device)
         printf("  time: GPU busy %.1f%% (gather and step kernels), idle "
                "%.1f%%; on the host: waiting for chunks %.1f%%, in the "
                "loader otherwise %.1f%% (planning epochs, queuing copies "
                "and gathers), the training loop %.1f%% (launching steps, "
                "this command's statistics), outside %.1f%% (before the "
-               "first batch, after the last)\n", s.busy, s.stalled,
-               100 * s.wait_s / wall, s.loader, s.consumer, s.outside);
+               "first batch, after the last)\n", s->busy, s->stalled,
+               100 * s->wait_s / wall, s->loader, s->consumer, s->outside);
     else
         printf("  time: busy %.1f%% (gathering batches and the step), "
                "stalled %.1f%% (waiting for chunks), the other %.1f%%: "
                "%.1f%% in the loader otherwise (planning epochs, releasing "
                "chunks), %.1f%% this command's own work per batch "
                "(checksums, statistics), %.1f%% outside (before the first "
-               "batch, after the last)\n", s.busy, s.stalled,
-               clamp_pct(100 - s.busy - s.stalled), s.loader, s.consumer,
-               s.outside);
-    if (s.wait_s > 0)
+               "batch, after the last)\n", s->busy, s->stalled,
+               clamp_pct(100 - s->busy - s->stalled), s->loader, s->consumer,
+               s->outside);
+    if (s->wait_s > 0)
         printf("  stalls: %.0f%% of the waiting in the first epoch, %.0f%% "
                "at later epochs' starts (their first tenth), %.0f%% along "
                "the rest; waiting for chunks queued %.0f%%, in storage "
                "%.0f%%, in the copy to the device %.0f%%\n",
-               s.wait_first_epoch, s.wait_epoch_starts,
-               clamp_pct(100 - s.wait_first_epoch - s.wait_epoch_starts),
-               s.late[DLK_LATE_QUEUED], s.late[DLK_LATE_STORAGE],
-               s.late[DLK_LATE_H2D]);
+               s->wait_first_epoch, s->wait_epoch_starts,
+               clamp_pct(100 - s->wait_first_epoch - s->wait_epoch_starts),
+               s->late[DLK_LATE_QUEUED], s->late[DLK_LATE_STORAGE],
+               s->late[DLK_LATE_H2D]);
+}
+
+/* The time in each stage and the flag most likely to help. */
+static void print_stages(const struct bench_opts *o,
+                         const struct bench_result *r,
+                         const struct derived *d, const struct split *s)
+{
+    const dlk_loader_stats *st = &r->st;
     printf("  stages (s): storage %.3f, decompress %.3f, host-to-device "
            "%.3f, gather %.3f, step %.3f; bottleneck: %s\n", st->storage_s,
            st->decompress_s, st->h2d_s, st->gather_s, st->step_s,
-           bench_stage_names[d.worst]);
+           bench_stage_names[d->worst]);
     char flag[128], why[512];
-    hint(o, r, &d, &s, flag, sizeof flag, why, sizeof why);
+    hint(o, r, d, s, flag, sizeof flag, why, sizeof why);
     if (flag[0])
         printf("  most likely to help: %s (%s)\n", flag, why);
     else if (why[0])
         printf("  most likely to help: %s\n", why);
+}
+
+/* Storage requests and memory, the chunk cache, the sources. */
+static void print_storage(const struct bench_opts *o,
+                          const struct bench_result *r)
+{
+    const dlk_loader_stats *st = &r->st;
+    char b1[32], b2[32], b3[32];
     printf("  storage: %llu requests, %s read; peak RSS %s; chunk "
            "buffers peak %s\n",
            (unsigned long long)(r->io.gets + r->io.heads + r->io.lists),
@@ -690,6 +754,13 @@ void bench_print_text(const struct bench_opts *o, const struct bench_result *r)
                cmd_bytes(st->cache_limit, b1));
     if (r->src)
         sources_text(o, r);
+}
+
+/* How well the order was shuffled, and the label mix. */
+static void print_shuffle(const struct bench_opts *o,
+                          const struct bench_result *r)
+{
+    long epochs = o->epochs;
     printf("  shuffle: mean displacement %.2f of a random permutation's, "
            "neighbour correlation %.3f%s\n", r->mean_disp, r->corr,
            r->src ? " (the first source's rows)" : "");
@@ -702,29 +773,52 @@ void bench_print_text(const struct bench_opts *o, const struct bench_result *r)
                    json_real_value(json_array_get(r->mix_epochs, i)));
         printf(")\n");
     }
+}
+
+/* The per-file baseline beside dlk, and an epoch's cost on S3. */
+static void print_baseline(const struct bench_opts *o,
+                           const struct bench_result *r,
+                           const struct derived *d)
+{
+    double wall = r->wall;
+    char b1[32], b2[32];
     const dlk_baseline_result *br = &r->br;
     if (r->have_baseline)
         printf("  per-file baseline (%s): %llu samples in %.2f s: %.0f "
                "samples/s, first batch %.3f s, %llu errors; dlk is %.1fx\n",
                o->baseline, (unsigned long long)br->samples, br->seconds,
-               d.base_rate, br->first_batch_s, (unsigned long long)br->errors,
-               d.base_rate > 0 ? r->samples / wall / d.base_rate : 0);
+               d->base_rate, br->first_batch_s, (unsigned long long)br->errors,
+               d->base_rate > 0 ? r->samples / wall / d->base_rate : 0);
     if (r->have_baseline)
         printf("  %s busy with a %g ms step: dlk %.1f%%, per-file %.1f%% "
                "(%.0f against %.0f samples/s)\n",
-               r->on_device ? "GPU" : "consumer", o->step_ms, d.busy_pct,
-               br->busy_pct, r->samples / wall, d.base_rate);
-    if (d.show_cost) {
+               r->on_device ? "GPU" : "consumer", o->step_ms, d->busy_pct,
+               br->busy_pct, r->samples / wall, d->base_rate);
+    if (d->show_cost) {
         printf("  an epoch on S3 at $%g per 1000 GETs and $%g per GB: "
                "$%.6f (%llu requests, %s)", o->price_get, o->price_gb,
-               d.ep_cost, (unsigned long long)d.ep_reqs,
-               cmd_bytes(d.ep_bytes, b1));
+               d->ep_cost, (unsigned long long)d->ep_reqs,
+               cmd_bytes(d->ep_bytes, b1));
         if (r->have_baseline)
-            printf("; per-file $%.6f (%llu GETs, %s)", d.base_cost,
+            printf("; per-file $%.6f (%llu GETs, %s)", d->base_cost,
                    (unsigned long long)br->files_listed,
                    cmd_bytes(br->bytes_listed, b2));
         printf("\n");
     }
+}
+
+void bench_print_text(const struct bench_opts *o, const struct bench_result *r)
+{
+    struct derived d;
+    derive(o, r, &d);
+    print_run(o, r, &d);
+    struct split s;
+    time_split(o, r, &d, &s);
+    print_time_split(r, &s);
+    print_stages(o, r, &d, &s);
+    print_storage(o, r);
+    print_shuffle(o, r);
+    print_baseline(o, r, &d);
     if (o->lo.check)
         printf("  checksum: device %016llx, cpu %016llx: %s\n",
                (unsigned long long)r->dev_sum, (unsigned long long)r->host_sum,

@@ -836,23 +836,28 @@ static const char css[] =
     "svg .bl{fill:" C_BASELINE "}\n"
     "svg .hover{fill:transparent}svg .in{fill:#fff;text-anchor:middle}\n";
 
-int report_html_write(FILE *f, json_t *const *ranks, size_t n)
+/* The ranks' documents, in rank order, each with its colour; NULL when
+ * one is not a bench-stream report (or out of memory). */
+static struct rank *load_ranks(json_t *const *ranks, size_t n)
 {
-    if (!n)
-        return -1;
     struct rank *rk = calloc(n, sizeof *rk);
     if (!rk)
-        return -1;
+        return NULL;
     for (size_t i = 0; i < n; i++)
         if (load_rank(ranks[i], i, &rk[i])) {
             free(rk);
-            return -1;
+            return NULL;
         }
     qsort(rk, n, sizeof *rk, by_rank);
     for (size_t i = 0; i < n; i++)
         rk[i].colour = rank_colour[i % NRANK_COLOURS];
-    json_t *j0 = rk[0].j;
-    bool gpu = strncmp(str(j0, "device"), "cuda", 4) == 0;
+    return rk;
+}
+
+/* The document's head and its first lines: the dataset, the ranks and
+ * the device, the run's batches and epochs (rank 0's j0). */
+static void page_head(FILE *f, json_t *j0, size_t n)
+{
     fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
           "<title>dlk bench-stream: ", f);
     esc(f, str(j0, "dataset"));
@@ -870,10 +875,13 @@ int report_html_write(FILE *f, json_t *const *ranks, size_t n)
             get(j0, "batches"), get2(j0, "settings", "batch_size"),
             get2(j0, "settings", "epochs"),
             get2(j0, "settings", "epochs") == 1 ? "" : "s");
-    struct report_totals tot;
-    report_totals(ranks, n, &tot);
-    summary(f, rk, n, &tot);
+}
 
+/* The timeline of the batches, with how to read it (gpu: rank 0's
+ * device is a GPU). */
+static void section_timeline(FILE *f, const struct rank *rk, size_t n,
+                             json_t *j0, bool gpu)
+{
     fputs("<h2>Timeline of the batches</h2>\n", f);
     chart_timeline(f, rk, n);
     fprintf(f, "<p class=\"how\">Each column is a run of consecutive batches "
@@ -895,7 +903,10 @@ int report_html_write(FILE *f, json_t *const *ranks, size_t n)
             get2(j0, "timeline", "batches_per_bucket"),
             gpu ? "on a GPU, launching it: the device works meanwhile"
                 : "on the cpu, reading every byte of the batch");
+}
 
+static void section_rate(FILE *f, const struct rank *rk, size_t n)
+{
     fputs("<h2>Samples per second</h2>\n", f);
     chart_rate(f, rk, n);
     fputs("<p class=\"how\">Samples delivered per second, in 120 equal slices "
@@ -906,7 +917,12 @@ int report_html_write(FILE *f, json_t *const *ranks, size_t n)
           "and <code>--memory</code> set how far ahead). "
           "<code>--batch-size</code>, <code>--workers</code> and "
           "<code>--step-ms</code> move the line.</p>\n", f);
+}
 
+/* Where the wall time went, and the time in each stage. */
+static void section_time_split(FILE *f, const struct rank *rk, size_t n,
+                               bool gpu)
+{
     fputs("<h2>Where the time went</h2>\n", f);
     static const char *const split_colour[] = {C_CONSUMER, C_STORAGE,
                                                C_LOADER, "#aed581", C_OUTSIDE};
@@ -942,7 +958,10 @@ int report_html_write(FILE *f, json_t *const *ranks, size_t n)
           "<code>--pin-cache auto</code> host-to-device (on a GPU, local "
           "datasets), <code>--tensors</code> all of them (fewer bytes), "
           "<code>--step-ms</code> sets the step.</p>\n", f);
+}
 
+static void section_memory(FILE *f, const struct rank *rk, size_t n)
+{
     fputs("<h2>Memory</h2>\n", f);
     chart_over_time(f, "memory", BG_MEMORY, "memory over time", "bytes",
                     U_BYTES, rk, n, 0);
@@ -952,7 +971,11 @@ int report_html_write(FILE *f, json_t *const *ranks, size_t n)
           "<code>--memory</code> and filled as far as "
           "<code>--prefetch</code> and <code>--window</code> read "
           "ahead.</p>\n", f);
+}
 
+/* Storage requests and bytes over time, then each rank's epochs. */
+static void section_storage(FILE *f, const struct rank *rk, size_t n)
+{
     fputs("<h2>Storage requests and bytes</h2>\n", f);
     chart_over_time(f, "requests", BG_REQUESTS, "storage requests over time",
                     "requests", U_PLAIN, rk, n, 1);
@@ -979,7 +1002,26 @@ int report_html_write(FILE *f, json_t *const *ranks, size_t n)
         }
     }
     fputs("</table>\n", f);
+}
 
+int report_html_write(FILE *f, json_t *const *ranks, size_t n)
+{
+    if (!n)
+        return -1;
+    struct rank *rk = load_ranks(ranks, n);
+    if (!rk)
+        return -1;
+    json_t *j0 = rk[0].j;
+    bool gpu = strncmp(str(j0, "device"), "cuda", 4) == 0;
+    page_head(f, j0, n);
+    struct report_totals tot;
+    report_totals(ranks, n, &tot);
+    summary(f, rk, n, &tot);
+    section_timeline(f, rk, n, j0, gpu);
+    section_rate(f, rk, n);
+    section_time_split(f, rk, n, gpu);
+    section_memory(f, rk, n);
+    section_storage(f, rk, n);
     chart_baseline(f, rk, n);
     tables(f, rk, n);
     fputs("</body>\n</html>\n", f);
