@@ -215,6 +215,72 @@ static int cat_one(dlk_dataset *ds, size_t ti, const dlk_tensor_info *t,
     return code;
 }
 
+/* The message for a tensor the dataset at url does not have, naming
+ * those it has. */
+static void no_tensor(dlk_dataset *ds, const char *url, const char *tname)
+{
+    dlk_error err;
+    char names[512] = "";
+    size_t len = 0, nt = dlk_dataset_ntensors(ds);
+    for (size_t i = 0; i < nt && len < sizeof names - 1; i++) {
+        dlk_tensor_info ti2;
+        if (dlk_tensor_info_get(ds, i, &ti2, &err) == DLK_OK)
+            len += (size_t)snprintf(names + len, sizeof names - len,
+                                    "%s%s", i ? ", " : "", ti2.name);
+    }
+    cmd_error("cat", "no tensor '%s' in '%s' (its tensors: %s)", tname,
+              url, nt ? names : "none");
+}
+
+/* The dataset at url (at: a past state) opened, with its tensor tname
+ * (*ti, its info *t); on an error a message and nothing left open.  An
+ * exit code. */
+static int open_tensor(const char *url, const char *at, const char *tname,
+                       dlk_dataset **ds, int *ti, dlk_tensor_info *t)
+{
+    dlk_error err;
+    if (cmd_dataset_open(url, at, ds, &err))
+        return cmd_fail("cat", &err);
+    *ti = dlk_dataset_find(*ds, tname);
+    if (*ti < 0) {
+        no_tensor(*ds, url, tname);
+        dlk_dataset_free(*ds);
+        return EXIT_ERROR;
+    }
+    if (dlk_tensor_info_get(*ds, (size_t)*ti, t, &err)) {
+        int code = cmd_fail("cat", &err);
+        dlk_dataset_free(*ds);
+        return code;
+    }
+    return EXIT_OK;
+}
+
+/* Whether the rows asked for are there: a range within the n rows (of
+ * the view, or samples of t), its open end (FIRST:) made the last; a
+ * view's row among its rows.  An exit code. */
+static int check_span(const char *view, const dlk_tensor_info *t, uint64_t n,
+                      bool range, uint64_t first, uint64_t *end)
+{
+    if (range && *end == UINT64_MAX) /* FIRST: runs to the last */
+        *end = n > first ? n : first;
+    if (range && *end > n) {
+        if (view)
+            cmd_error("cat", "view '%s' has %llu rows, the range ends at %llu",
+                      view, (unsigned long long)n, (unsigned long long)*end);
+        else
+            cmd_error("cat", "tensor '%s' has %llu samples, the range ends "
+                      "at %llu", t->name, (unsigned long long)n,
+                      (unsigned long long)*end);
+        return EXIT_ERROR;
+    }
+    if (!range && view && first >= n) {
+        cmd_error("cat", "view '%s' has %llu rows, no row %llu", view,
+                  (unsigned long long)n, (unsigned long long)first);
+        return EXIT_ERROR;
+    }
+    return EXIT_OK;
+}
+
 int cmd_cat(int argc, char **argv)
 {
     struct cat_mode m = {0, -1};
@@ -251,55 +317,23 @@ int cmd_cat(int argc, char **argv)
                   "--raw or --json, not --%s", mode == 'n' ? "npy" : "png");
         return cmd_usage(usage_text, false);
     }
-    dlk_error err;
     dlk_dataset *ds;
-    if (cmd_dataset_open(url, at, &ds, &err))
-        return cmd_fail("cat", &err);
-    int ti = dlk_dataset_find(ds, tname);
-    if (ti < 0) {
-        char names[512] = "";
-        size_t len = 0, nt = dlk_dataset_ntensors(ds);
-        for (size_t i = 0; i < nt && len < sizeof names - 1; i++) {
-            dlk_tensor_info ti2;
-            if (dlk_tensor_info_get(ds, i, &ti2, &err) == DLK_OK)
-                len += (size_t)snprintf(names + len, sizeof names - len,
-                                        "%s%s", i ? ", " : "", ti2.name);
-        }
-        cmd_error("cat", "no tensor '%s' in '%s' (its tensors: %s)", tname,
-                  url, nt ? names : "none");
-        dlk_dataset_free(ds);
-        return EXIT_ERROR;
-    }
+    int ti = -1;
     dlk_tensor_info t;
-    uint64_t *rows = NULL, n;
-    code = EXIT_OK;
-    if (dlk_tensor_info_get(ds, (size_t)ti, &t, &err) ||
-        (view && dlk_view_rows(ds, view, &rows, &n, &err))) {
+    code = open_tensor(url, at, tname, &ds, &ti, &t);
+    if (code != EXIT_OK)
+        return code;
+    dlk_error err;
+    uint64_t *rows = NULL, n = t.samples;
+    if (view && dlk_view_rows(ds, view, &rows, &n, &err)) {
         code = cmd_fail("cat", &err);
         dlk_dataset_free(ds);
         return code;
     }
-    if (!view)
-        n = t.samples;
-    if (range && end == UINT64_MAX) /* FIRST: runs to the last */
-        end = n > first ? n : first;
-    if (range && end > n) {
-        if (view)
-            cmd_error("cat", "view '%s' has %llu rows, the range ends at %llu",
-                      view, (unsigned long long)n, (unsigned long long)end);
-        else
-            cmd_error("cat", "tensor '%s' has %llu samples, the range ends "
-                      "at %llu", t.name, (unsigned long long)n,
-                      (unsigned long long)end);
-        code = EXIT_ERROR;
-    } else if (!range && view && first >= n) {
-        cmd_error("cat", "view '%s' has %llu rows, no row %llu", view,
-                  (unsigned long long)n, (unsigned long long)first);
-        code = EXIT_ERROR;
-    } else if (!range) { /* past the end: the read says how many there are */
+    code = check_span(view, &t, n, range, first, &end);
+    if (code == EXIT_OK && !range) /* past the end: the read says how many */
         code = cat_one(ds, (size_t)ti, &t, rows ? rows[first] : first, mode,
                        frame);
-    }
     for (uint64_t i = first; range && code == EXIT_OK && i < end; i++)
         code = cat_one(ds, (size_t)ti, &t, rows ? rows[i] : i, mode, frame);
     free(rows);

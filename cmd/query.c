@@ -220,13 +220,28 @@ static void point_at(const char *expr, size_t col)
 /* The dataset's url in --json, credentials redacted. */
 static char json_url[1024];
 
-/* --near T=FILE.npy of several query vectors: the rows are read once
- * into a resident index (dlk_index_open: on a GPU they are copied there
- * once), which answers every query; a block of rows per query. */
-static int query_many(dlk_dataset *ds, const char *url, const char *at,
-                      const dlk_select_opts *so, const float *vecs,
-                      uint32_t nq, uint32_t dim, const show *sh,
-                      uint64_t limit, bool json)
+/* Whether the query vectors have as many values as the rows of the
+ * tensor they are compared with (checked before the rows are read).  An
+ * exit code. */
+static int check_dim(dlk_dataset *ds, const dlk_select_opts *so, uint32_t dim)
+{
+    dlk_error err;
+    int ti = dlk_dataset_find(ds, so->near_tensor);
+    dlk_tensor_info ti_info;
+    if (ti >= 0 && !dlk_tensor_info_get(ds, (size_t)ti, &ti_info, &err) &&
+        ti_info.ndim == 1 && ti_info.shape[0] != (int64_t)dim) {
+        cmd_error("query", "the query vectors have %u values; tensor '%s' "
+                  "has %lld", dim, so->near_tensor,
+                  (long long)ti_info.shape[0]);
+        return EXIT_ERROR;
+    }
+    return EXIT_OK;
+}
+
+/* The resident index of the rows the queries search.  An exit code:
+ * usage where the expression is at fault, with a caret under it. */
+static int open_index(dlk_dataset *ds, const dlk_select_opts *so,
+                      dlk_index **ix)
 {
     dlk_error err;
     size_t col = 0;
@@ -240,19 +255,7 @@ static int query_many(dlk_dataset *ds, const char *url, const char *at,
         .threads = so->threads,
         .no_verify = so->no_verify, .error_column = &col,
     };
-    /* the lengths checked before the rows are read */
-    int ti = dlk_dataset_find(ds, so->near_tensor);
-    dlk_tensor_info ti_info;
-    if (ti >= 0 && !dlk_tensor_info_get(ds, (size_t)ti, &ti_info, &err) &&
-        ti_info.ndim == 1 && ti_info.shape[0] != (int64_t)dim) {
-        cmd_error("query", "the query vectors have %u values; tensor '%s' "
-                  "has %lld", dim, so->near_tensor,
-                  (long long)ti_info.shape[0]);
-        return EXIT_ERROR;
-    }
-    dlk_index *ix;
-    double t0 = cmd_now_s();
-    if (dlk_index_open(ds, &io, &ix, &err)) {
+    if (dlk_index_open(ds, &io, ix, &err)) {
         int code = cmd_fail("query", &err);
         if (col) { /* the expression is at fault: usage */
             point_at(so->where, col);
@@ -260,11 +263,55 @@ static int query_many(dlk_dataset *ds, const char *url, const char *at,
         }
         return code;
     }
+    return EXIT_OK;
+}
+
+/* --json's object for nq queries answered by ix (got rows each), its
+ * "results" an empty array for the queries' blocks: seconds from t0,
+ * the index loaded at t1, searched by t2. */
+static json_t *many_json(const char *url, const char *at,
+                         const dlk_select_opts *so, uint32_t nq,
+                         const dlk_index *ix, uint32_t got, double t0,
+                         double t1, double t2)
+{
+    json_t *o = json_pack("{s:s,s:s?,s:s?,s:I,s:I,s:I}", "dataset",
+                          cmd_redact_url(url, json_url, sizeof json_url),
+                          "at", at, "expression", so->where,
+                          "queries", (json_int_t)nq,
+                          "candidates", (json_int_t)dlk_index_rows(ix),
+                          "count", (json_int_t)got);
+    if (so->view)
+        json_object_set_new(o, "view", json_string(so->view));
+    json_object_set_new(o, "device", json_string(dlk_query_device_name(
+                                         dlk_index_device(ix))));
+    json_object_set_new(o, "seconds", json_real(t2 - t0));
+    json_object_set_new(o, "load_seconds", json_real(t1 - t0));
+    json_object_set_new(o, "index_bytes",
+                        json_integer((json_int_t)dlk_index_bytes(ix)));
+    json_object_set_new(o, "results", json_array());
+    return o;
+}
+
+/* --near T=FILE.npy of several query vectors: the rows are read once
+ * into a resident index (dlk_index_open: on a GPU they are copied there
+ * once), which answers every query; a block of rows per query. */
+static int query_many(dlk_dataset *ds, const char *url, const char *at,
+                      const dlk_select_opts *so, const float *vecs,
+                      uint32_t nq, uint32_t dim, const show *sh,
+                      uint64_t limit, bool json)
+{
+    dlk_error err;
+    if (check_dim(ds, so, dim))
+        return EXIT_ERROR;
+    dlk_index *ix;
+    double t0 = cmd_now_s();
+    int code = open_index(ds, so, &ix);
+    if (code != EXIT_OK)
+        return code;
     double t1 = cmd_now_s();
     uint32_t k = so->k ? so->k : 10, got = 0;
     uint64_t *rows = malloc((size_t)nq * k * sizeof *rows);
     double *scores = malloc((size_t)nq * k * sizeof *scores);
-    int code = EXIT_OK;
     if (!rows || !scores) {
         cmd_error("query", "out of memory");
         code = EXIT_ERROR;
@@ -275,22 +322,8 @@ static int query_many(dlk_dataset *ds, const char *url, const char *at,
     double t2 = cmd_now_s();
     json_t *o = NULL, *results = NULL;
     if (!code && json) {
-        o = json_pack("{s:s,s:s?,s:s?,s:I,s:I,s:I}", "dataset",
-                      cmd_redact_url(url, json_url, sizeof json_url),
-                      "at", at, "expression", so->where,
-                      "queries", (json_int_t)nq,
-                      "candidates", (json_int_t)dlk_index_rows(ix),
-                      "count", (json_int_t)got);
-        if (so->view)
-            json_object_set_new(o, "view", json_string(so->view));
-        json_object_set_new(o, "device", json_string(dlk_query_device_name(
-                                             dlk_index_device(ix))));
-        json_object_set_new(o, "seconds", json_real(t2 - t0));
-        json_object_set_new(o, "load_seconds", json_real(t1 - t0));
-        json_object_set_new(o, "index_bytes",
-                            json_integer((json_int_t)dlk_index_bytes(ix)));
-        results = json_array();
-        json_object_set_new(o, "results", results);
+        o = many_json(url, at, so, nq, ix, got, t0, t1, t2);
+        results = json_object_get(o, "results");
     }
     for (uint32_t i = 0; !code && i < nq; i++) {
         dlk_select_result r = {.size = sizeof r,

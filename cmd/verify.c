@@ -66,7 +66,10 @@ static void on_unreferenced(void *ud, const char *object, uint64_t size)
     }
 }
 
-int cmd_verify(int argc, char **argv)
+/* The command line into vo, r and *at: -1 to go on, else the exit
+ * code (--help, a bad option or argument). */
+static int read_args(int argc, char **argv, dlk_verify_opts *vo,
+                     struct report *r, const char **at)
 {
     static const struct option opts[] = {
         {"deep", no_argument, 0, 'd'},
@@ -77,20 +80,16 @@ int cmd_verify(int argc, char **argv)
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    struct report r = {false, NULL, NULL};
-    dlk_verify_opts vo = {.size = sizeof vo, .on_problem = on_problem,
-                          .on_unreferenced = on_unreferenced, .ud = &r};
-    const char *at = NULL;
     int c;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'd': vo.deep = 1; break;
-        case 'a': at = optarg; break;
-        case 'A': vo.all = 1; break;
-        case 'v': vo.view = optarg; break;
-        case 'j': r.json = true; break;
+        case 'd': vo->deep = 1; break;
+        case 'a': *at = optarg; break;
+        case 'A': vo->all = 1; break;
+        case 'v': vo->view = optarg; break;
+        case 'j': r->json = true; break;
         case 'h': return cmd_finish("verify", cmd_usage(usage_text, true));
         default:
             return cmd_bad_option("verify", argv, opts, usage_text);
@@ -103,56 +102,91 @@ int cmd_verify(int argc, char **argv)
     }
     if (cmd_check_url("verify", argv[optind]))
         return EXIT_USAGE;
-    if ((at || vo.view) && vo.all) {
+    if ((*at || vo->view) && vo->all) {
         cmd_error("verify", "--all excludes --at and --view");
         return cmd_usage(usage_text, false);
     }
-    const char *url = argv[optind];
-    r.errors = json_array();
-    r.unreferenced = json_array();
-    dlk_verify_result res = DLK_VERIFY_RESULT_INIT;
+    return -1;
+}
+
+/* The dataset at url checked into *res, its findings reported to r: a
+ * description or manifest that cannot be read as the format's is one
+ * of them.  -1 to go on, else the exit code of a failure. */
+static int check_dataset(const char *url, const char *at,
+                         const dlk_verify_opts *vo, struct report *r,
+                         dlk_verify_result *res)
+{
     dlk_error err;
     dlk_dataset *ds = NULL;
     dlk_status rc = cmd_dataset_open(url, at, &ds, &err);
     if (rc == DLK_ECORRUPT || rc == DLK_EUNSUPPORTED || rc == DLK_ELIMIT) {
         /* a dataset whose description or manifest is bad is a finding */
-        on_problem(&r, "", err.msg);
-        res.problems = 1;
+        on_problem(r, "", err.msg);
+        res->problems = 1;
     } else if (rc) {
-        json_decref(r.errors);
-        json_decref(r.unreferenced);
         return cmd_fail("verify", &err);
-    } else if ((rc = dlk_verify(ds, &vo, &res, &err))) {
-        json_decref(r.errors);
-        json_decref(r.unreferenced);
+    } else if (dlk_verify(ds, vo, res, &err)) {
         dlk_dataset_free(ds);
         return cmd_fail("verify", &err);
     }
     dlk_dataset_free(ds);
-    if (r.json) {
-        json_t *o = json_pack("{s:b,s:I,s:I,s:I,s:o,s:o}", "ok",
-                              res.problems == 0, "chunks_checked",
-                              (json_int_t)res.chunks_checked, "bytes_checked",
-                              (json_int_t)res.bytes_checked, "commits_checked",
-                              (json_int_t)res.commits_checked, "errors",
-                              r.errors, "unreferenced", r.unreferenced);
-        cmd_json_print(o, JSON_PRESERVE_ORDER | JSON_INDENT(2));
-        json_decref(o);
+    return -1;
+}
+
+/* The findings as --json's object (taking r's arrays). */
+static void print_json(struct report *r, const dlk_verify_result *res)
+{
+    json_t *o = json_pack("{s:b,s:I,s:I,s:I,s:o,s:o}", "ok",
+                          res->problems == 0, "chunks_checked",
+                          (json_int_t)res->chunks_checked, "bytes_checked",
+                          (json_int_t)res->bytes_checked, "commits_checked",
+                          (json_int_t)res->commits_checked, "errors",
+                          r->errors, "unreferenced", r->unreferenced);
+    cmd_json_print(o, JSON_PRESERVE_ORDER | JSON_INDENT(2));
+    json_decref(o);
+}
+
+/* The summary line after the findings printed as they came. */
+static void print_summary(const dlk_verify_opts *vo,
+                          const dlk_verify_result *res)
+{
+    char b[32];
+    char commits[64] = "";
+    if (vo->all)
+        snprintf(commits, sizeof commits, " in %llu commit%s and the head",
+                 (unsigned long long)res->commits_checked,
+                 res->commits_checked == 1 ? "" : "s");
+    printf("%s: %llu chunks, %s checked%s%s; %llu problem%s\n",
+           res->problems ? "FAILED" : "ok",
+           (unsigned long long)res->chunks_checked,
+           cmd_bytes(res->bytes_checked, b), commits,
+           vo->deep ? " (deep)" : "", (unsigned long long)res->problems,
+           res->problems == 1 ? "" : "s");
+}
+
+int cmd_verify(int argc, char **argv)
+{
+    struct report r = {false, NULL, NULL};
+    dlk_verify_opts vo = {.size = sizeof vo, .on_problem = on_problem,
+                          .on_unreferenced = on_unreferenced, .ud = &r};
+    const char *at = NULL;
+    int code = read_args(argc, argv, &vo, &r, &at);
+    if (code >= 0)
+        return code;
+    const char *url = argv[optind];
+    r.errors = json_array();
+    r.unreferenced = json_array();
+    dlk_verify_result res = DLK_VERIFY_RESULT_INIT;
+    code = check_dataset(url, at, &vo, &r, &res);
+    if (code < 0 && r.json) {
+        print_json(&r, &res);
     } else {
-        char b[32];
         json_decref(r.errors);
         json_decref(r.unreferenced);
-        char commits[64] = "";
-        if (vo.all)
-            snprintf(commits, sizeof commits, " in %llu commit%s and the head",
-                     (unsigned long long)res.commits_checked,
-                     res.commits_checked == 1 ? "" : "s");
-        printf("%s: %llu chunks, %s checked%s%s; %llu problem%s\n",
-               res.problems ? "FAILED" : "ok",
-               (unsigned long long)res.chunks_checked,
-               cmd_bytes(res.bytes_checked, b), commits,
-               vo.deep ? " (deep)" : "", (unsigned long long)res.problems,
-               res.problems == 1 ? "" : "s");
     }
+    if (code >= 0)
+        return code;
+    if (!r.json)
+        print_summary(&vo, &res);
     return cmd_finish("verify", res.problems ? EXIT_PROBLEMS : EXIT_OK);
 }
