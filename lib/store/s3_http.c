@@ -724,11 +724,10 @@ static void adapt(s3_engine *e, bool slow, bool retry, int64_t now)
     }
 }
 
-/* The loop thread's handling of a finished transfer.  Called unlocked. */
-static void on_done(s3_engine *e, CURL *h, CURLcode code)
+/* A finished transfer's answer into x (its status, a body cut short,
+ * curl's message), and its handle given back to the engine. */
+static void take_answer(s3_engine *e, CURL *h, s3_req *x, CURLcode code)
 {
-    s3_req *x = NULL;
-    curl_easy_getinfo(h, CURLINFO_PRIVATE, (char **)&x);
     x->curl_code = (int)code;
     if (code == CURLE_OK) {
         long st = 0;
@@ -749,13 +748,78 @@ static void on_done(s3_engine *e, CURL *h, CURLcode code)
     recycle(e, h);
     curl_slist_free_all(x->all_headers);
     x->all_headers = NULL;
+}
+
+/* Whether x's answer is worth asking again: the server busy or failing,
+ * a body cut short, a network error curl can retry (slow: the server
+ * asked for less, 503 or 429). */
+static bool answer_retryable(const s3_req *x, CURLcode code, bool slow)
+{
+    return slow || x->status == 408 || x->status == 500 ||
+           x->status == 502 ||
+           x->status == 504 || x->short_body ||
+           (code != CURLE_OK && !x->over_limit && !x->oom &&
+            retryable_curl(code));
+}
+
+/* Hedging's latencies and tokens learn from a transfer that ended for
+ * good. */
+static void hedge_learn(s3_engine *e, s3_req *x, bool retry, int64_t now)
+{
+    if (e->hedge_on && !retry && hedgeable(x)) {
+        if (x->in_status_ok && !x->canceled)
+            lat_record(e, x, now - x->started_ms);
+        e->hedge_tokens += HEDGE_EARN;
+        if (e->hedge_tokens > HEDGE_TOKENS_MAX)
+            e->hedge_tokens = HEDGE_TOKENS_MAX;
+    }
+}
+
+/* The request r ends with transfer x's answer (x: r or r's hedge): the
+ * other of a hedged pair (other, NULL without one) lost. */
+static void settle_pair(s3_engine *e, s3_req *r, s3_req *x, s3_req *other,
+                        bool retry)
+{
+    if (x != r) {
+        if (other)
+            drop_transfer(e, r);     /* the primary lost */
+        adopt(r, x);
+        if (!retry)
+            __atomic_add_fetch(&e->hedge_wins, 1, __ATOMIC_RELAXED);
+        r->hedge = NULL;
+        free_hedge(e, x);
+    } else if (r->hedge) {
+        free_hedge(e, r->hedge);     /* the hedge lost */
+        r->hedge = NULL;
+    }
+}
+
+/* r queued for another attempt after a backoff, unless it has had all
+ * its attempts (false).  Lock held. */
+static bool retry_later(s3_engine *e, s3_req *r, int64_t now)
+{
+    if (r->attempts >= (r->attempts_max ? r->attempts_max : e->max_attempts))
+        return false;
+    unsigned shift = (unsigned)(r->attempts - 1);
+    uint64_t cap = (uint64_t)BACKOFF_BASE_MS << (shift > 20 ? 20 : shift);
+    if (cap > BACKOFF_CAP_MS)
+        cap = BACKOFF_CAP_MS;
+    r->not_before_ms = now + (int64_t)(cap / 2 +
+                                       rng_next(e) % (cap / 2 + 1));
+    r->next = e->delayed;
+    e->delayed = r;
+    return true;
+}
+
+/* The loop thread's handling of a finished transfer.  Called unlocked. */
+static void on_done(s3_engine *e, CURL *h, CURLcode code)
+{
+    s3_req *x = NULL;
+    curl_easy_getinfo(h, CURLINFO_PRIVATE, (char **)&x);
+    take_answer(e, h, x, code);
 
     bool slow = x->status == 503 || x->status == 429;
-    bool retry = slow || x->status == 408 || x->status == 500 ||
-                 x->status == 502 ||
-                 x->status == 504 || x->short_body ||
-                 (code != CURLE_OK && !x->over_limit && !x->oom &&
-                  retryable_curl(code));
+    bool retry = answer_retryable(x, code, slow);
     int64_t now = now_ms();
     if (code == CURLE_OK && now - x->started_ms < e->win_min_lat_ms)
         e->win_min_lat_ms = now - x->started_ms;
@@ -765,13 +829,7 @@ static void on_done(s3_engine *e, CURL *h, CURLcode code)
     bool is_hedge = x != r;
     if (!is_hedge)
         act_remove(e, r);
-    if (e->hedge_on && !retry && hedgeable(x)) {
-        if (x->in_status_ok && !x->canceled)
-            lat_record(e, x, now - x->started_ms);
-        e->hedge_tokens += HEDGE_EARN;
-        if (e->hedge_tokens > HEDGE_TOKENS_MAX)
-            e->hedge_tokens = HEDGE_TOKENS_MAX;
-    }
+    hedge_learn(e, x, retry, now);
     /* a hedged pair: the first to finish for good wins */
     s3_req *other = is_hedge ? (r->easy ? r : NULL) : r->hedge;
     if (other && (retry || (is_hedge && x->oom))) {
@@ -787,37 +845,15 @@ static void on_done(s3_engine *e, CURL *h, CURLcode code)
         return;
     }
     int ended = other ? 2 : 1;
-    if (is_hedge) {
-        if (other)
-            drop_transfer(e, r);     /* the primary lost */
-        adopt(r, x);
-        if (!retry)
-            __atomic_add_fetch(&e->hedge_wins, 1, __ATOMIC_RELAXED);
-        r->hedge = NULL;
-        free_hedge(e, x);
-    } else if (r->hedge) {
-        free_hedge(e, r->hedge);     /* the hedge lost */
-        r->hedge = NULL;
-    }
+    settle_pair(e, r, x, other, retry);
 
     pthread_mutex_lock(&e->mu);
     e->inflight -= ended;
     adapt(e, slow, retry, now);
-    if (retry && r->attempts < (r->attempts_max ? r->attempts_max
-                                                : e->max_attempts)) {
-        unsigned shift = (unsigned)(r->attempts - 1);
-        uint64_t cap = (uint64_t)BACKOFF_BASE_MS << (shift > 20 ? 20 : shift);
-        if (cap > BACKOFF_CAP_MS)
-            cap = BACKOFF_CAP_MS;
-        r->not_before_ms = now + (int64_t)(cap / 2 +
-                                           rng_next(e) % (cap / 2 + 1));
-        r->next = e->delayed;
-        e->delayed = r;
-        pthread_mutex_unlock(&e->mu);
-        return;
-    }
+    bool again = retry && retry_later(e, r, now);
     pthread_mutex_unlock(&e->mu);
-    finish_one(e, r);
+    if (!again)
+        finish_one(e, r);
 }
 
 /* The caller's cancel said stop: every transfer in flight ends now as
