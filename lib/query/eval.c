@@ -139,6 +139,62 @@ static void binary_cols(int op, const double *a, const double *b, size_t n,
 #undef BINARY_LOOPS
 #undef LOOP
 
+/* A leaf that reads no tensor (a number, the row, random()) over rows. */
+static void leaf(const q_node *x, const uint64_t *rows, size_t n, double *o)
+{
+    switch (x->kind) {
+    case N_NUM:
+        for (size_t i = 0; i < n; i++)
+            o[i] = x->num;
+        break;
+    case N_ROW:
+        for (size_t i = 0; i < n; i++)
+            o[i] = (double)rows[i];
+        break;
+    default: /* N_RANDOM */
+        for (size_t i = 0; i < n; i++)
+            o[i] = q_random(x->seed, rows[i]);
+    }
+}
+
+/* abs, -, not and in of the column a. */
+static void unary(const q_node *x, const double *a, size_t n, double *o)
+{
+    switch (x->kind) {
+    case N_ABS:
+        for (size_t i = 0; i < n; i++)
+            o[i] = fabs(a[i]);
+        break;
+    case N_NEG:
+        for (size_t i = 0; i < n; i++)
+            o[i] = -a[i];
+        break;
+    case N_NOT:
+        for (size_t i = 0; i < n; i++)
+            o[i] = !q_truth(a[i]);
+        break;
+    default: /* N_IN */
+        for (size_t i = 0; i < n; i++) {
+            bool hit = false;
+            for (size_t k = 0; k < x->nlist && !hit; k++)
+                hit = a[i] == x->list[k];
+            o[i] = hit != x->negate;
+        }
+    }
+}
+
+/* a and b (and: true), else a or b, of two columns. */
+static void logical(bool and, const double *a, const double *b, size_t n,
+                    double *o)
+{
+    if (and)
+        for (size_t i = 0; i < n; i++)
+            o[i] = q_truth(a[i]) && q_truth(b[i]);
+    else
+        for (size_t i = 0; i < n; i++)
+            o[i] = q_truth(a[i]) || q_truth(b[i]);
+}
+
 /* Node ni over the batch's first n rows: a column in the node's scratch. */
 static const double *ev(worker *w, int ni, size_t n)
 {
@@ -149,17 +205,8 @@ static const double *ev(worker *w, int ni, size_t n)
     const dlk_tensor *t = x->tensor >= 0 ? &w->ds->m.tensors[x->tensor]
                                          : NULL;
     switch (x->kind) {
-    case N_NUM:
-        for (size_t i = 0; i < n; i++)
-            o[i] = x->num;
-        break;
-    case N_ROW:
-        for (size_t i = 0; i < n; i++)
-            o[i] = (double)rows[i];
-        break;
-    case N_RANDOM:
-        for (size_t i = 0; i < n; i++)
-            o[i] = q_random(x->seed, rows[i]);
+    case N_NUM: case N_ROW: case N_RANDOM:
+        leaf(x, rows, n, o);
         break;
     case N_SCALAR:
         q_load_scalar(t->spec.dtype, qc->c->payload, qc->first, rows, n,
@@ -172,42 +219,12 @@ static const double *ev(worker *w, int ni, size_t n)
     case N_TEXT_EQ: case N_TEXT_IN: case N_CONTAINS: case N_LIKE:
         text_matches(x, qc, rows, n, o);
         break;
-    case N_ABS: {
-        const double *a = ev(w, x->a, n);
-        for (size_t i = 0; i < n; i++)
-            o[i] = fabs(a[i]);
+    case N_ABS: case N_NEG: case N_NOT: case N_IN:
+        unary(x, ev(w, x->a, n), n, o);
         break;
-    }
-    case N_NEG: {
-        const double *a = ev(w, x->a, n);
-        for (size_t i = 0; i < n; i++)
-            o[i] = -a[i];
-        break;
-    }
-    case N_NOT: {
-        const double *a = ev(w, x->a, n);
-        for (size_t i = 0; i < n; i++)
-            o[i] = !q_truth(a[i]);
-        break;
-    }
-    case N_IN: {
-        const double *a = ev(w, x->a, n);
-        for (size_t i = 0; i < n; i++) {
-            bool hit = false;
-            for (size_t k = 0; k < x->nlist && !hit; k++)
-                hit = a[i] == x->list[k];
-            o[i] = hit != x->negate;
-        }
-        break;
-    }
     case N_AND: case N_OR: {
         const double *a = ev(w, x->a, n), *b = ev(w, x->b, n);
-        if (x->kind == N_AND)
-            for (size_t i = 0; i < n; i++)
-                o[i] = q_truth(a[i]) && q_truth(b[i]);
-        else
-            for (size_t i = 0; i < n; i++)
-                o[i] = q_truth(a[i]) || q_truth(b[i]);
+        logical(x->kind == N_AND, a, b, n, o);
         break;
     }
     case N_ARITH: case N_CMP: {
@@ -285,11 +302,115 @@ static void run_fail(run *r, dlk_status rc, const dlk_error *err)
 }
 
 
-static dlk_status run_task(run *r, worker *w, task *tk, uint64_t *bytes,
-                           dlk_error *err)
+/* Each tensor's chunk that holds candidate row r0 current in w (a
+ * chunk the check pass kept, else read into the worker's own), *limit
+ * the first row past the shortest of them. */
+static dlk_status load_chunks(run *r, worker *w, uint64_t r0, uint64_t *limit,
+                              uint64_t *bytes, dlk_error *err)
 {
     const q_expr *e = r->e;
     dlk_dataset *ds = r->ds;
+    *limit = UINT64_MAX;
+    for (int s = 0; s < e->ntensors; s++) {
+        const q_chunk *qc = w->cur[s];
+        if (!qc || !qc->c || r0 < qc->first || r0 >= qc->end) {
+            const dlk_tensor *t = &ds->m.tensors[e->tensors[s]];
+            ssize_t ci = dlk_tensor_find_chunk(t, r0);
+            if (ci < 0)
+                return dlk_fail(err, DLK_ECORRUPT, "tensor '%s' has no "
+                                "row %llu", t->spec.name,
+                                (unsigned long long)r0);
+            if (r->shared && r->shared[s] && r->shared[s][ci]) {
+                qc = r->shared[s][ci];
+            } else {
+                dlk_status rc = q_chunk_get(ds, (size_t)e->tensors[s],
+                                            (size_t)ci, r->mode,
+                                            &w->qc[s], bytes, err);
+                if (rc)
+                    return rc;
+                qc = &w->qc[s];
+            }
+            w->cur[s] = qc;
+        }
+        if (qc->end < *limit)
+            *limit = qc->end;
+    }
+    return DLK_OK;
+}
+
+/* The end of the task's positions from i that the current chunks hold
+ * (candidates a range of rows from base; limit the chunks' end). */
+static uint64_t range_end(const run *r, const task *tk, uint64_t limit)
+{
+    uint64_t base = r->cands->base;
+    return tk->i1 < limit - base ? tk->i1 : limit - base;
+}
+
+/* The simple case (simple_cmp over a range of rows): positions i.. of
+ * the chunk at r0 compared by the typed loop.  Returns the next
+ * position. */
+static uint64_t cmp_span(const run *r, worker *w, task *tk, uint64_t i,
+                         uint64_t r0, uint64_t limit)
+{
+    const q_expr *e = r->e;
+    const q_node *x = &e->nodes[e->root];
+    const q_node *a = &e->nodes[x->a];
+    const q_chunk *qc = w->cur[a->slot];
+    /* positions: rows less the range's base */
+    uint64_t end = range_end(r, tk, limit);
+    tk->nout = q_cmp_const(r->ds->m.tensors[a->tensor].spec.dtype, x->op,
+                           qc->c->payload, (size_t)(r0 - qc->first),
+                           e->nodes[x->b].num, r0, (size_t)(end - i),
+                           tk->out, tk->nout);
+    return end;
+}
+
+/* The next batch of candidates from position *i that the current
+ * chunks hold into w->rows (at most BATCH, below limit); their number. */
+static size_t next_batch(const run *r, worker *w, const task *tk, uint64_t *i,
+                         uint64_t limit)
+{
+    size_t n = 0;
+    if (!r->cands->rows) { /* a range of rows: consecutive */
+        uint64_t base = r->cands->base;
+        uint64_t end = range_end(r, tk, limit);
+        n = end - *i < BATCH ? (size_t)(end - *i) : BATCH;
+        for (size_t k = 0; k < n; k++)
+            w->rows[k] = base + *i + k;
+        *i += n;
+        w->contig = true;
+    } else {
+        while (*i < tk->i1 && n < BATCH) {
+            uint64_t row = r->cands->rows[*i];
+            if (row >= limit)
+                break;
+            w->rows[n++] = row;
+            (*i)++;
+        }
+        w->contig = false;
+    }
+    return n;
+}
+
+/* The batch's rows whose value v is true appended to the task's
+ * matches (counted only, without a result). */
+static void keep_matches(const worker *w, task *tk, const double *v, size_t n)
+{
+    uint64_t *out = tk->out, m = tk->nout;
+    if (out)
+        for (size_t k = 0; k < n; k++) {
+            out[m] = w->rows[k];
+            m += q_truth(v[k]);
+        }
+    else
+        for (size_t k = 0; k < n; k++)
+            m += q_truth(v[k]);
+    tk->nout = m;
+}
+
+static dlk_status run_task(run *r, worker *w, task *tk, uint64_t *bytes,
+                           dlk_error *err)
+{
     uint64_t i = tk->i0;
     /* the task's matches go to its own stretch of the result (room for
      * every candidate, so the append needs no branch on the result),
@@ -298,75 +419,16 @@ static dlk_status run_task(run *r, worker *w, task *tk, uint64_t *bytes,
     while (i < tk->i1) {
         if (atomic_load(&r->failed))
             return DLK_OK;
-        uint64_t r0 = q_cand(r->cands, i), limit = UINT64_MAX;
-        for (int s = 0; s < e->ntensors; s++) {
-            const q_chunk *qc = w->cur[s];
-            if (!qc || !qc->c || r0 < qc->first || r0 >= qc->end) {
-                const dlk_tensor *t = &ds->m.tensors[e->tensors[s]];
-                ssize_t ci = dlk_tensor_find_chunk(t, r0);
-                if (ci < 0)
-                    return dlk_fail(err, DLK_ECORRUPT, "tensor '%s' has no "
-                                    "row %llu", t->spec.name,
-                                    (unsigned long long)r0);
-                if (r->shared && r->shared[s] && r->shared[s][ci]) {
-                    qc = r->shared[s][ci];
-                } else {
-                    dlk_status rc = q_chunk_get(ds, (size_t)e->tensors[s],
-                                                (size_t)ci, r->mode,
-                                                &w->qc[s], bytes, err);
-                    if (rc)
-                        return rc;
-                    qc = &w->qc[s];
-                }
-                w->cur[s] = qc;
-            }
-            if (qc->end < limit)
-                limit = qc->end;
-        }
-        size_t n = 0;
+        uint64_t r0 = q_cand(r->cands, i), limit;
+        dlk_status rc = load_chunks(r, w, r0, &limit, bytes, err);
+        if (rc)
+            return rc;
         if (!r->cands->rows && r->simple) {
-            const q_node *x = &e->nodes[e->root];
-            const q_node *a = &e->nodes[x->a];
-            const q_chunk *qc = w->cur[a->slot];
-            /* positions: rows less the range's base */
-            uint64_t base = r->cands->base;
-            uint64_t end = tk->i1 < limit - base ? tk->i1 : limit - base;
-            tk->nout = q_cmp_const(ds->m.tensors[a->tensor].spec.dtype, x->op,
-                                 qc->c->payload, (size_t)(r0 - qc->first),
-                                 e->nodes[x->b].num, r0, (size_t)(end - i),
-                                 tk->out, tk->nout);
-            i = end;
+            i = cmp_span(r, w, tk, i, r0, limit);
             continue;
         }
-        if (!r->cands->rows) { /* a range of rows: consecutive */
-            uint64_t base = r->cands->base;
-            uint64_t end = tk->i1 < limit - base ? tk->i1 : limit - base;
-            n = end - i < BATCH ? (size_t)(end - i) : BATCH;
-            for (size_t k = 0; k < n; k++)
-                w->rows[k] = base + i + k;
-            i += n;
-            w->contig = true;
-        } else {
-            while (i < tk->i1 && n < BATCH) {
-                uint64_t row = r->cands->rows[i];
-                if (row >= limit)
-                    break;
-                w->rows[n++] = row;
-                i++;
-            }
-            w->contig = false;
-        }
-        const double *v = ev(w, e->root, n);
-        uint64_t *out = tk->out, m = tk->nout;
-        if (out)
-            for (size_t k = 0; k < n; k++) {
-                out[m] = w->rows[k];
-                m += q_truth(v[k]);
-            }
-        else
-            for (size_t k = 0; k < n; k++)
-                m += q_truth(v[k]);
-        tk->nout = m;
+        size_t n = next_batch(r, w, tk, &i, limit);
+        keep_matches(w, tk, ev(w, r->e->root, n), n);
     }
     return DLK_OK;
 }
@@ -484,6 +546,104 @@ static dlk_status plan_verify(run *r, dlk_error *err)
     return DLK_OK;
 }
 
+/* r set up for e over cands; returns the most candidates a task takes:
+ * compressed chunks are decompressed once per task (one task a chunk,
+ * verified as it is read, r->mode), otherwise pieces, verified first. */
+static uint64_t run_init(run *r, dlk_dataset *ds, const q_expr *e,
+                         const q_cands *cands, uint32_t threads, bool verify,
+                         bool *compressed)
+{
+    memset(r, 0, sizeof *r);
+    r->ds = ds;
+    r->e = e;
+    r->cands = cands;
+    r->simple = simple_cmp(e, &ds->m);
+    pthread_mutex_init(&r->mu, NULL);
+    *compressed = false;
+    for (int s = 0; s < e->ntensors; s++)
+        *compressed |= ds->m.tensors[e->tensors[s]].spec.codec !=
+                       DLK_CODEC_NONE;
+    uint64_t piece = *compressed ? UINT64_MAX
+                   : cands->n / ((uint64_t)threads * 4) + 1;
+    if (piece < PIECE_MIN)
+        piece = PIECE_MIN;
+    r->mode = verify && *compressed ? DLK_DECODE_VERIFY : 0;
+    return piece;
+}
+
+/* The candidates cut into tasks of at most piece, none across a chunk
+ * of the first tensor. */
+static dlk_status plan_tasks(run *r, uint64_t piece, dlk_error *err)
+{
+    const q_expr *e = r->e;
+    const q_cands *cands = r->cands;
+    const dlk_tensor *drv = e->ntensors ? &r->ds->m.tensors[e->tensors[0]]
+                                        : NULL;
+    size_t cap = 0;
+    dlk_status rc = DLK_OK;
+    for (uint64_t i = 0; !rc && i < cands->n;) {
+        uint64_t end = cands->n;
+        if (drv) {
+            ssize_t ci = dlk_tensor_find_chunk(drv, q_cand(cands, i));
+            if (ci < 0)
+                return dlk_fail(err, DLK_ECORRUPT, "tensor '%s' has no row "
+                                "%llu", drv->spec.name,
+                                (unsigned long long)q_cand(cands, i));
+            const dlk_chunk_entry *ce = &drv->chunks[ci];
+            end = q_cands_lower(cands, i, cands->n,
+                                ce->first + ce->samples);
+        }
+        if (end - i > piece)
+            end = i + piece;
+        rc = add_task(r, &cap, i, end, err);
+        i = end;
+    }
+    return rc;
+}
+
+/* Room for the chunks the check pass keeps for the tasks. */
+static dlk_status keep_room(run *r, dlk_error *err)
+{
+    const q_expr *e = r->e;
+    r->kept = calloc(r->nverify, sizeof *r->kept);
+    r->shared = calloc((size_t)e->ntensors, sizeof *r->shared);
+    for (int s = 0; r->shared && s < e->ntensors; s++)
+        if (!(r->shared[s] = calloc(r->ds->m.tensors[e->tensors[s]].nchunks + 1,
+                                    sizeof **r->shared)))
+            break;
+    bool all = r->kept && r->shared;
+    for (int s = 0; all && s < e->ntensors; s++)
+        all = r->shared[s] != NULL;
+    return all ? DLK_OK : dlk_oom(err);
+}
+
+/* The tasks' matches closed up at the start of the result; their number. */
+static uint64_t close_up(run *r)
+{
+    uint64_t total = 0;
+    for (size_t t = 0; t < r->ntasks; t++) {
+        if (r->out && total != r->tasks[t].i0)
+            memmove(r->out + total, r->tasks[t].out,
+                    r->tasks[t].nout * sizeof *r->out);
+        total += r->tasks[t].nout;
+    }
+    return total;
+}
+
+/* What r holds but its result. */
+static void run_free(run *r)
+{
+    for (size_t k = 0; r->kept && k < r->nverify; k++)
+        q_chunk_drop(r->ds, &r->kept[k]);
+    free(r->kept);
+    for (int s = 0; r->shared && s < r->e->ntensors; s++)
+        free(r->shared[s]);
+    free(r->shared);
+    free(r->tasks);
+    free(r->verify);
+    pthread_mutex_destroy(&r->mu);
+}
+
 dlk_status q_filter(dlk_dataset *ds, const q_expr *e, const q_cands *cands,
                     uint32_t threads, bool verify, uint64_t **rows,
                     uint64_t *n, uint64_t *bytes, dlk_error *err)
@@ -494,63 +654,18 @@ dlk_status q_filter(dlk_dataset *ds, const q_expr *e, const q_cands *cands,
     if (!threads)
         threads = 1;
     run r;
-    memset(&r, 0, sizeof r);
-    r.ds = ds;
-    r.e = e;
-    r.cands = cands;
-    r.simple = simple_cmp(e, &ds->m);
-    pthread_mutex_init(&r.mu, NULL);
-    bool compressed = false;
-    for (int s = 0; s < e->ntensors; s++)
-        compressed |= ds->m.tensors[e->tensors[s]].spec.codec != DLK_CODEC_NONE;
-    /* compressed chunks are decompressed once per task: one task a chunk,
-     * verified as it is read; otherwise pieces, verified first */
-    uint64_t piece = compressed ? UINT64_MAX
-                   : cands->n / ((uint64_t)threads * 4) + 1;
-    if (piece < PIECE_MIN)
-        piece = PIECE_MIN;
-    r.mode = verify && compressed ? DLK_DECODE_VERIFY : 0;
+    bool compressed;
+    uint64_t piece = run_init(&r, ds, e, cands, threads, verify, &compressed);
     dlk_status rc = DLK_OK;
     if (verify && !compressed)
         rc = plan_verify(&r, err);
-    const dlk_tensor *drv = e->ntensors ? &ds->m.tensors[e->tensors[0]]
-                                        : NULL;
-    size_t cap = 0;
-    for (uint64_t i = 0; !rc && i < cands->n;) {
-        uint64_t end = cands->n;
-        if (drv) {
-            ssize_t ci = dlk_tensor_find_chunk(drv, q_cand(cands, i));
-            if (ci < 0) {
-                rc = dlk_fail(err, DLK_ECORRUPT, "tensor '%s' has no row "
-                              "%llu", drv->spec.name,
-                              (unsigned long long)q_cand(cands, i));
-                break;
-            }
-            const dlk_chunk_entry *ce = &drv->chunks[ci];
-            end = q_cands_lower(cands, i, cands->n,
-                                ce->first + ce->samples);
-        }
-        if (end - i > piece)
-            end = i + piece;
-        rc = add_task(&r, &cap, i, end, err);
-        i = end;
-    }
+    if (!rc)
+        rc = plan_tasks(&r, piece, err);
     if (!rc && rows && !(r.out = malloc((cands->n ? cands->n : 1) *
                                         sizeof *r.out)))
         rc = dlk_oom(err);
-    if (!rc && r.nverify) {
-        r.kept = calloc(r.nverify, sizeof *r.kept);
-        r.shared = calloc((size_t)e->ntensors, sizeof *r.shared);
-        for (int s = 0; r.shared && s < e->ntensors; s++)
-            if (!(r.shared[s] = calloc(ds->m.tensors[e->tensors[s]].nchunks + 1,
-                                       sizeof **r.shared)))
-                break;
-        bool all = r.kept && r.shared;
-        for (int s = 0; all && s < e->ntensors; s++)
-            all = r.shared[s] != NULL;
-        if (!all)
-            rc = dlk_oom(err);
-    }
+    if (!rc && r.nverify)
+        rc = keep_room(&r, err);
     if (!rc && r.nverify)
         run_threads(&r, threads, verify_main);
     if (!rc && !r.rc)
@@ -560,27 +675,13 @@ dlk_status q_filter(dlk_dataset *ds, const q_expr *e, const q_cands *cands,
         if (err)
             *err = r.err;
     }
-    uint64_t total = 0;
-    for (size_t t = 0; t < r.ntasks; t++) {
-        if (r.out && total != r.tasks[t].i0)
-            memmove(r.out + total, r.tasks[t].out,
-                    r.tasks[t].nout * sizeof *r.out);
-        total += r.tasks[t].nout;
-    }
-    for (size_t k = 0; r.kept && k < r.nverify; k++)
-        q_chunk_drop(ds, &r.kept[k]);
-    free(r.kept);
-    for (int s = 0; r.shared && s < e->ntensors; s++)
-        free(r.shared[s]);
-    free(r.shared);
+    uint64_t total = close_up(&r);
+    run_free(&r);
     uint64_t *out = r.out;
     if (out && total < cands->n) { /* give back what was not used */
         uint64_t *shrunk = realloc(out, (total ? total : 1) * sizeof *out);
         out = shrunk ? shrunk : out;
     }
-    free(r.tasks);
-    free(r.verify);
-    pthread_mutex_destroy(&r.mu);
     if (bytes)
         *bytes += r.bytes;
     if (rc) {

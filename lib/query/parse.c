@@ -203,6 +203,92 @@ static dlk_status tensor_arg(parser *p, const char *fn, int *ti)
 static const char *const functions =
     "shape, len, mean, sum, min, max, abs, contains, random";
 
+/* contains()'s second argument, after the text tensor t (at acol): a
+ * string, into x. */
+static dlk_status contains_arg(parser *p, q_node *x, const dlk_tensor *t,
+                               size_t acol)
+{
+    dlk_status rc;
+    if (!is_text(t))
+        return FAIL(acol, "column %zu: contains() takes a text tensor; "
+                    "'%s' is not text", acol, t->spec.name);
+    if ((rc = expect(p, TK_COMMA, "','")))
+        return rc;
+    const q_token *s = peek(p);
+    if (s->kind != TK_STR)
+        return FAIL(s->col, "column %zu: contains() takes a string "
+                    "second, found %s", s->col, token_text(s, (char[80]){0}));
+    x->strs = calloc(1, sizeof *x->strs);
+    x->lens = calloc(1, sizeof *x->lens);
+    if (!x->strs || !x->lens || !(x->strs[0] = strdup(s->text)))
+        return dlk_oom(p->err);
+    x->lens[0] = s->len;
+    x->nlist = 1;
+    p->pos++;
+    return DLK_OK;
+}
+
+/* shape(T)'s dimension, "[D]" after it, into x: one of t's. */
+static dlk_status shape_dim(parser *p, q_node *x, const dlk_tensor *t)
+{
+    const q_token *lb = peek(p);
+    if (lb->kind != TK_LB)
+        return FAIL(lb->col, "column %zu: shape(%s) needs a "
+                    "dimension: shape(%s)[0]", lb->col, t->spec.name,
+                    t->spec.name);
+    p->pos++;
+    const q_token *d = peek(p);
+    if (d->kind != TK_NUM || !d->integer || d->num < 0 ||
+        d->num >= t->spec.ndim)
+        return FAIL(d->col, "column %zu: '%s' has %d dimensions; "
+                    "the index must be 0 to %d", d->col, t->spec.name,
+                    t->spec.ndim, t->spec.ndim - 1);
+    x->dim = (int)d->num;
+    p->pos++;
+    return expect(p, TK_RB, "']'");
+}
+
+/* A function of a tensor (fn, a node of kind), its '(' read: the
+ * tensor, contains()'s string, the ')' and shape()'s dimension. */
+static dlk_status tensor_call(parser *p, const char *fn, q_kind kind,
+                              size_t col, int *out)
+{
+    dlk_status rc;
+    int ti;
+    size_t acol = peek(p)->col;
+    if ((rc = tensor_arg(p, fn, &ti)) ||
+        (rc = new_node(p, kind, col, out)))
+        return rc;
+    q_node *x = NODE(*out);
+    x->tensor = ti;
+    if ((x->slot = slot_of(p, ti, acol)) < 0)
+        return DLK_EINVAL;
+    const dlk_tensor *t = &p->m->tensors[ti];
+    if (x->kind == N_CONTAINS && (rc = contains_arg(p, x, t, acol)))
+        return rc;
+    if ((rc = expect(p, TK_RP, "')'")))
+        return rc;
+    if (x->kind == N_SHAPE)
+        return shape_dim(p, x, t);
+    return DLK_OK;
+}
+
+/* random(SEED), its '(' read. */
+static dlk_status random_call(parser *p, size_t col, int *out)
+{
+    dlk_status rc;
+    const q_token *s = peek(p);
+    if (s->kind != TK_NUM || !s->integer || s->num < 0 ||
+        s->num > 9007199254740992.0)
+        return FAIL(s->col, "column %zu: random() takes a seed, an "
+                    "integer from 0", s->col);
+    p->pos++;
+    if ((rc = new_node(p, N_RANDOM, col, out)))
+        return rc;
+    NODE(*out)->seed = (uint64_t)s->num;
+    return expect(p, TK_RP, "')'");
+}
+
 static dlk_status parse_call(parser *p, const q_token *name, int *out)
 {
     const char *fn = name->text;
@@ -214,71 +300,12 @@ static dlk_status parse_call(parser *p, const q_token *name, int *out)
         {"shape", N_SHAPE}, {"len", N_LEN}, {"mean", N_MEAN},
         {"sum", N_SUM}, {"min", N_MIN}, {"max", N_MAX}, {"contains", N_CONTAINS},
     };
-    for (size_t i = 0; i < sizeof tensor_fns / sizeof *tensor_fns; i++) {
-        if (strcasecmp(fn, tensor_fns[i].name) != 0)
-            continue;
-        int ti;
-        size_t acol = peek(p)->col;
-        if ((rc = tensor_arg(p, tensor_fns[i].name, &ti)) ||
-            (rc = new_node(p, tensor_fns[i].kind, col, out)))
-            return rc;
-        q_node *x = NODE(*out);
-        x->tensor = ti;
-        if ((x->slot = slot_of(p, ti, acol)) < 0)
-            return DLK_EINVAL;
-        const dlk_tensor *t = &p->m->tensors[ti];
-        if (x->kind == N_CONTAINS) {
-            if (!is_text(t))
-                return FAIL(acol, "column %zu: contains() takes a text tensor; "
-                            "'%s' is not text", acol, t->spec.name);
-            if ((rc = expect(p, TK_COMMA, "','")))
-                return rc;
-            const q_token *s = peek(p);
-            if (s->kind != TK_STR)
-                return FAIL(s->col, "column %zu: contains() takes a string "
-                            "second, found %s", s->col, token_text(s, (char[80]){0}));
-            x->strs = calloc(1, sizeof *x->strs);
-            x->lens = calloc(1, sizeof *x->lens);
-            if (!x->strs || !x->lens || !(x->strs[0] = strdup(s->text)))
-                return dlk_oom(p->err);
-            x->lens[0] = s->len;
-            x->nlist = 1;
-            p->pos++;
-        }
-        if ((rc = expect(p, TK_RP, "')'")))
-            return rc;
-        if (x->kind == N_SHAPE) {
-            const q_token *lb = peek(p);
-            if (lb->kind != TK_LB)
-                return FAIL(lb->col, "column %zu: shape(%s) needs a "
-                            "dimension: shape(%s)[0]", lb->col, t->spec.name,
-                            t->spec.name);
-            p->pos++;
-            const q_token *d = peek(p);
-            if (d->kind != TK_NUM || !d->integer || d->num < 0 ||
-                d->num >= t->spec.ndim)
-                return FAIL(d->col, "column %zu: '%s' has %d dimensions; "
-                            "the index must be 0 to %d", d->col, t->spec.name,
-                            t->spec.ndim, t->spec.ndim - 1);
-            x->dim = (int)d->num;
-            p->pos++;
-            if ((rc = expect(p, TK_RB, "']'")))
-                return rc;
-        }
-        return DLK_OK;
-    }
-    if (strcasecmp(fn, "random") == 0) {
-        const q_token *s = peek(p);
-        if (s->kind != TK_NUM || !s->integer || s->num < 0 ||
-            s->num > 9007199254740992.0)
-            return FAIL(s->col, "column %zu: random() takes a seed, an "
-                        "integer from 0", s->col);
-        p->pos++;
-        if ((rc = new_node(p, N_RANDOM, col, out)))
-            return rc;
-        NODE(*out)->seed = (uint64_t)s->num;
-        return expect(p, TK_RP, "')'");
-    }
+    for (size_t i = 0; i < sizeof tensor_fns / sizeof *tensor_fns; i++)
+        if (strcasecmp(fn, tensor_fns[i].name) == 0)
+            return tensor_call(p, tensor_fns[i].name, tensor_fns[i].kind, col,
+                               out);
+    if (strcasecmp(fn, "random") == 0)
+        return random_call(p, col, out);
     if (strcasecmp(fn, "abs") == 0) {
         int a;
         if ((rc = parse_or(p, &a)) || (rc = need_number(p, a)) ||
