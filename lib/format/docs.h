@@ -1,5 +1,6 @@
 /*
- * docs.h - the dataset description and commit documents (format/docs.c); not installed.
+ * docs.h - the dataset description and commit documents (format/docs.c); not
+ * installed.
  */
 #ifndef DLK_FORMAT_DOCS_H
 #define DLK_FORMAT_DOCS_H

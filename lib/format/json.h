@@ -1,5 +1,6 @@
 /*
- * json.h - the format's JSON documents as a reader loads them (format/manifest.c); not installed.
+ * json.h - the format's JSON documents as a reader loads them
+ * (format/manifest.c); not installed.
  */
 #ifndef DLK_FORMAT_JSON_H
 #define DLK_FORMAT_JSON_H

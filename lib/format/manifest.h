@@ -1,5 +1,6 @@
 /*
- * manifest.h - a state's manifest: tensors, chunk entries, segments, views (format/manifest.c); not installed.
+ * manifest.h - a state's manifest: tensors, chunk entries, segments, views
+ * (format/manifest.c); not installed.
  */
 #ifndef DLK_FORMAT_MANIFEST_H
 #define DLK_FORMAT_MANIFEST_H

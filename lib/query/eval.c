@@ -605,10 +605,11 @@ static dlk_status plan_tasks(run *r, uint64_t piece, dlk_error *err)
 static dlk_status keep_room(run *r, dlk_error *err)
 {
     const q_expr *e = r->e;
+    const dlk_manifest *m = &r->ds->m;
     r->kept = calloc(r->nverify, sizeof *r->kept);
     r->shared = calloc((size_t)e->ntensors, sizeof *r->shared);
     for (int s = 0; r->shared && s < e->ntensors; s++)
-        if (!(r->shared[s] = calloc(r->ds->m.tensors[e->tensors[s]].nchunks + 1,
+        if (!(r->shared[s] = calloc(m->tensors[e->tensors[s]].nchunks + 1,
                                     sizeof **r->shared)))
             break;
     bool all = r->kept && r->shared;

@@ -1,5 +1,6 @@
 /*
- * store.h - stores: a flat namespace of objects below one root (store/); not installed.
+ * store.h - stores: a flat namespace of objects below one root (store/); not
+ * installed.
  */
 #ifndef DLK_STORE_STORE_H
 #define DLK_STORE_STORE_H

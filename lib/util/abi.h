@@ -1,5 +1,6 @@
 /*
- * abi.h - versioned structs between a caller and the library (util/abi.c); not installed.
+ * abi.h - versioned structs between a caller and the library (util/abi.c); not
+ * installed.
  */
 #ifndef DLK_UTIL_ABI_H
 #define DLK_UTIL_ABI_H

@@ -1,5 +1,6 @@
 /*
- * bytes.h - overflow-checked arithmetic and little-endian loads and stores; not installed.
+ * bytes.h - overflow-checked arithmetic and little-endian loads and stores;
+ * not installed.
  */
 #ifndef DLK_UTIL_BYTES_H
 #define DLK_UTIL_BYTES_H

@@ -1,5 +1,6 @@
 /*
- * size.h - sizes as the command line and settings write them (util/size.c); not installed.
+ * size.h - sizes as the command line and settings write them (util/size.c);
+ * not installed.
  */
 #ifndef DLK_UTIL_SIZE_H
 #define DLK_UTIL_SIZE_H

@@ -1,5 +1,6 @@
 /*
- * text.h - text from outside dlk made safe to show: escaped, redacted (util/text.c); not installed.
+ * text.h - text from outside dlk made safe to show: escaped, redacted
+ * (util/text.c); not installed.
  */
 #ifndef DLK_UTIL_TEXT_H
 #define DLK_UTIL_TEXT_H
