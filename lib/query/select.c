@@ -1,7 +1,7 @@
 /* select.c - dlk_select: a view's rows (or all), then the filter, then
  * the vector search over what the filter let through. */
 #include "query.h"
-#include "ingest/ingest.h"
+#include "format/npy.h"
 #include "util/abi.h"
 
 #include <errno.h>

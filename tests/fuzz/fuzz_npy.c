@@ -1,5 +1,5 @@
 /* fuzz_npy.c - libFuzzer target: the input is a .npy file. */
-#include "ingest/ingest.h"
+#include "format/npy.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * shapes and versions; big-endian data flagged for swapping; and hostile
  * files, each a clean DLK_EDECODE naming the file. */
 #include "util/bytes.h"
-#include "ingest/ingest.h"
+#include "format/npy.h"
 #include "unit.h"
 
 #include <dirent.h>

@@ -3,7 +3,7 @@
  * in length, and every size is checked against the file. */
 #include "util/error.h"
 #include "util/bytes.h"
-#include "ingest.h"
+#include "format/npy.h"
 
 #include <stdio.h>
 #include <stdlib.h>
