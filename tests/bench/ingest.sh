@@ -15,7 +15,15 @@
 # GPU machines): DIST=dist tests/bench/ingest.sh [N] uses dist/bin's dlk
 # and decode_bench, makes the JPEGs with Pillow (make_images.py) and says
 # that from-s3 was not measured when there is no moto.  SRC=DIR takes the
-# JPEGs under DIR/*/ instead of making N new ones.
+# JPEGs under DIR/*/ instead of making N new ones.  KIND=imagenet makes
+# an ImageNet-like corpus instead (make_imagenet.py, Pillow only, so DIST
+# mode too): 300-640 px wide, aspects 3:4 to 16:9, quality 75-95, a third
+# progressive, 7% grayscale, ~35 KB a file, in 10 class folders; on such
+# small files the one-thread stages come nearer to bounding the run.
+# After each multi-thread run it prints each stage's busy seconds over
+# what it could have had (one-thread stages: their wall time; the decode
+# threads: jobs x the rows phase), names the nearest to 1 as the bound,
+# and gives the one-thread stages' microseconds a row.
 set -eu
 N=${1:-2000}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,12 +40,21 @@ trap 'rm -rf "$T" "${SHM:-}"' EXIT
 cores=$(nproc)
 
 S=$T/src
-mkdir -p "$S/a" "$S/b"
+mkdir -p "$S"
 half=$((N / 2))
+shape="500x375 q90"
 if [ -n "${SRC:-}" ]; then
     # SRC=DIR: JPEGs made before (DIR/*/*.jpg), e.g. to run twice on one set
-    S=$SRC kind="the JPEGs under $SRC"
+    S=$SRC kind="the JPEGs under $SRC" shape="of any size"
     N=$(ls "$S"/*/*.jpg | wc -l)
+elif [ "${KIND:-}" = imagenet ]; then
+    # photographs' sizes and encodings (make_imagenet.py): small files that
+    # decode fast, where the pipeline's one-thread stages come closer to
+    # being the bound than with the uniform 500x375 ones
+    kind="make_imagenet.py: 10 classes, 7% grayscale, a third progressive"
+    shape="300-640 wide, 3:4-16:9, q75-95"
+    echo "# generating $N ImageNet-like JPEGs with Pillow ..." >&2
+    python3 "$here/make_imagenet.py" "$S" --n "$N" >&2
 elif command -v ffmpeg >/dev/null && command -v mogrify >/dev/null; then
     # 4:2:0 as in ImageNet (and as Pillow writes): at quality 90 and up
     # ImageMagick keeps full chroma (4:4:4) unless told, which makes the
@@ -45,6 +62,7 @@ elif command -v ffmpeg >/dev/null && command -v mogrify >/dev/null; then
     # decoder 0.84 of raw decode on such files, 0.92 on 4:2:0 ones)
     kind="ffmpeg testsrc2 + mandelbrot frames, ImageMagick q90 4:2:0"
     echo "# generating $N JPEGs (500x375, q90) ..." >&2
+    mkdir -p "$S/a" "$S/b"
     ffmpeg -nostdin -loglevel error -f lavfi -i "testsrc2=s=500x375:r=25" -frames:v "$half" -qmin 1 -q:v 2 "$S/a/%06d.png"
     ffmpeg -nostdin -loglevel error -f lavfi -i "mandelbrot=s=500x375:r=25" -frames:v "$((N - half))" "$S/b/%06d.png"
     find "$S" -name '*.png' -print0 | xargs -0 -P "$cores" -n 200 mogrify -format jpg -quality 90 -sampling-factor 4:2:0
@@ -52,13 +70,13 @@ elif command -v ffmpeg >/dev/null && command -v mogrify >/dev/null; then
 else
     kind="make_images.py (gradients, shapes, noise), Pillow q90"
     echo "# generating $N JPEGs (500x375, q90) with Pillow ..." >&2
+    mkdir -p "$S/a" "$S/b"
     python3 "$here/make_images.py" "$T/gen" --n "$N" --jpeg-only
     ls "$T/gen/jpeg" | head -n "$half" | while read -r f; do mv "$T/gen/jpeg/$f" "$S/a/"; done
     mv "$T/gen/jpeg/"*.jpg "$S/b/"
 fi
 ls "$S"/*/*.jpg | head -n $((N / 4)) > "$T/quarter.list"
-mkdir -p "$T/q/a" "$T/q/b"
-while read -r f; do d=$(basename "$(dirname "$f")"); cp "$f" "$T/q/$d/"; done < "$T/quarter.list"
+while read -r f; do d=$(basename "$(dirname "$f")"); mkdir -p "$T/q/$d"; cp "$f" "$T/q/$d/"; done < "$T/quarter.list"
 bytes=$(du -sb "$S" | cut -f1)
 
 if [ -n "${DIST:-}" ]; then
@@ -89,8 +107,33 @@ import json,sys; d=json.load(open(sys.argv[1]))
 assert d["skipped"]==0, d
 print("%.1f" % (d["ingested"]/d["seconds"]))' "$T/out.json"
 }
-stages() { # the last run's stages (seconds, summed over threads)
-    python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["stages"]; print(" ".join("%s %.2f" % kv for kv in s.items()))' "$T/out.json"
+stages() { # [s3]: the last run's stages (seconds, summed over threads),
+    # then which of them bounds it: each stage's busy seconds against what
+    # it could have had (its wall time; the decode threads' jobs x the rows
+    # phase), the one nearest 1 named, and the one-thread stages' cost a row
+    python3 - "$T/out.json" "${1:-dir}" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); s = d["stages"]; s3 = sys.argv[2] == "s3"
+print(" ".join("%s %.2f" % kv for kv in s.items()))
+rows, wall, jobs, n = s["rows"], d["seconds"], d["jobs"], max(d["ingested"], 1)
+# the appender is whichever decode thread finishes the lowest row (drain);
+# from a directory each decode thread reads its own files, from S3 one
+# thread starts the GETs
+threads = s["decode"] + s["append"] + (0 if s3 else s["fetch"])
+busy = [("decode threads", threads / (jobs * rows), "of %d x rows" % jobs),
+        ("append", (s["append"] - s["write_wait"]) / rows, "of rows"),
+        ("chunk writers", s["write_wait"] / rows, "of rows, the appender waiting"),
+        ("list", s["list"] / wall, "of wall"), ("finish", s["finish"] / wall, "of wall")]
+if s3:
+    busy.insert(1, ("GET submitter", s["fetch"] / rows, "of rows"))
+top = max(busy, key=lambda b: b[1])
+print("  busy: " + ", ".join("%s %.2f (%s)" % b for b in busy)
+      + "; bound: %s (%.2f)" % top[:2])
+us = lambda v: v / n * 1e6
+print("  one thread, us a row: append %.1f (of it waiting for writers %.1f), "
+      "list %.1f, finish %.1f; rows phase %.1f us a row (wall)"
+      % (us(s["append"]), us(s["write_wait"]), us(s["list"]), us(s["finish"]), us(rows)))
+PY
 }
 # Scaling is measured into a tmpfs where there is one (the CPU's bound;
 # on a disk the higher job counts meet its write rate instead).
@@ -187,7 +230,7 @@ if [ -n "$SRV" ]; then
     c0=$(srv_cpu)
     rawNc=$(rawc)
     fN=$(PIN=$pin_c fast_run fN "$CPUD/fN" from-s3 s3://raw/train); rm -rf "$CPUD/fN"
-    fstages=$(stages)
+    fstages=$(stages s3)
     fjobs=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["jobs"])' "$T/out.json")
     c1=$(srv_cpu)
     fpaired=$(PIN=$pin_c pairs rawc fast_run fP "$CPUD/dp" from-s3 s3://raw/train)
@@ -212,7 +255,7 @@ fi
 report() { # S3-LINES SCALING-EXTRA
     cat <<TXT
 machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
-source: $N JPEGs 500x375 q90 ($kind), $((bytes / N)) bytes each on average; target 224x224x3 u8
+source: $N JPEGs $shape ($kind), $((bytes / N)) bytes each on average; target 224x224x3 u8
 
                               files/s   vs raw decode ($cores cores)
 raw TurboJPEG decode, 1 core   $raw1
