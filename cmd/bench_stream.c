@@ -440,7 +440,8 @@ int cmd_bench_stream(int argc, char **argv)
             json_decref(report);
         }
     }
-    /* after the report, as before: a warning and the checksum verdict */
+    /* after the report, so that it is the last thing printed: a warning
+     * and the checksum verdict */
     if (code == EXIT_OK)
         code = bench_verdict(&o, &r);
     bench_result_free(&r);

@@ -21,7 +21,7 @@ const char ingest_opts_usage[] =
     "  from-s3 s3://BUCKET/PREFIX   every object below the prefix\n"
     "  from-gs gs://BUCKET/PREFIX   the same on Google Cloud Storage\n"
     "  from-dir DIR                 every file below DIR (.npy files as\n"
-    "                               rows of STEM.TENSOR.npy, or as before)\n"
+    "                               rows of STEM.TENSOR.npy, or file by file)\n"
     "Objects with one stem form a row: 0001.jpg (or .png, .mp4 ...) with\n"
     "0001.cls (class), 0001.txt (text), 0001.json (numeric fields).\n"
     "A sidecar kind is inferred as a tensor when most rows have one; rows\n"

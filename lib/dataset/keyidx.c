@@ -13,7 +13,7 @@
  * not the run.  A run that is missing or fails a check only repeats what
  * the key chunks hold: its rows are read from those instead.  Heads of
  * earlier writers name one sorted object of every row (key_index), read
- * whole as before and folded into a run by the next merge. */
+ * whole and folded into a run by the next merge. */
 #include "dataset.h"
 
 #include <stdio.h>

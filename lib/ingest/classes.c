@@ -150,7 +150,7 @@ dlk_status ing_classes_grow(const char *url, const dlk_ingest_opts *o,
         if (nn.n)
             qsort(nn.v, nn.n, sizeof *nn.v, cmp_str);
         if (!nn.n || o->strict_classes) {
-            /* strict: the rows of new classes are bad rows, as before */
+            /* strict: the rows of new classes are bad rows */
             names_free(&nn);
             dlk_dataset_free(ds);
             return DLK_OK;

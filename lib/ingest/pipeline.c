@@ -368,7 +368,7 @@ static void take_spares(pipe_state *p, slot *s)
 
 /* An appended row's sample buffers (cleared, kept up to VAL_KEEP) back to
  * the spares (under p->mu), W a tensor at most (past that a buffer stays
- * with its slot, as before there were spares). */
+ * with its slot, where it is reused for the slot's next row). */
 static void give_spares(pipe_state *p, slot *s)
 {
     for (size_t t = 0; t < p->c->ntensors; t++) {

@@ -478,8 +478,6 @@ typedef struct ing_run {
                                NULL */
 } ing_run;
 
-/* Run rows todo[0..ntodo) (source row indices, in append order) through fetch,
- * decode and append, checkpointing to the staging document. */
 /* dlk_ingest with the source listed already (listed, taken and freed;
  * list_s the seconds its listing took) or, NULL, listed here; t0 is when
  * the command's clock started (run.c). */
@@ -487,18 +485,42 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
                              ing_source *listed, double t0, double list_s,
                              dlk_ingest_result *res, dlk_error *err);
 
+/* Run rows todo[0..ntodo) (source row indices, in append order) through fetch,
+ * decode and append, checkpointing to the staging document. */
 dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
                             dlk_error *err);
-/* The rows tried: none ingested from a source that is not empty, or more
- * skipped than o->max_skip allows, fails (DLK_EDECODE, res->rejected),
- * naming the commonest reasons (run.c).  errors: [{"key","reason"}]. */
+
 /* DLK_ENOTFOUND, naming the source, when its listing held no object at
  * all (not even ones that are not samples) (run.c). */
 dlk_status ing_source_listed_any(const ing_source *src, const char *source,
                                  dlk_error *err);
+
+/* The rows tried: none ingested from a source that is not empty, or more
+ * skipped than o->max_skip allows, fails (DLK_EDECODE, res->rejected),
+ * naming the commonest reasons (run.c).  errors: [{"key","reason"}]. */
 dlk_status ing_check_outcome(const dlk_ingest_opts *o, const char *source,
                              uint64_t ingested, uint64_t skipped,
                              bool nonempty, const struct json_t *errors,
                              dlk_ingest_result *res, dlk_error *err);
+
+/* Keys of the listing that cannot be read safely: skipped and told to
+ * o->on_bad, counted in res; with --on-error fail, DLK_EDECODE at the
+ * first (run.c).  Objects that cannot be samples (a README, .DS_Store,
+ * _SUCCESS): told to o->on_unused, counted in res (ing_report_unused). */
+dlk_status ing_report_unsafe(const dlk_ingest_opts *o, dlk_ingest_result *res,
+                             const ing_source *src, dlk_error *err);
+void ing_report_unused(const dlk_ingest_opts *o, dlk_ingest_result *res,
+                       const ing_source *src);
+
+/* A local directory of .npy files only (npy_tree.c): *out whether its
+ * files are rows with keys (each one sample of the tensor its stem names,
+ * the dataset keyed or empty); else ing_npy_tree_ingest appends them file
+ * by file (ing_npy_dir) and publishes the head. */
+dlk_status ing_npy_tree_as_rows(const char *url, const dlk_ingest_opts *o,
+                                const ing_source *src, bool *out,
+                                dlk_error *err);
+dlk_status ing_npy_tree_ingest(const char *url, const dlk_ingest_opts *o,
+                               const ing_source *src, dlk_ingest_result *res,
+                               dlk_error *err);
 
 #endif

@@ -98,8 +98,8 @@ static void canonical_options(ing_run *r, const char *nonce,
 {
     const dlk_ingest_opts *o = r->o;
     const ing_ctx *c = &r->ctx;
-    /* sorted runs keep the text of before, so that a run interrupted
-     * before the order existed resumes */
+    /* a sorted run's name has no order field, as the run names of
+     * writers without --order had, so that a run they left resumes */
     char order_text[48] = "";
     if (r->order.shuffled)
         snprintf(order_text, sizeof order_text, " order=shuffled/%llu",
@@ -572,9 +572,9 @@ static dlk_status check_outcome(const dlk_ingest_opts *o, const char *source,
 /* Keys of the listing that cannot be read safely: skipped and reported
  * by the first shard (every shard lists the whole source); with
  * --on-error fail, the end of the run before anything is written. */
-static dlk_status report_unsafe(const dlk_ingest_opts *o,
-                                dlk_ingest_result *res,
-                                const ing_source *src, dlk_error *err)
+dlk_status ing_report_unsafe(const dlk_ingest_opts *o,
+                             dlk_ingest_result *res,
+                             const ing_source *src, dlk_error *err)
 {
     for (size_t i = 0; i < src->nunsafe; i++) {
         char why[160];
@@ -590,9 +590,9 @@ static dlk_status report_unsafe(const dlk_ingest_opts *o,
 }
 
 /* Objects of the listing that cannot be samples (a README, .DS_Store,
- * _SUCCESS): reported by the first shard, as report_unsafe does. */
-static void report_unused(const dlk_ingest_opts *o, dlk_ingest_result *res,
-                          const ing_source *src)
+ * _SUCCESS): reported by the first shard, as ing_report_unsafe does. */
+void ing_report_unused(const dlk_ingest_opts *o, dlk_ingest_result *res,
+                       const ing_source *src)
 {
     for (size_t i = 0; o->on_unused && i < src->nunused; i++)
         o->on_unused(o->ud, src->unused[i].key, src->unused[i].why);
@@ -648,125 +648,6 @@ static dlk_status check_opts(const dlk_ingest_opts *o, dlk_error *err)
     if (o->frames < 0 || o->fps < 0 || o->clip_seconds < 0)
         return dlk_fail(err, DLK_EINVAL, "negative frame count, rate or "
                         "length");
-    return DLK_OK;
-}
-
-static int cmp_key(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* A local directory of .npy files only: ing_npy_dir over the files the
- * listing found, in path order; what the listing passed over or could
- * not use is reported as in any other ingest. */
-static dlk_status legacy_npy(const char *url, const dlk_ingest_opts *o,
-                             const ing_source *src, dlk_ingest_result *res,
-                             dlk_error *err)
-{
-    uint64_t files = src->nobjs; /* .npy files: the rest are not read */
-    dlk_status rc = report_unsafe(o, res, src, err);
-    if (rc)
-        return rc;
-    report_unused(o, res, src);
-    uint64_t unsafe = res->skipped;
-    const char **keys = malloc((src->nobjs ? src->nobjs : 1) * sizeof *keys);
-    if (!keys)
-        return dlk_oom(err);
-    for (size_t i = 0; i < src->nobjs; i++)
-        keys[i] = src->objs[i].key;
-    qsort(keys, src->nobjs, sizeof *keys, cmp_key);
-    dlk_dataset *ds;
-    rc = dlk_dataset_open_writer(url, o->store, &ds, err);
-    if (rc) {
-        free(keys);
-        return rc;
-    }
-    int tk, tv;
-    if (ing_key_tensors(&ds->m, &tk, &tv)) {
-        /* its rows would get no key: the key tensors would fall behind */
-        dlk_dataset_free(ds);
-        free(keys);
-        return dlk_fail(err, DLK_EINVAL, "'%s' has key tensors, so every "
-                        "row needs a key: name the .npy files STEM.TENSOR.npy "
-                        "(one sample of TENSOR each) for tensors of the "
-                        "dataset", url);
-    }
-    ing_npy_stats st;
-    rc = ing_npy_dir(ds, src->store, keys, src->nobjs, o, &st, false, err);
-    free(keys);
-    /* files of no tensor are its skips, as are unsafe keys; the head is
-     * written only after */
-    uint64_t skipped = st.skipped + unsafe;
-    if (!rc)
-        rc = ing_check_outcome(o, o->source, files - st.skipped, skipped,
-                               files + unsafe > 0, NULL, res, err);
-    if (!rc && st.ingested == 0)
-        rc = ing_check_outcome(o, o->source, 0, skipped, files > 0, NULL,
-                               res, err);
-    if (!rc)
-        rc = dlk_dataset_flush(ds, err);
-    if (rc) {
-        res->skipped = skipped;
-        dlk_dataset_free(ds);
-        return rc;
-    }
-    res->ingested = st.rows;
-    res->skipped = skipped;
-    res->bytes_in = st.bytes_in;
-    res->bytes_out = st.bytes_out;
-    res->complete = 1;
-    return dlk_dataset_close(ds, err);
-}
-
-/* The number of dimensions of the .npy file key of the local store st
- * (read as every source file is: no link followed), or -1. */
-static int npy_ndim(dlk_store *st, const char *key)
-{
-    const void *map;
-    size_t len;
-    if (dlk_store_map(st, key, &map, &len, NULL))
-        return -1;
-    dlk_npy_info h;
-    int nd = dlk_npy_parse(map, len, key, &h, NULL) ? -1 : h.ndim;
-    dlk_store_unmap(st, map, len);
-    return nd;
-}
-
-/* Whether a tree of .npy files is ingested as rows with keys, as media
- * are: every file names a tensor of the dataset by its stem's suffix
- * ("0001.images.npy") and holds one sample of it, and the dataset has key
- * tensors or, empty, will get them.  Otherwise the reading of before
- * (batches, folders named after tensors), without keys. */
-static dlk_status npy_as_rows(const char *url, const dlk_ingest_opts *o,
-                              const ing_source *src, bool *out,
-                              dlk_error *err)
-{
-    dlk_dataset *ds;
-    *out = false;
-    /* a dataset that cannot be opened fails the ingest here: which path
-     * its files take is not known (a guess would report the other
-     * path's complaint, not this failure) */
-    dlk_status rc = dlk_dataset_open_writer(url, o->store, &ds, err);
-    if (rc)
-        return rc;
-    int tk, tv;
-    bool keyed = ing_key_tensors(&ds->m, &tk, &tv), empty = true;
-    for (size_t i = 0; i < ds->m.ntensors; i++)
-        empty &= ds->m.tensors[i].samples == 0;
-    bool ok = keyed || (empty && !o->no_key &&
-                        dlk_dataset_find(ds, ING_KEY_TENSOR) < 0 &&
-                        dlk_dataset_find(ds, ING_KEY_VERSION_TENSOR) < 0);
-    for (size_t i = 0; ok && i < src->nobjs; i++) {
-        int t = src->objs[i].tensor[0]
-                    ? dlk_dataset_find(ds, src->objs[i].tensor) : -1;
-        /* a batch (one dimension more) is read as before; a file that
-         * cannot be parsed becomes a bad row, reported with its key */
-        int nd = t >= 0 ? npy_ndim(src->store, src->objs[i].key) : -1;
-        ok = t >= 0 && t != tk && t != tv &&
-             (nd < 0 || nd == ds->m.tensors[t].spec.ndim);
-    }
-    dlk_dataset_free(ds);
-    *out = ok;
     return DLK_OK;
 }
 
@@ -827,13 +708,13 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
                     !src.nshards && !o->labels && !meta && o->nshards <= 1 &&
                     !o->dry_run;
     bool as_rows = true;
-    if (npy_only && (rc = npy_as_rows(url, o, &src, &as_rows, err))) {
+    if (npy_only && (rc = ing_npy_tree_as_rows(url, o, &src, &as_rows, err))) {
         ing_source_free(&src);
         res->seconds = dlk_now_s() - t0;
         return rc;
     }
     if (npy_only && !as_rows) {
-        rc = legacy_npy(url, o, &src, res, err);
+        rc = ing_npy_tree_ingest(url, o, &src, res, err);
         ing_source_free(&src);
         res->seconds = dlk_now_s() - t0;
         return rc;
@@ -889,7 +770,7 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
                                              : 16;
     if (!local_dir)
         dlk_store_want_inflight(src.store, r.fetchers);
-    rc = r.shard ? DLK_OK : report_unsafe(o, res, &src, err);
+    rc = r.shard ? DLK_OK : ing_report_unsafe(o, res, &src, err);
     if (!rc && !o->no_key && !o->dry_run)
         rc = ing_keys_prepare(url, o->store, err);
     char *key_base = NULL;
@@ -916,7 +797,7 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
     if (!rc)
         rc = tell_schema(&r, err);
     if (!rc && r.shard == 0)
-        report_unused(o, res, &src);
+        ing_report_unused(o, res, &src);
     r.keyed = !rc && r.ctx.t_key >= 0;
     res->keyed = r.keyed;
     /* the rows to ingest, in append order: the source's samples or, keyed,
@@ -999,7 +880,7 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
             res->kept = r.prog.ingested;
         }
         if (!rc && !r.prog.complete && !r.interrupted) {
-            /* the unsafe keys are shard 0's skips (report_unsafe) */
+            /* the unsafe keys are shard 0's skips (ing_report_unsafe) */
             bool first = r.shard == 0;
             uint64_t unsafe = first ? src.nunsafe : 0;
             /* keyed: the rows tried are the new ones (those the dataset
