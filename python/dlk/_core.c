@@ -1693,7 +1693,7 @@ static void raise_dlk_result(const dlk_error *err, PyObject *result)
 
 /* _ingest(url, source, objects, create, width, height, fit, channels,
  * max_skip, dry_run, jobs, sorted, seed, no_key, exist_ok,
- * strict_classes, no_resume): dlk_ingest (or, create, dlk_ingest_create
+ * strict_classes, no_resume, shard, nshards): dlk_ingest (or, create, dlk_ingest_create
  * with the schema inferred) over objects, a sequence of (key, version,
  * bytes-like) that the call reads in place; the result as a dict of the
  * names `dlk ingest --json` gives. */
@@ -1705,12 +1705,14 @@ static PyObject *ingest_objects(PyObject *m, PyObject *args)
     int create = 0, width = 0, height = 0, fit = 0, channels = 0;
     int dry_run = 0, jobs = 0, sorted_ = 0, no_key = 0, exist_ok = 0;
     int strict = 0, no_resume = 0;
+    unsigned int shard = 0, nshards = 0;
     double max_skip = 0;
     unsigned long long seed = 0;
-    if (!PyArg_ParseTuple(args, "ssO|piiiidpipKpppp", &url, &source, &seq,
+    if (!PyArg_ParseTuple(args, "ssO|piiiidpipKppppII", &url, &source, &seq,
                           &create, &width, &height, &fit, &channels,
                           &max_skip, &dry_run, &jobs, &sorted_, &seed,
-                          &no_key, &exist_ok, &strict, &no_resume))
+                          &no_key, &exist_ok, &strict, &no_resume, &shard,
+                          &nshards))
         return NULL;
     PyObject *items = PySequence_Tuple(seq); /* held: its buffers stay */
     if (!items)
@@ -1764,6 +1766,8 @@ static PyObject *ingest_objects(PyObject *m, PyObject *args)
     o.exist_ok = exist_ok;
     o.strict_classes = strict;
     o.no_resume = no_resume;
+    o.shard = shard;
+    o.nshards = nshards;
     o.on_bad = cb_bad;
     o.on_unused = cb_unused;
     o.on_schema = cb_schema;
@@ -1773,11 +1777,19 @@ static PyObject *ingest_objects(PyObject *m, PyObject *args)
     o.ud = &cb;
     dlk_ingest_result r = DLK_INGEST_RESULT_INIT;
     dlk_error err;
-    dlk_status rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = create ? dlk_ingest_create(url, NULL, 0, 0, &o, &r, &err)
-                : dlk_ingest(url, &o, &r, &err);
-    Py_END_ALLOW_THREADS
+    /* a dataset on S3 or GCS: its store's settings as Dataset() reads
+     * them (the library reads no environment) */
+    store_env env = {.opts = DLK_STORE_OPTIONS_INIT};
+    dlk_status rc = store_env_needed(url) ? store_env_load(&env, false, &err)
+                                          : DLK_OK;
+    o.store = &env.opts;
+    if (!rc) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = create ? dlk_ingest_create(url, NULL, 0, 0, &o, &r, &err)
+                    : dlk_ingest(url, &o, &r, &err);
+        Py_END_ALLOW_THREADS
+    }
+    store_env_free(&env);
     if (cb.failed) /* the callback's exception (KeyboardInterrupt) */
         goto done;
     out = ingest_result(&r, &cb, dry_run);

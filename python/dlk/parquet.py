@@ -40,11 +40,68 @@ def _pa():
     return pyarrow
 
 
-def _files(source):
-    """(root, [parquet paths below root], [(key, reason) of the others])."""
-    source = os.path.abspath(source)
+def _s3(pa):
+    """A pyarrow S3 filesystem with the settings the dlk command reads:
+    AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, AWS_REGION or
+    AWS_DEFAULT_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+    AWS_SESSION_TOKEN (else the AWS SDK's chain: AWS_PROFILE, ~/.aws),
+    DLK_S3_NO_SIGN and DLK_S3_ADDRESSING."""
+    import pyarrow.fs
+    env = os.environ.get
+    kw = {}
+    ep = env("AWS_ENDPOINT_URL_S3") or env("AWS_ENDPOINT_URL")
+    if ep:
+        scheme, sep, rest = ep.partition("://")
+        kw["endpoint_override"] = rest.rstrip("/") if sep else ep
+        if sep:
+            kw["scheme"] = scheme
+    region = env("AWS_REGION") or env("AWS_DEFAULT_REGION")
+    if region:
+        kw["region"] = region
+    if env("DLK_S3_NO_SIGN", "") not in ("", "0"):
+        kw["anonymous"] = True
+    elif env("AWS_ACCESS_KEY_ID") and env("AWS_SECRET_ACCESS_KEY"):
+        kw["access_key"] = env("AWS_ACCESS_KEY_ID")
+        kw["secret_key"] = env("AWS_SECRET_ACCESS_KEY")
+        if env("AWS_SESSION_TOKEN"):
+            kw["session_token"] = env("AWS_SESSION_TOKEN")
+    addr = env("DLK_S3_ADDRESSING", "")
+    if addr == "virtual":
+        kw["force_virtual_addressing"] = True
+    elif addr not in ("", "path", "auto"):
+        raise ValueError("DLK_S3_ADDRESSING must be path, virtual or auto, "
+                         "not '%s'" % addr)
+    return pyarrow.fs.S3FileSystem(**kw)
+
+
+class _Src:
+    """Where the tables are: a local directory, or an S3 prefix through
+    pyarrow's filesystem."""
+
+    def __init__(self, pa, source):
+        self.fs = None
+        if source.startswith("s3://"):
+            self.fs = _s3(pa)
+            self.url = source.rstrip("/")
+        else:
+            self.url = os.path.abspath(source)
+
+    def open(self, path):
+        if self.fs is None:
+            return path
+        return self.fs.open_input_file(path)
+
+
+def _files(pa, source):
+    """(src, root, [(parquet path, its key, version)], [(key, reason) of
+    the others]): the file source, or every file below it."""
+    src = _Src(pa, source)
+    if src.fs is not None:
+        return _s3_files(pa, src)
+    source = src.url
     if os.path.isfile(source):
-        return os.path.dirname(source), [source], []
+        return (src, os.path.dirname(source),
+                [(source, os.path.basename(source), _version(source))], [])
     if not os.path.isdir(source):
         raise FileNotFoundError("no Parquet file or directory at '%s'" % source)
     found, other = [], []
@@ -52,20 +109,135 @@ def _files(source):
         dirs[:] = sorted(n for n in dirs if not n.startswith("."))
         for n in sorted(names):
             p = os.path.join(d, n)
+            rel = os.path.relpath(p, source)
             if n.lower().endswith(".parquet"):
-                found.append(p)
+                found.append((p, rel, _version(p)))
             else:
-                other.append((os.path.relpath(p, source),
-                              "not a sample: not a Parquet file"
+                other.append((rel, "not a sample: not a Parquet file"
                               if not n.startswith(".")
                               else "not a sample: a hidden file"))
-    return source, found, other
+    return src, source, found, other
 
 
 def _version(path):
     st = os.stat(path)
     return "%x-%x.%x" % (st.st_size, st.st_mtime_ns // 10**9,
                          st.st_mtime_ns % 10**9)
+
+
+def _s3_version(info):
+    # pyarrow tells no ETag: the size and the modification time stand
+    # for the bytes, as a local file's do
+    ns = info.mtime_ns or 0
+    return "%x-%x.%x" % (info.size or 0, ns // 10**9, ns % 10**9)
+
+
+def _s3_files(pa, src):
+    import pyarrow.fs
+    path = src.url[5:]
+    if not path or path.startswith("/"):
+        raise ValueError("'%s' names no bucket" % src.url)
+    info = src.fs.get_file_info(path)
+    if info.type == pyarrow.fs.FileType.File:
+        root = src.url.rpartition("/")[0]
+        return src, root, [(path, info.base_name, _s3_version(info))], []
+    if "/" not in path and info.type == pyarrow.fs.FileType.NotFound:
+        raise FileNotFoundError("no bucket '%s'" % path)
+    sel = pyarrow.fs.FileSelector(path, recursive=True, allow_not_found=True)
+    found, other = [], []
+    for i in sorted(src.fs.get_file_info(sel), key=lambda i: i.path):
+        if i.type != pyarrow.fs.FileType.File:
+            continue
+        rel = i.path[len(path):].lstrip("/")
+        # as a directory's walk: below a hidden folder nothing is seen
+        if any(p.startswith(".") for p in rel.split("/")[:-1]):
+            continue
+        if i.base_name.lower().endswith(".parquet"):
+            found.append((i.path, rel, _s3_version(i)))
+        else:
+            other.append((rel, "not a sample: a hidden file"
+                          if i.base_name.startswith(".")
+                          else "not a sample: not a Parquet file"))
+    if not found and not other:
+        raise FileNotFoundError("no Parquet file or prefix at '%s'" %
+                                src.url)
+    return src, src.url, found, other
+
+
+def _env_uint(name):
+    """An environment variable's whole number, None when unset."""
+    v = os.environ.get(name, "")
+    if not v:
+        return None
+    if not v.isdigit() or int(v) > 100000000:
+        raise ValueError("--shard auto: %s is '%s', not a whole number" %
+                         (name, v))
+    return int(v)
+
+
+def _shard(spec):
+    """(share, shares) of spec: None (everything: (0, 0)), (I, N), "I/N",
+    or "auto[/N]" (the share a Kubernetes Indexed Job's
+    JOB_COMPLETION_INDEX or a Slurm job array's SLURM_ARRAY_TASK_ID names,
+    as `dlk ingest --shard auto` takes it)."""
+    if spec is None:
+        return 0, 0
+    if isinstance(spec, (tuple, list)):
+        i, n = (int(x) for x in spec)
+    elif spec == "auto" or str(spec).startswith("auto/"):
+        n = None
+        if spec != "auto":
+            try:
+                n = int(spec[5:])
+            except ValueError:
+                raise ValueError("--shard '%s' is not auto or auto/N" %
+                                 spec) from None
+        k8s = _env_uint("JOB_COMPLETION_INDEX")
+        tid = _env_uint("SLURM_ARRAY_TASK_ID")
+        if k8s is not None:
+            if n is None:
+                raise ValueError(
+                    "--shard auto: JOB_COMPLETION_INDEX is %d, but a "
+                    "Kubernetes Job does not tell its completions: give "
+                    "them as --shard auto/N" % k8s)
+            i = k8s
+        elif tid is not None:
+            lo = _env_uint("SLURM_ARRAY_TASK_MIN") or 0
+            hi = _env_uint("SLURM_ARRAY_TASK_MAX")
+            count = _env_uint("SLURM_ARRAY_TASK_COUNT")
+            if count is not None and hi is not None and hi - lo + 1 != count:
+                raise ValueError(
+                    "--shard auto: the Slurm array %d-%d has %d tasks, not "
+                    "one for each index: give each task --shard I/N" %
+                    (lo, hi, count))
+            if count is None and n is None:
+                raise ValueError(
+                    "--shard auto: SLURM_ARRAY_TASK_ID is set but not "
+                    "SLURM_ARRAY_TASK_COUNT: give --shard auto/N")
+            if count is not None and n is not None and count != n:
+                raise ValueError("--shard auto/%d: the Slurm array has %d "
+                                 "tasks" % (n, count))
+            if n is None:
+                n = count
+            if tid < lo:
+                raise ValueError("--shard auto: SLURM_ARRAY_TASK_ID %d is "
+                                 "below SLURM_ARRAY_TASK_MIN %d" % (tid, lo))
+            i = tid - lo
+        else:
+            raise ValueError(
+                "--shard auto: neither JOB_COMPLETION_INDEX (a Kubernetes "
+                "Indexed Job) nor SLURM_ARRAY_TASK_ID (a Slurm job array) "
+                "is set: give --shard I/N")
+    else:
+        try:
+            i, n = (int(x) for x in str(spec).split("/"))
+        except ValueError:
+            raise ValueError("--shard '%s' is not I/N with 0 <= I < N, or "
+                             "auto" % spec) from None
+    if not 1 <= n <= 100000 or not 0 <= i < n:
+        raise ValueError("--shard: share %d of %d is not one of 0 to N-1 "
+                         "(N from 1 to 100000)" % (i, n))
+    return i, n
 
 
 def _hf_features(schema):
@@ -162,11 +334,9 @@ def _column_kind(pa, t):
     return "a column of type %s: not read" % t
 
 
-def _objects(pa, root, path, image, label, unused_cols):
+def _objects(pa, src, path, rel, ver, image, label, unused_cols):
     """The objects of one Parquet file: its images and its metadata.jsonl."""
-    rel = os.path.relpath(path, root)
-    ver = _version(path)
-    pf = pa.parquet.ParquetFile(path)
+    pf = pa.parquet.ParquetFile(src.open(path))
     schema = pf.schema_arrow
     feats = _hf_features(schema)
     col = _image_column(pa, schema, feats, image)
@@ -243,7 +413,7 @@ def ingest_parquet(url, source, create=False, image=None, label=None,
                    resize=None, fit="stretch", channels=0, max_skip=None,
                    dry_run=False, jobs=0, order="shuffled", seed=0,
                    no_key=False, exist_ok=False, strict_classes=False,
-                   no_resume=False):
+                   no_resume=False, shard=None):
     """Ingest the Parquet file (or every .parquet below the directory)
     `source` into the dataset at `url`; with create, make the dataset
     with the schema inferred from it first (as `dlk create`).  image: the
@@ -254,7 +424,10 @@ def ingest_parquet(url, source, create=False, image=None, label=None,
     fit "stretch", "crop" or "pad", channels, max_skip (the share of rows
     that may be bad; None: 0.1, a negative number: no limit), dry_run,
     jobs, order ("shuffled" or "sorted"), seed, no_key, exist_ok,
-    strict_classes, no_resume as for `dlk ingest`.
+    strict_classes, no_resume as for `dlk ingest`; shard "I/N", (I, N)
+    or "auto[/N]" as `dlk ingest --shard`: this process takes share I of
+    the rows of all the tables, and the last share to finish merges them
+    all.
 
     Returns the dict `dlk ingest --json` prints (ingested, skipped,
     errors, planned, unused_objects, schema, new, present, changed, ...)
@@ -276,17 +449,18 @@ def ingest_parquet(url, source, create=False, image=None, label=None,
         raise ValueError("fit '%s' is not one of %s" % (fit, ", ".join(_FITS)))
     if order not in ("shuffled", "sorted"):
         raise ValueError("order '%s' is not shuffled or sorted" % order)
-    root, files, other = _files(source)
+    sh, nsh = _shard(shard)
+    src, root, files, other = _files(pa, str(source))
     objs, unused_cols = [], {}
-    for p in files:
-        objs += _objects(pa, root, p, image, label, unused_cols)
+    for p, rel, ver in files:
+        objs += _objects(pa, src, p, rel, ver, image, label, unused_cols)
     skip = 0.0 if max_skip is None else float(max_skip)
     try:
         r = _core._ingest(str(url), root, objs, bool(create), int(w), int(h),
                           _FITS[fit], int(channels), skip, bool(dry_run),
                           int(jobs), order == "sorted", int(seed),
                           bool(no_key), bool(exist_ok), bool(strict_classes),
-                          bool(no_resume))
+                          bool(no_resume), sh, nsh)
     except _core.Error as e:
         res = getattr(e, "result", None)
         if isinstance(res, dict):
@@ -338,6 +512,7 @@ def main(argv=None):
     ap.add_argument("--exist-ok", action="store_true")
     ap.add_argument("--strict-classes", action="store_true")
     ap.add_argument("--no-resume", action="store_true")
+    ap.add_argument("--shard", help="I/N, or auto[/N] (dlk-ingest(1))")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     try:
@@ -348,7 +523,7 @@ def main(argv=None):
                            jobs=a.jobs, order=a.order, seed=a.seed,
                            no_key=a.no_key, exist_ok=a.exist_ok,
                            strict_classes=a.strict_classes,
-                           no_resume=a.no_resume)
+                           no_resume=a.no_resume, shard=a.shard)
     except _core.Error as e:
         print("dlk: %s" % e, file=sys.stderr)
         res = getattr(e, "result", None)
