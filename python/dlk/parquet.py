@@ -14,7 +14,11 @@ and appends them as it does a directory's files: the schema is inferred
 as for metadata.jsonl (strings a text tensor, integers i64, other numbers
 and lists of numbers f32, a "label" column a class_label tensor),
 --dry-run, max_skip, resume after an interruption and reruns by key
-(FILE.parquet/ROW, versioned by the file's size and mtime) are the same.
+(FILE.parquet/ROW, versioned by the file's size and mtime) are the same,
+and so are --shard's shares.  The source may be an s3:// prefix or
+object, read with pyarrow's S3 filesystem set up from the AWS variables
+the dlk command reads (dlk's store has no Python binding for ranged
+reads, and pyarrow reads a file's footer and column chunks by range).
 A file's table is held in memory for the run (the image bytes are read in
 place from pyarrow's buffers).
 """
