@@ -19,8 +19,9 @@ and so are --shard's shares.  The source may be an s3:// prefix or
 object, read with pyarrow's S3 filesystem set up from the AWS variables
 the dlk command reads (dlk's store has no Python binding for ranged
 reads, and pyarrow reads a file's footer and column chunks by range).
-A file's table is held in memory for the run (the image bytes are read in
-place from pyarrow's buffers).
+A file is read a row group at a time, its columns read only; the rows'
+image bytes (read in place from pyarrow's buffers) and metadata lines are
+held for the run.
 """
 import json
 import math
@@ -355,16 +356,6 @@ def _objects(pa, src, path, rel, ver, image, label, unused_cols):
             if isinstance(ft, dict) and ft.get("_type") == "ClassLabel":
                 lab = f.name
                 break
-    table = pf.read()
-    img = table.column(col).combine_chunks()
-    paths = None
-    if pa.types.is_struct(img.type):
-        if img.type.get_field_index("path") >= 0:
-            paths = img.field("path").to_pylist()
-        valid = img.is_valid()
-        img = img.field("bytes")
-        # a null struct: no image, whatever its field holds
-        img = pa.compute.if_else(valid, img, pa.nulls(len(img), img.type))
     names = None
     if lab is not None:
         if lab not in schema.names:
@@ -388,26 +379,44 @@ def _objects(pa, src, path, rel, ver, image, label, unused_cols):
             unused_cols.setdefault(f.name, why)
             continue
         cols.append(f.name)
-    values = {c: table.column(c).to_pylist() for c in cols}
-    out, lines = [], []
-    for i in range(table.num_rows):
-        b = img[i].as_buffer() if img[i].is_valid else None
-        p = paths[i] if paths else None
-        name = "%d.%s" % (i, _ext(b, p))
-        row = {"file_name": name}
-        for c in cols:
-            v = values[c][i]
-            if c == lab:
-                if names is not None and isinstance(v, int) and \
-                        0 <= v < len(names):
-                    v = names[v]
-                row["label"] = v
-                continue
-            row[c] = _cell(v)
-        lines.append(json.dumps(row, ensure_ascii=False))
-        if b is not None:
-            # an empty image is a bad row, not a missing one
-            out.append((rel + "/" + name, ver, b))
+    # one row group at a time, only the columns read: what stays for the
+    # run is each row's image bytes (slices of its group's buffer) and the
+    # metadata lines, not the decoded table
+    out, lines, base = [], [], 0
+    for g in range(pf.num_row_groups):
+        table = pf.read_row_group(g, columns=[col] + cols)
+        img = table.column(col).combine_chunks()
+        paths = None
+        if pa.types.is_struct(img.type):
+            if img.type.get_field_index("path") >= 0:
+                paths = img.field("path").to_pylist()
+            valid = img.is_valid()
+            img = img.field("bytes")
+            # a null struct: no image, whatever its field holds
+            img = pa.compute.if_else(valid, img,
+                                     pa.nulls(len(img), img.type))
+        values = {c: table.column(c).to_pylist() for c in cols}
+        del table
+        for j in range(len(img)):
+            i = base + j
+            b = img[j].as_buffer() if img[j].is_valid else None
+            p = paths[j] if paths else None
+            name = "%d.%s" % (i, _ext(b, p))
+            row = {"file_name": name}
+            for c in cols:
+                v = values[c][j]
+                if c == lab:
+                    if names is not None and isinstance(v, int) and \
+                            0 <= v < len(names):
+                        v = names[v]
+                    row["label"] = v
+                    continue
+                row[c] = _cell(v)
+            lines.append(json.dumps(row, ensure_ascii=False))
+            if b is not None:
+                # an empty image is a bad row, not a missing one
+                out.append((rel + "/" + name, ver, b))
+        base += len(img)
     meta = ("\n".join(lines) + "\n").encode()
     out.append((rel + "/metadata.jsonl", ver, meta))
     return out
