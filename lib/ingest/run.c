@@ -660,6 +660,219 @@ static dlk_status ingest_run(const char *url, const dlk_ingest_opts *o,
 ABI_RUN_WRAPPER(dlk_ingest, ingest_run, const char *, dlk_ingest_opts,
                 dlk_ingest_result)
 
+/* The listing to ingest into *src: the caller's (taken over, freed on a
+ * bad option) or the source's own, opened now. */
+static dlk_status take_source(const dlk_ingest_opts *o, ing_source *listed,
+                              double t0, double list_s,
+                              dlk_ingest_result *res, ing_source *src,
+                              dlk_error *err)
+{
+    dlk_status rc = check_opts(o, err);
+    if (rc) {
+        if (listed)
+            ing_source_free(listed);
+        return rc;
+    }
+    if (listed) {
+        *src = *listed;
+        memset(listed, 0, sizeof *listed);
+        res->list_seconds = list_s;
+    } else {
+        if ((rc = ing_source_open(o->source, o->labels, o->store, o, src,
+                                  err)))
+            return rc;
+        res->list_seconds = dlk_now_s() - t0;
+    }
+    return DLK_OK;
+}
+
+/* The run's options, row order and thread counts, before the head is
+ * read. */
+static void init_run(ing_run *r, const dlk_ingest_opts *o,
+                     dlk_ingest_result *res, const ing_source *src,
+                     bool local_dir)
+{
+    memset(r, 0, sizeof *r);
+    r->o = o;
+    r->res = res;
+    r->source = o->source;
+    r->nshards = o->nshards > 1 ? o->nshards : 1;
+    r->shard = o->nshards > 1 ? o->shard : 0;
+    r->order.shuffled = o->order != DLK_ORDER_SORTED;
+    r->order.seed = o->order_seed;
+    res->order = r->order.shuffled ? DLK_ORDER_SHUFFLED : DLK_ORDER_SORTED;
+    res->order_seed = r->order.seed;
+    /* From S3 on many cores, a core for each of the store's I/O threads,
+     * which receive every GET: sharing all the cores with as many
+     * decoders, the one I/O thread fell behind them (16-core H100 host,
+     * ingest on 15 cores: 14 decode threads +5.3% over 15, mean of six
+     * rotations, faster in each; 13 -2%; 14 with two I/O threads -1%) */
+    int cores = dlk_cpu_count();
+    int spare = !local_dir && cores >= 12 ? dlk_store_io_threads(src->store)
+                                          : 0;
+    r->jobs = o->jobs > 0 ? o->jobs : cores - spare;
+    res->jobs = r->jobs;
+    /* A local tree with a decode thread on every core is read by the
+     * decode threads themselves (on 16 cores, handing each row over cost
+     * more than reading it); with cores to spare 16 fetch threads keep
+     * reads off the decoders.  From an object store each GET waits tens
+     * of milliseconds for its first byte while a decoder takes ~1 ms an
+     * image: GETs in flight = rate x latency, 15 cores x 1 ms-images
+     * through 20 ms = 300.  256 rows, and the store's in-flight limit may
+     * grow to match where its answers are slow (s3_http.c, grow): through
+     * 20 ms on a 16-core host 2,640 files/s with 64 in flight, 6,600 with
+     * 256; through none, 256 in flight were 13% slower than 64
+     * (docs/benchmarks.md#ingest). */
+    r->fetchers = o->fetchers > 0          ? o->fetchers
+                  : !local_dir                ? 256
+                  : r->jobs >= dlk_cpu_count() ? 0
+                                               : 16;
+    if (!local_dir)
+        dlk_store_want_inflight(src->store, r->fetchers);
+}
+
+/* Reports the listing's unsafe keys, prepares the key base, grows the
+ * class lists and opens the head for writing with the run's rows in
+ * order.  *key_base is the caller's to free, whatever the outcome. */
+static dlk_status open_head(const char *url, ing_run *r, ing_source *src,
+                            const ing_labels *labels, char **key_base,
+                            dlk_error *err)
+{
+    const dlk_ingest_opts *o = r->o;
+    dlk_ingest_result *res = r->res;
+    dlk_status rc = r->shard ? DLK_OK : ing_report_unsafe(o, res, src, err);
+    if (!rc && !o->no_key && !o->dry_run)
+        rc = ing_keys_prepare(url, o->store, err);
+    if (!rc && o->keys_relative_to) {
+        rc = ing_source_base(o->keys_relative_to, key_base, err);
+        if (rc)
+            rc = dlk_fail_wrap(err, "--keys-relative-to");
+        else if (!o->dry_run)
+            rc = ing_keys_set_base(url, o->store, *key_base, err);
+    }
+    /* before the head is read for the run: its rows are built with the
+     * class list that holds their classes */
+    if (!rc)
+        rc = ing_classes_grow(url, o, src, labels, res, err);
+    if (!rc)
+        rc = dlk_dataset_open_writer(url, o->store, &r->ds, err);
+    if (!rc)
+        r->key_base = *key_base ? *key_base : r->ds->m.key_base;
+    if (!rc)
+        rc = setup_ctx(r, src, labels, err);
+    if (!rc)
+        rc = ing_order_rows(src, &r->order, &r->rows, err);
+    if (!rc)
+        rc = tell_schema(r, err);
+    if (!rc && r->shard == 0)
+        ing_report_unused(o, res, src);
+    return rc;
+}
+
+/* The run's canonical options and staging key; with --no-resume a
+ * random nonce names a run of its own. */
+static void name_run(ing_run *r)
+{
+    char nonce[40] = "";
+    if (r->o->no_resume) {
+        uint64_t x = 0;
+        if (getrandom(&x, sizeof x, 0) != sizeof x)
+            x = (uint64_t)time(NULL) ^ (uint64_t)getpid();
+        snprintf(nonce, sizeof nonce, "%016llx", (unsigned long long)x);
+    }
+    canonical_options(r, *nonce ? nonce : NULL,
+                      r->keyed ? (long long)r->ds->m.tensors[r->ctx.t_key]
+                                     .samples
+                               : -1);
+    ing_stage_key(r->stage_key, sizeof r->stage_key, r->run, r->shard,
+                  r->nshards);
+}
+
+/* Whether this run was merged already (*done) or, keyed, has nothing new
+ * and no attempt to finish (*idle). */
+static dlk_status check_done_or_idle(ing_run *r, const ing_source *src,
+                                     size_t ncand, bool *done, bool *idle,
+                                     dlk_error *err)
+{
+    dlk_ingest_result *res = r->res;
+    dlk_status rc = ing_merge_done(r->ds->store, r->run, done, err);
+    if (!rc && *done && r->keyed) {
+        /* merged without adding a key (the head's key rows are those it
+         * was named after): the record says nothing of this run */
+        char key[256];
+        snprintf(key, sizeof key, "staging/ingest/%s/merge.json", r->run);
+        rc = dlk_store_del(r->ds->store, key, err);
+        *done = false;
+    }
+    if (!rc && !*done && r->keyed && ncand == 0) {
+        /* nothing new, and no attempt of this run to finish */
+        dlk_obj_info info;
+        rc = dlk_store_head(r->ds->store, r->stage_key, &info, err);
+        if (rc == DLK_ENOTFOUND) {
+            dlk_error_clear(err);
+            rc = DLK_OK;
+            *idle = true;
+        }
+        /* nothing to do because the source has no row at all: the
+         * outcome of an empty run (no row to ingest in a source that is
+         * not empty fails) */
+        if (!rc && *idle && !res->present && !res->changed)
+            rc = check_outcome(r->o, r->source, 0,
+                               r->shard == 0 ? src->nunsafe : 0, 0,
+                               src->nobjs + src->unused_total + src->nunsafe > 0,
+                               NULL, r->shard == 0 ? src : NULL, res, err);
+    }
+    return rc;
+}
+
+/* This shard's rows cand[0, n): begun or resumed, ingested, checked
+ * against --max-skip and recorded complete in its staging document.
+ * *todo is the caller's to free. */
+static dlk_status ingest_shard(ing_run *r, const ing_source *src,
+                               const size_t *cand, size_t n, size_t **todo,
+                               size_t *ntodo, dlk_error *err)
+{
+    dlk_ingest_result *res = r->res;
+    bool resumed = false;
+    dlk_status rc = begin_shard(r, cand, n, &resumed, err);
+    if (!rc && !r->prog.complete)
+        rc = plan(r, cand, n, todo, ntodo, err);
+    if (!rc && !r->prog.complete)
+        rc = ing_pipeline_run(r, *todo, *ntodo, err);
+    if (!rc && r->interrupted) {
+        res->interrupted = 1;
+        res->kept = r->prog.ingested;
+    }
+    if (!rc && !r->prog.complete && !r->interrupted) {
+        /* the unsafe keys are shard 0's skips (ing_report_unsafe) */
+        bool first = r->shard == 0;
+        uint64_t unsafe = first ? src->nunsafe : 0;
+        /* keyed: the rows tried are the new ones (those the dataset
+         * holds were not tried) */
+        bool nonempty = r->nshards == 1 && !r->keyed
+                            ? src->nobjs + src->unused_total + src->nunsafe > 0
+                            : n + unsafe > 0;
+        rc = check_outcome(r->o, r->source, r->prog.ingested,
+                           r->prog.skipped + unsafe,
+                           res->present + res->changed, nonempty,
+                           r->prog.errors, first ? src : NULL, res, err);
+        if (rc)
+            r->failed = true;
+    }
+    if (!rc && !r->prog.complete && !r->interrupted) {
+        r->prog.complete = true;
+        rc = ing_stage_write(r->ds, r->stage_key, r->source, r->shard,
+                             r->nshards, r->options, &r->prog, err);
+    }
+    if (r->failed) {
+        /* --on-error fail, or rejected: forget this run (its chunks
+         * are left for gc); the head never saw it */
+        dlk_error e2;
+        dlk_store_del(r->ds->store, r->stage_key, &e2);
+    }
+    return rc;
+}
+
 dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
                              ing_source *listed, double t0, double list_s,
                              dlk_ingest_result *res, dlk_error *err)
@@ -669,22 +882,9 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
         res = &local;
     memset(res, 0, sizeof *res);
     ing_source src;
-    dlk_status rc = check_opts(o, err);
-    if (rc) {
-        if (listed)
-            ing_source_free(listed);
+    dlk_status rc = take_source(o, listed, t0, list_s, res, &src, err);
+    if (rc)
         return rc;
-    }
-    if (listed) {
-        src = *listed;
-        memset(listed, 0, sizeof *listed);
-        res->list_seconds = list_s;
-    } else {
-        if ((rc = ing_source_open(o->source, o->labels, o->store, o, &src,
-                                  err)))
-            return rc;
-        res->list_seconds = dlk_now_s() - t0;
-    }
     if (src.stopped) {
         /* nothing appended yet: nothing to keep */
         ing_source_free(&src);
@@ -733,71 +933,10 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
         return rc;
     }
     ing_run r;
-    memset(&r, 0, sizeof r);
-    r.o = o;
-    r.res = res;
-    r.source = o->source;
-    r.nshards = o->nshards > 1 ? o->nshards : 1;
-    r.shard = o->nshards > 1 ? o->shard : 0;
-    r.order.shuffled = o->order != DLK_ORDER_SORTED;
-    r.order.seed = o->order_seed;
-    res->order = r.order.shuffled ? DLK_ORDER_SHUFFLED : DLK_ORDER_SORTED;
-    res->order_seed = r.order.seed;
-    /* From S3 on many cores, a core for each of the store's I/O threads,
-     * which receive every GET: sharing all the cores with as many
-     * decoders, the one I/O thread fell behind them (16-core H100 host,
-     * ingest on 15 cores: 14 decode threads +5.3% over 15, mean of six
-     * rotations, faster in each; 13 -2%; 14 with two I/O threads -1%) */
-    int cores = dlk_cpu_count();
-    int spare = !local_dir && cores >= 12 ? dlk_store_io_threads(src.store)
-                                          : 0;
-    r.jobs = o->jobs > 0 ? o->jobs : cores - spare;
-    res->jobs = r.jobs;
-    /* A local tree with a decode thread on every core is read by the
-     * decode threads themselves (on 16 cores, handing each row over cost
-     * more than reading it); with cores to spare 16 fetch threads keep
-     * reads off the decoders.  From an object store each GET waits tens
-     * of milliseconds for its first byte while a decoder takes ~1 ms an
-     * image: GETs in flight = rate x latency, 15 cores x 1 ms-images
-     * through 20 ms = 300.  256 rows, and the store's in-flight limit may
-     * grow to match where its answers are slow (s3_http.c, grow): through
-     * 20 ms on a 16-core host 2,640 files/s with 64 in flight, 6,600 with
-     * 256; through none, 256 in flight were 13% slower than 64
-     * (docs/benchmarks.md#ingest). */
-    r.fetchers = o->fetchers > 0          ? o->fetchers
-                 : !local_dir                ? 256
-                 : r.jobs >= dlk_cpu_count() ? 0
-                                             : 16;
-    if (!local_dir)
-        dlk_store_want_inflight(src.store, r.fetchers);
-    rc = r.shard ? DLK_OK : ing_report_unsafe(o, res, &src, err);
-    if (!rc && !o->no_key && !o->dry_run)
-        rc = ing_keys_prepare(url, o->store, err);
+    init_run(&r, o, res, &src, local_dir);
     char *key_base = NULL;
-    if (!rc && o->keys_relative_to) {
-        rc = ing_source_base(o->keys_relative_to, &key_base, err);
-        if (rc)
-            rc = dlk_fail_wrap(err, "--keys-relative-to");
-        else if (!o->dry_run)
-            rc = ing_keys_set_base(url, o->store, key_base, err);
-    }
-    /* before the head is read for the run: its rows are built with the
-     * class list that holds their classes */
-    if (!rc)
-        rc = ing_classes_grow(url, o, &src, have_labels ? &labels : NULL,
-                              res, err);
-    if (!rc)
-        rc = dlk_dataset_open_writer(url, o->store, &r.ds, err);
-    if (!rc)
-        r.key_base = key_base ? key_base : r.ds->m.key_base;
-    if (!rc)
-        rc = setup_ctx(&r, &src, have_labels ? &labels : NULL, err);
-    if (!rc)
-        rc = ing_order_rows(&src, &r.order, &r.rows, err);
-    if (!rc)
-        rc = tell_schema(&r, err);
-    if (!rc && r.shard == 0)
-        ing_report_unused(o, res, &src);
+    rc = open_head(url, &r, &src, have_labels ? &labels : NULL, &key_base,
+                   err);
     r.keyed = !rc && r.ctx.t_key >= 0;
     res->keyed = r.keyed;
     /* the rows to ingest, in append order: the source's samples or, keyed,
@@ -822,91 +961,14 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
         res->seconds = dlk_now_s() - t0;
         return rc;
     }
-    char nonce[40] = "";
-    if (!rc && o->no_resume) {
-        uint64_t x = 0;
-        if (getrandom(&x, sizeof x, 0) != sizeof x)
-            x = (uint64_t)time(NULL) ^ (uint64_t)getpid();
-        snprintf(nonce, sizeof nonce, "%016llx", (unsigned long long)x);
-    }
-    if (!rc) {
-        canonical_options(&r, *nonce ? nonce : NULL,
-                          r.keyed ? (long long)r.ds->m.tensors[r.ctx.t_key]
-                                        .samples
-                                  : -1);
-        ing_stage_key(r.stage_key, sizeof r.stage_key, r.run, r.shard,
-                      r.nshards);
-    }
-    bool done = false;
     if (!rc)
-        rc = ing_merge_done(r.ds->store, r.run, &done, err);
-    if (!rc && done && r.keyed) {
-        /* merged without adding a key (the head's key rows are those it
-         * was named after): the record says nothing of this run */
-        char key[256];
-        snprintf(key, sizeof key, "staging/ingest/%s/merge.json", r.run);
-        rc = dlk_store_del(r.ds->store, key, err);
-        done = false;
-    }
-    bool idle = false;
-    if (!rc && !done && r.keyed && ncand == 0) {
-        /* nothing new, and no attempt of this run to finish */
-        dlk_obj_info info;
-        rc = dlk_store_head(r.ds->store, r.stage_key, &info, err);
-        if (rc == DLK_ENOTFOUND) {
-            dlk_error_clear(err);
-            rc = DLK_OK;
-            idle = true;
-        }
-        /* nothing to do because the source has no row at all: the
-         * outcome of an empty run (no row to ingest in a source that is
-         * not empty fails) */
-        if (!rc && idle && !res->present && !res->changed)
-            rc = check_outcome(o, r.source, 0,
-                               r.shard == 0 ? src.nunsafe : 0, 0,
-                               src.nobjs + src.unused_total + src.nunsafe > 0,
-                               NULL, r.shard == 0 ? &src : NULL, res, err);
-    }
+        name_run(&r);
+    bool done = false, idle = false;
+    if (!rc)
+        rc = check_done_or_idle(&r, &src, ncand, &done, &idle, err);
     size_t *todo = NULL, ntodo = 0;
-    bool resumed = false;
-    if (!rc && !done && !idle) {
-        rc = begin_shard(&r, cand + a, b - a, &resumed, err);
-        if (!rc && !r.prog.complete)
-            rc = plan(&r, cand + a, b - a, &todo, &ntodo, err);
-        if (!rc && !r.prog.complete)
-            rc = ing_pipeline_run(&r, todo, ntodo, err);
-        if (!rc && r.interrupted) {
-            res->interrupted = 1;
-            res->kept = r.prog.ingested;
-        }
-        if (!rc && !r.prog.complete && !r.interrupted) {
-            /* the unsafe keys are shard 0's skips (ing_report_unsafe) */
-            bool first = r.shard == 0;
-            uint64_t unsafe = first ? src.nunsafe : 0;
-            /* keyed: the rows tried are the new ones (those the dataset
-             * holds were not tried) */
-            bool nonempty = r.nshards == 1 && !r.keyed
-                                ? src.nobjs + src.unused_total + src.nunsafe > 0
-                                : b - a + unsafe > 0;
-            rc = check_outcome(o, r.source, r.prog.ingested,
-                               r.prog.skipped + unsafe,
-                               res->present + res->changed, nonempty,
-                               r.prog.errors, first ? &src : NULL, res, err);
-            if (rc)
-                r.failed = true;
-        }
-        if (!rc && !r.prog.complete && !r.interrupted) {
-            r.prog.complete = true;
-            rc = ing_stage_write(r.ds, r.stage_key, r.source, r.shard,
-                                 r.nshards, r.options, &r.prog, err);
-        }
-        if (r.failed) {
-            /* --on-error fail, or rejected: forget this run (its chunks
-             * are left for gc); the head never saw it */
-            dlk_error e2;
-            dlk_store_del(r.ds->store, r.stage_key, &e2);
-        }
-    }
+    if (!rc && !done && !idle)
+        rc = ingest_shard(&r, &src, cand + a, b - a, &todo, &ntodo, err);
     if (done) {
         res->already = 1;
         res->complete = 1;
