@@ -116,7 +116,9 @@ LIB_SRC := $(filter-out $(MEDIA_SRC),$(LIB_SRC))
 else ifneq ($(VIDEO),1)
 LIB_SRC := $(filter-out $(VIDEO_SRC),$(LIB_SRC))
 endif
-CMD_SRC := $(sort $(wildcard cmd/*.c))
+# env/: the store settings from the environment, which the dlk command and
+# the Python package share (the library reads none of them)
+CMD_SRC := $(sort $(wildcard cmd/*.c)) env/store_env.c
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(CU_SRC:%.cu=$(BUILD)/%.cu.o)
 CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
@@ -210,7 +212,7 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h $(LIBA)
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(filter %.o,$^) $(LIBA) $(LIBS)
 
 # the S3 store's test reads the environment as the dlk tool does
-$(BUILD)/tests/test_s3_store: $(BUILD)/cmd/store_env.o
+$(BUILD)/tests/test_s3_store: $(BUILD)/env/store_env.o
 
 # synth: benchmark datasets made fast through the library (tests use it
 # for datasets larger than the loader's memory budget)
@@ -356,7 +358,7 @@ dist: ffmpeg-min
 	$(Q)cp build-dist/libdlk.so.$(VERSION) dist/lib/$(SONAME)
 	$(Q)mkdir -p dist/python && cp -r python/pyproject.toml python/setup.py \
 	    python/dlk_cli.py python/README.md python/dlk dist/python/ && rm -f dist/python/dlk/*.so*
-	$(Q)cp cmd/store_env.c cmd/store_env.h dist/python/dlk/
+	$(Q)cp env/store_env.c env/store_env.h dist/python/dlk/
 	$(Q)mkdir -p dist/tests/python dist/tests/gpu && \
 	    cp tests/python/*.py dist/tests/python/ && cp tests/gpu/*.py dist/tests/gpu/
 	$(Q)for l in $$(ldd build-dist/dlk | awk '/=>/{print $$3}'); do \
@@ -420,7 +422,7 @@ wheel: wheel-deps ffmpeg-min
 
 # setuptools builds in the package's folder: a fresh copy of it, so that
 # nothing of an earlier build travels in the wheel
-$(WHEEL): $(WHEEL_BUILD)/dlk $(WHEEL_BUILD)/libdlk.so.$(VERSION) $(PY_SRC) cmd/store_env.c \
+$(WHEEL): $(WHEEL_BUILD)/dlk $(WHEEL_BUILD)/libdlk.so.$(VERSION) $(PY_SRC) env/store_env.c \
     scripts/wheel-graft.sh $(FFMPEG_MIN)/.built
 	$(Q)rm -rf $(WHEEL_BUILD)/raw $(WHEEL_BUILD)/wheelhouse $(WHEEL_BUILD)/python
 	$(Q)mkdir -p $(WHEEL_BUILD)/python/dlk && cp $$(find python -maxdepth 1 -type f -name "*.*") $(WHEEL_BUILD)/python/ && \

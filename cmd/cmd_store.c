@@ -3,7 +3,7 @@
  * dataset never needs them, so a bad S3 variable does not stop it), with
  * the command line's --no-sign-request and --s3-addressing over them. */
 #include "cmd.h"
-#include "store_env.h"
+#include "../env/store_env.h"
 
 #include <string.h>
 

@@ -45,7 +45,7 @@ def store_env_source():
     beside = HERE / "dlk" / "store_env.c"
     if beside.is_file():
         return beside
-    return source_dir() / "cmd" / "store_env.c"
+    return source_dir() / "env" / "store_env.c"
 
 
 def version():

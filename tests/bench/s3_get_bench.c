@@ -8,7 +8,7 @@
  * "objects=N bytes=B seconds=S mbps=M" (MB = 10^6 bytes). */
 #include "util/buf.h"
 #include "store/store.h"
-#include "../../cmd/store_env.h"
+#include "../../env/store_env.h"
 
 #include <pthread.h>
 #include <stdio.h>

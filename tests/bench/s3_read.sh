@@ -23,7 +23,7 @@ set +u
 make -s -C "$root" "$build/libdlk.a" >/dev/null
 bin=$T/s3_get_bench
 cc -O2 -std=c11 -D_GNU_SOURCE -I"$root/include" -I"$root/lib" -o "$bin" \
-    "$root/tests/bench/s3_get_bench.c" "$root/cmd/store_env.c" "$build/libdlk.a" \
+    "$root/tests/bench/s3_get_bench.c" "$root/env/store_env.c" "$build/libdlk.a" \
     $(pkg-config --libs jansson libxxhash libzstd libcurl expat libcrypto) -lpthread -lm
 
 echo "machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo); curl $(curl --version | head -n1 | cut -d' ' -f2); $(s3_server_name)"

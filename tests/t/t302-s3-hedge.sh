@@ -143,8 +143,8 @@ elif nm "$lib" 2>/dev/null | grep -q __tsan_; then
 fi
 # shellcheck disable=SC2046,SC2086
 ok "build the reader" cc -O1 -g -std=c11 -D_GNU_SOURCE $san \
-    -I"$root/include" -I"$root/lib" -I"$root/cmd" -o "$T/hedge_get" \
-    "$T/hedge_get.c" "$root/cmd/store_env.c" \
+    -I"$root/include" -I"$root/lib" -I"$root/env" -o "$T/hedge_get" \
+    "$T/hedge_get.c" "$root/env/store_env.c" \
     "$lib" $(pkg-config --libs jansson libxxhash libzstd libcurl expat libcrypto) \
     -lpthread -lm || exit 1
 

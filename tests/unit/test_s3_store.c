@@ -30,7 +30,7 @@
 #include "store/store.h"
 #include "dlk_bench.h"
 #include "store/s3_internal.h"
-#include "../../cmd/store_env.h"
+#include "../../env/store_env.h"
 #include "unit.h"
 
 #include <pthread.h>
