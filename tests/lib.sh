@@ -230,7 +230,7 @@ py_sources() { # DEST
         (cd "$DLK_TESTS/.." && tar cf - --exclude=build --exclude="*.o" \
             --exclude="*.d" --exclude="*.so*" --exclude="*.egg-info" \
             --exclude=__pycache__ Makefile dlk.pc.in include lib python \
-            cmd) | tar xf - -C "$1"
+            cmd env) | tar xf - -C "$1"
 }
 
 # What building the Python package needs: numpy, pip, setuptools and
