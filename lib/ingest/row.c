@@ -189,6 +189,16 @@ static dlk_status label_val(const dlk_tensor *t, const char *text,
                     t->spec.name);
 }
 
+/* Text of n bytes at p as a value of a text tensor. */
+static dlk_status text_val(ing_val *v, const void *p, size_t n,
+                           dlk_error *err)
+{
+    v->ndim = 1;
+    v->shape[0] = (int64_t)n;
+    v->set = true;
+    return dlk_buf_append(&v->data, p, n, err);
+}
+
 static int find_tensor(const ing_ctx *c, const char *name)
 {
     for (size_t i = 0; i < c->ntensors; i++)
@@ -223,10 +233,7 @@ static dlk_status json_fields(const ing_ctx *c, const ing_obj *o,
         }
         const dlk_tensor *t = &c->tensors[ti];
         if (t->spec.kind == DLK_KIND_TEXT && json_is_string(v)) {
-            vals[ti].ndim = 1;
-            vals[ti].shape[0] = (int64_t)strlen(text);
-            vals[ti].set = true;
-            rc = dlk_buf_append(&vals[ti].data, text, strlen(text), err);
+            rc = text_val(&vals[ti], text, strlen(text), err);
         } else if (ti == c->t_label && json_is_string(v)) {
             rc = label_val(t, text, &vals[ti], err);
         } else {
@@ -277,6 +284,152 @@ static dlk_status npy_val(const ing_ctx *c, const ing_obj *o,
     return rc;
 }
 
+/* The row's source key and version, for the key tensors. */
+static dlk_status key_vals(const ing_ctx *c, size_t row, ing_val *vals,
+                           dlk_error *err)
+{
+    ing_val *k = &vals[c->t_key], *v = &vals[c->t_key_version];
+    dlk_status rc = ing_row_ident(c->src, row, &k->data, err);
+    if (!rc)
+        rc = ing_row_version(c->src, row, &v->data, err);
+    if (rc)
+        return rc;
+    k->ndim = v->ndim = 1;
+    k->shape[0] = (int64_t)k->data.len;
+    v->shape[0] = (int64_t)v->data.len;
+    k->set = v->set = true;
+    return DLK_OK;
+}
+
+/* Image or clip o decoded for its tensor (none: left out); *media: the
+ * row's image or clip before o, then o. */
+static dlk_status media_val(const ing_ctx *c, const ing_obj *o,
+                            const dlk_buf *b, ing_val *vals,
+                            const ing_obj **media, dlk_error *err)
+{
+    int ti = o->role == ING_IMAGE ? c->t_image : c->t_video;
+    if (ti < 0)
+        return DLK_OK;
+    if (vals[ti].set)
+        return dlk_fail(err, DLK_EDECODE, "a second %s for one row (with "
+                        "'%s')", o->role == ING_IMAGE ? "image" : "video",
+                        *media ? (*media)->key : "?");
+    *media = o;
+    if (b->len == 0)
+        return dlk_fail(err, DLK_EDECODE, "empty object");
+    dlk_decoded d;
+    memset(&d, 0, sizeof d);
+    dlk_status rc;
+    if (o->role == ING_IMAGE) {
+        /* into the row's buffer, kept from the slot's last row */
+        d.data = vals[ti].data;
+        dlk_buf_init(&vals[ti].data);
+        rc = dlk_decode_image_reuse(b->data, b->len, o->key, &c->img, &d,
+                                    err);
+    } else {
+        rc = dlk_decode_video(b->data, b->len, o->key, &c->vid, &d, err);
+        dlk_buf_free(&vals[ti].data);
+    }
+    vals[ti].data = d.data;
+    if (rc)
+        return rc;
+    vals[ti].ndim = d.ndim;
+    memcpy(vals[ti].shape, d.shape, sizeof d.shape);
+    vals[ti].set = true;
+    return DLK_OK;
+}
+
+/* What object o of the row (fetched into b) gives: a tensor's value, or
+ * the class of a .cls sidecar into *cls (the caller's to free). */
+static dlk_status object_val(const ing_ctx *c, const ing_obj *o,
+                             const dlk_buf *b, ing_val *vals,
+                             const ing_obj **media, char **cls,
+                             dlk_error *err)
+{
+    switch (o->role) {
+    case ING_IMAGE:
+    case ING_VIDEO:
+        return media_val(c, o, b, vals, media, err);
+    case ING_CLS:
+        free(*cls);
+        if (!(*cls = strndup((const char *)b->data, b->len)))
+            return dlk_oom(err);
+        trim(*cls);
+        return DLK_OK;
+    case ING_TXT:
+        if (c->t_text < 0 || vals[c->t_text].set)
+            return DLK_OK;
+        return text_val(&vals[c->t_text], b->data, b->len, err);
+    case ING_JSON:
+        return json_fields(c, o, b, vals, err);
+    case ING_NPY:
+        return npy_val(c, o, b, vals, err);
+    case ING_NONE:
+        break;
+    }
+    return DLK_OK;
+}
+
+/* The row's class label: its .cls sidecar's, else its label manifest's
+ * (lrow its row there, -1 for none), else the folder of lead, its image,
+ * clip or first object, when folders are the labels. */
+static dlk_status label_of_row(const ing_ctx *c, const ing_obj *lead,
+                               ssize_t lrow, const char *cls, ing_val *v,
+                               dlk_error *err)
+{
+    const dlk_tensor *t = &c->tensors[c->t_label];
+    char folder[256];
+    if (cls)
+        return label_val(t, cls, v, err);
+    if (c->labels && c->labels->label_col >= 0) {
+        if (lrow < 0)
+            return dlk_fail(err, DLK_EDECODE, "no label for '%s' in label "
+                            "manifest '%s'", lead->key, c->labels->name);
+        return label_val(t, c->labels->cells[(size_t)lrow * c->labels->ncols +
+                                             (size_t)c->labels->label_col],
+                         v, err);
+    }
+    if (c->folder_labels &&
+        ing_obj_folder(c->src, lead, folder, sizeof folder) == 0)
+        return label_val(t, folder, v, err);
+    return DLK_OK;
+}
+
+/* The manifest's other columns feed the tensors of the same name (lrow:
+ * the row's row there). */
+static dlk_status column_vals(const ing_ctx *c, size_t lrow, ing_val *vals,
+                              dlk_error *err)
+{
+    dlk_status rc = DLK_OK;
+    for (size_t col = 1; !rc && col < c->labels->ncols; col++) {
+        int ti = find_tensor(c, c->labels->cols[col]);
+        if (ti < 0 || vals[ti].set || (int)col == c->labels->label_col)
+            continue;
+        const char *cell = c->labels->cells[lrow * c->labels->ncols + col];
+        if (c->tensors[ti].spec.kind == DLK_KIND_TEXT)
+            rc = text_val(&vals[ti], cell, strlen(cell), err);
+        else
+            rc = numbers_val(&c->tensors[ti], cell, &vals[ti], err);
+    }
+    return rc;
+}
+
+/* Every tensor has a value for the row, that fits its schema. */
+static dlk_status check_vals(const ing_ctx *c, const ing_val *vals,
+                             dlk_error *err)
+{
+    dlk_status rc = DLK_OK;
+    for (size_t i = 0; !rc && i < c->ntensors; i++) {
+        if (!vals[i].set)
+            rc = dlk_fail(err, DLK_EDECODE, "no %s for tensor '%s'",
+                          (int)i == c->t_label ? "label" : "value",
+                          c->tensors[i].spec.name);
+        else
+            rc = ing_val_check(&c->tensors[i], &vals[i], err);
+    }
+    return rc;
+}
+
 dlk_status ing_row_build(const ing_ctx *c, size_t row, const dlk_buf *bufs,
                          ing_val *vals, const char **bad_key,
                          dlk_error *err)
@@ -287,85 +440,12 @@ dlk_status ing_row_build(const ing_ctx *c, size_t row, const dlk_buf *bufs,
     char *cls = NULL;
     dlk_status rc = DLK_OK;
     *bad_key = objs[0].key;
-    if (c->t_key >= 0) {
-        /* first, so that no sidecar or manifest column takes its place */
-        ing_val *k = &vals[c->t_key], *v = &vals[c->t_key_version];
-        rc = ing_row_ident(c->src, row, &k->data, err);
-        if (!rc)
-            rc = ing_row_version(c->src, row, &v->data, err);
-        if (rc)
-            return rc;
-        k->ndim = v->ndim = 1;
-        k->shape[0] = (int64_t)k->data.len;
-        v->shape[0] = (int64_t)v->data.len;
-        k->set = v->set = true;
-    }
+    /* first, so that no sidecar or manifest column takes its place */
+    if (c->t_key >= 0 && (rc = key_vals(c, row, vals, err)))
+        return rc;
     for (uint32_t i = 0; !rc && i < r->n; i++) {
-        const ing_obj *o = &objs[i];
-        const dlk_buf *b = &bufs[i];
-        *bad_key = o->key;
-        switch (o->role) {
-        case ING_IMAGE:
-        case ING_VIDEO: {
-            int ti = o->role == ING_IMAGE ? c->t_image : c->t_video;
-            if (ti < 0)
-                break;
-            if (vals[ti].set) {
-                rc = dlk_fail(err, DLK_EDECODE, "a second %s for one row "
-                              "(with '%s')", o->role == ING_IMAGE ? "image"
-                              : "video", media ? media->key : "?");
-                break;
-            }
-            media = o;
-            if (b->len == 0) {
-                rc = dlk_fail(err, DLK_EDECODE, "empty object");
-                break;
-            }
-            dlk_decoded d;
-            memset(&d, 0, sizeof d);
-            if (o->role == ING_IMAGE) {
-                /* into the row's buffer, kept from the slot's last row */
-                d.data = vals[ti].data;
-                dlk_buf_init(&vals[ti].data);
-                rc = dlk_decode_image_reuse(b->data, b->len, o->key, &c->img,
-                                            &d, err);
-            } else {
-                rc = dlk_decode_video(b->data, b->len, o->key, &c->vid, &d,
-                                      err);
-                dlk_buf_free(&vals[ti].data);
-            }
-            vals[ti].data = d.data;
-            if (rc)
-                break;
-            vals[ti].ndim = d.ndim;
-            memcpy(vals[ti].shape, d.shape, sizeof d.shape);
-            vals[ti].set = true;
-            break;
-        }
-        case ING_CLS:
-            free(cls);
-            if (!(cls = strndup((const char *)b->data, b->len)))
-                rc = dlk_oom(err);
-            else
-                trim(cls);
-            break;
-        case ING_TXT:
-            if (c->t_text < 0 || vals[c->t_text].set)
-                break;
-            vals[c->t_text].ndim = 1;
-            vals[c->t_text].shape[0] = (int64_t)b->len;
-            vals[c->t_text].set = true;
-            rc = dlk_buf_append(&vals[c->t_text].data, b->data, b->len, err);
-            break;
-        case ING_JSON:
-            rc = json_fields(c, o, b, vals, err);
-            break;
-        case ING_NPY:
-            rc = npy_val(c, o, b, vals, err);
-            break;
-        case ING_NONE:
-            break;
-        }
+        *bad_key = objs[i].key;
+        rc = object_val(c, &objs[i], &bufs[i], vals, &media, &cls, err);
     }
     if (rc) {
         free(cls);
@@ -376,49 +456,12 @@ dlk_status ing_row_build(const ing_ctx *c, size_t row, const dlk_buf *bufs,
     ssize_t lrow = !c->labels ? -1
                    : c->labels->exact ? ing_meta_row(c->labels, c->src, row)
                    : ing_labels_find(c->labels, lead->key, lead->stem_len);
-    if (c->t_label >= 0 && !vals[c->t_label].set) {
-        const dlk_tensor *t = &c->tensors[c->t_label];
-        char folder[256];
-        if (cls) {
-            rc = label_val(t, cls, &vals[c->t_label], err);
-        } else if (c->labels && c->labels->label_col >= 0) {
-            if (lrow < 0)
-                rc = dlk_fail(err, DLK_EDECODE, "no label for '%s' in "
-                              "label manifest '%s'", lead->key,
-                              c->labels->name);
-            else
-                rc = label_val(t, c->labels->cells[(size_t)lrow *
-                               c->labels->ncols + (size_t)c->labels->label_col],
-                               &vals[c->t_label], err);
-        } else if (c->folder_labels &&
-                   ing_obj_folder(c->src, lead, folder, sizeof folder) == 0) {
-            rc = label_val(t, folder, &vals[c->t_label], err);
-        }
-    }
+    if (c->t_label >= 0 && !vals[c->t_label].set)
+        rc = label_of_row(c, lead, lrow, cls, &vals[c->t_label], err);
     free(cls);
-    /* the manifest's other columns feed the tensors of the same name */
-    for (size_t col = 1; !rc && lrow >= 0 && col < c->labels->ncols; col++) {
-        int ti = find_tensor(c, c->labels->cols[col]);
-        if (ti < 0 || vals[ti].set || (int)col == c->labels->label_col)
-            continue;
-        const char *cell = c->labels->cells[(size_t)lrow * c->labels->ncols
-                                            + col];
-        if (c->tensors[ti].spec.kind == DLK_KIND_TEXT) {
-            vals[ti].ndim = 1;
-            vals[ti].shape[0] = (int64_t)strlen(cell);
-            vals[ti].set = true;
-            rc = dlk_buf_append(&vals[ti].data, cell, strlen(cell), err);
-        } else {
-            rc = numbers_val(&c->tensors[ti], cell, &vals[ti], err);
-        }
-    }
-    for (size_t i = 0; !rc && i < c->ntensors; i++) {
-        if (!vals[i].set)
-            rc = dlk_fail(err, DLK_EDECODE, "no %s for tensor '%s'",
-                          (int)i == c->t_label ? "label" : "value",
-                          c->tensors[i].spec.name);
-        else
-            rc = ing_val_check(&c->tensors[i], &vals[i], err);
-    }
+    if (!rc && lrow >= 0)
+        rc = column_vals(c, (size_t)lrow, vals, err);
+    if (!rc)
+        rc = check_vals(c, vals, err);
     return rc;
 }

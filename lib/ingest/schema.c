@@ -286,203 +286,298 @@ static dlk_status npy_tensors(spec_list *l, const ing_source *src, bool media,
     return rc;
 }
 
-/* The tensors of a listed source (the listing is the caller's).  The
- * samples are the rows with an image or a clip (all rows when none has
- * one: labels or text alone); a sidecar (.cls, .txt, .json) becomes a
- * tensor only when more than half of the samples have one, so that a
- * stray notes.txt never makes every image a bad row for want of text. */
-static dlk_status infer(const dlk_ingest_opts *o, ing_source *sp,
-                        dlk_tensor_spec **out, size_t *nout, dlk_error *err)
+/* What a listing holds for inference.  The samples are the rows with an
+ * image or a clip (all rows when none has one: labels or text alone); a
+ * sidecar (.cls, .txt, .json) becomes a tensor only when more than half
+ * of the samples have one, so that a stray notes.txt never makes every
+ * image a bad row for want of text. */
+typedef struct survey {
+    bool image, video, media;
+    bool folders;         /* every image and clip is in a folder */
+    size_t samples;
+    bool cls, txt;        /* sidecars of more than half of the samples */
+    const ing_obj *json;  /* the first sample's .json, when they have */
+} survey;
+
+static void survey_source(const ing_source *src, survey *sv)
 {
-    const ing_source src = *sp;
-    dlk_status rc = DLK_OK;
-    bool image = false, video = false, folders = true;
-    size_t media_rows = 0;
-    for (size_t i = 0; i < src.nobjs; i++) {
-        const ing_obj *ob = &src.objs[i];
-        image |= ob->role == ING_IMAGE;
-        video |= ob->role == ING_VIDEO;
+    memset(sv, 0, sizeof *sv);
+    sv->folders = true;
+    for (size_t i = 0; i < src->nobjs; i++) {
+        const ing_obj *ob = &src->objs[i];
+        sv->image |= ob->role == ING_IMAGE;
+        sv->video |= ob->role == ING_VIDEO;
         char f[256];
         if ((ob->role == ING_IMAGE || ob->role == ING_VIDEO) &&
-            (ob->shard ? ing_obj_folder(&src, ob, f, sizeof f) != 0
+            (ob->shard ? ing_obj_folder(src, ob, f, sizeof f) != 0
                        : !strchr(ob->key, '/')))
-            folders = false;
+            sv->folders = false;
     }
-    bool media = image || video;
+    sv->media = sv->image || sv->video;
     size_t n_cls = 0, n_txt = 0, n_json = 0;
-    const ing_obj *json = NULL;
-    for (size_t r = 0; r < src.nrows; r++) {
-        if (media && !row_has(&src, r, ING_IMAGE) &&
-            !row_has(&src, r, ING_VIDEO))
+    for (size_t r = 0; r < src->nrows; r++) {
+        if (sv->media && !row_has(src, r, ING_IMAGE) &&
+            !row_has(src, r, ING_VIDEO))
             continue;
-        media_rows++;
-        n_cls += row_has(&src, r, ING_CLS);
-        n_txt += row_has(&src, r, ING_TXT);
-        if (row_has(&src, r, ING_JSON)) {
+        sv->samples++;
+        n_cls += row_has(src, r, ING_CLS);
+        n_txt += row_has(src, r, ING_TXT);
+        if (row_has(src, r, ING_JSON)) {
             n_json++;
-            const ing_row *rw = &src.rows[r];
-            for (uint32_t i = 0; !json && i < rw->n; i++)
-                if (src.objs[rw->first + i].role == ING_JSON)
-                    json = &src.objs[rw->first + i];
+            const ing_row *rw = &src->rows[r];
+            for (uint32_t i = 0; !sv->json && i < rw->n; i++)
+                if (src->objs[rw->first + i].role == ING_JSON)
+                    sv->json = &src->objs[rw->first + i];
         }
     }
-    /* samples: media_rows (every row when there is no media) */
-    bool cls = n_cls * 2 > media_rows, txt = n_txt * 2 > media_rows;
-    if (n_json * 2 <= media_rows)
-        json = NULL;
-    spec_list l = {0};
-    names nm = {.all_int = true};
+    sv->cls = n_cls * 2 > sv->samples;
+    sv->txt = n_txt * 2 > sv->samples;
+    if (n_json * 2 <= sv->samples)
+        sv->json = NULL;
+}
+
+/* The images and video tensors, of the options' size and layout. */
+static dlk_status media_specs(spec_list *l, const survey *sv,
+                              const dlk_ingest_opts *o, dlk_error *err)
+{
     int64_t sh[DLK_MAX_NDIM];
-    rc = ing_source_listed_any(sp, o->source, err);
-    if (!rc && !src.nrows)
-        rc = dlk_fail(err, DLK_ENOTFOUND, "nothing to ingest in '%s' (no "
-                      "images, video or labels)", o->source);
-    else if (!rc && src.npy && src.npy == src.nobjs)
-        rc = dlk_fail(err, DLK_EINVAL, "cannot infer tensors from .npy files "
-                      "in '%s': give them with --tensor", o->source);
-    if (!rc && image) {
+    if (sv->image) {
         image_shape(o, sh);
-        if (!add_spec(&l, "images", DLK_U8, DLK_KIND_IMAGE, 3, sh))
-            rc = dlk_oom(err);
+        if (!add_spec(l, "images", DLK_U8, DLK_KIND_IMAGE, 3, sh))
+            return dlk_oom(err);
     }
-    if (!rc && video) {
+    if (sv->video) {
         sh[0] = o->frames > 0 ? o->frames : DLK_DIM_VARIABLE;
         image_shape(o, sh + 1);
-        if (!add_spec(&l, "video", DLK_U8, DLK_KIND_VIDEO, 4, sh))
+        if (!add_spec(l, "video", DLK_U8, DLK_KIND_VIDEO, 4, sh))
+            return dlk_oom(err);
+    }
+    return DLK_OK;
+}
+
+/* The labels of a COCO file given without a label manifest (*cat its
+ * categories' names), else those of the manifest or the listing. */
+static dlk_status load_labels(const dlk_ingest_opts *o, ing_source *sp,
+                              ing_labels *lab, bool *have_lab, char ***cat,
+                              size_t *n_cat, dlk_error *err)
+{
+    if (o->coco && !o->labels) {
+        dlk_status rc = ing_coco_load(o->coco, o->store, lab, cat, n_cat,
+                                      err);
+        *have_lab = !rc;
+        return rc;
+    }
+    return ing_labels_for(o, sp, lab, have_lab, err);
+}
+
+/* The class names of a label manifest's label column. */
+static dlk_status manifest_names(const ing_labels *lab, names *nm,
+                                 dlk_error *err)
+{
+    for (size_t r = 0; r < lab->nrows; r++)
+        if (names_add(nm, lab->cells[r * lab->ncols +
+                                     (size_t)lab->label_col]))
+            return dlk_oom(err);
+    return DLK_OK;
+}
+
+/* The class names of the samples' .cls sidecars; one that is gone or
+ * larger than the listing said is left out. */
+static dlk_status cls_names(const ing_source *src, bool media, names *nm,
+                            dlk_error *err)
+{
+    dlk_status rc = DLK_OK;
+    dlk_buf b;
+    dlk_buf_init(&b);
+    for (size_t i = 0; !rc && i < src->nobjs; i++) {
+        if (src->objs[i].role != ING_CLS || !in_sample(src, i, media))
+            continue;
+        b.len = 0;
+        /* no more than the listing said it holds */
+        uint64_t max = src->objs[i].size < 4096 ? src->objs[i].size : 4096;
+        rc = ing_obj_get(src, &src->objs[i], max, &b, err);
+        if (rc == DLK_ELIMIT || rc == DLK_ENOTFOUND) {
+            dlk_error_clear(err);
+            rc = DLK_OK;
+            continue;
+        }
+        if (rc)
+            break; /* the network's fault: b holds nothing */
+        char text[4097];
+        size_t n = b.len;
+        memcpy(text, b.data, n);
+        text[n] = '\0';
+        while (n && strchr(" \t\r\n", text[n - 1]))
+            text[--n] = '\0';
+        if (!rc && names_add(nm, text + strspn(text, " \t\r\n")))
             rc = dlk_oom(err);
     }
-    ing_labels lab;
-    bool have_lab = false;
-    bool label_tensor = false;
-    char **cat_names = NULL;
-    size_t n_cat_names = 0;
-    if (!rc && o->coco && !o->labels) {
-        rc = ing_coco_load(o->coco, o->store, &lab, &cat_names, &n_cat_names,
-                           err);
-        have_lab = !rc;
-    } else if (!rc) {
-        rc = ing_labels_for(o, sp, &lab, &have_lab, err);
-    }
-    if (!rc && have_lab && lab.exact && lab.label_col < 0) {
-        /* metadata without a label column: no class tensor, as Hugging
-         * Face's ImageFolder drops the folders' labels beside metadata */
-    } else if (!rc && have_lab) {
-        for (size_t r = 0; !rc && r < lab.nrows; r++)
-            if (names_add(&nm, lab.cells[r * lab.ncols +
-                                         (size_t)lab.label_col]))
-                rc = dlk_oom(err);
-        label_tensor = !rc;
-    } else if (!rc && cls) {
-        dlk_buf b;
-        dlk_buf_init(&b);
-        for (size_t i = 0; !rc && i < src.nobjs; i++) {
-            if (src.objs[i].role != ING_CLS || !in_sample(&src, i, media))
-                continue;
-            b.len = 0;
-            /* no more than the listing said it holds */
-            uint64_t max = src.objs[i].size < 4096 ? src.objs[i].size : 4096;
-            rc = ing_obj_get(&src, &src.objs[i], max, &b, err);
-            if (rc == DLK_ELIMIT || rc == DLK_ENOTFOUND) {
-                dlk_error_clear(err);
-                rc = DLK_OK;
-                continue;
-            }
-            if (rc)
-                break; /* the network's fault: b holds nothing */
-            char text[4097];
-            size_t n = b.len;
-            memcpy(text, b.data, n);
-            text[n] = '\0';
-            while (n && strchr(" \t\r\n", text[n - 1]))
-                text[--n] = '\0';
-            if (!rc && names_add(&nm, text + strspn(text, " \t\r\n")))
-                rc = dlk_oom(err);
-        }
-        dlk_buf_free(&b);
-        label_tensor = !rc;
-    } else if (!rc && (image || video) && folders && !have_lab) {
-        char f[256];
-        for (size_t i = 0; !rc && i < src.nobjs; i++)
-            if ((src.objs[i].role == ING_IMAGE ||
-                 src.objs[i].role == ING_VIDEO) &&
-                ing_obj_folder(&src, &src.objs[i], f, sizeof f) == 0 &&
-                names_add(&nm, f))
-                rc = dlk_oom(err);
-        nm.all_int = false; /* folder names are names, even "0" */
-        label_tensor = !rc;
-    }
-    if (!rc && label_tensor) {
-        dlk_tensor_spec *s = add_spec(&l, "labels", DLK_I32,
-                                      DLK_KIND_CLASS_LABEL, 0, sh);
+    dlk_buf_free(&b);
+    return rc;
+}
+
+/* The class names of the folders the images and clips are in. */
+static dlk_status folder_names(const ing_source *src, names *nm,
+                               dlk_error *err)
+{
+    dlk_status rc = DLK_OK;
+    char f[256];
+    for (size_t i = 0; !rc && i < src->nobjs; i++)
+        if ((src->objs[i].role == ING_IMAGE ||
+             src->objs[i].role == ING_VIDEO) &&
+            ing_obj_folder(src, &src->objs[i], f, sizeof f) == 0 &&
+            names_add(nm, f))
+            rc = dlk_oom(err);
+    nm->all_int = false; /* folder names are names, even "0" */
+    return rc;
+}
+
+/* The class label tensor, when the source gives labels: the label
+ * manifest's column (lab, NULL for none), else the samples' .cls
+ * sidecars, else the media's folders. */
+static dlk_status label_spec(spec_list *l, const survey *sv,
+                             const ing_source *src, const ing_labels *lab,
+                             dlk_error *err)
+{
+    names nm = {.all_int = true};
+    dlk_status rc;
+    /* metadata without a label column: no class tensor, as Hugging Face's
+     * ImageFolder drops the folders' labels beside metadata */
+    if (lab && lab->exact && lab->label_col < 0)
+        return DLK_OK;
+    if (lab)
+        rc = manifest_names(lab, &nm, err);
+    else if (sv->cls)
+        rc = cls_names(src, sv->media, &nm, err);
+    else if (sv->media && sv->folders)
+        rc = folder_names(src, &nm, err);
+    else
+        return DLK_OK;
+    if (!rc) {
+        dlk_tensor_spec *s = add_spec(l, "labels", DLK_I32,
+                                      DLK_KIND_CLASS_LABEL, 0, NULL);
         rc = s ? set_classes(s, &nm, err)
                : dlk_oom(err);
     }
-    if (!rc && txt) {
-        sh[0] = DLK_DIM_VARIABLE;
-        if (!add_spec(&l, "text", DLK_U8, DLK_KIND_TEXT, 1, sh))
-            rc = dlk_oom(err);
-    }
-    if (!rc && have_lab && lab.coco)
-        rc = coco_specs(&l, cat_names, n_cat_names, err);
-    /* the manifest's other columns: numbers, else text */
-    double *v = NULL;
-    if (!rc && have_lab && !lab.coco && !(v = malloc(NUMS_MAX * sizeof *v)))
-        rc = dlk_oom(err);
-    for (size_t c = 1; !rc && have_lab && !lab.coco && c < lab.ncols; c++) {
-        if ((int)c == lab.label_col || !valid_name(lab.cols[c]))
+    names_free(&nm);
+    return rc;
+}
+
+/* The manifest's other columns: numbers, else text */
+static dlk_status column_specs(spec_list *l, const ing_labels *lab,
+                               dlk_error *err)
+{
+    double *v = malloc(NUMS_MAX * sizeof *v);
+    if (!v)
+        return dlk_oom(err);
+    int64_t sh[1] = {DLK_DIM_VARIABLE};
+    for (size_t c = 1; c < lab->ncols; c++) {
+        if ((int)c == lab->label_col || !valid_name(lab->cols[c]))
             continue;
         /* the source key tensors' names are theirs: a column "key" would
          * leave the dataset without them */
-        if (lab.exact && (strcmp(lab.cols[c], ING_KEY_TENSOR) == 0 ||
-                          strcmp(lab.cols[c], ING_KEY_VERSION_TENSOR) == 0))
+        if (lab->exact && (strcmp(lab->cols[c], ING_KEY_TENSOR) == 0 ||
+                           strcmp(lab->cols[c], ING_KEY_VERSION_TENSOR) == 0))
             continue;
-        bool numeric = true, scalar = true, ints = lab.exact;
+        bool numeric = true, scalar = true, ints = lab->exact;
         size_t n, inner;
-        for (size_t r = 0; numeric && r < lab.nrows; r++) {
-            const char *cell = lab.cells[r * lab.ncols + c];
+        for (size_t r = 0; numeric && r < lab->nrows; r++) {
+            const char *cell = lab->cells[r * lab->ncols + c];
             numeric = ing_parse_numbers(cell, v, NUMS_MAX, &n, &inner) == 0;
             scalar &= n == 1 && !strchr(cell, '[');
             char *end;
             (void)strtoll(cell, &end, 10);
             ints &= *cell && !*end;
         }
-        sh[0] = DLK_DIM_VARIABLE;
         /* metadata: integers as Hugging Face's int64, other numbers f32 */
-        add_spec(&l, lab.cols[c], !numeric ? DLK_U8
+        add_spec(l, lab->cols[c], !numeric ? DLK_U8
                  : ints && scalar ? DLK_I64 : DLK_F32,
                  numeric ? DLK_KIND_GENERIC : DLK_KIND_TEXT,
                  numeric && scalar ? 0 : 1, sh);
     }
     free(v);
+    return DLK_OK;
+}
+
+/* The tensors of the numeric fields of a sample's .json sidecar (its
+ * first MiB). */
+static dlk_status json_sidecar_specs(spec_list *l, const ing_source *src,
+                                     const ing_obj *json, dlk_error *err)
+{
+    dlk_buf b;
+    dlk_buf_init(&b);
+    dlk_status rc = ing_obj_get(src, json,
+                                json->size < (1u << 20) ? json->size
+                                                        : 1u << 20,
+                                &b, err);
+    if (!rc)
+        json_tensors(l, &b);
+    dlk_buf_free(&b);
+    return rc;
+}
+
+/* Kept for the run over this listing (ing_labels_for), which would read
+ * and parse the same file again. */
+static void keep_labels(ing_source *sp, ing_labels *lab)
+{
+    struct ing_labels *keep = !sp->manifest ? malloc(sizeof *keep) : NULL;
+    if (keep) {
+        *keep = *lab;
+        sp->manifest = keep;
+    } else {
+        ing_labels_free(lab);
+    }
+}
+
+/* The tensors of a listed source (the listing is the caller's; see
+ * survey for which of its objects make a tensor). */
+static dlk_status infer(const dlk_ingest_opts *o, ing_source *sp,
+                        dlk_tensor_spec **out, size_t *nout, dlk_error *err)
+{
+    const ing_source src = *sp;
+    survey sv;
+    survey_source(&src, &sv);
+    spec_list l = {0};
+    dlk_status rc = ing_source_listed_any(sp, o->source, err);
+    if (!rc && !src.nrows)
+        rc = dlk_fail(err, DLK_ENOTFOUND, "nothing to ingest in '%s' (no "
+                      "images, video or labels)", o->source);
+    else if (!rc && src.npy && src.npy == src.nobjs)
+        rc = dlk_fail(err, DLK_EINVAL, "cannot infer tensors from .npy files "
+                      "in '%s': give them with --tensor", o->source);
+    if (!rc)
+        rc = media_specs(&l, &sv, o, err);
+    ing_labels lab;
+    bool have_lab = false;
+    char **cat_names = NULL;
+    size_t n_cat_names = 0;
+    if (!rc)
+        rc = load_labels(o, sp, &lab, &have_lab, &cat_names, &n_cat_names,
+                         err);
+    if (!rc)
+        rc = label_spec(&l, &sv, &src, have_lab ? &lab : NULL, err);
+    if (!rc && sv.txt) {
+        int64_t sh[1] = {DLK_DIM_VARIABLE};
+        if (!add_spec(&l, "text", DLK_U8, DLK_KIND_TEXT, 1, sh))
+            rc = dlk_oom(err);
+    }
+    if (!rc && have_lab)
+        rc = lab.coco ? coco_specs(&l, cat_names, n_cat_names, err)
+                      : column_specs(&l, &lab, err);
     for (size_t i = 0; i < n_cat_names; i++)
         free(cat_names[i]);
     free(cat_names);
-    if (!rc && json) {
-        dlk_buf b;
-        dlk_buf_init(&b);
-        rc = ing_obj_get(&src, json,
-                         json->size < (1u << 20) ? json->size : 1u << 20,
-                         &b, err);
-        if (!rc)
-            json_tensors(&l, &b);
-        dlk_buf_free(&b);
-    }
+    if (!rc && sv.json)
+        rc = json_sidecar_specs(&l, &src, sv.json, err);
     if (!rc && src.npy)
-        rc = npy_tensors(&l, &src, media, media_rows, err);
+        rc = npy_tensors(&l, &src, sv.media, sv.samples, err);
     if (!rc && l.n == 0)
         rc = dlk_fail(err, DLK_ENOTFOUND, "nothing to ingest in '%s'",
                       o->source);
-    /* kept for the run over this listing (ing_labels_for), which would
-     * read and parse the same file again */
-    struct ing_labels *keep = have_lab && !rc && !sp->manifest
-                                  ? malloc(sizeof *keep) : NULL;
-    if (keep) {
-        *keep = lab;
-        sp->manifest = keep;
-    } else if (have_lab) {
+    if (have_lab && !rc)
+        keep_labels(sp, &lab);
+    else if (have_lab)
         ing_labels_free(&lab);
-    }
-    names_free(&nm);
     if (rc) {
         dlk_ingest_specs_free(l.v, l.n);
         return rc;
@@ -766,6 +861,86 @@ dlk_status dlk_ingest_create(const char *url, const dlk_tensor_spec *specs,
     return rc;
 }
 
+/* The source listed into *src (*list_s its seconds from t0) and its
+ * schema inferred, with the caller's chunk and part sizes.  *stopped: the
+ * listing was interrupted, and nothing is inferred; *src is listed all
+ * the same.  On an error nothing is left to free. */
+static dlk_status list_and_infer(const dlk_ingest_opts *opts,
+                                 uint64_t chunk_bytes, double t0,
+                                 ing_source *src, double *list_s,
+                                 bool *stopped, dlk_tensor_spec **specs,
+                                 size_t *n, dlk_error *err)
+{
+    dlk_status rc = list_source(opts, src, err);
+    if (rc)
+        return rc;
+    *list_s = dlk_now_s() - t0;
+    if ((*stopped = src->stopped))
+        return DLK_OK;
+    rc = infer(opts, src, specs, n, err);
+    if (rc) {
+        ing_source_free(src);
+        return rc;
+    }
+    for (size_t i = 0; i < *n; i++) {
+        (*specs)[i].chunk_bytes = chunk_bytes;
+        (*specs)[i].part_bytes = opts->part_bytes;
+    }
+    return DLK_OK;
+}
+
+/* --dry-run of a create of specs[0..n): the schema told and the source's
+ * rows counted (dry_create); the source is listed now unless it was for
+ * inference, and freed. */
+static dlk_status dry_run(const dlk_ingest_opts *opts, ing_source *src,
+                          bool listed, double t0, double list_s,
+                          const dlk_tensor_spec *specs, size_t n,
+                          dlk_ingest_result *result, dlk_error *err)
+{
+    dlk_status rc;
+    if (!listed) {
+        if ((rc = list_source(opts, src, err)))
+            return rc;
+        list_s = dlk_now_s() - t0;
+    }
+    if (opts->on_schema)
+        opts->on_schema(opts->ud, specs, n);
+    rc = dry_create(opts, src, specs, n, result, err);
+    result->list_seconds = list_s;
+    result->seconds = dlk_now_s() - t0;
+    ing_source_free(src);
+    return rc;
+}
+
+/* The dataset at url created with specs[0..n) (*created), or the one
+ * already there when reuse goes on with it. */
+static dlk_status create_or_reuse(const char *url,
+                                  const dlk_tensor_spec *specs, size_t n,
+                                  const dlk_ingest_opts *opts, bool *created,
+                                  dlk_error *err)
+{
+    dlk_dataset *ds = NULL;
+    dlk_status rc = dlk_dataset_create_with(url, specs, n, ing_store(opts),
+                                            &ds, err);
+    *created = !rc;
+    if (rc == DLK_EEXIST) {
+        dlk_error not_empty = {0};
+        if (err)
+            not_empty = *err;
+        dlk_error_clear(err);
+        rc = reuse(url, specs, n, opts, err);
+        /* objects but no dataset: the refusal says what is there */
+        if (rc == DLK_ENOTFOUND) {
+            rc = DLK_EEXIST;
+            if (err)
+                *err = not_empty;
+        }
+    } else if (!rc) {
+        rc = dlk_dataset_close(ds, err);
+    }
+    return rc;
+}
+
 /* result: the library's own, never NULL */
 static dlk_status ingest_create(const char *url, const dlk_tensor_spec *specs,
                                 size_t n_specs, uint64_t chunk_bytes,
@@ -784,24 +959,16 @@ static dlk_status ingest_create(const char *url, const dlk_tensor_spec *specs,
     ing_source src;
     bool listed = false;
     if (!n_specs) {
-        if ((rc = list_source(opts, &src, err)))
+        bool stopped;
+        if ((rc = list_and_infer(opts, chunk_bytes, t0, &src, &list_s,
+                                 &stopped, &inferred, &n, err)))
             return rc;
         listed = true;
-        list_s = dlk_now_s() - t0;
-        if (src.stopped) {
+        if (stopped) {
             ing_source_free(&src);
             result->interrupted = 1;
             result->list_seconds = result->seconds = list_s;
             return DLK_OK;
-        }
-        rc = infer(opts, &src, &inferred, &n, err);
-        if (rc) {
-            ing_source_free(&src);
-            return rc;
-        }
-        for (size_t i = 0; i < n; i++) {
-            inferred[i].chunk_bytes = chunk_bytes;
-            inferred[i].part_bytes = opts->part_bytes;
         }
         specs = inferred;
         n_inferred = n;
@@ -809,7 +976,7 @@ static dlk_status ingest_create(const char *url, const dlk_tensor_spec *specs,
     dlk_tensor_spec *keyed = NULL;
     if (!opts || !opts->no_key) {
         if ((rc = ing_key_specs_add(specs, &n, &keyed, err))) {
-            dlk_ingest_specs_free(inferred, inferred ? n_inferred : 0);
+            dlk_ingest_specs_free(inferred, n_inferred);
             if (listed)
                 ing_source_free(&src);
             return rc;
@@ -818,44 +985,15 @@ static dlk_status ingest_create(const char *url, const dlk_tensor_spec *specs,
             specs = keyed;
     }
     if (opts && opts->dry_run) {
-        if (!listed) {
-            if ((rc = list_source(opts, &src, err))) {
-                free(keyed);
-                return rc;
-            }
-            listed = true;
-            list_s = dlk_now_s() - t0;
-        }
-        if (opts->on_schema)
-            opts->on_schema(opts->ud, specs, n);
-        rc = dry_create(opts, &src, specs, n, result, err);
-        result->list_seconds = list_s;
-        result->seconds = dlk_now_s() - t0;
+        rc = dry_run(opts, &src, listed, t0, list_s, specs, n, result, err);
         free(keyed);
-        dlk_ingest_specs_free(inferred, inferred ? n_inferred : 0);
-        ing_source_free(&src);
+        dlk_ingest_specs_free(inferred, n_inferred);
         return rc;
     }
-    dlk_dataset *ds = NULL;
-    rc = dlk_dataset_create_with(url, specs, n, ing_store(opts), &ds, err);
-    bool created = !rc;
-    if (rc == DLK_EEXIST) {
-        dlk_error not_empty = {0};
-        if (err)
-            not_empty = *err;
-        dlk_error_clear(err);
-        rc = reuse(url, specs, n, opts, err);
-        /* objects but no dataset: the refusal says what is there */
-        if (rc == DLK_ENOTFOUND) {
-            rc = DLK_EEXIST;
-            if (err)
-                *err = not_empty;
-        }
-    } else if (!rc) {
-        rc = dlk_dataset_close(ds, err);
-    }
+    bool created;
+    rc = create_or_reuse(url, specs, n, opts, &created, err);
     free(keyed); /* a shallow copy: the names belong to specs */
-    dlk_ingest_specs_free(inferred, inferred ? n_inferred : 0);
+    dlk_ingest_specs_free(inferred, n_inferred);
     if (rc) {
         if (listed)
             ing_source_free(&src);
