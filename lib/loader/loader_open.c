@@ -433,13 +433,10 @@ dlk_status dlk_loader_open_source(dlk_dataset *ds, const dlk_loader_opts *o,
     return loader_open(ds, o, dev, cap, out, err);
 }
 
-static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
-                              dlk_dev *dev, uint32_t cap, dlk_loader **out,
-                              dlk_error *err)
+/* The options the loader keeps, with the defaults of those not given. */
+static void take_opts(dlk_loader *l, dlk_dataset *ds,
+                      const dlk_loader_opts *opts, uint32_t cap)
 {
-    dlk_loader *l = calloc(1, sizeof *l);
-    if (!l)
-        return dlk_oom(err);
     l->ds = ds;
     l->store = ds->store;
     l->o = *opts;
@@ -458,30 +455,31 @@ static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         n = n < 1 ? 1 : n;
         l->o.io_threads = n > 32 ? 32 : (uint32_t)n;
     }
-    dlk_loader_init_sync(l);
-    dlk_status rc = DLK_OK;
-    uint64_t share = 0;
+}
+
+/* opts.cache_dir: the store the loader reads through, in front of a
+ * remote one. */
+static dlk_status open_cache(dlk_loader *l, const dlk_loader_opts *opts,
+                             dlk_error *err)
+{
     /* a local dataset is read in place: a cache would be a second copy */
-    if (opts->cache_dir && *opts->cache_dir &&
-        dlk_store_is_remote(ds->store)) {
-        rc = dlk_store_open_cache(ds->store, opts->cache_dir,
-                                  opts->cache_limit, !opts->no_verify,
-                                  &l->cache, err);
-        if (!rc)
-            l->store = l->cache;
-    }
-    if (!rc && l->o.rank >= l->o.world_size)
-        rc = dlk_fail(err, DLK_EINVAL, "rank %u is not below world size %u",
-                      l->o.rank, l->o.world_size);
-    if (!rc && (l->o.batch_size > (1u << 24) || l->o.io_threads > 256 ||
-                l->o.window_chunks > 65536 || l->o.span_parts > 65536))
-        rc = dlk_fail(err, DLK_EINVAL, "batch size, threads or window out "
-                      "of range");
-    else if (l->o.on_bad != DLK_ON_BAD_FAIL && l->o.on_bad != DLK_ON_BAD_SKIP)
-        rc = dlk_fail(err, DLK_EINVAL, "on_bad %d is neither fail (0) nor "
-                      "skip (1)", l->o.on_bad);
+    if (!opts->cache_dir || !*opts->cache_dir ||
+        !dlk_store_is_remote(l->ds->store))
+        return DLK_OK;
+    dlk_status rc = dlk_store_open_cache(l->ds->store, opts->cache_dir,
+                                         opts->cache_limit, !opts->no_verify,
+                                         &l->cache, err);
     if (!rc)
-        rc = pick_tensors(l, err);
+        l->store = l->cache;
+    return rc;
+}
+
+/* What the loader reads: its tensors, their units and blocks, the rows
+ * of a view and the parts they need. */
+static dlk_status pick_data(dlk_loader *l, const dlk_loader_opts *opts,
+                            dlk_error *err)
+{
+    dlk_status rc = pick_tensors(l, err);
     if (!rc)
         rc = pick_augment(l, err);
     if (!rc)
@@ -494,39 +492,142 @@ static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         rc = dlk_loader_pick_rows(l, err);
     if (!rc)
         rc = dlk_loader_mark_parts(l, err);
+    return rc;
+}
+
+/* The memory budget of chunk buffers; returns this rank's share of the
+ * usable memory, which the budget stays within. */
+static uint64_t plan_memory(dlk_loader *l, const dlk_loader_opts *opts)
+{
+    store_defaults(l, opts);
+    l->limit = l->o.memory_limit ? l->o.memory_limit : derive_limit(l);
+    /* chunk buffers get at most half of the usable memory (the rest:
+     * batches, the process, the page cache the GPU path pins), and
+     * ranks on one host share that half: each would otherwise take
+     * it whole, and eight ranks in one container four times over */
+    uint64_t share = usable_memory() / 2 / l->o.local_world_size;
+    if (l->limit > share)
+        l->limit = share;
+    l->folds_max = l->limit / 16 < FOLDS_KEPT_MAX ? l->limit / 16
+                                                  : FOLDS_KEPT_MAX;
+    return share;
+}
+
+/* The device: a mix's (dev, shared), or one of the loader's own. */
+static dlk_status open_device(dlk_loader *l, dlk_dev *dev, dlk_error *err)
+{
+    /* a GPU's host buffers for the budget are made from the open on,
+     * while CUDA starts, unless chunks are read in place (pin_cache)
+     * or the data is smaller */
+    dlk_dev_opts dopts = {l->o.cuda_trace, 0, true, false};
+    /* spans' parts are checked on the device after their copies */
+    for (size_t i = 0; i < l->nt && !l->o.no_verify &&
+                       l->o.on_bad != DLK_ON_BAD_SKIP; i++)
+        if (l->t[i].unit_parts)
+            dopts.checks = true;
+    if (!l->o.pin_cache || l->o.no_map ||
+        dlk_store_is_remote(l->ds->store)) {
+        uint64_t all = data_bytes(l);
+        dopts.host_ahead = all < l->limit ? all : l->limit;
+    }
+    l->host_ahead = dopts.host_ahead;
+    if (dev) {
+        l->dev = dev;
+        l->dev_shared = true;
+        return DLK_OK;
+    }
+    return dlk_dev_open(l->o.device, &dopts, &l->dev, err);
+}
+
+/* The arrays a batch is gathered in. */
+static dlk_status alloc_batch(dlk_loader *l, dlk_error *err)
+{
+    if (!(l->gather = malloc(l->nt * l->cap * sizeof *l->gather)) ||
+        !(l->bslot = malloc(l->nt * l->cap * sizeof *l->bslot)) ||
+        !(l->btotal = malloc(l->nt * sizeof *l->btotal)) ||
+        !(l->bidx = malloc(l->cap * sizeof *l->bidx)) ||
+        !(l->bpad = malloc(l->cap)) || !(l->bbad = malloc(l->cap)))
+        return dlk_oom(err);
+    return DLK_OK;
+}
+
+/* The batch's tensors, the device's budget, the state at the start and
+ * the threads' ramp. */
+static void init_batch(dlk_loader *l)
+{
+    dlk_bad_defaults(l);
+    for (size_t i = 0; i < l->nt; i++)
+        l->bt_out[i] = l->t[i].out;
+    l->batch.ntensors = l->nt;
+    l->batch.tensors = l->bt_out;
+    l->batch.on_device = l->dev->ops->on_device;
+    /* device memory: the budget, and a batch's worth more so that a
+     * batch that needs chunks beyond the budget still gets them */
+    if (!l->dev_shared) /* a mix's: it sets its sources' sum */
+        l->dev->ops->set_budget(l->dev, l->limit + l->limit / 4);
+    l->st.seed = l->o.seed;
+    l->st.epoch = 0;
+    l->st.nseg = 1;
+    l->st.seg[0].world = l->o.world_size;
+    l->st.seg[0].batch = l->o.batch_size;
+    l->nthreads = l->o.io_threads;
+    /* RAMP_START chunks' worth: a span is a part of its chunk */
+    uint64_t ramp = RAMP_START * (l->chunk_blocks ? l->chunk_blocks : 1);
+    l->ramp = ramp < l->nthreads ? (uint32_t)ramp : l->nthreads;
+}
+
+/* How many chunks are mapped in place, given `share` (this rank's share
+ * of the usable memory); and the chunks' records. */
+static dlk_status init_maps(dlk_loader *l, uint64_t share, dlk_error *err)
+{
+    dlk_status rc = DLK_OK;
+    /* map chunks in place where the store can.  On a GPU that pins
+     * them for the loader's life, so only as many as pin_cache asks,
+     * and with the buffers within this rank's share of half of the
+     * usable memory.  Ranks pin the same page cache where their
+     * chunks meet, so together they pin at most that half */
+    uint64_t room = share > l->limit ? share - l->limit : 0;
+    l->map_limit = !l->dev->ops->on_device ? UINT64_MAX
+                   : l->o.pin_cache < room ? l->o.pin_cache
+                                           : room;
+    l->use_maps = l->ds->store->ops->map && !l->o.no_map &&
+                  l->map_limit > 0;
+    l->maps = calloc(l->nt, sizeof *l->maps);
+    for (size_t i = 0; l->maps && i < l->nt; i++)
+        if (!(l->maps[i] = calloc(l->t[i].tensor->nchunks + 1,
+                                  sizeof *l->maps[i])))
+            rc = dlk_oom(err);
+    if (!l->maps)
+        rc = dlk_oom(err);
+    return rc;
+}
+
+static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
+                              dlk_dev *dev, uint32_t cap, dlk_loader **out,
+                              dlk_error *err)
+{
+    dlk_loader *l = calloc(1, sizeof *l);
+    if (!l)
+        return dlk_oom(err);
+    take_opts(l, ds, opts, cap);
+    dlk_loader_init_sync(l);
+    dlk_status rc = open_cache(l, opts, err);
+    uint64_t share = 0;
+    if (!rc && l->o.rank >= l->o.world_size)
+        rc = dlk_fail(err, DLK_EINVAL, "rank %u is not below world size %u",
+                      l->o.rank, l->o.world_size);
+    if (!rc && (l->o.batch_size > (1u << 24) || l->o.io_threads > 256 ||
+                l->o.window_chunks > 65536 || l->o.span_parts > 65536))
+        rc = dlk_fail(err, DLK_EINVAL, "batch size, threads or window out "
+                      "of range");
+    else if (l->o.on_bad != DLK_ON_BAD_FAIL && l->o.on_bad != DLK_ON_BAD_SKIP)
+        rc = dlk_fail(err, DLK_EINVAL, "on_bad %d is neither fail (0) nor "
+                      "skip (1)", l->o.on_bad);
+    if (!rc)
+        rc = pick_data(l, opts, err);
     if (!rc) {
-        store_defaults(l, opts);
-        l->limit = l->o.memory_limit ? l->o.memory_limit : derive_limit(l);
-        /* chunk buffers get at most half of the usable memory (the rest:
-         * batches, the process, the page cache the GPU path pins), and
-         * ranks on one host share that half: each would otherwise take
-         * it whole, and eight ranks in one container four times over */
-        share = usable_memory() / 2 / l->o.local_world_size;
-        if (l->limit > share)
-            l->limit = share;
-        l->folds_max = l->limit / 16 < FOLDS_KEPT_MAX ? l->limit / 16
-                                                      : FOLDS_KEPT_MAX;
-        /* a GPU's host buffers for the budget are made from the open on,
-         * while CUDA starts, unless chunks are read in place (pin_cache)
-         * or the data is smaller */
-        dlk_dev_opts dopts = {l->o.cuda_trace, 0, true, false};
-        /* spans' parts are checked on the device after their copies */
-        for (size_t i = 0; i < l->nt && !l->o.no_verify &&
-                           l->o.on_bad != DLK_ON_BAD_SKIP; i++)
-            if (l->t[i].unit_parts)
-                dopts.checks = true;
-        if (!l->o.pin_cache || l->o.no_map ||
-            dlk_store_is_remote(l->ds->store)) {
-            uint64_t all = data_bytes(l);
-            dopts.host_ahead = all < l->limit ? all : l->limit;
-        }
-        l->host_ahead = dopts.host_ahead;
-        if (dev) {
-            l->dev = dev;
-            l->dev_shared = true;
-        } else {
-            rc = dlk_dev_open(l->o.device, &dopts, &l->dev, err);
-        }
+        share = plan_memory(l, opts);
+        rc = open_device(l, dev, err);
     }
     if (!rc && l->aug_t >= 0 && !l->dev->ops->augment)
         rc = dlk_fail(err, DLK_EUNSUPPORTED, "augment: not available on "
@@ -539,51 +640,11 @@ static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
          * idles (16-core H200 host: 40-42 GB/s on 16 threads, 47-49 on
          * 12; docs/benchmarks.md#line-rate) */
         l->o.io_threads -= l->o.io_threads / 4;
-    if (!rc && (!(l->gather = malloc(l->nt * l->cap * sizeof *l->gather)) ||
-                !(l->bslot = malloc(l->nt * l->cap * sizeof *l->bslot)) ||
-                !(l->btotal = malloc(l->nt * sizeof *l->btotal)) ||
-                !(l->bidx = malloc(l->cap * sizeof *l->bidx)) ||
-                !(l->bpad = malloc(l->cap)) ||
-                !(l->bbad = malloc(l->cap))))
-        rc = dlk_oom(err);
+    if (!rc)
+        rc = alloc_batch(l, err);
     if (!rc) {
-        dlk_bad_defaults(l);
-        for (size_t i = 0; i < l->nt; i++)
-            l->bt_out[i] = l->t[i].out;
-        l->batch.ntensors = l->nt;
-        l->batch.tensors = l->bt_out;
-        l->batch.on_device = l->dev->ops->on_device;
-        /* device memory: the budget, and a batch's worth more so that a
-         * batch that needs chunks beyond the budget still gets them */
-        if (!l->dev_shared) /* a mix's: it sets its sources' sum */
-            l->dev->ops->set_budget(l->dev, l->limit + l->limit / 4);
-        l->st.seed = l->o.seed;
-        l->st.epoch = 0;
-        l->st.nseg = 1;
-        l->st.seg[0].world = l->o.world_size;
-        l->st.seg[0].batch = l->o.batch_size;
-        l->nthreads = l->o.io_threads;
-        /* RAMP_START chunks' worth: a span is a part of its chunk */
-        uint64_t ramp = RAMP_START * (l->chunk_blocks ? l->chunk_blocks : 1);
-        l->ramp = ramp < l->nthreads ? (uint32_t)ramp : l->nthreads;
-        /* map chunks in place where the store can.  On a GPU that pins
-         * them for the loader's life, so only as many as pin_cache asks,
-         * and with the buffers within this rank's share of half of the
-         * usable memory.  Ranks pin the same page cache where their
-         * chunks meet, so together they pin at most that half */
-        uint64_t room = share > l->limit ? share - l->limit : 0;
-        l->map_limit = !l->dev->ops->on_device ? UINT64_MAX
-                       : l->o.pin_cache < room ? l->o.pin_cache
-                                               : room;
-        l->use_maps = l->ds->store->ops->map && !l->o.no_map &&
-                      l->map_limit > 0;
-        l->maps = calloc(l->nt, sizeof *l->maps);
-        for (size_t i = 0; l->maps && i < l->nt; i++)
-            if (!(l->maps[i] = calloc(l->t[i].tensor->nchunks + 1,
-                                      sizeof *l->maps[i])))
-                rc = dlk_oom(err);
-        if (!l->maps)
-            rc = dlk_oom(err);
+        init_batch(l);
+        rc = init_maps(l, share, err);
     }
     if (!rc)
         rc = dlk_loader_start_workers(l, err);

@@ -454,6 +454,90 @@ static void span_checked(dlk_loader *l, dlk_slot *s, bool verify, bool fold)
         parts_set(kept(l, s), s->p0, s->p1, PART_FOLDED);
 }
 
+/* The buffer a span of `len` bytes is read into. */
+static dlk_status alloc_span(dlk_loader *l, dlk_slot *s, const char *key,
+                             uint64_t len, dlk_error *err)
+{
+    s->host = l->dev->ops->host_alloc(l->dev, len ? (size_t)len : 64);
+    if (!s->host)
+        return dlk_fail(err, DLK_ENOMEM, "cannot allocate %llu bytes for a "
+                        "span of chunk '%s'", (unsigned long long)len, key);
+    s->t_buffer = dlk_now_s();
+    return DLK_OK;
+}
+
+/* A span read whole into s->host (b): all of its bytes came. */
+static dlk_status got_span(dlk_slot *s, const char *key, const dlk_buf *b,
+                           uint64_t len, dlk_error *err)
+{
+    if (b->len != len)
+        return dlk_fail(err, DLK_ECORRUPT, "chunk '%s': %zu of %llu bytes "
+                        "of parts %u..%u read", key, b->len,
+                        (unsigned long long)len, s->p0, s->p1);
+    s->span = s->host;
+    return DLK_OK;
+}
+
+/* A span not in place, read into a buffer: its `len` bytes at `at` in
+ * the chunk's object.  Read for the first time from local files it is
+ * read in pieces, checked and folded as they come (*done: nothing is
+ * left to do); else read whole. */
+static dlk_status read_span(dlk_loader *l, dlk_slot *s, const char *key,
+                            uint64_t at, uint64_t off, uint64_t len,
+                            double t0, double *storage_s, bool *done,
+                            dlk_error *err)
+{
+    uint64_t stored = l->t[s->tensor].tensor->chunks[s->chunk].stored_bytes;
+    dlk_status rc = alloc_span(l, s, key, len, err);
+    if (rc)
+        return rc;
+    s->span_off = off;
+    s->span_len = len;
+    if (!dlk_store_is_remote(l->store)) {
+        bool verify = verify_here(l, s);
+        bool fold = false;
+        if (l->o.check && (rc = fold_begin(l, s, &fold, err)))
+            return rc;
+        if (verify || fold) {
+            *storage_s += dlk_now_s() - t0;
+            s->span = s->host;
+            if ((rc = read_in_pieces(l, s, key, stored, at, verify, fold,
+                                     storage_s, err)))
+                return rc;
+            span_checked(l, s, verify, fold);
+            *done = true;
+            return DLK_OK;
+        }
+    }
+    dlk_buf b;
+    dlk_buf_wrap(&b, s->host, (size_t)len);
+    if (len && (rc = dlk_store_get_span(l->store, key, stored, at, len, &b,
+                                        err)))
+        return rc;
+    return got_span(s, key, &b, len, err);
+}
+
+/* A span in s->span, whole: its parts checked and folded where that is
+ * due. */
+static dlk_status check_span(dlk_loader *l, dlk_slot *s, const char *key,
+                             dlk_error *err)
+{
+    dlk_status rc;
+    bool verify = verify_here(l, s);
+    if (verify && (rc = verify_span(l, s, key, err)))
+        return rc;
+    bool fold = false;
+    if (l->o.check && !s->fold && (rc = fold_begin(l, s, &fold, err)))
+        return rc;
+    if (fold)
+        fold_samples(s, dlk_part_first(s->p0, s->head->h.samples,
+                                       s->head->nparts),
+                     dlk_part_first(s->p1, s->head->h.samples,
+                                    s->head->nparts));
+    span_checked(l, s, verify, fold);
+    return DLK_OK;
+}
+
 dlk_status dlk_span_load(dlk_loader *l, dlk_slot *s, double *storage_s,
                          dlk_error *err)
 {
@@ -473,12 +557,8 @@ dlk_status dlk_span_load(dlk_loader *l, dlk_slot *s, double *storage_s,
     dlk_buf b;
     dlk_status rc;
     if (joint) {
-        if (!(s->host = l->dev->ops->host_alloc(l->dev,
-                                                 len ? (size_t)len : 64)))
-            return dlk_fail(err, DLK_ENOMEM, "cannot allocate %llu bytes "
-                            "for a span of chunk '%s'",
-                            (unsigned long long)len, key);
-        s->t_buffer = dlk_now_s();
+        if ((rc = alloc_span(l, s, key, len, err)))
+            return rc;
         dlk_buf_wrap(&b, s->host, (size_t)len);
         if ((rc = get_head(l, s, key, &b, hb + off, &s->head, err)))
             return rc;
@@ -497,63 +577,24 @@ dlk_status dlk_span_load(dlk_loader *l, dlk_slot *s, double *storage_s,
             return dlk_fail(err, DLK_EINTERNAL, "chunk '%s': parts %u..%u "
                             "are not where the manifest puts them", key,
                             s->p0, s->p1);
-        goto got;
-    }
-    off = hoff;
-    len = hlen;
-    if ((rc = map_span(l, s, key, at, len, err)))
-        return rc;
-    if (s->span)
-        goto read;
-    s->host = l->dev->ops->host_alloc(l->dev, len ? (size_t)len : 64);
-    if (!s->host)
-        return dlk_fail(err, DLK_ENOMEM, "cannot allocate %llu bytes for a "
-                        "span of chunk '%s'", (unsigned long long)len, key);
-    s->t_buffer = dlk_now_s();
-    s->span_off = off;
-    s->span_len = len;
-    if (!dlk_store_is_remote(l->store)) {
-        bool verify = verify_here(l, s);
-        bool fold = false;
-        if (l->o.check && (rc = fold_begin(l, s, &fold, err)))
-            return rc;
-        if (verify || fold) {
-            *storage_s += dlk_now_s() - t0;
-            s->span = s->host;
-            if ((rc = read_in_pieces(l, s, key, e->stored_bytes, at, verify,
-                                     fold, storage_s, err)))
-                return rc;
-            span_checked(l, s, verify, fold);
+        rc = got_span(s, key, &b, len, err);
+    } else {
+        off = hoff;
+        len = hlen;
+        bool done = false;
+        rc = map_span(l, s, key, at, len, err);
+        if (!rc && !s->span)
+            rc = read_span(l, s, key, at, off, len, t0, storage_s, &done,
+                           err);
+        if (done)
             return DLK_OK;
-        }
     }
-    dlk_buf_wrap(&b, s->host, (size_t)len);
-    if (len && (rc = dlk_store_get_span(l->store, key, e->stored_bytes,
-                                        at, len, &b, err)))
+    if (rc)
         return rc;
-got:
-    if (b.len != len)
-        return dlk_fail(err, DLK_ECORRUPT, "chunk '%s': %zu of %llu bytes "
-                        "of parts %u..%u read", key, b.len,
-                        (unsigned long long)len, s->p0, s->p1);
-    s->span = s->host;
-read:
     s->span_off = off;
     s->span_len = len;
     *storage_s += dlk_now_s() - t0;
-    bool verify = verify_here(l, s);
-    if (verify && (rc = verify_span(l, s, key, err)))
-        return rc;
-    bool fold = false;
-    if (l->o.check && !s->fold && (rc = fold_begin(l, s, &fold, err)))
-        return rc;
-    if (fold)
-        fold_samples(s, dlk_part_first(s->p0, s->head->h.samples,
-                                       s->head->nparts),
-                     dlk_part_first(s->p1, s->head->h.samples,
-                                    s->head->nparts));
-    span_checked(l, s, verify, fold);
-    return DLK_OK;
+    return check_span(l, s, key, err);
 }
 
 bool dlk_slot_place(const dlk_slot *s, uint32_t i, size_t *nbytes,

@@ -792,7 +792,19 @@ static int mix_args_get(PyObject *o, struct mix_args *m)
  *        augment_tensor) -
  * every option explicit;
  * dlk/__init__.py supplies the defaults. */
-static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
+struct loader_args {
+    PyObject *dso, *tensors;
+    const char *device, *state, *view, *cache_dir;
+    const char *augment, *augment_tensor;
+    unsigned int batch, rank, world, workers, window, prefetch, local_world;
+    int shuffle, drop_last, verify, whole_chunks, skip;
+    unsigned long long seed, epochs, memory, pin_cache, max_bad, cache_limit,
+        epoch_size;
+};
+
+/* Loader()'s arguments into *a; 0, else -1 with the exception set. */
+static int loader_args_parse(PyObject *args, PyObject *kw,
+                             struct loader_args *a)
 {
     static char *kws[] = {"dataset", "device", "batch_size", "shuffle",
                           "seed", "tensors", "epochs", "drop_last", "rank",
@@ -801,128 +813,181 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
                           "whole_chunks", "local_world_size", "pin_cache",
                           "on_bad", "max_bad", "cache_dir", "cache_limit",
                           "epoch_size", "augment", "augment_tensor", NULL};
-    PyObject *dso, *tensors = Py_None;
-    const char *device, *state = NULL, *view = NULL, *cache_dir = NULL;
-    const char *augment = NULL, *augment_tensor = NULL;
-    unsigned int batch = 256, rank = 0, world = 1, workers = 0, window = 0,
-                 prefetch = 0, local_world = 1;
-    int shuffle = 1, drop_last = 0, verify = 1, whole_chunks = 0, skip = 0;
-    unsigned long long seed = 0, epochs = 0, memory = 0, pin_cache = 0,
-                       max_bad = 0, cache_limit = 0, epoch_size = 0;
+    *a = (struct loader_args){.tensors = Py_None, .batch = 256, .world = 1,
+                              .local_world = 1, .shuffle = 1, .verify = 1};
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "Os|IpKOKpIIKIIIpzzpIKpKzKKzz", kws, &dso,
-            &device, &batch, &shuffle, &seed, &tensors, &epochs, &drop_last,
-            &rank, &world, &memory, &workers, &window, &prefetch, &verify,
-            &state, &view, &whole_chunks, &local_world, &pin_cache, &skip,
-            &max_bad, &cache_dir, &cache_limit, &epoch_size, &augment,
-            &augment_tensor))
+            args, kw, "Os|IpKOKpIIKIIIpzzpIKpKzKKzz", kws, &a->dso,
+            &a->device, &a->batch, &a->shuffle, &a->seed, &a->tensors,
+            &a->epochs, &a->drop_last, &a->rank, &a->world, &a->memory,
+            &a->workers, &a->window, &a->prefetch, &a->verify, &a->state,
+            &a->view, &a->whole_chunks, &a->local_world, &a->pin_cache,
+            &a->skip, &a->max_bad, &a->cache_dir, &a->cache_limit,
+            &a->epoch_size, &a->augment, &a->augment_tensor))
         return -1;
-    if (self->l) {
-        PyErr_SetString(PyExc_RuntimeError, "loader already open");
+    return 0;
+}
+
+/* The loader's options that its arguments give. */
+static void loader_opts(const struct loader_args *a, dlk_loader_opts *o)
+{
+    o->batch_size = a->batch;
+    o->shuffle = a->shuffle;
+    o->seed = a->seed;
+    o->epochs = a->epochs;
+    o->drop_last = a->drop_last;
+    o->rank = a->rank;
+    o->world_size = a->world;
+    o->local_world_size = a->local_world;
+    o->memory_limit = a->memory;
+    o->pin_cache = a->pin_cache; /* UINT64_MAX: DLK_PIN_CACHE_AUTO */
+    o->io_threads = a->workers;
+    o->window_chunks = a->window;
+    o->prefetch_chunks = a->prefetch;
+    o->no_verify = !a->verify;
+    o->whole_chunks = a->whole_chunks;
+    o->device = a->device;
+    o->view = a->view;
+    o->cache_dir = a->cache_dir;
+    o->cache_limit = a->cache_limit;
+    o->augment = a->augment;
+    o->augment_tensor = a->augment_tensor;
+    o->cancel = check_signals;
+    o->on_bad = a->skip ? DLK_ON_BAD_SKIP : DLK_ON_BAD_FAIL;
+    o->max_bad = a->max_bad;
+    o->epoch_size = a->epoch_size;
+}
+
+/* The dataset argument: a Dataset (*ds), or a mix's sources (*mx, *ds
+ * the first); kept as self->ds and self->mix.  0, else -1 with the
+ * exception set. */
+static int take_dataset(Loader *self, PyObject *dso, struct mix_args *mx,
+                        Dataset **ds)
+{
+    if (mix_args_get(dso, mx) < 0)
         return -1;
-    }
-    struct mix_args mx;
-    if (mix_args_get(dso, &mx) < 0)
-        return -1;
-    Dataset *ds = mx.n ? mx.ds[0] : (Dataset *)dso;
-    if (!mx.n && (!PyObject_TypeCheck(dso, DatasetType) || need_ds(ds))) {
+    *ds = mx->n ? mx->ds[0] : (Dataset *)dso;
+    if (!mx->n && (!PyObject_TypeCheck(dso, DatasetType) || need_ds(*ds))) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "dataset must be a Dataset or "
                             "a tuple of (Dataset, weight, view) sources");
         return -1;
     }
     Dataset *old = self->ds;
-    self->ds = (Dataset *)Py_NewRef((PyObject *)ds);
+    self->ds = (Dataset *)Py_NewRef((PyObject *)*ds);
     Py_XDECREF((PyObject *)old);
     PyObject *old_mix = self->mix;
-    self->mix = mx.n ? Py_NewRef(dso) : NULL;
+    self->mix = mx->n ? Py_NewRef(dso) : NULL;
     Py_XDECREF(old_mix);
+    return 0;
+}
+
+/* o->tensors from a sequence of names, at most 256: names[] point into
+ * *seq, which the caller holds while they are used.  0, else -1 with
+ * the exception set. */
+static int tensor_names(PyObject *tensors, const char **names,
+                        PyObject **seq, dlk_loader_opts *o)
+{
+    /* a tuple of them: the names' UTF-8 stays valid while it lives,
+     * whatever another thread does to the caller's list meanwhile */
+    PyObject *fast = PySequence_Fast(tensors,
+                                     "tensors must be a list of names");
+    *seq = fast ? PySequence_Tuple(fast) : NULL;
+    Py_XDECREF(fast);
+    if (!*seq)
+        return -1;
+    Py_ssize_t n = PyTuple_Size(*seq);
+    if (n > 256) {
+        Py_CLEAR(*seq);
+        PyErr_SetString(PyExc_ValueError, "at most 256 tensors");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        names[i] = PyUnicode_AsUTF8AndSize(PyTuple_GetItem(*seq, i), NULL);
+        if (!names[i]) {
+            Py_CLEAR(*seq);
+            return -1;
+        }
+    }
+    o->tensors = names;
+    o->ntensors = (size_t)n;
+    return 0;
+}
+
+/* self->l opened without the GIL, its datasets locked meanwhile; one
+ * dataset's loader starts at *st when a state is given. */
+static dlk_status open_loader(Loader *self, Dataset *ds,
+                              const struct mix_args *mx, const char *state,
+                              const dlk_loader_state *st, dlk_loader_opts *o,
+                              dlk_error *err)
+{
+    dlk_status rc;
+    Py_BEGIN_ALLOW_THREADS
+    if (mx->n) {
+        /* a mix continues from its whole state after its open */
+        for (size_t i = 0; i < mx->n; i++)
+            pthread_mutex_lock(&mx->ds[i]->mu);
+        rc = dlk_loader_open_mix(mx->handles, mx->w, mx->views, mx->n, o,
+                                 &self->l, err);
+        if (!rc && state && (rc = dlk_loader_load(self->l, state, err))) {
+            dlk_loader_close(self->l);
+            self->l = NULL;
+        }
+        for (size_t i = mx->n; i-- > 0;)
+            pthread_mutex_unlock(&mx->ds[i]->mu);
+    } else {
+        pthread_mutex_lock(&ds->mu);
+        if (state)
+            o->start = st; /* read from the start, not restored after it */
+        rc = dlk_loader_open(ds->ds, o, &self->l, err);
+        pthread_mutex_unlock(&ds->mu);
+    }
+    Py_END_ALLOW_THREADS
+    return rc;
+}
+
+/* Where the loader's batches are, as DLPack names it: "cuda[:N]" or
+ * the CPU. */
+static void set_device(Loader *self, const char *device)
+{
+    self->device_type = kDLCPU;
+    self->device_id = 0;
+    if (strncmp(device, "cuda", 4) == 0) {
+        self->device_type = kDLCUDA;
+        self->device_id = device[4] == ':' ? atoi(device + 5) : 0;
+    }
+}
+
+static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
+{
+    struct loader_args a;
+    if (loader_args_parse(args, kw, &a) < 0)
+        return -1;
+    if (self->l) {
+        PyErr_SetString(PyExc_RuntimeError, "loader already open");
+        return -1;
+    }
+    struct mix_args mx;
+    Dataset *ds;
+    if (take_dataset(self, a.dso, &mx, &ds) < 0)
+        return -1;
     dlk_loader_opts o = DLK_LOADER_OPTS_INIT;
-    o.batch_size = batch;
-    o.shuffle = shuffle;
-    o.seed = seed;
-    o.epochs = epochs;
-    o.drop_last = drop_last;
-    o.rank = rank;
-    o.world_size = world;
-    o.local_world_size = local_world;
-    o.memory_limit = memory;
-    o.pin_cache = pin_cache; /* UINT64_MAX: DLK_PIN_CACHE_AUTO */
-    o.io_threads = workers;
-    o.window_chunks = window;
-    o.prefetch_chunks = prefetch;
-    o.no_verify = !verify;
-    o.whole_chunks = whole_chunks;
-    o.device = device;
-    o.view = view;
-    o.cache_dir = cache_dir;
-    o.cache_limit = cache_limit;
-    o.augment = augment;
-    o.augment_tensor = augment_tensor;
-    o.cancel = check_signals;
-    o.on_bad = skip ? DLK_ON_BAD_SKIP : DLK_ON_BAD_FAIL;
-    o.max_bad = max_bad;
-    o.epoch_size = epoch_size;
+    loader_opts(&a, &o);
     if (!self->bad && !(self->bad = PyList_New(0)))
         return -1;
     o.on_bad_read = on_bad_read;
     o.on_bad_ud = self;
     const char *names[256];
     PyObject *seq = NULL;
-    if (tensors != Py_None) {
-        /* a tuple of them: the names' UTF-8 stays valid while it lives,
-         * whatever another thread does to the caller's list meanwhile */
-        PyObject *fast = PySequence_Fast(tensors,
-                                         "tensors must be a list of names");
-        seq = fast ? PySequence_Tuple(fast) : NULL;
-        Py_XDECREF(fast);
-        if (!seq)
-            return -1;
-        Py_ssize_t n = PyTuple_Size(seq);
-        if (n > 256) {
-            Py_DECREF(seq);
-            PyErr_SetString(PyExc_ValueError, "at most 256 tensors");
-            return -1;
-        }
-        for (Py_ssize_t i = 0; i < n; i++) {
-            names[i] = PyUnicode_AsUTF8AndSize(PyTuple_GetItem(seq, i), NULL);
-            if (!names[i]) {
-                Py_DECREF(seq);
-                return -1;
-            }
-        }
-        o.tensors = names;
-        o.ntensors = (size_t)n;
-    }
+    if (a.tensors != Py_None && tensor_names(a.tensors, names, &seq, &o) < 0)
+        return -1;
     dlk_error err;
-    dlk_status rc;
     dlk_loader_state st;
-    if (state && !mx.n && dlk_loader_state_parse(state, &st, &err)) {
+    if (a.state && !mx.n && dlk_loader_state_parse(a.state, &st, &err)) {
         Py_XDECREF(seq);
         raise_dlk(&err);
         return -1;
     }
-    Py_BEGIN_ALLOW_THREADS
-    if (mx.n) {
-        /* a mix continues from its whole state after its open */
-        for (size_t i = 0; i < mx.n; i++)
-            pthread_mutex_lock(&mx.ds[i]->mu);
-        rc = dlk_loader_open_mix(mx.handles, mx.w, mx.views, mx.n, &o,
-                                 &self->l, &err);
-        if (!rc && state && (rc = dlk_loader_load(self->l, state, &err))) {
-            dlk_loader_close(self->l);
-            self->l = NULL;
-        }
-        for (size_t i = mx.n; i-- > 0;)
-            pthread_mutex_unlock(&mx.ds[i]->mu);
-    } else {
-        pthread_mutex_lock(&ds->mu);
-        if (state)
-            o.start = &st; /* read from the start, not restored after it */
-        rc = dlk_loader_open(ds->ds, &o, &self->l, &err);
-        pthread_mutex_unlock(&ds->mu);
-    }
-    Py_END_ALLOW_THREADS
+    dlk_status rc = open_loader(self, ds, &mx, a.state, &st, &o, &err);
     mix_args_free(&mx);
     Py_XDECREF(seq);
     if (rc) {
@@ -930,12 +995,7 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
         raise_dlk(&err);
         return -1;
     }
-    self->device_type = kDLCPU;
-    self->device_id = 0;
-    if (strncmp(device, "cuda", 4) == 0) {
-        self->device_type = kDLCUDA;
-        self->device_id = device[4] == ':' ? atoi(device + 5) : 0;
-    }
+    set_device(self, a.device);
     return 0;
 }
 
@@ -1697,24 +1757,122 @@ static void raise_dlk_result(const dlk_error *err, PyObject *result)
  * with the schema inferred) over objects, a sequence of (key, version,
  * bytes-like) that the call reads in place; the result as a dict of the
  * names `dlk ingest --json` gives. */
+struct ingest_args {
+    const char *url, *source;
+    PyObject *seq;
+    int create, width, height, fit, channels;
+    int dry_run, jobs, sorted_, no_key, exist_ok;
+    int strict, no_resume;
+    unsigned int shard, nshards;
+    double max_skip;
+    unsigned long long seed;
+};
+
+/* _ingest()'s arguments into *a; 0, else -1 with the exception set. */
+static int ingest_args_parse(PyObject *args, struct ingest_args *a)
+{
+    *a = (struct ingest_args){0};
+    if (!PyArg_ParseTuple(args, "ssO|piiiidpipKppppII", &a->url, &a->source,
+                          &a->seq, &a->create, &a->width, &a->height, &a->fit,
+                          &a->channels, &a->max_skip, &a->dry_run, &a->jobs,
+                          &a->sorted_, &a->seed, &a->no_key, &a->exist_ok,
+                          &a->strict, &a->no_resume, &a->shard, &a->nshards))
+        return -1;
+    return 0;
+}
+
+/* objs[] over the (key, version, bytes) tuples of items, read in place:
+ * *held counts the buffers taken, for the caller to release.  0, else -1
+ * with the exception set. */
+static int wrap_objects(PyObject *items, dlk_ingest_object *objs,
+                        Py_buffer *views, Py_ssize_t *held)
+{
+    Py_ssize_t n = PyTuple_Size(items);
+    for (Py_ssize_t i = *held; i < n; i++) {
+        PyObject *it = PyTuple_GetItem(items, i);
+        PyObject *k, *v, *d;
+        if (!PyTuple_Check(it) || PyTuple_Size(it) != 3) {
+            PyErr_Format(PyExc_TypeError, "object %zd: not a tuple (key, "
+                         "version, bytes)", i);
+            return -1;
+        }
+        k = PyTuple_GetItem(it, 0);
+        v = PyTuple_GetItem(it, 1);
+        d = PyTuple_GetItem(it, 2);
+        objs[i].key = PyUnicode_AsUTF8AndSize(k, NULL);
+        objs[i].version = PyUnicode_AsUTF8AndSize(v, NULL);
+        if (!objs[i].key || !objs[i].version ||
+            PyObject_GetBuffer(d, &views[i], PyBUF_SIMPLE) < 0)
+            return -1;
+        *held = i + 1;
+        objs[i].data = views[i].buf;
+        objs[i].len = (size_t)views[i].len;
+    }
+    return 0;
+}
+
+/* The ingest's options: its arguments, the n objects and the callbacks
+ * that fill cb. */
+static void ingest_opts(const struct ingest_args *a,
+                        const dlk_ingest_object *objs, size_t n,
+                        ingest_cb *cb, dlk_ingest_opts *o)
+{
+    o->source = a->source;
+    o->objects = objs;
+    o->n_objects = n;
+    o->width = a->width;
+    o->height = a->height;
+    o->fit = (dlk_fit)a->fit;
+    o->channels = a->channels;
+    o->max_skip = a->max_skip;
+    o->dry_run = a->dry_run;
+    o->jobs = a->jobs;
+    o->order = a->sorted_ ? DLK_ORDER_SORTED : DLK_ORDER_SHUFFLED;
+    o->order_seed = a->seed;
+    o->no_key = a->no_key;
+    o->exist_ok = a->exist_ok;
+    o->strict_classes = a->strict;
+    o->no_resume = a->no_resume;
+    o->shard = a->shard;
+    o->nshards = a->nshards;
+    o->on_bad = cb_bad;
+    o->on_unused = cb_unused;
+    o->on_schema = cb_schema;
+    o->on_changed_key = cb_changed;
+    o->on_new_class = cb_new_class;
+    o->stop = cb_stop;
+    o->ud = cb;
+}
+
+/* The ingest (or, create, the ingest that makes the dataset), run
+ * without the GIL. */
+static dlk_status run_ingest(const struct ingest_args *a, dlk_ingest_opts *o,
+                             dlk_ingest_result *r, dlk_error *err)
+{
+    /* a dataset on S3 or GCS: its store's settings as Dataset() reads
+     * them (the library reads no environment) */
+    store_env env = {.opts = DLK_STORE_OPTIONS_INIT};
+    dlk_status rc = store_env_needed(a->url)
+                        ? store_env_load(&env, false, err)
+                        : DLK_OK;
+    o->store = &env.opts;
+    if (!rc) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = a->create ? dlk_ingest_create(a->url, NULL, 0, 0, o, r, err)
+                       : dlk_ingest(a->url, o, r, err);
+        Py_END_ALLOW_THREADS
+    }
+    store_env_free(&env);
+    return rc;
+}
+
 static PyObject *ingest_objects(PyObject *m, PyObject *args)
 {
     (void)m;
-    const char *url, *source;
-    PyObject *seq;
-    int create = 0, width = 0, height = 0, fit = 0, channels = 0;
-    int dry_run = 0, jobs = 0, sorted_ = 0, no_key = 0, exist_ok = 0;
-    int strict = 0, no_resume = 0;
-    unsigned int shard = 0, nshards = 0;
-    double max_skip = 0;
-    unsigned long long seed = 0;
-    if (!PyArg_ParseTuple(args, "ssO|piiiidpipKppppII", &url, &source, &seq,
-                          &create, &width, &height, &fit, &channels,
-                          &max_skip, &dry_run, &jobs, &sorted_, &seed,
-                          &no_key, &exist_ok, &strict, &no_resume, &shard,
-                          &nshards))
+    struct ingest_args a;
+    if (ingest_args_parse(args, &a) < 0)
         return NULL;
-    PyObject *items = PySequence_Tuple(seq); /* held: its buffers stay */
+    PyObject *items = PySequence_Tuple(a.seq); /* held: its buffers stay */
     if (!items)
         return NULL;
     Py_ssize_t n = PyTuple_Size(items);
@@ -1730,69 +1888,16 @@ static PyObject *ingest_objects(PyObject *m, PyObject *args)
     }
     if (!cb.errors || !cb.unused || !cb.schema || !cb.classes || !cb.changed)
         goto done;
-    for (; held < n; held++) {
-        PyObject *it = PyTuple_GetItem(items, held);
-        PyObject *k, *v, *d;
-        if (!PyTuple_Check(it) || PyTuple_Size(it) != 3) {
-            PyErr_Format(PyExc_TypeError, "object %zd: not a tuple (key, "
-                         "version, bytes)", held);
-            goto done;
-        }
-        k = PyTuple_GetItem(it, 0);
-        v = PyTuple_GetItem(it, 1);
-        d = PyTuple_GetItem(it, 2);
-        objs[held].key = PyUnicode_AsUTF8AndSize(k, NULL);
-        objs[held].version = PyUnicode_AsUTF8AndSize(v, NULL);
-        if (!objs[held].key || !objs[held].version ||
-            PyObject_GetBuffer(d, &views[held], PyBUF_SIMPLE) < 0)
-            goto done;
-        objs[held].data = views[held].buf;
-        objs[held].len = (size_t)views[held].len;
-    }
+    if (wrap_objects(items, objs, views, &held) < 0)
+        goto done;
     dlk_ingest_opts o = DLK_INGEST_OPTS_INIT;
-    o.source = source;
-    o.objects = objs;
-    o.n_objects = (size_t)n;
-    o.width = width;
-    o.height = height;
-    o.fit = (dlk_fit)fit;
-    o.channels = channels;
-    o.max_skip = max_skip;
-    o.dry_run = dry_run;
-    o.jobs = jobs;
-    o.order = sorted_ ? DLK_ORDER_SORTED : DLK_ORDER_SHUFFLED;
-    o.order_seed = seed;
-    o.no_key = no_key;
-    o.exist_ok = exist_ok;
-    o.strict_classes = strict;
-    o.no_resume = no_resume;
-    o.shard = shard;
-    o.nshards = nshards;
-    o.on_bad = cb_bad;
-    o.on_unused = cb_unused;
-    o.on_schema = cb_schema;
-    o.on_changed_key = cb_changed;
-    o.on_new_class = cb_new_class;
-    o.stop = cb_stop;
-    o.ud = &cb;
+    ingest_opts(&a, objs, (size_t)n, &cb, &o);
     dlk_ingest_result r = DLK_INGEST_RESULT_INIT;
     dlk_error err;
-    /* a dataset on S3 or GCS: its store's settings as Dataset() reads
-     * them (the library reads no environment) */
-    store_env env = {.opts = DLK_STORE_OPTIONS_INIT};
-    dlk_status rc = store_env_needed(url) ? store_env_load(&env, false, &err)
-                                          : DLK_OK;
-    o.store = &env.opts;
-    if (!rc) {
-        Py_BEGIN_ALLOW_THREADS
-        rc = create ? dlk_ingest_create(url, NULL, 0, 0, &o, &r, &err)
-                    : dlk_ingest(url, &o, &r, &err);
-        Py_END_ALLOW_THREADS
-    }
-    store_env_free(&env);
+    dlk_status rc = run_ingest(&a, &o, &r, &err);
     if (cb.failed) /* the callback's exception (KeyboardInterrupt) */
         goto done;
-    out = ingest_result(&r, &cb, dry_run);
+    out = ingest_result(&r, &cb, a.dry_run);
     if (out && rc) {
         /* a rejected run (max_skip), or a failed one: its errors with it */
         raise_dlk_result(&err, out);
