@@ -126,18 +126,37 @@ static void time_split(const struct bench_opts *o,
     s->wait_epoch_starts = wait > 0 ? 100 * starts / wait : 0;
 }
 
-/* The flag or resource most likely to help, from what was measured, when
- * the consumer waited and storage or the copy to the device was the
- * bottleneck; "" otherwise.  `flag` gets the flag alone (or the
- * resource), `why` the measurements behind it. */
-static void hint(const struct bench_opts *o, const struct bench_result *r,
-                 const struct derived *d, const struct split *s,
-                 char *flag, size_t fcap, char *why, size_t wcap)
+/* Where hint writes: the flag alone (or the resource), and the
+ * measurements behind it. */
+struct hint_out {
+    char *flag;
+    size_t fcap;
+    char *why;
+    size_t wcap;
+};
+
+/* What the hints about the I/O threads and the link weigh. */
+struct hint_facts {
+    const char *name;  /* the stage to look at */
+    double stalled;    /* % of the time the device idled or consumer waited */
+    double w;          /* the wall time, never 0 */
+    uint32_t threads;  /* I/O threads, at least 1 */
+    uint32_t share;    /* this rank's cores, at least 1 */
+    double io_busy;    /* % of the I/O threads' time busy */
+    double per_thread; /* bytes/s of one busy I/O thread */
+    char cores_s[96];  /* the cores, in words */
+};
+
+/* Why no flag would help, in out->why: the waiting was the pipeline
+ * filling, a one-time pinning, the link's line rate, or too little to
+ * matter.  False when none of these holds. */
+static bool hint_none(const struct bench_opts *o, const struct bench_result *r,
+                      const struct derived *d, const struct split *s,
+                      double stalled, struct hint_out *out)
 {
     const dlk_loader_stats *st = &r->st;
-    const char *name = bench_stage_names[d->worst];
-    flag[0] = why[0] = 0;
-    double stalled = r->on_device ? d->stall_pct : s->stalled;
+    char *why = out->why;
+    size_t wcap = out->wcap;
     /* the waiting for the first batch: the pipeline filling once */
     double first = r->ntrace ? r->trace[0].wait_s : 0;
     if (stalled >= 5 && s->wait_s > 0 && first >= 0.5 * s->wait_s) {
@@ -145,7 +164,7 @@ static void hint(const struct bench_opts *o, const struct bench_result *r,
                  "batch (%.3f s, the first chunks' read), a start-up cost "
                  "rather than a steady bottleneck; a longer run shows the "
                  "steady state", 100 * first / s->wait_s, first);
-        return;
+        return true;
     }
     /* --pin-cache maps and pins each chunk in the first epoch (the
      * pinnings of a process take turns, and hold up its other mappings
@@ -157,7 +176,7 @@ static void hint(const struct bench_opts *o, const struct bench_result *r,
                  "(--pin-cache: %.3f s of pinning, once a chunk), a "
                  "one-time cost; the later epochs read it in place",
                  s->wait_first_epoch, st->pin_s);
-        return;
+        return true;
     }
     if (stalled >= 5 && r->link_rate > 0 &&
         r->best_steady >= 0.9 * r->link_rate) {
@@ -167,14 +186,24 @@ static void hint(const struct bench_opts *o, const struct bench_result *r,
                  "a batch's copy hides it", o->epochs > 1 ? "best epoch "
                  "after the first" : "run",
                  100 * r->best_steady / r->link_rate, r->link_rate / 1e9);
-        return;
+        return true;
     }
     if (stalled < 5) {
         snprintf(why, wcap, "none needed: %s is the busiest stage but the "
-                 "%s only %.1f%% of the time", name,
+                 "%s only %.1f%% of the time", bench_stage_names[d->worst],
                  r->on_device ? "device idled" : "consumer waited", stalled);
-        return;
+        return true;
     }
+    return false;
+}
+
+static void hint_facts_init(const struct bench_opts *o,
+                            const struct bench_result *r,
+                            const struct derived *d, const struct split *s,
+                            double stalled, struct hint_facts *f)
+{
+    const dlk_loader_stats *st = &r->st;
+    const char *name = bench_stage_names[d->worst];
     /* gather or step the busiest, and the consumer waited all the same:
      * what the chunks it waited for were in says where to look */
     if (strcmp(name, "storage") && strcmp(name, "decompress") &&
@@ -182,104 +211,161 @@ static void hint(const struct bench_opts *o, const struct bench_result *r,
         name = s->late[DLK_LATE_H2D] > s->late[DLK_LATE_STORAGE] +
                                        s->late[DLK_LATE_QUEUED]
                    ? "host_to_device" : "storage";
-    uint32_t threads = st->io_threads ? st->io_threads : 1;
+    f->name = name;
+    f->stalled = stalled;
+    f->threads = st->io_threads ? st->io_threads : 1;
     int cores = dlk_cpu_count();
     /* the ranks of a host share its cores, as the loader's threads do */
     uint32_t ranks = o->lo.local_world_size ? o->lo.local_world_size : 1;
-    uint32_t share = (uint32_t)cores / ranks ? (uint32_t)cores / ranks : 1;
-    char cores_s[96];
+    f->share = (uint32_t)cores / ranks ? (uint32_t)cores / ranks : 1;
     if (ranks > 1)
-        snprintf(cores_s, sizeof cores_s, "this rank's share of the "
-                 "host's %d cores is %u (%u ranks)", cores, share, ranks);
+        snprintf(f->cores_s, sizeof f->cores_s, "this rank's share of the "
+                 "host's %d cores is %u (%u ranks)", cores, f->share, ranks);
     else
-        snprintf(cores_s, sizeof cores_s, "this machine has %d cores",
+        snprintf(f->cores_s, sizeof f->cores_s, "this machine has %d cores",
                  cores);
-    double w = r->wall > 0 ? r->wall : 1;
-    double io_busy = 100 * st->io_busy_s / (threads * w);
-    double per_thread = st->storage_s + st->decompress_s > 0
+    f->w = r->wall > 0 ? r->wall : 1;
+    f->io_busy = 100 * st->io_busy_s / (f->threads * f->w);
+    f->per_thread = st->storage_s + st->decompress_s > 0
         ? st->bytes_loaded / (st->storage_s + st->decompress_s) : 0;
+}
+
+/* Every I/O thread kept reading and there is room for more of them:
+ * more read more at once (on S3 latency, not cores, limits a thread). */
+static void hint_more_workers(const struct hint_facts *f, bool s3,
+                              uint32_t room, struct hint_out *out)
+{
     char b1[32];
-    if (!strcmp(name, "storage") || !strcmp(name, "decompress")) {
-        bool s3 = strncmp(o->dataset, "s3://", 5) == 0 ||
-                  strncmp(o->dataset, "gs://", 5) == 0;
-        /* from local files on a GPU a quarter of the cores is left to
-         * the thread that queues the copies (the loader's default:
-         * more threads starved it; docs/benchmarks.md#line-rate) */
-        uint32_t room = !s3 && r->on_device ? share - share / 4 : share;
-        if (io_busy >= 70 && (s3 || room > threads)) {
-            /* every thread kept reading: more of them read more at once
-             * (on S3 latency, not cores, limits a thread) */
-            uint32_t more = threads * 2 > 64 ? 64 : threads * 2;
-            if (!s3 && more > room)
-                more = room;
-            snprintf(flag, fcap, "--workers %u", more);
-            snprintf(why, wcap, "the %u I/O thread%s %s %.0f%% of the "
-                     "time at %s/s each; %s", threads,
-                     threads == 1 ? " was" : "s were",
-                     !strcmp(name, "decompress") ? "reading and decompressing"
-                                                 : "reading",
-                     io_busy > 100 ? 100 : io_busy, cmd_bytes((unsigned long long)per_thread, b1),
-                     cores_s);
-        } else if (io_busy >= 70) {
-            /* the threads' CPU time within their busy time tells a store
-             * they waited on from work they did: from the page cache a
-             * read is a copy, and more cores (not a faster disk) help */
-            double on_cpu = st->io_busy_s > 0
-                ? 100 * st->io_cpu_s / st->io_busy_s : 0;
-            bool cpu = !strcmp(name, "decompress") || on_cpu >= 60;
-            snprintf(flag, fcap, "%s", !strcmp(name, "decompress")
-                     ? "CPU for decompression (or a lower --codec level at "
-                       "ingest)" : cpu ? "more cores" : "a faster store");
-            char who[48], work[80];
-            snprintf(work, sizeof work, "reading from memory%s%s",
-                     st->chunks_verified || o->lo.check ? ", checking" : "",
-                     st->decompress_s > 0 ? ", decompressing" : "");
-            if (threads == 1)
-                snprintf(who, sizeof who, "the one I/O thread was");
-            else
-                snprintf(who, sizeof who, "all %u I/O threads were", threads);
-            snprintf(why, wcap, "%s busy %.0f%% of the time at %s/s each, "
-                     "%.0f%% of it on or waiting for a CPU (%s), and %s: "
-                     "more threads would compete for the same cores", who,
-                     io_busy > 100 ? 100 : io_busy,
-                     cmd_bytes((unsigned long long)per_thread, b1), on_cpu,
-                     cpu ? work : "the rest waiting on the store",
-                     cores_s);
-        } else if (s->late[DLK_LATE_QUEUED] > 50 ||
-                   (o->lo.memory_limit &&
-                    st->peak_buffer_bytes * 10 >= o->lo.memory_limit * 9)) {
-            snprintf(flag, fcap, "--memory");
-            snprintf(why, wcap, "the I/O threads were idle %.0f%% of the "
-                     "time while %.0f%% of the waiting was for chunks not "
-                     "yet started: the chunk-buffer budget held them back "
-                     "(peak %s)", 100 - io_busy, s->late[DLK_LATE_QUEUED],
-                     cmd_bytes(st->peak_buffer_bytes, b1));
-        } else {
-            uint32_t p = st->prefetch_chunks;
-            snprintf(flag, fcap, "--prefetch %u", p * 2);
-            snprintf(why, wcap, "the I/O threads were idle %.0f%% of the "
-                     "time, yet the consumer waited %.1f%%: chunks are "
-                     "asked for too late to be ready", 100 - io_busy,
-                     stalled);
-        }
-    } else if (!strcmp(name, "host_to_device")) {
-        double rate = st->h2d_s > 0 ? st->bytes_loaded / st->h2d_s : 0;
-        bool local = strncmp(o->dataset, "s3://", 5) != 0 &&
-                     strncmp(o->dataset, "gs://", 5) != 0;
-        if (r->on_device && local && o->lo.pin_cache == 0) {
-            snprintf(flag, fcap, "--pin-cache auto");
-            snprintf(why, wcap, "copies to the device took %.0f%% of the "
-                     "run at %s/s through pinned buffers; a pinned page "
-                     "cache is read by the device in place", 100 * st->h2d_s / w,
-                     cmd_bytes((unsigned long long)rate, b1));
-        } else {
-            snprintf(flag, fcap, "the host-to-device link");
-            snprintf(why, wcap, "copies to the device took %.0f%% of the "
-                     "run at %s/s; fewer bytes (--tensors) or a faster link "
-                     "(the GPU's PCIe slot, its NUMA node)", 100 * st->h2d_s / w,
-                     cmd_bytes((unsigned long long)rate, b1));
-        }
+    uint32_t more = f->threads * 2 > 64 ? 64 : f->threads * 2;
+    if (!s3 && more > room)
+        more = room;
+    snprintf(out->flag, out->fcap, "--workers %u", more);
+    snprintf(out->why, out->wcap, "the %u I/O thread%s %s %.0f%% of the "
+             "time at %s/s each; %s", f->threads,
+             f->threads == 1 ? " was" : "s were",
+             !strcmp(f->name, "decompress") ? "reading and decompressing"
+                                            : "reading",
+             f->io_busy > 100 ? 100 : f->io_busy,
+             cmd_bytes((unsigned long long)f->per_thread, b1), f->cores_s);
+}
+
+/* Every I/O thread kept reading and the cores are taken: the threads'
+ * CPU time within their busy time tells a store they waited on from work
+ * they did (from the page cache a read is a copy, and more cores, not a
+ * faster disk, help). */
+static void hint_busy_threads(const struct bench_opts *o,
+                              const struct bench_result *r,
+                              const struct hint_facts *f,
+                              struct hint_out *out)
+{
+    const dlk_loader_stats *st = &r->st;
+    char b1[32];
+    double on_cpu = st->io_busy_s > 0 ? 100 * st->io_cpu_s / st->io_busy_s
+                                      : 0;
+    bool cpu = !strcmp(f->name, "decompress") || on_cpu >= 60;
+    snprintf(out->flag, out->fcap, "%s", !strcmp(f->name, "decompress")
+             ? "CPU for decompression (or a lower --codec level at "
+               "ingest)" : cpu ? "more cores" : "a faster store");
+    char who[48], work[80];
+    snprintf(work, sizeof work, "reading from memory%s%s",
+             st->chunks_verified || o->lo.check ? ", checking" : "",
+             st->decompress_s > 0 ? ", decompressing" : "");
+    if (f->threads == 1)
+        snprintf(who, sizeof who, "the one I/O thread was");
+    else
+        snprintf(who, sizeof who, "all %u I/O threads were", f->threads);
+    snprintf(out->why, out->wcap, "%s busy %.0f%% of the time at %s/s each, "
+             "%.0f%% of it on or waiting for a CPU (%s), and %s: "
+             "more threads would compete for the same cores", who,
+             f->io_busy > 100 ? 100 : f->io_busy,
+             cmd_bytes((unsigned long long)f->per_thread, b1), on_cpu,
+             cpu ? work : "the rest waiting on the store", f->cores_s);
+}
+
+/* Storage or decompression the bottleneck: more I/O threads, more CPU or
+ * a faster store, a larger chunk-buffer budget, or reading further
+ * ahead. */
+static void hint_reading(const struct bench_opts *o,
+                         const struct bench_result *r, const struct split *s,
+                         const struct hint_facts *f, struct hint_out *out)
+{
+    const dlk_loader_stats *st = &r->st;
+    char b1[32];
+    bool s3 = strncmp(o->dataset, "s3://", 5) == 0 ||
+              strncmp(o->dataset, "gs://", 5) == 0;
+    /* from local files on a GPU a quarter of the cores is left to
+     * the thread that queues the copies (the loader's default:
+     * more threads starved it; docs/benchmarks.md#line-rate) */
+    uint32_t room = !s3 && r->on_device ? f->share - f->share / 4 : f->share;
+    if (f->io_busy >= 70 && (s3 || room > f->threads)) {
+        hint_more_workers(f, s3, room, out);
+    } else if (f->io_busy >= 70) {
+        hint_busy_threads(o, r, f, out);
+    } else if (s->late[DLK_LATE_QUEUED] > 50 ||
+               (o->lo.memory_limit &&
+                st->peak_buffer_bytes * 10 >= o->lo.memory_limit * 9)) {
+        snprintf(out->flag, out->fcap, "--memory");
+        snprintf(out->why, out->wcap, "the I/O threads were idle %.0f%% of "
+                 "the time while %.0f%% of the waiting was for chunks not "
+                 "yet started: the chunk-buffer budget held them back "
+                 "(peak %s)", 100 - f->io_busy, s->late[DLK_LATE_QUEUED],
+                 cmd_bytes(st->peak_buffer_bytes, b1));
+    } else {
+        uint32_t p = st->prefetch_chunks;
+        snprintf(out->flag, out->fcap, "--prefetch %u", p * 2);
+        snprintf(out->why, out->wcap, "the I/O threads were idle %.0f%% of "
+                 "the time, yet the consumer waited %.1f%%: chunks are "
+                 "asked for too late to be ready", 100 - f->io_busy,
+                 f->stalled);
     }
+}
+
+/* The copy to the device the bottleneck: a pinned page cache read in
+ * place, or else fewer bytes or a faster link. */
+static void hint_link(const struct bench_opts *o, const struct bench_result *r,
+                      const struct hint_facts *f, struct hint_out *out)
+{
+    const dlk_loader_stats *st = &r->st;
+    char b1[32];
+    double rate = st->h2d_s > 0 ? st->bytes_loaded / st->h2d_s : 0;
+    bool local = strncmp(o->dataset, "s3://", 5) != 0 &&
+                 strncmp(o->dataset, "gs://", 5) != 0;
+    if (r->on_device && local && o->lo.pin_cache == 0) {
+        snprintf(out->flag, out->fcap, "--pin-cache auto");
+        snprintf(out->why, out->wcap, "copies to the device took %.0f%% of "
+                 "the run at %s/s through pinned buffers; a pinned page "
+                 "cache is read by the device in place",
+                 100 * st->h2d_s / f->w,
+                 cmd_bytes((unsigned long long)rate, b1));
+    } else {
+        snprintf(out->flag, out->fcap, "the host-to-device link");
+        snprintf(out->why, out->wcap, "copies to the device took %.0f%% of "
+                 "the run at %s/s; fewer bytes (--tensors) or a faster link "
+                 "(the GPU's PCIe slot, its NUMA node)",
+                 100 * st->h2d_s / f->w,
+                 cmd_bytes((unsigned long long)rate, b1));
+    }
+}
+
+/* The flag or resource most likely to help, from what was measured, when
+ * the consumer waited and storage or the copy to the device was the
+ * bottleneck; "" otherwise.  `flag` gets the flag alone (or the
+ * resource), `why` the measurements behind it. */
+static void hint(const struct bench_opts *o, const struct bench_result *r,
+                 const struct derived *d, const struct split *s,
+                 char *flag, size_t fcap, char *why, size_t wcap)
+{
+    struct hint_out out = {flag, fcap, why, wcap};
+    flag[0] = why[0] = 0;
+    double stalled = r->on_device ? d->stall_pct : s->stalled;
+    if (hint_none(o, r, d, s, stalled, &out))
+        return;
+    struct hint_facts f;
+    hint_facts_init(o, r, d, s, stalled, &f);
+    if (!strcmp(f.name, "storage") || !strcmp(f.name, "decompress"))
+        hint_reading(o, r, s, &f, &out);
+    else if (!strcmp(f.name, "host_to_device"))
+        hint_link(o, r, &f, &out);
 }
 
 /* The CPU's model, from /proc/cpuinfo ("" when not found). */

@@ -178,10 +178,11 @@ static dlk_status hash_parts(const dlk_chunk_enc *in, const uint8_t *idx,
     return DLK_OK;
 }
 
-/* Encode into out; with `head_only` an uncompressed payload is left
- * where it is (in->raw) and out gets the header and index alone. */
-static dlk_status encode(const dlk_chunk_enc *in, bool head_only,
-                         dlk_buf *out, dlk_error *err)
+/* in's fields within the format's bounds and its payload there to
+ * encode; the part count and the index's layout and padded bytes. */
+static dlk_status check_enc(const dlk_chunk_enc *in, bool head_only,
+                            uint32_t *nparts, uint64_t *layout,
+                            uint64_t *index_bytes, dlk_error *err)
 {
     if (in->samples == 0 || in->samples > DLK_CHUNK_MAX_SAMPLES ||
         in->ndim < 0 || in->ndim > DLK_MAX_NDIM ||
@@ -193,92 +194,94 @@ static dlk_status encode(const dlk_chunk_enc *in, bool head_only,
                   in->part_bytes > DLK_PART_BYTES_MAX))
         return dlk_fail(err, DLK_EINVAL, "chunk to encode: parts of %u bytes "
                         "(4096..2^30, codec none only)", in->part_bytes);
-    uint32_t nparts = dlk_parts_count(in->samples, in->raw_bytes,
-                                      in->part_bytes);
-    uint64_t layout = 0, index_bytes;
-    if (!layout_used(in->samples, in->ndim, in->variable, &layout) ||
-        !index_size(in->samples, in->ndim, in->variable, parts, nparts,
-                    &index_bytes))
+    *nparts = dlk_parts_count(in->samples, in->raw_bytes, in->part_bytes);
+    if (!layout_used(in->samples, in->ndim, in->variable, layout) ||
+        !index_size(in->samples, in->ndim, in->variable, parts, *nparts,
+                    index_bytes))
         return dlk_fail(err, DLK_ELIMIT, "chunk index too large");
-
-    head_only &= !zstd;
     if (!in->raw && in->raw_bytes && !(head_only && in->have_raw_hash))
         return dlk_fail(err, DLK_EINTERNAL, "chunk to encode has no payload");
     if (!in->raw && in->raw_bytes && parts && !in->iov)
         return dlk_fail(err, DLK_EINTERNAL, "chunk to encode has no payload "
                         "to cut into parts");
-    size_t bound = zstd ? ZSTD_compressBound(in->raw_bytes)
-                        : head_only ? 0 : in->raw_bytes;
-    out->len = 0;
-    dlk_status rc = dlk_buf_reserve(out, DLK_CHUNK_HEADER_BYTES +
-                                             (size_t)index_bytes + bound, err);
-    if (rc)
-        return rc;
-    uint8_t *hdr = out->data;
-    uint8_t *idx = hdr + DLK_CHUNK_HEADER_BYTES;
-    uint8_t *payload = idx + index_bytes;
-    memset(idx, 0, (size_t)index_bytes);
+    return DLK_OK;
+}
 
-    /* index */
-    uint64_t sample_bytes = 0;
-    if (!in->variable) {
-        uint32_t dims[DLK_MAX_NDIM];
-        for (int d = 0; d < in->ndim; d++) {
-            dims[d] = (uint32_t)in->shape[d];
-            dlk_put_le32(idx + 4 * d, dims[d]);
-        }
-        uint64_t total;
-        /* the part hashes read the payload at these offsets */
-        if (parts && (!sample_size(in->dtype, in->ndim, dims, &sample_bytes) ||
-                      !dlk_mul_u64(sample_bytes, in->samples, &total) ||
-                      total != in->raw_bytes))
-            return dlk_fail(err, DLK_EINTERNAL, "chunk payload size %zu does "
-                            "not match its shape", in->raw_bytes);
-    } else {
-        uint8_t *p = idx + 8 * ((size_t)in->samples + 1);
-        uint64_t n = (uint64_t)in->samples * (uint64_t)in->ndim;
-        for (uint64_t i = 0; i < n; i++, p += 4)
-            dlk_put_le32(p, in->shapes[i]);
-        uint64_t off = 0;
-        p = idx;
-        dlk_put_le64(p, 0);
-        p += 8;
-        for (uint32_t s = 0; s < in->samples; s++, p += 8) {
-            uint64_t sz;
-            if (!sample_size(in->dtype, in->ndim,
-                             in->shapes + (size_t)s * in->ndim, &sz) ||
-                !dlk_add_u64(off, sz, &off))
-                return dlk_fail(err, DLK_ELIMIT, "sample size overflows");
-            dlk_put_le64(p, off);
-        }
-        if (off != in->raw_bytes)
-            return dlk_fail(err, DLK_EINTERNAL, "chunk payload size %zu does "
-                            "not match its shapes (%llu)", in->raw_bytes,
-                            (unsigned long long)off);
+/* The index of a fixed shape: ndim u32 dims; with parts, the bytes of a
+ * sample (the part hashes read the payload at its multiples). */
+static dlk_status write_shape(const dlk_chunk_enc *in, bool parts,
+                              uint8_t *idx, uint64_t *sample_bytes,
+                              dlk_error *err)
+{
+    uint32_t dims[DLK_MAX_NDIM];
+    for (int d = 0; d < in->ndim; d++) {
+        dims[d] = (uint32_t)in->shape[d];
+        dlk_put_le32(idx + 4 * d, dims[d]);
     }
-    if (parts) {
-        uint8_t *tab = idx + pad8(layout);
-        dlk_put_le32(tab, in->part_bytes);
-        dlk_put_le32(tab + 4, nparts);
-        rc = hash_parts(in, idx, sample_bytes, nparts, tab + PART_TABLE_HEAD,
-                        err);
-        if (rc)
-            return rc;
+    uint64_t total;
+    if (parts && (!sample_size(in->dtype, in->ndim, dims, sample_bytes) ||
+                  !dlk_mul_u64(*sample_bytes, in->samples, &total) ||
+                  total != in->raw_bytes))
+        return dlk_fail(err, DLK_EINTERNAL, "chunk payload size %zu does "
+                        "not match its shape", in->raw_bytes);
+    return DLK_OK;
+}
+
+/* The index of variable shapes: (samples+1) u64 offsets, then
+ * samples*ndim u32 dims; the offsets must end at the payload's size. */
+static dlk_status write_offsets(const dlk_chunk_enc *in, uint8_t *idx,
+                                dlk_error *err)
+{
+    uint8_t *p = idx + 8 * ((size_t)in->samples + 1);
+    uint64_t n = (uint64_t)in->samples * (uint64_t)in->ndim;
+    for (uint64_t i = 0; i < n; i++, p += 4)
+        dlk_put_le32(p, in->shapes[i]);
+    uint64_t off = 0;
+    p = idx;
+    dlk_put_le64(p, 0);
+    p += 8;
+    for (uint32_t s = 0; s < in->samples; s++, p += 8) {
+        uint64_t sz;
+        if (!sample_size(in->dtype, in->ndim,
+                         in->shapes + (size_t)s * in->ndim, &sz) ||
+            !dlk_add_u64(off, sz, &off))
+            return dlk_fail(err, DLK_ELIMIT, "sample size overflows");
+        dlk_put_le64(p, off);
     }
-    /* payload */
-    size_t stored;
+    if (off != in->raw_bytes)
+        return dlk_fail(err, DLK_EINTERNAL, "chunk payload size %zu does "
+                        "not match its shapes (%llu)", in->raw_bytes,
+                        (unsigned long long)off);
+    return DLK_OK;
+}
+
+/* The payload at `payload` (bound bytes of room): compressed, or the raw
+ * bytes copied unless they stay where they are (head_only); its stored
+ * size in *stored. */
+static dlk_status write_payload(const dlk_chunk_enc *in, bool head_only,
+                                uint8_t *payload, size_t bound,
+                                size_t *stored, dlk_error *err)
+{
     if (in->codec == DLK_CODEC_ZSTD) {
         int level = in->level ? in->level : DLK_ZSTD_DEFAULT_LEVEL;
-        stored = ZSTD_compress(payload, bound, in->raw, in->raw_bytes, level);
-        if (ZSTD_isError(stored))
+        *stored = ZSTD_compress(payload, bound, in->raw, in->raw_bytes, level);
+        if (ZSTD_isError(*stored))
             return dlk_fail(err, DLK_EINTERNAL, "zstd compression failed: %s",
-                            ZSTD_getErrorName(stored));
-    } else {
-        if (in->raw_bytes && !head_only)
-            memcpy(payload, in->raw, in->raw_bytes);
-        stored = in->raw_bytes;
+                            ZSTD_getErrorName(*stored));
+        return DLK_OK;
     }
+    if (in->raw_bytes && !head_only)
+        memcpy(payload, in->raw, in->raw_bytes);
+    *stored = in->raw_bytes;
+    return DLK_OK;
+}
 
+/* The 64-byte header, last: its hash covers the index written before. */
+static void write_header(const dlk_chunk_enc *in, bool parts, uint8_t *hdr,
+                         uint64_t index_bytes, const uint8_t *payload,
+                         size_t stored)
+{
+    const uint8_t *idx = hdr + DLK_CHUNK_HEADER_BYTES;
     memcpy(hdr, DLK_CHUNK_MAGIC, 4);
     dlk_put_le16(hdr + OFF_VERSION, DLK_FORMAT_VERSION);
     hdr[OFF_DTYPE] = (uint8_t)in->dtype;
@@ -300,6 +303,52 @@ static dlk_status encode(const dlk_chunk_enc *in, bool head_only,
                                             : raw_hash);
     dlk_put_le64(hdr + OFF_HEADER_HASH,
                  dlk_hash64_2(hdr, HASHED_HEADER_BYTES, idx, index_bytes));
+}
+
+/* Encode into out; with `head_only` an uncompressed payload is left
+ * where it is (in->raw) and out gets the header and index alone. */
+static dlk_status encode(const dlk_chunk_enc *in, bool head_only,
+                         dlk_buf *out, dlk_error *err)
+{
+    bool zstd = in->codec == DLK_CODEC_ZSTD;
+    bool parts = in->part_bytes != 0;
+    uint32_t nparts = 0;
+    uint64_t layout = 0, index_bytes = 0;
+    head_only &= !zstd;
+    dlk_status rc = check_enc(in, head_only, &nparts, &layout, &index_bytes,
+                              err);
+    if (rc)
+        return rc;
+    size_t bound = zstd ? ZSTD_compressBound(in->raw_bytes)
+                        : head_only ? 0 : in->raw_bytes;
+    out->len = 0;
+    rc = dlk_buf_reserve(out, DLK_CHUNK_HEADER_BYTES + (size_t)index_bytes +
+                                  bound, err);
+    if (rc)
+        return rc;
+    uint8_t *hdr = out->data;
+    uint8_t *idx = hdr + DLK_CHUNK_HEADER_BYTES;
+    uint8_t *payload = idx + index_bytes;
+    memset(idx, 0, (size_t)index_bytes);
+
+    uint64_t sample_bytes = 0;
+    rc = in->variable ? write_offsets(in, idx, err)
+                      : write_shape(in, parts, idx, &sample_bytes, err);
+    if (rc)
+        return rc;
+    if (parts) {
+        uint8_t *tab = idx + pad8(layout);
+        dlk_put_le32(tab, in->part_bytes);
+        dlk_put_le32(tab + 4, nparts);
+        rc = hash_parts(in, idx, sample_bytes, nparts, tab + PART_TABLE_HEAD,
+                        err);
+        if (rc)
+            return rc;
+    }
+    size_t stored;
+    if ((rc = write_payload(in, head_only, payload, bound, &stored, err)))
+        return rc;
+    write_header(in, parts, hdr, index_bytes, payload, stored);
     out->len = DLK_CHUNK_HEADER_BYTES + (size_t)index_bytes +
                (head_only ? 0 : stored);
     return DLK_OK;
@@ -320,15 +369,11 @@ dlk_status dlk_chunk_encode_head(const dlk_chunk_enc *in, dlk_buf *out,
 
 #define BAD(...) dlk_fail(err, DLK_ECORRUPT, __VA_ARGS__)
 
-dlk_status dlk_chunk_parse_head(const uint8_t *obj, size_t avail,
-                                uint64_t object_bytes, const char *name,
-                                dlk_chunk_header *h, dlk_error *err)
+/* The header's fields into h, each checked on its own as it is read
+ * (obj holds the 64 bytes). */
+static dlk_status parse_fields(const uint8_t *obj, const char *name,
+                               dlk_chunk_header *h, dlk_error *err)
 {
-    memset(h, 0, sizeof *h);
-    if (avail < DLK_CHUNK_HEADER_BYTES || object_bytes < DLK_CHUNK_HEADER_BYTES)
-        return BAD("chunk '%s': %llu bytes, shorter than its 64-byte header",
-                   name, (unsigned long long)(avail < object_bytes
-                                                  ? avail : object_bytes));
     if (memcmp(obj, DLK_CHUNK_MAGIC, 4) != 0)
         return BAD("chunk '%s': bad magic (not a dlk chunk)", name);
     h->version = dlk_get_le16(obj + OFF_VERSION);
@@ -353,8 +398,7 @@ dlk_status dlk_chunk_parse_head(const uint8_t *obj, size_t avail,
                    h->flags);
     if ((h->flags & DLK_CHUNK_FLAG_VARIABLE) && h->ndim == 0)
         return BAD("chunk '%s': a scalar tensor cannot vary in shape", name);
-    bool parts = h->flags & DLK_CHUNK_FLAG_PARTS;
-    if (parts && h->codec != DLK_CODEC_NONE)
+    if ((h->flags & DLK_CHUNK_FLAG_PARTS) && h->codec != DLK_CODEC_NONE)
         return BAD("chunk '%s': a part table with codec %s (parts need codec "
                    "none)", name, dlk_codec_name(h->codec));
     if (dlk_get_le16(obj + OFF_RESERVED) != 0)
@@ -369,12 +413,21 @@ dlk_status dlk_chunk_parse_head(const uint8_t *obj, size_t avail,
     h->raw_hash = dlk_get_le64(obj + OFF_RAW_HASH);
     h->stored_hash = dlk_get_le64(obj + OFF_STORED_HASH);
     h->header_hash = dlk_get_le64(obj + OFF_HEADER_HASH);
+    return DLK_OK;
+}
 
+/* The sizes h claims against each other, the object (object_bytes) and
+ * what was read of it (avail); the index's layout bytes in *layout. */
+static dlk_status check_sizes(const dlk_chunk_header *h, size_t avail,
+                              uint64_t object_bytes, const char *name,
+                              uint64_t *layout, dlk_error *err)
+{
     bool variable = h->flags & DLK_CHUNK_FLAG_VARIABLE;
-    uint64_t layout = 0, want_index, total;
+    bool parts = h->flags & DLK_CHUNK_FLAG_PARTS;
+    uint64_t want_index, total;
     /* with PARTS the table's length is known only once its count has been
      * read, after header_hash: here, room for the table's head at least */
-    bool index_ok = layout_used(h->samples, h->ndim, variable, &layout) &&
+    bool index_ok = layout_used(h->samples, h->ndim, variable, layout) &&
                     index_size(h->samples, h->ndim, variable, parts, 0,
                                &want_index);
     if (!index_ok || (parts ? h->index_bytes < want_index
@@ -404,40 +457,68 @@ dlk_status dlk_chunk_parse_head(const uint8_t *obj, size_t avail,
                                        h->raw_hash != h->stored_hash))
         return BAD("chunk '%s': uncompressed, but its raw and stored sizes "
                    "or checksums differ", name);
+    return DLK_OK;
+}
+
+/* The part table at pad8(layout) of idx into h, its size and count
+ * checked against the payload and the index; where the table ends in
+ * *used. */
+static dlk_status parse_part_table(dlk_chunk_header *h, const uint8_t *idx,
+                                   uint64_t layout, const char *name,
+                                   uint64_t *used, dlk_error *err)
+{
+    bool variable = h->flags & DLK_CHUNK_FLAG_VARIABLE;
+    uint64_t at = pad8(layout), want_index;
+    for (uint64_t i = layout; i < at; i++)
+        if (idx[i] != 0)
+            return BAD("chunk '%s': bytes before the part table are not "
+                       "zero", name);
+    h->part_bytes = dlk_get_le32(idx + at);
+    h->nparts = dlk_get_le32(idx + at + 4);
+    h->part_table = at + PART_TABLE_HEAD;
+    if (h->part_bytes < DLK_PART_BYTES_MIN ||
+        h->part_bytes > DLK_PART_BYTES_MAX)
+        return BAD("chunk '%s': part size %u out of range (4096..2^30)",
+                   name, h->part_bytes);
+    uint32_t want = dlk_parts_count(h->samples, h->raw_bytes, h->part_bytes);
+    if (h->nparts != want)
+        return BAD("chunk '%s': %u parts, %u samples of %llu bytes in "
+                   "parts of %u make %u", name, h->nparts, h->samples,
+                   (unsigned long long)h->raw_bytes, h->part_bytes, want);
+    index_size(h->samples, h->ndim, variable, true, h->nparts, &want_index);
+    if (h->index_bytes != want_index)
+        return BAD("chunk '%s': index of %llu bytes, its part table "
+                   "makes %llu", name,
+                   (unsigned long long)h->index_bytes,
+                   (unsigned long long)want_index);
+    *used = h->part_table + 8 * (uint64_t)h->nparts;
+    return DLK_OK;
+}
+
+dlk_status dlk_chunk_parse_head(const uint8_t *obj, size_t avail,
+                                uint64_t object_bytes, const char *name,
+                                dlk_chunk_header *h, dlk_error *err)
+{
+    memset(h, 0, sizeof *h);
+    if (avail < DLK_CHUNK_HEADER_BYTES || object_bytes < DLK_CHUNK_HEADER_BYTES)
+        return BAD("chunk '%s': %llu bytes, shorter than its 64-byte header",
+                   name, (unsigned long long)(avail < object_bytes
+                                                  ? avail : object_bytes));
+    uint64_t layout = 0;
+    dlk_status rc = parse_fields(obj, name, h, err);
+    if (!rc)
+        rc = check_sizes(h, avail, object_bytes, name, &layout, err);
+    if (rc)
+        return rc;
     const uint8_t *idx = obj + DLK_CHUNK_HEADER_BYTES;
     uint64_t hh = dlk_hash64_2(obj, HASHED_HEADER_BYTES, idx,
                                (size_t)h->index_bytes);
     if (hh != h->header_hash)
         return BAD("chunk '%s': header checksum mismatch", name);
     uint64_t used = layout;
-    if (parts) {
-        uint64_t at = pad8(layout);
-        for (uint64_t i = layout; i < at; i++)
-            if (idx[i] != 0)
-                return BAD("chunk '%s': bytes before the part table are not "
-                           "zero", name);
-        h->part_bytes = dlk_get_le32(idx + at);
-        h->nparts = dlk_get_le32(idx + at + 4);
-        h->part_table = at + PART_TABLE_HEAD;
-        if (h->part_bytes < DLK_PART_BYTES_MIN ||
-            h->part_bytes > DLK_PART_BYTES_MAX)
-            return BAD("chunk '%s': part size %u out of range (4096..2^30)",
-                       name, h->part_bytes);
-        uint32_t want = dlk_parts_count(h->samples, h->raw_bytes,
-                                        h->part_bytes);
-        if (h->nparts != want)
-            return BAD("chunk '%s': %u parts, %u samples of %llu bytes in "
-                       "parts of %u make %u", name, h->nparts, h->samples,
-                       (unsigned long long)h->raw_bytes, h->part_bytes, want);
-        index_size(h->samples, h->ndim, variable, true, h->nparts,
-                   &want_index);
-        if (h->index_bytes != want_index)
-            return BAD("chunk '%s': index of %llu bytes, its part table "
-                       "makes %llu", name,
-                       (unsigned long long)h->index_bytes,
-                       (unsigned long long)want_index);
-        used = h->part_table + 8 * (uint64_t)h->nparts;
-    }
+    if ((h->flags & DLK_CHUNK_FLAG_PARTS) &&
+        (rc = parse_part_table(h, idx, layout, name, &used, err)))
+        return rc;
     for (uint64_t i = used; i < h->index_bytes; i++)
         if (idx[i] != 0)
             return BAD("chunk '%s': index padding is not zero", name);

@@ -317,31 +317,32 @@ static dlk_status parse_segments(json_t *segs, const char *name,
     return DLK_OK;
 }
 
-static dlk_status parse_tensor(json_t *jt, const char *name, dlk_tensor *t,
-                               dlk_error *err)
+/* The tensor's spec (all but its class names) and its 'samples', each
+ * field checked; *tname points into jt. */
+static dlk_status parse_spec(json_t *jt, const char *name,
+                             dlk_tensor_spec *s, const char **tname_out,
+                             uint64_t *samples, dlk_error *err)
 {
-    if (!json_is_object(jt))
-        return BAD("%s: a tensor entry is not an object", name);
-    dlk_tensor_spec s;
-    memset(&s, 0, sizeof s);
+    memset(s, 0, sizeof *s);
     const char *tname = get_str(jt, "name");
     if (!tname || strlen(tname) > DLK_NAME_MAX)
         return BAD("%s: tensor without a valid 'name'", name);
-    strcpy(s.name, tname);
-    if (dlk_dtype_parse(get_str(jt, "dtype"), &s.dtype))
+    *tname_out = tname;
+    strcpy(s->name, tname);
+    if (dlk_dtype_parse(get_str(jt, "dtype"), &s->dtype))
         return BAD("%s: tensor '%s': missing or unknown 'dtype'", name, tname);
-    if (dlk_kind_parse(get_str(jt, "kind"), &s.kind))
+    if (dlk_kind_parse(get_str(jt, "kind"), &s->kind))
         return BAD("%s: tensor '%s': missing or unknown 'kind'", name, tname);
-    if (dlk_codec_parse(get_str(jt, "codec"), &s.codec))
+    if (dlk_codec_parse(get_str(jt, "codec"), &s->codec))
         return BAD("%s: tensor '%s': missing or unknown 'codec'", name, tname);
-    uint64_t level = 0, chunk_bytes = 0, samples;
+    uint64_t level = 0, chunk_bytes = 0;
     if (json_object_get(jt, "level") && !get_uint(jt, "level", 22, &level))
         return BAD("%s: tensor '%s': bad 'level'", name, tname);
-    s.level = (int)level;
+    s->level = (int)level;
     if (!get_uint(jt, "chunk_bytes", DLK_CHUNK_MAX_RAW / 2, &chunk_bytes))
         return BAD("%s: tensor '%s': missing or bad 'chunk_bytes'", name,
                    tname);
-    s.chunk_bytes = chunk_bytes;
+    s->chunk_bytes = chunk_bytes;
     /* absent: the chunks may or may not have part tables (formats/
      * dlk-v1.md 4.3.2); present, every chunk must have one of this size */
     uint64_t part_bytes = 0;
@@ -350,39 +351,83 @@ static dlk_status parse_tensor(json_t *jt, const char *name, dlk_tensor *t,
          part_bytes < DLK_PART_BYTES_MIN))
         return BAD("%s: tensor '%s': bad 'part_bytes' (4096..1073741824)",
                    name, tname);
-    s.part_bytes = (uint32_t)part_bytes;
+    s->part_bytes = (uint32_t)part_bytes;
     dlk_status rc = parse_shape(json_object_get(jt, "shape"), name, tname,
-                                "shape", -1, s.shape, &s.ndim, true, err);
+                                "shape", -1, s->shape, &s->ndim, true, err);
     if (rc)
         return rc;
-    if (!get_uint(jt, "samples", UINT64_MAX >> 1, &samples))
+    if (!get_uint(jt, "samples", UINT64_MAX >> 1, samples))
         return BAD("%s: tensor '%s': missing or bad 'samples'", name, tname);
-    if (dlk_spec_check(&s, err)) {
+    if (dlk_spec_check(s, err)) {
         if (err) {
             dlk_fail_wrap(err, "%s", name);
             err->code = DLK_ECORRUPT;
         }
         return DLK_ECORRUPT;
     }
+    return DLK_OK;
+}
 
+/* 'class_names' (optional) into s: *cn, to free once the tensor holds
+ * copies, points at the JSON's strings. */
+static dlk_status parse_class_names(json_t *names, const char *name,
+                                    const char *tname, dlk_tensor_spec *s,
+                                    const char ***cn_out, dlk_error *err)
+{
+    if (!json_is_array(names))
+        return BAD("%s: tensor '%s': 'class_names' is not an array",
+                   name, tname);
+    s->n_class_names = json_array_size(names);
+    const char **cn = calloc(s->n_class_names ? s->n_class_names : 1,
+                             sizeof *cn);
+    if (!cn)
+        return dlk_oom(err);
+    for (size_t i = 0; i < s->n_class_names; i++)
+        if (!(cn[i] = json_string_value(json_array_get(names, i)))) {
+            free(cn);
+            return BAD("%s: tensor '%s': class name %zu is not a string",
+                       name, tname, i);
+        }
+    s->class_names = cn;
+    *cn_out = cn;
+    return DLK_OK;
+}
+
+/* "chunks": the tensor's entries after its segments'. */
+static dlk_status parse_chunks(json_t *chunks, const char *name,
+                               const char *tname, dlk_tensor *t,
+                               dlk_error *err)
+{
+    if (!json_is_array(chunks))
+        return BAD("%s: tensor '%s': 'chunks' is not an array", name, tname);
+    for (size_t i = 0; i < json_array_size(chunks); i++) {
+        dlk_chunk_entry e;
+        dlk_status rc;
+        if (!parse_entry(json_array_get(chunks, i), &e))
+            return BAD("%s: tensor '%s': chunk entry %zu is malformed "
+                       "(want [\"<32 hex>\", samples, stored_bytes, "
+                       "raw_bytes])", name, tname, i);
+        if ((rc = add_checked(t, &e, name, tname, err)))
+            return rc;
+    }
+    return DLK_OK;
+}
+
+static dlk_status parse_tensor(json_t *jt, const char *name, dlk_tensor *t,
+                               dlk_error *err)
+{
+    if (!json_is_object(jt))
+        return BAD("%s: a tensor entry is not an object", name);
+    dlk_tensor_spec s;
+    const char *tname = NULL;
+    uint64_t samples;
+    dlk_status rc = parse_spec(jt, name, &s, &tname, &samples, err);
+    if (rc)
+        return rc;
     json_t *names = json_object_get(jt, "class_names");
     const char **cn = NULL;
-    if (names) {
-        if (!json_is_array(names))
-            return BAD("%s: tensor '%s': 'class_names' is not an array",
-                       name, tname);
-        s.n_class_names = json_array_size(names);
-        cn = calloc(s.n_class_names ? s.n_class_names : 1, sizeof *cn);
-        if (!cn)
-            return dlk_oom(err);
-        for (size_t i = 0; i < s.n_class_names; i++)
-            if (!(cn[i] = json_string_value(json_array_get(names, i)))) {
-                free(cn);
-                return BAD("%s: tensor '%s': class name %zu is not a string",
-                           name, tname, i);
-            }
-        s.class_names = cn;
-    }
+    if (names && (rc = parse_class_names(names, name, tname, &s, &cn, err)))
+        return rc;
     rc = dlk_tensor_init(t, &s, err);
     free(cn);
     if (rc)
@@ -404,18 +449,9 @@ static dlk_status parse_tensor(json_t *jt, const char *name, dlk_tensor *t,
     json_t *segs = json_object_get(jt, "segments");
     if (segs && (rc = parse_segments(segs, name, tname, t, err)))
         return rc;
-    json_t *chunks = json_object_get(jt, "chunks");
-    if (!json_is_array(chunks))
-        return BAD("%s: tensor '%s': 'chunks' is not an array", name, tname);
-    for (size_t i = 0; i < json_array_size(chunks); i++) {
-        dlk_chunk_entry e;
-        if (!parse_entry(json_array_get(chunks, i), &e))
-            return BAD("%s: tensor '%s': chunk entry %zu is malformed "
-                       "(want [\"<32 hex>\", samples, stored_bytes, "
-                       "raw_bytes])", name, tname, i);
-        if ((rc = add_checked(t, &e, name, tname, err)))
-            return rc;
-    }
+    if ((rc = parse_chunks(json_object_get(jt, "chunks"), name, tname, t,
+                           err)))
+        return rc;
     if (t->samples != samples)
         return BAD("%s: tensor '%s': 'samples' is %llu but its %s hold "
                    "%llu", name, tname, (unsigned long long)samples,

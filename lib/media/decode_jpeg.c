@@ -169,6 +169,144 @@ dlk_status dlk_jpeg_decode(const uint8_t *p, size_t n, const char *name,
     return jpeg_decode(p, n, name, o, out, err, false);
 }
 
+/* How one JPEG is decoded: what its header says, and the output's
+ * format and size. */
+typedef struct jpeg_plan {
+    int w, h, subsamp, cs; /* from the header */
+    jpeg_meta m;
+    bool cmyk;
+    bool ycc;    /* planes as stored, for the resizer to convert */
+    int pf;      /* TurboJPEG pixel format when not ycc */
+    int sw, sh;  /* the decoded (scaled) size */
+    size_t bytes; /* the pixel buffer */
+} jpeg_plan;
+
+/* The thread's decompressor, taken while in use, or a new one. */
+static dlk_status take_decompressor(dlk_scratch *scr, const char *name,
+                                    tjhandle *out, dlk_error *err)
+{
+    tjhandle tj = scr ? scr->tj : NULL;
+    if (scr)
+        scr->tj = NULL;
+    if (!tj && !(tj = tjInitDecompress()))
+        return dlk_fail(err, DLK_ENOMEM, "cannot decode JPEG '%s': %s", name,
+                        tjGetErrorStr2(NULL));
+    *out = tj;
+    return DLK_OK;
+}
+
+/* Given back only after a clean decode, so an error never leaves a
+ * handle in an odd state for the next image. */
+static void give_back_decompressor(dlk_scratch *scr, tjhandle tj, bool clean)
+{
+    if (clean && scr && !scr->tj)
+        scr->tj = tj;
+    else
+        tjDestroy(tj);
+}
+
+/* The Y, Cb and Cr planes of a ycc decode in out (pw, ph, ps) and their
+ * bytes in *bytes; false when TurboJPEG's planes would not hold the
+ * image's extent. */
+static bool lay_out_planes(dlk_image *out, int sw, int sh, int subsamp,
+                           size_t *bytes)
+{
+    bool ok = true;
+    *bytes = 0;
+    /* planes are padded to whole MCUs: allocate that much, but keep
+     * the image's own extent (the chroma of an odd width rounded up) */
+    int sx = tjMCUWidth[subsamp] / 8, sy = tjMCUHeight[subsamp] / 8;
+    for (int i = 0; i < 3; i++) {
+        int aw = tjPlaneWidth(i, sw, subsamp),
+            ah = tjPlaneHeight(i, sh, subsamp);
+        out->pw[i] = i ? (sw + sx - 1) / sx : sw;
+        out->ph[i] = i ? (sh + sy - 1) / sy : sh;
+        out->ps[i] = (aw + 63) & ~63;
+        *bytes += (size_t)out->ps[i] * (size_t)(ah > 0 ? ah : 0);
+        ok &= aw >= out->pw[i] && ah >= out->ph[i] && out->pw[i] > 0 &&
+              out->ph[i] > 0;
+    }
+    return ok;
+}
+
+/* The output's format and size from the header (pl->w .. pl->cs) and the
+ * target; sets out->c (and out's plane layout for ycc). */
+static void plan_decode(const uint8_t *p, size_t n, const dlk_image_opts *o,
+                        jpeg_plan *pl, dlk_image *out)
+{
+    int cs = pl->cs, subsamp = pl->subsamp;
+    pl->m = scan_markers(p, n);
+    pl->cmyk = cs == TJCS_CMYK || cs == TJCS_YCCK;
+    /* Gray only from a gray JPEG: from colour, Pillow's luma of the
+     * (clipped) RGB is what users compare with, not the JPEG's Y. */
+    int want = o->channels ? o->channels : 3;
+    pl->pf = pl->cmyk ? TJPF_CMYK
+             : want == 1 && cs == TJCS_GRAY ? TJPF_GRAY : TJPF_RGB;
+    /* Decode at 1/2, 1/4 or 1/8 size when the target needs no more:
+     * the scaled IDCT is cheaper than decoding all and resizing, and
+     * keeps what the area resizer would keep. */
+    bool swap = pl->m.orientation >= 5;
+    double min = dlk_resize_min_scale(swap ? pl->h : pl->w,
+                                      swap ? pl->w : pl->h, o);
+    tjscalingfactor sf = pick_scale(min);
+    pl->sw = TJSCALED(pl->w, sf);
+    pl->sh = TJSCALED(pl->h, sf);
+    /* A colour JPEG on its way to a smaller RGB image: keep the planes as
+     * they are stored and let the resizer upsample chroma and convert to
+     * RGB at the target size (about a third of the time of RGB decode +
+     * split + resize for 500x375 -> 224x224). */
+    pl->ycc = !pl->cmyk && cs == TJCS_YCbCr && want == 3 &&
+              pl->m.orientation == 1 && subsamp >= 0 &&
+              subsamp < TJ_NUMSAMP && subsamp != TJSAMP_GRAY &&
+              dlk_resize_scales(pl->sw, pl->sh, o) &&
+              /* a scaled RGB decode gets chroma from IDCT scaling at
+               * the luma's size, sharper than these planes would give */
+              (sf.num == sf.denom || subsamp == TJSAMP_444);
+    if (pl->ycc)
+        pl->ycc = lay_out_planes(out, pl->sw, pl->sh, subsamp, &pl->bytes);
+    if (!pl->ycc)
+        pl->bytes = (size_t)pl->sw * pl->sh * tjPixelSize[pl->pf];
+    out->c = pl->ycc ? 3 : tjPixelSize[pl->pf];
+}
+
+/* out->px: the thread's pixel scratch when it fits (nothing rotates
+ * them), else a buffer of its own. */
+static dlk_status alloc_pixels(dlk_scratch *scr, const jpeg_plan *pl,
+                               const char *name, dlk_image *out,
+                               dlk_error *err)
+{
+    out->px = scr && pl->m.orientation == 1
+                  ? dlk_scratch_block(&scr->pixels, pl->bytes) : NULL;
+    out->borrowed = out->px != NULL;
+    if (!out->px)
+        out->px = malloc(pl->bytes);
+    if (!out->px)
+        return dlk_fail(err, DLK_ENOMEM, "cannot decode JPEG '%s': cannot "
+                        "allocate %dx%d pixels", name, pl->sw, pl->sh);
+    out->w = pl->sw;
+    out->h = pl->sh;
+    return DLK_OK;
+}
+
+/* TurboJPEG's decode into out->px, as planes or packed pixels; its
+ * status (non-zero on an error or a warning). */
+static int decompress(tjhandle tj, const uint8_t *p, size_t n,
+                      const jpeg_plan *pl, dlk_image *out)
+{
+    int sw = pl->sw, sh = pl->sh, subsamp = pl->subsamp;
+    if (!pl->ycc)
+        return tjDecompress2(tj, p, (unsigned long)n, out->px, sw, 0, sh,
+                             pl->pf, 0);
+    out->ycc = true;
+    out->plane[0] = out->px;
+    out->plane[1] = out->plane[0] +
+                    (size_t)out->ps[0] * tjPlaneHeight(0, sh, subsamp);
+    out->plane[2] = out->plane[1] +
+                    (size_t)out->ps[1] * tjPlaneHeight(1, sh, subsamp);
+    return tjDecompressToYUVPlanes(tj, p, (unsigned long)n, out->plane, sw,
+                                   out->ps, sh, 0);
+}
+
 static dlk_status jpeg_decode(const uint8_t *p, size_t n, const char *name,
                               const dlk_image_opts *o, dlk_image *out,
                               dlk_error *err, bool stripped)
@@ -177,23 +315,19 @@ static dlk_status jpeg_decode(const uint8_t *p, size_t n, const char *name,
     if (n > ULONG_MAX || n > INT_MAX)
         return dlk_fail(err, DLK_ELIMIT, "cannot decode JPEG '%s': %zu bytes "
                         "is too large", name, n);
-    /* the thread's decompressor, taken while in use; given back only
-     * after a clean decode, so an error never leaves a handle in an odd
-     * state for the next image */
     dlk_scratch *scr = dlk_scratch_get();
-    tjhandle tj = scr ? scr->tj : NULL;
-    if (scr)
-        scr->tj = NULL;
-    if (!tj && !(tj = tjInitDecompress()))
-        return dlk_fail(err, DLK_ENOMEM, "cannot decode JPEG '%s': %s", name,
-                        tjGetErrorStr2(NULL));
+    tjhandle tj = NULL;
+    dlk_status st = take_decompressor(scr, name, &tj, err);
+    if (st)
+        return st;
     bool tj_clean = false, strip = false;
-    dlk_status st = DLK_OK;
-    int w = 0, h = 0, subsamp = 0, cs = 0; /* a tables-only JPEG sets none */
+    jpeg_plan pl = {0}; /* a tables-only JPEG sets none of the header's */
+    int rc;
     /* a warning fails the header call too: junk between the header's
      * segments, decoded again without it so that a warning about the
      * image data cannot hide behind it */
-    if (tjDecompressHeader3(tj, p, (unsigned long)n, &w, &h, &subsamp, &cs)) {
+    if (tjDecompressHeader3(tj, p, (unsigned long)n, &pl.w, &pl.h,
+                            &pl.subsamp, &pl.cs)) {
         if (junk_warning(tj) && !stripped) {
             strip = true;
             goto done;
@@ -202,78 +336,12 @@ static dlk_status jpeg_decode(const uint8_t *p, size_t n, const char *name,
                       tjGetErrorStr2(tj));
         goto done;
     }
-    if ((st = dlk_check_pixels((uint64_t)w, (uint64_t)h, o, name, err)))
+    if ((st = dlk_check_pixels((uint64_t)pl.w, (uint64_t)pl.h, o, name, err)))
         goto done;
-    jpeg_meta m = scan_markers(p, n);
-    bool cmyk = cs == TJCS_CMYK || cs == TJCS_YCCK;
-    /* Gray only from a gray JPEG: from colour, Pillow's luma of the
-     * (clipped) RGB is what users compare with, not the JPEG's Y. */
-    int want = o->channels ? o->channels : 3;
-    int pf = cmyk ? TJPF_CMYK
-                  : want == 1 && cs == TJCS_GRAY ? TJPF_GRAY : TJPF_RGB;
-    /* Decode at 1/2, 1/4 or 1/8 size when the target needs no more:
-     * the scaled IDCT is cheaper than decoding all and resizing, and
-     * keeps what the area resizer would keep. */
-    bool swap = m.orientation >= 5;
-    double min = dlk_resize_min_scale(swap ? h : w, swap ? w : h, o);
-    tjscalingfactor sf = pick_scale(min);
-    int sw = TJSCALED(w, sf), sh = TJSCALED(h, sf);
-    /* A colour JPEG on its way to a smaller RGB image: keep the planes as
-     * they are stored and let the resizer upsample chroma and convert to
-     * RGB at the target size (about a third of the time of RGB decode +
-     * split + resize for 500x375 -> 224x224). */
-    bool ycc = !cmyk && cs == TJCS_YCbCr && want == 3 &&
-               m.orientation == 1 && subsamp >= 0 && subsamp < TJ_NUMSAMP &&
-               subsamp != TJSAMP_GRAY && dlk_resize_scales(sw, sh, o) &&
-               /* a scaled RGB decode gets chroma from IDCT scaling at
-                * the luma's size, sharper than these planes would give */
-               (sf.num == sf.denom || subsamp == TJSAMP_444);
-    size_t bytes = (size_t)sw * sh * tjPixelSize[pf];
-    if (ycc) {
-        bytes = 0;
-        /* planes are padded to whole MCUs: allocate that much, but keep
-         * the image's own extent (the chroma of an odd width rounded up) */
-        int sx = tjMCUWidth[subsamp] / 8, sy = tjMCUHeight[subsamp] / 8;
-        for (int i = 0; i < 3; i++) {
-            int aw = tjPlaneWidth(i, sw, subsamp),
-                ah = tjPlaneHeight(i, sh, subsamp);
-            out->pw[i] = i ? (sw + sx - 1) / sx : sw;
-            out->ph[i] = i ? (sh + sy - 1) / sy : sh;
-            out->ps[i] = (aw + 63) & ~63;
-            bytes += (size_t)out->ps[i] * (size_t)(ah > 0 ? ah : 0);
-            ycc &= aw >= out->pw[i] && ah >= out->ph[i] && out->pw[i] > 0 &&
-                   out->ph[i] > 0;
-        }
-        if (!ycc)
-            bytes = (size_t)sw * sh * tjPixelSize[pf];
-    }
-    out->c = ycc ? 3 : tjPixelSize[pf];
-    /* the thread's pixel scratch when it fits (nothing rotates them) */
-    out->px = scr && m.orientation == 1 ? dlk_scratch_block(&scr->pixels, bytes)
-                                        : NULL;
-    out->borrowed = out->px != NULL;
-    if (!out->px)
-        out->px = malloc(bytes);
-    if (!out->px) {
-        st = dlk_fail(err, DLK_ENOMEM, "cannot decode JPEG '%s': cannot "
-                      "allocate %dx%d pixels", name, sw, sh);
+    plan_decode(p, n, o, &pl, out);
+    if ((st = alloc_pixels(scr, &pl, name, out, err)))
         goto done;
-    }
-    out->w = sw;
-    out->h = sh;
-    int rc;
-    if (ycc) {
-        out->ycc = true;
-        out->plane[0] = out->px;
-        out->plane[1] = out->plane[0] +
-                        (size_t)out->ps[0] * tjPlaneHeight(0, sh, subsamp);
-        out->plane[2] = out->plane[1] +
-                        (size_t)out->ps[1] * tjPlaneHeight(1, sh, subsamp);
-        rc = tjDecompressToYUVPlanes(tj, p, (unsigned long)n, out->plane, sw,
-                                     out->ps, sh, 0);
-    } else {
-        rc = tjDecompress2(tj, p, (unsigned long)n, out->px, sw, 0, sh, pf, 0);
-    }
+    rc = decompress(tj, p, n, &pl, out);
     if (rc && !junk_ok(tj)) {
         st = dlk_fail(err, DLK_EDECODE, "cannot decode JPEG '%s': %s%s", name,
                       tjGetErrorCode(tj) == TJERR_WARNING ? "corrupt data: "
@@ -282,15 +350,12 @@ static dlk_status jpeg_decode(const uint8_t *p, size_t n, const char *name,
         goto done;
     }
     tj_clean = rc == 0;
-    if (cmyk)
-        cmyk_to_rgb(out, m.adobe);
-    if (m.orientation > 1)
-        st = dlk_image_orient(out, m.orientation, err);
+    if (pl.cmyk)
+        cmyk_to_rgb(out, pl.m.adobe);
+    if (pl.m.orientation > 1)
+        st = dlk_image_orient(out, pl.m.orientation, err);
 done:
-    if (tj_clean && scr && !scr->tj)
-        scr->tj = tj;
-    else
-        tjDestroy(tj);
+    give_back_decompressor(scr, tj, tj_clean);
     if (st)
         dlk_image_free(out);
     if (strip)
