@@ -4,7 +4,9 @@ back by the webdataset package itself, so that the tar details dlk meets
 are those of the format's own writer.
 
   wds_shards.py make DIR --shards N --per K [--start S] [--bad KEY] [--big]
-      N shards DIR/%06d.tar (from S) of K samples each: an image (.png
+                 [--ext tar.gz]
+      N shards DIR/%06d.tar (from S) of K samples each (--ext: named
+      %06d.EXT, which webdataset's writer gzips for .gz): an image (.png
       for even sample numbers, .jpg for odd ones, sizes varying), a class
       (.cls) and a caption (.txt); --bad KEY makes that sample's .jpg a
       corrupt JPEG; --big makes the images 16 times as wide and high.
@@ -45,7 +47,7 @@ def sample(i, rng, big):
 def make(a):
     os.makedirs(a.dir, exist_ok=True)
     rng = np.random.default_rng(a.start)
-    with wds.ShardWriter(os.path.join(a.dir, "%06d.tar"), maxcount=a.per,
+    with wds.ShardWriter(os.path.join(a.dir, "%06d." + a.ext), maxcount=a.per,
                          start_shard=a.start, verbose=0) as w:
         for i in range(a.start * a.per, (a.start + a.shards) * a.per):
             s = sample(i, rng, a.big)
@@ -106,6 +108,7 @@ def main():
     m.add_argument("--start", type=int, default=0)
     m.add_argument("--bad", default="")
     m.add_argument("--big", action="store_true")
+    m.add_argument("--ext", default="tar")
     c = sub.add_parser("check")
     c.add_argument("dlk")
     c.add_argument("ds")

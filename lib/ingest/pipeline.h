@@ -30,16 +30,20 @@ typedef struct ing_obj {
     char tensor[DLK_NAME_MAX + 1]; /* ING_NPY: the tensor named */
     /* A member of a tar shard (tar.c): shard is 1 + its index in the
      * source's shards (0: an object of its own), key[member..] the
-     * member's path in the shard, off where its bytes start there. */
+     * member's path in the shard, off where its bytes start there (in
+     * a compressed shard: the member's number, counting every header). */
     uint32_t shard, member;
     uint64_t off;
 } ing_obj;
 
-/* A tar shard of the source (tar.c): listed, its members made objects. */
+/* A tar shard of the source (tar.c): listed, its members made objects.
+ * A compressed one (gz: ".tar.gz", ".tgz") places its members by their
+ * number in the shard (ing_obj.off), read by streaming it (tgz.c). */
 typedef struct ing_shard {
     char *key;
     char *version;
     uint64_t size;
+    bool gz;
 } ing_shard;
 
 /* A row: objects [first, first + n) share one stem. */
@@ -90,6 +94,9 @@ typedef struct ing_source {
      * cancel): a run that stops wants no more of the source at once,
      * a listing or GET in flight included; held while the store is */
     struct ing_cancel *cancel;
+    /* the stream readers of compressed shards (tgz.c), or NULL: written
+     * by the fetches of a const source, under locks of their own */
+    struct ing_tgz *tgz;
 } ing_source;
 
 #define ING_UNUSED_KEPT 1000
@@ -168,9 +175,18 @@ int ing_source_add_obj(ing_source *s, const char *key, uint64_t size,
                        const char *version, uint32_t shard, uint32_t member,
                        uint64_t off);
 /* Whether key names a tar shard (".tar"), and whether a compressed one
- * (".tar.gz", ".tgz"), which cannot be read in place (tar.c). */
+ * (".tar.gz", ".tgz"), whose members are read by streaming it (tar.c). */
 bool ing_tar_key(const char *key);
 bool ing_tgz_key(const char *key);
+/* The stream readers of s's compressed shards (tgz.c): made once the
+ * shards are listed, freed with the source. */
+dlk_status ing_tgz_new(ing_source *s, dlk_error *err);
+void ing_tgz_free(struct ing_tgz *t);
+/* The bytes of member o of a compressed shard (appended to out; o->size
+ * at most max), read on from where the shard's reader is, from the
+ * shard's start when it has passed o, or from the members it kept. */
+dlk_status ing_tgz_get(const ing_source *s, const ing_obj *o, uint64_t max,
+                       dlk_buf *out, dlk_error *err);
 /* The members of every shard listed in s, added as objects (tar.c):
  * each shard's headers read through s's store (mapped when local,
  * else in ranges, none of it kept); a shard that is not a readable tar
@@ -179,7 +195,8 @@ bool ing_tgz_key(const char *key);
 dlk_status ing_tar_list(ing_source *s, const dlk_ingest_opts *o,
                         dlk_error *err);
 /* The bytes of object o (appended to out, at most max): the object
- * itself, or a tar member's range of its shard. */
+ * itself, a tar member's range of its shard, or a compressed shard's
+ * member (ing_tgz_get). */
 dlk_status ing_obj_get(const ing_source *s, const ing_obj *o, uint64_t max,
                        dlk_buf *out, dlk_error *err);
 /* The parent folder of object o (ing_parent_folder): for a tar member,

@@ -9,15 +9,35 @@
  * seed, not on the rest of the listing, so that a checkpoint ("every row
  * up to this stem is done") stays meaningful across a resume, and shards
  * split the shuffled order, so that each shard is a sample of the whole
- * source rather than a range of its classes. */
+ * source rather than a range of its classes.  The rows of a compressed
+ * tar shard stay together (stem_rank). */
 #include "pipeline.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+/* The length of the part of stem that names a compressed tar shard
+ * ("x.tar.gz/s001": "x.tar.gz"), or len when it names none. */
+static size_t tgz_prefix(const char *stem, size_t len)
+{
+    static const char *const ext[] = {".tar.gz/", ".tgz/"};
+    for (size_t i = 0; i < len; i++)
+        for (size_t e = 0; e < 2; e++) {
+            size_t n = strlen(ext[e]);
+            if (i + n <= len && strncasecmp(stem + i, ext[e], n) == 0 &&
+                i > 0 && stem[i - 1] != '/')
+                return i + n - 1;
+        }
+    return len;
+}
+
+/* A compressed shard can only be read from its start (tgz.c): its rows
+ * take the shard's place in the shuffled order, together and in stem
+ * order after it, so that it is read once, not once a row. */
 static uint64_t stem_rank(uint64_t seed, const char *stem, size_t len)
 {
-    return dlk_mix64(seed ^ dlk_hash64(stem, len));
+    return dlk_mix64(seed ^ dlk_hash64(stem, tgz_prefix(stem, len)));
 }
 
 static int stem_cmp(const char *a, size_t na, const char *b, size_t nb)

@@ -118,16 +118,17 @@ static const char *not_sample_name(const char *base, size_t stem_len)
     return NULL;
 }
 
-/* A tar shard is listed whole: its members become objects once the
- * listing ends (ing_tar_list). */
+/* A tar shard, compressed or not, is listed whole: its members become
+ * objects once the listing ends (ing_tar_list). */
 static int add_shard(ing_source *s, const char *key, uint64_t size,
-                     const char *version)
+                     const char *version, bool gz)
 {
     if (s->nshards >= UINT32_MAX - 1 ||
         !DLK_GROW(s->shards, s->nshards, s->shards_cap, 64))
         return s->oom = true;
     ing_shard *sh = &s->shards[s->nshards];
     sh->size = size;
+    sh->gz = gz;
     sh->key = strdup(key);
     sh->version = strdup(version);
     if (!sh->key || !sh->version) {
@@ -176,14 +177,8 @@ int ing_source_add_obj(ing_source *s, const char *key, uint64_t size,
                                       : "not a sample: the --labels manifest");
         return s->oom;
     }
-    if (!shard && ing_tar_key(key))
-        return add_shard(s, key, size, version);
-    if (!shard && ing_tgz_key(key)) {
-        ing_source_unused(s, key, "not read: a compressed tar shard (its "
-                          "members cannot be read in place: unpack it "
-                          "to .tar)");
-        return s->oom;
-    }
+    if (!shard && (ing_tar_key(key) || ing_tgz_key(key)))
+        return add_shard(s, key, size, version, ing_tgz_key(key));
     const char *base = strrchr(key, '/');
     base = base ? base + 1 : key;
     const char *dot = strrchr(base, '.');
@@ -525,6 +520,7 @@ void ing_source_free(ing_source *s)
         free(s->shards[i].version);
     }
     free(s->shards);
+    ing_tgz_free(s->tgz);
     for (size_t i = 0; i < s->nunsafe; i++)
         free(s->unsafe[i].key);
     free(s->unsafe);

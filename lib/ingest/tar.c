@@ -6,8 +6,12 @@
  * a member's bytes whole and as they are.  No shard is staged on disk or
  * held whole in memory: a local one is mapped (only its headers' pages
  * are touched), a remote one read in ranges that are dropped as the
- * headers are passed. */
+ * headers are passed.  A compressed shard (".tar.gz", ".tgz") is listed
+ * the same way through libarchive's gzip filter, its members numbered in
+ * shard order rather than placed, since gzip has no random access: they
+ * are read by streaming the shard (tgz.c). */
 #include "pipeline.h"
+#include "tar_open.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -39,16 +43,6 @@ bool ing_tgz_key(const char *key)
  * than its headers. */
 #define RANGE_MIN (64u << 10)
 #define RANGE_MAX (1u << 20)
-
-typedef struct tar_in {
-    dlk_store *store;
-    const ing_shard *sh;
-    uint64_t pos;       /* next byte to read */
-    size_t range;
-    dlk_buf buf;
-    dlk_status rc;      /* a read's failure, kept for the message */
-    dlk_error err;
-} tar_in;
 
 static la_ssize_t read_range(struct archive *a, void *ud, const void **out)
 {
@@ -166,6 +160,9 @@ static const char *member_problem(struct archive_entry *e)
     return NULL;
 }
 
+/* A compressed shard's members are placed by their number in the shard
+ * (ING_TGZ_ORDINAL: every header counts, directories included), as the
+ * stream reader (tgz.c) counts them again; no byte offset is known. */
 static dlk_status read_members(const ing_shard *sh, struct archive *a,
                                tar_in *in, shard_list *l, dlk_error *err)
 {
@@ -173,14 +170,18 @@ static dlk_status read_members(const ing_shard *sh, struct archive *a,
     dlk_status rc = DLK_OK;
     struct archive_entry *e;
     int r;
+    uint64_t nth = 0;
+    char last[256] = "";  /* the last member read before a failure */
     while (!rc && ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK ||
                    r == ARCHIVE_WARN)) {
+        uint64_t ord = nth++;
         int64_t header = archive_read_header_position(a);
-        if ((rc = member_done(sh, &p, header, l, err)))
+        if (!sh->gz && (rc = member_done(sh, &p, header, l, err)))
             break;
         if (archive_entry_filetype(e) == AE_IFDIR)
             continue;
         const char *path = member_path(e);
+        snprintf(last, sizeof last, "%s", path ? path : "");
         char *key = NULL;
         if (asprintf(&key, "%s/%s", sh->key, path ? path : "") < 0)
             return dlk_oom(err);
@@ -188,19 +189,91 @@ static dlk_status read_members(const ing_shard *sh, struct archive *a,
                                : "not read: a tar member of no name";
         if (why)
             rc = put(l, key, 0, 0, why, err);
+        else if (sh->gz)
+            rc = put(l, key, (uint64_t)archive_entry_size(e), ord, NULL, err);
         else
             p = (pending){key, header, archive_entry_size(e), true};
     }
     if (!rc && r != ARCHIVE_EOF) {
         const char *why = in && in->rc ? in->err.msg : archive_error_string(a);
-        rc = dlk_fail(err, in && in->rc ? in->rc : DLK_EDECODE,
-                      "tar shard '%s': %s", sh->key,
-                      why ? why : "truncated, or not a tar archive");
+        if (sh->gz && last[0])
+            rc = dlk_fail(err, in && in->rc ? in->rc : DLK_EDECODE,
+                          "tar shard '%s': %s (read up to member '%s')",
+                          sh->key, why ? why : "truncated, or not a gzip'd "
+                          "tar", last);
+        else
+            rc = dlk_fail(err, in && in->rc ? in->rc : DLK_EDECODE,
+                          "tar shard '%s': %s", sh->key,
+                          why ? why : "truncated, or not a tar archive");
     }
-    if (!rc)
+    if (!rc && !sh->gz)
         rc = member_done(sh, &p, archive_read_header_position(a), l, err);
     free(p.key);
     return rc;
+}
+
+dlk_status ing_tar_open(dlk_store *store, const ing_shard *sh,
+                        ing_tar_reader *t, dlk_error *err)
+{
+    memset(t, 0, sizeof *t);
+    t->in = (tar_in){.store = store, .sh = sh, .range = RANGE_MIN};
+    dlk_buf_init(&t->in.buf);
+    if (!(t->a = archive_read_new()))
+        return dlk_oom(err);
+    t->store = store;
+    /* tar only, or tar in gzip: a shard named .tar that is compressed, or
+     * any other archive, is an error; gzip is read by libarchive's own
+     * zlib, never by a program it would start (ARCHIVE_WARN) */
+    archive_read_support_format_tar(t->a);
+    if (sh->gz && archive_read_support_filter_gzip(t->a) != ARCHIVE_OK) {
+        ing_tar_close(t);
+        return dlk_fail(err, DLK_EUNSUPPORTED, "tar shard '%s': this "
+                        "build's libarchive cannot read gzip", sh->key);
+    }
+    int r;
+    if (dlk_store_map(store, sh->key, &t->map, &t->len, NULL) == DLK_OK) {
+        r = archive_read_open_memory(t->a, t->map, t->len);
+    } else {
+        if (sh->gz)
+            t->in.range = RANGE_MAX; /* read on to its end: no skip */
+        archive_read_set_read_callback(t->a, read_range);
+        archive_read_set_skip_callback(t->a, skip_range);
+        archive_read_set_callback_data(t->a, &t->in);
+        r = archive_read_open1(t->a);
+    }
+    if (r != ARCHIVE_OK) {
+        const char *why = t->in.rc ? t->in.err.msg
+                          : archive_error_string(t->a)
+                              ? archive_error_string(t->a)
+                              : "cannot be read";
+        dlk_status rc = dlk_fail(err, t->in.rc ? t->in.rc : DLK_EDECODE,
+                                 "tar shard '%s': %s", sh->key, why);
+        ing_tar_close(t);
+        return rc;
+    }
+    return DLK_OK;
+}
+
+void ing_tar_close(ing_tar_reader *t)
+{
+    if (t->a)
+        archive_read_free(t->a);
+    if (t->map)
+        dlk_store_unmap(t->store, t->map, t->len);
+    dlk_buf_free(&t->in.buf);
+    memset(t, 0, sizeof *t);
+}
+
+const char *ing_tar_read_error(ing_tar_reader *t, dlk_status *rc)
+{
+    const char *why = archive_error_string(t->a);
+    *rc = t->in.rc ? t->in.rc : DLK_EDECODE;
+    return t->in.rc ? t->in.err.msg : why ? why : "truncated";
+}
+
+const char *ing_tar_member_path(struct archive_entry *e)
+{
+    return member_path(e);
 }
 
 /* One shard's members into l; on a thread of its own (reads s's store
@@ -209,38 +282,15 @@ static dlk_status list_shard(ing_source *s, size_t si, shard_list *l,
                              dlk_error *err)
 {
     ing_shard *sh = &s->shards[si];
-    struct archive *a = archive_read_new();
-    if (!a)
-        return dlk_oom(err);
-    /* tar only: a compressed or other archive named .tar is an error */
-    archive_read_support_format_tar(a);
-    const void *map = NULL;
-    size_t len = 0;
-    tar_in in = {.store = s->store, .sh = sh, .range = RANGE_MIN};
-    dlk_buf_init(&in.buf);
-    dlk_status rc = DLK_OK;
-    int r;
-    if (dlk_store_map(s->store, sh->key, &map, &len, NULL) == DLK_OK) {
-        /* the size mapped now, not the listing's, bounds the members */
-        sh->size = len;
-        r = archive_read_open_memory(a, map, len);
-    } else {
-        archive_read_set_read_callback(a, read_range);
-        archive_read_set_skip_callback(a, skip_range);
-        archive_read_set_callback_data(a, &in);
-        r = archive_read_open1(a);
-    }
-    if (r != ARCHIVE_OK)
-        rc = dlk_fail(err, in.rc ? in.rc : DLK_EDECODE, "tar shard '%s': %s",
-                      sh->key, in.rc ? in.err.msg
-                      : archive_error_string(a) ? archive_error_string(a)
-                      : "cannot be read");
-    else
-        rc = read_members(sh, a, map ? NULL : &in, l, err);
-    archive_read_free(a);
-    if (map)
-        dlk_store_unmap(s->store, map, len);
-    dlk_buf_free(&in.buf);
+    ing_tar_reader t;
+    dlk_status rc = ing_tar_open(s->store, sh, &t, err);
+    if (rc)
+        return rc;
+    /* the size mapped now, not the listing's, bounds the members */
+    if (t.map)
+        sh->size = t.len;
+    rc = read_members(sh, t.a, t.map ? NULL : &t.in, l, err);
+    ing_tar_close(&t);
     return rc;
 }
 
@@ -322,6 +372,8 @@ dlk_status ing_tar_list(ing_source *s, const dlk_ingest_opts *o,
     free(L.out);
     if (!rc && s->oom)
         rc = dlk_oom(err);
+    if (!rc)
+        rc = ing_tgz_new(s, err);
     return rc;
 }
 
@@ -331,6 +383,8 @@ dlk_status ing_obj_get(const ing_source *s, const ing_obj *o, uint64_t max,
     if (!o->shard)
         return dlk_store_get(s->store, o->key, max, out, NULL, err);
     const ing_shard *sh = &s->shards[o->shard - 1];
+    if (sh->gz)
+        return ing_tgz_get(s, o, max, out, err);
     if (o->size > max)
         return dlk_fail(err, DLK_ELIMIT, "'%s': %llu bytes, over the limit "
                         "of %llu", o->key, (unsigned long long)o->size,
