@@ -972,14 +972,18 @@ static int Loader_init(Loader *self, PyObject *args, PyObject *kw)
         return -1;
     dlk_loader_opts o = DLK_LOADER_OPTS_INIT;
     loader_opts(&a, &o);
-    if (!self->bad && !(self->bad = PyList_New(0)))
+    if (!self->bad && !(self->bad = PyList_New(0))) {
+        mix_args_free(&mx);
         return -1;
+    }
     o.on_bad_read = on_bad_read;
     o.on_bad_ud = self;
     const char *names[256];
     PyObject *seq = NULL;
-    if (a.tensors != Py_None && tensor_names(a.tensors, names, &seq, &o) < 0)
+    if (a.tensors != Py_None && tensor_names(a.tensors, names, &seq, &o) < 0) {
+        mix_args_free(&mx);
         return -1;
+    }
     dlk_error err;
     dlk_loader_state st;
     if (a.state && !mx.n && dlk_loader_state_parse(a.state, &st, &err)) {
