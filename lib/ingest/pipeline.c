@@ -689,6 +689,123 @@ static void free_window(pipe_state *p, size_t nt)
     free(p->nspare);
 }
 
+/* The fetch threads and the window: how many of each, how many rows in
+ * flight (p->W), the largest row's object count (p->maxn).  Returns
+ * the number of fetch threads. */
+static size_t plan_window(pipe_state *p, ing_run *run)
+{
+    /* --fetch GETs in flight: from a store that keeps many in flight
+     * without a thread each (S3), started 8 rows at a time */
+    const dlk_store_ops *ops = run->ctx.src->store->ops;
+    /* a tar member is a range of its shard: read by the fetch threads
+     * (get_start GETs whole objects) */
+    bool whole = ops->get_start && !run->ctx.src->nshards;
+    p->batch = whole ? 8 : 1;
+    size_t nfetch = (size_t)run->fetchers, njobs = (size_t)run->jobs;
+    size_t nthreads = (nfetch + p->batch - 1) / p->batch;
+    /* a store that answers on threads of its own needs one thread to
+     * start its GETs, none to wait for them (16-core host: the decoders
+     * waited on the lock that 32 fetch threads took for each row).
+     * Slower by 5% on that host: each decode thread with a
+     * thread-less engine of its own, turned between images - libcurl's
+     * work on the decoders' cores cost more than on an I/O thread. */
+    p->async = whole && nthreads;
+    if (p->async)
+        nthreads = 1;
+    p->nfetchers = nthreads;
+    p->nfetch = nfetch;
+    /* 16 rows a decoder: a decoder descheduled for a few ms (16 decoders,
+     * 4 writers and the fetchers share the cores) holds back every row
+     * after its own, and with 2 a decoder (64 rows at 16 jobs) the others
+     * sat idle 30% of the time (H200 host, 16 cores: 7,670 files/s; 256
+     * rows: 8,536, decoders idle 8%; 1,024 rows: no better) */
+    p->W = 2 * nfetch + 16 * njobs;
+    if (p->W < 8)
+        p->W = 8;
+    size_t maxn = 1;
+    for (size_t i = 0; i < run->ctx.src->nrows; i++)
+        if (run->ctx.src->rows[i].n > maxn)
+            maxn = run->ctx.src->rows[i].n;
+    p->maxn = maxn;
+    return nthreads;
+}
+
+/* The window's slots, spare buffers and requests; false when out of
+ * memory (free_window frees what was made). */
+static bool alloc_window(pipe_state *p, size_t nt)
+{
+    p->slots = calloc(p->W, sizeof *p->slots);
+    p->state = calloc(p->W, sizeof *p->state);
+    p->spare = calloc(nt, sizeof *p->spare);
+    p->nspare = calloc(nt, sizeof *p->nspare);
+    bool oom = !p->slots || !p->state || !p->spare || !p->nspare;
+    for (size_t i = 0; !oom && i < p->W; i++) {
+        p->slots[i].bufs = calloc(p->maxn, sizeof *p->slots[i].bufs);
+        p->slots[i].nbufs = p->maxn;
+        p->slots[i].vals = calloc(nt, sizeof *p->slots[i].vals);
+        oom = !p->slots[i].bufs || !p->slots[i].vals;
+    }
+    for (size_t t = 0; !oom && t < nt; t++)
+        oom = !(p->spare[t] = calloc(p->W, sizeof *p->spare[t]));
+    if (!oom && p->async)
+        oom = !(p->reqs = calloc(p->W * p->maxn, sizeof *p->reqs));
+    return !oom;
+}
+
+/* nthreads fetch (or submit) threads, then njobs decoders; the number
+ * started, with *rc set when one could not be. */
+static size_t start_threads(pipe_state *p, pthread_t *th, size_t nthreads,
+                            size_t njobs, dlk_status *rc, dlk_error *err)
+{
+    size_t started = 0;
+    for (size_t i = 0; i < nthreads + njobs; i++) {
+        void *(*fn)(void *) = i >= nthreads ? decoder
+                              : p->async    ? submitter
+                                            : fetcher;
+        if (pthread_create(&th[i], NULL, fn, p)) {
+            *rc = dlk_fail(err, DLK_EIO, "cannot start a thread");
+            break;
+        }
+        /* names for top -H and /proc/PID/task/TID/comm */
+        pthread_setname_np(th[i], i < nthreads ? "dlk-fetch" : "dlk-decode");
+        started++;
+    }
+    return started;
+}
+
+/* Under p->mu: until the last row is appended, a thread's fatal error,
+ * or the caller's stop (run->interrupted). */
+static void wait_rows(pipe_state *p, ing_run *run, dlk_status rc)
+{
+    const dlk_ingest_opts *o = run->o;
+    /* the rows are appended by the threads that finish them (drain);
+     * this one waits for the last, or for a fatal error */
+    while (!rc && !p->stop && p->base < p->ntodo) {
+        if (!o->stop) {
+            pthread_cond_wait(&p->cv_append, &p->mu);
+            continue;
+        }
+        /* polled here, on the caller's thread, a few times a second */
+        dlk_cond_wait_ms(&p->cv_append, &p->mu, 100);
+        if (!p->stop && p->base < p->ntodo && o->stop(o->ud)) {
+            /* the rows appended so far are checkpointed below; those
+             * fetched or decoded are left for the next run */
+            run->interrupted = true;
+            break;
+        }
+    }
+}
+
+/* The stages' times into the run's result. */
+static void take_timings(const pipe_state *p, ing_run *run)
+{
+    run->res->fetch_seconds = p->fetch_s;
+    run->res->decode_seconds = p->decode_s;
+    run->res->decode_wait_seconds = p->decode_wait_s;
+    run->res->decode_lock_seconds = p->decode_lock_s;
+    run->res->write_wait_seconds = dlk_seal_wait_seconds(run->ds);
+}
+
 dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
                             dlk_error *err)
 {
@@ -698,57 +815,11 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     p.c = &run->ctx;
     p.todo = todo;
     p.ntodo = ntodo;
-    /* --fetch GETs in flight: from a store that keeps many in flight
-     * without a thread each (S3), started 8 rows at a time */
-    const dlk_store_ops *ops = run->ctx.src->store->ops;
-    /* a tar member is a range of its shard: read by the fetch threads
-     * (get_start GETs whole objects) */
-    bool whole = ops->get_start && !run->ctx.src->nshards;
-    p.batch = whole ? 8 : 1;
-    size_t nfetch = (size_t)run->fetchers, njobs = (size_t)run->jobs;
-    size_t nthreads = (nfetch + p.batch - 1) / p.batch;
-    /* a store that answers on threads of its own needs one thread to
-     * start its GETs, none to wait for them (16-core host: the decoders
-     * waited on the lock that 32 fetch threads took for each row).
-     * Slower by 5% on that host: each decode thread with a
-     * thread-less engine of its own, turned between images - libcurl's
-     * work on the decoders' cores cost more than on an I/O thread. */
-    p.async = whole && nthreads;
-    if (p.async)
-        nthreads = 1;
-    p.nfetchers = nthreads;
-    p.nfetch = nfetch;
-    /* 16 rows a decoder: a decoder descheduled for a few ms (16 decoders,
-     * 4 writers and the fetchers share the cores) holds back every row
-     * after its own, and with 2 a decoder (64 rows at 16 jobs) the others
-     * sat idle 30% of the time (H200 host, 16 cores: 7,670 files/s; 256
-     * rows: 8,536, decoders idle 8%; 1,024 rows: no better) */
-    p.W = 2 * nfetch + 16 * njobs;
-    if (p.W < 8)
-        p.W = 8;
-    size_t maxn = 1;
-    for (size_t i = 0; i < run->ctx.src->nrows; i++)
-        if (run->ctx.src->rows[i].n > maxn)
-            maxn = run->ctx.src->rows[i].n;
-    p.maxn = maxn;
+    size_t nthreads = plan_window(&p, run), njobs = (size_t)run->jobs;
     size_t nt = run->ctx.ntensors ? run->ctx.ntensors : 1;
-    p.slots = calloc(p.W, sizeof *p.slots);
-    p.state = calloc(p.W, sizeof *p.state);
-    p.spare = calloc(nt, sizeof *p.spare);
-    p.nspare = calloc(nt, sizeof *p.nspare);
-    bool oom = !p.slots || !p.state || !p.spare || !p.nspare;
-    for (size_t i = 0; !oom && i < p.W; i++) {
-        p.slots[i].bufs = calloc(maxn, sizeof *p.slots[i].bufs);
-        p.slots[i].nbufs = maxn;
-        p.slots[i].vals = calloc(nt, sizeof *p.slots[i].vals);
-        oom = !p.slots[i].bufs || !p.slots[i].vals;
-    }
-    for (size_t t = 0; !oom && t < nt; t++)
-        oom = !(p.spare[t] = calloc(p.W, sizeof *p.spare[t]));
-    if (!oom && p.async)
-        oom = !(p.reqs = calloc(p.W * maxn, sizeof *p.reqs));
+    bool ok = alloc_window(&p, nt);
     pthread_t *th = calloc(nthreads + njobs, sizeof *th);
-    if (oom || !th) {
+    if (!ok || !th) {
         free_window(&p, nt);
         free(th);
         return dlk_oom(err);
@@ -761,38 +832,11 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     p.depth = nthreads ? depth(&p) : 0;
     p.t0 = p.last_ckpt = dlk_now_s();
     p.every = o->checkpoint_seconds > 0 ? o->checkpoint_seconds : 30;
-    size_t started = 0;
     dlk_status rc = DLK_OK;
     report(run, p.t0, 0, ntodo); /* the rows' count, before the first */
-    for (size_t i = 0; i < nthreads + njobs; i++) {
-        void *(*fn)(void *) = i >= nthreads ? decoder
-                              : p.async     ? submitter
-                                            : fetcher;
-        if (pthread_create(&th[i], NULL, fn, &p)) {
-            rc = dlk_fail(err, DLK_EIO, "cannot start a thread");
-            break;
-        }
-        /* names for top -H and /proc/PID/task/TID/comm */
-        pthread_setname_np(th[i], i < nthreads ? "dlk-fetch" : "dlk-decode");
-        started++;
-    }
-    /* the rows are appended by the threads that finish them (drain);
-     * this one waits for the last, or for a fatal error */
+    size_t started = start_threads(&p, th, nthreads, njobs, &rc, err);
     pthread_mutex_lock(&p.mu);
-    while (!rc && !p.stop && p.base < p.ntodo) {
-        if (!o->stop) {
-            pthread_cond_wait(&p.cv_append, &p.mu);
-            continue;
-        }
-        /* polled here, on the caller's thread, a few times a second */
-        dlk_cond_wait_ms(&p.cv_append, &p.mu, 100);
-        if (!p.stop && p.base < p.ntodo && o->stop(o->ud)) {
-            /* the rows appended so far are checkpointed below; those
-             * fetched or decoded are left for the next run */
-            run->interrupted = true;
-            break;
-        }
-    }
+    wait_rows(&p, run, rc);
     if (!rc && p.rc) {
         rc = p.rc;
         if (err)
@@ -805,11 +849,7 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     pthread_mutex_unlock(&p.mu);
     for (size_t i = 0; i < started; i++)
         pthread_join(th[i], NULL);
-    run->res->fetch_seconds = p.fetch_s;
-    run->res->decode_seconds = p.decode_s;
-    run->res->decode_wait_seconds = p.decode_wait_s;
-    run->res->decode_lock_seconds = p.decode_lock_s;
-    run->res->write_wait_seconds = dlk_seal_wait_seconds(run->ds);
+    take_timings(&p, run);
     if (!rc && p.since_ckpt)
         rc = checkpoint(run, &p, err);
     if (!rc)
