@@ -330,21 +330,16 @@ static void hint_link(const struct bench_opts *o, const struct bench_result *r,
     double rate = st->h2d_s > 0 ? st->bytes_loaded / st->h2d_s : 0;
     bool local = strncmp(o->dataset, "s3://", 5) != 0 &&
                  strncmp(o->dataset, "gs://", 5) != 0;
-    if (r->on_device && local && o->lo.pin_cache == 0) {
-        snprintf(out->flag, out->fcap, "--pin-cache auto");
-        snprintf(out->why, out->wcap, "copies to the device took %.0f%% of "
-                 "the run at %s/s through pinned buffers; a pinned page "
-                 "cache is read by the device in place",
-                 100 * st->h2d_s / f->w,
-                 cmd_bytes((unsigned long long)rate, b1));
-    } else {
-        snprintf(out->flag, out->fcap, "the host-to-device link");
-        snprintf(out->why, out->wcap, "copies to the device took %.0f%% of "
-                 "the run at %s/s; fewer bytes (--tensors) or a faster link "
-                 "(the GPU's PCIe slot, its NUMA node)",
-                 100 * st->h2d_s / f->w,
-                 cmd_bytes((unsigned long long)rate, b1));
-    }
+    bool pin = r->on_device && local && o->lo.pin_cache == 0;
+    snprintf(out->flag, out->fcap, "%s",
+             pin ? "--pin-cache auto" : "the host-to-device link");
+    snprintf(out->why, out->wcap, "copies to the device took %.0f%% of "
+             "the run at %s/s%s", 100 * st->h2d_s / f->w,
+             cmd_bytes((unsigned long long)rate, b1),
+             pin ? " through pinned buffers; a pinned page cache is read "
+                   "by the device in place"
+                 : "; fewer bytes (--tensors) or a faster link (the GPU's "
+                   "PCIe slot, its NUMA node)");
 }
 
 /* The flag or resource most likely to help, from what was measured, when
