@@ -3,7 +3,7 @@
 # N ImageNet-like JPEGs (make_imagenet.py) with a .cls label each, packed
 # into shards of ROWS samples (default 2000 and 250), once as .tar and
 # once as .tar.gz (Python's tarfile, gzip level 6), ingested to 224x224
-# from a directory, the two alternated ROUNDS times (default 3).  Prints
+# from a directory, the two alternated PAIRS times (default 3).  Prints
 # each run's rows/s and peak RSS, and the median of .tar.gz over .tar of
 # the runs paired; then checks that both datasets hold the same rows.
 #   DIST=dist tests/bench/ingest_tgz.sh 10000 500    (a `make dist` tree)
@@ -11,7 +11,7 @@
 set -eu
 N=${1:-2000}
 ROWS=${2:-250}
-R=${ROUNDS:-3}
+R=${PAIRS:-3}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 if [ -n "${DIST:-}" ]; then DLK=${DLK:-$DIST/bin/dlk}; else DLK=${DLK:-$root/build/dlk}; fi
@@ -59,10 +59,10 @@ PY
 ratios=""
 for i in $(seq "$R"); do
     a=$(run tar); b=$(run tgz)
-    echo "round $i: .tar ${a% *} rows/s (RSS ${a#* } MiB), .tar.gz ${b% *} rows/s (RSS ${b#* } MiB)"
+    echo "pair $i: .tar ${a% *} rows/s (RSS ${a#* } MiB), .tar.gz ${b% *} rows/s (RSS ${b#* } MiB)"
     ratios="$ratios $(python3 -c "print(${b% *} / ${a% *})")"
 done
-python3 -c "import statistics, sys; r = [float(x) for x in sys.argv[1:]]; print('.tar.gz / .tar, median of %d rounds: %.2f (%s)' % (len(r), statistics.median(r), ', '.join('%.2f' % x for x in r)))" $ratios
+python3 -c "import statistics, sys; r = [float(x) for x in sys.argv[1:]]; print('.tar.gz / .tar, median of %d pairs: %.2f (%s)' % (len(r), statistics.median(r), ', '.join('%.2f' % x for x in r)))" $ratios
 
 # the same rows either way: every tensor's values, by key
 "$DLK" create "$OUTD/a" from-dir "$T/tar" --resize 224x224 --order sorted > /dev/null
