@@ -160,6 +160,20 @@ static const char *member_problem(struct archive_entry *e)
     return NULL;
 }
 
+/* Why reading a shard failed: the store's read (in, NULL for a mapped
+ * shard) before libarchive's message, else fallback; *rc its status. */
+static const char *tar_why(struct archive *a, const tar_in *in,
+                           const char *fallback, dlk_status *rc)
+{
+    if (in && in->rc) {
+        *rc = in->rc;
+        return in->err.msg;
+    }
+    *rc = DLK_EDECODE;
+    const char *why = archive_error_string(a);
+    return why ? why : fallback;
+}
+
 /* A compressed shard's members are placed by their number in the shard
  * (ING_TGZ_ORDINAL: every header counts, directories included), as the
  * stream reader (tgz.c) counts them again; no byte offset is known. */
@@ -195,16 +209,14 @@ static dlk_status read_members(const ing_shard *sh, struct archive *a,
             p = (pending){key, header, archive_entry_size(e), true};
     }
     if (!rc && r != ARCHIVE_EOF) {
-        const char *why = in && in->rc ? in->err.msg : archive_error_string(a);
-        if (sh->gz && last[0])
-            rc = dlk_fail(err, in && in->rc ? in->rc : DLK_EDECODE,
-                          "tar shard '%s': %s (read up to member '%s')",
-                          sh->key, why ? why : "truncated, or not a gzip'd "
-                          "tar", last);
-        else
-            rc = dlk_fail(err, in && in->rc ? in->rc : DLK_EDECODE,
-                          "tar shard '%s': %s", sh->key,
-                          why ? why : "truncated, or not a tar archive");
+        bool at = sh->gz && last[0];
+        dlk_status why_rc;
+        const char *why = tar_why(a, in, at ? "truncated, or not a gzip'd tar"
+                                            : "truncated, or not a tar archive",
+                                  &why_rc);
+        rc = dlk_fail(err, why_rc, "tar shard '%s': %s%s%s%s", sh->key, why,
+                      at ? " (read up to member '" : "", at ? last : "",
+                      at ? "')" : "");
     }
     if (!rc && !sh->gz)
         rc = member_done(sh, &p, archive_read_header_position(a), l, err);
@@ -242,12 +254,9 @@ dlk_status ing_tar_open(dlk_store *store, const ing_shard *sh,
         r = archive_read_open1(t->a);
     }
     if (r != ARCHIVE_OK) {
-        const char *why = t->in.rc ? t->in.err.msg
-                          : archive_error_string(t->a)
-                              ? archive_error_string(t->a)
-                              : "cannot be read";
-        dlk_status rc = dlk_fail(err, t->in.rc ? t->in.rc : DLK_EDECODE,
-                                 "tar shard '%s': %s", sh->key, why);
+        dlk_status rc;
+        const char *why = tar_why(t->a, &t->in, "cannot be read", &rc);
+        rc = dlk_fail(err, rc, "tar shard '%s': %s", sh->key, why);
         ing_tar_close(t);
         return rc;
     }
@@ -266,9 +275,7 @@ void ing_tar_close(ing_tar_reader *t)
 
 const char *ing_tar_read_error(ing_tar_reader *t, dlk_status *rc)
 {
-    const char *why = archive_error_string(t->a);
-    *rc = t->in.rc ? t->in.rc : DLK_EDECODE;
-    return t->in.rc ? t->in.err.msg : why ? why : "truncated";
+    return tar_why(t->a, &t->in, "truncated", rc);
 }
 
 const char *ing_tar_member_path(struct archive_entry *e)
