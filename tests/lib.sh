@@ -71,6 +71,17 @@ dlk() { "$DLK" "$@"; }
 # Python with numpy, for reading what dlk writes independently.
 have_numpy() { python3 -c 'import numpy' 2>/dev/null; }
 
+# WebDataset's shards: the tests that write them need webdataset, Pillow
+# and numpy (a missing one fails the test, as the suite installs them);
+# wds runs tests/wds_shards.py, their writer.
+need_wds() {
+    python3 -c 'import webdataset, PIL, numpy' 2>/dev/null || {
+        echo "not ok - webdataset, Pillow and numpy (scripts/deps.sh --ensure test)"
+        exit 1
+    }
+}
+wds() { python3 "$DLK_TESTS/wds_shards.py" "$@"; }
+
 # Dataset URLs: local by default; under DLK_TEST_STORE=s3 or gs (set by
 # t390 and t340, which also start the server, export DLK_TEST_BUCKET and,
 # for gs, GCS_ENDPOINT) the same tests run against s3:// or gs://.

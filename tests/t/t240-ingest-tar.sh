@@ -8,11 +8,7 @@
 # README member is reported, not ingested, a compressed shard beside
 # them ingested.
 . "$DLK_TESTS/lib.sh"
-python3 -c 'import webdataset, PIL, numpy' 2>/dev/null || {
-    echo "not ok - webdataset, Pillow and numpy (scripts/deps.sh --ensure test)"
-    exit 1
-}
-wds() { python3 "$DLK_TESTS/wds_shards.py" "$@"; }
+need_wds
 field() { # FILE EXPR: a --json field
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
 }

@@ -6,11 +6,7 @@
 # resumes with the rows it staged.
 . "$DLK_TESTS/lib.sh"
 . "$DLK_TESTS/s3lib.sh"
-python3 -c 'import webdataset, PIL, numpy' 2>/dev/null || {
-    echo "not ok - webdataset, Pillow and numpy (scripts/deps.sh --ensure test)"
-    exit 1
-}
-wds() { python3 "$DLK_TESTS/wds_shards.py" "$@"; }
+need_wds
 put() { # FILE s3://bucket/key
     python3 - "$1" "$2" <<'PY'
 import os, sys, boto3

@@ -12,10 +12,7 @@
 # otherwise, or of another dtype than its siblings, is an error naming it.
 . "$DLK_TESTS/lib.sh"
 . "$DLK_TESTS/s3lib.sh"
-python3 -c 'import webdataset, PIL, numpy' 2>/dev/null || {
-    echo "not ok - webdataset, Pillow and numpy (scripts/deps.sh --ensure test)"
-    exit 1
-}
+need_wds
 
 # the rows: DIR/files/{cat,dog}/rNN.*, DIR/wds/src/00000{0,1}.tar,
 # DIR/meta/src/ (images and metadata.jsonl), and DIR/expect.json:

@@ -7,11 +7,7 @@
 # .tar.gz is an error naming it; a killed run resumes.
 . "$DLK_TESTS/lib.sh"
 . "$DLK_TESTS/s3lib.sh"
-python3 -c 'import webdataset, PIL, numpy' 2>/dev/null || {
-    echo "not ok - webdataset, Pillow and numpy (scripts/deps.sh --ensure test)"
-    exit 1
-}
-wds() { python3 "$DLK_TESTS/wds_shards.py" "$@"; }
+need_wds
 # rows DATASET: {shard/member with .tar for any shard name: sha1 of each
 # tensor's value but the key's and its version's}, one JSON document
 rows() {
