@@ -100,7 +100,7 @@ const char *cmd_last_error(void);
 /* Flush stdout and report a failed write (a full disk, a closed pipe). */
 int cmd_finish(const char *cmd, int code);
 /* "16M", "64KiB", "1G" -> bytes (K, M, G, T are powers of 1024), as
- * dlk_parse_size reads them; 0 when malformed or over 1 TiB. */
+ * Dlk_parse_size reads them; 0 when malformed or over 1 TiB. */
 unsigned long long cmd_parse_size(const char *s);
 /* "1.5 MiB" style sizes. */
 const char *cmd_bytes(unsigned long long n, char buf[32]);
@@ -111,7 +111,7 @@ const char *cmd_shape(const int64_t *shape, int ndim, char buf[128]);
  * ends it. */
 void cmd_print_quoted(const void *text, size_t n, size_t limit);
 /* Text from a dataset, a source, a server or the command line, safe to
- * print (dlk_escape: no control sequence reaches the terminal), in buf
+ * print (Dlk_escape: no control sequence reaches the terminal), in buf
  * (cut with "..." to fit); returns buf.  Every such string goes through
  * one of these before it is printed outside --json (which keeps the
  * exact strings: JSON escapes control characters itself). */
@@ -119,7 +119,7 @@ const char *cmd_safe(const char *s, char *buf, size_t cap);
 /* The whole of a long text (a commit message, a query) so; free it
  * (NULL when out of memory). */
 char *cmd_safe_dup(const char *s);
-/* A URL so, with its credentials redacted too (dlk_redact_url). */
+/* A URL so, with its credentials redacted too (Dlk_redact_url). */
 const char *cmd_safe_url(const char *url, char *buf, size_t cap);
 /* A URL with its credentials redacted, not escaped: for --json. */
 const char *cmd_redact_url(const char *url, char *buf, size_t cap);

@@ -24,8 +24,8 @@ void cmd_error(const char *cmd, const char *fmt, ...)
     /* what the message quotes (an argument, a library message) is shown
      * with no credential and no control sequence in it */
     char tmp[sizeof last_error];
-    dlk_redact(last_error, sizeof last_error, NULL, 0);
-    dlk_escape_n(last_error, strlen(last_error), tmp, sizeof tmp, 0);
+    Dlk_redact(last_error, sizeof last_error, NULL, 0);
+    Dlk_escape_n(last_error, strlen(last_error), tmp, sizeof tmp, 0);
     memcpy(last_error, tmp, sizeof tmp);
     fprintf(stderr, "dlk%s%s: %s\n", *cmd ? " " : "", cmd, last_error);
 }
@@ -227,7 +227,7 @@ double cmd_now_s(void)
 unsigned long long cmd_parse_size(const char *s)
 {
     uint64_t v;
-    return dlk_parse_size(s, &v) ? v : 0;
+    return Dlk_parse_size(s, &v) ? v : 0;
 }
 
 void cmd_print_quoted(const void *text, size_t n, size_t limit)
@@ -238,7 +238,7 @@ void cmd_print_quoted(const void *text, size_t n, size_t limit)
         buf = small;
         cap = sizeof small;
     }
-    dlk_escape_n(text, k, buf, cap, DLK_ESC_QUOTED);
+    Dlk_escape_n(text, k, buf, cap, DLK_ESC_QUOTED);
     printf("\"%s%s", buf, n > limit ? "\"..." : "\"");
     if (buf != small)
         free(buf);
@@ -246,26 +246,26 @@ void cmd_print_quoted(const void *text, size_t n, size_t limit)
 
 const char *cmd_safe(const char *s, char *buf, size_t cap)
 {
-    return dlk_escape(s, buf, cap);
+    return Dlk_escape(s, buf, cap);
 }
 
 char *cmd_safe_dup(const char *s)
 {
-    return dlk_escape_dup(s);
+    return Dlk_escape_dup(s);
 }
 
 const char *cmd_redact_url(const char *url, char *buf, size_t cap)
 {
-    return dlk_redact_url(url, buf, cap);
+    return Dlk_redact_url(url, buf, cap);
 }
 
 const char *cmd_safe_url(const char *url, char *buf, size_t cap)
 {
     char *r = malloc(cap);
     if (!r)
-        return dlk_escape("", buf, cap);
-    dlk_redact_url(url, r, cap);
-    dlk_escape(r, buf, cap);
+        return Dlk_escape("", buf, cap);
+    Dlk_redact_url(url, r, cap);
+    Dlk_escape(r, buf, cap);
     free(r);
     return buf;
 }

@@ -101,7 +101,7 @@ int cmd_read_size(const char *cmd, const char *what, const char *arg,
     uint64_t v = 0;
     /* "-1" is a number out of range, not a malformed size */
     int r = *arg == '-' && arg[1] >= '0' && arg[1] <= '9'
-                ? 1 : dlk_scan_size(arg, &v);
+                ? 1 : Dlk_scan_size(arg, &v);
     if (r < 0) {
         cmd_error(cmd, "%s: '%s' is not a size (bytes with an optional K, "
                   "M, G or T, like 16M or 64KiB)", what, arg);

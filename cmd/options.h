@@ -40,7 +40,7 @@ typedef enum cmd_opt_type {
     CMD_OPT_T_FLAG,      /* no value: `set` is stored (width bytes) */
     CMD_OPT_T_STRING,    /* const char *: the argument itself */
     CMD_OPT_T_UINT,      /* a whole number from min to max */
-    CMD_OPT_T_SIZE,      /* bytes, as dlk_parse_size reads them (16M,
+    CMD_OPT_T_SIZE,      /* bytes, as Dlk_parse_size reads them (16M,
                             64KiB, 1G), from min to max */
     CMD_OPT_T_DURATION,  /* seconds: 90 (or 90s), 30m, 1h, 2d; min to max */
     CMD_OPT_T_FLOAT,     /* a decimal number from fmin (or above it, with

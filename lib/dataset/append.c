@@ -5,7 +5,7 @@
  *
  * A builder gathers the payload either copied into one buffer or, for
  * large samples of an uncompressed tensor, as the samples' own buffers
- * (dlk_append_take): the writer then writes them where they are, and the
+ * (Dlk_append_take): the writer then writes them where they are, and the
  * appending thread, which ingest runs in sorted order, copies nothing.
  * Either way the payload's XXH3-64 (the chunk's raw_hash) is computed as
  * samples arrive, while they are still in the cache, not by a later pass
@@ -20,7 +20,7 @@ static dlk_status seal(dlk_dataset *ds, size_t ti, dlk_error *err)
 {
     if (ds->builders[ti].samples == 0)
         return DLK_OK;
-    return dlk_seal_submit(ds, ti, err);
+    return Dlk_seal_submit(ds, ti, err);
 }
 
 /* Check a sample against tensor's schema; its size in *bytes. */
@@ -28,31 +28,31 @@ static dlk_status check_sample(dlk_dataset *ds, size_t tensor, size_t nbytes,
                                const int64_t *shape, int ndim, dlk_error *err)
 {
     if (ds->read_only)
-        return dlk_fail(err, DLK_EINVAL, "dataset opened at a commit is "
+        return Dlk_fail(err, DLK_EINVAL, "dataset opened at a commit is "
                         "read-only");
     if (tensor >= ds->m.ntensors)
-        return dlk_fail(err, DLK_ENOTFOUND, "no tensor %zu", tensor);
+        return Dlk_fail(err, DLK_ENOTFOUND, "no tensor %zu", tensor);
     const dlk_tensor_spec *s = &ds->m.tensors[tensor].spec;
     if (ndim != s->ndim)
-        return dlk_fail(err, DLK_EINVAL, "tensor '%s': sample has %d "
+        return Dlk_fail(err, DLK_EINVAL, "tensor '%s': sample has %d "
                         "dimensions, the schema %d", s->name, ndim, s->ndim);
     uint64_t want = dlk_dtype_size(s->dtype);
     for (int d = 0; d < ndim; d++) {
         if (shape[d] < 0 || shape[d] > UINT32_MAX ||
             (s->shape[d] != DLK_DIM_VARIABLE && shape[d] != s->shape[d]))
-            return dlk_fail(err, DLK_EINVAL, "tensor '%s': sample dimension "
+            return Dlk_fail(err, DLK_EINVAL, "tensor '%s': sample dimension "
                             "%d is %lld, the schema wants %lld", s->name, d,
                             (long long)shape[d], (long long)s->shape[d]);
-        if (!dlk_mul_u64(want, (uint64_t)shape[d], &want))
-            return dlk_fail(err, DLK_ELIMIT, "tensor '%s': sample size "
+        if (!Dlk_mul_u64(want, (uint64_t)shape[d], &want))
+            return Dlk_fail(err, DLK_ELIMIT, "tensor '%s': sample size "
                             "overflows", s->name);
     }
     if (want != nbytes)
-        return dlk_fail(err, DLK_EINVAL, "tensor '%s': sample of %zu bytes, "
+        return Dlk_fail(err, DLK_EINVAL, "tensor '%s': sample of %zu bytes, "
                         "its shape needs %llu", s->name, nbytes,
                         (unsigned long long)want);
     if (nbytes > DLK_CHUNK_MAX_RAW / 2)
-        return dlk_fail(err, DLK_ELIMIT, "tensor '%s': a sample of %zu bytes "
+        return Dlk_fail(err, DLK_ELIMIT, "tensor '%s': a sample of %zu bytes "
                         "is over the 1 GiB limit", s->name, nbytes);
     return DLK_OK;
 }
@@ -64,25 +64,25 @@ static dlk_status check_sample(dlk_dataset *ds, size_t tensor, size_t nbytes,
 static dlk_status make_room(dlk_dataset *ds, size_t tensor, size_t nbytes,
                             int ndim, size_t parts, dlk_error *err)
 {
-    dlk_builder *b = &ds->builders[tensor];
+    Dlk_builder *b = &ds->builders[tensor];
     dlk_status rc;
-    uint64_t target = dlk_chunk_target(ds, tensor);
+    uint64_t target = Dlk_chunk_target(ds, tensor);
     if (b->samples && (b->bytes + nbytes > target ||
                        b->samples == DLK_CHUNK_MAX_SAMPLES ||
                        b->nsegs + parts > DLK_SEGS_MAX))
         if ((rc = seal(ds, tensor, err)))
             return rc;
-    if (!b->hash && !(b->hash = dlk_hash64_stream_new()))
-        return dlk_oom(err);
+    if (!b->hash && !(b->hash = Dlk_hash64_stream_new()))
+        return Dlk_oom(err);
     if (ndim) {
         size_t need = ((size_t)b->samples + 1) * (size_t)ndim;
         if (need > b->shapes_cap &&
             !DLK_GROW(b->shapes, need - 1, b->shapes_cap, 64 * (size_t)ndim))
-            return dlk_oom(err);
+            return Dlk_oom(err);
     }
     if (parts && b->nsegs + parts > b->segs_cap &&
         !DLK_GROW(b->segs, b->nsegs + parts - 1, b->segs_cap, 64))
-        return dlk_oom(err);
+        return Dlk_oom(err);
     return DLK_OK;
 }
 
@@ -91,7 +91,7 @@ static dlk_status added(dlk_dataset *ds, size_t tensor, const void *data,
                         size_t nbytes, const int64_t *shape, int ndim,
                         dlk_error *err)
 {
-    dlk_builder *b = &ds->builders[tensor];
+    Dlk_builder *b = &ds->builders[tensor];
     for (int d = 0; d < ndim; d++) {
         b->shapes[(size_t)b->samples * ndim + d] = (uint32_t)shape[d];
         if (!b->samples || shape[d] < b->smin[d])
@@ -99,10 +99,10 @@ static dlk_status added(dlk_dataset *ds, size_t tensor, const void *data,
         if (!b->samples || shape[d] > b->smax[d])
             b->smax[d] = shape[d];
     }
-    dlk_hash64_stream_update(b->hash, data, nbytes);
+    Dlk_hash64_stream_update(b->hash, data, nbytes);
     b->bytes += nbytes;
     b->samples++;
-    if (b->bytes >= dlk_chunk_target(ds, tensor))
+    if (b->bytes >= Dlk_chunk_target(ds, tensor))
         return seal(ds, tensor, err);
     return DLK_OK;
 }
@@ -115,18 +115,18 @@ static dlk_status append_checked(dlk_dataset *ds, size_t tensor,
                                  const int64_t *shape, int ndim,
                                  dlk_error *err);
 
-/* The first sample since the open or the last dlk_dataset_seal: the
+/* The first sample since the open or the last Dlk_dataset_seal: the
  * chunks from the tensor's present count on will be new. */
 static void note_new(dlk_dataset *ds, size_t ti)
 {
-    dlk_builder *b = &ds->builders[ti];
+    Dlk_builder *b = &ds->builders[ti];
     if (!b->tail_seen) {
         b->tail_seen = true;
         b->new_from = ds->m.tensors[ti].nchunks;
     }
 }
 
-uint64_t dlk_chunk_target(const dlk_dataset *ds, size_t ti)
+uint64_t Dlk_chunk_target(const dlk_dataset *ds, size_t ti)
 {
     return ds->chunk_target ? ds->chunk_target
                             : ds->m.tensors[ti].spec.chunk_bytes;
@@ -143,7 +143,7 @@ dlk_status dlk_append(dlk_dataset *ds, size_t tensor, const void *data,
     return append_checked(ds, tensor, data, nbytes, shape, ndim, err);
 }
 
-dlk_status dlk_append_sample(dlk_dataset *ds, size_t tensor, const void *data,
+dlk_status Dlk_append_sample(dlk_dataset *ds, size_t tensor, const void *data,
                              size_t nbytes, const int64_t *shape, int ndim,
                              dlk_error *err)
 {
@@ -172,21 +172,21 @@ static dlk_status append_checked(dlk_dataset *ds, size_t tensor,
                                  dlk_error *err)
 {
     dlk_status rc;
-    dlk_builder *b = &ds->builders[tensor];
+    Dlk_builder *b = &ds->builders[tensor];
     /* in parts: into the last one while it is small, else a new one */
     bool join = b->nsegs && b->segs[b->nsegs - 1].len + nbytes <= PART_JOIN;
     size_t parts = b->nsegs && !join ? 1 : 0;
     if ((rc = make_room(ds, tensor, nbytes, ndim, parts, err)))
         return rc;
-    dlk_buf *into = &b->raw;
+    Dlk_buf *into = &b->raw;
     if (b->nsegs) { /* not sealed: join still holds */
         if (!join) {
-            b->segs[b->nsegs] = dlk_seal_recycled(ds);
+            b->segs[b->nsegs] = Dlk_seal_recycled(ds);
             b->segs[b->nsegs++].len = 0;
         }
         into = &b->segs[b->nsegs - 1];
     } /* else after make_room: sealing empties the parts */
-    if ((rc = dlk_buf_append(into, data, nbytes, err)))
+    if ((rc = Dlk_buf_append(into, data, nbytes, err)))
         return rc;
     if (!nbytes) /* a sample with a zero dimension: nothing was copied */
         return added(ds, tensor, data, 0, shape, ndim, err);
@@ -195,7 +195,7 @@ static dlk_status append_checked(dlk_dataset *ds, size_t tensor,
     return added(ds, tensor, stored, nbytes, shape, ndim, err);
 }
 
-dlk_status dlk_append_take(dlk_dataset *ds, size_t tensor, dlk_buf *data,
+dlk_status Dlk_append_take(dlk_dataset *ds, size_t tensor, Dlk_buf *data,
                            const int64_t *shape, int ndim, dlk_error *err)
 {
     if (tensor >= ds->m.ntensors || data->fixed || data->len < DLK_TAKE_MIN ||
@@ -209,9 +209,9 @@ dlk_status dlk_append_take(dlk_dataset *ds, size_t tensor, dlk_buf *data,
     if (rc)
         return rc;
     note_new(ds, tensor);
-    dlk_builder *b = &ds->builders[tensor];
-    dlk_buf taken = *data;
-    *data = dlk_seal_recycled(ds);
+    Dlk_builder *b = &ds->builders[tensor];
+    Dlk_buf taken = *data;
+    *data = Dlk_seal_recycled(ds);
     bool_normalise(ds, tensor, taken.data, taken.len);
     b->segs[b->nsegs++] = taken;
     return added(ds, tensor, taken.data, taken.len, shape, ndim, err);
@@ -220,7 +220,7 @@ dlk_status dlk_append_take(dlk_dataset *ds, size_t tensor, dlk_buf *data,
 /* Seal every partly filled chunk into ds->m without publishing the head:
  * ingest calls it at its checkpoints, where it writes the chunk lists to
  * its own staging manifest (lib/ingest/stage.c). */
-dlk_status dlk_dataset_seal(dlk_dataset *ds, dlk_error *err)
+dlk_status Dlk_dataset_seal(dlk_dataset *ds, dlk_error *err)
 {
     if (ds->read_only)
         return DLK_OK;
@@ -229,14 +229,14 @@ dlk_status dlk_dataset_seal(dlk_dataset *ds, dlk_error *err)
         if (rc)
             return rc;
     }
-    dlk_status rc = dlk_seal_wait(ds, err);
+    dlk_status rc = Dlk_seal_wait(ds, err);
     /* the new chunks' small ones joined with the tail (an ingest
      * checkpoint, or each of many small appends, would otherwise leave
      * one behind each time) */
     for (size_t i = 0; i < ds->m.ntensors; i++) {
-        dlk_builder *b = &ds->builders[i];
+        Dlk_builder *b = &ds->builders[i];
         if (!rc && b->tail_seen)
-            rc = dlk_merge_tail(ds, i, b->new_from, NULL, err);
+            rc = Dlk_merge_tail(ds, i, b->new_from, NULL, err);
         b->tail_seen = false;
     }
     return rc;
@@ -246,8 +246,8 @@ dlk_status dlk_dataset_flush(dlk_dataset *ds, dlk_error *err)
 {
     if (ds->read_only)
         return DLK_OK;
-    dlk_status rc = dlk_dataset_seal(ds, err);
+    dlk_status rc = Dlk_dataset_seal(ds, err);
     if (rc)
         return rc;
-    return ds->dirty ? dlk_write_head(ds, err) : DLK_OK;
+    return ds->dirty ? Dlk_write_head(ds, err) : DLK_OK;
 }

@@ -25,7 +25,7 @@ static bool is_hex_id(const char *s, size_t min, size_t max)
     return s[n] == '\0' && n >= min && n <= max;
 }
 
-void dlk_ref_get_req(dlk_get_req *r, dlk_buf *b, dlk_obj_info *info)
+void Dlk_ref_get_req(Dlk_get_req *r, Dlk_buf *b, Dlk_obj_info *info)
 {
     memset(r, 0, sizeof *r);
     r->key = DLK_KEY_MAIN;
@@ -34,27 +34,27 @@ void dlk_ref_get_req(dlk_get_req *r, dlk_buf *b, dlk_obj_info *info)
     r->info = info;
 }
 
-dlk_status dlk_ref_parse(const dlk_get_req *r, char id[DLK_ID_MAX],
+dlk_status Dlk_ref_parse(const Dlk_get_req *r, char id[DLK_ID_MAX],
                          char *etag, bool *exists, dlk_error *err)
 {
     *exists = false;
     if (r->rc == DLK_ENOTFOUND) {
-        dlk_error_clear(err);
+        Dlk_error_clear(err);
         return DLK_OK;
     }
     if (r->rc)
-        return dlk_get_req_status(r, err);
-    const dlk_buf *b = r->out;
+        return Dlk_get_req_status(r, err);
+    const Dlk_buf *b = r->out;
     size_t n = b->len;
     while (n && (b->data[n - 1] == '\n' || b->data[n - 1] == '\r'))
         n--;
     if (n != 32 || memchr(b->data, 0, n))
-        return dlk_fail(err, DLK_ECORRUPT, "%s: not a commit id",
+        return Dlk_fail(err, DLK_ECORRUPT, "%s: not a commit id",
                         DLK_KEY_MAIN);
     memcpy(id, b->data, n);
     id[n] = '\0';
     if (!is_hex_id(id, 32, 32))
-        return dlk_fail(err, DLK_ECORRUPT, "%s: not a commit id",
+        return Dlk_fail(err, DLK_ECORRUPT, "%s: not a commit id",
                         DLK_KEY_MAIN);
     if (etag)
         memcpy(etag, r->info->etag, DLK_ETAG_MAX);
@@ -62,17 +62,17 @@ dlk_status dlk_ref_parse(const dlk_get_req *r, char id[DLK_ID_MAX],
     return DLK_OK;
 }
 
-dlk_status dlk_ref_read(dlk_dataset *ds, char id[DLK_ID_MAX], char *etag,
+dlk_status Dlk_ref_read(dlk_dataset *ds, char id[DLK_ID_MAX], char *etag,
                         bool *exists, dlk_error *err)
 {
-    dlk_buf b;
-    dlk_buf_init(&b);
-    dlk_obj_info info;
-    dlk_get_req r;
-    dlk_ref_get_req(&r, &b, &info);
-    dlk_store_get_each(ds->store, &r, 1);
-    dlk_status rc = dlk_ref_parse(&r, id, etag, exists, err);
-    dlk_buf_free(&b);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
+    Dlk_obj_info info;
+    Dlk_get_req r;
+    Dlk_ref_get_req(&r, &b, &info);
+    Dlk_store_get_each(ds->store, &r, 1);
+    dlk_status rc = Dlk_ref_parse(&r, id, etag, exists, err);
+    Dlk_buf_free(&b);
     return rc;
 }
 
@@ -81,35 +81,35 @@ static void commit_key(char *out, size_t cap, const char *id)
     snprintf(out, cap, DLK_KEY_COMMITS "%s.json", id);
 }
 
-dlk_status dlk_commit_load(dlk_dataset *ds, const char *id, dlk_manifest *m,
+dlk_status Dlk_commit_load(dlk_dataset *ds, const char *id, Dlk_manifest *m,
                            char **time_out, char **message_out,
                            uint64_t *bytes_added, uint64_t *chunks_added,
                            dlk_error *err)
 {
     char key[128];
     if (!is_hex_id(id, 32, 32))
-        return dlk_fail(err, DLK_EINVAL, "'%.80s' is not a commit id", id);
+        return Dlk_fail(err, DLK_EINVAL, "'%.80s' is not a commit id", id);
     commit_key(key, sizeof key, id);
-    dlk_buf b;
-    dlk_buf_init(&b);
-    dlk_status rc = dlk_store_get(ds->store, key, DLK_JSON_MAX_BYTES, &b, NULL,
+    Dlk_buf b;
+    Dlk_buf_init(&b);
+    dlk_status rc = Dlk_store_get(ds->store, key, DLK_JSON_MAX_BYTES, &b, NULL,
                                   err);
     if (rc == DLK_ENOTFOUND)
-        rc = dlk_fail(err, DLK_ENOTFOUND, "commit %s not found (%s)", id, key);
+        rc = Dlk_fail(err, DLK_ENOTFOUND, "commit %s not found (%s)", id, key);
     if (rc) {
-        dlk_buf_free(&b);
+        Dlk_buf_free(&b);
         return rc;
     }
     char hash[33];
-    dlk_hash128_hex(b.data, b.len, hash);
+    Dlk_hash128_hex(b.data, b.len, hash);
     if (strcmp(hash, id) != 0) {
-        dlk_buf_free(&b);
-        return dlk_fail(err, DLK_ECORRUPT, "%s: content does not match its "
+        Dlk_buf_free(&b);
+        return Dlk_fail(err, DLK_ECORRUPT, "%s: content does not match its "
                         "id (XXH3-128 checksum mismatch)", key);
     }
     bool want = time_out || message_out || bytes_added || chunks_added;
-    dlk_commit_meta meta;
-    rc = dlk_commit_parse((const char *)b.data, b.len, key, m,
+    Dlk_commit_meta meta;
+    rc = Dlk_commit_parse((const char *)b.data, b.len, key, m,
                           want ? &meta : NULL, err);
     if (!rc && want) {
         if (time_out) {
@@ -124,19 +124,19 @@ dlk_status dlk_commit_load(dlk_dataset *ds, const char *id, dlk_manifest *m,
             *bytes_added = meta.bytes_added;
         if (chunks_added)
             *chunks_added = meta.chunks_added;
-        dlk_commit_meta_free(&meta);
+        Dlk_commit_meta_free(&meta);
     }
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     return rc;
 }
 
-dlk_status dlk_commit_follow(dlk_dataset *ds, const char *via,
-                             const char *id, dlk_manifest *m, char **time_out,
+dlk_status Dlk_commit_follow(dlk_dataset *ds, const char *via,
+                             const char *id, Dlk_manifest *m, char **time_out,
                              char **message_out, uint64_t *bytes_added,
                              uint64_t *chunks_added,
                              char fault[DLK_COMMIT_KEY_MAX], dlk_error *err)
 {
-    dlk_status rc = dlk_commit_load(ds, id, m, time_out, message_out,
+    dlk_status rc = Dlk_commit_load(ds, id, m, time_out, message_out,
                                     bytes_added, chunks_added, err);
     if (!rc)
         return DLK_OK;
@@ -152,10 +152,10 @@ dlk_status dlk_commit_follow(dlk_dataset *ds, const char *via,
     if (rc != DLK_ENOTFOUND || !via || !*via)
         return rc;
     if (by_main)
-        return dlk_fail(err, DLK_ECORRUPT, "%s names commit %s, which does "
+        return Dlk_fail(err, DLK_ECORRUPT, "%s names commit %s, which does "
                         "not exist (" DLK_KEY_COMMITS "%s.json)",
                         DLK_KEY_MAIN, id, id);
-    return dlk_fail(err, DLK_ECORRUPT, DLK_KEY_COMMITS "%s.json: 'parent' "
+    return Dlk_fail(err, DLK_ECORRUPT, DLK_KEY_COMMITS "%s.json: 'parent' "
                     "names commit %s, which does not exist", via, id);
 }
 
@@ -181,49 +181,49 @@ static int on_commit_key(void *ud, const char *key, uint64_t size)
     return pm->n > 1;
 }
 
-dlk_status dlk_resolve_via(dlk_dataset *ds, const char *ref,
+dlk_status Dlk_resolve_via(dlk_dataset *ds, const char *ref,
                            char id_out[DLK_ID_MAX], char via[DLK_ID_MAX],
                            dlk_error *err)
 {
     *via = '\0';
     if (!ref || !*ref || strlen(ref) > 80)
-        return dlk_fail(err, DLK_EINVAL, "empty or overlong reference");
+        return Dlk_fail(err, DLK_EINVAL, "empty or overlong reference");
     if (strncmp(ref, "main", 4) == 0 && (ref[4] == '\0' || ref[4] == '~')) {
         unsigned long back = 0;
         if (ref[4] == '~') {
             char *end;
             back = strtoul(ref + 5, &end, 10);
             if (end == ref + 5 || *end || back > 1000000)
-                return dlk_fail(err, DLK_EINVAL, "bad reference '%s' (main, "
+                return Dlk_fail(err, DLK_EINVAL, "bad reference '%s' (main, "
                                 "main~N, or a commit id)", ref);
         }
         bool exists;
-        dlk_status rc = dlk_ref_read(ds, id_out, NULL, &exists, err);
+        dlk_status rc = Dlk_ref_read(ds, id_out, NULL, &exists, err);
         if (rc)
             return rc;
         if (!exists)
-            return dlk_fail(err, DLK_ENOTFOUND, "'%s' has no commits yet",
+            return Dlk_fail(err, DLK_ENOTFOUND, "'%s' has no commits yet",
                             ds->url);
         strcpy(via, "main");
         for (unsigned long i = 0; i < back; i++) {
-            dlk_manifest m;
-            if ((rc = dlk_commit_follow(ds, via, id_out, &m, NULL, NULL,
+            Dlk_manifest m;
+            if ((rc = Dlk_commit_follow(ds, via, id_out, &m, NULL, NULL,
                                         NULL, NULL, NULL, err)))
                 return rc;
             strcpy(via, id_out);
             if (!m.parent) {
-                dlk_manifest_free(&m);
-                return dlk_fail(err, DLK_ENOTFOUND, "'%s': main has only %lu "
+                Dlk_manifest_free(&m);
+                return Dlk_fail(err, DLK_ENOTFOUND, "'%s': main has only %lu "
                                 "commit%s before it", ref, i,
                                 i == 1 ? "" : "s");
             }
             snprintf(id_out, DLK_ID_MAX, "%s", m.parent);
-            dlk_manifest_free(&m);
+            Dlk_manifest_free(&m);
         }
         return DLK_OK;
     }
     if (!is_hex_id(ref, 4, 32))
-        return dlk_fail(err, DLK_EINVAL, "bad reference '%s' (main, main~N, "
+        return Dlk_fail(err, DLK_EINVAL, "bad reference '%s' (main, main~N, "
                         "or a commit id or unique prefix of 4+ hex digits)",
                         ref);
     if (strlen(ref) == 32) {
@@ -233,14 +233,14 @@ dlk_status dlk_resolve_via(dlk_dataset *ds, const char *ref,
     char prefix[128];
     snprintf(prefix, sizeof prefix, DLK_KEY_COMMITS "%s", ref);
     struct prefix_match pm = {{0}, 0};
-    dlk_status rc = dlk_store_list(ds->store, prefix, on_commit_key, &pm, err);
+    dlk_status rc = Dlk_store_list(ds->store, prefix, on_commit_key, &pm, err);
     if (rc)
         return rc;
     if (pm.n == 0)
-        return dlk_fail(err, DLK_ENOTFOUND, "no commit '%s' in '%s'", ref,
+        return Dlk_fail(err, DLK_ENOTFOUND, "no commit '%s' in '%s'", ref,
                         ds->url);
     if (pm.n > 1)
-        return dlk_fail(err, DLK_EINVAL, "commit prefix '%s' is ambiguous",
+        return Dlk_fail(err, DLK_EINVAL, "commit prefix '%s' is ambiguous",
                         ref);
     strcpy(id_out, pm.id);
     return DLK_OK;
@@ -250,23 +250,23 @@ dlk_status dlk_resolve(dlk_dataset *ds, const char *ref,
                        char id_out[DLK_ID_MAX], dlk_error *err)
 {
     char via[DLK_ID_MAX];
-    return dlk_resolve_via(ds, ref, id_out, via, err);
+    return Dlk_resolve_via(ds, ref, id_out, via, err);
 }
 
 /* ---- committing ---------------------------------------------------- */
 
 /* Tensors (schemas and chunk lists) of a and b are the same. */
-static bool same_content(const dlk_manifest *a, const dlk_manifest *b)
+static bool same_content(const Dlk_manifest *a, const Dlk_manifest *b)
 {
     if (a->ntensors != b->ntensors)
         return false;
-    dlk_manifest ca = *a, cb = *b;
+    Dlk_manifest ca = *a, cb = *b;
     ca.parent = cb.parent = NULL;
     ca.nwrites = cb.nwrites = 0;
     char *ta = NULL, *tb = NULL;
     size_t la, lb;
-    bool same = !dlk_manifest_dump(&ca, &ta, &la, NULL) &&
-                !dlk_manifest_dump(&cb, &tb, &lb, NULL) && la == lb &&
+    bool same = !Dlk_manifest_dump(&ca, &ta, &la, NULL) &&
+                !Dlk_manifest_dump(&cb, &tb, &lb, NULL) && la == lb &&
                 memcmp(ta, tb, la) == 0;
     free(ta);
     free(tb);
@@ -283,20 +283,20 @@ static bool in_history(dlk_dataset *ds, const char *id, const char *base)
     char at[DLK_ID_MAX];
     bool there;
     dlk_error e2;
-    if (dlk_ref_read(ds, at, NULL, &there, &e2) != DLK_OK || !there)
+    if (Dlk_ref_read(ds, at, NULL, &there, &e2) != DLK_OK || !there)
         return false;
     for (int i = 0; i < COMMIT_ROUNDS * 8; i++) {
         if (strcmp(at, id) == 0)
             return true;
         if (base && strcmp(at, base) == 0)
             return false;
-        dlk_manifest m;
-        if (dlk_commit_load(ds, at, &m, NULL, NULL, NULL, NULL, &e2))
+        Dlk_manifest m;
+        if (Dlk_commit_load(ds, at, &m, NULL, NULL, NULL, NULL, &e2))
             return false;
         bool up = m.parent && strlen(m.parent) < sizeof at;
         if (up)
             strcpy(at, m.parent);
-        dlk_manifest_free(&m);
+        Dlk_manifest_free(&m);
         if (!up)
             return false;
     }
@@ -305,21 +305,21 @@ static bool in_history(dlk_dataset *ds, const char *id, const char *base)
 
 static int cmp_seg(const void *a, const void *b)
 {
-    return strcmp(((const dlk_seg_ref *)a)->key,
-                  ((const dlk_seg_ref *)b)->key);
+    return strcmp(((const Dlk_seg_ref *)a)->key,
+                  ((const Dlk_seg_ref *)b)->key);
 }
 
 /* t's segments sorted by hash, each with the index of its first entry in
  * t's list (in `bytes`, which the search does not need). */
-static dlk_status segs_by_key(const dlk_tensor *t, dlk_seg_ref **out,
+static dlk_status segs_by_key(const Dlk_tensor *t, Dlk_seg_ref **out,
                               dlk_error *err)
 {
     *out = NULL;
     if (!t->nsegs)
         return DLK_OK;
-    dlk_seg_ref *v = malloc(t->nsegs * sizeof *v);
+    Dlk_seg_ref *v = malloc(t->nsegs * sizeof *v);
     if (!v)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     uint64_t at = 0;
     for (size_t k = 0; k < t->nsegs; k++) {
         v[k] = t->segs[k];
@@ -331,17 +331,17 @@ static dlk_status segs_by_key(const dlk_tensor *t, dlk_seg_ref **out,
     return DLK_OK;
 }
 
-static const dlk_seg_ref *seg_find(const dlk_seg_ref *v, size_t n,
+static const Dlk_seg_ref *seg_find(const Dlk_seg_ref *v, size_t n,
                                    const char *key)
 {
-    dlk_seg_ref probe;
+    Dlk_seg_ref probe;
     memcpy(probe.key, key, 33);
     return n ? bsearch(&probe, v, n, sizeof *v, cmp_seg) : NULL;
 }
 
 /* A head entry that the parent may lack, and whether it was found. */
 typedef struct cand {
-    const dlk_chunk_entry *e;
+    const Dlk_chunk_entry *e;
     bool found;
 } cand;
 
@@ -351,7 +351,7 @@ static int cmp_cand(const void *a, const void *b)
 }
 
 /* Mark the candidates whose hash is that of parent entry e. */
-static void mark(cand *c, size_t n, const dlk_chunk_entry *e)
+static void mark(cand *c, size_t n, const Dlk_chunk_entry *e)
 {
     size_t lo = 0, hi = n;
     while (lo < hi) {
@@ -369,14 +369,14 @@ static void mark(cand *c, size_t n, const dlk_chunk_entry *e)
  * does not hold: the entries of a segment both name are in both, so only
  * the others are candidates; each is looked for among p's entries, read
  * only where p's segment is not t's (formats/dlk-v1.md 6.1). */
-static dlk_status added_in(dlk_dataset *ds, const dlk_tensor *t,
-                           const dlk_tensor *p, const char *doc,
+static dlk_status added_in(dlk_dataset *ds, const Dlk_tensor *t,
+                           const Dlk_tensor *p, const char *doc,
                            uint64_t *bytes, uint64_t *chunks, dlk_error *err)
 {
-    dlk_seg_ref *mine = NULL, *theirs = NULL;
+    Dlk_seg_ref *mine = NULL, *theirs = NULL;
     cand *c = malloc((t->nchunks ? t->nchunks : 1) * sizeof *c);
     size_t nc = 0;
-    dlk_status rc = c ? DLK_OK : dlk_oom(err);
+    dlk_status rc = c ? DLK_OK : Dlk_oom(err);
     if (!rc)
         rc = segs_by_key(t, &mine, err);
     if (!rc)
@@ -395,18 +395,18 @@ static dlk_status added_in(dlk_dataset *ds, const dlk_tensor *t,
         qsort(c, nc, sizeof *c, cmp_cand);
     /* p's entries: its tail, its segments (t's copy where t names them) */
     size_t pt;
-    const dlk_chunk_entry *ptail = dlk_tensor_tail(p, &pt);
+    const Dlk_chunk_entry *ptail = Dlk_tensor_tail(p, &pt);
     for (size_t i = 0; !rc && nc && i < pt; i++)
         mark(c, nc, &ptail[i]);
     for (size_t k = 0; !rc && nc && p->segs_pending && k < p->nsegs; k++) {
-        const dlk_seg_ref *g = &p->segs[k];
-        const dlk_seg_ref *m = seg_find(mine, t->nsegs, g->key);
+        const Dlk_seg_ref *g = &p->segs[k];
+        const Dlk_seg_ref *m = seg_find(mine, t->nsegs, g->key);
         if (m && m->bytes + g->nchunks <= t->nchunks) {
             for (size_t i = 0; i < g->nchunks; i++)
                 mark(c, nc, &t->chunks[m->bytes + i]);
         } else {
-            dlk_chunk_entry *e;
-            if ((rc = dlk_segment_read(ds, g, doc, &e, err)))
+            Dlk_chunk_entry *e;
+            if ((rc = Dlk_segment_read(ds, g, doc, &e, err)))
                 break;
             for (size_t i = 0; i < g->nchunks; i++)
                 mark(c, nc, &e[i]);
@@ -426,15 +426,15 @@ static dlk_status added_in(dlk_dataset *ds, const dlk_tensor *t,
 
 /* Chunks (and their bytes) in head that parent does not hold
  * (formats/dlk-v1.md 6.1). */
-static dlk_status count_added(dlk_dataset *ds, const dlk_manifest *head,
-                              const dlk_manifest *parent,
+static dlk_status count_added(dlk_dataset *ds, const Dlk_manifest *head,
+                              const Dlk_manifest *parent,
                               const char *parent_doc, uint64_t *bytes,
                               uint64_t *chunks, dlk_error *err)
 {
     *bytes = *chunks = 0;
     for (size_t i = 0; i < head->ntensors; i++) {
-        const dlk_tensor *t = &head->tensors[i];
-        const dlk_tensor *p = NULL;
+        const Dlk_tensor *t = &head->tensors[i];
+        const Dlk_tensor *p = NULL;
         for (size_t j = 0; parent && j < parent->ntensors; j++)
             if (strcmp(parent->tensors[j].spec.name, t->spec.name) == 0)
                 p = &parent->tensors[j];
@@ -459,27 +459,27 @@ static dlk_status probe_conditional(dlk_dataset *ds, bool *ok, dlk_error *err)
 {
     uint8_t rnd[8] = {0};
     if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-        return dlk_fail(err, DLK_EIO, "cannot read random bytes");
+        return Dlk_fail(err, DLK_EIO, "cannot read random bytes");
     char key[64];
     snprintf(key, sizeof key, "refs/probe-%02x%02x%02x%02x%02x%02x%02x%02x",
              rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
-    dlk_status rc = dlk_store_put(ds->store, key, "1", 1, DLK_PUT_IF_ABSENT,
+    dlk_status rc = Dlk_store_put(ds->store, key, "1", 1, DLK_PUT_IF_ABSENT,
                                   NULL, NULL, err);
     /* a random key cannot exist: EEXIST here is our own first attempt,
      * whose answer was lost and retried */
     if (rc && rc != DLK_EEXIST)
         return rc;
-    rc = dlk_store_put(ds->store, key, "2", 1, DLK_PUT_IF_ABSENT, NULL, NULL,
+    rc = Dlk_store_put(ds->store, key, "2", 1, DLK_PUT_IF_ABSENT, NULL, NULL,
                        err);
     if (rc && rc != DLK_EEXIST) {
         /* a failure of the write itself (a full disk, the network) says
          * nothing about conditional writes: report it as it is */
-        dlk_store_del(ds->store, key, NULL);
+        Dlk_store_del(ds->store, key, NULL);
         return rc;
     }
     *ok = rc == DLK_EEXIST;
-    dlk_error_clear(err);
-    rc = dlk_store_del(ds->store, key, err);
+    Dlk_error_clear(err);
+    rc = Dlk_store_del(ds->store, key, err);
     return rc == DLK_ENOTFOUND ? DLK_OK : rc;
 }
 
@@ -493,10 +493,10 @@ static void utc_now(char out[32])
 
 /* Serialize the commit document of head on top of parent. */
 static dlk_status commit_doc(dlk_dataset *ds, const char *parent_id,
-                             const dlk_manifest *parent, const char *message,
+                             const Dlk_manifest *parent, const char *message,
                              char **text, dlk_error *err)
 {
-    dlk_manifest m = ds->m;
+    Dlk_manifest m = ds->m;
     m.parent = (char *)parent_id;
     m.nwrites = 0; /* the head's history of publishes is not a state's */
     char *mtext;
@@ -507,14 +507,14 @@ static dlk_status commit_doc(dlk_dataset *ds, const char *parent_id,
              parent_id ? parent_id : "");
     dlk_status rc = count_added(ds, &ds->m, parent, pkey, &bytes, &chunks,
                                 err);
-    if (rc || (rc = dlk_manifest_dump(&m, &mtext, &mlen, err)))
+    if (rc || (rc = Dlk_manifest_dump(&m, &mtext, &mlen, err)))
         return rc;
     json_t *doc = json_loadb(mtext, mlen, 0, NULL);
     free(mtext);
     char now[32];
     utc_now(now);
     if (!doc)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     /* keep "tensors" last: readers of the log need only the start */
     json_t *tensors = json_incref(json_object_get(doc, "tensors"));
     json_object_del(doc, "tensors");
@@ -527,7 +527,7 @@ static dlk_status commit_doc(dlk_dataset *ds, const char *parent_id,
     *text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(doc);
     if (!*text)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     return DLK_OK;
 }
 
@@ -536,12 +536,12 @@ dlk_status dlk_commit(dlk_dataset *ds, const char *message, unsigned flags,
 {
     *committed = 0;
     if (ds->read_only)
-        return dlk_fail(err, DLK_EINVAL, "a dataset opened at a commit "
+        return Dlk_fail(err, DLK_EINVAL, "a dataset opened at a commit "
                         "cannot commit");
     if (message) {
         json_t *js = strlen(message) <= 65536 ? json_string(message) : NULL;
         if (!js)
-            return dlk_fail(err, DLK_EINVAL, "commit message must be valid "
+            return Dlk_fail(err, DLK_EINVAL, "commit message must be valid "
                             "UTF-8 of at most 64 KiB");
         json_decref(js);
     }
@@ -553,7 +553,7 @@ dlk_status dlk_commit(dlk_dataset *ds, const char *message, unsigned flags,
         if ((rc = probe_conditional(ds, &ok, err)))
             return rc;
         if (!ok)
-            return dlk_fail(err, DLK_EUNSUPPORTED, "the store of '%s' does "
+            return Dlk_fail(err, DLK_EUNSUPPORTED, "the store of '%s' does "
                             "not honour conditional writes, so a concurrent "
                             "commit could be lost; refusing to commit (pass "
                             "--unsafe-single-writer if no other writer runs)",
@@ -562,41 +562,41 @@ dlk_status dlk_commit(dlk_dataset *ds, const char *message, unsigned flags,
     for (int round = 0; round < COMMIT_ROUNDS; round++) {
         char parent_id[DLK_ID_MAX], etag[DLK_ETAG_MAX];
         bool exists;
-        if ((rc = dlk_ref_read(ds, parent_id, etag, &exists, err)))
+        if ((rc = Dlk_ref_read(ds, parent_id, etag, &exists, err)))
             return rc;
-        dlk_manifest parent;
+        Dlk_manifest parent;
         memset(&parent, 0, sizeof parent);
         if (exists &&
-            (rc = dlk_commit_load(ds, parent_id, &parent, NULL, NULL, NULL,
+            (rc = Dlk_commit_load(ds, parent_id, &parent, NULL, NULL, NULL,
                                   NULL, err)))
             return rc;
         if (exists && same_content(&ds->m, &parent)) {
-            dlk_manifest_free(&parent);
+            Dlk_manifest_free(&parent);
             strcpy(id_out, parent_id);
             return DLK_OK; /* nothing to commit */
         }
         char *text = NULL;
         rc = commit_doc(ds, exists ? parent_id : NULL,
                         exists ? &parent : NULL, message, &text, err);
-        dlk_manifest_free(&parent);
+        Dlk_manifest_free(&parent);
         if (rc)
             return rc;
         char id[33], key[128], line[40];
-        dlk_hash128_hex(text, strlen(text), id);
+        Dlk_hash128_hex(text, strlen(text), id);
         commit_key(key, sizeof key, id);
-        rc = dlk_store_put(ds->store, key, text, strlen(text),
+        rc = Dlk_store_put(ds->store, key, text, strlen(text),
                            DLK_PUT_IF_ABSENT, NULL, NULL, err);
         free(text);
         if (rc && rc != DLK_EEXIST)
             return rc;
         snprintf(line, sizeof line, "%s\n", id);
-        rc = dlk_store_put(ds->store, DLK_KEY_MAIN, line, strlen(line),
+        rc = Dlk_store_put(ds->store, DLK_KEY_MAIN, line, strlen(line),
                            exists ? DLK_PUT_IF_MATCH : DLK_PUT_IF_ABSENT,
                            exists ? etag : NULL, NULL, err);
         if (rc == DLK_ECONFLICT || rc == DLK_EEXIST) {
             /* main moved: by another writer, or by our own update whose
              * answer was lost and whose retry was then refused */
-            dlk_error_clear(err);
+            Dlk_error_clear(err);
             if (in_history(ds, id, exists ? parent_id : NULL)) {
                 rc = DLK_OK;
             } else {
@@ -611,7 +611,7 @@ dlk_status dlk_commit(dlk_dataset *ds, const char *message, unsigned flags,
         *committed = 1;
         return DLK_OK;
     }
-    return dlk_fail(err, DLK_ECONFLICT, "main of '%s' kept moving under "
+    return Dlk_fail(err, DLK_ECONFLICT, "main of '%s' kept moving under "
                     "concurrent commits; nothing was lost, retry the "
                     "commit", ds->url);
 }
@@ -622,7 +622,7 @@ int dlk_dataset_dirty(dlk_dataset *ds, dlk_error *err)
         return 0;
     char id[DLK_ID_MAX];
     bool exists;
-    dlk_status rc = dlk_ref_read(ds, id, NULL, &exists, err);
+    dlk_status rc = Dlk_ref_read(ds, id, NULL, &exists, err);
     if (rc)
         return -(int)rc;
     if (!exists) {
@@ -631,11 +631,11 @@ int dlk_dataset_dirty(dlk_dataset *ds, dlk_error *err)
                 return 1;
         return 0;
     }
-    dlk_manifest m;
-    if ((rc = dlk_commit_load(ds, id, &m, NULL, NULL, NULL, NULL, err)))
+    Dlk_manifest m;
+    if ((rc = Dlk_commit_load(ds, id, &m, NULL, NULL, NULL, NULL, err)))
         return -(int)rc;
     int dirty = !same_content(&ds->m, &m);
-    dlk_manifest_free(&m);
+    Dlk_manifest_free(&m);
     return dirty;
 }
 
@@ -643,25 +643,25 @@ dlk_status dlk_log(dlk_dataset *ds, const char *at, size_t max,
                    dlk_log_fn fn, void *ud, dlk_error *err)
 {
     char id[DLK_ID_MAX], via[DLK_ID_MAX];
-    dlk_status rc = dlk_resolve_via(ds, at && *at ? at : "main", id, via,
+    dlk_status rc = Dlk_resolve_via(ds, at && *at ? at : "main", id, via,
                                     err);
     if (rc == DLK_ENOTFOUND && !(at && *at)) {
-        dlk_error_clear(err);
+        Dlk_error_clear(err);
         return DLK_OK; /* no commits: an empty log */
     }
     for (size_t n = 0; !rc && (max == 0 || n < max); n++) {
-        dlk_manifest m;
+        Dlk_manifest m;
         char *time = NULL, *message = NULL;
         dlk_log_entry e;
         memset(&e, 0, sizeof e);
-        rc = dlk_commit_follow(ds, via, id, &m, &time, &message,
+        rc = Dlk_commit_follow(ds, via, id, &m, &time, &message,
                                &e.bytes_added, &e.chunks_added, NULL, err);
         if (rc)
             break;
         const char **names = calloc(m.ntensors + 1, sizeof *names);
         uint64_t *samples = calloc(m.ntensors + 1, sizeof *samples);
         if (!names || !samples) {
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
         } else {
             for (size_t i = 0; i < m.ntensors; i++) {
                 names[i] = m.tensors[i].spec.name;
@@ -677,7 +677,7 @@ dlk_status dlk_log(dlk_dataset *ds, const char *at, size_t max,
             int stop = fn(ud, &e);
             if (!m.parent || stop) {
                 max = n + 1; /* end of history, or the caller stopped */
-            } else { /* a commit id: dlk_commit_parse checked it */
+            } else { /* a commit id: Dlk_commit_parse checked it */
                 strcpy(via, id);
                 strcpy(id, m.parent);
             }
@@ -686,7 +686,7 @@ dlk_status dlk_log(dlk_dataset *ds, const char *at, size_t max,
         free(samples);
         free(time);
         free(message);
-        dlk_manifest_free(&m);
+        Dlk_manifest_free(&m);
     }
     return rc;
 }

@@ -10,7 +10,7 @@ struct gc_walk {
     dlk_dataset *ds;
     const dlk_gc_opts *o;
     dlk_gc_result *res;
-    const dlk_ref_set *s;
+    const Dlk_ref_set *s;
     time_t now;
     dlk_status rc;
     dlk_error *err;
@@ -21,10 +21,10 @@ struct gc_walk {
  * (its single object or one of its runs). */
 static bool index_referenced(const struct gc_walk *w, const char *key)
 {
-    if (dlk_keyidx_names(&w->ds->m, key))
+    if (Dlk_keyidx_names(&w->ds->m, key))
         return true;
     for (size_t i = 0; i < w->s->nextra; i++)
-        if (dlk_keyidx_names(&w->s->extra[i], key))
+        if (Dlk_keyidx_names(&w->s->extra[i], key))
             return true;
     return false;
 }
@@ -33,15 +33,15 @@ static int on_chunk(void *ud, const char *key, uint64_t size)
 {
     struct gc_walk *w = ud;
     if (w->listing == 1   ? index_referenced(w, key)
-        : w->listing == 2 ? dlk_refs_has_segment(w->s, key)
-                          : dlk_refs_has(w->s, key)) {
+        : w->listing == 2 ? Dlk_refs_has_segment(w->s, key)
+                          : Dlk_refs_has(w->s, key)) {
         w->res->referenced++;
         return 0;
     }
-    dlk_obj_info info;
-    dlk_status rc = dlk_store_head(w->ds->store, key, &info, w->err);
+    Dlk_obj_info info;
+    dlk_status rc = Dlk_store_head(w->ds->store, key, &info, w->err);
     if (rc == DLK_ENOTFOUND) {
-        dlk_error_clear(w->err);
+        Dlk_error_clear(w->err);
         return 0; /* removed meanwhile */
     }
     if (rc) {
@@ -53,7 +53,7 @@ static int on_chunk(void *ud, const char *key, uint64_t size)
         w->res->young++;
         return 0;
     }
-    if (!w->o->dry_run && (rc = dlk_store_del(w->ds->store, key, w->err)) &&
+    if (!w->o->dry_run && (rc = Dlk_store_del(w->ds->store, key, w->err)) &&
         rc != DLK_ENOTFOUND) {
         w->rc = rc;
         return 1;
@@ -69,34 +69,34 @@ static dlk_status gc_run(dlk_dataset *ds, const dlk_gc_opts *opts,
                          dlk_gc_result *res, dlk_error *err)
 {
     if (ds->read_only)
-        return dlk_fail(err, DLK_EINVAL, "gc needs the head, not a commit");
+        return Dlk_fail(err, DLK_EINVAL, "gc needs the head, not a commit");
     if (opts->grace_seconds < 0)
-        return dlk_fail(err, DLK_EINVAL, "negative grace period");
-    dlk_ref_set s;
+        return Dlk_fail(err, DLK_EINVAL, "negative grace period");
+    Dlk_ref_set s;
     memset(&s, 0, sizeof s);
     /* every commit must be readable: a broken history could otherwise make
      * gc take referenced chunks for garbage */
-    dlk_status rc = dlk_refs_add_manifest(&s, &ds->m, err);
+    dlk_status rc = Dlk_refs_add_manifest(&s, &ds->m, err);
     if (!rc)
-        rc = dlk_refs_add_history(ds, &s, NULL, NULL, NULL, err);
+        rc = Dlk_refs_add_history(ds, &s, NULL, NULL, NULL, err);
     if (!rc)
-        rc = dlk_refs_add_staging(ds, &s, err);
+        rc = Dlk_refs_add_staging(ds, &s, err);
     /* a staging document gone means its merge is in a head newer than
      * the one opened: count that head, not the absence */
     if (!rc)
-        rc = dlk_refs_add_head_now(ds, &s, err);
+        rc = Dlk_refs_add_head_now(ds, &s, err);
     if (rc && rc != DLK_ENOMEM && err)
-        dlk_fail_wrap(err, "removed nothing, since a state that references "
+        Dlk_fail_wrap(err, "removed nothing, since a state that references "
                       "chunks cannot be read");
-    dlk_refs_sort(&s);
+    Dlk_refs_sort(&s);
     if (!rc) {
         struct gc_walk w = {ds, opts, res, &s, time(NULL), DLK_OK, err};
-        rc = dlk_store_list(ds->store, DLK_KEY_CHUNKS, on_chunk, &w, err);
+        rc = Dlk_store_list(ds->store, DLK_KEY_CHUNKS, on_chunk, &w, err);
         if (!rc)
             rc = w.rc;
         w.listing = 1;
         if (!rc)
-            rc = dlk_store_list(ds->store, DLK_KEY_INDEX_PREFIX, on_chunk, &w,
+            rc = Dlk_store_list(ds->store, DLK_KEY_INDEX_PREFIX, on_chunk, &w,
                                 err);
         if (!rc)
             rc = w.rc;
@@ -104,15 +104,15 @@ static dlk_status gc_run(dlk_dataset *ds, const dlk_gc_opts *opts,
          * chunks are in the set only because it was read */
         w.listing = 2;
         if (!rc)
-            rc = dlk_store_list(ds->store, DLK_SEG_PREFIX, on_chunk, &w, err);
+            rc = Dlk_store_list(ds->store, DLK_SEG_PREFIX, on_chunk, &w, err);
         if (!rc)
             rc = w.rc;
     }
-    dlk_refs_free(&s);
+    Dlk_refs_free(&s);
     /* files of writes that crashed before their rename, as old as an
      * unreferenced chunk must be: a younger one may be a live write */
     if (!rc)
-        rc = dlk_store_sweep(ds->store,
+        rc = Dlk_store_sweep(ds->store,
                              (int64_t)time(NULL) - opts->grace_seconds,
                              opts->dry_run, &res->temp_files,
                              &res->temp_bytes, err);

@@ -39,23 +39,23 @@
 
 /* ---- entries ------------------------------------------------------- */
 
-void dlk_key_ents_free(dlk_key_ents *k)
+void Dlk_key_ents_free(Dlk_key_ents *k)
 {
     free(k->e);
     memset(k, 0, sizeof *k);
 }
 
-dlk_status dlk_key_ents_add(dlk_key_ents *k, uint64_t kh, uint64_t vh,
+dlk_status Dlk_key_ents_add(Dlk_key_ents *k, uint64_t kh, uint64_t vh,
                             dlk_error *err)
 {
     if (!DLK_GROW(k->e, k->n, k->cap, 1024))
-        return dlk_fail(err, DLK_ENOMEM, "out of memory for the keys");
+        return Dlk_fail(err, DLK_ENOMEM, "out of memory for the keys");
     k->e[k->n].key = kh;
     k->e[k->n++].version = vh;
     return DLK_OK;
 }
 
-static int ent_cmp(const dlk_key_ent *a, const dlk_key_ent *b)
+static int ent_cmp(const Dlk_key_ent *a, const Dlk_key_ent *b)
 {
     if (a->key != b->key)
         return a->key < b->key ? -1 : 1;
@@ -67,30 +67,30 @@ static int cmp_ent(const void *a, const void *b)
     return ent_cmp(a, b);
 }
 
-void dlk_key_ents_sort(dlk_key_ents *k)
+void Dlk_key_ents_sort(Dlk_key_ents *k)
 {
     if (k->n > 1)
         qsort(k->e, k->n, sizeof *k->e, cmp_ent);
 }
 
 /* a and b (each sorted) into one sorted array, in a (b emptied). */
-static dlk_status ents_merge(dlk_key_ents *a, dlk_key_ents *b,
+static dlk_status ents_merge(Dlk_key_ents *a, Dlk_key_ents *b,
                              dlk_error *err)
 {
     if (!b->n) {
-        dlk_key_ents_free(b);
+        Dlk_key_ents_free(b);
         return DLK_OK;
     }
     if (!a->n) {
-        dlk_key_ents_free(a);
+        Dlk_key_ents_free(a);
         *a = *b;
         memset(b, 0, sizeof *b);
         return DLK_OK;
     }
     size_t n = a->n + b->n;
-    dlk_key_ent *v = malloc(n * sizeof *v);
+    Dlk_key_ent *v = malloc(n * sizeof *v);
     if (!v)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory for the keys");
+        return Dlk_fail(err, DLK_ENOMEM, "out of memory for the keys");
     size_t i = 0, j = 0, o = 0;
     while (i < a->n && j < b->n)
         v[o++] = ent_cmp(&a->e[i], &b->e[j]) <= 0 ? a->e[i++] : b->e[j++];
@@ -98,8 +98,8 @@ static dlk_status ents_merge(dlk_key_ents *a, dlk_key_ents *b,
         v[o++] = a->e[i++];
     while (j < b->n)
         v[o++] = b->e[j++];
-    dlk_key_ents_free(a);
-    dlk_key_ents_free(b);
+    Dlk_key_ents_free(a);
+    Dlk_key_ents_free(b);
     a->e = v;
     a->n = a->cap = n;
     return DLK_OK;
@@ -123,7 +123,7 @@ static bool wanted(const uint64_t *q, size_t nq, uint64_t kh)
 
 /* ---- the key tensors ------------------------------------------------ */
 
-static bool is_key_tensor(const dlk_tensor *t, const char *name)
+static bool is_key_tensor(const Dlk_tensor *t, const char *name)
 {
     const dlk_tensor_spec *s = &t->spec;
     return strcmp(s->name, name) == 0 && s->kind == DLK_KIND_TEXT &&
@@ -131,7 +131,7 @@ static bool is_key_tensor(const dlk_tensor *t, const char *name)
            s->shape[0] == DLK_DIM_VARIABLE;
 }
 
-bool dlk_key_tensors(const dlk_manifest *m, int *t_key, int *t_ver)
+bool Dlk_key_tensors(const Dlk_manifest *m, int *t_key, int *t_ver)
 {
     *t_key = *t_ver = -1;
     for (size_t i = 0; i < m->ntensors; i++) {
@@ -147,7 +147,7 @@ bool dlk_key_tensors(const dlk_manifest *m, int *t_key, int *t_ver)
     return true;
 }
 
-uint64_t dlk_key_version_hash(const void *p, size_t n)
+uint64_t Dlk_key_version_hash(const void *p, size_t n)
 {
     /* empty or all spaces: unknown (0); a real version never hashes to 0 */
     const uint8_t *b = p;
@@ -156,7 +156,7 @@ uint64_t dlk_key_version_hash(const void *p, size_t n)
         known = b[i] != ' ';
     if (!known)
         return 0;
-    uint64_t h = dlk_hash64(p, n);
+    uint64_t h = Dlk_hash64(p, n);
     return h ? h : 1;
 }
 
@@ -169,27 +169,27 @@ static dlk_status each_sample(dlk_dataset *ds, size_t ti, uint64_t from,
                               uint64_t to, sample_fn fn, void *ud,
                               dlk_error *err)
 {
-    const dlk_tensor *t = &ds->m.tensors[ti];
+    const Dlk_tensor *t = &ds->m.tensors[ti];
     if (from >= to)
         return DLK_OK;
-    ssize_t c0 = dlk_tensor_find_chunk(t, from);
+    ssize_t c0 = Dlk_tensor_find_chunk(t, from);
     dlk_status rc = DLK_OK;
-    /* rows before a pending tail (dlk_dataset_open_writer): from the
+    /* rows before a pending tail (Dlk_dataset_open_writer): from the
      * whole list */
     if (c0 < 0 && t->segs_pending) {
-        if ((rc = dlk_tensor_load(ds, ti, err)))
+        if ((rc = Dlk_tensor_load(ds, ti, err)))
             return rc;
-        c0 = dlk_tensor_find_chunk(t, from);
+        c0 = Dlk_tensor_find_chunk(t, from);
     }
     if (c0 < 0)
-        return dlk_fail(err, DLK_ECORRUPT, "tensor '%s' has no sample %llu",
+        return Dlk_fail(err, DLK_ECORRUPT, "tensor '%s' has no sample %llu",
                         t->spec.name, (unsigned long long)from);
     for (size_t c = (size_t)c0; !rc && c < t->nchunks; c++) {
-        const dlk_chunk_entry *e = &t->chunks[c];
+        const Dlk_chunk_entry *e = &t->chunks[c];
         if (e->first >= to)
             break;
         dlk_chunk *ch;
-        rc = dlk_chunk_load(ds, t, e, DLK_DECODE_VERIFY, NULL, 0, &ch, err);
+        rc = Dlk_chunk_load(ds, t, e, DLK_DECODE_VERIFY, NULL, 0, &ch, err);
         if (rc)
             break;
         for (uint32_t s = 0; !rc && s < e->samples; s++) {
@@ -205,7 +205,7 @@ static dlk_status each_sample(dlk_dataset *ds, size_t ti, uint64_t from,
 }
 
 typedef struct rows_ud {
-    dlk_key_ents *k;
+    Dlk_key_ents *k;
     uint64_t from;
     uint64_t *keyh;      /* the key hashes of rows [from, to) */
     const uint64_t *q;
@@ -217,7 +217,7 @@ static dlk_status on_key(void *ud, uint64_t i, const uint8_t *p, size_t n,
 {
     rows_ud *t = ud;
     DLK_UNUSED(err);
-    t->keyh[i - t->from] = dlk_hash64(p, n);
+    t->keyh[i - t->from] = Dlk_hash64(p, n);
     return DLK_OK;
 }
 
@@ -228,22 +228,22 @@ static dlk_status on_version(void *ud, uint64_t i, const uint8_t *p,
     uint64_t kh = t->keyh[i - t->from];
     if (!wanted(t->q, t->nq, kh))
         return DLK_OK;
-    return dlk_key_ents_add(t->k, kh, dlk_key_version_hash(p, n), err);
+    return Dlk_key_ents_add(t->k, kh, Dlk_key_version_hash(p, n), err);
 }
 
-dlk_status dlk_key_rows(dlk_dataset *ds, int t_key, int t_ver, uint64_t from,
+dlk_status Dlk_key_rows(dlk_dataset *ds, int t_key, int t_ver, uint64_t from,
                         uint64_t to, const uint64_t *q, size_t nq,
-                        dlk_key_ents *out, dlk_keyidx_stats *st,
+                        Dlk_key_ents *out, Dlk_keyidx_stats *st,
                         dlk_error *err)
 {
     if (from >= to)
         return DLK_OK;
     if (to - from > SIZE_MAX / sizeof(uint64_t))
-        return dlk_oom(err);
+        return Dlk_oom(err);
     rows_ud t = {out, from, malloc((size_t)(to - from) * sizeof *t.keyh), q,
                  nq};
     if (!t.keyh)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory for the keys");
+        return Dlk_fail(err, DLK_ENOMEM, "out of memory for the keys");
     dlk_status rc = each_sample(ds, (size_t)t_key, from, to, on_key, &t, err);
     if (!rc)
         rc = each_sample(ds, (size_t)t_ver, from, to, on_version, &t, err);
@@ -255,43 +255,43 @@ dlk_status dlk_key_rows(dlk_dataset *ds, int t_key, int t_ver, uint64_t from,
 
 /* ---- the legacy object (one of every row) -------------------------- */
 
-static dlk_status legacy_load(dlk_dataset *ds, const dlk_manifest *m,
+static dlk_status legacy_load(dlk_dataset *ds, const Dlk_manifest *m,
                               const uint64_t *q, size_t nq,
-                              dlk_key_ents *out, dlk_keyidx_stats *st,
+                              Dlk_key_ents *out, Dlk_keyidx_stats *st,
                               dlk_error *err)
 {
     const char *key = m->key_index;
     uint64_t rows = m->key_index_rows;
     uint64_t want;
-    if (!dlk_mul_u64(rows, 16, &want) || want > LEGACY_MAX)
-        return dlk_fail(err, DLK_ELIMIT, "key index '%s': %llu rows", key,
+    if (!Dlk_mul_u64(rows, 16, &want) || want > LEGACY_MAX)
+        return Dlk_fail(err, DLK_ELIMIT, "key index '%s': %llu rows", key,
                         (unsigned long long)rows);
     want += LEGACY_HEADER;
-    dlk_buf b;
-    dlk_buf_init(&b);
-    dlk_status rc = dlk_store_get(ds->store, key, want, &b, NULL, err);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
+    dlk_status rc = Dlk_store_get(ds->store, key, want, &b, NULL, err);
     char hex[33];
     if (!rc) {
         if (st)
             st->bytes += b.len;
-        dlk_hash128_hex(b.data, b.len, hex);
+        Dlk_hash128_hex(b.data, b.len, hex);
         if (b.len != want || memcmp(b.data, LEGACY_MAGIC, 4) ||
-            dlk_get_le16(b.data + 4) != 1 || dlk_get_le16(b.data + 6) ||
-            dlk_get_le64(b.data + 8) != rows ||
+            Dlk_get_le16(b.data + 4) != 1 || Dlk_get_le16(b.data + 6) ||
+            Dlk_get_le64(b.data + 8) != rows ||
             strcmp(hex, key + strlen(DLK_KEY_INDEX_PREFIX)) ||
-            dlk_hash64(b.data + LEGACY_HEADER, b.len - LEGACY_HEADER) !=
-                dlk_get_le64(b.data + 16))
-            rc = dlk_fail(err, DLK_ECORRUPT, "key index '%s': not the %llu "
+            Dlk_hash64(b.data + LEGACY_HEADER, b.len - LEGACY_HEADER) !=
+                Dlk_get_le64(b.data + 16))
+            rc = Dlk_fail(err, DLK_ECORRUPT, "key index '%s': not the %llu "
                           "rows the head names, or corrupt", key,
                           (unsigned long long)rows);
     }
     for (uint64_t i = 0; !rc && i < rows; i++) {
         const uint8_t *p = b.data + LEGACY_HEADER + 16 * i;
-        uint64_t kh = dlk_get_le64(p);
+        uint64_t kh = Dlk_get_le64(p);
         if (wanted(q, nq, kh))
-            rc = dlk_key_ents_add(out, kh, dlk_get_le64(p + 8), err);
+            rc = Dlk_key_ents_add(out, kh, Dlk_get_le64(p + 8), err);
     }
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     return rc;
 }
 
@@ -304,35 +304,35 @@ typedef struct run_info {
     uint64_t nblocks;
     uint64_t size;          /* of the whole object */
     uint64_t table_hash;
-    dlk_buf table;          /* nblocks x (first key, block hash) */
+    Dlk_buf table;          /* nblocks x (first key, block hash) */
 } run_info;
 
 static dlk_status run_bad(const run_info *r, dlk_error *err, const char *why)
 {
-    return dlk_fail(err, DLK_ECORRUPT, "key index run '%s': %s", r->key,
+    return Dlk_fail(err, DLK_ECORRUPT, "key index run '%s': %s", r->key,
                     why);
 }
 
 /* Check the 48-byte header h against what the head says of the run. */
 static dlk_status run_header(run_info *r, const uint8_t *h, dlk_error *err)
 {
-    if (memcmp(h, RUN_MAGIC, 4) || dlk_get_le16(h + 4) != 1 ||
-        dlk_get_le16(h + 6) || dlk_get_le32(h + 28) ||
-        dlk_hash64(h, 40) != dlk_get_le64(h + 40))
+    if (memcmp(h, RUN_MAGIC, 4) || Dlk_get_le16(h + 4) != 1 ||
+        Dlk_get_le16(h + 6) || Dlk_get_le32(h + 28) ||
+        Dlk_hash64(h, 40) != Dlk_get_le64(h + 40))
         return run_bad(r, err, "not a run object of version 1, or its "
                        "header is corrupt");
-    if (dlk_get_le64(h + 8) != r->first || dlk_get_le64(h + 16) != r->rows)
+    if (Dlk_get_le64(h + 8) != r->first || Dlk_get_le64(h + 16) != r->rows)
         return run_bad(r, err, "not the rows the head names");
-    uint32_t b = dlk_get_le32(h + 24);
+    uint32_t b = Dlk_get_le32(h + 24);
     if (b < 1 || b > RUN_BLOCK_MAX)
         return run_bad(r, err, "a block size out of range");
     r->block = b;
     r->nblocks = r->rows / b + (r->rows % b != 0);
-    r->table_hash = dlk_get_le64(h + 32);
+    r->table_hash = Dlk_get_le64(h + 32);
     uint64_t tb, eb;
-    if (!dlk_mul_u64(r->nblocks, 16, &tb) || tb > RUN_TABLE_MAX ||
-        !dlk_mul_u64(r->rows, 16, &eb) || eb > UINT64_MAX / 2)
-        return dlk_fail(err, DLK_ELIMIT, "key index run '%s': %llu rows in "
+    if (!Dlk_mul_u64(r->nblocks, 16, &tb) || tb > RUN_TABLE_MAX ||
+        !Dlk_mul_u64(r->rows, 16, &eb) || eb > UINT64_MAX / 2)
+        return Dlk_fail(err, DLK_ELIMIT, "key index run '%s': %llu rows in "
                         "blocks of %u", r->key, (unsigned long long)r->rows,
                         b);
     r->size = RUN_HEADER + tb + eb;
@@ -343,17 +343,17 @@ static dlk_status run_table(run_info *r, dlk_error *err)
 {
     const uint8_t *t = r->table.data;
     if (r->table.len != r->nblocks * 16 ||
-        dlk_hash64(t, r->table.len) != r->table_hash)
+        Dlk_hash64(t, r->table.len) != r->table_hash)
         return run_bad(r, err, "its block table is corrupt");
     for (uint64_t j = 1; j < r->nblocks; j++)
-        if (dlk_get_le64(t + 16 * j) < dlk_get_le64(t + 16 * (j - 1)))
+        if (Dlk_get_le64(t + 16 * j) < Dlk_get_le64(t + 16 * (j - 1)))
             return run_bad(r, err, "its block table is not sorted");
     return DLK_OK;
 }
 
 /* Read and check the run's header and block table: one ranged read when
  * its blocks are of libdlk's size, two otherwise. */
-static dlk_status run_open(dlk_dataset *ds, run_info *r, dlk_keyidx_stats *st,
+static dlk_status run_open(dlk_dataset *ds, run_info *r, Dlk_keyidx_stats *st,
                            dlk_error *err)
 {
     /* a larger table (over 16 M rows) is read once its size is known */
@@ -361,9 +361,9 @@ static dlk_status run_open(dlk_dataset *ds, run_info *r, dlk_keyidx_stats *st,
                      16 * (r->rows / RUN_BLOCK + (r->rows % RUN_BLOCK != 0));
     if (guess > RUN_HEADER + 65536)
         guess = RUN_HEADER + 65536;
-    dlk_buf b;
-    dlk_buf_init(&b);
-    dlk_status rc = dlk_store_get_range(ds->store, r->key, 0, guess, &b, err);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
+    dlk_status rc = Dlk_store_get_range(ds->store, r->key, 0, guess, &b, err);
     if (!rc && st)
         st->bytes += b.len;
     if (!rc && b.len < RUN_HEADER)
@@ -371,15 +371,15 @@ static dlk_status run_open(dlk_dataset *ds, run_info *r, dlk_keyidx_stats *st,
     if (!rc)
         rc = run_header(r, b.data, err);
     if (!rc && b.len >= RUN_HEADER + 16 * r->nblocks) {
-        rc = dlk_buf_append(&r->table, b.data + RUN_HEADER, 16 * r->nblocks,
+        rc = Dlk_buf_append(&r->table, b.data + RUN_HEADER, 16 * r->nblocks,
                             err);
     } else if (!rc) {
-        rc = dlk_store_get_range(ds->store, r->key, RUN_HEADER,
+        rc = Dlk_store_get_range(ds->store, r->key, RUN_HEADER,
                                  16 * r->nblocks, &r->table, err);
         if (!rc && st)
             st->bytes += r->table.len;
     }
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     if (!rc)
         rc = run_table(r, err);
     if (rc == DLK_ECORRUPT && err && strstr(err->msg, "short read"))
@@ -400,25 +400,25 @@ static uint64_t block_off(const run_info *r, uint64_t j)
 /* Check block j's bytes p (its entries) against the table; add the
  * wanted entries to out. */
 static dlk_status run_block(const run_info *r, uint64_t j, const uint8_t *p,
-                            const uint64_t *q, size_t nq, dlk_key_ents *out,
+                            const uint64_t *q, size_t nq, Dlk_key_ents *out,
                             dlk_error *err)
 {
     uint64_t n = block_entries(r, j);
     const uint8_t *t = r->table.data + 16 * j;
-    if (dlk_hash64(p, 16 * n) != dlk_get_le64(t + 8) ||
-        dlk_get_le64(p) != dlk_get_le64(t))
+    if (Dlk_hash64(p, 16 * n) != Dlk_get_le64(t + 8) ||
+        Dlk_get_le64(p) != Dlk_get_le64(t))
         return run_bad(r, err, "a block does not match its checksum");
-    dlk_key_ent prev = {0, 0};
+    Dlk_key_ent prev = {0, 0};
     for (uint64_t i = 0; i < n; i++) {
-        dlk_key_ent e = {dlk_get_le64(p + 16 * i), dlk_get_le64(p + 16 * i + 8)};
+        Dlk_key_ent e = {Dlk_get_le64(p + 16 * i), Dlk_get_le64(p + 16 * i + 8)};
         if (i && ent_cmp(&prev, &e) > 0)
             return run_bad(r, err, "a block is not sorted");
         prev = e;
         if (j + 1 < r->nblocks && i + 1 == n &&
-            e.key > dlk_get_le64(t + 16))
+            e.key > Dlk_get_le64(t + 16))
             return run_bad(r, err, "a block is not sorted");
         if (wanted(q, nq, e.key)) {
-            dlk_status rc = dlk_key_ents_add(out, e.key, e.version, err);
+            dlk_status rc = Dlk_key_ents_add(out, e.key, e.version, err);
             if (rc)
                 return rc;
         }
@@ -432,7 +432,7 @@ typedef struct span { uint64_t j0, j1; } span;
 static dlk_status run_read_spans(dlk_dataset *ds, run_info *r,
                                  const span *sp, size_t ns,
                                  const uint64_t *q, size_t nq,
-                                 dlk_key_ents *out, dlk_keyidx_stats *st,
+                                 Dlk_key_ents *out, Dlk_keyidx_stats *st,
                                  dlk_error *err)
 {
     dlk_status rc = DLK_OK;
@@ -450,20 +450,20 @@ static dlk_status run_read_spans(dlk_dataset *ds, run_info *r,
         }
         size_t n = s1 - s0;
         uint64_t *off = malloc(n * sizeof *off), *len = malloc(n * sizeof *len);
-        dlk_buf *bufs = calloc(n, sizeof *bufs);
-        dlk_buf **outs = malloc(n * sizeof *outs);
+        Dlk_buf *bufs = calloc(n, sizeof *bufs);
+        Dlk_buf **outs = malloc(n * sizeof *outs);
         if (!off || !len || !bufs || !outs)
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
         for (size_t i = 0; !rc && i < n; i++) {
             const span *x = &sp[s0 + i];
             off[i] = block_off(r, x->j0);
             len[i] = (x->j1 == r->nblocks ? r->size : block_off(r, x->j1)) -
                      off[i];
-            dlk_buf_init(&bufs[i]);
+            Dlk_buf_init(&bufs[i]);
             outs[i] = &bufs[i];
         }
         if (!rc)
-            rc = dlk_store_get_spans(ds->store, r->key, r->size, n, off, len,
+            rc = Dlk_store_get_spans(ds->store, r->key, r->size, n, off, len,
                                      outs, err);
         if (rc == DLK_ECORRUPT && err && strstr(err->msg, "short read"))
             rc = run_bad(r, err, "shorter than its header says");
@@ -484,7 +484,7 @@ static dlk_status run_read_spans(dlk_dataset *ds, run_info *r,
             }
         }
         for (size_t i = 0; bufs && i < n; i++)
-            dlk_buf_free(&bufs[i]);
+            Dlk_buf_free(&bufs[i]);
         free(off);
         free(len);
         free(bufs);
@@ -497,8 +497,8 @@ static dlk_status run_read_spans(dlk_dataset *ds, run_info *r,
 /* The entries of run r whose key is among q (NULL: all of them), added
  * to out: the blocks that may hold them, by ranged reads. */
 static dlk_status run_lookup(dlk_dataset *ds, run_info *r, const uint64_t *q,
-                             size_t nq, dlk_key_ents *out,
-                             dlk_keyidx_stats *st, dlk_error *err)
+                             size_t nq, Dlk_key_ents *out,
+                             Dlk_keyidx_stats *st, dlk_error *err)
 {
     dlk_status rc = run_open(ds, r, st, err);
     if (rc)
@@ -508,7 +508,7 @@ static dlk_status run_lookup(dlk_dataset *ds, run_info *r, const uint64_t *q,
     const uint8_t *t = r->table.data;
     if (!q) {
         if (!(sp = malloc(sizeof *sp)))
-            return dlk_oom(err);
+            return Dlk_oom(err);
         sp[ns++] = (span){0, r->nblocks};
     }
     /* the blocks a key may be in: from the last that starts below it
@@ -518,13 +518,13 @@ static dlk_status run_lookup(dlk_dataset *ds, run_info *r, const uint64_t *q,
         uint64_t lo = 0, hi = r->nblocks;
         while (lo < hi) { /* the first block starting at q[i] or above */
             uint64_t mid = lo + (hi - lo) / 2;
-            if (dlk_get_le64(t + 16 * mid) < q[i])
+            if (Dlk_get_le64(t + 16 * mid) < q[i])
                 lo = mid + 1;
             else
                 hi = mid;
         }
         uint64_t b0 = lo ? lo - 1 : 0, b1 = lo;
-        while (b1 < r->nblocks && dlk_get_le64(t + 16 * b1) == q[i])
+        while (b1 < r->nblocks && Dlk_get_le64(t + 16 * b1) == q[i])
             b1++;
         if (b1 == 0)
             continue; /* below every key of the run */
@@ -537,7 +537,7 @@ static dlk_status run_lookup(dlk_dataset *ds, run_info *r, const uint64_t *q,
         } else {
             if (!DLK_GROW(sp, ns, cap, 64)) {
                 free(sp);
-                return dlk_oom(err);
+                return Dlk_oom(err);
             }
             sp[ns++] = (span){b0, b1};
         }
@@ -554,7 +554,7 @@ static dlk_status run_lookup(dlk_dataset *ds, run_info *r, const uint64_t *q,
         span *v = malloc((ns + extra) * sizeof *v);
         if (!v) {
             free(sp);
-            return dlk_oom(err);
+            return Dlk_oom(err);
         }
         size_t o = 0;
         for (size_t i = 0; i < ns; i++)
@@ -572,25 +572,25 @@ static dlk_status run_lookup(dlk_dataset *ds, run_info *r, const uint64_t *q,
 /* The whole run object, read in one GET and checked in full (its name
  * too), its entries added to out. */
 static dlk_status run_read_all(dlk_dataset *ds, run_info *r,
-                               dlk_key_ents *out, dlk_keyidx_stats *st,
+                               Dlk_key_ents *out, Dlk_keyidx_stats *st,
                                dlk_error *err)
 {
-    dlk_buf h;
-    dlk_buf_init(&h);
-    dlk_status rc = dlk_store_get_range(ds->store, r->key, 0, RUN_HEADER, &h,
+    Dlk_buf h;
+    Dlk_buf_init(&h);
+    dlk_status rc = Dlk_store_get_range(ds->store, r->key, 0, RUN_HEADER, &h,
                                         err);
     if (rc == DLK_ECORRUPT)
         rc = run_bad(r, err, "shorter than its header");
     if (!rc)
         rc = run_header(r, h.data, err);
-    dlk_buf_free(&h);
+    Dlk_buf_free(&h);
     if (rc)
         return rc;
     if (r->size > SIZE_MAX / 2)
-        return dlk_oom(err);
-    dlk_buf b;
-    dlk_buf_init(&b);
-    rc = dlk_store_get(ds->store, r->key, r->size, &b, NULL, err);
+        return Dlk_oom(err);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
+    rc = Dlk_store_get(ds->store, r->key, r->size, &b, NULL, err);
     if (rc == DLK_ELIMIT)
         rc = run_bad(r, err, "longer than its header says");
     if (!rc && st)
@@ -599,13 +599,13 @@ static dlk_status run_read_all(dlk_dataset *ds, run_info *r,
     if (!rc && b.len != r->size)
         rc = run_bad(r, err, "shorter than its header says");
     if (!rc) {
-        dlk_hash128_hex(b.data, b.len, hex);
+        Dlk_hash128_hex(b.data, b.len, hex);
         if (strcmp(hex, r->key + strlen(DLK_KEY_INDEX_PREFIX)))
             rc = run_bad(r, err, "content does not match its name (XXH3-128 "
                          "checksum mismatch)");
     }
     if (!rc)
-        rc = dlk_buf_append(&r->table, b.data + RUN_HEADER, 16 * r->nblocks,
+        rc = Dlk_buf_append(&r->table, b.data + RUN_HEADER, 16 * r->nblocks,
                             err);
     if (!rc)
         rc = run_table(r, err);
@@ -614,7 +614,7 @@ static dlk_status run_read_all(dlk_dataset *ds, run_info *r,
         rc = run_block(r, j, p, NULL, 0, out, err);
         p += 16 * block_entries(r, j);
     }
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     return rc;
 }
 
@@ -626,7 +626,7 @@ static bool unusable(dlk_status rc)
 }
 
 /* The rows the head's runs cover, or UINT64_MAX when it has none. */
-static uint64_t runs_rows(const dlk_manifest *m)
+static uint64_t runs_rows(const Dlk_manifest *m)
 {
     if (!m->nkey_runs)
         return UINT64_MAX;
@@ -637,7 +637,7 @@ static uint64_t runs_rows(const dlk_manifest *m)
 }
 
 /* The key tensor's samples that are rows of both key tensors. */
-static uint64_t key_samples(const dlk_manifest *m, int tk, int tv)
+static uint64_t key_samples(const Dlk_manifest *m, int tk, int tv)
 {
     uint64_t n = m->tensors[tk].samples;
     return m->tensors[tv].samples < n ? m->tensors[tv].samples : n;
@@ -647,38 +647,38 @@ static uint64_t key_samples(const dlk_manifest *m, int tk, int tv)
  * blocks needed for q (all: NULL; whole: read in one GET, name checked)
  * or, when the run is unusable, the rows from the key chunks. */
 static dlk_status run_entries(dlk_dataset *ds, int tk, int tv,
-                              const dlk_key_run *kr, uint64_t first,
+                              const Dlk_key_run *kr, uint64_t first,
                               const uint64_t *q, size_t nq, bool whole,
-                              dlk_key_ents *out, dlk_keyidx_stats *st,
+                              Dlk_key_ents *out, Dlk_keyidx_stats *st,
                               dlk_error *err)
 {
     run_info r = {kr->object, first, kr->rows, 0, 0, 0, 0, {0}};
-    dlk_buf_init(&r.table);
+    Dlk_buf_init(&r.table);
     size_t n0 = out->n;
     dlk_status rc = whole ? run_read_all(ds, &r, out, st, err)
                           : run_lookup(ds, &r, q, nq, out, st, err);
-    dlk_buf_free(&r.table);
+    Dlk_buf_free(&r.table);
     if (st)
         st->runs++;
     if (unusable(rc)) {
         /* it only repeats the key chunks: read those (its entries that
          * were added before the fault go, or they would count twice) */
-        dlk_error_clear(err);
+        Dlk_error_clear(err);
         out->n = n0;
         if (st)
             st->runs_bad++;
-        rc = dlk_key_rows(ds, tk, tv, first, first + kr->rows, q, nq, out,
+        rc = Dlk_key_rows(ds, tk, tv, first, first + kr->rows, q, nq, out,
                           st, err);
     }
     return rc;
 }
 
-dlk_status dlk_keyidx_lookup(dlk_dataset *ds, int t_key, int t_ver,
-                             const uint64_t *q, size_t nq, dlk_key_ents *out,
-                             dlk_keyidx_stats *st, dlk_error *err)
+dlk_status Dlk_keyidx_lookup(dlk_dataset *ds, int t_key, int t_ver,
+                             const uint64_t *q, size_t nq, Dlk_key_ents *out,
+                             Dlk_keyidx_stats *st, dlk_error *err)
 {
     memset(out, 0, sizeof *out);
-    const dlk_manifest *m = &ds->m;
+    const Dlk_manifest *m = &ds->m;
     uint64_t samples = key_samples(m, t_key, t_ver), covered = 0;
     uint64_t rr = runs_rows(m);
     dlk_status rc = DLK_OK;
@@ -695,7 +695,7 @@ dlk_status dlk_keyidx_lookup(dlk_dataset *ds, int t_key, int t_ver,
         size_t n0 = out->n;
         rc = legacy_load(ds, m, q, nq, out, st, err);
         if (unusable(rc)) {
-            dlk_error_clear(err);
+            Dlk_error_clear(err);
             out->n = n0;
             rc = DLK_OK;
             if (st)
@@ -706,57 +706,57 @@ dlk_status dlk_keyidx_lookup(dlk_dataset *ds, int t_key, int t_ver,
     }
     /* rows past the index (appended by a writer that keeps none) */
     if (!rc)
-        rc = dlk_key_rows(ds, t_key, t_ver, covered, samples, q, nq, out, st,
+        rc = Dlk_key_rows(ds, t_key, t_ver, covered, samples, q, nq, out, st,
                           err);
     if (rc) {
-        dlk_key_ents_free(out);
+        Dlk_key_ents_free(out);
         return rc;
     }
-    dlk_key_ents_sort(out);
+    Dlk_key_ents_sort(out);
     return DLK_OK;
 }
 
 /* Write k (sorted) as the run of rows [first, first + k->n), its key
  * into object. */
-static dlk_status run_write(dlk_dataset *ds, const dlk_key_ents *k,
+static dlk_status run_write(dlk_dataset *ds, const Dlk_key_ents *k,
                             uint64_t first, char object[DLK_KEY_INDEX_MAX],
-                            dlk_keyidx_stats *st, dlk_error *err)
+                            Dlk_keyidx_stats *st, dlk_error *err)
 {
     uint64_t rows = k->n, nb = rows / RUN_BLOCK + (rows % RUN_BLOCK != 0);
     size_t len = RUN_HEADER + 16 * (size_t)nb + 16 * (size_t)rows;
     uint8_t *p = malloc(len);
     if (!p)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory for the key index");
+        return Dlk_fail(err, DLK_ENOMEM, "out of memory for the key index");
     uint8_t *tab = p + RUN_HEADER, *ent = tab + 16 * nb;
     for (size_t i = 0; i < k->n; i++) {
-        dlk_put_le64(ent + 16 * i, k->e[i].key);
-        dlk_put_le64(ent + 16 * i + 8, k->e[i].version);
+        Dlk_put_le64(ent + 16 * i, k->e[i].key);
+        Dlk_put_le64(ent + 16 * i + 8, k->e[i].version);
     }
     for (uint64_t j = 0; j < nb; j++) {
         uint64_t n = j + 1 < nb ? RUN_BLOCK : rows - j * RUN_BLOCK;
         const uint8_t *b = ent + 16 * j * RUN_BLOCK;
-        dlk_put_le64(tab + 16 * j, dlk_get_le64(b));
-        dlk_put_le64(tab + 16 * j + 8, dlk_hash64(b, 16 * n));
+        Dlk_put_le64(tab + 16 * j, Dlk_get_le64(b));
+        Dlk_put_le64(tab + 16 * j + 8, Dlk_hash64(b, 16 * n));
     }
     memset(p, 0, RUN_HEADER);
     memcpy(p, RUN_MAGIC, 4);
-    dlk_put_le16(p + 4, 1);
-    dlk_put_le64(p + 8, first);
-    dlk_put_le64(p + 16, rows);
-    dlk_put_le32(p + 24, RUN_BLOCK);
-    dlk_put_le64(p + 32, dlk_hash64(tab, 16 * nb));
-    dlk_put_le64(p + 40, dlk_hash64(p, 40));
+    Dlk_put_le16(p + 4, 1);
+    Dlk_put_le64(p + 8, first);
+    Dlk_put_le64(p + 16, rows);
+    Dlk_put_le32(p + 24, RUN_BLOCK);
+    Dlk_put_le64(p + 32, Dlk_hash64(tab, 16 * nb));
+    Dlk_put_le64(p + 40, Dlk_hash64(p, 40));
     char hex[33];
     struct iovec v = {p, len};
-    dlk_status rc = dlk_store_putv_hashed(ds->store, DLK_KEY_INDEX_PREFIX,
+    dlk_status rc = Dlk_store_putv_hashed(ds->store, DLK_KEY_INDEX_PREFIX,
                                           &v, 1, DLK_PUT_IF_ABSENT, hex, err);
     if (rc == DLK_EEXIST) { /* the same entries: the same bytes */
-        dlk_error_clear(err);
+        Dlk_error_clear(err);
         rc = DLK_OK;
     }
     free(p);
     if (rc)
-        return dlk_fail_wrap(err, "cannot write the key index");
+        return Dlk_fail_wrap(err, "cannot write the key index");
     if (st)
         st->written += len;
     snprintf(object, DLK_KEY_INDEX_MAX, "%s%s", DLK_KEY_INDEX_PREFIX, hex);
@@ -765,7 +765,7 @@ static dlk_status run_write(dlk_dataset *ds, const dlk_key_ents *k,
 
 /* Make runs[0..n) the head's key index (the legacy object dropped: its
  * rows are in them). */
-static void set_runs(dlk_dataset *ds, dlk_key_run *runs, size_t n)
+static void set_runs(dlk_dataset *ds, Dlk_key_run *runs, size_t n)
 {
     free(ds->m.key_runs);
     ds->m.key_runs = runs;
@@ -775,21 +775,21 @@ static void set_runs(dlk_dataset *ds, dlk_key_run *runs, size_t n)
     ds->dirty = true;
 }
 
-dlk_status dlk_keyidx_update(dlk_dataset *ds, dlk_keyidx_stats *st,
+dlk_status Dlk_keyidx_update(dlk_dataset *ds, Dlk_keyidx_stats *st,
                              dlk_error *err)
 {
     int tk, tv;
-    dlk_manifest *m = &ds->m;
-    if (!dlk_key_tensors(m, &tk, &tv))
+    Dlk_manifest *m = &ds->m;
+    if (!Dlk_key_tensors(m, &tk, &tv))
         return DLK_OK;
     uint64_t rows = m->tensors[tk].samples;
     if (m->tensors[tv].samples != rows || !rows)
         return DLK_OK; /* not rows of one ingest: leave it to the next */
     uint64_t rr = runs_rows(m), covered = 0;
     size_t n = 0;
-    dlk_key_run *runs = calloc(m->nkey_runs + 2, sizeof *runs);
+    Dlk_key_run *runs = calloc(m->nkey_runs + 2, sizeof *runs);
     if (!runs)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     dlk_status rc = DLK_OK;
     if (rr != UINT64_MAX && rr <= rows) {
         if (rr == rows) {
@@ -803,7 +803,7 @@ dlk_status dlk_keyidx_update(dlk_dataset *ds, dlk_keyidx_stats *st,
                m->key_index_rows) {
         /* a head of an earlier writer: its one object becomes the first
          * run (read whole, as every lookup of it was) */
-        dlk_key_ents old = {0};
+        Dlk_key_ents old = {0};
         rc = legacy_load(ds, m, NULL, 0, &old, st, err);
         if (!rc)
             rc = run_write(ds, &old, 0, runs[0].object, st, err);
@@ -812,17 +812,17 @@ dlk_status dlk_keyidx_update(dlk_dataset *ds, dlk_keyidx_stats *st,
             n = 1;
             covered = m->key_index_rows;
         } else if (unusable(rc)) {
-            dlk_error_clear(err);
+            Dlk_error_clear(err);
             rc = DLK_OK;
         }
-        dlk_key_ents_free(&old);
+        Dlk_key_ents_free(&old);
     }
     if (!rc && covered < rows) {
         /* the new rows' run, merged with the newest runs while the one
          * before them is at most RUN_RATIO times what is merged */
-        dlk_key_ents add = {0};
-        rc = dlk_key_rows(ds, tk, tv, covered, rows, NULL, 0, &add, st, err);
-        dlk_key_ents_sort(&add);
+        Dlk_key_ents add = {0};
+        rc = Dlk_key_rows(ds, tk, tv, covered, rows, NULL, 0, &add, st, err);
+        Dlk_key_ents_sort(&add);
         uint64_t acc = rows - covered, first = covered;
         size_t i = n;
         while (i > 0 && (runs[i - 1].rows <= RUN_RATIO * acc ||
@@ -835,19 +835,19 @@ dlk_status dlk_keyidx_update(dlk_dataset *ds, dlk_keyidx_stats *st,
          * one unusable is read from the key chunks) */
         uint64_t end = covered;
         for (size_t j = n; !rc && j > i; j--) {
-            dlk_key_ents older = {0};
+            Dlk_key_ents older = {0};
             end -= runs[j - 1].rows;
             rc = run_entries(ds, tk, tv, &runs[j - 1], end, NULL, 0, true,
                              &older, st, err);
-            dlk_key_ents_sort(&older);
+            Dlk_key_ents_sort(&older);
             if (!rc)
                 rc = ents_merge(&add, &older, err);
-            dlk_key_ents_free(&older);
+            Dlk_key_ents_free(&older);
             if (st && !rc)
                 st->runs_merged++;
         }
         if (!rc && add.n != acc)
-            rc = dlk_fail(err, DLK_EINTERNAL, "key index: %zu entries for "
+            rc = Dlk_fail(err, DLK_EINTERNAL, "key index: %zu entries for "
                           "%llu rows", add.n, (unsigned long long)acc);
         if (!rc)
             rc = run_write(ds, &add, first, runs[i].object, st, err);
@@ -855,7 +855,7 @@ dlk_status dlk_keyidx_update(dlk_dataset *ds, dlk_keyidx_stats *st,
             runs[i].rows = acc;
             n = i + 1;
         }
-        dlk_key_ents_free(&add);
+        Dlk_key_ents_free(&add);
     }
     if (rc) {
         free(runs);
@@ -865,29 +865,29 @@ dlk_status dlk_keyidx_update(dlk_dataset *ds, dlk_keyidx_stats *st,
     return DLK_OK;
 }
 
-dlk_status dlk_keyidx_fold(dlk_dataset *ds, size_t *before, size_t *after,
-                           dlk_keyidx_stats *st, dlk_error *err)
+dlk_status Dlk_keyidx_fold(dlk_dataset *ds, size_t *before, size_t *after,
+                           Dlk_keyidx_stats *st, dlk_error *err)
 {
-    dlk_manifest *m = &ds->m;
+    Dlk_manifest *m = &ds->m;
     *before = *after = m->nkey_runs ? m->nkey_runs : m->key_index[0] != 0;
     int tk, tv;
-    if (!dlk_key_tensors(m, &tk, &tv))
+    if (!Dlk_key_tensors(m, &tk, &tv))
         return DLK_OK;
     uint64_t rows = m->tensors[tk].samples;
     if (m->tensors[tv].samples != rows || !rows ||
         (m->nkey_runs == 1 && runs_rows(m) == rows))
         return DLK_OK;
-    dlk_key_ents all;
-    dlk_status rc = dlk_keyidx_lookup(ds, tk, tv, NULL, 0, &all, st, err);
+    Dlk_key_ents all;
+    dlk_status rc = Dlk_keyidx_lookup(ds, tk, tv, NULL, 0, &all, st, err);
     if (!rc && all.n != rows)
-        rc = dlk_fail(err, DLK_EINTERNAL, "key index: %zu entries for %llu "
+        rc = Dlk_fail(err, DLK_EINTERNAL, "key index: %zu entries for %llu "
                       "rows", all.n, (unsigned long long)rows);
-    dlk_key_run *run = rc ? NULL : calloc(1, sizeof *run);
+    Dlk_key_run *run = rc ? NULL : calloc(1, sizeof *run);
     if (!rc && !run)
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     if (!rc)
         rc = run_write(ds, &all, 0, run->object, st, err);
-    dlk_key_ents_free(&all);
+    Dlk_key_ents_free(&all);
     if (rc) {
         free(run);
         return rc;
@@ -898,37 +898,37 @@ dlk_status dlk_keyidx_fold(dlk_dataset *ds, size_t *before, size_t *after,
     return DLK_OK;
 }
 
-dlk_status dlk_keyidx_check(dlk_dataset *ds, const dlk_manifest *m,
-                            const char *key, dlk_keyidx_problem_fn problem,
+dlk_status Dlk_keyidx_check(dlk_dataset *ds, const Dlk_manifest *m,
+                            const char *key, Dlk_keyidx_problem_fn problem,
                             void *ud, dlk_error *err)
 {
     dlk_error cerr;
-    dlk_error_clear(&cerr);
-    dlk_key_ents scratch = {0};
+    Dlk_error_clear(&cerr);
+    Dlk_key_ents scratch = {0};
     dlk_status rc = DLK_OK;
     uint64_t first = 0;
     for (size_t i = 0; i < m->nkey_runs; i++) {
-        const dlk_key_run *kr = &m->key_runs[i];
+        const Dlk_key_run *kr = &m->key_runs[i];
         uint64_t at = first;
         first += kr->rows;
         if (key && strcmp(key, kr->object) != 0)
             continue;
         run_info r = {kr->object, at, kr->rows, 0, 0, 0, 0, {0}};
-        dlk_buf_init(&r.table);
+        Dlk_buf_init(&r.table);
         rc = run_read_all(ds, &r, &scratch, NULL, &cerr);
-        dlk_buf_free(&r.table);
-        dlk_key_ents_free(&scratch);
+        Dlk_buf_free(&r.table);
+        Dlk_key_ents_free(&scratch);
         if (unusable(rc)) {
             problem(ud, kr->object, cerr.msg);
-            dlk_error_clear(&cerr);
+            Dlk_error_clear(&cerr);
             rc = DLK_OK;
         } else if (rc) {
-            return dlk_fail(err, rc, "%s", cerr.msg);
+            return Dlk_fail(err, rc, "%s", cerr.msg);
         }
     }
     int tk, tv;
     if (m->nkey_runs && (!key || strcmp(key, m->key_runs[0].object) == 0) &&
-        dlk_key_tensors(m, &tk, &tv) &&
+        Dlk_key_tensors(m, &tk, &tv) &&
         runs_rows(m) > key_samples(m, tk, tv)) {
         char why[160];
         snprintf(why, sizeof why, "the key index covers %llu rows, the key "
@@ -939,18 +939,18 @@ dlk_status dlk_keyidx_check(dlk_dataset *ds, const dlk_manifest *m,
     }
     if (m->key_index[0] && (!key || strcmp(key, m->key_index) == 0)) {
         rc = legacy_load(ds, m, NULL, 0, &scratch, NULL, &cerr);
-        dlk_key_ents_free(&scratch);
+        Dlk_key_ents_free(&scratch);
         if (unusable(rc)) {
             problem(ud, m->key_index, cerr.msg);
             rc = DLK_OK;
         } else if (rc) {
-            return dlk_fail(err, rc, "%s", cerr.msg);
+            return Dlk_fail(err, rc, "%s", cerr.msg);
         }
     }
     return rc;
 }
 
-bool dlk_keyidx_names(const dlk_manifest *m, const char *key)
+bool Dlk_keyidx_names(const Dlk_manifest *m, const char *key)
 {
     if (strcmp(m->key_index, key) == 0)
         return true;

@@ -18,7 +18,7 @@ static dlk_status alloc_per_tensor(dlk_dataset *ds, dlk_error *err)
     ds->builders = calloc(n, sizeof *ds->builders);
     ds->cache = calloc(n, sizeof *ds->cache);
     if (!ds->builders || !ds->cache)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     return DLK_OK;
 }
 
@@ -27,7 +27,7 @@ static dlk_dataset *new_handle(const char *url, dlk_error *err)
     dlk_dataset *ds = calloc(1, sizeof *ds);
     if (!ds || !(ds->url = strdup(url))) {
         free(ds);
-        dlk_oom(err);
+        Dlk_oom(err);
         return NULL;
     }
     return ds;
@@ -56,7 +56,7 @@ static dlk_status new_id(char out[33], dlk_error *err)
     while (got < sizeof rnd) {
         ssize_t r = getrandom(rnd + got, sizeof rnd - got, 0);
         if (r <= 0)
-            return dlk_fail(err, DLK_EIO, "cannot read random bytes");
+            return Dlk_fail(err, DLK_EIO, "cannot read random bytes");
         got += (size_t)r;
     }
     for (int i = 0; i < 16; i++)
@@ -69,15 +69,15 @@ static dlk_status new_id(char out[33], dlk_error *err)
  * landed and its answer was lost), not of another writer.  info (may be
  * NULL) receives the object's etag. */
 static bool landed_anyway(dlk_dataset *ds, const char *key, const char *text,
-                          size_t len, dlk_obj_info *info)
+                          size_t len, Dlk_obj_info *info)
 {
-    dlk_buf b;
-    dlk_buf_init(&b);
-    dlk_obj_info tmp;
-    bool same = dlk_store_get(ds->store, key, len + 1, &b, info ? info : &tmp,
+    Dlk_buf b;
+    Dlk_buf_init(&b);
+    Dlk_obj_info tmp;
+    bool same = Dlk_store_get(ds->store, key, len + 1, &b, info ? info : &tmp,
                               NULL) == DLK_OK &&
                 b.len == len && memcmp(b.data, text, len) == 0;
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     return same;
 }
 
@@ -94,52 +94,52 @@ static dlk_status write_dataset_json(dlk_dataset *ds, dlk_error *err)
     char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     if (!text)
-        return dlk_oom(err);
-    dlk_status rc = dlk_store_put(ds->store, DLK_KEY_DATASET, text,
+        return Dlk_oom(err);
+    dlk_status rc = Dlk_store_put(ds->store, DLK_KEY_DATASET, text,
                                   strlen(text), DLK_PUT_IF_ABSENT, NULL, NULL,
                                   err);
     if (rc == DLK_EEXIST &&
         landed_anyway(ds, DLK_KEY_DATASET, text, strlen(text), NULL)) {
-        dlk_error_clear(err);
+        Dlk_error_clear(err);
         rc = DLK_OK;
     }
     free(text);
     if (rc == DLK_EEXIST)
-        return dlk_fail(err, DLK_EEXIST, "a dataset already exists at '%s'",
+        return Dlk_fail(err, DLK_EEXIST, "a dataset already exists at '%s'",
                         ds->url);
     return rc;
 }
 
 /* dlk.json, as answered to request r. */
-static dlk_status parse_dataset_json(dlk_dataset *ds, const dlk_get_req *r,
+static dlk_status parse_dataset_json(dlk_dataset *ds, const Dlk_get_req *r,
                                      dlk_error *err)
 {
     if (r->rc == DLK_ENOTFOUND && strstr(r->err.msg, "NoSuchBucket"))
-        return dlk_fail(err, DLK_ENOTFOUND, "no dataset at '%s': %s",
+        return Dlk_fail(err, DLK_ENOTFOUND, "no dataset at '%s': %s",
                         ds->url, r->err.msg);
     if (r->rc == DLK_ENOTFOUND)
-        return dlk_fail(err, DLK_ENOTFOUND, "no dataset at '%s' (no %s)",
+        return Dlk_fail(err, DLK_ENOTFOUND, "no dataset at '%s' (no %s)",
                         ds->url, DLK_KEY_DATASET);
     if (r->rc)
-        return dlk_get_req_status(r, err);
-    return dlk_dataset_doc_parse((const char *)r->out->data, r->out->len,
+        return Dlk_get_req_status(r, err);
+    return Dlk_dataset_doc_parse((const char *)r->out->data, r->out->len,
                                  DLK_KEY_DATASET, ds->id, sizeof ds->id, err);
 }
 
 static dlk_status read_dataset_json(dlk_dataset *ds, dlk_error *err)
 {
-    dlk_buf b;
-    dlk_buf_init(&b);
-    dlk_get_req r = {DLK_KEY_DATASET, DATASET_JSON_MAX, &b, NULL, 0, {0}};
-    dlk_store_get_each(ds->store, &r, 1);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
+    Dlk_get_req r = {DLK_KEY_DATASET, DATASET_JSON_MAX, &b, NULL, 0, {0}};
+    Dlk_store_get_each(ds->store, &r, 1);
     dlk_status rc = parse_dataset_json(ds, &r, err);
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     return rc;
 }
 
 /* Write the head manifest: create-only the first time, then replace only
  * the version we read, so a concurrent writer is never overwritten. */
-dlk_status dlk_write_head(dlk_dataset *ds, dlk_error *err)
+dlk_status Dlk_write_head(dlk_dataset *ds, dlk_error *err)
 {
     char *text;
     size_t len;
@@ -151,26 +151,26 @@ dlk_status dlk_write_head(dlk_dataset *ds, dlk_error *err)
                         ? new_id(ds->write_id, err)
                         : DLK_OK;
     if (!rc && ds->have_etag)
-        dlk_manifest_add_write(&ds->m, ds->write_id);
+        Dlk_manifest_add_write(&ds->m, ds->write_id);
     /* full tails become segments, written before the head names them */
     if (!rc)
-        rc = dlk_segments_cut(ds, err);
+        rc = Dlk_segments_cut(ds, err);
     if (!rc)
-        rc = dlk_manifest_dump(&ds->m, &text, &len, err);
+        rc = Dlk_manifest_dump(&ds->m, &text, &len, err);
     if (rc)
         return rc;
-    dlk_obj_info info;
-    rc = dlk_store_put(ds->store, DLK_KEY_HEAD, text, len,
+    Dlk_obj_info info;
+    rc = Dlk_store_put(ds->store, DLK_KEY_HEAD, text, len,
                        ds->have_etag ? DLK_PUT_IF_MATCH : DLK_PUT_IF_ABSENT,
                        ds->have_etag ? ds->etag : NULL, &info, err);
     if ((rc == DLK_ECONFLICT || rc == DLK_EEXIST) &&
         landed_anyway(ds, DLK_KEY_HEAD, text, len, &info)) {
-        dlk_error_clear(err);
+        Dlk_error_clear(err);
         rc = DLK_OK;
     }
     free(text);
     if (rc == DLK_ECONFLICT || (rc == DLK_EEXIST && !ds->have_etag))
-        return dlk_fail(err, DLK_ECONFLICT, "the head of '%s' was changed by "
+        return Dlk_fail(err, DLK_ECONFLICT, "the head of '%s' was changed by "
                         "another writer since it was opened; nothing of this "
                         "run was published (retry the command)", ds->url);
     if (rc)
@@ -196,35 +196,35 @@ dlk_status dlk_dataset_create_with(const char *url,
 {
     *out = NULL;
     if (n_specs == 0)
-        return dlk_fail(err, DLK_EINVAL, "a dataset needs at least one "
+        return Dlk_fail(err, DLK_EINVAL, "a dataset needs at least one "
                         "tensor");
     for (size_t i = 0; i < n_specs; i++) {
-        dlk_status rc = dlk_spec_check(&specs[i], err);
+        dlk_status rc = Dlk_spec_check(&specs[i], err);
         if (rc)
             return rc;
         for (size_t j = 0; j < i; j++)
             if (strcmp(specs[i].name, specs[j].name) == 0)
-                return dlk_fail(err, DLK_EINVAL, "tensor '%s' is given twice",
+                return Dlk_fail(err, DLK_EINVAL, "tensor '%s' is given twice",
                                 specs[i].name);
     }
     dlk_dataset *ds = new_handle(url, err);
     if (!ds)
         return DLK_ENOMEM;
-    dlk_status rc = dlk_store_open(url, true, store, &ds->store, err);
+    dlk_status rc = Dlk_store_open(url, true, store, &ds->store, err);
     first_objects seen = {0};
     if (!rc)
-        rc = dlk_store_list(ds->store, "", first_two, &seen, err);
+        rc = Dlk_store_list(ds->store, "", first_two, &seen, err);
     /* dlk.json alone: a create stopped (killed) between its two writes, or
      * one writing its head right now: go on with its id; the head is
      * create-only, and the same tensors give the same head */
     bool half = !rc && seen.n == 1 && seen.only_dataset_json;
     if (!rc && seen.n && !half)
-        rc = dlk_fail(err, DLK_EEXIST, "'%s' is not empty: refusing to "
+        rc = Dlk_fail(err, DLK_EEXIST, "'%s' is not empty: refusing to "
                       "create a dataset over existing objects", url);
     if (!rc && !(ds->m.tensors = calloc(n_specs, sizeof *ds->m.tensors)))
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     for (size_t i = 0; !rc && i < n_specs; i++) {
-        rc = dlk_tensor_init(&ds->m.tensors[i], &specs[i], err);
+        rc = Dlk_tensor_init(&ds->m.tensors[i], &specs[i], err);
         ds->m.ntensors = i + 1;
     }
     if (!rc)
@@ -236,7 +236,7 @@ dlk_status dlk_dataset_create_with(const char *url,
     if (!rc && !half)
         rc = write_dataset_json(ds, err);
     if (!rc)
-        rc = dlk_write_head(ds, err);
+        rc = Dlk_write_head(ds, err);
     if (rc) {
         dlk_dataset_free(ds);
         return rc;
@@ -252,38 +252,38 @@ dlk_status dlk_dataset_create_with(const char *url,
 static dlk_status open_head(dlk_dataset *ds, bool lazy, dlk_dataset **out,
                             dlk_error *err)
 {
-    dlk_buf b[3];
+    Dlk_buf b[3];
     for (int i = 0; i < 3; i++)
-        dlk_buf_init(&b[i]);
-    dlk_obj_info ref_info, info;
-    dlk_get_req r[3] = {
+        Dlk_buf_init(&b[i]);
+    Dlk_obj_info ref_info, info;
+    Dlk_get_req r[3] = {
         {DLK_KEY_DATASET, DATASET_JSON_MAX, &b[0], NULL, 0, {0}},
         {0},
         {DLK_KEY_HEAD, DLK_JSON_MAX_BYTES, &b[2], &info, 0, {0}},
     };
-    dlk_ref_get_req(&r[1], &b[1], &ref_info);
-    dlk_store_get_each(ds->store, r, 3);
+    Dlk_ref_get_req(&r[1], &b[1], &ref_info);
+    Dlk_store_get_each(ds->store, r, 3);
     dlk_status rc = parse_dataset_json(ds, &r[0], err);
     char id[DLK_ID_MAX];
     bool exists = false;
     if (!rc)
-        rc = dlk_ref_parse(&r[1], id, NULL, &exists, err);
+        rc = Dlk_ref_parse(&r[1], id, NULL, &exists, err);
     if (!rc && exists && !(ds->head = strdup(id)))
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     if (!rc && r[2].rc == DLK_ENOTFOUND)
-        rc = dlk_fail(err, DLK_ECORRUPT, "dataset '%s' has no head "
+        rc = Dlk_fail(err, DLK_ECORRUPT, "dataset '%s' has no head "
                       "manifest (%s)", ds->url, DLK_KEY_HEAD);
     else if (!rc)
-        rc = dlk_get_req_status(&r[2], err);
+        rc = Dlk_get_req_status(&r[2], err);
     if (!rc)
-        rc = dlk_manifest_parse((const char *)b[2].data, b[2].len,
+        rc = Dlk_manifest_parse((const char *)b[2].data, b[2].len,
                                 DLK_KEY_HEAD, &ds->m, err);
     /* a writer's lists stay pending: it changes their tails only, and
-     * reads a segment when it must (dlk_tensor_load) */
+     * reads a segment when it must (Dlk_tensor_load) */
     if (!rc && !lazy)
-        rc = dlk_segments_load(ds, &ds->m, DLK_KEY_HEAD, err);
+        rc = Dlk_segments_load(ds, &ds->m, DLK_KEY_HEAD, err);
     for (int i = 0; i < 3; i++)
-        dlk_buf_free(&b[i]);
+        Dlk_buf_free(&b[i]);
     if (!rc) {
         memcpy(ds->etag, info.etag, sizeof ds->etag);
         ds->have_etag = true;
@@ -311,9 +311,9 @@ dlk_status dlk_dataset_open_with(const char *url, const char *at,
     dlk_dataset *ds = new_handle(url, err);
     if (!ds)
         return DLK_ENOMEM;
-    dlk_status rc = dlk_store_open(url, false, store, &ds->store, err);
+    dlk_status rc = Dlk_store_open(url, false, store, &ds->store, err);
     if (rc == DLK_ENOTFOUND)
-        rc = dlk_fail(err, DLK_ENOTFOUND, "no dataset at '%s'", url);
+        rc = Dlk_fail(err, DLK_ENOTFOUND, "no dataset at '%s'", url);
     if (!rc && !(at && *at))
         return open_head(ds, false, out, err);
     /* a commit: dlk.json, the commit (and for main, its ref) */
@@ -321,16 +321,16 @@ dlk_status dlk_dataset_open_with(const char *url, const char *at,
         rc = read_dataset_json(ds, err);
     char id[DLK_ID_MAX], via[DLK_ID_MAX];
     if (!rc)
-        rc = dlk_resolve_via(ds, at, id, via, err);
+        rc = Dlk_resolve_via(ds, at, id, via, err);
     if (!rc)
-        rc = dlk_commit_follow(ds, via, id, &ds->m, NULL, NULL, NULL, NULL,
+        rc = Dlk_commit_follow(ds, via, id, &ds->m, NULL, NULL, NULL, NULL,
                                NULL, err);
     char key[128];
     snprintf(key, sizeof key, DLK_KEY_COMMITS "%s.json", id);
     if (!rc)
-        rc = dlk_segments_load(ds, &ds->m, key, err);
+        rc = Dlk_segments_load(ds, &ds->m, key, err);
     if (!rc && !(ds->head = strdup(id)))
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     ds->read_only = true;
     if (!rc)
         rc = alloc_per_tensor(ds, err);
@@ -342,7 +342,7 @@ dlk_status dlk_dataset_open_with(const char *url, const char *at,
     return DLK_OK;
 }
 
-dlk_status dlk_dataset_open_writer(const char *url,
+dlk_status Dlk_dataset_open_writer(const char *url,
                                    const dlk_store_options *store,
                                    dlk_dataset **out, dlk_error *err)
 {
@@ -350,9 +350,9 @@ dlk_status dlk_dataset_open_writer(const char *url,
     dlk_dataset *ds = new_handle(url, err);
     if (!ds)
         return DLK_ENOMEM;
-    dlk_status rc = dlk_store_open(url, false, store, &ds->store, err);
+    dlk_status rc = Dlk_store_open(url, false, store, &ds->store, err);
     if (rc == DLK_ENOTFOUND)
-        rc = dlk_fail(err, DLK_ENOTFOUND, "no dataset at '%s'", url);
+        rc = Dlk_fail(err, DLK_ENOTFOUND, "no dataset at '%s'", url);
     if (!rc)
         return open_head(ds, true, out, err);
     dlk_dataset_free(ds);
@@ -367,9 +367,9 @@ dlk_status dlk_log_url(const char *url, const dlk_store_options *store,
     if (!ds)
         return DLK_ENOMEM;
     ds->read_only = true;
-    dlk_status rc = dlk_store_open(url, false, store, &ds->store, err);
+    dlk_status rc = Dlk_store_open(url, false, store, &ds->store, err);
     if (rc == DLK_ENOTFOUND)
-        rc = dlk_fail(err, DLK_ENOTFOUND, "no dataset at '%s'", url);
+        rc = Dlk_fail(err, DLK_ENOTFOUND, "no dataset at '%s'", url);
     if (!rc)
         rc = read_dataset_json(ds, err);
     if (!rc)
@@ -382,23 +382,23 @@ void dlk_dataset_free(dlk_dataset *ds)
 {
     if (!ds)
         return;
-    dlk_sealer_free(ds->sealer); /* joins writers still storing chunks */
+    Dlk_sealer_free(ds->sealer); /* joins writers still storing chunks */
     for (size_t i = 0; ds->builders && i < ds->m.ntensors; i++) {
-        dlk_builder *b = &ds->builders[i];
-        dlk_buf_free(&b->raw);
+        Dlk_builder *b = &ds->builders[i];
+        Dlk_buf_free(&b->raw);
         for (size_t j = 0; j < b->nsegs; j++)
-            dlk_buf_free(&b->segs[j]);
+            Dlk_buf_free(&b->segs[j]);
         free(b->segs);
         if (b->hash)
-            dlk_hash64_stream_free(b->hash);
+            Dlk_hash64_stream_free(b->hash);
         free(b->shapes);
     }
     for (size_t i = 0; ds->cache && i < ds->m.ntensors; i++)
         dlk_chunk_free(ds->cache[i].chunk);
     free(ds->builders);
     free(ds->cache);
-    dlk_manifest_free(&ds->m);
-    dlk_store_free(ds->store);
+    Dlk_manifest_free(&ds->m);
+    Dlk_store_free(ds->store);
     free(ds->head);
     free(ds->url);
     free(ds);
@@ -430,8 +430,8 @@ dlk_status dlk_tensor_info_get(const dlk_dataset *ds, size_t tensor,
                                dlk_tensor_info *out, dlk_error *err)
 {
     if (tensor >= ds->m.ntensors)
-        return dlk_fail(err, DLK_ENOTFOUND, "no tensor %zu", tensor);
-    const dlk_tensor *t = &ds->m.tensors[tensor];
+        return Dlk_fail(err, DLK_ENOTFOUND, "no tensor %zu", tensor);
+    const Dlk_tensor *t = &ds->m.tensors[tensor];
     memset(out, 0, sizeof *out);
     out->name = t->spec.name;
     out->dtype = t->spec.dtype;
@@ -444,7 +444,7 @@ dlk_status dlk_tensor_info_get(const dlk_dataset *ds, size_t tensor,
     out->shape_min = t->have_minmax ? t->shape_min : NULL;
     out->shape_max = t->have_minmax ? t->shape_max : NULL;
     out->samples = t->samples;
-    out->chunks = dlk_tensor_base(t) + t->nchunks;
+    out->chunks = Dlk_tensor_base(t) + t->nchunks;
     out->stored_bytes = t->stored_bytes;
     out->raw_bytes = t->raw_bytes;
     out->chunk_bytes = t->spec.chunk_bytes;
@@ -454,7 +454,7 @@ dlk_status dlk_tensor_info_get(const dlk_dataset *ds, size_t tensor,
     return DLK_OK;
 }
 
-void dlk_chunk_key(char out[DLK_CHUNK_KEY_MAX], const char *tensor,
+void Dlk_chunk_key(char out[DLK_CHUNK_KEY_MAX], const char *tensor,
                    const char *hash)
 {
     snprintf(out, DLK_CHUNK_KEY_MAX, DLK_KEY_CHUNKS "%s/%s", tensor, hash);

@@ -17,7 +17,7 @@ static uint64_t seg_slot(const char *hash)
     return h;
 }
 
-static bool seg_seen(const dlk_ref_set *s, const char *hash)
+static bool seg_seen(const Dlk_ref_set *s, const char *hash)
 {
     if (!s->segs_cap)
         return false;
@@ -30,7 +30,7 @@ static bool seg_seen(const dlk_ref_set *s, const char *hash)
 }
 
 /* Add hash to the set; *added false when it was there. */
-static dlk_status seg_mark(dlk_ref_set *s, const char *hash, bool *added,
+static dlk_status seg_mark(Dlk_ref_set *s, const char *hash, bool *added,
                            dlk_error *err)
 {
     *added = false;
@@ -40,7 +40,7 @@ static dlk_status seg_mark(dlk_ref_set *s, const char *hash, bool *added,
         size_t cap = s->segs_cap ? s->segs_cap * 2 : 64;
         char (*n)[33] = calloc(cap, sizeof *n);
         if (!n)
-            return dlk_oom(err);
+            return Dlk_oom(err);
         for (size_t i = 0; i < s->segs_cap; i++) {
             if (!s->segs[i][0])
                 continue;
@@ -62,35 +62,35 @@ static dlk_status seg_mark(dlk_ref_set *s, const char *hash, bool *added,
     return DLK_OK;
 }
 
-bool dlk_refs_has_segment(const dlk_ref_set *s, const char *key)
+bool Dlk_refs_has_segment(const Dlk_ref_set *s, const char *key)
 {
     size_t pl = strlen(DLK_SEG_PREFIX);
     return strncmp(key, DLK_SEG_PREFIX, pl) == 0 && strlen(key) == pl + 32 &&
            seg_seen(s, key + pl);
 }
 
-static dlk_status add_entries(dlk_ref_set *s, const dlk_tensor *t,
-                              const dlk_chunk_entry *e, size_t n,
+static dlk_status add_entries(Dlk_ref_set *s, const Dlk_tensor *t,
+                              const Dlk_chunk_entry *e, size_t n,
                               dlk_error *err)
 {
     for (size_t c = 0; c < n; c++) {
         if (!DLK_GROW(s->v, s->n, s->cap, 256))
-            return dlk_oom(err);
-        dlk_ref_chunk *r = &s->v[s->n++];
-        dlk_chunk_key(r->key, t->spec.name, e[c].key);
+            return Dlk_oom(err);
+        Dlk_ref_chunk *r = &s->v[s->n++];
+        Dlk_chunk_key(r->key, t->spec.name, e[c].key);
         r->t = t;
         r->e = &e[c];
     }
     return DLK_OK;
 }
 
-dlk_status dlk_refs_add_manifest(dlk_ref_set *s, const dlk_manifest *m,
+dlk_status Dlk_refs_add_manifest(Dlk_ref_set *s, const Dlk_manifest *m,
                                  dlk_error *err)
 {
     for (size_t i = 0; i < m->ntensors; i++) {
-        const dlk_tensor *t = &m->tensors[i];
+        const Dlk_tensor *t = &m->tensors[i];
         if (t->segs_pending)
-            return dlk_fail(err, DLK_EINTERNAL, "tensor '%s': segments not "
+            return Dlk_fail(err, DLK_EINTERNAL, "tensor '%s': segments not "
                             "read", t->spec.name);
         bool added;
         for (size_t k = 0; k < t->nsegs; k++) {
@@ -105,17 +105,17 @@ dlk_status dlk_refs_add_manifest(dlk_ref_set *s, const dlk_manifest *m,
     return DLK_OK;
 }
 
-dlk_status dlk_refs_add_state(dlk_dataset *ds, dlk_ref_set *s,
-                              const dlk_manifest *m, const char *doc,
-                              dlk_refs_bad_fn bad, void *ud, dlk_error *err)
+dlk_status Dlk_refs_add_state(dlk_dataset *ds, Dlk_ref_set *s,
+                              const Dlk_manifest *m, const char *doc,
+                              Dlk_refs_bad_fn bad, void *ud, dlk_error *err)
 {
     bool pending = false;
     for (size_t i = 0; i < m->ntensors; i++)
         pending = pending || m->tensors[i].segs_pending;
     if (!pending)
-        return dlk_refs_add_manifest(s, m, err);
+        return Dlk_refs_add_manifest(s, m, err);
     for (size_t i = 0; i < m->ntensors; i++) {
-        const dlk_tensor *t = &m->tensors[i];
+        const Dlk_tensor *t = &m->tensors[i];
         for (size_t k = 0; k < t->nsegs; k++) {
             bool added;
             dlk_status rc = seg_mark(s, t->segs[k].key, &added, err);
@@ -125,17 +125,17 @@ dlk_status dlk_refs_add_state(dlk_dataset *ds, dlk_ref_set *s,
                 continue; /* shared with a state added before: its chunks
                              are in the set already */
             if (!DLK_GROW(s->segents, s->nsegents, s->capsegents, 16))
-                return dlk_oom(err);
-            dlk_chunk_entry *e;
+                return Dlk_oom(err);
+            Dlk_chunk_entry *e;
             dlk_error serr;
-            dlk_error_clear(&serr);
-            rc = dlk_segment_read(ds, &t->segs[k], doc, &e, &serr);
+            Dlk_error_clear(&serr);
+            rc = Dlk_segment_read(ds, &t->segs[k], doc, &e, &serr);
             if (rc) {
                 char key[DLK_SEG_KEY_MAX];
-                dlk_seg_key(key, t->segs[k].key);
+                Dlk_seg_key(key, t->segs[k].key);
                 if (!bad || !(rc == DLK_ECORRUPT || rc == DLK_EUNSUPPORTED ||
                               rc == DLK_ELIMIT))
-                    return dlk_fail(err, rc, "%s", serr.msg);
+                    return Dlk_fail(err, rc, "%s", serr.msg);
                 bad(ud, key, serr.msg);
                 continue;
             }
@@ -144,7 +144,7 @@ dlk_status dlk_refs_add_state(dlk_dataset *ds, dlk_ref_set *s,
                 return rc;
         }
         size_t n;
-        const dlk_chunk_entry *tail = dlk_tensor_tail(t, &n);
+        const Dlk_chunk_entry *tail = Dlk_tensor_tail(t, &n);
         dlk_status rc = add_entries(s, t, tail, n, err);
         if (rc)
             return rc;
@@ -154,32 +154,32 @@ dlk_status dlk_refs_add_state(dlk_dataset *ds, dlk_ref_set *s,
 
 static int cmp_ref(const void *a, const void *b)
 {
-    return strcmp(((const dlk_ref_chunk *)a)->key,
-                  ((const dlk_ref_chunk *)b)->key);
+    return strcmp(((const Dlk_ref_chunk *)a)->key,
+                  ((const Dlk_ref_chunk *)b)->key);
 }
 
 /* Room for one more loaded manifest in s->extra. */
-static dlk_status grow_extra(dlk_ref_set *s, dlk_error *err)
+static dlk_status grow_extra(Dlk_ref_set *s, dlk_error *err)
 {
     return DLK_GROW(s->extra, s->nextra, s->capextra, 16) ? DLK_OK
-                                                          : dlk_oom(err);
+                                                          : Dlk_oom(err);
 }
 
-dlk_status dlk_refs_add_history(dlk_dataset *ds, dlk_ref_set *s,
-                                dlk_refs_bad_fn bad, void *ud,
+dlk_status Dlk_refs_add_history(dlk_dataset *ds, Dlk_ref_set *s,
+                                Dlk_refs_bad_fn bad, void *ud,
                                 uint64_t *commits, dlk_error *err)
 {
     char id[DLK_ID_MAX], via[DLK_ID_MAX] = "main";
     char fault[DLK_COMMIT_KEY_MAX] = DLK_KEY_MAIN;
     bool exists;
     dlk_error cerr;
-    dlk_error_clear(&cerr);
-    dlk_status rc = dlk_ref_read(ds, id, NULL, &exists, &cerr);
+    Dlk_error_clear(&cerr);
+    dlk_status rc = Dlk_ref_read(ds, id, NULL, &exists, &cerr);
     while (!rc && exists) {
         if ((rc = grow_extra(s, &cerr)))
             break;
-        dlk_manifest *m = &s->extra[s->nextra];
-        rc = dlk_commit_follow(ds, via, id, m, NULL, NULL, NULL, NULL, fault,
+        Dlk_manifest *m = &s->extra[s->nextra];
+        rc = Dlk_commit_follow(ds, via, id, m, NULL, NULL, NULL, NULL, fault,
                                &cerr);
         if (rc)
             break;
@@ -188,9 +188,9 @@ dlk_status dlk_refs_add_history(dlk_dataset *ds, dlk_ref_set *s,
             (*commits)++;
         char key[128];
         snprintf(key, sizeof key, DLK_KEY_COMMITS "%s.json", id);
-        if ((rc = dlk_refs_add_state(ds, s, m, key, bad, ud, &cerr)))
+        if ((rc = Dlk_refs_add_state(ds, s, m, key, bad, ud, &cerr)))
             break;
-        /* only null ends the history: dlk_commit_parse refuses a parent
+        /* only null ends the history: Dlk_commit_parse refuses a parent
          * that is not a commit id, so no bad one passes for the first
          * commit (and gc for the end of what it must keep) */
         if ((exists = m->parent != NULL)) {
@@ -204,14 +204,14 @@ dlk_status dlk_refs_add_history(dlk_dataset *ds, dlk_ref_set *s,
      * network, access) says nothing about the history: an error */
     if (!bad || !(rc == DLK_ECORRUPT || rc == DLK_EUNSUPPORTED ||
                   rc == DLK_ELIMIT))
-        return dlk_fail(err, rc, "%s", cerr.msg);
+        return Dlk_fail(err, rc, "%s", cerr.msg);
     bad(ud, fault, cerr.msg);
     return DLK_OK;
 }
 
 struct staging_walk {
     dlk_dataset *ds;
-    dlk_ref_set *s;
+    Dlk_ref_set *s;
     dlk_status rc;
     dlk_error *err;
 };
@@ -225,34 +225,34 @@ static int on_staging(void *ud, const char *key, uint64_t size)
     if (strncmp(base, "shard-", 6) != 0 || n < 5 ||
         strcmp(base + n - 5, ".json") != 0 || size > DLK_JSON_MAX_BYTES)
         return 0;
-    dlk_ref_set *s = w->s;
+    Dlk_ref_set *s = w->s;
     if ((w->rc = grow_extra(s, w->err)))
         return 1;
-    dlk_buf b;
-    dlk_buf_init(&b);
-    dlk_status rc = dlk_store_get(w->ds->store, key, DLK_JSON_MAX_BYTES, &b,
+    Dlk_buf b;
+    Dlk_buf_init(&b);
+    dlk_status rc = Dlk_store_get(w->ds->store, key, DLK_JSON_MAX_BYTES, &b,
                                   NULL, w->err);
     if (rc == DLK_ENOTFOUND) { /* finished and removed meanwhile */
-        dlk_error_clear(w->err);
-        dlk_buf_free(&b);
+        Dlk_error_clear(w->err);
+        Dlk_buf_free(&b);
         return 0;
     }
     if (!rc)
-        rc = dlk_manifest_parse((const char *)b.data, b.len, key,
+        rc = Dlk_manifest_parse((const char *)b.data, b.len, key,
                                 &s->extra[s->nextra], w->err);
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     if (!rc) {
         /* a key index a shard's document names (writers before this one
          * copied the head's) covers no rows of it: ignored (formats/
          * dlk-v1.md 6.8.1), neither checked nor kept for it */
-        dlk_manifest *m = &s->extra[s->nextra];
+        Dlk_manifest *m = &s->extra[s->nextra];
         free(m->key_runs);
         m->key_runs = NULL;
         m->nkey_runs = 0;
         m->key_index[0] = '\0';
         m->key_index_rows = 0;
         s->nextra++;
-        rc = dlk_refs_add_state(w->ds, s, &s->extra[s->nextra - 1], key,
+        rc = Dlk_refs_add_state(w->ds, s, &s->extra[s->nextra - 1], key,
                                 NULL, NULL, w->err);
     }
     if (rc) {
@@ -263,60 +263,60 @@ static int on_staging(void *ud, const char *key, uint64_t size)
     return 0;
 }
 
-dlk_status dlk_refs_add_staging(dlk_dataset *ds, dlk_ref_set *s,
+dlk_status Dlk_refs_add_staging(dlk_dataset *ds, Dlk_ref_set *s,
                                 dlk_error *err)
 {
     struct staging_walk w = {ds, s, DLK_OK, err};
-    dlk_status rc = dlk_store_list(ds->store, "staging/ingest/", on_staging,
+    dlk_status rc = Dlk_store_list(ds->store, "staging/ingest/", on_staging,
                                    &w, err);
     return rc ? rc : w.rc;
 }
 
-dlk_status dlk_refs_add_head_now(dlk_dataset *ds, dlk_ref_set *s,
+dlk_status Dlk_refs_add_head_now(dlk_dataset *ds, Dlk_ref_set *s,
                                  dlk_error *err)
 {
-    dlk_buf b;
-    dlk_buf_init(&b);
-    dlk_obj_info info;
-    dlk_status rc = dlk_store_get(ds->store, DLK_KEY_HEAD, DLK_JSON_MAX_BYTES,
+    Dlk_buf b;
+    Dlk_buf_init(&b);
+    Dlk_obj_info info;
+    dlk_status rc = Dlk_store_get(ds->store, DLK_KEY_HEAD, DLK_JSON_MAX_BYTES,
                                   &b, &info, err);
     if (!rc && ds->have_etag && strcmp(info.etag, ds->etag) == 0) {
-        dlk_buf_free(&b);
+        Dlk_buf_free(&b);
         return DLK_OK; /* the head read at the open, already counted */
     }
     if (!rc)
         rc = grow_extra(s, err);
     if (!rc)
-        rc = dlk_manifest_parse((const char *)b.data, b.len, DLK_KEY_HEAD,
+        rc = Dlk_manifest_parse((const char *)b.data, b.len, DLK_KEY_HEAD,
                                 &s->extra[s->nextra], err);
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     if (!rc) {
         s->nextra++;
-        rc = dlk_refs_add_state(ds, s, &s->extra[s->nextra - 1],
+        rc = Dlk_refs_add_state(ds, s, &s->extra[s->nextra - 1],
                                 DLK_KEY_HEAD, NULL, NULL, err);
     }
     return rc;
 }
 
-void dlk_refs_sort(dlk_ref_set *s)
+void Dlk_refs_sort(Dlk_ref_set *s)
 {
     if (s->n)
         qsort(s->v, s->n, sizeof *s->v, cmp_ref);
 }
 
-bool dlk_refs_has(const dlk_ref_set *s, const char *key)
+bool Dlk_refs_has(const Dlk_ref_set *s, const char *key)
 {
-    dlk_ref_chunk probe;
+    Dlk_ref_chunk probe;
     if (!s->n || strlen(key) >= sizeof probe.key)
         return false;
     strcpy(probe.key, key);
     return bsearch(&probe, s->v, s->n, sizeof probe, cmp_ref) != NULL;
 }
 
-void dlk_refs_free(dlk_ref_set *s)
+void Dlk_refs_free(Dlk_ref_set *s)
 {
     for (size_t i = 0; i < s->nextra; i++)
-        dlk_manifest_free(&s->extra[i]);
+        Dlk_manifest_free(&s->extra[i]);
     free(s->extra);
     for (size_t i = 0; i < s->nsegents; i++)
         free(s->segents[i]);

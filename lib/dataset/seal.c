@@ -6,8 +6,8 @@
  * A chunk handed to a writer gets its manifest entry at once, in append
  * order, with an empty key; the writer fills in the key and size when the
  * object is stored, and the appending thread copies them into the entry
- * (dlk_seal_reap) the next time it appends, seals or waits.  Nothing reads
- * or publishes the manifest before dlk_seal_wait has seen every writer
+ * (Dlk_seal_reap) the next time it appends, seals or waits.  Nothing reads
+ * or publishes the manifest before Dlk_seal_wait has seen every writer
  * finish: a failed write fails that wait, and the manifest, with its
  * empty keys, is never written. */
 #include "dataset.h"
@@ -25,24 +25,24 @@ typedef struct seal_job {
     int state;
     size_t tensor, entry;          /* where the result goes */
     char name[DLK_NAME_MAX + 1];   /* the tensor's */
-    dlk_chunk_enc enc;             /* raw and shapes point into the job */
+    Dlk_chunk_enc enc;             /* raw and shapes point into the job */
     int64_t shape[DLK_MAX_NDIM];
-    dlk_buf raw;
-    dlk_buf *segs;                 /* or the payload in parts */
+    Dlk_buf raw;
+    Dlk_buf *segs;                 /* or the payload in parts */
     size_t nsegs, segs_cap;
     struct iovec *iov;             /* header and payload, to write */
     size_t iov_cap;
     uint32_t *shapes;
     size_t shapes_cap;
-    dlk_buf out;                   /* the encoded object */
+    Dlk_buf out;                   /* the encoded object */
     char key[33];
     uint64_t stored;
     dlk_status rc;
     dlk_error err;
 } seal_job;
 
-struct dlk_sealer {
-    dlk_store *store;
+struct Dlk_sealer {
+    Dlk_store *store;
     pthread_mutex_t mu;
     pthread_cond_t cv_work, cv_done;
     pthread_t th[DLK_SEAL_THREADS];
@@ -52,8 +52,8 @@ struct dlk_sealer {
     bool stop;
     dlk_status failed;             /* first writer error, kept */
     dlk_error failed_err;
-    double submit_wait_s;          /* dlk_seal_submit waiting for a job */
-    dlk_buf *pool;                 /* parts written, for new samples */
+    double submit_wait_s;          /* Dlk_seal_submit waiting for a job */
+    Dlk_buf *pool;                 /* parts written, for new samples */
     size_t npool, pool_bytes;
 };
 
@@ -61,7 +61,7 @@ struct dlk_sealer {
 #define POOL_BYTES ((size_t)256 << 20)
 #define POOL_BUF ((size_t)4 << 20)
 
-double dlk_seal_wait_seconds(const dlk_dataset *ds)
+double Dlk_seal_wait_seconds(const dlk_dataset *ds)
 {
     return ds->sealer ? ds->sealer->submit_wait_s : 0;
 }
@@ -71,7 +71,7 @@ double dlk_seal_wait_seconds(const dlk_dataset *ds)
  * is its size.  An uncompressed payload is written from where it is (the
  * builder's buffer or the samples' own), after the header and index that
  * j->out receives, not copied first. */
-static dlk_status seal_store(dlk_store *store, seal_job *j, dlk_error *err)
+static dlk_status seal_store(Dlk_store *store, seal_job *j, dlk_error *err)
 {
     /* the payload's pieces after the head: read by the encoder for the
      * part hashes, then written */
@@ -79,7 +79,7 @@ static dlk_status seal_store(dlk_store *store, seal_job *j, dlk_error *err)
     if (1 + npay > j->iov_cap) {
         struct iovec *v = realloc(j->iov, (1 + npay) * sizeof *v);
         if (!v)
-            return dlk_oom(err);
+            return Dlk_oom(err);
         j->iov = v;
         j->iov_cap = 1 + npay;
     }
@@ -91,9 +91,9 @@ static dlk_status seal_store(dlk_store *store, seal_job *j, dlk_error *err)
     j->enc.iov = v + 1;
     j->enc.niov = npay;
     bool follows;
-    dlk_status rc = dlk_chunk_encode_head(&j->enc, &j->out, &follows, err);
+    dlk_status rc = Dlk_chunk_encode_head(&j->enc, &j->out, &follows, err);
     if (rc)
-        return dlk_fail_wrap(err, "tensor '%s'", j->name);
+        return Dlk_fail_wrap(err, "tensor '%s'", j->name);
     size_t n = 1 + (follows ? npay : 0);
     v[0] = (struct iovec){j->out.data, j->out.len};
     j->stored = 0;
@@ -102,47 +102,47 @@ static dlk_status seal_store(dlk_store *store, seal_job *j, dlk_error *err)
     /* named by the hash of its bytes, taken as they are written where the
      * store can (a local directory), so that they are read once */
     char prefix[DLK_CHUNK_KEY_MAX], key[DLK_CHUNK_KEY_MAX];
-    dlk_chunk_key(prefix, j->name, "");
-    rc = dlk_store_putv_hashed(store, prefix, v, (int)n, DLK_PUT_IF_ABSENT,
+    Dlk_chunk_key(prefix, j->name, "");
+    rc = Dlk_store_putv_hashed(store, prefix, v, (int)n, DLK_PUT_IF_ABSENT,
                                j->key, err);
     if (rc == DLK_EEXIST) {
         /* Content-addressed: an existing object of this name has these
          * bytes.  But an old one may be unreferenced and about to be
          * collected by gc, which spares only young chunks: refresh it by
          * writing it again. */
-        dlk_obj_info info;
-        dlk_error_clear(err);
-        dlk_chunk_key(key, j->name, j->key);
-        rc = dlk_store_head(store, key, &info, err);
+        Dlk_obj_info info;
+        Dlk_error_clear(err);
+        Dlk_chunk_key(key, j->name, j->key);
+        rc = Dlk_store_head(store, key, &info, err);
         if (!rc && (info.mtime == 0 || time(NULL) - info.mtime > 600))
-            rc = dlk_store_putv(store, key, v, (int)n, DLK_PUT_ALWAYS, NULL,
+            rc = Dlk_store_putv(store, key, v, (int)n, DLK_PUT_ALWAYS, NULL,
                                 NULL, err);
     }
     return rc;
 }
 
 /* A job's parts back to the pool, or freed past its bounds (s->mu). */
-static void recycle(dlk_sealer *s, seal_job *j)
+static void recycle(Dlk_sealer *s, seal_job *j)
 {
     for (size_t i = 0; i < j->nsegs; i++) {
-        dlk_buf *b = &j->segs[i];
+        Dlk_buf *b = &j->segs[i];
         if (b->cap <= POOL_BUF && s->pool_bytes + b->cap <= POOL_BYTES &&
             s->npool < DLK_SEAL_THREADS * DLK_SEGS_MAX) {
             b->len = 0;
             s->pool[s->npool++] = *b;
             s->pool_bytes += b->cap;
         } else {
-            dlk_buf_free(b);
+            Dlk_buf_free(b);
         }
     }
     j->nsegs = 0;
 }
 
-dlk_buf dlk_seal_recycled(dlk_dataset *ds)
+Dlk_buf Dlk_seal_recycled(dlk_dataset *ds)
 {
-    dlk_buf b;
-    dlk_buf_init(&b);
-    dlk_sealer *s = ds->sealer;
+    Dlk_buf b;
+    Dlk_buf_init(&b);
+    Dlk_sealer *s = ds->sealer;
     if (!s)
         return b;
     pthread_mutex_lock(&s->mu);
@@ -156,7 +156,7 @@ dlk_buf dlk_seal_recycled(dlk_dataset *ds)
 
 static void *writer(void *arg)
 {
-    dlk_sealer *s = arg;
+    Dlk_sealer *s = arg;
     pthread_mutex_lock(&s->mu);
     for (;;) {
         seal_job *j = NULL;
@@ -171,7 +171,7 @@ static void *writer(void *arg)
         }
         j->state = JOB_RUNNING;
         pthread_mutex_unlock(&s->mu);
-        dlk_error_clear(&j->err);
+        Dlk_error_clear(&j->err);
         j->rc = seal_store(s->store, j, &j->err);
         /* keep the buffers for the next chunk, not an encoded copy */
         j->out.len = 0;
@@ -187,14 +187,14 @@ static void *writer(void *arg)
 /* Start ds->sealer and its writer threads (at least one). */
 static dlk_status sealer_start(dlk_dataset *ds, dlk_error *err)
 {
-    dlk_sealer *s = calloc(1, sizeof *s);
+    Dlk_sealer *s = calloc(1, sizeof *s);
     if (!s)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     s->store = ds->store;
     s->pool = calloc(DLK_SEAL_THREADS * DLK_SEGS_MAX, sizeof *s->pool);
     if (!s->pool) {
         free(s);
-        return dlk_oom(err);
+        return Dlk_oom(err);
     }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv_work, NULL);
@@ -206,14 +206,14 @@ static dlk_status sealer_start(dlk_dataset *ds, dlk_error *err)
         s->nthreads++;
     }
     if (!s->nthreads) {
-        dlk_sealer_free(s);
-        return dlk_fail(err, DLK_EIO, "cannot start a chunk writer thread");
+        Dlk_sealer_free(s);
+        return Dlk_fail(err, DLK_EIO, "cannot start a chunk writer thread");
     }
     ds->sealer = s;
     return DLK_OK;
 }
 
-void dlk_sealer_free(dlk_sealer *s)
+void Dlk_sealer_free(Dlk_sealer *s)
 {
     if (!s)
         return;
@@ -225,16 +225,16 @@ void dlk_sealer_free(dlk_sealer *s)
         pthread_join(s->th[i], NULL);
     for (int i = 0; i < DLK_SEAL_THREADS; i++) {
         seal_job *j = &s->jobs[i];
-        dlk_buf_free(&j->raw);
-        dlk_buf_free(&j->out);
+        Dlk_buf_free(&j->raw);
+        Dlk_buf_free(&j->out);
         for (size_t k = 0; k < j->nsegs; k++)
-            dlk_buf_free(&j->segs[k]);
+            Dlk_buf_free(&j->segs[k]);
         free(j->segs);
         free(j->iov);
         free(j->shapes);
     }
     for (size_t i = 0; i < s->npool; i++)
-        dlk_buf_free(&s->pool[i]);
+        Dlk_buf_free(&s->pool[i]);
     free(s->pool);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv_work);
@@ -243,7 +243,7 @@ void dlk_sealer_free(dlk_sealer *s)
 }
 
 /* Copy finished jobs into their entries (under s->mu). */
-static void reap_locked(dlk_dataset *ds, dlk_sealer *s)
+static void reap_locked(dlk_dataset *ds, Dlk_sealer *s)
 {
     for (int i = 0; i < DLK_SEAL_THREADS; i++) {
         seal_job *j = &s->jobs[i];
@@ -254,8 +254,8 @@ static void reap_locked(dlk_dataset *ds, dlk_sealer *s)
             s->failed_err = j->err;
         }
         if (!j->rc) {
-            dlk_tensor *t = &ds->m.tensors[j->tensor];
-            dlk_chunk_entry *e = &t->chunks[j->entry];
+            Dlk_tensor *t = &ds->m.tensors[j->tensor];
+            Dlk_chunk_entry *e = &t->chunks[j->entry];
             memcpy(e->key, j->key, sizeof j->key);
             e->stored_bytes = j->stored;
             t->stored_bytes += j->stored;
@@ -265,16 +265,16 @@ static void reap_locked(dlk_dataset *ds, dlk_sealer *s)
     }
 }
 
-static dlk_status failed(dlk_sealer *s, dlk_error *err)
+static dlk_status failed(Dlk_sealer *s, dlk_error *err)
 {
     if (err)
         *err = s->failed_err;
     return s->failed;
 }
 
-dlk_status dlk_seal_wait(dlk_dataset *ds, dlk_error *err)
+dlk_status Dlk_seal_wait(dlk_dataset *ds, dlk_error *err)
 {
-    dlk_sealer *s = ds->sealer;
+    Dlk_sealer *s = ds->sealer;
     if (!s)
         return DLK_OK;
     pthread_mutex_lock(&s->mu);
@@ -288,14 +288,14 @@ dlk_status dlk_seal_wait(dlk_dataset *ds, dlk_error *err)
     return failed(s, err);
 }
 
-dlk_status dlk_seal_submit(dlk_dataset *ds, size_t ti, dlk_error *err)
+dlk_status Dlk_seal_submit(dlk_dataset *ds, size_t ti, dlk_error *err)
 {
     dlk_status rc = ds->sealer ? DLK_OK : sealer_start(ds, err);
     if (rc)
         return rc;
-    dlk_sealer *s = ds->sealer;
-    dlk_tensor *t = &ds->m.tensors[ti];
-    dlk_builder *b = &ds->builders[ti];
+    Dlk_sealer *s = ds->sealer;
+    Dlk_tensor *t = &ds->m.tensors[ti];
+    Dlk_builder *b = &ds->builders[ti];
     pthread_mutex_lock(&s->mu);
     seal_job *j = NULL;
     for (;;) {
@@ -307,25 +307,25 @@ dlk_status dlk_seal_submit(dlk_dataset *ds, size_t ti, dlk_error *err)
                 j = &s->jobs[i];
         if (j)
             break;
-        double w0 = dlk_now_s();
+        double w0 = Dlk_now_s();
         pthread_cond_wait(&s->cv_done, &s->mu);
-        s->submit_wait_s += dlk_now_s() - w0;
+        s->submit_wait_s += Dlk_now_s() - w0;
     }
     pthread_mutex_unlock(&s->mu);
     if (s->failed)
         return failed(s, err);
     /* The entry now, in append order; its key when written. */
-    dlk_chunk_entry e;
+    Dlk_chunk_entry e;
     memset(&e, 0, sizeof e);
     e.samples = b->samples;
     e.raw_bytes = b->bytes;
-    rc = dlk_tensor_add_chunk(t, &e, b->smin, b->smax, err);
+    rc = Dlk_tensor_add_chunk(t, &e, b->smin, b->smax, err);
     if (rc)
         return rc;
     /* The builder's buffers go to the writer; it gets the job's back (the
      * job's parts went to the pool when it was written). */
-    dlk_buf raw = j->raw;
-    dlk_buf *segs = j->segs;
+    Dlk_buf raw = j->raw;
+    Dlk_buf *segs = j->segs;
     size_t segs_cap = j->segs_cap;
     uint32_t *shapes = j->shapes;
     size_t shapes_cap = j->shapes_cap;
@@ -350,18 +350,18 @@ dlk_status dlk_seal_submit(dlk_dataset *ds, size_t ti, dlk_error *err)
         variable |= t->spec.shape[d] == DLK_DIM_VARIABLE;
         j->shape[d] = t->spec.shape[d];
     }
-    j->enc = (dlk_chunk_enc){
+    j->enc = (Dlk_chunk_enc){
         .dtype = t->spec.dtype, .codec = t->spec.codec,
         .level = t->spec.level, .ndim = t->spec.ndim, .variable = variable,
         .shape = j->shape, .shapes = j->shapes, .samples = b->samples,
         .raw = j->nsegs ? NULL : j->raw.data, .raw_bytes = e.raw_bytes,
-        .have_raw_hash = true, .raw_hash = dlk_hash64_stream_digest(b->hash),
+        .have_raw_hash = true, .raw_hash = Dlk_hash64_stream_digest(b->hash),
         .part_bytes = t->spec.part_bytes,
     };
     ds->dirty = true;
     b->samples = 0;
     b->bytes = 0;
-    dlk_hash64_stream_reset(b->hash);
+    Dlk_hash64_stream_reset(b->hash);
     pthread_mutex_lock(&s->mu);
     j->state = JOB_QUEUED;
     s->busy++;

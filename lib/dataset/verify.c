@@ -10,7 +10,7 @@
 struct verify_ctx {
     const dlk_verify_opts *o;
     dlk_verify_result *res;
-    const dlk_ref_set *s;
+    const Dlk_ref_set *s;
 };
 
 static void problem(void *ud, const char *object, const char *why)
@@ -33,22 +33,22 @@ static bool found_damage(dlk_status code)
            code == DLK_ELIMIT || code == DLK_EINVAL || code == DLK_EIO;
 }
 
-static dlk_status check_chunk(dlk_dataset *ds, const dlk_ref_chunk *r,
+static dlk_status check_chunk(dlk_dataset *ds, const Dlk_ref_chunk *r,
                               bool deep, struct verify_ctx *v,
                               dlk_error *err)
 {
     dlk_error cerr;
-    dlk_error_clear(&cerr);
+    Dlk_error_clear(&cerr);
     dlk_chunk *c = NULL;
     /* checks header and index against the manifest and, when deep, every
      * part's checksum and both payload checksums after decompressing */
-    dlk_status rc = dlk_chunk_load(ds, r->t, r->e,
+    dlk_status rc = Dlk_chunk_load(ds, r->t, r->e,
                                    deep ? DLK_DECODE_VERIFY |
                                               DLK_DECODE_VERIFY_PARTS
                                         : DLK_DECODE_HEADER_ONLY,
                                    NULL, 0, &c, &cerr);
     if (rc && !found_damage(rc))
-        return dlk_fail(err, rc, "cannot check chunk '%s': %s", r->key,
+        return Dlk_fail(err, rc, "cannot check chunk '%s': %s", r->key,
                         cerr.msg);
     v->res->chunks_checked++;
     if (rc) {
@@ -58,7 +58,7 @@ static dlk_status check_chunk(dlk_dataset *ds, const dlk_ref_chunk *r,
     v->res->bytes_checked += c->object.len;
     /* the name is the hash of every byte of the object */
     char hash[33];
-    dlk_hash128_hex(c->object.data, c->object.len, hash);
+    Dlk_hash128_hex(c->object.data, c->object.len, hash);
     if (strcmp(hash, r->e->key) != 0)
         problem(v, r->key, "content does not match its name (XXH3-128 "
                 "checksum mismatch)");
@@ -69,7 +69,7 @@ static dlk_status check_chunk(dlk_dataset *ds, const dlk_ref_chunk *r,
 static int on_stored_chunk(void *ud, const char *key, uint64_t size)
 {
     struct verify_ctx *v = ud;
-    if (dlk_refs_has(v->s, key))
+    if (Dlk_refs_has(v->s, key))
         return 0;
     v->res->unreferenced++;
     v->res->unreferenced_bytes += size;
@@ -79,7 +79,7 @@ static int on_stored_chunk(void *ud, const char *key, uint64_t size)
 }
 
 /* Whether a view row (rows ascending) falls in chunk entry e. */
-static bool holds_row(const dlk_chunk_entry *e, const uint64_t *rows,
+static bool holds_row(const Dlk_chunk_entry *e, const uint64_t *rows,
                       uint64_t n)
 {
     uint64_t lo = 0, hi = n;
@@ -101,16 +101,16 @@ static dlk_status check_views(dlk_dataset *ds, const char *only,
 {
     bool found = false;
     for (size_t i = 0; i < ds->m.nviews; i++) {
-        const dlk_view_ref *w = &ds->m.views[i];
+        const Dlk_view_ref *w = &ds->m.views[i];
         if (only && strcmp(only, w->name) != 0)
             continue;
         found = true;
         uint64_t *r, k;
         dlk_error verr;
-        dlk_error_clear(&verr);
+        Dlk_error_clear(&verr);
         dlk_status vrc = dlk_view_rows(ds, w->name, &r, &k, &verr);
         if (vrc && !found_damage(vrc))
-            return dlk_fail(err, vrc, "cannot check view '%s': %s", w->name,
+            return Dlk_fail(err, vrc, "cannot check view '%s': %s", w->name,
                             verr.msg);
         if (vrc) {
             problem(v, w->object, verr.msg);
@@ -132,8 +132,8 @@ static dlk_status check_views(dlk_dataset *ds, const char *only,
 
 /* Check the key index objects m names that neither the head nor the
  * states before[0..nbefore) name (checked already). */
-static dlk_status check_key_index(dlk_dataset *ds, const dlk_manifest *m,
-                                  const dlk_manifest *before, size_t nbefore,
+static dlk_status check_key_index(dlk_dataset *ds, const Dlk_manifest *m,
+                                  const Dlk_manifest *before, size_t nbefore,
                                   struct verify_ctx *v, dlk_error *err)
 {
     dlk_status rc = DLK_OK;
@@ -141,11 +141,11 @@ static dlk_status check_key_index(dlk_dataset *ds, const dlk_manifest *m,
     for (size_t i = 0; !rc && i < n; i++) {
         const char *key = i < m->nkey_runs ? m->key_runs[i].object
                                            : m->key_index;
-        bool seen = m != &ds->m && dlk_keyidx_names(&ds->m, key);
+        bool seen = m != &ds->m && Dlk_keyidx_names(&ds->m, key);
         for (size_t j = 0; !seen && j < nbefore; j++)
-            seen = dlk_keyidx_names(&before[j], key);
+            seen = Dlk_keyidx_names(&before[j], key);
         if (!seen)
-            rc = dlk_keyidx_check(ds, m, key, problem, v, err);
+            rc = Dlk_keyidx_check(ds, m, key, problem, v, err);
     }
     return rc;
 }
@@ -156,26 +156,26 @@ static dlk_status verify_run(dlk_dataset *ds, const dlk_verify_opts *opts,
     bool deep = opts->deep, all = opts->all;
     const char *view = opts->view;
     if (view && all)
-        return dlk_fail(err, DLK_EINVAL, "a check of a view is of one state, "
+        return Dlk_fail(err, DLK_EINVAL, "a check of a view is of one state, "
                         "not of every one");
-    dlk_ref_set s;
+    Dlk_ref_set s;
     memset(&s, 0, sizeof s);
     struct verify_ctx v = {opts, res, &s};
     uint64_t *vrows = NULL, nv = 0;
     dlk_status rc = check_views(ds, view, &vrows, &nv, &v, err);
     if (rc)
         return rc;
-    rc = dlk_refs_add_manifest(&s, &ds->m, err);
+    rc = Dlk_refs_add_manifest(&s, &ds->m, err);
     uint64_t before = res->problems;
     if (!rc && all)
-        rc = dlk_refs_add_history(ds, &s, problem, &v, &res->commits_checked,
+        rc = Dlk_refs_add_history(ds, &s, problem, &v, &res->commits_checked,
                                   err);
     /* past a commit that cannot be read, which chunks the history holds
      * is unknown: none is called unreferenced (which says gc removes it) */
     bool history_read = res->problems == before;
     if (!rc && all)
-        rc = dlk_refs_add_staging(ds, &s, err);
-    dlk_refs_sort(&s);
+        rc = Dlk_refs_add_staging(ds, &s, err);
+    Dlk_refs_sort(&s);
     for (size_t i = 0; !rc && i < s.n; i++) {
         if (i && strcmp(s.v[i].key, s.v[i - 1].key) == 0)
             continue; /* shared by several states: checked once */
@@ -190,9 +190,9 @@ static dlk_status verify_run(dlk_dataset *ds, const dlk_verify_opts *opts,
     for (size_t i = 0; !rc && !view && i < s.nextra; i++)
         rc = check_key_index(ds, &s.extra[i], s.extra, i, &v, err);
     if (!rc && all && history_read)
-        rc = dlk_store_list(ds->store, DLK_KEY_CHUNKS, on_stored_chunk, &v,
+        rc = Dlk_store_list(ds->store, DLK_KEY_CHUNKS, on_stored_chunk, &v,
                             err);
-    dlk_refs_free(&s);
+    Dlk_refs_free(&s);
     return rc;
 }
 

@@ -8,7 +8,7 @@
 
 #define VIEW_HEADER 32
 
-uint64_t dlk_manifest_rows(const dlk_manifest *m)
+uint64_t Dlk_manifest_rows(const Dlk_manifest *m)
 {
     uint64_t rows = 0;
     for (size_t i = 0; i < m->ntensors; i++)
@@ -26,7 +26,7 @@ int dlk_view_get(const dlk_dataset *ds, size_t i, dlk_view_info *out)
 {
     if (i >= ds->m.nviews)
         return -1;
-    const dlk_view_ref *v = &ds->m.views[i];
+    const Dlk_view_ref *v = &ds->m.views[i];
     out->name = v->name;
     out->object = v->object;
     out->rows = v->rows;
@@ -35,7 +35,7 @@ int dlk_view_get(const dlk_dataset *ds, size_t i, dlk_view_info *out)
     return 0;
 }
 
-static const dlk_view_ref *find_view(const dlk_manifest *m, const char *name)
+static const Dlk_view_ref *find_view(const Dlk_manifest *m, const char *name)
 {
     for (size_t i = 0; i < m->nviews; i++)
         if (strcmp(m->views[i].name, name) == 0)
@@ -60,33 +60,33 @@ dlk_status dlk_view_save(dlk_dataset *ds, const char *name,
                          dlk_error *err)
 {
     if (ds->read_only)
-        return dlk_fail(err, DLK_EINVAL, "'%s' is opened at a commit: views "
+        return Dlk_fail(err, DLK_EINVAL, "'%s' is opened at a commit: views "
                         "are saved into the head", ds->url);
-    if (!name || !dlk_name_valid(name))
-        return dlk_fail(err, DLK_EINVAL, "invalid view name '%.80s' (use "
+    if (!name || !Dlk_name_valid(name))
+        return Dlk_fail(err, DLK_EINVAL, "invalid view name '%.80s' (use "
                         "1-64 of A-Z a-z 0-9 _ - ., not starting with '.')",
                         name ? name : "");
     if (n > DLK_VIEW_MAX_ROWS)
-        return dlk_fail(err, DLK_ELIMIT, "view '%s': %llu rows, at most 2^34",
+        return Dlk_fail(err, DLK_ELIMIT, "view '%s': %llu rows, at most 2^34",
                         name, (unsigned long long)n);
     if (query && strlen(query) > DLK_VIEW_QUERY_MAX)
-        return dlk_fail(err, DLK_ELIMIT, "view '%s': the query text is over "
+        return Dlk_fail(err, DLK_ELIMIT, "view '%s': the query text is over "
                         "%d bytes", name, DLK_VIEW_QUERY_MAX);
-    uint64_t total = dlk_manifest_rows(&ds->m);
+    uint64_t total = Dlk_manifest_rows(&ds->m);
     size_t len = VIEW_HEADER + (size_t)n * 8;
     uint8_t *obj = malloc(len);
     uint64_t *sorted = malloc((n ? n : 1) * sizeof *sorted);
     if (!obj || !sorted) {
         free(obj);
         free(sorted);
-        return dlk_oom(err);
+        return Dlk_oom(err);
     }
     memcpy(sorted, rows, n * sizeof *sorted);
     qsort(sorted, n, sizeof *sorted, cmp_u64);
     uint64_t k = 0;
     for (uint64_t i = 0; i < n; i++) {
         if (sorted[i] >= total) {
-            dlk_status rc = dlk_fail(err, DLK_EINVAL, "view '%s': row %llu is "
+            dlk_status rc = Dlk_fail(err, DLK_EINVAL, "view '%s': row %llu is "
                                      "past the head's %llu rows", name,
                                      (unsigned long long)sorted[i],
                                      (unsigned long long)total);
@@ -98,42 +98,42 @@ dlk_status dlk_view_save(dlk_dataset *ds, const char *name,
             sorted[k++] = sorted[i];
     }
     for (uint64_t i = 0; i < k; i++)
-        dlk_put_le64(obj + VIEW_HEADER + i * 8, sorted[i]);
+        Dlk_put_le64(obj + VIEW_HEADER + i * 8, sorted[i]);
     free(sorted);
     len = VIEW_HEADER + (size_t)k * 8;
     memcpy(obj, "DLKV", 4);
-    dlk_put_le16(obj + 4, 1);
-    dlk_put_le16(obj + 6, 0);
-    dlk_put_le64(obj + 8, k);
-    dlk_put_le64(obj + 16, total);
-    dlk_put_le64(obj + 24, dlk_hash64(obj + VIEW_HEADER, len - VIEW_HEADER));
+    Dlk_put_le16(obj + 4, 1);
+    Dlk_put_le16(obj + 6, 0);
+    Dlk_put_le64(obj + 8, k);
+    Dlk_put_le64(obj + 16, total);
+    Dlk_put_le64(obj + 24, Dlk_hash64(obj + VIEW_HEADER, len - VIEW_HEADER));
     char hex[33], key[DLK_VIEW_KEY_MAX];
-    dlk_hash128_hex(obj, len, hex);
+    Dlk_hash128_hex(obj, len, hex);
     snprintf(key, sizeof key, "%s%s", DLK_VIEW_PREFIX, hex);
-    dlk_status rc = dlk_store_put(ds->store, key, obj, len, DLK_PUT_IF_ABSENT,
+    dlk_status rc = Dlk_store_put(ds->store, key, obj, len, DLK_PUT_IF_ABSENT,
                                   NULL, NULL, err);
     free(obj);
     if (rc == DLK_EEXIST) { /* the same bytes: its name is their hash */
-        dlk_error_clear(err);
+        Dlk_error_clear(err);
         rc = DLK_OK;
     }
     if (rc)
-        return dlk_fail_wrap(err, "cannot write view '%s'", name);
+        return Dlk_fail_wrap(err, "cannot write view '%s'", name);
     char *q = strdup(query ? query : "");
     if (!q)
-        return dlk_oom(err);
-    dlk_manifest *m = &ds->m;
-    dlk_view_ref *v = (dlk_view_ref *)find_view(m, name);
+        return Dlk_oom(err);
+    Dlk_manifest *m = &ds->m;
+    Dlk_view_ref *v = (Dlk_view_ref *)find_view(m, name);
     if (!v) {
         if (m->nviews >= DLK_VIEWS_MAX) {
             free(q);
-            return dlk_fail(err, DLK_ELIMIT, "'%s' has %d views already",
+            return Dlk_fail(err, DLK_ELIMIT, "'%s' has %d views already",
                             ds->url, DLK_VIEWS_MAX);
         }
-        dlk_view_ref *nv = realloc(m->views, (m->nviews + 1) * sizeof *nv);
+        Dlk_view_ref *nv = realloc(m->views, (m->nviews + 1) * sizeof *nv);
         if (!nv) {
             free(q);
-            return dlk_oom(err);
+            return Dlk_oom(err);
         }
         m->views = nv;
         size_t at = 0;
@@ -157,12 +157,12 @@ dlk_status dlk_view_save(dlk_dataset *ds, const char *name,
 dlk_status dlk_view_drop(dlk_dataset *ds, const char *name, dlk_error *err)
 {
     if (ds->read_only)
-        return dlk_fail(err, DLK_EINVAL, "'%s' is opened at a commit: views "
+        return Dlk_fail(err, DLK_EINVAL, "'%s' is opened at a commit: views "
                         "are dropped from the head", ds->url);
-    dlk_manifest *m = &ds->m;
-    const dlk_view_ref *v = find_view(m, name);
+    Dlk_manifest *m = &ds->m;
+    const Dlk_view_ref *v = find_view(m, name);
     if (!v)
-        return dlk_fail(err, DLK_ENOTFOUND, "no view '%s' in '%s'", name,
+        return Dlk_fail(err, DLK_ENOTFOUND, "no view '%s' in '%s'", name,
                         ds->url);
     size_t at = (size_t)(v - m->views);
     free(m->views[at].query);
@@ -173,7 +173,7 @@ dlk_status dlk_view_drop(dlk_dataset *ds, const char *name, dlk_error *err)
 }
 
 /* "a, b, c" of the views there are, for a message. */
-static void view_names(const dlk_manifest *m, char *out, size_t cap)
+static void view_names(const Dlk_manifest *m, char *out, size_t cap)
 {
     size_t len = 0;
     out[0] = 0;
@@ -189,64 +189,64 @@ dlk_status dlk_view_rows(dlk_dataset *ds, const char *name, uint64_t **rows,
 {
     *rows = NULL;
     *n = 0;
-    const dlk_view_ref *v = find_view(&ds->m, name ? name : "");
+    const Dlk_view_ref *v = find_view(&ds->m, name ? name : "");
     if (!v) {
         char names[256];
         view_names(&ds->m, names, sizeof names);
-        return dlk_fail(err, DLK_ENOTFOUND, "no view '%s' in '%s' (its "
+        return Dlk_fail(err, DLK_ENOTFOUND, "no view '%s' in '%s' (its "
                         "views: %s)", name ? name : "", ds->url, names);
     }
     /* bounded by the manifest's count before anything is allocated */
     uint64_t want = VIEW_HEADER + v->rows * 8;
-    dlk_buf b;
-    dlk_buf_init(&b);
-    dlk_obj_info info;
-    dlk_status rc = dlk_store_get(ds->store, v->object, want, &b, &info, err);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
+    Dlk_obj_info info;
+    dlk_status rc = Dlk_store_get(ds->store, v->object, want, &b, &info, err);
     if (rc == DLK_ELIMIT || (!rc && b.len != want))
-        rc = dlk_fail(err, DLK_ECORRUPT, "view '%s' ('%s'): the object is not "
+        rc = Dlk_fail(err, DLK_ECORRUPT, "view '%s' ('%s'): the object is not "
                       "the %llu bytes the manifest says", name, v->object,
                       (unsigned long long)want);
     if (rc) {
-        dlk_buf_free(&b);
+        Dlk_buf_free(&b);
         return rc == DLK_ENOTFOUND
-                   ? dlk_fail_wrap(err, "view '%s' is missing", name)
+                   ? Dlk_fail_wrap(err, "view '%s' is missing", name)
                    : rc;
     }
     char hex[33];
-    dlk_hash128_hex(b.data, b.len, hex);
+    Dlk_hash128_hex(b.data, b.len, hex);
     const uint8_t *p = b.data;
     if (strcmp(hex, v->object + strlen(DLK_VIEW_PREFIX)) != 0)
-        rc = dlk_fail(err, DLK_ECORRUPT, "view '%s' ('%s'): content does not "
+        rc = Dlk_fail(err, DLK_ECORRUPT, "view '%s' ('%s'): content does not "
                       "match its name", name, v->object);
-    else if (memcmp(p, "DLKV", 4) != 0 || dlk_get_le16(p + 4) != 1 ||
-             dlk_get_le16(p + 6) != 0 || dlk_get_le64(p + 8) != v->rows ||
-             dlk_get_le64(p + 16) != v->dataset_rows ||
-             dlk_get_le64(p + 24) != dlk_hash64(p + VIEW_HEADER,
+    else if (memcmp(p, "DLKV", 4) != 0 || Dlk_get_le16(p + 4) != 1 ||
+             Dlk_get_le16(p + 6) != 0 || Dlk_get_le64(p + 8) != v->rows ||
+             Dlk_get_le64(p + 16) != v->dataset_rows ||
+             Dlk_get_le64(p + 24) != Dlk_hash64(p + VIEW_HEADER,
                                                 b.len - VIEW_HEADER))
-        rc = dlk_fail(err, DLK_ECORRUPT, "view '%s' ('%s'): bad header",
+        rc = Dlk_fail(err, DLK_ECORRUPT, "view '%s' ('%s'): bad header",
                       name, v->object);
     uint64_t *r = rc ? NULL : malloc((v->rows ? v->rows : 1) * sizeof *r);
     if (!rc && !r)
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     for (uint64_t i = 0; !rc && i < v->rows; i++) {
-        r[i] = dlk_get_le64(p + VIEW_HEADER + i * 8);
+        r[i] = Dlk_get_le64(p + VIEW_HEADER + i * 8);
         if ((i && r[i] <= r[i - 1]) || r[i] >= v->dataset_rows)
-            rc = dlk_fail(err, DLK_ECORRUPT, "view '%s' ('%s'): row %llu is "
+            rc = Dlk_fail(err, DLK_ECORRUPT, "view '%s' ('%s'): row %llu is "
                           "out of order or past its %llu rows", name,
                           v->object, (unsigned long long)r[i],
                           (unsigned long long)v->dataset_rows);
     }
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     /* rows are never removed, so a view names rows of every later state;
      * one naming rows this state lacks comes from a hand-edited manifest
      * (formats/dlk-v1.md 6.10): refused, not read past the end.  The rows
      * ascend: the last is the highest. */
-    uint64_t total = dlk_manifest_rows(&ds->m);
+    uint64_t total = Dlk_manifest_rows(&ds->m);
     if (!rc && v->rows && r[v->rows - 1] >= total) {
         uint64_t i = 0;
         while (r[i] < total)
             i++;
-        rc = dlk_fail(err, DLK_ECORRUPT, "view '%s' ('%s') names row %llu, "
+        rc = Dlk_fail(err, DLK_ECORRUPT, "view '%s' ('%s') names row %llu, "
                       "past the %llu rows of '%s'", name, v->object,
                       (unsigned long long)r[i], (unsigned long long)total,
                       ds->url);

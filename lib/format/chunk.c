@@ -56,9 +56,9 @@ static bool layout_used(uint32_t samples, int ndim, bool variable,
         return true;
     }
     uint64_t dims, offs;
-    return dlk_mul_u64((uint64_t)samples * (uint64_t)ndim, 4, &dims) &&
-           dlk_mul_u64((uint64_t)samples + 1, 8, &offs) &&
-           dlk_add_u64(dims, offs, out);
+    return Dlk_mul_u64((uint64_t)samples * (uint64_t)ndim, 4, &dims) &&
+           Dlk_mul_u64((uint64_t)samples + 1, 8, &offs) &&
+           Dlk_add_u64(dims, offs, out);
 }
 
 /* The index's bytes before padding: the layout, then (parts) the table
@@ -83,7 +83,7 @@ static bool index_size(uint32_t samples, int ndim, bool variable,
     return true;
 }
 
-uint32_t dlk_parts_count(uint32_t samples, uint64_t raw_bytes,
+uint32_t Dlk_parts_count(uint32_t samples, uint64_t raw_bytes,
                          uint32_t part_bytes)
 {
     if (!part_bytes || !samples)
@@ -94,7 +94,7 @@ uint32_t dlk_parts_count(uint32_t samples, uint64_t raw_bytes,
     return n < samples ? (uint32_t)n : samples;
 }
 
-uint32_t dlk_part_first(uint32_t p, uint32_t samples, uint32_t nparts)
+uint32_t Dlk_part_first(uint32_t p, uint32_t samples, uint32_t nparts)
 {
     if (!nparts)
         return 0;
@@ -107,7 +107,7 @@ static bool sample_size(dlk_dtype dt, int ndim, const uint32_t *dims,
 {
     uint64_t n = dlk_dtype_size(dt);
     for (int i = 0; i < ndim; i++)
-        if (!dlk_mul_u64(n, dims[i], &n))
+        if (!Dlk_mul_u64(n, dims[i], &n))
             return false;
     *out = n;
     return true;
@@ -115,16 +115,16 @@ static bool sample_size(dlk_dtype dt, int ndim, const uint32_t *dims,
 
 /* The raw offset of sample s of the chunk being encoded: from the
  * offsets already written to idx (variable), else s * sample_bytes. */
-static uint64_t enc_offset(const dlk_chunk_enc *in, const uint8_t *idx,
+static uint64_t enc_offset(const Dlk_chunk_enc *in, const uint8_t *idx,
                            uint64_t sample_bytes, uint32_t s)
 {
-    return in->variable ? dlk_get_le64(idx + 8 * (size_t)s)
+    return in->variable ? Dlk_get_le64(idx + 8 * (size_t)s)
                         : sample_bytes * s;
 }
 
 /* Write the part hashes of the payload (in->raw, or in->iov's pieces,
  * read once front to back) to tab, nparts LE u64 values. */
-static dlk_status hash_parts(const dlk_chunk_enc *in, const uint8_t *idx,
+static dlk_status hash_parts(const Dlk_chunk_enc *in, const uint8_t *idx,
                              uint64_t sample_bytes, uint32_t nparts,
                              uint8_t *tab, dlk_error *err)
 {
@@ -132,12 +132,12 @@ static dlk_status hash_parts(const dlk_chunk_enc *in, const uint8_t *idx,
         const uint8_t *raw = in->raw;
         for (uint32_t p = 0; p < nparts; p++) {
             uint64_t a = enc_offset(in, idx, sample_bytes,
-                                    dlk_part_first(p, in->samples, nparts));
+                                    Dlk_part_first(p, in->samples, nparts));
             uint64_t b = enc_offset(in, idx, sample_bytes,
-                                    dlk_part_first(p + 1, in->samples,
+                                    Dlk_part_first(p + 1, in->samples,
                                                    nparts));
-            dlk_put_le64(tab + 8 * (size_t)p,
-                         dlk_hash64(raw + a, (size_t)(b - a)));
+            Dlk_put_le64(tab + 8 * (size_t)p,
+                         Dlk_hash64(raw + a, (size_t)(b - a)));
         }
         return DLK_OK;
     }
@@ -145,20 +145,20 @@ static dlk_status hash_parts(const dlk_chunk_enc *in, const uint8_t *idx,
     for (size_t i = 0; i < in->niov; i++)
         total += in->iov[i].iov_len;
     if (total != in->raw_bytes)
-        return dlk_fail(err, DLK_EINTERNAL, "chunk to encode has %llu "
+        return Dlk_fail(err, DLK_EINTERNAL, "chunk to encode has %llu "
                         "payload bytes in pieces, not %zu",
                         (unsigned long long)total, in->raw_bytes);
-    dlk_hash64_stream *h = dlk_hash64_stream_new();
+    Dlk_hash64_stream *h = Dlk_hash64_stream_new();
     if (!h)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     size_t seg = 0, pos = 0;
     for (uint32_t p = 0; p < nparts; p++) {
         uint64_t a = enc_offset(in, idx, sample_bytes,
-                                dlk_part_first(p, in->samples, nparts));
+                                Dlk_part_first(p, in->samples, nparts));
         uint64_t n = enc_offset(in, idx, sample_bytes,
-                                dlk_part_first(p + 1, in->samples, nparts)) -
+                                Dlk_part_first(p + 1, in->samples, nparts)) -
                      a;
-        dlk_hash64_stream_reset(h);
+        Dlk_hash64_stream_reset(h);
         while (n) {
             while (pos == in->iov[seg].iov_len) {
                 seg++;
@@ -167,89 +167,89 @@ static dlk_status hash_parts(const dlk_chunk_enc *in, const uint8_t *idx,
             size_t take = in->iov[seg].iov_len - pos;
             if (take > n)
                 take = (size_t)n;
-            dlk_hash64_stream_update(h, (const uint8_t *)in->iov[seg].iov_base +
+            Dlk_hash64_stream_update(h, (const uint8_t *)in->iov[seg].iov_base +
                                             pos, take);
             pos += take;
             n -= take;
         }
-        dlk_put_le64(tab + 8 * (size_t)p, dlk_hash64_stream_digest(h));
+        Dlk_put_le64(tab + 8 * (size_t)p, Dlk_hash64_stream_digest(h));
     }
-    dlk_hash64_stream_free(h);
+    Dlk_hash64_stream_free(h);
     return DLK_OK;
 }
 
 /* in's fields within the format's bounds and its payload there to
  * encode; the part count and the index's layout and padded bytes. */
-static dlk_status check_enc(const dlk_chunk_enc *in, bool head_only,
+static dlk_status check_enc(const Dlk_chunk_enc *in, bool head_only,
                             uint32_t *nparts, uint64_t *layout,
                             uint64_t *index_bytes, dlk_error *err)
 {
     if (in->samples == 0 || in->samples > DLK_CHUNK_MAX_SAMPLES ||
         in->ndim < 0 || in->ndim > DLK_MAX_NDIM ||
         in->raw_bytes > DLK_CHUNK_MAX_RAW || !dlk_dtype_size(in->dtype))
-        return dlk_fail(err, DLK_EINVAL, "chunk to encode is out of bounds");
+        return Dlk_fail(err, DLK_EINVAL, "chunk to encode is out of bounds");
     bool zstd = in->codec == DLK_CODEC_ZSTD;
     bool parts = in->part_bytes != 0;
     if (parts && (zstd || in->part_bytes < DLK_PART_BYTES_MIN ||
                   in->part_bytes > DLK_PART_BYTES_MAX))
-        return dlk_fail(err, DLK_EINVAL, "chunk to encode: parts of %u bytes "
+        return Dlk_fail(err, DLK_EINVAL, "chunk to encode: parts of %u bytes "
                         "(4096..2^30, codec none only)", in->part_bytes);
-    *nparts = dlk_parts_count(in->samples, in->raw_bytes, in->part_bytes);
+    *nparts = Dlk_parts_count(in->samples, in->raw_bytes, in->part_bytes);
     if (!layout_used(in->samples, in->ndim, in->variable, layout) ||
         !index_size(in->samples, in->ndim, in->variable, parts, *nparts,
                     index_bytes))
-        return dlk_fail(err, DLK_ELIMIT, "chunk index too large");
+        return Dlk_fail(err, DLK_ELIMIT, "chunk index too large");
     if (!in->raw && in->raw_bytes && !(head_only && in->have_raw_hash))
-        return dlk_fail(err, DLK_EINTERNAL, "chunk to encode has no payload");
+        return Dlk_fail(err, DLK_EINTERNAL, "chunk to encode has no payload");
     if (!in->raw && in->raw_bytes && parts && !in->iov)
-        return dlk_fail(err, DLK_EINTERNAL, "chunk to encode has no payload "
+        return Dlk_fail(err, DLK_EINTERNAL, "chunk to encode has no payload "
                         "to cut into parts");
     return DLK_OK;
 }
 
 /* The index of a fixed shape: ndim u32 dims; with parts, the bytes of a
  * sample (the part hashes read the payload at its multiples). */
-static dlk_status write_shape(const dlk_chunk_enc *in, bool parts,
+static dlk_status write_shape(const Dlk_chunk_enc *in, bool parts,
                               uint8_t *idx, uint64_t *sample_bytes,
                               dlk_error *err)
 {
     uint32_t dims[DLK_MAX_NDIM];
     for (int d = 0; d < in->ndim; d++) {
         dims[d] = (uint32_t)in->shape[d];
-        dlk_put_le32(idx + 4 * d, dims[d]);
+        Dlk_put_le32(idx + 4 * d, dims[d]);
     }
     uint64_t total;
     if (parts && (!sample_size(in->dtype, in->ndim, dims, sample_bytes) ||
-                  !dlk_mul_u64(*sample_bytes, in->samples, &total) ||
+                  !Dlk_mul_u64(*sample_bytes, in->samples, &total) ||
                   total != in->raw_bytes))
-        return dlk_fail(err, DLK_EINTERNAL, "chunk payload size %zu does "
+        return Dlk_fail(err, DLK_EINTERNAL, "chunk payload size %zu does "
                         "not match its shape", in->raw_bytes);
     return DLK_OK;
 }
 
 /* The index of variable shapes: (samples+1) u64 offsets, then
  * samples*ndim u32 dims; the offsets must end at the payload's size. */
-static dlk_status write_offsets(const dlk_chunk_enc *in, uint8_t *idx,
+static dlk_status write_offsets(const Dlk_chunk_enc *in, uint8_t *idx,
                                 dlk_error *err)
 {
     uint8_t *p = idx + 8 * ((size_t)in->samples + 1);
     uint64_t n = (uint64_t)in->samples * (uint64_t)in->ndim;
     for (uint64_t i = 0; i < n; i++, p += 4)
-        dlk_put_le32(p, in->shapes[i]);
+        Dlk_put_le32(p, in->shapes[i]);
     uint64_t off = 0;
     p = idx;
-    dlk_put_le64(p, 0);
+    Dlk_put_le64(p, 0);
     p += 8;
     for (uint32_t s = 0; s < in->samples; s++, p += 8) {
         uint64_t sz;
         if (!sample_size(in->dtype, in->ndim,
                          in->shapes + (size_t)s * in->ndim, &sz) ||
-            !dlk_add_u64(off, sz, &off))
-            return dlk_fail(err, DLK_ELIMIT, "sample size overflows");
-        dlk_put_le64(p, off);
+            !Dlk_add_u64(off, sz, &off))
+            return Dlk_fail(err, DLK_ELIMIT, "sample size overflows");
+        Dlk_put_le64(p, off);
     }
     if (off != in->raw_bytes)
-        return dlk_fail(err, DLK_EINTERNAL, "chunk payload size %zu does "
+        return Dlk_fail(err, DLK_EINTERNAL, "chunk payload size %zu does "
                         "not match its shapes (%llu)", in->raw_bytes,
                         (unsigned long long)off);
     return DLK_OK;
@@ -258,7 +258,7 @@ static dlk_status write_offsets(const dlk_chunk_enc *in, uint8_t *idx,
 /* The payload at `payload` (bound bytes of room): compressed, or the raw
  * bytes copied unless they stay where they are (head_only); its stored
  * size in *stored. */
-static dlk_status write_payload(const dlk_chunk_enc *in, bool head_only,
+static dlk_status write_payload(const Dlk_chunk_enc *in, bool head_only,
                                 uint8_t *payload, size_t bound,
                                 size_t *stored, dlk_error *err)
 {
@@ -266,7 +266,7 @@ static dlk_status write_payload(const dlk_chunk_enc *in, bool head_only,
         int level = in->level ? in->level : DLK_ZSTD_DEFAULT_LEVEL;
         *stored = ZSTD_compress(payload, bound, in->raw, in->raw_bytes, level);
         if (ZSTD_isError(*stored))
-            return dlk_fail(err, DLK_EINTERNAL, "zstd compression failed: %s",
+            return Dlk_fail(err, DLK_EINTERNAL, "zstd compression failed: %s",
                             ZSTD_getErrorName(*stored));
         return DLK_OK;
     }
@@ -277,38 +277,38 @@ static dlk_status write_payload(const dlk_chunk_enc *in, bool head_only,
 }
 
 /* The 64-byte header, last: its hash covers the index written before. */
-static void write_header(const dlk_chunk_enc *in, bool parts, uint8_t *hdr,
+static void write_header(const Dlk_chunk_enc *in, bool parts, uint8_t *hdr,
                          uint64_t index_bytes, const uint8_t *payload,
                          size_t stored)
 {
     const uint8_t *idx = hdr + DLK_CHUNK_HEADER_BYTES;
     memcpy(hdr, DLK_CHUNK_MAGIC, 4);
-    dlk_put_le16(hdr + OFF_VERSION, DLK_FORMAT_VERSION);
+    Dlk_put_le16(hdr + OFF_VERSION, DLK_FORMAT_VERSION);
     hdr[OFF_DTYPE] = (uint8_t)in->dtype;
     hdr[OFF_CODEC] = (uint8_t)in->codec;
     hdr[OFF_NDIM] = (uint8_t)in->ndim;
     hdr[OFF_FLAGS] = (uint8_t)((in->variable ? DLK_CHUNK_FLAG_VARIABLE : 0) |
                                (parts ? DLK_CHUNK_FLAG_PARTS : 0));
-    dlk_put_le16(hdr + OFF_RESERVED, 0);
-    dlk_put_le32(hdr + OFF_SAMPLES, in->samples);
-    dlk_put_le64(hdr + OFF_INDEX_BYTES, index_bytes);
-    dlk_put_le64(hdr + OFF_STORED_BYTES, stored);
-    dlk_put_le64(hdr + OFF_RAW_BYTES, in->raw_bytes);
+    Dlk_put_le16(hdr + OFF_RESERVED, 0);
+    Dlk_put_le32(hdr + OFF_SAMPLES, in->samples);
+    Dlk_put_le64(hdr + OFF_INDEX_BYTES, index_bytes);
+    Dlk_put_le64(hdr + OFF_STORED_BYTES, stored);
+    Dlk_put_le64(hdr + OFF_RAW_BYTES, in->raw_bytes);
     uint64_t raw_hash = in->have_raw_hash ? in->raw_hash
-                                          : dlk_hash64(in->raw, in->raw_bytes);
-    dlk_put_le64(hdr + OFF_RAW_HASH, raw_hash);
+                                          : Dlk_hash64(in->raw, in->raw_bytes);
+    Dlk_put_le64(hdr + OFF_RAW_HASH, raw_hash);
     /* uncompressed, the stored payload is the raw one: hash it once */
-    dlk_put_le64(hdr + OFF_STORED_HASH, in->codec == DLK_CODEC_ZSTD
-                                            ? dlk_hash64(payload, stored)
+    Dlk_put_le64(hdr + OFF_STORED_HASH, in->codec == DLK_CODEC_ZSTD
+                                            ? Dlk_hash64(payload, stored)
                                             : raw_hash);
-    dlk_put_le64(hdr + OFF_HEADER_HASH,
-                 dlk_hash64_2(hdr, HASHED_HEADER_BYTES, idx, index_bytes));
+    Dlk_put_le64(hdr + OFF_HEADER_HASH,
+                 Dlk_hash64_2(hdr, HASHED_HEADER_BYTES, idx, index_bytes));
 }
 
 /* Encode into out; with `head_only` an uncompressed payload is left
  * where it is (in->raw) and out gets the header and index alone. */
-static dlk_status encode(const dlk_chunk_enc *in, bool head_only,
-                         dlk_buf *out, dlk_error *err)
+static dlk_status encode(const Dlk_chunk_enc *in, bool head_only,
+                         Dlk_buf *out, dlk_error *err)
 {
     bool zstd = in->codec == DLK_CODEC_ZSTD;
     bool parts = in->part_bytes != 0;
@@ -322,7 +322,7 @@ static dlk_status encode(const dlk_chunk_enc *in, bool head_only,
     size_t bound = zstd ? ZSTD_compressBound(in->raw_bytes)
                         : head_only ? 0 : in->raw_bytes;
     out->len = 0;
-    rc = dlk_buf_reserve(out, DLK_CHUNK_HEADER_BYTES + (size_t)index_bytes +
+    rc = Dlk_buf_reserve(out, DLK_CHUNK_HEADER_BYTES + (size_t)index_bytes +
                                   bound, err);
     if (rc)
         return rc;
@@ -338,8 +338,8 @@ static dlk_status encode(const dlk_chunk_enc *in, bool head_only,
         return rc;
     if (parts) {
         uint8_t *tab = idx + pad8(layout);
-        dlk_put_le32(tab, in->part_bytes);
-        dlk_put_le32(tab + 4, nparts);
+        Dlk_put_le32(tab, in->part_bytes);
+        Dlk_put_le32(tab + 4, nparts);
         rc = hash_parts(in, idx, sample_bytes, nparts, tab + PART_TABLE_HEAD,
                         err);
         if (rc)
@@ -354,40 +354,40 @@ static dlk_status encode(const dlk_chunk_enc *in, bool head_only,
     return DLK_OK;
 }
 
-dlk_status dlk_chunk_encode(const dlk_chunk_enc *in, dlk_buf *out,
+dlk_status Dlk_chunk_encode(const Dlk_chunk_enc *in, Dlk_buf *out,
                             dlk_error *err)
 {
     return encode(in, false, out, err);
 }
 
-dlk_status dlk_chunk_encode_head(const dlk_chunk_enc *in, dlk_buf *out,
+dlk_status Dlk_chunk_encode_head(const Dlk_chunk_enc *in, Dlk_buf *out,
                                  bool *payload_follows, dlk_error *err)
 {
     *payload_follows = in->codec != DLK_CODEC_ZSTD;
     return encode(in, true, out, err);
 }
 
-#define BAD(...) dlk_fail(err, DLK_ECORRUPT, __VA_ARGS__)
+#define BAD(...) Dlk_fail(err, DLK_ECORRUPT, __VA_ARGS__)
 
 /* The header's fields into h, each checked on its own as it is read
  * (obj holds the 64 bytes). */
 static dlk_status parse_fields(const uint8_t *obj, const char *name,
-                               dlk_chunk_header *h, dlk_error *err)
+                               Dlk_chunk_header *h, dlk_error *err)
 {
     if (memcmp(obj, DLK_CHUNK_MAGIC, 4) != 0)
         return BAD("chunk '%s': bad magic (not a dlk chunk)", name);
-    h->version = dlk_get_le16(obj + OFF_VERSION);
+    h->version = Dlk_get_le16(obj + OFF_VERSION);
     if (h->version != DLK_FORMAT_VERSION)
-        return dlk_fail(err, DLK_EUNSUPPORTED, "chunk '%s': format version "
+        return Dlk_fail(err, DLK_EUNSUPPORTED, "chunk '%s': format version "
                         "%u, this dlk reads version %d", name, h->version,
                         DLK_FORMAT_VERSION);
     h->dtype = (dlk_dtype)obj[OFF_DTYPE];
     if (!dlk_dtype_name(h->dtype) || !dlk_dtype_size(h->dtype))
-        return dlk_fail(err, DLK_EUNSUPPORTED, "chunk '%s': unknown dtype "
+        return Dlk_fail(err, DLK_EUNSUPPORTED, "chunk '%s': unknown dtype "
                         "code %u", name, obj[OFF_DTYPE]);
     h->codec = (dlk_codec)obj[OFF_CODEC];
     if (!dlk_codec_name(h->codec))
-        return dlk_fail(err, DLK_EUNSUPPORTED, "chunk '%s': unknown codec "
+        return Dlk_fail(err, DLK_EUNSUPPORTED, "chunk '%s': unknown codec "
                         "code %u", name, obj[OFF_CODEC]);
     h->ndim = obj[OFF_NDIM];
     if (h->ndim > DLK_MAX_NDIM)
@@ -401,24 +401,24 @@ static dlk_status parse_fields(const uint8_t *obj, const char *name,
     if ((h->flags & DLK_CHUNK_FLAG_PARTS) && h->codec != DLK_CODEC_NONE)
         return BAD("chunk '%s': a part table with codec %s (parts need codec "
                    "none)", name, dlk_codec_name(h->codec));
-    if (dlk_get_le16(obj + OFF_RESERVED) != 0)
+    if (Dlk_get_le16(obj + OFF_RESERVED) != 0)
         return BAD("chunk '%s': reserved header field is not zero", name);
-    h->samples = dlk_get_le32(obj + OFF_SAMPLES);
+    h->samples = Dlk_get_le32(obj + OFF_SAMPLES);
     if (h->samples == 0 || h->samples > DLK_CHUNK_MAX_SAMPLES)
         return BAD("chunk '%s': sample count %u out of range", name,
                    h->samples);
-    h->index_bytes = dlk_get_le64(obj + OFF_INDEX_BYTES);
-    h->stored_bytes = dlk_get_le64(obj + OFF_STORED_BYTES);
-    h->raw_bytes = dlk_get_le64(obj + OFF_RAW_BYTES);
-    h->raw_hash = dlk_get_le64(obj + OFF_RAW_HASH);
-    h->stored_hash = dlk_get_le64(obj + OFF_STORED_HASH);
-    h->header_hash = dlk_get_le64(obj + OFF_HEADER_HASH);
+    h->index_bytes = Dlk_get_le64(obj + OFF_INDEX_BYTES);
+    h->stored_bytes = Dlk_get_le64(obj + OFF_STORED_BYTES);
+    h->raw_bytes = Dlk_get_le64(obj + OFF_RAW_BYTES);
+    h->raw_hash = Dlk_get_le64(obj + OFF_RAW_HASH);
+    h->stored_hash = Dlk_get_le64(obj + OFF_STORED_HASH);
+    h->header_hash = Dlk_get_le64(obj + OFF_HEADER_HASH);
     return DLK_OK;
 }
 
 /* The sizes h claims against each other, the object (object_bytes) and
  * what was read of it (avail); the index's layout bytes in *layout. */
-static dlk_status check_sizes(const dlk_chunk_header *h, size_t avail,
+static dlk_status check_sizes(const Dlk_chunk_header *h, size_t avail,
                               uint64_t object_bytes, const char *name,
                               uint64_t *layout, dlk_error *err)
 {
@@ -436,8 +436,8 @@ static dlk_status check_sizes(const dlk_chunk_header *h, size_t avail,
                    (unsigned long long)h->index_bytes,
                    parts ? "at least " : "",
                    (unsigned long long)want_index);
-    if (!dlk_add_u64(DLK_CHUNK_HEADER_BYTES, h->index_bytes, &total) ||
-        !dlk_add_u64(total, h->stored_bytes, &total) || total != object_bytes)
+    if (!Dlk_add_u64(DLK_CHUNK_HEADER_BYTES, h->index_bytes, &total) ||
+        !Dlk_add_u64(total, h->stored_bytes, &total) || total != object_bytes)
         return BAD("chunk '%s': header claims %llu index + %llu payload "
                    "bytes, object has %llu", name,
                    (unsigned long long)h->index_bytes,
@@ -449,7 +449,7 @@ static dlk_status check_sizes(const dlk_chunk_header *h, size_t avail,
                    (unsigned long long)(DLK_CHUNK_HEADER_BYTES +
                                         h->index_bytes));
     if (h->raw_bytes > DLK_CHUNK_MAX_RAW)
-        return dlk_fail(err, DLK_ELIMIT, "chunk '%s': raw payload of %llu "
+        return Dlk_fail(err, DLK_ELIMIT, "chunk '%s': raw payload of %llu "
                         "bytes over the limit of %llu", name,
                         (unsigned long long)h->raw_bytes,
                         (unsigned long long)DLK_CHUNK_MAX_RAW);
@@ -463,7 +463,7 @@ static dlk_status check_sizes(const dlk_chunk_header *h, size_t avail,
 /* The part table at pad8(layout) of idx into h, its size and count
  * checked against the payload and the index; where the table ends in
  * *used. */
-static dlk_status parse_part_table(dlk_chunk_header *h, const uint8_t *idx,
+static dlk_status parse_part_table(Dlk_chunk_header *h, const uint8_t *idx,
                                    uint64_t layout, const char *name,
                                    uint64_t *used, dlk_error *err)
 {
@@ -473,14 +473,14 @@ static dlk_status parse_part_table(dlk_chunk_header *h, const uint8_t *idx,
         if (idx[i] != 0)
             return BAD("chunk '%s': bytes before the part table are not "
                        "zero", name);
-    h->part_bytes = dlk_get_le32(idx + at);
-    h->nparts = dlk_get_le32(idx + at + 4);
+    h->part_bytes = Dlk_get_le32(idx + at);
+    h->nparts = Dlk_get_le32(idx + at + 4);
     h->part_table = at + PART_TABLE_HEAD;
     if (h->part_bytes < DLK_PART_BYTES_MIN ||
         h->part_bytes > DLK_PART_BYTES_MAX)
         return BAD("chunk '%s': part size %u out of range (4096..2^30)",
                    name, h->part_bytes);
-    uint32_t want = dlk_parts_count(h->samples, h->raw_bytes, h->part_bytes);
+    uint32_t want = Dlk_parts_count(h->samples, h->raw_bytes, h->part_bytes);
     if (h->nparts != want)
         return BAD("chunk '%s': %u parts, %u samples of %llu bytes in "
                    "parts of %u make %u", name, h->nparts, h->samples,
@@ -495,9 +495,9 @@ static dlk_status parse_part_table(dlk_chunk_header *h, const uint8_t *idx,
     return DLK_OK;
 }
 
-dlk_status dlk_chunk_parse_head(const uint8_t *obj, size_t avail,
+dlk_status Dlk_chunk_parse_head(const uint8_t *obj, size_t avail,
                                 uint64_t object_bytes, const char *name,
-                                dlk_chunk_header *h, dlk_error *err)
+                                Dlk_chunk_header *h, dlk_error *err)
 {
     memset(h, 0, sizeof *h);
     if (avail < DLK_CHUNK_HEADER_BYTES || object_bytes < DLK_CHUNK_HEADER_BYTES)
@@ -511,7 +511,7 @@ dlk_status dlk_chunk_parse_head(const uint8_t *obj, size_t avail,
     if (rc)
         return rc;
     const uint8_t *idx = obj + DLK_CHUNK_HEADER_BYTES;
-    uint64_t hh = dlk_hash64_2(obj, HASHED_HEADER_BYTES, idx,
+    uint64_t hh = Dlk_hash64_2(obj, HASHED_HEADER_BYTES, idx,
                                (size_t)h->index_bytes);
     if (hh != h->header_hash)
         return BAD("chunk '%s': header checksum mismatch", name);
@@ -525,27 +525,27 @@ dlk_status dlk_chunk_parse_head(const uint8_t *obj, size_t avail,
     return DLK_OK;
 }
 
-dlk_status dlk_chunk_parse_header(const uint8_t *obj, size_t len,
-                                  const char *name, dlk_chunk_header *h,
+dlk_status Dlk_chunk_parse_header(const uint8_t *obj, size_t len,
+                                  const char *name, Dlk_chunk_header *h,
                                   dlk_error *err)
 {
-    return dlk_chunk_parse_head(obj, len, len, name, h, err);
+    return Dlk_chunk_parse_head(obj, len, len, name, h, err);
 }
 
 /* Parse the index into c (shape, or shapes and offsets). */
 static dlk_status parse_index(struct dlk_chunk *c, const uint8_t *idx,
                               const char *name, dlk_error *err)
 {
-    const dlk_chunk_header *h = &c->h;
+    const Dlk_chunk_header *h = &c->h;
     if (!(h->flags & DLK_CHUNK_FLAG_VARIABLE)) {
         uint32_t dims[DLK_MAX_NDIM];
         for (int d = 0; d < h->ndim; d++) {
-            dims[d] = dlk_get_le32(idx + 4 * d);
+            dims[d] = Dlk_get_le32(idx + 4 * d);
             c->shape[d] = dims[d];
         }
         uint64_t total;
         if (!sample_size(h->dtype, h->ndim, dims, &c->sample_bytes) ||
-            !dlk_mul_u64(c->sample_bytes, h->samples, &total) ||
+            !Dlk_mul_u64(c->sample_bytes, h->samples, &total) ||
             total != h->raw_bytes)
             return BAD("chunk '%s': %u samples of its shape do not make its "
                        "%llu raw bytes", name, h->samples,
@@ -558,12 +558,12 @@ static dlk_status parse_index(struct dlk_chunk *c, const uint8_t *idx,
     c->shapes = malloc((ndims ? ndims : 1) * sizeof *c->shapes);
     c->offsets = malloc(((size_t)h->samples + 1) * sizeof *c->offsets);
     if (!c->shapes || !c->offsets)
-        return dlk_fail(err, DLK_ENOMEM, "chunk '%s': out of memory", name);
+        return Dlk_fail(err, DLK_ENOMEM, "chunk '%s': out of memory", name);
     for (size_t i = 0; i <= h->samples; i++)
-        c->offsets[i] = dlk_get_le64(idx + 8 * i);
+        c->offsets[i] = Dlk_get_le64(idx + 8 * i);
     const uint8_t *sp = idx + 8 * ((size_t)h->samples + 1);
     for (size_t i = 0; i < ndims; i++)
-        c->shapes[i] = dlk_get_le32(sp + 4 * i);
+        c->shapes[i] = Dlk_get_le32(sp + 4 * i);
     if (c->offsets[0] != 0)
         return BAD("chunk '%s': first sample offset is not 0", name);
     for (uint32_t s = 0; s < h->samples; s++) {
@@ -582,7 +582,7 @@ static dlk_status parse_index(struct dlk_chunk *c, const uint8_t *idx,
     return DLK_OK;
 }
 
-uint64_t dlk_chunk_sample_offset(const dlk_chunk *c, uint32_t s)
+uint64_t Dlk_chunk_sample_offset(const dlk_chunk *c, uint32_t s)
 {
     if (s >= c->h.samples)
         return c->h.raw_bytes;
@@ -593,9 +593,9 @@ uint64_t dlk_chunk_sample_offset(const dlk_chunk *c, uint32_t s)
 static dlk_status part_mismatch(const struct dlk_chunk *c, uint32_t p,
                                 const char *name, dlk_error *err)
 {
-    uint64_t a = dlk_chunk_sample_offset(c, dlk_part_first(p, c->h.samples,
+    uint64_t a = Dlk_chunk_sample_offset(c, Dlk_part_first(p, c->h.samples,
                                                            c->nparts));
-    uint64_t b = dlk_chunk_sample_offset(c, dlk_part_first(p + 1,
+    uint64_t b = Dlk_chunk_sample_offset(c, Dlk_part_first(p + 1,
                                                            c->h.samples,
                                                            c->nparts));
     return BAD("chunk '%s': part %u of %u (payload bytes %llu..%llu) "
@@ -603,64 +603,64 @@ static dlk_status part_mismatch(const struct dlk_chunk *c, uint32_t p,
                (unsigned long long)a, (unsigned long long)b);
 }
 
-dlk_status dlk_chunk_part_span(const dlk_chunk *c, uint32_t p0, uint32_t p1,
+dlk_status Dlk_chunk_part_span(const dlk_chunk *c, uint32_t p0, uint32_t p1,
                                uint64_t *off, uint64_t *len)
 {
     if (!c->nparts || p0 > p1 || p1 > c->nparts)
         return DLK_EINVAL;
-    uint64_t a = dlk_chunk_sample_offset(c, dlk_part_first(p0, c->h.samples,
+    uint64_t a = Dlk_chunk_sample_offset(c, Dlk_part_first(p0, c->h.samples,
                                                            c->nparts));
-    uint64_t b = dlk_chunk_sample_offset(c, dlk_part_first(p1, c->h.samples,
+    uint64_t b = Dlk_chunk_sample_offset(c, Dlk_part_first(p1, c->h.samples,
                                                            c->nparts));
     *off = a;
     *len = b - a;
     return DLK_OK;
 }
 
-dlk_status dlk_chunk_verify_parts(const dlk_chunk *c, uint32_t p0,
+dlk_status Dlk_chunk_verify_parts(const dlk_chunk *c, uint32_t p0,
                                   uint32_t p1, const void *bytes,
                                   uint64_t len, const char *key,
                                   dlk_error *err)
 {
     uint64_t off, span;
-    if (dlk_chunk_part_span(c, p0, p1, &off, &span))
-        return dlk_fail(err, DLK_EINVAL, "chunk '%s': no parts %u..%u (it "
+    if (Dlk_chunk_part_span(c, p0, p1, &off, &span))
+        return Dlk_fail(err, DLK_EINVAL, "chunk '%s': no parts %u..%u (it "
                         "has %u)", key, p0, p1, c->nparts);
     if (len != span)
-        return dlk_fail(err, DLK_EINVAL, "chunk '%s': parts %u..%u take "
+        return Dlk_fail(err, DLK_EINVAL, "chunk '%s': parts %u..%u take "
                         "%llu bytes, %llu given", key, p0, p1,
                         (unsigned long long)span, (unsigned long long)len);
     const uint8_t *base = bytes;
     for (uint32_t p = p0; p < p1; p++) {
-        uint64_t a = dlk_chunk_sample_offset(c, dlk_part_first(
+        uint64_t a = Dlk_chunk_sample_offset(c, Dlk_part_first(
                          p, c->h.samples, c->nparts));
-        uint64_t b = dlk_chunk_sample_offset(c, dlk_part_first(
+        uint64_t b = Dlk_chunk_sample_offset(c, Dlk_part_first(
                          p + 1, c->h.samples, c->nparts));
-        if (dlk_hash64(base + (a - off), (size_t)(b - a)) !=
-            dlk_get_le64(c->part_hash + 8 * (size_t)p))
+        if (Dlk_hash64(base + (a - off), (size_t)(b - a)) !=
+            Dlk_get_le64(c->part_hash + 8 * (size_t)p))
             return part_mismatch(c, p, key, err);
     }
     return DLK_OK;
 }
 
-dlk_status dlk_chunk_part_check(const dlk_chunk *c, uint32_t p, uint64_t hash,
+dlk_status Dlk_chunk_part_check(const dlk_chunk *c, uint32_t p, uint64_t hash,
                                 const char *key, dlk_error *err)
 {
     if (p >= c->nparts)
-        return dlk_fail(err, DLK_EINVAL, "chunk '%s': no part %u (it has %u)",
+        return Dlk_fail(err, DLK_EINVAL, "chunk '%s': no part %u (it has %u)",
                         key, p, c->nparts);
-    if (hash != dlk_get_le64(c->part_hash + 8 * (size_t)p))
+    if (hash != Dlk_get_le64(c->part_hash + 8 * (size_t)p))
         return part_mismatch(c, p, key, err);
     return DLK_OK;
 }
 
-dlk_status dlk_chunk_decode_head(struct dlk_chunk *c, const char *name,
+dlk_status Dlk_chunk_decode_head(struct dlk_chunk *c, const char *name,
                                  uint64_t object_bytes, dlk_error *err)
 {
     const uint8_t *obj = c->object.data;
     c->part_bytes = c->nparts = 0;
     c->part_hash = NULL;
-    dlk_status rc = dlk_chunk_parse_head(obj, c->object.len, object_bytes,
+    dlk_status rc = Dlk_chunk_parse_head(obj, c->object.len, object_bytes,
                                          name, &c->h, err);
     if (rc)
         return rc;
@@ -680,24 +680,24 @@ static uint32_t first_bad_part(const struct dlk_chunk *c,
                                const uint8_t *payload)
 {
     for (uint32_t p = 0; p < c->nparts; p++) {
-        uint64_t a = dlk_chunk_sample_offset(c, dlk_part_first(
+        uint64_t a = Dlk_chunk_sample_offset(c, Dlk_part_first(
                          p, c->h.samples, c->nparts));
-        uint64_t b = dlk_chunk_sample_offset(c, dlk_part_first(
+        uint64_t b = Dlk_chunk_sample_offset(c, Dlk_part_first(
                          p + 1, c->h.samples, c->nparts));
-        if (dlk_hash64(payload + a, (size_t)(b - a)) !=
-            dlk_get_le64(c->part_hash + 8 * (size_t)p))
+        if (Dlk_hash64(payload + a, (size_t)(b - a)) !=
+            Dlk_get_le64(c->part_hash + 8 * (size_t)p))
             return p;
     }
     return c->nparts;
 }
 
-dlk_status dlk_chunk_decode(struct dlk_chunk *c, const char *name,
+dlk_status Dlk_chunk_decode(struct dlk_chunk *c, const char *name,
                             unsigned mode, void *dst, size_t cap,
                             dlk_error *err)
 {
     bool verify_payload = mode & DLK_DECODE_VERIFY;
     const uint8_t *obj = c->object.data;
-    dlk_status rc = dlk_chunk_decode_head(c, name, c->object.len, err);
+    dlk_status rc = Dlk_chunk_decode_head(c, name, c->object.len, err);
     if (rc)
         return rc;
     const uint8_t *stored = obj + DLK_CHUNK_HEADER_BYTES + c->h.index_bytes;
@@ -709,7 +709,7 @@ dlk_status dlk_chunk_decode(struct dlk_chunk *c, const char *name,
         bool parts_done = mode & DLK_DECODE_VERIFY_PARTS;
         uint32_t bad = parts_done ? first_bad_part(c, stored) : c->nparts;
         if (bad == c->nparts &&
-            dlk_hash64(stored, (size_t)c->h.stored_bytes) != c->h.stored_hash) {
+            Dlk_hash64(stored, (size_t)c->h.stored_bytes) != c->h.stored_hash) {
             if (!parts_done)
                 bad = first_bad_part(c, stored);
             if (bad == c->nparts)
@@ -740,7 +740,7 @@ dlk_status dlk_chunk_decode(struct dlk_chunk *c, const char *name,
         out = dst;
     } else {
         c->owned.len = 0;
-        if ((rc = dlk_buf_reserve(&c->owned, raw ? raw : 1, err)))
+        if ((rc = Dlk_buf_reserve(&c->owned, raw ? raw : 1, err)))
             return rc;
         out = c->owned.data;
     }
@@ -748,7 +748,7 @@ dlk_status dlk_chunk_decode(struct dlk_chunk *c, const char *name,
     if (ZSTD_isError(got) || got != raw)
         return BAD("chunk '%s': zstd payload does not decompress: %s", name,
                    ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short");
-    if (verify_payload && dlk_hash64(out, raw) != c->h.raw_hash)
+    if (verify_payload && Dlk_hash64(out, raw) != c->h.raw_hash)
         return BAD("chunk '%s': raw payload checksum mismatch", name);
     c->payload = out;
     return DLK_OK;
@@ -795,12 +795,12 @@ void dlk_chunk_free(dlk_chunk *c)
         return;
     free(c->shapes);
     free(c->offsets);
-    dlk_buf_free(&c->owned);
-    dlk_buf_free(&c->object);
+    Dlk_buf_free(&c->owned);
+    Dlk_buf_free(&c->object);
     free(c);
 }
 
-uint64_t dlk_chunk_expected_head(const dlk_tensor *t, const dlk_chunk_entry *e)
+uint64_t Dlk_chunk_expected_head(const Dlk_tensor *t, const Dlk_chunk_entry *e)
 {
     if (e->samples == 0 || e->samples > DLK_CHUNK_MAX_SAMPLES ||
         e->raw_bytes > DLK_CHUNK_MAX_RAW)
@@ -814,7 +814,7 @@ uint64_t dlk_chunk_expected_head(const dlk_tensor *t, const dlk_chunk_entry *e)
     bool parts = t->spec.part_bytes != 0;
     uint64_t index_bytes;
     if (!index_size(e->samples, t->spec.ndim, variable, parts,
-                    dlk_parts_count(e->samples, e->raw_bytes,
+                    Dlk_parts_count(e->samples, e->raw_bytes,
                                     t->spec.part_bytes),
                     &index_bytes))
         return 0;

@@ -12,17 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-dlk_status dlk_dataset_doc_parse(const char *json, size_t len,
+dlk_status Dlk_dataset_doc_parse(const char *json, size_t len,
                                  const char *name, char *id, size_t cap,
                                  dlk_error *err)
 {
-    json_t *o = dlk_json_load(json, len, name, "dataset description", err);
+    json_t *o = Dlk_json_load(json, len, name, "dataset description", err);
     if (!o)
         return err ? err->code : DLK_ECORRUPT;
     const char *s = json_string_value(json_object_get(o, "id"));
     dlk_status rc = DLK_OK;
     if (!s || !*s || strlen(s) >= cap)
-        rc = dlk_fail(err, DLK_ECORRUPT, "%s: missing or bad 'id'", name);
+        rc = Dlk_fail(err, DLK_ECORRUPT, "%s: missing or bad 'id'", name);
     else
         strcpy(id, s);
     json_decref(o);
@@ -73,54 +73,54 @@ static dlk_status commit_fields(json_t *doc, const char *name,
     json_t *message = json_object_get(doc, "message");
     json_t *stats = json_object_get(doc, "stats");
     if (!parent)
-        return dlk_fail(err, DLK_ECORRUPT, "%s: no 'parent' (null or a "
+        return Dlk_fail(err, DLK_ECORRUPT, "%s: no 'parent' (null or a "
                         "commit id)", name);
     if (!json_is_null(parent) && !(json_is_string(parent) &&
                                    is_commit_id(json_string_value(parent))))
-        return dlk_fail(err, DLK_ECORRUPT, "%s: 'parent' is neither null nor "
+        return Dlk_fail(err, DLK_ECORRUPT, "%s: 'parent' is neither null nor "
                         "a commit id (32 lower-case hex digits)", name);
     if (!json_is_string(time) || !utc_time_valid(json_string_value(time)))
-        return dlk_fail(err, DLK_ECORRUPT, "%s: %s 'time' (want a UTC time "
+        return Dlk_fail(err, DLK_ECORRUPT, "%s: %s 'time' (want a UTC time "
                         "YYYY-MM-DDTHH:MM:SSZ)", name,
                         time ? "bad" : "no");
     if (!json_is_string(message))
-        return dlk_fail(err, DLK_ECORRUPT, "%s: %s 'message' (want a string)",
+        return Dlk_fail(err, DLK_ECORRUPT, "%s: %s 'message' (want a string)",
                         name, message ? "bad" : "no");
     static const char *const counts[2] = {"bytes_added", "chunks_added"};
     if (!json_is_object(stats))
-        return dlk_fail(err, DLK_ECORRUPT, "%s: %s 'stats' (want {\"%s\": "
+        return Dlk_fail(err, DLK_ECORRUPT, "%s: %s 'stats' (want {\"%s\": "
                         "N, \"%s\": N})", name, stats ? "bad" : "no",
                         counts[0], counts[1]);
     for (int k = 0; k < 2; k++) {
         json_t *c = json_object_get(stats, counts[k]);
         if (!json_is_integer(c) || json_integer_value(c) < 0)
-            return dlk_fail(err, DLK_ECORRUPT, "%s: %s 'stats.%s' (want an "
+            return Dlk_fail(err, DLK_ECORRUPT, "%s: %s 'stats.%s' (want an "
                             "integer >= 0)", name, c ? "bad" : "no",
                             counts[k]);
     }
     return DLK_OK;
 }
 
-dlk_status dlk_commit_parse(const char *json, size_t len, const char *name,
-                            dlk_manifest *m, dlk_commit_meta *meta,
+dlk_status Dlk_commit_parse(const char *json, size_t len, const char *name,
+                            Dlk_manifest *m, Dlk_commit_meta *meta,
                             dlk_error *err)
 {
     memset(m, 0, sizeof *m);
     if (meta)
         memset(meta, 0, sizeof *meta);
-    json_t *doc = dlk_json_load(json, len, name, "commit", err);
+    json_t *doc = Dlk_json_load(json, len, name, "commit", err);
     if (!doc)
         return err ? err->code : DLK_ECORRUPT;
     dlk_status rc = commit_fields(doc, name, err);
     if (!rc)
-        rc = dlk_manifest_from_json(doc, name, m, err);
+        rc = Dlk_manifest_from_json(doc, name, m, err);
     if (!rc && meta) {
         json_t *stats = json_object_get(doc, "stats");
         if (!(meta->time = strdup(json_string_value(
                   json_object_get(doc, "time")))) ||
             !(meta->message = strdup(json_string_value(
                   json_object_get(doc, "message"))))) {
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
         } else {
             meta->bytes_added = (uint64_t)json_integer_value(
                 json_object_get(stats, "bytes_added"));
@@ -130,13 +130,13 @@ dlk_status dlk_commit_parse(const char *json, size_t len, const char *name,
     }
     json_decref(doc);
     if (rc) {
-        dlk_commit_meta_free(meta);
-        dlk_manifest_free(m);
+        Dlk_commit_meta_free(meta);
+        Dlk_manifest_free(m);
     }
     return rc;
 }
 
-void dlk_commit_meta_free(dlk_commit_meta *meta)
+void Dlk_commit_meta_free(Dlk_commit_meta *meta)
 {
     if (meta) {
         free(meta->time);

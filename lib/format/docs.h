@@ -12,18 +12,18 @@
 #include <stdint.h>
 
 /* dlk.json: the dataset's id into id (cap bytes), checked. */
-dlk_status dlk_dataset_doc_parse(const char *json, size_t len,
+dlk_status Dlk_dataset_doc_parse(const char *json, size_t len,
                                  const char *name, char *id, size_t cap,
                                  dlk_error *err);
 /* A commit document: its manifest, and (meta not NULL) what else it
  * records; everything freed again on an error. */
-typedef struct dlk_commit_meta {
+typedef struct Dlk_commit_meta {
     char *time, *message;
     uint64_t bytes_added, chunks_added;
-} dlk_commit_meta;
-dlk_status dlk_commit_parse(const char *json, size_t len, const char *name,
-                            dlk_manifest *m, dlk_commit_meta *meta,
+} Dlk_commit_meta;
+dlk_status Dlk_commit_parse(const char *json, size_t len, const char *name,
+                            Dlk_manifest *m, Dlk_commit_meta *meta,
                             dlk_error *err);
-void dlk_commit_meta_free(dlk_commit_meta *meta);
+void Dlk_commit_meta_free(Dlk_commit_meta *meta);
 
 #endif /* DLK_FORMAT_DOCS_H */

@@ -13,7 +13,7 @@
  * object with "format": "dlk" and "version": 1; `what` names it in
  * messages ("manifest").  Returns a new reference or NULL with err set. */
 struct json_t;
-struct json_t *dlk_json_load(const char *json, size_t len, const char *name,
+struct json_t *Dlk_json_load(const char *json, size_t len, const char *name,
                              const char *what, dlk_error *err);
 
 /* Maximum size of a JSON document a reader accepts.  Nesting is bounded

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BAD(...) dlk_fail(err, DLK_ECORRUPT, __VA_ARGS__)
+#define BAD(...) Dlk_fail(err, DLK_ECORRUPT, __VA_ARGS__)
 
-bool dlk_name_valid(const char *s)
+bool Dlk_name_valid(const char *s)
 {
     size_t n = strlen(s);
     if (n == 0 || n > DLK_NAME_MAX || s[0] == '.')
@@ -30,50 +30,50 @@ bool dlk_name_valid(const char *s)
     return true;
 }
 
-dlk_status dlk_spec_check(const dlk_tensor_spec *s, dlk_error *err)
+dlk_status Dlk_spec_check(const dlk_tensor_spec *s, dlk_error *err)
 {
-    if (!dlk_name_valid(s->name))
-        return dlk_fail(err, DLK_EINVAL, "invalid tensor name '%.80s' (use "
+    if (!Dlk_name_valid(s->name))
+        return Dlk_fail(err, DLK_EINVAL, "invalid tensor name '%.80s' (use "
                         "1-64 of A-Z a-z 0-9 _ - ., not starting with '.')",
                         s->name);
     if (!dlk_dtype_size(s->dtype))
-        return dlk_fail(err, DLK_EINVAL, "tensor '%s': unknown dtype",
+        return Dlk_fail(err, DLK_EINVAL, "tensor '%s': unknown dtype",
                         s->name);
     if (!dlk_kind_name(s->kind))
-        return dlk_fail(err, DLK_EINVAL, "tensor '%s': unknown kind", s->name);
+        return Dlk_fail(err, DLK_EINVAL, "tensor '%s': unknown kind", s->name);
     if (!dlk_codec_name(s->codec))
-        return dlk_fail(err, DLK_EINVAL, "tensor '%s': unknown codec",
+        return Dlk_fail(err, DLK_EINVAL, "tensor '%s': unknown codec",
                         s->name);
     if (s->ndim < 0 || s->ndim > DLK_MAX_NDIM)
-        return dlk_fail(err, DLK_EINVAL, "tensor '%s': %d dimensions (at "
+        return Dlk_fail(err, DLK_EINVAL, "tensor '%s': %d dimensions (at "
                         "most %d)", s->name, s->ndim, DLK_MAX_NDIM);
     for (int d = 0; d < s->ndim; d++)
         if (s->shape[d] != DLK_DIM_VARIABLE &&
             (s->shape[d] < 0 || s->shape[d] > UINT32_MAX))
-            return dlk_fail(err, DLK_EINVAL, "tensor '%s': dimension %d is "
+            return Dlk_fail(err, DLK_EINVAL, "tensor '%s': dimension %d is "
                             "%lld", s->name, d, (long long)s->shape[d]);
     if (s->codec == DLK_CODEC_ZSTD && (s->level < 0 || s->level > 22))
-        return dlk_fail(err, DLK_EINVAL, "tensor '%s': zstd level %d (1-22)",
+        return Dlk_fail(err, DLK_EINVAL, "tensor '%s': zstd level %d (1-22)",
                         s->name, s->level);
     if (s->codec == DLK_CODEC_NONE && s->level != 0)
-        return dlk_fail(err, DLK_EINVAL, "tensor '%s': a level needs codec "
+        return Dlk_fail(err, DLK_EINVAL, "tensor '%s': a level needs codec "
                         "zstd", s->name);
     if (s->part_bytes && (s->codec != DLK_CODEC_NONE ||
                           s->part_bytes < DLK_PART_BYTES_MIN ||
                           s->part_bytes > DLK_PART_BYTES_MAX))
-        return dlk_fail(err, DLK_EINVAL, "tensor '%s': part size %u (4096 "
+        return Dlk_fail(err, DLK_EINVAL, "tensor '%s': part size %u (4096 "
                         "to 2^30 bytes, codec none only)", s->name,
                         s->part_bytes);
     if (s->chunk_bytes > DLK_CHUNK_MAX_RAW / 2)
-        return dlk_fail(err, DLK_EINVAL, "tensor '%s': chunk size %llu over "
+        return Dlk_fail(err, DLK_EINVAL, "tensor '%s': chunk size %llu over "
                         "1 GiB", s->name, (unsigned long long)s->chunk_bytes);
     if (s->n_class_names > 1000000)
-        return dlk_fail(err, DLK_ELIMIT, "tensor '%s': too many class names",
+        return Dlk_fail(err, DLK_ELIMIT, "tensor '%s': too many class names",
                         s->name);
     return DLK_OK;
 }
 
-dlk_status dlk_tensor_init(dlk_tensor *t, const dlk_tensor_spec *s,
+dlk_status Dlk_tensor_init(Dlk_tensor *t, const dlk_tensor_spec *s,
                            dlk_error *err)
 {
     memset(t, 0, sizeof *t);
@@ -88,13 +88,13 @@ dlk_status dlk_tensor_init(dlk_tensor *t, const dlk_tensor_spec *s,
     if (s->n_class_names) {
         t->class_names = calloc(s->n_class_names, sizeof *t->class_names);
         if (!t->class_names)
-            return dlk_oom(err);
+            return Dlk_oom(err);
         for (size_t i = 0; i < s->n_class_names; i++) {
             t->class_names[i] = strdup(s->class_names[i] ? s->class_names[i]
                                                          : "");
             if (!t->class_names[i]) {
                 t->n_class_names = i;
-                return dlk_oom(err);
+                return Dlk_oom(err);
             }
         }
         t->n_class_names = s->n_class_names;
@@ -104,7 +104,7 @@ dlk_status dlk_tensor_init(dlk_tensor *t, const dlk_tensor_spec *s,
     return DLK_OK;
 }
 
-void dlk_tensor_fini(dlk_tensor *t)
+void Dlk_tensor_fini(Dlk_tensor *t)
 {
     for (size_t i = 0; i < t->n_class_names; i++)
         free(t->class_names[i]);
@@ -114,13 +114,13 @@ void dlk_tensor_fini(dlk_tensor *t)
     memset(t, 0, sizeof *t);
 }
 
-dlk_status dlk_tensor_add_chunk(dlk_tensor *t, const dlk_chunk_entry *e,
+dlk_status Dlk_tensor_add_chunk(Dlk_tensor *t, const Dlk_chunk_entry *e,
                                 const int64_t *smin, const int64_t *smax,
                                 dlk_error *err)
 {
     if (!DLK_GROW(t->chunks, t->nchunks, t->capchunks, 16))
-        return dlk_oom(err);
-    dlk_chunk_entry *c = &t->chunks[t->nchunks++];
+        return Dlk_oom(err);
+    Dlk_chunk_entry *c = &t->chunks[t->nchunks++];
     *c = *e;
     c->first = t->samples;
     t->samples += e->samples;
@@ -138,7 +138,7 @@ dlk_status dlk_tensor_add_chunk(dlk_tensor *t, const dlk_chunk_entry *e,
     return DLK_OK;
 }
 
-void dlk_tensor_truncate(dlk_tensor *t, size_t n)
+void Dlk_tensor_truncate(Dlk_tensor *t, size_t n)
 {
     if (n >= t->nchunks)
         return;
@@ -161,12 +161,12 @@ void dlk_tensor_truncate(dlk_tensor *t, size_t n)
     }
 }
 
-ssize_t dlk_tensor_find_chunk(const dlk_tensor *t, uint64_t i)
+ssize_t Dlk_tensor_find_chunk(const Dlk_tensor *t, uint64_t i)
 {
     size_t lo = 0, hi = t->nchunks;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        const dlk_chunk_entry *c = &t->chunks[mid];
+        const Dlk_chunk_entry *c = &t->chunks[mid];
         if (i < c->first)
             hi = mid;
         else if (i >= c->first + c->samples)
@@ -219,7 +219,7 @@ static dlk_status parse_shape(json_t *arr, const char *name,
 
 /* A chunk entry ["<32 hex>", samples, stored_bytes, raw_bytes]
  * (formats/dlk-v1.md 4.3.3). */
-static bool parse_entry(json_t *c, dlk_chunk_entry *e)
+static bool parse_entry(json_t *c, Dlk_chunk_entry *e)
 {
     json_t *k = json_array_get(c, 0), *n = json_array_get(c, 1),
            *sb = json_array_get(c, 2), *rb = json_array_get(c, 3);
@@ -242,24 +242,24 @@ static bool parse_entry(json_t *c, dlk_chunk_entry *e)
 }
 
 /* Sums that stay below 2^63 (samples below 2^62 before an entry). */
-static bool sums_ok(const dlk_tensor *t, uint64_t samples, uint64_t stored,
+static bool sums_ok(const Dlk_tensor *t, uint64_t samples, uint64_t stored,
                     uint64_t raw)
 {
     uint64_t a, b, c;
     return t->samples <= UINT64_MAX / 2 &&
-           dlk_add_u64(t->samples, samples, &a) && a <= INT64_MAX &&
-           dlk_add_u64(t->stored_bytes, stored, &b) && b <= INT64_MAX &&
-           dlk_add_u64(t->raw_bytes, raw, &c);
+           Dlk_add_u64(t->samples, samples, &a) && a <= INT64_MAX &&
+           Dlk_add_u64(t->stored_bytes, stored, &b) && b <= INT64_MAX &&
+           Dlk_add_u64(t->raw_bytes, raw, &c);
 }
 
-static dlk_status add_checked(dlk_tensor *t, const dlk_chunk_entry *e,
+static dlk_status add_checked(Dlk_tensor *t, const Dlk_chunk_entry *e,
                               const char *name, const char *tname,
                               dlk_error *err)
 {
     if (!sums_ok(t, e->samples, e->stored_bytes, e->raw_bytes))
         return BAD("%s: tensor '%s': chunk sizes or samples add up to more "
                    "than 2^63-1", name, tname);
-    return dlk_tensor_add_chunk(t, e, NULL, NULL, err);
+    return Dlk_tensor_add_chunk(t, e, NULL, NULL, err);
 }
 
 /* "segments": [["<32 hex>", chunks, samples, stored_bytes, raw_bytes,
@@ -267,7 +267,7 @@ static dlk_status add_checked(dlk_tensor *t, const dlk_chunk_entry *e,
  * theirs, its entries (the tail) after them; the segments themselves are
  * read by lib/dataset/segments.c. */
 static dlk_status parse_segments(json_t *segs, const char *name,
-                                 const char *tname, dlk_tensor *t,
+                                 const char *tname, Dlk_tensor *t,
                                  dlk_error *err)
 {
     if (!json_is_array(segs))
@@ -275,7 +275,7 @@ static dlk_status parse_segments(json_t *segs, const char *name,
                    tname);
     size_t n = json_array_size(segs);
     if (n && !(t->segs = calloc(n, sizeof *t->segs)))
-        return dlk_oom(err);
+        return Dlk_oom(err);
     t->capsegs = n;
     for (size_t i = 0; i < n; i++) {
         json_t *r = json_array_get(segs, i);
@@ -302,7 +302,7 @@ static dlk_status parse_segments(json_t *segs, const char *name,
         if (!sums_ok(t, (uint64_t)v[1], (uint64_t)v[2], (uint64_t)v[3]))
             return BAD("%s: tensor '%s': segment sizes or samples add up to "
                        "more than 2^63-1", name, tname);
-        dlk_seg_ref *g = &t->segs[t->nsegs++];
+        Dlk_seg_ref *g = &t->segs[t->nsegs++];
         memcpy(g->key, key, 33);
         g->nchunks = (uint64_t)v[0];
         g->samples = (uint64_t)v[1];
@@ -358,9 +358,9 @@ static dlk_status parse_spec(json_t *jt, const char *name,
         return rc;
     if (!get_uint(jt, "samples", UINT64_MAX >> 1, samples))
         return BAD("%s: tensor '%s': missing or bad 'samples'", name, tname);
-    if (dlk_spec_check(s, err)) {
+    if (Dlk_spec_check(s, err)) {
         if (err) {
-            dlk_fail_wrap(err, "%s", name);
+            Dlk_fail_wrap(err, "%s", name);
             err->code = DLK_ECORRUPT;
         }
         return DLK_ECORRUPT;
@@ -381,7 +381,7 @@ static dlk_status parse_class_names(json_t *names, const char *name,
     const char **cn = calloc(s->n_class_names ? s->n_class_names : 1,
                              sizeof *cn);
     if (!cn)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     for (size_t i = 0; i < s->n_class_names; i++)
         if (!(cn[i] = json_string_value(json_array_get(names, i)))) {
             free(cn);
@@ -395,13 +395,13 @@ static dlk_status parse_class_names(json_t *names, const char *name,
 
 /* "chunks": the tensor's entries after its segments'. */
 static dlk_status parse_chunks(json_t *chunks, const char *name,
-                               const char *tname, dlk_tensor *t,
+                               const char *tname, Dlk_tensor *t,
                                dlk_error *err)
 {
     if (!json_is_array(chunks))
         return BAD("%s: tensor '%s': 'chunks' is not an array", name, tname);
     for (size_t i = 0; i < json_array_size(chunks); i++) {
-        dlk_chunk_entry e;
+        Dlk_chunk_entry e;
         dlk_status rc;
         if (!parse_entry(json_array_get(chunks, i), &e))
             return BAD("%s: tensor '%s': chunk entry %zu is malformed "
@@ -413,7 +413,7 @@ static dlk_status parse_chunks(json_t *chunks, const char *name,
     return DLK_OK;
 }
 
-static dlk_status parse_tensor(json_t *jt, const char *name, dlk_tensor *t,
+static dlk_status parse_tensor(json_t *jt, const char *name, Dlk_tensor *t,
                                dlk_error *err)
 {
     if (!json_is_object(jt))
@@ -428,7 +428,7 @@ static dlk_status parse_tensor(json_t *jt, const char *name, dlk_tensor *t,
     const char **cn = NULL;
     if (names && (rc = parse_class_names(names, name, tname, &s, &cn, err)))
         return rc;
-    rc = dlk_tensor_init(t, &s, err);
+    rc = Dlk_tensor_init(t, &s, err);
     free(cn);
     if (rc)
         return rc;
@@ -467,11 +467,11 @@ static dlk_status parse_tensor(json_t *jt, const char *name, dlk_tensor *t,
 
 /* A JSON document as the format's readers accept it: bounded size, an
  * object at the top, "format": "dlk" and a known "version". */
-json_t *dlk_json_load(const char *json, size_t len, const char *name,
+json_t *Dlk_json_load(const char *json, size_t len, const char *name,
                       const char *what, dlk_error *err)
 {
     if (len > DLK_JSON_MAX_BYTES) {
-        dlk_fail(err, DLK_ELIMIT, "%s: %zu bytes, over the %zu-byte limit "
+        Dlk_fail(err, DLK_ELIMIT, "%s: %zu bytes, over the %zu-byte limit "
                  "for %s", name, len, DLK_JSON_MAX_BYTES, what);
         return NULL;
     }
@@ -488,7 +488,7 @@ json_t *dlk_json_load(const char *json, size_t len, const char *name,
     } else if (!json_is_integer(ver)) {
         BAD("%s: %s without an integer 'version'", name, what);
     } else if (json_integer_value(ver) != DLK_FORMAT_VERSION) {
-        dlk_fail(err, DLK_EUNSUPPORTED, "%s: %s of format version %lld, this "
+        Dlk_fail(err, DLK_EUNSUPPORTED, "%s: %s of format version %lld, this "
                  "dlk reads version %d", name, what,
                  (long long)json_integer_value(ver), DLK_FORMAT_VERSION);
     } else {
@@ -501,7 +501,7 @@ json_t *dlk_json_load(const char *json, size_t len, const char *name,
 /* "views": [{"name", "object", "rows", "dataset_rows", "query"}], names
  * unique and in byte order (formats/dlk-v1.md 6.10). */
 static dlk_status parse_views(json_t *views, const char *name,
-                              dlk_manifest *m, dlk_error *err)
+                              Dlk_manifest *m, dlk_error *err)
 {
     if (!views)
         return DLK_OK;
@@ -509,10 +509,10 @@ static dlk_status parse_views(json_t *views, const char *name,
         return BAD("%s: 'views' is not an array", name);
     size_t n = json_array_size(views);
     if (n > DLK_VIEWS_MAX)
-        return dlk_fail(err, DLK_ELIMIT, "%s: %zu views (at most %d)", name,
+        return Dlk_fail(err, DLK_ELIMIT, "%s: %zu views (at most %d)", name,
                         n, DLK_VIEWS_MAX);
     if (n && !(m->views = calloc(n, sizeof *m->views)))
-        return dlk_oom(err);
+        return Dlk_oom(err);
     size_t pl = strlen(DLK_VIEW_PREFIX);
     for (size_t i = 0; i < n; i++) {
         json_t *v = json_array_get(views, i);
@@ -528,27 +528,27 @@ static dlk_status parse_views(json_t *views, const char *name,
             return BAD("%s: view %zu is not {\"name\", \"object\": "
                        "\"%s<32 hex digits>\", \"rows\", \"dataset_rows\", "
                        "\"query\"}", name, i, DLK_VIEW_PREFIX);
-        if (!dlk_name_valid(vn))
+        if (!Dlk_name_valid(vn))
             return BAD("%s: view name '%.80s' is not valid", name, vn);
         if (i && strcmp(m->views[i - 1].name, vn) >= 0)
             return BAD("%s: view '%s' is out of order or appears twice", name,
                        vn);
         if ((uint64_t)json_integer_value(rows) > DLK_VIEW_MAX_ROWS)
-            return dlk_fail(err, DLK_ELIMIT, "%s: view '%s' has over 2^34 "
+            return Dlk_fail(err, DLK_ELIMIT, "%s: view '%s' has over 2^34 "
                             "rows", name, vn);
-        dlk_view_ref *r = &m->views[i];
+        Dlk_view_ref *r = &m->views[i];
         snprintf(r->name, sizeof r->name, "%s", vn);
         memcpy(r->object, obj, pl + 33);
         r->rows = (uint64_t)json_integer_value(rows);
         r->dataset_rows = (uint64_t)json_integer_value(drows);
         m->nviews = i + 1;
         if (!(r->query = strdup(q)))
-            return dlk_oom(err);
+            return Dlk_oom(err);
     }
     return DLK_OK;
 }
 
-static dlk_status parse_writes(json_t *w, const char *name, dlk_manifest *m,
+static dlk_status parse_writes(json_t *w, const char *name, Dlk_manifest *m,
                                dlk_error *err)
 {
     if (!w)
@@ -567,7 +567,7 @@ static dlk_status parse_writes(json_t *w, const char *name, dlk_manifest *m,
     return DLK_OK;
 }
 
-bool dlk_manifest_wrote(const dlk_manifest *m, const char *id)
+bool Dlk_manifest_wrote(const Dlk_manifest *m, const char *id)
 {
     for (size_t i = 0; i < m->nwrites; i++)
         if (strcmp(m->writes[i], id) == 0)
@@ -575,7 +575,7 @@ bool dlk_manifest_wrote(const dlk_manifest *m, const char *id)
     return false;
 }
 
-void dlk_manifest_add_write(dlk_manifest *m, const char *id)
+void Dlk_manifest_add_write(Dlk_manifest *m, const char *id)
 {
     if (strlen(id) != 32 ||
         (m->nwrites && strcmp(m->writes[m->nwrites - 1], id) == 0))
@@ -588,14 +588,14 @@ void dlk_manifest_add_write(dlk_manifest *m, const char *id)
     memcpy(m->writes[m->nwrites++], id, 33);
 }
 
-dlk_status dlk_manifest_parse(const char *json, size_t len, const char *name,
-                              dlk_manifest *m, dlk_error *err)
+dlk_status Dlk_manifest_parse(const char *json, size_t len, const char *name,
+                              Dlk_manifest *m, dlk_error *err)
 {
     memset(m, 0, sizeof *m);
-    json_t *root = dlk_json_load(json, len, name, "manifest", err);
+    json_t *root = Dlk_json_load(json, len, name, "manifest", err);
     if (!root)
         return err ? err->code : DLK_ECORRUPT;
-    dlk_status rc = dlk_manifest_from_json(root, name, m, err);
+    dlk_status rc = Dlk_manifest_from_json(root, name, m, err);
     json_decref(root);
     return rc;
 }
@@ -604,7 +604,7 @@ dlk_status dlk_manifest_parse(const char *json, size_t len, const char *name,
  * objects {"object": "index/keys/<32 hex>", "rows": n >= 1}, whose rows
  * sum to at most 2^63 - 1. */
 static dlk_status parse_key_runs(json_t *kr, const char *name,
-                                 dlk_manifest *m, dlk_error *err)
+                                 Dlk_manifest *m, dlk_error *err)
 {
     size_t n = json_is_array(kr) ? json_array_size(kr) : 0;
     size_t pl = strlen(DLK_KEY_INDEX_PREFIX);
@@ -612,7 +612,7 @@ static dlk_status parse_key_runs(json_t *kr, const char *name,
         return BAD("%s: 'key_runs' is not an array of 1 to %d runs", name,
                    DLK_KEY_RUNS_MAX);
     if (!(m->key_runs = calloc(n, sizeof *m->key_runs)))
-        return dlk_oom(err);
+        return Dlk_oom(err);
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) {
         json_t *r = json_array_get(kr, i);
@@ -635,8 +635,8 @@ static dlk_status parse_key_runs(json_t *kr, const char *name,
     return DLK_OK;
 }
 
-dlk_status dlk_manifest_from_json(struct json_t *root, const char *name,
-                                  dlk_manifest *m, dlk_error *err)
+dlk_status Dlk_manifest_from_json(struct json_t *root, const char *name,
+                                  Dlk_manifest *m, dlk_error *err)
 {
     memset(m, 0, sizeof *m);
     dlk_status rc = DLK_OK;
@@ -647,12 +647,12 @@ dlk_status dlk_manifest_from_json(struct json_t *root, const char *name,
     } else if (!json_is_array(tensors)) {
         rc = BAD("%s: 'tensors' is not an array", name);
     } else if (json_array_size(tensors) > 4096) {
-        rc = dlk_fail(err, DLK_ELIMIT, "%s: %zu tensors (at most 4096)", name,
+        rc = Dlk_fail(err, DLK_ELIMIT, "%s: %zu tensors (at most 4096)", name,
                       json_array_size(tensors));
     }
     if (!rc && json_is_string(parent) &&
         !(m->parent = strdup(json_string_value(parent))))
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     json_t *ki = json_object_get(root, "key_index");
     if (!rc && ki) {
         const char *obj = json_string_value(json_object_get(ki, "object"));
@@ -674,12 +674,12 @@ dlk_status dlk_manifest_from_json(struct json_t *root, const char *name,
         rc = parse_key_runs(kr, name, m, err);
     json_t *kb = json_object_get(root, "key_base");
     if (!rc && kb) {
-        if (!json_is_string(kb) || !dlk_key_base_valid(json_string_value(kb)))
+        if (!json_is_string(kb) || !Dlk_key_base_valid(json_string_value(kb)))
             rc = BAD("%s: 'key_base' is not a source url ending in '/' "
                      "(s3://BUCKET/..., gs://BUCKET/... or an absolute path)",
                      name);
         else if (!(m->key_base = strdup(json_string_value(kb))))
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
     }
     if (!rc)
         rc = parse_views(json_object_get(root, "views"), name, m, err);
@@ -687,7 +687,7 @@ dlk_status dlk_manifest_from_json(struct json_t *root, const char *name,
         rc = parse_writes(json_object_get(root, "writes"), name, m, err);
     size_t n = rc ? 0 : json_array_size(tensors);
     if (n && !(m->tensors = calloc(n, sizeof *m->tensors)))
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     for (size_t i = 0; !rc && i < n; i++) {
         rc = parse_tensor(json_array_get(tensors, i), name, &m->tensors[i],
                           err);
@@ -698,7 +698,7 @@ dlk_status dlk_manifest_from_json(struct json_t *root, const char *name,
                          m->tensors[i].spec.name);
     }
     if (rc)
-        dlk_manifest_free(m);
+        Dlk_manifest_free(m);
     return rc;
 }
 
@@ -712,7 +712,7 @@ static json_t *shape_json(const int64_t *shape, int ndim)
     return a;
 }
 
-static json_t *entries_json(const dlk_chunk_entry *e, size_t n)
+static json_t *entries_json(const Dlk_chunk_entry *e, size_t n)
 {
     json_t *chunks = json_array();
     for (size_t i = 0; chunks && i < n; i++)
@@ -723,7 +723,7 @@ static json_t *entries_json(const dlk_chunk_entry *e, size_t n)
     return chunks;
 }
 
-static json_t *tensor_json(const dlk_tensor *t)
+static json_t *tensor_json(const Dlk_tensor *t)
 {
     const dlk_tensor_spec *s = &t->spec;
     json_t *o = json_object();
@@ -753,7 +753,7 @@ static json_t *tensor_json(const dlk_tensor *t)
     if (t->nsegs) {
         json_t *segs = json_array();
         for (size_t i = 0; segs && i < t->nsegs; i++) {
-            const dlk_seg_ref *g = &t->segs[i];
+            const Dlk_seg_ref *g = &t->segs[i];
             json_array_append_new(segs,
                 json_pack("[s,I,I,I,I,I]", g->key, (json_int_t)g->nchunks,
                           (json_int_t)g->samples,
@@ -763,12 +763,12 @@ static json_t *tensor_json(const dlk_tensor *t)
         json_object_set_new(o, "segments", segs);
     }
     size_t n;
-    const dlk_chunk_entry *tail = dlk_tensor_tail(t, &n);
+    const Dlk_chunk_entry *tail = Dlk_tensor_tail(t, &n);
     json_object_set_new(o, "chunks", entries_json(tail, n));
     return o;
 }
 
-const dlk_chunk_entry *dlk_tensor_tail(const dlk_tensor *t, size_t *n)
+const Dlk_chunk_entry *Dlk_tensor_tail(const Dlk_tensor *t, size_t *n)
 {
     size_t skip = t->segs_pending ? 0 : t->seg_chunks;
     if (skip > t->nchunks)
@@ -777,7 +777,7 @@ const dlk_chunk_entry *dlk_tensor_tail(const dlk_tensor *t, size_t *n)
     return skip ? t->chunks + skip : t->chunks; /* NULL + 0 is undefined */
 }
 
-size_t dlk_tensor_base(const dlk_tensor *t)
+size_t Dlk_tensor_base(const Dlk_tensor *t)
 {
     size_t n = 0;
     for (size_t k = 0; t->segs_pending && k < t->nsegs; k++)
@@ -785,28 +785,28 @@ size_t dlk_tensor_base(const dlk_tensor *t)
     return n;
 }
 
-void dlk_seg_key(char out[DLK_SEG_KEY_MAX], const char *hash)
+void Dlk_seg_key(char out[DLK_SEG_KEY_MAX], const char *hash)
 {
     snprintf(out, DLK_SEG_KEY_MAX, DLK_SEG_PREFIX "%s", hash);
 }
 
-dlk_status dlk_segment_dump(const dlk_chunk_entry *e, size_t n, char **out,
-                            size_t *len, dlk_seg_ref *ref, dlk_error *err)
+dlk_status Dlk_segment_dump(const Dlk_chunk_entry *e, size_t n, char **out,
+                            size_t *len, Dlk_seg_ref *ref, dlk_error *err)
 {
     json_t *root = json_object();
     if (!root)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     json_object_set_new(root, "format", json_string("dlk"));
     json_object_set_new(root, "version", json_integer(DLK_FORMAT_VERSION));
     json_object_set_new(root, "chunks", entries_json(e, n));
     *out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(root);
     if (!*out)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory serializing a "
+        return Dlk_fail(err, DLK_ENOMEM, "out of memory serializing a "
                         "segment");
     *len = strlen(*out);
     memset(ref, 0, sizeof *ref);
-    dlk_hash128_hex(*out, *len, ref->key);
+    Dlk_hash128_hex(*out, *len, ref->key);
     ref->nchunks = n;
     ref->bytes = *len;
     for (size_t i = 0; i < n; i++) {
@@ -817,21 +817,21 @@ dlk_status dlk_segment_dump(const dlk_chunk_entry *e, size_t n, char **out,
     return DLK_OK;
 }
 
-dlk_status dlk_segment_parse(const char *bytes, size_t len,
-                             const dlk_seg_ref *ref, dlk_chunk_entry **out,
+dlk_status Dlk_segment_parse(const char *bytes, size_t len,
+                             const Dlk_seg_ref *ref, Dlk_chunk_entry **out,
                              dlk_error *err)
 {
     char key[DLK_SEG_KEY_MAX], hash[33];
-    dlk_seg_key(key, ref->key);
+    Dlk_seg_key(key, ref->key);
     *out = NULL;
     if (len != ref->bytes)
         return BAD("%s: %zu bytes, but its reference says %llu", key, len,
                    (unsigned long long)ref->bytes);
-    dlk_hash128_hex(bytes, len, hash);
+    Dlk_hash128_hex(bytes, len, hash);
     if (strcmp(hash, ref->key) != 0)
         return BAD("%s: content does not match its name (XXH3-128 checksum "
                    "mismatch)", key);
-    json_t *root = dlk_json_load(bytes, len, key, "segment", err);
+    json_t *root = Dlk_json_load(bytes, len, key, "segment", err);
     if (!root)
         return err ? err->code : DLK_ECORRUPT;
     json_t *chunks = json_object_get(root, "chunks");
@@ -839,9 +839,9 @@ dlk_status dlk_segment_parse(const char *bytes, size_t len,
     if (!json_is_array(chunks) || json_array_size(chunks) != ref->nchunks)
         rc = BAD("%s: 'chunks' is not an array of the %llu entries its "
                  "reference says", key, (unsigned long long)ref->nchunks);
-    dlk_chunk_entry *e = rc ? NULL : malloc(ref->nchunks * sizeof *e);
+    Dlk_chunk_entry *e = rc ? NULL : malloc(ref->nchunks * sizeof *e);
     if (!rc && !e)
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     uint64_t samples = 0, stored = 0, raw = 0;
     for (size_t i = 0; !rc && i < ref->nchunks; i++) {
         if (!parse_entry(json_array_get(chunks, i), &e[i]))
@@ -871,7 +871,7 @@ dlk_status dlk_segment_parse(const char *bytes, size_t len,
     return DLK_OK;
 }
 
-dlk_status dlk_tensor_attach(dlk_tensor *t, dlk_chunk_entry *const *ents,
+dlk_status Dlk_tensor_attach(Dlk_tensor *t, Dlk_chunk_entry *const *ents,
                              dlk_error *err)
 {
     if (!t->segs_pending)
@@ -879,9 +879,9 @@ dlk_status dlk_tensor_attach(dlk_tensor *t, dlk_chunk_entry *const *ents,
     size_t total = t->nchunks;
     for (size_t k = 0; k < t->nsegs; k++)
         total += t->segs[k].nchunks;
-    dlk_chunk_entry *all = malloc((total ? total : 1) * sizeof *all);
+    Dlk_chunk_entry *all = malloc((total ? total : 1) * sizeof *all);
     if (!all)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     size_t at = 0;
     uint64_t first = 0;
     for (size_t k = 0; k < t->nsegs; k++)
@@ -900,16 +900,16 @@ dlk_status dlk_tensor_attach(dlk_tensor *t, dlk_chunk_entry *const *ents,
     return DLK_OK;
 }
 
-bool dlk_tensor_segs_fit(const dlk_tensor *t)
+bool Dlk_tensor_segs_fit(const Dlk_tensor *t)
 {
     if (t->segs_pending)
         return true;
     size_t at = 0;
     for (size_t k = 0; k < t->nsegs; k++) {
-        const dlk_seg_ref *g = &t->segs[k];
+        const Dlk_seg_ref *g = &t->segs[k];
         if (at + g->nchunks > t->nchunks)
             return false;
-        const dlk_chunk_entry *a = &t->chunks[at],
+        const Dlk_chunk_entry *a = &t->chunks[at],
                               *b = &t->chunks[at + g->nchunks - 1];
         if (b->first + b->samples - a->first != g->samples)
             return false;
@@ -918,7 +918,7 @@ bool dlk_tensor_segs_fit(const dlk_tensor *t)
     return at == t->seg_chunks;
 }
 
-dlk_status dlk_manifest_dump(const dlk_manifest *m, char **out, size_t *len,
+dlk_status Dlk_manifest_dump(const Dlk_manifest *m, char **out, size_t *len,
                              dlk_error *err)
 {
     json_t *root = json_object();
@@ -926,7 +926,7 @@ dlk_status dlk_manifest_dump(const dlk_manifest *m, char **out, size_t *len,
     if (!root || !tensors) {
         json_decref(root);
         json_decref(tensors);
-        return dlk_oom(err);
+        return Dlk_oom(err);
     }
     json_object_set_new(root, "format", json_string("dlk"));
     json_object_set_new(root, "version", json_integer(DLK_FORMAT_VERSION));
@@ -952,7 +952,7 @@ dlk_status dlk_manifest_dump(const dlk_manifest *m, char **out, size_t *len,
     if (m->nviews) {
         json_t *views = json_array();
         for (size_t i = 0; views && i < m->nviews; i++) {
-            const dlk_view_ref *v = &m->views[i];
+            const Dlk_view_ref *v = &m->views[i];
             json_array_append_new(views, json_pack("{s:s,s:s,s:I,s:I,s:s}",
                 "name", v->name, "object", v->object, "rows",
                 (json_int_t)v->rows, "dataset_rows",
@@ -970,12 +970,12 @@ dlk_status dlk_manifest_dump(const dlk_manifest *m, char **out, size_t *len,
     *out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(root);
     if (!*out)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory serializing manifest");
+        return Dlk_fail(err, DLK_ENOMEM, "out of memory serializing manifest");
     *len = strlen(*out);
     return DLK_OK;
 }
 
-bool dlk_key_base_valid(const char *s)
+bool Dlk_key_base_valid(const char *s)
 {
     size_t n = strlen(s);
     if (n == 0 || n > DLK_KEY_BASE_MAX || s[n - 1] != '/')
@@ -988,10 +988,10 @@ bool dlk_key_base_valid(const char *s)
     return s[0] == '/';
 }
 
-void dlk_manifest_free(dlk_manifest *m)
+void Dlk_manifest_free(Dlk_manifest *m)
 {
     for (size_t i = 0; i < m->ntensors; i++)
-        dlk_tensor_fini(&m->tensors[i]);
+        Dlk_tensor_fini(&m->tensors[i]);
     free(m->tensors);
     for (size_t i = 0; i < m->nviews; i++)
         free(m->views[i].query);

@@ -15,7 +15,7 @@ static const struct { const char *descr; dlk_dtype dtype; } descrs[] = {
     {"f2", DLK_F16}, {"f4", DLK_F32}, {"f8", DLK_F64}, {"b1", DLK_BOOL},
 };
 
-#define BAD(...) dlk_fail(err, DLK_EDECODE, __VA_ARGS__)
+#define BAD(...) Dlk_fail(err, DLK_EDECODE, __VA_ARGS__)
 
 /* Find the value after 'key': in the dict text; NULL if absent. */
 static const char *dict_value(const char *dict, const char *key)
@@ -31,14 +31,14 @@ static const char *dict_value(const char *dict, const char *key)
     return p;
 }
 
-dlk_status dlk_npy_parse(const uint8_t *p, size_t len, const char *name,
-                         dlk_npy_info *h, dlk_error *err)
+dlk_status Dlk_npy_parse(const uint8_t *p, size_t len, const char *name,
+                         Dlk_npy_info *h, dlk_error *err)
 {
-    return dlk_npy_parse_head(p, len, len, name, h, err);
+    return Dlk_npy_parse_head(p, len, len, name, h, err);
 }
 
-dlk_status dlk_npy_parse_head(const uint8_t *p, size_t len, uint64_t size,
-                              const char *name, dlk_npy_info *h,
+dlk_status Dlk_npy_parse_head(const uint8_t *p, size_t len, uint64_t size,
+                              const char *name, Dlk_npy_info *h,
                               dlk_error *err)
 {
     memset(h, 0, sizeof *h);
@@ -49,12 +49,12 @@ dlk_status dlk_npy_parse_head(const uint8_t *p, size_t len, uint64_t size,
     unsigned major = p[6];
     size_t hlen, start;
     if (major == 1) {
-        hlen = dlk_get_le16(p + 8);
+        hlen = Dlk_get_le16(p + 8);
         start = 10;
     } else if (major == 2 || major == 3) {
         if (len < 12)
             return BAD("'%s': truncated .npy header", name);
-        hlen = dlk_get_le32(p + 8);
+        hlen = Dlk_get_le32(p + 8);
         start = 12;
     } else {
         return BAD("'%s': unsupported .npy version %u", name, major);
@@ -104,13 +104,13 @@ dlk_status dlk_npy_parse_head(const uint8_t *p, size_t len, uint64_t size,
             return BAD("'%s': bad .npy shape", name);
         char *end;
         unsigned long long v = strtoull(s, &end, 10);
-        if (v > UINT32_MAX || !dlk_mul_u64(count, v, &count))
+        if (v > UINT32_MAX || !Dlk_mul_u64(count, v, &count))
             return BAD("'%s': .npy shape overflows", name);
         h->shape[h->ndim++] = (int64_t)v;
         s = end;
     }
     uint64_t bytes;
-    if (!dlk_mul_u64(count, dlk_dtype_size(h->dtype), &bytes) ||
+    if (!Dlk_mul_u64(count, dlk_dtype_size(h->dtype), &bytes) ||
         bytes != size - start - hlen)
         return BAD("'%s': .npy data is %llu bytes, its shape needs %llu",
                    name, (unsigned long long)(size - start - hlen),
@@ -129,7 +129,7 @@ dlk_status dlk_npy_header(dlk_dtype dtype, int ndim, const int64_t *shape,
         if (descrs[i].dtype == lookup)
             descr = descrs[i].descr;
     if (!descr || ndim < 0 || ndim > DLK_MAX_NDIM + 1)
-        return dlk_fail(err, DLK_EINVAL, "no .npy form for this array");
+        return Dlk_fail(err, DLK_EINVAL, "no .npy form for this array");
     char dict[400];
     int n = snprintf(dict, sizeof dict, "{'descr': '%c%s', 'fortran_order': "
                      "False, 'shape': (", dlk_dtype_size(dtype) == 1 ? '|' : '<',
@@ -143,10 +143,10 @@ dlk_status dlk_npy_header(dlk_dtype dtype, int ndim, const int64_t *shape,
     size_t total = 10 + (size_t)n + 1;
     size_t padded = (total + 63) / 64 * 64;
     if (padded > cap)
-        return dlk_fail(err, DLK_ELIMIT, ".npy header does not fit %zu bytes",
+        return Dlk_fail(err, DLK_ELIMIT, ".npy header does not fit %zu bytes",
                         cap);
     memcpy(out, "\x93NUMPY\x01\x00", 8);
-    dlk_put_le16((uint8_t *)out + 8, (uint16_t)(padded - 10));
+    Dlk_put_le16((uint8_t *)out + 8, (uint16_t)(padded - 10));
     memcpy(out + 10, dict, (size_t)n);
     memset(out + 10 + n, ' ', padded - total);
     out[padded - 1] = '\n';

@@ -17,18 +17,18 @@ typedef struct dlk_npy_header {
     bool swap;           /* big-endian data: swap to little-endian */
     size_t data_off;     /* where the array's bytes start */
     size_t data_bytes;
-} dlk_npy_info;
+} Dlk_npy_info;
 
 /* Parse the header of the .npy file in p[0..len); checks that the data
  * that follows is exactly what the shape needs.  Errors are DLK_EDECODE
  * naming `name`. */
-dlk_status dlk_npy_parse(const uint8_t *p, size_t len, const char *name,
-                         dlk_npy_info *h, dlk_error *err);
+dlk_status Dlk_npy_parse(const uint8_t *p, size_t len, const char *name,
+                         Dlk_npy_info *h, dlk_error *err);
 
 /* The same from the first len bytes of a .npy file of size bytes (its
  * header, at least): the data is checked against size, not read. */
-dlk_status dlk_npy_parse_head(const uint8_t *p, size_t len, uint64_t size,
-                              const char *name, dlk_npy_info *h,
+dlk_status Dlk_npy_parse_head(const uint8_t *p, size_t len, uint64_t size,
+                              const char *name, Dlk_npy_info *h,
                               dlk_error *err);
 
 #endif

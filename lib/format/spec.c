@@ -48,7 +48,7 @@ static dlk_status parse_shape(const char *text, dlk_tensor_spec *s,
     const char *p = text;
     for (;;) {
         if (s->ndim == DLK_MAX_NDIM)
-            return dlk_fail(err, DLK_EINVAL, "tensor '%s': more than %d "
+            return Dlk_fail(err, DLK_EINVAL, "tensor '%s': more than %d "
                             "dimensions", all, DLK_MAX_NDIM);
         if (*p == '?') {
             s->shape[s->ndim++] = DLK_DIM_VARIABLE;
@@ -58,7 +58,7 @@ static dlk_status parse_shape(const char *text, dlk_tensor_spec *s,
             errno = 0;
             unsigned long long v = strtoull(p, &end, 10);
             if (end == p || *p == '-' || *p == '+' || errno || v > UINT32_MAX)
-                return dlk_fail(err, DLK_EINVAL, "tensor '%s': bad shape "
+                return Dlk_fail(err, DLK_EINVAL, "tensor '%s': bad shape "
                                 "'%s' (dims like 224x224x3, '?' for variable)",
                                 all, text);
             s->shape[s->ndim++] = (int64_t)v;
@@ -67,7 +67,7 @@ static dlk_status parse_shape(const char *text, dlk_tensor_spec *s,
         if (!*p)
             return DLK_OK;
         if (*p != 'x')
-            return dlk_fail(err, DLK_EINVAL, "tensor '%s': bad shape '%s' "
+            return Dlk_fail(err, DLK_EINVAL, "tensor '%s': bad shape '%s' "
                             "(dims like 224x224x3, '?' for variable)", all,
                             text);
         p++;
@@ -80,7 +80,7 @@ dlk_status dlk_tensor_spec_parse(const char *text, dlk_tensor_spec *out,
     memset(out, 0, sizeof *out);
     char buf[256];
     if (!text || strlen(text) >= sizeof buf)
-        return dlk_fail(err, DLK_EINVAL, "tensor spec too long");
+        return Dlk_fail(err, DLK_EINVAL, "tensor spec too long");
     strcpy(buf, text);
     char *parts[5] = {0};
     int n = 0;
@@ -93,13 +93,13 @@ dlk_status dlk_tensor_spec_parse(const char *text, dlk_tensor_spec *out,
         p = c + 1;
     }
     if (n < 2 || n > 4)
-        return dlk_fail(err, DLK_EINVAL, "bad tensor spec '%s' (want "
+        return Dlk_fail(err, DLK_EINVAL, "bad tensor spec '%s' (want "
                         "NAME:DTYPE[:SHAPE[:CODEC]])", text);
     if (strlen(parts[0]) > DLK_NAME_MAX)
-        return dlk_fail(err, DLK_EINVAL, "tensor name too long in '%s'", text);
+        return Dlk_fail(err, DLK_EINVAL, "tensor name too long in '%s'", text);
     strcpy(out->name, parts[0]);
     if (dlk_dtype_parse(parts[1], &out->dtype))
-        return dlk_fail(err, DLK_EINVAL, "tensor '%s': unknown dtype '%s' "
+        return Dlk_fail(err, DLK_EINVAL, "tensor '%s': unknown dtype '%s' "
                         "(u8 i8 u16 i16 u32 i32 u64 i64 f16 bf16 f32 f64 "
                         "bool)", text, parts[1]);
     dlk_status rc = parse_shape(n > 2 ? parts[2] : "", out, text, err);
@@ -113,16 +113,16 @@ dlk_status dlk_tensor_spec_parse(const char *text, dlk_tensor_spec *out,
                 char *end;
                 long lv = strtol(c + 4, &end, 10);
                 if (*end || lv < 1 || lv > 22)
-                    return dlk_fail(err, DLK_EINVAL, "tensor '%s': bad zstd "
+                    return Dlk_fail(err, DLK_EINVAL, "tensor '%s': bad zstd "
                                     "level in '%s' (zstd1 to zstd22)", text,
                                     c);
                 out->level = (int)lv;
             }
         } else if (dlk_codec_parse(c, &out->codec)) {
-            return dlk_fail(err, DLK_EINVAL, "tensor '%s': unknown codec "
+            return Dlk_fail(err, DLK_EINVAL, "tensor '%s': unknown codec "
                             "'%s' (none, zstd, zstdN)", text, c);
         }
     }
     out->kind = guess_kind(out);
-    return dlk_spec_check(out, err);
+    return Dlk_spec_check(out, err);
 }

@@ -33,7 +33,7 @@ static bool is_int(const char *s)
 
 /* Add text unless the tensor has it, it is an id (an integer is read as
  * one, never as a name: label_val in row.c), or it is listed already. */
-static int consider(const dlk_tensor *t, newnames *nn, const char *text)
+static int consider(const Dlk_tensor *t, newnames *nn, const char *text)
 {
     if (!*text || is_int(text))
         return 0;
@@ -61,7 +61,7 @@ static void names_free(newnames *nn)
  * manifest's (or metadata's) label column, else from the image's folder.  A row with a .cls object is
  * left out (its class is in the object, read only when the row is
  * built: an unknown name there stays a bad row). */
-static int collect(const dlk_dataset *ds, const dlk_tensor *t,
+static int collect(const dlk_dataset *ds, const Dlk_tensor *t,
                    const ing_source *src, const ing_labels *labels,
                    newnames *nn)
 {
@@ -104,18 +104,18 @@ static int collect(const dlk_dataset *ds, const dlk_tensor *t,
 }
 
 /* Append names to t's class list (ids n_class_names onwards). */
-static dlk_status append_names(dlk_tensor *t, const newnames *nn,
+static dlk_status append_names(Dlk_tensor *t, const newnames *nn,
                                dlk_error *err)
 {
     size_t n = t->n_class_names;
     char **v = realloc(t->class_names, (n + nn->n) * sizeof *v);
     if (!v)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     t->class_names = v;
     t->spec.class_names = (const char *const *)v;
     for (size_t i = 0; i < nn->n; i++) {
         if (!(v[n + i] = strdup(nn->v[i])))
-            return dlk_oom(err);
+            return Dlk_oom(err);
         t->n_class_names = t->spec.n_class_names = n + i + 1;
     }
     return DLK_OK;
@@ -127,14 +127,14 @@ dlk_status ing_classes_grow(const char *url, const dlk_ingest_opts *o,
 {
     for (int attempt = 0;; attempt++) {
         dlk_dataset *ds;
-        dlk_status rc = dlk_dataset_open_writer(url, o->store, &ds, err);
+        dlk_status rc = Dlk_dataset_open_writer(url, o->store, &ds, err);
         if (rc)
             return rc;
         int tl = -1;
         for (size_t i = 0; tl < 0 && i < ds->m.ntensors; i++)
             if (ds->m.tensors[i].spec.kind == DLK_KIND_CLASS_LABEL)
                 tl = (int)i;
-        dlk_tensor *t = tl >= 0 ? &ds->m.tensors[tl] : NULL;
+        Dlk_tensor *t = tl >= 0 ? &ds->m.tensors[tl] : NULL;
         /* ids without names (no list to grow), or a label per element */
         if (!t || t->spec.ndim != 0 || t->n_class_names == 0) {
             dlk_dataset_free(ds);
@@ -144,7 +144,7 @@ dlk_status ing_classes_grow(const char *url, const dlk_ingest_opts *o,
         if (collect(ds, t, src, labels, &nn)) {
             names_free(&nn);
             dlk_dataset_free(ds);
-            return dlk_oom(err);
+            return Dlk_oom(err);
         }
         /* the order of the listing must not decide the ids */
         if (nn.n)
@@ -156,7 +156,7 @@ dlk_status ing_classes_grow(const char *url, const dlk_ingest_opts *o,
             return DLK_OK;
         }
         if (t->n_class_names + nn.n > CLASSES_MAX) {
-            rc = dlk_fail(err, DLK_EINVAL, "tensor '%s': %zu class names "
+            rc = Dlk_fail(err, DLK_EINVAL, "tensor '%s': %zu class names "
                           "and %zu new ones are more than %d",
                           t->spec.name, t->n_class_names, nn.n, CLASSES_MAX);
         } else if (o->dry_run) {
@@ -169,7 +169,7 @@ dlk_status ing_classes_grow(const char *url, const dlk_ingest_opts *o,
             rc = append_names(t, &nn, err);
             ds->dirty = true;
             if (!rc)
-                rc = dlk_write_head(ds, err);
+                rc = Dlk_write_head(ds, err);
             if (!rc) {
                 for (size_t i = 0; i < nn.n && o->on_new_class; i++)
                     o->on_new_class(o->ud, t->spec.name, nn.v[i], first + i);
@@ -182,6 +182,6 @@ dlk_status ing_classes_grow(const char *url, const dlk_ingest_opts *o,
          * of its own): read it again and append after its names */
         if (rc != DLK_ECONFLICT || attempt == 4)
             return rc;
-        dlk_error_clear(err);
+        Dlk_error_clear(err);
     }
 }

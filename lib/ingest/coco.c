@@ -19,7 +19,7 @@ enum { NCOLS = 4 };
 typedef struct coco_img {
     json_int_t id;
     size_t index;        /* in "images" */
-    dlk_buf boxes, cats; /* "[[x,y,w,h],..." and "[c,..." so far */
+    Dlk_buf boxes, cats; /* "[[x,y,w,h],..." and "[c,..." so far */
     size_t n;
 } coco_img;
 
@@ -50,35 +50,35 @@ static dlk_status add_ann(coco_img *imgs, size_t nimgs, const json_t *a,
     const json_t *cid = json_object_get(a, "category_id");
     const json_t *bb = json_object_get(a, "bbox");
     if (!json_is_object(a) || !json_is_integer(iid) || !json_is_integer(cid))
-        return dlk_fail(err, DLK_EINVAL, "COCO file '%s': annotation %zu "
+        return Dlk_fail(err, DLK_EINVAL, "COCO file '%s': annotation %zu "
                         "has no integer image_id and category_id", name, i);
     double b[4];
     if (json_array_size(bb) != 4 || !num(json_array_get(bb, 0), &b[0]) ||
         !num(json_array_get(bb, 1), &b[1]) ||
         !num(json_array_get(bb, 2), &b[2]) ||
         !num(json_array_get(bb, 3), &b[3]))
-        return dlk_fail(err, DLK_EINVAL, "COCO file '%s': annotation %zu: "
+        return Dlk_fail(err, DLK_EINVAL, "COCO file '%s': annotation %zu: "
                         "bbox is not 4 numbers [x, y, width, height]", name,
                         i);
     coco_img *im = find_img(imgs, nimgs, json_integer_value(iid));
     if (!im)
-        return dlk_fail(err, DLK_EINVAL, "COCO file '%s': annotation %zu "
+        return Dlk_fail(err, DLK_EINVAL, "COCO file '%s': annotation %zu "
                         "names image_id %lld, which \"images\" lacks", name, i,
                         (long long)json_integer_value(iid));
     char text[160];
     int len = snprintf(text, sizeof text, "%s[%.9g,%.9g,%.9g,%.9g]",
                        im->n ? "," : "", b[0], b[1], b[2], b[3]);
-    dlk_status rc = dlk_buf_append(&im->boxes, text, (size_t)len, err);
+    dlk_status rc = Dlk_buf_append(&im->boxes, text, (size_t)len, err);
     len = snprintf(text, sizeof text, "%s%lld", im->n ? "," : "",
                    (long long)json_integer_value(cid));
     if (!rc)
-        rc = dlk_buf_append(&im->cats, text, (size_t)len, err);
+        rc = Dlk_buf_append(&im->cats, text, (size_t)len, err);
     im->n++;
     return rc;
 }
 
 /* "[" text "]" as a string (malloc'd), NULL when out of memory. */
-static char *bracket(const dlk_buf *b)
+static char *bracket(const Dlk_buf *b)
 {
     char *s = malloc(b->len + 3);
     if (!s)
@@ -97,35 +97,35 @@ static dlk_status build(const json_t *root, const char *name,
     const json_t *images = json_object_get(root, "images");
     const json_t *anns = json_object_get(root, "annotations");
     if (!json_is_array(images) || !json_is_array(anns))
-        return dlk_fail(err, DLK_EINVAL, "COCO file '%s' has no \"images\" "
+        return Dlk_fail(err, DLK_EINVAL, "COCO file '%s' has no \"images\" "
                         "and \"annotations\" arrays", name);
     size_t n = json_array_size(images);
     coco_img *imgs = calloc(n + 1, sizeof *imgs);
     if (!imgs)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     dlk_status rc = DLK_OK;
     for (size_t i = 0; !rc && i < n; i++) {
         const json_t *im = json_array_get(images, i);
         const json_t *id = json_object_get(im, "id");
         if (!json_is_integer(id) ||
             !json_is_string(json_object_get(im, "file_name")))
-            rc = dlk_fail(err, DLK_EINVAL, "COCO file '%s': image %zu has no "
+            rc = Dlk_fail(err, DLK_EINVAL, "COCO file '%s': image %zu has no "
                           "integer id and string file_name", name, i);
         imgs[i].id = json_integer_value(id);
         imgs[i].index = i;
-        dlk_buf_init(&imgs[i].boxes);
-        dlk_buf_init(&imgs[i].cats);
+        Dlk_buf_init(&imgs[i].boxes);
+        Dlk_buf_init(&imgs[i].cats);
     }
     if (!rc)
         qsort(imgs, n, sizeof *imgs, cmp_id);
     for (size_t i = 1; !rc && i < n; i++)
         if (imgs[i].id == imgs[i - 1].id)
-            rc = dlk_fail(err, DLK_EINVAL, "COCO file '%s': image id %lld "
+            rc = Dlk_fail(err, DLK_EINVAL, "COCO file '%s': image id %lld "
                           "appears twice", name, (long long)imgs[i].id);
     for (size_t i = 0; !rc && i < json_array_size(anns); i++)
         rc = add_ann(imgs, n, json_array_get(anns, i), i, name, err);
     if (!rc && !(l->cells = calloc(n * NCOLS + 1, sizeof *l->cells)))
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     if (!rc)
         l->nrows = n; /* cells not filled yet are NULL: freed as well */
     for (size_t i = 0; !rc && i < n; i++) {
@@ -143,11 +143,11 @@ static dlk_status build(const json_t *root, const char *name,
         row[2] = bracket(&im->cats);
         row[3] = strdup(id);
         if (!row[0] || !row[1] || !row[2] || !row[3])
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
     }
     for (size_t i = 0; i < n; i++) {
-        dlk_buf_free(&imgs[i].boxes);
-        dlk_buf_free(&imgs[i].cats);
+        Dlk_buf_free(&imgs[i].boxes);
+        Dlk_buf_free(&imgs[i].cats);
     }
     free(imgs);
     return rc;
@@ -169,7 +169,7 @@ static dlk_status categories(const json_t *root, const char *name,
             !json_is_string(json_object_get(c, "name")) ||
             json_integer_value(id) < 0 ||
             json_integer_value(id) >= ING_COCO_MAX_CATEGORY)
-            return dlk_fail(err, DLK_EINVAL, "COCO file '%s': category %zu "
+            return Dlk_fail(err, DLK_EINVAL, "COCO file '%s': category %zu "
                             "has no id in 0..%d and string name", name, i,
                             ING_COCO_MAX_CATEGORY - 1);
         if (json_integer_value(id) > max)
@@ -179,7 +179,7 @@ static dlk_status categories(const json_t *root, const char *name,
         return DLK_OK;
     char **v = calloc((size_t)max + 1, sizeof *v);
     if (!v)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     for (size_t i = 0; i < json_array_size(cats); i++) {
         const json_t *c = json_array_get(cats, i);
         size_t id = (size_t)json_integer_value(json_object_get(c, "id"));
@@ -189,7 +189,7 @@ static dlk_status categories(const json_t *root, const char *name,
     dlk_status rc = DLK_OK;
     for (size_t i = 0; i <= (size_t)max; i++)
         if (!v[i] && !(v[i] = strdup("")))
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
     *names = v;
     *n = (size_t)max + 1;
     return rc;
@@ -204,17 +204,17 @@ dlk_status ing_coco_load(const char *src, const dlk_store_options *so,
         *names = NULL;
         *nnames = 0;
     }
-    dlk_buf b;
-    dlk_buf_init(&b);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
     dlk_status rc = ing_manifest_read(src, so, &b, err);
     json_error_t je;
     json_t *root = rc ? NULL : json_loadb((const char *)b.data, b.len, 0, &je);
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     if (rc)
         return rc;
     if (!json_is_object(root)) {
         json_decref(root);
-        return dlk_fail(err, DLK_EINVAL, "COCO file '%s' is not a JSON "
+        return Dlk_fail(err, DLK_EINVAL, "COCO file '%s' is not a JSON "
                         "object: %s (line %d)", src, je.text, je.line);
     }
     l->exact = true;
@@ -223,10 +223,10 @@ dlk_status ing_coco_load(const char *src, const dlk_store_options *so,
     l->ncols = NCOLS;
     if (!(l->name = strdup(src)) ||
         !(l->cols = calloc(NCOLS, sizeof *l->cols)))
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     for (size_t c = 0; !rc && c < NCOLS; c++)
         if (!(l->cols[c] = strdup(cols[c])))
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
     if (!rc)
         rc = build(root, src, l, err);
     if (!rc)

@@ -70,26 +70,26 @@ static void swap_bytes(uint8_t *p, size_t n, size_t size)
         }
 }
 
-static dlk_status ingest_file(dlk_dataset *ds, size_t ti, dlk_store *src,
+static dlk_status ingest_file(dlk_dataset *ds, size_t ti, Dlk_store *src,
                               const char *key, ing_npy_stats *stats,
                               uint64_t *samples, dlk_error *err)
 {
-    const dlk_tensor *t = &ds->m.tensors[ti];
+    const Dlk_tensor *t = &ds->m.tensors[ti];
     const void *map;
     size_t len;
-    dlk_status rc = dlk_store_map(src, key, &map, &len, err);
+    dlk_status rc = Dlk_store_map(src, key, &map, &len, err);
     if (rc)
         return rc;
-    dlk_npy_info h;
-    rc = dlk_npy_parse(map, len, key, &h, err);
+    Dlk_npy_info h;
+    rc = Dlk_npy_parse(map, len, key, &h, err);
     if (!rc && h.dtype != t->spec.dtype)
-        rc = dlk_fail(err, DLK_EINVAL, "'%s': dtype %s, tensor '%s' is %s",
+        rc = Dlk_fail(err, DLK_EINVAL, "'%s': dtype %s, tensor '%s' is %s",
                       key, dlk_dtype_name(h.dtype), t->spec.name,
                       dlk_dtype_name(t->spec.dtype));
     int nd = t->spec.ndim;
     bool batch = !rc && h.ndim == nd + 1;
     if (!rc && h.ndim != nd && !batch)
-        rc = dlk_fail(err, DLK_EINVAL, "'%s': %d dimensions; tensor '%s' "
+        rc = Dlk_fail(err, DLK_EINVAL, "'%s': %d dimensions; tensor '%s' "
                       "wants %d (one sample) or %d (a batch)", key, h.ndim,
                       t->spec.name, nd, nd + 1);
     /* the map is read-only: big-endian data is swapped in a copy */
@@ -97,7 +97,7 @@ static dlk_status ingest_file(dlk_dataset *ds, size_t ti, dlk_store *src,
     if (!rc && h.swap) {
         copy = malloc(h.data_bytes ? h.data_bytes : 1);
         if (!copy)
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
         else {
             memcpy(copy, (const uint8_t *)map + h.data_off, h.data_bytes);
             swap_bytes(copy, h.data_bytes, dlk_dtype_size(h.dtype));
@@ -112,7 +112,7 @@ static dlk_status ingest_file(dlk_dataset *ds, size_t ti, dlk_store *src,
         for (uint64_t i = 0; !rc && i < n; i++)
             rc = dlk_append(ds, ti, data + i * each, each, shape, nd, err);
         if (rc) {
-            dlk_fail_wrap(err, "'%s'", key);
+            Dlk_fail_wrap(err, "'%s'", key);
         } else {
             stats->ingested += n;
             stats->bytes_out += n * each;
@@ -120,12 +120,12 @@ static dlk_status ingest_file(dlk_dataset *ds, size_t ti, dlk_store *src,
         }
     }
     free(copy);
-    dlk_store_unmap(src, map, len);
+    Dlk_store_unmap(src, map, len);
     stats->bytes_in += len;
     return rc;
 }
 
-dlk_status ing_npy_dir(dlk_dataset *ds, dlk_store *src,
+dlk_status ing_npy_dir(dlk_dataset *ds, Dlk_store *src,
                        const char *const *keys, size_t nkeys,
                        const dlk_ingest_opts *o, ing_npy_stats *stats,
                        bool flush, dlk_error *err)
@@ -137,7 +137,7 @@ dlk_status ing_npy_dir(dlk_dataset *ds, dlk_store *src,
     /* samples appended to each tensor: a row is a sample of every one */
     uint64_t *per = calloc(ds->m.ntensors + 1, sizeof *per);
     if (!per)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     dlk_status rc = DLK_OK;
     for (size_t i = 0; !rc && i < nkeys; i++) {
         int ti = match_tensor(ds, "", keys[i]);
@@ -145,7 +145,7 @@ dlk_status ing_npy_dir(dlk_dataset *ds, dlk_store *src,
             stats->skipped++;
             if (o && o->on_bad) {
                 char safe[512];
-                o->on_bad(o->ud, dlk_escape(keys[i], safe, sizeof safe),
+                o->on_bad(o->ud, Dlk_escape(keys[i], safe, sizeof safe),
                           "not read: no tensor of the dataset is named by "
                           "its name or a folder on its path");
             }

@@ -23,7 +23,7 @@ typedef struct ing_npy_stats {
  * sample, or N samples when its first dimension is N and the rest match
  * the schema's fixed rank + 1.  The head is flushed at the end only when
  * `flush` (from_dir.c). */
-dlk_status ing_npy_dir(dlk_dataset *ds, dlk_store *src,
+dlk_status ing_npy_dir(dlk_dataset *ds, Dlk_store *src,
                        const char *const *keys, size_t nkeys,
                        const dlk_ingest_opts *o, ing_npy_stats *stats,
                        bool flush, dlk_error *err);

@@ -20,18 +20,18 @@
 
 void ing_keyset_free(ing_keyset *k)
 {
-    dlk_key_ents_free(k);
+    Dlk_key_ents_free(k);
 }
 
 dlk_status ing_keyset_add(ing_keyset *k, uint64_t kh, uint64_t vh,
                           dlk_error *err)
 {
-    return dlk_key_ents_add(k, kh, vh, err);
+    return Dlk_key_ents_add(k, kh, vh, err);
 }
 
 void ing_keyset_sort(ing_keyset *k)
 {
-    dlk_key_ents_sort(k);
+    Dlk_key_ents_sort(k);
 }
 
 int ing_keyset_find(const ing_keyset *k, uint64_t kh, uint64_t vh)
@@ -53,9 +53,9 @@ int ing_keyset_find(const ing_keyset *k, uint64_t kh, uint64_t vh)
     return ING_KEY_CHANGED;
 }
 
-bool ing_key_tensors(const dlk_manifest *m, int *t_key, int *t_ver)
+bool ing_key_tensors(const Dlk_manifest *m, int *t_key, int *t_ver)
 {
-    return dlk_key_tensors(m, t_key, t_ver);
+    return Dlk_key_tensors(m, t_key, t_ver);
 }
 
 void ing_key_specs(dlk_tensor_spec out[2])
@@ -75,13 +75,13 @@ void ing_key_specs(dlk_tensor_spec out[2])
 
 uint64_t ing_key_hash(const char *key, size_t len)
 {
-    return dlk_hash64(key, len);
+    return Dlk_hash64(key, len);
 }
 
 uint64_t ing_version_hash(const char *v, size_t len)
 {
     /* 0 stands for "unknown"; a real version never hashes to it */
-    uint64_t h = len ? dlk_hash64(v, len) : 0;
+    uint64_t h = len ? Dlk_hash64(v, len) : 0;
     return len && !h ? 1 : h;
 }
 
@@ -98,19 +98,19 @@ const char *ing_row_key(const ing_source *s, size_t row, size_t *len)
     return ing_row_stem(s, row, len);
 }
 
-dlk_status ing_row_ident(const ing_source *s, size_t row, dlk_buf *out,
+dlk_status ing_row_ident(const ing_source *s, size_t row, Dlk_buf *out,
                          dlk_error *err)
 {
     size_t len;
     const char *key = ing_row_key(s, row, &len);
     out->len = 0;
-    dlk_status rc = s->base ? dlk_buf_append(out, s->base, strlen(s->base),
+    dlk_status rc = s->base ? Dlk_buf_append(out, s->base, strlen(s->base),
                                              err)
                             : DLK_OK;
-    return rc ? rc : dlk_buf_append(out, key, len, err);
+    return rc ? rc : Dlk_buf_append(out, key, len, err);
 }
 
-dlk_status ing_row_version(const ing_source *s, size_t row, dlk_buf *out,
+dlk_status ing_row_version(const ing_source *s, size_t row, Dlk_buf *out,
                            dlk_error *err)
 {
     const ing_row *r = &s->rows[row];
@@ -120,9 +120,9 @@ dlk_status ing_row_version(const ing_source *s, size_t row, dlk_buf *out,
         v = v ? v : "";
         dlk_status rc = DLK_OK;
         if (i)
-            rc = dlk_buf_append(out, " ", 1, err);
+            rc = Dlk_buf_append(out, " ", 1, err);
         if (!rc)
-            rc = dlk_buf_append(out, v, strlen(v), err);
+            rc = Dlk_buf_append(out, v, strlen(v), err);
         if (rc)
             return rc;
     }
@@ -130,7 +130,7 @@ dlk_status ing_row_version(const ing_source *s, size_t row, dlk_buf *out,
 }
 
 dlk_status ing_row_key_hashes(const ing_source *s, size_t row,
-                              const char *key_base, dlk_buf *tmp,
+                              const char *key_base, Dlk_buf *tmp,
                               ing_row_hashes *h, dlk_error *err)
 {
     memset(h, 0, sizeof *h);
@@ -185,32 +185,32 @@ dlk_status ing_keyset_add_rows(dlk_dataset *ds, int t_key, int t_ver,
     uint64_t to = ds->m.tensors[t_key].samples;
     if (ds->m.tensors[t_ver].samples < to)
         to = ds->m.tensors[t_ver].samples;
-    return dlk_key_rows(ds, t_key, t_ver, from, to, NULL, 0, k, NULL, err);
+    return Dlk_key_rows(ds, t_key, t_ver, from, to, NULL, 0, k, NULL, err);
 }
 
 dlk_status ing_keyset_load(dlk_dataset *ds, int t_key, int t_ver,
                            ing_keyset *k, dlk_error *err)
 {
-    return dlk_keyidx_lookup(ds, t_key, t_ver, NULL, 0, k, NULL, err);
+    return Dlk_keyidx_lookup(ds, t_key, t_ver, NULL, 0, k, NULL, err);
 }
 
 dlk_status ing_keyset_lookup(dlk_dataset *ds, int t_key, int t_ver,
                              const uint64_t *q, size_t nq, ing_keyset *k,
                              dlk_error *err)
 {
-    return dlk_keyidx_lookup(ds, t_key, t_ver, q, nq, k, NULL, err);
+    return Dlk_keyidx_lookup(ds, t_key, t_ver, q, nq, k, NULL, err);
 }
 
 dlk_status ing_keyidx_update(dlk_dataset *ds, dlk_error *err)
 {
-    return dlk_keyidx_update(ds, NULL, err);
+    return Dlk_keyidx_update(ds, NULL, err);
 }
 
 dlk_status ing_keys_prepare(const char *url, const dlk_store_options *so,
                             dlk_error *err)
 {
     dlk_dataset *ds;
-    dlk_status rc = dlk_dataset_open_writer(url, so, &ds, err);
+    dlk_status rc = Dlk_dataset_open_writer(url, so, &ds, err);
     if (rc)
         return rc;
     int tk, tv;
@@ -226,18 +226,18 @@ dlk_status ing_keys_prepare(const char *url, const dlk_store_options *so,
         return DLK_OK;
     }
     size_t n = ds->m.ntensors;
-    dlk_tensor *t = realloc(ds->m.tensors, (n + 2) * sizeof *t);
-    dlk_builder *b = t ? realloc(ds->builders, (n + 2) * sizeof *b) : NULL;
+    Dlk_tensor *t = realloc(ds->m.tensors, (n + 2) * sizeof *t);
+    Dlk_builder *b = t ? realloc(ds->builders, (n + 2) * sizeof *b) : NULL;
     if (t)
         ds->m.tensors = t;
     if (b)
         ds->builders = b;
-    dlk_chunk_cache *c = b ? realloc(ds->cache, (n + 2) * sizeof *c) : NULL;
+    Dlk_chunk_cache *c = b ? realloc(ds->cache, (n + 2) * sizeof *c) : NULL;
     if (c)
         ds->cache = c;
     if (!c) {
         dlk_dataset_free(ds);
-        return dlk_oom(err);
+        return Dlk_oom(err);
     }
     memset(ds->builders + n, 0, 2 * sizeof *ds->builders);
     memset(ds->cache + n, 0, 2 * sizeof *ds->cache);
@@ -245,16 +245,16 @@ dlk_status ing_keys_prepare(const char *url, const dlk_store_options *so,
     ing_key_specs(specs);
     for (int i = 0; !rc && i < 2; i++) {
         memset(&ds->m.tensors[n + (size_t)i], 0, sizeof *t);
-        rc = dlk_tensor_init(&ds->m.tensors[n + (size_t)i], &specs[i], err);
+        rc = Dlk_tensor_init(&ds->m.tensors[n + (size_t)i], &specs[i], err);
         if (!rc)
             ds->m.ntensors++;
     }
     ds->dirty = true;
     if (!rc)
-        rc = dlk_write_head(ds, err);
+        rc = Dlk_write_head(ds, err);
     dlk_dataset_free(ds);
     if (rc == DLK_ECONFLICT) { /* another writer was first: go on with it */
-        dlk_error_clear(err);
+        Dlk_error_clear(err);
         rc = DLK_OK;
     }
     return rc;
@@ -265,7 +265,7 @@ dlk_status ing_keys_set_base(const char *url, const dlk_store_options *so,
 {
     for (int attempt = 0;; attempt++) {
         dlk_dataset *ds;
-        dlk_status rc = dlk_dataset_open_writer(url, so, &ds, err);
+        dlk_status rc = Dlk_dataset_open_writer(url, so, &ds, err);
         if (rc)
             return rc;
         if (ds->m.key_base && strcmp(ds->m.key_base, base) == 0) {
@@ -275,17 +275,17 @@ dlk_status ing_keys_set_base(const char *url, const dlk_store_options *so,
         char *b = strdup(base);
         if (!b) {
             dlk_dataset_free(ds);
-            return dlk_oom(err);
+            return Dlk_oom(err);
         }
         free(ds->m.key_base);
         ds->m.key_base = b;
         ds->dirty = true;
-        rc = dlk_write_head(ds, err);
+        rc = Dlk_write_head(ds, err);
         dlk_dataset_free(ds);
         /* another writer was first: record it in the head it wrote */
         if (rc != DLK_ECONFLICT || attempt == 4)
             return rc;
-        dlk_error_clear(err);
+        Dlk_error_clear(err);
     }
 }
 
@@ -299,7 +299,7 @@ dlk_status ing_key_specs_add(const dlk_tensor_spec *specs, size_t *n,
             return DLK_OK;
     dlk_tensor_spec *v = malloc((*n + 2) * sizeof *v);
     if (!v)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     if (*n)
         memcpy(v, specs, *n * sizeof *v);
     ing_key_specs(v + *n);

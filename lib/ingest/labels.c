@@ -88,10 +88,10 @@ static dlk_status parse_csv(const char *p, const char *end, ing_labels *l,
 {
     size_t nf;
     if (csv_record(&p, end, t, &nf))
-        return dlk_oom(err);
+        return Dlk_oom(err);
     l->ncols = nf;
     if (nf < 2 && !l->exact)
-        return dlk_fail(err, DLK_EINVAL, "label manifest '%s': the header "
+        return Dlk_fail(err, DLK_EINVAL, "label manifest '%s': the header "
                         "needs at least two columns (key,label)", l->name);
     size_t line = 1;
     while (p < end) {
@@ -101,9 +101,9 @@ static dlk_status parse_csv(const char *p, const char *end, ing_labels *l,
             continue;
         }
         if (csv_record(&p, end, t, &nf))
-            return dlk_oom(err);
+            return Dlk_oom(err);
         if (nf != l->ncols)
-            return dlk_fail(err, DLK_EINVAL, "%s '%s': record %zu has %zu "
+            return Dlk_fail(err, DLK_EINVAL, "%s '%s': record %zu has %zu "
                             "fields, the header %zu", l->exact
                             ? "metadata file" : "label manifest", l->name,
                             line, nf, l->ncols);
@@ -144,7 +144,7 @@ static dlk_status parse_jsonl(const char *p, const char *end, ing_labels *l,
         json_t *o = json_loadb(q, (size_t)(e - q), 0, &je);
         if (!json_is_object(o) || !json_is_string(json_object_get(o, keycol))) {
             json_decref(o);
-            rc = dlk_fail(err, DLK_EINVAL, "%s '%s': line %zu is not a JSON "
+            rc = Dlk_fail(err, DLK_EINVAL, "%s '%s': line %zu is not a JSON "
                           "object with a string \"%s\"", l->exact
                           ? "metadata file" : "label manifest", l->name, line,
                           keycol);
@@ -162,7 +162,7 @@ static dlk_status parse_jsonl(const char *p, const char *end, ing_labels *l,
         }
         if (!DLK_GROW(objs, nobjs, cap, 256)) {
             json_decref(o);
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
             break;
         }
         objs[nobjs++] = o;
@@ -171,12 +171,12 @@ static dlk_status parse_jsonl(const char *p, const char *end, ing_labels *l,
     if (!rc) {
         for (size_t c = 0; !rc && c < l->ncols; c++)
             if (push(t, strdup(json_string_value(json_array_get(cols, c)))))
-                rc = dlk_oom(err);
+                rc = Dlk_oom(err);
         for (size_t i = 0; !rc && i < nobjs; i++)
             for (size_t c = 0; !rc && c < l->ncols; c++) {
                 const char *f = json_string_value(json_array_get(cols, c));
                 if (push(t, cell_text(json_object_get(objs[i], f))))
-                    rc = dlk_oom(err);
+                    rc = Dlk_oom(err);
             }
     }
     for (size_t i = 0; i < nobjs; i++)
@@ -193,14 +193,14 @@ dlk_status ing_labels_index(ing_labels *l, dlk_error *err)
         n *= 2;
     l->slots = calloc(n, sizeof *l->slots);
     if (!l->slots)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     l->nslots = n;
     for (size_t r = 0; r < l->nrows; r++) {
         const char *k = l->cells[r * l->ncols];
         size_t h = (size_t)hash_str(k, strlen(k)) & (n - 1);
         while (l->slots[h]) {
             if (strcmp(l->cells[(l->slots[h] - 1) * l->ncols], k) == 0)
-                return dlk_fail(err, DLK_EINVAL, "%s '%s': %s '%.200s' "
+                return Dlk_fail(err, DLK_EINVAL, "%s '%s': %s '%.200s' "
                                 "appears twice", l->coco ? "COCO file"
                                 : l->exact ? "metadata file"
                                 : "label manifest", l->name, l->exact
@@ -214,24 +214,24 @@ dlk_status ing_labels_index(ing_labels *l, dlk_error *err)
 
 /* Read a whole object named by a path or URL through the store layer. */
 static dlk_status read_path(const char *src, const dlk_store_options *so,
-                            dlk_buf *b, dlk_error *err)
+                            Dlk_buf *b, dlk_error *err)
 {
     const char *slash = strrchr(src, '/');
     char *dir = slash ? strndup(src, (size_t)(slash - src)) : strdup(".");
     const char *base = slash ? slash + 1 : src;
     if (!dir)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     if (!*dir) {
         free(dir);
         dir = strdup("/");
     }
-    dlk_store *st = NULL;
-    dlk_status rc = dlk_store_open(dir, false, so, &st, err);
+    Dlk_store *st = NULL;
+    dlk_status rc = Dlk_store_open(dir, false, so, &st, err);
     if (!rc)
-        rc = dlk_store_get(st, base, LABELS_MAX, b, NULL, err);
+        rc = Dlk_store_get(st, base, LABELS_MAX, b, NULL, err);
     if (rc == DLK_ENOTFOUND)
-        rc = dlk_fail(err, DLK_ENOTFOUND, "no such file '%s'", src);
-    dlk_store_free(st);
+        rc = Dlk_fail(err, DLK_ENOTFOUND, "no such file '%s'", src);
+    Dlk_store_free(st);
     free(dir);
     return rc;
 }
@@ -240,7 +240,7 @@ static dlk_status read_path(const char *src, const dlk_store_options *so,
  * symbolic link, which the store (following none below its root) would
  * refuse, so it is resolved first. */
 dlk_status ing_manifest_read(const char *src, const dlk_store_options *so,
-                             dlk_buf *b, dlk_error *err)
+                             Dlk_buf *b, dlk_error *err)
 {
     bool remote = strncmp(src, "s3://", 5) == 0 ||
                   strncmp(src, "gs://", 5) == 0;
@@ -260,7 +260,7 @@ dlk_status ing_labels_parse(const void *data, size_t len, const char *name,
     memset(l, 0, sizeof *l);
     l->exact = exact;
     if (!(l->name = strdup(name)))
-        return dlk_oom(err);
+        return Dlk_oom(err);
     dlk_status rc = DLK_OK;
     table t = {0};
     const char *p = data, *end = p + len;
@@ -272,10 +272,10 @@ dlk_status ing_labels_parse(const void *data, size_t len, const char *name,
     rc = (q < end && *q == '{') ? parse_jsonl(q, end, l, keycol, &t, err)
                                 : parse_csv(p, end, l, &t, err);
     if (!rc && (!l->ncols || t.n < l->ncols))
-        rc = dlk_fail(err, DLK_EINVAL, "%s '%s' is empty", exact
+        rc = Dlk_fail(err, DLK_EINVAL, "%s '%s' is empty", exact
                       ? "metadata file" : "label manifest", name);
     if (!rc && !(l->cols = malloc(l->ncols * sizeof *l->cols)))
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     if (rc) {
         for (size_t i = 0; i < t.n; i++)
             free(t.cells[i]);
@@ -296,7 +296,7 @@ dlk_status ing_labels_parse(const void *data, size_t len, const char *name,
     while (kc < l->ncols && strcmp(l->cols[kc], keycol))
         kc++;
     if (exact && kc == l->ncols) {
-        rc = dlk_fail(err, DLK_EINVAL, "metadata file '%s' has no column "
+        rc = Dlk_fail(err, DLK_EINVAL, "metadata file '%s' has no column "
                       "'%s'", name, keycol);
         ing_labels_free(l);
         return rc;
@@ -327,12 +327,12 @@ dlk_status ing_labels_load(const char *src, const dlk_store_options *so,
                            ing_labels *l, dlk_error *err)
 {
     memset(l, 0, sizeof *l);
-    dlk_buf b;
-    dlk_buf_init(&b);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
     dlk_status rc = ing_manifest_read(src, so, &b, err);
     if (!rc)
         rc = ing_labels_parse(b.data, b.len, src, "key", false, l, err);
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     if (!rc && (rc = ing_labels_index(l, err)))
         ing_labels_free(l);
     return rc;

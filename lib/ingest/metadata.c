@@ -70,18 +70,18 @@ static dlk_status add_file(ing_labels *all, ing_labels *f, const char *dir,
 {
     ssize_t *map = malloc(f->ncols * sizeof *map);
     if (!map)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     for (size_t c = 0; c < f->ncols; c++)
         if ((map[c] = column(all, f->cols[c])) < 0) {
             free(map);
-            return dlk_oom(err);
+            return Dlk_oom(err);
         }
     size_t n = all->ncols;
     char **cells = realloc(all->cells, (all->nrows + f->nrows) * n *
                                            sizeof *cells + 1);
     if (!cells) {
         free(map);
-        return dlk_oom(err);
+        return Dlk_oom(err);
     }
     all->cells = cells;
     dlk_status rc = DLK_OK;
@@ -112,7 +112,7 @@ static dlk_status add_file(ing_labels *all, ing_labels *f, const char *dir,
     }
     all->nrows += f->nrows;
     free(map);
-    return rc ? dlk_oom(err) : DLK_OK;
+    return rc ? Dlk_oom(err) : DLK_OK;
 }
 
 /* A folder's metadata.jsonl and metadata.csv both: which is meant? */
@@ -122,7 +122,7 @@ static dlk_status check_pairs(char **keys, size_t n, dlk_error *err)
         size_t a = (size_t)(base_of(keys[i - 1]) - keys[i - 1]);
         size_t b = (size_t)(base_of(keys[i]) - keys[i]);
         if (a == b && memcmp(keys[i - 1], keys[i], a) == 0)
-            return dlk_fail(err, DLK_EINVAL, "two metadata files in one "
+            return Dlk_fail(err, DLK_EINVAL, "two metadata files in one "
                             "folder, '%s' and '%s': keep one", keys[i - 1],
                             keys[i]);
     }
@@ -135,7 +135,7 @@ static dlk_status find_missing(ing_source *src, const ing_labels *l,
 {
     bool *seen = calloc(l->nrows + 1, sizeof *seen);
     if (!seen)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     for (size_t i = 0; i < src->nobjs; i++) {
         ssize_t r = ing_labels_find(l, src->objs[i].key,
                                     src->objs[i].stem_len);
@@ -154,7 +154,7 @@ static dlk_status find_missing(ing_source *src, const ing_labels *l,
                                             "names it, the source lacks it");
     free(miss);
     free(seen);
-    return bad ? dlk_oom(err) : DLK_OK;
+    return bad ? Dlk_oom(err) : DLK_OK;
 }
 
 dlk_status ing_meta_missing(ing_source *src, const ing_labels *l,
@@ -171,7 +171,7 @@ dlk_status ing_meta_load(const ing_source *src, ing_labels *all,
      * directory and from S3 */
     char **keys = malloc(src->nmeta * sizeof *keys);
     if (!keys)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     memcpy(keys, src->meta, src->nmeta * sizeof *keys);
     qsort(keys, src->nmeta, sizeof *keys, cmp_str);
     dlk_status rc = check_pairs(keys, src->nmeta, err);
@@ -190,17 +190,17 @@ dlk_status ing_meta_load(const ing_source *src, ing_labels *all,
         !(all->cols[0] = strdup("file_name"))) {
         ing_labels_free(all);
         free(keys);
-        return dlk_oom(err);
+        return Dlk_oom(err);
     }
     all->ncols = 1;
-    dlk_buf b;
-    dlk_buf_init(&b);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
     for (size_t i = 0; !rc && i < src->nmeta; i++) {
         const char *key = keys[i];
         b.len = 0;
-        rc = dlk_store_get(src->store, key, META_MAX, &b, NULL, err);
+        rc = Dlk_store_get(src->store, key, META_MAX, &b, NULL, err);
         if (rc) {
-            rc = dlk_fail_wrap(err, "metadata file '%s'", key);
+            rc = Dlk_fail_wrap(err, "metadata file '%s'", key);
             break;
         }
         ing_labels f;
@@ -212,7 +212,7 @@ dlk_status ing_meta_load(const ing_source *src, ing_labels *all,
         rc = add_file(all, &f, dir, err);
         ing_labels_free(&f);
     }
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     free(keys);
     for (size_t c = 1; !rc && c < all->ncols; c++)
         if (all->label_col < 0 && (strcmp(all->cols[c], "label") == 0 ||
@@ -239,7 +239,7 @@ dlk_status ing_labels_for(const dlk_ingest_opts *o, ing_source *src,
         return DLK_OK;
     }
     if (o->labels && o->coco)
-        return dlk_fail(err, DLK_EINVAL, "a label manifest and a COCO file "
+        return Dlk_fail(err, DLK_EINVAL, "a label manifest and a COCO file "
                         "cannot be given together");
     if (o->coco)
         rc = ing_coco_load(o->coco, o->store, l, NULL, NULL, err);

@@ -28,12 +28,12 @@ dlk_status ing_npy_tree_ingest(const char *url, const dlk_ingest_opts *o,
     uint64_t unsafe = res->skipped;
     const char **keys = malloc((src->nobjs ? src->nobjs : 1) * sizeof *keys);
     if (!keys)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     for (size_t i = 0; i < src->nobjs; i++)
         keys[i] = src->objs[i].key;
     qsort(keys, src->nobjs, sizeof *keys, cmp_key);
     dlk_dataset *ds;
-    rc = dlk_dataset_open_writer(url, o->store, &ds, err);
+    rc = Dlk_dataset_open_writer(url, o->store, &ds, err);
     if (rc) {
         free(keys);
         return rc;
@@ -43,7 +43,7 @@ dlk_status ing_npy_tree_ingest(const char *url, const dlk_ingest_opts *o,
         /* its rows would get no key: the key tensors would fall behind */
         dlk_dataset_free(ds);
         free(keys);
-        return dlk_fail(err, DLK_EINVAL, "'%s' has key tensors, so every "
+        return Dlk_fail(err, DLK_EINVAL, "'%s' has key tensors, so every "
                         "row needs a key: name the .npy files STEM.TENSOR.npy "
                         "(one sample of TENSOR each) for tensors of the "
                         "dataset", url);
@@ -77,15 +77,15 @@ dlk_status ing_npy_tree_ingest(const char *url, const dlk_ingest_opts *o,
 
 /* The number of dimensions of the .npy file key of the local store st
  * (read as every source file is: no link followed), or -1. */
-static int npy_ndim(dlk_store *st, const char *key)
+static int npy_ndim(Dlk_store *st, const char *key)
 {
     const void *map;
     size_t len;
-    if (dlk_store_map(st, key, &map, &len, NULL))
+    if (Dlk_store_map(st, key, &map, &len, NULL))
         return -1;
-    dlk_npy_info h;
-    int nd = dlk_npy_parse(map, len, key, &h, NULL) ? -1 : h.ndim;
-    dlk_store_unmap(st, map, len);
+    Dlk_npy_info h;
+    int nd = Dlk_npy_parse(map, len, key, &h, NULL) ? -1 : h.ndim;
+    Dlk_store_unmap(st, map, len);
     return nd;
 }
 
@@ -103,7 +103,7 @@ dlk_status ing_npy_tree_as_rows(const char *url, const dlk_ingest_opts *o,
     /* a dataset that cannot be opened fails the ingest here: which path
      * its files take is not known (a guess would report the other
      * path's complaint, not this failure) */
-    dlk_status rc = dlk_dataset_open_writer(url, o->store, &ds, err);
+    dlk_status rc = Dlk_dataset_open_writer(url, o->store, &ds, err);
     if (rc)
         return rc;
     int tk, tv;

@@ -32,7 +32,7 @@ enum { EMPTY, FETCHING, FETCHED, DECODING, DONE, APPENDING, APPENDED };
 
 typedef struct slot {
     size_t row;
-    dlk_buf *bufs;
+    Dlk_buf *bufs;
     size_t nbufs;
     ing_val *vals;
     dlk_status rc;        /* row error (rc && !fatal) or fatal error */
@@ -57,14 +57,14 @@ typedef struct pipe_state {
     pthread_cond_t cv_fetch, cv_decode, cv_append;
     size_t next_fetch, base;
     size_t nfetchers;     /* 0: the decoders read their own rows */
-    /* A store that starts GETs without waiting (S3: dlk_store_get_start):
+    /* A store that starts GETs without waiting (S3: Dlk_store_get_start):
      * one thread submits rows' GETs and the store's I/O threads hand each
      * row on as its answers come (no fetch thread waits for them).
      * reqs[i * maxn + j]: slot i's object j. */
     bool async;
-    dlk_get_req *reqs;
+    Dlk_get_req *reqs;
     size_t batch;         /* rows a fetcher takes at once: their GETs go
-                             out together (dlk_store_get_start) */
+                             out together (Dlk_store_get_start) */
     size_t fetching;      /* rows the fetchers hold: at most depth */
     size_t nfetch;        /* --fetch: the most rows they may hold */
     size_t depth;         /* what depth() gave last (read under p->mu
@@ -77,7 +77,7 @@ typedef struct pipe_state {
      * starts one, so that only rows being decoded or waiting to be
      * appended hold them (not every slot of the window), and the one a
      * decoder writes was in use moments ago. */
-    dlk_buf **spare;
+    Dlk_buf **spare;
     size_t *nspare;
     bool stop;
     bool appending;       /* a thread is in drain() */
@@ -132,7 +132,7 @@ static void fetch_row(pipe_state *p, slot *s)
     fetch_start(s);
     for (uint32_t i = 0; i < r->n; i++) {
         const ing_obj *o = &src->objs[r->first + i];
-        dlk_buf *b = &s->bufs[i];
+        Dlk_buf *b = &s->bufs[i];
         b->len = 0;
         if (o->role == ING_NONE)
             continue;
@@ -183,7 +183,7 @@ static size_t fetch_need(const pipe_state *p)
  * cost (16-core host, 0 ms: 256 rows 5-7% slower than 64). */
 static size_t depth(const pipe_state *p)
 {
-    int in = dlk_store_want_inflight(p->c->src->store, 0);
+    int in = Dlk_store_want_inflight(p->c->src->store, 0);
     size_t d = in > 0 && (size_t)in < p->nfetch ? (size_t)in + 8 * p->batch
                                                 : p->nfetch;
     return d < p->nfetch ? d : p->nfetch;
@@ -222,9 +222,9 @@ static void *fetcher(void *arg)
         slot_of(p, k)->row = p->todo[k];
         p->fetching++;
         pthread_mutex_unlock(&p->mu);
-        double t = dlk_now_s();
+        double t = Dlk_now_s();
         fetch_row(p, slot_of(p, k));
-        busy += dlk_now_s() - t;
+        busy += Dlk_now_s() - t;
         pthread_mutex_lock(&p->mu);
         row_ready(p, k);
     }
@@ -239,7 +239,7 @@ static void row_answered(pipe_state *p, slot *s)
 {
     const ing_source *src = p->c->src;
     const ing_row *r = &src->rows[s->row];
-    dlk_get_req *g = &p->reqs[(size_t)(s - p->slots) * p->maxn];
+    Dlk_get_req *g = &p->reqs[(size_t)(s - p->slots) * p->maxn];
     for (uint32_t i = 0; i < r->n; i++) {
         const ing_obj *o = &src->objs[r->first + i];
         if (o->role == ING_NONE)
@@ -256,7 +256,7 @@ static void row_answered(pipe_state *p, slot *s)
 
 /* A GET of get_start is answered (on the store's I/O thread): the row's
  * last one hands the row on. */
-static void get_answered(void *ud, dlk_get_req *q)
+static void get_answered(void *ud, Dlk_get_req *q)
 {
     pipe_state *p = ud;
     slot *s = &p->slots[(size_t)(q - p->reqs) / p->maxn];
@@ -273,10 +273,10 @@ static void *submitter(void *arg)
     pipe_state *p = arg;
     const ing_source *src = p->c->src;
     double busy = 0;
-    dlk_get_req **qs = calloc(p->batch * p->maxn, sizeof *qs);
+    Dlk_get_req **qs = calloc(p->batch * p->maxn, sizeof *qs);
     pthread_mutex_lock(&p->mu);
     if (!qs && !p->stop) {
-        p->rc = dlk_oom(&p->err);
+        p->rc = Dlk_oom(&p->err);
         p->stop = true;
         pthread_cond_broadcast(&p->cv_decode);
         pthread_cond_signal(&p->cv_append);
@@ -292,14 +292,14 @@ static void *submitter(void *arg)
         }
         p->fetching += n;
         pthread_mutex_unlock(&p->mu);
-        double t = dlk_now_s();
+        double t = Dlk_now_s();
         size_t nq = 0;
         slot *bare[8]; /* rows with no object to GET (a batch: 8) */
         size_t nbare = 0;
         for (size_t k = k0; k < k0 + n; k++) {
             slot *s = slot_of(p, k);
             const ing_row *r = &src->rows[s->row];
-            dlk_get_req *g = &p->reqs[(size_t)(s - p->slots) * p->maxn];
+            Dlk_get_req *g = &p->reqs[(size_t)(s - p->slots) * p->maxn];
             fetch_start(s);
             s->k = k;
             size_t m = 0;
@@ -308,7 +308,7 @@ static void *submitter(void *arg)
                 if (src->objs[r->first + i].role == ING_NONE)
                     continue;
                 const ing_obj *o = &src->objs[r->first + i];
-                g[i] = (dlk_get_req){.key = o->key, .max = object_max(o),
+                g[i] = (Dlk_get_req){.key = o->key, .max = object_max(o),
                                      .out = &s->bufs[i]};
                 qs[nq++] = &g[i];
                 m++;
@@ -317,10 +317,10 @@ static void *submitter(void *arg)
             if (!m)
                 bare[nbare++] = s;
         }
-        dlk_store_get_start(src->store, qs, nq, get_answered, p);
+        Dlk_store_get_start(src->store, qs, nq, get_answered, p);
         for (size_t i = 0; i < nbare; i++)
             row_answered(p, bare[i]);
-        busy += dlk_now_s() - t;
+        busy += Dlk_now_s() - t;
         size_t d2 = depth(p); /* the store's limit may have grown */
         pthread_mutex_lock(&p->mu);
         p->depth = d2;
@@ -352,9 +352,9 @@ static size_t fetched_row(pipe_state *p)
  * window), its wait added to *waited (under p->mu). */
 static void wait_decode(pipe_state *p, double *waited)
 {
-    double t = dlk_now_s();
+    double t = Dlk_now_s();
     pthread_cond_wait(&p->cv_decode, &p->mu);
-    *waited += dlk_now_s() - t;
+    *waited += Dlk_now_s() - t;
 }
 
 /* A row about to be decoded takes a spare buffer for each tensor whose
@@ -372,10 +372,10 @@ static void take_spares(pipe_state *p, slot *s)
 static void give_spares(pipe_state *p, slot *s)
 {
     for (size_t t = 0; t < p->c->ntensors; t++) {
-        dlk_buf *b = &s->vals[t].data;
+        Dlk_buf *b = &s->vals[t].data;
         if (b->cap && p->nspare[t] < p->W) {
             p->spare[t][p->nspare[t]++] = *b;
-            dlk_buf_init(b);
+            Dlk_buf_init(b);
         }
     }
 }
@@ -402,9 +402,9 @@ static void *decoder(void *arg)
             s->row = p->todo[k];
             take_spares(p, s);
             pthread_mutex_unlock(&p->mu);
-            double t = dlk_now_s();
+            double t = Dlk_now_s();
             fetch_row(p, s);
-            fetch += dlk_now_s() - t;
+            fetch += Dlk_now_s() - t;
             if (s->rc) {
                 pthread_mutex_lock(&p->mu);
                 *state_of(p, k) = DONE;
@@ -423,7 +423,7 @@ static void *decoder(void *arg)
         }
         dlk_error e;
         e.msg[0] = '\0';
-        double t = dlk_now_s();
+        double t = Dlk_now_s();
         s->rc = ing_row_build(p->c, s->row, s->bufs, s->vals, &s->bad_key,
                               &e);
         if (s->rc) {
@@ -434,11 +434,11 @@ static void *decoder(void *arg)
         const ing_row *r = &p->c->src->rows[s->row];
         for (uint32_t i = 0; i < r->n; i++)
             if (s->bufs[i].cap > (4u << 20))
-                dlk_buf_free(&s->bufs[i]);
-        double t1 = dlk_now_s();
+                Dlk_buf_free(&s->bufs[i]);
+        double t1 = Dlk_now_s();
         busy += t1 - t;
         pthread_mutex_lock(&p->mu);
-        lock += dlk_now_s() - t1;
+        lock += Dlk_now_s() - t1;
         *state_of(p, k) = DONE;
         drain(p);
     }
@@ -456,9 +456,9 @@ static void *decoder(void *arg)
 static void clear_vals(ing_val *v, size_t n, size_t keep)
 {
     for (size_t i = 0; i < n; i++) {
-        dlk_buf b = v[i].data;
+        Dlk_buf b = v[i].data;
         if (b.cap > keep || b.fixed)
-            dlk_buf_free(&b);
+            Dlk_buf_free(&b);
         b.len = 0;
         memset(&v[i], 0, sizeof v[i]);
         v[i].data = b;
@@ -479,7 +479,7 @@ static dlk_status progress_stems(ing_run *run, pipe_state *p,
  * listing them with the stem done through (and, unordered, beyond). */
 static dlk_status checkpoint(ing_run *run, pipe_state *p, dlk_error *err)
 {
-    dlk_status rc = dlk_dataset_seal(run->ds, err);
+    dlk_status rc = Dlk_dataset_seal(run->ds, err);
     if (rc)
         return rc;
     pthread_mutex_lock(&p->mu);
@@ -499,7 +499,7 @@ static dlk_status progress_stems(ing_run *run, pipe_state *p, dlk_error *err)
     if (p->base > 0) {
         char *st = stem_dup(p->c->src, p->todo[p->base - 1]);
         if (!st)
-            return dlk_oom(err);
+            return Dlk_oom(err);
         /* rows skipped by resume before todo[0] are done as well */
         free(pr->done_through);
         pr->done_through = st;
@@ -513,12 +513,12 @@ static dlk_status progress_stems(ing_run *run, pipe_state *p, dlk_error *err)
     if (extra) {
         char **v = realloc(pr->done_also, extra * sizeof *v);
         if (!v)
-            return dlk_oom(err);
+            return Dlk_oom(err);
         pr->done_also = v;
         for (size_t k = p->base; k < p->next_fetch; k++)
             if (*state_of(p, k) == APPENDED &&
                 !(v[pr->n_done_also++] = stem_dup(p->c->src, p->todo[k])))
-                return dlk_oom(err);
+                return Dlk_oom(err);
     }
     return DLK_OK;
 }
@@ -530,7 +530,7 @@ static void report(ing_run *run, double t0, uint64_t done, size_t total)
     dlk_ingest_progress pg = {
         .rows_done = done, .rows_total = total,
         .bytes_in = run->res->bytes_in, .bytes_out = run->res->bytes_out,
-        .seconds = dlk_now_s() - t0,
+        .seconds = Dlk_now_s() - t0,
     };
     run->o->progress(run->o->ud, &pg);
 }
@@ -542,7 +542,7 @@ static dlk_status take(ing_run *run, pipe_state *p, slot *s, dlk_error *err)
     run->res->bytes_in += s->bytes_in;
     run->prog.bytes_in += s->bytes_in;
     if (s->rc && s->fatal)
-        return dlk_fail(err, s->rc, "%s", s->reason);
+        return Dlk_fail(err, s->rc, "%s", s->reason);
     if (s->rc) {
         const char *key = s->bad_key ? s->bad_key : "?";
         if (run->o->on_bad)
@@ -555,7 +555,7 @@ static dlk_status take(ing_run *run, pipe_state *p, slot *s, dlk_error *err)
                                             "reason", s->reason));
         if (run->o->on_error == DLK_ON_ERROR_FAIL) {
             run->failed = true;
-            return dlk_fail(err, DLK_EDECODE, "cannot ingest '%s': %s", key,
+            return Dlk_fail(err, DLK_EDECODE, "cannot ingest '%s': %s", key,
                             s->reason);
         }
         return DLK_OK;
@@ -565,7 +565,7 @@ static dlk_status take(ing_run *run, pipe_state *p, slot *s, dlk_error *err)
         size_t n = v->data.len;
         /* a large sample's buffer goes into the chunk as it is; the slot
          * gets one the chunk writers are done with */
-        dlk_status rc = dlk_append_take(run->ds, t, &v->data, v->shape,
+        dlk_status rc = Dlk_append_take(run->ds, t, &v->data, v->shape,
                                         v->ndim, err);
         if (rc)
             return rc;
@@ -620,10 +620,10 @@ static void drain(pipe_state *p)
         *state_of(p, k) = APPENDING;
         pthread_mutex_unlock(&p->mu);
         dlk_error e;
-        double ta = dlk_now_s();
+        double ta = Dlk_now_s();
         dlk_status rc = take(run, p, s, &e);
         clear_vals(s->vals, run->ctx.ntensors, VAL_KEEP);
-        double now = dlk_now_s();
+        double now = Dlk_now_s();
         run->res->append_seconds += now - ta;
         p->done++;
         p->since_ckpt++;
@@ -648,7 +648,7 @@ static void drain(pipe_state *p)
         if (!rc && now - p->last_ckpt >= p->every && p->base < p->ntodo) {
             pthread_mutex_unlock(&p->mu);
             rc = checkpoint(run, p, &e);
-            p->last_ckpt = dlk_now_s();
+            p->last_ckpt = Dlk_now_s();
             p->since_ckpt = 0;
             pthread_mutex_lock(&p->mu);
         }
@@ -671,7 +671,7 @@ static void free_window(pipe_state *p, size_t nt)
 {
     for (size_t i = 0; p->slots && i < p->W; i++) {
         for (size_t j = 0; p->slots[i].bufs && j < p->slots[i].nbufs; j++)
-            dlk_buf_free(&p->slots[i].bufs[j]);
+            Dlk_buf_free(&p->slots[i].bufs[j]);
         if (p->slots[i].vals)
             clear_vals(p->slots[i].vals, p->c->ntensors, 0);
         free(p->slots[i].bufs);
@@ -679,7 +679,7 @@ static void free_window(pipe_state *p, size_t nt)
     }
     for (size_t t = 0; p->spare && p->nspare && t < nt; t++) {
         for (size_t i = 0; p->spare[t] && i < p->nspare[t]; i++)
-            dlk_buf_free(&p->spare[t][i]);
+            Dlk_buf_free(&p->spare[t][i]);
         free(p->spare[t]);
     }
     free(p->slots);
@@ -696,7 +696,7 @@ static size_t plan_window(pipe_state *p, ing_run *run)
 {
     /* --fetch GETs in flight: from a store that keeps many in flight
      * without a thread each (S3), started 8 rows at a time */
-    const dlk_store_ops *ops = run->ctx.src->store->ops;
+    const Dlk_store_ops *ops = run->ctx.src->store->ops;
     /* a tar member is a range of its shard: read by the fetch threads
      * (get_start GETs whole objects) */
     bool whole = ops->get_start && !run->ctx.src->nshards;
@@ -763,7 +763,7 @@ static size_t start_threads(pipe_state *p, pthread_t *th, size_t nthreads,
                               : p->async    ? submitter
                                             : fetcher;
         if (pthread_create(&th[i], NULL, fn, p)) {
-            *rc = dlk_fail(err, DLK_EIO, "cannot start a thread");
+            *rc = Dlk_fail(err, DLK_EIO, "cannot start a thread");
             break;
         }
         /* names for top -H and /proc/PID/task/TID/comm */
@@ -786,7 +786,7 @@ static void wait_rows(pipe_state *p, ing_run *run, dlk_status rc)
             continue;
         }
         /* polled here, on the caller's thread, a few times a second */
-        dlk_cond_wait_ms(&p->cv_append, &p->mu, 100);
+        Dlk_cond_wait_ms(&p->cv_append, &p->mu, 100);
         if (!p->stop && p->base < p->ntodo && o->stop(o->ud)) {
             /* the rows appended so far are checkpointed below; those
              * fetched or decoded are left for the next run */
@@ -803,7 +803,7 @@ static void take_timings(const pipe_state *p, ing_run *run)
     run->res->decode_seconds = p->decode_s;
     run->res->decode_wait_seconds = p->decode_wait_s;
     run->res->decode_lock_seconds = p->decode_lock_s;
-    run->res->write_wait_seconds = dlk_seal_wait_seconds(run->ds);
+    run->res->write_wait_seconds = Dlk_seal_wait_seconds(run->ds);
 }
 
 dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
@@ -822,7 +822,7 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     if (!ok || !th) {
         free_window(&p, nt);
         free(th);
-        return dlk_oom(err);
+        return Dlk_oom(err);
     }
     pthread_mutex_init(&p.mu, NULL);
     pthread_cond_init(&p.cv_fetch, NULL);
@@ -830,7 +830,7 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     pthread_cond_init(&p.cv_append, NULL);
     p.run = run;
     p.depth = nthreads ? depth(&p) : 0;
-    p.t0 = p.last_ckpt = dlk_now_s();
+    p.t0 = p.last_ckpt = Dlk_now_s();
     p.every = o->checkpoint_seconds > 0 ? o->checkpoint_seconds : 30;
     dlk_status rc = DLK_OK;
     report(run, p.t0, 0, ntodo); /* the rows' count, before the first */
@@ -842,7 +842,7 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
         if (err)
             *err = p.err;
     }
-    run->res->rows_seconds = dlk_now_s() - p.t0;
+    run->res->rows_seconds = Dlk_now_s() - p.t0;
     p.stop = true;
     pthread_cond_broadcast(&p.cv_fetch);
     pthread_cond_broadcast(&p.cv_decode);

@@ -53,7 +53,7 @@ typedef struct ing_row {
 } ing_row;
 
 typedef struct ing_source {
-    dlk_store *store;
+    Dlk_store *store;
     ing_obj *objs;      /* sorted by (stem, key) */
     size_t nobjs, cap;
     ing_row *rows;      /* sorted by stem */
@@ -63,7 +63,7 @@ typedef struct ing_source {
     ing_shard *shards;  /* the tar shards listed, in listing order */
     size_t nshards, shards_cap;
     struct ing_unsafe {
-        char *key;      /* escaped (dlk_key_escape) */
+        char *key;      /* escaped (Dlk_key_escape) */
         const char *why;
         bool whole;     /* why is the whole reason (ing_unsafe_reason) */
     } *unsafe;          /* keys no store may read ("..", control bytes,
@@ -71,7 +71,7 @@ typedef struct ing_source {
                            that the source lacks: skipped rows, sorted */
     size_t nunsafe;
     struct ing_unused {
-        char *key;      /* escaped (dlk_key_escape) */
+        char *key;      /* escaped (Dlk_key_escape) */
         const char *why;
     } *unused;          /* objects that cannot be a sample (a README,
                            .DS_Store, _SUCCESS, the --labels manifest, a
@@ -145,7 +145,7 @@ int ing_source_missing(ing_source *s, const char *const *keys, size_t n,
 /* Keep (up to ING_UNUSED_KEPT) and count an object that is no sample. */
 void ing_source_unused(ing_source *s, const char *key, const char *why);
 /* What the listing of s's store passes over (a local tree's symbolic
- * links, special files, directories too deep: dlk_store's `passed`)
+ * links, special files, directories too deep: Dlk_store's `passed`)
  * kept and counted as ing_source_unused, so that every file of a tree
  * is either ingested or reported with its reason (unused.c). */
 void ing_source_watch_passed(ing_source *s);
@@ -186,7 +186,7 @@ void ing_tgz_free(struct ing_tgz *t);
  * at most max), read on from where the shard's reader is, from the
  * shard's start when it has passed o, or from the members it kept. */
 dlk_status ing_tgz_get(const ing_source *s, const ing_obj *o, uint64_t max,
-                       dlk_buf *out, dlk_error *err);
+                       Dlk_buf *out, dlk_error *err);
 /* The members of every shard listed in s, added as objects (tar.c):
  * each shard's headers read through s's store (mapped when local,
  * else in ranges, none of it kept); a shard that is not a readable tar
@@ -198,14 +198,14 @@ dlk_status ing_tar_list(ing_source *s, const dlk_ingest_opts *o,
  * itself, a tar member's range of its shard, or a compressed shard's
  * member (ing_tgz_get). */
 dlk_status ing_obj_get(const ing_source *s, const ing_obj *o, uint64_t max,
-                       dlk_buf *out, dlk_error *err);
+                       Dlk_buf *out, dlk_error *err);
 /* The parent folder of object o (ing_parent_folder): for a tar member,
  * of its path in the shard, else of the shard's key, so that members
  * take the folder their shard lies in.  0, or -1 when none. */
 int ing_obj_folder(const ing_source *s, const ing_obj *o, char *out,
                    size_t cap);
 /* The two halves of ing_source_open after the store is open: add each
- * listed object (ud: the source; a dlk_list_version_fn), then sort and
+ * listed object (ud: the source; a Dlk_list_version_fn), then sort and
  * group them (url names the source in messages). */
 int ing_source_add(void *ud, const char *key, uint64_t size,
                    const char *version);
@@ -225,8 +225,8 @@ int ing_parent_folder(const char *key, char *out, size_t cap);
 #define ING_KEY_VERSION_TENSOR DLK_KEY_VERSION_TENSOR
 /* (XXH3-64 of the key, of the version; version 0: unknown), sorted by
  * ing_keyset_sort */
-typedef dlk_key_ent ing_key_entry;
-typedef dlk_key_ents ing_keyset;
+typedef Dlk_key_ent ing_key_entry;
+typedef Dlk_key_ents ing_keyset;
 /* ING_KEY_UNSURE: a relative key (formats/dlk-v1.md 6.9) of another
  * version, and no key_base to tell whether it is this object's */
 enum { ING_KEY_NEW = 0, ING_KEY_PRESENT = 1, ING_KEY_CHANGED = 2,
@@ -239,7 +239,7 @@ void ing_keyset_sort(ing_keyset *k);
 int ing_keyset_find(const ing_keyset *k, uint64_t kh, uint64_t vh);
 /* The indices of the tensors "key" and "key_version" (text, u8 [-1]):
  * true when the schema has both. */
-bool ing_key_tensors(const dlk_manifest *m, int *t_key, int *t_ver);
+bool ing_key_tensors(const Dlk_manifest *m, int *t_key, int *t_ver);
 /* Their specs, for a new dataset. */
 void ing_key_specs(dlk_tensor_spec out[2]);
 /* specs[0..*n) and the key tensors' after them, in *out (malloc'd, a
@@ -254,11 +254,11 @@ uint64_t ing_version_hash(const char *v, size_t len);
 const char *ing_row_key(const ing_source *s, size_t row, size_t *len);
 /* A row's identity, the sample of its "key": the source's base and the
  * row's key, into out (replaced). */
-dlk_status ing_row_ident(const ing_source *s, size_t row, dlk_buf *out,
+dlk_status ing_row_ident(const ing_source *s, size_t row, Dlk_buf *out,
                          dlk_error *err);
 /* A row's version text: its objects' versions in key order, with a space
  * between two. */
-dlk_status ing_row_version(const ing_source *s, size_t row, dlk_buf *out,
+dlk_status ing_row_version(const ing_source *s, size_t row, Dlk_buf *out,
                            dlk_error *err);
 /* The hashes a row is looked up by: of its identity, of its key
  * relative to the source (rel), of its identity less key_base when it
@@ -268,7 +268,7 @@ typedef struct ing_row_hashes {
     bool has_based;
 } ing_row_hashes;
 dlk_status ing_row_key_hashes(const ing_source *s, size_t row,
-                              const char *key_base, dlk_buf *tmp,
+                              const char *key_base, Dlk_buf *tmp,
                               ing_row_hashes *h, dlk_error *err);
 /* What the head's keys k say of a listed row: ING_KEY_NEW, _PRESENT,
  * _CHANGED, or _UNSURE (have_base: the head or the run names a
@@ -283,13 +283,13 @@ dlk_status ing_keyset_load(dlk_dataset *ds, int t_key, int t_ver,
                            ing_keyset *k, dlk_error *err);
 /* The keys of ds->m whose key hash is among q[0..nq) (sorted), sorted:
  * what ing_key_classify needs for rows of those hashes, read from the
- * index's blocks that may hold them (dlk_keyidx_lookup). */
+ * index's blocks that may hold them (Dlk_keyidx_lookup). */
 dlk_status ing_keyset_lookup(dlk_dataset *ds, int t_key, int t_ver,
                              const uint64_t *q, size_t nq, ing_keyset *k,
                              dlk_error *err);
 /* Bring ds->m's key index up to its key tensor's rows (the merge). */
 dlk_status ing_keyidx_update(dlk_dataset *ds, dlk_error *err);
-/* Record base (valid, dlk_key_base_valid) as the head's key_base. */
+/* Record base (valid, Dlk_key_base_valid) as the head's key_base. */
 dlk_status ing_keys_set_base(const char *url, const dlk_store_options *so,
                              const char *base, dlk_error *err);
 /* Give the dataset at url the key tensors when it has no samples and no
@@ -327,7 +327,7 @@ dlk_status ing_coco_load(const char *src, const dlk_store_options *so,
 /* Read a whole manifest named by a path (a local link resolved) or an
  * s3:// or gs:// URL, at most 1 GiB (labels.c). */
 dlk_status ing_manifest_read(const char *src, const dlk_store_options *so,
-                             dlk_buf *b, dlk_error *err);
+                             Dlk_buf *b, dlk_error *err);
 
 /* Parse a manifest (CSV with a header row, or JSON Lines) named name into
  * l, its column keycol first (exact: a metadata file, whose key column
@@ -386,7 +386,7 @@ int ing_parse_numbers(const char *text, double *v, size_t cap, size_t *n,
 
 /* One tensor's value in a row. */
 typedef struct ing_val {
-    dlk_buf data;
+    Dlk_buf data;
     int ndim;
     int64_t shape[DLK_MAX_NDIM];
     bool set;
@@ -395,12 +395,12 @@ typedef struct ing_val {
 /* What every row shares (read-only while the pipeline runs). */
 typedef struct ing_ctx {
     const ing_source *src;
-    const dlk_tensor *tensors;   /* the dataset's schema */
+    const Dlk_tensor *tensors;   /* the dataset's schema */
     size_t ntensors;
     int t_image, t_video, t_label, t_text; /* tensor indices or -1 */
     int t_key, t_key_version;    /* the source key tensors, or -1 */
-    dlk_image_opts img;
-    dlk_video_opts vid;
+    Dlk_image_opts img;
+    Dlk_video_opts vid;
     const ing_labels *labels;    /* NULL: none */
     bool folder_labels;          /* class from the parent folder */
 } ing_ctx;
@@ -409,15 +409,15 @@ typedef struct ing_ctx {
  * object first+i; NULL data for objects of no role).  On a bad row returns
  * an error whose message is the reason and sets *bad_key to the key at
  * fault.  vals has ctx->ntensors entries, reset by the caller. */
-dlk_status ing_row_build(const ing_ctx *c, size_t row, const dlk_buf *bufs,
+dlk_status ing_row_build(const ing_ctx *c, size_t row, const Dlk_buf *bufs,
                          ing_val *vals, const char **bad_key,
                          dlk_error *err);
 /* Check a value against its tensor's schema as dlk_append would. */
-dlk_status ing_val_check(const dlk_tensor *t, const ing_val *v,
+dlk_status ing_val_check(const Dlk_tensor *t, const ing_val *v,
                          dlk_error *err);
 /* Store n numbers as dtype elements into out (little-endian). */
 dlk_status ing_put_numbers(dlk_dtype dt, const double *v, size_t n,
-                           dlk_buf *out, dlk_error *err);
+                           Dlk_buf *out, dlk_error *err);
 
 /* Staging (stage.c): each shard of a run keeps its chunk lists and its
  * progress in staging/ingest/<run>/shard-<i>-of-<N>.json, rewritten at
@@ -455,7 +455,7 @@ dlk_status ing_merge(const char *url, const dlk_store_options *so,
                      const char *run, unsigned nshards, bool *merged,
                      dlk_error *err);
 /* 1 when a merge of `run` is recorded as done, 0 if not. */
-dlk_status ing_merge_done(dlk_store *store, const char *run, bool *done,
+dlk_status ing_merge_done(Dlk_store *store, const char *run, bool *done,
                           dlk_error *err);
 
 /* One run of dlk_ingest (ingest.c, pipeline.c). */

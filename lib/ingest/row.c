@@ -41,10 +41,10 @@ static uint16_t f32_to_f16(float f)
 }
 
 dlk_status ing_put_numbers(dlk_dtype dt, const double *v, size_t n,
-                           dlk_buf *out, dlk_error *err)
+                           Dlk_buf *out, dlk_error *err)
 {
     size_t es = dlk_dtype_size(dt);
-    dlk_status rc = dlk_buf_reserve(out, n * es, err);
+    dlk_status rc = Dlk_buf_reserve(out, n * es, err);
     if (rc)
         return rc;
     static const struct { double lo, hi; } range[] = {
@@ -60,68 +60,68 @@ dlk_status ing_put_numbers(dlk_dtype dt, const double *v, size_t n,
         double d = v[i];
         switch (dt) {
         case DLK_F32: { float f = (float)d; uint32_t u; memcpy(&u, &f, 4);
-                        dlk_put_le32(p, u); continue; }
-        case DLK_F64: { uint64_t u; memcpy(&u, &d, 8); dlk_put_le64(p, u);
+                        Dlk_put_le32(p, u); continue; }
+        case DLK_F64: { uint64_t u; memcpy(&u, &d, 8); Dlk_put_le64(p, u);
                         continue; }
-        case DLK_F16: dlk_put_le16(p, f32_to_f16((float)d)); continue;
+        case DLK_F16: Dlk_put_le16(p, f32_to_f16((float)d)); continue;
         case DLK_BF16: { float f = (float)d; uint32_t u; memcpy(&u, &f, 4);
-                         dlk_put_le16(p, (uint16_t)(u >> 16)); continue; }
+                         Dlk_put_le16(p, (uint16_t)(u >> 16)); continue; }
         default: break;
         }
         if (d != floor(d) || d < range[dt].lo || d > range[dt].hi)
-            return dlk_fail(err, DLK_EDECODE, "value %g does not fit %s", d,
+            return Dlk_fail(err, DLK_EDECODE, "value %g does not fit %s", d,
                             dlk_dtype_name(dt));
         uint64_t u = d < 0 ? (uint64_t)(int64_t)d : (uint64_t)d;
         switch (es) {
         case 1: p[0] = (uint8_t)u; break;
-        case 2: dlk_put_le16(p, (uint16_t)u); break;
-        case 4: dlk_put_le32(p, (uint32_t)u); break;
-        default: dlk_put_le64(p, u); break;
+        case 2: Dlk_put_le16(p, (uint16_t)u); break;
+        case 4: Dlk_put_le32(p, (uint32_t)u); break;
+        default: Dlk_put_le64(p, u); break;
         }
     }
     out->len += n * es;
     return DLK_OK;
 }
 
-dlk_status ing_val_check(const dlk_tensor *t, const ing_val *v,
+dlk_status ing_val_check(const Dlk_tensor *t, const ing_val *v,
                          dlk_error *err)
 {
     const dlk_tensor_spec *s = &t->spec;
     if (v->ndim != s->ndim)
-        return dlk_fail(err, DLK_EDECODE, "a sample of %d dimensions for "
+        return Dlk_fail(err, DLK_EDECODE, "a sample of %d dimensions for "
                         "tensor '%s' of %d", v->ndim, s->name, s->ndim);
     uint64_t want = dlk_dtype_size(s->dtype);
     for (int d = 0; d < v->ndim; d++) {
         if (v->shape[d] < 0 || v->shape[d] > UINT32_MAX ||
             (s->shape[d] != DLK_DIM_VARIABLE && v->shape[d] != s->shape[d]))
-            return dlk_fail(err, DLK_EDECODE, "tensor '%s': dimension %d is "
+            return Dlk_fail(err, DLK_EDECODE, "tensor '%s': dimension %d is "
                             "%lld, the schema wants %lld", s->name, d,
                             (long long)v->shape[d], (long long)s->shape[d]);
-        if (!dlk_mul_u64(want, (uint64_t)v->shape[d], &want))
-            return dlk_fail(err, DLK_ELIMIT, "tensor '%s': sample too big",
+        if (!Dlk_mul_u64(want, (uint64_t)v->shape[d], &want))
+            return Dlk_fail(err, DLK_ELIMIT, "tensor '%s': sample too big",
                             s->name);
     }
     if (want != v->data.len)
-        return dlk_fail(err, DLK_EINTERNAL, "tensor '%s': %zu bytes for a "
+        return Dlk_fail(err, DLK_EINTERNAL, "tensor '%s': %zu bytes for a "
                         "shape of %llu", s->name, v->data.len,
                         (unsigned long long)want);
     if (want > DLK_CHUNK_MAX_RAW / 2)
-        return dlk_fail(err, DLK_ELIMIT, "tensor '%s': a sample over 1 GiB",
+        return Dlk_fail(err, DLK_ELIMIT, "tensor '%s': a sample over 1 GiB",
                         s->name);
     return DLK_OK;
 }
 
 /* Numbers in text to a value of tensor t. */
-static dlk_status numbers_val(const dlk_tensor *t, const char *text,
+static dlk_status numbers_val(const Dlk_tensor *t, const char *text,
                               ing_val *v, dlk_error *err)
 {
     size_t n, inner;
     double *nums = malloc(MAX_NUMBERS * sizeof *nums);
     if (!nums)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     if (ing_parse_numbers(text, nums, MAX_NUMBERS, &n, &inner)) {
         free(nums);
-        return dlk_fail(err, DLK_EDECODE, "tensor '%s': '%.40s' is not a "
+        return Dlk_fail(err, DLK_EDECODE, "tensor '%s': '%.40s' is not a "
                         "number or an array of numbers", t->spec.name, text);
     }
     v->ndim = t->spec.ndim;
@@ -132,24 +132,24 @@ static dlk_status numbers_val(const dlk_tensor *t, const char *text,
                                     ? (size_t)t->spec.shape[1] : 1);
         if (n % w) {
             free(nums);
-            return dlk_fail(err, DLK_EDECODE, "tensor '%s': %zu numbers are "
+            return Dlk_fail(err, DLK_EDECODE, "tensor '%s': %zu numbers are "
                             "not rows of %zu", t->spec.name, n, w);
         }
         v->shape[0] = (int64_t)(n / w);
         v->shape[1] = (int64_t)w;
     } else if (t->spec.ndim > 2) {
         free(nums);
-        return dlk_fail(err, DLK_EDECODE, "tensor '%s': numbers for a "
+        return Dlk_fail(err, DLK_EDECODE, "tensor '%s': numbers for a "
                         "tensor of more than 2 dimensions", t->spec.name);
     } else if (n != 1) {
         free(nums);
-        return dlk_fail(err, DLK_EDECODE, "tensor '%s': %zu numbers for a "
+        return Dlk_fail(err, DLK_EDECODE, "tensor '%s': %zu numbers for a "
                         "scalar", t->spec.name, n);
     }
     dlk_status rc = ing_put_numbers(t->spec.dtype, nums, n, &v->data, err);
     free(nums);
     if (rc)
-        return dlk_fail_wrap(err, "tensor '%s'", t->spec.name);
+        return Dlk_fail_wrap(err, "tensor '%s'", t->spec.name);
     v->set = true;
     return DLK_OK;
 }
@@ -164,7 +164,7 @@ static void trim(char *s)
 }
 
 /* A class given as a name or an integer to the label tensor's value. */
-static dlk_status label_val(const dlk_tensor *t, const char *text,
+static dlk_status label_val(const Dlk_tensor *t, const char *text,
                             ing_val *v, dlk_error *err)
 {
     if (t->spec.ndim != 0 || t->n_class_names == 0)
@@ -184,7 +184,7 @@ static dlk_status label_val(const dlk_tensor *t, const char *text,
         v->set = true;
         return ing_put_numbers(t->spec.dtype, &d, 1, &v->data, err);
     }
-    return dlk_fail(err, DLK_EDECODE, "class '%.80s' is not one of the %zu "
+    return Dlk_fail(err, DLK_EDECODE, "class '%.80s' is not one of the %zu "
                     "classes of tensor '%s'", text, t->n_class_names,
                     t->spec.name);
 }
@@ -196,7 +196,7 @@ static dlk_status text_val(ing_val *v, const void *p, size_t n,
     v->ndim = 1;
     v->shape[0] = (int64_t)n;
     v->set = true;
-    return dlk_buf_append(&v->data, p, n, err);
+    return Dlk_buf_append(&v->data, p, n, err);
 }
 
 static int find_tensor(const ing_ctx *c, const char *name)
@@ -208,14 +208,14 @@ static int find_tensor(const ing_ctx *c, const char *name)
 }
 
 static dlk_status json_fields(const ing_ctx *c, const ing_obj *o,
-                              const dlk_buf *b, ing_val *vals,
+                              const Dlk_buf *b, ing_val *vals,
                               dlk_error *err)
 {
     json_error_t je;
     json_t *root = json_loadb((const char *)b->data, b->len, 0, &je);
     if (!json_is_object(root)) {
         json_decref(root);
-        return dlk_fail(err, DLK_EDECODE, "not a JSON object: %s (line %d)",
+        return Dlk_fail(err, DLK_EDECODE, "not a JSON object: %s (line %d)",
                         je.text, je.line);
     }
     dlk_status rc = DLK_OK;
@@ -228,10 +228,10 @@ static dlk_status json_fields(const ing_ctx *c, const ing_obj *o,
         char *text = json_is_string(v) ? strdup(json_string_value(v))
                      : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
         if (!text) {
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
             break;
         }
-        const dlk_tensor *t = &c->tensors[ti];
+        const Dlk_tensor *t = &c->tensors[ti];
         if (t->spec.kind == DLK_KIND_TEXT && json_is_string(v)) {
             rc = text_val(&vals[ti], text, strlen(text), err);
         } else if (ti == c->t_label && json_is_string(v)) {
@@ -249,28 +249,28 @@ static dlk_status json_fields(const ing_ctx *c, const ing_obj *o,
 }
 
 static dlk_status npy_val(const ing_ctx *c, const ing_obj *o,
-                          const dlk_buf *b, ing_val *vals, dlk_error *err)
+                          const Dlk_buf *b, ing_val *vals, dlk_error *err)
 {
     int ti = o->tensor[0] ? find_tensor(c, o->tensor)
                           : (c->ntensors == 1 ? 0 : -1);
     if (ti < 0)
-        return dlk_fail(err, DLK_EDECODE, "no tensor named '%s' for a .npy "
+        return Dlk_fail(err, DLK_EDECODE, "no tensor named '%s' for a .npy "
                         "file", o->tensor);
-    dlk_npy_info h;
-    dlk_status rc = dlk_npy_parse(b->data, b->len, o->key, &h, err);
+    Dlk_npy_info h;
+    dlk_status rc = Dlk_npy_parse(b->data, b->len, o->key, &h, err);
     if (rc)
         return rc;
-    const dlk_tensor *t = &c->tensors[ti];
+    const Dlk_tensor *t = &c->tensors[ti];
     if (h.dtype != t->spec.dtype)
-        return dlk_fail(err, DLK_EDECODE, "dtype %s, tensor '%s' is %s",
+        return Dlk_fail(err, DLK_EDECODE, "dtype %s, tensor '%s' is %s",
                         dlk_dtype_name(h.dtype), t->spec.name,
                         dlk_dtype_name(t->spec.dtype));
     if (h.ndim > DLK_MAX_NDIM)
-        return dlk_fail(err, DLK_EDECODE, "too many dimensions");
+        return Dlk_fail(err, DLK_EDECODE, "too many dimensions");
     ing_val *v = &vals[ti];
     v->ndim = h.ndim;
     memcpy(v->shape, h.shape, (size_t)h.ndim * sizeof *h.shape);
-    rc = dlk_buf_append(&v->data, b->data + h.data_off, h.data_bytes, err);
+    rc = Dlk_buf_append(&v->data, b->data + h.data_off, h.data_bytes, err);
     if (!rc && h.swap) {
         size_t es = dlk_dtype_size(h.dtype);
         for (size_t i = 0; i + es <= v->data.len; i += es)
@@ -304,31 +304,31 @@ static dlk_status key_vals(const ing_ctx *c, size_t row, ing_val *vals,
 /* Image or clip o decoded for its tensor (none: left out); *media: the
  * row's image or clip before o, then o. */
 static dlk_status media_val(const ing_ctx *c, const ing_obj *o,
-                            const dlk_buf *b, ing_val *vals,
+                            const Dlk_buf *b, ing_val *vals,
                             const ing_obj **media, dlk_error *err)
 {
     int ti = o->role == ING_IMAGE ? c->t_image : c->t_video;
     if (ti < 0)
         return DLK_OK;
     if (vals[ti].set)
-        return dlk_fail(err, DLK_EDECODE, "a second %s for one row (with "
+        return Dlk_fail(err, DLK_EDECODE, "a second %s for one row (with "
                         "'%s')", o->role == ING_IMAGE ? "image" : "video",
                         *media ? (*media)->key : "?");
     *media = o;
     if (b->len == 0)
-        return dlk_fail(err, DLK_EDECODE, "empty object");
-    dlk_decoded d;
+        return Dlk_fail(err, DLK_EDECODE, "empty object");
+    Dlk_decoded d;
     memset(&d, 0, sizeof d);
     dlk_status rc;
     if (o->role == ING_IMAGE) {
         /* into the row's buffer, kept from the slot's last row */
         d.data = vals[ti].data;
-        dlk_buf_init(&vals[ti].data);
-        rc = dlk_decode_image_reuse(b->data, b->len, o->key, &c->img, &d,
+        Dlk_buf_init(&vals[ti].data);
+        rc = Dlk_decode_image_reuse(b->data, b->len, o->key, &c->img, &d,
                                     err);
     } else {
-        rc = dlk_decode_video(b->data, b->len, o->key, &c->vid, &d, err);
-        dlk_buf_free(&vals[ti].data);
+        rc = Dlk_decode_video(b->data, b->len, o->key, &c->vid, &d, err);
+        Dlk_buf_free(&vals[ti].data);
     }
     vals[ti].data = d.data;
     if (rc)
@@ -342,7 +342,7 @@ static dlk_status media_val(const ing_ctx *c, const ing_obj *o,
 /* What object o of the row (fetched into b) gives: a tensor's value, or
  * the class of a .cls sidecar into *cls (the caller's to free). */
 static dlk_status object_val(const ing_ctx *c, const ing_obj *o,
-                             const dlk_buf *b, ing_val *vals,
+                             const Dlk_buf *b, ing_val *vals,
                              const ing_obj **media, char **cls,
                              dlk_error *err)
 {
@@ -353,7 +353,7 @@ static dlk_status object_val(const ing_ctx *c, const ing_obj *o,
     case ING_CLS:
         free(*cls);
         if (!(*cls = strndup((const char *)b->data, b->len)))
-            return dlk_oom(err);
+            return Dlk_oom(err);
         trim(*cls);
         return DLK_OK;
     case ING_TXT:
@@ -377,13 +377,13 @@ static dlk_status label_of_row(const ing_ctx *c, const ing_obj *lead,
                                ssize_t lrow, const char *cls, ing_val *v,
                                dlk_error *err)
 {
-    const dlk_tensor *t = &c->tensors[c->t_label];
+    const Dlk_tensor *t = &c->tensors[c->t_label];
     char folder[256];
     if (cls)
         return label_val(t, cls, v, err);
     if (c->labels && c->labels->label_col >= 0) {
         if (lrow < 0)
-            return dlk_fail(err, DLK_EDECODE, "no label for '%s' in label "
+            return Dlk_fail(err, DLK_EDECODE, "no label for '%s' in label "
                             "manifest '%s'", lead->key, c->labels->name);
         return label_val(t, c->labels->cells[(size_t)lrow * c->labels->ncols +
                                              (size_t)c->labels->label_col],
@@ -421,7 +421,7 @@ static dlk_status check_vals(const ing_ctx *c, const ing_val *vals,
     dlk_status rc = DLK_OK;
     for (size_t i = 0; !rc && i < c->ntensors; i++) {
         if (!vals[i].set)
-            rc = dlk_fail(err, DLK_EDECODE, "no %s for tensor '%s'",
+            rc = Dlk_fail(err, DLK_EDECODE, "no %s for tensor '%s'",
                           (int)i == c->t_label ? "label" : "value",
                           c->tensors[i].spec.name);
         else
@@ -430,7 +430,7 @@ static dlk_status check_vals(const ing_ctx *c, const ing_val *vals,
     return rc;
 }
 
-dlk_status ing_row_build(const ing_ctx *c, size_t row, const dlk_buf *bufs,
+dlk_status ing_row_build(const ing_ctx *c, size_t row, const Dlk_buf *bufs,
                          ing_val *vals, const char **bad_key,
                          dlk_error *err)
 {

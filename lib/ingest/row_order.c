@@ -37,7 +37,7 @@ static size_t tgz_prefix(const char *stem, size_t len)
  * order after it, so that it is read once, not once a row. */
 static uint64_t stem_rank(uint64_t seed, const char *stem, size_t len)
 {
-    return dlk_mix64(seed ^ dlk_hash64(stem, tgz_prefix(stem, len)));
+    return Dlk_mix64(seed ^ Dlk_hash64(stem, tgz_prefix(stem, len)));
 }
 
 static int stem_cmp(const char *a, size_t na, const char *b, size_t nb)
@@ -83,7 +83,7 @@ dlk_status ing_order_rows(const ing_source *s, const ing_order *o,
     if (!perm || (o->shuffled && !k)) {
         free(perm);
         free(k);
-        return dlk_fail(err, DLK_ENOMEM, "out of memory ordering %zu rows",
+        return Dlk_fail(err, DLK_ENOMEM, "out of memory ordering %zu rows",
                         n);
     }
     if (!o->shuffled) {

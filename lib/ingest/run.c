@@ -31,7 +31,7 @@ static bool is_chan(int64_t d) { return d == 1 || d == 3 || d == 4; }
 
 /* Image options for a tensor whose last three dims are an image. */
 static void image_opts(const dlk_ingest_opts *o, const dlk_tensor_spec *s,
-                       int off, dlk_image_opts *io)
+                       int off, Dlk_image_opts *io)
 {
     memset(io, 0, sizeof *io);
     io->fit = (dlk_fit)o->fit;
@@ -78,7 +78,7 @@ static dlk_status setup_ctx(ing_run *r, const ing_source *src,
     if (c->t_video >= 0) {
         const dlk_tensor_spec *s = &ds->m.tensors[c->t_video].spec;
         if (s->ndim != 4)
-            return dlk_fail(err, DLK_EINVAL, "video tensor '%s' must have 4 "
+            return Dlk_fail(err, DLK_EINVAL, "video tensor '%s' must have 4 "
                             "dimensions [T,H,W,C]", s->name);
         image_opts(r->o, s, 1, &c->vid.image);
         c->vid.frames = r->o->frames ? r->o->frames
@@ -126,7 +126,7 @@ static void canonical_options(ing_run *r, const char *nonce,
         snprintf(r->run, sizeof r->run, "%s", "0");
         return;
     }
-    dlk_hash128_hex(text, strlen(text), r->run);
+    Dlk_hash128_hex(text, strlen(text), r->run);
     free(text);
 }
 
@@ -146,10 +146,10 @@ static dlk_status plan(ing_run *r, const size_t *cand, size_t n,
     *ntodo = 0;
     *todo = malloc((n + 1) * sizeof **todo);
     if (!*todo)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     if (r->keyed) {
-        dlk_buf tmp;
-        dlk_buf_init(&tmp);
+        Dlk_buf tmp;
+        Dlk_buf_init(&tmp);
         dlk_status rc = DLK_OK;
         for (size_t j = 0; !rc && j < n; j++) {
             ing_row_hashes h;
@@ -167,7 +167,7 @@ static dlk_status plan(ing_run *r, const size_t *cand, size_t n,
             else if (!rc)
                 (*todo)[(*ntodo)++] = cand[j];
         }
-        dlk_buf_free(&tmp);
+        Dlk_buf_free(&tmp);
         return rc;
     }
     if (p->n_done_also)
@@ -204,13 +204,13 @@ static int cmp_u64(const void *a, const void *b)
  * that may hold them, so that the cost follows the listing, not the
  * dataset. */
 static dlk_status lookup_keys(ing_run *r, const ing_source *src,
-                              const size_t *rows, size_t n, dlk_buf *tmp,
+                              const size_t *rows, size_t n, Dlk_buf *tmp,
                               ing_keyset *k, dlk_error *err)
 {
     memset(k, 0, sizeof *k);
     uint64_t *q = malloc((3 * n + 1) * sizeof *q);
     if (!q)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     size_t nq = 0;
     dlk_status rc = DLK_OK;
     for (size_t i = 0; !rc && i < n; i++) {
@@ -248,7 +248,7 @@ static dlk_status candidates(ing_run *r, const ing_source *src,
     *n = 0;
     *out = malloc((src->nrows + 1) * sizeof **out);
     if (!*out)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     /* rows of objects that feed no tensor are no samples (the key
      * tensors, fed by every row, do not count) */
     ing_feeds feeds = {0};
@@ -271,13 +271,13 @@ static dlk_status candidates(ing_run *r, const ing_source *src,
         return DLK_OK;
     }
     const char *base = r->key_base;
-    dlk_buf tmp;
-    dlk_buf_init(&tmp);
+    Dlk_buf tmp;
+    Dlk_buf_init(&tmp);
     ing_keyset k;
     dlk_status rc = lookup_keys(r, src, *out, nsample, &tmp, &k, err);
     if (rc) {
-        dlk_buf_free(&tmp);
-        return dlk_fail_wrap(err, "cannot read the source keys of '%s'",
+        Dlk_buf_free(&tmp);
+        return Dlk_fail_wrap(err, "cannot read the source keys of '%s'",
                              r->ds->url);
     }
     char named[512] = "", unsure[512] = "";
@@ -310,7 +310,7 @@ static dlk_status candidates(ing_run *r, const ing_source *src,
                 break;
             char *z = strndup((const char *)tmp.data, tmp.len);
             if (!z) {
-                rc = dlk_oom(err);
+                rc = Dlk_oom(err);
                 break;
             }
             if (report && r->o->on_changed_key)
@@ -321,12 +321,12 @@ static dlk_status candidates(ing_run *r, const ing_source *src,
             free(z);
         }
     }
-    dlk_buf_free(&tmp);
+    Dlk_buf_free(&tmp);
     ing_keyset_free(&k);
     if (!rc && nunsure)
         /* this object changed, or another of the same relative name: to
          * guess either way would drop or duplicate a row */
-        rc = dlk_fail(err, DLK_EINVAL, "nothing was ingested: %llu object%s "
+        rc = Dlk_fail(err, DLK_EINVAL, "nothing was ingested: %llu object%s "
                       "of '%s' %s the relative key of a row an earlier dlk "
                       "ingested, with another version, and the dataset does "
                       "not record that row's source (name it once with "
@@ -335,7 +335,7 @@ static dlk_status candidates(ing_run *r, const ing_source *src,
                       r->source, nunsure == 1 ? "has" : "have", unsure,
                       nunsure > 3 ? ", ..." : "");
     if (!rc && r->res->changed && r->o->on_changed == DLK_ON_CHANGED_FAIL)
-        rc = dlk_fail(err, DLK_EINVAL, "%llu object%s changed since %s "
+        rc = Dlk_fail(err, DLK_EINVAL, "%llu object%s changed since %s "
                       "ingested (%s%s); nothing was ingested (--on-changed "
                       "skip ingests the new objects and skips these)",
                       (unsigned long long)r->res->changed,
@@ -375,7 +375,7 @@ static dlk_status begin_shard(ing_run *r, const size_t *cand, size_t n,
     if (!first || !last) {
         free(first);
         free(last);
-        return dlk_oom(err);
+        return Dlk_oom(err);
     }
     if (exists) {
         /* keyed, one process: what the source gained since is ingested
@@ -390,7 +390,7 @@ static dlk_status begin_shard(ing_run *r, const size_t *cand, size_t n,
         r->prog.last = last;
         r->prog.rows = n;
         if (!same)
-            return dlk_fail(err, DLK_ECONFLICT, "the source '%s' changed "
+            return Dlk_fail(err, DLK_ECONFLICT, "the source '%s' changed "
                             "since the interrupted run (%s): its rows differ; "
                             "remove %s to start over, or use --no-resume",
                             r->source, r->stage_key, r->stage_key);
@@ -416,7 +416,7 @@ static dlk_status begin_shard(ing_run *r, const size_t *cand, size_t n,
     r->prog.first = first;
     r->prog.last = last;
     if (!(r->prog.errors = json_array()))
-        return dlk_oom(err);
+        return Dlk_oom(err);
     /* at once, not at the first checkpoint: a create killed before then
      * is told apart from a finished one (dlk_ingest_create) */
     return ing_stage_write(r->ds, r->stage_key, r->source, r->shard,
@@ -499,7 +499,7 @@ dlk_status ing_source_listed_any(const ing_source *src, const char *source,
      * misspelled prefix, which a scheduled run must not take for success */
     if (src->nobjs + src->unused_total + src->nunsafe > 0)
         return DLK_OK;
-    return dlk_fail(err, DLK_ENOTFOUND, "the source '%s' lists no objects "
+    return Dlk_fail(err, DLK_ENOTFOUND, "the source '%s' lists no objects "
                     "(an empty or misspelled prefix?); nothing was ingested",
                     source);
 }
@@ -542,7 +542,7 @@ static dlk_status check_outcome(const dlk_ingest_opts *o, const char *source,
     char why[DLK_ERRMSG_MAX / 2];
     common_reasons(errors, unsafe, why, sizeof why);
     if (none && !tried)
-        return dlk_fail(err, DLK_EDECODE, "no row to ingest in '%s': none "
+        return Dlk_fail(err, DLK_EDECODE, "no row to ingest in '%s': none "
                         "of its objects is an image, a video, a label or a "
                         ".npy file of a tensor", source);
     /* a shard's failure holds back the others' staged rows, which merge
@@ -557,11 +557,11 @@ static dlk_status check_outcome(const dlk_ingest_opts *o, const char *source,
         snprintf(then, sizeof then, " (--max-skip 1 keeps the rows that "
                  "could be read)");
     if (none)
-        return dlk_fail(err, DLK_EDECODE, "ingested no row of '%s': all %llu "
+        return Dlk_fail(err, DLK_EDECODE, "ingested no row of '%s': all %llu "
                         "tried were skipped (%s); nothing was merged into the "
                         "head%s", source, (unsigned long long)tried, why,
                         o->nshards > 1 ? then : "");
-    return dlk_fail(err, DLK_EDECODE, "skipped %llu of %llu rows of '%s' "
+    return Dlk_fail(err, DLK_EDECODE, "skipped %llu of %llu rows of '%s' "
                     "(%.0f%%, more than the %g%% allowed by --max-skip): %s; "
                     "nothing was merged into the head%s",
                     (unsigned long long)skipped, (unsigned long long)tried,
@@ -583,7 +583,7 @@ dlk_status ing_report_unsafe(const dlk_ingest_opts *o,
             o->on_bad(o->ud, src->unsafe[i].key, why);
         res->skipped++;
         if (o->on_error == DLK_ON_ERROR_FAIL)
-            return dlk_fail(err, DLK_EDECODE, "cannot ingest '%s': %s",
+            return Dlk_fail(err, DLK_EDECODE, "cannot ingest '%s': %s",
                             src->unsafe[i].key, why);
     }
     return DLK_OK;
@@ -608,7 +608,7 @@ static dlk_status tell_schema(const ing_run *r, dlk_error *err)
     size_t n = ds->m.ntensors;
     dlk_tensor_spec *v = calloc(n ? n : 1, sizeof *v);
     if (!v)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     for (size_t i = 0; i < n; i++) {
         v[i] = ds->m.tensors[i].spec;
         v[i].class_names = (const char *const *)ds->m.tensors[i].class_names;
@@ -622,31 +622,31 @@ static dlk_status tell_schema(const ing_run *r, dlk_error *err)
 static dlk_status check_opts(const dlk_ingest_opts *o, dlk_error *err)
 {
     if (!o || !o->source || !*o->source)
-        return dlk_fail(err, DLK_EINVAL, "no source to ingest from");
+        return Dlk_fail(err, DLK_EINVAL, "no source to ingest from");
     if (o->nshards > 1 && o->shard >= o->nshards)
-        return dlk_fail(err, DLK_EINVAL, "shard %u of %u: the shard must be "
+        return Dlk_fail(err, DLK_EINVAL, "shard %u of %u: the shard must be "
                         "below the count", o->shard, o->nshards);
     if (o->nshards > 1 && o->no_resume)
         /* each process would name a run of its own: none would ever see
          * every shard complete, and nothing would be merged */
-        return dlk_fail(err, DLK_EINVAL, "--no-resume cannot be combined "
+        return Dlk_fail(err, DLK_EINVAL, "--no-resume cannot be combined "
                         "with --shard %u/%u: the shards of one run must share "
                         "its name (remove the staging/ingest documents of an "
                         "earlier run instead)", o->shard, o->nshards);
     if (o->order != DLK_ORDER_SHUFFLED && o->order != DLK_ORDER_SORTED)
-        return dlk_fail(err, DLK_EINVAL, "unknown row order %d",
+        return Dlk_fail(err, DLK_EINVAL, "unknown row order %d",
                         (int)o->order);
     if (o->channels && o->channels != 1 && o->channels != 3 &&
         o->channels != 4)
-        return dlk_fail(err, DLK_EINVAL, "channels must be 1, 3 or 4");
+        return Dlk_fail(err, DLK_EINVAL, "channels must be 1, 3 or 4");
     if ((o->width > 0) != (o->height > 0) || o->width < 0 || o->height < 0)
-        return dlk_fail(err, DLK_EINVAL, "bad resize %dx%d", o->width,
+        return Dlk_fail(err, DLK_EINVAL, "bad resize %dx%d", o->width,
                         o->height);
     if ((int)o->fit < 0 || o->fit > DLK_FIT_PAD || (int)o->layout < 0 ||
         o->layout > DLK_LAYOUT_CHW)
-        return dlk_fail(err, DLK_EINVAL, "bad fit or layout");
+        return Dlk_fail(err, DLK_EINVAL, "bad fit or layout");
     if (o->frames < 0 || o->fps < 0 || o->clip_seconds < 0)
-        return dlk_fail(err, DLK_EINVAL, "negative frame count, rate or "
+        return Dlk_fail(err, DLK_EINVAL, "negative frame count, rate or "
                         "length");
     return DLK_OK;
 }
@@ -654,7 +654,7 @@ static dlk_status check_opts(const dlk_ingest_opts *o, dlk_error *err)
 static dlk_status ingest_run(const char *url, const dlk_ingest_opts *o,
                              dlk_ingest_result *res, dlk_error *err)
 {
-    return ing_ingest_listed(url, o, NULL, dlk_now_s(), 0, res, err);
+    return ing_ingest_listed(url, o, NULL, Dlk_now_s(), 0, res, err);
 }
 
 ABI_RUN_WRAPPER(dlk_ingest, ingest_run, const char *, dlk_ingest_opts,
@@ -681,7 +681,7 @@ static dlk_status take_source(const dlk_ingest_opts *o, ing_source *listed,
         if ((rc = ing_source_open(o->source, o->labels, o->store, o, src,
                                   err)))
             return rc;
-        res->list_seconds = dlk_now_s() - t0;
+        res->list_seconds = Dlk_now_s() - t0;
     }
     return DLK_OK;
 }
@@ -708,7 +708,7 @@ static void init_run(ing_run *r, const dlk_ingest_opts *o,
      * ingest on 15 cores: 14 decode threads +5.3% over 15, mean of six
      * rotations, faster in each; 13 -2%; 14 with two I/O threads -1%) */
     int cores = dlk_cpu_count();
-    int spare = !local_dir && cores >= 12 ? dlk_store_io_threads(src->store)
+    int spare = !local_dir && cores >= 12 ? Dlk_store_io_threads(src->store)
                                           : 0;
     r->jobs = o->jobs > 0 ? o->jobs : cores - spare;
     res->jobs = r->jobs;
@@ -728,7 +728,7 @@ static void init_run(ing_run *r, const dlk_ingest_opts *o,
                   : r->jobs >= dlk_cpu_count() ? 0
                                                : 16;
     if (!local_dir)
-        dlk_store_want_inflight(src->store, r->fetchers);
+        Dlk_store_want_inflight(src->store, r->fetchers);
 }
 
 /* Reports the listing's unsafe keys, prepares the key base, grows the
@@ -746,7 +746,7 @@ static dlk_status open_head(const char *url, ing_run *r, ing_source *src,
     if (!rc && o->keys_relative_to) {
         rc = ing_source_base(o->keys_relative_to, key_base, err);
         if (rc)
-            rc = dlk_fail_wrap(err, "--keys-relative-to");
+            rc = Dlk_fail_wrap(err, "--keys-relative-to");
         else if (!o->dry_run)
             rc = ing_keys_set_base(url, o->store, *key_base, err);
     }
@@ -755,7 +755,7 @@ static dlk_status open_head(const char *url, ing_run *r, ing_source *src,
     if (!rc)
         rc = ing_classes_grow(url, o, src, labels, res, err);
     if (!rc)
-        rc = dlk_dataset_open_writer(url, o->store, &r->ds, err);
+        rc = Dlk_dataset_open_writer(url, o->store, &r->ds, err);
     if (!rc)
         r->key_base = *key_base ? *key_base : r->ds->m.key_base;
     if (!rc)
@@ -801,15 +801,15 @@ static dlk_status check_done_or_idle(ing_run *r, const ing_source *src,
          * was named after): the record says nothing of this run */
         char key[256];
         snprintf(key, sizeof key, "staging/ingest/%s/merge.json", r->run);
-        rc = dlk_store_del(r->ds->store, key, err);
+        rc = Dlk_store_del(r->ds->store, key, err);
         *done = false;
     }
     if (!rc && !*done && r->keyed && ncand == 0) {
         /* nothing new, and no attempt of this run to finish */
-        dlk_obj_info info;
-        rc = dlk_store_head(r->ds->store, r->stage_key, &info, err);
+        Dlk_obj_info info;
+        rc = Dlk_store_head(r->ds->store, r->stage_key, &info, err);
         if (rc == DLK_ENOTFOUND) {
-            dlk_error_clear(err);
+            Dlk_error_clear(err);
             rc = DLK_OK;
             *idle = true;
         }
@@ -868,7 +868,7 @@ static dlk_status ingest_shard(ing_run *r, const ing_source *src,
         /* --on-error fail, or rejected: forget this run (its chunks
          * are left for gc); the head never saw it */
         dlk_error e2;
-        dlk_store_del(r->ds->store, r->stage_key, &e2);
+        Dlk_store_del(r->ds->store, r->stage_key, &e2);
     }
     return rc;
 }
@@ -889,13 +889,13 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
         /* nothing appended yet: nothing to keep */
         ing_source_free(&src);
         res->interrupted = 1;
-        res->seconds = dlk_now_s() - t0;
+        res->seconds = Dlk_now_s() - t0;
         return DLK_OK;
     }
     res->ignored = src.ignored;
     if ((rc = ing_source_listed_any(&src, o->source, err))) {
         ing_source_free(&src);
-        res->seconds = dlk_now_s() - t0;
+        res->seconds = Dlk_now_s() - t0;
         return rc;
     }
     bool local_dir = strncmp(o->source, "s3://", 5) != 0 &&
@@ -910,13 +910,13 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
     bool as_rows = true;
     if (npy_only && (rc = ing_npy_tree_as_rows(url, o, &src, &as_rows, err))) {
         ing_source_free(&src);
-        res->seconds = dlk_now_s() - t0;
+        res->seconds = Dlk_now_s() - t0;
         return rc;
     }
     if (npy_only && !as_rows) {
         rc = ing_npy_tree_ingest(url, o, &src, res, err);
         ing_source_free(&src);
-        res->seconds = dlk_now_s() - t0;
+        res->seconds = Dlk_now_s() - t0;
         return rc;
     }
     ing_labels labels;
@@ -929,7 +929,7 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
         if (have_labels)
             ing_labels_free(&labels);
         ing_source_free(&src);
-        res->seconds = dlk_now_s() - t0;
+        res->seconds = Dlk_now_s() - t0;
         return rc;
     }
     ing_run r;
@@ -958,7 +958,7 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
         if (have_labels)
             ing_labels_free(&labels);
         ing_source_free(&src);
-        res->seconds = dlk_now_s() - t0;
+        res->seconds = Dlk_now_s() - t0;
         return rc;
     }
     if (!rc)
@@ -992,6 +992,6 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
     if (have_labels)
         ing_labels_free(&labels);
     ing_source_free(&src);
-    res->seconds = dlk_now_s() - t0;
+    res->seconds = Dlk_now_s() - t0;
     return rc;
 }

@@ -77,7 +77,7 @@ static dlk_status set_classes(dlk_tensor_spec *s, names *nm, dlk_error *err)
     qsort(nm->v, nm->n, sizeof *nm->v, cmp_str);
     char **copy = calloc(nm->n, sizeof *copy);
     if (!copy)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     for (size_t i = 0; i < nm->n; i++)
         copy[i] = strdup(nm->v[i]);
     s->class_names = (const char *const *)copy;
@@ -107,7 +107,7 @@ static void image_shape(const dlk_ingest_opts *o, int64_t *out)
 }
 
 /* Numeric fields of a JSON sidecar as tensors. */
-static void json_tensors(spec_list *l, const dlk_buf *b)
+static void json_tensors(spec_list *l, const Dlk_buf *b)
 {
     json_t *root = json_loadb((const char *)b->data, b->len, 0, NULL);
     const char *k;
@@ -145,25 +145,25 @@ static dlk_status coco_specs(spec_list *l, char **cat, size_t n,
 {
     int64_t sh[2] = {DLK_DIM_VARIABLE, 4};
     if (!add_spec(l, ING_COCO_BOXES, DLK_F32, DLK_KIND_BBOX, 2, sh))
-        return dlk_oom(err);
+        return Dlk_oom(err);
     dlk_tensor_spec *c = add_spec(l, ING_COCO_CATEGORIES, DLK_I64,
                                   DLK_KIND_GENERIC, 1, sh);
     if (!c || !add_spec(l, ING_COCO_IMAGE_ID, DLK_I64, DLK_KIND_GENERIC, 0,
                         sh))
-        return dlk_oom(err);
+        return Dlk_oom(err);
     /* re-find: add_spec may have moved the list */
     c = &l->v[l->n - 2];
     if (!n)
         return DLK_OK;
     char **copy = calloc(n, sizeof *copy);
     if (!copy)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     for (size_t i = 0; i < n; i++)
         if (!(copy[i] = strdup(cat[i]))) {
             for (size_t j = 0; j < i; j++)
                 free(copy[j]);
             free(copy);
-            return dlk_oom(err);
+            return Dlk_oom(err);
         }
     c->class_names = (const char *const *)copy;
     c->n_class_names = n;
@@ -211,11 +211,11 @@ static bool in_sample(const ing_source *src, size_t i, bool media)
 static dlk_status npy_tensors(spec_list *l, const ing_source *src, bool media,
                               size_t samples, dlk_error *err)
 {
-    struct { const char *name; size_t rows, probed; dlk_npy_info h; } t[NPY_NAMES];
+    struct { const char *name; size_t rows, probed; Dlk_npy_info h; } t[NPY_NAMES];
     size_t nt = 0;
     dlk_status rc = DLK_OK;
-    dlk_buf b;
-    dlk_buf_init(&b);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
     for (size_t i = 0; !rc && i < src->nobjs; i++) {
         const ing_obj *ob = &src->objs[i];
         if (ob->role != ING_NPY || !ob->tensor[0] || !in_sample(src, i, media))
@@ -225,7 +225,7 @@ static dlk_status npy_tensors(spec_list *l, const ing_source *src, bool media,
             k++;
         if (k == nt) {
             if (nt == NPY_NAMES) {
-                rc = dlk_fail(err, DLK_ELIMIT, "more than %d tensors named by "
+                rc = Dlk_fail(err, DLK_ELIMIT, "more than %d tensors named by "
                               ".npy files ('%s'): give them with --tensor",
                               NPY_NAMES, ob->key);
                 break;
@@ -239,26 +239,26 @@ static dlk_status npy_tensors(spec_list *l, const ing_source *src, bool media,
             continue;
         b.len = 0;
         uint64_t max = ob->size < 65548 ? ob->size : 65548;
-        dlk_npy_info h;
+        Dlk_npy_info h;
         rc = ing_obj_get(src, ob, max, &b, err);
         if (!rc)
-            rc = dlk_npy_parse_head(b.data, b.len, ob->size, ob->key, &h, err);
+            rc = Dlk_npy_parse_head(b.data, b.len, ob->size, ob->key, &h, err);
         if (rc)
             break;
         if (h.ndim > DLK_MAX_NDIM) {
-            rc = dlk_fail(err, DLK_EDECODE, "'%s': %d dimensions, more than "
+            rc = Dlk_fail(err, DLK_EDECODE, "'%s': %d dimensions, more than "
                           "%d", ob->key, h.ndim, DLK_MAX_NDIM);
             break;
         }
         if (t[k].probed && t[k].h.dtype != h.dtype) {
-            rc = dlk_fail(err, DLK_EDECODE, "'%s' holds %s, another '%s' "
+            rc = Dlk_fail(err, DLK_EDECODE, "'%s' holds %s, another '%s' "
                           "file %s: give tensor '%s' with --tensor", ob->key,
                           dlk_dtype_name(h.dtype), ob->tensor,
                           dlk_dtype_name(t[k].h.dtype), ob->tensor);
             break;
         }
         if (t[k].probed && t[k].h.ndim != h.ndim) {
-            rc = dlk_fail(err, DLK_EDECODE, "'%s' has %d dimensions, another "
+            rc = Dlk_fail(err, DLK_EDECODE, "'%s' has %d dimensions, another "
                           "'%s' file %d: give tensor '%s' with --tensor",
                           ob->key, h.ndim, ob->tensor, t[k].h.ndim, ob->tensor);
             break;
@@ -275,14 +275,14 @@ static dlk_status npy_tensors(spec_list *l, const ing_source *src, bool media,
             continue;
         for (size_t j = 0; j < l->n; j++)
             if (strcmp(l->v[j].name, t[k].name) == 0)
-                rc = dlk_fail(err, DLK_EINVAL, ".npy files name tensor '%s', "
+                rc = Dlk_fail(err, DLK_EINVAL, ".npy files name tensor '%s', "
                               "which the source fills otherwise too: give the "
                               "tensors with --tensor", t[k].name);
         if (!rc && !add_spec(l, t[k].name, t[k].h.dtype, DLK_KIND_GENERIC,
                              t[k].h.ndim, t[k].h.shape))
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
     }
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     return rc;
 }
 
@@ -344,13 +344,13 @@ static dlk_status media_specs(spec_list *l, const survey *sv,
     if (sv->image) {
         image_shape(o, sh);
         if (!add_spec(l, "images", DLK_U8, DLK_KIND_IMAGE, 3, sh))
-            return dlk_oom(err);
+            return Dlk_oom(err);
     }
     if (sv->video) {
         sh[0] = o->frames > 0 ? o->frames : DLK_DIM_VARIABLE;
         image_shape(o, sh + 1);
         if (!add_spec(l, "video", DLK_U8, DLK_KIND_VIDEO, 4, sh))
-            return dlk_oom(err);
+            return Dlk_oom(err);
     }
     return DLK_OK;
 }
@@ -377,7 +377,7 @@ static dlk_status manifest_names(const ing_labels *lab, names *nm,
     for (size_t r = 0; r < lab->nrows; r++)
         if (names_add(nm, lab->cells[r * lab->ncols +
                                      (size_t)lab->label_col]))
-            return dlk_oom(err);
+            return Dlk_oom(err);
     return DLK_OK;
 }
 
@@ -387,8 +387,8 @@ static dlk_status cls_names(const ing_source *src, bool media, names *nm,
                             dlk_error *err)
 {
     dlk_status rc = DLK_OK;
-    dlk_buf b;
-    dlk_buf_init(&b);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
     for (size_t i = 0; !rc && i < src->nobjs; i++) {
         if (src->objs[i].role != ING_CLS || !in_sample(src, i, media))
             continue;
@@ -397,7 +397,7 @@ static dlk_status cls_names(const ing_source *src, bool media, names *nm,
         uint64_t max = src->objs[i].size < 4096 ? src->objs[i].size : 4096;
         rc = ing_obj_get(src, &src->objs[i], max, &b, err);
         if (rc == DLK_ELIMIT || rc == DLK_ENOTFOUND) {
-            dlk_error_clear(err);
+            Dlk_error_clear(err);
             rc = DLK_OK;
             continue;
         }
@@ -410,9 +410,9 @@ static dlk_status cls_names(const ing_source *src, bool media, names *nm,
         while (n && strchr(" \t\r\n", text[n - 1]))
             text[--n] = '\0';
         if (!rc && names_add(nm, text + strspn(text, " \t\r\n")))
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
     }
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     return rc;
 }
 
@@ -427,7 +427,7 @@ static dlk_status folder_names(const ing_source *src, names *nm,
              src->objs[i].role == ING_VIDEO) &&
             ing_obj_folder(src, &src->objs[i], f, sizeof f) == 0 &&
             names_add(nm, f))
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
     nm->all_int = false; /* folder names are names, even "0" */
     return rc;
 }
@@ -457,7 +457,7 @@ static dlk_status label_spec(spec_list *l, const survey *sv,
         dlk_tensor_spec *s = add_spec(l, "labels", DLK_I32,
                                       DLK_KIND_CLASS_LABEL, 0, NULL);
         rc = s ? set_classes(s, &nm, err)
-               : dlk_oom(err);
+               : Dlk_oom(err);
     }
     names_free(&nm);
     return rc;
@@ -469,7 +469,7 @@ static dlk_status column_specs(spec_list *l, const ing_labels *lab,
 {
     double *v = malloc(NUMS_MAX * sizeof *v);
     if (!v)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     int64_t sh[1] = {DLK_DIM_VARIABLE};
     for (size_t c = 1; c < lab->ncols; c++) {
         if ((int)c == lab->label_col || !valid_name(lab->cols[c]))
@@ -504,15 +504,15 @@ static dlk_status column_specs(spec_list *l, const ing_labels *lab,
 static dlk_status json_sidecar_specs(spec_list *l, const ing_source *src,
                                      const ing_obj *json, dlk_error *err)
 {
-    dlk_buf b;
-    dlk_buf_init(&b);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
     dlk_status rc = ing_obj_get(src, json,
                                 json->size < (1u << 20) ? json->size
                                                         : 1u << 20,
                                 &b, err);
     if (!rc)
         json_tensors(l, &b);
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     return rc;
 }
 
@@ -540,10 +540,10 @@ static dlk_status infer(const dlk_ingest_opts *o, ing_source *sp,
     spec_list l = {0};
     dlk_status rc = ing_source_listed_any(sp, o->source, err);
     if (!rc && !src.nrows)
-        rc = dlk_fail(err, DLK_ENOTFOUND, "nothing to ingest in '%s' (no "
+        rc = Dlk_fail(err, DLK_ENOTFOUND, "nothing to ingest in '%s' (no "
                       "images, video or labels)", o->source);
     else if (!rc && src.npy && src.npy == src.nobjs)
-        rc = dlk_fail(err, DLK_EINVAL, "cannot infer tensors from .npy files "
+        rc = Dlk_fail(err, DLK_EINVAL, "cannot infer tensors from .npy files "
                       "in '%s': give them with --tensor", o->source);
     if (!rc)
         rc = media_specs(&l, &sv, o, err);
@@ -559,7 +559,7 @@ static dlk_status infer(const dlk_ingest_opts *o, ing_source *sp,
     if (!rc && sv.txt) {
         int64_t sh[1] = {DLK_DIM_VARIABLE};
         if (!add_spec(&l, "text", DLK_U8, DLK_KIND_TEXT, 1, sh))
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
     }
     if (!rc && have_lab)
         rc = lab.coco ? coco_specs(&l, cat_names, n_cat_names, err)
@@ -572,7 +572,7 @@ static dlk_status infer(const dlk_ingest_opts *o, ing_source *sp,
     if (!rc && src.npy)
         rc = npy_tensors(&l, &src, sv.media, sv.samples, err);
     if (!rc && l.n == 0)
-        rc = dlk_fail(err, DLK_ENOTFOUND, "nothing to ingest in '%s'",
+        rc = Dlk_fail(err, DLK_ENOTFOUND, "nothing to ingest in '%s'",
                       o->source);
     if (have_lab && !rc)
         keep_labels(sp, &lab);
@@ -597,7 +597,7 @@ dlk_status dlk_ingest_infer(const dlk_ingest_opts *o, dlk_tensor_spec **out,
     if (orc)
         return orc;
     if (!o || !o->source)
-        return dlk_fail(err, DLK_EINVAL, "no source to ingest from");
+        return Dlk_fail(err, DLK_EINVAL, "no source to ingest from");
     ing_source src;
     /* the caller's objects, if any, and no progress nor stop: a listing
      * only */
@@ -688,7 +688,7 @@ static dlk_status reuse(const char *url, const dlk_tensor_spec *s, size_t n,
     dlk_status rc = DLK_OK;
     /* a concurrent shard may be between dlk.json and the head */
     for (int i = 0; i < 50; i++) {
-        rc = dlk_dataset_open_writer(url, ing_store(o), &ds, err);
+        rc = Dlk_dataset_open_writer(url, ing_store(o), &ds, err);
         if (rc != DLK_ECORRUPT && rc != DLK_ENOTFOUND)
             break;
         struct timespec ts = {0, 100 * 1000 * 1000};
@@ -702,10 +702,10 @@ static dlk_status reuse(const char *url, const dlk_tensor_spec *s, size_t n,
     for (size_t i = 0; i < ds->m.ntensors; i++)
         empty &= ds->m.tensors[i].samples == 0;
     if (ok)
-        rc = dlk_store_list(ds->store, "staging/ingest/", staged_shard,
+        rc = Dlk_store_list(ds->store, "staging/ingest/", staged_shard,
                             &staged, err);
     if (!rc && ok && sharded && !empty && !staged)
-        rc = dlk_store_list(ds->store, "staging/ingest/", any_object, &record,
+        rc = Dlk_store_list(ds->store, "staging/ingest/", any_object, &record,
                             err);
     char have[256] = "", want[256] = "";
     for (size_t i = 0, len = 0; !ok && i < ds->m.ntensors; i++)
@@ -716,19 +716,19 @@ static dlk_status reuse(const char *url, const dlk_tensor_spec *s, size_t n,
     if (rc)
         return rc;
     if (!ok && strcmp(have, want) == 0)
-        return dlk_fail(err, DLK_EEXIST, "a dataset already exists at '%s' "
+        return Dlk_fail(err, DLK_EEXIST, "a dataset already exists at '%s' "
                         "with other tensors (the same names, %s, of another "
                         "dtype, shape, kind or classes: see dlk ls '%s'%s)",
                         url, have, url,
                         o && o->exist_ok ? "" : "; --exist-ok ingests into "
                         "it when only the classes differ");
     if (!ok)
-        return dlk_fail(err, DLK_EEXIST, "a dataset already exists at '%s' "
+        return Dlk_fail(err, DLK_EEXIST, "a dataset already exists at '%s' "
                         "with other tensors (%s; this command's: %s): remove "
                         "it or choose another url", url, have, want);
     if (empty || staged || (o && o->exist_ok) || (sharded && record))
         return DLK_OK;
-    return dlk_fail(err, DLK_EEXIST, "a dataset already exists at '%s' and "
+    return Dlk_fail(err, DLK_EEXIST, "a dataset already exists at '%s' and "
                     "holds samples (--exist-ok ingests into it)", url);
 }
 
@@ -750,22 +750,22 @@ static int collect_key(void *ud, const char *key, uint64_t size)
  * under the url was written by this call. */
 static void remove_created(const char *url, const dlk_store_options *so)
 {
-    dlk_store *st;
+    Dlk_store *st;
     dlk_error e;
-    if (dlk_store_open(url, false, so, &st, &e))
+    if (Dlk_store_open(url, false, so, &st, &e))
         return;
     key_vec keys = {0};
-    dlk_store_list(st, "", collect_key, &keys, &e);
+    Dlk_store_list(st, "", collect_key, &keys, &e);
     /* dlk.json last: until then the url still reads as a dataset */
     for (size_t i = keys.n; i-- > 0;) {
         if (strcmp(keys.k[i], DLK_KEY_DATASET))
-            dlk_store_del(st, keys.k[i], &e);
+            Dlk_store_del(st, keys.k[i], &e);
     }
-    dlk_store_del(st, DLK_KEY_DATASET, &e);
+    Dlk_store_del(st, DLK_KEY_DATASET, &e);
     for (size_t i = 0; i < keys.n; i++)
         free(keys.k[i]);
     free(keys.k);
-    dlk_store_free(st);
+    Dlk_store_free(st);
 }
 
 /* --dry-run of a create: what the source's rows would give the schema
@@ -835,7 +835,7 @@ static dlk_status list_source(const dlk_ingest_opts *opts, ing_source *src,
                               dlk_error *err)
 {
     if (!opts || !opts->source)
-        return dlk_fail(err, DLK_EINVAL, "no source to ingest from");
+        return Dlk_fail(err, DLK_EINVAL, "no source to ingest from");
     return ing_source_open(opts->source, opts->labels, opts->store, opts, src,
                            err);
 }
@@ -874,7 +874,7 @@ static dlk_status list_and_infer(const dlk_ingest_opts *opts,
     dlk_status rc = list_source(opts, src, err);
     if (rc)
         return rc;
-    *list_s = dlk_now_s() - t0;
+    *list_s = Dlk_now_s() - t0;
     if ((*stopped = src->stopped))
         return DLK_OK;
     rc = infer(opts, src, specs, n, err);
@@ -901,13 +901,13 @@ static dlk_status dry_run(const dlk_ingest_opts *opts, ing_source *src,
     if (!listed) {
         if ((rc = list_source(opts, src, err)))
             return rc;
-        list_s = dlk_now_s() - t0;
+        list_s = Dlk_now_s() - t0;
     }
     if (opts->on_schema)
         opts->on_schema(opts->ud, specs, n);
     rc = dry_create(opts, src, specs, n, result, err);
     result->list_seconds = list_s;
-    result->seconds = dlk_now_s() - t0;
+    result->seconds = Dlk_now_s() - t0;
     ing_source_free(src);
     return rc;
 }
@@ -927,7 +927,7 @@ static dlk_status create_or_reuse(const char *url,
         dlk_error not_empty = {0};
         if (err)
             not_empty = *err;
-        dlk_error_clear(err);
+        Dlk_error_clear(err);
         rc = reuse(url, specs, n, opts, err);
         /* objects but no dataset: the refusal says what is there */
         if (rc == DLK_ENOTFOUND) {
@@ -955,7 +955,7 @@ static dlk_status ingest_create(const char *url, const dlk_tensor_spec *specs,
         return rc;
     /* the schema is inferred from the listing that the ingest then uses:
      * the source is listed once (a million keys of S3: a thousand pages) */
-    double t0 = dlk_now_s(), list_s = 0;
+    double t0 = Dlk_now_s(), list_s = 0;
     ing_source src;
     bool listed = false;
     if (!n_specs) {
@@ -1000,7 +1000,7 @@ static dlk_status ingest_create(const char *url, const dlk_tensor_spec *specs,
         return rc;
     }
     rc = listed ? ing_ingest_listed(url, opts, &src, t0, list_s, result, err)
-                : ing_ingest_listed(url, opts, NULL, dlk_now_s(), 0, result,
+                : ing_ingest_listed(url, opts, NULL, Dlk_now_s(), 0, result,
                                     err);
     if (rc && result->rejected && created && !(opts && opts->nshards > 1))
         remove_created(url, ing_store(opts));

@@ -52,7 +52,7 @@ static int add_unsafe(ing_source *s, const char *key, const char *why)
         s->unsafe = v;
     }
     char safe[512];
-    dlk_key_escape(key, safe, sizeof safe);
+    Dlk_key_escape(key, safe, sizeof safe);
     if (!(s->unsafe[s->nunsafe].key = strdup(safe)))
         return s->oom = true;
     s->unsafe[s->nunsafe].whole = false;
@@ -83,7 +83,7 @@ void ing_source_unused(ing_source *s, const char *key, const char *why)
         s->unused = v;
     }
     char safe[512];
-    dlk_key_escape(key, safe, sizeof safe);
+    Dlk_key_escape(key, safe, sizeof safe);
     if (!(s->unused[s->nunused].key = strdup(safe))) {
         s->oom = true;
         return;
@@ -150,7 +150,7 @@ int ing_source_add_obj(ing_source *s, const char *key, uint64_t size,
                        const char *version, uint32_t shard, uint32_t member,
                        uint64_t off)
 {
-    const char *why = dlk_key_problem(key);
+    const char *why = Dlk_key_problem(key);
     if (why)
         return add_unsafe(s, key, why);
     if (hidden(key)) {
@@ -305,7 +305,7 @@ static char *key_below(const char *url, const char *labels)
  * threads and the caller's, and gives nothing back until it is done). */
 typedef struct list_watch {
     const dlk_ingest_opts *o;
-    dlk_store *store;
+    Dlk_store *store;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool done, stop;
@@ -317,13 +317,13 @@ static void *watch_listing(void *arg)
     list_watch *w = arg;
     pthread_mutex_lock(&w->mu);
     while (!w->done) {
-        dlk_cond_wait_ms(&w->cv, &w->mu, 100);
+        Dlk_cond_wait_ms(&w->cv, &w->mu, 100);
         if (w->done)
             break;
         pthread_mutex_unlock(&w->mu);
         if (w->o->progress) {
             dlk_ingest_progress pg = {
-                .listing = 1, .seconds = dlk_now_s() - w->t0,
+                .listing = 1, .seconds = Dlk_now_s() - w->t0,
                 .keys_listed = __atomic_load_n(&w->store->listed,
                                                __ATOMIC_RELAXED)};
             w->o->progress(w->o->ud, &pg);
@@ -340,13 +340,13 @@ static dlk_status list_watched(const dlk_ingest_opts *o, ing_source *s,
                                dlk_error *err)
 {
     if (!o || (!o->progress && !o->stop))
-        return dlk_store_list_versions(s->store, "", ing_source_add, s, err);
-    list_watch w = {.o = o, .store = s->store, .t0 = dlk_now_s()};
+        return Dlk_store_list_versions(s->store, "", ing_source_add, s, err);
+    list_watch w = {.o = o, .store = s->store, .t0 = Dlk_now_s()};
     pthread_mutex_init(&w.mu, NULL);
     pthread_cond_init(&w.cv, NULL);
     pthread_t th;
     bool started = pthread_create(&th, NULL, watch_listing, &w) == 0;
-    dlk_status rc = dlk_store_list_versions(s->store, "", ing_source_add, s, err);
+    dlk_status rc = Dlk_store_list_versions(s->store, "", ing_source_add, s, err);
     pthread_mutex_lock(&w.mu);
     w.done = true;
     pthread_cond_signal(&w.cv);
@@ -379,14 +379,14 @@ dlk_status ing_source_base(const char *url, char **out, dlk_error *err)
             pn--;
         if (asprintf(&r, "%.5s%.*s/%.*s%s", url, (int)bn, b, (int)pn, p,
                      pn ? "/" : "") < 0)
-            return dlk_oom(err);
+            return Dlk_oom(err);
     } else {
         const char *path = strncmp(url, "file://", 7) == 0 ? url + 7 : url;
         /* the directory's absolute path, links resolved: "train/",
          * "./train" and "/data/train" are one source */
         char *abs = realpath(path, NULL);
         if (!abs && path[0] != '/')
-            return dlk_fail(err, DLK_ENOTFOUND, "cannot resolve the "
+            return Dlk_fail(err, DLK_ENOTFOUND, "cannot resolve the "
                             "directory '%s' to an absolute path", path);
         const char *a = abs ? abs : path;
         size_t an = strlen(a);
@@ -396,11 +396,11 @@ dlk_status ing_source_base(const char *url, char **out, dlk_error *err)
                          an == 1 && a[0] == '/' ? "" : "/");
         free(abs);
         if (n < 0)
-            return dlk_oom(err);
+            return Dlk_oom(err);
     }
-    if (!dlk_key_base_valid(r)) {
+    if (!Dlk_key_base_valid(r)) {
         free(r);
-        return dlk_fail(err, DLK_EINVAL, "'%.200s' is not a source url "
+        return Dlk_fail(err, DLK_EINVAL, "'%.200s' is not a source url "
                         "(s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or a "
                         "directory)", url);
     }
@@ -442,7 +442,7 @@ dlk_status ing_source_open(const char *url, const char *labels,
         if (!(s->cancel = malloc(sizeof *s->cancel))) {
             free(s->labels_key);
             s->labels_key = NULL;
-            return dlk_oom(err);
+            return Dlk_oom(err);
         }
         *s->cancel = (struct ing_cancel){o, with.cancel, with.cancel_ud};
         with.cancel = source_cancel;
@@ -452,15 +452,15 @@ dlk_status ing_source_open(const char *url, const char *labels,
     /* objects the caller read from a table: listed and read in memory,
      * their keys relative to url all the same */
     dlk_status rc = o && o->objects
-                        ? dlk_store_open_mem(url, o->objects, o->n_objects,
+                        ? Dlk_store_open_mem(url, o->objects, o->n_objects,
                                              &s->store, err)
-                        : dlk_store_open(url, false, so, &s->store, err);
+                        : Dlk_store_open(url, false, so, &s->store, err);
     if (!rc)
         ing_source_watch_passed(s);
     if (rc == DLK_ENOTFOUND)
-        rc = dlk_fail(err, DLK_ENOTFOUND, "no source at '%s'", url);
+        rc = Dlk_fail(err, DLK_ENOTFOUND, "no source at '%s'", url);
     else if (rc)
-        rc = dlk_fail_wrap(err, "source");
+        rc = Dlk_fail_wrap(err, "source");
     if (rc) {
         free(s->labels_key);
         s->labels_key = NULL;
@@ -483,7 +483,7 @@ dlk_status ing_source_open(const char *url, const char *labels,
 dlk_status ing_source_finish(ing_source *s, const char *url, dlk_error *err)
 {
     if (s->oom)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory listing '%s'", url);
+        return Dlk_fail(err, DLK_ENOMEM, "out of memory listing '%s'", url);
     /* in stem order already, unless a stem is followed by a byte below
      * '.' ("a.jpg" before "a-b.jpg" by stem, after it by key) */
     bool sorted = true;
@@ -498,7 +498,7 @@ dlk_status ing_source_finish(ing_source *s, const char *url, dlk_error *err)
         nrows += i == 0 || stem_cmp(&s->objs[i - 1], &s->objs[i]) != 0;
     s->rows = calloc(nrows ? nrows : 1, sizeof *s->rows);
     if (!s->rows)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     for (size_t i = 0; i < s->nobjs; i++) {
         if (i == 0 || stem_cmp(&s->objs[i - 1], &s->objs[i]) != 0)
             s->rows[s->nrows++].first = i;
@@ -535,7 +535,7 @@ void ing_source_free(ing_source *s)
         free(s->meta[i]);
     free(s->meta);
     free(s->base);
-    dlk_store_free(s->store);
+    Dlk_store_free(s->store);
     free(s->cancel);  /* after the store, which asks it */
     memset(s, 0, sizeof *s);
 }

@@ -51,7 +51,7 @@ void ing_progress_free(ing_progress *p)
 void ing_stage_reset(dlk_dataset *ds)
 {
     for (size_t i = 0; i < ds->m.ntensors; i++) {
-        dlk_tensor *t = &ds->m.tensors[i];
+        Dlk_tensor *t = &ds->m.tensors[i];
         free(t->chunks);
         t->chunks = NULL;
         t->nchunks = t->capchunks = 0;
@@ -60,10 +60,10 @@ void ing_stage_reset(dlk_dataset *ds)
     }
     /* a shard's document lists its own chunks inline (formats/dlk-v1.md
      * 6.8.1), never the head's segments */
-    dlk_manifest_drop_segments(&ds->m);
+    Dlk_manifest_drop_segments(&ds->m);
 }
 
-static bool same_schema(const dlk_manifest *a, const dlk_manifest *b)
+static bool same_schema(const Dlk_manifest *a, const Dlk_manifest *b)
 {
     if (a->ntensors != b->ntensors)
         return false;
@@ -91,36 +91,36 @@ static uint64_t juint(json_t *o, const char *f)
 }
 
 /* Read a staging document: manifest into m, "ingest" into p. */
-static dlk_status read_doc(dlk_store *st, const char *key, dlk_manifest *m,
+static dlk_status read_doc(Dlk_store *st, const char *key, Dlk_manifest *m,
                            ing_progress *p, bool *exists, dlk_error *err)
 {
-    dlk_buf b;
-    dlk_buf_init(&b);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
     *exists = false;
     memset(p, 0, sizeof *p);
-    dlk_status rc = dlk_store_get(st, key, DLK_JSON_MAX_BYTES, &b, NULL, err);
+    dlk_status rc = Dlk_store_get(st, key, DLK_JSON_MAX_BYTES, &b, NULL, err);
     if (rc == DLK_ENOTFOUND) {
-        dlk_error_clear(err);
-        dlk_buf_free(&b);
+        Dlk_error_clear(err);
+        Dlk_buf_free(&b);
         return DLK_OK;
     }
     if (!rc)
-        rc = dlk_manifest_parse((const char *)b.data, b.len, key, m, err);
-    if (!rc && dlk_manifest_pending(m)) {
-        dlk_manifest_free(m);
-        rc = dlk_fail(err, DLK_ECORRUPT, "%s: a staging document lists its "
+        rc = Dlk_manifest_parse((const char *)b.data, b.len, key, m, err);
+    if (!rc && Dlk_manifest_pending(m)) {
+        Dlk_manifest_free(m);
+        rc = Dlk_fail(err, DLK_ECORRUPT, "%s: a staging document lists its "
                       "chunks inline, without 'segments'", key);
     }
-    json_t *root = rc ? NULL : dlk_json_load((const char *)b.data, b.len,
+    json_t *root = rc ? NULL : Dlk_json_load((const char *)b.data, b.len,
                                              key, "staging manifest", err);
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     if (rc || !root)
         return rc ? rc : DLK_ECORRUPT;
     json_t *in = json_object_get(root, "ingest");
     if (!json_is_object(in)) {
         json_decref(root);
-        dlk_manifest_free(m);
-        return dlk_fail(err, DLK_ECORRUPT, "%s: no \"ingest\" object", key);
+        Dlk_manifest_free(m);
+        return Dlk_fail(err, DLK_ECORRUPT, "%s: no \"ingest\" object", key);
     }
     p->done_through = jstrdup(in, "done_through");
     p->first = jstrdup(in, "first");
@@ -146,10 +146,10 @@ static dlk_status read_doc(dlk_store *st, const char *key, dlk_manifest *m,
 }
 
 /* Move b's chunk lists into a's tensors. */
-static void take_chunks(dlk_manifest *a, dlk_manifest *b)
+static void take_chunks(Dlk_manifest *a, Dlk_manifest *b)
 {
     for (size_t i = 0; i < a->ntensors; i++) {
-        dlk_tensor *x = &a->tensors[i], *y = &b->tensors[i];
+        Dlk_tensor *x = &a->tensors[i], *y = &b->tensors[i];
         free(x->chunks);
         x->chunks = y->chunks;
         x->nchunks = y->nchunks;
@@ -163,26 +163,26 @@ static void take_chunks(dlk_manifest *a, dlk_manifest *b)
         y->chunks = NULL;
         y->nchunks = y->capchunks = 0;
     }
-    dlk_manifest_drop_segments(a);
+    Dlk_manifest_drop_segments(a);
 }
 
 dlk_status ing_stage_load(dlk_dataset *ds, const char *key, ing_progress *p,
                           bool *exists, dlk_error *err)
 {
-    dlk_manifest m;
+    Dlk_manifest m;
     memset(&m, 0, sizeof m);
     dlk_status rc = read_doc(ds->store, key, &m, p, exists, err);
     if (rc || !*exists)
         return rc;
     if (!same_schema(&ds->m, &m)) {
-        dlk_manifest_free(&m);
+        Dlk_manifest_free(&m);
         ing_progress_free(p);
         *exists = false;
-        return dlk_fail(err, DLK_ECONFLICT, "%s: the tensors differ from the "
+        return Dlk_fail(err, DLK_ECONFLICT, "%s: the tensors differ from the "
                         "dataset's; remove it to start the run over", key);
     }
     take_chunks(&ds->m, &m);
-    dlk_manifest_free(&m);
+    Dlk_manifest_free(&m);
     return DLK_OK;
 }
 
@@ -193,7 +193,7 @@ dlk_status ing_stage_write(dlk_dataset *ds, const char *key,
 {
     char *text;
     size_t len;
-    dlk_manifest m = ds->m;
+    Dlk_manifest m = ds->m;
     m.nwrites = 0; /* the head's history, not the shard's */
     /* nor the head's key index: the document's key tensors are the
      * shard's rows, which no index covers (a merge that lost the race
@@ -201,7 +201,7 @@ dlk_status ing_stage_write(dlk_dataset *ds, const char *key,
     m.key_index[0] = '\0';
     m.key_index_rows = 0;
     m.nkey_runs = 0;
-    dlk_status rc = dlk_manifest_dump(&m, &text, &len, err);
+    dlk_status rc = Dlk_manifest_dump(&m, &text, &len, err);
     if (rc)
         return rc;
     json_t *root = json_loadb(text, len, 0, NULL);
@@ -210,7 +210,7 @@ dlk_status ing_stage_write(dlk_dataset *ds, const char *key,
     for (size_t i = 0; i < p->n_done_also; i++)
         json_array_append_new(also, json_string(p->done_also[i]));
     if (!p->errors)
-        return dlk_fail(err, DLK_EINTERNAL, "progress without errors array");
+        return Dlk_fail(err, DLK_EINTERNAL, "progress without errors array");
     json_t *in = json_pack("{s:s,s:[I,I],s:s,s:I,s:s?,s:s?,s:s?,s:o,s:I,s:I,"
                            "s:I,s:I,s:O,s:b}",
                            "source", source, "shard", (json_int_t)shard,
@@ -226,13 +226,13 @@ dlk_status ing_stage_write(dlk_dataset *ds, const char *key,
                            "complete", p->complete);
     if (!root || !in || json_object_set_new(root, "ingest", in)) {
         json_decref(root);
-        return dlk_oom(err);
+        return Dlk_oom(err);
     }
     text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(root);
     if (!text)
-        return dlk_oom(err);
-    rc = dlk_store_put(ds->store, key, text, strlen(text), DLK_PUT_ALWAYS,
+        return Dlk_oom(err);
+    rc = Dlk_store_put(ds->store, key, text, strlen(text), DLK_PUT_ALWAYS,
                        NULL, NULL, err);
     free(text);
     return rc;
@@ -245,23 +245,23 @@ typedef struct merge_rec {
     json_t *before, *after;
 } merge_rec;
 
-static dlk_status read_merge(dlk_store *st, const char *run, merge_rec *r,
+static dlk_status read_merge(Dlk_store *st, const char *run, merge_rec *r,
                              dlk_error *err)
 {
     char key[256];
     merge_key(key, sizeof key, run);
     memset(r, 0, sizeof *r);
-    dlk_buf b;
-    dlk_buf_init(&b);
-    dlk_status rc = dlk_store_get(st, key, 1u << 20, &b, NULL, err);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
+    dlk_status rc = Dlk_store_get(st, key, 1u << 20, &b, NULL, err);
     if (rc == DLK_ENOTFOUND) {
-        dlk_error_clear(err);
-        dlk_buf_free(&b);
+        Dlk_error_clear(err);
+        Dlk_buf_free(&b);
         return DLK_OK;
     }
-    json_t *root = rc ? NULL : dlk_json_load((const char *)b.data, b.len, key,
+    json_t *root = rc ? NULL : Dlk_json_load((const char *)b.data, b.len, key,
                                              "merge record", err);
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     if (!root)
         return rc ? rc : DLK_ECORRUPT;
     r->exists = true;
@@ -272,7 +272,7 @@ static dlk_status read_merge(dlk_store *st, const char *run, merge_rec *r,
     return DLK_OK;
 }
 
-static dlk_status write_merge(dlk_store *st, const char *run, json_t *before,
+static dlk_status write_merge(Dlk_store *st, const char *run, json_t *before,
                               json_t *after, bool done, dlk_error *err)
 {
     char key[256];
@@ -283,14 +283,14 @@ static dlk_status write_merge(dlk_store *st, const char *run, json_t *before,
     char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     if (!text)
-        return dlk_oom(err);
-    dlk_status rc = dlk_store_put(st, key, text, strlen(text), DLK_PUT_ALWAYS,
+        return Dlk_oom(err);
+    dlk_status rc = Dlk_store_put(st, key, text, strlen(text), DLK_PUT_ALWAYS,
                                   NULL, NULL, err);
     free(text);
     return rc;
 }
 
-static json_t *samples_json(const dlk_manifest *m)
+static json_t *samples_json(const Dlk_manifest *m)
 {
     json_t *a = json_array();
     for (size_t i = 0; a && i < m->ntensors; i++)
@@ -298,7 +298,7 @@ static json_t *samples_json(const dlk_manifest *m)
     return a;
 }
 
-dlk_status ing_merge_done(dlk_store *store, const char *run, bool *done,
+dlk_status ing_merge_done(Dlk_store *store, const char *run, bool *done,
                           dlk_error *err)
 {
     merge_rec r;
@@ -309,16 +309,16 @@ dlk_status ing_merge_done(dlk_store *store, const char *run, bool *done,
     return rc;
 }
 
-static dlk_status finalize(dlk_store *st, const char *run, unsigned nshards,
+static dlk_status finalize(Dlk_store *st, const char *run, unsigned nshards,
                            json_t *before, json_t *after, dlk_error *err)
 {
     dlk_status rc = write_merge(st, run, before, after, true, err);
     for (unsigned i = 0; !rc && i < nshards; i++) {
         char key[256];
         ing_stage_key(key, sizeof key, run, i, nshards);
-        rc = dlk_store_del(st, key, err);
+        rc = Dlk_store_del(st, key, err);
         if (rc == DLK_ENOTFOUND) {
-            dlk_error_clear(err);
+            Dlk_error_clear(err);
             rc = DLK_OK;
         }
     }
@@ -334,7 +334,7 @@ static dlk_status gather(dlk_dataset *ds, const char *run, unsigned nshards,
     for (unsigned i = 0; i < nshards; i++) {
         char key[256];
         ing_stage_key(key, sizeof key, run, i, nshards);
-        dlk_manifest m;
+        Dlk_manifest m;
         memset(&m, 0, sizeof m);
         ing_progress p;
         bool exists;
@@ -345,23 +345,23 @@ static dlk_status gather(dlk_dataset *ds, const char *run, unsigned nshards,
         ing_progress_free(&p);
         if (!complete) {
             if (exists)
-                dlk_manifest_free(&m);
+                Dlk_manifest_free(&m);
             return DLK_OK;
         }
         if (!same_schema(&ds->m, &m)) {
-            dlk_manifest_free(&m);
-            return dlk_fail(err, DLK_ECONFLICT, "%s: the tensors differ from "
+            Dlk_manifest_free(&m);
+            return Dlk_fail(err, DLK_ECONFLICT, "%s: the tensors differ from "
                             "the dataset's", key);
         }
         for (size_t t = 0; !rc && t < m.ntensors; t++) {
-            dlk_tensor *y = &m.tensors[t];
+            Dlk_tensor *y = &m.tensors[t];
             for (size_t c = 0; !rc && c < y->nchunks; c++)
-                rc = dlk_tensor_add_chunk(&ds->m.tensors[t], &y->chunks[c],
+                rc = Dlk_tensor_add_chunk(&ds->m.tensors[t], &y->chunks[c],
                                           y->have_minmax ? y->shape_min : NULL,
                                           y->have_minmax ? y->shape_max : NULL,
                                           err);
         }
-        dlk_manifest_free(&m);
+        Dlk_manifest_free(&m);
         if (rc)
             return rc;
     }
@@ -372,12 +372,12 @@ static dlk_status gather(dlk_dataset *ds, const char *run, unsigned nshards,
 /* The merge record of run is dropped: a merge that was refused and whose
  * write is not in the head is not under way any more, so that running the
  * command again merges the staged shards onto the new head. */
-static void drop_merge(dlk_store *st, const char *run)
+static void drop_merge(Dlk_store *st, const char *run)
 {
     char key[256];
     dlk_error e2;
     merge_key(key, sizeof key, run);
-    dlk_store_del(st, key, &e2);
+    Dlk_store_del(st, key, &e2);
 }
 
 dlk_status ing_merge(const char *url, const dlk_store_options *so,
@@ -389,7 +389,7 @@ dlk_status ing_merge(const char *url, const dlk_store_options *so,
     for (int attempt = 0; retry && attempt < 5; attempt++) {
         retry = false;
         dlk_dataset *ds;
-        dlk_status rc = dlk_dataset_open_writer(url, so, &ds, err);
+        dlk_status rc = Dlk_dataset_open_writer(url, so, &ds, err);
         if (rc)
             return rc;
         /* the merged head names the run as its writer: that, not its
@@ -398,7 +398,7 @@ dlk_status ing_merge(const char *url, const dlk_store_options *so,
         merge_rec r;
         json_t *cur = samples_json(&ds->m), *after = NULL;
         rc = read_merge(ds->store, run, &r, err);
-        bool ours = dlk_manifest_wrote(&ds->m, run);
+        bool ours = Dlk_manifest_wrote(&ds->m, run);
         if (!rc && r.exists && r.done) {
             *merged = true;
         } else if (!rc && r.exists && ours) {
@@ -409,7 +409,7 @@ dlk_status ing_merge(const char *url, const dlk_store_options *so,
             /* this process's head write was refused and the head's history
              * does not name it: another writer added rows first */
             drop_merge(ds->store, run);
-            rc = dlk_fail(err, DLK_ECONFLICT, "another writer added rows to "
+            rc = Dlk_fail(err, DLK_ECONFLICT, "another writer added rows to "
                           "'%s' while ingest run %s was merging; nothing of "
                           "this run was published (retry the command)", url,
                           run);
@@ -417,7 +417,7 @@ dlk_status ing_merge(const char *url, const dlk_store_options *so,
             /* rows were added since the record was written and the head's
              * history does not go back to it: whether this run's write is
              * among them cannot be told */
-            rc = dlk_fail(err, DLK_ECONFLICT, "the head of '%s' changed while "
+            rc = Dlk_fail(err, DLK_ECONFLICT, "the head of '%s' changed while "
                           "ingest run %s was merging its shards: check it "
                           "with dlk ls and remove staging/ingest/%s/ to "
                           "start over", url, run, run);
@@ -430,14 +430,14 @@ dlk_status ing_merge(const char *url, const dlk_store_options *so,
             for (size_t t = 0; tail && t < ds->m.ntensors; t++)
                 tail[t] = ds->m.tensors[t].nchunks;
             rc = tail ? gather(ds, run, nshards, &ready, err)
-                      : dlk_oom(err);
+                      : Dlk_oom(err);
             /* the shards' small chunks (each shard's last, a whole small
              * run) joined, with the head's small tail where the run is no
              * smaller than it */
             for (size_t t = 0; !rc && ready && t < ds->m.ntensors; t++)
-                rc = dlk_merge_tail(ds, t, tail[t], NULL, err);
+                rc = Dlk_merge_tail(ds, t, tail[t], NULL, err);
             if (!rc && ready)
-                rc = dlk_seal_wait(ds, err);
+                rc = Dlk_seal_wait(ds, err);
             /* the key index of the head to be: in the same head write */
             if (!rc && ready)
                 rc = ing_keyidx_update(ds, err);
@@ -448,7 +448,7 @@ dlk_status ing_merge(const char *url, const dlk_store_options *so,
                 after = samples_json(&ds->m);
                 rc = write_merge(ds->store, run, cur, after, false, err);
                 ds->dirty = true;
-                if (!rc && (rc = dlk_write_head(ds, err)) == DLK_ECONFLICT)
+                if (!rc && (rc = Dlk_write_head(ds, err)) == DLK_ECONFLICT)
                     retry = refused = true;
                 if (!rc)
                     rc = finalize(ds->store, run, nshards, cur, after, err);
@@ -463,8 +463,8 @@ dlk_status ing_merge(const char *url, const dlk_store_options *so,
         if (!retry)
             return rc;
         /* another shard merged (or wrote) first: look again */
-        dlk_error_clear(err);
+        Dlk_error_clear(err);
     }
-    return dlk_fail(err, DLK_ECONFLICT, "cannot merge ingest run %s into "
+    return Dlk_fail(err, DLK_ECONFLICT, "cannot merge ingest run %s into "
                     "'%s': the head keeps changing", run, url);
 }

@@ -55,7 +55,7 @@ static la_ssize_t read_range(struct archive *a, void *ud, const void **out)
     *out = NULL;
     if (!n)
         return 0;
-    in->rc = dlk_store_get_span(in->store, in->sh->key, in->sh->size,
+    in->rc = Dlk_store_get_span(in->store, in->sh->key, in->sh->size,
                                 in->pos, n, &in->buf, &in->err);
     if (in->rc) {
         archive_set_error(a, -1, "%s", in->err.msg);
@@ -110,7 +110,7 @@ static dlk_status put(shard_list *l, char *key, uint64_t size, uint64_t off,
 {
     if (!DLK_GROW(l->v, l->n, l->cap, 64)) {
         free(key);
-        return dlk_oom(err);
+        return Dlk_oom(err);
     }
     l->v[l->n++] = (found){key, size, off, why};
     return DLK_OK;
@@ -137,7 +137,7 @@ static dlk_status member_done(const ing_shard *sh, pending *p, int64_t next,
     char *key = p->key;
     p->key = NULL;
     if (off < p->header + 512 || (uint64_t)off + (uint64_t)p->size > sh->size) {
-        dlk_status rc = dlk_fail(err, DLK_EDECODE, "tar shard '%s': member "
+        dlk_status rc = Dlk_fail(err, DLK_EDECODE, "tar shard '%s': member "
                                  "'%s' is not where its header says",
                                  sh->key, key + strlen(sh->key) + 1);
         free(key);
@@ -198,7 +198,7 @@ static dlk_status read_members(const ing_shard *sh, struct archive *a,
         snprintf(last, sizeof last, "%s", path ? path : "");
         char *key = NULL;
         if (asprintf(&key, "%s/%s", sh->key, path ? path : "") < 0)
-            return dlk_oom(err);
+            return Dlk_oom(err);
         const char *why = path ? member_problem(e)
                                : "not read: a tar member of no name";
         if (why)
@@ -214,7 +214,7 @@ static dlk_status read_members(const ing_shard *sh, struct archive *a,
         const char *why = tar_why(a, in, at ? "truncated, or not a gzip'd tar"
                                             : "truncated, or not a tar archive",
                                   &why_rc);
-        rc = dlk_fail(err, why_rc, "tar shard '%s': %s%s%s%s", sh->key, why,
+        rc = Dlk_fail(err, why_rc, "tar shard '%s': %s%s%s%s", sh->key, why,
                       at ? " (read up to member '" : "", at ? last : "",
                       at ? "')" : "");
     }
@@ -224,14 +224,14 @@ static dlk_status read_members(const ing_shard *sh, struct archive *a,
     return rc;
 }
 
-dlk_status ing_tar_open(dlk_store *store, const ing_shard *sh,
+dlk_status ing_tar_open(Dlk_store *store, const ing_shard *sh,
                         ing_tar_reader *t, dlk_error *err)
 {
     memset(t, 0, sizeof *t);
     t->in = (tar_in){.store = store, .sh = sh, .range = RANGE_MIN};
-    dlk_buf_init(&t->in.buf);
+    Dlk_buf_init(&t->in.buf);
     if (!(t->a = archive_read_new()))
-        return dlk_oom(err);
+        return Dlk_oom(err);
     t->store = store;
     /* tar only, or tar in gzip: a shard named .tar that is compressed, or
      * any other archive, is an error; gzip is read by libarchive's own
@@ -239,11 +239,11 @@ dlk_status ing_tar_open(dlk_store *store, const ing_shard *sh,
     archive_read_support_format_tar(t->a);
     if (sh->gz && archive_read_support_filter_gzip(t->a) != ARCHIVE_OK) {
         ing_tar_close(t);
-        return dlk_fail(err, DLK_EUNSUPPORTED, "tar shard '%s': this "
+        return Dlk_fail(err, DLK_EUNSUPPORTED, "tar shard '%s': this "
                         "build's libarchive cannot read gzip", sh->key);
     }
     int r;
-    if (dlk_store_map(store, sh->key, &t->map, &t->len, NULL) == DLK_OK) {
+    if (Dlk_store_map(store, sh->key, &t->map, &t->len, NULL) == DLK_OK) {
         r = archive_read_open_memory(t->a, t->map, t->len);
     } else {
         if (sh->gz)
@@ -256,7 +256,7 @@ dlk_status ing_tar_open(dlk_store *store, const ing_shard *sh,
     if (r != ARCHIVE_OK) {
         dlk_status rc;
         const char *why = tar_why(t->a, &t->in, "cannot be read", &rc);
-        rc = dlk_fail(err, rc, "tar shard '%s': %s", sh->key, why);
+        rc = Dlk_fail(err, rc, "tar shard '%s': %s", sh->key, why);
         ing_tar_close(t);
         return rc;
     }
@@ -268,8 +268,8 @@ void ing_tar_close(ing_tar_reader *t)
     if (t->a)
         archive_read_free(t->a);
     if (t->map)
-        dlk_store_unmap(t->store, t->map, t->len);
-    dlk_buf_free(&t->in.buf);
+        Dlk_store_unmap(t->store, t->map, t->len);
+    Dlk_buf_free(&t->in.buf);
     memset(t, 0, sizeof *t);
 }
 
@@ -338,8 +338,8 @@ dlk_status ing_tar_list(ing_source *s, const dlk_ingest_opts *o,
 {
     listers L = {.s = s, .o = o, .out = calloc(s->nshards, sizeof *L.out)};
     if (!L.out)
-        return dlk_oom(err);
-    size_t want = dlk_store_is_remote(s->store) ? LISTERS_REMOTE
+        return Dlk_oom(err);
+    size_t want = Dlk_store_is_remote(s->store) ? LISTERS_REMOTE
                                                 : LISTERS_LOCAL;
     if (want > s->nshards)
         want = s->nshards;
@@ -371,35 +371,35 @@ dlk_status ing_tar_list(ing_source *s, const dlk_ingest_opts *o,
                                         s->shards[i].version, (uint32_t)i + 1,
                                         (uint32_t)strlen(s->shards[i].key) + 1,
                                         f->off))
-                rc = dlk_oom(err);
+                rc = Dlk_oom(err);
             free(f->key);
         }
         free(l->v);
     }
     free(L.out);
     if (!rc && s->oom)
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     if (!rc)
         rc = ing_tgz_new(s, err);
     return rc;
 }
 
 dlk_status ing_obj_get(const ing_source *s, const ing_obj *o, uint64_t max,
-                       dlk_buf *out, dlk_error *err)
+                       Dlk_buf *out, dlk_error *err)
 {
     if (!o->shard)
-        return dlk_store_get(s->store, o->key, max, out, NULL, err);
+        return Dlk_store_get(s->store, o->key, max, out, NULL, err);
     const ing_shard *sh = &s->shards[o->shard - 1];
     if (sh->gz)
         return ing_tgz_get(s, o, max, out, err);
     if (o->size > max)
-        return dlk_fail(err, DLK_ELIMIT, "'%s': %llu bytes, over the limit "
+        return Dlk_fail(err, DLK_ELIMIT, "'%s': %llu bytes, over the limit "
                         "of %llu", o->key, (unsigned long long)o->size,
                         (unsigned long long)max);
-    dlk_status rc = dlk_store_get_span(s->store, sh->key, sh->size, o->off,
+    dlk_status rc = Dlk_store_get_span(s->store, sh->key, sh->size, o->off,
                                        o->size, out, err);
     if (rc)
-        dlk_fail_wrap(err, "member '%s' of tar shard '%s'",
+        Dlk_fail_wrap(err, "member '%s' of tar shard '%s'",
                       o->key + o->member, sh->key);
     return rc;
 }

@@ -12,18 +12,18 @@
 #include <archive_entry.h>
 
 typedef struct tar_in {
-    dlk_store *store;
+    Dlk_store *store;
     const ing_shard *sh;
     uint64_t pos;       /* next byte to read */
     size_t range;
-    dlk_buf buf;
+    Dlk_buf buf;
     dlk_status rc;      /* a read's failure, kept for the message */
     dlk_error err;
 } tar_in;
 
 typedef struct ing_tar_reader {
     struct archive *a;
-    dlk_store *store;
+    Dlk_store *store;
     const void *map;    /* the shard mapped, or NULL: read in ranges */
     size_t len;
     tar_in in;          /* the ranges' state; at a fixed address while
@@ -32,7 +32,7 @@ typedef struct ing_tar_reader {
 
 /* Open shard sh of store into *t (DLK_EDECODE naming the shard when it
  * is no tar); ing_tar_close frees it, failed or not. */
-dlk_status ing_tar_open(dlk_store *store, const ing_shard *sh,
+dlk_status ing_tar_open(Dlk_store *store, const ing_shard *sh,
                         ing_tar_reader *t, dlk_error *err);
 void ing_tar_close(ing_tar_reader *t);
 /* Why a read of t failed, and its status in *rc. */

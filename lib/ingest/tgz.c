@@ -30,7 +30,7 @@
 
 typedef struct kept {
     uint64_t ord;
-    dlk_buf b;
+    Dlk_buf b;
 } kept;
 
 typedef struct tgz_stream {
@@ -68,7 +68,7 @@ dlk_status ing_tgz_new(ing_source *s, dlk_error *err)
     struct ing_tgz *t = calloc(1, sizeof *t);
     if (!t || !(t->v = calloc(s->nshards, sizeof *t->v))) {
         free(t);
-        return dlk_oom(err);
+        return Dlk_oom(err);
     }
     t->n = s->nshards;
     for (size_t i = 0; i < t->n; i++)
@@ -82,7 +82,7 @@ dlk_status ing_tgz_new(ing_source *s, dlk_error *err)
     for (size_t i = 0; i < t->n; i++)
         if (t->v[i].nords &&
             !(t->v[i].ords = malloc(t->v[i].nords * sizeof *t->v[i].ords)))
-            return dlk_oom(err);
+            return Dlk_oom(err);
     for (size_t i = 0; i < t->n; i++)
         t->v[i].nords = 0;
     for (size_t i = 0; i < s->nobjs; i++) {
@@ -102,7 +102,7 @@ dlk_status ing_tgz_new(ing_source *s, dlk_error *err)
 static void drop_kept(struct ing_tgz *t, tgz_stream *st, size_t i)
 {
     __atomic_sub_fetch(&t->kept_bytes, st->kept[i].b.len, __ATOMIC_RELAXED);
-    dlk_buf_free(&st->kept[i].b);
+    Dlk_buf_free(&st->kept[i].b);
     memmove(&st->kept[i], &st->kept[i + 1],
             (st->nkept - i - 1) * sizeof *st->kept);
     st->nkept--;
@@ -159,10 +159,10 @@ static bool is_obj(const tgz_stream *st, uint64_t ord)
 
 /* The current member's bytes, size of them, appended to b. */
 static dlk_status read_data(tgz_stream *st, const ing_shard *sh,
-                            const char *path, uint64_t size, dlk_buf *b,
+                            const char *path, uint64_t size, Dlk_buf *b,
                             dlk_error *err)
 {
-    dlk_status rc = dlk_buf_reserve(b, (size_t)size, err);
+    dlk_status rc = Dlk_buf_reserve(b, (size_t)size, err);
     if (rc)
         return rc;
     uint64_t got = 0;
@@ -173,7 +173,7 @@ static dlk_status read_data(tgz_stream *st, const ing_shard *sh,
             dlk_status why_rc = DLK_EDECODE;
             const char *why = n == 0 ? "truncated"
                               : ing_tar_read_error(&st->t, &why_rc);
-            return dlk_fail(err, why_rc, "member '%s' of tar shard '%s': "
+            return Dlk_fail(err, why_rc, "member '%s' of tar shard '%s': "
                             "%s", path, sh->key, why);
         }
         b->len += (size_t)n;
@@ -194,13 +194,13 @@ static dlk_status keep(struct ing_tgz *t, tgz_stream *st, const ing_shard *sh,
     if (__atomic_load_n(&t->kept_bytes, __ATOMIC_RELAXED) + size > TGZ_KEEP)
         return DLK_OK; /* passed over: a fetch of it reads again */
     if (!DLK_GROW(st->kept, st->nkept, st->capkept, 16))
-        return dlk_oom(err);
+        return Dlk_oom(err);
     kept *k = &st->kept[st->nkept];
     k->ord = ord;
-    dlk_buf_init(&k->b);
+    Dlk_buf_init(&k->b);
     dlk_status rc = read_data(st, sh, path, size, &k->b, err);
     if (rc) {
-        dlk_buf_free(&k->b);
+        Dlk_buf_free(&k->b);
         return rc;
     }
     __atomic_add_fetch(&t->kept_bytes, k->b.len, __ATOMIC_RELAXED);
@@ -211,7 +211,7 @@ static dlk_status keep(struct ing_tgz *t, tgz_stream *st, const ing_shard *sh,
 /* Under st->mu: read on to member o (number o->off) into out. */
 static dlk_status read_to(const ing_source *s, tgz_stream *st,
                           const ing_shard *sh, const ing_obj *o,
-                          dlk_buf *out, dlk_error *err)
+                          Dlk_buf *out, dlk_error *err)
 {
     struct ing_tgz *t = s->tgz;
     const char *want = o->key + o->member;
@@ -239,7 +239,7 @@ static dlk_status read_to(const ing_source *s, tgz_stream *st,
                                   ? "not in the shard (changed since it "
                                     "was listed?)"
                                   : ing_tar_read_error(&st->t, &why_rc);
-            return dlk_fail(err, why_rc, "member '%s' of tar shard '%s': %s",
+            return Dlk_fail(err, why_rc, "member '%s' of tar shard '%s': %s",
                             want, sh->key, why);
         }
         uint64_t ord = st->next++;
@@ -257,7 +257,7 @@ static dlk_status read_to(const ing_source *s, tgz_stream *st,
         if (!path || strcmp(path, want) != 0 ||
             !archive_entry_size_is_set(e) ||
             (uint64_t)archive_entry_size(e) != o->size)
-            return dlk_fail(err, DLK_EDECODE, "member '%s' of tar shard "
+            return Dlk_fail(err, DLK_EDECODE, "member '%s' of tar shard "
                             "'%s': not in the shard as it was listed (the "
                             "shard changed?)", want, sh->key);
         return read_data(st, sh, want, o->size, out, err);
@@ -265,15 +265,15 @@ static dlk_status read_to(const ing_source *s, tgz_stream *st,
 }
 
 dlk_status ing_tgz_get(const ing_source *s, const ing_obj *o, uint64_t max,
-                       dlk_buf *out, dlk_error *err)
+                       Dlk_buf *out, dlk_error *err)
 {
     const ing_shard *sh = &s->shards[o->shard - 1];
     if (o->size > max)
-        return dlk_fail(err, DLK_ELIMIT, "'%s': %llu bytes, over the limit "
+        return Dlk_fail(err, DLK_ELIMIT, "'%s': %llu bytes, over the limit "
                         "of %llu", o->key, (unsigned long long)o->size,
                         (unsigned long long)max);
     if (!s->tgz)
-        return dlk_fail(err, DLK_EINTERNAL, "tar shard '%s': no reader",
+        return Dlk_fail(err, DLK_EINTERNAL, "tar shard '%s': no reader",
                         sh->key);
     struct ing_tgz *t = s->tgz;
     tgz_stream *st = &t->v[o->shard - 1];
@@ -283,7 +283,7 @@ dlk_status ing_tgz_get(const ing_source *s, const ing_obj *o, uint64_t max,
     while (i < st->nkept && st->kept[i].ord < o->off)
         i++;
     if (i < st->nkept && st->kept[i].ord == o->off) {
-        rc = dlk_buf_append(out, st->kept[i].b.data, st->kept[i].b.len, err);
+        rc = Dlk_buf_append(out, st->kept[i].b.data, st->kept[i].b.len, err);
         drop_kept(t, st, i);
     } else {
         rc = read_to(s, st, sh, o, out, err);

@@ -9,7 +9,7 @@
 static const float imnet_mean[3] = {0.485f, 0.456f, 0.406f};
 static const float imnet_std[3] = {0.229f, 0.224f, 0.225f};
 
-static void defaults(dlk_aug_spec *s)
+static void defaults(Dlk_aug_spec *s)
 {
     memset(s, 0, sizeof *s);
     s->mode = DLK_AUG_RESIZE;
@@ -23,7 +23,7 @@ static void defaults(dlk_aug_spec *s)
         s->std[k] = 1.0f;
 }
 
-static void imagenet(dlk_aug_spec *s, bool train)
+static void imagenet(Dlk_aug_spec *s, bool train)
 {
     s->mode = train ? DLK_AUG_RANDOM_CROP : DLK_AUG_CENTER;
     s->out_h = s->out_w = 224;
@@ -75,7 +75,7 @@ static bool size_field(const char *v, uint32_t *h, uint32_t *w)
     return true;
 }
 
-static dlk_status field(dlk_aug_spec *s, const char *k, const char *v,
+static dlk_status field(Dlk_aug_spec *s, const char *k, const char *v,
                         bool *crop_set, dlk_error *err)
 {
     double d[6];
@@ -156,23 +156,23 @@ static dlk_status field(dlk_aug_spec *s, const char *k, const char *v,
         else if (!strcmp(v, "nchw")) s->layout = DLK_AUG_NCHW;
         else goto bad;
     } else {
-        return dlk_fail(err, DLK_EINVAL, "augment: unknown field '%s'", k);
+        return Dlk_fail(err, DLK_EINVAL, "augment: unknown field '%s'", k);
     }
     return DLK_OK;
 bad:
-    return dlk_fail(err, DLK_EINVAL, "augment: bad value '%s' for field '%s'",
+    return Dlk_fail(err, DLK_EINVAL, "augment: bad value '%s' for field '%s'",
                     v, k);
 }
 
-dlk_status dlk_aug_parse(const char *text, dlk_aug_spec *out, dlk_error *err)
+dlk_status Dlk_aug_parse(const char *text, Dlk_aug_spec *out, dlk_error *err)
 {
-    dlk_aug_spec s;
+    Dlk_aug_spec s;
     defaults(&s);
     if (!text || !*text)
-        return dlk_fail(err, DLK_EINVAL, "augment: empty spec");
+        return Dlk_fail(err, DLK_EINVAL, "augment: empty spec");
     char buf[1024];
     if (strlen(text) >= sizeof buf)
-        return dlk_fail(err, DLK_EINVAL, "augment: spec longer than %zu",
+        return Dlk_fail(err, DLK_EINVAL, "augment: spec longer than %zu",
                         sizeof buf - 1);
     strcpy(buf, text);
     bool crop_set = false;
@@ -192,7 +192,7 @@ dlk_status dlk_aug_parse(const char *text, dlk_aug_spec *out, dlk_error *err)
                 crop_set = true;
                 continue;
             }
-            return dlk_fail(err, DLK_EINVAL,
+            return Dlk_fail(err, DLK_EINVAL,
                             "augment: '%s' is neither field=value nor a "
                             "preset (imagenet-train, imagenet-eval) first",
                             tok);
@@ -203,22 +203,22 @@ dlk_status dlk_aug_parse(const char *text, dlk_aug_spec *out, dlk_error *err)
             return st;
     }
     if (!crop_set)
-        return dlk_fail(err, DLK_EINVAL,
+        return Dlk_fail(err, DLK_EINVAL,
                         "augment: field 'crop' (or 'size') is required");
     if (s.mode == DLK_AUG_CENTER &&
         (s.resize < s.out_h || s.resize < s.out_w))
-        return dlk_fail(err, DLK_EINVAL,
+        return Dlk_fail(err, DLK_EINVAL,
                         "augment: field 'resize' (%u) smaller than the crop",
                         s.resize);
     if (s.normalize && s.dtype == DLK_AUG_U8)
-        return dlk_fail(err, DLK_EINVAL,
+        return Dlk_fail(err, DLK_EINVAL,
                         "augment: field 'normalize' needs dtype f16, bf16 "
                         "or f32");
     *out = s;
     return DLK_OK;
 }
 
-uint64_t dlk_aug_out_bytes(const dlk_aug_spec *sp, uint32_t c)
+uint64_t Dlk_aug_out_bytes(const Dlk_aug_spec *sp, uint32_t c)
 {
     static const unsigned el[] = {1, 2, 2, 4};
     return (uint64_t)sp->out_h * sp->out_w * c * el[sp->dtype];

@@ -11,12 +11,12 @@ extern "C" {
 #include "augment_params.h"
 }
 
-struct dlk_aug_item {  // mirrors dlk_aug_item in device_cuda.c
+struct Dlk_aug_item {  // mirrors Dlk_aug_item in device_cuda.c
     const uint8_t *src;
     uint64_t dst_off;      // of frame 0
     uint64_t in_frame, out_frame;
     int32_t h, w, c, frames;
-    dlk_aug_params p;
+    Dlk_aug_params p;
 };
 
 // One dimension's filter for output index i: first source index, count,
@@ -56,10 +56,10 @@ __device__ static float tap(const span1 &s, int32_t j)
 __device__ static float clamp01(float x) { return fminf(fmaxf(x, 0.f), 1.f); }
 
 // The resampled, brightness-adjusted pixel (oy, ox) (unflipped) on 0..1.
-__device__ static void pixel(const dlk_aug_item &it, const uint8_t *src,
+__device__ static void pixel(const Dlk_aug_item &it, const uint8_t *src,
                              int32_t oy, int32_t ox, float *v)
 {
-    const dlk_aug_params &p = it.p;
+    const Dlk_aug_params &p = it.p;
     span1 sy = span_of(p.h, p.rh, p.oy + oy);
     span1 sx = span_of(p.w, p.rw, p.ox + ox);
     float a[3] = {0, 0, 0};
@@ -85,10 +85,10 @@ __device__ static float gray(const float *v, int32_t c)
     return c == 3 ? 0.299f * v[0] + 0.587f * v[1] + 0.114f * v[2] : v[0];
 }
 
-__global__ void augment_kernel(const dlk_aug_item *items, dlk_aug_spec sp,
+__global__ void augment_kernel(const Dlk_aug_item *items, Dlk_aug_spec sp,
                                uint8_t *dst)
 {
-    const dlk_aug_item it = items[blockIdx.x];
+    const Dlk_aug_item it = items[blockIdx.x];
     int32_t f = (int32_t)blockIdx.y;
     if (f >= it.frames)
         return;
@@ -144,23 +144,23 @@ __global__ void augment_kernel(const dlk_aug_item *items, dlk_aug_spec sp,
                 out[at] = (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
                 break;
             }
-            case DLK_AUG_F16: ((uint16_t *)out)[at] = dlk_aug_f16(x); break;
-            case DLK_AUG_BF16: ((uint16_t *)out)[at] = dlk_aug_bf16(x); break;
+            case DLK_AUG_F16: ((uint16_t *)out)[at] = Dlk_aug_f16(x); break;
+            case DLK_AUG_BF16: ((uint16_t *)out)[at] = Dlk_aug_bf16(x); break;
             default: ((float *)out)[at] = x; break;
             }
         }
     }
 }
 
-extern "C" cudaError_t dlk_cuda_augment(const void *items, unsigned n,
+extern "C" cudaError_t Dlk_cuda_augment(const void *items, unsigned n,
                                         unsigned max_frames,
-                                        const dlk_aug_spec *sp, void *dst,
+                                        const Dlk_aug_spec *sp, void *dst,
                                         cudaStream_t s)
 {
     if (n == 0)
         return cudaSuccess;
     dim3 grid(n, max_frames ? max_frames : 1);
-    augment_kernel<<<grid, 256, 0, s>>>((const dlk_aug_item *)items, *sp,
+    augment_kernel<<<grid, 256, 0, s>>>((const Dlk_aug_item *)items, *sp,
                                         (uint8_t *)dst);
     return cudaGetLastError();
 }

@@ -18,14 +18,14 @@
  *   flip=h|v|hv|none  jitter=B:C:S  normalize=imagenet|none|M0:M1:M2/S0:S1:S2
  *   dtype=u8|f16|bf16|f32  layout=nhwc|nchw
  * DLK_EINVAL naming the field at fault. */
-dlk_status dlk_aug_parse(const char *text, dlk_aug_spec *out, dlk_error *err);
+dlk_status Dlk_aug_parse(const char *text, Dlk_aug_spec *out, dlk_error *err);
 
 /* Bytes of one output image of c channels (one frame). */
-uint64_t dlk_aug_out_bytes(const dlk_aug_spec *sp, uint32_t c);
+uint64_t Dlk_aug_out_bytes(const Dlk_aug_spec *sp, uint32_t c);
 
 /* Augment one image (H x W x C u8, HWC) with parameters p into dst
  * (spec's dtype and layout).  C is 1 or 3 (saturation needs 3). */
-void dlk_aug_image_cpu(const dlk_aug_spec *sp, const dlk_aug_params *p,
+void Dlk_aug_image_cpu(const Dlk_aug_spec *sp, const Dlk_aug_params *p,
                        const uint8_t *src, int32_t H, int32_t W, int32_t C,
                        void *dst);
 

@@ -15,7 +15,7 @@ static float clamp01(float x)
     return x < 0 ? 0 : x > 1 ? 1 : x;
 }
 
-static void store(const dlk_aug_spec *sp, void *dst, size_t i, float v)
+static void store(const Dlk_aug_spec *sp, void *dst, size_t i, float v)
 {
     switch (sp->dtype) {
     case DLK_AUG_U8: {
@@ -23,13 +23,13 @@ static void store(const dlk_aug_spec *sp, void *dst, size_t i, float v)
         ((uint8_t *)dst)[i] = (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
         break;
     }
-    case DLK_AUG_F16: ((uint16_t *)dst)[i] = dlk_aug_f16(v); break;
-    case DLK_AUG_BF16: ((uint16_t *)dst)[i] = dlk_aug_bf16(v); break;
+    case DLK_AUG_F16: ((uint16_t *)dst)[i] = Dlk_aug_f16(v); break;
+    case DLK_AUG_BF16: ((uint16_t *)dst)[i] = Dlk_aug_bf16(v); break;
     default: ((float *)dst)[i] = v; break;
     }
 }
 
-void dlk_aug_image_cpu(const dlk_aug_spec *sp, const dlk_aug_params *p,
+void Dlk_aug_image_cpu(const Dlk_aug_spec *sp, const Dlk_aug_params *p,
                        const uint8_t *src, int32_t H, int32_t W, int32_t C,
                        void *dst)
 {
@@ -42,14 +42,14 @@ void dlk_aug_image_cpu(const dlk_aug_spec *sp, const dlk_aug_params *p,
     if (!wt || !tmp || !img) {
         /* no memory for scratch: a zero image (the caller checked the
          * sizes; this is the host out of memory) */
-        memset(dst, 0, (size_t)dlk_aug_out_bytes(sp, (uint32_t)C));
+        memset(dst, 0, (size_t)Dlk_aug_out_bytes(sp, (uint32_t)C));
         free(wt), free(tmp), free(img);
         return;
     }
     /* width pass over the crop's rows, for the kept columns */
     for (int32_t ox = 0; ox < OW; ox++) {
         int32_t x0;
-        int n = dlk_aug_weights(p->w, p->rw, p->ox + ox, wt, WCAP, &x0);
+        int n = Dlk_aug_weights(p->w, p->rw, p->ox + ox, wt, WCAP, &x0);
         for (int32_t y = 0; y < p->h; y++) {
             const uint8_t *row =
                 src + ((size_t)(p->top + y) * W + p->left + x0) * C;
@@ -64,7 +64,7 @@ void dlk_aug_image_cpu(const dlk_aug_spec *sp, const dlk_aug_params *p,
     /* height pass, onto the 0..1 scale */
     for (int32_t oy = 0; oy < OH; oy++) {
         int32_t y0;
-        int n = dlk_aug_weights(p->h, p->rh, p->oy + oy, wt, WCAP, &y0);
+        int n = Dlk_aug_weights(p->h, p->rh, p->oy + oy, wt, WCAP, &y0);
         for (int32_t ox = 0; ox < OW; ox++)
             for (int32_t c = 0; c < C; c++) {
                 float a = 0;

@@ -27,7 +27,7 @@ enum { DLK_AUG_U8 = 0, DLK_AUG_F16 = 1, DLK_AUG_BF16 = 2, DLK_AUG_F32 = 3 };
 enum { DLK_AUG_NHWC = 0, DLK_AUG_NCHW = 1 };
 
 /* A parsed spec (augment.c). */
-typedef struct dlk_aug_spec {
+typedef struct Dlk_aug_spec {
     int mode;                 /* DLK_AUG_RANDOM_CROP, _CENTER, _RESIZE */
     uint32_t out_h, out_w;    /* output size */
     uint32_t resize;          /* _CENTER: shorter side resized to this */
@@ -37,18 +37,18 @@ typedef struct dlk_aug_spec {
     int normalize;
     float mean[3], std[3];    /* on the 0..1 scale */
     int dtype, layout;
-} dlk_aug_spec;
+} Dlk_aug_spec;
 
 /* One sample's parameters: the source box (top, left, h, w) is resampled
  * to rh x rw, of which the out_h x out_w window at (oy, ox) is kept. */
-typedef struct dlk_aug_params {
+typedef struct Dlk_aug_params {
     int32_t top, left, h, w;
     int32_t rh, rw, oy, ox;
     int32_t hflip, vflip;
     float bright, contrast, satur;
-} dlk_aug_params;
+} Dlk_aug_params;
 
-DLK_AUG_HD static inline uint64_t dlk_aug_next(uint64_t *s)
+DLK_AUG_HD static inline uint64_t Dlk_aug_next(uint64_t *s)
 {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -56,31 +56,31 @@ DLK_AUG_HD static inline uint64_t dlk_aug_next(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-DLK_AUG_HD static inline double dlk_aug_unif(uint64_t *s)
+DLK_AUG_HD static inline double Dlk_aug_unif(uint64_t *s)
 {
-    return (double)(dlk_aug_next(s) >> 11) * (1.0 / 9007199254740992.0);
+    return (double)(Dlk_aug_next(s) >> 11) * (1.0 / 9007199254740992.0);
 }
 
-DLK_AUG_HD static inline double dlk_aug_range(uint64_t *s, double lo,
+DLK_AUG_HD static inline double Dlk_aug_range(uint64_t *s, double lo,
                                               double hi)
 {
-    return lo + (hi - lo) * dlk_aug_unif(s);
+    return lo + (hi - lo) * Dlk_aug_unif(s);
 }
 
 /* torchvision's RandomResizedCrop.get_params, with round() as Python's
  * (half to even: rint in the default rounding mode). */
-DLK_AUG_HD static inline void dlk_aug_crop(const dlk_aug_spec *sp,
+DLK_AUG_HD static inline void Dlk_aug_crop(const Dlk_aug_spec *sp,
                                            uint64_t *s, int32_t H,
-                                           int32_t W, dlk_aug_params *p)
+                                           int32_t W, Dlk_aug_params *p)
 {
     double area = (double)H * (double)W;
     double lr0 = log(sp->ratio_lo), lr1 = log(sp->ratio_hi);
     for (int t = 0; t < 10; t++) {
-        double ta = area * dlk_aug_range(s, sp->scale_lo, sp->scale_hi);
-        double ar = exp(dlk_aug_range(s, lr0, lr1));
+        double ta = area * Dlk_aug_range(s, sp->scale_lo, sp->scale_hi);
+        double ar = exp(Dlk_aug_range(s, lr0, lr1));
         int32_t w = (int32_t)rint(sqrt(ta * ar));
         int32_t h = (int32_t)rint(sqrt(ta / ar));
-        double ut = dlk_aug_unif(s), ul = dlk_aug_unif(s);
+        double ut = Dlk_aug_unif(s), ul = Dlk_aug_unif(s);
         if (w > 0 && w <= W && h > 0 && h <= H) {
             p->top = (int32_t)(ut * (double)(H - h + 1));
             p->left = (int32_t)(ul * (double)(W - w + 1));
@@ -106,11 +106,11 @@ DLK_AUG_HD static inline void dlk_aug_crop(const dlk_aug_spec *sp,
 }
 
 /* The parameters of the sample at `row` of `epoch` (source H x W). */
-DLK_AUG_HD static inline void dlk_aug_params_for(const dlk_aug_spec *sp,
+DLK_AUG_HD static inline void Dlk_aug_params_for(const Dlk_aug_spec *sp,
                                                  uint64_t seed,
                                                  uint64_t epoch, uint64_t row,
                                                  int32_t H, int32_t W,
-                                                 dlk_aug_params *p)
+                                                 Dlk_aug_params *p)
 {
     uint64_t s = seed ^ (epoch + 1) * 0x9E3779B97F4A7C15ull ^
                  (row + 1) * 0xD1B54A32D192ED03ull;
@@ -123,7 +123,7 @@ DLK_AUG_HD static inline void dlk_aug_params_for(const dlk_aug_spec *sp,
     p->oy = 0;
     p->ox = 0;
     if (sp->mode == DLK_AUG_RANDOM_CROP) {
-        dlk_aug_crop(sp, &s, H, W, p);
+        Dlk_aug_crop(sp, &s, H, W, p);
     } else if (sp->mode == DLK_AUG_CENTER) {
         /* torchvision Resize(r): the shorter side to r, the longer
          * truncated; CenterCrop: offsets rounded */
@@ -138,13 +138,13 @@ DLK_AUG_HD static inline void dlk_aug_params_for(const dlk_aug_spec *sp,
         p->oy = (int32_t)rint((p->rh - (int32_t)sp->out_h) / 2.0);
         p->ox = (int32_t)rint((p->rw - (int32_t)sp->out_w) / 2.0);
     }
-    p->hflip = sp->hflip ? dlk_aug_unif(&s) < 0.5 : 0;
-    p->vflip = sp->vflip ? dlk_aug_unif(&s) < 0.5 : 0;
+    p->hflip = sp->hflip ? Dlk_aug_unif(&s) < 0.5 : 0;
+    p->vflip = sp->vflip ? Dlk_aug_unif(&s) < 0.5 : 0;
     float f[3];
     for (int k = 0; k < 3; k++) {
         double j = sp->jitter[k];
         double lo = 1.0 - j < 0 ? 0 : 1.0 - j;
-        f[k] = j > 0 ? (float)dlk_aug_range(&s, lo, 1.0 + j) : 1.0f;
+        f[k] = j > 0 ? (float)Dlk_aug_range(&s, lo, 1.0 + j) : 1.0f;
     }
     p->bright = f[0];
     p->contrast = f[1];
@@ -156,7 +156,7 @@ DLK_AUG_HD static inline void dlk_aug_params_for(const dlk_aug_spec *sp,
  * filter whose support widens by the downscale factor.  Writes at most
  * `cap` weights (normalised) and returns their count; *first is the
  * first source index. */
-DLK_AUG_HD static inline int dlk_aug_weights(int32_t in, int32_t out,
+DLK_AUG_HD static inline int Dlk_aug_weights(int32_t in, int32_t out,
                                              int32_t i, float *wt, int cap,
                                              int32_t *first)
 {
@@ -185,7 +185,7 @@ DLK_AUG_HD static inline int dlk_aug_weights(int32_t in, int32_t out,
 }
 
 /* float to bfloat16 / float16 bits, rounding to nearest even. */
-DLK_AUG_HD static inline uint16_t dlk_aug_bf16(float f)
+DLK_AUG_HD static inline uint16_t Dlk_aug_bf16(float f)
 {
     union { float f; uint32_t u; } v;
     v.f = f;
@@ -194,7 +194,7 @@ DLK_AUG_HD static inline uint16_t dlk_aug_bf16(float f)
     return (uint16_t)((v.u + 0x7fffu + ((v.u >> 16) & 1u)) >> 16);
 }
 
-DLK_AUG_HD static inline uint16_t dlk_aug_f16(float f)
+DLK_AUG_HD static inline uint16_t Dlk_aug_f16(float f)
 {
     union { float f; uint32_t u; } v;
     v.f = f;

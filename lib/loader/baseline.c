@@ -44,15 +44,15 @@ enum { B_FREE, B_FILLING, B_READY };
 typedef struct host_batch {
     uint8_t *p;           /* pinned (dev->host_alloc) */
     size_t cap, len;
-    dlk_gather *g;        /* batch_size entries: offset and size */
+    Dlk_gather *g;        /* batch_size entries: offset and size */
     uint32_t n;
     int state;
     uint64_t seq;         /* order the batches filled in */
 } host_batch;
 
 typedef struct base_run {
-    dlk_store *store;
-    dlk_dev *dev;
+    Dlk_store *store;
+    Dlk_dev *dev;
     const dlk_baseline_opts *o;
     key_vec keys;
     pthread_mutex_t mu;
@@ -88,13 +88,13 @@ static host_batch *filling(base_run *r)
 }
 
 /* Append a decoded sample to the batch (locked). */
-static dlk_status add_sample(base_run *r, host_batch *b, const dlk_buf *d)
+static dlk_status add_sample(base_run *r, host_batch *b, const Dlk_buf *d)
 {
     if (b->len + d->len > b->cap) {
         size_t cap = (b->len + d->len) * 2;
         uint8_t *p = r->dev->ops->host_alloc(r->dev, cap);
         if (!p)
-            return dlk_fail(&r->err, DLK_ENOMEM, "out of memory for a "
+            return Dlk_fail(&r->err, DLK_ENOMEM, "out of memory for a "
                             "batch of %zu bytes", cap);
         if (b->len)
             memcpy(p, b->p, b->len);
@@ -114,15 +114,15 @@ static dlk_status add_sample(base_run *r, host_batch *b, const dlk_buf *d)
 static void *worker(void *arg)
 {
     base_run *r = arg;
-    dlk_image_opts io = {0};
+    Dlk_image_opts io = {0};
     io.width = r->o->width;
     io.height = r->o->height;
     io.channels = 3;
-    dlk_buf b;
-    dlk_buf_init(&b);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
     for (;;) {
         pthread_mutex_lock(&r->mu);
-        size_t i = r->next < r->keys.n && dlk_now_s() < r->deadline &&
+        size_t i = r->next < r->keys.n && Dlk_now_s() < r->deadline &&
                            !r->rc
                        ? r->next++
                        : SIZE_MAX;
@@ -131,13 +131,13 @@ static void *worker(void *arg)
             break;
         dlk_error err;
         b.len = 0;
-        dlk_obj_info info;
-        dlk_decoded d;
+        Dlk_obj_info info;
+        Dlk_decoded d;
         memset(&d, 0, sizeof d);
-        dlk_status rc = dlk_store_get(r->store, r->keys.v[i], (uint64_t)256 << 20,
+        dlk_status rc = Dlk_store_get(r->store, r->keys.v[i], (uint64_t)256 << 20,
                                       &b, &info, &err);
         if (!rc)
-            rc = dlk_decode_image(b.data, b.len, r->keys.v[i], &io, &d, &err);
+            rc = Dlk_decode_image(b.data, b.len, r->keys.v[i], &io, &d, &err);
         pthread_mutex_lock(&r->mu);
         r->res->files++;
         r->res->bytes_read += b.len;
@@ -160,9 +160,9 @@ static void *worker(void *arg)
             }
         }
         pthread_mutex_unlock(&r->mu);
-        dlk_buf_free(&d.data);
+        Dlk_buf_free(&d.data);
     }
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     pthread_mutex_lock(&r->mu);
     r->running--;
     pthread_cond_broadcast(&r->ready);
@@ -175,7 +175,7 @@ static void *worker(void *arg)
  * training loop would: copied, gathered into a batch buffer, stepped. */
 static dlk_status consume(base_run *r, dlk_error *err)
 {
-    dlk_dev *dev = r->dev;
+    Dlk_dev *dev = r->dev;
     void *batch = NULL;
     size_t batch_cap = 0;
     dlk_status rc = DLK_OK;
@@ -200,7 +200,7 @@ static dlk_status consume(base_run *r, dlk_error *err)
                 dev->ops->batch_free(dev, batch);
             batch_cap = b->len * 2;
             if (!(batch = dev->ops->batch_alloc(dev, batch_cap))) {
-                rc = dlk_fail(err, DLK_ENOMEM, "cannot allocate a batch of "
+                rc = Dlk_fail(err, DLK_ENOMEM, "cannot allocate a batch of "
                               "%zu bytes on the device", batch_cap);
                 batch_cap = 0;
             }
@@ -222,7 +222,7 @@ static dlk_status consume(base_run *r, dlk_error *err)
         pthread_mutex_lock(&r->mu);
         b->state = B_FREE;
         if (!rc && r->res->batches++ == 0)
-            r->res->first_batch_s = dlk_now_s() - r->t0;
+            r->res->first_batch_s = Dlk_now_s() - r->t0;
         if (rc && !r->rc) {
             r->rc = rc;
             r->err = *err;
@@ -243,24 +243,24 @@ dlk_status dlk_source_baseline(const dlk_baseline_opts *o,
     memset(res, 0, sizeof *res);
     if (!o->batch_size || o->batch_size > (1u << 24) || !o->workers ||
         o->workers > 1024 || !(o->step_ms >= 0 && o->step_ms <= 60000))
-        return dlk_fail(err, DLK_EINVAL, "baseline needs a batch size, "
+        return Dlk_fail(err, DLK_EINVAL, "baseline needs a batch size, "
                         "1-1024 workers and a step of 0-60000 ms");
     base_run r;
     memset(&r, 0, sizeof r);
     r.o = o;
     r.res = res;
-    dlk_status rc = dlk_dev_open(o->device, NULL, &r.dev, err);
+    dlk_status rc = Dlk_dev_open(o->device, NULL, &r.dev, err);
     if (!rc)
-        rc = dlk_store_open(o->source, false, o->store, &r.store, err);
+        rc = Dlk_store_open(o->source, false, o->store, &r.store, err);
     if (!rc)
-        rc = dlk_store_list(r.store, "", on_key, &r.keys, err);
+        rc = Dlk_store_list(r.store, "", on_key, &r.keys, err);
     if (!rc && r.keys.n == 0)
-        rc = dlk_fail(err, DLK_ENOTFOUND, "no objects under '%s'", o->source);
+        rc = Dlk_fail(err, DLK_ENOTFOUND, "no objects under '%s'", o->source);
     res->files_listed = r.keys.n;
     res->bytes_listed = r.keys.bytes;
     for (int i = 0; !rc && i < RING; i++)
         if (!(r.ring[i].g = calloc(o->batch_size, sizeof *r.ring[i].g)))
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
     size_t m0 = 0, m1 = 0;
     if (!rc)
         rc = r.dev->ops->mark(r.dev, &m0, err);
@@ -278,7 +278,7 @@ dlk_status dlk_source_baseline(const dlk_baseline_opts *o,
         pthread_cond_init(&r.ready, NULL);
         pthread_cond_init(&r.freed, NULL);
         pthread_t *th = calloc(o->workers, sizeof *th);
-        r.t0 = dlk_now_s();
+        r.t0 = Dlk_now_s();
         r.deadline = r.t0 + (o->seconds > 0 ? o->seconds : 60);
         uint32_t started = 0;
         pthread_mutex_lock(&r.mu);
@@ -301,10 +301,10 @@ dlk_status dlk_source_baseline(const dlk_baseline_opts *o,
         double busy = 0, wall = 0;
         if (!rc)
             rc = r.dev->ops->span(r.dev, m0, m1, &wall, &busy, err);
-        res->seconds = dlk_now_s() - r.t0;
+        res->seconds = Dlk_now_s() - r.t0;
         res->busy_pct = wall > 0 ? 100.0 * busy / wall : 0;
         if (!rc && (!th || started == 0))
-            rc = dlk_fail(err, DLK_ENOMEM, "cannot start baseline threads");
+            rc = Dlk_fail(err, DLK_ENOMEM, "cannot start baseline threads");
         free(th);
         pthread_cond_destroy(&r.ready);
         pthread_cond_destroy(&r.freed);
@@ -318,7 +318,7 @@ dlk_status dlk_source_baseline(const dlk_baseline_opts *o,
     for (size_t i = 0; i < r.keys.n; i++)
         free(r.keys.v[i]);
     free(r.keys.v);
-    dlk_store_free(r.store);
+    Dlk_store_free(r.store);
     if (r.dev)
         r.dev->ops->close(r.dev);
     return rc;

@@ -20,14 +20,14 @@ static cudaError_t trial(const char *host, char *dev, cudaStream_t *st,
                          int copies, double *seconds)
 {
     cudaError_t e = cudaDeviceSynchronize();
-    double t0 = dlk_now_s();
+    double t0 = Dlk_now_s();
     for (int r = 0; !e && r < copies; r++)
         for (int i = 0; !e && i < STREAMS; i++)
             e = cudaMemcpyAsync(dev + i * PIECE, host + i * PIECE, PIECE,
                                 cudaMemcpyHostToDevice, st[i]);
     if (!e)
         e = cudaDeviceSynchronize();
-    *seconds = dlk_now_s() - t0;
+    *seconds = Dlk_now_s() - t0;
     return e;
 }
 
@@ -67,7 +67,7 @@ dlk_status dlk_cuda_copy_rate(int device, double *bytes_per_s, dlk_error *err)
     if (before >= 0)
         cudaSetDevice(before);
     if (e)
-        return dlk_fail(err, DLK_EGPU, "cuda:%d: %s: %s", device, what,
+        return Dlk_fail(err, DLK_EGPU, "cuda:%d: %s: %s", device, what,
                         cudaGetErrorString(e));
     *bytes_per_s = best;
     return DLK_OK;
@@ -76,7 +76,7 @@ dlk_status dlk_cuda_copy_rate(int device, double *bytes_per_s, dlk_error *err)
 dlk_status dlk_cuda_copy_rate(int device, double *bytes_per_s, dlk_error *err)
 {
     *bytes_per_s = 0;
-    return dlk_fail(err, DLK_EGPU, "cuda:%d: this dlk was built without "
+    return Dlk_fail(err, DLK_EGPU, "cuda:%d: this dlk was built without "
                     "CUDA", device);
 }
 #endif

@@ -13,7 +13,7 @@
 #endif
 
 typedef struct cpu_dev {
-    dlk_dev base;
+    Dlk_dev base;
     double gather_s, step_s;
     uint64_t checksum;
     struct { double t, busy; } *marks; /* host clock: work is synchronous */
@@ -26,7 +26,7 @@ typedef struct cpu_dev {
  * right after its read, from the core's cache: with SSE2 (every x86-64)
  * four sums of 16 bytes at a time; elsewhere four sums of 8 bytes (one
  * sum's chain of adds held it to about a word a cycle). */
-uint64_t dlk_fold64(const void *p, size_t n)
+uint64_t Dlk_fold64(const void *p, size_t n)
 {
     const uint8_t *b = p;
     uint64_t s = 0, w;
@@ -72,7 +72,7 @@ uint64_t dlk_fold64(const void *p, size_t n)
     return s;
 }
 
-static void *cpu_alloc(dlk_dev *d, size_t n)
+static void *cpu_alloc(Dlk_dev *d, size_t n)
 {
     (void)d;
     void *p = NULL;
@@ -80,7 +80,7 @@ static void *cpu_alloc(dlk_dev *d, size_t n)
     return posix_memalign(&p, 64, n ? n : 64) ? NULL : p;
 }
 
-static void cpu_free(dlk_dev *d, void *p)
+static void cpu_free(Dlk_dev *d, void *p)
 {
     (void)d;
     free(p);
@@ -92,7 +92,7 @@ static void cpu_free(dlk_dev *d, void *p)
  * per GiB streamed).  A 64-byte header holds the size. */
 #define HOST_HDR 64u
 
-static void *cpu_host_alloc(dlk_dev *d, size_t n)
+static void *cpu_host_alloc(Dlk_dev *d, size_t n)
 {
     (void)d;
     size_t len = n + HOST_HDR;
@@ -104,7 +104,7 @@ static void *cpu_host_alloc(dlk_dev *d, size_t n)
     return (uint8_t *)p + HOST_HDR;
 }
 
-static void cpu_host_free(dlk_dev *d, void *p)
+static void cpu_host_free(Dlk_dev *d, void *p)
 {
     (void)d;
     if (!p)
@@ -115,7 +115,7 @@ static void cpu_host_free(dlk_dev *d, void *p)
     munmap(base, len);
 }
 
-static dlk_status cpu_upload(dlk_dev *d, const void *host, size_t n,
+static dlk_status cpu_upload(Dlk_dev *d, const void *host, size_t n,
                              void **dev_ptr, void **handle, dlk_error *err)
 {
     (void)d;
@@ -126,49 +126,49 @@ static dlk_status cpu_upload(dlk_dev *d, const void *host, size_t n,
     return DLK_OK;
 }
 
-static bool cpu_host_done(dlk_dev *d, void *handle)
+static bool cpu_host_done(Dlk_dev *d, void *handle)
 {
     (void)d;
     (void)handle;
     return false; /* on cpu the chunk's host memory is its device copy */
 }
 
-static void cpu_release(dlk_dev *d, void *handle, void *dev_ptr)
+static void cpu_release(Dlk_dev *d, void *handle, void *dev_ptr)
 {
     (void)d;
     (void)handle;
     (void)dev_ptr;
 }
 
-static dlk_status cpu_gather(dlk_dev *d, const dlk_gather *g, size_t n,
+static dlk_status cpu_gather(Dlk_dev *d, const Dlk_gather *g, size_t n,
                              void *dst, dlk_error *err)
 {
     (void)err;
     cpu_dev *c = (cpu_dev *)d;
-    double t0 = dlk_now_s();
+    double t0 = Dlk_now_s();
     for (size_t i = 0; i < n; i++)
         memcpy((uint8_t *)dst + g[i].dst_off, g[i].src, g[i].nbytes);
-    c->gather_s += dlk_now_s() - t0;
+    c->gather_s += Dlk_now_s() - t0;
     return DLK_OK;
 }
 
-static dlk_status cpu_step(dlk_dev *d, const void *buf, const dlk_gather *g,
+static dlk_status cpu_step(Dlk_dev *d, const void *buf, const Dlk_gather *g,
                            size_t n, double step_ms, dlk_error *err)
 {
     (void)err;
     cpu_dev *c = (cpu_dev *)d;
-    double t0 = dlk_now_s();
+    double t0 = Dlk_now_s();
     for (size_t i = 0; i < n; i++)
-        c->checksum += dlk_fold64((const uint8_t *)buf + g[i].dst_off,
+        c->checksum += Dlk_fold64((const uint8_t *)buf + g[i].dst_off,
                                   g[i].nbytes);
     /* a busy wait stands for the model's compute on this thread */
-    while (step_ms > 0 && (dlk_now_s() - t0) * 1000 < step_ms)
+    while (step_ms > 0 && (Dlk_now_s() - t0) * 1000 < step_ms)
         ;
-    c->step_s += dlk_now_s() - t0;
+    c->step_s += Dlk_now_s() - t0;
     return DLK_OK;
 }
 
-static dlk_status cpu_sync(dlk_dev *d, dlk_dev_times *out, dlk_error *err)
+static dlk_status cpu_sync(Dlk_dev *d, Dlk_dev_times *out, dlk_error *err)
 {
     (void)err;
     cpu_dev *c = (cpu_dev *)d;
@@ -179,42 +179,42 @@ static dlk_status cpu_sync(dlk_dev *d, dlk_dev_times *out, dlk_error *err)
     return DLK_OK;
 }
 
-static void cpu_close(dlk_dev *d)
+static void cpu_close(Dlk_dev *d)
 {
     free(((cpu_dev *)d)->marks);
     free(d);
 }
 
-static dlk_status cpu_register(dlk_dev *d, const void *p, size_t n,
+static dlk_status cpu_register(Dlk_dev *d, const void *p, size_t n,
                                dlk_error *err)
 {
     (void)d; (void)p; (void)n; (void)err;
     return DLK_OK;
 }
 
-static void cpu_unregister(dlk_dev *d, const void *p)
+static void cpu_unregister(Dlk_dev *d, const void *p)
 {
     (void)d; (void)p;
 }
 
-static void cpu_set_budget(dlk_dev *d, uint64_t bytes)
+static void cpu_set_budget(Dlk_dev *d, uint64_t bytes)
 {
     (void)d;
     (void)bytes;
 }
 
-static dlk_status cpu_mark(dlk_dev *d, size_t *id, dlk_error *err)
+static dlk_status cpu_mark(Dlk_dev *d, size_t *id, dlk_error *err)
 {
     cpu_dev *c = (cpu_dev *)d;
     if (!DLK_GROW(c->marks, c->nmarks, c->capmarks, 16))
-        return dlk_oom(err);
-    c->marks[c->nmarks].t = dlk_now_s();
+        return Dlk_oom(err);
+    c->marks[c->nmarks].t = Dlk_now_s();
     c->marks[c->nmarks].busy = c->gather_s + c->step_s;
     *id = c->nmarks++;
     return DLK_OK;
 }
 
-static dlk_status cpu_span(dlk_dev *d, size_t from, size_t to, double *wall_s,
+static dlk_status cpu_span(Dlk_dev *d, size_t from, size_t to, double *wall_s,
                            double *busy_s, dlk_error *err)
 {
     (void)err;
@@ -225,7 +225,7 @@ static dlk_status cpu_span(dlk_dev *d, size_t from, size_t to, double *wall_s,
 }
 
 /* Batches are complete when gathered: no stream to order. */
-static dlk_status cpu_no_stream(dlk_dev *d, void *stream, dlk_error *err)
+static dlk_status cpu_no_stream(Dlk_dev *d, void *stream, dlk_error *err)
 {
     (void)d;
     (void)stream;
@@ -234,42 +234,42 @@ static dlk_status cpu_no_stream(dlk_dev *d, void *stream, dlk_error *err)
 }
 
 /* Ready at its open. */
-static dlk_status cpu_ready(dlk_dev *d, dlk_error *err)
+static dlk_status cpu_ready(Dlk_dev *d, dlk_error *err)
 {
     (void)d;
     (void)err;
     return DLK_OK;
 }
 
-static dlk_status cpu_augment(dlk_dev *d, const dlk_aug_spec *sp,
-                              const dlk_gather *g, const uint64_t *rows,
+static dlk_status cpu_augment(Dlk_dev *d, const Dlk_aug_spec *sp,
+                              const Dlk_gather *g, const uint64_t *rows,
                               const int64_t *shapes, int ndim, size_t n,
                               uint64_t epoch, uint64_t seed, void *dst,
                               dlk_error *err)
 {
     (void)err;
     cpu_dev *c = (cpu_dev *)d;
-    double t0 = dlk_now_s();
+    double t0 = Dlk_now_s();
     for (size_t i = 0; i < n; i++) {
         const int64_t *s = shapes + i * (size_t)ndim;
         int64_t frames = ndim == 4 ? s[0] : 1;
         int32_t h = (int32_t)s[ndim - 3], w = (int32_t)s[ndim - 2];
         int32_t ch = (int32_t)s[ndim - 1];
-        dlk_aug_params p;
-        dlk_aug_params_for(sp, seed, epoch, rows[i], h, w, &p);
+        Dlk_aug_params p;
+        Dlk_aug_params_for(sp, seed, epoch, rows[i], h, w, &p);
         uint64_t in_frame = (uint64_t)h * w * ch;
-        uint64_t out_frame = dlk_aug_out_bytes(sp, (uint32_t)ch);
+        uint64_t out_frame = Dlk_aug_out_bytes(sp, (uint32_t)ch);
         for (int64_t f = 0; f < frames; f++)
-            dlk_aug_image_cpu(sp, &p,
+            Dlk_aug_image_cpu(sp, &p,
                               (const uint8_t *)g[i].src + in_frame * f, h, w,
                               ch, (uint8_t *)dst + g[i].dst_off +
                                       out_frame * f);
     }
-    c->gather_s += dlk_now_s() - t0;
+    c->gather_s += Dlk_now_s() - t0;
     return DLK_OK;
 }
 
-static const dlk_dev_ops cpu_ops = {
+static const Dlk_dev_ops cpu_ops = {
     false, cpu_host_alloc, cpu_host_free, cpu_upload, cpu_host_done,
     cpu_release,
     cpu_register, cpu_unregister, cpu_alloc, cpu_free, cpu_gather, cpu_step,
@@ -277,11 +277,11 @@ static const dlk_dev_ops cpu_ops = {
     cpu_no_stream, cpu_ready, NULL, NULL, NULL, NULL, cpu_augment,
 };
 
-dlk_status dlk_dev_open_cpu(dlk_dev **out, dlk_error *err)
+dlk_status Dlk_dev_open_cpu(Dlk_dev **out, dlk_error *err)
 {
     cpu_dev *c = calloc(1, sizeof *c);
     if (!c)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     c->base.ops = &cpu_ops;
     *out = &c->base;
     return DLK_OK;

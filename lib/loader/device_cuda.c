@@ -22,17 +22,17 @@
 #include <string.h>
 #include <sys/mman.h>
 
-cudaError_t dlk_cuda_gather(const void *items, unsigned n, uint64_t max_bytes,
+cudaError_t Dlk_cuda_gather(const void *items, unsigned n, uint64_t max_bytes,
                             void *dst, cudaStream_t s);
-cudaError_t dlk_cuda_fold(const void *buf, const void *items, unsigned n,
+cudaError_t Dlk_cuda_fold(const void *buf, const void *items, unsigned n,
                           uint64_t max_bytes, unsigned long long *acc,
                           double step_ms, cudaStream_t s);
-cudaError_t dlk_cuda_gather_load(void);
-cudaError_t dlk_cuda_augment(const void *items, unsigned n,
-                             unsigned max_frames, const dlk_aug_spec *sp,
+cudaError_t Dlk_cuda_gather_load(void);
+cudaError_t Dlk_cuda_augment(const void *items, unsigned n,
+                             unsigned max_frames, const Dlk_aug_spec *sp,
                              void *dst, cudaStream_t s);
 
-static uint64_t max_sample(const dlk_gather *g, size_t n)
+static uint64_t max_sample(const Dlk_gather *g, size_t n)
 {
     uint64_t m = 0;
     for (size_t i = 0; i < n; i++)
@@ -45,7 +45,7 @@ static uint64_t max_sample(const dlk_gather *g, size_t n)
     do {                                                                    \
         cudaError_t e_ = (call);                                            \
         if (e_ != cudaSuccess)                                              \
-            return dlk_fail(err, DLK_EGPU, "%s: %s", #call,                 \
+            return Dlk_fail(err, DLK_EGPU, "%s: %s", #call,                 \
                             cudaGetErrorString(e_));                        \
     } while (0)
 
@@ -72,7 +72,7 @@ typedef struct devbuf {
 
 typedef struct upload {
     cudaEvent_t copied;
-    dlk_check_job *check; /* its parts' check (NULL: none) */
+    Dlk_check_job *check; /* its parts' check (NULL: none) */
     bool waited;       /* the compute stream already waits for it */
 } upload;
 
@@ -84,13 +84,13 @@ typedef struct timing {
 } timing;
 
 typedef struct cuda_dev {
-    dlk_dev base;
+    Dlk_dev base;
     int index;
     bool no_copy_timing;         /* copies untimed (always timed today) */
     cudaStream_t copy, compute;
     pthread_mutex_t mu;          /* timings */
-    dlk_pinned_pool *pinned;     /* host buffers for the loads */
-    /* CUDA starts on `starter` when the open is async (dlk_dev_opts),
+    Dlk_pinned_pool *pinned;     /* host buffers for the loads */
+    /* CUDA starts on `starter` when the open is async (Dlk_dev_opts),
      * while loads already fill host buffers; up: 0 starting, 1 up, -1
      * failed (why: up_why) */
     pthread_t starter;
@@ -110,7 +110,7 @@ typedef struct cuda_dev {
     unsigned long long *acc;     /* device checksum */
     /* part checks (cu_check): the checker, made while CUDA starts when
      * the loader checks parts (checks), else at the first */
-    dlk_part_checker *checker;
+    Dlk_part_checker *checker;
     bool checks;                 /* parts will be checked: made at start */
     /* gather lists, written by the host into mapped pinned memory that
      * the kernels read directly: no copy, no implicit synchronization */
@@ -155,22 +155,22 @@ static dlk_status wait_up(cuda_dev *c, dlk_error *err)
         pthread_cond_wait(&c->upcv, &c->upmu);
     int up = c->up;
     pthread_mutex_unlock(&c->upmu);
-    return up > 0 ? DLK_OK : dlk_fail(err, DLK_EGPU, "%s", c->up_why);
+    return up > 0 ? DLK_OK : Dlk_fail(err, DLK_EGPU, "%s", c->up_why);
 }
 
-static dlk_status cu_ready(dlk_dev *d, dlk_error *err)
+static dlk_status cu_ready(Dlk_dev *d, dlk_error *err)
 {
     return wait_up((cuda_dev *)d, err);
 }
 
-static void *cu_host_alloc(dlk_dev *d, size_t n)
+static void *cu_host_alloc(Dlk_dev *d, size_t n)
 {
-    return dlk_pinned_get(((cuda_dev *)d)->pinned, n);
+    return Dlk_pinned_get(((cuda_dev *)d)->pinned, n);
 }
 
-static void cu_host_free(dlk_dev *d, void *p)
+static void cu_host_free(Dlk_dev *d, void *p)
 {
-    dlk_pinned_put(((cuda_dev *)d)->pinned, p);
+    Dlk_pinned_put(((cuda_dev *)d)->pinned, p);
 }
 
 static void add_timing2(cuda_dev *c, cudaEvent_t a, cudaEvent_t b, int kind,
@@ -184,7 +184,7 @@ static void add_timing2(cuda_dev *c, cudaEvent_t a, cudaEvent_t b, int kind,
         return;
     }
     c->times[c->ntimes++] = (timing){a, b, kind, shared_a,
-                                     c->trace ? dlk_now_s() : 0};
+                                     c->trace ? Dlk_now_s() : 0};
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -207,7 +207,7 @@ static cudaError_t dev_slab_new(cuda_dev *c, size_t cap)
     if (!DLK_GROW(c->dslabs, c->ndslabs, c->capdslabs, 8))
         return cudaErrorMemoryAllocation;
     size_t sz = cap > DEV_SLAB ? cap : DEV_SLAB;
-    double m0 = c->trace ? dlk_now_s() : 0;
+    double m0 = c->trace ? Dlk_now_s() : 0;
     void *p;
     cudaError_t e = cudaMalloc(&p, sz);
     if (e != cudaSuccess && sz > cap) { /* a smaller GPU: just the buffer */
@@ -216,7 +216,7 @@ static cudaError_t dev_slab_new(cuda_dev *c, size_t cap)
     }
     if (c->trace)
         fprintf(c->trace, "devalloc %.6f %.6f %.6f\n", m0 - c->t0_host,
-                m0 - c->t0_host, dlk_now_s() - c->t0_host);
+                m0 - c->t0_host, Dlk_now_s() - c->t0_host);
     if (e != cudaSuccess)
         return e;
     c->dslabs[c->ndslabs++] = (slab){p, sz, 0};
@@ -240,7 +240,7 @@ static cudaError_t dev_cut(cuda_dev *c, size_t cap, void **out)
 /* A device buffer of at least n bytes (see devbuf). */
 static cudaError_t acquire(cuda_dev *c, size_t n, void **out)
 {
-    size_t cap = dlk_buf_cap(n);
+    size_t cap = Dlk_buf_cap(n);
     pthread_mutex_lock(&c->bmu);
     for (;;) {
         /* a free one needs no driver call; released ones come free in
@@ -269,11 +269,11 @@ static cudaError_t acquire(cuda_dev *c, size_t n, void **out)
         if (oldest && c->dev_bytes + cap > c->dev_limit) {
             cudaEvent_t ev = oldest->freed;
             pthread_mutex_unlock(&c->bmu);
-            double w0 = c->trace ? dlk_now_s() : 0;
+            double w0 = c->trace ? Dlk_now_s() : 0;
             cudaError_t e = cudaEventSynchronize(ev);
             if (c->trace)
                 fprintf(c->trace, "budget %.6f %.6f %.6f\n", w0 - c->t0_host,
-                        w0 - c->t0_host, dlk_now_s() - c->t0_host);
+                        w0 - c->t0_host, Dlk_now_s() - c->t0_host);
             pthread_mutex_lock(&c->bmu);
             if (e != cudaSuccess) {
                 pthread_mutex_unlock(&c->bmu);
@@ -317,13 +317,13 @@ static void give_back(cuda_dev *c, void *p)
     pthread_mutex_unlock(&c->bmu);
 }
 
-static void cu_set_budget(dlk_dev *d, uint64_t bytes)
+static void cu_set_budget(Dlk_dev *d, uint64_t bytes)
 {
     cuda_dev *c = (cuda_dev *)d;
     c->dev_limit = bytes;
 }
 
-static dlk_status cu_upload(dlk_dev *d, const void *host, size_t n,
+static dlk_status cu_upload(Dlk_dev *d, const void *host, size_t n,
                             void **dev_ptr, void **handle, dlk_error *err)
 {
     cuda_dev *c = (cuda_dev *)d;
@@ -331,11 +331,11 @@ static dlk_status cu_upload(dlk_dev *d, const void *host, size_t n,
     if (rc)
         return rc;
     /* a buffer filled while CUDA started: its slab registered first */
-    dlk_pinned_ready(c->pinned, host);
+    Dlk_pinned_ready(c->pinned, host);
     set_device(c);
     upload *u = calloc(1, sizeof *u);
     if (!u)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     cudaEvent_t a = NULL, b = NULL;
     void *p = NULL;
     bool timed = !c->no_copy_timing;
@@ -356,7 +356,7 @@ static dlk_status cu_upload(dlk_dev *d, const void *host, size_t n,
         e = cudaEventRecord(u->copied, c->copy);
     if (e != cudaSuccess) {
         free(u);
-        return dlk_fail(err, DLK_EGPU, "cannot copy a chunk of %zu bytes to "
+        return Dlk_fail(err, DLK_EGPU, "cannot copy a chunk of %zu bytes to "
                         "cuda:%d: %s", n, c->index, cudaGetErrorString(e));
     }
     if (timed)
@@ -378,13 +378,13 @@ static void check_timed(void *ud, cudaEvent_t a, cudaEvent_t b)
 static cudaError_t check_start(cuda_dev *c)
 {
     return c->checker ? cudaSuccess
-                      : dlk_part_checker_new(c->index,
+                      : Dlk_part_checker_new(c->index,
                                              c->trace ? check_timed : NULL,
                                              c, &c->checker);
 }
 
-static dlk_status cu_check(dlk_dev *d, void *handle, const void *dev_ptr,
-                           const dlk_vpart *parts, uint32_t n, uint64_t tag,
+static dlk_status cu_check(Dlk_dev *d, void *handle, const void *dev_ptr,
+                           const Dlk_vpart *parts, uint32_t n, uint64_t tag,
                            dlk_error *err)
 {
     cuda_dev *c = (cuda_dev *)d;
@@ -392,15 +392,15 @@ static dlk_status cu_check(dlk_dev *d, void *handle, const void *dev_ptr,
     set_device(c);
     cudaError_t e = check_start(c);
     if (e == cudaSuccess)
-        e = dlk_part_check_submit(c->checker, u->copied, dev_ptr, parts, n,
+        e = Dlk_part_check_submit(c->checker, u->copied, dev_ptr, parts, n,
                                   tag, &u->check);
     if (e != cudaSuccess)
-        return dlk_fail(err, DLK_EGPU, "cannot check %u parts on cuda:%d: "
+        return Dlk_fail(err, DLK_EGPU, "cannot check %u parts on cuda:%d: "
                         "%s", n, c->index, cudaGetErrorString(e));
     return DLK_OK;
 }
 
-static dlk_status cu_checked(dlk_dev *d, void *handle, dlk_vbad *bad,
+static dlk_status cu_checked(Dlk_dev *d, void *handle, Dlk_vbad *bad,
                              dlk_error *err)
 {
     cuda_dev *c = (cuda_dev *)d;
@@ -409,21 +409,21 @@ static dlk_status cu_checked(dlk_dev *d, void *handle, dlk_vbad *bad,
         return DLK_OK;
     set_device(c);
     bool mismatch;
-    cudaError_t e = dlk_part_check_wait(c->checker, u->check, &mismatch, bad);
+    cudaError_t e = Dlk_part_check_wait(c->checker, u->check, &mismatch, bad);
     if (e != cudaSuccess)
-        return dlk_fail(err, DLK_EGPU, "cannot read a part check on "
+        return Dlk_fail(err, DLK_EGPU, "cannot read a part check on "
                         "cuda:%d: %s", c->index, cudaGetErrorString(e));
     return mismatch ? DLK_ECORRUPT : DLK_OK;
 }
 
-static bool cu_host_done(dlk_dev *d, void *handle)
+static bool cu_host_done(Dlk_dev *d, void *handle)
 {
     (void)d;
     upload *u = handle;
     return u && cudaEventQuery(u->copied) == cudaSuccess;
 }
 
-static void cu_release(dlk_dev *d, void *handle, void *dev_ptr)
+static void cu_release(Dlk_dev *d, void *handle, void *dev_ptr)
 {
     cuda_dev *c = (cuda_dev *)d;
     upload *u = handle;
@@ -433,7 +433,7 @@ static void cu_release(dlk_dev *d, void *handle, void *dev_ptr)
     if (u) {
         /* the check reads the device buffer given back below, and waits
          * for the copy's event */
-        dlk_part_check_forget(c->checker, u->check);
+        Dlk_part_check_forget(c->checker, u->check);
         /* the pinned buffer goes back to the pool after this: the copy
          * out of it must be over */
         cudaEventSynchronize(u->copied);
@@ -444,7 +444,7 @@ static void cu_release(dlk_dev *d, void *handle, void *dev_ptr)
         give_back(c, dev_ptr); /* reused after the gathers queued */
 }
 
-static void *cu_batch_alloc(dlk_dev *d, size_t n)
+static void *cu_batch_alloc(Dlk_dev *d, size_t n)
 {
     cuda_dev *c = (cuda_dev *)d;
     set_device(c);
@@ -452,7 +452,7 @@ static void *cu_batch_alloc(dlk_dev *d, size_t n)
     return cudaMalloc(&p, n ? n : 64) == cudaSuccess ? p : NULL;
 }
 
-static void cu_batch_free(dlk_dev *d, void *p)
+static void cu_batch_free(Dlk_dev *d, void *p)
 {
     cuda_dev *c = (cuda_dev *)d;
     set_device(c);
@@ -527,7 +527,7 @@ static dlk_status bytes_to_device(cuda_dev *c, const void *g, size_t bytes,
     return DLK_OK;
 }
 
-static dlk_status items_to_device(cuda_dev *c, const dlk_gather *g, size_t n,
+static dlk_status items_to_device(cuda_dev *c, const Dlk_gather *g, size_t n,
                                   void **out, dlk_error *err)
 {
     return bytes_to_device(c, g, n * sizeof *g, out, err);
@@ -552,7 +552,7 @@ static void *recall_items(cuda_dev *c, const void *buf)
     return NULL;
 }
 
-static dlk_status cu_gather(dlk_dev *d, const dlk_gather *g, size_t n,
+static dlk_status cu_gather(Dlk_dev *d, const Dlk_gather *g, size_t n,
                             void *dst, dlk_error *err)
 {
     cuda_dev *c = (cuda_dev *)d;
@@ -574,7 +574,7 @@ static dlk_status cu_gather(dlk_dev *d, const dlk_gather *g, size_t n,
     CK(cudaEventCreate(&a));
     CK(cudaEventCreate(&b));
     CK(cudaEventRecord(a, c->compute));
-    CK(dlk_cuda_gather(items, (unsigned)n, max_sample(g, n), dst,
+    CK(Dlk_cuda_gather(items, (unsigned)n, max_sample(g, n), dst,
                        c->compute));
     CK(cudaEventRecord(b, c->compute));
     add_timing(c, a, b, 0);
@@ -583,16 +583,16 @@ static dlk_status cu_gather(dlk_dev *d, const dlk_gather *g, size_t n,
 }
 
 /* One (sample) of an augmented batch, as augment.cu reads it. */
-typedef struct dlk_aug_item {
+typedef struct Dlk_aug_item {
     const uint8_t *src;
     uint64_t dst_off;
     uint64_t in_frame, out_frame;
     int32_t h, w, c, frames;
-    dlk_aug_params p;
-} dlk_aug_item;
+    Dlk_aug_params p;
+} Dlk_aug_item;
 
-static dlk_status cu_augment(dlk_dev *d, const dlk_aug_spec *sp,
-                             const dlk_gather *g, const uint64_t *rows,
+static dlk_status cu_augment(Dlk_dev *d, const Dlk_aug_spec *sp,
+                             const Dlk_gather *g, const uint64_t *rows,
                              const int64_t *shapes, int ndim, size_t n,
                              uint64_t epoch, uint64_t seed, void *dst,
                              dlk_error *err)
@@ -606,9 +606,9 @@ static dlk_status cu_augment(dlk_dev *d, const dlk_aug_spec *sp,
             u->waited = true;
         }
     }
-    dlk_aug_item *it = malloc(n * sizeof *it + 1);
+    Dlk_aug_item *it = malloc(n * sizeof *it + 1);
     if (!it)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     unsigned max_frames = 1;
     for (size_t i = 0; i < n; i++) {
         const int64_t *sh = shapes + i * (size_t)ndim;
@@ -619,10 +619,10 @@ static dlk_status cu_augment(dlk_dev *d, const dlk_aug_spec *sp,
         it[i].w = (int32_t)sh[ndim - 2];
         it[i].c = (int32_t)sh[ndim - 1];
         it[i].in_frame = (uint64_t)it[i].h * it[i].w * it[i].c;
-        it[i].out_frame = dlk_aug_out_bytes(sp, (uint32_t)it[i].c);
+        it[i].out_frame = Dlk_aug_out_bytes(sp, (uint32_t)it[i].c);
         if ((unsigned)it[i].frames > max_frames)
             max_frames = (unsigned)it[i].frames;
-        dlk_aug_params_for(sp, seed, epoch, rows[i], it[i].h, it[i].w,
+        Dlk_aug_params_for(sp, seed, epoch, rows[i], it[i].h, it[i].w,
                            &it[i].p);
     }
     void *items, *gl;
@@ -638,7 +638,7 @@ static dlk_status cu_augment(dlk_dev *d, const dlk_aug_spec *sp,
     CK(cudaEventCreate(&a));
     CK(cudaEventCreate(&b));
     CK(cudaEventRecord(a, c->compute));
-    CK(dlk_cuda_augment(items, (unsigned)n, max_frames, sp, dst,
+    CK(Dlk_cuda_augment(items, (unsigned)n, max_frames, sp, dst,
                         c->compute));
     CK(cudaEventRecord(b, c->compute));
     add_timing(c, a, b, 0);
@@ -646,7 +646,7 @@ static dlk_status cu_augment(dlk_dev *d, const dlk_aug_spec *sp,
     return DLK_OK;
 }
 
-static dlk_status cu_step(dlk_dev *d, const void *buf, const dlk_gather *g,
+static dlk_status cu_step(Dlk_dev *d, const void *buf, const Dlk_gather *g,
                           size_t n, double step_ms, dlk_error *err)
 {
     cuda_dev *c = (cuda_dev *)d;
@@ -666,7 +666,7 @@ static dlk_status cu_step(dlk_dev *d, const void *buf, const dlk_gather *g,
     }
     c->gather_end = NULL;
     CK(cudaEventCreate(&b));
-    CK(dlk_cuda_fold(buf, items, (unsigned)n, max_sample(g, n), c->acc,
+    CK(Dlk_cuda_fold(buf, items, (unsigned)n, max_sample(g, n), c->acc,
                      step_ms, c->compute));
     CK(cudaEventRecord(b, c->compute));
     add_timing2(c, a, b, 1, shared);
@@ -684,7 +684,7 @@ static void keep_interval(cuda_dev *c, double s, double e)
     c->nivs++;
 }
 
-static dlk_status cu_sync(dlk_dev *d, dlk_dev_times *out, dlk_error *err)
+static dlk_status cu_sync(Dlk_dev *d, Dlk_dev_times *out, dlk_error *err)
 {
     cuda_dev *c = (cuda_dev *)d;
     set_device(c);
@@ -739,7 +739,7 @@ static dlk_status cu_sync(dlk_dev *d, dlk_dev_times *out, dlk_error *err)
     return DLK_OK;
 }
 
-static void cu_close(dlk_dev *d)
+static void cu_close(Dlk_dev *d)
 {
     cuda_dev *c = (cuda_dev *)d;
     if (c->have_starter)
@@ -748,7 +748,7 @@ static void cu_close(dlk_dev *d)
         set_device(c);
         cudaStreamSynchronize(c->copy);
         cudaStreamSynchronize(c->compute);
-        dlk_part_checker_free(c->checker);
+        Dlk_part_checker_free(c->checker);
         c->checker = NULL;
         for (size_t i = 0; i < c->ntimes; i++) {
             if (!c->times[i].shared_a)
@@ -770,7 +770,7 @@ static void cu_close(dlk_dev *d)
     free_host_side(c);
 }
 
-static dlk_status cu_register(dlk_dev *d, const void *p, size_t n,
+static dlk_status cu_register(Dlk_dev *d, const void *p, size_t n,
                               dlk_error *err)
 {
     cuda_dev *c = (cuda_dev *)d;
@@ -784,24 +784,24 @@ static dlk_status cu_register(dlk_dev *d, const void *p, size_t n,
     return DLK_OK;
 }
 
-static void cu_unregister(dlk_dev *d, const void *p)
+static void cu_unregister(Dlk_dev *d, const void *p)
 {
     set_device((cuda_dev *)d);
     cudaHostUnregister((void *)p);
 }
 
-static dlk_status cu_mark(dlk_dev *d, size_t *id, dlk_error *err)
+static dlk_status cu_mark(Dlk_dev *d, size_t *id, dlk_error *err)
 {
     cuda_dev *c = (cuda_dev *)d;
     set_device(c);
     if (!DLK_GROW(c->marks, c->nmarks, c->capmarks, 16))
-        return dlk_oom(err);
+        return Dlk_oom(err);
     cudaEvent_t ev;
     CK(cudaEventCreate(&ev));
     cudaError_t e = cudaEventRecord(ev, c->compute);
     if (e != cudaSuccess) {
         cudaEventDestroy(ev);
-        return dlk_fail(err, DLK_EGPU, "cudaEventRecord: %s",
+        return Dlk_fail(err, DLK_EGPU, "cudaEventRecord: %s",
                         cudaGetErrorString(e));
     }
     pthread_mutex_lock(&c->mu);
@@ -812,11 +812,11 @@ static dlk_status cu_mark(dlk_dev *d, size_t *id, dlk_error *err)
     return DLK_OK;
 }
 
-static dlk_status cu_span(dlk_dev *d, size_t from, size_t to, double *wall_s,
+static dlk_status cu_span(Dlk_dev *d, size_t from, size_t to, double *wall_s,
                           double *busy_s, dlk_error *err)
 {
     cuda_dev *c = (cuda_dev *)d;
-    dlk_dev_times t;
+    Dlk_dev_times t;
     dlk_status rc = cu_sync(d, &t, err); /* the work and its intervals */
     if (rc)
         return rc;
@@ -859,12 +859,12 @@ static dlk_status stream_order(cudaStream_t signaller, cudaStream_t waiter,
         e = cudaStreamWaitEvent(waiter, ev, 0);
     cudaEventDestroy(ev);
     if (e != cudaSuccess)
-        return dlk_fail(err, DLK_EGPU, "cannot order a consumer's stream "
+        return Dlk_fail(err, DLK_EGPU, "cannot order a consumer's stream "
                         "with the loader's: %s", cudaGetErrorString(e));
     return DLK_OK;
 }
 
-static dlk_status cu_consumer_waits(dlk_dev *d, void *stream, dlk_error *err)
+static dlk_status cu_consumer_waits(Dlk_dev *d, void *stream, dlk_error *err)
 {
     cuda_dev *c = (cuda_dev *)d;
     set_device(c);
@@ -872,7 +872,7 @@ static dlk_status cu_consumer_waits(dlk_dev *d, void *stream, dlk_error *err)
                                            : cudaStreamLegacy, err);
 }
 
-static dlk_status cu_wait_consumer(dlk_dev *d, void *stream, dlk_error *err)
+static dlk_status cu_wait_consumer(Dlk_dev *d, void *stream, dlk_error *err)
 {
     cuda_dev *c = (cuda_dev *)d;
     set_device(c);
@@ -882,7 +882,7 @@ static dlk_status cu_wait_consumer(dlk_dev *d, void *stream, dlk_error *err)
 
 /* Loads that end once the device is up (the trace is opened as it
  * starts; loads made meanwhile are not written). */
-static void cu_trace_load(dlk_dev *d, double begin, double buffer,
+static void cu_trace_load(Dlk_dev *d, double begin, double buffer,
                           double end)
 {
     cuda_dev *c = (cuda_dev *)d;
@@ -893,12 +893,12 @@ static void cu_trace_load(dlk_dev *d, double begin, double buffer,
             (buffer > 0 ? buffer : begin) - t0, end - t0);
 }
 
-static void cu_host_ahead(dlk_dev *d, uint64_t bytes)
+static void cu_host_ahead(Dlk_dev *d, uint64_t bytes)
 {
-    dlk_pinned_pool_ahead(((cuda_dev *)d)->pinned, bytes);
+    Dlk_pinned_pool_ahead(((cuda_dev *)d)->pinned, bytes);
 }
 
-static const dlk_dev_ops cuda_ops = {
+static const Dlk_dev_ops cuda_ops = {
     true, cu_host_alloc, cu_host_free, cu_upload, cu_host_done, cu_release,
     cu_register, cu_unregister, cu_batch_alloc, cu_batch_free, cu_gather,
     cu_step, cu_sync, cu_close, cu_set_budget, cu_mark, cu_span,
@@ -930,7 +930,7 @@ static cudaError_t set_origin(cuda_dev *c)
         e = cudaEventRecord(c->t0_ev, c->compute);
     if (e == cudaSuccess)
         e = cudaEventSynchronize(c->t0_ev);
-    c->t0_host = dlk_now_s();
+    c->t0_host = Dlk_now_s();
     if (e == cudaSuccess && c->trace_path &&
         (c->trace = fopen(c->trace_path, "w"))) {
         /* where the trace's times start, on CLOCK_MONOTONIC: other
@@ -959,7 +959,7 @@ static cudaError_t start_cuda(cuda_dev *c)
         e = cudaStreamCreateWithFlags(&c->compute, cudaStreamNonBlocking);
     if (e == cudaSuccess)
         e = set_origin(c);
-    dlk_pinned_pool_started(c->pinned, e == cudaSuccess, c->trace,
+    Dlk_pinned_pool_started(c->pinned, e == cudaSuccess, c->trace,
                             c->t0_host);
     if (e == cudaSuccess)
         e = cudaMalloc((void **)&c->acc, sizeof *c->acc);
@@ -986,7 +986,7 @@ static cudaError_t start_cuda(cuda_dev *c)
          * the first batch does not wait for it (1.5-3 ms on an H200
          * host).  A failure here is met again, and said, where the
          * kernel is first used. */
-        if (dlk_cuda_gather_load() != cudaSuccess)
+        if (Dlk_cuda_gather_load() != cudaSuccess)
             (void)cudaGetLastError();
         if (items_grow(c, 0) != cudaSuccess)
             (void)cudaGetLastError();
@@ -994,7 +994,7 @@ static cudaError_t start_cuda(cuda_dev *c)
             (void)cudaGetLastError();
     }
     if (e == cudaSuccess)
-        dlk_pinned_pool_wait(c->pinned);
+        Dlk_pinned_pool_wait(c->pinned);
     pthread_mutex_lock(&c->upmu);
     if (e != cudaSuccess)
         snprintf(c->up_why, sizeof c->up_why, "cuda:%d: %s", c->index,
@@ -1014,7 +1014,7 @@ static void *starter(void *arg)
 /* The host parts of the device and c itself. */
 static void free_host_side(cuda_dev *c)
 {
-    dlk_pinned_pool_free(c->pinned);
+    Dlk_pinned_pool_free(c->pinned);
     free(c->times);
     free(c->bufs);
     free(c->dslabs);
@@ -1030,26 +1030,26 @@ static void free_host_side(cuda_dev *c)
     free(c);
 }
 
-dlk_status dlk_dev_open_cuda(int index, const dlk_dev_opts *o,
-                             dlk_dev **out, dlk_error *err)
+dlk_status Dlk_dev_open_cuda(int index, const Dlk_dev_opts *o,
+                             Dlk_dev **out, dlk_error *err)
 {
     *out = NULL;
-    double t_open = dlk_now_s();
+    double t_open = Dlk_now_s();
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess)
-        return dlk_fail(err, DLK_EGPU, "cuda:%d: no NVIDIA GPU or driver "
+        return Dlk_fail(err, DLK_EGPU, "cuda:%d: no NVIDIA GPU or driver "
                         "found (%s)", index, cudaGetErrorString(e));
     if (index >= n)
-        return dlk_fail(err, DLK_EGPU, "cuda:%d: this machine has %d CUDA "
+        return Dlk_fail(err, DLK_EGPU, "cuda:%d: this machine has %d CUDA "
                         "device%s", index, n, n == 1 ? "" : "s");
     cuda_dev *c = calloc(1, sizeof *c);
     if (!c)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     c->base.ops = &cuda_ops;
     c->index = index;
     c->t_open = t_open;
-    c->t_driver = dlk_now_s();
+    c->t_driver = Dlk_now_s();
     c->checks = o && o->checks;
     c->dev_limit = UINT64_MAX;
     pthread_mutex_init(&c->mu, NULL);
@@ -1057,18 +1057,18 @@ dlk_status dlk_dev_open_cuda(int index, const dlk_dev_opts *o,
     pthread_mutex_init(&c->upmu, NULL);
     pthread_cond_init(&c->upcv, NULL);
     /* the host buffers' pages are faulted in while CUDA starts */
-    c->pinned = dlk_pinned_pool_new(index, o ? o->host_ahead : 0);
+    c->pinned = Dlk_pinned_pool_new(index, o ? o->host_ahead : 0);
     if (!c->pinned || (o && o->trace && *o->trace &&
                        !(c->trace_path = strdup(o->trace)))) {
         free_host_side(c);
-        return dlk_oom(err);
+        return Dlk_oom(err);
     }
     if (o && o->async &&
         pthread_create(&c->starter, NULL, starter, c) == 0) {
         c->have_starter = true;
     } else if ((e = start_cuda(c)) != cudaSuccess) {
         free_host_side(c);
-        return dlk_fail(err, DLK_EGPU, "cuda:%d: %s", index,
+        return Dlk_fail(err, DLK_EGPU, "cuda:%d: %s", index,
                         cudaGetErrorString(e));
     }
     *out = &c->base;

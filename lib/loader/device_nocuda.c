@@ -5,13 +5,13 @@
 #include <stdio.h>
 
 #ifndef DLK_HAVE_CUDA
-dlk_status dlk_dev_open_cuda(int index, const dlk_dev_opts *o, dlk_dev **out,
+dlk_status Dlk_dev_open_cuda(int index, const Dlk_dev_opts *o, Dlk_dev **out,
                              dlk_error *err)
 {
     (void)index;
     (void)o;
     *out = NULL;
-    return dlk_fail(err, DLK_EGPU, "this dlk was built without CUDA "
+    return Dlk_fail(err, DLK_EGPU, "this dlk was built without CUDA "
                     "(install the CUDA toolkit and rebuild)");
 }
 

@@ -4,7 +4,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-struct dlk_gather_item {  // mirrors dlk_gather in device.h
+struct Dlk_gather_item {  // mirrors Dlk_gather in device.h
     const void *src;
     uint64_t dst_off;
     uint64_t nbytes;
@@ -15,9 +15,9 @@ struct dlk_gather_item {  // mirrors dlk_gather in device.h
 // (blockIdx.y), so that large samples fill the GPU.
 #define PIECE (64u << 10)
 
-__global__ void gather_kernel(const dlk_gather_item *items, uint8_t *dst)
+__global__ void gather_kernel(const Dlk_gather_item *items, uint8_t *dst)
 {
-    const dlk_gather_item it = items[blockIdx.x];
+    const Dlk_gather_item it = items[blockIdx.x];
     uint64_t start = (uint64_t)blockIdx.y * PIECE;
     if (start >= it.nbytes)
         return;
@@ -40,13 +40,13 @@ __global__ void gather_kernel(const dlk_gather_item *items, uint8_t *dst)
 
 // Each sample's fold: the sum of its little-endian 64-bit words, a short
 // tail zero-padded.  Summed over the batch into *acc.
-__global__ void fold_kernel(const uint8_t *buf, const dlk_gather_item *items,
+__global__ void fold_kernel(const uint8_t *buf, const Dlk_gather_item *items,
                             unsigned long long *acc, unsigned long long spin_ns)
 {
     unsigned long long t0 = 0;
     if (spin_ns)
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    const dlk_gather_item it = items[blockIdx.x];
+    const Dlk_gather_item it = items[blockIdx.x];
     // pieces of PIECE bytes (a multiple of 8): word boundaries stay those
     // of the whole sample, so the fold is the same however it is split
     uint64_t start = (uint64_t)blockIdx.y * PIECE;
@@ -99,20 +99,20 @@ __global__ void fold_kernel(const uint8_t *buf, const dlk_gather_item *items,
         }
 }
 
-extern "C" cudaError_t dlk_cuda_gather(const void *items, unsigned n,
+extern "C" cudaError_t Dlk_cuda_gather(const void *items, unsigned n,
                                        uint64_t max_bytes, void *dst,
                                        cudaStream_t s)
 {
     if (n == 0)
         return cudaSuccess;
     dim3 grid(n, (unsigned)((max_bytes + PIECE - 1) / PIECE) ?: 1);
-    gather_kernel<<<grid, 256, 0, s>>>((const dlk_gather_item *)items,
+    gather_kernel<<<grid, 256, 0, s>>>((const Dlk_gather_item *)items,
                                        (uint8_t *)dst);
     return cudaGetLastError();
 }
 
 // The step: fold every byte, and keep the launch busy for step_ms.
-extern "C" cudaError_t dlk_cuda_fold(const void *buf, const void *items,
+extern "C" cudaError_t Dlk_cuda_fold(const void *buf, const void *items,
                                      unsigned n, uint64_t max_bytes,
                                      unsigned long long *acc, double step_ms,
                                      cudaStream_t s)
@@ -121,14 +121,14 @@ extern "C" cudaError_t dlk_cuda_fold(const void *buf, const void *items,
         return cudaSuccess;
     dim3 grid(n, (unsigned)((max_bytes + PIECE - 1) / PIECE) ?: 1);
     fold_kernel<<<grid, 256, 0, s>>>((const uint8_t *)buf,
-                                     (const dlk_gather_item *)items, acc,
+                                     (const Dlk_gather_item *)items, acc,
                                      step_ms > 0 ? (unsigned long long)(step_ms * 1e6) : 0);
     return cudaGetLastError();
 }
 
 // Both kernels' module loaded now (CUDA loads it at a first launch):
 // asking for a kernel's attributes loads it.
-extern "C" cudaError_t dlk_cuda_gather_load(void)
+extern "C" cudaError_t Dlk_cuda_gather_load(void)
 {
     cudaFuncAttributes a;
     cudaError_t e = cudaFuncGetAttributes(&a, gather_kernel);

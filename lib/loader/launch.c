@@ -19,7 +19,7 @@ static int one_env(const char *name, uint32_t *out, dlk_error *err)
     errno = 0;
     long long n = strtoll(v, &end, 10);
     if (errno || *end || n < 0 || n > (long long)UINT32_MAX) {
-        dlk_fail(err, DLK_EINVAL, "bad %s '%.40s' (a number from 0 is "
+        Dlk_fail(err, DLK_EINVAL, "bad %s '%.40s' (a number from 0 is "
                  "expected)", name, v);
         return -1;
     }
@@ -79,10 +79,10 @@ static dlk_status torch_rank(uint32_t world, uint32_t *rank, dlk_error *err)
     }
     *rank = DLK_LAUNCH_NO_RANK;
     if (has_local && has_node)
-        return dlk_fail(err, DLK_EINVAL, "WORLD_SIZE %u without RANK, and "
+        return Dlk_fail(err, DLK_EINVAL, "WORLD_SIZE %u without RANK, and "
                         "NODE_RANK %u without LOCAL_WORLD_SIZE: the rank "
                         "cannot be known (give the rank)", world, node);
-    return dlk_fail(err, DLK_EINVAL, "WORLD_SIZE %u without RANK (or "
+    return Dlk_fail(err, DLK_EINVAL, "WORLD_SIZE %u without RANK (or "
                     "LOCAL_RANK with NODE_RANK): the rank cannot be known "
                     "(give the rank)", world);
 }

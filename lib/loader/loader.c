@@ -23,23 +23,23 @@
 
 /* ---- planning ------------------------------------------------------ */
 
-void dlk_plan_free(dlk_loader *l, dlk_plan *pl, bool stopped)
+void Dlk_plan_free(dlk_loader *l, Dlk_plan *pl, bool stopped)
 {
     for (size_t i = 0; i < pl->nslots; i++) {
-        dlk_slot *s = &pl->slots[i];
+        Dlk_slot *s = &pl->slots[i];
         /* no worker holds a ready or failed slot (a failed one may hold
          * a buffer, and its bytes count against the budget) */
         if (s->state == SLOT_READY || s->state == SLOT_FAILED ||
             (stopped && s->state == SLOT_LOADING && (s->ch || s->host)))
-            dlk_loader_release_slot(l, s); /* queued uploads too */
-        dlk_slot_free_err(s);
+            Dlk_loader_release_slot(l, s); /* queued uploads too */
+        Dlk_slot_free_err(s);
     }
     free(pl->slots);
     free(pl->sched);
     for (size_t t = 0; pl->key_slot && t < l->nt; t++)
         free(pl->key_slot[t]);
     free(pl->key_slot);
-    dlk_order_free(&pl->order);
+    Dlk_order_free(&pl->order);
     memset(pl, 0, sizeof *pl);
 }
 
@@ -60,24 +60,24 @@ static dlk_loader_state next_epoch_state(const dlk_loader *l,
 /* The chunk of tensor lt holding `sample`, and the key of its slots: the
  * chunk, or the unit of it read in spans (parts [*p0, *p1)); false when
  * the tensor has no such sample. */
-static bool sample_key(const dlk_loader_tensor *lt, uint64_t sample,
+static bool sample_key(const Dlk_loader_tensor *lt, uint64_t sample,
                        size_t *chunk, size_t *key, uint32_t *p0,
                        uint32_t *p1)
 {
-    const dlk_tensor *tt = lt->tensor;
-    ssize_t c = dlk_tensor_find_chunk(tt, sample);
+    const Dlk_tensor *tt = lt->tensor;
+    ssize_t c = Dlk_tensor_find_chunk(tt, sample);
     if (c < 0)
         return false;
     *chunk = (size_t)c;
     *key = (size_t)c;
     *p0 = *p1 = 0;
     if (lt->need) { /* some rows only: the run of parts holding them */
-        uint32_t p = dlk_span_part_of(lt, (size_t)c,
+        uint32_t p = Dlk_span_part_of(lt, (size_t)c,
                                       (uint32_t)(sample - tt->chunks[c].first));
-        *key = (size_t)dlk_view_run(lt, (size_t)c, p, p0, p1);
+        *key = (size_t)Dlk_view_run(lt, (size_t)c, p, p0, p1);
     } else if (lt->unit_parts) {
-        uint32_t np = dlk_span_nparts(lt, (size_t)c);
-        uint32_t u = dlk_span_part_of(lt, (size_t)c,
+        uint32_t np = Dlk_span_nparts(lt, (size_t)c);
+        uint32_t u = Dlk_span_part_of(lt, (size_t)c,
                                       (uint32_t)(sample - tt->chunks[c].first)) /
                      lt->unit_parts;
         *key = (size_t)(lt->unit_base[c] + u);
@@ -89,7 +89,7 @@ static bool sample_key(const dlk_loader_tensor *lt, uint64_t sample,
 
 /* The slot of tensor t that position pos of plan pl reads, its sample
  * being `sample`. */
-dlk_status dlk_pos_slot(const dlk_loader *l, const dlk_plan *pl, size_t t,
+dlk_status Dlk_pos_slot(const dlk_loader *l, const Dlk_plan *pl, size_t t,
                         uint64_t pos, uint64_t sample, uint32_t *out,
                         dlk_error *err)
 {
@@ -101,7 +101,7 @@ dlk_status dlk_pos_slot(const dlk_loader *l, const dlk_plan *pl, size_t t,
     while (si != UINT32_MAX && pl->slots[si].last_pos < pos)
         si = pl->slots[si].next_same;
     if (si == UINT32_MAX || pl->slots[si].first_pos > pos)
-        return dlk_fail(err, DLK_EINTERNAL, "no slot for position %llu of "
+        return Dlk_fail(err, DLK_EINTERNAL, "no slot for position %llu of "
                         "tensor '%s'", (unsigned long long)pos,
                         l->t[t].tensor->spec.name);
     *out = si;
@@ -113,7 +113,7 @@ dlk_status dlk_pos_slot(const dlk_loader *l, const dlk_plan *pl, size_t t,
  * position by position where the order cannot list them so. */
 typedef struct planner {
     const dlk_loader *l;
-    dlk_plan *pl;
+    Dlk_plan *pl;
     size_t t;
     uint32_t *last;             /* per key: its latest slot */
     size_t cap;
@@ -130,7 +130,7 @@ typedef struct planner {
 static void use_key(planner *pt, size_t c, size_t k, uint32_t p0,
                     uint32_t p1, uint64_t fp, uint64_t lp)
 {
-    dlk_plan *pl = pt->pl;
+    Dlk_plan *pl = pt->pl;
     uint32_t si = pt->last[k];
     if (si != UINT32_MAX && (fp <= pl->slots[si].last_pos ||
                              fp - pl->slots[si].last_pos <= pt->gap)) {
@@ -139,16 +139,16 @@ static void use_key(planner *pt, size_t c, size_t k, uint32_t p0,
         return;
     }
     if (!DLK_GROW(pl->slots, pl->nslots, pt->cap, 64)) {
-        pt->rc = dlk_oom(pt->err);
+        pt->rc = Dlk_oom(pt->err);
         return;
     }
     if (pl->nslots >= UINT32_MAX) {
-        pt->rc = dlk_fail(pt->err, DLK_ENOMEM, "too many slots planned");
+        pt->rc = Dlk_fail(pt->err, DLK_ENOMEM, "too many slots planned");
         return;
     }
     uint32_t prev = si;
     si = (uint32_t)pl->nslots++;
-    dlk_slot *s = &pl->slots[si];
+    Dlk_slot *s = &pl->slots[si];
     memset(s, 0, sizeof *s);
     s->tensor = pt->t;
     s->chunk = c;
@@ -166,7 +166,7 @@ static void use_key(planner *pt, size_t c, size_t k, uint32_t p0,
 
 static void no_sample(planner *pt, uint64_t sample)
 {
-    pt->rc = dlk_fail(pt->err, DLK_ECORRUPT, "tensor '%s' has no sample "
+    pt->rc = Dlk_fail(pt->err, DLK_ECORRUPT, "tensor '%s' has no sample "
                       "%llu", pt->l->t[pt->t].tensor->spec.name,
                       (unsigned long long)sample);
 }
@@ -176,8 +176,8 @@ static void no_sample(planner *pt, uint64_t sample)
 static void use_run(void *ud, uint64_t s0, uint64_t cnt, uint64_t pos)
 {
     planner *pt = ud;
-    const dlk_loader_tensor *lt = &pt->l->t[pt->t];
-    const dlk_tensor *tt = lt->tensor;
+    const Dlk_loader_tensor *lt = &pt->l->t[pt->t];
+    const Dlk_tensor *tt = lt->tensor;
     uint64_t end = s0 + cnt;
     for (uint64_t x = s0; x < end && !pt->rc;) {
         size_t c, k;
@@ -186,11 +186,11 @@ static void use_run(void *ud, uint64_t s0, uint64_t cnt, uint64_t pos)
             no_sample(pt, x);
             return;
         }
-        const dlk_chunk_entry *e = &tt->chunks[c];
+        const Dlk_chunk_entry *e = &tt->chunks[c];
         uint64_t kend = e->first + e->samples; /* the key's end */
         if (lt->unit_parts)
-            kend = e->first + dlk_part_first(p1, e->samples,
-                                             dlk_span_nparts(lt, c));
+            kend = e->first + Dlk_part_first(p1, e->samples,
+                                             Dlk_span_nparts(lt, c));
         if (kend > end)
             kend = end;
         if (kend <= x)
@@ -208,10 +208,10 @@ static void use_positions(planner *pt, uint64_t a, uint64_t b)
 {
     enum { PIECE = 1024 };
     uint64_t sv[PIECE];
-    const dlk_loader_tensor *lt = &pt->l->t[pt->t];
+    const Dlk_loader_tensor *lt = &pt->l->t[pt->t];
     for (uint64_t pos = a; pos < b && !pt->rc; pos += PIECE) {
         uint64_t m = b - pos < PIECE ? b - pos : PIECE;
-        dlk_order_at(&pt->pl->order, pos, m, sv, NULL);
+        Dlk_order_at(&pt->pl->order, pos, m, sv, NULL);
         for (uint64_t i = 0; i < m && !pt->rc; i++) {
             size_t c, k;
             uint32_t p0, p1;
@@ -225,7 +225,7 @@ static void use_positions(planner *pt, uint64_t a, uint64_t b)
 
 /* A resumed plan's piece: a whole window of segment 0's, or positions
  * one by one. */
-static void use_piece(void *ud, const dlk_order *src, size_t win,
+static void use_piece(void *ud, const Dlk_order *src, size_t win,
                       uint64_t a, uint64_t b)
 {
     planner *pt = ud;
@@ -235,7 +235,7 @@ static void use_piece(void *ud, const dlk_order *src, size_t win,
         pt->a = a;
         pt->b = b;
         pt->shuffled = true;
-        dlk_order_runs(src, win, use_run, pt);
+        Dlk_order_runs(src, win, use_run, pt);
     } else {
         use_positions(pt, a, b);
     }
@@ -243,14 +243,14 @@ static void use_piece(void *ud, const dlk_order *src, size_t win,
 
 /* Build into pl (empty) the plan of the epoch in state st; *skip is the
  * position the state has consumed up to, whose slots need no load. */
-static dlk_status build_plan(dlk_loader *l, dlk_plan *pl,
+static dlk_status build_plan(dlk_loader *l, Dlk_plan *pl,
                              const dlk_loader_state *st, uint64_t *skip,
                              dlk_error *err)
 {
-    dlk_order_params p = {l->o.shuffle, l->o.seed, l->window_blocks,
+    Dlk_order_params p = {l->o.shuffle, l->o.seed, l->window_blocks,
                           l->chunk_blocks, l->o.drop_last, l->o.rows,
                           l->o.nrows};
-    dlk_status rc = dlk_order_build(l->block_first, l->block_count,
+    dlk_status rc = Dlk_order_build(l->block_first, l->block_count,
                                     l->nblocks, &p, st, l->o.rank,
                                     &pl->order, err);
     if (rc)
@@ -263,11 +263,11 @@ static dlk_status build_plan(dlk_loader *l, dlk_plan *pl,
     pl->slots = malloc(pt.cap * sizeof *pl->slots);
     pl->key_slot = calloc(l->nt, sizeof *pl->key_slot);
     if (!pl->slots || !pl->key_slot)
-        return dlk_oom(err);
-    size_t nwin = dlk_order_nwindows(&pl->order);
+        return Dlk_oom(err);
+    size_t nwin = Dlk_order_nwindows(&pl->order);
     for (size_t t = 0; t < l->nt && !pt.rc; t++) {
-        const dlk_loader_tensor *lt = &l->t[t];
-        const dlk_tensor *tt = lt->tensor;
+        const Dlk_loader_tensor *lt = &l->t[t];
+        const Dlk_tensor *tt = lt->tensor;
         /* a slot per chunk, or per unit of a chunk read in spans, or
          * over some rows per part (the first of a run) */
         size_t nkeys = lt->need ? (size_t)lt->part_base[tt->nchunks]
@@ -279,24 +279,24 @@ static dlk_status build_plan(dlk_loader *l, dlk_plan *pl,
                                  sizeof *pl->key_slot[t]);
         if (!pt.last || !pl->key_slot[t]) {
             free(pt.last);
-            return dlk_fail(err, DLK_ENOMEM, "out of memory planning");
+            return Dlk_fail(err, DLK_ENOMEM, "out of memory planning");
         }
         for (size_t c = 0; c < nkeys; c++)
             pt.last[c] = pl->key_slot[t][c] = UINT32_MAX;
         /* a shuffled window's slots span it: its chunks are all needed
          * from its first batches on, each of them about to its end */
         uint64_t end = 0;
-        bool resumed = dlk_order_resumed(&pl->order);
+        bool resumed = Dlk_order_resumed(&pl->order);
         if (resumed)
-            end = dlk_order_pieces(&pl->order, use_piece, &pt);
+            end = Dlk_order_pieces(&pl->order, use_piece, &pt);
         for (size_t k = 0; k < nwin && !pt.rc && !resumed; k++) {
             uint64_t a, b;
-            bool whole = dlk_order_window(&pl->order, k, &pt.a, &pt.b,
+            bool whole = Dlk_order_window(&pl->order, k, &pt.a, &pt.b,
                                           &pt.shuffled);
             a = pt.a;
             b = pt.b;
             if (a < b && whole)
-                dlk_order_runs(&pl->order, k, use_run, &pt);
+                Dlk_order_runs(&pl->order, k, use_run, &pt);
             else if (a < b)
                 use_positions(&pt, a, b);
             if (b > end)
@@ -312,10 +312,10 @@ static dlk_status build_plan(dlk_loader *l, dlk_plan *pl,
      * array, so sort a permutation instead of the slots themselves */
     pl->sched = malloc((pl->nslots ? pl->nslots : 1) * sizeof *pl->sched);
     if (!pl->sched)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     for (size_t i = 0; i < pl->nslots; i++)
         pl->sched[i] = (uint32_t)i;
-    dlk_sort_slots_by_first(pl->sched, pl->nslots, pl->slots);
+    Dlk_sort_slots_by_first(pl->sched, pl->nslots, pl->slots);
     /* skip what a restored state already consumed */
     *skip = st->seg[st->nseg - 1].steps * pl->order.batch;
     if (*skip > n)
@@ -341,12 +341,12 @@ static dlk_status plan_ahead(dlk_loader *l, dlk_error *err)
     if (!taken)
         return DLK_OK;
     dlk_loader_state st = next_epoch_state(l, &l->st);
-    dlk_plan pl;
+    Dlk_plan pl;
     memset(&pl, 0, sizeof pl);
     uint64_t skip;
     dlk_status rc = build_plan(l, &pl, &st, &skip, err);
     if (rc) {
-        dlk_plan_free(l, &pl, false);
+        Dlk_plan_free(l, &pl, false);
         return rc;
     }
     pl.upto = last ? l->tail_pos : 0;
@@ -360,22 +360,22 @@ static dlk_status plan_ahead(dlk_loader *l, dlk_error *err)
 
 /* ---- consumer ------------------------------------------------------- */
 
-void dlk_loader_release_slot(dlk_loader *l, dlk_slot *s)
+void Dlk_loader_release_slot(dlk_loader *l, Dlk_slot *s)
 {
-    dlk_loader_copy_forget(l, s);
+    Dlk_loader_copy_forget(l, s);
     if (s->dev_ptr || s->dev_handle)
         l->dev->ops->release(l->dev, s->dev_handle, s->dev_ptr);
     dlk_chunk_free(s->ch);
     if (s->map_p)
-        dlk_store_unmap(l->ds->store, s->map_p, s->map_n);
+        Dlk_store_unmap(l->ds->store, s->map_p, s->map_n);
     if (s->host)
         l->dev->ops->host_free(l->dev, s->host);
     if (!s->fold_kept)
         free(s->fold);
     DLK_ASSERT(l->resident >= s->bytes);
     l->resident -= s->bytes;
-    dlk_slot_free_err(s);
-    memset(&s->ch, 0, sizeof *s - offsetof(dlk_slot, ch));
+    Dlk_slot_free_err(s);
+    memset(&s->ch, 0, sizeof *s - offsetof(Dlk_slot, ch));
     s->state = SLOT_DONE;
 }
 
@@ -384,7 +384,7 @@ void dlk_loader_release_slot(dlk_loader *l, dlk_slot *s)
 static dlk_error slot_err_lost = {DLK_ENOMEM, "a chunk's read failed (its "
                                   "error was lost: out of memory)"};
 
-void dlk_slot_set_err(dlk_slot *s, const dlk_error *err)
+void Dlk_slot_set_err(Dlk_slot *s, const dlk_error *err)
 {
     if (!s->err && !(s->err = malloc(sizeof *s->err))) {
         s->err = &slot_err_lost;
@@ -394,19 +394,19 @@ void dlk_slot_set_err(dlk_slot *s, const dlk_error *err)
         *s->err = *err;
 }
 
-const dlk_error *dlk_slot_err(const dlk_slot *s)
+const dlk_error *Dlk_slot_err(const Dlk_slot *s)
 {
     return s->err ? s->err : &slot_err_lost;
 }
 
-void dlk_slot_free_err(dlk_slot *s)
+void Dlk_slot_free_err(Dlk_slot *s)
 {
     if (s->err != &slot_err_lost)
         free(s->err);
     s->err = NULL;
 }
 
-static bool plan_loading(const dlk_plan *pl)
+static bool plan_loading(const Dlk_plan *pl)
 {
     for (size_t i = 0; i < pl->nslots; i++)
         if (pl->slots[i].state == SLOT_LOADING)
@@ -422,7 +422,7 @@ static dlk_status start_epoch(dlk_loader *l, bool fresh, dlk_error *err)
     pthread_mutex_lock(&l->mu);
     bool swap = fresh && l->have_ahead && !plan_loading(&l->plan);
     if (swap) {
-        dlk_plan_free(l, &l->plan, false);
+        Dlk_plan_free(l, &l->plan, false);
         l->plan = l->ahead;
         memset(&l->ahead, 0, sizeof l->ahead);
         l->have_ahead = false;
@@ -432,27 +432,27 @@ static dlk_status start_epoch(dlk_loader *l, bool fresh, dlk_error *err)
     }
     pthread_mutex_unlock(&l->mu);
     if (!swap) {
-        dlk_loader_pause_workers(l);
-        dlk_plan_free(l, &l->plan, false);
-        dlk_plan_free(l, &l->ahead, false);
+        Dlk_loader_pause_workers(l);
+        Dlk_plan_free(l, &l->plan, false);
+        Dlk_plan_free(l, &l->ahead, false);
         l->have_ahead = false;
         uint64_t skip = 0;
         dlk_status rc = build_plan(l, &l->plan, &l->st, &skip, err);
         if (rc)
-            dlk_plan_free(l, &l->plan, false);
+            Dlk_plan_free(l, &l->plan, false);
         l->pos = skip;
-        dlk_loader_resume_workers(l);
+        Dlk_loader_resume_workers(l);
         if (rc)
             return rc;
     }
-    l->epoch_t0 = dlk_now_s();
+    l->epoch_t0 = Dlk_now_s();
     l->bad_epoch = 0;
     l->first_batch_pending = true;
     l->planned = true;
     return DLK_OK;
 }
 
-dlk_status dlk_loader_wait_slot(dlk_loader *l, dlk_slot *s, dlk_error *err)
+dlk_status Dlk_loader_wait_slot(dlk_loader *l, Dlk_slot *s, dlk_error *err)
 {
     dlk_status rc = DLK_OK;
     while (!rc && s->state != SLOT_READY && s->state != SLOT_FAILED) {
@@ -460,14 +460,14 @@ dlk_status dlk_loader_wait_slot(dlk_loader *l, dlk_slot *s, dlk_error *err)
          * was doing when it began */
         int late = s->state == SLOT_WAITING ? DLK_LATE_QUEUED
                    : s->uploading ? DLK_LATE_H2D : DLK_LATE_STORAGE;
-        double w0 = dlk_now_s();
+        double w0 = Dlk_now_s();
         int timed_out = 0;
         if (!l->o.cancel)
             pthread_cond_wait(&l->ready, &l->mu);
         else
-            timed_out = dlk_cond_wait_ms(&l->ready, &l->mu, 100) ==
+            timed_out = Dlk_cond_wait_ms(&l->ready, &l->mu, 100) ==
                         ETIMEDOUT;
-        l->cur_late[late] += dlk_now_s() - w0;
+        l->cur_late[late] += Dlk_now_s() - w0;
         if (!timed_out)
             continue;
         /* the callback may run the caller's code: not under the lock the
@@ -476,7 +476,7 @@ dlk_status dlk_loader_wait_slot(dlk_loader *l, dlk_slot *s, dlk_error *err)
         int stop = l->o.cancel(l->o.cancel_ud);
         pthread_mutex_lock(&l->mu);
         if (stop)
-            rc = dlk_fail(err, DLK_ECANCELED, "canceled while waiting for "
+            rc = Dlk_fail(err, DLK_ECANCELED, "canceled while waiting for "
                           "a batch");
     }
     return rc;
@@ -488,13 +488,13 @@ dlk_status dlk_loader_wait_slot(dlk_loader *l, dlk_slot *s, dlk_error *err)
 static dlk_status wait_ready(dlk_loader *l, uint64_t p0, uint64_t p1,
                              dlk_error *err)
 {
-    double t0 = dlk_now_s();
+    double t0 = Dlk_now_s();
     /* the batch's samples and slots, for assemble too */
     uint32_t b = l->cap;
-    dlk_order_at(&l->plan.order, p0, p1 - p0, l->bidx, l->bpad);
+    Dlk_order_at(&l->plan.order, p0, p1 - p0, l->bidx, l->bpad);
     for (size_t t = 0; t < l->nt; t++)
         for (uint64_t p = p0; p < p1; p++) {
-            dlk_status rc = dlk_pos_slot(l, &l->plan, t, p, l->bidx[p - p0],
+            dlk_status rc = Dlk_pos_slot(l, &l->plan, t, p, l->bidx[p - p0],
                                          &l->bslot[t * b + (p - p0)], err);
             if (rc)
                 return rc;
@@ -507,13 +507,13 @@ static dlk_status wait_ready(dlk_loader *l, uint64_t p0, uint64_t p1,
     dlk_status rc = DLK_OK;
     for (size_t t = 0; t < l->nt && !rc; t++) {
         for (uint64_t p = p0; p < p1 && !rc; p++) {
-            dlk_slot *s = &l->plan.slots[l->bslot[t * b + (p - p0)]];
-            rc = dlk_loader_wait_slot(l, s, err);
+            Dlk_slot *s = &l->plan.slots[l->bslot[t * b + (p - p0)]];
+            rc = Dlk_loader_wait_slot(l, s, err);
             if (!rc && s->state == SLOT_FAILED &&
-                !dlk_bad_skips(l, dlk_slot_err(s)->code))
-                rc = dlk_fail(err, dlk_slot_err(s)->code, "%s",
-                              dlk_slot_err(s)->msg);
-            if (!rc && dlk_bad_row(l, s, l->bidx[p - p0])) {
+                !Dlk_bad_skips(l, Dlk_slot_err(s)->code))
+                rc = Dlk_fail(err, Dlk_slot_err(s)->code, "%s",
+                              Dlk_slot_err(s)->msg);
+            if (!rc && Dlk_bad_row(l, s, l->bidx[p - p0])) {
                 l->bbad[p - p0] = 1; /* on_bad skip: replaced below */
                 any_bad = true;
                 continue;
@@ -523,7 +523,7 @@ static dlk_status wait_ready(dlk_loader *l, uint64_t p0, uint64_t p1,
                  * rule (it follows the copy); no batch uses a span
                  * before it has passed */
                 pthread_mutex_unlock(&l->mu);
-                rc = dlk_span_confirm(l, s, err);
+                rc = Dlk_span_confirm(l, s, err);
                 pthread_mutex_lock(&l->mu);
             }
         }
@@ -531,8 +531,8 @@ static dlk_status wait_ready(dlk_loader *l, uint64_t p0, uint64_t p1,
     l->cur_resident = l->resident;
     pthread_mutex_unlock(&l->mu);
     if (!rc && any_bad)
-        rc = dlk_bad_replace(l, p0, p1, err);
-    double waited = dlk_now_s() - t0;
+        rc = Dlk_bad_replace(l, p0, p1, err);
+    double waited = Dlk_now_s() - t0;
     l->stats.wait_s += waited;
     l->cur_wait += waited;
     return rc;
@@ -540,16 +540,16 @@ static dlk_status wait_ready(dlk_loader *l, uint64_t p0, uint64_t p1,
 
 static void release_passed(dlk_loader *l, uint64_t pos)
 {
-    dlk_plan *pl = &l->plan;
+    Dlk_plan *pl = &l->plan;
     pthread_mutex_lock(&l->mu);
     for (size_t i = pl->release_from; i < pl->nslots; i++) {
-        dlk_slot *s = &pl->slots[pl->sched[i]];
+        Dlk_slot *s = &pl->slots[pl->sched[i]];
         if (s->first_pos >= pos)
             break;
         /* a failed one too: its rows were replaced (on_bad skip) */
         if ((s->state == SLOT_READY || s->state == SLOT_FAILED) &&
             s->last_pos < pos)
-            dlk_loader_release_slot(l, s);
+            Dlk_loader_release_slot(l, s);
     }
     while (pl->release_from < pl->nslots &&
            pl->slots[pl->sched[pl->release_from]].state == SLOT_DONE)
@@ -566,20 +566,20 @@ static dlk_status collect(dlk_loader *l, uint32_t b, uint64_t *total,
                           dlk_error *err)
 {
     for (size_t t = 0; t < l->nt; t++) {
-        dlk_loader_tensor *lt = &l->t[t];
+        Dlk_loader_tensor *lt = &l->t[t];
         total[t] = 0;
         for (uint32_t i = 0; i < b; i++) {
-            dlk_slot *s = &l->plan.slots[l->bslot[t * l->cap + i]];
-            const dlk_chunk_entry *e = &lt->tensor->chunks[s->chunk];
+            Dlk_slot *s = &l->plan.slots[l->bslot[t * l->cap + i]];
+            const Dlk_chunk_entry *e = &lt->tensor->chunks[s->chunk];
             size_t nb, off_in_chunk;
             int64_t shape[DLK_MAX_NDIM];
             /* the place alone: a span's host buffer may be back in
              * the pool once its copy is over */
-            if (!dlk_slot_place(
+            if (!Dlk_slot_place(
                     s, (uint32_t)(l->bidx[i] - e->first),
                     &nb, &off_in_chunk, shape))
-                return dlk_fail(err, DLK_EINTERNAL, "sample outside chunk");
-            dlk_gather *g = &l->gather[t * l->cap + i];
+                return Dlk_fail(err, DLK_EINTERNAL, "sample outside chunk");
+            Dlk_gather *g = &l->gather[t * l->cap + i];
             g->src = (const uint8_t *)s->dev_ptr + off_in_chunk;
             g->handle = s->dev_handle;
             g->dst_off = total[t];
@@ -588,7 +588,7 @@ static dlk_status collect(dlk_loader *l, uint32_t b, uint64_t *total,
                 int nd = lt->tensor->spec.ndim;
                 memcpy(l->aug_shapes + (size_t)i * nd, shape,
                        sizeof(int64_t) * (size_t)nd);
-                nb = dlk_aug_sample_bytes(&l->aug, shape, nd);
+                nb = Dlk_aug_sample_bytes(&l->aug, shape, nd);
             } else if (lt->variable) {
                 lt->offsets[i] = total[t];
                 for (int d = 0; d < lt->out.ndim; d++)
@@ -608,27 +608,27 @@ static dlk_status collect(dlk_loader *l, uint32_t b, uint64_t *total,
     return DLK_OK;
 }
 
-dlk_status dlk_loader_gather(dlk_loader *l, size_t t, uint32_t b,
+dlk_status Dlk_loader_gather(dlk_loader *l, size_t t, uint32_t b,
                              uint64_t total, dlk_error *err)
 {
-    dlk_loader_tensor *lt = &l->t[t];
+    Dlk_loader_tensor *lt = &l->t[t];
     if (!lt->buf)
-        dlk_loader_take_spare(l, lt, total);
+        Dlk_loader_take_spare(l, lt, total);
     if (total > lt->cap) {
         if (lt->buf)
             l->dev->ops->batch_free(l->dev, lt->buf);
         lt->cap = total + total / 4;
         lt->buf = l->dev->ops->batch_alloc(l->dev, lt->cap);
         if (!lt->buf)
-            return dlk_fail(err, DLK_ENOMEM, "cannot allocate a batch of "
+            return Dlk_fail(err, DLK_ENOMEM, "cannot allocate a batch of "
                             "%llu bytes for tensor '%s'",
                             (unsigned long long)lt->cap, lt->out.name);
     }
-    dlk_gather *gl = l->gather + t * l->cap;
+    Dlk_gather *gl = l->gather + t * l->cap;
     /* the augmented tensor is its gather: one pass over its bytes */
     dlk_status rc =
         (long)t == l->aug_t
-            ? dlk_augment_batch(l->dev, &l->aug, gl,
+            ? Dlk_augment_batch(l->dev, &l->aug, gl,
                                 l->aug_rows ? l->aug_rows : l->bidx,
                                 l->aug_shapes, lt->tensor->spec.ndim, b,
                                 l->st.epoch, l->st.seed, lt->buf, err)
@@ -646,7 +646,7 @@ static dlk_status assemble(dlk_loader *l, uint64_t p0, uint32_t b,
 {
     dlk_status rc = collect(l, b, l->btotal, err);
     for (size_t t = 0; t < l->nt && !rc; t++)
-        rc = dlk_loader_gather(l, t, b, l->btotal[t], err);
+        rc = Dlk_loader_gather(l, t, b, l->btotal[t], err);
     if (rc)
         return rc;
     dlk_batch *bt = &l->batch;
@@ -663,10 +663,10 @@ dlk_status dlk_loader_next(dlk_loader *l, const dlk_batch **out,
 {
     *out = NULL;
     if (l->mix)
-        return dlk_mix_next(l, out, err);
+        return Dlk_mix_next(l, out, err);
     dlk_status rc;
-    double t_in = dlk_now_s();
-    dlk_trace_enter(l, t_in);
+    double t_in = Dlk_now_s();
+    Dlk_trace_enter(l, t_in);
     if (!l->planned && (rc = start_epoch(l, true, err)))
         return rc;
     uint32_t b = l->plan.order.batch;
@@ -683,25 +683,25 @@ dlk_status dlk_loader_next(dlk_loader *l, const dlk_batch **out,
     if ((rc = assemble(l, l->pos, b, err)))
         return rc;
     if (l->first_batch_pending) {
-        l->stats.first_batch_s = dlk_now_s() - l->epoch_t0;
+        l->stats.first_batch_s = Dlk_now_s() - l->epoch_t0;
         l->first_batch_pending = false;
     }
     if ((rc = plan_ahead(l, err)))
         return rc;
     l->pos += b;
-    dlk_loader_batch_done(l, t_in, b);
+    Dlk_loader_batch_done(l, t_in, b);
     *out = &l->batch;
     return DLK_OK;
 }
 
-void dlk_loader_batch_done(dlk_loader *l, double t_in, uint32_t b)
+void Dlk_loader_batch_done(dlk_loader *l, double t_in, uint32_t b)
 {
     l->st.seg[l->st.nseg - 1].steps++;
     l->stats.samples += b;
     l->stats.batches++;
     l->have_batch = true;
     l->batch_kept = false;
-    dlk_trace_batch(l, t_in, dlk_now_s(), b);
+    Dlk_trace_batch(l, t_in, Dlk_now_s(), b);
 }
 
 /* Free the plans of epochs that ended within the last take: the batch
@@ -711,12 +711,12 @@ static void free_retired(dlk_loader *l)
 {
     pthread_mutex_lock(&l->mu);
     for (size_t i = 0; i < l->nretired; i++)
-        dlk_plan_free(l, &l->retired[i], false);
+        Dlk_plan_free(l, &l->retired[i], false);
     l->nretired = 0;
     pthread_mutex_unlock(&l->mu);
 }
 
-dlk_status dlk_loader_take(dlk_loader *l, uint32_t n, dlk_take_fn fn,
+dlk_status Dlk_loader_take(dlk_loader *l, uint32_t n, Dlk_take_fn fn,
                            void *ud, dlk_error *err)
 {
     dlk_status rc;
@@ -727,7 +727,7 @@ dlk_status dlk_loader_take(dlk_loader *l, uint32_t n, dlk_take_fn fn,
             if ((rc = start_epoch(l, true, err)))
                 return rc;
             if (!l->plan.order.n)
-                return dlk_fail(err, DLK_EINVAL, "'%s' has no rows for "
+                return Dlk_fail(err, DLK_EINVAL, "'%s' has no rows for "
                                 "rank %u of %u", l->ds->url, l->o.rank,
                                 l->o.world_size);
         }
@@ -737,7 +737,7 @@ dlk_status dlk_loader_take(dlk_loader *l, uint32_t n, dlk_take_fn fn,
             if (took) {
                 /* its slots hold samples of the batch being taken */
                 if (!DLK_GROW(l->retired, l->nretired, l->capretired, 4))
-                    return dlk_oom(err);
+                    return Dlk_oom(err);
                 pthread_mutex_lock(&l->mu);
                 l->retired[l->nretired++] = l->plan;
                 memset(&l->plan, 0, sizeof l->plan);
@@ -768,7 +768,7 @@ dlk_status dlk_loader_take(dlk_loader *l, uint32_t n, dlk_take_fn fn,
 dlk_status dlk_loader_step(dlk_loader *l, double step_ms, dlk_error *err)
 {
     if (!l->have_batch)
-        return dlk_fail(err, DLK_EINVAL, "no current batch");
+        return Dlk_fail(err, DLK_EINVAL, "no current batch");
     for (size_t t = 0; t < l->nt; t++) {
         dlk_status rc = l->dev->ops->step(l->dev, l->t[t].out.data,
                                           l->gather + t * l->cap,
@@ -783,19 +783,19 @@ dlk_status dlk_loader_step(dlk_loader *l, double step_ms, dlk_error *err)
 uint64_t dlk_loader_batches(const dlk_loader *l)
 {
     if (l->mix)
-        return dlk_mix_batches(l);
+        return Dlk_mix_batches(l);
     if (l->planned)
         return l->plan.order.batches; /* of the epoch being read */
     /* before the epoch's first batch: its order, made to be counted */
-    dlk_order_params p = {l->o.shuffle, l->o.seed, l->window_blocks,
+    Dlk_order_params p = {l->o.shuffle, l->o.seed, l->window_blocks,
                           l->chunk_blocks, l->o.drop_last, l->o.rows,
                           l->o.nrows};
-    dlk_order o;
+    Dlk_order o;
     memset(&o, 0, sizeof o);
-    uint64_t n = dlk_order_build(l->block_first, l->block_count, l->nblocks,
+    uint64_t n = Dlk_order_build(l->block_first, l->block_count, l->nblocks,
                                  &p, &l->st, l->o.rank, &o, NULL)
                  ? 0 : o.batches;
-    dlk_order_free(&o);
+    Dlk_order_free(&o);
     return n;
 }
 
@@ -812,13 +812,13 @@ dlk_status dlk_loader_restore(dlk_loader *l, const dlk_loader_state *st,
                               dlk_error *err)
 {
     if (l->mix)
-        return dlk_fail(err, DLK_EINVAL, "a mixing loader continues from "
+        return Dlk_fail(err, DLK_EINVAL, "a mixing loader continues from "
                         "its whole state (dlk_loader_load), its sources' "
                         "included");
     if (st->nseg < 1 || st->nseg > DLK_LOADER_MAX_SEGMENTS)
-        return dlk_fail(err, DLK_EINVAL, "bad loader state");
+        return Dlk_fail(err, DLK_EINVAL, "bad loader state");
     if (st->seed != l->o.seed)
-        return dlk_fail(err, DLK_EINVAL, "loader state is for seed %llu, "
+        return Dlk_fail(err, DLK_EINVAL, "loader state is for seed %llu, "
                         "this loader uses %llu", (unsigned long long)st->seed,
                         (unsigned long long)l->o.seed);
     dlk_loader_state s = *st;
@@ -826,7 +826,7 @@ dlk_status dlk_loader_restore(dlk_loader *l, const dlk_loader_state *st,
     if (s.seg[last].world != l->o.world_size ||
         s.seg[last].batch != l->o.batch_size) {
         if (s.nseg == DLK_LOADER_MAX_SEGMENTS)
-            return dlk_fail(err, DLK_ELIMIT, "an epoch resumed with new "
+            return Dlk_fail(err, DLK_ELIMIT, "an epoch resumed with new "
                             "layouts more than %d times",
                             DLK_LOADER_MAX_SEGMENTS - 1);
         s.seg[s.nseg].world = l->o.world_size;
@@ -838,7 +838,7 @@ dlk_status dlk_loader_restore(dlk_loader *l, const dlk_loader_state *st,
     return start_epoch(l, false, err);
 }
 
-dlk_status dlk_loader_begin(dlk_loader *l, const dlk_loader_state *st,
+dlk_status Dlk_loader_begin(dlk_loader *l, const dlk_loader_state *st,
                             dlk_error *err)
 {
     return st ? dlk_loader_restore(l, st, err) : start_epoch(l, false, err);
@@ -847,10 +847,10 @@ dlk_status dlk_loader_begin(dlk_loader *l, const dlk_loader_state *st,
 void dlk_loader_checksums(const dlk_loader *l, uint64_t *device,
                           uint64_t *host)
 {
-    dlk_dev_times t = {0};
+    Dlk_dev_times t = {0};
     l->dev->ops->sync(l->dev, &t, NULL);
     *device = t.checksum;
-    *host = l->mix ? dlk_mix_host_fold(l) : l->host_fold;
+    *host = l->mix ? Dlk_mix_host_fold(l) : l->host_fold;
 }
 
 static void stats_get(const dlk_loader *l, dlk_loader_stats *out);
@@ -859,13 +859,13 @@ void dlk_loader_stats_get(const dlk_loader *l, dlk_loader_stats *out)
 {
     dlk_loader_stats own = DLK_LOADER_STATS_INIT;
     if (l->mix)
-        dlk_mix_stats(l, &own);
+        Dlk_mix_stats(l, &own);
     else
         stats_get(l, &own);
     abi_copy_out(out, &own, sizeof own);
 }
 
-void dlk_loader_stats_one(const dlk_loader *l, dlk_loader_stats *out)
+void Dlk_loader_stats_one(const dlk_loader *l, dlk_loader_stats *out)
 {
     stats_get(l, out);
 }
@@ -885,8 +885,8 @@ static void stats_get(const dlk_loader *l, dlk_loader_stats *out)
     out->io_cpu_s = l->busy_sampled_s > 0
         ? out->io_busy_s * l->cpu_sampled_s / l->busy_sampled_s : 0;
     pthread_mutex_unlock((pthread_mutex_t *)&l->mu);
-    dlk_cache_stats cs;
-    dlk_store_cache_stats(l->cache, &cs);
+    Dlk_cache_stats cs;
+    Dlk_store_cache_stats(l->cache, &cs);
     out->cache_on = l->cache != NULL;
     out->cache_hits = cs.hits;
     out->cache_fetched = cs.fetched;
@@ -894,7 +894,7 @@ static void stats_get(const dlk_loader *l, dlk_loader_stats *out)
     out->cache_dropped = cs.dropped;
     out->cache_limit = cs.limit;
     memcpy(out->cache_warning, cs.warning, sizeof out->cache_warning);
-    dlk_dev_times t = {0};
+    Dlk_dev_times t = {0};
     l->dev->ops->sync(l->dev, &t, NULL);
     out->gather_s = t.gather_s;
     out->step_s = t.step_s;
@@ -915,7 +915,7 @@ dlk_status dlk_loader_span(dlk_loader *l, size_t from, size_t to,
                            double *seconds, double *busy_s, dlk_error *err)
 {
     if (from > to || to >= l->nmarks)
-        return dlk_fail(err, DLK_EINVAL, "no span from mark %zu to mark %zu "
+        return Dlk_fail(err, DLK_EINVAL, "no span from mark %zu to mark %zu "
                         "(%zu marks made)", from, to, l->nmarks);
     return l->dev->ops->span(l->dev, from, to, seconds, busy_s, err);
 }
@@ -923,7 +923,7 @@ dlk_status dlk_loader_span(dlk_loader *l, size_t from, size_t to,
 char *dlk_loader_save(const dlk_loader *l)
 {
     if (l->mix)
-        return dlk_mix_save(l);
+        return Dlk_mix_save(l);
     dlk_loader_state st;
     dlk_loader_state_get(l, &st);
     return dlk_loader_state_json(&st);
@@ -932,7 +932,7 @@ char *dlk_loader_save(const dlk_loader *l)
 dlk_status dlk_loader_load(dlk_loader *l, const char *json, dlk_error *err)
 {
     if (l->mix)
-        return dlk_mix_load(l, json, err);
+        return Dlk_mix_load(l, json, err);
     dlk_loader_state st;
     dlk_status rc = dlk_loader_state_parse(json, &st, err);
     return rc ? rc : dlk_loader_restore(l, &st, err);

@@ -19,7 +19,7 @@
 enum { SLOT_WAITING = 0, SLOT_LOADING, SLOT_READY, SLOT_FAILED, SLOT_DONE };
 
 /* A chunk of a tensor needed over positions [first_pos, last_pos]. */
-typedef struct dlk_slot {
+typedef struct Dlk_slot {
     size_t tensor;              /* index into the loader's tensors */
     size_t chunk;
     /* a span: parts [p0, p1) of the chunk, read and verified on their
@@ -38,7 +38,7 @@ typedef struct dlk_slot {
     bool uploading;             /* read; queued for or in its copy */
     bool dev_check;             /* span: its parts are checked on the
                                  * device after its copy, not yet
-                                 * confirmed (dlk_span_confirm) */
+                                 * confirmed (Dlk_span_confirm) */
     void *host;                 /* buffer the payload lives in, if pooled */
     const void *map_p;          /* a mapping of the object this slot owns */
     size_t map_n;
@@ -60,15 +60,15 @@ typedef struct dlk_slot {
      * the first */
     uint64_t bad_parts;
     bool bad_told;              /* failed, and passed to on_bad_read */
-    struct dlk_slot *up_next;   /* in the upload queue */
+    struct Dlk_slot *up_next;   /* in the upload queue */
     /* in the list of spans whose copy may still read their host buffer
      * (loader_io.c) */
-    struct dlk_slot *copy_prev, *copy_next;
+    struct Dlk_slot *copy_prev, *copy_next;
     bool in_copy;
-} dlk_slot;
+} Dlk_slot;
 
-typedef struct dlk_loader_tensor {
-    const dlk_tensor *tensor;
+typedef struct Dlk_loader_tensor {
+    const Dlk_tensor *tensor;
     size_t index;               /* in the dataset */
     bool variable;
     dlk_batch_tensor out;
@@ -89,14 +89,14 @@ typedef struct dlk_loader_tensor {
     uint64_t *part_base;
     uint64_t *need;
     /* batch buffers given back after dlk_loader_keep, for reuse */
-    struct dlk_spare { void *p; uint64_t cap; } spare[DLK_SPARES];
+    struct Dlk_spare { void *p; uint64_t cap; } spare[DLK_SPARES];
     size_t nspare;
-} dlk_loader_tensor;
+} Dlk_loader_tensor;
 
 /* One epoch's plan: the rank's order and the slots it needs. */
-typedef struct dlk_plan {
-    dlk_order order;
-    dlk_slot *slots;
+typedef struct Dlk_plan {
+    Dlk_order order;
+    Dlk_slot *slots;
     size_t nslots;
     uint32_t *sched;            /* slots in load order */
     size_t next_sched;          /* next slot a worker takes */
@@ -109,13 +109,13 @@ typedef struct dlk_plan {
     /* read ahead: only the slots that start before this position, the
      * rest when the consumer needs them (0: all) */
     uint64_t upto;
-} dlk_plan;
+} Dlk_plan;
 
 struct dlk_loader {
     dlk_dataset *ds;
     /* a loader over several datasets (mix.c): its sources, each a loader
      * of one on this one's device; NULL for a loader over one */
-    struct dlk_mix *mix;
+    struct Dlk_mix *mix;
     bool dev_shared;            /* the device is a mix's: not closed here,
                                  * its budget set by the mix */
     uint64_t host_ahead;        /* host buffers its device made ready
@@ -126,22 +126,22 @@ struct dlk_loader {
                                  * source's batch is one position) */
     /* a mix's source: plans of epochs that ended within a take, their
      * slots held until the batch that read them is gathered */
-    dlk_plan *retired;
+    Dlk_plan *retired;
     size_t nretired, capretired;
     /* what chunks are read through: the dataset's store, or the chunk
      * cache in front of it (opts' cache_dir, a remote store) */
-    dlk_store *store, *cache;
+    Dlk_store *store, *cache;
     dlk_loader_opts o;
-    dlk_dev *dev;
+    Dlk_dev *dev;
     /* opts.augment parsed: the tensor it applies to (aug_t, -1 none),
      * each sample's stored shape (batch * 4) */
-    dlk_aug_spec aug;
+    Dlk_aug_spec aug;
     long aug_t;
     int64_t *aug_shapes;
     uint64_t *aug_rows;         /* a mix's: the rows its parameters are
                                  * drawn for (each source's apart); NULL:
                                  * the batch's rows */
-    dlk_loader_tensor *t;
+    Dlk_loader_tensor *t;
     dlk_batch_tensor *bt_out;   /* the batch's tensor array */
     size_t nt;
     /* blocks: chunks of the main tensor */
@@ -157,12 +157,12 @@ struct dlk_loader {
 
     dlk_loader_state st;
     bool planned;
-    dlk_plan plan;              /* the epoch being read */
+    Dlk_plan plan;              /* the epoch being read */
     /* The next epoch's plan, made once every slot of `plan` is taken:
      * workers read its first chunks, within the budget, while the
      * consumer finishes the epoch, so that the next one starts without
      * a pipeline to refill (on S3, a quarter of each epoch otherwise). */
-    dlk_plan ahead;
+    Dlk_plan ahead;
     bool have_ahead;
     /* positions of epoch o.epochs read ahead all the same (a mix's
      * source: those of its epoch the mix's last batches take; 0: none) */
@@ -170,7 +170,7 @@ struct dlk_loader {
     uint64_t pos;               /* next position the consumer takes */
     uint64_t want_pos;          /* consumer needs everything before this */
 
-    dlk_gather *gather;         /* per tensor: batch entries */
+    Dlk_gather *gather;         /* per tensor: batch entries */
     uint32_t *bslot;            /* per tensor: the batch's slots */
     uint64_t *btotal;           /* per tensor: the batch's bytes */
     uint64_t *bidx;             /* the batch's samples (its indices) */
@@ -194,8 +194,8 @@ struct dlk_loader {
     pthread_cond_t mapped;      /* a chunk's mapping ended */
     pthread_t up_thread;        /* the uploader (GPU only) */
     bool have_up_thread;
-    dlk_slot *up_head, *up_tail; /* loaded, waiting for their copy */
-    dlk_slot *copy_head, *copy_tail; /* copied or being copied, their
+    Dlk_slot *up_head, *up_tail; /* loaded, waiting for their copy */
+    Dlk_slot *copy_head, *copy_tail; /* copied or being copied, their
                                       * host buffers still held */
     pthread_t *threads;
     uint32_t nthreads;
@@ -215,7 +215,7 @@ struct dlk_loader {
      * was verified (a chunk is verified once per loader, not every
      * epoch: a pass over its bytes each time otherwise); its samples'
      * folds (check mode), within folds_max bytes in all */
-    struct dlk_map {
+    struct Dlk_map {
         const void *p;
         size_t n;
         bool verified;          /* atomic */
@@ -252,51 +252,51 @@ struct dlk_loader {
     bool first_batch_pending;
 };
 
-void dlk_loader_release_slot(dlk_loader *l, dlk_slot *s);
+void Dlk_loader_release_slot(dlk_loader *l, Dlk_slot *s);
 /* Record err as s's (kept until the slot's release); s's error, or a
  * generic one if none could be recorded. */
-void dlk_slot_set_err(dlk_slot *s, const dlk_error *err);
-const dlk_error *dlk_slot_err(const dlk_slot *s);
-void dlk_slot_free_err(dlk_slot *s);
+void Dlk_slot_set_err(Dlk_slot *s, const dlk_error *err);
+const dlk_error *Dlk_slot_err(const Dlk_slot *s);
+void Dlk_slot_free_err(Dlk_slot *s);
 /* The timeline (loader_trace.c): dlk_loader_next entered at `now` (ends
  * the previous batch's consumer time), and a batch of `samples` returned
  * after entering at t_in. */
-void dlk_trace_enter(dlk_loader *l, double now);
-void dlk_trace_batch(dlk_loader *l, double t_in, double t_out,
+void Dlk_trace_enter(dlk_loader *l, double now);
+void Dlk_trace_batch(dlk_loader *l, double t_in, double t_out,
                      uint32_t samples);
 /* Batch buffers (loader_keep.c): a spare of lt for a batch of `need`
  * bytes into lt->buf, when lt has none; free the spares and what is
  * still kept, at close. */
-void dlk_loader_take_spare(dlk_loader *l, dlk_loader_tensor *lt,
+void Dlk_loader_take_spare(dlk_loader *l, Dlk_loader_tensor *lt,
                            uint64_t need);
-void dlk_loader_free_kept(dlk_loader *l);
+void Dlk_loader_free_kept(dlk_loader *l);
 /* Release what a plan's slots hold (after the workers stopped: also those
  * failed or waiting for their upload) and free the plan. */
-void dlk_plan_free(dlk_loader *l, dlk_plan *pl, bool stopped);
+void Dlk_plan_free(dlk_loader *l, Dlk_plan *pl, bool stopped);
 /* A slot left for a worker to take in the current plan, or, after it,
  * the plan read ahead (locked). */
-bool dlk_loader_more_to_take(const dlk_loader *l);
-void dlk_sort_slots_by_first(uint32_t *idx, size_t n, const dlk_slot *slots);
+bool Dlk_loader_more_to_take(const dlk_loader *l);
+void Dlk_sort_slots_by_first(uint32_t *idx, size_t n, const Dlk_slot *slots);
 /* Workers (loader_io.c). */
 /* A slot given back before its copy's buffer was (loader_io.c). */
-void dlk_loader_copy_forget(dlk_loader *l, dlk_slot *s);
-dlk_status dlk_loader_start_workers(dlk_loader *l, dlk_error *err);
+void Dlk_loader_copy_forget(dlk_loader *l, Dlk_slot *s);
+dlk_status Dlk_loader_start_workers(dlk_loader *l, dlk_error *err);
 /* Plan the first epoch (st, or the loader's own) and set the workers on
  * it, at open (loader.c). */
-dlk_status dlk_loader_begin(dlk_loader *l, const dlk_loader_state *st,
+dlk_status Dlk_loader_begin(dlk_loader *l, const dlk_loader_state *st,
                             dlk_error *err);
-void dlk_loader_stop_workers(dlk_loader *l);
-void dlk_loader_pause_workers(dlk_loader *l);
-void dlk_loader_resume_workers(dlk_loader *l);
+void Dlk_loader_stop_workers(dlk_loader *l);
+void Dlk_loader_pause_workers(dlk_loader *l);
+void Dlk_loader_resume_workers(dlk_loader *l);
 
 /* The chunk's object mapped and registered for DMA, kept for the
  * loader's life (loader_io.c); out->p NULL when the budget for mappings
  * is spent. */
-dlk_status dlk_loader_get_map(dlk_loader *l, dlk_slot *s, const char *key,
-                              struct dlk_map *out, dlk_error *err);
+dlk_status Dlk_loader_get_map(dlk_loader *l, Dlk_slot *s, const char *key,
+                              struct Dlk_map *out, dlk_error *err);
 /* Bytes a load of tensor t's chunk c holds while resident: its payload,
  * and the object read before decompression. */
-static inline uint64_t dlk_chunk_cost(const dlk_tensor *t, size_t c)
+static inline uint64_t Dlk_chunk_cost(const Dlk_tensor *t, size_t c)
 {
     return t->chunks[c].raw_bytes + (t->spec.codec == DLK_CODEC_NONE
                                          ? 0 : t->chunks[c].stored_bytes);
@@ -305,53 +305,53 @@ static inline uint64_t dlk_chunk_cost(const dlk_tensor *t, size_t c)
 /* Spans (loader_span.c): the chunk's parts and units, the slot's bytes
  * by an estimate before its load, and its load (read, verify, fold). */
 enum { PART_VERIFIED = 1, PART_FOLDED = 2 };
-uint32_t dlk_span_nparts(const dlk_loader_tensor *lt, size_t chunk);
-uint32_t dlk_span_part_of(const dlk_loader_tensor *lt, size_t chunk,
+uint32_t Dlk_span_nparts(const Dlk_loader_tensor *lt, size_t chunk);
+uint32_t Dlk_span_part_of(const Dlk_loader_tensor *lt, size_t chunk,
                           uint32_t sample);
-uint64_t dlk_span_cost(const dlk_loader *l, const dlk_slot *s);
-dlk_status dlk_span_load(dlk_loader *l, dlk_slot *s, double *storage_s,
+uint64_t Dlk_span_cost(const dlk_loader *l, const Dlk_slot *s);
+dlk_status Dlk_span_load(dlk_loader *l, Dlk_slot *s, double *storage_s,
                          dlk_error *err);
 /* Sample i of the chunk (chunk-relative) in a loaded slot: its size,
  * its offset in what was uploaded, and its shape (false: not in it).
- * dlk_slot_sample: its bytes in host memory too, while the slot holds
+ * Dlk_slot_sample: its bytes in host memory too, while the slot holds
  * them (a load's). */
-bool dlk_slot_place(const dlk_slot *s, uint32_t i, size_t *nbytes,
+bool Dlk_slot_place(const Dlk_slot *s, uint32_t i, size_t *nbytes,
                     size_t *up_off, int64_t *shape);
-const uint8_t *dlk_slot_sample(const dlk_slot *s, uint32_t i, size_t *nbytes,
+const uint8_t *Dlk_slot_sample(const Dlk_slot *s, uint32_t i, size_t *nbytes,
                                size_t *up_off, int64_t *shape);
-void dlk_span_free_kept(dlk_loader *l, struct dlk_map *m);
+void Dlk_span_free_kept(dlk_loader *l, struct Dlk_map *m);
 /* A span checked on the device (dev_check): the check queued after its
  * upload (on the copy thread), and confirmed, or its mismatch reported
  * naming the chunk and part, before a batch uses it (the consumer). */
-dlk_status dlk_span_check_upload(dlk_loader *l, dlk_slot *s, dlk_error *err);
-dlk_status dlk_span_confirm(dlk_loader *l, dlk_slot *s, dlk_error *err);
+dlk_status Dlk_span_check_upload(dlk_loader *l, Dlk_slot *s, dlk_error *err);
+dlk_status Dlk_span_confirm(dlk_loader *l, Dlk_slot *s, dlk_error *err);
 
 /* The slot of tensor t that position pos of plan pl reads, its sample
  * being `sample` (loader.c). */
-dlk_status dlk_pos_slot(const dlk_loader *l, const dlk_plan *pl, size_t t,
+dlk_status Dlk_pos_slot(const dlk_loader *l, const Dlk_plan *pl, size_t t,
                         uint64_t pos, uint64_t sample, uint32_t *out,
                         dlk_error *err);
 /* Wait (locked) until slot s is ready or failed; DLK_ECANCELED when
  * opts.cancel asks to stop. */
-dlk_status dlk_loader_wait_slot(dlk_loader *l, dlk_slot *s, dlk_error *err);
+dlk_status Dlk_loader_wait_slot(dlk_loader *l, Dlk_slot *s, dlk_error *err);
 
 /* Reads that fail (loader_bad.c): whether on_bad skip replaces the rows
  * of a read that failed with `code`; and the batch's positions
  * [p0, p1) flagged in bbad given other rows, each failed read reported,
  * within max_bad (its error past it). */
-bool dlk_bad_skips(const dlk_loader *l, dlk_status code);
+bool Dlk_bad_skips(const dlk_loader *l, dlk_status code);
 /* Whether the row `sample` of a slot ready or failed cannot be used: the
  * slot failed, or the row is in one of its bad_parts. */
-bool dlk_bad_row(const dlk_loader *l, const dlk_slot *s, uint64_t sample);
+bool Dlk_bad_row(const dlk_loader *l, const Dlk_slot *s, uint64_t sample);
 /* A span's part p checked with status rc (loader_span.c): with on_bad
  * skip a checksum mismatch marks the part bad and the load goes on
  * (DLK_OK); else rc. */
-dlk_status dlk_bad_part(const dlk_loader *l, dlk_slot *s, uint32_t p,
+dlk_status Dlk_bad_part(const dlk_loader *l, Dlk_slot *s, uint32_t p,
                         dlk_status rc, const dlk_error *err);
-dlk_status dlk_bad_replace(dlk_loader *l, uint64_t p0, uint64_t p1,
+dlk_status Dlk_bad_replace(dlk_loader *l, uint64_t p0, uint64_t p1,
                            dlk_error *err);
 /* max_bad's default, at open. */
-void dlk_bad_defaults(dlk_loader *l);
+void Dlk_bad_defaults(dlk_loader *l);
 
 /* A mix's source (loader_open.c, loader.c): a loader of one dataset on
  * the mix's device `dev`, its arrays for `cap` positions; the next n
@@ -359,41 +359,41 @@ void dlk_bad_defaults(dlk_loader *l);
  * entries (the source's gather, bidx, bpad, shapes of variable tensors,
  * from 0) handed to fn before the next piece is read; device gather of
  * tensor t's b entries of l->gather into its batch buffer (loader.c). */
-dlk_status dlk_loader_open_source(dlk_dataset *ds, const dlk_loader_opts *o,
-                                  dlk_dev *dev, uint32_t cap,
+dlk_status Dlk_loader_open_source(dlk_dataset *ds, const dlk_loader_opts *o,
+                                  Dlk_dev *dev, uint32_t cap,
                                   dlk_loader **out, dlk_error *err);
-typedef void (*dlk_take_fn)(void *ud, const dlk_loader *src, uint32_t n);
-dlk_status dlk_loader_take(dlk_loader *l, uint32_t n, dlk_take_fn fn,
+typedef void (*Dlk_take_fn)(void *ud, const dlk_loader *src, uint32_t n);
+dlk_status Dlk_loader_take(dlk_loader *l, uint32_t n, Dlk_take_fn fn,
                            void *ud, dlk_error *err);
-dlk_status dlk_loader_gather(dlk_loader *l, size_t t, uint32_t b,
+dlk_status Dlk_loader_gather(dlk_loader *l, size_t t, uint32_t b,
                              uint64_t total, dlk_error *err);
 /* The lock and conditions every loader has, a mix's too (loader_open.c);
  * dlk_loader_close destroys them. */
-void dlk_loader_init_sync(dlk_loader *l);
+void Dlk_loader_init_sync(dlk_loader *l);
 /* A batch of b handed out, asked for at t_in: the step counted, the
  * stats and the timeline (loader.c; a mix's too). */
-void dlk_loader_batch_done(dlk_loader *l, double t_in, uint32_t b);
+void Dlk_loader_batch_done(dlk_loader *l, double t_in, uint32_t b);
 /* A loader's own stats (not a mix's sum) (loader.c). */
-void dlk_loader_stats_one(const dlk_loader *l, dlk_loader_stats *out);
+void Dlk_loader_stats_one(const dlk_loader *l, dlk_loader_stats *out);
 /* The mix's side of the public calls (mix.c). */
-dlk_status dlk_mix_next(dlk_loader *l, const dlk_batch **out,
+dlk_status Dlk_mix_next(dlk_loader *l, const dlk_batch **out,
                         dlk_error *err);
-uint64_t dlk_mix_batches(const dlk_loader *l);
-void dlk_mix_stats(const dlk_loader *l, dlk_loader_stats *out);
-uint64_t dlk_mix_host_fold(const dlk_loader *l);
-char *dlk_mix_save(const dlk_loader *l);
-dlk_status dlk_mix_load(dlk_loader *l, const char *json, dlk_error *err);
-void dlk_mix_close(dlk_loader *l);
+uint64_t Dlk_mix_batches(const dlk_loader *l);
+void Dlk_mix_stats(const dlk_loader *l, dlk_loader_stats *out);
+uint64_t Dlk_mix_host_fold(const dlk_loader *l);
+char *Dlk_mix_save(const dlk_loader *l);
+dlk_status Dlk_mix_load(dlk_loader *l, const char *json, dlk_error *err);
+void Dlk_mix_close(dlk_loader *l);
 
 /* Copy and check opts' rows, or read the view's (loader_rows.c). */
-dlk_status dlk_loader_pick_rows(dlk_loader *l, dlk_error *err);
+dlk_status Dlk_loader_pick_rows(dlk_loader *l, dlk_error *err);
 /* Over some rows, the parts of each tensor read in spans that hold them
- * (lt->need), after dlk_loader_pick_rows. */
-dlk_status dlk_loader_mark_parts(dlk_loader *l, dlk_error *err);
+ * (lt->need), after Dlk_loader_pick_rows. */
+dlk_status Dlk_loader_mark_parts(dlk_loader *l, dlk_error *err);
 /* The span that reads part p of the chunk (lt->need set): the run of
  * needed parts [*p0, *p1) in p's unit around it, and its key, the run's
  * first part among the tensor's (part_base). */
-uint64_t dlk_view_run(const dlk_loader_tensor *lt, size_t chunk, uint32_t p,
+uint64_t Dlk_view_run(const Dlk_loader_tensor *lt, size_t chunk, uint32_t p,
                       uint32_t *p0, uint32_t *p1);
 
 #endif

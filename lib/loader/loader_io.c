@@ -12,25 +12,25 @@
 
 static int cmp_first(const void *a, const void *b, void *slots)
 {
-    const dlk_slot *s = slots;
+    const Dlk_slot *s = slots;
     uint64_t x = s[*(const uint32_t *)a].first_pos;
     uint64_t y = s[*(const uint32_t *)b].first_pos;
     return x < y ? -1 : x > y;
 }
 
-void dlk_sort_slots_by_first(uint32_t *idx, size_t n, const dlk_slot *slots)
+void Dlk_sort_slots_by_first(uint32_t *idx, size_t n, const Dlk_slot *slots)
 {
     qsort_r(idx, n, sizeof *idx, cmp_first, (void *)slots);
 }
 
 /* Bytes a slot holds while resident: a span's, or its whole chunk's. */
-static uint64_t slot_cost(const dlk_loader *l, const dlk_slot *s)
+static uint64_t slot_cost(const dlk_loader *l, const Dlk_slot *s)
 {
     if (s->p1)
-        return dlk_span_cost(l, s);
-    const dlk_tensor *t = l->t[s->tensor].tensor;
-    /* in check mode, with the samples' folds (see dlk_span_cost) */
-    return dlk_chunk_cost(t, s->chunk) +
+        return Dlk_span_cost(l, s);
+    const Dlk_tensor *t = l->t[s->tensor].tensor;
+    /* in check mode, with the samples' folds (see Dlk_span_cost) */
+    return Dlk_chunk_cost(t, s->chunk) +
            (l->o.check ? (uint64_t)t->chunks[s->chunk].samples *
                              sizeof(uint64_t) : 0);
 }
@@ -38,14 +38,14 @@ static uint64_t slot_cost(const dlk_loader *l, const dlk_slot *s)
 /* pl's next slot to load, if the budget admits it (called locked); a
  * slot the consumer waits for is always admitted, but never one of the
  * plan read ahead. */
-static dlk_slot *take_from(dlk_loader *l, dlk_plan *pl, bool ahead)
+static Dlk_slot *take_from(dlk_loader *l, Dlk_plan *pl, bool ahead)
 {
     while (pl->next_sched < pl->nslots &&
            pl->slots[pl->sched[pl->next_sched]].state != SLOT_WAITING)
         pl->next_sched++;
     if (pl->next_sched >= pl->nslots)
         return NULL;
-    dlk_slot *s = &pl->slots[pl->sched[pl->next_sched]];
+    Dlk_slot *s = &pl->slots[pl->sched[pl->next_sched]];
     uint64_t cost = slot_cost(l, s);
     bool needed_now = !ahead && s->first_pos < l->want_pos;
     if (!needed_now && pl->upto && s->first_pos >= pl->upto)
@@ -64,16 +64,16 @@ static dlk_slot *take_from(dlk_loader *l, dlk_plan *pl, bool ahead)
     return s;
 }
 
-bool dlk_loader_more_to_take(const dlk_loader *l)
+bool Dlk_loader_more_to_take(const dlk_loader *l)
 {
     return l->plan.next_sched < l->plan.nslots ||
            (l->have_ahead && l->ahead.next_sched < l->ahead.nslots);
 }
 
 /* The next slot to load: the epoch's, then the next epoch's. */
-static dlk_slot *take(dlk_loader *l)
+static Dlk_slot *take(dlk_loader *l)
 {
-    dlk_slot *s = take_from(l, &l->plan, false);
+    Dlk_slot *s = take_from(l, &l->plan, false);
     if (!s && l->have_ahead && l->plan.next_sched >= l->plan.nslots)
         s = take_from(l, &l->ahead, true);
     return s;
@@ -81,13 +81,13 @@ static dlk_slot *take(dlk_loader *l)
 
 /* Another loader's pinned chunk, taken without this loader's budget (it
  * costs no memory more); mu held on entry and on return. */
-static void take_shared(dlk_loader *l, struct dlk_map *m, const char *key)
+static void take_shared(dlk_loader *l, struct Dlk_map *m, const char *key)
 {
     m->mapping = true;
     pthread_mutex_unlock(&l->mu);
     const void *p;
     size_t n;
-    bool got = dlk_pins_take(l->ds->store, key, &p, &n);
+    bool got = Dlk_pins_take(l->ds->store, key, &p, &n);
     pthread_mutex_lock(&l->mu);
     if (got) {
         m->p = p;
@@ -101,17 +101,17 @@ static void take_shared(dlk_loader *l, struct dlk_map *m, const char *key)
 /* The chunk's object mapped (and registered) once; NULL p when the budget
  * for mappings is spent (and no other loader of the process pinned it)
  * or the store cannot map. */
-dlk_status dlk_loader_get_map(dlk_loader *l, dlk_slot *s, const char *key,
-                              struct dlk_map *out, dlk_error *err)
+dlk_status Dlk_loader_get_map(dlk_loader *l, Dlk_slot *s, const char *key,
+                              struct Dlk_map *out, dlk_error *err)
 {
     out->p = NULL;
     pthread_mutex_lock(&l->mu);
-    struct dlk_map *m = &l->maps[s->tensor][s->chunk];
+    struct Dlk_map *m = &l->maps[s->tensor][s->chunk];
     /* the spans of a chunk load at once: one maps and registers it, the
      * others wait for it rather than each registering it again */
     while (m->mapping)
         pthread_cond_wait(&l->mapped, &l->mu);
-    const dlk_chunk_entry *e = &l->t[s->tensor].tensor->chunks[s->chunk];
+    const Dlk_chunk_entry *e = &l->t[s->tensor].tensor->chunks[s->chunk];
     bool room = l->mapped_bytes + e->stored_bytes <= l->map_limit;
     if (!m->p && !room)
         take_shared(l, m, key);
@@ -128,10 +128,10 @@ dlk_status dlk_loader_get_map(dlk_loader *l, dlk_slot *s, const char *key,
     bool made;
     /* timed with the map: a registration holds the process's mapping
      * lock while it pins, so other threads' mmap waits on it */
-    double t0 = dlk_now_s();
-    dlk_status rc = dlk_pins_get(l->ds->store, key, l->dev, &p, &n, &made,
+    double t0 = Dlk_now_s();
+    dlk_status rc = Dlk_pins_get(l->ds->store, key, l->dev, &p, &n, &made,
                                  err);
-    double pinned = dlk_now_s() - t0;
+    double pinned = Dlk_now_s() - t0;
     pthread_mutex_lock(&l->mu);
     l->stats.pin_s += pinned;
     l->stats.chunks_pinned += made;
@@ -151,7 +151,7 @@ dlk_status dlk_loader_get_map(dlk_loader *l, dlk_slot *s, const char *key,
     return rc;
 }
 
-static struct dlk_map *kept(dlk_loader *l, const dlk_slot *s)
+static struct Dlk_map *kept(dlk_loader *l, const Dlk_slot *s)
 {
     return &l->maps[s->tensor][s->chunk];
 }
@@ -159,7 +159,7 @@ static struct dlk_map *kept(dlk_loader *l, const dlk_slot *s)
 /* Whether this load checks the stored checksum: at a chunk's first load
  * by this loader, unless asked not to (header and index are always
  * checked). */
-static bool verify_now(dlk_loader *l, const dlk_slot *s)
+static bool verify_now(dlk_loader *l, const Dlk_slot *s)
 {
     return !l->o.no_verify &&
            !__atomic_load_n(&kept(l, s)->verified, __ATOMIC_ACQUIRE);
@@ -167,9 +167,9 @@ static bool verify_now(dlk_loader *l, const dlk_slot *s)
 
 /* The samples' folds (check mode): the chunk's kept ones, or computed
  * and kept for the next loads while folds_max allows. */
-static dlk_status fold_samples(dlk_loader *l, dlk_slot *s, dlk_error *err)
+static dlk_status fold_samples(dlk_loader *l, Dlk_slot *s, dlk_error *err)
 {
-    struct dlk_map *k = kept(l, s);
+    struct Dlk_map *k = kept(l, s);
     uint64_t *f = __atomic_load_n(&k->fold, __ATOMIC_ACQUIRE);
     if (f) {
         s->fold = f;
@@ -178,11 +178,11 @@ static dlk_status fold_samples(dlk_loader *l, dlk_slot *s, dlk_error *err)
     }
     uint32_t n = dlk_chunk_samples(s->ch);
     if (!(f = malloc((n ? n : 1) * sizeof *f)))
-        return dlk_oom(err);
+        return Dlk_oom(err);
     for (uint32_t i = 0; i < n; i++) {
         size_t nb;
         const void *p = dlk_chunk_sample(s->ch, i, &nb, NULL);
-        f[i] = dlk_fold64(p, nb);
+        f[i] = Dlk_fold64(p, nb);
     }
     s->fold = f;
     uint64_t bytes = (uint64_t)n * sizeof *f;
@@ -200,22 +200,22 @@ static dlk_status fold_samples(dlk_loader *l, dlk_slot *s, dlk_error *err)
     return DLK_OK;
 }
 
-static dlk_status load_mapped(dlk_loader *l, dlk_slot *s, bool verify,
+static dlk_status load_mapped(dlk_loader *l, Dlk_slot *s, bool verify,
                               bool *done, dlk_error *err)
 {
-    const dlk_tensor *t = l->t[s->tensor].tensor;
-    const dlk_chunk_entry *e = &t->chunks[s->chunk];
+    const Dlk_tensor *t = l->t[s->tensor].tensor;
+    const Dlk_chunk_entry *e = &t->chunks[s->chunk];
     char key[DLK_CHUNK_KEY_MAX];
-    dlk_chunk_key(key, t->spec.name, e->key);
-    struct dlk_map m;
+    Dlk_chunk_key(key, t->spec.name, e->key);
+    struct Dlk_map m;
     *done = false;
     dlk_status rc;
     if (l->dev->ops->on_device) {
         /* registered for DMA: kept for the loader's life */
-        rc = dlk_loader_get_map(l, s, key, &m, err);
+        rc = Dlk_loader_get_map(l, s, key, &m, err);
     } else {
         /* the page cache in place, for as long as the slot lives */
-        rc = dlk_store_map(l->ds->store, key, &m.p, &m.n, err);
+        rc = Dlk_store_map(l->ds->store, key, &m.p, &m.n, err);
         if (!rc) {
             s->map_p = m.p;
             s->map_n = m.n;
@@ -225,10 +225,10 @@ static dlk_status load_mapped(dlk_loader *l, dlk_slot *s, bool verify,
         return rc;
     dlk_chunk *c = calloc(1, sizeof *c);
     if (!c)
-        return dlk_oom(err);
-    dlk_buf_wrap(&c->object, (void *)m.p, m.n);
+        return Dlk_oom(err);
+    Dlk_buf_wrap(&c->object, (void *)m.p, m.n);
     c->object.len = m.n;
-    rc = dlk_chunk_open(c, t, e, key, verify ? DLK_DECODE_VERIFY : 0, NULL, 0,
+    rc = Dlk_chunk_open(c, t, e, key, verify ? DLK_DECODE_VERIFY : 0, NULL, 0,
                         err);
     if (rc) {
         dlk_chunk_free(c);
@@ -239,38 +239,38 @@ static dlk_status load_mapped(dlk_loader *l, dlk_slot *s, bool verify,
     return DLK_OK;
 }
 
-static dlk_status load(dlk_loader *l, dlk_slot *s, double *storage_s,
+static dlk_status load(dlk_loader *l, Dlk_slot *s, double *storage_s,
                        double *decompress_s, dlk_error *err)
 {
     if (s->p1)
-        return dlk_span_load(l, s, storage_s, err);
+        return Dlk_span_load(l, s, storage_s, err);
     bool verify = verify_now(l, s);
     if (l->use_maps && l->t[s->tensor].tensor->spec.codec == DLK_CODEC_NONE) {
         bool done;
-        double t0 = dlk_now_s();
+        double t0 = Dlk_now_s();
         dlk_status rc = load_mapped(l, s, verify, &done, err);
         if (rc)
             return rc;
         if (done) {
-            *storage_s += dlk_now_s() - t0;
+            *storage_s += Dlk_now_s() - t0;
             goto loaded;
         }
     }
-    const dlk_tensor *t = l->t[s->tensor].tensor;
-    const dlk_chunk_entry *e = &t->chunks[s->chunk];
+    const Dlk_tensor *t = l->t[s->tensor].tensor;
+    const Dlk_chunk_entry *e = &t->chunks[s->chunk];
     size_t cap = (size_t)(t->spec.codec == DLK_CODEC_NONE ? e->stored_bytes
                                                           : e->raw_bytes);
     s->host = l->dev->ops->host_alloc(l->dev, cap ? cap : 64);
     if (!s->host)
-        return dlk_fail(err, DLK_ENOMEM, "cannot allocate %zu bytes for a "
+        return Dlk_fail(err, DLK_ENOMEM, "cannot allocate %zu bytes for a "
                         "chunk of '%s'", cap, t->spec.name);
-    s->t_buffer = dlk_now_s();
+    s->t_buffer = Dlk_now_s();
     {
-    double t0 = dlk_now_s();
-    dlk_status rc = dlk_chunk_load_from(l->ds, l->store, t, e,
+    double t0 = Dlk_now_s();
+    dlk_status rc = Dlk_chunk_load_from(l->ds, l->store, t, e,
                                         verify ? DLK_DECODE_VERIFY : 0,
                                         s->host, cap, &s->ch, err);
-    double t1 = dlk_now_s();
+    double t1 = Dlk_now_s();
     if (rc)
         return rc;
     if (t->spec.codec == DLK_CODEC_NONE) {
@@ -293,7 +293,7 @@ loaded:
     return DLK_OK;
 }
 
-static dlk_status upload(dlk_loader *l, dlk_slot *s, dlk_error *err)
+static dlk_status upload(dlk_loader *l, Dlk_slot *s, dlk_error *err)
 {
     size_t payload;
     const void *hp = s->p1 ? (payload = (size_t)s->span_len, s->span)
@@ -301,18 +301,18 @@ static dlk_status upload(dlk_loader *l, dlk_slot *s, dlk_error *err)
     dlk_status rc = l->dev->ops->upload(l->dev, hp, payload, &s->dev_ptr,
                                         &s->dev_handle, err);
     if (!rc && s->dev_check)
-        rc = dlk_span_check_upload(l, s, err);
+        rc = Dlk_span_check_upload(l, s, err);
     return rc;
 }
 
 /* Called locked when a slot's load ended (rc) and, on a GPU, its upload. */
-static void finish(dlk_loader *l, dlk_slot *s, dlk_status rc,
+static void finish(dlk_loader *l, Dlk_slot *s, dlk_status rc,
                    const dlk_error *err)
 {
     DLK_ASSERT(l->busy > 0 && s->state == SLOT_LOADING);
     l->busy--;
     if (rc) {
-        dlk_slot_set_err(s, err);
+        Dlk_slot_set_err(s, err);
         s->state = SLOT_FAILED;
     } else {
         s->state = SLOT_READY;
@@ -326,7 +326,7 @@ static void finish(dlk_loader *l, dlk_slot *s, dlk_status rc,
 
 /* How soon a loaded slot is needed: the epoch's by position, then the
  * next epoch's read ahead. */
-static uint64_t need_order(const dlk_loader *l, const dlk_slot *s)
+static uint64_t need_order(const dlk_loader *l, const Dlk_slot *s)
 {
     bool now = s >= l->plan.slots && s < l->plan.slots + l->plan.nslots;
     return now ? s->first_pos : (UINT64_MAX >> 1) + s->first_pos;
@@ -336,10 +336,10 @@ static uint64_t need_order(const dlk_loader *l, const dlk_slot *s)
  * Loads end out of order, and many end at once while a GPU starts: in
  * the order they ended, the first batch's copies waited behind the
  * read-ahead's. */
-static dlk_slot *next_upload(dlk_loader *l)
+static Dlk_slot *next_upload(dlk_loader *l)
 {
-    dlk_slot *best = l->up_head, *best_prev = NULL, *prev = l->up_head;
-    for (dlk_slot *s = l->up_head->up_next; s; prev = s, s = s->up_next)
+    Dlk_slot *best = l->up_head, *best_prev = NULL, *prev = l->up_head;
+    for (Dlk_slot *s = l->up_head->up_next; s; prev = s, s = s->up_next)
         if (need_order(l, s) < need_order(l, best)) {
             best = s;
             best_prev = prev;
@@ -364,7 +364,7 @@ static dlk_slot *next_upload(dlk_loader *l)
  * buffer given back last, 38.5-43.4 GB/s taking the one given back
  * longest ago; tests/bench/host_path_probe.cu).  A whole chunk's buffer
  * holds its index, and is kept. */
-static void copies_add(dlk_loader *l, dlk_slot *s)
+static void copies_add(dlk_loader *l, Dlk_slot *s)
 {
     s->copy_prev = l->copy_tail;
     s->copy_next = NULL;
@@ -376,7 +376,7 @@ static void copies_add(dlk_loader *l, dlk_slot *s)
     s->in_copy = true;
 }
 
-void dlk_loader_copy_forget(dlk_loader *l, dlk_slot *s)
+void Dlk_loader_copy_forget(dlk_loader *l, Dlk_slot *s)
 {
     if (!s->in_copy)
         return;
@@ -396,10 +396,10 @@ void dlk_loader_copy_forget(dlk_loader *l, dlk_slot *s)
  * end in the order queued).  Called locked. */
 static void copies_over(dlk_loader *l)
 {
-    dlk_slot *s;
+    Dlk_slot *s;
     while ((s = l->copy_head) &&
            l->dev->ops->host_done(l->dev, s->dev_handle)) {
-        dlk_loader_copy_forget(l, s);
+        Dlk_loader_copy_forget(l, s);
         l->dev->ops->host_free(l->dev, s->host);
         s->host = NULL;
         s->span = NULL;
@@ -418,10 +418,10 @@ static void *uploader(void *arg)
             pthread_cond_wait(&l->upq, &l->mu);
         if (l->stopping)
             break;
-        dlk_slot *s = next_upload(l);
+        Dlk_slot *s = next_upload(l);
         pthread_mutex_unlock(&l->mu);
         dlk_error err;
-        dlk_error_clear(&err);
+        Dlk_error_clear(&err);
         dlk_status rc = upload(l, s, &err);
         pthread_mutex_lock(&l->mu);
         if (!rc && s->p1 && s->host)
@@ -444,7 +444,7 @@ static void *worker(void *arg)
     unsigned loads = 0;
     pthread_mutex_lock(&l->mu);
     for (;;) {
-        dlk_slot *s = NULL;
+        Dlk_slot *s = NULL;
         while (!l->stopping && (l->paused || !(s = take(l))))
             pthread_cond_wait(&l->work, &l->mu);
         if (l->stopping)
@@ -453,20 +453,20 @@ static void *worker(void *arg)
         l->reading++;
         /* wake one more worker if there is more to take: a chain instead of
          * a herd of every worker on every batch */
-        if (dlk_loader_more_to_take(l))
+        if (Dlk_loader_more_to_take(l))
             pthread_cond_signal(&l->work);
         pthread_mutex_unlock(&l->mu);
         dlk_error err;
-        dlk_error_clear(&err);
+        Dlk_error_clear(&err);
         bool sample = loads++ % CPU_SAMPLE == 0;
-        double st = 0, dt = 0, t0 = dlk_now_s();
-        double c0 = sample ? dlk_thread_cpu_s() : 0;
+        double st = 0, dt = 0, t0 = Dlk_now_s();
+        double c0 = sample ? Dlk_thread_cpu_s() : 0;
         dlk_status rc = load(l, s, &st, &dt, &err);
         bool queued = false;
         if (!rc && !l->dev->ops->on_device)
             rc = upload(l, s, &err); /* cpu: nothing to copy */
-        double t1 = dlk_now_s(), busy = t1 - t0;
-        double cpu = sample ? dlk_thread_cpu_s() - c0 : 0;
+        double t1 = Dlk_now_s(), busy = t1 - t0;
+        double cpu = sample ? Dlk_thread_cpu_s() - c0 : 0;
         if (l->dev->ops->trace_load)
             l->dev->ops->trace_load(l->dev, t0, s->t_buffer, t1);
         pthread_mutex_lock(&l->mu);
@@ -499,28 +499,28 @@ static void *worker(void *arg)
     return NULL;
 }
 
-dlk_status dlk_loader_start_workers(dlk_loader *l, dlk_error *err)
+dlk_status Dlk_loader_start_workers(dlk_loader *l, dlk_error *err)
 {
     l->threads = calloc(l->nthreads, sizeof *l->threads);
     if (!l->threads)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     for (uint32_t i = 0; i < l->nthreads; i++)
         if (pthread_create(&l->threads[i], NULL, worker, l) != 0) {
             l->nthreads = i;
-            return dlk_fail(err, DLK_ENOMEM, "cannot start an I/O thread");
+            return Dlk_fail(err, DLK_ENOMEM, "cannot start an I/O thread");
         } else {
             pthread_setname_np(l->threads[i], "dlk-load");
         }
     if (l->dev->ops->on_device) {
         if (pthread_create(&l->up_thread, NULL, uploader, l) != 0)
-            return dlk_fail(err, DLK_ENOMEM, "cannot start the upload thread");
+            return Dlk_fail(err, DLK_ENOMEM, "cannot start the upload thread");
         pthread_setname_np(l->up_thread, "dlk-upload");
         l->have_up_thread = true;
     }
     return DLK_OK;
 }
 
-void dlk_loader_pause_workers(dlk_loader *l)
+void Dlk_loader_pause_workers(dlk_loader *l)
 {
     pthread_mutex_lock(&l->mu);
     l->paused = true;
@@ -529,7 +529,7 @@ void dlk_loader_pause_workers(dlk_loader *l)
     pthread_mutex_unlock(&l->mu);
 }
 
-void dlk_loader_resume_workers(dlk_loader *l)
+void Dlk_loader_resume_workers(dlk_loader *l)
 {
     pthread_mutex_lock(&l->mu);
     l->paused = false;
@@ -538,7 +538,7 @@ void dlk_loader_resume_workers(dlk_loader *l)
     pthread_mutex_unlock(&l->mu);
 }
 
-void dlk_loader_stop_workers(dlk_loader *l)
+void Dlk_loader_stop_workers(dlk_loader *l)
 {
     pthread_mutex_lock(&l->mu);
     l->stopping = true;

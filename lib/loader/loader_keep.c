@@ -11,19 +11,19 @@
 struct dlk_kept {
     struct dlk_kept *prev, *next;   /* the loader's list of kept batches */
     size_t n;
-    struct dlk_spare buf[];         /* per tensor */
+    struct Dlk_spare buf[];         /* per tensor */
 };
 
 dlk_status dlk_loader_keep(dlk_loader *l, dlk_kept **out, dlk_error *err)
 {
     *out = NULL;
     if (!l->have_batch || l->batch_kept)
-        return dlk_fail(err, DLK_EINVAL, l->have_batch
+        return Dlk_fail(err, DLK_EINVAL, l->have_batch
                         ? "the current batch is kept already"
                         : "no current batch to keep");
     dlk_kept *k = malloc(sizeof *k + l->nt * sizeof k->buf[0]);
     if (!k)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     k->n = l->nt;
     for (size_t t = 0; t < l->nt; t++) {
         k->buf[t].p = l->t[t].buf;
@@ -57,7 +57,7 @@ void dlk_loader_release(dlk_loader *l, dlk_kept *k, void *cuda_stream)
     bool ordered = l->dev->ops->wait_consumer(l->dev, cuda_stream, NULL) ==
                    DLK_OK;
     for (size_t t = 0; t < k->n; t++) {
-        dlk_loader_tensor *lt = &l->t[t];
+        Dlk_loader_tensor *lt = &l->t[t];
         if (!k->buf[t].p)
             continue;
         if (ordered && lt->nspare < DLK_SPARES)
@@ -74,7 +74,7 @@ dlk_status dlk_loader_stream_wait(dlk_loader *l, void *cuda_stream,
     return l->dev->ops->consumer_waits(l->dev, cuda_stream, err);
 }
 
-void dlk_loader_take_spare(dlk_loader *l, dlk_loader_tensor *lt,
+void Dlk_loader_take_spare(dlk_loader *l, Dlk_loader_tensor *lt,
                            uint64_t need)
 {
     (void)l;
@@ -94,7 +94,7 @@ void dlk_loader_take_spare(dlk_loader *l, dlk_loader_tensor *lt,
     lt->spare[best] = lt->spare[--lt->nspare];
 }
 
-void dlk_loader_free_kept(dlk_loader *l)
+void Dlk_loader_free_kept(dlk_loader *l)
 {
     while (l->kept) {
         dlk_kept *k = l->kept;

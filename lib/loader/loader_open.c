@@ -10,15 +10,15 @@
 #include <string.h>
 #include <unistd.h>
 
-dlk_status dlk_dev_open(const char *name, const dlk_dev_opts *o,
-                        dlk_dev **out, dlk_error *err)
+dlk_status Dlk_dev_open(const char *name, const Dlk_dev_opts *o,
+                        Dlk_dev **out, dlk_error *err)
 {
     if (!name || !*name || strcmp(name, "cpu") == 0)
-        return dlk_dev_open_cpu(out, err);
+        return Dlk_dev_open_cpu(out, err);
     if (strcmp(name, "auto") == 0) {
-        if (dlk_dev_open_cuda(0, o, out, NULL) == DLK_OK)
+        if (Dlk_dev_open_cuda(0, o, out, NULL) == DLK_OK)
             return DLK_OK;
-        return dlk_dev_open_cpu(out, err);
+        return Dlk_dev_open_cpu(out, err);
     }
     if (strncmp(name, "cuda", 4) == 0) {
         int idx = 0;
@@ -26,29 +26,29 @@ dlk_status dlk_dev_open(const char *name, const dlk_dev_opts *o,
             char *end;
             long v = strtol(name + 5, &end, 10);
             if (*end || v < 0 || v > 1024)
-                return dlk_fail(err, DLK_EINVAL, "bad device '%s' (cpu, "
+                return Dlk_fail(err, DLK_EINVAL, "bad device '%s' (cpu, "
                                 "cuda:N or auto)", name);
             idx = (int)v;
         } else if (name[4]) {
-            return dlk_fail(err, DLK_EINVAL, "bad device '%s' (cpu, cuda:N "
+            return Dlk_fail(err, DLK_EINVAL, "bad device '%s' (cpu, cuda:N "
                             "or auto)", name);
         }
-        return dlk_dev_open_cuda(idx, o, out, err);
+        return Dlk_dev_open_cuda(idx, o, out, err);
     }
-    return dlk_fail(err, DLK_EINVAL, "bad device '%s' (cpu, cuda:N or auto)",
+    return Dlk_fail(err, DLK_EINVAL, "bad device '%s' (cpu, cuda:N or auto)",
                     name);
 }
 
 static dlk_status pick_tensors(dlk_loader *l, dlk_error *err)
 {
-    const dlk_manifest *m = &l->ds->m;
+    const Dlk_manifest *m = &l->ds->m;
     size_t n = l->o.tensors ? l->o.ntensors : m->ntensors;
     if (n == 0)
-        return dlk_fail(err, DLK_EINVAL, "no tensors to load");
+        return Dlk_fail(err, DLK_EINVAL, "no tensors to load");
     l->t = calloc(n, sizeof *l->t);
     l->bt_out = calloc(n, sizeof *l->bt_out);
     if (!l->t || !l->bt_out)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     for (size_t i = 0; i < n; i++) {
         int idx = l->o.tensors ? dlk_dataset_find(l->ds, l->o.tensors[i])
                                : (int)i;
@@ -59,11 +59,11 @@ static dlk_status pick_tensors(dlk_loader *l, dlk_error *err)
                 len += (size_t)snprintf(names + len, sizeof names - len,
                                         "%s%s", t ? ", " : "",
                                         m->tensors[t].spec.name);
-            return dlk_fail(err, DLK_ENOTFOUND, "no tensor '%s' in '%s' (its "
+            return Dlk_fail(err, DLK_ENOTFOUND, "no tensor '%s' in '%s' (its "
                             "tensors: %s)", l->o.tensors[i], l->ds->url,
                             m->ntensors ? names : "none");
         }
-        dlk_loader_tensor *lt = &l->t[i];
+        Dlk_loader_tensor *lt = &l->t[i];
         l->nt = i + 1; /* its arrays are close's to free from here on */
         lt->tensor = &m->tensors[idx];
         lt->index = (size_t)idx;
@@ -81,7 +81,7 @@ static dlk_status pick_tensors(dlk_loader *l, dlk_error *err)
             lt->shapes = calloc((size_t)l->cap * (s->ndim ? s->ndim : 1),
                                 sizeof *lt->shapes);
             if (!lt->offsets || !lt->shapes)
-                return dlk_oom(err);
+                return Dlk_oom(err);
             lt->out.offsets = lt->offsets;
             lt->out.shapes = lt->shapes;
         }
@@ -89,7 +89,7 @@ static dlk_status pick_tensors(dlk_loader *l, dlk_error *err)
     /* every tensor must have the same samples: a batch is a set of rows */
     for (size_t i = 1; i < n; i++)
         if (l->t[i].tensor->samples != l->t[0].tensor->samples)
-            return dlk_fail(err, DLK_EINVAL, "tensors '%s' and '%s' hold "
+            return Dlk_fail(err, DLK_EINVAL, "tensors '%s' and '%s' hold "
                             "%llu and %llu samples; a loader needs equal "
                             "rows", l->t[0].out.name, l->t[i].out.name,
                             (unsigned long long)l->t[0].tensor->samples,
@@ -104,11 +104,11 @@ static dlk_status pick_augment(dlk_loader *l, dlk_error *err)
     l->aug_t = -1;
     if (!l->o.augment)
         return DLK_OK;
-    dlk_status rc = dlk_aug_parse(l->o.augment, &l->aug, err);
+    dlk_status rc = Dlk_aug_parse(l->o.augment, &l->aug, err);
     if (rc)
         return rc;
     if (l->o.check)
-        return dlk_fail(err, DLK_EINVAL, "augment: not with check (check "
+        return Dlk_fail(err, DLK_EINVAL, "augment: not with check (check "
                         "folds the stored bytes a batch holds)");
     for (size_t t = 0; t < l->nt && l->aug_t < 0; t++) {
         const dlk_tensor_spec *s = &l->t[t].tensor->spec;
@@ -119,25 +119,25 @@ static dlk_status pick_augment(dlk_loader *l, dlk_error *err)
     }
     if (l->aug_t < 0)
         return l->o.augment_tensor
-                   ? dlk_fail(err, DLK_ENOTFOUND, "augment_tensor: no "
+                   ? Dlk_fail(err, DLK_ENOTFOUND, "augment_tensor: no "
                               "tensor '%s' loaded", l->o.augment_tensor)
-                   : dlk_fail(err, DLK_EINVAL, "augment: no tensor of kind "
+                   : Dlk_fail(err, DLK_EINVAL, "augment: no tensor of kind "
                               "image or video loaded");
-    dlk_loader_tensor *lt = &l->t[l->aug_t];
+    Dlk_loader_tensor *lt = &l->t[l->aug_t];
     const dlk_tensor_spec *s = &lt->tensor->spec;
     int64_t c = s->ndim >= 3 ? s->shape[s->ndim - 1] : 0;
     if (s->dtype != DLK_U8 || (s->ndim != 3 && s->ndim != 4) ||
         (c != 1 && c != 3))
-        return dlk_fail(err, DLK_EINVAL, "augment: tensor '%s' is not "
+        return Dlk_fail(err, DLK_EINVAL, "augment: tensor '%s' is not "
                         "H x W x C (or T x H x W x C) uint8 with C 1 or 3",
                         s->name);
     if (s->ndim == 4 && s->shape[0] == DLK_DIM_VARIABLE)
-        return dlk_fail(err, DLK_EINVAL, "augment: tensor '%s' has a "
+        return Dlk_fail(err, DLK_EINVAL, "augment: tensor '%s' has a "
                         "variable frame count (a batch of clips needs "
                         "one)", s->name);
     l->aug_shapes = calloc((size_t)l->cap * 4, sizeof(int64_t));
     if (!l->aug_shapes)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     static const dlk_dtype out_dt[] = {DLK_U8, DLK_F16, DLK_BF16,
                                        DLK_F32};
     int64_t oh = l->aug.out_h, ow = l->aug.out_w;
@@ -173,8 +173,8 @@ static dlk_status pick_augment(dlk_loader *l, dlk_error *err)
 static dlk_status pick_units(dlk_loader *l, dlk_error *err)
 {
     for (size_t i = 0; i < l->nt; i++) {
-        dlk_loader_tensor *lt = &l->t[i];
-        const dlk_tensor *t = lt->tensor;
+        Dlk_loader_tensor *lt = &l->t[i];
+        const Dlk_tensor *t = lt->tensor;
         uint32_t pb = t->spec.part_bytes;
         if (!pb || t->spec.codec != DLK_CODEC_NONE || l->o.whole_chunks)
             continue;
@@ -182,10 +182,10 @@ static dlk_status pick_units(dlk_loader *l, dlk_error *err)
         l->spans = true;
         if (!(lt->unit_base = malloc((t->nchunks + 1) *
                                      sizeof *lt->unit_base)))
-            return dlk_oom(err);
+            return Dlk_oom(err);
         lt->unit_base[0] = 0;
         for (size_t c = 0; c < t->nchunks; c++) {
-            uint32_t n = dlk_span_nparts(lt, c);
+            uint32_t n = Dlk_span_nparts(lt, c);
             lt->unit_base[c + 1] = lt->unit_base[c] +
                                    (n + lt->unit_parts - 1) / lt->unit_parts;
         }
@@ -202,27 +202,27 @@ static dlk_status pick_blocks(dlk_loader *l, dlk_error *err)
     for (size_t i = 1; i < l->nt; i++)
         if (l->t[i].tensor->raw_bytes > l->t[main].tensor->raw_bytes)
             main = i;
-    const dlk_loader_tensor *lt = &l->t[main];
-    const dlk_tensor *t = lt->tensor;
+    const Dlk_loader_tensor *lt = &l->t[main];
+    const Dlk_tensor *t = lt->tensor;
     size_t n = lt->unit_parts ? (size_t)lt->unit_base[t->nchunks]
                               : t->nchunks;
     l->nblocks = n;
     l->block_first = malloc((n ? n : 1) * sizeof *l->block_first);
     l->block_count = malloc((n ? n : 1) * sizeof *l->block_count);
     if (!l->block_first || !l->block_count)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     size_t b = 0;
     for (size_t c = 0; c < t->nchunks; c++) {
-        const dlk_chunk_entry *e = &t->chunks[c];
+        const Dlk_chunk_entry *e = &t->chunks[c];
         if (!lt->unit_parts) {
             l->block_first[b] = e->first;
             l->block_count[b++] = e->samples;
             continue;
         }
-        uint32_t np = dlk_span_nparts(lt, c), g = lt->unit_parts;
+        uint32_t np = Dlk_span_nparts(lt, c), g = lt->unit_parts;
         for (uint32_t p = 0; p < np; p += g) {
-            uint32_t a = dlk_part_first(p, e->samples, np);
-            uint32_t z = dlk_part_first(p + g < np ? p + g : np, e->samples,
+            uint32_t a = Dlk_part_first(p, e->samples, np);
+            uint32_t z = Dlk_part_first(p + g < np ? p + g : np, e->samples,
                                         np);
             l->block_first[b] = e->first + a;
             l->block_count[b++] = z - a;
@@ -259,10 +259,10 @@ static uint64_t chunk_set_bytes(const dlk_loader *l)
     uint64_t per_set = 0;
     for (size_t i = 0; i < l->nt; i++) {
         uint64_t mx = 0;
-        const dlk_tensor *t = l->t[i].tensor;
+        const Dlk_tensor *t = l->t[i].tensor;
         for (size_t c = 0; c < t->nchunks; c++)
-            if (dlk_chunk_cost(t, c) > mx)
-                mx = dlk_chunk_cost(t, c);
+            if (Dlk_chunk_cost(t, c) > mx)
+                mx = Dlk_chunk_cost(t, c);
         per_set += mx;
     }
     return per_set;
@@ -273,9 +273,9 @@ static uint64_t data_bytes(const dlk_loader *l)
 {
     uint64_t all = 0;
     for (size_t i = 0; i < l->nt; i++) {
-        const dlk_tensor *t = l->t[i].tensor;
+        const Dlk_tensor *t = l->t[i].tensor;
         for (size_t c = 0; c < t->nchunks; c++)
-            all += dlk_chunk_cost(t, c);
+            all += Dlk_chunk_cost(t, c);
     }
     return all;
 }
@@ -301,7 +301,7 @@ static void window_defaults(dlk_loader *l, const dlk_loader_opts *given)
 
 static void store_defaults(dlk_loader *l, const dlk_loader_opts *given)
 {
-    bool remote = dlk_store_is_remote(l->ds->store);
+    bool remote = Dlk_store_is_remote(l->ds->store);
     uint64_t set = chunk_set_bytes(l);
     if (!given->prefetch_chunks && remote && set) {
         uint64_t want = (REMOTE_INFLIGHT_BYTES + set - 1) / set;
@@ -403,10 +403,10 @@ static uint64_t usable_memory(void)
 }
 
 static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
-                              dlk_dev *dev, uint32_t cap, dlk_loader **out,
+                              Dlk_dev *dev, uint32_t cap, dlk_loader **out,
                               dlk_error *err);
 
-void dlk_loader_init_sync(dlk_loader *l)
+void Dlk_loader_init_sync(dlk_loader *l)
 {
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->work, NULL);
@@ -425,8 +425,8 @@ static dlk_status loader_open_own(dlk_dataset *ds, const dlk_loader_opts *o,
 
 ABI_OPEN_WRAPPER(dlk_loader_open, loader_open_own, dlk_loader_opts, dlk_loader)
 
-dlk_status dlk_loader_open_source(dlk_dataset *ds, const dlk_loader_opts *o,
-                                  dlk_dev *dev, uint32_t cap,
+dlk_status Dlk_loader_open_source(dlk_dataset *ds, const dlk_loader_opts *o,
+                                  Dlk_dev *dev, uint32_t cap,
                                   dlk_loader **out, dlk_error *err)
 {
     *out = NULL;
@@ -464,9 +464,9 @@ static dlk_status open_cache(dlk_loader *l, const dlk_loader_opts *opts,
 {
     /* a local dataset is read in place: a cache would be a second copy */
     if (!opts->cache_dir || !*opts->cache_dir ||
-        !dlk_store_is_remote(l->ds->store))
+        !Dlk_store_is_remote(l->ds->store))
         return DLK_OK;
-    dlk_status rc = dlk_store_open_cache(l->ds->store, opts->cache_dir,
+    dlk_status rc = Dlk_store_open_cache(l->ds->store, opts->cache_dir,
                                          opts->cache_limit, !opts->no_verify,
                                          &l->cache, err);
     if (!rc)
@@ -489,9 +489,9 @@ static dlk_status pick_data(dlk_loader *l, const dlk_loader_opts *opts,
         rc = pick_blocks(l, err);
     }
     if (!rc && (l->o.view || l->o.rows))
-        rc = dlk_loader_pick_rows(l, err);
+        rc = Dlk_loader_pick_rows(l, err);
     if (!rc)
-        rc = dlk_loader_mark_parts(l, err);
+        rc = Dlk_loader_mark_parts(l, err);
     return rc;
 }
 
@@ -514,19 +514,19 @@ static uint64_t plan_memory(dlk_loader *l, const dlk_loader_opts *opts)
 }
 
 /* The device: a mix's (dev, shared), or one of the loader's own. */
-static dlk_status open_device(dlk_loader *l, dlk_dev *dev, dlk_error *err)
+static dlk_status open_device(dlk_loader *l, Dlk_dev *dev, dlk_error *err)
 {
     /* a GPU's host buffers for the budget are made from the open on,
      * while CUDA starts, unless chunks are read in place (pin_cache)
      * or the data is smaller */
-    dlk_dev_opts dopts = {l->o.cuda_trace, 0, true, false};
+    Dlk_dev_opts dopts = {l->o.cuda_trace, 0, true, false};
     /* spans' parts are checked on the device after their copies */
     for (size_t i = 0; i < l->nt && !l->o.no_verify &&
                        l->o.on_bad != DLK_ON_BAD_SKIP; i++)
         if (l->t[i].unit_parts)
             dopts.checks = true;
     if (!l->o.pin_cache || l->o.no_map ||
-        dlk_store_is_remote(l->ds->store)) {
+        Dlk_store_is_remote(l->ds->store)) {
         uint64_t all = data_bytes(l);
         dopts.host_ahead = all < l->limit ? all : l->limit;
     }
@@ -536,7 +536,7 @@ static dlk_status open_device(dlk_loader *l, dlk_dev *dev, dlk_error *err)
         l->dev_shared = true;
         return DLK_OK;
     }
-    return dlk_dev_open(l->o.device, &dopts, &l->dev, err);
+    return Dlk_dev_open(l->o.device, &dopts, &l->dev, err);
 }
 
 /* The arrays a batch is gathered in. */
@@ -547,7 +547,7 @@ static dlk_status alloc_batch(dlk_loader *l, dlk_error *err)
         !(l->btotal = malloc(l->nt * sizeof *l->btotal)) ||
         !(l->bidx = malloc(l->cap * sizeof *l->bidx)) ||
         !(l->bpad = malloc(l->cap)) || !(l->bbad = malloc(l->cap)))
-        return dlk_oom(err);
+        return Dlk_oom(err);
     return DLK_OK;
 }
 
@@ -555,7 +555,7 @@ static dlk_status alloc_batch(dlk_loader *l, dlk_error *err)
  * the threads' ramp. */
 static void init_batch(dlk_loader *l)
 {
-    dlk_bad_defaults(l);
+    Dlk_bad_defaults(l);
     for (size_t i = 0; i < l->nt; i++)
         l->bt_out[i] = l->t[i].out;
     l->batch.ntensors = l->nt;
@@ -596,32 +596,32 @@ static dlk_status init_maps(dlk_loader *l, uint64_t share, dlk_error *err)
     for (size_t i = 0; l->maps && i < l->nt; i++)
         if (!(l->maps[i] = calloc(l->t[i].tensor->nchunks + 1,
                                   sizeof *l->maps[i])))
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
     if (!l->maps)
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     return rc;
 }
 
 static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
-                              dlk_dev *dev, uint32_t cap, dlk_loader **out,
+                              Dlk_dev *dev, uint32_t cap, dlk_loader **out,
                               dlk_error *err)
 {
     dlk_loader *l = calloc(1, sizeof *l);
     if (!l)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     take_opts(l, ds, opts, cap);
-    dlk_loader_init_sync(l);
+    Dlk_loader_init_sync(l);
     dlk_status rc = open_cache(l, opts, err);
     uint64_t share = 0;
     if (!rc && l->o.rank >= l->o.world_size)
-        rc = dlk_fail(err, DLK_EINVAL, "rank %u is not below world size %u",
+        rc = Dlk_fail(err, DLK_EINVAL, "rank %u is not below world size %u",
                       l->o.rank, l->o.world_size);
     if (!rc && (l->o.batch_size > (1u << 24) || l->o.io_threads > 256 ||
                 l->o.window_chunks > 65536 || l->o.span_parts > 65536))
-        rc = dlk_fail(err, DLK_EINVAL, "batch size, threads or window out "
+        rc = Dlk_fail(err, DLK_EINVAL, "batch size, threads or window out "
                       "of range");
     else if (l->o.on_bad != DLK_ON_BAD_FAIL && l->o.on_bad != DLK_ON_BAD_SKIP)
-        rc = dlk_fail(err, DLK_EINVAL, "on_bad %d is neither fail (0) nor "
+        rc = Dlk_fail(err, DLK_EINVAL, "on_bad %d is neither fail (0) nor "
                       "skip (1)", l->o.on_bad);
     if (!rc)
         rc = pick_data(l, opts, err);
@@ -630,10 +630,10 @@ static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         rc = open_device(l, dev, err);
     }
     if (!rc && l->aug_t >= 0 && !l->dev->ops->augment)
-        rc = dlk_fail(err, DLK_EUNSUPPORTED, "augment: not available on "
+        rc = Dlk_fail(err, DLK_EUNSUPPORTED, "augment: not available on "
                       "device '%s'", l->o.device ? l->o.device : "cpu");
     if (!rc && !opts->io_threads && l->dev->ops->on_device &&
-        !dlk_store_is_remote(l->ds->store) && l->o.io_threads >= 4)
+        !Dlk_store_is_remote(l->ds->store) && l->o.io_threads >= 4)
         /* from local files every loading thread is busy copying out of
          * the page cache; on as many threads as cores the thread that
          * queues the copies to the GPU waits for a core and the link
@@ -647,9 +647,9 @@ static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
         rc = init_maps(l, share, err);
     }
     if (!rc)
-        rc = dlk_loader_start_workers(l, err);
+        rc = Dlk_loader_start_workers(l, err);
     if (!rc)
-        rc = dlk_loader_begin(l, opts->start, err);
+        rc = Dlk_loader_begin(l, opts->start, err);
     /* the first loads read while the device started; the loader is
      * ready when the device is */
     if (!rc)
@@ -667,31 +667,31 @@ void dlk_loader_close(dlk_loader *l)
     if (!l)
         return;
     if (l->mix)
-        dlk_mix_close(l); /* the sources, before the device they share */
+        Dlk_mix_close(l); /* the sources, before the device they share */
     if (l->threads)
-        dlk_loader_stop_workers(l);
-    dlk_plan_free(l, &l->plan, true);
-    dlk_plan_free(l, &l->ahead, true);
+        Dlk_loader_stop_workers(l);
+    Dlk_plan_free(l, &l->plan, true);
+    Dlk_plan_free(l, &l->ahead, true);
     for (size_t i = 0; i < l->nretired; i++)
-        dlk_plan_free(l, &l->retired[i], true);
+        Dlk_plan_free(l, &l->retired[i], true);
     free(l->retired);
     for (size_t t = 0; l->maps && t < l->nt; t++) {
         for (size_t c = 0; l->maps[t] && c < l->t[t].tensor->nchunks; c++) {
             free(l->maps[t][c].fold);
-            dlk_span_free_kept(l, &l->maps[t][c]);
+            Dlk_span_free_kept(l, &l->maps[t][c]);
         }
         for (size_t c = 0; l->maps[t] && c < l->t[t].tensor->nchunks; c++)
             if (l->maps[t][c].p) {
                 char key[DLK_CHUNK_KEY_MAX];
-                dlk_chunk_key(key, l->t[t].tensor->spec.name,
+                Dlk_chunk_key(key, l->t[t].tensor->spec.name,
                               l->t[t].tensor->chunks[c].key);
-                dlk_pins_put(l->ds->store, key, l->dev);
+                Dlk_pins_put(l->ds->store, key, l->dev);
             }
         free(l->maps[t]);
     }
     free(l->maps);
-    dlk_store_free(l->cache);
-    dlk_loader_free_kept(l);
+    Dlk_store_free(l->cache);
+    Dlk_loader_free_kept(l);
     for (size_t t = 0; t < l->nt; t++) {
         if (l->t[t].buf)
             l->dev->ops->batch_free(l->dev, l->t[t].buf);
@@ -759,7 +759,7 @@ dlk_status dlk_loader_state_parse(const char *text, dlk_loader_state *out,
         json_integer_value(epoch) < 0 || !json_is_array(segs) ||
         json_array_size(segs) < 1 ||
         json_array_size(segs) > DLK_LOADER_MAX_SEGMENTS) {
-        rc = dlk_fail(err, DLK_EINVAL, "malformed loader state");
+        rc = Dlk_fail(err, DLK_EINVAL, "malformed loader state");
     } else {
         out->seed = strtoull(seed, NULL, 16);
         out->epoch = (uint64_t)json_integer_value(epoch);
@@ -773,7 +773,7 @@ dlk_status dlk_loader_state_parse(const char *text, dlk_loader_state *out,
                 !json_is_integer(n) || json_integer_value(w) < 1 ||
                 json_integer_value(w) > 1 << 20 || json_integer_value(b) < 1 ||
                 json_integer_value(b) > 1 << 24 || json_integer_value(n) < 0)
-                rc = dlk_fail(err, DLK_EINVAL, "malformed loader state "
+                rc = Dlk_fail(err, DLK_EINVAL, "malformed loader state "
                               "segment %u", i);
             else {
                 out->seg[i].world = (uint32_t)json_integer_value(w);

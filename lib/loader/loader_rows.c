@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-dlk_status dlk_loader_pick_rows(dlk_loader *l, dlk_error *err)
+dlk_status Dlk_loader_pick_rows(dlk_loader *l, dlk_error *err)
 {
     uint64_t *rows = NULL, n = 0;
     if (l->o.view && l->o.rows)
-        return dlk_fail(err, DLK_EINVAL, "the loader takes a view or a row "
+        return Dlk_fail(err, DLK_EINVAL, "the loader takes a view or a row "
                         "list, not both");
     if (l->o.view) {
         dlk_status rc = dlk_view_rows(l->ds, l->o.view, &rows, &n, err);
@@ -18,16 +18,16 @@ dlk_status dlk_loader_pick_rows(dlk_loader *l, dlk_error *err)
     } else {
         n = l->o.nrows;
         if (n > DLK_VIEW_MAX_ROWS)
-            return dlk_fail(err, DLK_ELIMIT, "%llu rows, at most 2^34",
+            return Dlk_fail(err, DLK_ELIMIT, "%llu rows, at most 2^34",
                             (unsigned long long)n);
         if (!(rows = malloc((n ? n : 1) * sizeof *rows)))
-            return dlk_oom(err);
+            return Dlk_oom(err);
         memcpy(rows, l->o.rows, n * sizeof *rows);
     }
     uint64_t samples = l->nt ? l->t[0].tensor->samples : 0;
     for (uint64_t i = 0; i < n; i++)
         if ((i && rows[i] <= rows[i - 1]) || rows[i] >= samples) {
-            dlk_status rc = dlk_fail(err, DLK_EINVAL, "%s%s%s: row %llu is "
+            dlk_status rc = Dlk_fail(err, DLK_EINVAL, "%s%s%s: row %llu is "
                                      "out of order or past the %llu rows",
                                      l->o.view ? "view '" : "rows",
                                      l->o.view ? l->o.view : "",
@@ -63,40 +63,40 @@ static void need_set(uint64_t *bits, uint64_t i)
 /* The parts of tensor lt that hold a row, in need (a bit a part, the
  * chunks' parts after one another from part_base); then every part of a
  * unit most of whose parts are needed. */
-static dlk_status mark_tensor(dlk_loader *l, dlk_loader_tensor *lt,
+static dlk_status mark_tensor(dlk_loader *l, Dlk_loader_tensor *lt,
                               dlk_error *err)
 {
-    const dlk_tensor *t = lt->tensor;
+    const Dlk_tensor *t = lt->tensor;
     if (!(lt->part_base = malloc((t->nchunks + 1) * sizeof *lt->part_base)))
-        return dlk_oom(err);
+        return Dlk_oom(err);
     lt->part_base[0] = 0;
     for (size_t c = 0; c < t->nchunks; c++)
-        lt->part_base[c + 1] = lt->part_base[c] + dlk_span_nparts(lt, c);
+        lt->part_base[c + 1] = lt->part_base[c] + Dlk_span_nparts(lt, c);
     uint64_t total = lt->part_base[t->nchunks];
     if (!(lt->need = calloc(total / 64 + 1, sizeof *lt->need)))
-        return dlk_oom(err);
+        return Dlk_oom(err);
     /* rows ascend: the chunk and the part only move on */
     size_t c = 0;
-    uint32_t p = 0, np = t->nchunks ? dlk_span_nparts(lt, 0) : 0;
+    uint32_t p = 0, np = t->nchunks ? Dlk_span_nparts(lt, 0) : 0;
     for (uint64_t i = 0; i < l->o.nrows; i++) {
         uint64_t r = l->o.rows[i];
         while (c < t->nchunks &&
                r >= t->chunks[c].first + t->chunks[c].samples) {
             if (++c < t->nchunks)
-                np = dlk_span_nparts(lt, c);
+                np = Dlk_span_nparts(lt, c);
             p = 0;
         }
         if (c >= t->nchunks || r < t->chunks[c].first)
-            return dlk_fail(err, DLK_EINTERNAL, "tensor '%s' has no sample "
+            return Dlk_fail(err, DLK_EINTERNAL, "tensor '%s' has no sample "
                             "%llu", t->spec.name, (unsigned long long)r);
-        const dlk_chunk_entry *e = &t->chunks[c];
+        const Dlk_chunk_entry *e = &t->chunks[c];
         uint32_t s = (uint32_t)(r - e->first);
-        if (s >= dlk_part_first(p + 1, e->samples, np))
-            p = dlk_span_part_of(lt, c, s);
+        if (s >= Dlk_part_first(p + 1, e->samples, np))
+            p = Dlk_span_part_of(lt, c, s);
         need_set(lt->need, lt->part_base[c] + p);
     }
     for (c = 0; c < t->nchunks; c++) {
-        uint32_t n = dlk_span_nparts(lt, c), g = lt->unit_parts;
+        uint32_t n = Dlk_span_nparts(lt, c), g = lt->unit_parts;
         uint64_t base = lt->part_base[c];
         for (uint32_t a = 0; a < n; a += g) {
             uint32_t z = a + g < n ? a + g : n, held = 0;
@@ -111,7 +111,7 @@ static dlk_status mark_tensor(dlk_loader *l, dlk_loader_tensor *lt,
     return DLK_OK;
 }
 
-dlk_status dlk_loader_mark_parts(dlk_loader *l, dlk_error *err)
+dlk_status Dlk_loader_mark_parts(dlk_loader *l, dlk_error *err)
 {
     if (!l->o.rows)
         return DLK_OK;
@@ -124,10 +124,10 @@ dlk_status dlk_loader_mark_parts(dlk_loader *l, dlk_error *err)
     return DLK_OK;
 }
 
-uint64_t dlk_view_run(const dlk_loader_tensor *lt, size_t chunk, uint32_t p,
+uint64_t Dlk_view_run(const Dlk_loader_tensor *lt, size_t chunk, uint32_t p,
                       uint32_t *p0, uint32_t *p1)
 {
-    uint32_t np = dlk_span_nparts(lt, chunk), g = lt->unit_parts;
+    uint32_t np = Dlk_span_nparts(lt, chunk), g = lt->unit_parts;
     uint32_t lo = p / g * g, hi = lo + g < np ? lo + g : np;
     uint64_t base = lt->part_base[chunk];
     uint32_t a = p, b = p + 1;

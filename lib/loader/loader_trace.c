@@ -41,7 +41,7 @@ static void add(dlk_loader *l, const dlk_trace_bucket *b)
     l->trace[l->ntrace++] = *b;
 }
 
-void dlk_trace_enter(dlk_loader *l, double now)
+void Dlk_trace_enter(dlk_loader *l, double now)
 {
     if (l->ntrace)
         l->trace[l->ntrace - 1].t1 = now;
@@ -49,7 +49,7 @@ void dlk_trace_enter(dlk_loader *l, double now)
     memset(l->cur_late, 0, sizeof l->cur_late);
 }
 
-void dlk_trace_batch(dlk_loader *l, double t_in, double t_out,
+void Dlk_trace_batch(dlk_loader *l, double t_in, double t_out,
                      uint32_t samples)
 {
     dlk_trace_bucket b;

@@ -15,7 +15,7 @@
 
 #define MIX_MAX_SOURCES 1024
 
-struct dlk_mix {
+struct Dlk_mix {
     size_t n;
     dlk_loader **src;
     double *w;                  /* weights, summing to 1 */
@@ -44,7 +44,7 @@ static uint64_t mix_hash(uint64_t x) /* splitmix64 */
  * counts in taken: the cumulative target w * b * (steps + 1) less what
  * was taken, rounded down, and the rest of the batch to those furthest
  * below their target (the lowest index first on ties). */
-static void draw_counts(const struct dlk_mix *m, uint32_t b, uint32_t *c)
+static void draw_counts(const struct Dlk_mix *m, uint32_t b, uint32_t *c)
 {
     double *need = malloc(m->n * sizeof *need);
     uint64_t sum = 0;
@@ -83,7 +83,7 @@ static void draw_counts(const struct dlk_mix *m, uint32_t b, uint32_t *c)
  * shuffles: a batch split in micro-batches keeps the mix in each. */
 static void draw_places(const dlk_loader *l, uint32_t b, uint64_t step)
 {
-    struct dlk_mix *m = l->mix;
+    struct Dlk_mix *m = l->mix;
     uint32_t *placed = m->where; /* as a counter, before the takes */
     memset(placed, 0, m->n * sizeof *placed);
     for (uint32_t p = 0; p < b; p++) {
@@ -127,7 +127,7 @@ static void take_piece(void *ud, const dlk_loader *src, uint32_t n)
 {
     struct take_ctx *c = ud;
     dlk_loader *l = c->l;
-    struct dlk_mix *m = l->mix;
+    struct Dlk_mix *m = l->mix;
     for (uint32_t j = 0; j < n; j++) {
         uint32_t p = m->where[m->fill + j];
         l->bidx[p] = src->bidx[j];
@@ -143,7 +143,7 @@ static void take_piece(void *ud, const dlk_loader *src, uint32_t n)
         }
         for (size_t t = 0; t < l->nt; t++) {
             l->gather[t * l->cap + p] = src->gather[t * src->cap + j];
-            dlk_loader_tensor *lt = &l->t[t];
+            Dlk_loader_tensor *lt = &l->t[t];
             if (lt->variable)
                 memcpy(&lt->shapes[(size_t)p * lt->out.ndim],
                        &src->t[t].shapes[(size_t)j * lt->out.ndim],
@@ -167,17 +167,17 @@ static uint64_t segment_batches(const dlk_loader *l)
     return l->o.drop_last ? rest / per : (rest + per - 1) / per;
 }
 
-uint64_t dlk_mix_batches(const dlk_loader *l)
+uint64_t Dlk_mix_batches(const dlk_loader *l)
 {
     return segment_batches(l);
 }
 
-dlk_status dlk_mix_next(dlk_loader *l, const dlk_batch **out,
+dlk_status Dlk_mix_next(dlk_loader *l, const dlk_batch **out,
                         dlk_error *err)
 {
-    struct dlk_mix *m = l->mix;
-    double t_in = dlk_now_s();
-    dlk_trace_enter(l, t_in);
+    struct Dlk_mix *m = l->mix;
+    double t_in = Dlk_now_s();
+    Dlk_trace_enter(l, t_in);
     if (l->pos >= segment_batches(l)) {
         /* the epoch's end: the next call starts the following one */
         l->st.epoch++;
@@ -208,9 +208,9 @@ dlk_status dlk_mix_next(dlk_loader *l, const dlk_batch **out,
         struct take_ctx c = {l, i};
         dlk_loader *s = m->src[i];
         memset(s->cur_late, 0, sizeof s->cur_late);
-        dlk_status rc = dlk_loader_take(s, m->count[i], take_piece, &c, err);
+        dlk_status rc = Dlk_loader_take(s, m->count[i], take_piece, &c, err);
         if (rc)
-            return dlk_fail_wrap(err, "source %zu ('%s')", i, s->ds->url);
+            return Dlk_fail_wrap(err, "source %zu ('%s')", i, s->ds->url);
         for (int w = 0; w < DLK_LATE_N; w++)
             l->cur_late[w] += s->cur_late[w];
     }
@@ -225,18 +225,18 @@ dlk_status dlk_mix_next(dlk_loader *l, const dlk_batch **out,
     l->cur_resident = resident;
     /* the batch's places in its buffers, in position order */
     for (size_t t = 0; t < l->nt; t++) {
-        dlk_loader_tensor *lt = &l->t[t];
+        Dlk_loader_tensor *lt = &l->t[t];
         uint64_t total = 0;
         for (uint32_t p = 0; p < b; p++) {
-            dlk_gather *g = &l->gather[t * l->cap + p];
+            Dlk_gather *g = &l->gather[t * l->cap + p];
             g->dst_off = total;
             if (lt->variable)
                 lt->offsets[p] = total;
             /* an augmented sample's room is its output's (the entries
-             * hold its stored size; dlk_augment_batch places them) */
+             * hold its stored size; Dlk_augment_batch places them) */
             if ((long)t == l->aug_t) {
                 int nd = lt->tensor->spec.ndim;
-                total += dlk_aug_sample_bytes(
+                total += Dlk_aug_sample_bytes(
                     &l->aug, &l->aug_shapes[(size_t)p * nd], nd);
             } else {
                 total += g->nbytes;
@@ -244,7 +244,7 @@ dlk_status dlk_mix_next(dlk_loader *l, const dlk_batch **out,
         }
         if (lt->variable)
             lt->offsets[b] = total;
-        dlk_status rc = dlk_loader_gather(l, t, b, total, err);
+        dlk_status rc = Dlk_loader_gather(l, t, b, total, err);
         if (rc)
             return rc;
     }
@@ -259,23 +259,23 @@ dlk_status dlk_mix_next(dlk_loader *l, const dlk_batch **out,
     bt->pad = l->bpad;
     bt->sources = m->bsrc;
     if (l->first_batch_pending) {
-        l->stats.first_batch_s = dlk_now_s() - l->epoch_t0;
+        l->stats.first_batch_s = Dlk_now_s() - l->epoch_t0;
         l->first_batch_pending = false;
     }
     l->pos++;
-    dlk_loader_batch_done(l, t_in, b);
+    Dlk_loader_batch_done(l, t_in, b);
     *out = bt;
     return DLK_OK;
 }
 
 /* ---- stats, state -------------------------------------------------- */
 
-void dlk_mix_stats(const dlk_loader *l, dlk_loader_stats *out)
+void Dlk_mix_stats(const dlk_loader *l, dlk_loader_stats *out)
 {
-    const struct dlk_mix *m = l->mix;
+    const struct Dlk_mix *m = l->mix;
     dlk_loader_stats s = DLK_LOADER_STATS_INIT;
     for (size_t i = 0; i < m->n; i++) {
-        dlk_loader_stats_one(m->src[i], &s);
+        Dlk_loader_stats_one(m->src[i], &s);
         out->storage_s += s.storage_s;
         out->decompress_s += s.decompress_s;
         out->chunks_loaded += s.chunks_loaded;
@@ -318,7 +318,7 @@ void dlk_mix_stats(const dlk_loader *l, dlk_loader_stats *out)
     out->batches = l->stats.batches;
 }
 
-uint64_t dlk_mix_host_fold(const dlk_loader *l)
+uint64_t Dlk_mix_host_fold(const dlk_loader *l)
 {
     uint64_t f = 0;
     for (size_t i = 0; i < l->mix->n; i++)
@@ -326,9 +326,9 @@ uint64_t dlk_mix_host_fold(const dlk_loader *l)
     return f;
 }
 
-char *dlk_mix_save(const dlk_loader *l)
+char *Dlk_mix_save(const dlk_loader *l)
 {
-    const struct dlk_mix *m = l->mix;
+    const struct Dlk_mix *m = l->mix;
     dlk_loader_state st;
     dlk_loader_state_get(l, &st);
     char *own = dlk_loader_state_json(&st);
@@ -359,9 +359,9 @@ char *dlk_mix_save(const dlk_loader *l)
     return out;
 }
 
-dlk_status dlk_mix_load(dlk_loader *l, const char *json, dlk_error *err)
+dlk_status Dlk_mix_load(dlk_loader *l, const char *json, dlk_error *err)
 {
-    struct dlk_mix *m = l->mix;
+    struct Dlk_mix *m = l->mix;
     json_t *o = json_loads(json, 0, NULL);
     json_t *mine = json_object_get(o, "mix"),
            *batches = json_object_get(o, "batches"),
@@ -369,36 +369,36 @@ dlk_status dlk_mix_load(dlk_loader *l, const char *json, dlk_error *err)
     dlk_status rc = DLK_OK;
     if (!o || !json_is_object(mine) || !json_is_integer(batches) ||
         json_integer_value(batches) < 0 || !json_is_array(srcs)) {
-        rc = dlk_fail(err, DLK_EINVAL, "not a mixing loader's state (no "
+        rc = Dlk_fail(err, DLK_EINVAL, "not a mixing loader's state (no "
                       "'mix', 'batches' and 'sources')");
     } else if (json_array_size(srcs) != m->n) {
-        rc = dlk_fail(err, DLK_EINVAL, "the state is of a mix of %zu "
+        rc = Dlk_fail(err, DLK_EINVAL, "the state is of a mix of %zu "
                       "sources, this loader mixes %zu",
                       json_array_size(srcs), m->n);
     }
     dlk_loader_state st;
     char *text = rc ? NULL : json_dumps(mine, JSON_COMPACT);
     if (!rc && !text)
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     if (!rc && (rc = dlk_loader_state_parse(text, &st, err)) == DLK_OK &&
         st.seed != l->o.seed)
-        rc = dlk_fail(err, DLK_EINVAL, "loader state is for seed %llu, "
+        rc = Dlk_fail(err, DLK_EINVAL, "loader state is for seed %llu, "
                       "this loader uses %llu", (unsigned long long)st.seed,
                       (unsigned long long)l->o.seed);
     free(text);
     uint64_t *taken = rc ? NULL : calloc(m->n, sizeof *taken);
     if (!rc && !taken)
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     for (size_t i = 0; !rc && i < m->n; i++) {
         json_t *s = json_array_get(srcs, i);
         json_t *k = json_object_get(s, "taken"),
                *ss = json_object_get(s, "state");
         char *t = json_is_object(ss) ? json_dumps(ss, JSON_COMPACT) : NULL;
         if (!json_is_integer(k) || json_integer_value(k) < 0 || !t)
-            rc = dlk_fail(err, DLK_EINVAL, "malformed state of source %zu",
+            rc = Dlk_fail(err, DLK_EINVAL, "malformed state of source %zu",
                           i);
         else if ((rc = dlk_loader_load(m->src[i], t, err)))
-            dlk_fail_wrap(err, "source %zu ('%s')", i, m->src[i]->ds->url);
+            Dlk_fail_wrap(err, "source %zu ('%s')", i, m->src[i]->ds->url);
         else
             taken[i] = (uint64_t)json_integer_value(k);
         free(t);
@@ -408,7 +408,7 @@ dlk_status dlk_mix_load(dlk_loader *l, const char *json, dlk_error *err)
         if (st.seg[last].world != l->o.world_size ||
             st.seg[last].batch != l->o.batch_size) {
             if (st.nseg == DLK_LOADER_MAX_SEGMENTS)
-                rc = dlk_fail(err, DLK_ELIMIT, "an epoch resumed with new "
+                rc = Dlk_fail(err, DLK_ELIMIT, "an epoch resumed with new "
                               "layouts more than %d times",
                               DLK_LOADER_MAX_SEGMENTS - 1);
             st.seg[st.nseg].world = l->o.world_size;
@@ -423,7 +423,7 @@ dlk_status dlk_mix_load(dlk_loader *l, const char *json, dlk_error *err)
         memcpy(m->taken, taken, m->n * sizeof *taken);
         m->steps = (uint64_t)json_integer_value(batches);
         l->first_batch_pending = true;
-        l->epoch_t0 = dlk_now_s();
+        l->epoch_t0 = Dlk_now_s();
         /* the layouts of the batches before this state are not kept:
          * the sources run on */
         for (size_t i = 0; i < m->n; i++) {
@@ -438,9 +438,9 @@ dlk_status dlk_mix_load(dlk_loader *l, const char *json, dlk_error *err)
 
 /* ---- open, close --------------------------------------------------- */
 
-void dlk_mix_close(dlk_loader *l)
+void Dlk_mix_close(dlk_loader *l)
 {
-    struct dlk_mix *m = l->mix;
+    struct Dlk_mix *m = l->mix;
     for (size_t i = 0; i < m->n; i++)
         dlk_loader_close(m->src[i]);
     free(m->src);
@@ -494,7 +494,7 @@ static dlk_status same_schema(const dlk_loader *first, const dlk_loader *s,
         if (!same) {
             shape_text(a, sa, sizeof sa);
             shape_text(b, sb, sizeof sb);
-            return dlk_fail(err, DLK_EINVAL, "tensor '%s' is %s %s in '%s' "
+            return Dlk_fail(err, DLK_EINVAL, "tensor '%s' is %s %s in '%s' "
                             "but %s %s in '%s' (source %zu): mixed sources "
                             "need the same dtype and shape", a->name,
                             dlk_dtype_name(a->dtype), sa, first->ds->url,
@@ -502,7 +502,7 @@ static dlk_status same_schema(const dlk_loader *first, const dlk_loader *s,
         }
         size_t at;
         if (a->kind == DLK_KIND_CLASS_LABEL && !same_classes(a, b, &at))
-            return dlk_fail(err, DLK_EINVAL, "tensor '%s': class %zu is "
+            return Dlk_fail(err, DLK_EINVAL, "tensor '%s': class %zu is "
                             "'%s' in '%s' but '%s' in '%s' (source %zu): "
                             "mixed labels would mean different classes",
                             a->name, at, a->class_names[at], first->ds->url,
@@ -515,24 +515,24 @@ static dlk_status check_weights(const double *w, size_t n, double *sum,
                                 dlk_error *err)
 {
     if (n < 1 || n > MIX_MAX_SOURCES)
-        return dlk_fail(err, DLK_EINVAL, "a mix of %zu sources (1 to %d)",
+        return Dlk_fail(err, DLK_EINVAL, "a mix of %zu sources (1 to %d)",
                         n, MIX_MAX_SOURCES);
     *sum = 0;
     for (size_t i = 0; i < n; i++) {
         if (!isfinite(w[i]) || w[i] < 0)
-            return dlk_fail(err, DLK_EINVAL, "weight %g of source %zu is "
+            return Dlk_fail(err, DLK_EINVAL, "weight %g of source %zu is "
                             "not a finite number >= 0", w[i], i);
         *sum += w[i];
     }
     if (!(*sum > 0))
-        return dlk_fail(err, DLK_EINVAL, "every weight is 0");
+        return Dlk_fail(err, DLK_EINVAL, "every weight is 0");
     return DLK_OK;
 }
 
 /* The mix's own arrays and batch, its tensors as the first source's. */
 static dlk_status mix_arrays(dlk_loader *l, dlk_error *err)
 {
-    struct dlk_mix *m = l->mix;
+    struct Dlk_mix *m = l->mix;
     const dlk_loader *first = m->src[0];
     uint32_t b = l->o.batch_size;
     size_t nt = first->nt;
@@ -548,10 +548,10 @@ static dlk_status mix_arrays(dlk_loader *l, dlk_error *err)
     m->taken = calloc(m->n, sizeof *m->taken);
     if (!l->t || !l->bt_out || !l->gather || !l->bidx || !l->bpad ||
         !m->bsrc || !m->where || !m->count || !m->taken)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     l->nt = nt;
     for (size_t t = 0; t < l->nt; t++) {
-        dlk_loader_tensor *lt = &l->t[t];
+        Dlk_loader_tensor *lt = &l->t[t];
         lt->tensor = first->t[t].tensor;
         lt->index = first->t[t].index;
         /* an augmented tensor has the fixed shape of its output */
@@ -564,7 +564,7 @@ static dlk_status mix_arrays(dlk_loader *l, dlk_error *err)
             lt->offsets = calloc((size_t)b + 1, sizeof *lt->offsets);
             lt->shapes = calloc((size_t)b * nd, sizeof *lt->shapes);
             if (!lt->offsets || !lt->shapes)
-                return dlk_oom(err);
+                return Dlk_oom(err);
             lt->out.offsets = lt->offsets;
             lt->out.shapes = lt->shapes;
         }
@@ -581,7 +581,7 @@ static dlk_status mix_arrays(dlk_loader *l, dlk_error *err)
     if (l->aug_t >= 0 &&
         (!(l->aug_shapes = calloc((size_t)b * 4, sizeof *l->aug_shapes)) ||
          !(l->aug_rows = malloc(b * sizeof *l->aug_rows))))
-        return dlk_oom(err);
+        return Dlk_oom(err);
     return DLK_OK;
 }
 
@@ -613,7 +613,7 @@ static dlk_loader_opts source_opts(const dlk_loader *l, dlk_dataset *ds,
      * a remote store a source keeps its own default, threads that wait
      * on requests in flight. */
     uint32_t total = l->o.io_threads;
-    if (!total && !dlk_store_is_remote(ds->store)) {
+    if (!total && !Dlk_store_is_remote(ds->store)) {
         int n = dlk_cpu_count() / (int)l->o.local_world_size;
         n = n < 1 ? 1 : n > 32 ? 32 : n;
         if (l->dev->ops->on_device && n >= 4)
@@ -635,7 +635,7 @@ static dlk_loader_opts source_opts(const dlk_loader *l, dlk_dataset *ds,
  * epochs not known (0): the sources run on. */
 static void bound_sources(dlk_loader *l)
 {
-    struct dlk_mix *m = l->mix;
+    struct Dlk_mix *m = l->mix;
     double steps = (double)segment_batches(l) * (double)l->o.epochs;
     for (size_t i = 0; i < m->n; i++) {
         dlk_loader *s = m->src[i];
@@ -655,26 +655,26 @@ static dlk_status mix_open(dlk_dataset *const *ds, const double *weights,
                            const char *const *views, size_t n,
                            dlk_loader *l, dlk_error *err)
 {
-    struct dlk_mix *m = l->mix;
+    struct Dlk_mix *m = l->mix;
     double sum = 0;
     dlk_status rc = check_weights(weights, n, &sum, err);
     if (rc)
         return rc;
     if (l->o.rows)
-        return dlk_fail(err, DLK_EINVAL, "a mixing loader takes each "
+        return Dlk_fail(err, DLK_EINVAL, "a mixing loader takes each "
                         "source's rows by its view, not opts.rows");
     if (l->o.start)
-        return dlk_fail(err, DLK_EINVAL, "a mixing loader continues from "
+        return Dlk_fail(err, DLK_EINVAL, "a mixing loader continues from "
                         "its whole state (dlk_loader_load), not opts.start");
     if (!(m->src = calloc(n, sizeof *m->src)) ||
         !(m->w = malloc(n * sizeof *m->w)))
-        return dlk_oom(err);
+        return Dlk_oom(err);
     for (size_t i = 0; i < n; i++)
         m->w[i] = weights[i] / sum;
     m->n = n;
-    dlk_dev_opts dopts = {l->o.cuda_trace, 0, true,
+    Dlk_dev_opts dopts = {l->o.cuda_trace, 0, true,
                           !l->o.no_verify && l->o.on_bad != DLK_ON_BAD_SKIP};
-    if ((rc = dlk_dev_open(l->o.device, &dopts, &l->dev, err)))
+    if ((rc = Dlk_dev_open(l->o.device, &dopts, &l->dev, err)))
         return rc;
     /* the tensors: those asked for, or the first source's */
     const char *const *names = l->o.tensors;
@@ -684,7 +684,7 @@ static dlk_status mix_open(dlk_dataset *const *ds, const double *weights,
         nnames = dlk_dataset_ntensors(ds[0]);
         own = calloc(nnames ? nnames : 1, sizeof *own);
         if (!own)
-            return dlk_oom(err);
+            return Dlk_oom(err);
         for (size_t t = 0; t < nnames; t++)
             own[t] = ds[0]->m.tensors[t].spec.name;
         names = own;
@@ -693,10 +693,10 @@ static dlk_status mix_open(dlk_dataset *const *ds, const double *weights,
     for (size_t i = 0; !rc && i < n; i++) {
         dlk_loader_opts so = source_opts(l, ds[i], names, nnames,
                                          views ? views[i] : NULL, i);
-        rc = dlk_loader_open_source(ds[i], &so, l->dev, l->o.batch_size,
+        rc = Dlk_loader_open_source(ds[i], &so, l->dev, l->o.batch_size,
                                     &m->src[i], err);
         if (rc) {
-            dlk_fail_wrap(err, "source %zu ('%s')", i, ds[i]->url);
+            Dlk_fail_wrap(err, "source %zu ('%s')", i, ds[i]->url);
             break;
         }
         dlk_loader *s = m->src[i];
@@ -716,14 +716,14 @@ static dlk_status mix_open(dlk_dataset *const *ds, const double *weights,
         l->dev->ops->host_ahead(l->dev, ahead);
     m->epoch_size = l->o.epoch_size ? l->o.epoch_size : rows;
     if (!m->epoch_size)
-        return dlk_fail(err, DLK_EINVAL, "the mix's sources have no rows");
+        return Dlk_fail(err, DLK_EINVAL, "the mix's sources have no rows");
     if ((rc = mix_arrays(l, err)))
         return rc;
     l->st.seed = l->o.seed;
     l->st.nseg = 1;
     l->st.seg[0].world = l->o.world_size;
     l->st.seg[0].batch = l->o.batch_size;
-    l->epoch_t0 = dlk_now_s();
+    l->epoch_t0 = Dlk_now_s();
     l->first_batch_pending = true;
     bound_sources(l);
     return l->dev->ops->ready(l->dev, err);
@@ -738,10 +738,10 @@ dlk_status dlk_loader_open_mix(dlk_dataset *const *ds, const double *weights,
     dlk_loader *l = calloc(1, sizeof *l);
     if (!l || !(l->mix = calloc(1, sizeof *l->mix))) {
         free(l);
-        return dlk_oom(err);
+        return Dlk_oom(err);
     }
     l->aug_t = -1; /* none until the sources say */
-    dlk_loader_init_sync(l);
+    Dlk_loader_init_sync(l);
     dlk_status rc = abi_copy_in(&l->o, sizeof l->o, opts, "dlk_loader_opts",
                                 err);
     if (!rc) {
@@ -754,13 +754,13 @@ dlk_status dlk_loader_open_mix(dlk_dataset *const *ds, const double *weights,
         if (!l->o.local_world_size)
             l->o.local_world_size = 1;
         if (l->o.rank >= l->o.world_size)
-            rc = dlk_fail(err, DLK_EINVAL, "rank %u is not below world "
+            rc = Dlk_fail(err, DLK_EINVAL, "rank %u is not below world "
                           "size %u", l->o.rank, l->o.world_size);
         else if (l->o.batch_size > (1u << 24))
-            rc = dlk_fail(err, DLK_EINVAL, "batch size %u out of range",
+            rc = Dlk_fail(err, DLK_EINVAL, "batch size %u out of range",
                           l->o.batch_size);
         else if (!ds || !weights)
-            rc = dlk_fail(err, DLK_EINVAL, "no sources to mix");
+            rc = Dlk_fail(err, DLK_EINVAL, "no sources to mix");
     }
     if (!rc)
         rc = mix_open(ds, weights, views, n, l, err);

@@ -12,7 +12,7 @@
  * dropped, so all ranks have the same number of batches.
  *
  * Nothing is kept per position: a window's shuffle is a keyed bijection
- * on its positions (dlk_order_permute), the concatenation is the blocks'
+ * on its positions (Dlk_order_permute), the concatenation is the blocks'
  * starts, so a position's sample is a search and a few mixes away, and
  * a rank's plan is the size of its blocks and windows, whatever the rows
  * (an array of every position costs 9 bytes a row of each rank's share,
@@ -96,7 +96,7 @@ static dlk_status stratify(uint64_t *v, uint64_t n, uint64_t w, rng *r,
     if (!tmp || !spread) {
         free(tmp);
         free(spread);
-        return dlk_fail(err, DLK_ENOMEM, "out of memory planning %llu "
+        return Dlk_fail(err, DLK_ENOMEM, "out of memory planning %llu "
                         "blocks", (unsigned long long)n);
     }
     /* the strata in bit-reversed order of the next power of two */
@@ -137,7 +137,7 @@ static dlk_status stratify(uint64_t *v, uint64_t n, uint64_t w, rng *r,
     return DLK_OK;
 }
 
-uint64_t dlk_order_permute(uint64_t x, uint64_t m, uint64_t key)
+uint64_t Dlk_order_permute(uint64_t x, uint64_t m, uint64_t key)
 {
     if (m <= 1)
         return 0;
@@ -150,7 +150,7 @@ uint64_t dlk_order_permute(uint64_t x, uint64_t m, uint64_t key)
     do {
         uint64_t hi = x >> h, lo = x & mask;
         for (uint64_t r = 0; r < 4; r++) {
-            uint64_t f = dlk_mix64(key ^ dlk_mix64(lo + (r << 58))) & mask;
+            uint64_t f = Dlk_mix64(key ^ Dlk_mix64(lo + (r << 58))) & mask;
             uint64_t t = hi ^ f;
             hi = lo;
             lo = t;
@@ -188,8 +188,8 @@ typedef struct rest_level {
     size_t *skip_at;        /* world + 1 */
 } rest_level;
 
-struct dlk_order_rest {
-    dlk_order *ranks;       /* segment 0's plan of each of its ranks
+struct Dlk_order_rest {
+    Dlk_order *ranks;       /* segment 0's plan of each of its ranks
                                (their windows owned, the blocks the
                                final plan's) */
     uint32_t nranks;
@@ -198,10 +198,10 @@ struct dlk_order_rest {
     uint32_t nlev;
 };
 
-static uint64_t base_at(const dlk_order *o, uint64_t g);
+static uint64_t base_at(const Dlk_order *o, uint64_t g);
 
 /* Position g of the last level's numbering: its sample. */
-static uint64_t rest_at(const struct dlk_order_rest *h, uint64_t g)
+static uint64_t rest_at(const struct Dlk_order_rest *h, uint64_t g)
 {
     for (uint32_t lv = h->nlev; lv-- > 0;) {
         const rest_level *v = &h->lev[lv];
@@ -212,7 +212,7 @@ static uint64_t rest_at(const struct dlk_order_rest *h, uint64_t g)
             pos++;
         if (!lv) {
             uint64_t sample;
-            dlk_order_at(&h->ranks[r], pos, 1, &sample, NULL);
+            Dlk_order_at(&h->ranks[r], pos, 1, &sample, NULL);
             return sample;
         }
         g = pos;
@@ -220,7 +220,7 @@ static uint64_t rest_at(const struct dlk_order_rest *h, uint64_t g)
     return 0; /* not reached: there is a level */
 }
 
-static void rest_free(struct dlk_order_rest *h)
+static void rest_free(struct Dlk_order_rest *h)
 {
     if (!h)
         return;
@@ -239,7 +239,7 @@ static void rest_free(struct dlk_order_rest *h)
 }
 
 /* Position g of the base (g < base_n): its sample. */
-static uint64_t base_at(const dlk_order *o, uint64_t g)
+static uint64_t base_at(const Dlk_order *o, uint64_t g)
 {
     if (o->rest)
         return rest_at(o->rest, g);
@@ -249,16 +249,16 @@ static uint64_t base_at(const dlk_order *o, uint64_t g)
 }
 
 /* Share position i (< span): its place in the base before the wrap. */
-static uint64_t share_at(const dlk_order *o, uint64_t i)
+static uint64_t share_at(const Dlk_order *o, uint64_t i)
 {
     if (!o->shuffled)
         return o->start + i;
     size_t lo = last_at_or_before(o->win, o->nwin, i); /* i's window */
     uint64_t a = o->win[lo], m = o->win[lo + 1] - a;
-    return o->start + a + dlk_order_permute(i - a, m, o->wkey[lo]);
+    return o->start + a + Dlk_order_permute(i - a, m, o->wkey[lo]);
 }
 
-void dlk_order_at(const dlk_order *o, uint64_t pos, uint64_t count,
+void Dlk_order_at(const Dlk_order *o, uint64_t pos, uint64_t count,
                   uint64_t *sample, uint8_t *pad)
 {
     for (uint64_t k = 0; k < count; k++) {
@@ -274,12 +274,12 @@ void dlk_order_at(const dlk_order *o, uint64_t pos, uint64_t count,
     }
 }
 
-size_t dlk_order_nwindows(const dlk_order *o)
+size_t Dlk_order_nwindows(const Dlk_order *o)
 {
     return o->nwin;
 }
 
-bool dlk_order_window(const dlk_order *o, size_t k, uint64_t *a, uint64_t *b,
+bool Dlk_order_window(const Dlk_order *o, size_t k, uint64_t *a, uint64_t *b,
                       bool *shuffled)
 {
     uint64_t e = o->win[k + 1];
@@ -289,7 +289,7 @@ bool dlk_order_window(const dlk_order *o, size_t k, uint64_t *a, uint64_t *b,
     return !o->rest && e <= o->n;
 }
 
-void dlk_order_runs(const dlk_order *o, size_t k, dlk_order_run_fn fn,
+void Dlk_order_runs(const Dlk_order *o, size_t k, Dlk_order_run_fn fn,
                     void *ud)
 {
     uint64_t a = o->win[k], len = o->win[k + 1] - a;
@@ -331,9 +331,9 @@ void dlk_order_runs(const dlk_order *o, size_t k, dlk_order_run_fn fn,
 /* Level lv's numbering [g0, g1), at this plan's positions from p0 on:
  * through each rank it spans and between the padding it skips, down to
  * segment 0's streams, whose windows are handed to fn. */
-static void pieces_of(const struct dlk_order_rest *h, uint32_t lv,
+static void pieces_of(const struct Dlk_order_rest *h, uint32_t lv,
                       uint64_t g0, uint64_t g1, uint64_t p0,
-                      dlk_order_piece_fn fn, void *ud)
+                      Dlk_order_piece_fn fn, void *ud)
 {
     const rest_level *v = &h->lev[lv];
     while (g0 < g1) {
@@ -355,7 +355,7 @@ static void pieces_of(const struct dlk_order_rest *h, uint32_t lv,
                 if (lv) {
                     pieces_of(h, lv - 1, pos, pos + len, p0, fn, ud);
                 } else { /* segment 0's stream of rank r */
-                    const dlk_order *o = &h->ranks[r];
+                    const Dlk_order *o = &h->ranks[r];
                     uint64_t q = pos, qe = pos + len;
                     while (q < qe) {
                         size_t k = last_at_or_before(o->win, o->nwin, q);
@@ -388,12 +388,12 @@ static void pieces_of(const struct dlk_order_rest *h, uint32_t lv,
     }
 }
 
-bool dlk_order_resumed(const dlk_order *o)
+bool Dlk_order_resumed(const Dlk_order *o)
 {
     return o->rest != NULL;
 }
 
-uint64_t dlk_order_pieces(const dlk_order *o, dlk_order_piece_fn fn,
+uint64_t Dlk_order_pieces(const Dlk_order *o, Dlk_order_piece_fn fn,
                           void *ud)
 {
     uint64_t end = o->span;
@@ -408,7 +408,7 @@ uint64_t dlk_order_pieces(const dlk_order *o, dlk_order_piece_fn fn,
     return end;
 }
 
-void dlk_order_free(dlk_order *o)
+void Dlk_order_free(Dlk_order *o)
 {
     rest_free(o->rest);
     free(o->at);
@@ -440,7 +440,7 @@ static size_t bounds_after(const uint64_t *bounds, size_t n, uint64_t x)
  * shuffled: its span, batches and windows. */
 /* The arithmetic part of rank_share: span, start, batches, n and
  * whether the share is shuffled, its windows not made (win NULL). */
-static void rank_span(dlk_order *o, bool bounds, const dlk_order_params *p,
+static void rank_span(Dlk_order *o, bool bounds, const Dlk_order_params *p,
                       uint32_t world, uint32_t batch, uint32_t r)
 {
     uint64_t n = o->base_n;
@@ -458,8 +458,8 @@ static void rank_span(dlk_order *o, bool bounds, const dlk_order_params *p,
     o->nwin = 0;
 }
 
-static dlk_status rank_share(dlk_order *o, const uint64_t *bounds,
-                             size_t nbounds, const dlk_order_params *p,
+static dlk_status rank_share(Dlk_order *o, const uint64_t *bounds,
+                             size_t nbounds, const Dlk_order_params *p,
                              uint64_t epoch, uint32_t world, uint32_t batch,
                              uint32_t r, dlk_error *err)
 {
@@ -477,7 +477,7 @@ static dlk_status rank_share(dlk_order *o, const uint64_t *bounds,
     o->win = malloc(cap * sizeof *o->win);
     o->wkey = malloc(cap * sizeof *o->wkey);
     if (!o->win || !o->wkey)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory planning %zu "
+        return Dlk_fail(err, DLK_ENOMEM, "out of memory planning %zu "
                         "windows", cap);
     o->win[0] = 0;
     o->nwin = 0;
@@ -504,7 +504,7 @@ static dlk_status rank_share(dlk_order *o, const uint64_t *bounds,
                p->chunk_blocks;
     if (size > p->window_blocks)
         size = p->window_blocks;
-    uint64_t seed = dlk_mix64(p->seed ^ dlk_mix64(epoch * 0x100000001b3ull +
+    uint64_t seed = Dlk_mix64(p->seed ^ Dlk_mix64(epoch * 0x100000001b3ull +
                                                   ((uint64_t)world << 32) + r));
     size_t bi = bounds_after(bounds, nbounds, start);
     /* from block start to block start, not position by position */
@@ -537,17 +537,17 @@ static dlk_status rank_share(dlk_order *o, const uint64_t *bounds,
  * b's rest; b's base becomes it.  bnd: segment 0's block starts (its
  * ranks' plans are kept, the rest's positions being theirs); NULL for a
  * later segment. */
-static dlk_status rest_level_add(dlk_order *b, const uint64_t *bnd,
-                                 size_t nbnd, const dlk_order_params *p,
+static dlk_status rest_level_add(Dlk_order *b, const uint64_t *bnd,
+                                 size_t nbnd, const Dlk_order_params *p,
                                  uint64_t epoch, uint32_t world,
                                  uint32_t batch, uint64_t steps,
                                  dlk_error *err)
 {
     if (!b->rest && !(b->rest = calloc(1, sizeof *b->rest)))
-        return dlk_fail(err, DLK_ENOMEM, "out of memory planning a resume");
-    struct dlk_order_rest *h = b->rest;
+        return Dlk_fail(err, DLK_ENOMEM, "out of memory planning a resume");
+    struct Dlk_order_rest *h = b->rest;
     if (!bnd && !h->nlev)
-        return dlk_fail(err, DLK_EINVAL, "a later segment without an "
+        return Dlk_fail(err, DLK_EINVAL, "a later segment without an "
                         "earlier one"); /* not reached */
     rest_level *v = &h->lev[h->nlev];
     v->world = world;
@@ -561,13 +561,13 @@ static dlk_status rest_level_add(dlk_order *b, const uint64_t *bnd,
     }
     h->nlev++; /* freed with the rest whatever happens next */
     if (!v->lo || !v->cum || !v->skip_at || (bnd && !h->ranks))
-        return dlk_fail(err, DLK_ENOMEM, "out of memory planning a resume "
+        return Dlk_fail(err, DLK_ENOMEM, "out of memory planning a resume "
                         "of %u ranks", world);
     v->cum[0] = 0;
     v->skip_at[0] = 0;
     dlk_status rc = DLK_OK;
     for (uint32_t r = 0; !rc && r < world; r++) {
-        dlk_order one = *b;
+        Dlk_order one = *b;
         rank_span(&one, bnd != NULL, p, world, batch, r);
         /* the windows only where the count needs them: a shuffled share
          * that reaches past the base has padding among its positions;
@@ -601,7 +601,7 @@ static dlk_status rest_level_add(dlk_order *b, const uint64_t *bnd,
                 if (share_at(&one, i) < one.base_n)
                     continue;
                 if (!DLK_GROW(v->skip, nskip, skip_cap, 16)) {
-                    rc = dlk_fail(err, DLK_ENOMEM, "out of memory "
+                    rc = Dlk_fail(err, DLK_ENOMEM, "out of memory "
                                   "planning a resume");
                     break;
                 }
@@ -637,7 +637,7 @@ static bool ivals_add(ivals *s, uint64_t a, uint64_t b)
     if (a >= b)
         return true;
     /* an element is a pair of values */
-    uint64_t *nv = dlk_grow(s->v, &s->cap, s->n, 2 * sizeof *s->v, 16);
+    uint64_t *nv = Dlk_grow(s->v, &s->cap, s->n, 2 * sizeof *s->v, 16);
     if (!nv)
         return false;
     s->v = nv;
@@ -649,16 +649,16 @@ static bool ivals_add(ivals *s, uint64_t a, uint64_t b)
 
 /* Plan segment 0's ranks that o (the last segment's plan of one rank,
  * its share set) reads from: its share's positions of the last base
- * (dlk_order_at reads them modulo the base), followed down the levels
+ * (Dlk_order_at reads them modulo the base), followed down the levels
  * through the ranks whose stretch they overlap.  The others are never
  * read (rest_at and pieces_of go down the same way), so that a resume
  * costs the blocks of the ranks it reads from, not of every rank of
  * segment 0.  bnd: segment 0's block starts. */
-static dlk_status rest_plan_ranks(dlk_order *o, const uint64_t *bnd,
-                                  size_t nbnd, const dlk_order_params *p,
+static dlk_status rest_plan_ranks(Dlk_order *o, const uint64_t *bnd,
+                                  size_t nbnd, const Dlk_order_params *p,
                                   uint64_t epoch, dlk_error *err)
 {
-    struct dlk_order_rest *h = o->rest;
+    struct Dlk_order_rest *h = o->rest;
     ivals cur = {0}, next = {0};
     uint64_t n = o->base_n, span = o->span;
     bool ok = true;
@@ -694,10 +694,10 @@ static dlk_status rest_plan_ranks(dlk_order *o, const uint64_t *bnd,
         next = t;
     }
     dlk_status rc = ok ? DLK_OK
-                       : dlk_fail(err, DLK_ENOMEM, "out of memory planning "
+                       : Dlk_fail(err, DLK_ENOMEM, "out of memory planning "
                                   "a resume");
     for (uint32_t r = 0; !rc && r < h->nranks; r++) {
-        dlk_order *x = &h->ranks[r];
+        Dlk_order *x = &h->ranks[r];
         if (!need[r] || x->win)
             continue;
         rc = rank_share(x, bnd, nbnd, p, epoch, h->lev[0].world, x->batch,
@@ -710,31 +710,31 @@ static dlk_status rest_plan_ranks(dlk_order *o, const uint64_t *bnd,
     return rc;
 }
 
-uint32_t dlk_order_rest_planned(const dlk_order *o)
+uint32_t Dlk_order_rest_planned(const Dlk_order *o)
 {
     return o->rest ? o->rest->nbuilt : 0;
 }
 
-dlk_status dlk_order_build(const uint64_t *first, const uint32_t *count,
-                           size_t nblocks, const dlk_order_params *p,
+dlk_status Dlk_order_build(const uint64_t *first, const uint32_t *count,
+                           size_t nblocks, const Dlk_order_params *p,
                            const dlk_loader_state *st, uint32_t rank,
-                           dlk_order *out, dlk_error *err)
+                           Dlk_order *out, dlk_error *err)
 {
     memset(out, 0, sizeof *out);
     if (st->nseg < 1 || st->nseg > DLK_LOADER_MAX_SEGMENTS)
-        return dlk_fail(err, DLK_EINVAL, "bad loader state: %u segments",
+        return Dlk_fail(err, DLK_EINVAL, "bad loader state: %u segments",
                         st->nseg);
     for (uint32_t k = 0; k < st->nseg; k++)
         if (!st->seg[k].world || !st->seg[k].batch)
-            return dlk_fail(err, DLK_EINVAL, "bad loader state: segment %u "
+            return Dlk_fail(err, DLK_EINVAL, "bad loader state: segment %u "
                             "has no world or batch size", k);
     if (rank >= st->seg[st->nseg - 1].world)
-        return dlk_fail(err, DLK_EINVAL, "rank %u of a world of %u", rank,
+        return Dlk_fail(err, DLK_EINVAL, "rank %u of a world of %u", rank,
                         st->seg[st->nseg - 1].world);
     /* segment 0's base: blocks permuted, samples concatenated; each
      * block's start is kept, not its samples */
     uint64_t *order = malloc((nblocks ? nblocks : 1) * sizeof *order);
-    dlk_order b = {0};
+    Dlk_order b = {0};
     b.at = malloc((nblocks + 1) * sizeof *b.at);
     b.blk = malloc((nblocks ? nblocks : 1) * sizeof *b.blk);
     b.rlo = p->rows ? malloc((nblocks ? nblocks : 1) * sizeof *b.rlo) : NULL;
@@ -742,17 +742,17 @@ dlk_status dlk_order_build(const uint64_t *first, const uint32_t *count,
     b.rows = p->rows;
     dlk_status rc = DLK_OK;
     if (!order || !b.at || !b.blk || (p->rows && !b.rlo))
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory planning %llu "
+        rc = Dlk_fail(err, DLK_ENOMEM, "out of memory planning %llu "
                       "blocks", (unsigned long long)nblocks);
     for (size_t i = 0; !rc && i < nblocks; i++)
         order[i] = i;
     if (!rc && p->shuffle) {
-        rng g = {dlk_mix64(p->seed) ^ dlk_mix64(st->epoch + 1)};
+        rng g = {Dlk_mix64(p->seed) ^ Dlk_mix64(st->epoch + 1)};
         rc = stratify(order, nblocks, p->window_blocks, &g, err);
     }
     if (rc) {
         free(order);
-        dlk_order_free(&b);
+        Dlk_order_free(&b);
         return rc;
     }
     uint64_t pos = 0;
@@ -805,6 +805,6 @@ dlk_status dlk_order_build(const uint64_t *first, const uint32_t *count,
         bnd = NULL; /* later segments keep the order they were given */
         nbnd = 0;
     }
-    dlk_order_free(&b);
+    Dlk_order_free(&b);
     return rc;
 }

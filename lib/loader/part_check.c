@@ -22,8 +22,8 @@
 #include <sys/prctl.h>
 #include <time.h>
 
-cudaError_t dlk_cuda_verify_init(const void *keys);
-cudaError_t dlk_cuda_verify(const void *base, const void *parts, unsigned n,
+cudaError_t Dlk_cuda_verify_init(const void *keys);
+cudaError_t Dlk_cuda_verify(const void *base, const void *parts, unsigned n,
                             uint64_t tag, void *bad, unsigned int *flag,
                             cudaStream_t st);
 
@@ -37,30 +37,30 @@ cudaError_t dlk_cuda_verify(const void *base, const void *parts, unsigned n,
 /* How long the thread sleeps between looks at a copy's event. */
 #define POLL_NS 5000
 
-struct dlk_check_job {
+struct Dlk_check_job {
     cudaEvent_t copied;   /* the caller's */
     cudaEvent_t checked;  /* recorded after the kernel */
     const void *dev;
-    dlk_vpart *parts;
+    Dlk_vpart *parts;
     uint32_t n;
     uint64_t tag;
     int state;            /* 0 queued, 1 launched, -1 failed to launch */
     cudaError_t err;
-    dlk_check_job *next;
+    Dlk_check_job *next;
 };
 
-struct dlk_part_checker {
+struct Dlk_part_checker {
     int device;
-    dlk_check_timed timed;
+    Dlk_check_timed timed;
     void *ud;
     cudaStream_t st[CHECK_STREAMS];
     unsigned next_st;
-    dlk_vbad *bad_dev;                  /* the first mismatch */
+    Dlk_vbad *bad_dev;                  /* the first mismatch */
     unsigned int *flag, *flag_dev;      /* raised by the kernel with it */
     pthread_mutex_t mu;
     pthread_cond_t work;                /* a job queued, or stopping */
     pthread_cond_t launched;            /* a job left the queue */
-    dlk_check_job *head, *tail;
+    Dlk_check_job *head, *tail;
     bool stopping;
     pthread_t thread;
     bool have_thread;
@@ -68,7 +68,7 @@ struct dlk_part_checker {
 
 /* Job j's copy over (the host polls its event), then its kernel and the
  * event after it. */
-static cudaError_t launch(dlk_part_checker *ck, dlk_check_job *j)
+static cudaError_t launch(Dlk_part_checker *ck, Dlk_check_job *j)
 {
     cudaError_t e;
     const struct timespec nap = {0, POLL_NS};
@@ -89,7 +89,7 @@ static cudaError_t launch(dlk_part_checker *ck, dlk_check_job *j)
             cudaEventDestroy(b);
         a = b = NULL;
     }
-    e = dlk_cuda_verify(j->dev, j->parts, j->n, j->tag, ck->bad_dev,
+    e = Dlk_cuda_verify(j->dev, j->parts, j->n, j->tag, ck->bad_dev,
                         ck->flag_dev, st);
     if (e == cudaSuccess && a && cudaEventRecord(b, st) == cudaSuccess) {
         ck->timed(ck->ud, a, b);
@@ -104,7 +104,7 @@ static cudaError_t launch(dlk_part_checker *ck, dlk_check_job *j)
 
 static void *checker(void *arg)
 {
-    dlk_part_checker *ck = arg;
+    Dlk_part_checker *ck = arg;
     cudaSetDevice(ck->device);
     /* the default slack (50 us) would round every nap up to it */
     prctl(PR_SET_TIMERSLACK, 1000UL);
@@ -112,7 +112,7 @@ static void *checker(void *arg)
     for (;;) {
         while (!ck->head && !ck->stopping)
             pthread_cond_wait(&ck->work, &ck->mu);
-        dlk_check_job *j = ck->head;
+        Dlk_check_job *j = ck->head;
         if (!j)
             break; /* stopping, and every queued check launched */
         pthread_mutex_unlock(&ck->mu);
@@ -129,11 +129,11 @@ static void *checker(void *arg)
     return NULL;
 }
 
-cudaError_t dlk_part_checker_new(int device, dlk_check_timed timed, void *ud,
-                                 dlk_part_checker **out)
+cudaError_t Dlk_part_checker_new(int device, Dlk_check_timed timed, void *ud,
+                                 Dlk_part_checker **out)
 {
     *out = NULL;
-    dlk_part_checker *ck = calloc(1, sizeof *ck);
+    Dlk_part_checker *ck = calloc(1, sizeof *ck);
     if (!ck)
         return cudaErrorMemoryAllocation;
     ck->device = device;
@@ -142,9 +142,9 @@ cudaError_t dlk_part_checker_new(int device, dlk_check_timed timed, void *ud,
     pthread_mutex_init(&ck->mu, NULL);
     pthread_cond_init(&ck->work, NULL);
     pthread_cond_init(&ck->launched, NULL);
-    dlk_xxh3_keys k;
-    dlk_xxh3_keys_init(&k);
-    cudaError_t e = dlk_cuda_verify_init(&k);
+    Dlk_xxh3_keys k;
+    Dlk_xxh3_keys_init(&k);
+    cudaError_t e = Dlk_cuda_verify_init(&k);
     for (int i = 0; i < CHECK_STREAMS && e == cudaSuccess; i++)
         e = cudaStreamCreateWithFlags(&ck->st[i], cudaStreamNonBlocking);
     if (e == cudaSuccess)
@@ -166,20 +166,20 @@ cudaError_t dlk_part_checker_new(int device, dlk_check_timed timed, void *ud,
     }
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        dlk_part_checker_free(ck);
+        Dlk_part_checker_free(ck);
         return e;
     }
     *out = ck;
     return cudaSuccess;
 }
 
-cudaError_t dlk_part_check_submit(dlk_part_checker *ck, cudaEvent_t copied,
-                                  const void *dev, const dlk_vpart *parts,
+cudaError_t Dlk_part_check_submit(Dlk_part_checker *ck, cudaEvent_t copied,
+                                  const void *dev, const Dlk_vpart *parts,
                                   uint32_t n, uint64_t tag,
-                                  dlk_check_job **job)
+                                  Dlk_check_job **job)
 {
     *job = NULL;
-    dlk_check_job *j = calloc(1, sizeof *j);
+    Dlk_check_job *j = calloc(1, sizeof *j);
     if (!j || !(j->parts = malloc((n ? n : 1) * sizeof *parts))) {
         free(j);
         return cudaErrorMemoryAllocation;
@@ -210,7 +210,7 @@ cudaError_t dlk_part_check_submit(dlk_part_checker *ck, cudaEvent_t copied,
 }
 
 /* The job off the queue: its kernel launched, or its launch failed. */
-static cudaError_t wait_launched(dlk_part_checker *ck, dlk_check_job *j)
+static cudaError_t wait_launched(Dlk_part_checker *ck, Dlk_check_job *j)
 {
     pthread_mutex_lock(&ck->mu);
     while (j->state == 0)
@@ -220,8 +220,8 @@ static cudaError_t wait_launched(dlk_part_checker *ck, dlk_check_job *j)
     return e;
 }
 
-cudaError_t dlk_part_check_wait(dlk_part_checker *ck, dlk_check_job *job,
-                                bool *mismatch, dlk_vbad *bad)
+cudaError_t Dlk_part_check_wait(Dlk_part_checker *ck, Dlk_check_job *job,
+                                bool *mismatch, Dlk_vbad *bad)
 {
     *mismatch = false;
     cudaError_t e = wait_launched(ck, job);
@@ -233,7 +233,7 @@ cudaError_t dlk_part_check_wait(dlk_part_checker *ck, dlk_check_job *job,
     return cudaMemcpy(bad, ck->bad_dev, sizeof *bad, cudaMemcpyDeviceToHost);
 }
 
-void dlk_part_check_forget(dlk_part_checker *ck, dlk_check_job *job)
+void Dlk_part_check_forget(Dlk_part_checker *ck, Dlk_check_job *job)
 {
     if (!job)
         return;
@@ -244,7 +244,7 @@ void dlk_part_check_forget(dlk_part_checker *ck, dlk_check_job *job)
     free(job);
 }
 
-void dlk_part_checker_free(dlk_part_checker *ck)
+void Dlk_part_checker_free(Dlk_part_checker *ck)
 {
     if (!ck)
         return;

@@ -9,34 +9,34 @@
 
 #include <cuda_runtime_api.h>
 
-typedef struct dlk_part_checker dlk_part_checker;
-typedef struct dlk_check_job dlk_check_job;
+typedef struct Dlk_part_checker Dlk_part_checker;
+typedef struct Dlk_check_job Dlk_check_job;
 
 /* The kernel's time on the device, from event a to event b, which the
  * callee owns from then on (DLK_CUDA_TRACE's `check` lines). */
-typedef void (*dlk_check_timed)(void *ud, cudaEvent_t a, cudaEvent_t b);
+typedef void (*Dlk_check_timed)(void *ud, cudaEvent_t a, cudaEvent_t b);
 
 /* The checker of CUDA device `device` (the caller's current one): its
  * kernel's keys, streams, mismatch record and thread; timed (NULL: none)
  * gets each check's events.  NULL *out and the error when any of them
  * cannot be made. */
-cudaError_t dlk_part_checker_new(int device, dlk_check_timed timed, void *ud,
-                                 dlk_part_checker **out);
+cudaError_t Dlk_part_checker_new(int device, Dlk_check_timed timed, void *ud,
+                                 Dlk_part_checker **out);
 /* The check of n parts of the device bytes at dev, once the copy that
  * records `copied` is over (the caller keeps that event until the job is
  * forgotten); tag comes back with a part that does not match. */
-cudaError_t dlk_part_check_submit(dlk_part_checker *ck, cudaEvent_t copied,
-                                  const void *dev, const dlk_vpart *parts,
+cudaError_t Dlk_part_check_submit(Dlk_part_checker *ck, cudaEvent_t copied,
+                                  const void *dev, const Dlk_vpart *parts,
                                   uint32_t n, uint64_t tag,
-                                  dlk_check_job **job);
+                                  Dlk_check_job **job);
 /* Waits for the job's check.  *mismatch: a part of it, or of any check on
  * this device before it, did not match; *bad then says which (the first
  * found). */
-cudaError_t dlk_part_check_wait(dlk_part_checker *ck, dlk_check_job *job,
-                                bool *mismatch, dlk_vbad *bad);
+cudaError_t Dlk_part_check_wait(Dlk_part_checker *ck, Dlk_check_job *job,
+                                bool *mismatch, Dlk_vbad *bad);
 /* The job's check over (it reads the device bytes), and the job freed. */
-void dlk_part_check_forget(dlk_part_checker *ck, dlk_check_job *job);
+void Dlk_part_check_forget(Dlk_part_checker *ck, Dlk_check_job *job);
 /* Every queued check launched and over, the thread stopped, all freed. */
-void dlk_part_checker_free(dlk_part_checker *ck);
+void Dlk_part_checker_free(Dlk_part_checker *ck);
 
 #endif

@@ -5,8 +5,8 @@
  * kernel zeroes them) while CUDA starts, loads may fill its buffers at
  * once, and it is registered with the driver (pinned) once CUDA's
  * context is up; the device is up once the slabs made ahead are
- * (dlk_pinned_pool_wait), and a copy out of a later slab's buffer waits
- * for its registration (dlk_pinned_ready).  Past what was asked ahead, a
+ * (Dlk_pinned_pool_wait), and a copy out of a later slab's buffer waits
+ * for its registration (Dlk_pinned_ready).  Past what was asked ahead, a
  * load makes a slab itself, one at a time. */
 #ifdef DLK_HAVE_CUDA
 #include "pinned_pool.h"
@@ -33,7 +33,7 @@
  * (docs/benchmarks.md#line-rate). */
 #define PINNERS 4
 /* Threads a pool may have started in all: PINNERS at its open, and as
- * many again for each of a few later asks (dlk_pinned_pool_ahead). */
+ * many again for each of a few later asks (Dlk_pinned_pool_ahead). */
 #define PINNERS_MAX (4 * PINNERS)
 
 typedef struct slab {
@@ -49,7 +49,7 @@ typedef struct pinned_buf {
     bool used;
 } pinned_buf;
 
-struct dlk_pinned_pool {
+struct Dlk_pinned_pool {
     int device;
     pthread_mutex_t mu;
     pthread_cond_t made;     /* a slab was added or pinned, or a maker
@@ -62,7 +62,7 @@ struct dlk_pinned_pool {
     size_t unpinned;         /* slabs with pin 0 */
     size_t unready;          /* slabs with pin 0 or 1: changed locked,
                               * read without the lock by
-                              * dlk_pinned_ready */
+                              * Dlk_pinned_ready */
     bool making;             /* a load is making a slab */
     pthread_t pinners[PINNERS_MAX];
     int npinners;
@@ -101,14 +101,14 @@ static void *fault_in(size_t cap)
  * instead, in the order its copies need them, one at a time between
  * copies, the 13 slabs took 24-37 ms and the first epoch ran 5-12%
  * slower on one, two and four H200. */
-static bool pin(dlk_pinned_pool *pp, void *p, size_t cap)
+static bool pin(Dlk_pinned_pool *pp, void *p, size_t cap)
 {
     cudaSetDevice(pp->device);
     return cudaHostRegister(p, cap, cudaHostRegisterPortable) == cudaSuccess;
 }
 
 /* A slab faulted in, its buffers free to cut (called locked). */
-static bool add_slab(dlk_pinned_pool *pp, void *p, size_t cap, double t0)
+static bool add_slab(Dlk_pinned_pool *pp, void *p, size_t cap, double t0)
 {
     if (!DLK_GROW(pp->slabs, pp->nslabs, pp->capslabs, 16))
         return false;
@@ -122,14 +122,14 @@ static bool add_slab(dlk_pinned_pool *pp, void *p, size_t cap, double t0)
 /* Registers slab i (called locked, CUDA up; unlocks meanwhile).  A slab
  * that fails to register stays usable: copies out of it are then from
  * pageable memory. */
-static void pin_slab(dlk_pinned_pool *pp, size_t i)
+static void pin_slab(Dlk_pinned_pool *pp, size_t i)
 {
     pp->slabs[i].pin = 1;
     pp->unpinned--;
     void *p = pp->slabs[i].p;
     size_t cap = pp->slabs[i].cap;
     pthread_mutex_unlock(&pp->mu);
-    double t1 = dlk_now_s();
+    double t1 = Dlk_now_s();
     bool ok = pin(pp, p, cap);
     pthread_mutex_lock(&pp->mu);
     slab *sl = &pp->slabs[i]; /* the array may have moved */
@@ -137,11 +137,11 @@ static void pin_slab(dlk_pinned_pool *pp, size_t i)
     __atomic_sub_fetch(&pp->unready, 1, __ATOMIC_RELEASE);
     if (ok && pp->trace)
         fprintf(pp->trace, "pin %.6f %.6f %.6f\n", sl->t0 - pp->t0,
-                t1 - pp->t0, dlk_now_s() - pp->t0);
+                t1 - pp->t0, Dlk_now_s() - pp->t0);
     pthread_cond_broadcast(&pp->made);
 }
 
-static bool first_unpinned(const dlk_pinned_pool *pp, size_t *i)
+static bool first_unpinned(const Dlk_pinned_pool *pp, size_t *i)
 {
     for (*i = 0; *i < pp->nslabs; (*i)++)
         if (pp->slabs[*i].pin == 0)
@@ -154,7 +154,7 @@ static bool first_unpinned(const dlk_pinned_pool *pp, size_t *i)
  * in the slabs asked ahead. */
 static void *pinner(void *arg)
 {
-    dlk_pinned_pool *pp = arg;
+    Dlk_pinned_pool *pp = arg;
     size_t i;
     pthread_mutex_lock(&pp->mu);
     for (;;) {
@@ -164,7 +164,7 @@ static void *pinner(void *arg)
             pp->claimed++;
             pp->faulting++;
             pthread_mutex_unlock(&pp->mu);
-            double t0 = dlk_now_s();
+            double t0 = Dlk_now_s();
             void *p = fault_in(HOST_SLAB);
             pthread_mutex_lock(&pp->mu);
             pp->faulting--;
@@ -184,9 +184,9 @@ static void *pinner(void *arg)
     return NULL;
 }
 
-dlk_pinned_pool *dlk_pinned_pool_new(int device, uint64_t ahead)
+Dlk_pinned_pool *Dlk_pinned_pool_new(int device, uint64_t ahead)
 {
-    dlk_pinned_pool *pp = calloc(1, sizeof *pp);
+    Dlk_pinned_pool *pp = calloc(1, sizeof *pp);
     if (!pp)
         return NULL;
     pp->device = device;
@@ -206,7 +206,7 @@ dlk_pinned_pool *dlk_pinned_pool_new(int device, uint64_t ahead)
     return pp;
 }
 
-void dlk_pinned_pool_ahead(dlk_pinned_pool *pp, uint64_t bytes)
+void Dlk_pinned_pool_ahead(Dlk_pinned_pool *pp, uint64_t bytes)
 {
     pthread_mutex_lock(&pp->mu);
     size_t want = (size_t)((bytes + HOST_SLAB - 1) / HOST_SLAB);
@@ -228,7 +228,7 @@ void dlk_pinned_pool_ahead(dlk_pinned_pool *pp, uint64_t bytes)
     pthread_mutex_unlock(&pp->mu);
 }
 
-void dlk_pinned_pool_started(dlk_pinned_pool *pp, bool ok, FILE *trace,
+void Dlk_pinned_pool_started(Dlk_pinned_pool *pp, bool ok, FILE *trace,
                              double t0)
 {
     pthread_mutex_lock(&pp->mu);
@@ -240,7 +240,7 @@ void dlk_pinned_pool_started(dlk_pinned_pool *pp, bool ok, FILE *trace,
     pthread_mutex_unlock(&pp->mu);
 }
 
-void dlk_pinned_pool_wait(dlk_pinned_pool *pp)
+void Dlk_pinned_pool_wait(Dlk_pinned_pool *pp)
 {
     pthread_mutex_lock(&pp->mu);
     while (pp->state > 0 &&
@@ -252,11 +252,11 @@ void dlk_pinned_pool_wait(dlk_pinned_pool *pp)
 /* A slab made by a load, past what was made ahead (called locked; the
  * lock is let go meanwhile).  It is registered here once CUDA is up:
  * the pinners may be gone. */
-static bool make_slab(dlk_pinned_pool *pp, size_t sz)
+static bool make_slab(Dlk_pinned_pool *pp, size_t sz)
 {
     pp->making = true;
     pthread_mutex_unlock(&pp->mu);
-    double t0 = dlk_now_s();
+    double t0 = Dlk_now_s();
     void *p = fault_in(sz);
     pthread_mutex_lock(&pp->mu);
     pp->making = false;
@@ -277,9 +277,9 @@ static bool make_slab(dlk_pinned_pool *pp, size_t sz)
 /* The first free buffer in the order they were cut: the loads keep
  * reusing the same few, which stay in the host's last-level cache (the
  * loader gives a span's buffer back once its copy is over; loader_io.c). */
-void *dlk_pinned_get(dlk_pinned_pool *pp, size_t n)
+void *Dlk_pinned_get(Dlk_pinned_pool *pp, size_t n)
 {
-    size_t cap = dlk_buf_cap(n);
+    size_t cap = Dlk_buf_cap(n);
     void *out = NULL;
     pthread_mutex_lock(&pp->mu);
     for (;;) {
@@ -314,7 +314,7 @@ done:
     return out;
 }
 
-void dlk_pinned_ready(dlk_pinned_pool *pp, const void *p)
+void Dlk_pinned_ready(Dlk_pinned_pool *pp, const void *p)
 {
     /* once every slab is registered (all but a run's first copies): no
      * lock, no search.  A slab is added, and counted, before any buffer
@@ -335,7 +335,7 @@ void dlk_pinned_ready(dlk_pinned_pool *pp, const void *p)
     pthread_mutex_unlock(&pp->mu);
 }
 
-void dlk_pinned_put(dlk_pinned_pool *pp, void *p)
+void Dlk_pinned_put(Dlk_pinned_pool *pp, void *p)
 {
     pthread_mutex_lock(&pp->mu);
     for (size_t i = 0; i < pp->nbufs; i++)
@@ -344,7 +344,7 @@ void dlk_pinned_put(dlk_pinned_pool *pp, void *p)
     pthread_mutex_unlock(&pp->mu);
 }
 
-void dlk_pinned_pool_free(dlk_pinned_pool *pp)
+void Dlk_pinned_pool_free(Dlk_pinned_pool *pp)
 {
     if (!pp)
         return;

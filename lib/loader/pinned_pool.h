@@ -12,11 +12,11 @@
 
 #include <stdio.h>
 
-typedef struct dlk_pinned_pool dlk_pinned_pool;
+typedef struct Dlk_pinned_pool Dlk_pinned_pool;
 
 /* A buffer's size, pinned or on the device: n rounded up to 64 KiB, so
  * that the few sizes of a run's spans and chunks reuse each other's. */
-static inline size_t dlk_buf_cap(size_t n)
+static inline size_t Dlk_buf_cap(size_t n)
 {
     size_t a = (size_t)64 << 10;
     return n ? (n + a - 1) & ~(a - 1) : a;
@@ -24,27 +24,27 @@ static inline size_t dlk_buf_cap(size_t n)
 
 /* A pool for CUDA device `device` that starts making `ahead` bytes of
  * slabs at once, before CUDA is up (NULL: out of memory). */
-dlk_pinned_pool *dlk_pinned_pool_new(int device, uint64_t ahead);
+Dlk_pinned_pool *Dlk_pinned_pool_new(int device, uint64_t ahead);
 /* Make slabs ahead for `bytes` in all (those asked at the open included),
  * on new threads; less than asked already does nothing. */
-void dlk_pinned_pool_ahead(dlk_pinned_pool *pp, uint64_t bytes);
+void Dlk_pinned_pool_ahead(Dlk_pinned_pool *pp, uint64_t bytes);
 /* CUDA's context is up (ok: the slabs' registrations begin) or failed
  * to start; trace (may be NULL) gets a `pin` line a slab, in seconds
  * from t0. */
-void dlk_pinned_pool_started(dlk_pinned_pool *pp, bool ok, FILE *trace,
+void Dlk_pinned_pool_started(Dlk_pinned_pool *pp, bool ok, FILE *trace,
                              double t0);
 /* A buffer of at least n bytes, NULL when no memory is left.  It may be
  * filled before CUDA is up; its slab is registered after. */
 /* Waits until the slabs asked ahead are made and registered (or failed
  * to), or the pool closes. */
-void dlk_pinned_pool_wait(dlk_pinned_pool *pp);
-void *dlk_pinned_get(dlk_pinned_pool *pp, size_t n);
+void Dlk_pinned_pool_wait(Dlk_pinned_pool *pp);
+void *Dlk_pinned_get(Dlk_pinned_pool *pp, size_t n);
 /* Waits until buffer p's slab is registered (or failed to be: then it is
  * pageable memory), before a copy out of it. */
-void dlk_pinned_ready(dlk_pinned_pool *pp, const void *p);
-void dlk_pinned_put(dlk_pinned_pool *pp, void *p);
+void Dlk_pinned_ready(Dlk_pinned_pool *pp, const void *p);
+void Dlk_pinned_put(Dlk_pinned_pool *pp, void *p);
 /* Stops the makers and frees every slab (CUDA must still be usable when
  * it started). */
-void dlk_pinned_pool_free(dlk_pinned_pool *pp);
+void Dlk_pinned_pool_free(Dlk_pinned_pool *pp);
 
 #endif

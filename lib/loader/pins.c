@@ -17,7 +17,7 @@
 
 typedef struct pin {
     struct pin *next;
-    const dlk_store *store;
+    const Dlk_store *store;
     char *key;
     const void *p;
     size_t n;
@@ -33,16 +33,16 @@ static struct {
     pin *bucket[BUCKETS];
 } pins = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {0}};
 
-static pin **slot(const dlk_store *store, const char *key)
+static pin **slot(const Dlk_store *store, const char *key)
 {
-    uint64_t h = dlk_hash64_2(&store, sizeof store, key, strlen(key));
+    uint64_t h = Dlk_hash64_2(&store, sizeof store, key, strlen(key));
     pin **pp = &pins.bucket[h % BUCKETS];
     while (*pp && ((*pp)->store != store || strcmp((*pp)->key, key)))
         pp = &(*pp)->next;
     return pp;
 }
 
-dlk_status dlk_pins_get(dlk_store *store, const char *key, dlk_dev *dev,
+dlk_status Dlk_pins_get(Dlk_store *store, const char *key, Dlk_dev *dev,
                         const void **p, size_t *n, bool *pinned,
                         dlk_error *err)
 {
@@ -63,7 +63,7 @@ dlk_status dlk_pins_get(dlk_store *store, const char *key, dlk_dev *dev,
     if (!(e = calloc(1, sizeof *e)) || !(e->key = strdup(key))) {
         free(e);
         pthread_mutex_unlock(&pins.mu);
-        return dlk_oom(err);
+        return Dlk_oom(err);
     }
     e->store = store;
     e->refs = 1;
@@ -72,9 +72,9 @@ dlk_status dlk_pins_get(dlk_store *store, const char *key, dlk_dev *dev,
     pthread_mutex_unlock(&pins.mu);
     const void *q = NULL;
     size_t m = 0;
-    dlk_status rc = dlk_store_map(store, key, &q, &m, err);
+    dlk_status rc = Dlk_store_map(store, key, &q, &m, err);
     if (!rc && (rc = dev->ops->register_host(dev, q, m, err)))
-        dlk_store_unmap(store, q, m);
+        Dlk_store_unmap(store, q, m);
     pthread_mutex_lock(&pins.mu);
     if (rc) {
         *slot(store, key) = e->next;
@@ -91,7 +91,7 @@ dlk_status dlk_pins_get(dlk_store *store, const char *key, dlk_dev *dev,
     return rc;
 }
 
-bool dlk_pins_take(dlk_store *store, const char *key, const void **p,
+bool Dlk_pins_take(Dlk_store *store, const char *key, const void **p,
                    size_t *n)
 {
     pthread_mutex_lock(&pins.mu);
@@ -106,7 +106,7 @@ bool dlk_pins_take(dlk_store *store, const char *key, const void **p,
     return ready;
 }
 
-void dlk_pins_put(dlk_store *store, const char *key, dlk_dev *dev)
+void Dlk_pins_put(Dlk_store *store, const char *key, Dlk_dev *dev)
 {
     pthread_mutex_lock(&pins.mu);
     pin **pp = slot(store, key), *e = *pp;
@@ -117,7 +117,7 @@ void dlk_pins_put(dlk_store *store, const char *key, dlk_dev *dev)
     pthread_mutex_unlock(&pins.mu);
     if (e) {
         dev->ops->unregister_host(dev, e->p);
-        dlk_store_unmap(store, e->p, e->n);
+        Dlk_store_unmap(store, e->p, e->n);
         free(e->key);
         free(e);
     }

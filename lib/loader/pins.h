@@ -10,17 +10,17 @@
  * the process: the mapping another loader made, or a new one made with
  * `dev` (then *pinned is true).  Each get is paired with a put.
  * @return DLK_OK with *p, *n; the store's or the device's status. */
-dlk_status dlk_pins_get(dlk_store *store, const char *key, dlk_dev *dev,
+dlk_status Dlk_pins_get(Dlk_store *store, const char *key, Dlk_dev *dev,
                         const void **p, size_t *n, bool *pinned,
                         dlk_error *err);
 
 /* A reference to chunk `key` if a loader of the process has it mapped
  * and registered already (no waiting, no mapping): true with *p, *n. */
-bool dlk_pins_take(dlk_store *store, const char *key, const void **p,
+bool Dlk_pins_take(Dlk_store *store, const char *key, const void **p,
                    size_t *n);
 
 /* The loader is done with it: the last one unregisters (with `dev`) and
  * unmaps it. */
-void dlk_pins_put(dlk_store *store, const char *key, dlk_dev *dev);
+void Dlk_pins_put(Dlk_store *store, const char *key, Dlk_dev *dev);
 
 #endif

@@ -17,12 +17,12 @@
 
 #include "../util/xxh3_blocks.h"
 
-struct dlk_vpart {  // mirrors dlk_vpart in device.h
+struct Dlk_vpart {  // mirrors Dlk_vpart in device.h
     uint64_t off, len, want;
     uint32_t part, pad;
 };
 
-struct dlk_vbad {  // mirrors dlk_vbad in device.h
+struct Dlk_vbad {  // mirrors Dlk_vbad in device.h
     unsigned int count;
     uint32_t part;
     uint64_t tag, got;
@@ -31,11 +31,11 @@ struct dlk_vbad {  // mirrors dlk_vbad in device.h
 #define VMAX 16   // parts a launch (kernel arguments, 528 bytes)
 
 struct vargs {
-    dlk_vpart p[VMAX];
+    Dlk_vpart p[VMAX];
     uint64_t tag;
 };
 
-__constant__ dlk_xxh3_keys vkeys;
+__constant__ Dlk_xxh3_keys vkeys;
 
 __device__ __forceinline__ uint64_t ld64(const uint8_t *q)
 {
@@ -75,10 +75,10 @@ __device__ __forceinline__ uint64_t tile_blocks(uint64_t nb, uint64_t i)
 }
 
 __global__ void __launch_bounds__(256)
-verify_kernel(const uint8_t *base, vargs a, dlk_vbad *bad,
+verify_kernel(const uint8_t *base, vargs a, Dlk_vbad *bad,
               unsigned int *flag)
 {
-    const dlk_vpart pt = a.p[blockIdx.x];
+    const Dlk_vpart pt = a.p[blockIdx.x];
     const uint8_t *p = base + pt.off;
     const uint64_t len = pt.len;
     __shared__ uint64_t add_s[2][TILE][8];
@@ -88,9 +88,9 @@ verify_kernel(const uint8_t *base, vargs a, dlk_vbad *bad,
 #pragma unroll
     for (int i = 0; i < 4; i++)
         key[i] = vkeys.stripe[4 * i + group][lane];
-    uint64_t acc = dlk_xxh3_acc_init(lane); // kept by threads 0-7
+    uint64_t acc = Dlk_xxh3_acc_init(lane); // kept by threads 0-7
     const uint64_t skey = vkeys.scramble[lane];
-    const uint64_t nb = dlk_xxh3_full_blocks(len);
+    const uint64_t nb = Dlk_xxh3_full_blocks(len);
     const uint64_t ntiles = (nb + TILE - 1) / TILE;
     // step i: the loaders sum tile i, warp 0 chains tile i - 1
     for (uint64_t i = 0; i <= ntiles; i++) {
@@ -107,7 +107,7 @@ verify_kernel(const uint8_t *base, vargs a, dlk_vbad *bad,
 #pragma unroll
                 for (int k = 0; k < 4; k++) {
                     uint64_t pair;
-                    prod[j] += dlk_xxh3_word(
+                    prod[j] += Dlk_xxh3_word(
                         ld64(blk + (4 * k + group) * DLK_XXH3_STRIPE), key[k],
                         &pair);
                     data[j] += pair;
@@ -123,7 +123,7 @@ verify_kernel(const uint8_t *base, vargs a, dlk_vbad *bad,
         } else if (warp == 0 && i > 0 && tid < 8) {
             uint64_t nt = tile_blocks(nb, i - 1);
             for (uint64_t b = 0; b < nt; b++)
-                acc = dlk_xxh3_scramble(acc + add_s[(i - 1) & 1][b][lane],
+                acc = Dlk_xxh3_scramble(acc + add_s[(i - 1) & 1][b][lane],
                                         skey);
         }
         __syncthreads();
@@ -131,14 +131,14 @@ verify_kernel(const uint8_t *base, vargs a, dlk_vbad *bad,
     if (warp != 0)
         return;
     // the last block's stripes, then the last stripe (st == ns)
-    const uint64_t ns = dlk_xxh3_tail_stripes(len);
+    const uint64_t ns = Dlk_xxh3_tail_stripes(len);
     const uint8_t *tail = p + nb * DLK_XXH3_BLOCK;
     uint64_t prod = 0, data = 0;
     for (uint64_t st = group; st <= ns; st += 4) {
         uint64_t pair;
         const uint8_t *q = st < ns ? tail + st * DLK_XXH3_STRIPE
                                    : p + len - DLK_XXH3_STRIPE;
-        prod += dlk_xxh3_word(ld64(q + lane * 8),
+        prod += Dlk_xxh3_word(ld64(q + lane * 8),
                               st < ns ? vkeys.stripe[st][lane]
                                       : vkeys.last[lane], &pair);
         data += pair;
@@ -149,7 +149,7 @@ verify_kernel(const uint8_t *base, vargs a, dlk_vbad *bad,
         accs[i] = __shfl_sync(0xffffffffu, fin, i);
     if (tid != 0)
         return;
-    uint64_t h = dlk_xxh3_merge(accs, len, &vkeys);
+    uint64_t h = Dlk_xxh3_merge(accs, len, &vkeys);
     if (h != pt.want && atomicAdd(&bad->count, 1u) == 0) {
         bad->part = pt.part;
         bad->tag = a.tag;
@@ -159,18 +159,18 @@ verify_kernel(const uint8_t *base, vargs a, dlk_vbad *bad,
     }
 }
 
-extern "C" cudaError_t dlk_cuda_verify_init(const void *keys)
+extern "C" cudaError_t Dlk_cuda_verify_init(const void *keys)
 {
-    return cudaMemcpyToSymbol(vkeys, keys, sizeof(dlk_xxh3_keys));
+    return cudaMemcpyToSymbol(vkeys, keys, sizeof(Dlk_xxh3_keys));
 }
 
 // Parts of the bytes at base (device memory), each longer than 240 bytes,
 // checked on stream st; tag comes back with a part that did not match.
-extern "C" cudaError_t dlk_cuda_verify(const void *base, const void *parts,
+extern "C" cudaError_t Dlk_cuda_verify(const void *base, const void *parts,
                                        unsigned n, uint64_t tag, void *bad,
                                        unsigned int *flag, cudaStream_t st)
 {
-    const dlk_vpart *pp = (const dlk_vpart *)parts;
+    const Dlk_vpart *pp = (const Dlk_vpart *)parts;
     for (unsigned i = 0; i < n; i += VMAX) {
         unsigned m = n - i < VMAX ? n - i : VMAX;
         vargs a;
@@ -178,7 +178,7 @@ extern "C" cudaError_t dlk_cuda_verify(const void *base, const void *parts,
         memcpy(a.p, pp + i, m * sizeof *pp);
         a.tag = tag;
         verify_kernel<<<m, 256, 0, st>>>((const uint8_t *)base, a,
-                                         (dlk_vbad *)bad, flag);
+                                         (Dlk_vbad *)bad, flag);
     }
     return cudaGetLastError();
 }

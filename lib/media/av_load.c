@@ -15,7 +15,7 @@
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
-dlk_av_funcs dlk_av;
+Dlk_av_funcs Dlk_av;
 
 /* The libraries in dependency order.  They are never closed: the
  * decoders are used until the process ends. */
@@ -51,7 +51,7 @@ static char load_error[400];
                      #fn);                                                    \
             return;                                                           \
         }                                                                     \
-        memcpy(&dlk_av.fn, &sym, sizeof sym);                                 \
+        memcpy(&Dlk_av.fn, &sym, sizeof sym);                                 \
     }
 
 /* Each library opened, then its functions found, in dependency order. */
@@ -69,14 +69,14 @@ static void load_once(void)
         }
         DLK_AV_FUNCS(DLK_AV_RESOLVE)
     }
-    dlk_av.av_log_set_level(AV_LOG_QUIET);
+    Dlk_av.av_log_set_level(AV_LOG_QUIET);
 }
 
-dlk_status dlk_av_load(dlk_error *err)
+dlk_status Dlk_av_load(dlk_error *err)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, load_once);
     if (load_error[0])
-        return dlk_fail(err, DLK_EUNSUPPORTED, "%s", load_error);
+        return Dlk_fail(err, DLK_EUNSUPPORTED, "%s", load_error);
     return DLK_OK;
 }

@@ -2,7 +2,7 @@
  * linked: its libraries and their codec dependencies are over a hundred
  * shared objects that every dlk process would load, and few decode
  * video.  The FFmpeg headers still give the types, macros and inline
- * functions (av_q2d); the functions are called through dlk_av. */
+ * functions (av_q2d); the functions are called through Dlk_av. */
 #ifndef DLK_MEDIA_AV_LOAD_H
 #define DLK_MEDIA_AV_LOAD_H
 
@@ -54,18 +54,18 @@
 
 /* The functions, each member typed and named as the one it stands for. */
 #define DLK_AV_MEMBER(lib, fn) __typeof__(fn) *fn;
-typedef struct dlk_av_funcs {
+typedef struct Dlk_av_funcs {
     DLK_AV_FUNCS(DLK_AV_MEMBER)
-} dlk_av_funcs;
+} Dlk_av_funcs;
 #undef DLK_AV_MEMBER
 
-/* Filled by dlk_av_load; read only after it returned DLK_OK. */
-extern dlk_av_funcs dlk_av;
+/* Filled by Dlk_av_load; read only after it returned DLK_OK. */
+extern Dlk_av_funcs Dlk_av;
 
 /* Open FFmpeg's libraries (once a process, FFmpeg's logging silenced:
- * the library never prints) and fill dlk_av.  DLK_EUNSUPPORTED, naming
+ * the library never prints) and fill Dlk_av.  DLK_EUNSUPPORTED, naming
  * the library and the package to install, when one cannot be opened or
  * lacks a function; every later call fails the same way. */
-dlk_status dlk_av_load(dlk_error *err);
+dlk_status Dlk_av_load(dlk_error *err);
 
 #endif

@@ -13,12 +13,12 @@ static unsigned get16(const uint8_t *p, bool le)
 
 static uint32_t get32(const uint8_t *p, bool le)
 {
-    return le ? dlk_get_le32(p)
+    return le ? Dlk_get_le32(p)
               : (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
                     (uint32_t)p[2] << 8 | p[3];
 }
 
-int dlk_exif_orientation(const uint8_t *t, size_t n)
+int Dlk_exif_orientation(const uint8_t *t, size_t n)
 {
     /* PNG writers differ: some keep the JPEG APP1 prefix in eXIf */
     if (n >= 6 && memcmp(t, "Exif\0\0", 6) == 0) {
@@ -50,7 +50,7 @@ int dlk_exif_orientation(const uint8_t *t, size_t n)
     return 1;
 }
 
-dlk_status dlk_image_orient(dlk_image *im, int o, dlk_error *err)
+dlk_status Dlk_image_orient(Dlk_image *im, int o, dlk_error *err)
 {
     if (o < 2 || o > 8)
         return DLK_OK;
@@ -59,7 +59,7 @@ dlk_status dlk_image_orient(dlk_image *im, int o, dlk_error *err)
     int dw = swap ? h : w, dh = swap ? w : h;
     uint8_t *out = malloc((size_t)w * h * c);
     if (!out)
-        return dlk_fail(err, DLK_ENOMEM, "cannot allocate %dx%d pixels", w, h);
+        return Dlk_fail(err, DLK_ENOMEM, "cannot allocate %dx%d pixels", w, h);
     for (int y = 0; y < dh; y++) {
         uint8_t *d = out + (size_t)y * dw * c;
         for (int x = 0; x < dw; x++, d += c) {

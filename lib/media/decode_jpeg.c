@@ -43,7 +43,7 @@ static jpeg_meta scan_markers(const uint8_t *p, size_t n)
         const uint8_t *s = p + i + 4;
         size_t sn = len - 2;
         if (mk == 0xE1 && sn >= 6 && memcmp(s, "Exif\0\0", 6) == 0)
-            m.orientation = dlk_exif_orientation(s + 6, sn - 6);
+            m.orientation = Dlk_exif_orientation(s + 6, sn - 6);
         else if (mk == 0xEE && sn >= 5 && memcmp(s, "Adobe", 5) == 0)
             m.adobe = true;
         i += 2 + len;
@@ -71,7 +71,7 @@ static tjscalingfactor pick_scale(double min)
 
 /* CMYK (inverted when Adobe wrote it) to RGB, as Pillow converts it:
  * R = (255-C)(255-K)/255 rounded, in place to 3 channels. */
-static void cmyk_to_rgb(dlk_image *im, bool inverted)
+static void cmyk_to_rgb(Dlk_image *im, bool inverted)
 {
     size_t n = (size_t)im->w * im->h;
     uint8_t *s = im->px, *d = im->px;
@@ -143,18 +143,18 @@ static bool junk_ok(tjhandle tj)
 }
 
 static dlk_status jpeg_decode(const uint8_t *p, size_t n, const char *name,
-                              const dlk_image_opts *o, dlk_image *out,
+                              const Dlk_image_opts *o, Dlk_image *out,
                               dlk_error *err, bool stripped);
 
 /* Decode p again without the junk of its header (once). */
 static dlk_status decode_stripped(const uint8_t *p, size_t n,
-                                  const char *name, const dlk_image_opts *o,
-                                  dlk_image *out, dlk_error *err)
+                                  const char *name, const Dlk_image_opts *o,
+                                  Dlk_image *out, dlk_error *err)
 {
     size_t m;
     uint8_t *q = strip_header_junk(p, n, &m);
     if (!q)
-        return dlk_fail(err, DLK_EDECODE, "cannot decode JPEG '%s': "
+        return Dlk_fail(err, DLK_EDECODE, "cannot decode JPEG '%s': "
                         "corrupt data: extraneous bytes between image data",
                         name);
     dlk_status st = jpeg_decode(q, m, name, o, out, err, true);
@@ -162,8 +162,8 @@ static dlk_status decode_stripped(const uint8_t *p, size_t n,
     return st;
 }
 
-dlk_status dlk_jpeg_decode(const uint8_t *p, size_t n, const char *name,
-                           const dlk_image_opts *o, dlk_image *out,
+dlk_status Dlk_jpeg_decode(const uint8_t *p, size_t n, const char *name,
+                           const Dlk_image_opts *o, Dlk_image *out,
                            dlk_error *err)
 {
     return jpeg_decode(p, n, name, o, out, err, false);
@@ -182,14 +182,14 @@ typedef struct jpeg_plan {
 } jpeg_plan;
 
 /* The thread's decompressor, taken while in use, or a new one. */
-static dlk_status take_decompressor(dlk_scratch *scr, const char *name,
+static dlk_status take_decompressor(Dlk_scratch *scr, const char *name,
                                     tjhandle *out, dlk_error *err)
 {
     tjhandle tj = scr ? scr->tj : NULL;
     if (scr)
         scr->tj = NULL;
     if (!tj && !(tj = tjInitDecompress()))
-        return dlk_fail(err, DLK_ENOMEM, "cannot decode JPEG '%s': %s", name,
+        return Dlk_fail(err, DLK_ENOMEM, "cannot decode JPEG '%s': %s", name,
                         tjGetErrorStr2(NULL));
     *out = tj;
     return DLK_OK;
@@ -197,7 +197,7 @@ static dlk_status take_decompressor(dlk_scratch *scr, const char *name,
 
 /* Given back only after a clean decode, so an error never leaves a
  * handle in an odd state for the next image. */
-static void give_back_decompressor(dlk_scratch *scr, tjhandle tj, bool clean)
+static void give_back_decompressor(Dlk_scratch *scr, tjhandle tj, bool clean)
 {
     if (clean && scr && !scr->tj)
         scr->tj = tj;
@@ -208,7 +208,7 @@ static void give_back_decompressor(dlk_scratch *scr, tjhandle tj, bool clean)
 /* The Y, Cb and Cr planes of a ycc decode in out (pw, ph, ps) and their
  * bytes in *bytes; false when TurboJPEG's planes would not hold the
  * image's extent. */
-static bool lay_out_planes(dlk_image *out, int sw, int sh, int subsamp,
+static bool lay_out_planes(Dlk_image *out, int sw, int sh, int subsamp,
                            size_t *bytes)
 {
     bool ok = true;
@@ -231,8 +231,8 @@ static bool lay_out_planes(dlk_image *out, int sw, int sh, int subsamp,
 
 /* The output's format and size from the header (pl->w .. pl->cs) and the
  * target; sets out->c (and out's plane layout for ycc). */
-static void plan_decode(const uint8_t *p, size_t n, const dlk_image_opts *o,
-                        jpeg_plan *pl, dlk_image *out)
+static void plan_decode(const uint8_t *p, size_t n, const Dlk_image_opts *o,
+                        jpeg_plan *pl, Dlk_image *out)
 {
     int cs = pl->cs, subsamp = pl->subsamp;
     pl->m = scan_markers(p, n);
@@ -246,7 +246,7 @@ static void plan_decode(const uint8_t *p, size_t n, const dlk_image_opts *o,
      * the scaled IDCT is cheaper than decoding all and resizing, and
      * keeps what the area resizer would keep. */
     bool swap = pl->m.orientation >= 5;
-    double min = dlk_resize_min_scale(swap ? pl->h : pl->w,
+    double min = Dlk_resize_min_scale(swap ? pl->h : pl->w,
                                       swap ? pl->w : pl->h, o);
     tjscalingfactor sf = pick_scale(min);
     pl->sw = TJSCALED(pl->w, sf);
@@ -258,7 +258,7 @@ static void plan_decode(const uint8_t *p, size_t n, const dlk_image_opts *o,
     pl->ycc = !pl->cmyk && cs == TJCS_YCbCr && want == 3 &&
               pl->m.orientation == 1 && subsamp >= 0 &&
               subsamp < TJ_NUMSAMP && subsamp != TJSAMP_GRAY &&
-              dlk_resize_scales(pl->sw, pl->sh, o) &&
+              Dlk_resize_scales(pl->sw, pl->sh, o) &&
               /* a scaled RGB decode gets chroma from IDCT scaling at
                * the luma's size, sharper than these planes would give */
               (sf.num == sf.denom || subsamp == TJSAMP_444);
@@ -271,17 +271,17 @@ static void plan_decode(const uint8_t *p, size_t n, const dlk_image_opts *o,
 
 /* out->px: the thread's pixel scratch when it fits (nothing rotates
  * them), else a buffer of its own. */
-static dlk_status alloc_pixels(dlk_scratch *scr, const jpeg_plan *pl,
-                               const char *name, dlk_image *out,
+static dlk_status alloc_pixels(Dlk_scratch *scr, const jpeg_plan *pl,
+                               const char *name, Dlk_image *out,
                                dlk_error *err)
 {
     out->px = scr && pl->m.orientation == 1
-                  ? dlk_scratch_block(&scr->pixels, pl->bytes) : NULL;
+                  ? Dlk_scratch_block(&scr->pixels, pl->bytes) : NULL;
     out->borrowed = out->px != NULL;
     if (!out->px)
         out->px = malloc(pl->bytes);
     if (!out->px)
-        return dlk_fail(err, DLK_ENOMEM, "cannot decode JPEG '%s': cannot "
+        return Dlk_fail(err, DLK_ENOMEM, "cannot decode JPEG '%s': cannot "
                         "allocate %dx%d pixels", name, pl->sw, pl->sh);
     out->w = pl->sw;
     out->h = pl->sh;
@@ -291,7 +291,7 @@ static dlk_status alloc_pixels(dlk_scratch *scr, const jpeg_plan *pl,
 /* TurboJPEG's decode into out->px, as planes or packed pixels; its
  * status (non-zero on an error or a warning). */
 static int decompress(tjhandle tj, const uint8_t *p, size_t n,
-                      const jpeg_plan *pl, dlk_image *out)
+                      const jpeg_plan *pl, Dlk_image *out)
 {
     int sw = pl->sw, sh = pl->sh, subsamp = pl->subsamp;
     if (!pl->ycc)
@@ -308,14 +308,14 @@ static int decompress(tjhandle tj, const uint8_t *p, size_t n,
 }
 
 static dlk_status jpeg_decode(const uint8_t *p, size_t n, const char *name,
-                              const dlk_image_opts *o, dlk_image *out,
+                              const Dlk_image_opts *o, Dlk_image *out,
                               dlk_error *err, bool stripped)
 {
     memset(out, 0, sizeof *out);
     if (n > ULONG_MAX || n > INT_MAX)
-        return dlk_fail(err, DLK_ELIMIT, "cannot decode JPEG '%s': %zu bytes "
+        return Dlk_fail(err, DLK_ELIMIT, "cannot decode JPEG '%s': %zu bytes "
                         "is too large", name, n);
-    dlk_scratch *scr = dlk_scratch_get();
+    Dlk_scratch *scr = Dlk_scratch_get();
     tjhandle tj = NULL;
     dlk_status st = take_decompressor(scr, name, &tj, err);
     if (st)
@@ -332,18 +332,18 @@ static dlk_status jpeg_decode(const uint8_t *p, size_t n, const char *name,
             strip = true;
             goto done;
         }
-        st = dlk_fail(err, DLK_EDECODE, "cannot decode JPEG '%s': %s", name,
+        st = Dlk_fail(err, DLK_EDECODE, "cannot decode JPEG '%s': %s", name,
                       tjGetErrorStr2(tj));
         goto done;
     }
-    if ((st = dlk_check_pixels((uint64_t)pl.w, (uint64_t)pl.h, o, name, err)))
+    if ((st = Dlk_check_pixels((uint64_t)pl.w, (uint64_t)pl.h, o, name, err)))
         goto done;
     plan_decode(p, n, o, &pl, out);
     if ((st = alloc_pixels(scr, &pl, name, out, err)))
         goto done;
     rc = decompress(tj, p, n, &pl, out);
     if (rc && !junk_ok(tj)) {
-        st = dlk_fail(err, DLK_EDECODE, "cannot decode JPEG '%s': %s%s", name,
+        st = Dlk_fail(err, DLK_EDECODE, "cannot decode JPEG '%s': %s%s", name,
                       tjGetErrorCode(tj) == TJERR_WARNING ? "corrupt data: "
                                                           : "",
                       tjGetErrorStr2(tj));
@@ -353,11 +353,11 @@ static dlk_status jpeg_decode(const uint8_t *p, size_t n, const char *name,
     if (pl.cmyk)
         cmyk_to_rgb(out, pl.m.adobe);
     if (pl.m.orientation > 1)
-        st = dlk_image_orient(out, pl.m.orientation, err);
+        st = Dlk_image_orient(out, pl.m.orientation, err);
 done:
     give_back_decompressor(scr, tj, tj_clean);
     if (st)
-        dlk_image_free(out);
+        Dlk_image_free(out);
     if (strip)
         st = decode_stripped(p, n, name, o, out, err);
     return st;

@@ -15,7 +15,7 @@
 #include <string.h>
 
 typedef struct png_job {
-    dlk_png_jump jump; /* first: libpng's error pointer */
+    Dlk_png_jump jump; /* first: libpng's error pointer */
     const uint8_t *p;
     size_t n, off;
     png_structp png;
@@ -59,7 +59,7 @@ static size_t chunk_overrun(const uint8_t *p, size_t n, uint32_t *len)
 /* The body, after setjmp: returns a status for the checks of its own,
  * longjmps for libpng's. */
 static dlk_status read_png(png_job *j, const char *name,
-                           const dlk_image_opts *o, dlk_image *out,
+                           const Dlk_image_opts *o, Dlk_image *out,
                            dlk_error *err)
 {
     png_structp png = j->png;
@@ -69,7 +69,7 @@ static dlk_status read_png(png_job *j, const char *name,
     png_read_info(png, j->info);
     png_uint_32 w = png_get_image_width(png, j->info),
                 h = png_get_image_height(png, j->info);
-    dlk_status st = dlk_check_pixels(w, h, o, name, err);
+    dlk_status st = Dlk_check_pixels(w, h, o, name, err);
     if (st)
         return st;
     png_set_expand(png);
@@ -81,12 +81,12 @@ static dlk_status read_png(png_job *j, const char *name,
     size_t rowbytes = png_get_rowbytes(png, j->info);
     if (c < 1 || c > 4 || png_get_bit_depth(png, j->info) != 8 ||
         rowbytes != (size_t)w * c)
-        return dlk_fail(err, DLK_EDECODE, "cannot decode PNG '%s': "
+        return Dlk_fail(err, DLK_EDECODE, "cannot decode PNG '%s': "
                         "unexpected layout after expansion", name);
     j->px = malloc(rowbytes * h);
     j->rows = malloc(sizeof *j->rows * h);
     if (!j->px || !j->rows)
-        return dlk_fail(err, DLK_ENOMEM, "cannot decode PNG '%s': cannot "
+        return Dlk_fail(err, DLK_ENOMEM, "cannot decode PNG '%s': cannot "
                         "allocate %ux%u pixels", name, (unsigned)w,
                         (unsigned)h);
     for (png_uint_32 y = 0; y < h; y++)
@@ -111,20 +111,20 @@ static int png_orientation(png_job *j)
     png_uint_32 n = 0;
     png_bytep exif = NULL;
     if (png_get_eXIf_1(j->png, j->info, &n, &exif) && exif && n)
-        return dlk_exif_orientation(exif, n);
+        return Dlk_exif_orientation(exif, n);
 #else
     (void)j;
 #endif
     return 1;
 }
 
-dlk_status dlk_png_decode(const uint8_t *p, size_t n, const char *name,
-                          const dlk_image_opts *o, dlk_image *out,
+dlk_status Dlk_png_decode(const uint8_t *p, size_t n, const char *name,
+                          const Dlk_image_opts *o, Dlk_image *out,
                           dlk_error *err)
 {
     memset(out, 0, sizeof *out);
     if (n < 8 || png_sig_cmp(p, 0, 8))
-        return dlk_fail(err, DLK_EDECODE, "cannot decode PNG '%s': not a "
+        return Dlk_fail(err, DLK_EDECODE, "cannot decode PNG '%s': not a "
                         "PNG file", name);
     uint32_t claim = 0;
     size_t at = chunk_overrun(p, n, &claim);
@@ -132,35 +132,35 @@ dlk_status dlk_png_decode(const uint8_t *p, size_t n, const char *name,
         char type[5] = {0};
         for (int i = 0; i < 4; i++) /* a damaged type is not printed raw */
             type[i] = isalpha(p[at + 4 + i]) ? (char)p[at + 4 + i] : '?';
-        return dlk_fail(err, DLK_EDECODE, "cannot decode PNG '%s': chunk "
+        return Dlk_fail(err, DLK_EDECODE, "cannot decode PNG '%s': chunk "
                         "'%s' at byte %zu claims %u bytes, the file has "
                         "%zu after its header", name, type, at,
                         (unsigned)claim, n - at - 12);
     }
     png_job *j = calloc(1, sizeof *j);
     if (!j)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     j->p = p;
     j->n = n;
     dlk_status st = DLK_OK;
     j->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, j,
-                                    dlk_png_on_error, dlk_png_on_warning);
+                                    Dlk_png_on_error, Dlk_png_on_warning);
     if (!j->png || !(j->info = png_create_info_struct(j->png))) {
-        st = dlk_fail(err, DLK_ENOMEM, "cannot decode PNG '%s': out of "
+        st = Dlk_fail(err, DLK_ENOMEM, "cannot decode PNG '%s': out of "
                       "memory", name);
         goto done;
     }
     if (setjmp(j->jump.jb)) {
-        st = dlk_fail(err, DLK_EDECODE, "cannot decode PNG '%s': %s", name,
+        st = Dlk_fail(err, DLK_EDECODE, "cannot decode PNG '%s': %s", name,
                       j->jump.msg);
-        dlk_image_free(out);
+        Dlk_image_free(out);
         goto done;
     }
     st = read_png(j, name, o, out, err);
     if (!st)
-        st = dlk_image_orient(out, png_orientation(j), err);
+        st = Dlk_image_orient(out, png_orientation(j), err);
     if (st)
-        dlk_image_free(out);
+        Dlk_image_free(out);
 done:
     png_destroy_read_struct(j->png ? &j->png : NULL,
                             j->info ? &j->info : NULL, NULL);

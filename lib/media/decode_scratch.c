@@ -18,7 +18,7 @@ static bool key_ok;
 
 static void scratch_free(void *p)
 {
-    dlk_scratch *s = p;
+    Dlk_scratch *s = p;
     for (int i = 0; i < DLK_SCRATCH_FILTERS; i++)
         free(s->filters[i].mem.mem);
     if (s->tj)
@@ -33,13 +33,13 @@ static void key_once(void)
     key_ok = pthread_key_create(&key, scratch_free) == 0;
 }
 
-dlk_scratch *dlk_scratch_get(void)
+Dlk_scratch *Dlk_scratch_get(void)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, key_once);
     if (!key_ok)
         return NULL;
-    dlk_scratch *s = pthread_getspecific(key);
+    Dlk_scratch *s = pthread_getspecific(key);
     if (!s) {
         if (!(s = calloc(1, sizeof *s)))
             return NULL;
@@ -51,7 +51,7 @@ dlk_scratch *dlk_scratch_get(void)
     return s;
 }
 
-uint8_t *dlk_scratch_block(dlk_scratch_mem *b, size_t bytes)
+uint8_t *Dlk_scratch_block(Dlk_scratch_mem *b, size_t bytes)
 {
     size_t want = (bytes + DLK_SCRATCH_ALIGN - 1) &
                   ~(size_t)(DLK_SCRATCH_ALIGN - 1);

@@ -37,7 +37,7 @@ static bool bmff_video(const uint8_t *p, size_t n)
     return true;
 }
 
-dlk_media dlk_media_sniff(const uint8_t *p, size_t n)
+Dlk_media Dlk_media_sniff(const uint8_t *p, size_t n)
 {
     if (!p || n < 3)
         return DLK_MEDIA_UNKNOWN;
@@ -48,7 +48,7 @@ dlk_media dlk_media_sniff(const uint8_t *p, size_t n)
     if (has(p, n, 4, "ftyp", 4))
         return bmff_video(p, n) ? DLK_MEDIA_VIDEO : DLK_MEDIA_UNKNOWN;
     /* QuickTime files from before "ftyp": a top-level atom first. */
-    if (n >= 8 && dlk_get_le32(p) != 0 &&
+    if (n >= 8 && Dlk_get_le32(p) != 0 &&
         (has(p, n, 4, "moov", 4) || has(p, n, 4, "mdat", 4) ||
          has(p, n, 4, "wide", 4) || has(p, n, 4, "free", 4)))
         return DLK_MEDIA_VIDEO;
@@ -74,58 +74,58 @@ dlk_media dlk_media_sniff(const uint8_t *p, size_t n)
     return DLK_MEDIA_UNKNOWN;
 }
 
-dlk_status dlk_decode_image(const uint8_t *p, size_t n, const char *name,
-                            const dlk_image_opts *o, dlk_decoded *out,
+dlk_status Dlk_decode_image(const uint8_t *p, size_t n, const char *name,
+                            const Dlk_image_opts *o, Dlk_decoded *out,
                             dlk_error *err)
 {
     memset(out, 0, sizeof *out);
-    dlk_buf_init(&out->data);
-    dlk_status st = dlk_decode_image_reuse(p, n, name, o, out, err);
+    Dlk_buf_init(&out->data);
+    dlk_status st = Dlk_decode_image_reuse(p, n, name, o, out, err);
     if (st)
-        dlk_buf_free(&out->data);
+        Dlk_buf_free(&out->data);
     return st;
 }
 
-dlk_status dlk_decode_image_reuse(const uint8_t *p, size_t n,
-                                  const char *name, const dlk_image_opts *o,
-                                  dlk_decoded *out, dlk_error *err)
+dlk_status Dlk_decode_image_reuse(const uint8_t *p, size_t n,
+                                  const char *name, const Dlk_image_opts *o,
+                                  Dlk_decoded *out, dlk_error *err)
 {
-    static const dlk_image_opts defaults;
+    static const Dlk_image_opts defaults;
     if (!o)
         o = &defaults;
-    dlk_buf keep = out->data;
+    Dlk_buf keep = out->data;
     memset(out, 0, sizeof *out);
     out->data = keep;
     out->data.len = 0;
     if (!name)
         name = "(image)";
     int dw, dh;
-    dlk_status st = dlk_resize_dims(1, 1, o, &dw, &dh, err);
+    dlk_status st = Dlk_resize_dims(1, 1, o, &dw, &dh, err);
     if (st) {
-        dlk_fail_wrap(err, "cannot decode image '%s'", name);
+        Dlk_fail_wrap(err, "cannot decode image '%s'", name);
         return st;
     }
-    dlk_image im = {0};
-    switch (dlk_media_sniff(p, n)) {
+    Dlk_image im = {0};
+    switch (Dlk_media_sniff(p, n)) {
     case DLK_MEDIA_JPEG:
-        st = dlk_jpeg_decode(p, n, name, o, &im, err);
+        st = Dlk_jpeg_decode(p, n, name, o, &im, err);
         break;
     case DLK_MEDIA_PNG:
-        st = dlk_png_decode(p, n, name, o, &im, err);
+        st = Dlk_png_decode(p, n, name, o, &im, err);
         break;
     case DLK_MEDIA_VIDEO:
-        return dlk_fail(err, DLK_EDECODE,
+        return Dlk_fail(err, DLK_EDECODE,
                         "cannot decode image '%s': it is a video", name);
     default:
-        return dlk_fail(err, DLK_EDECODE,
+        return Dlk_fail(err, DLK_EDECODE,
                         "cannot decode image '%s': %s", name,
                         n ? "not a JPEG or PNG file" : "empty object");
     }
     if (st)
         return st;
-    st = dlk_image_finish_reuse(&im, o, out, err);
+    st = Dlk_image_finish_reuse(&im, o, out, err);
     if (st)
-        dlk_fail_wrap(err, "cannot decode image '%s'", name);
-    dlk_image_free(&im);
+        Dlk_fail_wrap(err, "cannot decode image '%s'", name);
+    Dlk_image_free(&im);
     return st;
 }

@@ -69,7 +69,7 @@ static int64_t io_seek(void *opaque, int64_t off, int whence)
 
 static int interrupted(void *opaque)
 {
-    return dlk_now_s() > ((mem_io *)opaque)->deadline;
+    return Dlk_now_s() > ((mem_io *)opaque)->deadline;
 }
 
 static int deny_open(AVFormatContext *s, AVIOContext **pb, const char *url,
@@ -82,7 +82,7 @@ static int deny_open(AVFormatContext *s, AVIOContext **pb, const char *url,
 /* The decoding state of one call. */
 typedef struct vdec {
     const char *name;
-    const dlk_video_opts *o;
+    const Dlk_video_opts *o;
     mem_io io;
     AVFormatContext *fc;
     AVIOContext *pb;
@@ -99,8 +99,8 @@ typedef struct vdec {
     double limit_t;       /* every-frame mode: up to this time (0: all) */
     int dw, dh, dc;       /* output frame */
     size_t fbytes;
-    dlk_buf out;
-    dlk_image rgb;        /* a frame in the output's channels */
+    Dlk_buf out;
+    Dlk_image rgb;        /* a frame in the output's channels */
 } vdec;
 
 static dlk_status av_fail(vdec *v, dlk_error *err, dlk_status code,
@@ -108,37 +108,37 @@ static dlk_status av_fail(vdec *v, dlk_error *err, dlk_status code,
 {
     char buf[AV_ERROR_MAX_STRING_SIZE] = "";
     if (ret == AVERROR_EXIT || interrupted(&v->io))
-        return dlk_fail(err, DLK_ELIMIT, "cannot decode video '%s': %s: "
+        return Dlk_fail(err, DLK_ELIMIT, "cannot decode video '%s': %s: "
                         "over the time budget of %.0f s", v->name, what,
                         MAX_SECONDS);
-    dlk_av.av_strerror(ret, buf, sizeof buf);
-    return dlk_fail(err, code, "cannot decode video '%s': %s: %s", v->name,
+    Dlk_av.av_strerror(ret, buf, sizeof buf);
+    return Dlk_fail(err, code, "cannot decode video '%s': %s: %s", v->name,
                     what, buf);
 }
 
 static dlk_status open_input(vdec *v, dlk_error *err)
 {
-    uint8_t *iobuf = dlk_av.av_malloc(IO_BUF);
-    v->fc = dlk_av.avformat_alloc_context();
+    uint8_t *iobuf = Dlk_av.av_malloc(IO_BUF);
+    v->fc = Dlk_av.avformat_alloc_context();
     if (iobuf)
-        v->pb = dlk_av.avio_alloc_context(iobuf, IO_BUF, 0, &v->io, io_read, NULL,
+        v->pb = Dlk_av.avio_alloc_context(iobuf, IO_BUF, 0, &v->io, io_read, NULL,
                                    io_seek);
     if (!v->fc || !v->pb) {
         if (!v->pb)
-            dlk_av.av_free(iobuf);
-        return dlk_oom(err);
+            Dlk_av.av_free(iobuf);
+        return Dlk_oom(err);
     }
     v->fc->pb = v->pb;
     v->fc->flags |= AVFMT_FLAG_CUSTOM_IO;
     v->fc->interrupt_callback.callback = interrupted;
     v->fc->interrupt_callback.opaque = &v->io;
     v->fc->io_open = deny_open;
-    v->fc->format_whitelist = dlk_av.av_strdup(formats);
-    v->fc->protocol_whitelist = dlk_av.av_strdup("none");
-    int ret = dlk_av.avformat_open_input(&v->fc, NULL, NULL, NULL);
+    v->fc->format_whitelist = Dlk_av.av_strdup(formats);
+    v->fc->protocol_whitelist = Dlk_av.av_strdup("none");
+    int ret = Dlk_av.avformat_open_input(&v->fc, NULL, NULL, NULL);
     if (ret < 0) /* fc was freed */
         return av_fail(v, err, DLK_EDECODE, "unknown or bad container", ret);
-    if ((ret = dlk_av.avformat_find_stream_info(v->fc, NULL)) < 0)
+    if ((ret = Dlk_av.avformat_find_stream_info(v->fc, NULL)) < 0)
         return av_fail(v, err, DLK_EDECODE, "cannot read stream info", ret);
     v->vs = -1;
     for (unsigned i = 0; i < v->fc->nb_streams; i++) {
@@ -150,7 +150,7 @@ static dlk_status open_input(vdec *v, dlk_error *err)
         }
     }
     if (v->vs < 0)
-        return dlk_fail(err, DLK_EDECODE, "cannot decode video '%s': no "
+        return Dlk_fail(err, DLK_EDECODE, "cannot decode video '%s': no "
                         "video stream", v->name);
     return DLK_OK;
 }
@@ -160,23 +160,23 @@ static dlk_status open_decoder(vdec *v, dlk_error *err)
     AVStream *s = v->fc->streams[v->vs];
     AVCodecParameters *par = s->codecpar;
     if (par->width > 0 && par->height > 0) {
-        dlk_status st = dlk_check_pixels((uint64_t)par->width,
+        dlk_status st = Dlk_check_pixels((uint64_t)par->width,
                                          (uint64_t)par->height, &v->o->image,
                                          v->name, err);
         if (st)
             return st;
     }
-    const AVCodec *codec = dlk_av.avcodec_find_decoder(par->codec_id);
+    const AVCodec *codec = Dlk_av.avcodec_find_decoder(par->codec_id);
     if (!codec)
-        return dlk_fail(err, DLK_EDECODE, "cannot decode video '%s': no "
+        return Dlk_fail(err, DLK_EDECODE, "cannot decode video '%s': no "
                         "decoder for codec '%s'", v->name,
-                        dlk_av.avcodec_get_name(par->codec_id));
-    if (!(v->cc = dlk_av.avcodec_alloc_context3(codec)))
-        return dlk_oom(err);
-    int ret = dlk_av.avcodec_parameters_to_context(v->cc, par);
+                        Dlk_av.avcodec_get_name(par->codec_id));
+    if (!(v->cc = Dlk_av.avcodec_alloc_context3(codec)))
+        return Dlk_oom(err);
+    int ret = Dlk_av.avcodec_parameters_to_context(v->cc, par);
     if (ret >= 0) {
         v->cc->thread_count = 1; /* ingest runs one decode per core */
-        ret = dlk_av.avcodec_open2(v->cc, codec, NULL);
+        ret = Dlk_av.avcodec_open2(v->cc, codec, NULL);
     }
     if (ret < 0)
         return av_fail(v, err, DLK_EDECODE, "cannot open the decoder", ret);
@@ -194,7 +194,7 @@ static double clip_duration(const vdec *v)
         return s->duration * v->tb;
     if (v->fc->duration > 0 && v->fc->duration != AV_NOPTS_VALUE)
         return (double)v->fc->duration / AV_TIME_BASE;
-    AVRational r = dlk_av.av_guess_frame_rate(v->fc, (AVStream *)s, NULL);
+    AVRational r = Dlk_av.av_guess_frame_rate(v->fc, (AVStream *)s, NULL);
     if (s->nb_frames > 0 && r.num > 0 && r.den > 0)
         return s->nb_frames / av_q2d(r);
     return 0;
@@ -202,11 +202,11 @@ static double clip_duration(const vdec *v)
 
 static dlk_status plan(vdec *v, dlk_error *err)
 {
-    const dlk_video_opts *o = v->o;
+    const Dlk_video_opts *o = v->o;
     int maxf = o->max_frames > 0 ? o->max_frames : DLK_DEFAULT_MAX_FRAMES;
     if (o->frames < 0 || o->fps < 0 || o->clip_seconds < 0 ||
         !isfinite(o->fps) || !isfinite(o->clip_seconds))
-        return dlk_fail(err, DLK_EINVAL, "frames %d, fps %g, clip seconds "
+        return Dlk_fail(err, DLK_EINVAL, "frames %d, fps %g, clip seconds "
                         "%g: none can be negative", o->frames, o->fps,
                         o->clip_seconds);
     if (!o->frames && !o->fps) {
@@ -217,7 +217,7 @@ static dlk_status plan(vdec *v, dlk_error *err)
     double n;
     if (o->frames) {
         if (d <= 0)
-            return dlk_fail(err, DLK_EDECODE, "cannot decode video '%s': "
+            return Dlk_fail(err, DLK_EDECODE, "cannot decode video '%s': "
                             "unknown duration (sample with fps and "
                             "clip_seconds instead)", v->name);
         if (o->clip_seconds > 0 && o->clip_seconds < d)
@@ -226,18 +226,18 @@ static dlk_status plan(vdec *v, dlk_error *err)
     } else {
         double span = o->clip_seconds > 0 ? o->clip_seconds : d;
         if (span <= 0)
-            return dlk_fail(err, DLK_EDECODE, "cannot decode video '%s': "
+            return Dlk_fail(err, DLK_EDECODE, "cannot decode video '%s': "
                             "unknown duration (give clip_seconds)", v->name);
         n = floor(span * o->fps + 1e-6);
         if (n < 1)
             n = 1;
     }
     if (n > maxf)
-        return dlk_fail(err, DLK_ELIMIT, "cannot decode video '%s': %.0f "
+        return Dlk_fail(err, DLK_ELIMIT, "cannot decode video '%s': %.0f "
                         "frames are over the limit of %d", v->name, n, maxf);
     v->ntargets = (int)n;
     if (!(v->targets = malloc(sizeof *v->targets * v->ntargets)))
-        return dlk_oom(err);
+        return Dlk_oom(err);
     for (int i = 0; i < v->ntargets; i++)
         v->targets[i] = o->frames ? (i + 0.5) * d / n : i / o->fps;
     return DLK_OK;
@@ -249,7 +249,7 @@ static dlk_status to_image(vdec *v, const AVFrame *f, dlk_error *err)
     static const enum AVPixelFormat fmts[] = {
         AV_PIX_FMT_NONE, AV_PIX_FMT_GRAY8, AV_PIX_FMT_NONE,
         AV_PIX_FMT_RGB24, AV_PIX_FMT_RGBA};
-    dlk_status st = dlk_check_pixels((uint64_t)f->width, (uint64_t)f->height,
+    dlk_status st = Dlk_check_pixels((uint64_t)f->width, (uint64_t)f->height,
                                      &v->o->image, v->name, err);
     if (st)
         return st;
@@ -258,20 +258,20 @@ static dlk_status to_image(vdec *v, const AVFrame *f, dlk_error *err)
         free(v->rgb.px);
         if (!(v->rgb.px = malloc(need + 64))) {
             memset(&v->rgb, 0, sizeof v->rgb);
-            return dlk_oom(err);
+            return Dlk_oom(err);
         }
         v->rgb.w = f->width, v->rgb.h = f->height, v->rgb.c = v->dc;
     }
     enum AVPixelFormat sf = f->format;
-    v->sws = dlk_av.sws_getCachedContext(v->sws, f->width, f->height, sf, f->width,
+    v->sws = Dlk_av.sws_getCachedContext(v->sws, f->width, f->height, sf, f->width,
                                   f->height, fmts[v->dc],
                                   SWS_BILINEAR | SWS_ACCURATE_RND |
                                       SWS_FULL_CHR_H_INT,
                                   NULL, NULL, NULL);
     if (!v->sws)
-        return dlk_fail(err, DLK_EDECODE, "cannot decode video '%s': cannot "
+        return Dlk_fail(err, DLK_EDECODE, "cannot decode video '%s': cannot "
                         "convert pixel format '%s'", v->name,
-                        dlk_av.av_get_pix_fmt_name(sf));
+                        Dlk_av.av_get_pix_fmt_name(sf));
     int cs = f->colorspace;
     if (cs <= AVCOL_SPC_RGB || cs > AVCOL_SPC_BT2020_CL ||
         cs == AVCOL_SPC_UNSPECIFIED)
@@ -279,14 +279,14 @@ static dlk_status to_image(vdec *v, const AVFrame *f, dlk_error *err)
     bool full = f->color_range == AVCOL_RANGE_JPEG ||
                 sf == AV_PIX_FMT_YUVJ420P || sf == AV_PIX_FMT_YUVJ422P ||
                 sf == AV_PIX_FMT_YUVJ444P || sf == AV_PIX_FMT_YUVJ440P;
-    dlk_av.sws_setColorspaceDetails(v->sws, dlk_av.sws_getCoefficients(cs), full,
-                             dlk_av.sws_getCoefficients(SWS_CS_DEFAULT), 1, 0,
+    Dlk_av.sws_setColorspaceDetails(v->sws, Dlk_av.sws_getCoefficients(cs), full,
+                             Dlk_av.sws_getCoefficients(SWS_CS_DEFAULT), 1, 0,
                              1 << 16, 1 << 16);
     uint8_t *dst[4] = {v->rgb.px};
     int ds[4] = {f->width * v->dc};
-    if (dlk_av.sws_scale(v->sws, (const uint8_t *const *)f->data, f->linesize, 0,
+    if (Dlk_av.sws_scale(v->sws, (const uint8_t *const *)f->data, f->linesize, 0,
                   f->height, dst, ds) != f->height)
-        return dlk_fail(err, DLK_EDECODE, "cannot decode video '%s': cannot "
+        return Dlk_fail(err, DLK_EDECODE, "cannot decode video '%s': cannot "
                         "convert a frame", v->name);
     return DLK_OK;
 }
@@ -298,26 +298,26 @@ static dlk_status emit(vdec *v, const AVFrame *f, dlk_error *err)
     if (st)
         return st;
     if (!v->fbytes) { /* the first: fixes the frame size */
-        if ((st = dlk_resize_dims(f->width, f->height, &v->o->image, &v->dw,
+        if ((st = Dlk_resize_dims(f->width, f->height, &v->o->image, &v->dw,
                                   &v->dh, err)))
             return st;
         v->fbytes = (size_t)v->dw * v->dh * v->dc;
         uint64_t total;
         if (v->targets &&
-            (!dlk_mul_u64(v->fbytes, (uint64_t)v->ntargets, &total) ||
+            (!Dlk_mul_u64(v->fbytes, (uint64_t)v->ntargets, &total) ||
              total > MAX_OUT_BYTES))
-            return dlk_fail(err, DLK_ELIMIT, "cannot decode video '%s': %d "
+            return Dlk_fail(err, DLK_ELIMIT, "cannot decode video '%s': %d "
                             "frames of %dx%d are too large", v->name,
                             v->ntargets, v->dw, v->dh);
-        if (v->targets && (st = dlk_buf_reserve(&v->out, total, err)))
+        if (v->targets && (st = Dlk_buf_reserve(&v->out, total, err)))
             return st;
     }
     if (v->out.len + v->fbytes > MAX_OUT_BYTES)
-        return dlk_fail(err, DLK_ELIMIT, "cannot decode video '%s': frames "
+        return Dlk_fail(err, DLK_ELIMIT, "cannot decode video '%s': frames "
                         "over %llu bytes", v->name,
                         (unsigned long long)MAX_OUT_BYTES);
-    if ((st = dlk_buf_reserve(&v->out, v->fbytes, err)) ||
-        (st = dlk_resize_into(&v->rgb, &v->o->image, v->dw, v->dh,
+    if ((st = Dlk_buf_reserve(&v->out, v->fbytes, err)) ||
+        (st = Dlk_resize_into(&v->rgb, &v->o->image, v->dw, v->dh,
                               v->out.data + v->out.len, err)))
         return st;
     v->out.len += v->fbytes;
@@ -329,7 +329,7 @@ static double frame_time(vdec *v, const AVFrame *f)
 {
     int64_t ts = f->best_effort_timestamp;
     if (ts == AV_NOPTS_VALUE) {
-        AVRational r = dlk_av.av_guess_frame_rate(v->fc, v->fc->streams[v->vs], NULL);
+        AVRational r = Dlk_av.av_guess_frame_rate(v->fc, v->fc->streams[v->vs], NULL);
         double fps = r.num > 0 && r.den > 0 ? av_q2d(r) : 25.0;
         return (v->decoded - 1) / fps;
     }
@@ -343,7 +343,7 @@ static dlk_status take(vdec *v, bool *done, dlk_error *err)
     int maxf = v->o->max_frames > 0 ? v->o->max_frames
                                     : DLK_DEFAULT_MAX_FRAMES;
     if (++v->decoded > MAX_DECODED)
-        return dlk_fail(err, DLK_ELIMIT, "cannot decode video '%s': over "
+        return Dlk_fail(err, DLK_ELIMIT, "cannot decode video '%s': over "
                         "%ld decoded frames", v->name, MAX_DECODED);
     double t = frame_time(v, v->cur);
     if (!v->targets) {
@@ -352,7 +352,7 @@ static dlk_status take(vdec *v, bool *done, dlk_error *err)
             return DLK_OK;
         }
         if (v->k >= maxf)
-            return dlk_fail(err, DLK_ELIMIT, "cannot decode video '%s': "
+            return Dlk_fail(err, DLK_ELIMIT, "cannot decode video '%s': "
                             "over the limit of %d frames", v->name, maxf);
         return emit(v, v->cur, err);
     }
@@ -362,8 +362,8 @@ static dlk_status take(vdec *v, bool *done, dlk_error *err)
         bool use_prev = have_prev && g - v->prev_t <= t - g;
         st = emit(v, use_prev ? v->prev : v->cur, err);
     }
-    dlk_av.av_frame_unref(v->prev);
-    dlk_av.av_frame_move_ref(v->prev, v->cur);
+    Dlk_av.av_frame_unref(v->prev);
+    Dlk_av.av_frame_move_ref(v->prev, v->cur);
     v->prev_t = t;
     *done = v->k >= v->ntargets;
     return st;
@@ -372,13 +372,13 @@ static dlk_status take(vdec *v, bool *done, dlk_error *err)
 static dlk_status drain(vdec *v, bool *done, dlk_error *err)
 {
     for (;;) {
-        int ret = dlk_av.avcodec_receive_frame(v->cc, v->cur);
+        int ret = Dlk_av.avcodec_receive_frame(v->cc, v->cur);
         if (ret == AVERROR(EAGAIN) || ret == AVERROR_EOF)
             return DLK_OK;
         if (ret < 0)
             return av_fail(v, err, DLK_EDECODE, "cannot decode a frame", ret);
         dlk_status st = take(v, done, err);
-        dlk_av.av_frame_unref(v->cur);
+        Dlk_av.av_frame_unref(v->cur);
         if (st || *done)
             return st;
     }
@@ -390,27 +390,27 @@ static dlk_status run(vdec *v, dlk_error *err)
     dlk_status st = DLK_OK;
     while (!done && !st) {
         if (++v->packets > MAX_PACKETS)
-            return dlk_fail(err, DLK_ELIMIT, "cannot decode video '%s': over "
+            return Dlk_fail(err, DLK_ELIMIT, "cannot decode video '%s': over "
                             "%ld packets", v->name, MAX_PACKETS);
         if (interrupted(&v->io))
             return av_fail(v, err, DLK_ELIMIT, "decoding", AVERROR_EXIT);
-        int ret = dlk_av.av_read_frame(v->fc, v->pkt);
+        int ret = Dlk_av.av_read_frame(v->fc, v->pkt);
         if (ret == AVERROR_EOF) {
-            dlk_av.avcodec_send_packet(v->cc, NULL);
+            Dlk_av.avcodec_send_packet(v->cc, NULL);
             st = drain(v, &done, err);
             break;
         }
         if (ret < 0)
             return av_fail(v, err, DLK_EDECODE, "cannot read a packet", ret);
         if (v->pkt->stream_index == v->vs) {
-            ret = dlk_av.avcodec_send_packet(v->cc, v->pkt);
+            ret = Dlk_av.avcodec_send_packet(v->cc, v->pkt);
             if (ret < 0 && ret != AVERROR(EAGAIN))
                 st = av_fail(v, err, DLK_EDECODE, "cannot decode a packet",
                              ret);
             else
                 st = drain(v, &done, err);
         }
-        dlk_av.av_packet_unref(v->pkt);
+        Dlk_av.av_packet_unref(v->pkt);
     }
     if (st)
         return st;
@@ -418,7 +418,7 @@ static dlk_status run(vdec *v, dlk_error *err)
     while (v->targets && v->k < v->ntargets && v->prev->width > 0 && !st)
         st = emit(v, v->prev, err);
     if (!st && v->k == 0)
-        st = dlk_fail(err, DLK_EDECODE, "cannot decode video '%s': no "
+        st = Dlk_fail(err, DLK_EDECODE, "cannot decode video '%s': no "
                       "frames decoded", v->name);
     return st;
 }
@@ -426,53 +426,53 @@ static dlk_status run(vdec *v, dlk_error *err)
 static void vdec_free(vdec *v)
 {
     if (v->fc)
-        dlk_av.avformat_close_input(&v->fc);
+        Dlk_av.avformat_close_input(&v->fc);
     if (v->pb) {
-        dlk_av.av_freep(&v->pb->buffer);
-        dlk_av.avio_context_free(&v->pb);
+        Dlk_av.av_freep(&v->pb->buffer);
+        Dlk_av.avio_context_free(&v->pb);
     }
-    dlk_av.avcodec_free_context(&v->cc);
-    dlk_av.av_packet_free(&v->pkt);
-    dlk_av.av_frame_free(&v->cur);
-    dlk_av.av_frame_free(&v->prev);
-    dlk_av.sws_freeContext(v->sws);
+    Dlk_av.avcodec_free_context(&v->cc);
+    Dlk_av.av_packet_free(&v->pkt);
+    Dlk_av.av_frame_free(&v->cur);
+    Dlk_av.av_frame_free(&v->prev);
+    Dlk_av.sws_freeContext(v->sws);
     free(v->targets);
-    dlk_image_free(&v->rgb);
-    dlk_buf_free(&v->out);
+    Dlk_image_free(&v->rgb);
+    Dlk_buf_free(&v->out);
 }
 
-dlk_status dlk_decode_video(const uint8_t *p, size_t n, const char *name,
-                            const dlk_video_opts *o, dlk_decoded *out,
+dlk_status Dlk_decode_video(const uint8_t *p, size_t n, const char *name,
+                            const Dlk_video_opts *o, Dlk_decoded *out,
                             dlk_error *err)
 {
-    static const dlk_video_opts defaults;
+    static const Dlk_video_opts defaults;
     memset(out, 0, sizeof *out);
     if (!o)
         o = &defaults;
     if (!name)
         name = "(video)";
-    dlk_status st = dlk_av_load(err);
+    dlk_status st = Dlk_av_load(err);
     if (st) {
-        dlk_fail_wrap(err, "cannot decode video '%s'", name);
+        Dlk_fail_wrap(err, "cannot decode video '%s'", name);
         return st;
     }
-    vdec v = {.name = name, .o = o, .io = {p, n, 0, dlk_now_s() + MAX_SECONDS}};
-    dlk_buf_init(&v.out);
+    vdec v = {.name = name, .o = o, .io = {p, n, 0, Dlk_now_s() + MAX_SECONDS}};
+    Dlk_buf_init(&v.out);
     int dw, dh;
-    st = dlk_resize_dims(1, 1, &o->image, &dw, &dh, err);
+    st = Dlk_resize_dims(1, 1, &o->image, &dw, &dh, err);
     if (st) {
-        dlk_fail_wrap(err, "cannot decode video '%s'", name);
+        Dlk_fail_wrap(err, "cannot decode video '%s'", name);
         return st;
     }
     if (!n)
-        return dlk_fail(err, DLK_EDECODE, "cannot decode video '%s': empty "
+        return Dlk_fail(err, DLK_EDECODE, "cannot decode video '%s': empty "
                         "object", name);
     v.dc = o->image.channels ? o->image.channels : 3;
-    v.pkt = dlk_av.av_packet_alloc();
-    v.cur = dlk_av.av_frame_alloc();
-    v.prev = dlk_av.av_frame_alloc();
+    v.pkt = Dlk_av.av_packet_alloc();
+    v.cur = Dlk_av.av_frame_alloc();
+    v.prev = Dlk_av.av_frame_alloc();
     if (!v.pkt || !v.cur || !v.prev)
-        st = dlk_oom(err);
+        st = Dlk_oom(err);
     if (!st && !(st = open_input(&v, err)) && !(st = open_decoder(&v, err)) &&
         !(st = plan(&v, err)))
         st = run(&v, err);
@@ -483,7 +483,7 @@ dlk_status dlk_decode_video(const uint8_t *p, size_t n, const char *name,
                                                             v.dw};
         memcpy(out->shape, o->image.chw ? chw : hwc, sizeof hwc);
         out->data = v.out;
-        dlk_buf_init(&v.out);
+        Dlk_buf_init(&v.out);
     }
     vdec_free(&v);
     return st;

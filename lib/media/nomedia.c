@@ -6,43 +6,43 @@
 
 static dlk_status no_media(const char *name, dlk_error *err)
 {
-    return dlk_fail(err, DLK_EUNSUPPORTED, "'%s': this dlk was built "
+    return Dlk_fail(err, DLK_EUNSUPPORTED, "'%s': this dlk was built "
                     "without media decoders (make MEDIA=1)", name);
 }
 
-dlk_media dlk_media_sniff(const uint8_t *p, size_t n)
+Dlk_media Dlk_media_sniff(const uint8_t *p, size_t n)
 {
     (void)p;
     (void)n;
     return DLK_MEDIA_UNKNOWN;
 }
 
-dlk_status dlk_decode_image(const uint8_t *p, size_t n, const char *name,
-                            const dlk_image_opts *o, dlk_decoded *out,
+dlk_status Dlk_decode_image(const uint8_t *p, size_t n, const char *name,
+                            const Dlk_image_opts *o, Dlk_decoded *out,
                             dlk_error *err)
 {
     (void)p; (void)n; (void)o; (void)out;
     return no_media(name, err);
 }
 
-dlk_status dlk_decode_image_reuse(const uint8_t *p, size_t n,
-                                  const char *name, const dlk_image_opts *o,
-                                  dlk_decoded *out, dlk_error *err)
+dlk_status Dlk_decode_image_reuse(const uint8_t *p, size_t n,
+                                  const char *name, const Dlk_image_opts *o,
+                                  Dlk_decoded *out, dlk_error *err)
 {
     (void)p; (void)n; (void)o; (void)out;
     return no_media(name, err);
 }
 
-dlk_status dlk_decode_video(const uint8_t *p, size_t n, const char *name,
-                            const dlk_video_opts *o, dlk_decoded *out,
+dlk_status Dlk_decode_video(const uint8_t *p, size_t n, const char *name,
+                            const Dlk_video_opts *o, Dlk_decoded *out,
                             dlk_error *err)
 {
     (void)p; (void)n; (void)o; (void)out;
     return no_media(name, err);
 }
 
-dlk_status dlk_png_encode(const uint8_t *pixels, int w, int h, int c,
-                          dlk_buf *out, dlk_error *err)
+dlk_status Dlk_png_encode(const uint8_t *pixels, int w, int h, int c,
+                          Dlk_buf *out, dlk_error *err)
 {
     (void)pixels; (void)w; (void)h; (void)c; (void)out;
     return no_media("png", err);

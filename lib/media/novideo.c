@@ -4,12 +4,12 @@
 #ifdef DLK_NO_VIDEO
 #include "media/decode.h"
 
-dlk_status dlk_decode_video(const uint8_t *p, size_t n, const char *name,
-                            const dlk_video_opts *o, dlk_decoded *out,
+dlk_status Dlk_decode_video(const uint8_t *p, size_t n, const char *name,
+                            const Dlk_video_opts *o, Dlk_decoded *out,
                             dlk_error *err)
 {
     (void)p; (void)n; (void)o; (void)out;
-    return dlk_fail(err, DLK_EUNSUPPORTED, "'%s': this dlk was built "
+    return Dlk_fail(err, DLK_EUNSUPPORTED, "'%s': this dlk was built "
                     "without the video decoder (make VIDEO=1)", name);
 }
 #endif

@@ -1,5 +1,5 @@
 /* png_jump.h - libpng's errors for the PNG reader and writer: a job
- * struct whose first member is a dlk_png_jump, passed as libpng's error
+ * struct whose first member is a Dlk_png_jump, passed as libpng's error
  * pointer, gets the message and a longjmp back to its setjmp; warnings
  * are dropped (the reader treats what matters, a bad CRC or a truncated
  * stream, as errors). */
@@ -9,12 +9,12 @@
 #include <png.h>
 #include <setjmp.h>
 
-typedef struct dlk_png_jump {
+typedef struct Dlk_png_jump {
     jmp_buf jb;
     char msg[256];
-} dlk_png_jump;
+} Dlk_png_jump;
 
-void dlk_png_on_error(png_structp png, png_const_charp msg);
-void dlk_png_on_warning(png_structp png, png_const_charp msg);
+void Dlk_png_on_error(png_structp png, png_const_charp msg);
+void Dlk_png_on_warning(png_structp png, png_const_charp msg);
 
 #endif

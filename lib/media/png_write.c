@@ -7,29 +7,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-void dlk_png_on_error(png_structp png, png_const_charp msg)
+void Dlk_png_on_error(png_structp png, png_const_charp msg)
 {
-    dlk_png_jump *j = png_get_error_ptr(png);
+    Dlk_png_jump *j = png_get_error_ptr(png);
     snprintf(j->msg, sizeof j->msg, "%s", msg);
     longjmp(j->jb, 1);
 }
 
-void dlk_png_on_warning(png_structp png, png_const_charp msg)
+void Dlk_png_on_warning(png_structp png, png_const_charp msg)
 {
     (void)png;
     (void)msg;
 }
 
 typedef struct wjob {
-    dlk_png_jump jump; /* first: libpng's error pointer */
-    dlk_buf *out;
+    Dlk_png_jump jump; /* first: libpng's error pointer */
+    Dlk_buf *out;
     dlk_error oom;
 } wjob;
 
 static void on_write(png_structp png, png_bytep d, size_t len)
 {
     wjob *j = png_get_io_ptr(png);
-    if (dlk_buf_append(j->out, d, len, &j->oom))
+    if (Dlk_buf_append(j->out, d, len, &j->oom))
         png_error(png, j->oom.msg);
 }
 
@@ -55,24 +55,24 @@ static void write_png(wjob *j, png_structp png, png_infop info,
     png_write_end(png, info);
 }
 
-dlk_status dlk_png_encode(const uint8_t *pixels, int w, int h, int c,
-                          dlk_buf *out, dlk_error *err)
+dlk_status Dlk_png_encode(const uint8_t *pixels, int w, int h, int c,
+                          Dlk_buf *out, dlk_error *err)
 {
     if (w <= 0 || h <= 0 || w > 0x7fffffff / 4 || c < 1 || c > 4)
-        return dlk_fail(err, DLK_EINVAL, "cannot write PNG of %dx%d pixels "
+        return Dlk_fail(err, DLK_EINVAL, "cannot write PNG of %dx%d pixels "
                         "of %d channels", w, h, c);
     wjob *j = calloc(1, sizeof *j);
     if (!j)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     j->out = out;
     dlk_status st = DLK_OK;
     png_structp png = png_create_write_struct(
-        PNG_LIBPNG_VER_STRING, j, dlk_png_on_error, dlk_png_on_warning);
+        PNG_LIBPNG_VER_STRING, j, Dlk_png_on_error, Dlk_png_on_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     if (!info) {
-        st = dlk_fail(err, DLK_ENOMEM, "cannot write PNG: out of memory");
+        st = Dlk_fail(err, DLK_ENOMEM, "cannot write PNG: out of memory");
     } else if (setjmp(j->jump.jb)) {
-        st = dlk_fail(err, j->oom.code ? j->oom.code : DLK_EINTERNAL,
+        st = Dlk_fail(err, j->oom.code ? j->oom.code : DLK_EINTERNAL,
                       "cannot write PNG: %s", j->jump.msg);
     } else {
         write_png(j, png, info, pixels, w, h, c);
@@ -93,7 +93,7 @@ dlk_status dlk_png_from_sample(const dlk_sample *s, int frame, int chw,
     *png = NULL;
     *len = 0;
     if (s->dtype != DLK_U8)
-        return dlk_fail(err, DLK_EINVAL, "not an image: dtype %s (PNG needs "
+        return Dlk_fail(err, DLK_EINVAL, "not an image: dtype %s (PNG needs "
                         "u8)", dlk_dtype_name(s->dtype));
     int nd = s->ndim;
     const int64_t *sh = s->shape;
@@ -102,15 +102,15 @@ dlk_status dlk_png_from_sample(const dlk_sample *s, int frame, int chw,
         t = sh[0];
         sh++, nd--;
         if (frame < 0)
-            return dlk_fail(err, DLK_EINVAL, "a clip of %lld frames: choose "
+            return Dlk_fail(err, DLK_EINVAL, "a clip of %lld frames: choose "
                             "one (frame 0 to %lld)", (long long)t,
                             (long long)t - 1);
         if (frame >= t)
-            return dlk_fail(err, DLK_EINVAL, "no frame %d: the clip has %lld "
+            return Dlk_fail(err, DLK_EINVAL, "no frame %d: the clip has %lld "
                             "(0 to %lld)", frame, (long long)t,
                             (long long)t - 1);
     } else if (frame > 0) {
-        return dlk_fail(err, DLK_EINVAL, "no frame %d: not a clip (shape of "
+        return Dlk_fail(err, DLK_EINVAL, "no frame %d: not a clip (shape of "
                         "%d dimensions)", frame, s->ndim);
     }
     int64_t h, w, c;
@@ -124,35 +124,35 @@ dlk_status dlk_png_from_sample(const dlk_sample *s, int frame, int chw,
         h = planar ? sh[1] : sh[0];
         w = planar ? sh[2] : sh[1];
     } else {
-        return dlk_fail(err, DLK_EINVAL, "not an image: %d dimensions "
+        return Dlk_fail(err, DLK_EINVAL, "not an image: %d dimensions "
                         "(expected [H,W,C], [C,H,W] or [T,H,W,C])", s->ndim);
     }
     if (!is_channels(c) || h <= 0 || w <= 0 || h > 1 << 24 || w > 1 << 24)
-        return dlk_fail(err, DLK_EINVAL, "not an image: %lldx%lld pixels of "
+        return Dlk_fail(err, DLK_EINVAL, "not an image: %lldx%lld pixels of "
                         "%lld channels (expected 1, 3 or 4)", (long long)h,
                         (long long)w, (long long)c);
     size_t fbytes = (size_t)(h * w * c);
     if (s->nbytes != fbytes * (size_t)t || !s->data)
-        return dlk_fail(err, DLK_EINVAL, "sample of %zu bytes does not match "
+        return Dlk_fail(err, DLK_EINVAL, "sample of %zu bytes does not match "
                         "its shape", s->nbytes);
     const uint8_t *src = (const uint8_t *)s->data +
                          fbytes * (size_t)(frame > 0 ? frame : 0);
     uint8_t *tmp = NULL;
     if (planar) {
         if (!(tmp = malloc(fbytes)))
-            return dlk_oom(err);
+            return Dlk_oom(err);
         size_t plane = (size_t)(h * w);
         for (size_t i = 0; i < plane; i++)
             for (int64_t k = 0; k < c; k++)
                 tmp[i * c + k] = src[k * plane + i];
         src = tmp;
     }
-    dlk_buf b;
-    dlk_buf_init(&b);
-    dlk_status st = dlk_png_encode(src, (int)w, (int)h, (int)c, &b, err);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
+    dlk_status st = Dlk_png_encode(src, (int)w, (int)h, (int)c, &b, err);
     free(tmp);
     if (st) {
-        dlk_buf_free(&b);
+        Dlk_buf_free(&b);
         return st;
     }
     *png = b.data;

@@ -30,7 +30,7 @@
 #define RS_SSE2 1
 #endif
 
-int dlk_rs_avx2 = -1, dlk_rs_avx512 = -1;
+int Dlk_rs_avx2 = -1, Dlk_rs_avx512 = -1;
 
 static int round8(int n)
 {
@@ -57,11 +57,11 @@ static int max_taps(int n_in, int n_out)
 /* The AVX-512 path's tables after the weights (see resample.h). */
 static size_t extra_size(size_t n8, size_t taps)
 {
-    return align16(n8 * sizeof(struct dlk_rs_group)) +
+    return align16(n8 * sizeof(struct Dlk_rs_group)) +
            align16((n8 + 32) * 2) + taps * (n8 + 32) * 2;
 }
 
-size_t dlk_rs_filter_size(int n_in, int n_out)
+size_t Dlk_rs_filter_size(int n_in, int n_out)
 {
     if (n_in <= 0 || n_out <= 0 || n_out > INT32_MAX - 8)
         return 0;
@@ -113,11 +113,11 @@ static uint32_t weight(int n_in, int n_out, int i, int j)
 /* The AVX-512 path's tables (after f's weights in its memory): runs of
  * outputs whose taps fall in one window of 64 inputs, so that one
  * two-source permute a tap gathers them from a row. */
-static void build_groups(dlk_rs_filter *f)
+static void build_groups(Dlk_rs_filter *f)
 {
     int n8 = f->n_out8, taps = f->taps, ws = n8 + 32;
     uint8_t *m = (uint8_t *)f->w + (size_t)n8 * taps * 16;
-    f->groups = (struct dlk_rs_group *)m;
+    f->groups = (struct Dlk_rs_group *)m;
     m += align16((size_t)n8 * sizeof *f->groups);
     f->start16 = (uint16_t *)m;
     f->wt = (uint16_t *)(m + align16((size_t)ws * 2));
@@ -138,12 +138,12 @@ static void build_groups(dlk_rs_filter *f)
         int n = 1;
         while (n < 32 && i0 + n < n8 && f->start[i0 + n] + taps - base <= 64)
             n++;
-        f->groups[f->n_groups++] = (struct dlk_rs_group){i0, n, base};
+        f->groups[f->n_groups++] = (struct Dlk_rs_group){i0, n, base};
         i0 += n;
     }
 }
 
-void dlk_rs_filter_build(int n_in, int n_out, void *mem, dlk_rs_filter *f)
+void Dlk_rs_filter_build(int n_in, int n_out, void *mem, Dlk_rs_filter *f)
 {
     int taps = max_taps(n_in, n_out), n8 = round8(n_out);
     f->n_in = n_in, f->n_out = n_out, f->n_out8 = n8, f->taps = taps;
@@ -182,23 +182,23 @@ static size_t round8z(int n) /* n >= 0, without int overflow */
     return ((size_t)n + 7) & ~(size_t)7;
 }
 
-size_t dlk_rs_out_stride(int dw)
+size_t Dlk_rs_out_stride(int dw)
 {
     return round8z(dw);
 }
 
-size_t dlk_rs_out_elems(int dw, int dh)
+size_t Dlk_rs_out_elems(int dw, int dh)
 {
     return round8z(dw) * round8z(dh);
 }
 
-size_t dlk_rs_tmp_elems(int sw, int dh)
+size_t Dlk_rs_tmp_elems(int sw, int dh)
 {
     return (size_t)sw * round8z(dh);
 }
 
 /* One output of f (index i) from column x of rows of u8 or u16 values. */
-static uint16_t tap_u8(const uint8_t *in, size_t is, const dlk_rs_filter *f,
+static uint16_t tap_u8(const uint8_t *in, size_t is, const Dlk_rs_filter *f,
                        int i, int x)
 {
     const uint8_t *p = in + (size_t)f->start[i] * is + x;
@@ -211,7 +211,7 @@ static uint16_t tap_u8(const uint8_t *in, size_t is, const dlk_rs_filter *f,
 
 #ifndef RS_SSE2
 static uint16_t tap_u16(const uint16_t *in, size_t is,
-                        const dlk_rs_filter *f, int i, int x)
+                        const Dlk_rs_filter *f, int i, int x)
 {
     const uint16_t *p = in + (size_t)f->start[i] * is + x;
     uint16_t acc = 0;
@@ -261,7 +261,7 @@ RS_INLINE __m128i load8_u8(const uint8_t *p)
 /* Output i of f at 8 columns from x of u8 rows.  Two to four taps (the
  * common reductions) unrolled: the loop's own work was most of it. */
 RS_INLINE __m128i taps8_u8(const uint8_t *in, size_t is,
-                           const dlk_rs_filter *f, int i, int x)
+                           const Dlk_rs_filter *f, int i, int x)
 {
     const uint8_t *p = in + (size_t)f->start[i] * is + x;
     const __m128i *w = (const __m128i *)f->w[(size_t)i * f->taps];
@@ -285,7 +285,7 @@ RS_INLINE __m128i taps8_u8(const uint8_t *in, size_t is,
 }
 
 /* Output i of f from 8-lane rows (stride 8) of a panel. */
-RS_INLINE __m128i taps8_panel(const uint16_t *panel, const dlk_rs_filter *f,
+RS_INLINE __m128i taps8_panel(const uint16_t *panel, const Dlk_rs_filter *f,
                               int i)
 {
     const __m128i *p = (const __m128i *)(panel + (size_t)f->start[i] * 8);
@@ -337,7 +337,7 @@ RS_AVX2_FN RS_INLINE __m256i load16_q8(const uint8_t *p)
  * one, so that the tap loop unrolls (the three planes of a 500x375
  * JPEG: 80 -> 69 us on a 2-core x86-64 host). */
 RS_AVX2_FN RS_INLINE void down_avx2(const uint8_t *src, size_t ss, int sw,
-                                    const dlk_rs_filter *fy, uint16_t *tmp,
+                                    const Dlk_rs_filter *fy, uint16_t *tmp,
                                     int taps)
 {
     for (int i0 = 0; i0 < fy->n_out8; i0 += 8) {
@@ -378,7 +378,7 @@ RS_AVX2_FN RS_INLINE void down_avx2(const uint8_t *src, size_t ss, int sw,
 
 /* Returns the columns done: all, or none when fewer than 16. */
 RS_AVX2_FN static int pass_down_avx2(const uint8_t *src, size_t ss, int sw,
-                                     const dlk_rs_filter *fy, uint16_t *tmp)
+                                     const Dlk_rs_filter *fy, uint16_t *tmp)
 {
     if (sw < 16)
         return 0;
@@ -395,7 +395,7 @@ RS_AVX2_FN static int pass_down_avx2(const uint8_t *src, size_t ss, int sw,
 /* pass_across with AVX2: two panels at once, one in each 128-bit lane;
  * `taps` as in down_avx2. */
 RS_AVX2_FN RS_INLINE void across_avx2(const uint16_t *tmp, int sw, int rows16,
-                                      const dlk_rs_filter *fx, uint16_t *out,
+                                      const Dlk_rs_filter *fx, uint16_t *out,
                                       size_t os, int taps)
 {
     for (int y0 = 0; y0 < rows16; y0 += 16) {
@@ -432,7 +432,7 @@ RS_AVX2_FN RS_INLINE void across_avx2(const uint16_t *tmp, int sw, int rows16,
 
 /* Returns the rows done (a multiple of 16). */
 RS_AVX2_FN static int pass_across_avx2(const uint16_t *tmp, int sw,
-                                       int rows8, const dlk_rs_filter *fx,
+                                       int rows8, const Dlk_rs_filter *fx,
                                        uint16_t *out, size_t os)
 {
     int rows16 = rows8 & ~15;
@@ -449,10 +449,10 @@ RS_AVX2_FN static int pass_across_avx2(const uint16_t *tmp, int sw,
 static bool have_avx2(void)
 {
     /* every thread that asks stores the same answer */
-    int v = __atomic_load_n(&dlk_rs_avx2, __ATOMIC_RELAXED);
+    int v = __atomic_load_n(&Dlk_rs_avx2, __ATOMIC_RELAXED);
     if (v < 0) {
         v = __builtin_cpu_supports("avx2") ? 1 : 0;
-        __atomic_store_n(&dlk_rs_avx2, v, __ATOMIC_RELAXED);
+        __atomic_store_n(&Dlk_rs_avx2, v, __ATOMIC_RELAXED);
     }
     return v;
 }
@@ -470,12 +470,12 @@ static bool have_avx2(void)
  * only F and BW. */
 static bool have_avx512(void)
 {
-    int v = __atomic_load_n(&dlk_rs_avx512, __ATOMIC_RELAXED);
+    int v = __atomic_load_n(&Dlk_rs_avx512, __ATOMIC_RELAXED);
     if (v < 0) {
         v = __builtin_cpu_supports("avx512f") &&
                     __builtin_cpu_supports("avx512bw") &&
                     __builtin_cpu_supports("avx512vbmi") ? 1 : 0;
-        __atomic_store_n(&dlk_rs_avx512, v, __ATOMIC_RELAXED);
+        __atomic_store_n(&Dlk_rs_avx512, v, __ATOMIC_RELAXED);
     }
     return v;
 }
@@ -484,7 +484,7 @@ static bool have_avx512(void)
  * columns a step, the last step ending at the last column; `taps` a
  * constant where the caller passes one. */
 RS_AVX512_FN RS_INLINE void down_row_avx512(const uint8_t *src, size_t ss,
-                                            int sw, const dlk_rs_filter *fy,
+                                            int sw, const Dlk_rs_filter *fy,
                                             int i, uint16_t *row, int taps)
 {
     const uint8_t *p = src + (size_t)fy->start[i] * ss;
@@ -508,12 +508,12 @@ RS_AVX512_FN RS_INLINE void down_row_avx512(const uint8_t *src, size_t ss,
 /* One row across: each group's taps gathered from its 64-input window
  * by a two-source permute, its outputs stored in place (no transpose). */
 RS_AVX512_FN RS_INLINE void across_row_avx512(const uint16_t *row,
-                                              const dlk_rs_filter *fx,
+                                              const Dlk_rs_filter *fx,
                                               uint16_t *out, int taps)
 {
     const __m512i one = _mm512_set1_epi16(1);
     for (int g = 0; g < fx->n_groups; g++) {
-        const struct dlk_rs_group *gr = &fx->groups[g];
+        const struct Dlk_rs_group *gr = &fx->groups[g];
         __m512i lo = _mm512_loadu_si512(row + gr->base),
                 hi = _mm512_loadu_si512(row + gr->base + 32),
                 idx = _mm512_sub_epi16(
@@ -536,8 +536,8 @@ RS_AVX512_FN RS_INLINE void across_row_avx512(const uint16_t *row,
 /* Both passes a row at a time (the down pass's row stays in L1 for the
  * across pass); fx must have groups (sw >= 64). */
 RS_AVX512_FN static void plane_avx512(const uint8_t *src, size_t ss,
-                                      const dlk_rs_filter *fy,
-                                      const dlk_rs_filter *fx, uint16_t *row,
+                                      const Dlk_rs_filter *fy,
+                                      const Dlk_rs_filter *fx, uint16_t *row,
                                       uint16_t *out, size_t os)
 {
     int sw = fx->n_in;
@@ -566,7 +566,7 @@ RS_AVX512_FN static void plane_avx512(const uint8_t *src, size_t ss,
  * row i at column x is tmp[(i / 8) * sw * 8 + x * 8 + i % 8], so each
  * panel is sw rows of 8 lanes, written in order. */
 static void pass_down(const uint8_t *src, size_t ss, int sw,
-                      const dlk_rs_filter *fy, uint16_t *tmp)
+                      const Dlk_rs_filter *fy, uint16_t *tmp)
 {
     int done = 0; /* columns done by the vector code */
 #ifdef RS_SSE2
@@ -599,7 +599,7 @@ static void pass_down(const uint8_t *src, size_t ss, int sw,
 /* The second pass: each panel's rows filtered by fx (over the source's
  * columns), transposed back into rows of out (stride os). */
 static void pass_across(const uint16_t *tmp, int sw, int rows8,
-                        const dlk_rs_filter *fx, uint16_t *out, size_t os)
+                        const Dlk_rs_filter *fx, uint16_t *out, size_t os)
 {
     int done = 0;
 #ifdef RS_AVX2
@@ -626,8 +626,8 @@ static void pass_across(const uint16_t *tmp, int sw, int rows8,
     }
 }
 
-void dlk_rs_plane(const uint8_t *src, size_t ss, const dlk_rs_filter *fy,
-                  const dlk_rs_filter *fx, uint16_t *tmp, uint16_t *out)
+void Dlk_rs_plane(const uint8_t *src, size_t ss, const Dlk_rs_filter *fy,
+                  const Dlk_rs_filter *fx, uint16_t *tmp, uint16_t *out)
 {
 #ifdef RS_AVX512
     if (fx->n_groups > 0 && fy->taps <= 64 && have_avx512()) {
@@ -639,7 +639,7 @@ void dlk_rs_plane(const uint8_t *src, size_t ss, const dlk_rs_filter *fy,
     pass_across(tmp, fx->n_in, fy->n_out8, fx, out, (size_t)fx->n_out8);
 }
 
-void dlk_rs_to_u8(const uint16_t *in, uint8_t *out, int n)
+void Dlk_rs_to_u8(const uint16_t *in, uint8_t *out, int n)
 {
     for (int i = 0; i < n; i++)
         out[i] = (uint8_t)((in[i] + 128u) >> 8);
@@ -695,7 +695,7 @@ static void ycc_px(uint16_t Y, uint16_t Cb, uint16_t Cr, uint8_t *r,
 #endif
 
 #ifdef RS_AVX2
-/* dlk_rs_ycc_row's 16-pixel blocks with AVX2; returns the pixels done. */
+/* Dlk_rs_ycc_row's 16-pixel blocks with AVX2; returns the pixels done. */
 RS_AVX2_FN static int ycc_row_avx2(const uint16_t *Y, const uint16_t *Cb,
                                    const uint16_t *Cr, int w, uint8_t *r,
                                    uint8_t *g, uint8_t *b, uint8_t *rgb)
@@ -745,7 +745,7 @@ RS_AVX2_FN static int ycc_row_avx2(const uint16_t *Y, const uint16_t *Cb,
 }
 #endif
 
-void dlk_rs_ycc_row(const uint16_t *Y, const uint16_t *Cb, const uint16_t *Cr,
+void Dlk_rs_ycc_row(const uint16_t *Y, const uint16_t *Cb, const uint16_t *Cr,
                     int w, uint8_t *r, uint8_t *g, uint8_t *b, uint8_t *rgb)
 {
     int x = 0;

@@ -13,7 +13,7 @@
 
 /* The filters of one axis, n_in samples to n_out: for output i, `taps`
  * weights (Q16, summing to 65536 less rounding) from input start[i]. */
-typedef struct dlk_rs_filter {
+typedef struct Dlk_rs_filter {
     int n_in, n_out, n_out8, taps; /* n_out8: n_out rounded up to 8 */
     int32_t *start;                /* n_out8 entries */
     uint16_t (*w)[8];              /* n_out8 * taps, each weight 8 times */
@@ -23,41 +23,41 @@ typedef struct dlk_rs_filter {
      * weights by tap (weight k of output i at wt[k * wt_stride + i]),
      * both padded by 32 entries so that a group loads them whole. */
     int n_groups, wt_stride;
-    struct dlk_rs_group { int32_t first, n, base; } *groups;
+    struct Dlk_rs_group { int32_t first, n, base; } *groups;
     uint16_t *start16, *wt;
-} dlk_rs_filter;
+} Dlk_rs_filter;
 
-/* Bytes dlk_rs_filter_build needs for n_in -> n_out (0 on overflow). */
-size_t dlk_rs_filter_size(int n_in, int n_out);
+/* Bytes Dlk_rs_filter_build needs for n_in -> n_out (0 on overflow). */
+size_t Dlk_rs_filter_size(int n_in, int n_out);
 /* Build the filter for n_in -> n_out (both > 0) in mem (of
- * dlk_rs_filter_size bytes, 16-byte aligned). */
-void dlk_rs_filter_build(int n_in, int n_out, void *mem, dlk_rs_filter *f);
+ * Dlk_rs_filter_size bytes, 16-byte aligned). */
+void Dlk_rs_filter_build(int n_in, int n_out, void *mem, Dlk_rs_filter *f);
 
-/* The Q8 elements of the output of dlk_rs_plane for dw x dh: its row
+/* The Q8 elements of the output of Dlk_rs_plane for dw x dh: its row
  * stride (dw rounded up to 8) times its rows (dh rounded up to 8). */
-size_t dlk_rs_out_stride(int dw);
-size_t dlk_rs_out_elems(int dw, int dh);
-/* The u16 scratch elements dlk_rs_plane needs for sw x sh -> dw x dh. */
-size_t dlk_rs_tmp_elems(int sw, int dh);
+size_t Dlk_rs_out_stride(int dw);
+size_t Dlk_rs_out_elems(int dw, int dh);
+/* The u16 scratch elements Dlk_rs_plane needs for sw x sh -> dw x dh. */
+size_t Dlk_rs_tmp_elems(int sw, int dh);
 
 /* Scale the sw x sh plane at src (row stride ss bytes) to dw x dh Q8
- * values at out (row stride dlk_rs_out_stride(dw)); fy: sh -> dh, fx:
- * sw -> dw; tmp of dlk_rs_tmp_elems.  Rows and columns of out past dh
+ * values at out (row stride Dlk_rs_out_stride(dw)); fy: sh -> dh, fx:
+ * sw -> dw; tmp of Dlk_rs_tmp_elems.  Rows and columns of out past dh
  * and dw hold padding.  src is read only within its sw x sh pixels. */
-void dlk_rs_plane(const uint8_t *src, size_t ss, const dlk_rs_filter *fy,
-                  const dlk_rs_filter *fx, uint16_t *tmp, uint16_t *out);
+void Dlk_rs_plane(const uint8_t *src, size_t ss, const Dlk_rs_filter *fy,
+                  const Dlk_rs_filter *fx, uint16_t *tmp, uint16_t *out);
 
 /* Q8 rows back to u8, rounded: n values. */
-void dlk_rs_to_u8(const uint16_t *in, uint8_t *out, int n);
+void Dlk_rs_to_u8(const uint16_t *in, uint8_t *out, int n);
 
 /* Three Q8 planes of full-range YCbCr (JFIF, ITU-T T.871) to RGB: row y
  * of w pixels, to r/g/b planes (each its own pointer) or, when rgb is
  * set, to packed RGB at rgb. */
-void dlk_rs_ycc_row(const uint16_t *Y, const uint16_t *Cb, const uint16_t *Cr,
+void Dlk_rs_ycc_row(const uint16_t *Y, const uint16_t *Cb, const uint16_t *Cr,
                     int w, uint8_t *r, uint8_t *g, uint8_t *b, uint8_t *rgb);
 
 /* Whether the x86 AVX2 and AVX-512 code runs: -1 (the default) asks the
  * CPU; tests set 0 to check the code below it on a machine that has it. */
-extern int dlk_rs_avx2, dlk_rs_avx512;
+extern int Dlk_rs_avx2, Dlk_rs_avx512;
 
 #endif

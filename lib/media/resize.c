@@ -11,7 +11,7 @@
 
 #define PLANE_ALIGN 64
 
-void dlk_image_free(dlk_image *im)
+void Dlk_image_free(Dlk_image *im)
 {
     if (im) {
         if (!im->borrowed)
@@ -20,47 +20,47 @@ void dlk_image_free(dlk_image *im)
     }
 }
 
-dlk_status dlk_check_pixels(uint64_t w, uint64_t h, const dlk_image_opts *o,
+dlk_status Dlk_check_pixels(uint64_t w, uint64_t h, const Dlk_image_opts *o,
                             const char *name, dlk_error *err)
 {
     uint64_t max = o && o->max_pixels ? o->max_pixels : DLK_DEFAULT_MAX_PIXELS;
     uint64_t px;
     if (!w || !h)
-        return dlk_fail(err, DLK_EDECODE, "cannot decode '%s': empty image",
+        return Dlk_fail(err, DLK_EDECODE, "cannot decode '%s': empty image",
                         name);
-    if (!dlk_mul_u64(w, h, &px) || px > max)
-        return dlk_fail(err, DLK_ELIMIT,
+    if (!Dlk_mul_u64(w, h, &px) || px > max)
+        return Dlk_fail(err, DLK_ELIMIT,
                         "cannot decode '%s': %llux%llu pixels are over the "
                         "limit of %llu", name, (unsigned long long)w,
                         (unsigned long long)h, (unsigned long long)max);
     return DLK_OK;
 }
 
-static int out_channels(const dlk_image_opts *o)
+static int out_channels(const Dlk_image_opts *o)
 {
     return o->channels ? o->channels : 3;
 }
 
-dlk_status dlk_resize_dims(int sw, int sh, const dlk_image_opts *o, int *dw,
+dlk_status Dlk_resize_dims(int sw, int sh, const Dlk_image_opts *o, int *dw,
                            int *dh, dlk_error *err)
 {
     int c = out_channels(o);
     if (c != 1 && c != 3 && c != 4)
-        return dlk_fail(err, DLK_EINVAL, "channels %d: expected 1, 3 or 4",
+        return Dlk_fail(err, DLK_EINVAL, "channels %d: expected 1, 3 or 4",
                         o->channels);
     if (o->width < 0 || o->height < 0 || (!o->width != !o->height))
-        return dlk_fail(err, DLK_EINVAL,
+        return Dlk_fail(err, DLK_EINVAL,
                         "target size %dx%d: give both width and height, or "
                         "neither", o->width, o->height);
     if (o->fit != DLK_FIT_STRETCH && o->fit != DLK_FIT_CROP &&
         o->fit != DLK_FIT_PAD)
-        return dlk_fail(err, DLK_EINVAL, "unknown fit mode %d", (int)o->fit);
+        return Dlk_fail(err, DLK_EINVAL, "unknown fit mode %d", (int)o->fit);
     *dw = o->width ? o->width : sw;
     *dh = o->height ? o->height : sh;
     return DLK_OK;
 }
 
-double dlk_resize_min_scale(int sw, int sh, const dlk_image_opts *o)
+double Dlk_resize_min_scale(int sw, int sh, const Dlk_image_opts *o)
 {
     if (!o->width || !o->height || sw <= 0 || sh <= 0)
         return 1.0;
@@ -125,7 +125,7 @@ static inline void convert_px(const uint8_t *s, int sc, uint8_t *d, int dc)
         a = sc == 4 ? s[3] : 255;
     }
     if (dc == 1) {
-        d[0] = sc <= 2 ? r : dlk_luma(r, g, b);
+        d[0] = sc <= 2 ? r : Dlk_luma(r, g, b);
     } else {
         d[0] = r, d[1] = g, d[2] = b;
         if (dc == 4)
@@ -150,7 +150,7 @@ static void split_row(const uint8_t *s, int sc, int n, uint8_t *const *pl,
         memcpy(p0, s, (size_t)n);
     } else if (sc >= 3 && dc == 1) {
         for (int x = 0; x < n; x++, s += sc)
-            p0[x] = dlk_luma(s[0], s[1], s[2]);
+            p0[x] = Dlk_luma(s[0], s[1], s[2]);
     } else {
         uint8_t px[4];
         for (int x = 0; x < n; x++, s += sc) {
@@ -192,7 +192,7 @@ static void put_planes(uint8_t *const *pl, int ps, const geom *g, int dw,
 }
 
 /* No scaling: convert and place directly (exact). */
-static void copy_direct(const dlk_image *src, const geom *g, int dw, int dh,
+static void copy_direct(const Dlk_image *src, const geom *g, int dw, int dh,
                         int dc, bool chw, uint8_t *dst)
 {
     uint8_t px[4];
@@ -221,10 +221,10 @@ static size_t align_up(size_t v)
     return (v + PLANE_ALIGN - 1) & ~(size_t)(PLANE_ALIGN - 1);
 }
 
-bool dlk_resize_scales(int sw, int sh, const dlk_image_opts *o)
+bool Dlk_resize_scales(int sw, int sh, const Dlk_image_opts *o)
 {
     int dw, dh;
-    if (!o->width || !o->height || dlk_resize_dims(sw, sh, o, &dw, &dh, NULL))
+    if (!o->width || !o->height || Dlk_resize_dims(sw, sh, o, &dw, &dh, NULL))
         return false;
     geom g = fit_geom(sw, sh, dw, dh, o->fit);
     return g.cw != g.nw || g.ch != g.nh;
@@ -233,12 +233,12 @@ bool dlk_resize_scales(int sw, int sh, const dlk_image_opts *o)
 /* bytes of plane memory: the thread's scratch, or, past what it keeps, a
  * block of its own in *own for the caller to free.  *scr NULL (and NULL
  * returned) when there is no memory at all. */
-static uint8_t *plane_mem(size_t bytes, dlk_scratch **scr, uint8_t **own)
+static uint8_t *plane_mem(size_t bytes, Dlk_scratch **scr, uint8_t **own)
 {
     *own = NULL;
-    if (!(*scr = dlk_scratch_get()))
+    if (!(*scr = Dlk_scratch_get()))
         return NULL;
-    uint8_t *m = dlk_scratch_block(&(*scr)->planes, bytes);
+    uint8_t *m = Dlk_scratch_block(&(*scr)->planes, bytes);
     if (m)
         return m;
     return *own = aligned_alloc(PLANE_ALIGN, align_up(bytes));
@@ -247,54 +247,54 @@ static uint8_t *plane_mem(size_t bytes, dlk_scratch **scr, uint8_t **own)
 /* The thread's n_in -> n_out filter, built when it has none; never in
  * the slot of `keep` (a filter the caller still holds).  NULL without
  * memory. */
-static const dlk_rs_filter *filter_for(dlk_scratch *scr, int n_in, int n_out,
-                                       const dlk_rs_filter *keep)
+static const Dlk_rs_filter *filter_for(Dlk_scratch *scr, int n_in, int n_out,
+                                       const Dlk_rs_filter *keep)
 {
     for (int i = 0; i < DLK_SCRATCH_FILTERS; i++) {
-        dlk_scratch_filter *c = &scr->filters[i];
+        Dlk_scratch_filter *c = &scr->filters[i];
         if (c->f.n_in == n_in && c->f.n_out == n_out)
             return &c->f;
     }
-    dlk_scratch_filter *c;
+    Dlk_scratch_filter *c;
     do
         c = &scr->filters[scr->next_filter++ % DLK_SCRATCH_FILTERS];
     while (&c->f == keep);
     c->f.n_in = 0;
-    size_t bytes = dlk_rs_filter_size(n_in, n_out);
-    void *m = bytes ? dlk_scratch_block(&c->mem, bytes) : NULL;
+    size_t bytes = Dlk_rs_filter_size(n_in, n_out);
+    void *m = bytes ? Dlk_scratch_block(&c->mem, bytes) : NULL;
     if (!m)
         return NULL;
-    dlk_rs_filter_build(n_in, n_out, m, &c->f);
+    Dlk_rs_filter_build(n_in, n_out, m, &c->f);
     return &c->f;
 }
 
 /* Both filters for cw x ch -> nw x nh, or DLK_ENOMEM. */
-static dlk_status filters_for(dlk_scratch *scr, int cw, int ch, int nw,
-                              int nh, const dlk_rs_filter **fx,
-                              const dlk_rs_filter **fy, dlk_error *err)
+static dlk_status filters_for(Dlk_scratch *scr, int cw, int ch, int nw,
+                              int nh, const Dlk_rs_filter **fx,
+                              const Dlk_rs_filter **fy, dlk_error *err)
 {
     *fy = filter_for(scr, ch, nh, NULL);
     *fx = *fy ? filter_for(scr, cw, nw, *fy) : NULL;
     if (!*fx)
-        return dlk_fail(err, DLK_ENOMEM, "cannot allocate the filters to "
+        return Dlk_fail(err, DLK_ENOMEM, "cannot allocate the filters to "
                         "resize %dx%d to %dx%d", cw, ch, nw, nh);
     return DLK_OK;
 }
 
-static dlk_status scale(const dlk_image *src, const geom *g, int dw, int dh,
+static dlk_status scale(const Dlk_image *src, const geom *g, int dw, int dh,
                         int dc, bool chw, uint8_t *dst, dlk_error *err)
 {
     size_t is = align_up((size_t)g->cw), os = align_up((size_t)g->nw);
     size_t in_sz = align_up(is * (size_t)g->ch),
            out_sz = align_up(os * (size_t)g->nh),
-           tmp_sz = align_up(dlk_rs_tmp_elems(g->cw, g->nh) * 2),
-           q_sz = align_up(dlk_rs_out_elems(g->nw, g->nh) * 2);
+           tmp_sz = align_up(Dlk_rs_tmp_elems(g->cw, g->nh) * 2),
+           q_sz = align_up(Dlk_rs_out_elems(g->nw, g->nh) * 2);
     size_t bytes = (in_sz + out_sz) * dc + tmp_sz + q_sz;
-    dlk_scratch *scr;
+    Dlk_scratch *scr;
     uint8_t *own, *mem = plane_mem(bytes, &scr, &own);
     if (!mem)
-        return dlk_fail(err, DLK_ENOMEM, "cannot allocate resize planes");
-    const dlk_rs_filter *fx, *fy;
+        return Dlk_fail(err, DLK_ENOMEM, "cannot allocate resize planes");
+    const Dlk_rs_filter *fx, *fy;
     dlk_status st = filters_for(scr, g->cw, g->ch, g->nw, g->nh, &fx, &fy,
                                 err);
     if (st) {
@@ -311,11 +311,11 @@ static dlk_status scale(const dlk_image *src, const geom *g, int dw, int dh,
     for (int y = 0; y < g->ch; y++)
         split_row(src->px + ((size_t)(g->y0 + y) * src->w + g->x0) * src->c,
                   src->c, g->cw, in, (size_t)y * is, dc);
-    size_t qs = dlk_rs_out_stride(g->nw);
+    size_t qs = Dlk_rs_out_stride(g->nw);
     for (int c = 0; c < dc; c++) {
-        dlk_rs_plane(in[c], is, fy, fx, tmp, q);
+        Dlk_rs_plane(in[c], is, fy, fx, tmp, q);
         for (int y = 0; y < g->nh; y++)
-            dlk_rs_to_u8(q + (size_t)y * qs, outp[c] + (size_t)y * os, g->nw);
+            Dlk_rs_to_u8(q + (size_t)y * qs, outp[c] + (size_t)y * os, g->nw);
     }
     put_planes(outp, (int)os, g, dw, dh, dc, chw, dst);
     free(own);
@@ -348,62 +348,62 @@ static void plane_rect(const geom *g, int w, int h, int pw, int ph, int *x0,
  * converted at the target size: a quarter of the colour conversions of
  * decoding to RGB first for 500x375 -> 224x224, and no split into
  * planes. */
-static dlk_status scale_ycc(const dlk_image *src, const geom *g, int dw,
+static dlk_status scale_ycc(const Dlk_image *src, const geom *g, int dw,
                             int dh, bool chw, uint8_t *dst, dlk_error *err)
 {
     int x0[3], y0[3], cw[3], ch[3];
-    size_t tmp_sz = 0, q_sz = align_up(dlk_rs_out_elems(g->nw, g->nh) * 2);
+    size_t tmp_sz = 0, q_sz = align_up(Dlk_rs_out_elems(g->nw, g->nh) * 2);
     for (int i = 0; i < 3; i++) {
         plane_rect(g, src->w, src->h, src->pw[i], src->ph[i], &x0[i], &y0[i],
                    &cw[i], &ch[i]);
-        size_t t = align_up(dlk_rs_tmp_elems(cw[i], g->nh) * 2);
+        size_t t = align_up(Dlk_rs_tmp_elems(cw[i], g->nh) * 2);
         tmp_sz = t > tmp_sz ? t : tmp_sz;
     }
-    dlk_scratch *scr;
+    Dlk_scratch *scr;
     uint8_t *own, *mem = plane_mem(tmp_sz + 3 * q_sz, &scr, &own);
     if (!mem)
-        return dlk_fail(err, DLK_ENOMEM, "cannot allocate resize planes");
+        return Dlk_fail(err, DLK_ENOMEM, "cannot allocate resize planes");
     uint16_t *tmp = (uint16_t *)mem, *q[3];
     for (int i = 0; i < 3; i++) {
         q[i] = (uint16_t *)(mem + tmp_sz + (size_t)i * q_sz);
-        const dlk_rs_filter *fx, *fy;
+        const Dlk_rs_filter *fx, *fy;
         dlk_status st = filters_for(scr, cw[i], ch[i], g->nw, g->nh, &fx,
                                     &fy, err);
         if (st) {
             free(own);
             return st;
         }
-        dlk_rs_plane(src->plane[i] + (size_t)y0[i] * src->ps[i] + x0[i],
+        Dlk_rs_plane(src->plane[i] + (size_t)y0[i] * src->ps[i] + x0[i],
                      (size_t)src->ps[i], fy, fx, tmp, q[i]);
     }
-    size_t qs = dlk_rs_out_stride(g->nw), plane = (size_t)dw * dh;
+    size_t qs = Dlk_rs_out_stride(g->nw), plane = (size_t)dw * dh;
     for (int y = 0; y < g->nh; y++) {
         size_t at = (size_t)(g->oy + y) * dw + g->ox, in = (size_t)y * qs;
         if (chw)
-            dlk_rs_ycc_row(q[0] + in, q[1] + in, q[2] + in, g->nw, dst + at,
+            Dlk_rs_ycc_row(q[0] + in, q[1] + in, q[2] + in, g->nw, dst + at,
                            dst + plane + at, dst + 2 * plane + at, NULL);
         else
-            dlk_rs_ycc_row(q[0] + in, q[1] + in, q[2] + in, g->nw, NULL,
+            Dlk_rs_ycc_row(q[0] + in, q[1] + in, q[2] + in, g->nw, NULL,
                            NULL, NULL, dst + at * 3);
     }
     free(own);
     return DLK_OK;
 }
 
-dlk_status dlk_resize_into(const dlk_image *src, const dlk_image_opts *o,
+dlk_status Dlk_resize_into(const Dlk_image *src, const Dlk_image_opts *o,
                            int dw, int dh, uint8_t *dst, dlk_error *err)
 {
     int dc = out_channels(o);
     if (src->w <= 0 || src->h <= 0 || src->c < 1 || src->c > 4 || dw <= 0 ||
         dh <= 0 || (dc != 1 && dc != 3 && dc != 4))
-        return dlk_fail(err, DLK_EINVAL, "cannot resize %dx%dx%d to %dx%dx%d",
+        return Dlk_fail(err, DLK_EINVAL, "cannot resize %dx%dx%d to %dx%dx%d",
                         src->w, src->h, src->c, dw, dh, dc);
     geom g = fit_geom(src->w, src->h, dw, dh, o->fit);
     if (g.nw != dw || g.nh != dh)
         memset(dst, 0, (size_t)dw * dh * dc);
     if (src->ycc) {
         if (dc != 3 || (g.cw == g.nw && g.ch == g.nh))
-            return dlk_fail(err, DLK_EINTERNAL, "YCbCr planes need scaling "
+            return Dlk_fail(err, DLK_EINTERNAL, "YCbCr planes need scaling "
                             "to 3 channels");
         return scale_ycc(src, &g, dw, dh, o->chw, dst, err);
     }
@@ -414,30 +414,30 @@ dlk_status dlk_resize_into(const dlk_image *src, const dlk_image_opts *o,
     return scale(src, &g, dw, dh, dc, o->chw, dst, err);
 }
 
-dlk_status dlk_image_finish(const dlk_image *src, const dlk_image_opts *o,
-                            dlk_decoded *out, dlk_error *err)
+dlk_status Dlk_image_finish(const Dlk_image *src, const Dlk_image_opts *o,
+                            Dlk_decoded *out, dlk_error *err)
 {
     memset(out, 0, sizeof *out);
-    dlk_buf_init(&out->data);
-    dlk_status st = dlk_image_finish_reuse(src, o, out, err);
+    Dlk_buf_init(&out->data);
+    dlk_status st = Dlk_image_finish_reuse(src, o, out, err);
     if (st)
-        dlk_buf_free(&out->data);
+        Dlk_buf_free(&out->data);
     return st;
 }
 
-dlk_status dlk_image_finish_reuse(const dlk_image *src,
-                                  const dlk_image_opts *o, dlk_decoded *out,
+dlk_status Dlk_image_finish_reuse(const Dlk_image *src,
+                                  const Dlk_image_opts *o, Dlk_decoded *out,
                                   dlk_error *err)
 {
     int dw, dh, dc = out_channels(o);
-    dlk_status st = dlk_resize_dims(src->w, src->h, o, &dw, &dh, err);
+    dlk_status st = Dlk_resize_dims(src->w, src->h, o, &dw, &dh, err);
     if (st)
         return st;
     out->data.len = 0;
     size_t bytes = (size_t)dw * dh * dc;
-    if ((st = dlk_buf_reserve(&out->data, bytes, err)))
+    if ((st = Dlk_buf_reserve(&out->data, bytes, err)))
         return st;
-    if ((st = dlk_resize_into(src, o, dw, dh, out->data.data, err)))
+    if ((st = Dlk_resize_into(src, o, dw, dh, out->data.data, err)))
         return st;
     out->data.len = bytes;
     out->dtype = DLK_U8;

@@ -10,7 +10,7 @@ void q_chunk_drop(dlk_dataset *ds, q_chunk *qc)
 {
     dlk_chunk_free(qc->c);
     if (qc->map)
-        dlk_store_unmap(ds->store, qc->map, qc->maplen);
+        Dlk_store_unmap(ds->store, qc->map, qc->maplen);
     memset(qc, 0, sizeof *qc);
     qc->index = -1;
 }
@@ -21,16 +21,16 @@ dlk_status q_chunk_get(dlk_dataset *ds, size_t ti, size_t ci, unsigned mode,
     if (qc->c && qc->index == (ssize_t)ci)
         return DLK_OK;
     q_chunk_drop(ds, qc);
-    const dlk_tensor *t = &ds->m.tensors[ti];
-    const dlk_chunk_entry *e = &t->chunks[ci];
+    const Dlk_tensor *t = &ds->m.tensors[ti];
+    const Dlk_chunk_entry *e = &t->chunks[ci];
     dlk_status rc = DLK_EUNSUPPORTED;
     if (t->spec.codec == DLK_CODEC_NONE) {
         char key[DLK_CHUNK_KEY_MAX];
-        dlk_chunk_key(key, t->spec.name, e->key);
+        Dlk_chunk_key(key, t->spec.name, e->key);
         const void *p;
         size_t n;
         dlk_error merr;
-        if (!dlk_store_map(ds->store, key, &p, &n, &merr)) {
+        if (!Dlk_store_map(ds->store, key, &p, &n, &merr)) {
 #ifdef MADV_POPULATE_READ
             /* all of it is read (its checksum, or every row): one call maps every
              * page instead of a fault each */
@@ -40,14 +40,14 @@ dlk_status q_chunk_get(dlk_dataset *ds, size_t ti, size_t ci, unsigned mode,
             mode &= ~(unsigned)Q_WHOLE;
             dlk_chunk *c = calloc(1, sizeof *c);
             if (!c) {
-                dlk_store_unmap(ds->store, p, n);
-                return dlk_oom(err);
+                Dlk_store_unmap(ds->store, p, n);
+                return Dlk_oom(err);
             }
-            dlk_buf_wrap(&c->object, (void *)p, n);
+            Dlk_buf_wrap(&c->object, (void *)p, n);
             c->object.len = n;
             qc->map = p;
             qc->maplen = n;
-            rc = dlk_chunk_open(c, t, e, key, mode, NULL, 0, err);
+            rc = Dlk_chunk_open(c, t, e, key, mode, NULL, 0, err);
             qc->c = c;
             if (rc) {
                 q_chunk_drop(ds, qc);
@@ -57,7 +57,7 @@ dlk_status q_chunk_get(dlk_dataset *ds, size_t ti, size_t ci, unsigned mode,
     }
     mode &= ~(unsigned)Q_WHOLE;
     if (rc == DLK_EUNSUPPORTED &&
-        (rc = dlk_chunk_load(ds, t, e, mode, NULL, 0, &qc->c, err)))
+        (rc = Dlk_chunk_load(ds, t, e, mode, NULL, 0, &qc->c, err)))
         return rc;
     qc->index = (ssize_t)ci;
     qc->first = e->first;

@@ -95,7 +95,7 @@ static span arith(char op, span a, span b)
     }
 }
 
-static span bound(const q_expr *e, int ni, const dlk_manifest *m,
+static span bound(const q_expr *e, int ni, const Dlk_manifest *m,
                   uint64_t row_lo, uint64_t row_hi)
 {
     const q_node *x = &e->nodes[ni];
@@ -168,7 +168,7 @@ static span bound(const q_expr *e, int ni, const dlk_manifest *m,
     }
 }
 
-bool q_decided(const q_expr *e, const dlk_manifest *m, uint64_t row_lo,
+bool q_decided(const q_expr *e, const Dlk_manifest *m, uint64_t row_lo,
                uint64_t row_hi, bool *holds)
 {
     bool f, t;
@@ -179,7 +179,7 @@ bool q_decided(const q_expr *e, const dlk_manifest *m, uint64_t row_lo,
 
 /* Node ni and those below it, each whose value is one number for every
  * row replaced by that number (its operands no longer read). */
-static void fold_node(q_expr *e, int ni, const dlk_manifest *m,
+static void fold_node(q_expr *e, int ni, const Dlk_manifest *m,
                       uint64_t row_lo, uint64_t row_hi)
 {
     q_node *x = &e->nodes[ni];
@@ -198,7 +198,7 @@ static void fold_node(q_expr *e, int ni, const dlk_manifest *m,
     x->tensor = x->slot = -1;
 }
 
-void q_fold(q_expr *e, const dlk_manifest *m, uint64_t row_lo,
+void q_fold(q_expr *e, const Dlk_manifest *m, uint64_t row_lo,
             uint64_t row_hi)
 {
     fold_node(e, e->root, m, row_lo, row_hi);

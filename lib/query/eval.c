@@ -43,7 +43,7 @@ typedef struct worker {
 
 /* shape(t)[d], len, sum, mean, min and max: each row's sample of t read
  * whole. */
-static void sample_stats(const q_node *x, const dlk_tensor *t,
+static void sample_stats(const q_node *x, const Dlk_tensor *t,
                          const q_chunk *qc, const uint64_t *rows, size_t n,
                          double *o)
 {
@@ -202,7 +202,7 @@ static const double *ev(worker *w, int ni, size_t n)
     double *o = w->scratch + (size_t)ni * BATCH;
     const uint64_t *rows = w->rows;
     const q_chunk *qc = x->slot >= 0 ? w->cur[x->slot] : NULL;
-    const dlk_tensor *t = x->tensor >= 0 ? &w->ds->m.tensors[x->tensor]
+    const Dlk_tensor *t = x->tensor >= 0 ? &w->ds->m.tensors[x->tensor]
                                          : NULL;
     switch (x->kind) {
     case N_NUM: case N_ROW: case N_RANDOM:
@@ -246,7 +246,7 @@ static const double *ev(worker *w, int ni, size_t n)
 /* ---- the common case: a scalar compared with a constant -------------- */
 
 /* The root is `scalar op constant` of a dtype cmp_const reads. */
-static bool simple_cmp(const q_expr *e, const dlk_manifest *m)
+static bool simple_cmp(const q_expr *e, const Dlk_manifest *m)
 {
     const q_node *x = &e->nodes[e->root];
     if (x->kind != N_CMP)
@@ -314,10 +314,10 @@ static dlk_status load_chunks(run *r, worker *w, uint64_t r0, uint64_t *limit,
     for (int s = 0; s < e->ntensors; s++) {
         const q_chunk *qc = w->cur[s];
         if (!qc || !qc->c || r0 < qc->first || r0 >= qc->end) {
-            const dlk_tensor *t = &ds->m.tensors[e->tensors[s]];
-            ssize_t ci = dlk_tensor_find_chunk(t, r0);
+            const Dlk_tensor *t = &ds->m.tensors[e->tensors[s]];
+            ssize_t ci = Dlk_tensor_find_chunk(t, r0);
             if (ci < 0)
-                return dlk_fail(err, DLK_ECORRUPT, "tensor '%s' has no "
+                return Dlk_fail(err, DLK_ECORRUPT, "tensor '%s' has no "
                                 "row %llu", t->spec.name,
                                 (unsigned long long)r0);
             if (r->shared && r->shared[s] && r->shared[s][ci]) {
@@ -473,7 +473,7 @@ static void *task_main(void *arg)
                    sizeof *w.cur);
     w.scratch = malloc(r->e->n * BATCH * sizeof *w.scratch);
     if (!w.qc || !w.cur || !w.scratch)
-        rc = dlk_oom(&err);
+        rc = Dlk_oom(&err);
     for (int s = 0; w.qc && s < r->e->ntensors; s++)
         w.qc[s].index = -1;
     while (!rc && !atomic_load(&r->failed)) {
@@ -517,7 +517,7 @@ static dlk_status add_task(run *r, size_t *cap, uint64_t i0, uint64_t i1,
                            dlk_error *err)
 {
     if (!DLK_GROW(r->tasks, r->ntasks, *cap, 64))
-        return dlk_oom(err);
+        return Dlk_oom(err);
     r->tasks[r->ntasks++] = (task){i0, i1, NULL, 0, 0};
     return DLK_OK;
 }
@@ -528,16 +528,16 @@ static dlk_status plan_verify(run *r, dlk_error *err)
     const q_expr *e = r->e;
     size_t cap = 0;
     for (int s = 0; s < e->ntensors; s++) {
-        const dlk_tensor *t = &r->ds->m.tensors[e->tensors[s]];
+        const Dlk_tensor *t = &r->ds->m.tensors[e->tensors[s]];
         for (size_t c = 0; c < t->nchunks; c++) {
-            const dlk_chunk_entry *ce = &t->chunks[c];
+            const Dlk_chunk_entry *ce = &t->chunks[c];
             uint64_t i = q_cands_lower(r->cands, 0, r->cands->n,
                                        ce->first);
             if (i >= r->cands->n ||
                 q_cand(r->cands, i) >= ce->first + ce->samples)
                 continue;
             if (!DLK_GROW(r->verify, r->nverify, cap, 64))
-                return dlk_oom(err);
+                return Dlk_oom(err);
             r->verify[r->nverify][0] = (size_t)s;
             r->verify[r->nverify][1] = c;
             r->nverify++;
@@ -577,19 +577,19 @@ static dlk_status plan_tasks(run *r, uint64_t piece, dlk_error *err)
 {
     const q_expr *e = r->e;
     const q_cands *cands = r->cands;
-    const dlk_tensor *drv = e->ntensors ? &r->ds->m.tensors[e->tensors[0]]
+    const Dlk_tensor *drv = e->ntensors ? &r->ds->m.tensors[e->tensors[0]]
                                         : NULL;
     size_t cap = 0;
     dlk_status rc = DLK_OK;
     for (uint64_t i = 0; !rc && i < cands->n;) {
         uint64_t end = cands->n;
         if (drv) {
-            ssize_t ci = dlk_tensor_find_chunk(drv, q_cand(cands, i));
+            ssize_t ci = Dlk_tensor_find_chunk(drv, q_cand(cands, i));
             if (ci < 0)
-                return dlk_fail(err, DLK_ECORRUPT, "tensor '%s' has no row "
+                return Dlk_fail(err, DLK_ECORRUPT, "tensor '%s' has no row "
                                 "%llu", drv->spec.name,
                                 (unsigned long long)q_cand(cands, i));
-            const dlk_chunk_entry *ce = &drv->chunks[ci];
+            const Dlk_chunk_entry *ce = &drv->chunks[ci];
             end = q_cands_lower(cands, i, cands->n,
                                 ce->first + ce->samples);
         }
@@ -605,7 +605,7 @@ static dlk_status plan_tasks(run *r, uint64_t piece, dlk_error *err)
 static dlk_status keep_room(run *r, dlk_error *err)
 {
     const q_expr *e = r->e;
-    const dlk_manifest *m = &r->ds->m;
+    const Dlk_manifest *m = &r->ds->m;
     r->kept = calloc(r->nverify, sizeof *r->kept);
     r->shared = calloc((size_t)e->ntensors, sizeof *r->shared);
     for (int s = 0; r->shared && s < e->ntensors; s++)
@@ -615,7 +615,7 @@ static dlk_status keep_room(run *r, dlk_error *err)
     bool all = r->kept && r->shared;
     for (int s = 0; all && s < e->ntensors; s++)
         all = r->shared[s] != NULL;
-    return all ? DLK_OK : dlk_oom(err);
+    return all ? DLK_OK : Dlk_oom(err);
 }
 
 /* The tasks' matches closed up at the start of the result; their number. */
@@ -664,7 +664,7 @@ dlk_status q_filter(dlk_dataset *ds, const q_expr *e, const q_cands *cands,
         rc = plan_tasks(&r, piece, err);
     if (!rc && rows && !(r.out = malloc((cands->n ? cands->n : 1) *
                                         sizeof *r.out)))
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     if (!rc && r.nverify)
         rc = keep_room(&r, err);
     if (!rc && r.nverify)

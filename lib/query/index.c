@@ -65,13 +65,13 @@ static dlk_status load_host(dlk_index *ix, const q_topk_job *j,
 {
     uint64_t bytes = ix->n * ix->stride, avail = host_available();
     if (bytes > avail)
-        return dlk_fail(err, DLK_ENOMEM, "tensor '%s': %llu rows of %u "
+        return Dlk_fail(err, DLK_ENOMEM, "tensor '%s': %llu rows of %u "
                         "values are %llu bytes; the host has %llu bytes "
                         "free", ix->tensor, (unsigned long long)ix->n,
                         ix->dim, (unsigned long long)bytes,
                         (unsigned long long)avail);
     if (!(ix->host = malloc(bytes ? bytes : 1)))
-        return dlk_fail(err, DLK_ENOMEM, "tensor '%s': cannot allocate "
+        return Dlk_fail(err, DLK_ENOMEM, "tensor '%s': cannot allocate "
                         "%llu bytes for %llu rows", ix->tensor,
                         (unsigned long long)bytes,
                         (unsigned long long)ix->n);
@@ -91,14 +91,14 @@ static dlk_status index_open(dlk_dataset *ds, const dlk_index_opts *o,
     if (o->error_column)
         *o->error_column = 0;
     if (!o->tensor)
-        return dlk_fail(err, DLK_EINVAL, "an index needs a tensor");
+        return Dlk_fail(err, DLK_EINVAL, "an index needs a tensor");
     int ti = dlk_dataset_find(ds, o->tensor);
     if (ti < 0)
-        return dlk_fail(err, DLK_ENOTFOUND, "no tensor '%s' in '%s' to "
+        return Dlk_fail(err, DLK_ENOTFOUND, "no tensor '%s' in '%s' to "
                         "index", o->tensor, ds->url);
     if ((unsigned)o->device > DLK_QUERY_DEVICE_CUDA)
-        return dlk_fail(err, DLK_EINVAL, "unknown device %d", o->device);
-    const dlk_tensor *t = &ds->m.tensors[ti];
+        return Dlk_fail(err, DLK_EINVAL, "unknown device %d", o->device);
+    const Dlk_tensor *t = &ds->m.tensors[ti];
     uint32_t dim = t->spec.ndim == 1 && t->spec.shape[0] > 0 &&
                    t->spec.shape[0] <= UINT32_MAX
                        ? (uint32_t)t->spec.shape[0] : 0;
@@ -110,7 +110,7 @@ static dlk_status index_open(dlk_dataset *ds, const dlk_index_opts *o,
     bool cuda = o->device != DLK_QUERY_DEVICE_CPU &&
                 dlk_cuda_available(why, sizeof why);
     if (o->device == DLK_QUERY_DEVICE_CUDA && !cuda)
-        return dlk_fail(err, DLK_EGPU, "cannot search on a CUDA GPU: %s",
+        return Dlk_fail(err, DLK_EGPU, "cannot search on a CUDA GPU: %s",
                         why);
     q_expr e;
     memset(&e, 0, sizeof e);
@@ -133,7 +133,7 @@ static dlk_status index_open(dlk_dataset *ds, const dlk_index_opts *o,
                              err);
     dlk_index *ix = rc ? NULL : calloc(1, sizeof *ix);
     if (!rc && !ix)
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     if (!rc) {
         snprintf(ix->tensor, sizeof ix->tensor, "%s", t->spec.name);
         ix->dim = dim;
@@ -267,7 +267,7 @@ dlk_status q_index_select(const dlk_index *ix, const float *qs,
     heap *one = calloc(t, sizeof *one);
     sarg *args = calloc(t, sizeof *args);
     dlk_status rc = all && merge && heaps && one && args
-                        ? DLK_OK : dlk_oom(err);
+                        ? DLK_OK : Dlk_oom(err);
     for (uint32_t q0 = 0; !rc && q0 < nq; q0 += batch) {
         uint32_t nb = nq - q0 < batch ? nq - q0 : batch;
         sel s = {
@@ -304,17 +304,17 @@ dlk_status dlk_index_search(dlk_index *ix, const float *queries, uint32_t nq,
 {
     *n = 0;
     if (!nq || !queries)
-        return dlk_fail(err, DLK_EINVAL, "a search takes one query vector "
+        return Dlk_fail(err, DLK_EINVAL, "a search takes one query vector "
                         "or more");
     if (!k || k > 1000000)
-        return dlk_fail(err, DLK_EINVAL, "k %u is not from 1 to 1000000", k);
+        return Dlk_fail(err, DLK_EINVAL, "k %u is not from 1 to 1000000", k);
     if ((unsigned)metric > DLK_METRIC_IP)
-        return dlk_fail(err, DLK_EINVAL, "unknown metric %d", metric);
+        return Dlk_fail(err, DLK_EINVAL, "unknown metric %d", metric);
     if (!ix->n)
         return DLK_OK;
     double *qq = malloc(nq * sizeof *qq);
     if (!qq)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     for (uint32_t i = 0; i < nq; i++)
         qq[i] = q_norm2(queries + (size_t)i * ix->dim, ix->dim);
     dlk_status rc =

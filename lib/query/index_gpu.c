@@ -46,7 +46,7 @@ dlk_status q_gpu_index_load(dlk_index *ix, const q_topk_job *j, bool *fits,
             *fits = false;
             return DLK_OK;
         }
-        return dlk_fail(err, DLK_ENOMEM, "tensor '%s': %llu rows of %u "
+        return Dlk_fail(err, DLK_ENOMEM, "tensor '%s': %llu rows of %u "
                         "values are %llu bytes; GPU 0 has %zu bytes free "
                         "(of %zu), %llu needed with a search's buffers",
                         ix->tensor, (unsigned long long)ix->n, ix->dim,
@@ -57,7 +57,7 @@ dlk_status q_gpu_index_load(dlk_index *ix, const q_topk_job *j, bool *fits,
     ix->rows = malloc((ix->n ? ix->n : 1) * sizeof *ix->rows);
     if (!g || !ix->rows) {
         free(g);
-        return dlk_oom(err);
+        return Dlk_oom(err);
     }
     ix->gpu = g;
     CU(cudaMalloc(&g->dx, bytes ? bytes : 1), "cudaMalloc");
@@ -131,7 +131,7 @@ static dlk_status launch(dlk_index *ix, const double *qq, uint32_t q0,
 {
     struct q_gpu_index *g = ix->gpu;
     for (uint32_t i = 0; i < nb; i++)
-        CU(dlk_cuda_topk_score(g->dx, ix->f64, ix->n, ix->dim,
+        CU(Dlk_cuda_topk_score(g->dx, ix->f64, ix->n, ix->dim,
                                g->dq + (size_t)(q0 + i) * ix->dim,
                                qq[q0 + i], (int)metric,
                                g->dg[buf] + (size_t)i * ix->n, g->st),
@@ -189,7 +189,7 @@ dlk_status q_gpu_index_load(dlk_index *ix, const q_topk_job *j, bool *fits,
     (void)ix;
     (void)j;
     (void)fits;
-    return dlk_fail(err, DLK_EGPU, "cannot search on a CUDA GPU: this dlk "
+    return Dlk_fail(err, DLK_EGPU, "cannot search on a CUDA GPU: this dlk "
                     "was built without CUDA");
 }
 
@@ -206,7 +206,7 @@ dlk_status q_gpu_index_search(dlk_index *ix, const float *qs,
     (void)metric;
     (void)rows;
     (void)scores;
-    return dlk_fail(err, DLK_EGPU, "cannot search on a CUDA GPU: this dlk "
+    return Dlk_fail(err, DLK_EGPU, "cannot search on a CUDA GPU: this dlk "
                     "was built without CUDA");
 }
 

@@ -27,7 +27,7 @@ static dlk_status push(q_token **v, size_t *n, size_t *cap, q_token t,
 {
     if (!DLK_GROW(*v, *n, *cap, 32)) {
         free(t.text);
-        return dlk_oom(err);
+        return Dlk_oom(err);
     }
     (*v)[(*n)++] = t;
     return DLK_OK;
@@ -53,7 +53,7 @@ typedef struct lexer {
 } lexer;
 
 #define FAIL(lx, col, ...)                                                     \
-    (*(lx)->errcol = (col), dlk_fail((lx)->err, DLK_EINVAL, __VA_ARGS__))
+    (*(lx)->errcol = (col), Dlk_fail((lx)->err, DLK_EINVAL, __VA_ARGS__))
 
 static bool starts_number(const char *p)
 {
@@ -88,7 +88,7 @@ static dlk_status lex_string(lexer *lx, q_token *t)
     char *s = malloc(lx->len - lx->i + 1);
     size_t k = 0, j = lx->i + 1;
     if (!s)
-        return dlk_oom(lx->err);
+        return Dlk_oom(lx->err);
     for (;;) {
         if (!src[j]) {
             free(s);
@@ -130,7 +130,7 @@ static dlk_status lex_quoted_name(lexer *lx, q_token *t)
     t->quoted = true;
     t->len = j - i - 1;
     if (!(t->text = dup_n(src + i + 1, t->len)))
-        return dlk_oom(lx->err);
+        return Dlk_oom(lx->err);
     lx->i = j + 1;
     return DLK_OK;
 }
@@ -144,7 +144,7 @@ static dlk_status lex_name(lexer *lx, q_token *t)
     t->kind = TK_NAME;
     t->len = j - i;
     if (!(t->text = dup_n(src + i, t->len)))
-        return dlk_oom(lx->err);
+        return Dlk_oom(lx->err);
     lx->i = j;
     return DLK_OK;
 }
@@ -162,7 +162,7 @@ static dlk_status lex_symbol(lexer *lx, q_token *t)
             t->kind = TK_OP;
             t->len = strlen(ops[k]);
             if (!(t->text = dup_n(ops[k], t->len)))
-                return dlk_oom(lx->err);
+                return Dlk_oom(lx->err);
             lx->i += t->len;
             return DLK_OK;
         }

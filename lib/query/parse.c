@@ -25,14 +25,14 @@
 typedef struct parser {
     const q_token *t;
     size_t n, pos;
-    const dlk_manifest *m;
+    const Dlk_manifest *m;
     q_expr *e;
     size_t *errcol;
     dlk_error *err;
 } parser;
 
 #define FAIL(col, ...) \
-    (*p->errcol = (col), dlk_fail(p->err, DLK_EINVAL, __VA_ARGS__))
+    (*p->errcol = (col), Dlk_fail(p->err, DLK_EINVAL, __VA_ARGS__))
 
 static const q_token *peek(parser *p) { return &p->t[p->pos]; }
 
@@ -78,7 +78,7 @@ static int new_node(parser *p, q_kind kind, size_t col, int *out)
         return FAIL(col, "column %zu: the expression has over %d terms", col,
                     Q_NODES_MAX);
     if (!DLK_GROW(e->nodes, e->n, e->cap, 16))
-        return dlk_oom(p->err);
+        return Dlk_oom(p->err);
     q_node *x = &e->nodes[e->n];
     memset(x, 0, sizeof *x);
     x->kind = kind;
@@ -111,7 +111,7 @@ static dlk_status need_number(parser *p, int i)
         why = "a string is not a number here (compare it with a text or "
               "class-label tensor)";
     else if (x->kind == N_TEXTREF || x->kind == N_TENSORREF) {
-        const dlk_tensor *t = &p->m->tensors[x->tensor];
+        const Dlk_tensor *t = &p->m->tensors[x->tensor];
         snprintf(buf, sizeof buf, "tensor '%s' is %s; use it in %s",
                  t->spec.name, x->kind == N_TEXTREF ? "text" :
                  "not one value a row",
@@ -155,12 +155,12 @@ static dlk_status tensor_named(parser *p, const q_token *t, int *out)
                 t->text, p->m->ntensors ? names : "none");
 }
 
-static bool is_text(const dlk_tensor *t)
+static bool is_text(const Dlk_tensor *t)
 {
     return t->spec.kind == DLK_KIND_TEXT && t->spec.dtype == DLK_U8;
 }
 
-static bool is_scalar(const dlk_tensor *t)
+static bool is_scalar(const Dlk_tensor *t)
 {
     for (int d = 0; d < t->spec.ndim; d++)
         if (t->spec.shape[d] != 1)
@@ -175,7 +175,7 @@ static dlk_status tensor_ref(parser *p, const q_token *t, int *out)
     dlk_status rc = tensor_named(p, t, &ti);
     if (rc)
         return rc;
-    const dlk_tensor *x = &p->m->tensors[ti];
+    const Dlk_tensor *x = &p->m->tensors[ti];
     q_kind k = is_text(x) ? N_TEXTREF : is_scalar(x) ? N_SCALAR : N_TENSORREF;
     if ((rc = new_node(p, k, t->col, out)))
         return rc;
@@ -205,7 +205,7 @@ static const char *const functions =
 
 /* contains()'s second argument, after the text tensor t (at acol): a
  * string, into x. */
-static dlk_status contains_arg(parser *p, q_node *x, const dlk_tensor *t,
+static dlk_status contains_arg(parser *p, q_node *x, const Dlk_tensor *t,
                                size_t acol)
 {
     dlk_status rc;
@@ -221,7 +221,7 @@ static dlk_status contains_arg(parser *p, q_node *x, const dlk_tensor *t,
     x->strs = calloc(1, sizeof *x->strs);
     x->lens = calloc(1, sizeof *x->lens);
     if (!x->strs || !x->lens || !(x->strs[0] = strdup(s->text)))
-        return dlk_oom(p->err);
+        return Dlk_oom(p->err);
     x->lens[0] = s->len;
     x->nlist = 1;
     p->pos++;
@@ -229,7 +229,7 @@ static dlk_status contains_arg(parser *p, q_node *x, const dlk_tensor *t,
 }
 
 /* shape(T)'s dimension, "[D]" after it, into x: one of t's. */
-static dlk_status shape_dim(parser *p, q_node *x, const dlk_tensor *t)
+static dlk_status shape_dim(parser *p, q_node *x, const Dlk_tensor *t)
 {
     const q_token *lb = peek(p);
     if (lb->kind != TK_LB)
@@ -263,7 +263,7 @@ static dlk_status tensor_call(parser *p, const char *fn, q_kind kind,
     x->tensor = ti;
     if ((x->slot = slot_of(p, ti, acol)) < 0)
         return DLK_EINVAL;
-    const dlk_tensor *t = &p->m->tensors[ti];
+    const Dlk_tensor *t = &p->m->tensors[ti];
     if (x->kind == N_CONTAINS && (rc = contains_arg(p, x, t, acol)))
         return rc;
     if ((rc = expect(p, TK_RP, "')'")))
@@ -433,7 +433,7 @@ static dlk_status class_id(parser *p, int tensor_node, const q_token *s,
                            double *id)
 {
     const q_node *x = NODE(tensor_node);
-    const dlk_tensor *t = x->kind == N_SCALAR ? &p->m->tensors[x->tensor]
+    const Dlk_tensor *t = x->kind == N_SCALAR ? &p->m->tensors[x->tensor]
                                               : NULL;
     if (!t || t->spec.kind != DLK_KIND_CLASS_LABEL || !t->n_class_names)
         return FAIL(s->col, "column %zu: '%s' is a string; only a text or "
@@ -460,11 +460,11 @@ static dlk_status set_strings(parser *p, q_node *x, const q_token *const *s,
     x->strs = calloc(n ? n : 1, sizeof *x->strs);
     x->lens = calloc(n ? n : 1, sizeof *x->lens);
     if (!x->strs || !x->lens)
-        return dlk_oom(p->err);
+        return Dlk_oom(p->err);
     x->nlist = n;
     for (size_t i = 0; i < n; i++) {
         if (!(x->strs[i] = malloc(s[i]->len + 1)))
-            return dlk_oom(p->err);
+            return Dlk_oom(p->err);
         memcpy(x->strs[i], s[i]->text, s[i]->len + 1);
         x->lens[i] = s[i]->len;
     }
@@ -492,7 +492,7 @@ static dlk_status parse_in(parser *p, int a, bool negate, size_t col,
         const q_token **nl = realloc(lits, (n + 1) * sizeof *nl);
         if (!nl) {
             free(lits);
-            return dlk_oom(p->err);
+            return Dlk_oom(p->err);
         }
         lits = nl;
         lits[n++] = neg ? &p->t[p->pos] : t; /* '-' marks a negative */
@@ -531,7 +531,7 @@ static dlk_status parse_in(parser *p, int a, bool negate, size_t col,
         x->list = calloc(n, sizeof *x->list);
         if (!x->list) {
             free(lits);
-            return dlk_oom(p->err);
+            return Dlk_oom(p->err);
         }
         x->nlist = n;
         for (size_t i = 0; i < n; i++) {
@@ -691,7 +691,7 @@ static dlk_status parse_or(parser *p, int *out)
     return rc;
 }
 
-dlk_status q_parse(const char *src, const dlk_manifest *m, q_expr *out,
+dlk_status q_parse(const char *src, const Dlk_manifest *m, q_expr *out,
                    size_t *errcol, dlk_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -707,7 +707,7 @@ dlk_status q_parse(const char *src, const dlk_manifest *m, q_expr *out,
     if (!rc && peek(&p)->kind != TK_END) {
         const q_token *t = peek(&p);
         *errcol = t->col;
-        rc = dlk_fail(err, DLK_EINVAL, "column %zu: unexpected %s after a "
+        rc = Dlk_fail(err, DLK_EINVAL, "column %zu: unexpected %s after a "
                       "complete expression", t->col, token_text(t, (char[80]){0}));
     }
     if (!rc)

@@ -66,7 +66,7 @@ typedef struct q_expr {
 
 /* Parse and check `src` against the tensors of m.  On an error *errcol
  * is the 1-based column it points at. */
-dlk_status q_parse(const char *src, const dlk_manifest *m, q_expr *out,
+dlk_status q_parse(const char *src, const Dlk_manifest *m, q_expr *out,
                    size_t *errcol, dlk_error *err);
 void q_expr_free(q_expr *e);
 
@@ -81,7 +81,7 @@ typedef struct q_chunk {
 } q_chunk;
 
 /* Make qc hold chunk ci of tensor ti (kept when it already does).  mode:
- * dlk_chunk_open's, plus Q_WHOLE when all of it will be read (a mapped
+ * Dlk_chunk_open's, plus Q_WHOLE when all of it will be read (a mapped
  * chunk's pages are then mapped in one call, not a fault each; also with
  * DLK_DECODE_VERIFY). */
 #define Q_WHOLE 0x100u
@@ -158,13 +158,13 @@ dlk_status q_candidates(dlk_dataset *ds, q_expr *e, const char *view,
 
 /* Whether e has one truth for every row in [row_lo, row_hi] by the
  * manifest's schemas alone (decide.c): then *holds is it. */
-bool q_decided(const q_expr *e, const dlk_manifest *m, uint64_t row_lo,
+bool q_decided(const q_expr *e, const Dlk_manifest *m, uint64_t row_lo,
                uint64_t row_hi, bool *holds);
 /* e with each part of one value for every row in [row_lo, row_hi] (by
  * the schemas, as q_decided) made that number, and its tensors only
  * those still read: `shape(images)[0] == 224 and labels == 3` of fixed
  * 224-row images reads labels alone. */
-void q_fold(q_expr *e, const dlk_manifest *m, uint64_t row_lo,
+void q_fold(q_expr *e, const Dlk_manifest *m, uint64_t row_lo,
             uint64_t row_hi);
 /* The rows [*lo, *hi) outside which e cannot hold, from comparisons of
  * `row` with a number that its root requires (`row >= 1000 and ...`);
@@ -174,7 +174,7 @@ void q_row_range(const q_expr *e, uint64_t *lo, uint64_t *hi);
 /* random(seed) of a row: in [0, 1) (man/dlk-query.1 gives the formula). */
 static inline double q_random(uint64_t seed, uint64_t row)
 {
-    return (double)(dlk_mix64(dlk_mix64(seed) ^ row) >> 11) * 0x1p-53;
+    return (double)(Dlk_mix64(Dlk_mix64(seed) ^ row) >> 11) * 0x1p-53;
 }
 
 /* ---- vector search (topk.c) ---------------------------------------- */

@@ -52,18 +52,18 @@ dlk_status dlk_npy_vectors(const char *path, float **out, uint32_t *nvec,
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (!f)
-        return dlk_fail(err, DLK_EIO, "cannot open '%s': %s", path,
+        return Dlk_fail(err, DLK_EIO, "cannot open '%s': %s", path,
                         strerror(errno));
     uint8_t *b = malloc(NPY_MAX + 1);
     size_t len = b ? fread(b, 1, NPY_MAX + 1, f) : 0;
     fclose(f);
     if (!b)
-        return dlk_oom(err);
-    dlk_npy_info h;
+        return Dlk_oom(err);
+    Dlk_npy_info h;
     dlk_status rc = len > NPY_MAX
-        ? dlk_fail(err, DLK_ELIMIT, "'%s': over 64 MiB of query vectors",
+        ? Dlk_fail(err, DLK_ELIMIT, "'%s': over 64 MiB of query vectors",
                    path)
-        : dlk_npy_parse(b, len, path, &h, err);
+        : Dlk_npy_parse(b, len, path, &h, err);
     uint64_t d = 0, nv = 0;
     if (!rc) {
         d = h.ndim == 1 ? (uint64_t)h.shape[0]
@@ -72,12 +72,12 @@ dlk_status dlk_npy_vectors(const char *path, float **out, uint32_t *nvec,
         /* the parse checked the data is there for the shape */
         if (!d || d > (1u << 24) || !nv || nv > UINT32_MAX ||
             (h.dtype != DLK_F32 && h.dtype != DLK_F64 && h.dtype != DLK_F16))
-            rc = dlk_fail(err, DLK_EINVAL, "'%s': query vectors are float "
+            rc = Dlk_fail(err, DLK_EINVAL, "'%s': query vectors are float "
                           "values of shape [D] or [N, D]", path);
     }
     float *v = rc ? NULL : malloc(nv * d * sizeof *v);
     if (!rc && !v)
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     for (uint64_t i = 0; !rc && i < nv * d; i++) {
         const uint8_t *p = b + h.data_off;
         size_t esz = dlk_dtype_size(h.dtype);
@@ -119,7 +119,7 @@ static dlk_status vector_npy(const char *path, float **out, uint32_t *dim,
     if (!rc && n != 1) {
         free(*out);
         *out = NULL;
-        rc = dlk_fail(err, DLK_EINVAL, "'%s': a query vector is float "
+        rc = Dlk_fail(err, DLK_EINVAL, "'%s': a query vector is float "
                       "values of shape [D] or [1, D]", path);
     }
     return rc;
@@ -137,7 +137,7 @@ static dlk_status vector_row(dlk_dataset *ds, size_t ti, uint64_t row,
     float *v = malloc((d ? d : 1) * sizeof *v);
     if (!v) {
         dlk_sample_free(&s);
-        return dlk_oom(err);
+        return Dlk_oom(err);
     }
     for (size_t i = 0; i < d; i++) {
         if (s.dtype == DLK_F32) {
@@ -155,7 +155,7 @@ static dlk_status vector_row(dlk_dataset *ds, size_t ti, uint64_t row,
 }
 
 /* The manifest's entry of view `name`, or NULL. */
-static const dlk_view_ref *view_entry(const dlk_manifest *m, const char *name)
+static const Dlk_view_ref *view_entry(const Dlk_manifest *m, const char *name)
 {
     for (size_t i = 0; i < m->nviews; i++)
         if (strcmp(m->views[i].name, name) == 0)
@@ -170,9 +170,9 @@ static const dlk_view_ref *view_entry(const dlk_manifest *m, const char *name)
 static bool count_by_manifest(dlk_dataset *ds, q_expr *e,
                               const char *view, uint64_t *n)
 {
-    uint64_t total = dlk_manifest_rows(&ds->m), cands = total, span = total;
+    uint64_t total = Dlk_manifest_rows(&ds->m), cands = total, span = total;
     if (view) {
-        const dlk_view_ref *v = view_entry(&ds->m, view);
+        const Dlk_view_ref *v = view_entry(&ds->m, view);
         if (!v || v->dataset_rows > total)
             return false; /* the view object says what is wrong */
         cands = v->rows;
@@ -194,13 +194,13 @@ dlk_status q_candidates(dlk_dataset *ds, q_expr *e, const char *view,
     *nout = 0;
     if (!out && count_by_manifest(ds, e, view, nout))
         return DLK_OK;
-    uint64_t total = dlk_manifest_rows(&ds->m);
+    uint64_t total = Dlk_manifest_rows(&ds->m);
     uint64_t *vrows = NULL, nview = 0;
     dlk_status rc = DLK_OK;
     if (view && (rc = dlk_view_rows(ds, view, &vrows, &nview, err)) == DLK_OK) {
         /* a view of a later state may name rows this one lacks */
         if (nview && vrows[nview - 1] >= total)
-            rc = dlk_fail(err, DLK_EINVAL, "view '%s' names row %llu; '%s' "
+            rc = Dlk_fail(err, DLK_EINVAL, "view '%s' names row %llu; '%s' "
                           "has %llu rows here", view,
                           (unsigned long long)vrows[nview - 1], ds->url,
                           (unsigned long long)total);
@@ -243,7 +243,7 @@ dlk_status q_candidates(dlk_dataset *ds, q_expr *e, const char *view,
             for (uint64_t i = 0; i < n; i++)
                 rows[i] = i;
         else
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
     }
     free(vrows);
     if (rc) {
@@ -277,7 +277,7 @@ dlk_status dlk_select(dlk_dataset *ds, const dlk_select_opts *opts,
      * error_column too); its rows are the caller's to free, so it must
      * be given */
     if (!res)
-        return dlk_fail(err, DLK_EINVAL, "no dlk_select_result given");
+        return Dlk_fail(err, DLK_EINVAL, "no dlk_select_result given");
     dlk_select_result own;
     dlk_status rc = abi_result_in(&own, sizeof own, res,
                                   "dlk_select_result", err);
@@ -298,7 +298,7 @@ static dlk_status select_run(dlk_dataset *ds, const dlk_select_opts *o,
     if (threads > 256)
         threads = 256;
     bool verify = !o->no_verify;
-    uint64_t total = dlk_manifest_rows(&ds->m);
+    uint64_t total = Dlk_manifest_rows(&ds->m);
     res->rows_total = total;
     q_expr e;
     memset(&e, 0, sizeof e);
@@ -313,33 +313,33 @@ static dlk_status select_run(dlk_dataset *ds, const dlk_select_opts *o,
         near_ti = dlk_dataset_find(ds, o->near_tensor);
         int given = !!o->near_vector + !!o->near_npy + !!o->near_row_plus1;
         if (near_ti < 0)
-            rc = dlk_fail(err, DLK_ENOTFOUND, "no tensor '%s' in '%s' to "
+            rc = Dlk_fail(err, DLK_ENOTFOUND, "no tensor '%s' in '%s' to "
                           "search", o->near_tensor, ds->url);
         else if (given != 1)
-            rc = dlk_fail(err, DLK_EINVAL, "a vector search takes one query "
+            rc = Dlk_fail(err, DLK_EINVAL, "a vector search takes one query "
                           "vector: values, a .npy file or a row");
         else if (o->k > 1000000)
-            rc = dlk_fail(err, DLK_ELIMIT, "k %u is over 1000000", o->k);
+            rc = Dlk_fail(err, DLK_ELIMIT, "k %u is over 1000000", o->k);
         else if (ds->m.tensors[near_ti].spec.dtype != DLK_F32 &&
                  ds->m.tensors[near_ti].spec.dtype != DLK_F64)
-            rc = dlk_fail(err, DLK_EINVAL, "tensor '%s' is not an embedding: "
+            rc = Dlk_fail(err, DLK_EINVAL, "tensor '%s' is not an embedding: "
                           "vector search takes f32 or f64 of a fixed shape "
                           "[D]", o->near_tensor);
         else if ((unsigned)o->metric > DLK_METRIC_IP)
-            rc = dlk_fail(err, DLK_EINVAL, "unknown metric %d", o->metric);
+            rc = Dlk_fail(err, DLK_EINVAL, "unknown metric %d", o->metric);
         else if ((unsigned)o->device > DLK_QUERY_DEVICE_CUDA)
-            rc = dlk_fail(err, DLK_EINVAL, "unknown device %d", o->device);
+            rc = Dlk_fail(err, DLK_EINVAL, "unknown device %d", o->device);
         else if (o->near_npy)
             rc = vector_npy(o->near_npy, &vec, &dim, err);
         else if (o->near_row_plus1)
             rc = o->near_row_plus1 - 1 >= total
-                ? dlk_fail(err, DLK_ENOTFOUND, "no row %llu: '%s' has %llu",
+                ? Dlk_fail(err, DLK_ENOTFOUND, "no row %llu: '%s' has %llu",
                            (unsigned long long)(o->near_row_plus1 - 1),
                            ds->url, (unsigned long long)total)
                 : vector_row(ds, (size_t)near_ti, o->near_row_plus1 - 1,
                              &vec, &dim, err);
         else if (!(vec = malloc((o->near_dim ? o->near_dim : 1) * sizeof *vec)))
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
         else {
             memcpy(vec, o->near_vector, o->near_dim * sizeof *vec);
             dim = o->near_dim;

@@ -93,13 +93,13 @@ double q_goodness(dlk_metric metric, double qq, double dot, double xx)
 dlk_status q_walk(const q_topk_job *j, q_work *w, q_rows_fn fn, void *ctx,
                   uint64_t *bytes, dlk_error *err)
 {
-    const dlk_tensor *t = &j->ds->m.tensors[j->ti];
+    const Dlk_tensor *t = &j->ds->m.tensors[j->ti];
     size_t want = (size_t)j->dim * (t->spec.dtype == DLK_F64 ? 8 : 4);
     q_chunk qc = {.index = -1};
     dlk_status rc = DLK_OK;
-    dlk_hash64_stream *hs = j->fused ? dlk_hash64_stream_new() : NULL;
+    Dlk_hash64_stream *hs = j->fused ? Dlk_hash64_stream_new() : NULL;
     if (j->fused && !hs)
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     while (!rc && !atomic_load(&w->failed)) {
         size_t k = atomic_fetch_add(&w->next, 1);
         if (k >= j->nchunks)
@@ -110,7 +110,7 @@ dlk_status q_walk(const q_topk_job *j, q_work *w, q_rows_fn fn, void *ctx,
         const uint8_t *p = qc.c->payload;
         size_t stride = qc.c->sample_bytes;
         if (stride != want) {
-            rc = dlk_fail(err, DLK_ECORRUPT, "chunk 'chunks/%s/%s': %zu "
+            rc = Dlk_fail(err, DLK_ECORRUPT, "chunk 'chunks/%s/%s': %zu "
                           "bytes a row, not %zu", t->spec.name,
                           t->chunks[ci].key, stride, want);
             break;
@@ -119,7 +119,7 @@ dlk_status q_walk(const q_topk_job *j, q_work *w, q_rows_fn fn, void *ctx,
         uint64_t i = q_cands_lower(j->cands, 0, j->cands->n, qc.first);
         uint64_t i1 = q_cands_lower(j->cands, 0, j->cands->n, qc.end);
         if (hs)
-            dlk_hash64_stream_reset(hs);
+            Dlk_hash64_stream_reset(hs);
         while (!rc && (done < total || i < i1)) {
             /* hash the next window, then hand on the rows it completes
              * (runs of consecutive rows at once) */
@@ -127,7 +127,7 @@ dlk_status q_walk(const q_topk_job *j, q_work *w, q_rows_fn fn, void *ctx,
             if (hs) {
                 upto = done + Q_HASH_WINDOW < total ? done + Q_HASH_WINDOW
                                                     : total;
-                dlk_hash64_stream_update(hs, p + done, upto - done);
+                Dlk_hash64_stream_update(hs, p + done, upto - done);
             }
             done = upto;
             while (i < i1) {
@@ -144,15 +144,15 @@ dlk_status q_walk(const q_topk_job *j, q_work *w, q_rows_fn fn, void *ctx,
                 i += run;
             }
         }
-        if (!rc && hs && dlk_hash64_stream_digest(hs) != qc.c->h.stored_hash)
-            rc = dlk_fail(err, DLK_ECORRUPT, "chunk 'chunks/%s/%s': payload "
+        if (!rc && hs && Dlk_hash64_stream_digest(hs) != qc.c->h.stored_hash)
+            rc = Dlk_fail(err, DLK_ECORRUPT, "chunk 'chunks/%s/%s': payload "
                           "checksum mismatch", t->spec.name,
                           t->chunks[ci].key);
         if (!rc)
             q_chunk_drop(j->ds, &qc);
     }
     q_chunk_drop(j->ds, &qc);
-    dlk_hash64_stream_free(hs);
+    Dlk_hash64_stream_free(hs);
     if (rc)
         q_work_fail(w, rc, err);
     return rc;
@@ -218,7 +218,7 @@ dlk_status q_walk_all(const q_topk_job *j, q_rows_fn fn, void *ctx,
 {
     walker *args = calloc(j->threads, sizeof *args);
     if (!args)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     q_work w;
     q_work_init(&w);
     for (uint32_t i = 0; i < j->threads; i++)
@@ -269,7 +269,7 @@ static dlk_status pick_device(dlk_query_device want, dlk_query_device *out,
     if (want != DLK_QUERY_DEVICE_CUDA)
         return DLK_OK;
     if (!dlk_cuda_available(why, sizeof why))
-        return dlk_fail(err, DLK_EGPU, "cannot search on a CUDA GPU: %s",
+        return Dlk_fail(err, DLK_EGPU, "cannot search on a CUDA GPU: %s",
                         why);
     *out = DLK_QUERY_DEVICE_CUDA;
     return DLK_OK;
@@ -280,14 +280,14 @@ dlk_status q_topk_job_init(q_topk_job *j, dlk_dataset *ds, size_t ti,
                            uint32_t threads, bool verify, dlk_error *err)
 {
     memset(j, 0, sizeof *j);
-    const dlk_tensor *t = &ds->m.tensors[ti];
+    const Dlk_tensor *t = &ds->m.tensors[ti];
     if ((t->spec.dtype != DLK_F32 && t->spec.dtype != DLK_F64) ||
         t->spec.ndim != 1 || t->spec.shape[0] == DLK_DIM_VARIABLE)
-        return dlk_fail(err, DLK_EINVAL, "tensor '%s' is not an embedding: "
+        return Dlk_fail(err, DLK_EINVAL, "tensor '%s' is not an embedding: "
                         "vector search takes f32 or f64 of a fixed shape "
                         "[D]", t->spec.name);
     if ((uint64_t)t->spec.shape[0] != dim)
-        return dlk_fail(err, DLK_EINVAL, "the query vector has %u values; "
+        return Dlk_fail(err, DLK_EINVAL, "the query vector has %u values; "
                         "tensor '%s' has %lld", dim, t->spec.name,
                         (long long)t->spec.shape[0]);
     j->ds = ds;
@@ -302,9 +302,9 @@ dlk_status q_topk_job_init(q_topk_job *j, dlk_dataset *ds, size_t ti,
               (cands->rows ? 0 : Q_WHOLE);
     size_t *chunks = malloc((t->nchunks ? t->nchunks : 1) * sizeof *chunks);
     if (!chunks)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     for (size_t c = 0; c < t->nchunks; c++) {
-        const dlk_chunk_entry *e = &t->chunks[c];
+        const Dlk_chunk_entry *e = &t->chunks[c];
         if (q_cands_lower(cands, 0, cands->n, e->first) <
             q_cands_lower(cands, 0, cands->n, e->first + e->samples))
             chunks[j->nchunks++] = c;
@@ -362,7 +362,7 @@ dlk_status q_topk(dlk_dataset *ds, size_t ti, const float *q, uint32_t dim,
     *rows = malloc(k * sizeof **rows);
     *scores = malloc(k * sizeof **scores);
     if (!heaps || !all || !*rows || !*scores)
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     for (uint32_t i = 0; !rc && i < j.threads; i++)
         heaps[i] = (heap){all + (size_t)i * k, 0, k};
     /* the CPU engine: heap i on thread i */

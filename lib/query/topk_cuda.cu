@@ -92,7 +92,7 @@ __global__ void score_f64(const double *__restrict__ x, uint64_t n,
 // Score n rows of dim values (f32, or f64 when f64 is set) at x (device
 // memory) against q (device, dim floats; qq = q.q as the CPU sums it)
 // into out[0..n), queued on stream st.
-extern "C" cudaError_t dlk_cuda_topk_score(const void *x, int f64,
+extern "C" cudaError_t Dlk_cuda_topk_score(const void *x, int f64,
                                            uint64_t n, uint32_t dim,
                                            const float *q, double qq,
                                            int metric, double *out,

@@ -10,7 +10,7 @@
 /* Score n rows of dim values (f32, or f64 when f64 is set) at x (device
  * memory) against q (device, dim floats; qq = q.q as the CPU sums it)
  * into out[0..n), queued on stream st. */
-cudaError_t dlk_cuda_topk_score(const void *x, int f64, uint64_t n,
+cudaError_t Dlk_cuda_topk_score(const void *x, int f64, uint64_t n,
                                 uint32_t dim, const float *q, double qq,
                                 int metric, double *out, cudaStream_t st);
 
@@ -20,7 +20,7 @@ cudaError_t dlk_cuda_topk_score(const void *x, int f64, uint64_t n,
     do {                                                                    \
         cudaError_t e_ = (call);                                            \
         if (e_ != cudaSuccess)                                              \
-            return dlk_fail(err, DLK_EGPU, "vector search on the GPU: %s: " \
+            return Dlk_fail(err, DLK_EGPU, "vector search on the GPU: %s: " \
                             "%s", what, cudaGetErrorString(e_));            \
     } while (0)
 

@@ -86,7 +86,7 @@ static dlk_status worker_open(worker *w, dlk_error *err)
     void *p = mmap(NULL, w->host_len, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
-        return dlk_fail(err, DLK_ENOMEM, "out of memory (%zu bytes of "
+        return Dlk_fail(err, DLK_ENOMEM, "out of memory (%zu bytes of "
                         "staging)", w->host_len);
     w->host = p;
     for (size_t o = 0; o < w->host_len; o += 4096)
@@ -97,7 +97,7 @@ static dlk_status worker_open(worker *w, dlk_error *err)
     CU(cudaMalloc(&w->dev, per * NSLOT), "cudaMalloc");
     w->rowmem = malloc(s->cap * NSLOT * sizeof *w->rowmem);
     if (!w->rowmem)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     for (int i = 0; i < NSLOT; i++) {
         slot *sl = &w->sl[i];
         sl->stage = (uint8_t *)p + per * i;
@@ -163,7 +163,7 @@ static dlk_status slot_submit(worker *w, dlk_error *err)
     } else if (sl->n) {
         CU(cudaMemcpyAsync(sl->dx, sl->stage, sl->n * s->stride,
                            cudaMemcpyHostToDevice, w->st), "copy to the GPU");
-        CU(dlk_cuda_topk_score(sl->dx, s->f64, sl->n, s->j->dim, s->dq,
+        CU(Dlk_cuda_topk_score(sl->dx, s->f64, sl->n, s->j->dim, s->dq,
                                s->j->qq, (int)s->j->metric, sl->dscores,
                                w->st), "scoring kernel");
         CU(cudaMemcpyAsync(sl->scores, sl->dscores, sl->n * sizeof(double),
@@ -239,7 +239,7 @@ static dlk_status run_workers(gsearch *s, heap *heaps, uint64_t *bytes,
     uint32_t nw = j->threads < j->nchunks ? j->threads : (uint32_t)j->nchunks;
     worker *ws = calloc(nw, sizeof *ws);
     if (!ws)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     q_work_init(&s->w);
     for (uint32_t i = 0; i < nw; i++) {
         ws[i].s = s;
@@ -300,7 +300,7 @@ dlk_status q_topk_cuda(const q_topk_job *j, heap *heaps, uint64_t *bytes,
     (void)j;
     (void)heaps;
     (void)bytes;
-    return dlk_fail(err, DLK_EGPU, "cannot search on a CUDA GPU: this dlk "
+    return Dlk_fail(err, DLK_EGPU, "cannot search on a CUDA GPU: this dlk "
                     "was built without CUDA");
 }
 
@@ -311,7 +311,7 @@ dlk_status q_load_cuda(const q_topk_job *j, void *dst, uint64_t *rows,
     (void)dst;
     (void)rows;
     (void)bytes;
-    return dlk_fail(err, DLK_EGPU, "cannot search on a CUDA GPU: this dlk "
+    return Dlk_fail(err, DLK_EGPU, "cannot search on a CUDA GPU: this dlk "
                     "was built without CUDA");
 }
 

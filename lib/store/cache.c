@@ -33,8 +33,8 @@
 #define NAME_LEN 32
 
 typedef struct cache {
-    dlk_store base;             /* first: the store the loader reads */
-    dlk_store *inner;
+    Dlk_store base;             /* first: the store the loader reads */
+    Dlk_store *inner;
     char *dir;
     int obj_fd, tmp_fd, lock_fd; /* objects/, tmp/, the lock file */
     uint64_t limit;
@@ -87,7 +87,7 @@ static void turn_off(cache *c, const char *what, int e)
         char safe[160];
         snprintf(c->warning, sizeof c->warning, "chunk cache '%s' not "
                  "written: %s: %s; chunks are read from the store",
-                 dlk_escape(c->dir, safe, sizeof safe), what, strerror(e));
+                 Dlk_escape(c->dir, safe, sizeof safe), what, strerror(e));
         __atomic_store_n(&c->writes_off, true, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&c->mu);
@@ -156,7 +156,7 @@ static bool same_file(int fd, int dir_fd, const char *name)
 static bool hashes_to(const void *p, size_t n, const char *name)
 {
     char hex[33];
-    dlk_hash128_hex(p, n, hex);
+    Dlk_hash128_hex(p, n, hex);
     return memcmp(hex, name, NAME_LEN) == 0;
 }
 
@@ -313,7 +313,7 @@ static bool read_usage(cache *c, uint64_t *total)
     if (pread(c->lock_fd, b, sizeof b, 0) != (ssize_t)sizeof b ||
         memcmp(b, CACHE_MAGIC, 8) != 0)
         return false;
-    *total = dlk_get_le64(b + 8);
+    *total = Dlk_get_le64(b + 8);
     return true;
 }
 
@@ -321,7 +321,7 @@ static void write_usage(cache *c, uint64_t total)
 {
     uint8_t b[16];
     memcpy(b, CACHE_MAGIC, 8);
-    dlk_put_le64(b + 8, total);
+    Dlk_put_le64(b + 8, total);
     if (pwrite(c->lock_fd, b, sizeof b, 0) != (ssize_t)sizeof b)
         turn_off(c, "cannot write the file 'lock'", errno ? errno : EIO);
 }
@@ -350,7 +350,7 @@ static bool put_copy(cache *c, const char *name, uint64_t size)
 /* Write the fetched object b to the locked temp file t and rename it in
  * under its name, where it hashes to it (else the reader's own checks
  * name the damage).  Closes t, which lets those waiting on it go on. */
-static void keep(cache *c, const char *name, int t, const dlk_buf *b)
+static void keep(cache *c, const char *name, int t, const Dlk_buf *b)
 {
     bool kept = false;
     if (!hashes_to(b->data, b->len, name))
@@ -382,9 +382,9 @@ out:
 
 /* Bytes [off, off+len) of the copy fd appended to out: 0, or the error
  * (the caller reads the store instead). */
-static int read_copy(int fd, uint64_t off, uint64_t len, dlk_buf *out)
+static int read_copy(int fd, uint64_t off, uint64_t len, Dlk_buf *out)
 {
-    if (dlk_buf_reserve(out, (size_t)len, NULL))
+    if (Dlk_buf_reserve(out, (size_t)len, NULL))
         return ENOMEM;
     uint8_t *p = out->data + out->len;
     for (uint64_t at = 0; at < len;) {
@@ -401,12 +401,12 @@ static int read_copy(int fd, uint64_t off, uint64_t len, dlk_buf *out)
 
 /* What the store itself reads, counted there (this store counts none). */
 static dlk_status pass_sized(cache *c, const char *key, uint64_t size,
-                             uint64_t off, uint64_t len, dlk_buf *out,
-                             dlk_obj_info *info, dlk_error *err)
+                             uint64_t off, uint64_t len, Dlk_buf *out,
+                             Dlk_obj_info *info, dlk_error *err)
 {
     if (off == 0 && len == size)
-        return dlk_store_get_sized(c->inner, key, size, out, info, err);
-    return dlk_store_get_span(c->inner, key, size, off, len, out, err);
+        return Dlk_store_get_sized(c->inner, key, size, out, info, err);
+    return Dlk_store_get_span(c->inner, key, size, off, len, out, err);
 }
 
 /* One read of a chunk: from its copy; else fetched whole under its temp
@@ -415,7 +415,7 @@ static dlk_status pass_sized(cache *c, const char *key, uint64_t size,
  * writing off, from the store as asked. */
 static dlk_status get_chunk(cache *c, const char *key, const char *name,
                             uint64_t size, uint64_t off, uint64_t len,
-                            dlk_buf *out, dlk_obj_info *info, dlk_error *err)
+                            Dlk_buf *out, Dlk_obj_info *info, dlk_error *err)
 {
     int fd = open_copy(c, name, size);
     int t = -1;
@@ -445,37 +445,37 @@ static dlk_status get_chunk(cache *c, const char *key, const char *name,
         return pass_sized(c, key, size, off, len, out, info, err);
     /* the whole chunk, straight into out when that is what is asked */
     bool whole = off == 0 && len == size;
-    dlk_buf mine;
-    dlk_buf_init(&mine);
-    dlk_buf *b = whole ? out : &mine;
+    Dlk_buf mine;
+    Dlk_buf_init(&mine);
+    Dlk_buf *b = whole ? out : &mine;
     size_t before = b->len;
-    dlk_obj_info got;
-    dlk_status rc = dlk_store_get_sized(c->inner, key, size, b, &got, err);
+    Dlk_obj_info got;
+    dlk_status rc = Dlk_store_get_sized(c->inner, key, size, b, &got, err);
     if (rc || got.size != size || b->len - before != size) {
         unlinkat(c->tmp_fd, name, 0);
         close(t);
         if (whole && info)
             *info = got;
-        dlk_buf_free(&mine);
+        Dlk_buf_free(&mine);
         if (rc || whole)
             return rc;
         return pass_sized(c, key, size, off, len, out, info, err);
     }
-    dlk_buf view = {b->data + before, size, size, true};
+    Dlk_buf view = {b->data + before, size, size, true};
     keep(c, name, t, &view);
     if (whole) {
         if (info)
             *info = got;
     } else {
-        rc = dlk_buf_append(out, mine.data + off, (size_t)len, err);
+        rc = Dlk_buf_append(out, mine.data + off, (size_t)len, err);
     }
-    dlk_buf_free(&mine);
+    Dlk_buf_free(&mine);
     return rc;
 }
 
-static dlk_status cache_get_sized(dlk_store *s, const char *key,
+static dlk_status cache_get_sized(Dlk_store *s, const char *key,
                                   uint64_t size, uint64_t off, uint64_t len,
-                                  dlk_buf *out, dlk_obj_info *info,
+                                  Dlk_buf *out, Dlk_obj_info *info,
                                   unsigned *requests, dlk_error *err)
 {
     cache *c = (cache *)s;
@@ -486,10 +486,10 @@ static dlk_status cache_get_sized(dlk_store *s, const char *key,
     return get_chunk(c, key, name, size, off, len, out, info, err);
 }
 
-static dlk_status cache_get_spans(dlk_store *s, const char *key,
+static dlk_status cache_get_spans(Dlk_store *s, const char *key,
                                   uint64_t size, size_t n,
                                   const uint64_t *off, const uint64_t *len,
-                                  dlk_buf **outs, unsigned *requests,
+                                  Dlk_buf **outs, unsigned *requests,
                                   dlk_error *err)
 {
     cache *c = (cache *)s;
@@ -504,7 +504,7 @@ static dlk_status cache_get_spans(dlk_store *s, const char *key,
     }
     /* the store's own spans, in one round trip, where no copy is made */
     if (!chunk)
-        return dlk_store_get_spans(c->inner, key, size, n, off, len, outs,
+        return Dlk_store_get_spans(c->inner, key, size, n, off, len, outs,
                                    err);
     for (size_t i = 0; i < n; i++) {
         dlk_status rc = get_chunk(c, key, name, size, off[i], len[i],
@@ -515,49 +515,49 @@ static dlk_status cache_get_spans(dlk_store *s, const char *key,
     return DLK_OK;
 }
 
-static dlk_status cache_get(dlk_store *s, const char *key, uint64_t off,
-                            uint64_t len, uint64_t max, dlk_buf *out,
-                            dlk_obj_info *info, dlk_error *err)
+static dlk_status cache_get(Dlk_store *s, const char *key, uint64_t off,
+                            uint64_t len, uint64_t max, Dlk_buf *out,
+                            Dlk_obj_info *info, dlk_error *err)
 {
     cache *c = (cache *)s;
     if (off == 0 && len == UINT64_MAX)
-        return dlk_store_get(c->inner, key, max, out, info, err);
-    return dlk_store_get_range(c->inner, key, off, len, out, err);
+        return Dlk_store_get(c->inner, key, max, out, info, err);
+    return Dlk_store_get_range(c->inner, key, off, len, out, err);
 }
 
-static dlk_status cache_head(dlk_store *s, const char *key,
-                             dlk_obj_info *info, dlk_error *err)
+static dlk_status cache_head(Dlk_store *s, const char *key,
+                             Dlk_obj_info *info, dlk_error *err)
 {
-    return dlk_store_head(((cache *)s)->inner, key, info, err);
+    return Dlk_store_head(((cache *)s)->inner, key, info, err);
 }
 
-static dlk_status read_only(dlk_store *s, const char *key, dlk_error *err)
+static dlk_status read_only(Dlk_store *s, const char *key, dlk_error *err)
 {
-    return dlk_fail(err, DLK_EUNSUPPORTED, "'%s' through the chunk cache: "
+    return Dlk_fail(err, DLK_EUNSUPPORTED, "'%s' through the chunk cache: "
                     "the cache is read-only", key ? key : s->url);
 }
 
-static dlk_status cache_put(dlk_store *s, const char *key, const void *data,
-                            size_t len, dlk_put_mode mode, const char *etag,
-                            dlk_obj_info *o, dlk_error *err)
+static dlk_status cache_put(Dlk_store *s, const char *key, const void *data,
+                            size_t len, Dlk_put_mode mode, const char *etag,
+                            Dlk_obj_info *o, dlk_error *err)
 {
     (void)data, (void)len, (void)mode, (void)etag, (void)o;
     return read_only(s, key, err);
 }
 
-static dlk_status cache_del(dlk_store *s, const char *key, dlk_error *err)
+static dlk_status cache_del(Dlk_store *s, const char *key, dlk_error *err)
 {
     return read_only(s, key, err);
 }
 
-static dlk_status cache_list(dlk_store *s, const char *prefix,
-                             dlk_list_fn fn, void *ud, dlk_error *err)
+static dlk_status cache_list(Dlk_store *s, const char *prefix,
+                             Dlk_list_fn fn, void *ud, dlk_error *err)
 {
     (void)prefix, (void)fn, (void)ud;
     return read_only(s, NULL, err);
 }
 
-static void cache_free(dlk_store *s)
+static void cache_free(Dlk_store *s)
 {
     cache *c = (cache *)s;
     if (c->obj_fd >= 0)
@@ -574,7 +574,7 @@ static void cache_free(dlk_store *s)
     free(c);
 }
 
-static const dlk_store_ops cache_ops = {
+static const Dlk_store_ops cache_ops = {
     .scheme = "cache",
     .get = cache_get,
     .head = cache_head,
@@ -689,14 +689,14 @@ static void setup(cache *c, uint64_t limit)
     unlock_usage(c);
 }
 
-dlk_status dlk_store_open_cache(dlk_store *inner, const char *dir,
-                                uint64_t limit, bool verify, dlk_store **out,
+dlk_status Dlk_store_open_cache(Dlk_store *inner, const char *dir,
+                                uint64_t limit, bool verify, Dlk_store **out,
                                 dlk_error *err)
 {
     *out = NULL;
     cache *c = calloc(1, sizeof *c);
     if (!c)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     c->base.ops = &cache_ops;
     c->base.uncounted = true;
     c->inner = inner;
@@ -708,14 +708,14 @@ dlk_status dlk_store_open_cache(dlk_store *inner, const char *dir,
     c->base.url = strdup(inner->url ? inner->url : "");
     if (!c->dir || !c->base.url) {
         cache_free(&c->base);
-        return dlk_oom(err);
+        return Dlk_oom(err);
     }
     setup(c, limit);
     *out = &c->base;
     return DLK_OK;
 }
 
-void dlk_store_cache_stats(dlk_store *s, dlk_cache_stats *out)
+void Dlk_store_cache_stats(Dlk_store *s, Dlk_cache_stats *out)
 {
     memset(out, 0, sizeof *out);
     if (!s || s->ops != &cache_ops)

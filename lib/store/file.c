@@ -14,7 +14,7 @@
  * read what the tree does not hold), and files with O_NONBLOCK and a
  * check of their type (a FIFO would block the command forever).  Such
  * an entry is refused with an error naming it, and a listing reports it
- * as passed over (dlk_store's `passed`), never drops it silently. */
+ * as passed over (Dlk_store's `passed`), never drops it silently. */
 #include "util/error.h"
 #include "util/buf.h"
 #include "util/hash.h"
@@ -39,7 +39,7 @@
 #define TMP_PREFIX ".dlk-tmp-"
 
 typedef struct file_store {
-    dlk_store base;
+    Dlk_store base;
     char *root;
     int rootfd;
 } file_store;
@@ -58,7 +58,7 @@ static dlk_status errno_status(int e)
 static dlk_status io_fail(dlk_error *err, file_store *fs, const char *what,
                           const char *key, int e)
 {
-    return dlk_fail(err, errno_status(e), "cannot %s '%s/%s': %s", what,
+    return Dlk_fail(err, errno_status(e), "cannot %s '%s/%s': %s", what,
                     fs->root, key, strerror(e));
 }
 
@@ -83,7 +83,7 @@ static dlk_status open_fail(dlk_error *err, file_store *fs, int dirfd,
     if ((e == ELOOP || e == ENOTDIR || e == ENXIO) &&
         fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
         !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
-        return dlk_fail(err, DLK_EIO, "cannot open '%s/%s': '%s/%.*s' is %s "
+        return Dlk_fail(err, DLK_EIO, "cannot open '%s/%s': '%s/%.*s' is %s "
                         "(dlk follows no link and reads no special file "
                         "below '%s')", fs->root, key, fs->root, (int)plen,
                         key, odd_type(st.st_mode), fs->root);
@@ -106,7 +106,7 @@ static dlk_status parent_dir(file_store *fs, const char *key, bool create,
         size_t n = (size_t)(slash - p);
         dlk_status rc = DLK_OK;
         if (n >= sizeof name) {
-            rc = dlk_fail(err, DLK_EINVAL, "key too long '%.100s'", key);
+            rc = Dlk_fail(err, DLK_EINVAL, "key too long '%.100s'", key);
         } else {
             memcpy(name, p, n);
             name[n] = '\0';
@@ -186,10 +186,10 @@ static dlk_status open_file(file_store *fs, const char *key, struct stat *st,
     if (fstat(fd, st) != 0)
         rc = io_fail(err, fs, "stat", key, errno);
     else if (S_ISDIR(st->st_mode))
-        rc = dlk_fail(err, DLK_ENOTFOUND, "'%s/%s' is not a file", fs->root,
+        rc = Dlk_fail(err, DLK_ENOTFOUND, "'%s/%s' is not a file", fs->root,
                       key);
     else if (!S_ISREG(st->st_mode))
-        rc = dlk_fail(err, DLK_EIO, "cannot open '%s/%s': it is %s (dlk "
+        rc = Dlk_fail(err, DLK_EIO, "cannot open '%s/%s': it is %s (dlk "
                       "reads no special file below '%s')", fs->root, key,
                       odd_type(st->st_mode), fs->root);
     if (rc) {
@@ -210,9 +210,9 @@ static void file_etag(const struct stat *st, char *out)
              (long)st->st_mtim.tv_nsec);
 }
 
-static dlk_status fs_get(dlk_store *s, const char *key, uint64_t off,
-                         uint64_t len, uint64_t max, dlk_buf *out,
-                         dlk_obj_info *info, dlk_error *err)
+static dlk_status fs_get(Dlk_store *s, const char *key, uint64_t off,
+                         uint64_t len, uint64_t max, Dlk_buf *out,
+                         Dlk_obj_info *info, dlk_error *err)
 {
     file_store *fs = (file_store *)s;
     struct stat st;
@@ -223,7 +223,7 @@ static dlk_status fs_get(dlk_store *s, const char *key, uint64_t off,
     uint64_t size = (uint64_t)st.st_size;
     if (off > size || (len != UINT64_MAX && len > size - off)) {
         close(fd);
-        return dlk_fail(err, DLK_ECORRUPT, "short object '%s/%s': range "
+        return Dlk_fail(err, DLK_ECORRUPT, "short object '%s/%s': range "
                         "%llu+%llu past its %llu bytes", fs->root, key,
                         (unsigned long long)off, (unsigned long long)len,
                         (unsigned long long)size);
@@ -231,11 +231,11 @@ static dlk_status fs_get(dlk_store *s, const char *key, uint64_t off,
     uint64_t n = len == UINT64_MAX ? size - off : len;
     if (n > max) {
         close(fd);
-        return dlk_fail(err, DLK_ELIMIT, "object '%s/%s' is %llu bytes, "
+        return Dlk_fail(err, DLK_ELIMIT, "object '%s/%s' is %llu bytes, "
                         "over the limit of %llu", fs->root, key,
                         (unsigned long long)n, (unsigned long long)max);
     }
-    dlk_status rc = dlk_buf_reserve(out, (size_t)n, err);
+    dlk_status rc = Dlk_buf_reserve(out, (size_t)n, err);
     if (rc) {
         close(fd);
         return rc;
@@ -256,7 +256,7 @@ static dlk_status fs_get(dlk_store *s, const char *key, uint64_t off,
         }
         if (r == 0) {
             close(fd);
-            return dlk_fail(err, DLK_ECORRUPT, "short read of '%s/%s'",
+            return Dlk_fail(err, DLK_ECORRUPT, "short read of '%s/%s'",
                             fs->root, key);
         }
         done += (uint64_t)r;
@@ -271,7 +271,7 @@ static dlk_status fs_get(dlk_store *s, const char *key, uint64_t off,
     return DLK_OK;
 }
 
-static dlk_status fs_head(dlk_store *s, const char *key, dlk_obj_info *info,
+static dlk_status fs_head(Dlk_store *s, const char *key, Dlk_obj_info *info,
                           dlk_error *err)
 {
     file_store *fs = (file_store *)s;
@@ -288,10 +288,10 @@ static dlk_status fs_head(dlk_store *s, const char *key, dlk_obj_info *info,
     }
     close(dfd);
     if (S_ISDIR(st.st_mode))
-        return dlk_fail(err, DLK_ENOTFOUND, "'%s/%s' is not a file",
+        return Dlk_fail(err, DLK_ENOTFOUND, "'%s/%s' is not a file",
                         fs->root, key);
     if (!S_ISREG(st.st_mode))
-        return dlk_fail(err, DLK_EIO, "cannot stat '%s/%s': it is %s (dlk "
+        return Dlk_fail(err, DLK_EIO, "cannot stat '%s/%s': it is %s (dlk "
                         "follows no link and reads no special file below "
                         "'%s')", fs->root, key, odd_type(st.st_mode),
                         fs->root);
@@ -347,7 +347,7 @@ static dlk_status write_all(int fd, const struct iovec *v, int n)
  * written: one pass over memory for both, where hashing a whole chunk
  * first read it twice. */
 static dlk_status write_hashed(int fd, const struct iovec *v, int n,
-                               dlk_hash64_stream *h)
+                               Dlk_hash64_stream *h)
 {
     int i = 0;
     size_t off = 0; /* bytes of v[i] already taken */
@@ -362,7 +362,7 @@ static dlk_status write_hashed(int fd, const struct iovec *v, int n,
             if (take) {
                 cur[k].iov_base = (uint8_t *)v[i].iov_base + off;
                 cur[k].iov_len = take;
-                dlk_hash64_stream_update(h, cur[k].iov_base, take);
+                Dlk_hash64_stream_update(h, cur[k].iov_base, take);
                 total += take;
                 k++;
             }
@@ -383,7 +383,7 @@ static dlk_status write_hashed(int fd, const struct iovec *v, int n,
  * directory open in *dirfd (the caller's to close), its stat in *st. */
 static dlk_status fs_write_temp(file_store *fs, const char *key,
                                 const struct iovec *v, int n,
-                                dlk_hash64_stream *h, int *dirfd,
+                                Dlk_hash64_stream *h, int *dirfd,
                                 char tmp[1200], struct stat *st,
                                 dlk_error *err)
 {
@@ -425,9 +425,9 @@ static dlk_status fs_write_temp(file_store *fs, const char *key,
 /* The temporary file tmp (in dirfd, which this closes) becomes key, as
  * mode says. */
 static dlk_status fs_place(file_store *fs, int dirfd, const char *tmp,
-                           const char *key, dlk_put_mode mode,
+                           const char *key, Dlk_put_mode mode,
                            const char *etag, const struct stat *st,
-                           dlk_obj_info *out, dlk_error *err)
+                           Dlk_obj_info *out, dlk_error *err)
 {
     const char *base = strrchr(key, '/');
     base = base ? base + 1 : key;
@@ -437,7 +437,7 @@ static dlk_status fs_place(file_store *fs, int dirfd, const char *tmp,
         if (linkat(dirfd, tmp, dirfd, base, 0) != 0) {
             e = errno;
             rc = e == EEXIST
-                     ? dlk_fail(err, DLK_EEXIST, "object '%s/%s' already "
+                     ? Dlk_fail(err, DLK_EEXIST, "object '%s/%s' already "
                                 "exists", fs->root, key)
                      : io_fail(err, fs, "link", key, e);
         }
@@ -451,12 +451,12 @@ static dlk_status fs_place(file_store *fs, int dirfd, const char *tmp,
             struct stat cur;
             char cur_etag[DLK_ETAG_MAX];
             if (fstatat(dirfd, base, &cur, AT_SYMLINK_NOFOLLOW) != 0) {
-                rc = dlk_fail(err, DLK_ECONFLICT, "object '%s/%s' vanished "
+                rc = Dlk_fail(err, DLK_ECONFLICT, "object '%s/%s' vanished "
                               "under a conditional update", fs->root, key);
             } else {
                 file_etag(&cur, cur_etag);
                 if (strcmp(cur_etag, etag) != 0)
-                    rc = dlk_fail(err, DLK_ECONFLICT, "object '%s/%s' was "
+                    rc = Dlk_fail(err, DLK_ECONFLICT, "object '%s/%s' was "
                                   "changed by another writer", fs->root, key);
             }
         }
@@ -485,9 +485,9 @@ static dlk_status fs_place(file_store *fs, int dirfd, const char *tmp,
     return rc;
 }
 
-static dlk_status fs_putv(dlk_store *s, const char *key,
-                          const struct iovec *v, int n, dlk_put_mode mode,
-                          const char *etag, dlk_obj_info *out,
+static dlk_status fs_putv(Dlk_store *s, const char *key,
+                          const struct iovec *v, int n, Dlk_put_mode mode,
+                          const char *etag, Dlk_obj_info *out,
                           dlk_error *err)
 {
     file_store *fs = (file_store *)s;
@@ -498,37 +498,37 @@ static dlk_status fs_putv(dlk_store *s, const char *key,
     return rc ? rc : fs_place(fs, dirfd, tmp, key, mode, etag, &st, out, err);
 }
 
-static dlk_status fs_putv_hashed(dlk_store *s, const char *prefix,
+static dlk_status fs_putv_hashed(Dlk_store *s, const char *prefix,
                                  const struct iovec *v, int n,
-                                 dlk_put_mode mode, char hex[33],
+                                 Dlk_put_mode mode, char hex[33],
                                  dlk_error *err)
 {
     file_store *fs = (file_store *)s;
-    dlk_hash64_stream *h = dlk_hash64_stream_new();
+    Dlk_hash64_stream *h = Dlk_hash64_stream_new();
     if (!h)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     int dirfd;
     char tmp[1200], key[1100];
     struct stat st;
     dlk_status rc = fs_write_temp(fs, prefix, v, n, h, &dirfd, tmp, &st, err);
     if (!rc) {
-        dlk_hash64_stream_hex128(h, hex);
+        Dlk_hash64_stream_hex128(h, hex);
         snprintf(key, sizeof key, "%s%s", prefix, hex);
         rc = fs_place(fs, dirfd, tmp, key, mode, NULL, &st, NULL, err);
     }
-    dlk_hash64_stream_free(h);
+    Dlk_hash64_stream_free(h);
     return rc;
 }
 
-static dlk_status fs_put(dlk_store *s, const char *key, const void *data,
-                         size_t len, dlk_put_mode mode, const char *etag,
-                         dlk_obj_info *out, dlk_error *err)
+static dlk_status fs_put(Dlk_store *s, const char *key, const void *data,
+                         size_t len, Dlk_put_mode mode, const char *etag,
+                         Dlk_obj_info *out, dlk_error *err)
 {
     struct iovec v = {(void *)data, len};
     return fs_putv(s, key, &v, 1, mode, etag, out, err);
 }
 
-static dlk_status fs_del(dlk_store *s, const char *key, dlk_error *err)
+static dlk_status fs_del(Dlk_store *s, const char *key, dlk_error *err)
 {
     file_store *fs = (file_store *)s;
     const char *base;
@@ -556,7 +556,7 @@ typedef struct key_list {
      * file system gives it, saves a stat per file (NFS: a round trip) */
     bool no_sizes;
     uint64_t *listed;    /* the store's count of keys found (progress) */
-    dlk_store *store;    /* its `passed`, told of what is not listed */
+    Dlk_store *store;    /* its `passed`, told of what is not listed */
 } key_list;
 
 /* An entry the listing passes over, to the store's `passed` (a sweep
@@ -689,7 +689,7 @@ static dlk_status walk(file_store *fs, const char *rel, const char *prefix,
         else if (S_ISREG(st.st_mode) && klen >= plen && temp == l->temps &&
                  (!temp || (int64_t)st.st_mtim.tv_sec < l->before) &&
                  add_key(l, key, size, &st) != 0)
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory listing '%s'",
+            rc = Dlk_fail(err, DLK_ENOMEM, "out of memory listing '%s'",
                           fs->root);
     }
     closedir(d);
@@ -702,8 +702,8 @@ static int cmp_idx(const void *a, const void *b, void *keys)
     return strcmp(k[*(const size_t *)a], k[*(const size_t *)b]);
 }
 
-static dlk_status list_keys(dlk_store *s, const char *prefix, bool sizes,
-                            dlk_list_fn fn, dlk_list_version_fn vfn,
+static dlk_status list_keys(Dlk_store *s, const char *prefix, bool sizes,
+                            Dlk_list_fn fn, Dlk_list_version_fn vfn,
                             void *ud, dlk_error *err)
 {
     file_store *fs = (file_store *)s;
@@ -717,7 +717,7 @@ static dlk_status list_keys(dlk_store *s, const char *prefix, bool sizes,
     if (!rc && l.n) {
         order = malloc(l.n * sizeof *order);
         if (!order)
-            rc = dlk_fail(err, DLK_ENOMEM, "out of memory listing '%s'",
+            rc = Dlk_fail(err, DLK_ENOMEM, "out of memory listing '%s'",
                           fs->root);
         else {
             for (size_t i = 0; i < l.n; i++)
@@ -745,7 +745,7 @@ static dlk_status list_keys(dlk_store *s, const char *prefix, bool sizes,
 
 /* Remove (or, dry, count) the temporary files that writes interrupted
  * before their rename left, last modified before `before`. */
-static dlk_status fs_sweep(dlk_store *s, int64_t before, bool dry,
+static dlk_status fs_sweep(Dlk_store *s, int64_t before, bool dry,
                            uint64_t *files, uint64_t *bytes, dlk_error *err)
 {
     file_store *fs = (file_store *)s;
@@ -769,7 +769,7 @@ static dlk_status fs_sweep(dlk_store *s, int64_t before, bool dry,
     return rc;
 }
 
-static void fs_free(dlk_store *s)
+static void fs_free(Dlk_store *s)
 {
     file_store *fs = (file_store *)s;
     if (fs->rootfd >= 0)
@@ -779,7 +779,7 @@ static void fs_free(dlk_store *s)
     free(fs);
 }
 
-static dlk_status fs_map(dlk_store *s, const char *key, const void **ptr,
+static dlk_status fs_map(Dlk_store *s, const char *key, const void **ptr,
                          size_t *len, dlk_error *err)
 {
     file_store *fs = (file_store *)s;
@@ -790,7 +790,7 @@ static dlk_status fs_map(dlk_store *s, const char *key, const void **ptr,
         return orc;
     if (st.st_size == 0) {
         close(fd);
-        return dlk_fail(err, DLK_ECORRUPT, "'%s/%s' is empty or not a file",
+        return Dlk_fail(err, DLK_ECORRUPT, "'%s/%s' is empty or not a file",
                         fs->root, key);
     }
     void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
@@ -803,34 +803,34 @@ static dlk_status fs_map(dlk_store *s, const char *key, const void **ptr,
     return DLK_OK;
 }
 
-static void fs_unmap(dlk_store *s, const void *ptr, size_t len)
+static void fs_unmap(Dlk_store *s, const void *ptr, size_t len)
 {
     (void)s;
     munmap((void *)ptr, len);
 }
 
-static dlk_status fs_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
+static dlk_status fs_list(Dlk_store *s, const char *prefix, Dlk_list_fn fn,
                           void *ud, dlk_error *err)
 {
     return list_keys(s, prefix, true, fn, NULL, ud, err);
 }
 
 /* The whole listing without sizes (UINT64_MAX): no stat per file. */
-static dlk_status fs_list_wide(dlk_store *s, const char *prefix,
-                               dlk_list_fn fn, void *ud, dlk_error *err)
+static dlk_status fs_list_wide(Dlk_store *s, const char *prefix,
+                               Dlk_list_fn fn, void *ud, dlk_error *err)
 {
     return list_keys(s, prefix, false, fn, NULL, ud, err);
 }
 
 /* With versions: a stat per file (its size and mtime). */
-static dlk_status fs_list_versions(dlk_store *s, const char *prefix,
-                                   dlk_list_version_fn fn, void *ud,
+static dlk_status fs_list_versions(Dlk_store *s, const char *prefix,
+                                   Dlk_list_version_fn fn, void *ud,
                                    dlk_error *err)
 {
     return list_keys(s, prefix, true, NULL, fn, ud, err);
 }
 
-static const dlk_store_ops file_ops = {
+static const Dlk_store_ops file_ops = {
     .scheme = "file", .get = fs_get, .head = fs_head, .put = fs_put,
     .del = fs_del, .list = fs_list, .free = fs_free, .map = fs_map,
     .unmap = fs_unmap, .sweep = fs_sweep, .putv = fs_putv,
@@ -839,22 +839,22 @@ static const dlk_store_ops file_ops = {
     .list_versions = fs_list_versions,
 };
 
-dlk_status dlk_store_open_file(const char *path, bool create,
-                               dlk_store **out, dlk_error *err)
+dlk_status Dlk_store_open_file(const char *path, bool create,
+                               Dlk_store **out, dlk_error *err)
 {
     *out = NULL;
     if (!path || !*path)
-        return dlk_fail(err, DLK_EINVAL, "empty dataset path");
+        return Dlk_fail(err, DLK_EINVAL, "empty dataset path");
     file_store *fs = calloc(1, sizeof *fs);
     if (!fs)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     fs->base.ops = &file_ops;
     fs->rootfd = -1;
     fs->root = strdup(path);
     fs->base.url = strdup(path);
     if (!fs->root || !fs->base.url) {
         fs_free(&fs->base);
-        return dlk_oom(err);
+        return Dlk_oom(err);
     }
     size_t n = strlen(fs->root);
     while (n > 1 && fs->root[n - 1] == '/')
@@ -868,7 +868,7 @@ dlk_status dlk_store_open_file(const char *path, bool create,
     }
     if (create && mkdir(fs->root, 0777) != 0 && errno != EEXIST) {
         int e = errno;
-        dlk_status rc = dlk_fail(err, errno_status(e),
+        dlk_status rc = Dlk_fail(err, errno_status(e),
                                  "cannot create directory '%s': %s",
                                  fs->root, strerror(e));
         fs_free(&fs->base);
@@ -877,7 +877,7 @@ dlk_status dlk_store_open_file(const char *path, bool create,
     fs->rootfd = open(fs->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fs->rootfd < 0) {
         int e = errno;
-        dlk_status rc = dlk_fail(err, errno_status(e),
+        dlk_status rc = Dlk_fail(err, errno_status(e),
                                  "cannot open directory '%s': %s", fs->root,
                                  strerror(e));
         fs_free(&fs->base);

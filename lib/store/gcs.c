@@ -36,10 +36,10 @@ char *gcs_object_key(const gcs_store *s, const char *key)
 }
 
 dlk_status gcs_make_url(const gcs_store *s, const char *part,
-                           const char *okey, const char *query, dlk_buf *url,
+                           const char *okey, const char *query, Dlk_buf *url,
                            dlk_error *err)
 {
-    dlk_buf_init(url);
+    Dlk_buf_init(url);
     dlk_status rc = s3_str_append(url, s->endpoint, err);
     if (!rc)
         rc = s3_str_append(url, part, err);
@@ -62,12 +62,12 @@ dlk_status gcs_make_url(const gcs_store *s, const char *part,
     if (!rc)
         rc = s3_terminate(url, err);
     if (rc)
-        dlk_buf_free(url);
+        Dlk_buf_free(url);
     return rc;
 }
 
 dlk_status gcs_object_url(const gcs_store *s, const char *okey,
-                          const char *query, dlk_buf *url, dlk_error *err)
+                          const char *query, Dlk_buf *url, dlk_error *err)
 {
     return gcs_make_url(s, "/storage/v1", okey, query, url, err);
 }
@@ -80,7 +80,7 @@ dlk_status gcs_run(gcs_store *s, s3_req *r, dlk_error *err)
     for (const struct curl_slist *c = own; c; c = c->next) {
         if (!(t = curl_slist_append(h, c->data))) {
             curl_slist_free_all(h);
-            return dlk_oom(err);
+            return Dlk_oom(err);
         }
         h = t;
     }
@@ -114,25 +114,25 @@ static void error_message(const s3_req *r, char *out, size_t cap)
 }
 
 dlk_status gcs_fail(const gcs_store *s, const s3_req *r, const char *verb,
-                    const char *okey, dlk_put_mode mode, dlk_error *err)
+                    const char *okey, Dlk_put_mode mode, dlk_error *err)
 {
     char tries[48] = "";
     if (r->attempts > 1)
         snprintf(tries, sizeof tries, ", after %d attempts", r->attempts);
     if (r->oom)
-        return dlk_fail(err, DLK_ENOMEM, "cannot %s 'gs://%s/%s': out of "
+        return Dlk_fail(err, DLK_ENOMEM, "cannot %s 'gs://%s/%s': out of "
                         "memory", verb, s->bucket, okey);
     if (r->canceled)
-        return dlk_fail(err, DLK_ECANCELED, "cannot %s 'gs://%s/%s': "
+        return Dlk_fail(err, DLK_ECANCELED, "cannot %s 'gs://%s/%s': "
                         "canceled", verb, s->bucket, okey);
     if (r->status == 0)
-        return dlk_fail(err, DLK_ENET, "cannot %s 'gs://%s/%s': %s%s", verb,
+        return Dlk_fail(err, DLK_ENET, "cannot %s 'gs://%s/%s': %s%s", verb,
                         s->bucket, okey, r->curl_msg, tries);
     if (r->status == 412 && mode == DLK_PUT_IF_ABSENT)
-        return dlk_fail(err, DLK_EEXIST, "object 'gs://%s/%s' already "
+        return Dlk_fail(err, DLK_EEXIST, "object 'gs://%s/%s' already "
                         "exists", s->bucket, okey);
     if (r->status == 412 && mode == DLK_PUT_IF_MATCH)
-        return dlk_fail(err, DLK_ECONFLICT, "object 'gs://%s/%s' was changed "
+        return Dlk_fail(err, DLK_ECONFLICT, "object 'gs://%s/%s' was changed "
                         "by another writer (HTTP 412)", s->bucket, okey);
     char msg[160];
     error_message(r, msg, sizeof msg);
@@ -147,7 +147,7 @@ dlk_status gcs_fail(const gcs_store *s, const s3_req *r, const char *verb,
     if (code == DLK_EAUTH && !gcs_auth_signed(s->auth))
         hint = " (no google credentials found: the request carried no "
                "token)";
-    dlk_status rc = dlk_fail(err, code, "cannot %s 'gs://%s/%s': HTTP "
+    dlk_status rc = Dlk_fail(err, code, "cannot %s 'gs://%s/%s': HTTP "
                              "%ld%s%s%s%s%s", verb, s->bucket, okey,
                              r->status, msg[0] ? " (" : "", msg,
                              msg[0] ? ")" : "", tries, hint);
@@ -170,7 +170,7 @@ static int64_t rfc3339(const char *t)
 }
 
 dlk_status gcs_parse_object(const gcs_store *s, const char *okey,
-                               const dlk_buf *body, dlk_obj_info *info,
+                               const Dlk_buf *body, Dlk_obj_info *info,
                                dlk_error *err)
 {
     json_error_t je;
@@ -190,7 +190,7 @@ dlk_status gcs_parse_object(const gcs_store *s, const char *okey,
     }
     json_decref(j);
     if (!ok)
-        return dlk_fail(err, DLK_ENET, "cannot read the metadata of "
+        return Dlk_fail(err, DLK_ENET, "cannot read the metadata of "
                         "'gs://%s/%s': the answer is not an object resource",
                         s->bucket, okey);
     return DLK_OK;
@@ -198,11 +198,11 @@ dlk_status gcs_parse_object(const gcs_store *s, const char *okey,
 
 /* ---- head and get ----------------------------------------------------- */
 
-static dlk_status do_head(gcs_store *s, const char *okey, dlk_obj_info *info,
+static dlk_status do_head(gcs_store *s, const char *okey, Dlk_obj_info *info,
                           dlk_error *err)
 {
-    dlk_buf url, body;
-    dlk_buf_init(&body);
+    Dlk_buf url, body;
+    Dlk_buf_init(&body);
     dlk_status rc = gcs_object_url(s, okey, NULL, &url, err);
     if (rc)
         return rc;
@@ -217,18 +217,18 @@ static dlk_status do_head(gcs_store *s, const char *okey, dlk_obj_info *info,
     if (!rc)
         rc = gcs_parse_object(s, okey, &body, info, err);
     s3_req_fini(&r);
-    dlk_buf_free(&url);
-    dlk_buf_free(&body);
+    Dlk_buf_free(&url);
+    Dlk_buf_free(&body);
     return rc;
 }
 
-static dlk_status gcs_head(dlk_store *st, const char *key, dlk_obj_info *info,
+static dlk_status gcs_head(Dlk_store *st, const char *key, Dlk_obj_info *info,
                            dlk_error *err)
 {
     gcs_store *s = (gcs_store *)st;
     char *okey = gcs_object_key(s, key);
     if (!okey)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     dlk_status rc = do_head(s, okey, info, err);
     free(okey);
     return rc;
@@ -240,7 +240,7 @@ static dlk_status who_fail(void *st, const s3_req *r, const char *okey,
     return gcs_fail(st, r, "read", okey, DLK_PUT_ALWAYS, err);
 }
 
-static dlk_status who_stat(void *st, const char *okey, dlk_obj_info *info,
+static dlk_status who_stat(void *st, const char *okey, Dlk_obj_info *info,
                            dlk_error *err)
 {
     return do_head(st, okey, info, err);
@@ -256,8 +256,8 @@ static http_get_who get_who(gcs_store *s, const char *okey)
 }
 
 static dlk_status do_get(gcs_store *s, const char *okey, uint64_t off,
-                         uint64_t len, uint64_t max, dlk_buf *out,
-                         dlk_obj_info *info, dlk_error *err)
+                         uint64_t len, uint64_t max, Dlk_buf *out,
+                         Dlk_obj_info *info, dlk_error *err)
 {
     http_get_who w = get_who(s, okey);
     char range[64];
@@ -268,8 +268,8 @@ static dlk_status do_get(gcs_store *s, const char *okey, uint64_t off,
         return rc;
     struct curl_slist *h = NULL;
     if (range[0] && !(h = curl_slist_append(NULL, range)))
-        return dlk_oom(err);
-    dlk_buf url;
+        return Dlk_oom(err);
+    Dlk_buf url;
     rc = gcs_object_url(s, okey, "alt=media", &url, err);
     if (rc) {
         curl_slist_free_all(h);
@@ -288,18 +288,18 @@ static dlk_status do_get(gcs_store *s, const char *okey, uint64_t off,
                              err);
     s3_req_fini(&r);
     curl_slist_free_all(h);
-    dlk_buf_free(&url);
+    Dlk_buf_free(&url);
     return rc;
 }
 
-static dlk_status gcs_get(dlk_store *st, const char *key, uint64_t off,
-                          uint64_t len, uint64_t max, dlk_buf *out,
-                          dlk_obj_info *info, dlk_error *err)
+static dlk_status gcs_get(Dlk_store *st, const char *key, uint64_t off,
+                          uint64_t len, uint64_t max, Dlk_buf *out,
+                          Dlk_obj_info *info, dlk_error *err)
 {
     gcs_store *s = (gcs_store *)st;
     char *okey = gcs_object_key(s, key);
     if (!okey)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     dlk_status rc = do_get(s, okey, off, len, max, out, info, err);
     free(okey);
     return rc;
@@ -311,18 +311,18 @@ static dlk_status gcs_get(dlk_store *st, const char *key, uint64_t off,
  * finishes. */
 typedef struct get_ctx {
     char *okey;
-    dlk_buf url;
+    Dlk_buf url;
     struct curl_slist *headers;
 } get_ctx;
 
 /* The token is taken here, in the caller's thread: an exchange cannot
  * run on the engine's. */
-static bool get_init(dlk_store *st, s3_req *r, dlk_get_req *q, void **ctx)
+static bool get_init(Dlk_store *st, s3_req *r, Dlk_get_req *q, void **ctx)
 {
     gcs_store *s = (gcs_store *)st;
     get_ctx *c = calloc(1, sizeof *c);
     if (!(*ctx = c) || !(c->okey = gcs_object_key(s, q->key))) {
-        q->rc = dlk_oom(&q->err);
+        q->rc = Dlk_oom(&q->err);
         return false;
     }
     if ((q->rc = gcs_object_url(s, c->okey, "alt=media", &c->url,
@@ -338,7 +338,7 @@ static bool get_init(dlk_store *st, s3_req *r, dlk_get_req *q, void **ctx)
     return true;
 }
 
-static void get_finish(dlk_store *st, s3_req *r, bool sent, dlk_get_req *q,
+static void get_finish(Dlk_store *st, s3_req *r, bool sent, Dlk_get_req *q,
                        void *ctx)
 {
     get_ctx *c = ctx;
@@ -349,7 +349,7 @@ static void get_finish(dlk_store *st, s3_req *r, bool sent, dlk_get_req *q,
     }
     if (c) {
         curl_slist_free_all(c->headers);
-        dlk_buf_free(&c->url);
+        Dlk_buf_free(&c->url);
         free(c->okey);
         free(c);
     }
@@ -357,7 +357,7 @@ static void get_finish(dlk_store *st, s3_req *r, bool sent, dlk_get_req *q,
 
 static const http_get_ops whole_gets = {get_init, get_finish};
 
-static void gcs_get_each(dlk_store *st, dlk_get_req *reqs, size_t n,
+static void gcs_get_each(Dlk_store *st, Dlk_get_req *reqs, size_t n,
                          void (*done)(void *ud, size_t i), void *ud)
 {
     http_get_each(st, &whole_gets, ((gcs_store *)st)->eng, reqs, n, done,
@@ -366,14 +366,14 @@ static void gcs_get_each(dlk_store *st, dlk_get_req *reqs, size_t n,
 
 /* Without waiting, so that an ingest from gs:// needs no fetch thread a
  * GET. */
-static void gcs_get_start(dlk_store *st, dlk_get_req **reqs, size_t n,
-                          void (*done)(void *ud, dlk_get_req *q), void *ud)
+static void gcs_get_start(Dlk_store *st, Dlk_get_req **reqs, size_t n,
+                          void (*done)(void *ud, Dlk_get_req *q), void *ud)
 {
     http_get_start(st, &whole_gets, ((gcs_store *)st)->eng, reqs, n, done,
                    ud);
 }
 
-static int gcs_want_inflight(dlk_store *st, int n)
+static int gcs_want_inflight(Dlk_store *st, int n)
 {
     gcs_store *s = (gcs_store *)st;
     if (n > 0 && n <= 4096)
@@ -383,13 +383,13 @@ static int gcs_want_inflight(dlk_store *st, int n)
 
 /* ---- delete, free, open ----------------------------------------------- */
 
-static dlk_status gcs_del(dlk_store *st, const char *key, dlk_error *err)
+static dlk_status gcs_del(Dlk_store *st, const char *key, dlk_error *err)
 {
     gcs_store *s = (gcs_store *)st;
     char *okey = gcs_object_key(s, key);
     if (!okey)
-        return dlk_oom(err);
-    dlk_buf url;
+        return Dlk_oom(err);
+    Dlk_buf url;
     dlk_status rc = gcs_object_url(s, okey, NULL, &url, err);
     if (!rc) {
         s3_req r = {0};
@@ -400,13 +400,13 @@ static dlk_status gcs_del(dlk_store *st, const char *key, dlk_error *err)
         if (!rc && !s3_ok2xx(&r) && !(r.status == 404 && r.attempts > 1))
             rc = gcs_fail(s, &r, "delete", okey, DLK_PUT_ALWAYS, err);
         s3_req_fini(&r);
-        dlk_buf_free(&url);
+        Dlk_buf_free(&url);
     }
     free(okey);
     return rc;
 }
 
-static void gcs_free(dlk_store *st)
+static void gcs_free(Dlk_store *st)
 {
     gcs_store *s = (gcs_store *)st;
     s3_engine_free(s->eng);
@@ -418,7 +418,7 @@ static void gcs_free(dlk_store *st)
     free(s);
 }
 
-static const dlk_store_ops gcs_ops = {
+static const Dlk_store_ops gcs_ops = {
     .scheme = "gs",
     .get = gcs_get,
     .head = gcs_head,
@@ -458,12 +458,12 @@ static dlk_status endpoint_of(const dlk_store_options *o, char **out,
     bool scheme = strstr(ep, "://") != NULL;
     if (scheme && strncmp(ep, "http://", 7) != 0 &&
         strncmp(ep, "https://", 8) != 0)
-        return dlk_fail(err, DLK_EINVAL, "bad gcs endpoint '%.200s' "
+        return Dlk_fail(err, DLK_EINVAL, "bad gcs endpoint '%.200s' "
                         "(host:port, or an http:// or https:// url)", ep);
     size_t n = strlen(ep) + 8;
     char *e = malloc(n);
     if (!e)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     snprintf(e, n, "%s%s", scheme ? "" : "http://", ep);
     size_t k = strlen(e);
     while (k && e[k - 1] == '/')
@@ -502,28 +502,28 @@ static dlk_status engine_of(gcs_store *s, const dlk_store_options *o,
     return rc;
 }
 
-dlk_status dlk_store_open_gcs(const char *url, const dlk_store_options *o,
-                              dlk_store **out, dlk_error *err)
+dlk_status Dlk_store_open_gcs(const char *url, const dlk_store_options *o,
+                              Dlk_store **out, dlk_error *err)
 {
     static const dlk_store_options none;
     *out = NULL;
     if (!o)
         o = &none;
     if (strncmp(url, "gs://", 5) != 0)
-        return dlk_fail(err, DLK_EINVAL, "not a gs url '%.200s'", url);
+        return Dlk_fail(err, DLK_EINVAL, "not a gs url '%.200s'", url);
     const char *b = url + 5;
     const char *slash = strchr(b, '/');
     size_t bn = slash ? (size_t)(slash - b) : strlen(b);
     if (!bucket_valid(b, bn))
-        return dlk_fail(err, DLK_EINVAL, "invalid bucket name in '%.200s'",
+        return Dlk_fail(err, DLK_EINVAL, "invalid bucket name in '%.200s'",
                         url);
     if (o->gcs_piece_size % PIECE_QUANTUM || o->gcs_piece_size > PIECE_MAX)
-        return dlk_fail(err, DLK_EINVAL, "store option gcs_piece_size must "
+        return Dlk_fail(err, DLK_EINVAL, "store option gcs_piece_size must "
                         "be a multiple of 256 KiB up to 1 GiB, not %llu",
                         (unsigned long long)o->gcs_piece_size);
     gcs_store *s = calloc(1, sizeof *s);
     if (!s)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     s->base.ops = &gcs_ops;
     s->bucket = strndup(b, bn);
     const char *p = slash ? slash + 1 : "";
@@ -533,7 +533,7 @@ dlk_status dlk_store_open_gcs(const char *url, const dlk_store_options *o,
     s->base.url = strdup(url);
     if (!s->bucket || !s->prefix || !s->base.url) {
         gcs_free(&s->base);
-        return dlk_oom(err);
+        return Dlk_oom(err);
     }
     dlk_status rc = endpoint_of(o, &s->endpoint, err);
     if (rc) {
@@ -543,9 +543,9 @@ dlk_status dlk_store_open_gcs(const char *url, const dlk_store_options *o,
     size_t n = strlen(s->prefix);
     while (n && s->prefix[n - 1] == '/')
         s->prefix[--n] = '\0';
-    if (n && !dlk_key_valid(s->prefix)) {
+    if (n && !Dlk_key_valid(s->prefix)) {
         gcs_free(&s->base);
-        return dlk_fail(err, DLK_EINVAL, "invalid prefix in '%.200s'", url);
+        return Dlk_fail(err, DLK_EINVAL, "invalid prefix in '%.200s'", url);
     }
     s->resumable_threshold = o->gcs_resumable_threshold
                                  ? o->gcs_resumable_threshold

@@ -56,7 +56,7 @@ void gcs_auth_redact(gcs_auth *a, dlk_error *err)
         return;
     pthread_mutex_lock(&a->mu);
     const char *t = a->token;
-    dlk_error_redact(err, &t, 1);
+    Dlk_error_redact(err, &t, 1);
     pthread_mutex_unlock(&a->mu);
 }
 
@@ -65,11 +65,11 @@ bool gcs_auth_signed(const gcs_auth *a)
     return a->token || a->key;
 }
 
-dlk_status gcs_b64url(dlk_buf *b, const void *p, size_t n, dlk_error *err)
+dlk_status gcs_b64url(Dlk_buf *b, const void *p, size_t n, dlk_error *err)
 {
     static const char al[] =
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    dlk_status rc = dlk_buf_reserve(b, n / 3 * 4 + 5, err);
+    dlk_status rc = Dlk_buf_reserve(b, n / 3 * 4 + 5, err);
     if (rc)
         return rc;
     const uint8_t *s = p;
@@ -92,12 +92,12 @@ dlk_status gcs_b64url(dlk_buf *b, const void *p, size_t n, dlk_error *err)
     return DLK_OK;
 }
 
-static dlk_status json_part(dlk_buf *b, json_t *j, dlk_error *err)
+static dlk_status json_part(Dlk_buf *b, json_t *j, dlk_error *err)
 {
     char *s = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(j);
     if (!s)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     dlk_status rc = gcs_b64url(b, s, strlen(s), err);
     free(s);
     return rc;
@@ -108,12 +108,12 @@ dlk_status gcs_jwt_make(const char *email, const char *scope,
                         char **out, dlk_error *err)
 {
     *out = NULL;
-    dlk_buf b;
-    dlk_buf_init(&b);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
     dlk_status rc = json_part(&b, json_pack("{s:s, s:s}", "alg", "RS256",
                                             "typ", "JWT"), err);
     if (!rc)
-        rc = dlk_buf_append(&b, ".", 1, err);
+        rc = Dlk_buf_append(&b, ".", 1, err);
     if (!rc)
         rc = json_part(&b, json_pack("{s:s, s:s, s:s, s:I, s:I}", "iss",
                                      email, "scope", scope, "aud", token_uri,
@@ -125,17 +125,17 @@ dlk_status gcs_jwt_make(const char *email, const char *scope,
     if (!rc && (!ctx ||
                 EVP_DigestSignInit(ctx, NULL, EVP_sha256(), NULL, key) != 1 ||
                 EVP_DigestSign(ctx, sig, &siglen, b.data, b.len) != 1))
-        rc = dlk_fail(err, DLK_EAUTH, "cannot sign a token request with the "
+        rc = Dlk_fail(err, DLK_EAUTH, "cannot sign a token request with the "
                       "service account's key (an RSA key is needed)");
     EVP_MD_CTX_free(ctx);
     if (!rc)
-        rc = dlk_buf_append(&b, ".", 1, err);
+        rc = Dlk_buf_append(&b, ".", 1, err);
     if (!rc)
         rc = gcs_b64url(&b, sig, siglen, err);
     if (!rc)
-        rc = dlk_buf_append(&b, "", 1, err);
+        rc = Dlk_buf_append(&b, "", 1, err);
     if (rc) {
-        dlk_buf_free(&b);
+        Dlk_buf_free(&b);
         return rc;
     }
     *out = (char *)b.data;
@@ -159,9 +159,9 @@ dlk_status gcs_token_parse(const void *body, size_t len, char **token,
     }
     json_decref(j);
     if (!ok)
-        return dlk_fail(err, DLK_EAUTH, "the token endpoint's answer holds "
+        return Dlk_fail(err, DLK_EAUTH, "the token endpoint's answer holds "
                         "no access token");
-    return *token ? DLK_OK : dlk_oom(err);
+    return *token ? DLK_OK : Dlk_oom(err);
 }
 
 /* Read and check the key file: a service account's client_email,
@@ -171,7 +171,7 @@ static dlk_status load_key(gcs_auth *a, const char *path, dlk_error *err)
     json_error_t je;
     json_t *j = json_load_file(path, 0, &je);
     if (!j)
-        return dlk_fail(err, DLK_EAUTH, "cannot read the service-account "
+        return Dlk_fail(err, DLK_EAUTH, "cannot read the service-account "
                         "key '%s': %s", path, je.text);
     dlk_status rc = DLK_OK;
     const char *type = json_string_value(json_object_get(j, "type"));
@@ -179,25 +179,25 @@ static dlk_status load_key(gcs_auth *a, const char *path, dlk_error *err)
     const char *pem = json_string_value(json_object_get(j, "private_key"));
     const char *uri = json_string_value(json_object_get(j, "token_uri"));
     if (type && strcmp(type, "service_account") != 0)
-        rc = dlk_fail(err, DLK_EUNSUPPORTED, "credentials '%s' are of type "
+        rc = Dlk_fail(err, DLK_EUNSUPPORTED, "credentials '%s' are of type "
                       "'%.40s'; only a service-account key is read", path,
                       type);
     else if (!email || !pem)
-        rc = dlk_fail(err, DLK_EAUTH, "service-account key '%s' lacks "
+        rc = Dlk_fail(err, DLK_EAUTH, "service-account key '%s' lacks "
                       "client_email or private_key", path);
     if (!rc) {
         BIO *bio = BIO_new_mem_buf(pem, -1);
         a->key = bio ? PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL) : NULL;
         BIO_free(bio);
         if (!a->key)
-            rc = dlk_fail(err, DLK_EAUTH, "service-account key '%s': "
+            rc = Dlk_fail(err, DLK_EAUTH, "service-account key '%s': "
                           "private_key is not a PEM private key", path);
     }
     if (!rc) {
         a->email = strdup(email);
         a->token_uri = strdup(uri && *uri ? uri : GCS_TOKEN_URI);
         if (!a->email || !a->token_uri)
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
     }
     json_decref(j);
     return rc;
@@ -209,16 +209,16 @@ dlk_status gcs_auth_new(const char *token, const char *key_file,
     *out = NULL;
     gcs_auth *a = calloc(1, sizeof *a);
     if (!a)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     pthread_mutex_init(&a->mu, NULL);
     a->eng = eng;
     dlk_status rc = DLK_OK;
     if (token && *token) {
         /* a header line would let a newline inject others */
         if (strlen(token) >= TOKEN_MAX || strpbrk(token, "\r\n"))
-            rc = dlk_fail(err, DLK_EINVAL, "the access token is malformed");
+            rc = Dlk_fail(err, DLK_EINVAL, "the access token is malformed");
         else if (!(a->token = strdup(token)))
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
         a->expires = INT64_MAX;
     } else if (key_file && *key_file) {
         rc = load_key(a, key_file, err);
@@ -243,17 +243,17 @@ static dlk_status exchange(gcs_auth *a, dlk_error *err)
     static const char pre[] =
         "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer"
         "&assertion=";
-    dlk_buf body, resp;
-    dlk_buf_init(&body);
-    dlk_buf_init(&resp);
-    rc = dlk_buf_append(&body, pre, sizeof pre - 1, err);
+    Dlk_buf body, resp;
+    Dlk_buf_init(&body);
+    Dlk_buf_init(&resp);
+    rc = Dlk_buf_append(&body, pre, sizeof pre - 1, err);
     if (!rc)    /* base64url and '.' need no percent-encoding */
-        rc = dlk_buf_append(&body, jwt, strlen(jwt), err);
+        rc = Dlk_buf_append(&body, jwt, strlen(jwt), err);
     wipe_free(jwt);
     struct curl_slist *h = curl_slist_append(
         NULL, "Content-Type: application/x-www-form-urlencoded");
     if (!rc && !h)
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     s3_req r = {0};
     if (!rc) {
         r.method = "POST";
@@ -265,12 +265,12 @@ static dlk_status exchange(gcs_auth *a, dlk_error *err)
         r.max = 1u << 20;
         s3_perform(a->eng, &r);
         if (r.status == 0)
-            rc = dlk_fail(err, DLK_ENET, "cannot reach the token endpoint "
+            rc = Dlk_fail(err, DLK_ENET, "cannot reach the token endpoint "
                           "'%s': %s", a->token_uri, r.curl_msg);
         else if (r.status < 200 || r.status >= 300)
             /* the answer's "error" is a fixed word; its text may quote
              * the request, so it is left out */
-            rc = dlk_fail(err, DLK_EAUTH, "the token endpoint '%s' refused "
+            rc = Dlk_fail(err, DLK_EAUTH, "the token endpoint '%s' refused "
                           "service account '%s': HTTP %ld", a->token_uri,
                           a->email, r.status);
     }
@@ -287,10 +287,10 @@ static dlk_status exchange(gcs_auth *a, dlk_error *err)
     curl_slist_free_all(h);
     if (body.data)
         OPENSSL_cleanse(body.data, body.len);
-    dlk_buf_free(&body);
+    Dlk_buf_free(&body);
     if (resp.data)
         OPENSSL_cleanse(resp.data, resp.len);
-    dlk_buf_free(&resp);
+    Dlk_buf_free(&resp);
     return rc;
 }
 
@@ -313,7 +313,7 @@ dlk_status gcs_auth_header(gcs_auth *a, struct curl_slist **h,
     struct curl_slist *t = curl_slist_append(*h, line);
     OPENSSL_cleanse(line, sizeof line);
     if (!t)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     *h = t;
     return DLK_OK;
 }

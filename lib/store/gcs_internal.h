@@ -16,8 +16,8 @@
 /* Open gs://BUCKET/PREFIX with the gcs_* options of o (NULL: none), and
  * the engine's s3_max_inflight, s3_max_attempts, s3_no_hedge,
  * s3_hedge_min_ms, the bounds of requests and listings and cancel. */
-dlk_status dlk_store_open_gcs(const char *url, const dlk_store_options *o,
-                              dlk_store **out, dlk_error *err);
+dlk_status Dlk_store_open_gcs(const char *url, const dlk_store_options *o,
+                              Dlk_store **out, dlk_error *err);
 
 /* ---- tokens (gcs_auth.c) ---------------------------------------------- */
 
@@ -30,7 +30,7 @@ typedef struct gcs_auth gcs_auth;
 dlk_status gcs_auth_new(const char *token, const char *key_file,
                         s3_engine *eng, gcs_auth **out, dlk_error *err);
 void gcs_auth_free(gcs_auth *a);
-/* err's message with the token held (if any) redacted (dlk_redact). */
+/* err's message with the token held (if any) redacted (Dlk_redact). */
 void gcs_auth_redact(gcs_auth *a, dlk_error *err);
 /* Whether requests carry a token at all. */
 bool gcs_auth_signed(const gcs_auth *a);
@@ -49,14 +49,14 @@ dlk_status gcs_jwt_make(const char *email, const char *scope,
 dlk_status gcs_token_parse(const void *body, size_t len, char **token,
                            int64_t *expires_in, dlk_error *err);
 /* base64url without padding of n bytes, appended to b. */
-dlk_status gcs_b64url(dlk_buf *b, const void *p, size_t n, dlk_error *err);
+dlk_status gcs_b64url(Dlk_buf *b, const void *p, size_t n, dlk_error *err);
 
 /* ---- shared by gcs.c, gcs_upload.c and gcs_list.c --------------------- */
 
 #define GCS_META_MAX (1u << 20)  /* bytes of an object resource's answer */
 
 typedef struct gcs_store {
-    dlk_store base;
+    Dlk_store base;
     s3_engine *eng;
     gcs_auth *auth;
     char *endpoint;     /* no trailing '/' */
@@ -73,34 +73,34 @@ char *gcs_object_key(const gcs_store *s, const char *key);
 /* endpoint part "/b/" BUCKET "/o" ["/" enc(okey)] ["?" query], part
  * "/storage/v1" or "/upload/storage/v1" */
 dlk_status gcs_make_url(const gcs_store *s, const char *part,
-                        const char *okey, const char *query, dlk_buf *url,
+                        const char *okey, const char *query, Dlk_buf *url,
                         dlk_error *err);
 /* An object resource's size, generation and update time into info. */
 dlk_status gcs_parse_object(const gcs_store *s, const char *okey,
-                            const dlk_buf *body, dlk_obj_info *info,
+                            const Dlk_buf *body, Dlk_obj_info *info,
                             dlk_error *err);
 /* base "/storage/v1/b/BUCKET/o" [ "/" enc(okey) ] [ "?" query ] */
 dlk_status gcs_object_url(const gcs_store *s, const char *okey,
-                          const char *query, dlk_buf *url, dlk_error *err);
+                          const char *query, Dlk_buf *url, dlk_error *err);
 /* Run r (method, url set) with the token's header added to its own. */
 dlk_status gcs_run(gcs_store *s, s3_req *r, dlk_error *err);
 /* The failure of r doing verb on okey: status, GCS's message, attempts;
  * mode turns a 412 into EEXIST or ECONFLICT. */
 dlk_status gcs_fail(const gcs_store *s, const s3_req *r, const char *verb,
-                    const char *okey, dlk_put_mode mode, dlk_error *err);
+                    const char *okey, Dlk_put_mode mode, dlk_error *err);
 
 /* The store's put and putv (gcs_upload.c). */
-dlk_status gcs_put(dlk_store *st, const char *key, const void *data,
-                   size_t len, dlk_put_mode mode, const char *etag,
-                   dlk_obj_info *info, dlk_error *err);
-dlk_status gcs_putv(dlk_store *st, const char *key, const struct iovec *v,
-                    int n, dlk_put_mode mode, const char *etag,
-                    dlk_obj_info *info, dlk_error *err);
+dlk_status gcs_put(Dlk_store *st, const char *key, const void *data,
+                   size_t len, Dlk_put_mode mode, const char *etag,
+                   Dlk_obj_info *info, dlk_error *err);
+dlk_status gcs_putv(Dlk_store *st, const char *key, const struct iovec *v,
+                    int n, Dlk_put_mode mode, const char *etag,
+                    Dlk_obj_info *info, dlk_error *err);
 
-dlk_status gcs_list(dlk_store *st, const char *prefix, dlk_list_fn fn,
+dlk_status gcs_list(Dlk_store *st, const char *prefix, Dlk_list_fn fn,
                     void *ud, dlk_error *err);
-dlk_status gcs_list_versions(dlk_store *st, const char *prefix,
-                             dlk_list_version_fn fn, void *ud,
+dlk_status gcs_list_versions(Dlk_store *st, const char *prefix,
+                             Dlk_list_version_fn fn, void *ud,
                              dlk_error *err);
 
 #endif /* DLK_GCS_INTERNAL_H */

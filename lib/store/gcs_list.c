@@ -12,8 +12,8 @@
 #define PAGE_MAX (64u << 20)  /* bytes of one page's answer */
 
 typedef struct lister {
-    dlk_list_fn fn;
-    dlk_list_version_fn vfn;
+    Dlk_list_fn fn;
+    Dlk_list_version_fn vfn;
     void *ud;
     size_t skip;          /* the root's "PREFIX/" */
     int stopped;
@@ -22,8 +22,8 @@ typedef struct lister {
 
 /* One page: each item to the callback; *token the next page's (malloc'd,
  * NULL at the end). */
-static dlk_status page(gcs_store *s, dlk_store *st, const char *full,
-                       lister *l, const dlk_buf *body, char **token,
+static dlk_status page(gcs_store *s, Dlk_store *st, const char *full,
+                       lister *l, const Dlk_buf *body, char **token,
                        dlk_error *err)
 {
     *token = NULL;
@@ -32,7 +32,7 @@ static dlk_status page(gcs_store *s, dlk_store *st, const char *full,
     json_t *items = json_object_get(j, "items");
     if (!json_is_object(j) || (items && !json_is_array(items))) {
         json_decref(j);
-        return dlk_fail(err, DLK_ENET, "cannot list 'gs://%s': the answer "
+        return Dlk_fail(err, DLK_ENET, "cannot list 'gs://%s': the answer "
                         "is not an object listing", full);
     }
     dlk_status rc = DLK_OK;
@@ -40,7 +40,7 @@ static dlk_status page(gcs_store *s, dlk_store *st, const char *full,
     json_t *it;
     if (l->keys + json_array_size(items) > s->list_max_keys) {
         json_decref(j);
-        return dlk_fail(err, DLK_ELIMIT, "cannot list 'gs://%s/%s': more than "
+        return Dlk_fail(err, DLK_ELIMIT, "cannot list 'gs://%s/%s': more than "
                         "%llu keys (DLK_S3_LIST_MAX_KEYS)", s->bucket, full,
                         (unsigned long long)s->list_max_keys);
     }
@@ -53,7 +53,7 @@ static dlk_status page(gcs_store *s, dlk_store *st, const char *full,
         char *end = NULL;
         unsigned long long n = size ? strtoull(size, &end, 10) : 0;
         if (!name || !size || !end || *end) {
-            rc = dlk_fail(err, DLK_ENET, "cannot list 'gs://%s': an entry "
+            rc = Dlk_fail(err, DLK_ENET, "cannot list 'gs://%s': an entry "
                           "without a name or size", full);
             break;
         }
@@ -69,12 +69,12 @@ static dlk_status page(gcs_store *s, dlk_store *st, const char *full,
     }
     const char *t = json_string_value(json_object_get(j, "nextPageToken"));
     if (!rc && !l->stopped && t && *t && !(*token = strdup(t)))
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     json_decref(j);
     return rc;
 }
 
-static dlk_status list_all(dlk_store *st, const char *prefix, lister *l,
+static dlk_status list_all(Dlk_store *st, const char *prefix, lister *l,
                            dlk_error *err)
 {
     gcs_store *s = (gcs_store *)st;
@@ -84,32 +84,32 @@ static dlk_status list_all(dlk_store *st, const char *prefix, lister *l,
     size_t fn = rn + strlen(prefix) + 2;
     char *full = malloc(fn);
     if (!full)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     snprintf(full, fn, "%s%s%s", root, rn ? "/" : "", prefix);
     char *token = NULL;
     dlk_status rc = DLK_OK;
-    dlk_buf body;
-    dlk_buf_init(&body);
+    Dlk_buf body;
+    Dlk_buf_init(&body);
     list_tokens seen = {0};
     uint64_t pages = 0;
     do {
         int fresh = token ? list_tokens_add(&seen, token) : 1;
         if (fresh <= 0) {
-            rc = fresh < 0 ? dlk_oom(err)
-                           : dlk_fail(err, DLK_ENET, "cannot list 'gs://%s/%s': "
+            rc = fresh < 0 ? Dlk_oom(err)
+                           : Dlk_fail(err, DLK_ENET, "cannot list 'gs://%s/%s': "
                                       "the server sent a page token it had "
                                       "sent before: the listing would never "
                                       "end", s->bucket, full);
             break;
         }
         if (++pages > s->list_max_pages) {
-            rc = dlk_fail(err, DLK_ELIMIT, "cannot list 'gs://%s/%s': more than "
+            rc = Dlk_fail(err, DLK_ELIMIT, "cannot list 'gs://%s/%s': more than "
                           "%llu pages (DLK_S3_LIST_MAX_PAGES)", s->bucket, full,
                           (unsigned long long)s->list_max_pages);
             break;
         }
-        dlk_buf q, url;
-        dlk_buf_init(&q);
+        Dlk_buf q, url;
+        Dlk_buf_init(&q);
         /* only the fields read: a page of full resources is ~10x larger */
         rc = s3_str_append(&q, "fields=nextPageToken%2Citems%28name%2Csize"
                            "%2Cgeneration%29&maxResults=1000&prefix=", err);
@@ -124,7 +124,7 @@ static dlk_status list_all(dlk_store *st, const char *prefix, lister *l,
             rc = s3_terminate(&q, err);
         if (!rc)
             rc = gcs_object_url(s, NULL, (const char *)q.data, &url, err);
-        dlk_buf_free(&q);
+        Dlk_buf_free(&q);
         free(token);
         token = NULL;
         if (rc)
@@ -139,29 +139,29 @@ static dlk_status list_all(dlk_store *st, const char *prefix, lister *l,
         if (!rc && (r.status < 200 || r.status >= 300))
             rc = gcs_fail(s, &r, "list", full, DLK_PUT_ALWAYS, err);
         else if (!rc && r.over_limit)
-            rc = dlk_fail(err, DLK_ELIMIT, "cannot list 'gs://%s': a page "
+            rc = Dlk_fail(err, DLK_ELIMIT, "cannot list 'gs://%s': a page "
                           "over %u bytes", full, PAGE_MAX);
         s3_req_fini(&r);
-        dlk_buf_free(&url);
+        Dlk_buf_free(&url);
         if (!rc)
             rc = page(s, st, full, l, &body, &token, err);
     } while (!rc && token);
     list_tokens_free(&seen);
     free(token);
     free(full);
-    dlk_buf_free(&body);
+    Dlk_buf_free(&body);
     return rc;
 }
 
-dlk_status gcs_list(dlk_store *st, const char *prefix, dlk_list_fn fn,
+dlk_status gcs_list(Dlk_store *st, const char *prefix, Dlk_list_fn fn,
                     void *ud, dlk_error *err)
 {
     lister l = {.fn = fn, .ud = ud};
     return list_all(st, prefix, &l, err);
 }
 
-dlk_status gcs_list_versions(dlk_store *st, const char *prefix,
-                             dlk_list_version_fn fn, void *ud,
+dlk_status gcs_list_versions(Dlk_store *st, const char *prefix,
+                             Dlk_list_version_fn fn, void *ud,
                              dlk_error *err)
 {
     lister l = {.vfn = fn, .ud = ud};

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 /* "ifGenerationMatch=0" (create only), "=N" (replace generation N) or "" */
-static void precondition(dlk_put_mode mode, const char *etag, char *q,
+static void precondition(Dlk_put_mode mode, const char *etag, char *q,
                          size_t cap)
 {
     if (mode == DLK_PUT_IF_ABSENT)
@@ -42,13 +42,13 @@ static char *metadata(const char *okey)
 
 /* The answer's generation and size into info (when asked for). */
 static dlk_status put_answer(gcs_store *s, const char *okey,
-                             const dlk_buf *resp, size_t len,
-                             dlk_obj_info *info, dlk_error *err)
+                             const Dlk_buf *resp, size_t len,
+                             Dlk_obj_info *info, dlk_error *err)
 {
-    dlk_obj_info oi = {0};
+    Dlk_obj_info oi = {0};
     dlk_status rc = gcs_parse_object(s, okey, resp, &oi, err);
     if (!rc && oi.size != len)
-        rc = dlk_fail(err, DLK_ENET, "cannot write 'gs://%s/%s': %zu bytes "
+        rc = Dlk_fail(err, DLK_ENET, "cannot write 'gs://%s/%s': %zu bytes "
                       "sent, %llu stored", s->bucket, okey, len,
                       (unsigned long long)oi.size);
     if (!rc && info) {
@@ -62,18 +62,18 @@ static dlk_status put_answer(gcs_store *s, const char *okey,
 /* One multipart/related upload: the metadata and the bytes together. */
 static dlk_status put_multipart(gcs_store *s, const char *okey,
                                 const struct iovec *v, int n, size_t len,
-                                dlk_put_mode mode, const char *etag,
-                                dlk_obj_info *info, dlk_error *err)
+                                Dlk_put_mode mode, const char *etag,
+                                Dlk_obj_info *info, dlk_error *err)
 {
     char *meta = metadata(okey);
     if (!meta)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     /* a random boundary; one found in the bytes is drawn again */
     char bnd[40];
-    dlk_buf body, resp, url;
-    dlk_buf_init(&body);
-    dlk_buf_init(&resp);
-    dlk_buf_init(&url);
+    Dlk_buf body, resp, url;
+    Dlk_buf_init(&body);
+    Dlk_buf_init(&resp);
+    Dlk_buf_init(&url);
     dlk_status rc = DLK_OK;
     for (int tries = 0;; tries++) {
         uint8_t rnd[12] = {0};
@@ -93,22 +93,22 @@ static dlk_status put_multipart(gcs_store *s, const char *okey,
     char head[512];
     int hn = snprintf(head, sizeof head, "--%s\r\nContent-Type: "
                       "application/json; charset=UTF-8\r\n\r\n", bnd);
-    rc = dlk_buf_reserve(&body, len + strlen(meta) + 2 * (size_t)hn + 64,
+    rc = Dlk_buf_reserve(&body, len + strlen(meta) + 2 * (size_t)hn + 64,
                          err);
     if (!rc)
-        rc = dlk_buf_append(&body, head, (size_t)hn, err);
+        rc = Dlk_buf_append(&body, head, (size_t)hn, err);
     if (!rc)
         rc = s3_str_append(&body, meta, err);
     hn = snprintf(head, sizeof head, "\r\n--%s\r\nContent-Type: "
                   "application/octet-stream\r\n\r\n", bnd);
     if (!rc)
-        rc = dlk_buf_append(&body, head, (size_t)hn, err);
+        rc = Dlk_buf_append(&body, head, (size_t)hn, err);
     for (int i = 0; !rc && i < n; i++)
         if (v[i].iov_len)
-            rc = dlk_buf_append(&body, v[i].iov_base, v[i].iov_len, err);
+            rc = Dlk_buf_append(&body, v[i].iov_base, v[i].iov_len, err);
     hn = snprintf(head, sizeof head, "\r\n--%s--\r\n", bnd);
     if (!rc)
-        rc = dlk_buf_append(&body, head, (size_t)hn, err);
+        rc = Dlk_buf_append(&body, head, (size_t)hn, err);
     char q[80], query[160];
     precondition(mode, etag, q, sizeof q);
     snprintf(query, sizeof query, "uploadType=multipart%s%s", q[0] ? "&" : "",
@@ -120,7 +120,7 @@ static dlk_status put_multipart(gcs_store *s, const char *okey,
              bnd);
     struct curl_slist *h = rc ? NULL : curl_slist_append(NULL, ct);
     if (!rc && !h)
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     s3_req r = {0};
     if (!rc) {
         r.method = "POST";
@@ -139,15 +139,15 @@ static dlk_status put_multipart(gcs_store *s, const char *okey,
     s3_req_fini(&r);
     curl_slist_free_all(h);
     free(meta);
-    dlk_buf_free(&body);
-    dlk_buf_free(&resp);
-    dlk_buf_free(&url);
+    Dlk_buf_free(&body);
+    Dlk_buf_free(&resp);
+    Dlk_buf_free(&url);
     return rc;
 }
 
 /* The bytes [from, to) of the parts, gathered into b. */
 static dlk_status gather(const struct iovec *v, int n, uint64_t from,
-                         uint64_t to, dlk_buf *b, dlk_error *err)
+                         uint64_t to, Dlk_buf *b, dlk_error *err)
 {
     b->len = 0;
     uint64_t at = 0;
@@ -157,7 +157,7 @@ static dlk_status gather(const struct iovec *v, int n, uint64_t from,
         if (z <= from)
             continue;
         uint64_t s = a < from ? from : a, e = z < to ? z : to;
-        dlk_status rc = dlk_buf_append(b, (const uint8_t *)v[i].iov_base +
+        dlk_status rc = Dlk_buf_append(b, (const uint8_t *)v[i].iov_base +
                                        (s - a), (size_t)(e - s), err);
         if (rc)
             return rc;
@@ -167,24 +167,24 @@ static dlk_status gather(const struct iovec *v, int n, uint64_t from,
 
 /* Start a resumable upload: the URL its pieces go to into upload. */
 static dlk_status upload_start(gcs_store *s, const char *okey, size_t len,
-                               dlk_put_mode mode, char *upload, size_t cap,
+                               Dlk_put_mode mode, char *upload, size_t cap,
                                dlk_error *err)
 {
     char *meta = metadata(okey);
     if (!meta)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     char q[80], query[160], total[64];
     precondition(mode, NULL, q, sizeof q);
     snprintf(query, sizeof query, "uploadType=resumable%s%s", q[0] ? "&" : "",
              q);
     snprintf(total, sizeof total, "X-Upload-Content-Length: %zu", len);
-    dlk_buf url;
+    Dlk_buf url;
     dlk_status rc = gcs_make_url(s, "/upload/storage/v1", NULL, query, &url, err);
     struct curl_slist *h = NULL, *t;
     if (!rc && (!(h = curl_slist_append(NULL, "Content-Type: application/"
                                         "json; charset=UTF-8")) ||
                 !(t = curl_slist_append(h, total)) || !(h = t)))
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     s3_req r = {0};
     if (!rc) {
         r.method = "POST";
@@ -194,12 +194,12 @@ static dlk_status upload_start(gcs_store *s, const char *okey, size_t len,
         r.body_len = strlen(meta);
         r.want_header = "location";
         rc = gcs_run(s, &r, err);
-        dlk_buf_free(&url);
+        Dlk_buf_free(&url);
     }
     if (!rc && !s3_ok2xx(&r))
         rc = gcs_fail(s, &r, "start the upload of", okey, mode, err);
     if (!rc && (!r.want_value[0] || strlen(r.want_value) >= cap))
-        rc = dlk_fail(err, DLK_ENET, "cannot start the upload of "
+        rc = Dlk_fail(err, DLK_ENET, "cannot start the upload of "
                       "'gs://%s/%s': no upload URL in the answer", s->bucket,
                       okey);
     if (!rc)
@@ -214,8 +214,8 @@ static dlk_status upload_start(gcs_store *s, const char *okey, size_t len,
  * *again when one failed in a way worth a new upload. */
 static dlk_status send_pieces(gcs_store *s, const char *okey,
                               const char *upload, const struct iovec *v,
-                              int n, size_t len, dlk_put_mode mode,
-                              dlk_buf *piece, dlk_buf *resp, bool *again,
+                              int n, size_t len, Dlk_put_mode mode,
+                              Dlk_buf *piece, Dlk_buf *resp, bool *again,
                               dlk_error *err)
 {
     *again = false;
@@ -232,7 +232,7 @@ static dlk_status send_pieces(gcs_store *s, const char *okey,
                  (unsigned long long)at, (unsigned long long)end - 1, len);
         struct curl_slist *ph = curl_slist_append(NULL, cr);
         if (!ph)
-            return dlk_oom(err);
+            return Dlk_oom(err);
         s3_req r = {0};
         r.method = "PUT";
         r.url = upload;
@@ -260,7 +260,7 @@ static dlk_status send_pieces(gcs_store *s, const char *okey,
                      r.status == 408 || r.status == 410 || r.status == 429 ||
                      r.status >= 500 || r.short_body;
             rc = r.status == 308
-                ? dlk_fail(err, DLK_ENET, "cannot write 'gs://%s/%s': the "
+                ? Dlk_fail(err, DLK_ENET, "cannot write 'gs://%s/%s': the "
                            "server holds %s of %llu bytes sent", s->bucket,
                            okey, range ? r.want_value : "none",
                            (unsigned long long)end)
@@ -279,12 +279,12 @@ static dlk_status send_pieces(gcs_store *s, const char *okey,
  * what it has, and appends a piece sent twice twice. */
 static dlk_status put_resumable(gcs_store *s, const char *okey,
                                 const struct iovec *v, int n, size_t len,
-                                dlk_put_mode mode, dlk_obj_info *info,
+                                Dlk_put_mode mode, Dlk_obj_info *info,
                                 dlk_error *err)
 {
-    dlk_buf resp, piece;
-    dlk_buf_init(&resp);
-    dlk_buf_init(&piece);
+    Dlk_buf resp, piece;
+    Dlk_buf_init(&resp);
+    Dlk_buf_init(&piece);
     dlk_status rc;
     for (int attempt = 1;; attempt++) {
         char upload[1024];
@@ -301,18 +301,18 @@ static dlk_status put_resumable(gcs_store *s, const char *okey,
         if (getrandom(&j, 1, 0) != 1)
             j = 128;
         usleep((useconds_t)(ms / 2 + ms * j / 512) * 1000u);
-        dlk_error_clear(err);
+        Dlk_error_clear(err);
     }
     if (!rc)
         rc = put_answer(s, okey, &resp, len, info, err);
-    dlk_buf_free(&resp);
-    dlk_buf_free(&piece);
+    Dlk_buf_free(&resp);
+    Dlk_buf_free(&piece);
     return rc;
 }
 
-dlk_status gcs_putv(dlk_store *st, const char *key,
-                           const struct iovec *v, int n, dlk_put_mode mode,
-                           const char *etag, dlk_obj_info *info,
+dlk_status gcs_putv(Dlk_store *st, const char *key,
+                           const struct iovec *v, int n, Dlk_put_mode mode,
+                           const char *etag, Dlk_obj_info *info,
                            dlk_error *err)
 {
     gcs_store *s = (gcs_store *)st;
@@ -321,14 +321,14 @@ dlk_status gcs_putv(dlk_store *st, const char *key,
     if (mode == DLK_PUT_IF_MATCH &&
         (!etag || !*etag || strlen(etag) > 20 ||
          strspn(etag, "0123456789") != strlen(etag)))
-        return dlk_fail(err, DLK_EINVAL, "invalid generation for a "
+        return Dlk_fail(err, DLK_EINVAL, "invalid generation for a "
                         "conditional put of '%s'", key);
     size_t len = 0;
     for (int i = 0; i < n; i++)
         len += v[i].iov_len;
     char *okey = gcs_object_key(s, key);
     if (!okey)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     /* A replacement is one multipart upload whatever its size: the
      * emulator ignores ifGenerationMatch on a resumable upload, and a
      * replacement that overwrote another writer's would lose its data. */
@@ -341,9 +341,9 @@ dlk_status gcs_putv(dlk_store *st, const char *key,
     return rc;
 }
 
-dlk_status gcs_put(dlk_store *st, const char *key, const void *data,
-                          size_t len, dlk_put_mode mode, const char *etag,
-                          dlk_obj_info *info, dlk_error *err)
+dlk_status gcs_put(Dlk_store *st, const char *key, const void *data,
+                          size_t len, Dlk_put_mode mode, const char *etag,
+                          Dlk_obj_info *info, dlk_error *err)
 {
     struct iovec v = {(void *)data, len};
     return gcs_putv(st, key, &v, 1, mode, etag, info, err);

@@ -13,17 +13,17 @@
  * pending. */
 typedef struct pending {
     s3_req r;
-    dlk_store *st;
+    Dlk_store *st;
     const http_get_ops *ops;
     void *ctx;
-    dlk_get_req *q;
+    Dlk_get_req *q;
     bool sent;
-    void (*done)(void *ud, dlk_get_req *q); /* get_start's */
+    void (*done)(void *ud, Dlk_get_req *q); /* get_start's */
     void *ud;
 } pending;
 
-static bool pending_init(pending *pg, dlk_store *st, const http_get_ops *ops,
-                         dlk_get_req *q)
+static bool pending_init(pending *pg, Dlk_store *st, const http_get_ops *ops,
+                         Dlk_get_req *q)
 {
     pg->st = st;
     pg->ops = ops;
@@ -41,8 +41,8 @@ static void pending_finish(pending *pg)
         s3_req_fini(&pg->r);
 }
 
-void http_get_each(dlk_store *st, const http_get_ops *ops, s3_engine *eng,
-                   dlk_get_req *reqs, size_t n,
+void http_get_each(Dlk_store *st, const http_get_ops *ops, s3_engine *eng,
+                   Dlk_get_req *reqs, size_t n,
                    void (*done)(void *ud, size_t i), void *ud)
 {
     pending *pg = calloc(n ? n : 1, sizeof *pg);
@@ -79,28 +79,28 @@ void http_get_each(dlk_store *st, const http_get_ops *ops, s3_engine *eng,
 static void pending_done(s3_req *r)
 {
     pending *pg = (pending *)r;
-    dlk_get_req *q = pg->q;
-    void (*done)(void *ud, dlk_get_req *q) = pg->done;
+    Dlk_get_req *q = pg->q;
+    void (*done)(void *ud, Dlk_get_req *q) = pg->done;
     void *ud = pg->ud;
     pending_finish(pg);
     free(pg);
     if (!q->rc)
-        dlk_io_count_read(q->out->len);
+        Dlk_io_count_read(q->out->len);
     done(ud, q);
 }
 
-void http_get_start(dlk_store *st, const http_get_ops *ops, s3_engine *eng,
-                    dlk_get_req **reqs, size_t n,
-                    void (*done)(void *ud, dlk_get_req *q), void *ud)
+void http_get_start(Dlk_store *st, const http_get_ops *ops, s3_engine *eng,
+                    Dlk_get_req **reqs, size_t n,
+                    void (*done)(void *ud, Dlk_get_req *q), void *ud)
 {
     s3_req *batch[64];
     size_t nb = 0;
     for (size_t i = 0; i < n; i++) {
-        dlk_get_req *q = reqs[i];
+        Dlk_get_req *q = reqs[i];
         pending *pg = calloc(1, sizeof *pg);
         if (!pg) {
             if (!q->rc)
-                q->rc = dlk_oom(&q->err);
+                q->rc = Dlk_oom(&q->err);
             done(ud, q);
             continue;
         }
@@ -128,10 +128,10 @@ dlk_status http_short_object(const char *scheme, const char *bucket,
                              uint64_t size, dlk_error *err)
 {
     if (size == UINT64_MAX)
-        return dlk_fail(err, DLK_ECORRUPT, "short object '%s://%s/%s': "
+        return Dlk_fail(err, DLK_ECORRUPT, "short object '%s://%s/%s': "
                         "range %llu+%llu past its end", scheme, bucket, okey,
                         (unsigned long long)off, (unsigned long long)len);
-    return dlk_fail(err, DLK_ECORRUPT, "short object '%s://%s/%s': range "
+    return Dlk_fail(err, DLK_ECORRUPT, "short object '%s://%s/%s': range "
                     "%llu+%llu past its %llu bytes", scheme, bucket, okey,
                     (unsigned long long)off, (unsigned long long)len,
                     (unsigned long long)size);
@@ -142,19 +142,19 @@ dlk_status http_over_limit(const char *scheme, const char *bucket,
                            dlk_error *err)
 {
     if (n == UINT64_MAX)
-        return dlk_fail(err, DLK_ELIMIT, "object '%s://%s/%s' is over the "
+        return Dlk_fail(err, DLK_ELIMIT, "object '%s://%s/%s' is over the "
                         "limit of %llu bytes", scheme, bucket, okey,
                         (unsigned long long)max);
-    return dlk_fail(err, DLK_ELIMIT, "object '%s://%s/%s' is %llu bytes, "
+    return Dlk_fail(err, DLK_ELIMIT, "object '%s://%s/%s' is %llu bytes, "
                     "over the limit of %llu", scheme, bucket, okey,
                     (unsigned long long)n, (unsigned long long)max);
 }
 
 /* A read of no bytes at off: off against the object's size. */
 static dlk_status get_empty(const http_get_who *w, uint64_t off, uint64_t len,
-                            dlk_obj_info *info, dlk_error *err)
+                            Dlk_obj_info *info, dlk_error *err)
 {
-    dlk_obj_info oi;
+    Dlk_obj_info oi;
     dlk_status rc = w->stat(w->store, w->okey, &oi, err);
     if (rc)
         return rc;
@@ -168,7 +168,7 @@ static dlk_status get_empty(const http_get_who *w, uint64_t off, uint64_t len,
 
 dlk_status http_get_range(const http_get_who *w, uint64_t off, uint64_t len,
                           uint64_t max, char *range, size_t cap,
-                          dlk_obj_info *info, bool *done, dlk_error *err)
+                          Dlk_obj_info *info, bool *done, dlk_error *err)
 {
     range[0] = '\0';
     *done = false;
@@ -180,7 +180,7 @@ dlk_status http_get_range(const http_get_who *w, uint64_t off, uint64_t len,
     }
     uint64_t end;
     if (len != UINT64_MAX) {
-        if (!dlk_add_u64(off, len - 1, &end))
+        if (!Dlk_add_u64(off, len - 1, &end))
             return http_short_object(w->scheme, w->bucket, w->okey, off, len,
                                      UINT64_MAX, err);
         snprintf(range, cap, "Range: bytes=%llu-%llu",
@@ -193,7 +193,7 @@ dlk_status http_get_range(const http_get_who *w, uint64_t off, uint64_t len,
 
 dlk_status http_get_answer(const http_get_who *w, const s3_req *r,
                            uint64_t off, uint64_t len, uint64_t max,
-                           bool ranged, dlk_buf *out, dlk_obj_info *info,
+                           bool ranged, Dlk_buf *out, Dlk_obj_info *info,
                            dlk_error *err)
 {
     dlk_status rc = DLK_OK;
@@ -201,7 +201,7 @@ dlk_status http_get_answer(const http_get_who *w, const s3_req *r,
     if (r->over_limit && ranged && r->total_size == UINT64_MAX) {
         /* no Content-Range: the whole object came for a range (a range
          * small enough for the whole object to fit is cut out below) */
-        rc = dlk_fail(err, DLK_ENET, "cannot read '%s://%s/%s': the server "
+        rc = Dlk_fail(err, DLK_ENET, "cannot read '%s://%s/%s': the server "
                       "answered a request for bytes %llu+%llu with the whole "
                       "object: it does not serve ranges", w->scheme,
                       w->bucket, w->okey, (unsigned long long)off,
@@ -217,7 +217,7 @@ dlk_status http_get_answer(const http_get_who *w, const s3_req *r,
     } else if (!s3_ok2xx(r)) {
         rc = w->fail(w->store, r, w->okey, err);
     } else if (r->short_body) {
-        rc = dlk_fail(err, DLK_ENET, "cannot read '%s://%s/%s': %llu of "
+        rc = Dlk_fail(err, DLK_ENET, "cannot read '%s://%s/%s': %llu of "
                       "%llu bytes received, after %d attempts", w->scheme,
                       w->bucket, w->okey, (unsigned long long)r->received,
                       (unsigned long long)r->content_length, r->attempts);

@@ -14,27 +14,27 @@
 typedef struct http_get_ops {
     /* Set up r (zeroed) to GET q's object whole; false, q->rc set, when it
      * cannot be sent.  *ctx: what r points at until it finishes. */
-    bool (*init)(dlk_store *st, s3_req *r, dlk_get_req *q, void **ctx);
+    bool (*init)(Dlk_store *st, s3_req *r, Dlk_get_req *q, void **ctx);
     /* q->rc from r's answer when it was sent; frees ctx (NULL or init's;
      * init may have set it before failing). */
-    void (*finish)(dlk_store *st, s3_req *r, bool sent, dlk_get_req *q,
+    void (*finish)(Dlk_store *st, s3_req *r, bool sent, Dlk_get_req *q,
                    void *ctx);
 } http_get_ops;
 
-/* The dlk_store_ops get_each of a store on eng: every request in flight,
+/* The Dlk_store_ops get_each of a store on eng: every request in flight,
  * then each waited for in order and given to done.  A request whose rc is
  * set already is left alone.  Without memory for the batch, each is read
  * by the store's own get. */
-void http_get_each(dlk_store *st, const http_get_ops *ops, s3_engine *eng,
-                   dlk_get_req *reqs, size_t n,
+void http_get_each(Dlk_store *st, const http_get_ops *ops, s3_engine *eng,
+                   Dlk_get_req *reqs, size_t n,
                    void (*done)(void *ud, size_t i), void *ud);
 
-/* The dlk_store_ops get_start: each request's done is called on the
+/* The Dlk_store_ops get_start: each request's done is called on the
  * engine's thread as it finishes, in any order (or here, at once, when it
  * cannot be sent). */
-void http_get_start(dlk_store *st, const http_get_ops *ops, s3_engine *eng,
-                    dlk_get_req **reqs, size_t n,
-                    void (*done)(void *ud, dlk_get_req *q), void *ud);
+void http_get_start(Dlk_store *st, const http_get_ops *ops, s3_engine *eng,
+                    Dlk_get_req **reqs, size_t n,
+                    void (*done)(void *ud, Dlk_get_req *q), void *ud);
 
 /* A range [off, off+len) past the end of an object of `size` bytes
  * (UINT64_MAX: not known): DLK_ECORRUPT "short object". */
@@ -58,7 +58,7 @@ typedef struct http_get_who {
     dlk_status (*fail)(void *store, const s3_req *r, const char *okey,
                        dlk_error *err);
     /* The object's size and version (a HEAD), for a read of no bytes. */
-    dlk_status (*stat)(void *store, const char *okey, dlk_obj_info *info,
+    dlk_status (*stat)(void *store, const char *okey, Dlk_obj_info *info,
                        dlk_error *err);
     /* The object's version is the header the store asked for (GCS's
      * generation in want_value), not the ETag. */
@@ -72,7 +72,7 @@ typedef struct http_get_who {
  * (info filled) and *done set. */
 dlk_status http_get_range(const http_get_who *w, uint64_t off, uint64_t len,
                           uint64_t max, char *range, size_t cap,
-                          dlk_obj_info *info, bool *done, dlk_error *err);
+                          Dlk_obj_info *info, bool *done, dlk_error *err);
 
 /* What the answer r to that GET means (ranged: a Range header was sent):
  * the bytes appended to out from r->out_start, info filled (may be
@@ -82,7 +82,7 @@ dlk_status http_get_range(const http_get_who *w, uint64_t off, uint64_t len,
  * body cut short after the engine's attempts is the network's fault. */
 dlk_status http_get_answer(const http_get_who *w, const s3_req *r,
                            uint64_t off, uint64_t len, uint64_t max,
-                           bool ranged, dlk_buf *out, dlk_obj_info *info,
+                           bool ranged, Dlk_buf *out, Dlk_obj_info *info,
                            dlk_error *err);
 
 #endif /* DLK_HTTP_STORE_H */

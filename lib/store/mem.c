@@ -13,7 +13,7 @@
 #include <string.h>
 
 typedef struct mem_store {
-    dlk_store base;
+    Dlk_store base;
     const dlk_ingest_object **objs; /* sorted by key */
     size_t n;
 } mem_store;
@@ -40,7 +40,7 @@ static const dlk_ingest_object *find(const mem_store *m, const char *key)
     return NULL;
 }
 
-static void fill_info(const dlk_ingest_object *o, dlk_obj_info *info)
+static void fill_info(const dlk_ingest_object *o, Dlk_obj_info *info)
 {
     if (!info)
         return;
@@ -49,64 +49,64 @@ static void fill_info(const dlk_ingest_object *o, dlk_obj_info *info)
     snprintf(info->etag, sizeof info->etag, "%s", o->version ? o->version : "");
 }
 
-static dlk_status mem_get(dlk_store *s, const char *key, uint64_t off,
-                          uint64_t len, uint64_t max, dlk_buf *out,
-                          dlk_obj_info *info, dlk_error *err)
+static dlk_status mem_get(Dlk_store *s, const char *key, uint64_t off,
+                          uint64_t len, uint64_t max, Dlk_buf *out,
+                          Dlk_obj_info *info, dlk_error *err)
 {
     const dlk_ingest_object *o = find((const mem_store *)s, key);
     if (!o)
-        return dlk_fail(err, DLK_ENOTFOUND, "no object '%s' in the source",
+        return Dlk_fail(err, DLK_ENOTFOUND, "no object '%s' in the source",
                         key);
     uint64_t size = o->len;
     if (off > size || (len != UINT64_MAX && len > size - off))
-        return dlk_fail(err, DLK_ECORRUPT, "short object '%s': range "
+        return Dlk_fail(err, DLK_ECORRUPT, "short object '%s': range "
                         "%llu+%llu past its %llu bytes", key,
                         (unsigned long long)off, (unsigned long long)len,
                         (unsigned long long)size);
     uint64_t n = len == UINT64_MAX ? size - off : len;
     if (n > max)
-        return dlk_fail(err, DLK_ELIMIT, "object '%s' is %llu bytes, over "
+        return Dlk_fail(err, DLK_ELIMIT, "object '%s' is %llu bytes, over "
                         "the limit of %llu", key, (unsigned long long)n,
                         (unsigned long long)max);
-    dlk_status rc = dlk_buf_append(out, (const uint8_t *)o->data + off,
+    dlk_status rc = Dlk_buf_append(out, (const uint8_t *)o->data + off,
                                    (size_t)n, err);
     if (!rc)
         fill_info(o, info);
     return rc;
 }
 
-static dlk_status mem_head(dlk_store *s, const char *key, dlk_obj_info *info,
+static dlk_status mem_head(Dlk_store *s, const char *key, Dlk_obj_info *info,
                            dlk_error *err)
 {
     const dlk_ingest_object *o = find((const mem_store *)s, key);
     if (!o)
-        return dlk_fail(err, DLK_ENOTFOUND, "no object '%s' in the source",
+        return Dlk_fail(err, DLK_ENOTFOUND, "no object '%s' in the source",
                         key);
     fill_info(o, info);
     return DLK_OK;
 }
 
-static dlk_status read_only(dlk_store *s, const char *key, dlk_error *err)
+static dlk_status read_only(Dlk_store *s, const char *key, dlk_error *err)
 {
-    return dlk_fail(err, DLK_EINVAL, "'%s' in '%s': the caller's objects "
+    return Dlk_fail(err, DLK_EINVAL, "'%s' in '%s': the caller's objects "
                     "are read-only", key, s->url);
 }
 
-static dlk_status mem_put(dlk_store *s, const char *key, const void *data,
-                          size_t len, dlk_put_mode mode, const char *etag,
-                          dlk_obj_info *out, dlk_error *err)
+static dlk_status mem_put(Dlk_store *s, const char *key, const void *data,
+                          size_t len, Dlk_put_mode mode, const char *etag,
+                          Dlk_obj_info *out, dlk_error *err)
 {
     (void)data, (void)len, (void)mode, (void)etag, (void)out;
     return read_only(s, key, err);
 }
 
-static dlk_status mem_del(dlk_store *s, const char *key, dlk_error *err)
+static dlk_status mem_del(Dlk_store *s, const char *key, dlk_error *err)
 {
     return read_only(s, key, err);
 }
 
-static dlk_status mem_list_versions(dlk_store *s, const char *prefix,
-                                    dlk_list_version_fn fn, void *ud,
+static dlk_status mem_list_versions(Dlk_store *s, const char *prefix,
+                                    Dlk_list_version_fn fn, void *ud,
                                     dlk_error *err)
 {
     (void)err;
@@ -124,7 +124,7 @@ static dlk_status mem_list_versions(dlk_store *s, const char *prefix,
 }
 
 typedef struct unversioned {
-    dlk_list_fn fn;
+    Dlk_list_fn fn;
     void *ud;
 } unversioned;
 
@@ -136,14 +136,14 @@ static int drop_version(void *ud, const char *key, uint64_t size,
     return u->fn(u->ud, key, size);
 }
 
-static dlk_status mem_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
+static dlk_status mem_list(Dlk_store *s, const char *prefix, Dlk_list_fn fn,
                            void *ud, dlk_error *err)
 {
     unversioned u = {fn, ud};
     return mem_list_versions(s, prefix, drop_version, &u, err);
 }
 
-static void mem_free(dlk_store *s)
+static void mem_free(Dlk_store *s)
 {
     mem_store *m = (mem_store *)s;
     free(m->objs);
@@ -151,18 +151,18 @@ static void mem_free(dlk_store *s)
     free(m);
 }
 
-static const dlk_store_ops mem_ops = {
+static const Dlk_store_ops mem_ops = {
     .scheme = "mem", .get = mem_get, .head = mem_head, .put = mem_put,
     .del = mem_del, .list = mem_list, .free = mem_free,
     .list_versions = mem_list_versions,
 };
 
-dlk_status dlk_store_open_mem(const char *url, const dlk_ingest_object *objs,
-                              size_t n, dlk_store **out, dlk_error *err)
+dlk_status Dlk_store_open_mem(const char *url, const dlk_ingest_object *objs,
+                              size_t n, Dlk_store **out, dlk_error *err)
 {
     *out = NULL;
     if (n && !objs)
-        return dlk_fail(err, DLK_EINVAL, "%zu objects given and no array "
+        return Dlk_fail(err, DLK_EINVAL, "%zu objects given and no array "
                         "of them", n);
     mem_store *m = calloc(1, sizeof *m);
     if (!m || !(m->base.url = strdup(url ? url : "")) ||
@@ -170,13 +170,13 @@ dlk_status dlk_store_open_mem(const char *url, const dlk_ingest_object *objs,
         if (m)
             free(m->base.url);
         free(m);
-        return dlk_oom(err);
+        return Dlk_oom(err);
     }
     m->base.ops = &mem_ops;
     for (size_t i = 0; i < n; i++) {
         if (!objs[i].key || (objs[i].len && !objs[i].data)) {
             mem_free(&m->base);
-            return dlk_fail(err, DLK_EINVAL, "object %zu of the source has "
+            return Dlk_fail(err, DLK_EINVAL, "object %zu of the source has "
                             "no %s", i, objs[i].key ? "data" : "key");
         }
         m->objs[i] = &objs[i];
@@ -186,9 +186,9 @@ dlk_status dlk_store_open_mem(const char *url, const dlk_ingest_object *objs,
     for (size_t i = 1; i < n; i++)
         if (strcmp(m->objs[i - 1]->key, m->objs[i]->key) == 0) {
             char safe[512];
-            dlk_key_escape(m->objs[i]->key, safe, sizeof safe);
+            Dlk_key_escape(m->objs[i]->key, safe, sizeof safe);
             mem_free(&m->base);
-            return dlk_fail(err, DLK_EINVAL, "two objects of the source have "
+            return Dlk_fail(err, DLK_EINVAL, "two objects of the source have "
                             "the key '%s'", safe);
         }
     *out = &m->base;

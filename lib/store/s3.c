@@ -29,7 +29,7 @@
 #define READ_RECV_BUFFER (1L << 20)
 
 typedef struct s3_store {
-    dlk_store base;
+    Dlk_store base;
     s3_config cfg;
     s3_engine *eng;
     /* Bulk GETs (get_start: an ingest's source; a dataset's own few
@@ -63,11 +63,11 @@ typedef struct s3_store {
 
 /* Percent-encode s into b: every byte but the unreserved ones, and '/'
  * too unless keep_slash (object paths keep it; query values do not). */
-static dlk_status enc_append(dlk_buf *b, const char *s, bool keep_slash,
+static dlk_status enc_append(Dlk_buf *b, const char *s, bool keep_slash,
                              dlk_error *err)
 {
     static const char hex[] = "0123456789ABCDEF";
-    dlk_status rc = dlk_buf_reserve(b, strlen(s) * 3 + 1, err);
+    dlk_status rc = Dlk_buf_reserve(b, strlen(s) * 3 + 1, err);
     if (rc)
         return rc;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -85,14 +85,14 @@ static dlk_status enc_append(dlk_buf *b, const char *s, bool keep_slash,
     return DLK_OK;
 }
 
-static dlk_status str_append(dlk_buf *b, const char *s, dlk_error *err)
+static dlk_status str_append(Dlk_buf *b, const char *s, dlk_error *err)
 {
-    return dlk_buf_append(b, s, strlen(s), err);
+    return Dlk_buf_append(b, s, strlen(s), err);
 }
 
-static dlk_status terminate(dlk_buf *b, dlk_error *err)
+static dlk_status terminate(Dlk_buf *b, dlk_error *err)
 {
-    dlk_status rc = dlk_buf_append(b, "", 1, err);
+    dlk_status rc = Dlk_buf_append(b, "", 1, err);
     if (!rc)
         b->len--;
     return rc;
@@ -115,9 +115,9 @@ static char *object_key(const s3_store *s, const char *key)
 /* base_url "/" enc(okey) ["?" query]; query already canonical (sorted,
  * encoded), because libcurl 7.88 signs it as written. */
 static dlk_status make_url(const s3_store *s, const char *okey,
-                           const char *query, dlk_buf *url, dlk_error *err)
+                           const char *query, Dlk_buf *url, dlk_error *err)
 {
-    dlk_buf_init(url);
+    Dlk_buf_init(url);
     dlk_status rc = str_append(url, s->base_url, err);
     if (!rc)
         rc = str_append(url, "/", err);
@@ -131,7 +131,7 @@ static dlk_status make_url(const s3_store *s, const char *okey,
     if (!rc)
         rc = terminate(url, err);
     if (rc)
-        dlk_buf_free(url);
+        Dlk_buf_free(url);
     return rc;
 }
 
@@ -154,31 +154,31 @@ static bool auth_code(const char *code)
  * code, request id, curl's reason (see req_fail). */
 static dlk_status req_fail_text(const s3_store *s, const s3_req *r,
                                 const char *verb, const char *okey,
-                                dlk_put_mode mode, dlk_error *err)
+                                Dlk_put_mode mode, dlk_error *err)
 {
     char tries[48] = "";
     if (r->attempts > 1)
         snprintf(tries, sizeof tries, ", after %d attempts", r->attempts);
     if (r->oom)
-        return dlk_fail(err, DLK_ENOMEM, "cannot %s 's3://%s/%s': out of "
+        return Dlk_fail(err, DLK_ENOMEM, "cannot %s 's3://%s/%s': out of "
                         "memory", verb, s->bucket, okey);
     if (r->canceled)
-        return dlk_fail(err, DLK_ECANCELED, "cannot %s 's3://%s/%s': "
+        return Dlk_fail(err, DLK_ECANCELED, "cannot %s 's3://%s/%s': "
                         "canceled", verb, s->bucket, okey);
     if (r->status == 0)
-        return dlk_fail(err, DLK_ENET, "cannot %s 's3://%s/%s': %s%s", verb,
+        return Dlk_fail(err, DLK_ENET, "cannot %s 's3://%s/%s': %s%s", verb,
                         s->bucket, okey, r->curl_msg, tries);
     s3_error_info ei;
     s3_xml_error(r->errbody.data, r->errbody.len, &ei);
     const char *rid = ei.request_id[0] ? ei.request_id : r->request_id;
     if (r->status == 412 && mode == DLK_PUT_IF_ABSENT)
-        return dlk_fail(err, DLK_EEXIST, "object 's3://%s/%s' already "
+        return Dlk_fail(err, DLK_EEXIST, "object 's3://%s/%s' already "
                         "exists", s->bucket, okey);
     if (r->status == 412 && mode == DLK_PUT_IF_MATCH)
-        return dlk_fail(err, DLK_ECONFLICT, "object 's3://%s/%s' was changed "
+        return Dlk_fail(err, DLK_ECONFLICT, "object 's3://%s/%s' was changed "
                         "by another writer (HTTP 412)", s->bucket, okey);
     if (r->status == 404 && mode == DLK_PUT_IF_MATCH)
-        return dlk_fail(err, DLK_ECONFLICT, "object 's3://%s/%s' vanished "
+        return Dlk_fail(err, DLK_ECONFLICT, "object 's3://%s/%s' vanished "
                         "under a conditional update", s->bucket, okey);
     dlk_status code = DLK_ENET;
     if (r->status == 401 || r->status == 403 || auth_code(ei.code))
@@ -188,13 +188,13 @@ static dlk_status req_fail_text(const s3_store *s, const s3_req *r,
     else if (r->status == 416)
         code = DLK_ECORRUPT;
     if (strcmp(ei.code, "NoSuchBucket") == 0)
-        return dlk_fail(err, DLK_ENOTFOUND, "cannot %s 's3://%s/%s': the "
+        return Dlk_fail(err, DLK_ENOTFOUND, "cannot %s 's3://%s/%s': the "
                         "bucket '%s' does not exist (HTTP %ld NoSuchBucket)",
                         verb, s->bucket, okey, s->bucket, r->status);
     const char *hint = "";
     if (code == DLK_EAUTH && !s->cfg.access_key)
         hint = " (no aws credentials found: request was not signed)";
-    return dlk_fail(err, code, "cannot %s 's3://%s/%s': HTTP %ld%s%s%s%s%s%s",
+    return Dlk_fail(err, code, "cannot %s 's3://%s/%s': HTTP %ld%s%s%s%s%s%s",
                     verb, s->bucket, okey, r->status, ei.code[0] ? " " : "",
                     ei.code, rid[0] ? " (request id " : "", rid,
                     rid[0] ? ")" : "", tries[0] ? tries : hint);
@@ -205,12 +205,12 @@ static dlk_status req_fail_text(const s3_store *s, const s3_req *r,
  * store's key id, secret and session token are redacted from it. */
 static dlk_status req_fail(const s3_store *s, const s3_req *r,
                            const char *verb, const char *okey,
-                           dlk_put_mode mode, dlk_error *err)
+                           Dlk_put_mode mode, dlk_error *err)
 {
     dlk_status rc = req_fail_text(s, r, verb, okey, mode, err);
     const char *secrets[] = {s->cfg.secret_key, s->cfg.session_token,
                              s->cfg.access_key};
-    dlk_error_redact(err, secrets, 3);
+    Dlk_error_redact(err, secrets, 3);
     return rc;
 }
 
@@ -220,7 +220,7 @@ static dlk_status run_on(s3_store *s, s3_engine *eng, s3_req *r,
                          const char *method, const char *okey,
                          const char *query, dlk_error *err)
 {
-    dlk_buf url;
+    Dlk_buf url;
     dlk_status rc = make_url(s, okey, query, &url, err);
     if (rc)
         return rc;
@@ -228,7 +228,7 @@ static dlk_status run_on(s3_store *s, s3_engine *eng, s3_req *r,
     r->url = (const char *)url.data;
     s3_perform(eng, r);
     r->url = NULL;
-    dlk_buf_free(&url);
+    Dlk_buf_free(&url);
     return DLK_OK;
 }
 
@@ -252,30 +252,30 @@ dlk_status s3_store_fail(const s3_store *s, const s3_req *r, const char *verb,
 }
 
 dlk_status s3_make_url(const s3_store *s, const char *okey, const char *query,
-                       dlk_buf *url, dlk_error *err)
+                       Dlk_buf *url, dlk_error *err)
 {
     return make_url(s, okey, query, url, err);
 }
 
-dlk_status s3_enc_append(dlk_buf *b, const char *s, bool keep_slash,
+dlk_status s3_enc_append(Dlk_buf *b, const char *s, bool keep_slash,
                          dlk_error *err)
 {
     return enc_append(b, s, keep_slash, err);
 }
 
-dlk_status s3_str_append(dlk_buf *b, const char *s, dlk_error *err)
+dlk_status s3_str_append(Dlk_buf *b, const char *s, dlk_error *err)
 {
     return str_append(b, s, err);
 }
 
-dlk_status s3_terminate(dlk_buf *b, dlk_error *err)
+dlk_status s3_terminate(Dlk_buf *b, dlk_error *err)
 {
     return terminate(b, err);
 }
 
 /* ---- head ----------------------------------------------------------- */
 
-static dlk_status do_head(s3_store *s, const char *okey, dlk_obj_info *info,
+static dlk_status do_head(s3_store *s, const char *okey, Dlk_obj_info *info,
                           dlk_error *err)
 {
     s3_req r = {0};
@@ -283,7 +283,7 @@ static dlk_status do_head(s3_store *s, const char *okey, dlk_obj_info *info,
     if (!rc && !s3_ok2xx(&r))
         rc = req_fail(s, &r, "stat", okey, DLK_PUT_ALWAYS, err);
     if (!rc && r.content_length == UINT64_MAX)
-        rc = dlk_fail(err, DLK_ENET, "cannot stat 's3://%s/%s': no "
+        rc = Dlk_fail(err, DLK_ENET, "cannot stat 's3://%s/%s': no "
                       "content-length in the answer", s->bucket, okey);
     if (!rc && info) {
         info->size = r.content_length;
@@ -294,13 +294,13 @@ static dlk_status do_head(s3_store *s, const char *okey, dlk_obj_info *info,
     return rc;
 }
 
-static dlk_status s3_head(dlk_store *st, const char *key, dlk_obj_info *info,
+static dlk_status s3_head(Dlk_store *st, const char *key, Dlk_obj_info *info,
                           dlk_error *err)
 {
     s3_store *s = (s3_store *)st;
     char *okey = object_key(s, key);
     if (!okey)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     dlk_status rc = do_head(s, okey, info, err);
     free(okey);
     return rc;
@@ -314,7 +314,7 @@ static dlk_status who_fail(void *st, const s3_req *r, const char *okey,
     return req_fail(st, r, "read", okey, DLK_PUT_ALWAYS, err);
 }
 
-static dlk_status who_stat(void *st, const char *okey, dlk_obj_info *info,
+static dlk_status who_stat(void *st, const char *okey, Dlk_obj_info *info,
                            dlk_error *err)
 {
     return do_head(st, okey, info, err);
@@ -330,11 +330,11 @@ static http_get_who get_who(s3_store *s, const char *okey)
 
 static dlk_status get_on(s3_store *s, s3_engine *eng, const char *key,
                          uint64_t off, uint64_t len, uint64_t max,
-                         dlk_buf *out, dlk_obj_info *info, dlk_error *err)
+                         Dlk_buf *out, Dlk_obj_info *info, dlk_error *err)
 {
     char *okey = object_key(s, key);
     if (!okey)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     http_get_who w = get_who(s, okey);
     char range[64];
     bool done;
@@ -344,7 +344,7 @@ static dlk_status get_on(s3_store *s, s3_engine *eng, const char *key,
         goto out;
     struct curl_slist *hdr = NULL;
     if (range[0] && !(hdr = curl_slist_append(NULL, range))) {
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
         goto out;
     }
     s3_req r = {0};
@@ -362,9 +362,9 @@ out:
     return rc;
 }
 
-static dlk_status s3_get(dlk_store *st, const char *key, uint64_t off,
-                         uint64_t len, uint64_t max, dlk_buf *out,
-                         dlk_obj_info *info, dlk_error *err)
+static dlk_status s3_get(Dlk_store *st, const char *key, uint64_t off,
+                         uint64_t len, uint64_t max, Dlk_buf *out,
+                         Dlk_obj_info *info, dlk_error *err)
 {
     s3_store *s = (s3_store *)st;
     return get_on(s, s->eng, key, off, len, max, out, info, err);
@@ -383,7 +383,7 @@ static int bulk_count(const s3_store *s)
     return n > BULK_ENGINES_MAX ? BULK_ENGINES_MAX : n;
 }
 
-static int s3_io_threads(dlk_store *st)
+static int s3_io_threads(Dlk_store *st)
 {
     return bulk_count((s3_store *)st);
 }
@@ -470,7 +470,7 @@ static s3_engine *read_engine(s3_store *s)
 typedef struct read_part {
     s3_req r;
     s3_engine *eng;
-    dlk_buf slice;
+    Dlk_buf slice;
     struct curl_slist *hdr;
     uint64_t off, len;
 } read_part;
@@ -488,19 +488,19 @@ typedef struct read_slice {
  * replaced while read), and the caller reads again in one GET. */
 static dlk_status read_slices(s3_store *s, const char *key, uint64_t size,
                               const read_slice *sl, size_t n, bool *whole,
-                              dlk_obj_info *info, unsigned *requests,
+                              Dlk_obj_info *info, unsigned *requests,
                               dlk_error *err)
 {
     *whole = false;
     char *okey = object_key(s, key);
     read_part *p = calloc(n ? n : 1, sizeof *p);
-    dlk_buf url;
-    dlk_buf_init(&url);
+    Dlk_buf url;
+    Dlk_buf_init(&url);
     dlk_status rc = DLK_OK;
     if (!okey || !p || (rc = make_url(s, okey, NULL, &url, err))) {
         free(okey);
         free(p);
-        return rc ? rc : dlk_oom(err);
+        return rc ? rc : Dlk_oom(err);
     }
     size_t sent = 0;
     for (; sent < n; sent++) {
@@ -512,10 +512,10 @@ static dlk_status read_slices(s3_store *s, const char *key, uint64_t size,
                  (unsigned long long)q->off,
                  (unsigned long long)(q->off + q->len - 1));
         if (!(q->hdr = curl_slist_append(NULL, range))) {
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
             break;
         }
-        dlk_buf_wrap(&q->slice, sl[sent].dst, (size_t)q->len);
+        Dlk_buf_wrap(&q->slice, sl[sent].dst, (size_t)q->len);
         q->r.method = "GET";
         q->r.url = (const char *)url.data;
         q->r.headers = q->hdr;
@@ -524,7 +524,7 @@ static dlk_status read_slices(s3_store *s, const char *key, uint64_t size,
         q->eng = read_engine(s);
         s3_submit(q->eng, &q->r);
     }
-    dlk_obj_info pi = {0};
+    Dlk_obj_info pi = {0};
     http_get_who w = get_who(s, okey);
     for (size_t i = 0; i < sent; i++) {
         read_part *q = &p[i];
@@ -552,7 +552,7 @@ static dlk_status read_slices(s3_store *s, const char *key, uint64_t size,
     }
     *requests += (unsigned)sent;
     free(p);
-    dlk_buf_free(&url);
+    Dlk_buf_free(&url);
     free(okey);
     if (!rc && info)
         *info = pi;
@@ -590,17 +590,17 @@ static size_t cut_slices(const s3_store *s, uint64_t off, uint64_t len,
  * fraction of what it serves many (AWS: ~100 MB/s a connection).  A
  * range that does not come back as asked falls back to one GET of the
  * whole object (or of the span), whose answer decides. */
-static dlk_status s3_get_sized(dlk_store *st, const char *key, uint64_t size,
-                               uint64_t off, uint64_t len, dlk_buf *out,
-                               dlk_obj_info *info, unsigned *requests,
+static dlk_status s3_get_sized(Dlk_store *st, const char *key, uint64_t size,
+                               uint64_t off, uint64_t len, Dlk_buf *out,
+                               Dlk_obj_info *info, unsigned *requests,
                                dlk_error *err)
 {
     s3_store *s = (s3_store *)st;
     bool all = off == 0 && len == size;
     *requests = 0;
     size_t start = out->len;
-    dlk_status rc = len > SIZE_MAX ? dlk_fail(err, DLK_ELIMIT, "too large")
-                                   : dlk_buf_reserve(out, (size_t)len, err);
+    dlk_status rc = len > SIZE_MAX ? Dlk_fail(err, DLK_ELIMIT, "too large")
+                                   : Dlk_buf_reserve(out, (size_t)len, err);
     if (rc)
         return rc;
     read_slice sl[READ_SLICES_MAX];
@@ -624,26 +624,26 @@ static dlk_status s3_get_sized(dlk_store *st, const char *key, uint64_t size,
 
 /* Several spans of an object known to be `size` bytes, all in flight at
  * once (a chunk's header with a span of its parts: one round trip). */
-static dlk_status s3_get_spans(dlk_store *st, const char *key, uint64_t size,
+static dlk_status s3_get_spans(Dlk_store *st, const char *key, uint64_t size,
                                size_t n, const uint64_t *off,
-                               const uint64_t *len, dlk_buf **outs,
+                               const uint64_t *len, Dlk_buf **outs,
                                unsigned *requests, dlk_error *err)
 {
     s3_store *s = (s3_store *)st;
     read_slice sl[READ_SLICES_MAX];
     size_t ns = 0;
     size_t *start = calloc(n ? n : 1, sizeof *start);
-    dlk_status rc = start ? DLK_OK : dlk_oom(err);
+    dlk_status rc = start ? DLK_OK : Dlk_oom(err);
     *requests = 0;
     for (size_t i = 0; !rc && i < n; i++) {
         start[i] = outs[i]->len;
         if (len[i] > SIZE_MAX ||
-            (rc = dlk_buf_reserve(outs[i], (size_t)len[i], err)))
+            (rc = Dlk_buf_reserve(outs[i], (size_t)len[i], err)))
             break;
         size_t left = READ_SLICES_MAX - ns;
         size_t per = left / (n - i);
         if (!per || !len[i]) {
-            rc = per ? DLK_OK : dlk_fail(err, DLK_EINVAL, "too many spans");
+            rc = per ? DLK_OK : Dlk_fail(err, DLK_EINVAL, "too many spans");
             continue;
         }
         ns += cut_slices(s, off[i], len[i], outs[i]->data + start[i], sl + ns,
@@ -672,15 +672,15 @@ static dlk_status s3_get_spans(dlk_store *st, const char *key, uint64_t size,
  * finishes. */
 typedef struct get_ctx {
     char *okey;
-    dlk_buf url;
+    Dlk_buf url;
 } get_ctx;
 
-static bool get_init(dlk_store *st, s3_req *r, dlk_get_req *q, void **ctx)
+static bool get_init(Dlk_store *st, s3_req *r, Dlk_get_req *q, void **ctx)
 {
     s3_store *s = (s3_store *)st;
     get_ctx *c = calloc(1, sizeof *c);
     if (!(*ctx = c) || !(c->okey = object_key(s, q->key))) {
-        q->rc = dlk_oom(&q->err);
+        q->rc = Dlk_oom(&q->err);
         return false;
     }
     if ((q->rc = make_url(s, c->okey, NULL, &c->url, &q->err)))
@@ -695,7 +695,7 @@ static bool get_init(dlk_store *st, s3_req *r, dlk_get_req *q, void **ctx)
 /* No Range was sent, so a 416 is the server's fault (a ranged GET's 416
  * asks for a HEAD, which an engine's own thread, where get_start
  * finishes, cannot wait for). */
-static void get_finish(dlk_store *st, s3_req *r, bool sent, dlk_get_req *q,
+static void get_finish(Dlk_store *st, s3_req *r, bool sent, Dlk_get_req *q,
                        void *ctx)
 {
     s3_store *s = (s3_store *)st;
@@ -706,7 +706,7 @@ static void get_finish(dlk_store *st, s3_req *r, bool sent, dlk_get_req *q,
                                 q->info, &q->err);
     }
     if (c) {
-        dlk_buf_free(&c->url);
+        Dlk_buf_free(&c->url);
         free(c->okey);
         free(c);
     }
@@ -715,7 +715,7 @@ static void get_finish(dlk_store *st, s3_req *r, bool sent, dlk_get_req *q,
 static const http_get_ops whole_gets = {get_init, get_finish};
 
 /* A dataset's manifest and documents: on the store's own engine. */
-static void s3_get_each(dlk_store *st, dlk_get_req *reqs, size_t n,
+static void s3_get_each(Dlk_store *st, Dlk_get_req *reqs, size_t n,
                         void (*done)(void *ud, size_t i), void *ud)
 {
     http_get_each(st, &whole_gets, ((s3_store *)st)->eng, reqs, n, done, ud);
@@ -723,8 +723,8 @@ static void s3_get_each(dlk_store *st, dlk_get_req *reqs, size_t n,
 
 /* An ingest's source objects: on the bulk engines, so that its decoders
  * take each row as its answers come, with no fetch thread between. */
-static void s3_get_start(dlk_store *st, dlk_get_req **reqs, size_t n,
-                         void (*done)(void *ud, dlk_get_req *q), void *ud)
+static void s3_get_start(Dlk_store *st, Dlk_get_req **reqs, size_t n,
+                         void (*done)(void *ud, Dlk_get_req *q), void *ud)
 {
     http_get_start(st, &whole_gets, bulk_engine((s3_store *)st), reqs, n,
                    done, ud);
@@ -740,7 +740,7 @@ static bool etag_quoted(const char *etag)
     return n >= 2 && etag[0] == '"' && etag[n - 1] == '"';
 }
 
-static struct curl_slist *cond_headers(dlk_put_mode mode, const char *etag,
+static struct curl_slist *cond_headers(Dlk_put_mode mode, const char *etag,
                                        bool bare, bool *oom)
 {
     char h[DLK_ETAG_MAX + 16];
@@ -766,15 +766,15 @@ static struct curl_slist *cond_headers(dlk_put_mode mode, const char *etag,
  * the first try, and on AWS it fails again on a real conflict.  Once a
  * bare retry has been taken, the store sends bare tags first. */
 static bool if_match_retry(const s3_req *r,
-                           dlk_put_mode mode, const char *etag, bool bare)
+                           Dlk_put_mode mode, const char *etag, bool bare)
 {
     return r->status == 412 && mode == DLK_PUT_IF_MATCH && !bare &&
            etag_quoted(etag);
 }
 
 static dlk_status put_single(s3_store *s, const char *okey, const void *data,
-                             size_t len, dlk_put_mode mode, const char *etag,
-                             dlk_obj_info *info, dlk_error *err)
+                             size_t len, Dlk_put_mode mode, const char *etag,
+                             Dlk_obj_info *info, dlk_error *err)
 {
     bool bare = s->if_match_bare, oom;
     s3_req r = {0};
@@ -782,7 +782,7 @@ static dlk_status put_single(s3_store *s, const char *okey, const void *data,
     for (;;) {
         struct curl_slist *hdr = cond_headers(mode, etag, bare, &oom);
         if (oom)
-            return dlk_oom(err);
+            return Dlk_oom(err);
         r.headers = hdr;
         r.body = data;
         r.body_len = len;
@@ -808,21 +808,21 @@ static dlk_status put_single(s3_store *s, const char *okey, const void *data,
 }
 
 static dlk_status s3_put_multipart(s3_store *s, const char *okey, const void *data,
-                            size_t len, dlk_put_mode mode, const char *etag,
-                            dlk_obj_info *info, dlk_error *err);
+                            size_t len, Dlk_put_mode mode, const char *etag,
+                            Dlk_obj_info *info, dlk_error *err);
 
-static dlk_status s3_put(dlk_store *st, const char *key, const void *data,
-                         size_t len, dlk_put_mode mode, const char *etag,
-                         dlk_obj_info *info, dlk_error *err)
+static dlk_status s3_put(Dlk_store *st, const char *key, const void *data,
+                         size_t len, Dlk_put_mode mode, const char *etag,
+                         Dlk_obj_info *info, dlk_error *err)
 {
     s3_store *s = (s3_store *)st;
     if (mode == DLK_PUT_IF_MATCH &&
         (!etag || strlen(etag) >= DLK_ETAG_MAX || strpbrk(etag, "\r\n")))
-        return dlk_fail(err, DLK_EINVAL, "invalid etag for a conditional "
+        return Dlk_fail(err, DLK_EINVAL, "invalid etag for a conditional "
                         "put of '%s'", key);
     char *okey = object_key(s, key);
     if (!okey)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     /* A replacement goes in one PUT while S3 allows it: Ceph RGW (16)
      * ignores If-Match on CompleteMultipartUpload, and a replacement that
      * overwrote another writer's would lose its data. */
@@ -839,14 +839,14 @@ static dlk_status s3_put(dlk_store *st, const char *key, const void *data,
 
 typedef struct part {
     s3_req r;
-    dlk_buf url;
+    Dlk_buf url;
     char etag[DLK_ETAG_MAX];
 } part;
 
 static dlk_status mp_abort(s3_store *s, const char *okey, const char *qid)
 {
-    dlk_buf q;
-    dlk_buf_init(&q);
+    Dlk_buf q;
+    Dlk_buf_init(&q);
     dlk_status rc = str_append(&q, "uploadId=", NULL);
     if (!rc)
         rc = str_append(&q, qid, NULL);
@@ -857,7 +857,7 @@ static dlk_status mp_abort(s3_store *s, const char *okey, const char *qid)
         run(s, &r, "DELETE", okey, (const char *)q.data, NULL);
         s3_req_fini(&r);
     }
-    dlk_buf_free(&q);
+    Dlk_buf_free(&q);
     return rc;
 }
 
@@ -872,8 +872,8 @@ static dlk_status mp_parts(s3_store *s, const char *okey, const char *qid,
             part *p = &parts[next];
             char q[64];
             snprintf(q, sizeof q, "partNumber=%zu&uploadId=", next + 1);
-            dlk_buf qb;
-            dlk_buf_init(&qb);
+            Dlk_buf qb;
+            Dlk_buf_init(&qb);
             rc = str_append(&qb, q, err);
             if (!rc)
                 rc = str_append(&qb, qid, err);
@@ -881,7 +881,7 @@ static dlk_status mp_parts(s3_store *s, const char *okey, const char *qid,
                 rc = terminate(&qb, err);
             if (!rc)
                 rc = make_url(s, okey, (const char *)qb.data, &p->url, err);
-            dlk_buf_free(&qb);
+            Dlk_buf_free(&qb);
             if (rc)
                 break;
             uint64_t off = (uint64_t)next * psize;
@@ -900,25 +900,25 @@ static dlk_status mp_parts(s3_store *s, const char *okey, const char *qid,
             rc = req_fail(s, &p->r, "write a part of", okey, DLK_PUT_ALWAYS,
                           err);
         else if (!rc && !p->r.etag[0])
-            rc = dlk_fail(err, DLK_ENET, "cannot write a part of "
+            rc = Dlk_fail(err, DLK_ENET, "cannot write a part of "
                           "'s3://%s/%s': no etag in the answer", s->bucket,
                           okey);
         snprintf(p->etag, sizeof p->etag, "%s", p->r.etag);
         s3_req_fini(&p->r);
-        dlk_buf_free(&p->url);
+        Dlk_buf_free(&p->url);
     }
     return rc;
 }
 
 static dlk_status mp_complete(s3_store *s, const char *okey, const char *qid,
-                              part *parts, size_t nparts, dlk_put_mode mode,
-                              const char *etag, dlk_obj_info *info,
+                              part *parts, size_t nparts, Dlk_put_mode mode,
+                              const char *etag, Dlk_obj_info *info,
                               size_t len, dlk_error *err)
 {
-    dlk_buf body, q, resp;
-    dlk_buf_init(&body);
-    dlk_buf_init(&q);
-    dlk_buf_init(&resp);
+    Dlk_buf body, q, resp;
+    Dlk_buf_init(&body);
+    Dlk_buf_init(&q);
+    Dlk_buf_init(&resp);
     dlk_status rc = str_append(&body, "<CompleteMultipartUpload>", err);
     for (size_t i = 0; !rc && i < nparts; i++) {
         char x[DLK_ETAG_MAX + 96];
@@ -937,7 +937,7 @@ static dlk_status mp_complete(s3_store *s, const char *okey, const char *qid,
     bool oom = false, bare = s->if_match_bare;
     struct curl_slist *hdr = rc ? NULL : cond_headers(mode, etag, bare, &oom);
     if (!rc && oom)
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     /* S3 may answer 200 with an <Error> body: retry those too */
     for (int attempt = 0; !rc; attempt++) {
         s3_req r = {0};
@@ -955,7 +955,7 @@ static dlk_status mp_complete(s3_store *s, const char *okey, const char *qid,
             bare = true;
             hdr = cond_headers(mode, etag, bare, &oom);
             if (oom)
-                rc = dlk_oom(err);
+                rc = Dlk_oom(err);
             continue;
         }
         if (!rc && !s3_ok2xx(&r)) {
@@ -965,7 +965,7 @@ static dlk_status mp_complete(s3_store *s, const char *okey, const char *qid,
                           strcmp(ei.code, "SlowDown") == 0) &&
                          attempt + 1 < s->cfg.max_attempts;
             if (!again)
-                rc = dlk_fail(err, DLK_ENET, "cannot complete the upload of "
+                rc = Dlk_fail(err, DLK_ENET, "cannot complete the upload of "
                               "'s3://%s/%s': %s (request id %s)", s->bucket,
                               okey, ei.code, ei.request_id);
             s3_req_fini(&r);
@@ -988,15 +988,15 @@ static dlk_status mp_complete(s3_store *s, const char *okey, const char *qid,
     if (!rc && bare && mode == DLK_PUT_IF_MATCH)
         s->if_match_bare = true;
     curl_slist_free_all(hdr);
-    dlk_buf_free(&body);
-    dlk_buf_free(&q);
-    dlk_buf_free(&resp);
+    Dlk_buf_free(&body);
+    Dlk_buf_free(&q);
+    Dlk_buf_free(&resp);
     return rc;
 }
 
 static dlk_status s3_put_multipart(s3_store *s, const char *okey, const void *data,
-                            size_t len, dlk_put_mode mode, const char *etag,
-                            dlk_obj_info *info, dlk_error *err)
+                            size_t len, Dlk_put_mode mode, const char *etag,
+                            Dlk_obj_info *info, dlk_error *err)
 {
     uint64_t psize = s->cfg.part_size;
     if ((len + psize - 1) / psize > MAX_PARTS)
@@ -1004,8 +1004,8 @@ static dlk_status s3_put_multipart(s3_store *s, const char *okey, const void *da
     size_t nparts = (size_t)((len + psize - 1) / psize);
 
     /* initiate */
-    dlk_buf resp;
-    dlk_buf_init(&resp);
+    Dlk_buf resp;
+    Dlk_buf_init(&resp);
     s3_req r = {0};
     r.out = &resp;
     r.max = 1 << 20;
@@ -1014,22 +1014,22 @@ static dlk_status s3_put_multipart(s3_store *s, const char *okey, const void *da
     if (!rc && !s3_ok2xx(&r))
         rc = req_fail(s, &r, "start an upload of", okey, DLK_PUT_ALWAYS, err);
     if (!rc && !s3_xml_find(resp.data, resp.len, "UploadId", id, sizeof id))
-        rc = dlk_fail(err, DLK_ENET, "cannot start an upload of "
+        rc = Dlk_fail(err, DLK_ENET, "cannot start an upload of "
                       "'s3://%s/%s': no upload id in the answer", s->bucket,
                       okey);
     s3_req_fini(&r);
-    dlk_buf_free(&resp);
+    Dlk_buf_free(&resp);
     if (rc)
         return rc;
 
-    dlk_buf qid;    /* the upload id, encoded for a query */
-    dlk_buf_init(&qid);
+    Dlk_buf qid;    /* the upload id, encoded for a query */
+    Dlk_buf_init(&qid);
     rc = enc_append(&qid, id, false, err);
     if (!rc)
         rc = terminate(&qid, err);
     part *parts = rc ? NULL : calloc(nparts, sizeof *parts);
     if (!rc && !parts)
-        rc = dlk_oom(err);
+        rc = Dlk_oom(err);
     if (!rc)
         rc = mp_parts(s, okey, (const char *)qid.data, data, len, psize,
                       parts, nparts, err);
@@ -1039,18 +1039,18 @@ static dlk_status s3_put_multipart(s3_store *s, const char *okey, const void *da
     if (rc && qid.data)
         mp_abort(s, okey, (const char *)qid.data);
     free(parts);
-    dlk_buf_free(&qid);
+    Dlk_buf_free(&qid);
     return rc;
 }
 
 /* ---- delete --------------------------------------------------------- */
 
-static dlk_status s3_del(dlk_store *st, const char *key, dlk_error *err)
+static dlk_status s3_del(Dlk_store *st, const char *key, dlk_error *err)
 {
     s3_store *s = (s3_store *)st;
     char *okey = object_key(s, key);
     if (!okey)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     s3_req r = {0};
     dlk_status rc = run(s, &r, "DELETE", okey, NULL, err);
     if (!rc && !s3_ok2xx(&r))
@@ -1062,7 +1062,7 @@ static dlk_status s3_del(dlk_store *st, const char *key, dlk_error *err)
 
 /* ---- open and free -------------------------------------------------- */
 
-static void s3_free(dlk_store *st)
+static void s3_free(Dlk_store *st)
 {
     s3_store *s = (s3_store *)st;
     s3_engine_free(s->eng);
@@ -1082,7 +1082,7 @@ static void s3_free(dlk_store *st)
 /* The in-flight limit may grow to n where the store is slow (a user's
  * s3_max_inflight stays as set); returns the limit now, over the
  * bulk engines once they are made. */
-static int s3_want_inflight(dlk_store *st, int n)
+static int s3_want_inflight(Dlk_store *st, int n)
 {
     s3_store *s = (s3_store *)st;
     pthread_mutex_lock(&s->bulk_mu);
@@ -1099,7 +1099,7 @@ static int s3_want_inflight(dlk_store *st, int n)
     return m;
 }
 
-static const dlk_store_ops s3_ops = {
+static const Dlk_store_ops s3_ops = {
     .scheme = "s3", .get = s3_get, .head = s3_head, .put = s3_put,
     .del = s3_del, .list = s3_list, .free = s3_free,
     .get_each = s3_get_each, .get_start = s3_get_start,
@@ -1134,7 +1134,7 @@ static dlk_status make_base_url(s3_store *s, dlk_error *err)
     size_t n = strlen(s->bucket) + strlen(c->region) +
                (c->endpoint ? strlen(c->endpoint) : 0) + 64;
     if (!(s->base_url = malloc(n)))
-        return dlk_oom(err);
+        return Dlk_oom(err);
     if (c->endpoint && path) {
         snprintf(s->base_url, n, "%s/%s", c->endpoint, s->bucket);
     } else if (c->endpoint) {
@@ -1151,21 +1151,21 @@ static dlk_status make_base_url(s3_store *s, dlk_error *err)
     return DLK_OK;
 }
 
-dlk_status dlk_store_open_s3(const char *url, const dlk_store_options *so,
-                             dlk_store **out, dlk_error *err)
+dlk_status Dlk_store_open_s3(const char *url, const dlk_store_options *so,
+                             Dlk_store **out, dlk_error *err)
 {
     *out = NULL;
     if (strncmp(url, "s3://", 5) != 0)
-        return dlk_fail(err, DLK_EINVAL, "not an s3 url '%.200s'", url);
+        return Dlk_fail(err, DLK_EINVAL, "not an s3 url '%.200s'", url);
     const char *b = url + 5;
     const char *slash = strchr(b, '/');
     size_t bn = slash ? (size_t)(slash - b) : strlen(b);
     if (!bucket_valid(b, bn))
-        return dlk_fail(err, DLK_EINVAL, "invalid bucket name in "
+        return Dlk_fail(err, DLK_EINVAL, "invalid bucket name in "
                         "'%.200s'", url);
     s3_store *s = calloc(1, sizeof *s);
     if (!s)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     pthread_mutex_init(&s->bulk_mu, NULL);
     s->base.ops = &s3_ops;
     s->bucket = strndup(b, bn);
@@ -1176,14 +1176,14 @@ dlk_status dlk_store_open_s3(const char *url, const dlk_store_options *so,
     s->base.url = strdup(url);
     if (!s->bucket || !s->prefix || !s->base.url) {
         s3_free(&s->base);
-        return dlk_oom(err);
+        return Dlk_oom(err);
     }
     size_t pn = strlen(s->prefix);
     while (pn && s->prefix[pn - 1] == '/')
         s->prefix[--pn] = '\0';
-    if (pn && !dlk_key_valid(s->prefix)) {
+    if (pn && !Dlk_key_valid(s->prefix)) {
         s3_free(&s->base);
-        return dlk_fail(err, DLK_EINVAL, "invalid prefix in '%.200s'", url);
+        return Dlk_fail(err, DLK_EINVAL, "invalid prefix in '%.200s'", url);
     }
     dlk_status rc = s3_config_from(&s->cfg, so, err);
     if (!rc)

@@ -52,7 +52,7 @@ static dlk_status check_endpoint(s3_config *c, dlk_error *err)
         size_t n = strlen(e) + 9;
         char *p = malloc(n);
         if (!p)
-            return dlk_oom(err);
+            return Dlk_oom(err);
         snprintf(p, n, "https://%s", e);
         free(e);
         c->endpoint = e = p;
@@ -62,7 +62,7 @@ static dlk_status check_endpoint(s3_config *c, dlk_error *err)
         e[--n] = '\0';
     for (const char *q = e; *q; q++)
         if ((unsigned char)*q <= ' ' || *q == '?' || *q == '#' || *q == '@')
-            return dlk_fail(err, DLK_EINVAL, "invalid s3 endpoint url "
+            return Dlk_fail(err, DLK_EINVAL, "invalid s3 endpoint url "
                             "'%.200s'", e);
     return DLK_OK;
 }
@@ -77,7 +77,7 @@ static dlk_status in_range(const char *field, long long v, long long lo,
         return DLK_OK;
     }
     if (v < lo || v > hi)
-        return dlk_fail(err, DLK_EINVAL, "store option %s must be from %lld "
+        return Dlk_fail(err, DLK_EINVAL, "store option %s must be from %lld "
                         "to %lld (0: the default), not %lld", field, lo, hi,
                         v);
     *out = v;
@@ -156,7 +156,7 @@ dlk_status s3_config_from(s3_config *c, const dlk_store_options *o,
     if (o->s3_part_size > (5ull << 30) ||
         o->s3_multipart_threshold > (5ull << 30) ||
         o->s3_read_part_size > (1ull << 30))
-        return dlk_fail(err, DLK_EINVAL, "store option %s is over its "
+        return Dlk_fail(err, DLK_EINVAL, "store option %s is over its "
                         "limit", o->s3_read_part_size > (1ull << 30)
                         ? "s3_read_part_size" : o->s3_part_size > (5ull << 30)
                         ? "s3_part_size" : "s3_multipart_threshold");
@@ -166,7 +166,7 @@ dlk_status s3_config_from(s3_config *c, const dlk_store_options *o,
     if (o->s3_addressing != DLK_S3_ADDRESSING_AUTO &&
         o->s3_addressing != DLK_S3_ADDRESSING_PATH &&
         o->s3_addressing != DLK_S3_ADDRESSING_VIRTUAL)
-        return dlk_fail(err, DLK_EINVAL, "store option s3_addressing %d is "
+        return Dlk_fail(err, DLK_EINVAL, "store option s3_addressing %d is "
                         "not path, virtual or auto", (int)o->s3_addressing);
     bool ok = true;
     c->region = dup_set(o->s3_region ? o->s3_region : "us-east-1", &ok);
@@ -183,7 +183,7 @@ dlk_status s3_config_from(s3_config *c, const dlk_store_options *o,
     }
     if (!ok) {
         s3_config_free(c);
-        return dlk_oom(err);
+        return Dlk_oom(err);
     }
     if ((rc = check_endpoint(c, err))) {
         s3_config_free(c);

@@ -248,7 +248,7 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
     if (!r->in_status_ok) {
         size_t room = S3_ERRBODY_MAX - r->errbody.len;
         size_t k = n < room ? n : room;
-        if (k && dlk_buf_append(&r->errbody, p, k, NULL) != DLK_OK)
+        if (k && Dlk_buf_append(&r->errbody, p, k, NULL) != DLK_OK)
             return n;  /* an error body is best effort */
         return n;
     }
@@ -265,7 +265,7 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
         uint64_t claim = r->content_length;
         if (claim > RESERVE_CLAIMED_MAX && claim != r->size_hint)
             claim = RESERVE_CLAIMED_MAX;
-        if (dlk_buf_reserve(r->out, (size_t)claim, NULL)) {
+        if (Dlk_buf_reserve(r->out, (size_t)claim, NULL)) {
             r->oom = true;
             return 0;
         }
@@ -274,7 +274,7 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
         r->over_limit = true;
         return 0;
     }
-    if (dlk_buf_append(r->out, p, n, NULL) != DLK_OK) {
+    if (Dlk_buf_append(r->out, p, n, NULL) != DLK_OK) {
         r->oom = true;
         return 0;
     }
@@ -479,8 +479,8 @@ static void free_hedge(s3_engine *e, s3_req *x)
 {
     e->hedges_inflight--;
     drop_transfer(e, x);
-    dlk_buf_free(&x->hbody);
-    dlk_buf_free(&x->errbody);
+    Dlk_buf_free(&x->hbody);
+    Dlk_buf_free(&x->errbody);
     free(x);
 }
 
@@ -503,7 +503,7 @@ static void start_hedge(s3_engine *e, s3_req *r)
     e->inflight++;
     if (!start(e, x)) {
         e->inflight--;
-        dlk_buf_free(&x->errbody);
+        Dlk_buf_free(&x->errbody);
         free(x);
         return;
     }
@@ -565,13 +565,13 @@ static void adopt(s3_req *p, s3_req *x)
     memcpy(p->request_id, x->request_id, sizeof p->request_id);
     memcpy(p->want_value, x->want_value, sizeof p->want_value);
     p->received = x->received;
-    dlk_buf_free(&p->errbody);
+    Dlk_buf_free(&p->errbody);
     p->errbody = x->errbody;
-    dlk_buf_init(&x->errbody);
+    Dlk_buf_init(&x->errbody);
     if (p->out) {
         p->out->len = p->out_start;
         if (x->hbody.len &&
-            dlk_buf_append(p->out, x->hbody.data, x->hbody.len, NULL))
+            Dlk_buf_append(p->out, x->hbody.data, x->hbody.len, NULL))
             p->oom = true;
     }
 }
@@ -1120,7 +1120,7 @@ static void prepare(s3_req *r)
     r->hedge = r->hedge_of = NULL;
     r->hedged = false;
     r->act_prev = r->act_next = NULL;
-    dlk_buf_init(&r->hbody);
+    Dlk_buf_init(&r->hbody);
     r->out_start = r->out ? r->out->len : 0;
     reset_result(r);
 }
@@ -1164,7 +1164,7 @@ void s3_perform(s3_engine *e, s3_req *r)
 
 void s3_req_fini(s3_req *r)
 {
-    dlk_buf_free(&r->errbody);
+    Dlk_buf_free(&r->errbody);
     if (r->cond_ready)
         pthread_cond_destroy(&r->cond);
     r->cond_ready = false;
@@ -1247,11 +1247,11 @@ dlk_status s3_engine_new(const s3_config *cfg, s3_engine **out,
     *out = NULL;
     pthread_once(&curl_once, curl_init);
     if (curl_init_rc != CURLE_OK)
-        return dlk_fail(err, DLK_ENET, "cannot initialise libcurl: %s",
+        return Dlk_fail(err, DLK_ENET, "cannot initialise libcurl: %s",
                         curl_easy_strerror(curl_init_rc));
     s3_engine *e = calloc(1, sizeof *e);
     if (!e)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     pthread_mutex_init(&e->mu, NULL);
     e->epfd = e->evfd = -1;
     e->timer_at_ms = -1;
@@ -1287,7 +1287,7 @@ dlk_status s3_engine_new(const s3_config *cfg, s3_engine **out,
     e->multi = curl_multi_init();
     if (!ok || !e->idle || !e->multi) {
         s3_engine_free(e);
-        return dlk_oom(err);
+        return Dlk_oom(err);
     }
     e->epfd = epoll_create1(EPOLL_CLOEXEC);
     e->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -1299,7 +1299,7 @@ dlk_status s3_engine_new(const s3_config *cfg, s3_engine **out,
         epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->evfd, &wev) != 0) {
         int errnum = errno;
         s3_engine_free(e);
-        return dlk_fail(err, DLK_EIO, "cannot set up the s3 i/o thread's "
+        return Dlk_fail(err, DLK_EIO, "cannot set up the s3 i/o thread's "
                         "event loop: %s", strerror(errnum));
     }
     curl_multi_setopt(e->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
@@ -1311,7 +1311,7 @@ dlk_status s3_engine_new(const s3_config *cfg, s3_engine **out,
     curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, (long)e->max);
     if (pthread_create(&e->thread, NULL, loop, e) != 0) {
         s3_engine_free(e);
-        return dlk_fail(err, DLK_ENOMEM, "cannot start the s3 i/o thread");
+        return Dlk_fail(err, DLK_ENOMEM, "cannot start the s3 i/o thread");
     }
     pthread_setname_np(e->thread, "dlk-s3");
     e->thread_started = true;

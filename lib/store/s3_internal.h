@@ -94,7 +94,7 @@ typedef struct s3_req {
     struct curl_slist *headers;  /* extra headers (caller owns) */
     const uint8_t *body;         /* PUT/POST payload */
     size_t body_len;
-    dlk_buf *out;                /* 2xx body sink (GET, list, POST) */
+    Dlk_buf *out;                /* 2xx body sink (GET, list, POST) */
     uint64_t max;                /* DLK_ELIMIT past this many body bytes */
     /* NULL: the caller waits (s3_wait).  Else called on the engine's
      * thread, with no lock held, once r has finished for good; r may be
@@ -124,7 +124,7 @@ typedef struct s3_req {
                                   * the I/O thread */
     char request_id[S3_REQID_MAX];
     char want_value[1024];       /* want_header's value ("": absent) */
-    dlk_buf errbody;             /* non-2xx body, bounded; caller frees */
+    Dlk_buf errbody;             /* non-2xx body, bounded; caller frees */
 
     bool oom;                    /* no memory for the body or request */
     bool canceled;               /* ended by the store's cancel callback */
@@ -138,7 +138,7 @@ typedef struct s3_req {
     bool hedged;                 /* this attempt was hedged already */
     struct s3_req *act_prev, *act_next;  /* unhedged GET/HEAD in flight */
     struct s3_req *fly_prev, *fly_next;  /* every transfer in flight */
-    dlk_buf hbody;               /* a hedge's own body */
+    Dlk_buf hbody;               /* a hedge's own body */
     size_t out_start;
     size_t body_off;
     uint64_t received;

@@ -31,7 +31,7 @@ int list_tokens_add(list_tokens *t, const char *token)
         t->h = h;
         t->cap = cap;
     }
-    uint64_t x = dlk_hash64(token, strlen(token));
+    uint64_t x = Dlk_hash64(token, strlen(token));
     x += !x; /* 0 marks an empty place */
     size_t j = x % t->cap;
     for (; t->h[j]; j = (j + 1) % t->cap)
@@ -52,7 +52,7 @@ void list_tokens_free(list_tokens *t)
 
 typedef struct list_ctx {
     const s3_store *s;
-    dlk_list_fn fn;
+    Dlk_list_fn fn;
     void *ud;
     size_t strip;     /* bytes of "PREFIX/" to drop from each key */
 } list_ctx;
@@ -77,7 +77,7 @@ static int list_item(void *ud, const char *key, uint64_t size,
 }
 
 /* The query of a ListObjectsV2 page, its parameters in name order. */
-static dlk_status list_query(dlk_buf *q, const char *full, const char *token,
+static dlk_status list_query(Dlk_buf *q, const char *full, const char *token,
                              const char *start_after, bool delimit,
                              dlk_error *err)
 {
@@ -109,14 +109,14 @@ static dlk_status list_query(dlk_buf *q, const char *full, const char *token,
 
 /* Check a listing's answer and parse its page. */
 static dlk_status list_answer(s3_store *s, s3_req *r, const char *full,
-                              const dlk_buf *resp, s3_list_etag_fn fn,
+                              const Dlk_buf *resp, s3_list_etag_fn fn,
                               void *ud, s3_list_page *page, dlk_error *err)
 {
     memset(page, 0, sizeof *page);
     if (!s3_ok2xx(r))
         return s3_store_fail(s, r, "list", full, err);
     if (r->over_limit || r->short_body)
-        return dlk_fail(err, DLK_ENET, "cannot list 's3://%s/%s': bad "
+        return Dlk_fail(err, DLK_ENET, "cannot list 's3://%s/%s': bad "
                         "answer size", s3_store_bucket(s), full);
     char what[1200];
     snprintf(what, sizeof what, "s3://%s/%s", s3_store_bucket(s), full);
@@ -165,7 +165,7 @@ typedef struct page_chain {
     const char *after;   /* its first page starts after this (or NULL) */
     bool delimit;
     s3_req r[2];         /* the page answered next, and the one after */
-    dlk_buf q[2], url[2], resp[2];
+    Dlk_buf q[2], url[2], resp[2];
     bool busy[2];
     int cur;
     char early[1024];    /* the token that r[!cur] was asked with */
@@ -179,14 +179,14 @@ static dlk_status chain_ask(s3_store *s, page_chain *c, int i,
 {
     if (__atomic_add_fetch(&c->bound->pages, 1, __ATOMIC_RELAXED) >
         c->bound->max_pages)
-        return dlk_fail(err, DLK_ELIMIT, "cannot list 's3://%s/%s': more "
+        return Dlk_fail(err, DLK_ELIMIT, "cannot list 's3://%s/%s': more "
                         "than %llu pages (DLK_S3_LIST_MAX_PAGES)",
                         s3_store_bucket(s), c->full,
                         (unsigned long long)c->bound->max_pages);
     int fresh = token ? list_tokens_add(&c->seen, token) : 1;
     if (fresh <= 0)
-        return fresh < 0 ? dlk_oom(err)
-                   : dlk_fail(err, DLK_ENET, "cannot list 's3://%s/%s': the "
+        return fresh < 0 ? Dlk_oom(err)
+                   : Dlk_fail(err, DLK_ENET, "cannot list 's3://%s/%s': the "
                               "server sent a continuation token it had sent "
                               "before: the listing would never end",
                               s3_store_bucket(s), c->full);
@@ -194,7 +194,7 @@ static dlk_status chain_ask(s3_store *s, page_chain *c, int i,
     c->resp[i].len = 0;
     dlk_status rc = list_query(&c->q[i], c->full, token, c->after,
                                c->delimit, err);
-    dlk_buf_free(&c->url[i]); /* make_url starts a new one */
+    Dlk_buf_free(&c->url[i]); /* make_url starts a new one */
     /* the bucket itself: base_url + "/" + "" */
     if (!rc)
         rc = s3_make_url(s, "", (const char *)c->q[i].data, &c->url[i], err);
@@ -227,9 +227,9 @@ static void chain_fini(s3_store *s, page_chain *c)
     chain_drop(s, c);
     list_tokens_free(&c->seen);
     for (int i = 0; i < 2; i++) {
-        dlk_buf_free(&c->q[i]);
-        dlk_buf_free(&c->url[i]);
-        dlk_buf_free(&c->resp[i]);
+        Dlk_buf_free(&c->q[i]);
+        Dlk_buf_free(&c->url[i]);
+        Dlk_buf_free(&c->resp[i]);
     }
 }
 
@@ -275,7 +275,7 @@ static dlk_status chain_take(s3_store *s, page_chain *c, s3_list_etag_fn fn,
                                 page, err);
     s3_req_fini(r);
     if (!rc && kc.over)
-        rc = dlk_fail(err, DLK_ELIMIT, "cannot list 's3://%s/%s': more than "
+        rc = Dlk_fail(err, DLK_ELIMIT, "cannot list 's3://%s/%s': more than "
                       "%llu keys (DLK_S3_LIST_MAX_KEYS)", s3_store_bucket(s),
                       c->full, (unsigned long long)c->bound->max_keys);
     return rc;
@@ -294,7 +294,7 @@ static dlk_status chain_next(s3_store *s, page_chain *c, bool more,
     return more && !asked ? chain_ask(s, c, c->cur, token, err) : DLK_OK;
 }
 
-dlk_status s3_list(dlk_store *st, const char *prefix, dlk_list_fn fn,
+dlk_status s3_list(Dlk_store *st, const char *prefix, Dlk_list_fn fn,
                    void *ud, dlk_error *err)
 {
     s3_store *s = (s3_store *)st;
@@ -302,7 +302,7 @@ dlk_status s3_list(dlk_store *st, const char *prefix, dlk_list_fn fn,
     list_ctx lc = {s, fn, ud, *root ? strlen(root) + 1 : 0};
     char *full = full_prefix(s, prefix);
     if (!full)
-        return dlk_oom(err);
+        return Dlk_oom(err);
     list_bound b = bound_of(s);
     page_chain c = {.full = full, .bound = &b};
     dlk_status rc = chain_ask(s, &c, 0, NULL, err);
@@ -402,7 +402,7 @@ static int gather(void *ud, const char *key, uint64_t size,
         return 1;
     }
     g->sz[g->n++] = size;
-    __atomic_add_fetch((uint64_t *)&((const dlk_store *)g->s)->listed, 1,
+    __atomic_add_fetch((uint64_t *)&((const Dlk_store *)g->s)->listed, 1,
                        __ATOMIC_RELAXED);
     return 0;
 }
@@ -446,7 +446,7 @@ static void *range_run(void *arg)
             dlk_status r = chain_take(j->s, &w[i].c, gather, g, &page,
                                       &j->err);
             if (!r && g->oom)
-                r = dlk_oom(&j->err);
+                r = Dlk_oom(&j->err);
             bool more = !r && page.truncated && !g->past;
             dlk_status r2 = chain_next(j->s, &w[i].c, more, page.next_token,
                                        &j->err);
@@ -510,7 +510,7 @@ static dlk_status list_ranges(s3_store *s, const char *full, char **cps,
     bool failed = false;
     dlk_status rc = w && jobs && th && started
                         ? DLK_OK
-                        : dlk_oom(err);
+                        : Dlk_oom(err);
     for (size_t i = 0; !rc && i < nr; i++) {
         w[i].lo = cps[i * ncps / nr];
         w[i].hi = i + 1 < nr ? cps[(i + 1) * ncps / nr] : NULL;
@@ -519,7 +519,7 @@ static dlk_status list_ranges(s3_store *s, const char *full, char **cps,
                            .hi = w[i].hi};
         size_t n = strlen(w[i].lo);
         if (!(w[i].after = strndup(w[i].lo, n ? n - 1 : 0)))
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
         w[i].c = (page_chain){.full = full, .after = w[i].after,
                               .bound = b};
     }
@@ -546,7 +546,7 @@ static dlk_status list_ranges(s3_store *s, const char *full, char **cps,
         }
     for (size_t i = 0; !rc && i < nr; i++)
         if (!keys_move(g, &w[i].g))
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
     for (size_t i = 0; w && i < nr; i++) {
         for (size_t k = 0; k < w[i].g.n; k++) {
             free(w[i].g.k[k]);
@@ -572,8 +572,8 @@ static int cmp_keys(const void *a, const void *b)
 }
 
 /* The wide listing to fn or, with versions, to vfn. */
-static dlk_status list_wide(dlk_store *st, const char *prefix,
-                            dlk_list_fn fn, dlk_list_version_fn vfn,
+static dlk_status list_wide(Dlk_store *st, const char *prefix,
+                            Dlk_list_fn fn, Dlk_list_version_fn vfn,
                             void *ud, dlk_error *err)
 {
     s3_store *s = (s3_store *)st;
@@ -584,7 +584,7 @@ static dlk_status list_wide(dlk_store *st, const char *prefix,
     char **cps = NULL;
     size_t ncps = 0;
     dlk_status rc = full ? DLK_OK
-                         : dlk_oom(err);
+                         : Dlk_oom(err);
     list_bound b = bound_of(s);
     /* the top folder: its keys and subfolders, down a single subfolder */
     for (int depth = 0; !rc && depth < WIDE_DEPTH; depth++) {
@@ -596,7 +596,7 @@ static dlk_status list_wide(dlk_store *st, const char *prefix,
             if (!rc && page.nprefixes) {
                 char **v = realloc(cps, (ncps + page.nprefixes) * sizeof *v);
                 if (!v) {
-                    rc = dlk_oom(err);
+                    rc = Dlk_oom(err);
                 } else {
                     cps = v;
                     memcpy(cps + ncps, page.prefixes,
@@ -606,7 +606,7 @@ static dlk_status list_wide(dlk_store *st, const char *prefix,
                     b.keys += page.nprefixes;
                     page.nprefixes = 0;
                     if (b.keys > b.max_keys)
-                        rc = dlk_fail(err, DLK_ELIMIT, "cannot list "
+                        rc = Dlk_fail(err, DLK_ELIMIT, "cannot list "
                                       "'s3://%s/%s': more than %llu keys "
                                       "(DLK_S3_LIST_MAX_KEYS)",
                                       s3_store_bucket(s), full,
@@ -620,7 +620,7 @@ static dlk_status list_wide(dlk_store *st, const char *prefix,
         }
         chain_fini(s, &c);
         if (!rc && g.oom)
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
         if (rc || ncps != 1)
             break;
         free(full);
@@ -639,7 +639,7 @@ static dlk_status list_wide(dlk_store *st, const char *prefix,
     if (!rc && g.n) {
         by = malloc(g.n * sizeof *by);
         if (!by)
-            rc = dlk_oom(err);
+            rc = Dlk_oom(err);
         bool sorted = true;
         for (size_t i = 0; by && i < g.n; i++) {
             by[i] = &g.k[i];
@@ -667,15 +667,15 @@ static dlk_status list_wide(dlk_store *st, const char *prefix,
     return rc;
 }
 
-dlk_status s3_list_wide(dlk_store *st, const char *prefix,
-                        dlk_list_fn fn, void *ud, dlk_error *err)
+dlk_status s3_list_wide(Dlk_store *st, const char *prefix,
+                        Dlk_list_fn fn, void *ud, dlk_error *err)
 {
     return list_wide(st, prefix, fn, NULL, ud, err);
 }
 
 /* The version of an object is its ETag. */
-dlk_status s3_list_versions(dlk_store *st, const char *prefix,
-                            dlk_list_version_fn fn, void *ud,
+dlk_status s3_list_versions(Dlk_store *st, const char *prefix,
+                            Dlk_list_version_fn fn, void *ud,
                             dlk_error *err)
 {
     return list_wide(st, prefix, NULL, fn, ud, err);

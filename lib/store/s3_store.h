@@ -24,14 +24,14 @@ dlk_status s3_store_fail(const s3_store *s, const s3_req *r, const char *verb,
                          const char *okey, dlk_error *err);
 /* The URL of okey ("": the bucket's root) with a query, into a new url. */
 dlk_status s3_make_url(const s3_store *s, const char *okey, const char *query,
-                       dlk_buf *url, dlk_error *err);
+                       Dlk_buf *url, dlk_error *err);
 /* Percent-encode s onto b: every byte but the unreserved ones, and '/'
  * too unless keep_slash. */
-dlk_status s3_enc_append(dlk_buf *b, const char *s, bool keep_slash,
+dlk_status s3_enc_append(Dlk_buf *b, const char *s, bool keep_slash,
                          dlk_error *err);
-dlk_status s3_str_append(dlk_buf *b, const char *s, dlk_error *err);
+dlk_status s3_str_append(Dlk_buf *b, const char *s, dlk_error *err);
 /* NUL-terminate b without counting the NUL. */
-dlk_status s3_terminate(dlk_buf *b, dlk_error *err);
+dlk_status s3_terminate(Dlk_buf *b, dlk_error *err);
 
 /* ---- s3_list.c ------------------------------------------------------ */
 
@@ -46,12 +46,12 @@ int list_tokens_add(list_tokens *t, const char *token);
 void list_tokens_free(list_tokens *t);
 
 /* The store's list, list_wide and list_versions operations. */
-dlk_status s3_list(dlk_store *st, const char *prefix, dlk_list_fn fn,
+dlk_status s3_list(Dlk_store *st, const char *prefix, Dlk_list_fn fn,
                    void *ud, dlk_error *err);
-dlk_status s3_list_wide(dlk_store *st, const char *prefix, dlk_list_fn fn,
+dlk_status s3_list_wide(Dlk_store *st, const char *prefix, Dlk_list_fn fn,
                         void *ud, dlk_error *err);
-dlk_status s3_list_versions(dlk_store *st, const char *prefix,
-                            dlk_list_version_fn fn, void *ud,
+dlk_status s3_list_versions(Dlk_store *st, const char *prefix,
+                            Dlk_list_version_fn fn, void *ud,
                             dlk_error *err);
 
 #endif /* DLK_S3_STORE_H */

@@ -305,7 +305,7 @@ static bool url_decode(char *s)
             if (h == 0 && l == 0) {
                 /* a NUL cannot live in a C string: the overlong C0 80
                  * keeps the key whole and makes it invalid UTF-8, so it
-                 * is refused (dlk_key_problem) instead of read short */
+                 * is refused (Dlk_key_problem) instead of read short */
                 *o++ = (char)0xC0;
                 *o++ = (char)0x80;
             } else {
@@ -424,7 +424,7 @@ dlk_status s3_xml_list_etags(const void *body, size_t len, s3_list_etag_fn fn,
     xml_walk *w = calloc(1, sizeof *w);
     dlk_status rc = DLK_OK;
     if (!u || !w) {
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory listing '%s'", what);
+        rc = Dlk_fail(err, DLK_ENOMEM, "out of memory listing '%s'", what);
         goto out;
     }
     u->page = page;
@@ -439,12 +439,12 @@ dlk_status s3_xml_list_etags(const void *body, size_t len, s3_list_etag_fn fn,
         if (!url_decode(u->pfx[i]))
             u->bad = true;
     if (u->oom)
-        rc = dlk_fail(err, DLK_ENOMEM, "out of memory listing '%s'", what);
+        rc = Dlk_fail(err, DLK_ENOMEM, "out of memory listing '%s'", what);
     else if (!ok || u->bad || !u->is_list)
-        rc = dlk_fail(err, DLK_ECORRUPT, "cannot list '%s': malformed "
+        rc = Dlk_fail(err, DLK_ECORRUPT, "cannot list '%s': malformed "
                       "ListObjectsV2 response", what);
     else if (page->truncated && !page->next_token)
-        rc = dlk_fail(err, DLK_ECORRUPT, "cannot list '%s': truncated "
+        rc = Dlk_fail(err, DLK_ECORRUPT, "cannot list '%s': truncated "
                       "listing without a continuation token", what);
     for (size_t i = 0; !rc && i < u->n; i++) {
         int r = fn(ud, u->keys[i], u->sizes[i], u->etags[i]);

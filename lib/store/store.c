@@ -16,13 +16,13 @@
 #include <string.h>
 #include <strings.h>
 
-dlk_status dlk_store_open(const char *url, bool create,
-                          const dlk_store_options *so, dlk_store **out,
+dlk_status Dlk_store_open(const char *url, bool create,
+                          const dlk_store_options *so, Dlk_store **out,
                           dlk_error *err)
 {
     *out = NULL;
     if (!url || !*url)
-        return dlk_fail(err, DLK_EINVAL, "empty dataset url");
+        return Dlk_fail(err, DLK_EINVAL, "empty dataset url");
     /* every store opens here: the caller's layout read once, and only
      * the library's own seen below (NULL stays the defaults) */
     dlk_store_options own;
@@ -34,31 +34,31 @@ dlk_status dlk_store_open(const char *url, bool create,
         so = &own;
     }
     if (strncmp(url, "s3://", 5) == 0)
-        return dlk_store_open_s3(url, so, out, err);
+        return Dlk_store_open_s3(url, so, out, err);
     /* "s3:/x" is a typo, not a local directory named "s3:" */
     if (strncasecmp(url, "s3:", 3) == 0)
-        return dlk_fail(err, DLK_EINVAL, "bad url '%s': an S3 url is "
+        return Dlk_fail(err, DLK_EINVAL, "bad url '%s': an S3 url is "
                         "s3://BUCKET/PREFIX", url);
     if (strncmp(url, "gs://", 5) == 0)
-        return dlk_store_open_gcs(url, so, out, err);
+        return Dlk_store_open_gcs(url, so, out, err);
     if (strncasecmp(url, "gs:", 3) == 0)
-        return dlk_fail(err, DLK_EINVAL, "bad url '%s': a GCS url is "
+        return Dlk_fail(err, DLK_EINVAL, "bad url '%s': a GCS url is "
                         "gs://BUCKET/PREFIX", url);
     if (strncmp(url, "file://", 7) == 0)
-        return dlk_store_open_file(url + 7, create, out, err);
+        return Dlk_store_open_file(url + 7, create, out, err);
     const char *colon = strstr(url, "://");
     if (colon) {
-        return dlk_fail(err, DLK_EUNSUPPORTED,
+        return Dlk_fail(err, DLK_EUNSUPPORTED,
                         "unsupported url scheme in '%.*s' (use a path, "
                         "file://, s3:// or gs://)", (int)(colon - url + 3), url);
     }
-    return dlk_store_open_file(url, create, out, err);
+    return Dlk_store_open_file(url, create, out, err);
 }
 
 static dlk_io_counters counters;
 
 #define COUNT(field, n) __atomic_add_fetch(&counters.field, (n), __ATOMIC_RELAXED)
-/* a store whose reads another store counts (dlk_store.uncounted) */
+/* a store whose reads another store counts (Dlk_store.uncounted) */
 #define COUNT_S(s, field, n) \
     do { if (!(s)->uncounted) COUNT(field, n); } while (0)
 
@@ -75,7 +75,7 @@ void dlk_io_counters_get(dlk_io_counters *out)
     out->hedges = s3_hedges_total();
 }
 
-void dlk_store_free(dlk_store *s)
+void Dlk_store_free(Dlk_store *s)
 {
     if (s)
         s->ops->free(s);
@@ -84,16 +84,16 @@ void dlk_store_free(dlk_store *s)
 static dlk_status bad_key(const char *key, dlk_error *err)
 {
     char safe[256];
-    dlk_key_escape(key, safe, sizeof safe);
-    const char *why = dlk_key_problem(key);
-    return dlk_fail(err, DLK_EINVAL, "invalid object key '%s'%s%s", safe,
+    Dlk_key_escape(key, safe, sizeof safe);
+    const char *why = Dlk_key_problem(key);
+    return Dlk_fail(err, DLK_EINVAL, "invalid object key '%s'%s%s", safe,
                     why ? ": " : "", why ? why : "");
 }
 
-dlk_status dlk_store_get(dlk_store *s, const char *key, uint64_t max,
-                         dlk_buf *out, dlk_obj_info *info, dlk_error *err)
+dlk_status Dlk_store_get(Dlk_store *s, const char *key, uint64_t max,
+                         Dlk_buf *out, Dlk_obj_info *info, dlk_error *err)
 {
-    if (!dlk_key_valid(key))
+    if (!Dlk_key_valid(key))
         return bad_key(key, err);
     size_t before = out->len;
     COUNT_S(s, gets, 1);
@@ -105,10 +105,10 @@ dlk_status dlk_store_get(dlk_store *s, const char *key, uint64_t max,
     return rc;
 }
 
-dlk_status dlk_store_get_range(dlk_store *s, const char *key, uint64_t off,
-                               uint64_t len, dlk_buf *out, dlk_error *err)
+dlk_status Dlk_store_get_range(Dlk_store *s, const char *key, uint64_t off,
+                               uint64_t len, Dlk_buf *out, dlk_error *err)
 {
-    if (!dlk_key_valid(key))
+    if (!Dlk_key_valid(key))
         return bad_key(key, err);
     size_t before = out->len;
     COUNT_S(s, gets, 1);
@@ -118,13 +118,13 @@ dlk_status dlk_store_get_range(dlk_store *s, const char *key, uint64_t off,
     return rc;
 }
 
-dlk_status dlk_store_get_sized(dlk_store *s, const char *key, uint64_t size,
-                               dlk_buf *out, dlk_obj_info *info,
+dlk_status Dlk_store_get_sized(Dlk_store *s, const char *key, uint64_t size,
+                               Dlk_buf *out, Dlk_obj_info *info,
                                dlk_error *err)
 {
     if (!s->ops->get_sized)
-        return dlk_store_get(s, key, size, out, info, err);
-    if (!dlk_key_valid(key))
+        return Dlk_store_get(s, key, size, out, info, err);
+    if (!Dlk_key_valid(key))
         return bad_key(key, err);
     size_t before = out->len;
     if (info)
@@ -138,18 +138,18 @@ dlk_status dlk_store_get_sized(dlk_store *s, const char *key, uint64_t size,
     return rc;
 }
 
-dlk_status dlk_store_get_span(dlk_store *s, const char *key, uint64_t size,
-                              uint64_t off, uint64_t len, dlk_buf *out,
+dlk_status Dlk_store_get_span(Dlk_store *s, const char *key, uint64_t size,
+                              uint64_t off, uint64_t len, Dlk_buf *out,
                               dlk_error *err)
 {
     if (off > size || len > size - off)
-        return dlk_fail(err, DLK_EINVAL, "bytes %llu+%llu of '%s' are past "
+        return Dlk_fail(err, DLK_EINVAL, "bytes %llu+%llu of '%s' are past "
                         "its %llu bytes", (unsigned long long)off,
                         (unsigned long long)len, key,
                         (unsigned long long)size);
     if (!s->ops->get_sized)
-        return dlk_store_get_range(s, key, off, len, out, err);
-    if (!dlk_key_valid(key))
+        return Dlk_store_get_range(s, key, off, len, out, err);
+    if (!Dlk_key_valid(key))
         return bad_key(key, err);
     size_t before = out->len;
     unsigned n = 0;
@@ -161,27 +161,27 @@ dlk_status dlk_store_get_span(dlk_store *s, const char *key, uint64_t size,
     return rc;
 }
 
-dlk_status dlk_store_get_spans(dlk_store *s, const char *key, uint64_t size,
+dlk_status Dlk_store_get_spans(Dlk_store *s, const char *key, uint64_t size,
                                size_t n, const uint64_t *off,
-                               const uint64_t *len, dlk_buf **outs,
+                               const uint64_t *len, Dlk_buf **outs,
                                dlk_error *err)
 {
     for (size_t i = 0; i < n; i++)
         if (off[i] > size || len[i] > size - off[i])
-            return dlk_fail(err, DLK_EINVAL, "bytes %llu+%llu of '%s' are "
+            return Dlk_fail(err, DLK_EINVAL, "bytes %llu+%llu of '%s' are "
                             "past its %llu bytes", (unsigned long long)off[i],
                             (unsigned long long)len[i], key,
                             (unsigned long long)size);
     if (!s->ops->get_spans) {
         for (size_t i = 0; i < n; i++) {
-            dlk_status rc = dlk_store_get_span(s, key, size, off[i], len[i],
+            dlk_status rc = Dlk_store_get_span(s, key, size, off[i], len[i],
                                                outs[i], err);
             if (rc)
                 return rc;
         }
         return DLK_OK;
     }
-    if (!dlk_key_valid(key))
+    if (!Dlk_key_valid(key))
         return bad_key(key, err);
     size_t before = 0;
     for (size_t i = 0; i < n; i++)
@@ -199,15 +199,15 @@ dlk_status dlk_store_get_spans(dlk_store *s, const char *key, uint64_t size,
     return rc;
 }
 
-bool dlk_store_is_remote(const dlk_store *s)
+bool Dlk_store_is_remote(const Dlk_store *s)
 {
     return s->ops->map == NULL;
 }
 
-dlk_status dlk_store_head(dlk_store *s, const char *key, dlk_obj_info *info,
+dlk_status Dlk_store_head(Dlk_store *s, const char *key, Dlk_obj_info *info,
                           dlk_error *err)
 {
-    if (!dlk_key_valid(key))
+    if (!Dlk_key_valid(key))
         return bad_key(key, err);
     COUNT_S(s, heads, 1);
     memset(info, 0, sizeof *info);
@@ -215,14 +215,14 @@ dlk_status dlk_store_head(dlk_store *s, const char *key, dlk_obj_info *info,
 }
 
 /* What every put checks and counts first. */
-static dlk_status put_begin(const char *key, size_t len, dlk_put_mode mode,
-                            const char *etag, dlk_obj_info *out,
+static dlk_status put_begin(const char *key, size_t len, Dlk_put_mode mode,
+                            const char *etag, Dlk_obj_info *out,
                             dlk_error *err)
 {
-    if (!dlk_key_valid(key))
+    if (!Dlk_key_valid(key))
         return bad_key(key, err);
     if (mode == DLK_PUT_IF_MATCH && (!etag || !*etag))
-        return dlk_fail(err, DLK_EINVAL, "conditional put of '%s' without "
+        return Dlk_fail(err, DLK_EINVAL, "conditional put of '%s' without "
                         "an etag", key);
     COUNT(puts, 1);
     COUNT(bytes_written, len);
@@ -231,25 +231,25 @@ static dlk_status put_begin(const char *key, size_t len, dlk_put_mode mode,
     return DLK_OK;
 }
 
-dlk_status dlk_store_put(dlk_store *s, const char *key, const void *data,
-                         size_t len, dlk_put_mode mode, const char *etag,
-                         dlk_obj_info *out, dlk_error *err)
+dlk_status Dlk_store_put(Dlk_store *s, const char *key, const void *data,
+                         size_t len, Dlk_put_mode mode, const char *etag,
+                         Dlk_obj_info *out, dlk_error *err)
 {
     dlk_status rc = put_begin(key, len, mode, etag, out, err);
     return rc ? rc : s->ops->put(s, key, data, len, mode, etag, out, err);
 }
 
 /* The parts to the store's putv, or joined in one buffer for its put. */
-static dlk_status putv_parts(dlk_store *s, const char *key,
+static dlk_status putv_parts(Dlk_store *s, const char *key,
                              const struct iovec *v, int n, size_t len,
-                             dlk_put_mode mode, const char *etag,
-                             dlk_obj_info *out, dlk_error *err)
+                             Dlk_put_mode mode, const char *etag,
+                             Dlk_obj_info *out, dlk_error *err)
 {
     if (s->ops->putv)
         return s->ops->putv(s, key, v, n, mode, etag, out, err);
     uint8_t *joined = malloc(len ? len : 1);
     if (!joined)
-        return dlk_fail(err, DLK_ENOMEM, "cannot allocate %zu bytes for "
+        return Dlk_fail(err, DLK_ENOMEM, "cannot allocate %zu bytes for "
                         "object '%s'", len, key);
     size_t at = 0;
     for (int i = 0; i < n; i++) {
@@ -268,14 +268,14 @@ static dlk_status parts_len(const struct iovec *v, int n, const char *name,
     *len = 0;
     for (int i = 0; i < n; i++)
         if (__builtin_add_overflow(*len, v[i].iov_len, len))
-            return dlk_fail(err, DLK_ELIMIT, "object '%s' is too large",
+            return Dlk_fail(err, DLK_ELIMIT, "object '%s' is too large",
                             name);
     return DLK_OK;
 }
 
-dlk_status dlk_store_putv(dlk_store *s, const char *key,
-                          const struct iovec *v, int n, dlk_put_mode mode,
-                          const char *etag, dlk_obj_info *out,
+dlk_status Dlk_store_putv(Dlk_store *s, const char *key,
+                          const struct iovec *v, int n, Dlk_put_mode mode,
+                          const char *etag, Dlk_obj_info *out,
                           dlk_error *err)
 {
     size_t len;
@@ -285,9 +285,9 @@ dlk_status dlk_store_putv(dlk_store *s, const char *key,
     return rc ? rc : putv_parts(s, key, v, n, len, mode, etag, out, err);
 }
 
-dlk_status dlk_store_putv_hashed(dlk_store *s, const char *prefix,
+dlk_status Dlk_store_putv_hashed(Dlk_store *s, const char *prefix,
                                  const struct iovec *v, int n,
-                                 dlk_put_mode mode, char hex[33],
+                                 Dlk_put_mode mode, char hex[33],
                                  dlk_error *err)
 {
     char key[1100];
@@ -296,37 +296,37 @@ dlk_status dlk_store_putv_hashed(dlk_store *s, const char *prefix,
     if (rc)
         return rc;
     if (mode == DLK_PUT_IF_MATCH)
-        return dlk_fail(err, DLK_EINVAL, "conditional put under '%s' of "
+        return Dlk_fail(err, DLK_EINVAL, "conditional put under '%s' of "
                         "content-addressed parts", prefix);
     /* the key's shape with any hash, checked before anything is written */
     int kn = snprintf(key, sizeof key, "%s%032x", prefix, 0);
     if (kn < 0 || (size_t)kn >= sizeof key)
-        return dlk_fail(err, DLK_EINVAL, "key prefix too long '%.100s'",
+        return Dlk_fail(err, DLK_EINVAL, "key prefix too long '%.100s'",
                         prefix);
     if ((rc = put_begin(key, len, mode, NULL, NULL, err)))
         return rc;
     if (s->ops->putv_hashed)
         return s->ops->putv_hashed(s, prefix, v, n, mode, hex, err);
-    dlk_hash128_hex_v(v, (size_t)n, hex);
+    Dlk_hash128_hex_v(v, (size_t)n, hex);
     snprintf(key, sizeof key, "%s%s", prefix, hex);
     return putv_parts(s, key, v, n, len, mode, NULL, NULL, err);
 }
 
-dlk_status dlk_store_del(dlk_store *s, const char *key, dlk_error *err)
+dlk_status Dlk_store_del(Dlk_store *s, const char *key, dlk_error *err)
 {
-    if (!dlk_key_valid(key))
+    if (!Dlk_key_valid(key))
         return bad_key(key, err);
     COUNT(deletes, 1);
     return s->ops->del(s, key, err);
 }
 
-dlk_status dlk_store_map(dlk_store *s, const char *key, const void **ptr,
+dlk_status Dlk_store_map(Dlk_store *s, const char *key, const void **ptr,
                          size_t *len, dlk_error *err)
 {
     if (!s->ops->map)
-        return dlk_fail(err, DLK_EUNSUPPORTED, "the %s store cannot map "
+        return Dlk_fail(err, DLK_EUNSUPPORTED, "the %s store cannot map "
                         "objects", s->ops->scheme);
-    if (!dlk_key_valid(key))
+    if (!Dlk_key_valid(key))
         return bad_key(key, err);
     COUNT(gets, 1);
     dlk_status rc = s->ops->map(s, key, ptr, len, err);
@@ -336,31 +336,31 @@ dlk_status dlk_store_map(dlk_store *s, const char *key, const void **ptr,
 }
 
 typedef struct get_job {
-    dlk_store *s;
-    dlk_get_req *r;
+    Dlk_store *s;
+    Dlk_get_req *r;
 } get_job;
 
 static void *get_one(void *arg)
 {
     get_job *j = arg;
-    dlk_error_clear(&j->r->err);
-    j->r->rc = dlk_store_get(j->s, j->r->key, j->r->max, j->r->out,
+    Dlk_error_clear(&j->r->err);
+    j->r->rc = Dlk_store_get(j->s, j->r->key, j->r->max, j->r->out,
                              j->r->info, &j->r->err);
     return NULL;
 }
 
 /* A request's checks before the store sees it (get_each, get_start). */
-static void req_check(dlk_get_req *r)
+static void req_check(Dlk_get_req *r)
 {
-    dlk_error_clear(&r->err);
-    r->rc = dlk_key_valid(r->key) ? DLK_OK : bad_key(r->key, &r->err);
+    Dlk_error_clear(&r->err);
+    r->rc = Dlk_key_valid(r->key) ? DLK_OK : bad_key(r->key, &r->err);
     if (r->info)
         memset(r->info, 0, sizeof *r->info);
 }
 
 /* Counts each answer's bytes as the op hands it on. */
 typedef struct each_ctx {
-    dlk_get_req *reqs;
+    Dlk_get_req *reqs;
     uint64_t bytes;
 } each_ctx;
 
@@ -370,7 +370,7 @@ static void each_done(void *arg, size_t i)
     c->bytes += c->reqs[i].out->len;
 }
 
-void dlk_store_get_each(dlk_store *s, dlk_get_req *reqs, size_t n)
+void Dlk_store_get_each(Dlk_store *s, Dlk_get_req *reqs, size_t n)
 {
     if (s->ops->get_each) {
         /* the op skips requests already failed here (a bad key); each
@@ -406,8 +406,8 @@ void dlk_store_get_each(dlk_store *s, dlk_get_req *reqs, size_t n)
             pthread_join(th[i], NULL);
 }
 
-bool dlk_store_get_start(dlk_store *s, dlk_get_req **reqs, size_t n,
-                         void (*done)(void *ud, dlk_get_req *q), void *ud)
+bool Dlk_store_get_start(Dlk_store *s, Dlk_get_req **reqs, size_t n,
+                         void (*done)(void *ud, Dlk_get_req *q), void *ud)
 {
     if (!s->ops->get_start)
         return false;
@@ -418,21 +418,21 @@ bool dlk_store_get_start(dlk_store *s, dlk_get_req **reqs, size_t n,
     return true;
 }
 
-int dlk_store_io_threads(dlk_store *s)
+int Dlk_store_io_threads(Dlk_store *s)
 {
     return s->ops->io_threads ? s->ops->io_threads(s) : 0;
 }
 
-void dlk_io_count_read(uint64_t n) { COUNT(bytes_read, n); }
+void Dlk_io_count_read(uint64_t n) { COUNT(bytes_read, n); }
 
-dlk_status dlk_get_req_status(const dlk_get_req *r, dlk_error *err)
+dlk_status Dlk_get_req_status(const Dlk_get_req *r, dlk_error *err)
 {
     if (r->rc && err)
         *err = r->err;
     return r->rc;
 }
 
-dlk_status dlk_store_sweep(dlk_store *s, int64_t before, bool dry,
+dlk_status Dlk_store_sweep(Dlk_store *s, int64_t before, bool dry,
                            uint64_t *files, uint64_t *bytes, dlk_error *err)
 {
     *files = *bytes = 0;
@@ -440,13 +440,13 @@ dlk_status dlk_store_sweep(dlk_store *s, int64_t before, bool dry,
                          : DLK_OK;
 }
 
-void dlk_store_unmap(dlk_store *s, const void *ptr, size_t len)
+void Dlk_store_unmap(Dlk_store *s, const void *ptr, size_t len)
 {
     if (s->ops->unmap && ptr)
         s->ops->unmap(s, ptr, len);
 }
 
-dlk_status dlk_store_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
+dlk_status Dlk_store_list(Dlk_store *s, const char *prefix, Dlk_list_fn fn,
                           void *ud, dlk_error *err)
 {
     if (!prefix)
@@ -457,13 +457,13 @@ dlk_status dlk_store_list(dlk_store *s, const char *prefix, dlk_list_fn fn,
     return s->ops->list(s, prefix, fn, ud, err);
 }
 
-int dlk_store_want_inflight(dlk_store *s, int n)
+int Dlk_store_want_inflight(Dlk_store *s, int n)
 {
     return s->ops->want_inflight ? s->ops->want_inflight(s, n) : INT_MAX;
 }
 
-dlk_status dlk_store_list_wide(dlk_store *s, const char *prefix,
-                               dlk_list_fn fn, void *ud, dlk_error *err)
+dlk_status Dlk_store_list_wide(Dlk_store *s, const char *prefix,
+                               Dlk_list_fn fn, void *ud, dlk_error *err)
 {
     if (!prefix)
         prefix = "";
@@ -475,7 +475,7 @@ dlk_status dlk_store_list_wide(dlk_store *s, const char *prefix,
 }
 
 typedef struct unversioned {
-    dlk_list_version_fn fn;
+    Dlk_list_version_fn fn;
     void *ud;
 } unversioned;
 
@@ -485,8 +485,8 @@ static int no_version(void *ud, const char *key, uint64_t size)
     return u->fn(u->ud, key, size, "");
 }
 
-dlk_status dlk_store_list_versions(dlk_store *s, const char *prefix,
-                                   dlk_list_version_fn fn, void *ud,
+dlk_status Dlk_store_list_versions(Dlk_store *s, const char *prefix,
+                                   Dlk_list_version_fn fn, void *ud,
                                    dlk_error *err)
 {
     if (!prefix)

@@ -14,7 +14,7 @@ static void own_defaults(void *own, size_t own_size)
 
 static dlk_status size_refused(const char *what, size_t n, dlk_error *err)
 {
-    return dlk_fail(err, DLK_EINVAL, "%s.size is %zu: set it with its "
+    return Dlk_fail(err, DLK_EINVAL, "%s.size is %zu: set it with its "
                     "_INIT macro or _init function", what, n);
 }
 
@@ -23,7 +23,7 @@ dlk_status abi_copy_in(void *own, size_t own_size, const void *caller,
 {
     memset(own, 0, own_size);
     if (!caller)
-        return dlk_fail(err, DLK_EINVAL, "no %s given", what);
+        return Dlk_fail(err, DLK_EINVAL, "no %s given", what);
     size_t n;
     memcpy(&n, caller, sizeof n);
     if (n < sizeof n)

@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-void dlk_buf_init(dlk_buf *b)
+void Dlk_buf_init(Dlk_buf *b)
 {
     memset(b, 0, sizeof *b);
 }
 
-void dlk_buf_wrap(dlk_buf *b, void *mem, size_t cap)
+void Dlk_buf_wrap(Dlk_buf *b, void *mem, size_t cap)
 {
     b->data = mem;
     b->len = 0;
@@ -21,30 +21,30 @@ void dlk_buf_wrap(dlk_buf *b, void *mem, size_t cap)
     b->fixed = true;
 }
 
-dlk_status dlk_buf_reserve(dlk_buf *b, size_t extra, dlk_error *err)
+dlk_status Dlk_buf_reserve(Dlk_buf *b, size_t extra, dlk_error *err)
 {
     size_t need;
     if (__builtin_add_overflow(b->len, extra, &need))
-        return dlk_fail(err, DLK_ELIMIT, "buffer size overflows");
+        return Dlk_fail(err, DLK_ELIMIT, "buffer size overflows");
     if (need <= b->cap)
         return DLK_OK;
     if (b->fixed)
-        return dlk_fail(err, DLK_ELIMIT,
+        return Dlk_fail(err, DLK_ELIMIT,
                         "%zu bytes do not fit a buffer of %zu", need, b->cap);
     size_t cap = b->cap ? b->cap : 256;
     while (cap < need)
         cap = cap > SIZE_MAX / 2 ? need : cap * 2;
     uint8_t *p = realloc(b->data, cap);
     if (!p)
-        return dlk_fail(err, DLK_ENOMEM, "cannot allocate %zu bytes", cap);
+        return Dlk_fail(err, DLK_ENOMEM, "cannot allocate %zu bytes", cap);
     b->data = p;
     b->cap = cap;
     return DLK_OK;
 }
 
-dlk_status dlk_buf_append(dlk_buf *b, const void *p, size_t n, dlk_error *err)
+dlk_status Dlk_buf_append(Dlk_buf *b, const void *p, size_t n, dlk_error *err)
 {
-    dlk_status st = dlk_buf_reserve(b, n, err);
+    dlk_status st = Dlk_buf_reserve(b, n, err);
     if (st)
         return st;
     DLK_ASSERT(b->cap - b->len >= n);
@@ -54,14 +54,14 @@ dlk_status dlk_buf_append(dlk_buf *b, const void *p, size_t n, dlk_error *err)
     return DLK_OK;
 }
 
-void dlk_buf_free(dlk_buf *b)
+void Dlk_buf_free(Dlk_buf *b)
 {
     if (!b->fixed)
         free(b->data);
-    dlk_buf_init(b);
+    Dlk_buf_init(b);
 }
 
-void *dlk_grow(void *p, size_t *cap, size_t n, size_t elem, size_t first)
+void *Dlk_grow(void *p, size_t *cap, size_t n, size_t elem, size_t first)
 {
     if (n < *cap)
         return p;

@@ -10,18 +10,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct dlk_buf {
+typedef struct Dlk_buf {
     uint8_t *data;
     size_t len;
     size_t cap;
     bool fixed; /* wraps caller memory of `cap` bytes: never reallocated */
-} dlk_buf;
+} Dlk_buf;
 
-void dlk_buf_init(dlk_buf *b);
+void Dlk_buf_init(Dlk_buf *b);
 /* Wrap caller-owned memory; writes past cap fail with DLK_ELIMIT. */
-void dlk_buf_wrap(dlk_buf *b, void *mem, size_t cap);
-dlk_status dlk_buf_reserve(dlk_buf *b, size_t extra, dlk_error *err);
-dlk_status dlk_buf_append(dlk_buf *b, const void *p, size_t n, dlk_error *err);
-void dlk_buf_free(dlk_buf *b);
+void Dlk_buf_wrap(Dlk_buf *b, void *mem, size_t cap);
+dlk_status Dlk_buf_reserve(Dlk_buf *b, size_t extra, dlk_error *err);
+dlk_status Dlk_buf_append(Dlk_buf *b, const void *p, size_t n, dlk_error *err);
+void Dlk_buf_free(Dlk_buf *b);
 
 #endif /* DLK_UTIL_BUF_H */

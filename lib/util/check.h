@@ -9,10 +9,10 @@
  * or CHECKS=1), where a broken one aborts naming the place; compiled out
  * of release builds (the condition is still type-checked, not run). */
 #ifdef DLK_CHECKS
-void dlk_assert_fail(const char *cond, const char *file, int line)
+void Dlk_assert_fail(const char *cond, const char *file, int line)
     __attribute__((noreturn));
 #define DLK_ASSERT(cond) \
-    ((cond) ? (void)0 : dlk_assert_fail(#cond, __FILE__, __LINE__))
+    ((cond) ? (void)0 : Dlk_assert_fail(#cond, __FILE__, __LINE__))
 #else
 #define DLK_ASSERT(cond) ((void)sizeof(!(cond)))
 #endif

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-double dlk_now_s(void)
+double Dlk_now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -32,7 +32,7 @@ static void schedstat_key_make(void)
     pthread_key_create(&schedstat_key, schedstat_close);
 }
 
-double dlk_thread_cpu_s(void)
+double Dlk_thread_cpu_s(void)
 {
     /* the run time from the clock, which brings a running thread's up to
      * date (schedstat's first field lags by up to a tick); the wait for
@@ -55,7 +55,7 @@ double dlk_thread_cpu_s(void)
     return s;
 }
 
-int dlk_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, long ms)
+int Dlk_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, long ms)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);

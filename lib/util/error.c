@@ -36,24 +36,24 @@ const char *dlk_version_string(void) { return DLK_VERSION_STRING; }
 
 /* Every message leaves safe to show, whatever its arguments held: with
  * the credentials URLs and servers' texts carry redacted, then with no
- * control character or byte that is not UTF-8 left (dlk_escape_n without
+ * control character or byte that is not UTF-8 left (Dlk_escape_n without
  * backslashes: names quoted in it may be escaped already). */
 static void make_safe(dlk_error *err)
 {
     char tmp[DLK_ERRMSG_MAX];
-    dlk_redact(err->msg, sizeof err->msg, NULL, 0);
+    Dlk_redact(err->msg, sizeof err->msg, NULL, 0);
     size_t n = strlen(err->msg);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)err->msg[i];
         if (c < 0x20 || c >= 0x7f) {
-            dlk_escape_n(err->msg, n, tmp, sizeof tmp, 0);
+            Dlk_escape_n(err->msg, n, tmp, sizeof tmp, 0);
             memcpy(err->msg, tmp, sizeof tmp);
             return;
         }
     }
 }
 
-dlk_status dlk_fail(dlk_error *err, dlk_status code, const char *fmt, ...)
+dlk_status Dlk_fail(dlk_error *err, dlk_status code, const char *fmt, ...)
 {
     if (err) {
         va_list ap;
@@ -66,7 +66,7 @@ dlk_status dlk_fail(dlk_error *err, dlk_status code, const char *fmt, ...)
     return code;
 }
 
-dlk_status dlk_fail_wrap(dlk_error *err, const char *fmt, ...)
+dlk_status Dlk_fail_wrap(dlk_error *err, const char *fmt, ...)
 {
     if (!err)
         return DLK_EINTERNAL;
@@ -89,13 +89,13 @@ dlk_status dlk_fail_wrap(dlk_error *err, const char *fmt, ...)
     return err->code;
 }
 
-dlk_status dlk_oom(dlk_error *err)
+dlk_status Dlk_oom(dlk_error *err)
 {
-    return dlk_fail(err, DLK_ENOMEM, "out of memory");
+    return Dlk_fail(err, DLK_ENOMEM, "out of memory");
 }
 
 #ifdef DLK_CHECKS
-void dlk_assert_fail(const char *cond, const char *file, int line)
+void Dlk_assert_fail(const char *cond, const char *file, int line)
 {
     /* test and sanitizer builds only: a broken invariant is a bug in dlk,
      * and stopping at it is what those builds are for */
@@ -105,7 +105,7 @@ void dlk_assert_fail(const char *cond, const char *file, int line)
 }
 #endif
 
-void dlk_error_clear(dlk_error *err)
+void Dlk_error_clear(dlk_error *err)
 {
     if (err) {
         err->code = DLK_OK;

@@ -28,7 +28,7 @@ static int simd(void)
 }
 #endif
 
-uint64_t dlk_mix64(uint64_t x)
+uint64_t Dlk_mix64(uint64_t x)
 {
     x += 0x9e3779b97f4a7c15ull;
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -36,14 +36,14 @@ uint64_t dlk_mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
-uint64_t dlk_hash64(const void *p, size_t n)
+uint64_t Dlk_hash64(const void *p, size_t n)
 {
 #if DLK_HASH_SIMD
     switch (simd()) {
     case 2:
-        return dlk_hash64_avx512(p, n);
+        return Dlk_hash64_avx512(p, n);
     case 1:
-        return dlk_hash64_avx2(p, n);
+        return Dlk_hash64_avx2(p, n);
     }
 #endif
     return XXH3_64bits(p, n);
@@ -55,28 +55,28 @@ static void hex128(uint64_t high, uint64_t low, char out[33])
              (unsigned long long)low);
 }
 
-void dlk_hash128_hex(const void *p, size_t n, char out[33])
+void Dlk_hash128_hex(const void *p, size_t n, char out[33])
 {
     struct iovec v = {(void *)p, n};
-    dlk_hash128_hex_v(&v, 1, out);
+    Dlk_hash128_hex_v(&v, 1, out);
 }
 
-void dlk_hash128_hex_2(const void *a, size_t na, const void *b, size_t nb,
+void Dlk_hash128_hex_2(const void *a, size_t na, const void *b, size_t nb,
                        char out[33])
 {
     struct iovec v[2] = {{(void *)a, na}, {(void *)b, nb}};
-    dlk_hash128_hex_v(v, 2, out);
+    Dlk_hash128_hex_v(v, 2, out);
 }
 
-void dlk_hash128_hex_v(const struct iovec *v, size_t n, char out[33])
+void Dlk_hash128_hex_v(const struct iovec *v, size_t n, char out[33])
 {
 #if DLK_HASH_SIMD
     if (simd()) {
         uint64_t h[2];
         if (simd() == 2)
-            dlk_hash128_v_avx512(v, n, h);
+            Dlk_hash128_v_avx512(v, n, h);
         else
-            dlk_hash128_v_avx2(v, n, h);
+            Dlk_hash128_v_avx2(v, n, h);
         hex128(h[0], h[1], out);
         return;
     }
@@ -95,17 +95,17 @@ static void update64(XXH3_state_t *st, const void *p, size_t n)
 #if DLK_HASH_SIMD
     switch (simd()) {
     case 2:
-        dlk_hash64_update_avx512(st, p, n);
+        Dlk_hash64_update_avx512(st, p, n);
         return;
     case 1:
-        dlk_hash64_update_avx2(st, p, n);
+        Dlk_hash64_update_avx2(st, p, n);
         return;
     }
 #endif
     XXH3_64bits_update(st, p, n);
 }
 
-uint64_t dlk_hash64_2(const void *a, size_t na, const void *b, size_t nb)
+uint64_t Dlk_hash64_2(const void *a, size_t na, const void *b, size_t nb)
 {
     XXH3_state_t st;
     XXH3_64bits_reset(&st);
@@ -114,40 +114,40 @@ uint64_t dlk_hash64_2(const void *a, size_t na, const void *b, size_t nb)
     return XXH3_64bits_digest(&st);
 }
 
-struct dlk_hash64_stream {
+struct Dlk_hash64_stream {
     XXH3_state_t st;
 };
 
-dlk_hash64_stream *dlk_hash64_stream_new(void)
+Dlk_hash64_stream *Dlk_hash64_stream_new(void)
 {
-    dlk_hash64_stream *h = (dlk_hash64_stream *)XXH3_createState();
+    Dlk_hash64_stream *h = (Dlk_hash64_stream *)XXH3_createState();
     if (h)
         XXH3_64bits_reset(&h->st);
     return h;
 }
 
-void dlk_hash64_stream_reset(dlk_hash64_stream *h)
+void Dlk_hash64_stream_reset(Dlk_hash64_stream *h)
 {
     XXH3_64bits_reset(&h->st);
 }
 
-void dlk_hash64_stream_update(dlk_hash64_stream *h, const void *p, size_t n)
+void Dlk_hash64_stream_update(Dlk_hash64_stream *h, const void *p, size_t n)
 {
     update64(&h->st, p, n);
 }
 
-uint64_t dlk_hash64_stream_digest(const dlk_hash64_stream *h)
+uint64_t Dlk_hash64_stream_digest(const Dlk_hash64_stream *h)
 {
     return XXH3_64bits_digest(&h->st);
 }
 
-void dlk_hash64_stream_hex128(const dlk_hash64_stream *h, char out[33])
+void Dlk_hash64_stream_hex128(const Dlk_hash64_stream *h, char out[33])
 {
     XXH128_hash_t v = XXH3_128bits_digest(&h->st);
     hex128(v.high64, v.low64, out);
 }
 
-void dlk_hash64_stream_free(dlk_hash64_stream *h)
+void Dlk_hash64_stream_free(Dlk_hash64_stream *h)
 {
     XXH3_freeState((XXH3_state_t *)h);
 }
@@ -160,7 +160,7 @@ static uint64_t rd64(const uint8_t *p)
     return v;
 }
 
-void dlk_xxh3_keys_init(dlk_xxh3_keys *k)
+void Dlk_xxh3_keys_init(Dlk_xxh3_keys *k)
 {
     const uint8_t *s = XXH3_kSecret;
     for (int i = 0; i < 8; i++) {
@@ -178,18 +178,18 @@ static void add_stripe(uint64_t add[8], const uint8_t *p,
 {
     for (int i = 0; i < 8; i++) {
         uint64_t pair;
-        add[i] += dlk_xxh3_word(rd64(p + 8 * i), key[i], &pair);
+        add[i] += Dlk_xxh3_word(rd64(p + 8 * i), key[i], &pair);
         add[i ^ 1] += pair;
     }
 }
 
-uint64_t dlk_hash64_blocks(const void *vp, size_t n, const dlk_xxh3_keys *k)
+uint64_t Dlk_hash64_blocks(const void *vp, size_t n, const Dlk_xxh3_keys *k)
 {
     const uint8_t *p = vp;
     uint64_t acc[8];
     for (int i = 0; i < 8; i++)
-        acc[i] = dlk_xxh3_acc_init(i);
-    uint64_t nb = dlk_xxh3_full_blocks(n);
+        acc[i] = Dlk_xxh3_acc_init(i);
+    uint64_t nb = Dlk_xxh3_full_blocks(n);
     for (uint64_t b = 0; b < nb; b++) {
         /* a block's stripes summed first, last stripe first: as a GPU
          * sums them, in no fixed order */
@@ -198,9 +198,9 @@ uint64_t dlk_hash64_blocks(const void *vp, size_t n, const dlk_xxh3_keys *k)
             add_stripe(add, p + b * DLK_XXH3_BLOCK + st * DLK_XXH3_STRIPE,
                        k->stripe[st]);
         for (int i = 0; i < 8; i++)
-            acc[i] = dlk_xxh3_scramble(acc[i] + add[i], k->scramble[i]);
+            acc[i] = Dlk_xxh3_scramble(acc[i] + add[i], k->scramble[i]);
     }
-    uint64_t ns = dlk_xxh3_tail_stripes(n);
+    uint64_t ns = Dlk_xxh3_tail_stripes(n);
     uint64_t add[8] = {0};
     for (uint64_t st = 0; st < ns; st++)
         add_stripe(add, p + nb * DLK_XXH3_BLOCK + st * DLK_XXH3_STRIPE,
@@ -208,5 +208,5 @@ uint64_t dlk_hash64_blocks(const void *vp, size_t n, const dlk_xxh3_keys *k)
     add_stripe(add, p + n - DLK_XXH3_STRIPE, k->last);
     for (int i = 0; i < 8; i++)
         acc[i] += add[i];
-    return dlk_xxh3_merge(acc, n, k);
+    return Dlk_xxh3_merge(acc, n, k);
 }

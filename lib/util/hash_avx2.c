@@ -13,5 +13,5 @@
 #define SIMD_NAME(f) f##_avx2
 #include "util/hash_simd_impl.h"
 #else
-typedef int dlk_hash_avx2_unused; /* ISO C: no empty translation unit */
+typedef int Dlk_hash_avx2_unused; /* ISO C: no empty translation unit */
 #endif

@@ -5,12 +5,12 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-uint64_t SIMD_NAME(dlk_hash64)(const void *p, size_t n)
+uint64_t SIMD_NAME(Dlk_hash64)(const void *p, size_t n)
 {
     return XXH3_64bits(p, n);
 }
 
-void SIMD_NAME(dlk_hash128_v)(const struct iovec *v, size_t n,
+void SIMD_NAME(Dlk_hash128_v)(const struct iovec *v, size_t n,
                               uint64_t out[2])
 {
     XXH3_state_t st;
@@ -22,7 +22,7 @@ void SIMD_NAME(dlk_hash128_v)(const struct iovec *v, size_t n,
     out[1] = h.low64;
 }
 
-void SIMD_NAME(dlk_hash64_update)(void *state, const void *p, size_t n)
+void SIMD_NAME(Dlk_hash64_update)(void *state, const void *p, size_t n)
 {
     XXH3_64bits_update((XXH3_state_t *)state, p, n);
 }

@@ -1,6 +1,6 @@
-/* keys.c - object keys: what a key may hold (dlk_key_problem) and how one
- * that may not is shown (dlk_key_escape, as all text from outside is:
- * dlk_escape, text.c).  Pure string functions, used by
+/* keys.c - object keys: what a key may hold (Dlk_key_problem) and how one
+ * that may not is shown (Dlk_key_escape, as all text from outside is:
+ * Dlk_escape, text.c).  Pure string functions, used by
  * every store operation and by the listings of ingest sources. */
 #include "util/keys.h"
 #include "util/text.h"
@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *dlk_key_problem(const char *key)
+const char *Dlk_key_problem(const char *key)
 {
     if (!key || !*key)
         return "an empty key";
@@ -21,7 +21,7 @@ const char *dlk_key_problem(const char *key)
             return "a control character";
         if (*p == '\\')
             return "a backslash";
-        int n = dlk_utf8_len(p, (size_t)-1);
+        int n = Dlk_utf8_len(p, (size_t)-1);
         if (!n)
             return "invalid UTF-8";
         p += n;
@@ -41,12 +41,12 @@ const char *dlk_key_problem(const char *key)
     }
 }
 
-bool dlk_key_valid(const char *key)
+bool Dlk_key_valid(const char *key)
 {
-    return dlk_key_problem(key) == NULL;
+    return Dlk_key_problem(key) == NULL;
 }
 
-void dlk_key_escape(const char *key, char *out, size_t cap)
+void Dlk_key_escape(const char *key, char *out, size_t cap)
 {
-    dlk_escape(key, out, cap);
+    Dlk_escape(key, out, cap);
 }

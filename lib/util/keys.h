@@ -9,11 +9,11 @@
 
 /* Keys: relative, no empty, "." or ".." segment, no leading '/', no NUL,
  * no control characters or backslash, valid UTF-8, at most 1024 bytes. */
-bool dlk_key_valid(const char *key);
+bool Dlk_key_valid(const char *key);
 /* Why key is not a valid object key ("a control character", "a '.' or
  * '..' path segment", ...), or NULL when it is. */
-const char *dlk_key_problem(const char *key);
-/* key made safe to print and to put in JSON: dlk_escape. */
-void dlk_key_escape(const char *key, char *out, size_t cap);
+const char *Dlk_key_problem(const char *key);
+/* key made safe to print and to put in JSON: Dlk_escape. */
+void Dlk_key_escape(const char *key, char *out, size_t cap);
 
 #endif /* DLK_UTIL_KEYS_H */

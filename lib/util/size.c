@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-int dlk_scan_size(const char *s, uint64_t *out)
+int Dlk_scan_size(const char *s, uint64_t *out)
 {
     if (!s || *s < '0' || *s > '9')
         return -1; /* strtoull would take "-1" and " 1" */
@@ -31,10 +31,10 @@ int dlk_scan_size(const char *s, uint64_t *out)
     return 0;
 }
 
-bool dlk_parse_size(const char *s, uint64_t *out)
+bool Dlk_parse_size(const char *s, uint64_t *out)
 {
     uint64_t v;
-    if (dlk_scan_size(s, &v) || v == 0 || v > (1ull << 40))
+    if (Dlk_scan_size(s, &v) || v == 0 || v > (1ull << 40))
         return false;
     *out = v;
     return true;

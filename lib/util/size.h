@@ -11,10 +11,10 @@
 /* "16M", "16MiB", "64KB", "1G", "4096" -> bytes: K, M, G and T are powers
  * of 1024, optionally followed by "i" and "B".  false when malformed,
  * negative, zero or over 1 TiB. */
-bool dlk_parse_size(const char *s, uint64_t *out);
+bool Dlk_parse_size(const char *s, uint64_t *out);
 /* The same syntax without its range: 0 and *out set (any size of 64
  * bits, 0 included); 1 for a size past 2^64 - 1; -1 when malformed
  * (a sign, a space, an unknown suffix). */
-int dlk_scan_size(const char *s, uint64_t *out);
+int Dlk_scan_size(const char *s, uint64_t *out);
 
 #endif /* DLK_UTIL_SIZE_H */

@@ -2,9 +2,9 @@
  * a server's answers, the command line) made safe to show: escaped, so
  * that no terminal control sequence (an OSC 52 clipboard write, a title
  * change, a cursor move) reaches a terminal through a listing or a
- * message (dlk_escape), and redacted, so that no credential a URL or a
- * server's text carries reaches a message (dlk_redact).  Pure string
- * functions; dlk_fail and dlk_fail_wrap run every message through both. */
+ * message (Dlk_escape), and redacted, so that no credential a URL or a
+ * server's text carries reaches a message (Dlk_redact).  Pure string
+ * functions; Dlk_fail and Dlk_fail_wrap run every message through both. */
 #include "util/text.h"
 
 #include <ctype.h>
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
-int dlk_utf8_len(const unsigned char *p, size_t left)
+int Dlk_utf8_len(const unsigned char *p, size_t left)
 {
     unsigned c = *p, min;
     int n;
@@ -43,7 +43,7 @@ int dlk_utf8_len(const unsigned char *p, size_t left)
  * Latin-1 reads 0x9b as CSI). */
 static int plain_len(const unsigned char *p, size_t left)
 {
-    int n = dlk_utf8_len(p, left);
+    int n = Dlk_utf8_len(p, left);
     if (n == 1 && (*p < 0x20 || *p == 0x7f))
         return 0;
     if (n == 2 && p[0] == 0xc2 && p[1] < 0xa0)
@@ -51,7 +51,7 @@ static int plain_len(const unsigned char *p, size_t left)
     return n;
 }
 
-char *dlk_escape_n(const void *text, size_t len, char *out, size_t cap,
+char *Dlk_escape_n(const void *text, size_t len, char *out, size_t cap,
                    unsigned flags)
 {
     static const char hex[] = "0123456789abcdef";
@@ -95,17 +95,17 @@ char *dlk_escape_n(const void *text, size_t len, char *out, size_t cap,
     return out;
 }
 
-char *dlk_escape(const char *s, char *out, size_t cap)
+char *Dlk_escape(const char *s, char *out, size_t cap)
 {
-    return dlk_escape_n(s, s ? strlen(s) : 0, out, cap, DLK_ESC_BACKSLASH);
+    return Dlk_escape_n(s, s ? strlen(s) : 0, out, cap, DLK_ESC_BACKSLASH);
 }
 
-char *dlk_escape_dup(const char *s)
+char *Dlk_escape_dup(const char *s)
 {
     size_t n = s ? strlen(s) : 0;
     char *out = malloc(4 * n + 1);
     if (out)
-        dlk_escape_n(s, n, out, 4 * n + 1, DLK_ESC_BACKSLASH);
+        Dlk_escape_n(s, n, out, 4 * n + 1, DLK_ESC_BACKSLASH);
     return out;
 }
 
@@ -235,7 +235,7 @@ static void redact_one(char *msg, size_t cap, const char *secret)
     free(enc);
 }
 
-void dlk_redact(char *msg, size_t cap, const char *const *secrets,
+void Dlk_redact(char *msg, size_t cap, const char *const *secrets,
                 size_t nsecrets)
 {
     if (!msg || !cap)
@@ -250,7 +250,7 @@ void dlk_redact(char *msg, size_t cap, const char *const *secrets,
         redact_named(msg, cap);
 }
 
-char *dlk_redact_url(const char *url, char *out, size_t cap)
+char *Dlk_redact_url(const char *url, char *out, size_t cap)
 {
     if (!cap)
         return out;
@@ -259,13 +259,13 @@ char *dlk_redact_url(const char *url, char *out, size_t cap)
         n = cap - 1;
     memcpy(out, url ? url : "", n);
     out[n] = '\0';
-    dlk_redact(out, cap, NULL, 0);
+    Dlk_redact(out, cap, NULL, 0);
     return out;
 }
 
-void dlk_error_redact(dlk_error *err, const char *const *secrets,
+void Dlk_error_redact(dlk_error *err, const char *const *secrets,
                       size_t nsecrets)
 {
     if (err)
-        dlk_redact(err->msg, sizeof err->msg, secrets, nsecrets);
+        Dlk_redact(err->msg, sizeof err->msg, secrets, nsecrets);
 }

@@ -2,9 +2,9 @@
  * every file named on the command line is read into memory, then decoded
  * by T threads (each takes the next file) with TurboJPEG's tjDecompress2
  * at full size to RGB; prints "files/s".  With --dlk W H the decoder that
- * ingest uses (dlk_decode_image_reuse, resize included, one output buffer
+ * ingest uses (Dlk_decode_image_reuse, resize included, one output buffer
  * a thread as ingest keeps one a row) is timed instead; with
- * --planes W H only its JPEG decode (dlk_jpeg_decode, to the planes the
+ * --planes W H only its JPEG decode (Dlk_jpeg_decode, to the planes the
  * resize starts from): what the rest costs is the difference.  --split
  * W H runs --dlk's work and times its two halves apart (the clock read
  * between them), printing "files/s planes-us resize-us" (microseconds of
@@ -22,7 +22,7 @@
 #include <time.h>
 #include <turbojpeg.h>
 
-static dlk_buf *files;
+static Dlk_buf *files;
 static int nfiles, use_dlk, planes_only, split, W, H;
 static int next;
 static int failed = -1; /* the first file that failed to decode */
@@ -52,9 +52,9 @@ static void *work(void *arg)
     double ps = 0, rs = 0;
     tjhandle tj = tjInitDecompress();
     unsigned char *out = malloc((size_t)8192 * 8192 * 3);
-    dlk_decoded d; /* one output kept across images, as ingest keeps it */
+    Dlk_decoded d; /* one output kept across images, as ingest keeps it */
     memset(&d, 0, sizeof d);
-    dlk_buf_init(&d.data);
+    Dlk_buf_init(&d.data);
     for (;;) {
         pthread_mutex_lock(&mu);
         int i = next++;
@@ -62,24 +62,24 @@ static void *work(void *arg)
         if (i >= nfiles)
             break;
         if (planes_only || split) {
-            dlk_image_opts o = {.width = W, .height = H, .channels = 3};
-            dlk_image im;
+            Dlk_image_opts o = {.width = W, .height = H, .channels = 3};
+            Dlk_image im;
             memset(&im, 0, sizeof im);
             double t0 = now_s();
-            if (dlk_jpeg_decode(files[i].data, files[i].len, "f", &o, &im,
+            if (Dlk_jpeg_decode(files[i].data, files[i].len, "f", &o, &im,
                                 NULL))
                 decode_failed(i);
             else if (split) {
                 double t1 = now_s();
-                if (dlk_image_finish_reuse(&im, &o, &d, NULL))
+                if (Dlk_image_finish_reuse(&im, &o, &d, NULL))
                     decode_failed(i);
                 ps += t1 - t0;
                 rs += now_s() - t1;
             }
-            dlk_image_free(&im);
+            Dlk_image_free(&im);
         } else if (use_dlk) {
-            dlk_image_opts o = {.width = W, .height = H, .channels = 3};
-            if (dlk_decode_image_reuse(files[i].data, files[i].len, "f", &o,
+            Dlk_image_opts o = {.width = W, .height = H, .channels = 3};
+            if (Dlk_decode_image_reuse(files[i].data, files[i].len, "f", &o,
                                        &d, NULL))
                 decode_failed(i);
         } else {
@@ -95,7 +95,7 @@ static void *work(void *arg)
     planes_s += ps;
     resize_s += rs;
     pthread_mutex_unlock(&mu);
-    dlk_buf_free(&d.data);
+    Dlk_buf_free(&d.data);
     free(out);
     tjDestroy(tj);
     return NULL;
@@ -124,7 +124,7 @@ int main(int argc, char **argv)
         char buf[65536];
         size_t n;
         while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-            dlk_buf_append(&files[i], buf, n, NULL);
+            Dlk_buf_append(&files[i], buf, n, NULL);
         fclose(f);
     }
     double t0 = now_s();

@@ -99,7 +99,7 @@ int main(int argc, char **argv)
     if (dlk_dataset_create(url, specs, 2, &ds, &e))
         die("create", &e);
     char key[128], ver[64];
-    double t0 = dlk_now_s();
+    double t0 = Dlk_now_s();
     for (size_t i = 0; i < n; i++) {
         key_of(i, key, sizeof key);
         etag_of(i, ver, sizeof ver);
@@ -112,14 +112,14 @@ int main(int argc, char **argv)
         die("flush", &e);
     dlk_dataset_free(ds);
     if (dlk_dataset_open(url, NULL, &ds, &e) || ing_keyidx_update(ds, &e) ||
-        dlk_write_head(ds, &e))
+        Dlk_write_head(ds, &e))
         die("key index", &e);
     dlk_dataset_free(ds);
-    double make_s = dlk_now_s() - t0;
+    double make_s = Dlk_now_s() - t0;
 
     /* the listing: pages of ListObjectsV2 with ETags, parsed and grouped */
-    dlk_buf page;
-    dlk_buf_init(&page);
+    Dlk_buf page;
+    Dlk_buf_init(&page);
     ing_source src;
     memset(&src, 0, sizeof src);
     strip_ud su = {&src, strlen("raw/")};
@@ -132,11 +132,11 @@ int main(int argc, char **argv)
                          "raw/</Prefix><KeyCount>%d</KeyCount><IsTruncated>"
                          "%s</IsTruncated>", PAGE,
                          p0 + PAGE < listed ? "true" : "false");
-        dlk_buf_append(&page, line, (size_t)m, &e);
+        Dlk_buf_append(&page, line, (size_t)m, &e);
         if (p0 + PAGE < listed) {
             m = snprintf(line, sizeof line, "<NextContinuationToken>t%zu"
                          "</NextContinuationToken>", p0);
-            dlk_buf_append(&page, line, (size_t)m, &e);
+            Dlk_buf_append(&page, line, (size_t)m, &e);
         }
         for (size_t i = p0; i < p0 + PAGE && i < listed; i++) {
             key_of(i, key, sizeof key);
@@ -146,23 +146,23 @@ int main(int argc, char **argv)
                          "<ETag>&quot;%s&quot;</ETag><Size>1234</Size>"
                          "<StorageClass>STANDARD</StorageClass></Contents>",
                          key, ver);
-            if (dlk_buf_append(&page, line, (size_t)m, &e))
+            if (Dlk_buf_append(&page, line, (size_t)m, &e))
                 die("page", &e);
         }
-        dlk_buf_append(&page, "</ListBucketResult>", 19, &e);
+        Dlk_buf_append(&page, "</ListBucketResult>", 19, &e);
         s3_list_page pg;
-        double t = dlk_now_s();
+        double t = Dlk_now_s();
         if (s3_xml_list_etags(page.data, page.len, on_item, &su, &pg, "raw",
                               &e))
             die("parse", &e);
-        list_s += dlk_now_s() - t;
+        list_s += Dlk_now_s() - t;
         s3_list_page_fini(&pg);
     }
-    dlk_buf_free(&page);
-    double t = dlk_now_s();
+    Dlk_buf_free(&page);
+    double t = Dlk_now_s();
     if (ing_source_finish(&src, "raw", &e))
         die("group", &e);
-    list_s += dlk_now_s() - t;
+    list_s += Dlk_now_s() - t;
 
     /* the lookup, with the index and without */
     double look_s[2], load_s[2];
@@ -180,13 +180,13 @@ int main(int argc, char **argv)
             die("no key tensors", NULL);
         reset_peak();
         long rss0 = status_kb("VmRSS");
-        t = dlk_now_s();
+        t = Dlk_now_s();
         ing_keyset ks;
         if (ing_keyset_load(ds, tk, tv, &ks, &e))
             die("load keys", &e);
-        load_s[pass] = dlk_now_s() - t;
-        dlk_buf tmp;
-        dlk_buf_init(&tmp);
+        load_s[pass] = Dlk_now_s() - t;
+        Dlk_buf tmp;
+        Dlk_buf_init(&tmp);
         memset(counts[pass], 0, sizeof counts[pass]);
         for (size_t r = 0; r < src.nrows; r++) {
             ing_row_hashes h;
@@ -194,9 +194,9 @@ int main(int argc, char **argv)
                 die("hash", &e);
             counts[pass][ing_key_classify(&ks, &h, false)]++;
         }
-        look_s[pass] = dlk_now_s() - t;
+        look_s[pass] = Dlk_now_s() - t;
         peak_kb[pass] = status_kb("VmHWM") - rss0;
-        dlk_buf_free(&tmp);
+        Dlk_buf_free(&tmp);
         ing_keyset_free(&ks);
         dlk_dataset_free(ds);
     }

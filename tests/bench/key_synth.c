@@ -46,7 +46,7 @@ int main(int argc, char **argv)
         }
     }
     if (dlk_dataset_flush(ds, &e) || ing_keyidx_update(ds, &e) ||
-        dlk_write_head(ds, &e)) {
+        Dlk_write_head(ds, &e)) {
         fprintf(stderr, "key_synth: %s\n", e.msg);
         return 1;
     }

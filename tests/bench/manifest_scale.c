@@ -65,10 +65,10 @@ int main(int argc, char **argv)
     if (dlk_append(ds, 0, &v, sizeof v, NULL, 0, &err) ||
         dlk_dataset_flush(ds, &err))
         return die(&err);
-    dlk_tensor *t = &ds->m.tensors[0];
-    dlk_chunk_entry e = t->chunks[0];
+    Dlk_tensor *t = &ds->m.tensors[0];
+    Dlk_chunk_entry e = t->chunks[0];
     for (size_t i = 1; i < n; i++)
-        if (dlk_tensor_add_chunk(t, &e, NULL, NULL, &err))
+        if (Dlk_tensor_add_chunk(t, &e, NULL, NULL, &err))
             return die(&err);
     ds->dirty = true;
     double t0 = now();

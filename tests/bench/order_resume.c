@@ -1,5 +1,5 @@
 /* order_resume.c - the CPU seconds of a resumed epoch's plan
- * (dlk_order_build of a later segment) by the blocks and segment 0's
+ * (Dlk_order_build of a later segment) by the blocks and segment 0's
  * world, linked statically to a build's libdlk.a (tests/bench/
  * order_resume.sh builds it against an old and a new build):
  *   order_resume ROWS BLOCKS WORLD0 WORLD1 [REPS]
@@ -49,7 +49,7 @@ int main(int argc, char **argv)
         first[i] = rows / nb * i;
         count[i] = (uint32_t)(i + 1 < nb ? rows / nb : rows - first[i]);
     }
-    dlk_order_params p = {.shuffle = 1, .seed = 1, .window_blocks = 16,
+    Dlk_order_params p = {.shuffle = 1, .seed = 1, .window_blocks = 16,
                           .chunk_blocks = 1};
     dlk_loader_state st;
     memset(&st, 0, sizeof st);
@@ -63,10 +63,10 @@ int main(int argc, char **argv)
     double t[99];
     uint64_t sum = 0;
     for (int k = 0; k < reps; k++) {
-        dlk_order o;
+        Dlk_order o;
         dlk_error err;
         double c0 = cpu_s();
-        if (dlk_order_build(first, count, nb, &p, &st, w1 / 2, &o, &err)) {
+        if (Dlk_order_build(first, count, nb, &p, &st, w1 / 2, &o, &err)) {
             fprintf(stderr, "order_resume: %s\n", err.msg);
             return 1;
         }
@@ -75,10 +75,10 @@ int main(int argc, char **argv)
             for (uint64_t i = 0; i < 4096 && o.n; i++) {
                 uint64_t s;
                 uint8_t pad;
-                dlk_order_at(&o, i * 7919 % o.n, 1, &s, &pad);
+                Dlk_order_at(&o, i * 7919 % o.n, 1, &s, &pad);
                 sum = sum * 31 + s * 2 + pad;
             }
-        dlk_order_free(&o);
+        Dlk_order_free(&o);
     }
     qsort(t, (size_t)reps, sizeof *t, cmp_d);
     printf("rows %llu blocks %zu world %u -> %u: plan %.4f s cpu (median "

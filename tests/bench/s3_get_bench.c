@@ -4,7 +4,7 @@
  *   s3_get_bench s3://BUCKET/PREFIX THREADS
  *
  * The store's own in-flight limit (DLK_S3_MAX_INFLIGHT, default 64)
- * applies as usual; THREADS callers block in dlk_store_get.  Prints
+ * applies as usual; THREADS callers block in Dlk_store_get.  Prints
  * "objects=N bytes=B seconds=S mbps=M" (MB = 10^6 bytes). */
 #include "util/buf.h"
 #include "store/store.h"
@@ -17,7 +17,7 @@
 #include <time.h>
 
 typedef struct job {
-    dlk_store *s;
+    Dlk_store *s;
     char **keys;
     size_t n, cap;
     size_t next;          /* shared: next key to fetch (atomic) */
@@ -44,15 +44,15 @@ static int add(void *ud, const char *key, uint64_t size)
 static void *worker(void *arg)
 {
     job *j = arg;
-    dlk_buf b;
-    dlk_buf_init(&b);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
     dlk_error err = {0};
     for (;;) {
         size_t i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
         if (i >= j->n)
             break;
         b.len = 0;
-        if (dlk_store_get(j->s, j->keys[i], (uint64_t)1 << 32, &b, NULL,
+        if (Dlk_store_get(j->s, j->keys[i], (uint64_t)1 << 32, &b, NULL,
                           &err) != DLK_OK) {
             fprintf(stderr, "s3_get_bench: %s\n", err.msg);
             __atomic_fetch_add(&j->failed, 1, __ATOMIC_RELAXED);
@@ -60,7 +60,7 @@ static void *worker(void *arg)
         }
         __atomic_fetch_add(&j->bytes, b.len, __ATOMIC_RELAXED);
     }
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     return NULL;
 }
 
@@ -79,8 +79,8 @@ int main(int argc, char **argv)
     job j = {0};
     store_env env; /* the store's settings, as dlk reads them */
     if (store_env_load(&env, false, &err) != DLK_OK ||
-        dlk_store_open(argv[1], false, &env.opts, &j.s, &err) != DLK_OK ||
-        dlk_store_list(j.s, "", add, &j, &err) != DLK_OK) {
+        Dlk_store_open(argv[1], false, &env.opts, &j.s, &err) != DLK_OK ||
+        Dlk_store_list(j.s, "", add, &j, &err) != DLK_OK) {
         fprintf(stderr, "s3_get_bench: %s\n", err.msg);
         return 1;
     }
@@ -100,6 +100,6 @@ int main(int argc, char **argv)
         free(j.keys[i]);
     free(j.keys);
     free(th);
-    dlk_store_free(j.s);
+    Dlk_store_free(j.s);
     return j.failed ? 1 : 0;
 }

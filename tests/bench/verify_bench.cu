@@ -13,11 +13,11 @@
 
 #include "../../lib/util/xxh3_blocks.h"
 
-extern "C" cudaError_t dlk_cuda_verify_init(const void *keys);
-extern "C" cudaError_t dlk_cuda_verify(const void *base, const void *parts,
+extern "C" cudaError_t Dlk_cuda_verify_init(const void *keys);
+extern "C" cudaError_t Dlk_cuda_verify(const void *base, const void *parts,
                                        unsigned n, uint64_t tag, void *bad,
                                        unsigned int *flag, cudaStream_t st);
-extern "C" void dlk_xxh3_keys_init(dlk_xxh3_keys *k);
+extern "C" void Dlk_xxh3_keys_init(Dlk_xxh3_keys *k);
 
 struct vpart { uint64_t off, len, want; uint32_t part, pad; };
 struct vbad { unsigned int count; uint32_t part; uint64_t tag, got; };
@@ -46,9 +46,9 @@ int main(int argc, char **argv)
         parts[i] = (vpart){(uint64_t)i * pb, len, XXH3_64bits(h + i * pb, len),
                            (uint32_t)i, 0};
     }
-    dlk_xxh3_keys k;
-    dlk_xxh3_keys_init(&k);
-    CK(dlk_cuda_verify_init(&k));
+    Dlk_xxh3_keys k;
+    Dlk_xxh3_keys_init(&k);
+    CK(Dlk_cuda_verify_init(&k));
     uint8_t *d;
     vbad *bad;
     unsigned int *flag, *flag_dev;
@@ -64,7 +64,7 @@ int main(int argc, char **argv)
         CK(cudaStreamCreateWithFlags(&st[i], cudaStreamNonBlocking));
     /* every part right, then one damaged byte found and named */
     for (int i = 0; i < NPARTS; i += SPAN)
-        CK(dlk_cuda_verify(d, parts + i, SPAN, 7, bad, flag_dev, st[0]));
+        CK(Dlk_cuda_verify(d, parts + i, SPAN, 7, bad, flag_dev, st[0]));
     CK(cudaDeviceSynchronize());
     vbad b;
     CK(cudaMemcpy(&b, bad, sizeof b, cudaMemcpyDeviceToHost));
@@ -74,7 +74,7 @@ int main(int argc, char **argv)
     CK(cudaMemcpy(&one, d + 77 * pb + 1000, 1, cudaMemcpyDeviceToHost));
     one ^= 0x10;
     CK(cudaMemcpy(d + 77 * pb + 1000, &one, 1, cudaMemcpyHostToDevice));
-    CK(dlk_cuda_verify(d, parts + 76, SPAN, 9, bad, flag_dev, st[0]));
+    CK(Dlk_cuda_verify(d, parts + 76, SPAN, 9, bad, flag_dev, st[0]));
     CK(cudaDeviceSynchronize());
     CK(cudaMemcpy(&b, bad, sizeof b, cudaMemcpyDeviceToHost));
     printf("%s - a damaged byte in part 77 found (count %u, part %u, tag %llu)\n",
@@ -88,7 +88,7 @@ int main(int argc, char **argv)
     double best = 1e9, sum = 0;
     for (int r = 0; r < 50; r++) {
         double t0 = now();
-        CK(dlk_cuda_verify(d, parts + (r % (NPARTS / SPAN)) * SPAN, SPAN, 0,
+        CK(Dlk_cuda_verify(d, parts + (r % (NPARTS / SPAN)) * SPAN, SPAN, 0,
                            bad, flag_dev, st[0]));
         CK(cudaStreamSynchronize(st[0]));
         double t = now() - t0;
@@ -101,7 +101,7 @@ int main(int argc, char **argv)
     double t0 = now();
     for (int r = 0; r < 4; r++)
         for (int i = 0; i < NPARTS / SPAN; i++)
-            CK(dlk_cuda_verify(d, parts + i * SPAN, SPAN, 0, bad, flag_dev,
+            CK(Dlk_cuda_verify(d, parts + i * SPAN, SPAN, 0, bad, flag_dev,
                                st[i % STREAMS]));
     CK(cudaDeviceSynchronize());
     double s = now() - t0;

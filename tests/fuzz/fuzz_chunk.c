@@ -74,20 +74,20 @@ static void parts(const struct dlk_chunk *c, unsigned mode)
 {
     uint64_t off, len;
     if (!c->nparts) {
-        CHECK(!c->part_hash && dlk_chunk_part_span(c, 0, 0, &off, &len));
+        CHECK(!c->part_hash && Dlk_chunk_part_span(c, 0, 0, &off, &len));
         return;
     }
     CHECK(c->h.codec == DLK_CODEC_NONE && c->nparts <= c->h.samples);
     uint64_t end = 0;
     for (uint32_t p = 0; p < c->nparts; p++) {
-        CHECK(dlk_chunk_part_span(c, p, p + 1, &off, &len) == DLK_OK);
+        CHECK(Dlk_chunk_part_span(c, p, p + 1, &off, &len) == DLK_OK);
         CHECK(off == end && len <= c->h.raw_bytes - off);
         end = off + len;
     }
     CHECK(end == c->h.raw_bytes);
-    CHECK(dlk_chunk_part_span(c, 0, c->nparts + 1, &off, &len) == DLK_EINVAL);
+    CHECK(Dlk_chunk_part_span(c, 0, c->nparts + 1, &off, &len) == DLK_EINVAL);
     dlk_error err = {0};
-    dlk_status rc = dlk_chunk_verify_parts(c, 0, c->nparts, c->payload,
+    dlk_status rc = Dlk_chunk_verify_parts(c, 0, c->nparts, c->payload,
                                            c->h.raw_bytes, "fuzz", &err);
     CHECK(rc == DLK_OK || (rc == DLK_ECORRUPT && strstr(err.msg, "fuzz")));
     if (mode & DLK_DECODE_VERIFY_PARTS)
@@ -100,26 +100,26 @@ static void reencode(const struct dlk_chunk *c)
     if (c->h.raw_bytes > (1u << 20))
         return;
     bool variable = c->h.flags & DLK_CHUNK_FLAG_VARIABLE;
-    dlk_chunk_enc e = {
+    Dlk_chunk_enc e = {
         .dtype = c->h.dtype, .codec = c->h.codec, .level = 1,
         .ndim = c->h.ndim, .variable = variable,
         .shape = c->shape, .shapes = c->shapes, .samples = c->h.samples,
         .raw = c->payload, .raw_bytes = (size_t)c->h.raw_bytes,
         .part_bytes = c->part_bytes,
     };
-    dlk_buf out;
-    dlk_buf_init(&out);
+    Dlk_buf out;
+    Dlk_buf_init(&out);
     dlk_error err = {0};
-    dlk_status rc = dlk_chunk_encode(&e, &out, &err);
+    dlk_status rc = Dlk_chunk_encode(&e, &out, &err);
     if (rc) {
         /* only the index may be too large to encode again */
         CHECK(rc == DLK_ELIMIT);
-        dlk_buf_free(&out);
+        Dlk_buf_free(&out);
         return;
     }
     struct dlk_chunk *d = load(out.data, out.len);
-    dlk_buf_free(&out);
-    rc = dlk_chunk_decode(d, "again", DLK_DECODE_VERIFY, NULL, 0, &err);
+    Dlk_buf_free(&out);
+    rc = Dlk_chunk_decode(d, "again", DLK_DECODE_VERIFY, NULL, 0, &err);
     if (rc)
         fprintf(stderr, "re-encoded chunk does not decode: %s\n", err.msg);
     CHECK(rc == DLK_OK);
@@ -139,7 +139,7 @@ static dlk_status decode(const uint8_t *data, size_t size, unsigned mode,
     struct dlk_chunk *c = load(data, size);
     uint8_t *dst = cap ? malloc(cap) : NULL;
     dlk_error err = {0};
-    dlk_status rc = dlk_chunk_decode(c, "fuzz", mode, dst, cap, &err);
+    dlk_status rc = Dlk_chunk_decode(c, "fuzz", mode, dst, cap, &err);
     if (rc) {
         /* a clean error: a known code and a message naming the chunk */
         CHECK(err.code == rc && err.msg[0]);
@@ -159,9 +159,9 @@ static dlk_status decode(const uint8_t *data, size_t size, unsigned mode,
 
 static void one(const uint8_t *data, size_t size)
 {
-    dlk_chunk_header h;
+    Dlk_chunk_header h;
     dlk_error err = {0};
-    dlk_status hrc = dlk_chunk_parse_header(data, size, "fuzz", &h, &err);
+    dlk_status hrc = Dlk_chunk_parse_header(data, size, "fuzz", &h, &err);
     dlk_status rc = decode(data, size, DLK_DECODE_HEADER_ONLY, 0, false);
     /* the same verdict as the header alone, or an index error after it */
     CHECK(hrc ? rc == hrc : (rc == DLK_OK || rc == DLK_ECORRUPT));
@@ -186,13 +186,13 @@ static bool reseal(uint8_t *p, size_t len)
 {
     if (len < DLK_CHUNK_HEADER_BYTES)
         return false;
-    uint64_t ib = dlk_get_le64(p + 16), sb = dlk_get_le64(p + 24);
+    uint64_t ib = Dlk_get_le64(p + 16), sb = Dlk_get_le64(p + 24);
     if (ib > len - DLK_CHUNK_HEADER_BYTES)
         return false;
     size_t rest = len - DLK_CHUNK_HEADER_BYTES - (size_t)ib;
     if (sb == rest)
-        dlk_put_le64(p + 48, dlk_hash64(p + len - rest, rest));
-    dlk_put_le64(p + 56, dlk_hash64_2(p, 56, p + DLK_CHUNK_HEADER_BYTES,
+        Dlk_put_le64(p + 48, Dlk_hash64(p + len - rest, rest));
+    Dlk_put_le64(p + 56, Dlk_hash64_2(p, 56, p + DLK_CHUNK_HEADER_BYTES,
                                       (size_t)ib));
     return true;
 }

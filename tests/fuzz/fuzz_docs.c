@@ -17,17 +17,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *json = (const char *)data;
     dlk_error err = {0};
     char id[64];
-    dlk_status rc = dlk_dataset_doc_parse(json, size, "dlk.json", id,
+    dlk_status rc = Dlk_dataset_doc_parse(json, size, "dlk.json", id,
                                           sizeof id, &err);
     if (rc)
         CHECK(err.code == rc && err.msg[0]);
     else
         CHECK(id[0] && strlen(id) < sizeof id);
 
-    dlk_manifest m;
-    dlk_commit_meta meta;
+    Dlk_manifest m;
+    Dlk_commit_meta meta;
     memset(&err, 0, sizeof err);
-    rc = dlk_commit_parse(json, size, "commits/x.json", &m, &meta, &err);
+    rc = Dlk_commit_parse(json, size, "commits/x.json", &m, &meta, &err);
     if (rc) {
         CHECK(err.code == rc && err.msg[0]);
         CHECK(!meta.time && !meta.message); /* nothing left to free */
@@ -36,17 +36,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(meta.time && meta.message);
     char *text = NULL;
     size_t len = 0;
-    if (dlk_manifest_dump(&m, &text, &len, &err) == DLK_OK) {
-        dlk_manifest m2;
-        CHECK(dlk_manifest_parse(text, len, "again", &m2, &err) == DLK_OK);
+    if (Dlk_manifest_dump(&m, &text, &len, &err) == DLK_OK) {
+        Dlk_manifest m2;
+        CHECK(Dlk_manifest_parse(text, len, "again", &m2, &err) == DLK_OK);
         CHECK(m2.ntensors == m.ntensors);
         for (size_t i = 0; i < m.ntensors; i++)
             CHECK(m2.tensors[i].samples == m.tensors[i].samples &&
                   m2.tensors[i].nchunks == m.tensors[i].nchunks);
-        dlk_manifest_free(&m2);
+        Dlk_manifest_free(&m2);
         free(text);
     }
-    dlk_commit_meta_free(&meta);
-    dlk_manifest_free(&m);
+    Dlk_commit_meta_free(&meta);
+    Dlk_manifest_free(&m);
     return 0;
 }

@@ -11,13 +11,13 @@
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "check failed: %s (%s:%d)\n", \
                                          #c, __FILE__, __LINE__); abort(); } } while (0)
 
-static void same(const dlk_manifest *a, const dlk_manifest *b)
+static void same(const Dlk_manifest *a, const Dlk_manifest *b)
 {
     CHECK(a->ntensors == b->ntensors);
     CHECK(!a->parent == !b->parent);
     CHECK(!a->parent || strcmp(a->parent, b->parent) == 0);
     for (size_t i = 0; i < a->ntensors; i++) {
-        const dlk_tensor *x = &a->tensors[i], *y = &b->tensors[i];
+        const Dlk_tensor *x = &a->tensors[i], *y = &b->tensors[i];
         CHECK(strcmp(x->spec.name, y->spec.name) == 0);
         CHECK(x->spec.dtype == y->spec.dtype && x->spec.kind == y->spec.kind);
         CHECK(x->spec.codec == y->spec.codec);
@@ -40,24 +40,24 @@ static void same(const dlk_manifest *a, const dlk_manifest *b)
                 CHECK(x->shape_min[d] == y->shape_min[d] &&
                       x->shape_max[d] == y->shape_max[d]);
         for (size_t j = 0; j < x->nchunks; j++) {
-            const dlk_chunk_entry *p = &x->chunks[j], *q = &y->chunks[j];
+            const Dlk_chunk_entry *p = &x->chunks[j], *q = &y->chunks[j];
             CHECK(strcmp(p->key, q->key) == 0 && p->samples == q->samples);
             CHECK(p->stored_bytes == q->stored_bytes);
             CHECK(p->raw_bytes == q->raw_bytes && p->first == q->first);
             /* every sample of the tensor is found in its chunk */
-            CHECK(dlk_tensor_find_chunk(x, p->first) == (ssize_t)j);
-            CHECK(dlk_tensor_find_chunk(x, p->first + p->samples - 1) ==
+            CHECK(Dlk_tensor_find_chunk(x, p->first) == (ssize_t)j);
+            CHECK(Dlk_tensor_find_chunk(x, p->first + p->samples - 1) ==
                   (ssize_t)j);
         }
-        CHECK(dlk_tensor_find_chunk(x, x->samples) == -1);
+        CHECK(Dlk_tensor_find_chunk(x, x->samples) == -1);
     }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    dlk_manifest m, m2;
+    Dlk_manifest m, m2;
     dlk_error err = {0};
-    dlk_status rc = dlk_manifest_parse((const char *)data, size, "fuzz", &m,
+    dlk_status rc = Dlk_manifest_parse((const char *)data, size, "fuzz", &m,
                                        &err);
     if (rc) {
         CHECK(err.code == rc && err.msg[0]);
@@ -68,18 +68,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     char *text, *text2;
     size_t len, len2;
-    CHECK(dlk_manifest_dump(&m, &text, &len, &err) == DLK_OK);
-    rc = dlk_manifest_parse(text, len, "dumped", &m2, &err);
+    CHECK(Dlk_manifest_dump(&m, &text, &len, &err) == DLK_OK);
+    rc = Dlk_manifest_parse(text, len, "dumped", &m2, &err);
     if (rc)
         fprintf(stderr, "dumped manifest does not parse: %s\n%s\n", err.msg,
                 text);
     CHECK(rc == DLK_OK);
     same(&m, &m2);
-    CHECK(dlk_manifest_dump(&m2, &text2, &len2, &err) == DLK_OK);
+    CHECK(Dlk_manifest_dump(&m2, &text2, &len2, &err) == DLK_OK);
     CHECK(len == len2 && memcmp(text, text2, len) == 0);
     free(text);
     free(text2);
-    dlk_manifest_free(&m);
-    dlk_manifest_free(&m2);
+    Dlk_manifest_free(&m);
+    Dlk_manifest_free(&m2);
     return 0;
 }

@@ -10,9 +10,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    dlk_npy_info h;
+    Dlk_npy_info h;
     dlk_error err = {0};
-    dlk_status rc = dlk_npy_parse(data, size, "fuzz.npy", &h, &err);
+    dlk_status rc = Dlk_npy_parse(data, size, "fuzz.npy", &h, &err);
     if (rc) {
         CHECK(rc == DLK_EDECODE && err.code == rc && err.msg[0]);
         CHECK(strstr(err.msg, "fuzz.npy") != NULL);

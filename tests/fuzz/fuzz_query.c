@@ -11,8 +11,8 @@
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "check failed: %s (%s:%d)\n", \
                                          #c, __FILE__, __LINE__); abort(); } } while (0)
 
-static dlk_tensor tensors[5];
-static dlk_manifest man;
+static Dlk_tensor tensors[5];
+static Dlk_manifest man;
 
 static void tensor(int i, const char *name, dlk_dtype t, dlk_kind k, int ndim,
                    const int64_t *shape)

@@ -1,7 +1,7 @@
 /* fuzz_s3xml.c - libFuzzer target: the input is an S3 response body, read
  * as a ListObjectsV2 page, as an <Error> and searched for an element (as
  * for a multipart UploadId).  Every key handed to the listing callback is
- * a bounded C string, judged by dlk_key_problem and escaped without
+ * a bounded C string, judged by Dlk_key_problem and escaped without
  * overflowing; a page either parses or fails with a status and message. */
 #include "store/s3_internal.h"
 #include "util/keys.h"
@@ -19,9 +19,9 @@ static int on_key(void *ud, const char *key, uint64_t size)
     (void)size;
     CHECK(key && strlen(key) < 65536);
     char safe[64];
-    dlk_key_escape(key, safe, sizeof safe);
+    Dlk_key_escape(key, safe, sizeof safe);
     CHECK(strlen(safe) < sizeof safe);
-    (void)dlk_key_problem(key);
+    (void)Dlk_key_problem(key);
     return ++*n > 200000; /* stop: never reached by a valid page */
 }
 

@@ -1,5 +1,5 @@
 /* fuzz_video.c - libFuzzer target for the video decoder: any bytes
- * through dlk_decode_video (custom AVIOContext, every demuxer and decoder
+ * through Dlk_decode_video (custom AVIOContext, every demuxer and decoder
  * it allows, frame sampling, resize) must give DLK_OK with [T,H,W,C] of
  * exactly the buffer's size, or an error status with a message, never a
  * crash, leak, hang or sanitizer report. */
@@ -7,11 +7,11 @@
 
 #include <stdlib.h>
 
-static void one(const uint8_t *p, size_t n, const dlk_video_opts *o)
+static void one(const uint8_t *p, size_t n, const Dlk_video_opts *o)
 {
-    dlk_decoded d;
+    Dlk_decoded d;
     dlk_error err = {0};
-    dlk_status st = dlk_decode_video(p, n, "fuzz", o, &d, &err);
+    dlk_status st = Dlk_decode_video(p, n, "fuzz", o, &d, &err);
     if (st) {
         if (!err.msg[0])
             abort();
@@ -21,12 +21,12 @@ static void one(const uint8_t *p, size_t n, const dlk_video_opts *o)
         (size_t)(d.shape[0] * d.shape[1] * d.shape[2] * d.shape[3]) !=
             d.data.len)
         abort();
-    dlk_buf_free(&d.data);
+    Dlk_buf_free(&d.data);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    dlk_video_opts o = {0};
+    Dlk_video_opts o = {0};
     o.image.max_pixels = 1 << 20;
     o.image.width = 32, o.image.height = 24;
     o.max_frames = 64;

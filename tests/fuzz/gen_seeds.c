@@ -36,7 +36,7 @@ static void save(const char *dir, const char *name, const void *p, size_t n)
         die(path, NULL);
 }
 
-static dlk_buf last_chunk;   /* the object chunk() encoded last */
+static Dlk_buf last_chunk;   /* the object chunk() encoded last */
 static uint32_t part_bytes;  /* chunk() writes part tables of this size */
 
 static void chunk(const char *name, dlk_dtype dt, dlk_codec codec, int ndim,
@@ -57,19 +57,19 @@ static void chunk(const char *name, dlk_dtype dt, dlk_codec codec, int ndim,
     if (dt == DLK_BOOL)
         for (size_t i = 0; i < raw; i++)
             data[i] &= 1;
-    dlk_chunk_enc e = {
+    Dlk_chunk_enc e = {
         .dtype = dt, .codec = codec, .ndim = ndim, .variable = shapes != NULL,
         .shape = shape, .shapes = shapes, .samples = samples, .raw = data,
         .raw_bytes = raw, .part_bytes = part_bytes,
     };
-    dlk_buf out;
-    dlk_buf_init(&out);
+    Dlk_buf out;
+    Dlk_buf_init(&out);
     dlk_error err;
-    if (dlk_chunk_encode(&e, &out, &err))
+    if (Dlk_chunk_encode(&e, &out, &err))
         die(name, &err);
     if (name)
         save("fuzz_chunk", name, out.data, out.len);
-    dlk_buf_free(&last_chunk);
+    Dlk_buf_free(&last_chunk);
     last_chunk = out;
     free(data);
 }
@@ -107,7 +107,7 @@ static void chunks(void)
 static void manifest(const char *name, const char *const *specs, size_t n,
                      const char *parent, uint32_t nchunks)
 {
-    dlk_manifest m = {0};
+    Dlk_manifest m = {0};
     dlk_error err;
     m.tensors = calloc(n, sizeof *m.tensors);
     m.parent = parent ? strdup(parent) : NULL;
@@ -120,11 +120,11 @@ static void manifest(const char *name, const char *const *specs, size_t n,
             s.class_names = classes;
             s.n_class_names = 3;
         }
-        if (dlk_tensor_init(&m.tensors[i], &s, &err))
+        if (Dlk_tensor_init(&m.tensors[i], &s, &err))
             die(specs[i], &err);
         m.ntensors = i + 1;
         for (uint32_t c = 0; c < nchunks; c++) {
-            dlk_chunk_entry e = {0};
+            Dlk_chunk_entry e = {0};
             snprintf(e.key, sizeof e.key, "%08x%08x%08x%08x", c * 2654435761u,
                      (unsigned)i, 0xdeadbeefu, c);
             e.samples = 100 + c;
@@ -135,17 +135,17 @@ static void manifest(const char *name, const char *const *specs, size_t n,
                 smin[d] = s.shape[d] < 0 ? 1 + c : s.shape[d];
                 smax[d] = s.shape[d] < 0 ? 50 + c : s.shape[d];
             }
-            if (dlk_tensor_add_chunk(&m.tensors[i], &e, smin, smax, &err))
+            if (Dlk_tensor_add_chunk(&m.tensors[i], &e, smin, smax, &err))
                 die(name, &err);
         }
     }
     char *text;
     size_t len;
-    if (dlk_manifest_dump(&m, &text, &len, &err))
+    if (Dlk_manifest_dump(&m, &text, &len, &err))
         die(name, &err);
     save("fuzz_manifest", name, text, len);
     free(text);
-    dlk_manifest_free(&m);
+    Dlk_manifest_free(&m);
 }
 
 static void manifests(void)
@@ -182,9 +182,9 @@ static obj take(void)
 /* Recompute the header checksum: the check under test must refuse it. */
 static void reseal(obj *o)
 {
-    uint64_t ib = dlk_get_le64(o->p + 16);
+    uint64_t ib = Dlk_get_le64(o->p + 16);
     if (ib <= o->len - DLK_CHUNK_HEADER_BYTES)
-        dlk_put_le64(o->p + 56, dlk_hash64_2(o->p, 56, o->p + 64, (size_t)ib));
+        Dlk_put_le64(o->p + 56, Dlk_hash64_2(o->p, 56, o->p + 64, (size_t)ib));
 }
 
 static void out(obj *o, const char *name, bool seal)
@@ -198,24 +198,24 @@ static void out(obj *o, const char *name, bool seal)
 /* Replace the payload of o (header fields and hashes updated). */
 static void payload(obj *o, const void *pl, size_t n)
 {
-    size_t head = 64 + (size_t)dlk_get_le64(o->p + 16);
+    size_t head = 64 + (size_t)Dlk_get_le64(o->p + 16);
     o->p = realloc(o->p, head + n);
     memcpy(o->p + head, pl, n);
     o->len = head + n;
-    dlk_put_le64(o->p + 24, n);
-    dlk_put_le64(o->p + 48, dlk_hash64(pl, n));
+    Dlk_put_le64(o->p + 24, n);
+    Dlk_put_le64(o->p + 48, Dlk_hash64(pl, n));
 }
 
 /* Where the index holds the little-endian values v[0..n) of `width`
  * bytes each (the layout is not hard-coded here); exits if absent. */
 static size_t find_seq(const obj *o, int width, const uint64_t *v, size_t n)
 {
-    size_t end = 64 + (size_t)dlk_get_le64(o->p + 16);
+    size_t end = 64 + (size_t)Dlk_get_le64(o->p + 16);
     for (size_t at = 64; at + n * width <= end; at++) {
         size_t i = 0;
         for (; i < n; i++) {
             const uint8_t *q = o->p + at + i * width;
-            if ((width == 4 ? dlk_get_le32(q) : dlk_get_le64(q)) != v[i])
+            if ((width == 4 ? Dlk_get_le32(q) : Dlk_get_le64(q)) != v[i])
                 break;
         }
         if (i == n)
@@ -233,24 +233,24 @@ static void bad_chunks(void)
     o = take(); o.len = 20; out(&o, "short-header", false);
     o = take(); o.len -= 1; out(&o, "truncated-payload", false);
     o = take(); memcpy(o.p, "DLKX", 4); out(&o, "bad-magic", false);
-    o = take(); dlk_put_le16(o.p + 4, 2); out(&o, "version-2", true);
+    o = take(); Dlk_put_le16(o.p + 4, 2); out(&o, "version-2", true);
     o = take(); o.p[6] = 0; out(&o, "dtype-0", true);
     o = take(); o.p[7] = 9; out(&o, "codec-9", true);
     o = take(); o.p[8] = 9; out(&o, "ndim-9", true);
     o = take(); o.p[9] = 0x80; out(&o, "flags-reserved", true);
     o = take(); o.p[10] = 1; out(&o, "reserved-field", true);
-    o = take(); dlk_put_le32(o.p + 12, 0); out(&o, "samples-0", true);
-    o = take(); dlk_put_le32(o.p + 12, UINT32_MAX); out(&o, "samples-huge", true);
-    o = take(); dlk_put_le64(o.p + 16, o.len); out(&o, "index-past-end", false);
-    o = take(); dlk_put_le64(o.p + 24, 1u << 30); out(&o, "stored-past-end", true);
-    o = take(); dlk_put_le64(o.p + 24, UINT64_MAX - 10); out(&o, "stored-overflow", true);
-    o = take(); dlk_put_le64(o.p + 32, DLK_CHUNK_MAX_RAW + 1); out(&o, "raw-over-limit", true);
+    o = take(); Dlk_put_le32(o.p + 12, 0); out(&o, "samples-0", true);
+    o = take(); Dlk_put_le32(o.p + 12, UINT32_MAX); out(&o, "samples-huge", true);
+    o = take(); Dlk_put_le64(o.p + 16, o.len); out(&o, "index-past-end", false);
+    o = take(); Dlk_put_le64(o.p + 24, 1u << 30); out(&o, "stored-past-end", true);
+    o = take(); Dlk_put_le64(o.p + 24, UINT64_MAX - 10); out(&o, "stored-overflow", true);
+    o = take(); Dlk_put_le64(o.p + 32, DLK_CHUNK_MAX_RAW + 1); out(&o, "raw-over-limit", true);
     o = take(); o.p[57] ^= 1; out(&o, "header-checksum", false);
     o = take(); o.p[o.len - 5] ^= 0x20; out(&o, "payload-checksum", false);
-    o = take(); dlk_put_le32(o.p + 64, 5); out(&o, "fixed-shape-mismatch", true);
+    o = take(); Dlk_put_le32(o.p + 64, 5); out(&o, "fixed-shape-mismatch", true);
     o = take();
     for (int d = 0; d < 3; d++)
-        dlk_put_le32(o.p + 64 + 4 * d, UINT32_MAX);
+        Dlk_put_le32(o.p + 64 + 4 * d, UINT32_MAX);
     out(&o, "fixed-shape-overflow", true);
 
     uint32_t v[6] = {2, 3, 1, 3, 4, 3};   /* i16 ?x3: offsets 0 12 18 42 */
@@ -260,31 +260,31 @@ static void bad_chunks(void)
     o = take();
     size_t offs = find_seq(&o, 8, want_offs, 4);
     size_t dims = find_seq(&o, 4, want_dims, 6);
-    dlk_put_le64(o.p + offs + 8, 18);
-    dlk_put_le64(o.p + offs + 16, 12);
+    Dlk_put_le64(o.p + offs + 8, 18);
+    Dlk_put_le64(o.p + offs + 16, 12);
     out(&o, "var-offsets-unordered", true);
-    o = take(); dlk_put_le64(o.p + offs, 2); out(&o, "var-first-offset", true);
-    o = take(); dlk_put_le32(o.p + dims, 3); out(&o, "var-shape-mismatch", true);
-    o = take(); dlk_put_le64(o.p + offs + 24, 40); out(&o, "var-end-mismatch", true);
+    o = take(); Dlk_put_le64(o.p + offs, 2); out(&o, "var-first-offset", true);
+    o = take(); Dlk_put_le32(o.p + dims, 3); out(&o, "var-shape-mismatch", true);
+    o = take(); Dlk_put_le64(o.p + offs + 24, 40); out(&o, "var-end-mismatch", true);
     o = take();
-    dlk_put_le32(o.p + dims, UINT32_MAX);
-    dlk_put_le32(o.p + dims + 4, UINT32_MAX);
+    Dlk_put_le32(o.p + dims, UINT32_MAX);
+    Dlk_put_le32(o.p + dims + 4, UINT32_MAX);
     out(&o, "var-shape-overflow", true);
     o = take(); o.p[9] = 0; out(&o, "var-flag-cleared", true);
 
     int64_t vec[1] = {12};
     chunk(NULL, DLK_U32, DLK_CODEC_ZSTD, 1, vec, NULL, 4);
     uint8_t bomb[16] = {0x28, 0xb5, 0x2f, 0xfd, 0xe0};
-    dlk_put_le64(bomb + 5, (uint64_t)1 << 40);
+    Dlk_put_le64(bomb + 5, (uint64_t)1 << 40);
     bomb[13] = 0x01;
     o = take(); payload(&o, bomb, sizeof bomb); out(&o, "zstd-content-2e40", true);
     o = take(); payload(&o, bomb, sizeof bomb);
-    dlk_put_le64(o.p + 32, (uint64_t)1 << 40); out(&o, "zstd-bomb-header", true);
+    Dlk_put_le64(o.p + 32, (uint64_t)1 << 40); out(&o, "zstd-bomb-header", true);
     uint8_t liar[26] = {0x28, 0xb5, 0x2f, 0xfd, 0xe0};
-    dlk_put_le64(liar + 5, 192);
+    Dlk_put_le64(liar + 5, 192);
     liar[13] = 0x01 | (10 << 3);
     o = take(); payload(&o, liar, sizeof liar); out(&o, "zstd-short-content", true);
-    size_t head = 64 + (size_t)dlk_get_le64(last_chunk.data + 16);
+    size_t head = 64 + (size_t)Dlk_get_le64(last_chunk.data + 16);
     size_t stored = last_chunk.len - head;
     uint8_t *two = malloc(2 * stored);
     memcpy(two, last_chunk.data + head, stored);
@@ -410,6 +410,6 @@ int main(int argc, char **argv)
         bad_chunks();
         bad_manifests();
     }
-    dlk_buf_free(&last_chunk);
+    Dlk_buf_free(&last_chunk);
     return 0;
 }

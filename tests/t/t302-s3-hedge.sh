@@ -31,7 +31,7 @@ cat >"$T/hedge_get.c" <<'C'
 #include <string.h>
 #include <time.h>
 typedef struct job {
-    dlk_store *s;
+    Dlk_store *s;
     char **keys;
     size_t n, cap, next;
     const char *dir;
@@ -61,8 +61,8 @@ static int add(void *ud, const char *key, uint64_t size)
 static void *worker(void *arg)
 {
     job *j = arg;
-    dlk_buf b;
-    dlk_buf_init(&b);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
     dlk_error err = {0};
     for (;;) {
         pthread_mutex_lock(&j->mu);
@@ -72,7 +72,7 @@ static void *worker(void *arg)
             break;
         b.len = 0;
         double t0 = now();
-        dlk_status rc = dlk_store_get(j->s, j->keys[i], 1u << 30, &b, NULL,
+        dlk_status rc = Dlk_store_get(j->s, j->keys[i], 1u << 30, &b, NULL,
                                       &err);
         double dt = now() - t0;
         pthread_mutex_lock(&j->mu);
@@ -95,7 +95,7 @@ static void *worker(void *arg)
             pthread_mutex_unlock(&j->mu);
         }
     }
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     return NULL;
 }
 int main(int argc, char **argv)
@@ -109,8 +109,8 @@ int main(int argc, char **argv)
     pthread_mutex_init(&j.mu, NULL);
     store_env env; /* DLK_S3_HEDGE and the endpoint, as dlk reads them */
     if (store_env_load(&env, false, &err) ||
-        dlk_store_open(argv[1], false, &env.opts, &j.s, &err) ||
-        dlk_store_list(j.s, "", add, &j, &err)) {
+        Dlk_store_open(argv[1], false, &env.opts, &j.s, &err) ||
+        Dlk_store_list(j.s, "", add, &j, &err)) {
         fprintf(stderr, "hedge_get: %s\n", err.msg);
         return 1;
     }
@@ -129,7 +129,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < j.n; i++)
         free(j.keys[i]);
     free(j.keys);
-    dlk_store_free(j.s);
+    Dlk_store_free(j.s);
     store_env_free(&env);
     pthread_mutex_destroy(&j.mu);
     return j.failed ? 1 : 0;

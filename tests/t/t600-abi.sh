@@ -7,7 +7,8 @@
 # reads and writes only the bytes its header had (guard bytes after each
 # struct stay as they were) and the fields it lacks take their defaults.
 # And the shared library exports dlk.h's functions (version DLK_0) and
-# dlk_bench.h's (DLK_PRIVATE_BENCH), nothing else.
+# dlk_bench.h's (DLK_PRIVATE_BENCH), nothing else; and libdlk.a defines no
+# dlk_ name the headers do not declare.
 . "$DLK_TESTS/lib.sh"
 root=$DLK_TESTS/..
 so=$DLK_BUILD/libdlk.so
@@ -89,3 +90,11 @@ for sym in $(sed -n 's/^DLK_API .*[ *]\(dlk_[a-z0-9_]*\)(.*/\1/p' "$root/include
 done
 check "every dlk.h function is exported at DLK_0" test -z "$missing" || echo "#   missing:$missing"
 check "dlk_bench.h's hooks are not in the stable node" sh -c "! grep -q '^DLK_0 dlk_loader_checksums\$' '$T/syms' && grep -q '^DLK_PRIVATE_BENCH dlk_loader_checksums\$' '$T/syms'"
+
+# The static library: a dlk_ name it defines is one the headers declare
+# (the rest of lib/ shares Dlk_ or a layer's prefix), so a program that
+# links libdlk.a and names its own functions dlk_... meets only the API.
+nm -g --defined-only "$DLK_BUILD/libdlk.a" | awk 'NF == 3 && $3 ~ /^dlk_/ { print $3 }' | sort -u > "$T/static_dlk"
+sed -n 's/^DLK_API .*[ *]\(dlk_[a-z0-9_]*\)(.*/\1/p' "$root/include/dlk.h" "$root/include/dlk_bench.h" | sort -u > "$T/api"
+check "libdlk.a defines dlk_ functions" test "$(wc -l < "$T/static_dlk")" -gt 50
+check "every dlk_ symbol of libdlk.a is declared in a public header" test -z "$(comm -23 "$T/static_dlk" "$T/api")" || echo "#   internal dlk_ names: $(comm -23 "$T/static_dlk" "$T/api" | head -20 | tr '\n' ' ')"

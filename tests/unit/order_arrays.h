@@ -1,6 +1,6 @@
 /* order_arrays.h - an epoch's order as arrays of every position, for
  * tests that look at each (the loader computes positions as it needs
- * them: dlk_order_at). */
+ * them: Dlk_order_at). */
 #ifndef DLK_TEST_ORDER_ARRAYS_H
 #define DLK_TEST_ORDER_ARRAYS_H
 
@@ -15,16 +15,16 @@ typedef struct tord {
     uint8_t *pad;
 } tord;
 
-/* dlk_order_build, then every position's sample and pad flag. */
+/* Dlk_order_build, then every position's sample and pad flag. */
 static inline dlk_status tord_build(const uint64_t *first,
                                     const uint32_t *count, size_t nblocks,
-                                    const dlk_order_params *p,
+                                    const Dlk_order_params *p,
                                     const dlk_loader_state *st,
                                     uint32_t rank, tord *out,
                                     dlk_error *err)
 {
-    dlk_order o;
-    dlk_status rc = dlk_order_build(first, count, nblocks, p, st, rank, &o,
+    Dlk_order o;
+    dlk_status rc = Dlk_order_build(first, count, nblocks, p, st, rank, &o,
                                     err);
     if (rc)
         return rc;
@@ -36,11 +36,11 @@ static inline dlk_status tord_build(const uint64_t *first,
     if (!out->sample || !out->pad) {
         free(out->sample);
         free(out->pad);
-        dlk_order_free(&o);
+        Dlk_order_free(&o);
         return DLK_ENOMEM;
     }
-    dlk_order_at(&o, 0, o.n, out->sample, out->pad);
-    dlk_order_free(&o);
+    Dlk_order_at(&o, 0, o.n, out->sample, out->pad);
+    Dlk_order_free(&o);
     return DLK_OK;
 }
 

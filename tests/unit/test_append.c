@@ -1,5 +1,5 @@
 /* test_append.c - appending samples (lib/dataset/append.c): a large
- * sample handed over whole (dlk_append_take) makes the same chunk objects,
+ * sample handed over whole (Dlk_append_take) makes the same chunk objects,
  * byte for byte (their content-hash names), as the same samples copied,
  * also when small samples come between large ones; the caller gets a
  * buffer back to reuse; compressed tensors and small samples are copied
@@ -60,12 +60,12 @@ int main(void)
     if (!a || !b)
         return unit_done();
     int64_t shape[3];
-    dlk_buf buf;
-    dlk_buf_init(&buf);
+    Dlk_buf buf;
+    Dlk_buf_init(&buf);
     int copied = 0, given = 0, kept = 0, bad = 0;
     for (int i = 0; i < N; i++) {
         for (int t = 0; t < 3; t++) {
-            if (dlk_buf_reserve(&buf, 256 * 256 * 3, NULL))
+            if (Dlk_buf_reserve(&buf, 256 * 256 * 3, NULL))
                 return 1;
             int src = t == 2 ? 0 : t; /* packed: the images' samples */
             buf.len = sample(src, i, buf.data, shape);
@@ -74,7 +74,7 @@ int main(void)
                               NULL) != DLK_OK;
             uint8_t *before = buf.data;
             size_t len = buf.len;
-            bad += dlk_append_take(b, (size_t)t, &buf, shape, nd, NULL) !=
+            bad += Dlk_append_take(b, (size_t)t, &buf, shape, nd, NULL) !=
                    DLK_OK;
             if (buf.data != before || buf.len != len) {
                 given += buf.len == 0;
@@ -84,7 +84,7 @@ int main(void)
             }
         }
     }
-    dlk_buf_free(&buf);
+    Dlk_buf_free(&buf);
     UNIT_CHECK("every append succeeds", bad == 0);
     UNIT_CHECK("large samples of uncompressed tensors are taken, the caller "
                "gets an empty buffer back", given > N);
@@ -93,7 +93,7 @@ int main(void)
     bool flushed = !dlk_dataset_flush(a, NULL) && !dlk_dataset_flush(b, NULL);
     UNIT_CHECK("both flush", flushed);
     for (size_t t = 0; flushed && t < 3; t++) {
-        const dlk_tensor *ta = &a->m.tensors[t], *tb = &b->m.tensors[t];
+        const Dlk_tensor *ta = &a->m.tensors[t], *tb = &b->m.tensors[t];
         bool same = ta->nchunks == tb->nchunks && ta->nchunks > 1 &&
                     ta->samples == N && tb->samples == N;
         for (size_t c = 0; same && c < ta->nchunks; c++)
@@ -105,11 +105,11 @@ int main(void)
         UNIT_CHECK(name, same);
     }
     /* what was taken reads back as it was appended */
-    dlk_buf want;
-    dlk_buf_init(&want);
+    Dlk_buf want;
+    Dlk_buf_init(&want);
     bool back = flushed;
     for (int i = 0; back && i < N; i++) {
-        if (dlk_buf_reserve(&want, 256 * 256 * 3, NULL))
+        if (Dlk_buf_reserve(&want, 256 * 256 * 3, NULL))
             return 1;
         for (int t = 0; back && t < 2; t++) {
             want.len = sample(t, i, want.data, shape);
@@ -123,7 +123,7 @@ int main(void)
         }
     }
     UNIT_CHECK("taken samples read back equal", back);
-    dlk_buf_free(&want);
+    Dlk_buf_free(&want);
     dlk_dataset_free(a);
     dlk_dataset_free(b);
     for (int w = 0; w < 2; w++) {

@@ -11,32 +11,32 @@
 
 static bool parse_fails(const char *spec, const char *needle)
 {
-    dlk_aug_spec s;
+    Dlk_aug_spec s;
     dlk_error e = {0};
-    dlk_status st = dlk_aug_parse(spec, &s, &e);
+    dlk_status st = Dlk_aug_parse(spec, &s, &e);
     return st == DLK_EINVAL && strstr(e.msg, needle) != NULL;
 }
 
 static void test_specs(void)
 {
-    dlk_aug_spec s;
+    Dlk_aug_spec s;
     dlk_error e = {0};
     UNIT_CHECK("imagenet-train parses",
-               dlk_aug_parse("imagenet-train", &s, &e) == DLK_OK &&
+               Dlk_aug_parse("imagenet-train", &s, &e) == DLK_OK &&
                    s.mode == DLK_AUG_RANDOM_CROP && s.out_h == 224 &&
                    s.hflip && s.dtype == DLK_AUG_BF16 &&
                    s.layout == DLK_AUG_NCHW && s.normalize);
     UNIT_CHECK("imagenet-eval parses",
-               dlk_aug_parse("imagenet-eval", &s, &e) == DLK_OK &&
+               Dlk_aug_parse("imagenet-eval", &s, &e) == DLK_OK &&
                    s.mode == DLK_AUG_CENTER && s.resize == 256 &&
                    !s.hflip);
     UNIT_CHECK("fields override a preset",
-               dlk_aug_parse("imagenet-train,dtype=f16,layout=nhwc,crop=96",
+               Dlk_aug_parse("imagenet-train,dtype=f16,layout=nhwc,crop=96",
                              &s, &e) == DLK_OK &&
                    s.dtype == DLK_AUG_F16 && s.layout == DLK_AUG_NHWC &&
                    s.out_w == 96);
     UNIT_CHECK("the full field list parses",
-               dlk_aug_parse("crop=224,scale=0.08:1,ratio=0.75:1.3333,flip=hv,"
+               Dlk_aug_parse("crop=224,scale=0.08:1,ratio=0.75:1.3333,flip=hv,"
                              "jitter=0.4:0.4:0.4,normalize=0.5:0.5:0.5/0.2:0.2:"
                              "0.2,dtype=f32,layout=nchw",
                              &s, &e) == DLK_OK &&
@@ -61,18 +61,18 @@ static void test_specs(void)
 
 static void test_params(void)
 {
-    dlk_aug_spec s;
+    Dlk_aug_spec s;
     dlk_error e = {0};
-    dlk_aug_parse("imagenet-train,jitter=0.4:0.4:0.4", &s, &e);
+    Dlk_aug_parse("imagenet-train,jitter=0.4:0.4:0.4", &s, &e);
     bool inside = true, same = true, differ = false, flips[2] = {0};
     double area_sum = 0;
     int n = 20000;
     for (int r = 0; r < n; r++) {
         int32_t H = 100 + r % 300, W = 80 + (r * 7) % 400;
-        dlk_aug_params a, b, c;
-        dlk_aug_params_for(&s, 42, 3, (uint64_t)r, H, W, &a);
-        dlk_aug_params_for(&s, 42, 3, (uint64_t)r, H, W, &b);
-        dlk_aug_params_for(&s, 42, 4, (uint64_t)r, H, W, &c);
+        Dlk_aug_params a, b, c;
+        Dlk_aug_params_for(&s, 42, 3, (uint64_t)r, H, W, &a);
+        Dlk_aug_params_for(&s, 42, 3, (uint64_t)r, H, W, &b);
+        Dlk_aug_params_for(&s, 42, 4, (uint64_t)r, H, W, &c);
         inside &= a.top >= 0 && a.left >= 0 && a.h >= 1 && a.w >= 1 &&
                   a.top + a.h <= H && a.left + a.w <= W &&
                   a.bright >= 0.6f && a.bright <= 1.4f;
@@ -92,9 +92,9 @@ static void test_params(void)
     double mean = area_sum / n;
     UNIT_CHECK("mean crop area near torchvision's 0.37",
                mean > 0.35 && mean < 0.40);
-    dlk_aug_parse("imagenet-eval", &s, &e);
-    dlk_aug_params p;
-    dlk_aug_params_for(&s, 1, 0, 0, 375, 500, &p);
+    Dlk_aug_parse("imagenet-eval", &s, &e);
+    Dlk_aug_params p;
+    Dlk_aug_params_for(&s, 1, 0, 0, 375, 500, &p);
     UNIT_CHECK("eval: shorter side 256, center crop",
                p.rh == 256 && p.rw == 341 && p.oy == 16 && p.ox == 58 &&
                    p.h == 375 && p.w == 500);
@@ -129,15 +129,15 @@ static void test_pixels(void)
     uint8_t *src = malloc((size_t)H * W * C);
     for (int i = 0; i < H * W * C; i++)
         src[i] = (uint8_t)((i * 2654435761u) >> 24);
-    dlk_aug_spec s;
+    Dlk_aug_spec s;
     dlk_error e = {0};
-    dlk_aug_parse("crop=16x20,dtype=f32,layout=nchw,flip=h", &s, &e);
+    Dlk_aug_parse("crop=16x20,dtype=f32,layout=nchw,flip=h", &s, &e);
     float *out = malloc(sizeof(float) * 16 * 20 * 3);
     double worst = 0;
     for (int row = 0; row < 40; row++) {
-        dlk_aug_params p;
-        dlk_aug_params_for(&s, 7, 0, (uint64_t)row, H, W, &p);
-        dlk_aug_image_cpu(&s, &p, src, H, W, C, out);
+        Dlk_aug_params p;
+        Dlk_aug_params_for(&s, 7, 0, (uint64_t)row, H, W, &p);
+        Dlk_aug_image_cpu(&s, &p, src, H, W, C, out);
         for (int oy = 0; oy < 16; oy++)
             for (int ox = 0; ox < 20; ox++)
                 for (int c = 0; c < 3; c++) {
@@ -162,17 +162,17 @@ static void test_pixels(void)
                worst < 0.01);
 
     /* the whole image at its own size, no flip: the same bytes back */
-    dlk_aug_parse("size=37x53", &s, &e);
+    Dlk_aug_parse("size=37x53", &s, &e);
     uint8_t *id = malloc((size_t)H * W * C);
-    dlk_aug_params p;
-    dlk_aug_params_for(&s, 7, 0, 0, H, W, &p);
-    dlk_aug_image_cpu(&s, &p, src, H, W, C, id);
+    Dlk_aug_params p;
+    Dlk_aug_params_for(&s, 7, 0, 0, H, W, &p);
+    Dlk_aug_image_cpu(&s, &p, src, H, W, C, id);
     UNIT_CHECK("identity resize returns the bytes",
                !memcmp(id, src, (size_t)H * W * C));
     /* normalisation on the 0..1 scale, bf16 */
-    dlk_aug_parse("size=37x53,dtype=f32,normalize=imagenet", &s, &e);
+    Dlk_aug_parse("size=37x53,dtype=f32,normalize=imagenet", &s, &e);
     float *nf = malloc(sizeof(float) * H * W * C);
-    dlk_aug_image_cpu(&s, &p, src, H, W, C, nf);
+    Dlk_aug_image_cpu(&s, &p, src, H, W, C, nf);
     bool norm_ok = true;
     for (int i = 0; i < H * W * C; i++) {
         float want = (src[i] / 255.0f - s.mean[i % 3]) / s.std[i % 3];
@@ -187,19 +187,19 @@ static void test_pixels(void)
 
 static void test_halves(void)
 {
-    UNIT_CHECK("bf16 of 1", dlk_aug_bf16(1.0f) == 0x3f80);
+    UNIT_CHECK("bf16 of 1", Dlk_aug_bf16(1.0f) == 0x3f80);
     /* 1 + 2^-8 is halfway between bf16 1 and 1+2^-7: even is 1 */
-    UNIT_CHECK("bf16 ties to even (down)", dlk_aug_bf16(1.00390625f) == 0x3f80);
-    UNIT_CHECK("bf16 ties to even (up)", dlk_aug_bf16(1.01171875f) == 0x3f82);
-    UNIT_CHECK("f16 of 1", dlk_aug_f16(1.0f) == 0x3c00);
-    UNIT_CHECK("f16 of -2", dlk_aug_f16(-2.0f) == 0xc000);
+    UNIT_CHECK("bf16 ties to even (down)", Dlk_aug_bf16(1.00390625f) == 0x3f80);
+    UNIT_CHECK("bf16 ties to even (up)", Dlk_aug_bf16(1.01171875f) == 0x3f82);
+    UNIT_CHECK("f16 of 1", Dlk_aug_f16(1.0f) == 0x3c00);
+    UNIT_CHECK("f16 of -2", Dlk_aug_f16(-2.0f) == 0xc000);
     /* 1 + 2^-11 is halfway between f16 1 and 1+2^-10 */
-    UNIT_CHECK("f16 ties to even", dlk_aug_f16(1.00048828125f) == 0x3c00);
+    UNIT_CHECK("f16 ties to even", Dlk_aug_f16(1.00048828125f) == 0x3c00);
     UNIT_CHECK("f16 rounds up past half",
-               dlk_aug_f16(1.00048828125f + 1e-6f) == 0x3c01);
-    UNIT_CHECK("f16 overflow is infinity", dlk_aug_f16(70000.0f) == 0x7c00);
-    UNIT_CHECK("f16 subnormal", dlk_aug_f16(5.9604645e-8f) == 0x0001);
-    UNIT_CHECK("f16 65504", dlk_aug_f16(65504.0f) == 0x7bff);
+               Dlk_aug_f16(1.00048828125f + 1e-6f) == 0x3c01);
+    UNIT_CHECK("f16 overflow is infinity", Dlk_aug_f16(70000.0f) == 0x7c00);
+    UNIT_CHECK("f16 subnormal", Dlk_aug_f16(5.9604645e-8f) == 0x0001);
+    UNIT_CHECK("f16 65504", Dlk_aug_f16(65504.0f) == 0x7bff);
 }
 
 int main(void)

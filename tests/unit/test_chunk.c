@@ -48,23 +48,23 @@ static obj encode(dlk_dtype dt, dlk_codec codec, int ndim,
     uint8_t *data = malloc(raw ? raw : 1);
     for (size_t i = 0; i < raw; i++)
         data[i] = (uint8_t)(i * 31 + (i >> 3));
-    dlk_chunk_enc e = {
+    Dlk_chunk_enc e = {
         .dtype = dt, .codec = codec, .ndim = ndim, .variable = shapes != NULL,
         .shape = shape, .shapes = shapes, .samples = samples, .raw = data,
         .raw_bytes = raw,
     };
-    dlk_buf b;
-    dlk_buf_init(&b);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
     dlk_error err = {0};
     obj o = {NULL, 0};
-    if (dlk_chunk_encode(&e, &b, &err) == DLK_OK) {
+    if (Dlk_chunk_encode(&e, &b, &err) == DLK_OK) {
         o.p = malloc(b.len);
         memcpy(o.p, b.data, b.len);
         o.len = b.len;
     } else {
         printf("# encode failed: %s\n", err.msg);
     }
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     if (raw_out) {
         *raw_out = data;
         *raw_len = raw;
@@ -92,7 +92,7 @@ static dlk_status dec(const uint8_t *p, size_t len, unsigned mode)
 {
     struct dlk_chunk *c = load(p, len);
     memset(&last, 0, sizeof last);
-    dlk_status rc = dlk_chunk_decode(c, NAME, mode, NULL, 0, &last);
+    dlk_status rc = Dlk_chunk_decode(c, NAME, mode, NULL, 0, &last);
     dlk_chunk_free(c);
     return rc;
 }
@@ -114,11 +114,11 @@ static bool fails_with(const obj *o, size_t len, unsigned mode,
  * test (not the checksum) is what must refuse the object. */
 static void reseal(obj *o)
 {
-    uint64_t ib = dlk_get_le64(o->p + O_INDEX);
+    uint64_t ib = Dlk_get_le64(o->p + O_INDEX);
     if (ib > o->len - DLK_CHUNK_HEADER_BYTES)
         return;
-    dlk_put_le64(o->p + O_HEADER_HASH,
-                 dlk_hash64_2(o->p, 56, o->p + DLK_CHUNK_HEADER_BYTES,
+    Dlk_put_le64(o->p + O_HEADER_HASH,
+                 Dlk_hash64_2(o->p, 56, o->p + DLK_CHUNK_HEADER_BYTES,
                               (size_t)ib));
 }
 
@@ -134,12 +134,12 @@ static obj dup(const obj *o)
  * absent. */
 static size_t find_seq(const obj *o, int width, const uint64_t *v, size_t n)
 {
-    size_t end = DLK_CHUNK_HEADER_BYTES + (size_t)dlk_get_le64(o->p + O_INDEX);
+    size_t end = DLK_CHUNK_HEADER_BYTES + (size_t)Dlk_get_le64(o->p + O_INDEX);
     for (size_t at = DLK_CHUNK_HEADER_BYTES; at + n * width <= end; at++) {
         size_t i = 0;
         for (; i < n; i++) {
             const uint8_t *q = o->p + at + i * width;
-            uint64_t x = width == 4 ? dlk_get_le32(q) : dlk_get_le64(q);
+            uint64_t x = width == 4 ? Dlk_get_le32(q) : Dlk_get_le64(q);
             if (x != v[i])
                 break;
         }
@@ -177,7 +177,7 @@ static void round_trip(dlk_dtype dt, dlk_codec codec, bool variable)
     bool ok = o.p != NULL;
     struct dlk_chunk *c = ok ? load(o.p, o.len) : NULL;
     dlk_error err = {0};
-    ok = ok && dlk_chunk_decode(c, NAME, DLK_DECODE_VERIFY, NULL, 0,
+    ok = ok && Dlk_chunk_decode(c, NAME, DLK_DECODE_VERIFY, NULL, 0,
                                 &err) == DLK_OK;
     if (!ok)
         printf("# %s\n", err.msg);
@@ -234,14 +234,14 @@ static void round_trips(void)
     o = encode(DLK_U16, DLK_CODEC_ZSTD, 1, sh, NULL, 8, &raw, &raw_len);
     uint8_t *dst = malloc(raw_len);
     struct dlk_chunk *c = load(o.p, o.len);
-    dlk_status rc = dlk_chunk_decode(c, NAME, DLK_DECODE_VERIFY, dst, raw_len,
+    dlk_status rc = Dlk_chunk_decode(c, NAME, DLK_DECODE_VERIFY, dst, raw_len,
                                      NULL);
     UNIT_CHECK("zstd decodes into a big enough caller buffer",
                rc == DLK_OK && c->payload == dst &&
                memcmp(dst, raw, raw_len) == 0);
     dlk_chunk_free(c);
     c = load(o.p, o.len);
-    rc = dlk_chunk_decode(c, NAME, DLK_DECODE_VERIFY, dst, raw_len - 1, NULL);
+    rc = Dlk_chunk_decode(c, NAME, DLK_DECODE_VERIFY, dst, raw_len - 1, NULL);
     UNIT_CHECK("zstd decodes into owned memory when the buffer is small",
                rc == DLK_OK && c->payload != dst &&
                memcmp(c->payload, raw, raw_len) == 0);
@@ -260,7 +260,7 @@ static void bad_headers(void)
     obj o;
     UNIT_CHECK("base chunk decodes", dec(good.p, good.len, 1) == DLK_OK);
     size_t index_end = DLK_CHUNK_HEADER_BYTES +
-                       (size_t)dlk_get_le64(good.p + O_INDEX);
+                       (size_t)Dlk_get_le64(good.p + O_INDEX);
 
     o = dup(&good);
     o.p[O_HEADER_HASH + 3] ^= 0x01;
@@ -275,7 +275,7 @@ static void bad_headers(void)
                strstr(last.msg, "header checksum"));
     free(o.p);
     o = dup(&gz);
-    dlk_put_le16(o.p + O_SAMPLES + 2, 0x0100);   /* samples += 2^24 */
+    Dlk_put_le16(o.p + O_SAMPLES + 2, 0x0100);   /* samples += 2^24 */
     UNIT_CHECK("flipped sample count byte: corrupt", CORRUPT(o, 0));
     free(o.p);
     free(gz.p);
@@ -343,12 +343,12 @@ static void bad_headers(void)
     free(o.p);
 
     o = dup(&good);
-    dlk_put_le16(o.p + O_VERSION, 2);
+    Dlk_put_le16(o.p + O_VERSION, 2);
     reseal(&o);
     UNIT_CHECK("version 2: unsupported",
                fails_with(&o, o.len, 0, DLK_EUNSUPPORTED) &&
                strstr(last.msg, "version 2"));
-    dlk_put_le16(o.p + O_VERSION, 0);
+    Dlk_put_le16(o.p + O_VERSION, 0);
     UNIT_CHECK("version 0: unsupported",
                fails_with(&o, o.len, 0, DLK_EUNSUPPORTED));
     free(o.p);
@@ -398,7 +398,7 @@ static void bad_headers(void)
     free(o.p);
 
     o = dup(&good);
-    dlk_put_le16(o.p + O_RESERVED, 0x0100);
+    Dlk_put_le16(o.p + O_RESERVED, 0x0100);
     reseal(&o);
     UNIT_CHECK("reserved field set: corrupt",
                CORRUPT(o, 0) && strstr(last.msg, "reserved"));
@@ -409,7 +409,7 @@ static void bad_headers(void)
     all = true;
     for (size_t i = 0; i < 4; i++) {
         o = dup(&good);
-        dlk_put_le32(o.p + O_SAMPLES, bad_counts[i]);
+        Dlk_put_le32(o.p + O_SAMPLES, bad_counts[i]);
         reseal(&o);
         all = all && CORRUPT(o, 0) && strstr(last.msg, "sample count");
         free(o.p);
@@ -417,52 +417,52 @@ static void bad_headers(void)
     UNIT_CHECK("sample count 0 and huge: corrupt", all);
 
     o = dup(&good);
-    dlk_put_le32(o.p + O_SAMPLES, 6);    /* index fine, payload short */
+    Dlk_put_le32(o.p + O_SAMPLES, 6);    /* index fine, payload short */
     reseal(&o);
     UNIT_CHECK("sample count not matching the payload: corrupt",
                CORRUPT(o, DLK_DECODE_HEADER_ONLY));
     free(o.p);
 
     o = dup(&good);
-    dlk_put_le64(o.p + O_INDEX, good.len);
+    Dlk_put_le64(o.p + O_INDEX, good.len);
     UNIT_CHECK("index_bytes past the object: corrupt",
                CORRUPT(o, DLK_DECODE_HEADER_ONLY) &&
                strstr(last.msg, "index"));
-    dlk_put_le64(o.p + O_INDEX, UINT64_MAX);
+    Dlk_put_le64(o.p + O_INDEX, UINT64_MAX);
     UNIT_CHECK("index_bytes 2^64-1: corrupt", CORRUPT(o, 0));
     free(o.p);
 
     o = dup(&good);
-    dlk_put_le64(o.p + O_STORED, dlk_get_le64(good.p + O_STORED) + 1);
+    Dlk_put_le64(o.p + O_STORED, Dlk_get_le64(good.p + O_STORED) + 1);
     reseal(&o);
     UNIT_CHECK("stored_bytes one past the object: corrupt",
                CORRUPT(o, DLK_DECODE_HEADER_ONLY) &&
                strstr(last.msg, "object has"));
-    dlk_put_le64(o.p + O_STORED, UINT64_MAX - 10);
+    Dlk_put_le64(o.p + O_STORED, UINT64_MAX - 10);
     reseal(&o);
     UNIT_CHECK("stored_bytes overflowing the sum: corrupt", CORRUPT(o, 0));
-    dlk_put_le64(o.p + O_STORED, (uint64_t)1 << 40);
+    Dlk_put_le64(o.p + O_STORED, (uint64_t)1 << 40);
     reseal(&o);
     UNIT_CHECK("stored_bytes 1 TiB: corrupt", CORRUPT(o, 0));
     free(o.p);
 
     o = dup(&good);
-    dlk_put_le64(o.p + O_RAW, DLK_CHUNK_MAX_RAW + 1);
+    Dlk_put_le64(o.p + O_RAW, DLK_CHUNK_MAX_RAW + 1);
     reseal(&o);
     UNIT_CHECK("raw_bytes over DLK_CHUNK_MAX_RAW: limit",
                fails_with(&o, o.len, 0, DLK_ELIMIT));
-    dlk_put_le64(o.p + O_RAW, UINT64_MAX);
+    Dlk_put_le64(o.p + O_RAW, UINT64_MAX);
     reseal(&o);
     UNIT_CHECK("raw_bytes 2^64-1: limit",
                fails_with(&o, o.len, DLK_DECODE_HEADER_ONLY, DLK_ELIMIT));
-    dlk_put_le64(o.p + O_RAW, dlk_get_le64(good.p + O_RAW) + 4);
+    Dlk_put_le64(o.p + O_RAW, Dlk_get_le64(good.p + O_RAW) + 4);
     reseal(&o);
     UNIT_CHECK("codec none with raw != stored: corrupt", CORRUPT(o, 0));
     free(o.p);
 
     /* fixed shapes */
     o = dup(&good);
-    dlk_put_le32(o.p + DLK_CHUNK_HEADER_BYTES, 5);
+    Dlk_put_le32(o.p + DLK_CHUNK_HEADER_BYTES, 5);
     reseal(&o);
     UNIT_CHECK("fixed shape not matching raw_bytes: corrupt",
                CORRUPT(o, DLK_DECODE_HEADER_ONLY) &&
@@ -472,14 +472,14 @@ static void bad_headers(void)
     obj g3 = encode(DLK_F64, DLK_CODEC_NONE, 3, sh3, NULL, 2, NULL, NULL);
     o = dup(&g3);
     for (int d = 0; d < 3; d++)
-        dlk_put_le32(o.p + DLK_CHUNK_HEADER_BYTES + 4 * d, UINT32_MAX);
+        Dlk_put_le32(o.p + DLK_CHUNK_HEADER_BYTES + 4 * d, UINT32_MAX);
     reseal(&o);
     UNIT_CHECK("fixed shape whose product overflows: corrupt",
                CORRUPT(o, DLK_DECODE_HEADER_ONLY));
     free(o.p);
     o = dup(&g3);
-    dlk_put_le32(o.p + DLK_CHUNK_HEADER_BYTES, 0x40000000u);
-    dlk_put_le32(o.p + DLK_CHUNK_HEADER_BYTES + 4, 4);
+    Dlk_put_le32(o.p + DLK_CHUNK_HEADER_BYTES, 0x40000000u);
+    Dlk_put_le32(o.p + DLK_CHUNK_HEADER_BYTES + 4, 4);
     reseal(&o);   /* 2^35 bytes a sample */
     UNIT_CHECK("fixed shape far larger than the payload: corrupt",
                CORRUPT(o, 0));
@@ -508,8 +508,8 @@ static void bad_variable(void)
     }
 
     o = dup(&good);   /* offsets 0 12 18 42: swap the middle two */
-    dlk_put_le64(o.p + offs + 8, 18);
-    dlk_put_le64(o.p + offs + 16, 12);
+    Dlk_put_le64(o.p + offs + 8, 18);
+    Dlk_put_le64(o.p + offs + 16, 12);
     reseal(&o);
     UNIT_CHECK("variable: offsets out of order: corrupt",
                CORRUPT(o, DLK_DECODE_HEADER_ONLY) &&
@@ -517,30 +517,30 @@ static void bad_variable(void)
     free(o.p);
 
     o = dup(&good);
-    dlk_put_le32(o.p + dims, 3);   /* sample 0: 3x3 */
+    Dlk_put_le32(o.p + dims, 3);   /* sample 0: 3x3 */
     reseal(&o);
     UNIT_CHECK("variable: shape not matching its offsets: corrupt",
                CORRUPT(o, DLK_DECODE_HEADER_ONLY));
     free(o.p);
 
     o = dup(&good);
-    dlk_put_le64(o.p + offs, 2);
+    Dlk_put_le64(o.p + offs, 2);
     reseal(&o);
     UNIT_CHECK("variable: first offset not 0: corrupt",
                CORRUPT(o, 0) && strstr(last.msg, "first sample offset"));
     free(o.p);
 
     o = dup(&good);   /* shapes and offsets agree, but end past raw_bytes */
-    dlk_put_le32(o.p + dims + 16, 5);
-    dlk_put_le64(o.p + offs + 24, 48);
+    Dlk_put_le32(o.p + dims + 16, 5);
+    Dlk_put_le64(o.p + offs + 24, 48);
     reseal(&o);
     UNIT_CHECK("variable: offsets end past the payload: corrupt",
                CORRUPT(o, 0) && strstr(last.msg, "offsets end"));
     free(o.p);
 
     o = dup(&good);
-    dlk_put_le64(o.p + offs + 8, UINT64_MAX);
-    dlk_put_le64(o.p + offs + 16, 5);
+    Dlk_put_le64(o.p + offs + 8, UINT64_MAX);
+    Dlk_put_le64(o.p + offs + 16, 5);
     reseal(&o);
     UNIT_CHECK("variable: offset 2^64-1 then wrapping: corrupt",
                CORRUPT(o, 0));
@@ -553,7 +553,7 @@ static void bad_variable(void)
     o = dup(&g3);
     size_t at = find_seq(&g3, 4, ones, 3);
     for (int d = 0; at && d < 3; d++)
-        dlk_put_le32(o.p + at + 4 * d, UINT32_MAX);
+        Dlk_put_le32(o.p + at + 4 * d, UINT32_MAX);
     reseal(&o);
     UNIT_CHECK("variable: shape whose product overflows u64: corrupt",
                CORRUPT(o, DLK_DECODE_HEADER_ONLY));
@@ -561,7 +561,7 @@ static void bad_variable(void)
     free(g3.p);
 
     o = dup(&good);
-    dlk_put_le32(o.p + O_SAMPLES, 2);   /* index size no longer matches */
+    Dlk_put_le32(o.p + O_SAMPLES, 2);   /* index size no longer matches */
     reseal(&o);
     UNIT_CHECK("variable: sample count not matching the index: corrupt",
                CORRUPT(o, 0) && strstr(last.msg, "index"));
@@ -588,14 +588,14 @@ static void bad_variable(void)
 static obj with_payload(const obj *g, const void *pl, size_t n,
                         uint64_t raw_bytes)
 {
-    uint64_t ib = dlk_get_le64(g->p + O_INDEX);
+    uint64_t ib = Dlk_get_le64(g->p + O_INDEX);
     size_t head = DLK_CHUNK_HEADER_BYTES + (size_t)ib;
     obj o = {malloc(head + n), head + n};
     memcpy(o.p, g->p, head);
     memcpy(o.p + head, pl, n);
-    dlk_put_le64(o.p + O_STORED, n);
-    dlk_put_le64(o.p + O_RAW, raw_bytes);
-    dlk_put_le64(o.p + O_STORED_HASH, dlk_hash64(pl, n));
+    Dlk_put_le64(o.p + O_STORED, n);
+    Dlk_put_le64(o.p + O_RAW, raw_bytes);
+    Dlk_put_le64(o.p + O_STORED_HASH, Dlk_hash64(pl, n));
     reseal(&o);
     return o;
 }
@@ -608,7 +608,7 @@ static void bad_zstd(void)
     obj good = encode(DLK_U32, DLK_CODEC_ZSTD, 1, shape, NULL, 4, &raw,
                       &raw_len);   /* 192 raw bytes */
     size_t head = DLK_CHUNK_HEADER_BYTES +
-                  (size_t)dlk_get_le64(good.p + O_INDEX);
+                  (size_t)Dlk_get_le64(good.p + O_INDEX);
     size_t stored = good.len - head;
     obj o;
     UNIT_CHECK("zstd base chunk decodes",
@@ -626,7 +626,7 @@ static void bad_zstd(void)
     /* a frame header claiming 2^40 bytes: single segment, 8-byte content
      * size, then one empty raw block */
     uint8_t bomb[16] = {0x28, 0xb5, 0x2f, 0xfd, 0xe0};
-    dlk_put_le64(bomb + 5, (uint64_t)1 << 40);
+    Dlk_put_le64(bomb + 5, (uint64_t)1 << 40);
     bomb[13] = 0x01;   /* last block, raw, size 0 */
     o = with_payload(&good, bomb, sizeof bomb, raw_len);
     UNIT_CHECK("zstd frame claiming 2^40 bytes: corrupt",
@@ -640,7 +640,7 @@ static void bad_zstd(void)
 
     /* content size equal to the header's, but a frame that holds less */
     uint8_t liar[16 + 10] = {0x28, 0xb5, 0x2f, 0xfd, 0xe0};
-    dlk_put_le64(liar + 5, raw_len);
+    Dlk_put_le64(liar + 5, raw_len);
     liar[13] = (uint8_t)(0x01 | (10 << 3));   /* last, raw, 10 bytes */
     o = with_payload(&good, liar, sizeof liar, raw_len);
     UNIT_CHECK("zstd frame holding less than its content size: corrupt",
@@ -701,24 +701,24 @@ static void bad_zstd(void)
 
 static void encode_limits(void)
 {
-    dlk_chunk_enc e = {.dtype = DLK_U8, .codec = DLK_CODEC_NONE, .ndim = 0,
+    Dlk_chunk_enc e = {.dtype = DLK_U8, .codec = DLK_CODEC_NONE, .ndim = 0,
                        .samples = 0, .raw = "", .raw_bytes = 0};
-    dlk_buf b;
-    dlk_buf_init(&b);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
     UNIT_CHECK("encode refuses 0 samples",
-               dlk_chunk_encode(&e, &b, NULL) == DLK_EINVAL);
+               Dlk_chunk_encode(&e, &b, NULL) == DLK_EINVAL);
     e.samples = 1;
     e.ndim = DLK_MAX_NDIM + 1;
     UNIT_CHECK("encode refuses ndim 9",
-               dlk_chunk_encode(&e, &b, NULL) == DLK_EINVAL);
+               Dlk_chunk_encode(&e, &b, NULL) == DLK_EINVAL);
     e.ndim = 0;
     e.dtype = (dlk_dtype)0;
     UNIT_CHECK("encode refuses an unknown dtype",
-               dlk_chunk_encode(&e, &b, NULL) == DLK_EINVAL);
+               Dlk_chunk_encode(&e, &b, NULL) == DLK_EINVAL);
     e.dtype = DLK_U8;
     e.raw_bytes = DLK_CHUNK_MAX_RAW + 1;
     UNIT_CHECK("encode refuses raw_bytes over the limit",
-               dlk_chunk_encode(&e, &b, NULL) == DLK_EINVAL);
+               Dlk_chunk_encode(&e, &b, NULL) == DLK_EINVAL);
     uint32_t shp[2] = {2, 2};
     e.raw_bytes = 3;   /* shapes need 4 */
     e.raw = "abc";
@@ -727,8 +727,8 @@ static void encode_limits(void)
     e.shapes = shp;
     e.samples = 2;
     UNIT_CHECK("encode refuses raw bytes not matching the shapes",
-               dlk_chunk_encode(&e, &b, NULL) != DLK_OK);
-    dlk_buf_free(&b);
+               Dlk_chunk_encode(&e, &b, NULL) != DLK_OK);
+    Dlk_buf_free(&b);
 }
 
 /* The head-only encoding followed by the payload is the whole encoding
@@ -744,17 +744,17 @@ static void encode_head(void)
         uint8_t raw[64];
         for (size_t i = 0; i < sizeof raw; i++)
             raw[i] = (uint8_t)(i * 7 + 3);
-        dlk_chunk_enc e = {.dtype = DLK_U8, .codec = codec, .ndim = 2,
+        Dlk_chunk_enc e = {.dtype = DLK_U8, .codec = codec, .ndim = 2,
                            .variable = k == 1, .shape = fixed,
                            .shapes = k == 1 ? shp : NULL,
                            .samples = k == 1 ? 3 : 4, .raw = raw,
                            .raw_bytes = k == 1 ? 6 + 5 + 16 : 48};
-        dlk_buf whole, head;
-        dlk_buf_init(&whole);
-        dlk_buf_init(&head);
+        Dlk_buf whole, head;
+        Dlk_buf_init(&whole);
+        Dlk_buf_init(&head);
         bool follows = false;
-        int ok = dlk_chunk_encode(&e, &whole, NULL) == DLK_OK &&
-                 dlk_chunk_encode_head(&e, &head, &follows, NULL) == DLK_OK;
+        int ok = Dlk_chunk_encode(&e, &whole, NULL) == DLK_OK &&
+                 Dlk_chunk_encode_head(&e, &head, &follows, NULL) == DLK_OK;
         size_t tail = follows ? e.raw_bytes : 0;
         ok = ok && follows == (codec == DLK_CODEC_NONE) &&
              head.len + tail == whole.len &&
@@ -762,16 +762,16 @@ static void encode_head(void)
              memcmp(whole.data + head.len, raw, tail) == 0;
         char h1[33] = "", h2[33] = "";
         if (ok) {
-            dlk_hash128_hex(whole.data, whole.len, h1);
-            dlk_hash128_hex_2(head.data, head.len, raw, tail, h2);
+            Dlk_hash128_hex(whole.data, whole.len, h1);
+            Dlk_hash128_hex_2(head.data, head.len, raw, tail, h2);
         }
         char name[96];
         snprintf(name, sizeof name, "%s chunk: header + index, then the "
                  "payload, is the whole object, and hashes the same",
                  k == 2 ? "zstd" : k == 1 ? "variable" : "fixed");
         UNIT_CHECK(name, ok && strcmp(h1, h2) == 0);
-        dlk_buf_free(&whole);
-        dlk_buf_free(&head);
+        Dlk_buf_free(&whole);
+        Dlk_buf_free(&head);
     }
 }
 
@@ -802,7 +802,7 @@ static void hashes(void)
         p[i] = (uint8_t)x;
     }
     bool h64 = true, h128 = true, two = true, stream = true;
-    dlk_hash64_stream *st = dlk_hash64_stream_new();
+    Dlk_hash64_stream *st = Dlk_hash64_stream_new();
     for (size_t j = 0; st && j < sizeof lens / sizeof lens[0]; j++) {
         size_t n = lens[j], cut = n / 3;
         uint64_t want = XXH3_64bits(p, n);
@@ -811,18 +811,18 @@ static void hashes(void)
         snprintf(want128, sizeof want128, "%016llx%016llx",
                  (unsigned long long)w128.high64,
                  (unsigned long long)w128.low64);
-        dlk_hash128_hex(p, n, got128);
-        dlk_hash128_hex_2(p, cut, p + cut, n - cut, got128b);
-        h64 &= dlk_hash64(p, n) == want;
+        Dlk_hash128_hex(p, n, got128);
+        Dlk_hash128_hex_2(p, cut, p + cut, n - cut, got128b);
+        h64 &= Dlk_hash64(p, n) == want;
         h128 &= strcmp(got128, want128) == 0 && strcmp(got128b, want128) == 0;
-        two &= dlk_hash64_2(p, cut, p + cut, n - cut) == want;
-        dlk_hash64_stream_reset(st);
+        two &= Dlk_hash64_2(p, cut, p + cut, n - cut) == want;
+        Dlk_hash64_stream_reset(st);
         for (size_t at = 0, k = 1; at < n; k = k * 7 % 65537 + 1) {
             size_t m = n - at < k ? n - at : k;
-            dlk_hash64_stream_update(st, p + at, m);
+            Dlk_hash64_stream_update(st, p + at, m);
             at += m;
         }
-        stream &= dlk_hash64_stream_digest(st) == want;
+        stream &= Dlk_hash64_stream_digest(st) == want;
     }
     UNIT_CHECK("XXH3-64 equals the reference, 0 bytes to 16 MiB", st && h64);
     UNIT_CHECK("XXH3-128 (chunk names) equals the reference, whole and in "
@@ -832,8 +832,8 @@ static void hashes(void)
                st && stream);
     /* XXH3's published value of no input, seed 0 */
     UNIT_CHECK("XXH3-64 of no bytes is 2d06800538d394c2",
-               dlk_hash64("", 0) == 0x2d06800538d394c2u);
-    dlk_hash64_stream_free(st);
+               Dlk_hash64("", 0) == 0x2d06800538d394c2u);
+    Dlk_hash64_stream_free(st);
     free(p);
 }
 
@@ -854,16 +854,16 @@ static void hash_blocks(void)
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         p[i] = (uint8_t)x;
     }
-    dlk_xxh3_keys k;
-    dlk_xxh3_keys_init(&k);
+    Dlk_xxh3_keys k;
+    Dlk_xxh3_keys_init(&k);
     bool every = true, large = true, unaligned = true;
     for (size_t n = DLK_XXH3_MIN_LONG; n <= 3 * DLK_XXH3_BLOCK + 200; n++)
-        every &= dlk_hash64_blocks(p, n, &k) == XXH3_64bits(p, n);
+        every &= Dlk_hash64_blocks(p, n, &k) == XXH3_64bits(p, n);
     size_t big[] = {1u << 20, (1u << 20) + 1, 150528, 1u << 16, max};
     for (size_t j = 0; j < sizeof big / sizeof big[0]; j++)
-        large &= dlk_hash64_blocks(p, big[j], &k) == XXH3_64bits(p, big[j]);
+        large &= Dlk_hash64_blocks(p, big[j], &k) == XXH3_64bits(p, big[j]);
     for (size_t off = 1; off < 8; off++)
-        unaligned &= dlk_hash64_blocks(p + off, 5000 + off, &k) ==
+        unaligned &= Dlk_hash64_blocks(p + off, 5000 + off, &k) ==
                      XXH3_64bits(p + off, 5000 + off);
     UNIT_CHECK("XXH3-64 block by block equals the reference, 241 to 3272 "
                "bytes", every);

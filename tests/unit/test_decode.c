@@ -39,14 +39,14 @@ static uint8_t *slurp(const char *file, size_t *n)
     return p;
 }
 
-static dlk_image_opts img_opts(int c)
+static Dlk_image_opts img_opts(int c)
 {
-    dlk_image_opts o = {0};
+    Dlk_image_opts o = {0};
     o.channels = c;
     return o;
 }
 
-static int px_at(const dlk_decoded *d, int y, int x, int c)
+static int px_at(const Dlk_decoded *d, int y, int x, int c)
 {
     int64_t w = d->shape[1], ch = d->shape[2];
     return d->data.data[((size_t)y * w + x) * ch + c];
@@ -65,11 +65,11 @@ static void vs_pillow(const char *file, const char *mode, int c, int tol)
         free(p), free(r);
         return;
     }
-    uint32_t rw = dlk_get_le32(r), rh = dlk_get_le32(r + 4);
-    dlk_image_opts o = img_opts(c);
-    dlk_decoded d;
+    uint32_t rw = Dlk_get_le32(r), rh = Dlk_get_le32(r + 4);
+    Dlk_image_opts o = img_opts(c);
+    Dlk_decoded d;
     dlk_error err = {0};
-    dlk_status st = dlk_decode_image(p, n, file, &o, &d, &err);
+    dlk_status st = Dlk_decode_image(p, n, file, &o, &d, &err);
     CHECKF(st == DLK_OK, "decode %s to %d channels (%s)", file, c,
            st ? err.msg : "ok");
     if (!st) {
@@ -90,7 +90,7 @@ static void vs_pillow(const char *file, const char *mode, int c, int tol)
             CHECKF(maxd <= tol, "%s %s: pixels equal Pillow's within %d "
                    "(max diff %d, %zu over)", file, mode, tol, maxd, over);
         }
-        dlk_buf_free(&d.data);
+        Dlk_buf_free(&d.data);
     }
     free(p), free(r);
 }
@@ -122,21 +122,21 @@ static void pillow_tests(void)
 /* ---- errors on broken images ------------------------------------------ */
 
 static void expect_fail(const uint8_t *p, size_t n, const char *nm,
-                        const dlk_image_opts *o, dlk_status want,
+                        const Dlk_image_opts *o, dlk_status want,
                         const char *what)
 {
-    dlk_decoded d;
+    Dlk_decoded d;
     dlk_error err = {0};
-    dlk_status st = dlk_decode_image(p, n, nm, o, &d, &err);
+    dlk_status st = Dlk_decode_image(p, n, nm, o, &d, &err);
     CHECKF(st == want && strstr(err.msg, nm), "%s: status %d (want %d), "
            "names it: %s", what, st, want, err.msg);
     if (!st)
-        dlk_buf_free(&d.data);
+        Dlk_buf_free(&d.data);
 }
 
 static void crafted_errors(void)
 {
-    dlk_image_opts o = img_opts(3);
+    Dlk_image_opts o = img_opts(3);
     /* A JPEG header claiming 60000x60000: SOI, SOF0, SOS, EOI. */
     static const uint8_t huge[] = {
         0xFF, 0xD8, 0xFF, 0xC0, 0x00, 0x11, 0x08, 0xEA, 0x60, 0xEA, 0x60,
@@ -164,14 +164,14 @@ static void crafted_errors(void)
                 DLK_EDECODE, "just a JPEG signature");
     expect_fail((const uint8_t *)"\x89PNG\r\n\x1a\n", 8, "sig.png", &o,
                 DLK_EDECODE, "just a PNG signature");
-    dlk_image_opts bad = img_opts(2);
+    Dlk_image_opts bad = img_opts(2);
     expect_fail(huge, sizeof huge, "huge.jpg", &bad, DLK_EINVAL,
                 "2 channels is a bad option");
     bad = img_opts(3);
     bad.width = 10;
-    dlk_decoded d;
+    Dlk_decoded d;
     dlk_error err = {0};
-    CHECKF(dlk_decode_image(huge, sizeof huge, "x", &bad, &d, &err) ==
+    CHECKF(Dlk_decode_image(huge, sizeof huge, "x", &bad, &d, &err) ==
                DLK_EINVAL, "width without height is a bad option");
 }
 
@@ -179,7 +179,7 @@ static void fixture_errors(void)
 {
     size_t n;
     uint8_t *p = slurp("base500.jpg", &n);
-    dlk_image_opts o = img_opts(3);
+    Dlk_image_opts o = img_opts(3);
     if (!p)
         return;
     expect_fail(p, n / 2, "half.jpg", &o, DLK_EDECODE, "truncated JPEG");
@@ -189,15 +189,15 @@ static void fixture_errors(void)
     uint8_t *junk = malloc(n + 3);
     memcpy(junk, p, n - 2);
     memcpy(junk + n - 2, "abc\xff\xd9", 5);
-    dlk_decoded a, b;
+    Dlk_decoded a, b;
     dlk_error err = {0};
-    dlk_status st = dlk_decode_image(p, n, "base500.jpg", &o, &a, &err);
-    st |= dlk_decode_image(junk, n + 3, "junk.jpg", &o, &b, &err);
+    dlk_status st = Dlk_decode_image(p, n, "base500.jpg", &o, &a, &err);
+    st |= Dlk_decode_image(junk, n + 3, "junk.jpg", &o, &b, &err);
     CHECKF(!st && a.data.len == b.data.len &&
                !memcmp(a.data.data, b.data.data, a.data.len),
            "extraneous bytes before EOI: decoded, same pixels (%s)",
            st ? err.msg : "ok");
-    dlk_buf_free(&b.data);
+    Dlk_buf_free(&b.data);
     free(junk);
     /* Junk before DHT and before SOS (editors write it): the header call
      * warns too, and the pixels are the clean file's. */
@@ -212,19 +212,19 @@ static void fixture_errors(void)
         memcpy(junk + off, "\x00\x12\x34\x56", 4);
         memcpy(junk + off + 4, p + off, n - off);
         err = (dlk_error){0};
-        st = dlk_decode_image(junk, n + 4, "junk.jpg", &o, &b, &err);
+        st = Dlk_decode_image(junk, n + 4, "junk.jpg", &o, &b, &err);
         CHECKF(!st && a.data.len == b.data.len &&
                    !memcmp(a.data.data, b.data.data, a.data.len),
                "extraneous bytes before marker 0x%02X: decoded, same "
                "pixels (%s)", markers[k][1], st ? err.msg : "ok");
-        dlk_buf_free(&b.data);
+        Dlk_buf_free(&b.data);
         /* the same, truncated: still an error */
         expect_fail(junk, (n + 4) * 2 / 3, "junk-cut.jpg", &o, DLK_EDECODE,
                     "extraneous bytes and truncated: an error");
         free(junk);
     }
-    dlk_buf_free(&a.data); /* zeroed on failure */
-    dlk_image_opts small = img_opts(3);
+    Dlk_buf_free(&a.data); /* zeroed on failure */
+    Dlk_image_opts small = img_opts(3);
     small.max_pixels = 500 * 375 - 1;
     expect_fail(p, n, "base500.jpg", &small, DLK_ELIMIT,
                 "one pixel over max_pixels");
@@ -248,9 +248,9 @@ static void fixture_errors(void)
             memcpy(big + at, hdr, 8);
             memset(big + at + 8, 'M', 12);
             memcpy(big + at + 20, p + at, n - at);
-            dlk_decoded bd;
+            Dlk_decoded bd;
             dlk_error berr = {0};
-            dlk_status bst = dlk_decode_image(big, n + 20, "bigexif.png", &o,
+            dlk_status bst = Dlk_decode_image(big, n + 20, "bigexif.png", &o,
                                               &bd, &berr);
             CHECKF(bst == DLK_EDECODE && strstr(berr.msg, "bigexif.png") &&
                        strstr(berr.msg, "'eXIf'") &&
@@ -258,7 +258,7 @@ static void fixture_errors(void)
                    "a 2 GB eXIf claim in a small PNG: refused, named: %s",
                    berr.msg);
             if (!bst)
-                dlk_buf_free(&bd.data);
+                Dlk_buf_free(&bd.data);
             free(big);
         }
         idat[4 + 20] ^= 0x01;
@@ -279,9 +279,9 @@ static void fixture_errors(void)
 /* ---- resize --------------------------------------------------------- */
 
 /* 400x200: 100 green columns each side; the middle 200 red | blue. */
-static dlk_image bars(void)
+static Dlk_image bars(void)
 {
-    dlk_image im = {400, 200, 3, malloc(400 * 200 * 3)};
+    Dlk_image im = {400, 200, 3, malloc(400 * 200 * 3)};
     for (int y = 0; y < 200; y++)
         for (int x = 0; x < 400; x++) {
             uint8_t *q = im.px + ((size_t)y * 400 + x) * 3;
@@ -300,14 +300,14 @@ static bool near(int a, int b)
 
 static void resize_tests(void)
 {
-    dlk_image im = bars();
-    dlk_image_opts o = img_opts(3);
+    Dlk_image im = bars();
+    Dlk_image_opts o = img_opts(3);
     o.width = o.height = 100;
-    dlk_decoded d;
+    Dlk_decoded d;
     dlk_error err = {0};
 
     o.fit = DLK_FIT_CROP;
-    dlk_status st = dlk_image_finish(&im, &o, &d, &err);
+    dlk_status st = Dlk_image_finish(&im, &o, &d, &err);
     CHECKF(!st && d.shape[0] == 100 && d.shape[1] == 100 && d.shape[2] == 3,
            "crop: shape 100x100x3");
     if (!st) {
@@ -315,10 +315,10 @@ static void resize_tests(void)
                    near(px_at(&d, 50, 97, 2), 200) &&
                    px_at(&d, 50, 97, 1) == 0,
                "crop keeps the centre: red left, blue right, no green");
-        dlk_buf_free(&d.data);
+        Dlk_buf_free(&d.data);
     }
     o.fit = DLK_FIT_PAD;
-    st = dlk_image_finish(&im, &o, &d, &err);
+    st = Dlk_image_finish(&im, &o, &d, &err);
     CHECKF(!st && d.shape[0] == 100 && d.shape[1] == 100, "pad: shape");
     if (!st) {
         bool zero = true;
@@ -331,11 +331,11 @@ static void resize_tests(void)
                    near(px_at(&d, 50, 40, 0), 200) &&
                    near(px_at(&d, 50, 60, 2), 200),
                "pad: whole image inside (green, red, blue)");
-        dlk_buf_free(&d.data);
+        Dlk_buf_free(&d.data);
     }
     o.fit = DLK_FIT_STRETCH;
     o.width = 64, o.height = 300;
-    st = dlk_image_finish(&im, &o, &d, &err);
+    st = Dlk_image_finish(&im, &o, &d, &err);
     CHECKF(!st && d.shape[0] == 300 && d.shape[1] == 64,
            "stretch: 64x300 (up and down at once)");
     if (!st) {
@@ -343,15 +343,15 @@ static void resize_tests(void)
                    near(px_at(&d, 150, 62, 1), 200) &&
                    near(px_at(&d, 150, 24, 0), 200),
                "stretch: all of it, in order");
-        dlk_buf_free(&d.data);
+        Dlk_buf_free(&d.data);
     }
     /* CHW equals HWC transposed; 4 channels get opaque alpha. */
     o = img_opts(4);
     o.width = 50, o.height = 40;
-    dlk_decoded a, b;
-    st = dlk_image_finish(&im, &o, &a, &err);
+    Dlk_decoded a, b;
+    st = Dlk_image_finish(&im, &o, &a, &err);
     o.chw = true;
-    st |= dlk_image_finish(&im, &o, &b, &err);
+    st |= Dlk_image_finish(&im, &o, &b, &err);
     CHECKF(!st && b.shape[0] == 4 && b.shape[1] == 40 && b.shape[2] == 50,
            "chw: shape [4,40,50]");
     if (!st) {
@@ -366,9 +366,9 @@ static void resize_tests(void)
         CHECKF(same, "chw: the same pixels as hwc, transposed");
         CHECKF(opaque, "4 channels from RGB: alpha 255");
     }
-    dlk_buf_free(&a.data);
-    dlk_buf_free(&b.data);
-    dlk_image_free(&im);
+    Dlk_buf_free(&a.data);
+    Dlk_buf_free(&b.data);
+    Dlk_image_free(&im);
 }
 
 /* ---- resample ------------------------------------------------------- */
@@ -376,8 +376,8 @@ static void resize_tests(void)
 /* The fixed-point arithmetic that resample.h defines, one output at a
  * time from the filter's own weights: the SIMD paths (SSE2, AVX2) must
  * give exactly these values. */
-static void rs_reference(const uint8_t *src, size_t ss, const dlk_rs_filter *fy,
-                         const dlk_rs_filter *fx, uint16_t *out, size_t os)
+static void rs_reference(const uint8_t *src, size_t ss, const Dlk_rs_filter *fy,
+                         const Dlk_rs_filter *fx, uint16_t *out, size_t os)
 {
     int sw = fx->n_in;
     uint16_t *t = malloc((size_t)sw * fy->n_out * 2);
@@ -426,14 +426,14 @@ static void resample_tests(void)
             src[i] = (uint8_t)(seed >> 16);
             flat[i] = 77;
         }
-        void *my = aligned_alloc(16, (dlk_rs_filter_size(sh, dh) + 15) & ~15u),
-             *mx = aligned_alloc(16, (dlk_rs_filter_size(sw, dw) + 15) & ~15u);
-        dlk_rs_filter fy, fx;
-        dlk_rs_filter_build(sh, dh, my, &fy);
-        dlk_rs_filter_build(sw, dw, mx, &fx);
+        void *my = aligned_alloc(16, (Dlk_rs_filter_size(sh, dh) + 15) & ~15u),
+             *mx = aligned_alloc(16, (Dlk_rs_filter_size(sw, dw) + 15) & ~15u);
+        Dlk_rs_filter fy, fx;
+        Dlk_rs_filter_build(sh, dh, my, &fy);
+        Dlk_rs_filter_build(sw, dw, mx, &fx);
         bool sums = true;
         for (int pass = 0; pass < 2; pass++) {
-            const dlk_rs_filter *f = pass ? &fx : &fy;
+            const Dlk_rs_filter *f = pass ? &fx : &fy;
             for (int i = 0; i < f->n_out8; i++) {
                 uint32_t s = 0;
                 for (int k = 0; k < f->taps; k++)
@@ -444,18 +444,18 @@ static void resample_tests(void)
         }
         CHECKF(sums, "resample %dx%d -> %dx%d: weights sum to one, taps "
                "inside the source", sw, sh, dw, dh);
-        size_t os = dlk_rs_out_stride(dw);
-        uint16_t *tmp = aligned_alloc(64, (dlk_rs_tmp_elems(sw, dh) * 2 + 63) & ~(size_t)63),
-                 *out = aligned_alloc(64, (dlk_rs_out_elems(dw, dh) * 2 + 63) & ~(size_t)63),
+        size_t os = Dlk_rs_out_stride(dw);
+        uint16_t *tmp = aligned_alloc(64, (Dlk_rs_tmp_elems(sw, dh) * 2 + 63) & ~(size_t)63),
+                 *out = aligned_alloc(64, (Dlk_rs_out_elems(dw, dh) * 2 + 63) & ~(size_t)63),
                  *ref = malloc(os * dh * 2);
         rs_reference(src, ss, &fy, &fx, ref, os);
         bool same = true;
         /* SSE2, AVX2 and AVX-512 where the CPU has them */
         for (int isa = 0; isa < 3; isa++) {
-            dlk_rs_avx2 = isa ? -1 : 0;
-            dlk_rs_avx512 = isa == 2 ? -1 : 0;
-            memset(out, 0, dlk_rs_out_elems(dw, dh) * 2);
-            dlk_rs_plane(src, ss, &fy, &fx, tmp, out);
+            Dlk_rs_avx2 = isa ? -1 : 0;
+            Dlk_rs_avx512 = isa == 2 ? -1 : 0;
+            memset(out, 0, Dlk_rs_out_elems(dw, dh) * 2);
+            Dlk_rs_plane(src, ss, &fy, &fx, tmp, out);
             for (int y = 0; y < dh; y++)
                 for (int x = 0; x < dw; x++)
                     same &= out[(size_t)y * os + x] == ref[(size_t)y * os + x];
@@ -463,15 +463,15 @@ static void resample_tests(void)
         CHECKF(same, "resample %dx%d -> %dx%d: the vector code gives the "
                "reference arithmetic's values", sw, sh, dw, dh);
         if (c == 0) /* which paths this CPU checked (-1: not x86) */
-            printf("# resample: AVX-512 %s\n", dlk_rs_avx512 == 1
+            printf("# resample: AVX-512 %s\n", Dlk_rs_avx512 == 1
                    ? "checked" : "not on this CPU");
-        dlk_rs_plane(flat, ss, &fy, &fx, tmp, out);
+        Dlk_rs_plane(flat, ss, &fy, &fx, tmp, out);
         uint8_t row[64];
         bool kept = true;
         for (int y = 0; y < dh; y++)
             for (int x0 = 0; x0 < dw; x0 += 64) {
                 int n = dw - x0 < 64 ? dw - x0 : 64;
-                dlk_rs_to_u8(out + (size_t)y * os + x0, row, n);
+                Dlk_rs_to_u8(out + (size_t)y * os + x0, row, n);
                 for (int x = 0; x < n; x++)
                     kept &= row[x] == 77;
             }
@@ -493,17 +493,17 @@ static void resample_tests(void)
     static const int widths[] = {37, 16, 24, 8, 5};
     bool same = true;
     for (int avx2 = 0; avx2 < 2; avx2++) {
-        dlk_rs_avx2 = avx2 ? -1 : 0;
+        Dlk_rs_avx2 = avx2 ? -1 : 0;
         for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
             int w = widths[wi];
             uint8_t rgb[37 * 3 + 1], r[38], g[38], b[38];
             memset(rgb, 0xA5, sizeof rgb), memset(r, 0xA5, sizeof r);
-            dlk_rs_ycc_row(Y, Cb, Cr, w, NULL, NULL, NULL, rgb);
-            dlk_rs_ycc_row(Y, Cb, Cr, w, r, g, b, NULL);
+            Dlk_rs_ycc_row(Y, Cb, Cr, w, NULL, NULL, NULL, rgb);
+            Dlk_rs_ycc_row(Y, Cb, Cr, w, r, g, b, NULL);
             same &= rgb[w * 3] == 0xA5 && r[w] == 0xA5;
             for (int i = 0; i < w; i++) {
                 uint8_t one[3];
-                dlk_rs_ycc_row(Y + i, Cb + i, Cr + i, 1, NULL, NULL, NULL, one);
+                Dlk_rs_ycc_row(Y + i, Cb + i, Cr + i, 1, NULL, NULL, NULL, one);
                 same &= memcmp(one, rgb + 3 * i, 3) == 0 && r[i] == one[0] &&
                         g[i] == one[1] && b[i] == one[2];
                 double yy = Y[i] / 256.0, cb = Cb[i] / 256.0 - 128,
@@ -541,22 +541,22 @@ static void ycc_path(const char *file)
     for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
         /* the reference: RGB at the same (TurboJPEG-scaled) size, which
          * asking for 4 channels gets, resized to 3 */
-        dlk_image_opts rgb = img_opts(4), o = img_opts(3);
+        Dlk_image_opts rgb = img_opts(4), o = img_opts(3);
         o.width = rgb.width = g[i].w, o.height = rgb.height = g[i].h;
         o.fit = rgb.fit = g[i].fit;
-        dlk_image im, planes;
-        dlk_decoded a, b, c;
+        Dlk_image im, planes;
+        Dlk_decoded a, b, c;
         dlk_error err = {0};
-        dlk_status st = dlk_jpeg_decode(p, n, file, &rgb, &im, &err);
+        dlk_status st = Dlk_jpeg_decode(p, n, file, &rgb, &im, &err);
         st |= im.ycc;
-        st |= dlk_image_finish(&im, &o, &a, &err);
-        dlk_image_free(&im);
-        st |= dlk_jpeg_decode(p, n, file, &o, &planes, &err);
+        st |= Dlk_image_finish(&im, &o, &a, &err);
+        Dlk_image_free(&im);
+        st |= Dlk_jpeg_decode(p, n, file, &o, &planes, &err);
         bool ycc = !st && planes.ycc;
-        dlk_image_free(&planes);
-        st |= dlk_decode_image(p, n, file, &o, &b, &err);
+        Dlk_image_free(&planes);
+        st |= Dlk_decode_image(p, n, file, &o, &b, &err);
         o.chw = true;
-        st |= dlk_decode_image(p, n, file, &o, &c, &err);
+        st |= Dlk_decode_image(p, n, file, &o, &c, &err);
         /* not when TurboJPEG's scaled decode has sharper chroma */
         bool want = strcmp(file, "base500.jpg") || g[i].w > 160;
         CHECKF(!st && ycc == want, "%s to %dx%d fit %d: %s", file, g[i].w,
@@ -589,22 +589,22 @@ static void ycc_path(const char *file)
                     same &= b.data.data[((size_t)y * W + x) * 3 + ch] ==
                             c.data.data[((size_t)ch * H + y) * W + x];
         CHECKF(same, "%s to %dx%d: CHW holds the HWC pixels", file, W, H);
-        dlk_buf_free(&a.data);
-        dlk_buf_free(&b.data);
-        dlk_buf_free(&c.data);
+        Dlk_buf_free(&a.data);
+        Dlk_buf_free(&b.data);
+        Dlk_buf_free(&c.data);
     }
     /* not for a target it only places (no scaling), nor for gray output */
-    dlk_image_opts o = img_opts(3);
-    dlk_image im;
+    Dlk_image_opts o = img_opts(3);
+    Dlk_image im;
     dlk_error err = {0};
-    dlk_status st = dlk_jpeg_decode(p, n, file, &o, &im, &err);
+    dlk_status st = Dlk_jpeg_decode(p, n, file, &o, &im, &err);
     CHECKF(!st && !im.ycc, "%s at its own size: RGB, not planes", file);
-    dlk_image_free(&im);
+    Dlk_image_free(&im);
     o = img_opts(1);
     o.width = o.height = 64;
-    st = dlk_jpeg_decode(p, n, file, &o, &im, &err);
+    st = Dlk_jpeg_decode(p, n, file, &o, &im, &err);
     CHECKF(!st && !im.ycc, "%s to gray: not planes", file);
-    dlk_image_free(&im);
+    Dlk_image_free(&im);
     free(p);
 }
 
@@ -615,25 +615,25 @@ static void scaled_jpeg(void)
     uint8_t *p = slurp("base500.jpg", &n);
     if (!p)
         return;
-    dlk_image_opts full = img_opts(3), o = img_opts(3);
+    Dlk_image_opts full = img_opts(3), o = img_opts(3);
     o.width = 112, o.height = 112;
     o.fit = DLK_FIT_CROP;
-    dlk_image im;
-    dlk_decoded a, b;
+    Dlk_image im;
+    Dlk_decoded a, b;
     dlk_error err = {0};
-    dlk_status st = dlk_jpeg_decode(p, n, "base500.jpg", &full, &im, &err);
-    st |= dlk_image_finish(&im, &o, &a, &err);
-    dlk_image_free(&im);
-    st |= dlk_jpeg_decode(p, n, "base500.jpg", &o, &im, &err);
+    dlk_status st = Dlk_jpeg_decode(p, n, "base500.jpg", &full, &im, &err);
+    st |= Dlk_image_finish(&im, &o, &a, &err);
+    Dlk_image_free(&im);
+    st |= Dlk_jpeg_decode(p, n, "base500.jpg", &o, &im, &err);
     CHECKF(!st && im.w < 500 && im.w >= 112 && im.h >= 112,
            "112x112 target: scaled JPEG decode (%dx%d)", im.w, im.h);
-    dlk_image_free(&im);
+    Dlk_image_free(&im);
     /* RGB at the scaled size (4 channels asked: no YCbCr planes) */
-    dlk_image_opts o4 = o;
+    Dlk_image_opts o4 = o;
     o4.channels = 4;
-    st |= dlk_jpeg_decode(p, n, "base500.jpg", &o4, &im, &err);
-    st |= dlk_image_finish(&im, &o, &b, &err);
-    dlk_image_free(&im);
+    st |= Dlk_jpeg_decode(p, n, "base500.jpg", &o4, &im, &err);
+    st |= Dlk_image_finish(&im, &o, &b, &err);
+    Dlk_image_free(&im);
     if (!st) {
         double sum = 0;
         for (size_t i = 0; i < a.data.len; i++)
@@ -641,8 +641,8 @@ static void scaled_jpeg(void)
         double mad = sum / a.data.len;
         CHECKF(mad < 4.0, "scaled decode close to full decode + resize "
                "(mean abs diff %.2f)", mad);
-        dlk_buf_free(&a.data);
-        dlk_buf_free(&b.data);
+        Dlk_buf_free(&a.data);
+        Dlk_buf_free(&b.data);
     }
     free(p);
 }
@@ -650,7 +650,7 @@ static void scaled_jpeg(void)
 /* ---- video -------------------------------------------------------- */
 
 /* The frame index encoded in the top-left block (luma 16+2N). */
-static int frame_index(const dlk_decoded *d, int t)
+static int frame_index(const Dlk_decoded *d, int t)
 {
     int64_t h = d->shape[1], w = d->shape[2], c = d->shape[3];
     const uint8_t *f = d->data.data + (size_t)t * h * w * c;
@@ -670,11 +670,11 @@ static void video_case(const char *file, int frames, double fps,
         CHECKF(false, "fixture %s", file);
         return;
     }
-    dlk_video_opts o = {0};
+    Dlk_video_opts o = {0};
     o.frames = frames, o.fps = fps, o.clip_seconds = clip;
-    dlk_decoded d;
+    Dlk_decoded d;
     dlk_error err = {0};
-    dlk_status st = dlk_decode_video(p, n, file, &o, &d, &err);
+    dlk_status st = Dlk_decode_video(p, n, file, &o, &d, &err);
     CHECKF(st == DLK_OK, "video %s frames %d fps %g clip %g (%s)", file,
            frames, fps, clip, st ? err.msg : "ok");
     if (!st) {
@@ -692,12 +692,12 @@ static void video_case(const char *file, int frames, double fps,
         }
         CHECKF(same, "%s: sampled frames are the expected ones (got%s)",
                file, got);
-        dlk_buf_free(&d.data);
+        Dlk_buf_free(&d.data);
     }
     free(p);
 }
 
-static void video_fail(const char *file, const dlk_video_opts *o,
+static void video_fail(const char *file, const Dlk_video_opts *o,
                        dlk_status want, const char *what)
 {
     size_t n;
@@ -706,13 +706,13 @@ static void video_fail(const char *file, const dlk_video_opts *o,
         CHECKF(false, "fixture %s", file);
         return;
     }
-    dlk_decoded d;
+    Dlk_decoded d;
     dlk_error err = {0};
-    dlk_status st = dlk_decode_video(p, n, file, o, &d, &err);
+    dlk_status st = Dlk_decode_video(p, n, file, o, &d, &err);
     CHECKF(st == want && strstr(err.msg, file), "%s (%s): status %d (want "
            "%d): %s", what, file, st, want, err.msg);
     if (!st)
-        dlk_buf_free(&d.data);
+        Dlk_buf_free(&d.data);
     free(p);
 }
 
@@ -737,23 +737,23 @@ static void video_tests(void)
     size_t n;
     uint8_t *p = slurp("vp9.webm", &n);
     if (p) {
-        dlk_video_opts o = {0};
+        Dlk_video_opts o = {0};
         o.frames = 3;
         o.image.width = 64, o.image.height = 48, o.image.channels = 1;
         o.image.chw = true, o.image.fit = DLK_FIT_CROP;
-        dlk_decoded d;
+        Dlk_decoded d;
         dlk_error err = {0};
-        dlk_status st = dlk_decode_video(p, n, "vp9.webm", &o, &d, &err);
+        dlk_status st = Dlk_decode_video(p, n, "vp9.webm", &o, &d, &err);
         CHECKF(!st && d.shape[0] == 3 && d.shape[1] == 1 && d.shape[2] == 48 &&
                    d.shape[3] == 64 && d.data.len == 3 * 48 * 64,
                "vp9 cropped to 64x48 gray CHW: [3,1,48,64] (%s)",
                st ? err.msg : "ok");
         if (!st)
-            dlk_buf_free(&d.data);
+            Dlk_buf_free(&d.data);
         free(p);
     }
 
-    dlk_video_opts o = {0};
+    Dlk_video_opts o = {0};
     o.frames = 4;
     video_fail("audio.m4a", &o, DLK_EDECODE, "no video stream");
     video_fail("trunc.mp4", &o, DLK_EDECODE, "truncated mp4 (moov first)");
@@ -761,10 +761,10 @@ static void video_tests(void)
     video_fail("text.jpg", &o, DLK_EDECODE, "text as a video");
     video_fail("empty.jpg", &o, DLK_EDECODE, "zero bytes as a video");
     video_fail("base500.jpg", &o, DLK_EDECODE, "a JPEG as a video");
-    dlk_video_opts big = o;
+    Dlk_video_opts big = o;
     big.image.max_pixels = 1000000;
     video_fail("big.avi", &big, DLK_ELIMIT, "1920x1080 frames over max_pixels");
-    dlk_video_opts many = o;
+    Dlk_video_opts many = o;
     many.frames = 10, many.max_frames = 5;
     video_fail("h264.mp4", &many, DLK_ELIMIT, "more frames than max_frames");
     many.frames = 0, many.fps = 0;
@@ -773,14 +773,14 @@ static void video_tests(void)
     /* A corrupted stream: decoded or refused, cleanly. */
     p = slurp("garbled.webm", &n);
     if (p) {
-        dlk_decoded d;
+        Dlk_decoded d;
         dlk_error err = {0};
-        dlk_status st = dlk_decode_video(p, n, "garbled.webm", &o, &d, &err);
+        dlk_status st = Dlk_decode_video(p, n, "garbled.webm", &o, &d, &err);
         CHECKF(st == DLK_OK || ((st == DLK_EDECODE || st == DLK_ELIMIT) &&
                                 strstr(err.msg, "garbled.webm")),
                "garbled webm: clean result (%d: %s)", st, err.msg);
         if (!st)
-            dlk_buf_free(&d.data);
+            Dlk_buf_free(&d.data);
         free(p);
     }
 }
@@ -789,7 +789,7 @@ static void video_tests(void)
 
 static void sniff_tests(void)
 {
-    static const struct { const char *p; size_t n; dlk_media m; } t[] = {
+    static const struct { const char *p; size_t n; Dlk_media m; } t[] = {
         {"\xff\xd8\xff\xe0", 4, DLK_MEDIA_JPEG},
         {"\x89PNG\r\n\x1a\n", 8, DLK_MEDIA_PNG},
         {"\0\0\0\x20" "ftypisom", 12, DLK_MEDIA_VIDEO},
@@ -804,13 +804,13 @@ static void sniff_tests(void)
         {"", 0, DLK_MEDIA_UNKNOWN},
     };
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
-        CHECKF(dlk_media_sniff((const uint8_t *)t[i].p, t[i].n) == t[i].m,
+        CHECKF(Dlk_media_sniff((const uint8_t *)t[i].p, t[i].n) == t[i].m,
                "sniff case %zu", i);
     uint8_t ts[188 * 3] = {0};
     ts[0] = ts[188] = ts[376] = 0x47;
-    CHECKF(dlk_media_sniff(ts, sizeof ts) == DLK_MEDIA_VIDEO, "sniff MPEG-TS");
+    CHECKF(Dlk_media_sniff(ts, sizeof ts) == DLK_MEDIA_VIDEO, "sniff MPEG-TS");
     ts[188] = 0;
-    CHECKF(dlk_media_sniff(ts, sizeof ts) == DLK_MEDIA_UNKNOWN,
+    CHECKF(Dlk_media_sniff(ts, sizeof ts) == DLK_MEDIA_UNKNOWN,
            "sniff: one 0x47 is not MPEG-TS");
 }
 
@@ -827,27 +827,27 @@ static void png_write_tests(void)
     dlk_status st = dlk_png_from_sample(&s, -1, -1, &png, &len, &err);
     CHECKF(!st, "png from [7,5,3] (%s)", st ? err.msg : "ok");
     if (!st) {
-        dlk_image_opts o = img_opts(3);
-        dlk_decoded d;
-        st = dlk_decode_image(png, len, "w.png", &o, &d, &err);
+        Dlk_image_opts o = img_opts(3);
+        Dlk_decoded d;
+        st = Dlk_decode_image(png, len, "w.png", &o, &d, &err);
         CHECKF(!st && d.data.len == sizeof px / T &&
                    !memcmp(d.data.data, px, sizeof px / T),
                "png round trip is exact");
         if (!st)
-            dlk_buf_free(&d.data);
+            Dlk_buf_free(&d.data);
         free(png);
     }
     dlk_sample chw = {DLK_U8, 3, {C, H, W}, px, H * W * C};
     st = dlk_png_from_sample(&chw, -1, -1, &png, &len, &err);
     if (!st) {
-        dlk_image_opts o = img_opts(3);
-        dlk_decoded d;
-        st = dlk_decode_image(png, len, "chw.png", &o, &d, &err);
+        Dlk_image_opts o = img_opts(3);
+        Dlk_decoded d;
+        st = Dlk_decode_image(png, len, "chw.png", &o, &d, &err);
         CHECKF(!st && d.shape[0] == H && d.shape[1] == W &&
                    d.data.data[(2 * W + 3) * 3 + 1] == px[(1 * H + 2) * W + 3],
                "png from [3,7,5]: CHW detected");
         if (!st)
-            dlk_buf_free(&d.data);
+            Dlk_buf_free(&d.data);
         free(png);
     } else {
         CHECKF(false, "png from [3,7,5] (%s)", err.msg);
@@ -855,13 +855,13 @@ static void png_write_tests(void)
     dlk_sample clip = {DLK_U8, 4, {T, H, W, C}, px, sizeof px};
     st = dlk_png_from_sample(&clip, 1, -1, &png, &len, &err);
     if (!st) {
-        dlk_image_opts o = img_opts(3);
-        dlk_decoded d;
-        st = dlk_decode_image(png, len, "f1.png", &o, &d, &err);
+        Dlk_image_opts o = img_opts(3);
+        Dlk_decoded d;
+        st = Dlk_decode_image(png, len, "f1.png", &o, &d, &err);
         CHECKF(!st && !memcmp(d.data.data, px + H * W * C, H * W * C),
                "png of frame 1 of a clip");
         if (!st)
-            dlk_buf_free(&d.data);
+            Dlk_buf_free(&d.data);
         free(png);
     } else {
         CHECKF(false, "png of frame 1 (%s)", err.msg);

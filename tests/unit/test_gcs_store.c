@@ -265,14 +265,14 @@ static void responder_script(responder *R, const answer *s, size_t n)
 
 static void test_b64url(void)
 {
-    dlk_buf b;
-    dlk_buf_init(&b);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
     bool ok = gcs_b64url(&b, "\xfb\xff\xbf", 3, NULL) == DLK_OK &&
               gcs_b64url(&b, "ab", 2, NULL) == DLK_OK &&
               gcs_b64url(&b, "a", 1, NULL) == DLK_OK;
     UNIT_CHECK("base64url: '-' and '_', no padding",
                ok && b.len == 4 + 3 + 2 && memcmp(b.data, "-_-_YWIYQ", 9) == 0);
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
 }
 
 static char key_path[64];
@@ -306,16 +306,16 @@ static EVP_PKEY *make_key_file(int port)
     return k;
 }
 
-static dlk_store *open_at(int port, const char *key_file, const char *token)
+static Dlk_store *open_at(int port, const char *key_file, const char *token)
 {
     char ep[64];
     snprintf(ep, sizeof ep, "http://127.0.0.1:%d", port);
     dlk_store_options o = {.size = sizeof o,
                            .gcs_endpoint = ep, .gcs_key_file = key_file,
                            .gcs_token = token};
-    dlk_store *s = NULL;
+    Dlk_store *s = NULL;
     dlk_error err = {0};
-    if (dlk_store_open_gcs("gs://bkt/p", &o, &s, &err) != DLK_OK)
+    if (Dlk_store_open_gcs("gs://bkt/p", &o, &s, &err) != DLK_OK)
         printf("# open: %s\n", err.msg);
     return s;
 }
@@ -360,7 +360,7 @@ static void test_jwt(EVP_PKEY *k)
 
 static void test_exchange(responder *R)
 {
-    dlk_store *s = open_at(R->port, key_path, NULL);
+    Dlk_store *s = open_at(R->port, key_path, NULL);
     UNIT_CHECK("open with a service-account key", s != NULL);
     if (!s)
         return;
@@ -369,11 +369,11 @@ static void test_exchange(responder *R)
         {200, "x-goog-generation: 1700000000000001\r\n", "hello"},
     };
     responder_script(R, get_ok, 2);
-    dlk_buf out;
-    dlk_buf_init(&out);
-    dlk_obj_info info;
+    Dlk_buf out;
+    Dlk_buf_init(&out);
+    Dlk_obj_info info;
     dlk_error err = {0};
-    dlk_status rc = dlk_store_get(s, "k", 1 << 20, &out, &info, &err);
+    dlk_status rc = Dlk_store_get(s, "k", 1 << 20, &out, &info, &err);
     UNIT_CHECK("get with a token from the exchange",
                rc == DLK_OK && out.len == 5 && memcmp(out.data, "hello", 5) == 0);
     UNIT_CHECK("the token endpoint got a valid signed JWT",
@@ -383,7 +383,7 @@ static void test_exchange(responder *R)
     UNIT_CHECK("the generation is the etag",
                strcmp(info.etag, "1700000000000001") == 0);
     out.len = 0;
-    rc = dlk_store_get(s, "k", 1 << 20, &out, NULL, &err);
+    rc = Dlk_store_get(s, "k", 1 << 20, &out, NULL, &err);
     UNIT_CHECK("a second request reuses the token",
                rc == DLK_OK && R->token_requests == 1);
 
@@ -392,8 +392,8 @@ static void test_exchange(responder *R)
         {429, NULL, RATE_429}, {503, NULL, BACKEND_503}, {200, NULL, OBJ_OK},
     };
     responder_script(R, busy, 3);
-    dlk_obj_info pi;
-    rc = dlk_store_put(s, "k", "hello", 5, DLK_PUT_IF_ABSENT, NULL, &pi, &err);
+    Dlk_obj_info pi;
+    rc = Dlk_store_put(s, "k", "hello", 5, DLK_PUT_IF_ABSENT, NULL, &pi, &err);
     UNIT_CHECK("429 rateLimitExceeded and 503 backendError are retried",
                rc == DLK_OK && R->storage_requests == 3);
     UNIT_CHECK("the new generation from the answer",
@@ -403,36 +403,36 @@ static void test_exchange(responder *R)
     static const answer cond[] = {{412, NULL, PRECOND_412},
                                   {412, NULL, PRECOND_412}};
     responder_script(R, cond, 2);
-    rc = dlk_store_put(s, "k", "x", 1, DLK_PUT_IF_ABSENT, NULL, NULL, &err);
+    rc = Dlk_store_put(s, "k", "x", 1, DLK_PUT_IF_ABSENT, NULL, NULL, &err);
     UNIT_CHECK("412 to a create-only write: DLK_EEXIST", rc == DLK_EEXIST);
-    rc = dlk_store_put(s, "k", "x", 1, DLK_PUT_IF_MATCH, "17", NULL, &err);
+    rc = Dlk_store_put(s, "k", "x", 1, DLK_PUT_IF_MATCH, "17", NULL, &err);
     UNIT_CHECK("412 to a replacement: DLK_ECONFLICT", rc == DLK_ECONFLICT);
-    rc = dlk_store_put(s, "k", "x", 1, DLK_PUT_IF_MATCH, "17&x=1", NULL, &err);
+    rc = Dlk_store_put(s, "k", "x", 1, DLK_PUT_IF_MATCH, "17&x=1", NULL, &err);
     UNIT_CHECK("a generation that is not a number is refused",
                rc == DLK_EINVAL);
 
     static const answer denied[] = {{401, NULL, AUTH_401}};
     responder_script(R, denied, 1);
     out.len = 0;
-    rc = dlk_store_get(s, "k", 1 << 20, &out, NULL, &err);
+    rc = Dlk_store_get(s, "k", 1 << 20, &out, NULL, &err);
     UNIT_CHECK("401 authError: DLK_EAUTH naming the object",
                rc == DLK_EAUTH && strstr(err.msg, "gs://bkt/p/k") &&
                strstr(err.msg, "Invalid Credentials"));
     UNIT_CHECK("the message holds no token", !strstr(err.msg, "tok-1"));
-    dlk_store_free(s);
+    Dlk_store_free(s);
 
     /* the token endpoint refuses the JWT */
     R->refuse_token = true;
     s = open_at(R->port, key_path, NULL);
     out.len = 0;
-    rc = s ? dlk_store_get(s, "k", 1 << 20, &out, NULL, &err) : DLK_EINTERNAL;
+    rc = s ? Dlk_store_get(s, "k", 1 << 20, &out, NULL, &err) : DLK_EINTERNAL;
     UNIT_CHECK("a refused JWT: DLK_EAUTH naming the account",
                rc == DLK_EAUTH && strstr(err.msg, "t@p.iam.example"));
     UNIT_CHECK("the message holds no JWT",
                R->last_jwt[0] && !strstr(err.msg, R->last_jwt) &&
                !strstr(err.msg, "eyJ"));
     R->refuse_token = false;
-    dlk_store_free(s);
+    Dlk_store_free(s);
 
     /* a token about to expire (100 s, under the 5 minutes kept in hand)
      * is exchanged again before the next request */
@@ -441,14 +441,14 @@ static void test_exchange(responder *R)
     responder_script(R, get_ok, 2);
     int t0 = R->token_requests;
     out.len = 0;
-    rc = s ? dlk_store_get(s, "k", 1 << 20, &out, NULL, &err) : DLK_EINTERNAL;
+    rc = s ? Dlk_store_get(s, "k", 1 << 20, &out, NULL, &err) : DLK_EINTERNAL;
     out.len = 0;
     if (!rc)
-        rc = dlk_store_get(s, "k", 1 << 20, &out, NULL, &err);
+        rc = Dlk_store_get(s, "k", 1 << 20, &out, NULL, &err);
     UNIT_CHECK("a token near its expiry is renewed before a request",
                rc == DLK_OK && R->token_requests == t0 + 2);
     R->short_token = false;
-    dlk_store_free(s);
+    Dlk_store_free(s);
 
     /* a token given as it is: no exchange */
     int before = R->token_requests;
@@ -456,47 +456,47 @@ static void test_exchange(responder *R)
     responder_script(R, get_ok, 1);
     R->bearer_ok = true;
     out.len = 0;
-    rc = s ? dlk_store_get(s, "k", 1 << 20, &out, NULL, &err) : DLK_EINTERNAL;
+    rc = s ? Dlk_store_get(s, "k", 1 << 20, &out, NULL, &err) : DLK_EINTERNAL;
     UNIT_CHECK("a given access token is sent as it is",
                rc == DLK_OK && R->bearer_ok && R->token_requests == before);
-    dlk_store_free(s);
+    Dlk_store_free(s);
 
     dlk_store_options o = {.size = sizeof o, .gcs_token = "a\r\nX-Evil: 1"};
     s = NULL;
     UNIT_CHECK("a token with a line break is refused at open",
-               dlk_store_open_gcs("gs://bkt/p", &o, &s, &err) == DLK_EINVAL &&
+               Dlk_store_open_gcs("gs://bkt/p", &o, &s, &err) == DLK_EINVAL &&
                !strstr(err.msg, "Evil"));
     dlk_store_options bad = {.size = sizeof bad, .gcs_piece_size = 100 << 10};
     UNIT_CHECK("a piece size not a multiple of 256 KiB is refused",
-               dlk_store_open_gcs("gs://bkt/p", &bad, &s, &err) ==
+               Dlk_store_open_gcs("gs://bkt/p", &bad, &s, &err) ==
                    DLK_EINVAL && strstr(err.msg, "gcs_piece_size"));
     dlk_store_options hp = {.size = sizeof hp, .gcs_endpoint = "127.0.0.1:1",
                             .s3_max_attempts = 1};
     s = NULL;
-    rc = dlk_store_open_gcs("gs://bkt/p", &hp, &s, &err);
+    rc = Dlk_store_open_gcs("gs://bkt/p", &hp, &s, &err);
     UNIT_CHECK("an endpoint of host:port is http",
                rc == DLK_OK && s &&
-               dlk_store_get(s, "k", 10, &out, NULL, &err) == DLK_ENET &&
+               Dlk_store_get(s, "k", 10, &out, NULL, &err) == DLK_ENET &&
                strstr(err.msg, "gs://bkt/p/k"));
-    dlk_store_free(s);
+    Dlk_store_free(s);
     dlk_store_options ftp = {.size = sizeof ftp, .gcs_endpoint = "ftp://x"};
     UNIT_CHECK("an endpoint of another scheme is refused",
-               dlk_store_open_gcs("gs://bkt/p", &ftp, &s, &err) ==
+               Dlk_store_open_gcs("gs://bkt/p", &ftp, &s, &err) ==
                    DLK_EINVAL);
-    dlk_buf_free(&out);
+    Dlk_buf_free(&out);
 }
 
 /* ---- against fake-gcs-server ----------------------------------------- */
 
-static dlk_store *open_env(const char *url, uint64_t threshold)
+static Dlk_store *open_env(const char *url, uint64_t threshold)
 {
     dlk_store_options o = {.size = sizeof o,
                            .gcs_endpoint = getenv("GCS_ENDPOINT"),
                            .gcs_resumable_threshold = threshold,
                            .gcs_piece_size = 256 << 10};
-    dlk_store *s = NULL;
+    Dlk_store *s = NULL;
     dlk_error err = {0};
-    if (dlk_store_open_gcs(url, &o, &s, &err))
+    if (Dlk_store_open_gcs(url, &o, &s, &err))
         printf("# open %s: %s\n", url, err.msg);
     return s;
 }
@@ -511,57 +511,57 @@ static void fill(uint8_t *p, size_t n, uint64_t seed)
 
 static void test_server(const char *url)
 {
-    dlk_store *s = open_env(url, 1 << 20);
+    Dlk_store *s = open_env(url, 1 << 20);
     UNIT_CHECK("open the emulator's store", s != NULL);
     if (!s)
         return;
     dlk_error err = {0};
-    dlk_obj_info a, b;
+    Dlk_obj_info a, b;
     uint8_t small[1000];
     fill(small, sizeof small, 1);
-    dlk_status rc = dlk_store_put(s, "t/one", small, sizeof small,
+    dlk_status rc = Dlk_store_put(s, "t/one", small, sizeof small,
                                   DLK_PUT_IF_ABSENT, NULL, &a, &err);
     UNIT_CHECK("create-only write", rc == DLK_OK && a.etag[0]);
-    rc = dlk_store_put(s, "t/one", small, 10, DLK_PUT_IF_ABSENT, NULL, NULL,
+    rc = Dlk_store_put(s, "t/one", small, 10, DLK_PUT_IF_ABSENT, NULL, NULL,
                        &err);
     UNIT_CHECK("create-only again: DLK_EEXIST (ifGenerationMatch=0)",
                rc == DLK_EEXIST);
-    rc = dlk_store_put(s, "t/one", small, 20, DLK_PUT_IF_MATCH, a.etag, &b,
+    rc = Dlk_store_put(s, "t/one", small, 20, DLK_PUT_IF_MATCH, a.etag, &b,
                        &err);
     UNIT_CHECK("replace at the generation read",
                rc == DLK_OK && strcmp(a.etag, b.etag) != 0);
-    rc = dlk_store_put(s, "t/one", small, 30, DLK_PUT_IF_MATCH, a.etag, NULL,
+    rc = Dlk_store_put(s, "t/one", small, 30, DLK_PUT_IF_MATCH, a.etag, NULL,
                        &err);
     UNIT_CHECK("replace at an old generation: DLK_ECONFLICT",
                rc == DLK_ECONFLICT);
-    rc = dlk_store_put(s, "t/none", small, 30, DLK_PUT_IF_MATCH, a.etag,
+    rc = Dlk_store_put(s, "t/none", small, 30, DLK_PUT_IF_MATCH, a.etag,
                        NULL, &err);
     UNIT_CHECK("replace of a missing object: DLK_ECONFLICT",
                rc == DLK_ECONFLICT);
-    dlk_obj_info h;
-    rc = dlk_store_head(s, "t/one", &h, &err);
+    Dlk_obj_info h;
+    rc = Dlk_store_head(s, "t/one", &h, &err);
     UNIT_CHECK("head: size and generation of the replacement",
                rc == DLK_OK && h.size == 20 && strcmp(h.etag, b.etag) == 0 &&
                h.mtime > 0);
 
-    dlk_buf out;
-    dlk_buf_init(&out);
-    rc = dlk_store_get_range(s, "t/one", 5, 10, &out, &err);
+    Dlk_buf out;
+    Dlk_buf_init(&out);
+    rc = Dlk_store_get_range(s, "t/one", 5, 10, &out, &err);
     UNIT_CHECK("range read", rc == DLK_OK && out.len == 10 &&
                memcmp(out.data, small + 5, 10) == 0);
     out.len = 0;
-    rc = dlk_store_get_range(s, "t/one", 15, 10, &out, &err);
+    rc = Dlk_store_get_range(s, "t/one", 15, 10, &out, &err);
     UNIT_CHECK("a range past the end: DLK_ECORRUPT, short",
                rc == DLK_ECORRUPT && strstr(err.msg, "short object"));
     out.len = 0;
-    rc = dlk_store_get_range(s, "t/one", 40, 10, &out, &err);
+    rc = Dlk_store_get_range(s, "t/one", 40, 10, &out, &err);
     UNIT_CHECK("a range wholly past the end: DLK_ECORRUPT",
                rc == DLK_ECORRUPT);
     out.len = 0;
-    rc = dlk_store_get(s, "t/one", 19, &out, NULL, &err);
+    rc = Dlk_store_get(s, "t/one", 19, &out, NULL, &err);
     UNIT_CHECK("over max: DLK_ELIMIT", rc == DLK_ELIMIT);
     out.len = 0;
-    rc = dlk_store_get(s, "t/missing", 100, &out, NULL, &err);
+    rc = Dlk_store_get(s, "t/missing", 100, &out, NULL, &err);
     UNIT_CHECK("missing: DLK_ENOTFOUND", rc == DLK_ENOTFOUND);
 
     /* 3 MiB + 5 over the 1 MiB threshold: a resumable upload in 13 pieces */
@@ -570,35 +570,35 @@ static void test_server(const char *url)
     fill(p, big, 7);
     struct iovec v[3] = {{p, 100}, {p + 100, big / 2}, {p + 100 + big / 2,
                                                         big - 100 - big / 2}};
-    dlk_obj_info bi;
-    rc = dlk_store_putv(s, "t/big", v, 3, DLK_PUT_IF_ABSENT, NULL, &bi, &err);
+    Dlk_obj_info bi;
+    rc = Dlk_store_putv(s, "t/big", v, 3, DLK_PUT_IF_ABSENT, NULL, &bi, &err);
     UNIT_CHECK("a resumable upload of 3 MiB in 256 KiB pieces",
                rc == DLK_OK && bi.size == big && bi.etag[0]);
     if (rc)
         printf("# %s\n", err.msg);
     out.len = 0;
-    rc = dlk_store_get(s, "t/big", big, &out, NULL, &err);
+    rc = Dlk_store_get(s, "t/big", big, &out, NULL, &err);
     UNIT_CHECK("reads back byte for byte",
                rc == DLK_OK && out.len == big && memcmp(out.data, p, big) == 0);
     free(p);
-    rc = dlk_store_del(s, "t/one", &err);
+    rc = Dlk_store_del(s, "t/one", &err);
     UNIT_CHECK("delete", rc == DLK_OK);
-    rc = dlk_store_del(s, "t/one", &err);
+    rc = Dlk_store_del(s, "t/one", &err);
     UNIT_CHECK("delete again: DLK_ENOTFOUND", rc == DLK_ENOTFOUND);
-    dlk_buf_free(&out);
-    dlk_store_free(s);
+    Dlk_buf_free(&out);
+    Dlk_store_free(s);
 }
 
 /* n objects through the fault proxy, every fourth a resumable upload */
 static void test_faults(const char *url, int n)
 {
-    dlk_store *s = open_env(url, 512 << 10);
+    Dlk_store *s = open_env(url, 512 << 10);
     UNIT_CHECK("open through the proxy", s != NULL);
     if (!s)
         return;
     int bad = 0;
-    dlk_buf out;
-    dlk_buf_init(&out);
+    Dlk_buf out;
+    Dlk_buf_init(&out);
     for (int i = 0; i < n; i++) {
         size_t len = i % 4 == 3 ? (1u << 20) + 17 : 2000 + (size_t)i;
         uint8_t *p = malloc(len);
@@ -606,11 +606,11 @@ static void test_faults(const char *url, int n)
         char key[32];
         snprintf(key, sizeof key, "f/%04d", i);
         dlk_error err = {0};
-        dlk_status rc = dlk_store_put(s, key, p, len, DLK_PUT_ALWAYS, NULL,
+        dlk_status rc = Dlk_store_put(s, key, p, len, DLK_PUT_ALWAYS, NULL,
                                       NULL, &err);
         out.len = 0;
         if (!rc)
-            rc = dlk_store_get(s, key, len, &out, NULL, &err);
+            rc = Dlk_store_get(s, key, len, &out, NULL, &err);
         if (rc || out.len != len || memcmp(out.data, p, len) != 0) {
             if (bad++ < 5)
                 printf("# %s: %s\n", key, rc ? err.msg : "bytes differ");
@@ -619,15 +619,15 @@ static void test_faults(const char *url, int n)
     }
     UNIT_CHECK("every object (some resumable) reads back through faults",
                bad == 0);
-    dlk_buf_free(&out);
-    dlk_store_free(s);
+    Dlk_buf_free(&out);
+    Dlk_store_free(s);
 }
 
 /* An object written directly, then read through the proxy at `via`:
  * one that cuts every body short (cut) or drops Range (unit.h). */
 static void test_via(const char *url, const char *via, bool cut)
 {
-    dlk_store *s = open_env(url, 1 << 20);
+    Dlk_store *s = open_env(url, 1 << 20);
     UNIT_CHECK("open the emulator's store", s != NULL);
     size_t len = 300000;
     uint8_t *p = malloc(len);
@@ -636,14 +636,14 @@ static void test_via(const char *url, const char *via, bool cut)
     bool put = s && p;
     if (put) {
         fill(p, len, 7);
-        put = dlk_store_put(s, key, p, len, DLK_PUT_ALWAYS, NULL, NULL,
+        put = Dlk_store_put(s, key, p, len, DLK_PUT_ALWAYS, NULL, NULL,
                             &err) == DLK_OK;
     }
     UNIT_CHECK("an object written directly", put);
     dlk_store_options o = {.size = sizeof o,
                            .gcs_endpoint = via, .s3_max_attempts = 2};
-    dlk_store *c = NULL;
-    if (put && dlk_store_open_gcs(url, &o, &c, &err))
+    Dlk_store *c = NULL;
+    if (put && Dlk_store_open_gcs(url, &o, &c, &err))
         printf("# open %s through %s: %s\n", url, via, err.msg);
     if (c && cut)
         unit_cut_reads(c, key, len);
@@ -651,8 +651,8 @@ static void test_via(const char *url, const char *via, bool cut)
         unit_range_ignored(c, key, p, len);
     else
         UNIT_CHECK("open through the proxy", false);
-    dlk_store_free(c);
-    dlk_store_free(s);
+    Dlk_store_free(c);
+    Dlk_store_free(s);
     free(p);
 }
 

@@ -25,7 +25,7 @@ static void key_of(uint64_t i, char *out, size_t cap)
 /* Rows [a, b) appended (version "v<i>", or "w<i>" when alt), then, with
  * index, the merge's index update; the head written. */
 static bool add_rows(uint64_t a, uint64_t b, bool alt, bool index,
-                     dlk_keyidx_stats *st)
+                     Dlk_keyidx_stats *st)
 {
     dlk_dataset *ds;
     if (dlk_dataset_open(url, NULL, &ds, NULL))
@@ -42,9 +42,9 @@ static bool add_rows(uint64_t a, uint64_t b, bool alt, bool index,
     if (st)
         memset(st, 0, sizeof *st);
     dlk_error e;
-    ok = ok && !dlk_dataset_seal(ds, &e) && !dlk_seal_wait(ds, &e) &&
-         (!index || !dlk_keyidx_update(ds, st, &e)) &&
-         !dlk_write_head(ds, &e);
+    ok = ok && !Dlk_dataset_seal(ds, &e) && !Dlk_seal_wait(ds, &e) &&
+         (!index || !Dlk_keyidx_update(ds, st, &e)) &&
+         !Dlk_write_head(ds, &e);
     if (!ok)
         printf("# add_rows: %s\n", e.msg);
     dlk_dataset_free(ds);
@@ -90,25 +90,25 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* The lookup of q (NULL: all) equals the key chunks' answer. */
-static bool lookup_right(const uint64_t *q, size_t nq, dlk_keyidx_stats *st)
+static bool lookup_right(const uint64_t *q, size_t nq, Dlk_keyidx_stats *st)
 {
     dlk_dataset *ds = open_ds();
     int tk, tv;
-    if (!ds || !dlk_key_tensors(&ds->m, &tk, &tv))
+    if (!ds || !Dlk_key_tensors(&ds->m, &tk, &tv))
         return false;
-    dlk_key_ents got = {0}, want = {0};
+    Dlk_key_ents got = {0}, want = {0};
     dlk_error e;
     memset(st, 0, sizeof *st);
-    bool ok = !dlk_keyidx_lookup(ds, tk, tv, q, nq, &got, st, &e) &&
-              !dlk_key_rows(ds, tk, tv, 0, ds->m.tensors[tk].samples, q, nq,
+    bool ok = !Dlk_keyidx_lookup(ds, tk, tv, q, nq, &got, st, &e) &&
+              !Dlk_key_rows(ds, tk, tv, 0, ds->m.tensors[tk].samples, q, nq,
                             &want, NULL, &e);
-    dlk_key_ents_sort(&want);
+    Dlk_key_ents_sort(&want);
     ok = ok && got.n == want.n &&
          (!got.n || memcmp(got.e, want.e, got.n * sizeof *got.e) == 0);
     if (!ok)
         printf("# lookup: %zu entries, %zu from the chunks\n", got.n, want.n);
-    dlk_key_ents_free(&got);
-    dlk_key_ents_free(&want);
+    Dlk_key_ents_free(&got);
+    Dlk_key_ents_free(&want);
     dlk_dataset_free(ds);
     return ok;
 }
@@ -119,7 +119,7 @@ static size_t queries(const uint64_t *rows, size_t n, uint64_t *q)
     for (size_t i = 0; i < n; i++) {
         char k[64];
         key_of(rows[i], k, sizeof k);
-        q[i] = dlk_hash64(k, strlen(k));
+        q[i] = Dlk_hash64(k, strlen(k));
     }
     qsort(q, n, sizeof *q, cmp_u64);
     return n;
@@ -153,27 +153,27 @@ static bool make_legacy(void)
 {
     dlk_dataset *ds = open_ds();
     int tk, tv;
-    if (!ds || !dlk_key_tensors(&ds->m, &tk, &tv))
+    if (!ds || !Dlk_key_tensors(&ds->m, &tk, &tv))
         return false;
-    dlk_key_ents all = {0};
+    Dlk_key_ents all = {0};
     uint64_t rows = ds->m.tensors[tk].samples;
-    bool ok = !dlk_key_rows(ds, tk, tv, 0, rows, NULL, 0, &all, NULL, NULL);
-    dlk_key_ents_sort(&all);
+    bool ok = !Dlk_key_rows(ds, tk, tv, 0, rows, NULL, 0, &all, NULL, NULL);
+    Dlk_key_ents_sort(&all);
     size_t len = 24 + 16 * all.n;
     uint8_t *p = calloc(1, len);
     ok = ok && p;
     if (ok) {
         memcpy(p, "DLKI", 4);
-        dlk_put_le16(p + 4, 1);
-        dlk_put_le64(p + 8, all.n);
+        Dlk_put_le16(p + 4, 1);
+        Dlk_put_le64(p + 8, all.n);
         for (size_t i = 0; i < all.n; i++) {
-            dlk_put_le64(p + 24 + 16 * i, all.e[i].key);
-            dlk_put_le64(p + 32 + 16 * i, all.e[i].version);
+            Dlk_put_le64(p + 24 + 16 * i, all.e[i].key);
+            Dlk_put_le64(p + 32 + 16 * i, all.e[i].version);
         }
-        dlk_put_le64(p + 16, dlk_hash64(p + 24, len - 24));
+        Dlk_put_le64(p + 16, Dlk_hash64(p + 24, len - 24));
         char hex[33];
         struct iovec v = {p, len};
-        ok = !dlk_store_putv_hashed(ds->store, DLK_KEY_INDEX_PREFIX, &v, 1,
+        ok = !Dlk_store_putv_hashed(ds->store, DLK_KEY_INDEX_PREFIX, &v, 1,
                                     DLK_PUT_IF_ABSENT, hex, NULL);
         snprintf(ds->m.key_index, sizeof ds->m.key_index, "%s%s",
                  DLK_KEY_INDEX_PREFIX, hex);
@@ -182,10 +182,10 @@ static bool make_legacy(void)
         ds->m.key_runs = NULL;
         ds->m.nkey_runs = 0;
         ds->dirty = true;
-        ok = ok && !dlk_write_head(ds, NULL);
+        ok = ok && !Dlk_write_head(ds, NULL);
     }
     free(p);
-    dlk_key_ents_free(&all);
+    Dlk_key_ents_free(&all);
     dlk_dataset_free(ds);
     return ok;
 }
@@ -232,7 +232,7 @@ int main(void)
     UNIT_CHECK("create", !dlk_dataset_create(url, s, 2, &ds, NULL) &&
                              !dlk_dataset_close(ds, NULL));
 
-    dlk_keyidx_stats st;
+    Dlk_keyidx_stats st;
     UNIT_CHECK("200000 rows: one run", add_rows(0, BASE, false, true, &st));
     runs_of(runs, sizeof runs);
     UNIT_CHECK("... of 200000 rows", strcmp(runs, "200000") == 0);
@@ -421,8 +421,8 @@ int main(void)
         char doc[512];
         snprintf(doc, sizeof doc, "{\"format\":\"dlk\",\"version\":1,"
                  "\"tensors\":[],\"key_runs\":%s}", bad[i]);
-        dlk_manifest m;
-        refused = refused && dlk_manifest_parse(doc, strlen(doc), "m", &m,
+        Dlk_manifest m;
+        refused = refused && Dlk_manifest_parse(doc, strlen(doc), "m", &m,
                                                 NULL) == DLK_ECORRUPT;
     }
     UNIT_CHECK("malformed key_runs refused", refused);

@@ -67,7 +67,7 @@ static bool make_legacy(const char *url)
     }
     /* the index its merge wrote with the head */
     ok = ok && !dlk_dataset_flush(ds, NULL) && !ing_keyidx_update(ds, NULL) &&
-         !dlk_write_head(ds, NULL);
+         !Dlk_write_head(ds, NULL);
     return !dlk_dataset_close(ds, NULL) && ok;
 }
 
@@ -89,7 +89,7 @@ static uint64_t rows_of(const char *url)
     dlk_dataset *ds;
     if (dlk_dataset_open(url, NULL, &ds, NULL))
         return 0;
-    uint64_t n = dlk_manifest_rows(&ds->m);
+    uint64_t n = Dlk_manifest_rows(&ds->m);
     dlk_dataset_free(ds);
     return n;
 }

@@ -33,7 +33,7 @@ static int check_epoch(uint64_t n, uint32_t world, uint32_t batch,
     uint64_t first[4096];
     uint32_t count[4096];
     size_t nb = unit_blocks(n, 7, 11, first, count);
-    dlk_order_params p = {.shuffle = shuffle, .seed = 42, .window_blocks = 3, .drop_last = drop_last};
+    Dlk_order_params p = {.shuffle = shuffle, .seed = 42, .window_blocks = 3, .drop_last = drop_last};
     dlk_loader_state st = state1(42, 0, world, batch);
     uint32_t *seen = calloc(n, sizeof *seen);
     uint64_t batches = UINT64_MAX, real = 0;
@@ -69,7 +69,7 @@ static uint64_t *stream(uint64_t n, const dlk_loader_state *st, uint32_t r,
     static uint64_t first[4096];
     static uint32_t count[4096];
     size_t nb = unit_blocks(n, 7, 11, first, count);
-    dlk_order_params p = {.shuffle = 1, .seed = st->seed, .window_blocks = 3, .drop_last = 0};
+    Dlk_order_params p = {.shuffle = 1, .seed = st->seed, .window_blocks = 3, .drop_last = 0};
     tord o;
     if (tord_build(first, count, nb, &p, st, r, &o, NULL))
         return NULL;
@@ -118,7 +118,7 @@ static void test_order(void)
         static uint64_t first[4096];
         static uint32_t count[4096];
         size_t nb = unit_blocks(3000, 7, 11, first, count);
-        dlk_order_params p = {.shuffle = 1, .seed = 77, .window_blocks = 8, .drop_last = 0};
+        Dlk_order_params p = {.shuffle = 1, .seed = 77, .window_blocks = 8, .drop_last = 0};
         dlk_loader_state st = state1(77, 0, 1, ramp_batch[rc]);
         tord o;
         int ok = tord_build(first, count, nb, &p, &st, 0, &o, NULL) == 0;
@@ -642,7 +642,7 @@ static void test_fold(void)
                 memcpy(&w, b + off + i, n - i);
                 want += w;
             }
-            if (dlk_fold64(b + off, n) != want) {
+            if (Dlk_fold64(b + off, n) != want) {
                 same = false;
                 break;
             }

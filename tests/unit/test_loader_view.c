@@ -63,7 +63,7 @@ static int make_dataset(void)
 static void vec_bytes(const uint64_t *rows, size_t n, uint32_t unit,
                       uint64_t *parts, uint64_t *units)
 {
-    uint32_t np = dlk_parts_count(PER_CHUNK, (uint64_t)ROW * PER_CHUNK, PART);
+    uint32_t np = Dlk_parts_count(PER_CHUNK, (uint64_t)ROW * PER_CHUNK, PART);
     size_t nchunks = (N + PER_CHUNK - 1) / PER_CHUNK;
     *parts = *units = 0;
     for (size_t c = 0; c < nchunks; c++)
@@ -71,8 +71,8 @@ static void vec_bytes(const uint64_t *rows, size_t n, uint32_t unit,
             uint32_t z = a + unit < np ? a + unit : np, held = 0;
             uint64_t held_bytes = 0;
             for (uint32_t p = a; p < z; p++) {
-                uint64_t f = c * PER_CHUNK + dlk_part_first(p, PER_CHUNK, np);
-                uint64_t e = c * PER_CHUNK + dlk_part_first(p + 1, PER_CHUNK,
+                uint64_t f = c * PER_CHUNK + Dlk_part_first(p, PER_CHUNK, np);
+                uint64_t e = c * PER_CHUNK + Dlk_part_first(p + 1, PER_CHUNK,
                                                              np);
                 bool has = false;
                 for (size_t i = 0; i < n; i++)
@@ -80,8 +80,8 @@ static void vec_bytes(const uint64_t *rows, size_t n, uint32_t unit,
                 held += has;
                 held_bytes += has ? (e - f) * ROW : 0;
             }
-            uint64_t all = (uint64_t)(dlk_part_first(z, PER_CHUNK, np) -
-                                      dlk_part_first(a, PER_CHUNK, np)) * ROW;
+            uint64_t all = (uint64_t)(Dlk_part_first(z, PER_CHUNK, np) -
+                                      Dlk_part_first(a, PER_CHUNK, np)) * ROW;
             if (held)
                 *units += all;
             *parts += held * 4 >= (z - a) * 3 ? all : held_bytes;

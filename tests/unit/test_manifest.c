@@ -62,41 +62,41 @@ static const char *doc_with(const char *field, const char *value)
 
 static dlk_error last;
 
-static dlk_status parse(const char *json, size_t len, dlk_manifest *m)
+static dlk_status parse(const char *json, size_t len, Dlk_manifest *m)
 {
     memset(&last, 0, sizeof last);
-    return dlk_manifest_parse(json, len, DOC, m, &last);
+    return Dlk_manifest_parse(json, len, DOC, m, &last);
 }
 
 /* The document fails with `code`, a message naming it, nothing kept. */
 static bool fails(const char *json, size_t len, dlk_status code)
 {
-    dlk_manifest m;
+    Dlk_manifest m;
     dlk_status rc = parse(json, len, &m);
     bool ok = rc == code && last.code == code && strstr(last.msg, DOC) &&
               m.ntensors == 0 && m.tensors == NULL && m.parent == NULL;
     if (!ok)
         printf("# status %d, want %d: %s\n", rc, code, last.msg);
     if (rc == DLK_OK)
-        dlk_manifest_free(&m);
+        Dlk_manifest_free(&m);
     return ok;
 }
 #define CORRUPT(json) fails((json), strlen(json), DLK_ECORRUPT)
 
 static bool parses(const char *json)
 {
-    dlk_manifest m;
+    Dlk_manifest m;
     dlk_status rc = parse(json, strlen(json), &m);
     if (rc)
         printf("# %s\n", last.msg);
     else
-        dlk_manifest_free(&m);
+        Dlk_manifest_free(&m);
     return rc == DLK_OK;
 }
 
 static void round_trip(void)
 {
-    dlk_manifest m, m2;
+    Dlk_manifest m, m2;
     const char *j = doc_with(NULL, NULL);
     bool ok = parse(j, strlen(j), &m) == DLK_OK;
     UNIT_CHECK("valid manifest parses", ok);
@@ -104,7 +104,7 @@ static void round_trip(void)
         printf("# %s\n", last.msg);
         return;
     }
-    const dlk_tensor *t = &m.tensors[0];
+    const Dlk_tensor *t = &m.tensors[0];
     UNIT_CHECK("parsed fields",
                m.ntensors == 1 && m.parent == NULL &&
                strcmp(t->spec.name, "images") == 0 &&
@@ -120,19 +120,19 @@ static void round_trip(void)
                t->chunks[1].samples == 3 && t->chunks[1].stored_bytes == 120 &&
                t->chunks[1].raw_bytes == 81 && t->stored_bytes == 220 &&
                t->raw_bytes == 135);
-    UNIT_CHECK("find_chunk", dlk_tensor_find_chunk(t, 0) == 0 &&
-               dlk_tensor_find_chunk(t, 1) == 0 &&
-               dlk_tensor_find_chunk(t, 2) == 1 &&
-               dlk_tensor_find_chunk(t, 4) == 1 &&
-               dlk_tensor_find_chunk(t, 5) == -1);
+    UNIT_CHECK("find_chunk", Dlk_tensor_find_chunk(t, 0) == 0 &&
+               Dlk_tensor_find_chunk(t, 1) == 0 &&
+               Dlk_tensor_find_chunk(t, 2) == 1 &&
+               Dlk_tensor_find_chunk(t, 4) == 1 &&
+               Dlk_tensor_find_chunk(t, 5) == -1);
 
     char *out = NULL, *out2 = NULL;
     size_t len = 0, len2 = 0;
-    ok = dlk_manifest_dump(&m, &out, &len, NULL) == DLK_OK &&
+    ok = Dlk_manifest_dump(&m, &out, &len, NULL) == DLK_OK &&
          parse(out, len, &m2) == DLK_OK;
     UNIT_CHECK("dump parses again", ok);
     if (ok) {
-        const dlk_tensor *u = &m2.tensors[0];
+        const Dlk_tensor *u = &m2.tensors[0];
         UNIT_CHECK("round trip keeps every field",
                    m2.ntensors == 1 && u->samples == 5 && u->nchunks == 2 &&
                    u->spec.level == 5 && u->n_class_names == 2 &&
@@ -141,13 +141,13 @@ static void round_trip(void)
                    memcmp(u->spec.shape, t->spec.shape,
                           sizeof u->spec.shape) == 0);
         UNIT_CHECK("dump of the dump is the same text",
-                   dlk_manifest_dump(&m2, &out2, &len2, NULL) == DLK_OK &&
+                   Dlk_manifest_dump(&m2, &out2, &len2, NULL) == DLK_OK &&
                    len2 == len && memcmp(out, out2, len) == 0);
-        dlk_manifest_free(&m2);
+        Dlk_manifest_free(&m2);
     }
     free(out);
     free(out2);
-    dlk_manifest_free(&m);
+    Dlk_manifest_free(&m);
 
     /* a parent, optional fields left out, an empty tensor */
     const char *j2 =
@@ -165,16 +165,16 @@ static void round_trip(void)
                m.tensors[1].samples == 2);
     if (!ok)
         printf("# %s\n", last.msg);
-    ok = ok && dlk_manifest_dump(&m, &out, &len, NULL) == DLK_OK &&
+    ok = ok && Dlk_manifest_dump(&m, &out, &len, NULL) == DLK_OK &&
          parse(out, len, &m2) == DLK_OK;
     UNIT_CHECK("its round trip", ok && m2.parent &&
                strcmp(m2.parent, K1) == 0 && m2.ntensors == 2 &&
                m2.tensors[1].nchunks == 1);
     if (ok) {
         free(out);
-        dlk_manifest_free(&m2);
+        Dlk_manifest_free(&m2);
     }
-    dlk_manifest_free(&m);
+    Dlk_manifest_free(&m);
     UNIT_CHECK("no tensors at all parses",
                parses("{\"format\":\"dlk\",\"version\":1,\"tensors\":[]}"));
     UNIT_CHECK("missing optional level, class_names, shape_min/max parse",
@@ -430,10 +430,10 @@ static void chunk_entries(void)
 
 static void size_limit(void)
 {
-    /* dlk_json_load checks the length before it reads a byte: a length
+    /* Dlk_json_load checks the length before it reads a byte: a length
      * over the limit with a small buffer is safe (ASan would see a read) */
     static const char small[] = "{}";
-    dlk_manifest m;
+    Dlk_manifest m;
     dlk_status rc = parse(small, DLK_JSON_MAX_BYTES + 1, &m);
     UNIT_CHECK("a manifest of 256 MiB + 1 is refused by size",
                rc == DLK_ELIMIT && strstr(last.msg, DOC) &&
@@ -445,25 +445,25 @@ static void size_limit(void)
                rc == DLK_ELIMIT);
 
     dlk_error err = {0};
-    json_t *j = dlk_json_load(small, DLK_JSON_MAX_BYTES + 1, "dlk.json",
+    json_t *j = Dlk_json_load(small, DLK_JSON_MAX_BYTES + 1, "dlk.json",
                               "dataset description", &err);
-    UNIT_CHECK("dlk_json_load: over the limit",
+    UNIT_CHECK("Dlk_json_load: over the limit",
                !j && err.code == DLK_ELIMIT && strstr(err.msg, "dlk.json"));
     const char *v2 = "{\"format\":\"dlk\",\"version\":2,\"id\":\"x\"}";
-    j = dlk_json_load(v2, strlen(v2), "dlk.json", "dataset description",
+    j = Dlk_json_load(v2, strlen(v2), "dlk.json", "dataset description",
                       &err);
-    UNIT_CHECK("dlk_json_load: version 2 is unsupported",
+    UNIT_CHECK("Dlk_json_load: version 2 is unsupported",
                !j && err.code == DLK_EUNSUPPORTED &&
                strstr(err.msg, "dataset description"));
     const char *ok = "{\"format\":\"dlk\",\"version\":1,\"id\":\"x\"}";
-    j = dlk_json_load(ok, strlen(ok), "dlk.json", "dataset description",
+    j = Dlk_json_load(ok, strlen(ok), "dlk.json", "dataset description",
                       &err);
-    UNIT_CHECK("dlk_json_load: a valid description", j != NULL);
+    UNIT_CHECK("Dlk_json_load: a valid description", j != NULL);
     json_decref(j);
-    j = dlk_json_load("[1]", 3, "dlk.json", "dataset description", &err);
-    UNIT_CHECK("dlk_json_load: not an object", !j &&
+    j = Dlk_json_load("[1]", 3, "dlk.json", "dataset description", &err);
+    UNIT_CHECK("Dlk_json_load: not an object", !j &&
                err.code == DLK_ECORRUPT);
-    UNIT_CHECK("parse without an error struct", dlk_manifest_parse(
+    UNIT_CHECK("parse without an error struct", Dlk_manifest_parse(
                "{", 1, DOC, &m, NULL) == DLK_ECORRUPT);
 }
 
@@ -476,24 +476,24 @@ static void key_index(void)
     snprintf(doc, sizeof doc, "{\"format\":\"dlk\",\"version\":1,"
              "\"parent\":null,\"tensors\":[],\"key_index\":{\"object\":"
              "\"index/keys/%s\",\"rows\":7}}", hex);
-    dlk_manifest m;
+    Dlk_manifest m;
     dlk_status rc = parse(doc, strlen(doc), &m);
     UNIT_CHECK("key_index: parsed", rc == DLK_OK &&
                strcmp(m.key_index + strlen("index/keys/"), hex) == 0 &&
                m.key_index_rows == 7);
     char *out = NULL;
     size_t len;
-    if (!rc && !dlk_manifest_dump(&m, &out, &len, NULL)) {
-        dlk_manifest m2;
+    if (!rc && !Dlk_manifest_dump(&m, &out, &len, NULL)) {
+        Dlk_manifest m2;
         UNIT_CHECK("key_index: dumped as read", strstr(out, hex) &&
                    parse(out, len, &m2) == DLK_OK &&
                    strcmp(m2.key_index, m.key_index) == 0 &&
                    m2.key_index_rows == 7);
-        dlk_manifest_free(&m2);
+        Dlk_manifest_free(&m2);
     }
     free(out);
     if (!rc)
-        dlk_manifest_free(&m);
+        Dlk_manifest_free(&m);
     const char *bad[] = {
         "\"x\"", "{\"object\":\"index/keys/abc\",\"rows\":1}",
         "{\"object\":\"chunks/a/0123456789abcdef0123456789abcdef\","
@@ -518,29 +518,29 @@ static void key_index(void)
 
 /* A commit with time t and parent p (JSON texts). */
 static dlk_status commit_with(const char *t, const char *p,
-                              dlk_commit_meta *meta)
+                              Dlk_commit_meta *meta)
 {
     char doc[512];
     snprintf(doc, sizeof doc, "{\"format\":\"dlk\",\"version\":1,"
              "\"parent\":%s,\"time\":%s,\"message\":\"m\",\"stats\":"
              "{\"bytes_added\":0,\"chunks_added\":0},\"tensors\":[]}", p, t);
-    dlk_manifest m;
-    dlk_error_clear(&last);
-    dlk_status rc = dlk_commit_parse(doc, strlen(doc), "commits/x.json", &m,
+    Dlk_manifest m;
+    Dlk_error_clear(&last);
+    dlk_status rc = Dlk_commit_parse(doc, strlen(doc), "commits/x.json", &m,
                                      meta, &last);
     if (!rc)
-        dlk_manifest_free(&m);
+        Dlk_manifest_free(&m);
     return rc;
 }
 
 static void commits(void)
 {
-    dlk_commit_meta meta;
+    Dlk_commit_meta meta;
     UNIT_CHECK("commit: read with its time and message",
                commit_with("\"2026-12-01T20:08:54Z\"", "null", &meta) ==
                    DLK_OK && strcmp(meta.time, "2026-12-01T20:08:54Z") == 0 &&
                strcmp(meta.message, "m") == 0);
-    dlk_commit_meta_free(&meta);
+    Dlk_commit_meta_free(&meta);
     const char *good[] = {"\"2024-02-29T00:00:00Z\"", "\"2000-02-29T23:59:59Z\"",
                           "\"1999-12-31T23:59:59Z\""};
     int n = 0;
@@ -584,32 +584,32 @@ static void key_base(void)
         char doc[512];
         snprintf(doc, sizeof doc, "{\"format\":\"dlk\",\"version\":1,"
                  "\"tensors\":[],\"key_base\":\"%s\"}", good[i]);
-        dlk_manifest m, m2;
+        Dlk_manifest m, m2;
         char *out = NULL;
         size_t len;
         if (parse(doc, strlen(doc), &m) != DLK_OK)
             continue;
         if (m.key_base && !strcmp(m.key_base, good[i]) &&
-            !dlk_manifest_dump(&m, &out, &len, NULL) &&
+            !Dlk_manifest_dump(&m, &out, &len, NULL) &&
             parse(out, len, &m2) == DLK_OK) {
             kept += m2.key_base && !strcmp(m2.key_base, good[i]);
-            dlk_manifest_free(&m2);
+            Dlk_manifest_free(&m2);
         }
         free(out);
-        dlk_manifest_free(&m);
+        Dlk_manifest_free(&m);
     }
     UNIT_CHECK("key_base: parsed and dumped as read",
                kept == (int)(sizeof good / sizeof *good));
     const char *none = "{\"format\":\"dlk\",\"version\":1,\"tensors\":[]}";
-    dlk_manifest m;
+    Dlk_manifest m;
     char *out = NULL;
     size_t len;
     bool absent = parse(none, strlen(none), &m) == DLK_OK && !m.key_base &&
-                  !dlk_manifest_dump(&m, &out, &len, NULL) &&
+                  !Dlk_manifest_dump(&m, &out, &len, NULL) &&
                   !strstr(out, "key_base");
     UNIT_CHECK("key_base: absent is NULL, and not dumped", absent);
     free(out);
-    dlk_manifest_free(&m);
+    Dlk_manifest_free(&m);
     const char *bad[] = {
         "1", "null", "\"\"", "\"train/\"", "\"s3://raw/train\"",
         "\"s3:///x/\"", "\"s3:///\"", "\"http://h/x/\"", "\"/a\\tb/\"",
@@ -636,7 +636,7 @@ static void writes(void)
     snprintf(doc, sizeof doc, "{\"format\":\"dlk\",\"version\":1,"
              "\"parent\":null,\"tensors\":[],\"writes\":[\"%s\",\"%s\"]}",
              a, b);
-    dlk_manifest m;
+    Dlk_manifest m;
     dlk_status rc = parse(doc, strlen(doc), &m);
     UNIT_CHECK("writes: parsed, oldest first", rc == DLK_OK &&
                m.nwrites == 2 && strcmp(m.writes[0], a) == 0 &&
@@ -644,28 +644,28 @@ static void writes(void)
     if (rc)
         return;
     UNIT_CHECK("writes: an id is found, another not",
-               dlk_manifest_wrote(&m, a) && !dlk_manifest_wrote(&m, "x"));
+               Dlk_manifest_wrote(&m, a) && !Dlk_manifest_wrote(&m, "x"));
     char *out = NULL;
     size_t len;
-    if (!dlk_manifest_dump(&m, &out, &len, NULL)) {
-        dlk_manifest m2;
+    if (!Dlk_manifest_dump(&m, &out, &len, NULL)) {
+        Dlk_manifest m2;
         UNIT_CHECK("writes: dumped as read", parse(out, len, &m2) == DLK_OK &&
                    m2.nwrites == 2 && strcmp(m2.writes[1], b) == 0);
-        dlk_manifest_free(&m2);
+        Dlk_manifest_free(&m2);
     }
     free(out);
-    dlk_manifest_add_write(&m, b);
+    Dlk_manifest_add_write(&m, b);
     UNIT_CHECK("writes: the newest id is not added twice", m.nwrites == 2);
     char id[33];
     for (int i = 0; i < 20; i++) {
         snprintf(id, sizeof id, "%032x", i);
-        dlk_manifest_add_write(&m, id);
+        Dlk_manifest_add_write(&m, id);
     }
     UNIT_CHECK("writes: at most 16, the oldest dropped",
-               m.nwrites == DLK_WRITES_MAX && !dlk_manifest_wrote(&m, a) &&
-               dlk_manifest_wrote(&m, id) &&
+               m.nwrites == DLK_WRITES_MAX && !Dlk_manifest_wrote(&m, a) &&
+               Dlk_manifest_wrote(&m, id) &&
                strcmp(m.writes[DLK_WRITES_MAX - 1], id) == 0);
-    dlk_manifest_free(&m);
+    Dlk_manifest_free(&m);
     char many[1024] = "[";
     for (int i = 0; i < 17; i++)
         snprintf(many + strlen(many), sizeof many - strlen(many), "%s\"%s\"",
@@ -689,14 +689,14 @@ static void writes(void)
 
 static bool replay_manifest(const uint8_t *p, size_t len)
 {
-    dlk_manifest m;
+    Dlk_manifest m;
     dlk_status rc = parse((const char *)(p ? p : (const uint8_t *)""), len,
                           &m);
     bool ok = rc != DLK_OK && last.code == rc && strstr(last.msg, DOC) != NULL;
     if (!ok)
         printf("# status %d: %s\n", rc, last.msg);
     if (rc == DLK_OK)
-        dlk_manifest_free(&m);
+        Dlk_manifest_free(&m);
     return ok;
 }
 
@@ -719,13 +719,13 @@ static const char *doc_segs(const char *refs, const char *samples)
 
 static void segments(void)
 {
-    dlk_manifest m;
+    Dlk_manifest m;
     const char *d = doc_segs("[" SEG_REF "]", "9");
     dlk_status rc = parse(d, strlen(d), &m);
     UNIT_CHECK("a tensor with a segment and a tail parses", rc == DLK_OK);
     if (rc)
         printf("# %s\n", last.msg);
-    dlk_tensor *t = rc ? NULL : &m.tensors[0];
+    Dlk_tensor *t = rc ? NULL : &m.tensors[0];
     UNIT_CHECK("its segment is pending, its totals whole, its tail after it",
                t && t->segs_pending && t->nsegs == 1 && t->nchunks == 2 &&
                t->samples == 9 && t->stored_bytes == 420 &&
@@ -733,8 +733,8 @@ static void segments(void)
                t->chunks[1].first == 6 && t->segs[0].bytes == 77);
     char *out = NULL;
     size_t len = 0;
-    if (t && !dlk_manifest_dump(&m, &out, &len, &last)) {
-        dlk_manifest m2;
+    if (t && !Dlk_manifest_dump(&m, &out, &len, &last)) {
+        Dlk_manifest m2;
         UNIT_CHECK("it is written back with its segments and its tail only",
                    strstr(out, "\"segments\":[[\"" K1 "\",2,4,200,100,77]]") &&
                    strstr(out, "\"chunks\":[[\"" K1 "\",2,100,54],[\"" K2
@@ -743,32 +743,32 @@ static void segments(void)
         char *out2 = NULL;
         size_t len2 = 0;
         UNIT_CHECK("and reads back the same",
-                   !dlk_manifest_dump(&m2, &out2, &len2, &last) &&
+                   !Dlk_manifest_dump(&m2, &out2, &len2, &last) &&
                    len2 == len && memcmp(out, out2, len) == 0);
         free(out2);
-        dlk_manifest_free(&m2);
+        Dlk_manifest_free(&m2);
         free(out);
     }
     /* attach the segment's entries: the list whole */
-    dlk_chunk_entry seg[2] = {{K2, 1, 90, 30, 0}, {K1, 3, 110, 70, 0}};
-    dlk_chunk_entry *ents[1] = {seg};
+    Dlk_chunk_entry seg[2] = {{K2, 1, 90, 30, 0}, {K1, 3, 110, 70, 0}};
+    Dlk_chunk_entry *ents[1] = {seg};
     if (t) {
         UNIT_CHECK("attached: the whole list in order",
-                   dlk_tensor_attach(t, ents, &last) == DLK_OK &&
+                   Dlk_tensor_attach(t, ents, &last) == DLK_OK &&
                    !t->segs_pending && t->nchunks == 4 && t->seg_chunks == 2 &&
                    t->chunks[1].first == 1 && t->chunks[2].first == 4 &&
-                   strcmp(t->chunks[0].key, K2) == 0 && dlk_tensor_segs_fit(t));
+                   strcmp(t->chunks[0].key, K2) == 0 && Dlk_tensor_segs_fit(t));
         size_t n;
-        const dlk_chunk_entry *tail = dlk_tensor_tail(t, &n);
+        const Dlk_chunk_entry *tail = Dlk_tensor_tail(t, &n);
         UNIT_CHECK("its tail is the inline entries", n == 2 &&
                    tail == t->chunks + 2);
-        dlk_tensor_truncate(t, 3);
+        Dlk_tensor_truncate(t, 3);
         UNIT_CHECK("truncating past the segment keeps it", t->nsegs == 1 &&
                    t->seg_chunks == 2);
-        dlk_tensor_truncate(t, 1);
+        Dlk_tensor_truncate(t, 1);
         UNIT_CHECK("truncating into the segment drops it", t->nsegs == 0 &&
                    t->seg_chunks == 0 && t->samples == 1);
-        dlk_manifest_free(&m);
+        Dlk_manifest_free(&m);
     }
     UNIT_CHECK("samples of the tail alone (a reader ignoring segments): "
                "corrupt", CORRUPT(doc_segs("[" SEG_REF "]", "5")) &&
@@ -799,44 +799,44 @@ static void segments(void)
                                 "100, 77]]", "9")));
 
     /* the segment object */
-    dlk_chunk_entry e[3] = {{K1, 2, 100, 54, 0}, {K2, 3, 120, 81, 0},
+    Dlk_chunk_entry e[3] = {{K1, 2, 100, 54, 0}, {K2, 3, 120, 81, 0},
                             {K1, 1, 64, 0, 0}};
     char *sb;
     size_t sl;
-    dlk_seg_ref ref;
+    Dlk_seg_ref ref;
     UNIT_CHECK("a segment is written",
-               dlk_segment_dump(e, 3, &sb, &sl, &ref, &last) == DLK_OK &&
+               Dlk_segment_dump(e, 3, &sb, &sl, &ref, &last) == DLK_OK &&
                ref.nchunks == 3 && ref.samples == 6 &&
                ref.stored_bytes == 284 && ref.raw_bytes == 135 &&
                ref.bytes == sl);
     char h[33];
-    dlk_hash128_hex(sb, sl, h);
+    Dlk_hash128_hex(sb, sl, h);
     UNIT_CHECK("named by its hash", strcmp(h, ref.key) == 0);
-    dlk_chunk_entry *got = NULL;
+    Dlk_chunk_entry *got = NULL;
     UNIT_CHECK("and reads back",
-               dlk_segment_parse(sb, sl, &ref, &got, &last) == DLK_OK &&
+               Dlk_segment_parse(sb, sl, &ref, &got, &last) == DLK_OK &&
                got && strcmp(got[1].key, K2) == 0 && got[2].samples == 1 &&
                got[1].stored_bytes == 120);
     free(got);
     char key[DLK_SEG_KEY_MAX];
-    dlk_seg_key(key, ref.key);
+    Dlk_seg_key(key, ref.key);
     UNIT_CHECK("a segment of another size: corrupt, named",
-               dlk_segment_parse(sb, sl - 1, &ref, &got, &last) ==
+               Dlk_segment_parse(sb, sl - 1, &ref, &got, &last) ==
                    DLK_ECORRUPT && strstr(last.msg, key) && !got);
     sb[sl / 2] ^= 1;
     UNIT_CHECK("a flipped byte: corrupt, its name does not match",
-               dlk_segment_parse(sb, sl, &ref, &got, &last) ==
+               Dlk_segment_parse(sb, sl, &ref, &got, &last) ==
                    DLK_ECORRUPT && strstr(last.msg, "does not match its name")
                    && !got);
     sb[sl / 2] ^= 1;
-    dlk_seg_ref r2 = ref;
+    Dlk_seg_ref r2 = ref;
     r2.nchunks = 2;
     UNIT_CHECK("fewer entries than its reference says: corrupt",
-               dlk_segment_parse(sb, sl, &r2, &got, &last) == DLK_ECORRUPT);
+               Dlk_segment_parse(sb, sl, &r2, &got, &last) == DLK_ECORRUPT);
     r2 = ref;
     r2.samples = 7;
     UNIT_CHECK("other totals than its reference's: corrupt",
-               dlk_segment_parse(sb, sl, &r2, &got, &last) == DLK_ECORRUPT &&
+               Dlk_segment_parse(sb, sl, &r2, &got, &last) == DLK_ECORRUPT &&
                strstr(last.msg, "hold 6 samples"));
     free(sb);
     static const char *const docs[] = {
@@ -846,19 +846,19 @@ static void segments(void)
         "[1]",
     };
     for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
-        dlk_seg_ref r = {"", 1, 0, 100, 54, strlen(docs[i])};
-        dlk_hash128_hex(docs[i], strlen(docs[i]), r.key);
+        Dlk_seg_ref r = {"", 1, 0, 100, 54, strlen(docs[i])};
+        Dlk_hash128_hex(docs[i], strlen(docs[i]), r.key);
         char name[160];
         snprintf(name, sizeof name, "segment %.50s: corrupt", docs[i]);
-        UNIT_CHECK(name, dlk_segment_parse(docs[i], strlen(docs[i]), &r,
+        UNIT_CHECK(name, Dlk_segment_parse(docs[i], strlen(docs[i]), &r,
                                            &got, &last) == DLK_ECORRUPT &&
                    !got);
     }
     const char *v2 = "{\"format\":\"dlk\",\"version\":2,\"chunks\":[]}";
-    dlk_seg_ref r = {"", 1, 1, 100, 54, strlen(v2)};
-    dlk_hash128_hex(v2, strlen(v2), r.key);
+    Dlk_seg_ref r = {"", 1, 1, 100, 54, strlen(v2)};
+    Dlk_hash128_hex(v2, strlen(v2), r.key);
     UNIT_CHECK("a segment of version 2: unsupported",
-               dlk_segment_parse(v2, strlen(v2), &r, &got, &last) ==
+               Dlk_segment_parse(v2, strlen(v2), &r, &got, &last) ==
                    DLK_EUNSUPPORTED);
 }
 

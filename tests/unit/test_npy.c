@@ -26,9 +26,9 @@ static void make(int major, const char *dict, size_t data_len, bool pad)
     file[6] = (uint8_t)major;
     file[7] = 0;
     if (major == 1)
-        dlk_put_le16(file + 8, (uint16_t)hlen);
+        Dlk_put_le16(file + 8, (uint16_t)hlen);
     else
-        dlk_put_le32(file + 8, (uint32_t)hlen);
+        Dlk_put_le32(file + 8, (uint32_t)hlen);
     memcpy(file + pre, dict, n);
     memset(file + pre + n, ' ', hlen - n - 1);
     file[pre + hlen - 1] = '\n';
@@ -36,13 +36,13 @@ static void make(int major, const char *dict, size_t data_len, bool pad)
     flen = pre + hlen + data_len;
 }
 
-static dlk_npy_info info;
+static Dlk_npy_info info;
 static dlk_error last;
 
 static dlk_status parse_len(size_t len)
 {
     memset(&last, 0, sizeof last);
-    return dlk_npy_parse(file, len, NAME, &info, &last);
+    return Dlk_npy_parse(file, len, NAME, &info, &last);
 }
 
 static bool bad_len(size_t len)
@@ -154,14 +154,14 @@ static void hostile(void)
     UNIT_CHECK("data one byte too long", bad_len(flen + 1));
     make(2, DICT("<i4", "(2,)"), 8, true);
     UNIT_CHECK("version 2 file of 11 bytes", bad_len(11));
-    dlk_put_le32(file + 8, 0xffffffffu);
+    Dlk_put_le32(file + 8, 0xffffffffu);
     UNIT_CHECK("version 2 header length 2^32-1", BAD());
-    dlk_put_le32(file + 8, 70000);
+    Dlk_put_le32(file + 8, 70000);
     memset(file + 12, ' ', 70000);
     flen = 12 + 70000;
     UNIT_CHECK("header of 70000 bytes (over 64 KiB)", BAD());
     make(1, DICT("<i4", "(2,)"), 8, true);
-    dlk_put_le16(file + 8, 0xffff);
+    Dlk_put_le16(file + 8, 0xffff);
     UNIT_CHECK("header length past the end", BAD() &&
                strstr(last.msg, "does not fit"));
     make(1, DICT("<i4", "(2,)"), 8, true);
@@ -219,7 +219,7 @@ static void hostile(void)
 static bool replay_npy(const uint8_t *p, size_t len)
 {
     memset(&last, 0, sizeof last);
-    dlk_status rc = dlk_npy_parse(p ? p : (const uint8_t *)"", len, NAME,
+    dlk_status rc = Dlk_npy_parse(p ? p : (const uint8_t *)"", len, NAME,
                                   &info, &last);
     bool ok = rc == DLK_EDECODE && last.code == rc &&
               strstr(last.msg, NAME) != NULL;
@@ -228,7 +228,7 @@ static bool replay_npy(const uint8_t *p, size_t len)
     return ok;
 }
 
-/* dlk_npy_parse_head: the header from the first bytes of a file of a
+/* Dlk_npy_parse_head: the header from the first bytes of a file of a
  * given size, its data checked against that size, not read. */
 static void head_only(void)
 {
@@ -236,18 +236,18 @@ static void head_only(void)
     size_t full = flen, hdr = flen - 32;
     memset(&last, 0, sizeof last);
     UNIT_CHECK("the header alone of an f4 (8,) file",
-               dlk_npy_parse_head(file, hdr, full, NAME, &info, &last) == DLK_OK &&
+               Dlk_npy_parse_head(file, hdr, full, NAME, &info, &last) == DLK_OK &&
                info.dtype == DLK_F32 && info.ndim == 1 && info.shape[0] == 8 &&
                info.data_off == hdr && info.data_bytes == 32);
     UNIT_CHECK("more bytes than the size are not read past it",
-               dlk_npy_parse_head(file, full + 100, full, NAME, &info, &last) == DLK_OK);
+               Dlk_npy_parse_head(file, full + 100, full, NAME, &info, &last) == DLK_OK);
     memset(&last, 0, sizeof last);
     UNIT_CHECK("a size short of the shape's data is an error naming the file",
-               dlk_npy_parse_head(file, hdr, full - 4, NAME, &info, &last) == DLK_EDECODE &&
+               Dlk_npy_parse_head(file, hdr, full - 4, NAME, &info, &last) == DLK_EDECODE &&
                strstr(last.msg, NAME) && strstr(last.msg, "28 bytes"));
     memset(&last, 0, sizeof last);
     UNIT_CHECK("bytes that stop inside the header are an error",
-               dlk_npy_parse_head(file, hdr - 10, full, NAME, &info, &last) == DLK_EDECODE &&
+               Dlk_npy_parse_head(file, hdr - 10, full, NAME, &info, &last) == DLK_EDECODE &&
                strstr(last.msg, NAME));
 }
 

@@ -18,7 +18,7 @@ static int is_bijection(uint64_t m, uint64_t key)
     uint8_t *hit = calloc(m ? m : 1, 1);
     int ok = hit != NULL;
     for (uint64_t x = 0; ok && x < m; x++) {
-        uint64_t y = dlk_order_permute(x, m, key);
+        uint64_t y = Dlk_order_permute(x, m, key);
         ok = y < m && !hit[y];
         if (ok)
             hit[y] = 1;
@@ -32,7 +32,7 @@ static void test_bijection(void)
     int all = 1;
     for (uint64_t m = 1; m <= 600; m++)
         for (uint64_t key = 0; key < 4; key++)
-            all &= is_bijection(m, dlk_mix64(key) ^ m);
+            all &= is_bijection(m, Dlk_mix64(key) ^ m);
     UNIT_CHECK("a bijection on [0, m) for every m from 1 to 600, 4 keys", all);
     static const uint64_t big[] = {1023, 1024, 1025, 4097, 65535, 65536,
                                    65537, 100003, 1u << 20, (1u << 20) + 7};
@@ -41,11 +41,11 @@ static void test_bijection(void)
         all &= is_bijection(big[i], 0x5eed + i);
     UNIT_CHECK("a bijection for powers of two and their neighbours to 2^20",
                all);
-    UNIT_CHECK("m = 1: the one position", dlk_order_permute(0, 1, 99) == 0);
+    UNIT_CHECK("m = 1: the one position", Dlk_order_permute(0, 1, 99) == 0);
     /* near 2^64 the halves are 32 bits: outputs stay below m */
     uint64_t m = (1ull << 63) + 12345, inside = 1;
     for (uint64_t x = 0; x < 1000; x++)
-        inside &= dlk_order_permute(x * 0x9e3779b97f4a7c15ull % m, m, 7) < m;
+        inside &= Dlk_order_permute(x * 0x9e3779b97f4a7c15ull % m, m, 7) < m;
     UNIT_CHECK("m near 2^63: every value inside", inside);
 
     /* keyed: two keys rarely agree; mixed: few fixed points, a mean
@@ -54,7 +54,7 @@ static void test_bijection(void)
     uint64_t same = 0, fixed = 0;
     double disp = 0;
     for (uint64_t x = 0; x < n; x++) {
-        uint64_t a = dlk_order_permute(x, n, 1), b = dlk_order_permute(x, n, 2);
+        uint64_t a = Dlk_order_permute(x, n, 1), b = Dlk_order_permute(x, n, 2);
         same += a == b;
         fixed += a == x;
         disp += fabs((double)a - (double)x);
@@ -72,7 +72,7 @@ static size_t blocks(uint64_t n, uint32_t span, uint64_t *first,
 {
     size_t nb = 0;
     for (uint64_t f = 0; f < n; nb++) {
-        uint32_t c = 1 + (uint32_t)(dlk_mix64(nb) % span);
+        uint32_t c = 1 + (uint32_t)(Dlk_mix64(nb) % span);
         if (c > n - f)
             c = (uint32_t)(n - f);
         first[nb] = f;
@@ -102,16 +102,16 @@ static void test_shares(void)
         for (uint32_t span = 1; span <= 64; span *= 4) {
             size_t nb = blocks(n, span, first, count);
             for (uint32_t w = 1; w <= 8; w++) {
-                dlk_order_params p = {.shuffle = 1, .seed = n, .window_blocks = 5,
+                Dlk_order_params p = {.shuffle = 1, .seed = n, .window_blocks = 5,
                                       .chunk_blocks = 2};
                 dlk_loader_state st = state(n, w, 7);
                 uint32_t *seen = calloc(n, sizeof *seen);
                 uint64_t batches = UINT64_MAX;
                 for (uint32_t r = 0; r < w; r++) {
                     tord o;
-                    dlk_order one;
+                    Dlk_order one;
                     if (tord_build(first, count, nb, &p, &st, r, &o, NULL) ||
-                        dlk_order_build(first, count, nb, &p, &st, r, &one,
+                        Dlk_order_build(first, count, nb, &p, &st, r, &one,
                                         NULL)) {
                         all = 0;
                         break;
@@ -126,11 +126,11 @@ static void test_shares(void)
                         /* alone, backwards: the same as in the run */
                         uint64_t j = o.n - 1 - i, s;
                         uint8_t pd;
-                        dlk_order_at(&one, j, 1, &s, &pd);
+                        Dlk_order_at(&one, j, 1, &s, &pd);
                         at_ok &= s == o.sample[j] && pd == o.pad[j];
                     }
                     tord_free(&o);
-                    dlk_order_free(&one);
+                    Dlk_order_free(&one);
                 }
                 for (uint64_t i = 0; i < n; i++)
                     all &= seen[i] == 1;
@@ -147,7 +147,7 @@ static void test_shares(void)
  * segment left, listed rank after rank, dealt again in equal spans;
  * rank r's stream of the last segment into *out (a tord). */
 static int resume_ref(const uint64_t *first, const uint32_t *count,
-                      size_t nb, const dlk_order_params *p,
+                      size_t nb, const Dlk_order_params *p,
                       const dlk_loader_state *st, uint32_t rank, tord *out)
 {
     dlk_loader_state s0 = *st;
@@ -205,13 +205,13 @@ static int resume_ref(const uint64_t *first, const uint32_t *count,
     return 1;
 }
 
-/* dlk_order_pieces' pieces, checked against the positions they stand
+/* Dlk_order_pieces' pieces, checked against the positions they stand
  * for: they follow each other from 0; a whole window's runs are the
  * samples of its positions (in another order), a part's hold them and
  * the window's others; a piece read one by one is under
  * 1/DLK_ORDER_PART_MIN of its window, or of no shuffled window. */
 typedef struct pcheck {
-    const dlk_order *o;
+    const Dlk_order *o;
     uint64_t next, whole, parts;
     int ok;
     uint64_t *got, ngot;
@@ -231,7 +231,7 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void piece(void *ud, const dlk_order *src, size_t win, uint64_t a,
+static void piece(void *ud, const Dlk_order *src, size_t win, uint64_t a,
                   uint64_t b)
 {
     pcheck *pc = ud;
@@ -241,7 +241,7 @@ static void piece(void *ud, const dlk_order *src, size_t win, uint64_t a,
         return;
     uint64_t wa, wb;
     bool shuffled;
-    pc->ok &= dlk_order_window(src, win, &wa, &wb, &shuffled) && shuffled &&
+    pc->ok &= Dlk_order_window(src, win, &wa, &wb, &shuffled) && shuffled &&
               (b - a) * DLK_ORDER_PART_MIN >= wb - wa && b - a <= wb - wa;
     if (!pc->ok)
         return;
@@ -251,8 +251,8 @@ static void piece(void *ud, const dlk_order *src, size_t win, uint64_t a,
     uint64_t *want = malloc((b - a) * sizeof *want);
     pc->got = malloc((wb - wa) * sizeof *pc->got);
     pc->ngot = 0;
-    dlk_order_at(pc->o, a, b - a, want, NULL);
-    dlk_order_runs(src, win, collect, pc);
+    Dlk_order_at(pc->o, a, b - a, want, NULL);
+    Dlk_order_runs(src, win, collect, pc);
     qsort(want, b - a, 8, cmp_u64);
     qsort(pc->got, pc->ngot, 8, cmp_u64);
     pc->ok &= pc->ngot == wb - wa;
@@ -275,17 +275,17 @@ static void test_resume(void)
     int same = 1, cases = 0, pieces_ok = 1;
     uint64_t wholes = 0, parts = 0;
     for (uint64_t c = 0; c < 400; c++) {
-        uint64_t h = dlk_mix64(c + 77);
+        uint64_t h = Dlk_mix64(c + 77);
         uint64_t n = 1 + h % 2500;
         size_t nb = blocks(n, 1 + (uint32_t)(h >> 12) % 40, first, count);
-        dlk_order_params p = {.shuffle = (h >> 20) % 4 != 0, .seed = c,
+        Dlk_order_params p = {.shuffle = (h >> 20) % 4 != 0, .seed = c,
                               .window_blocks = 1 + (h >> 24) % 9,
                               .chunk_blocks = 1 + (h >> 28) % 3,
                               .drop_last = (h >> 32) % 3 == 0};
         if ((h >> 36) % 4 == 0) { /* a view: some rows only */
             uint64_t k = 0;
             for (uint64_t i = 0; i < n && k < 3000; i++)
-                if (dlk_mix64(i ^ h) % 3)
+                if (Dlk_mix64(i ^ h) % 3)
                     rows[k++] = i;
             p.rows = rows;
             p.nrows = k;
@@ -295,7 +295,7 @@ static void test_resume(void)
         st.epoch = c % 3;
         st.nseg = 2 + (h >> 48) % 3;
         for (uint32_t k = 0; k < st.nseg; k++) {
-            uint64_t g = dlk_mix64(h + k);
+            uint64_t g = Dlk_mix64(h + k);
             if (k) {
                 st.seg[k].world = 1 + g % 8;
                 st.seg[k].batch = 1 + (g >> 8) % 13;
@@ -318,18 +318,18 @@ static void test_resume(void)
                         want.sample[i] == got.sample[i];
             tord_free(&want);
             tord_free(&got);
-            dlk_order o;
-            if (dlk_order_build(first, count, nb, &p, &st, r, &o, NULL)) {
+            Dlk_order o;
+            if (Dlk_order_build(first, count, nb, &p, &st, r, &o, NULL)) {
                 pieces_ok = 0;
                 break;
             }
             pcheck pc = {.o = &o, .ok = 1};
-            uint64_t end = dlk_order_pieces(&o, piece, &pc);
+            uint64_t end = Dlk_order_pieces(&o, piece, &pc);
             pieces_ok &= pc.ok && pc.next == end && end <= o.n &&
-                         dlk_order_resumed(&o);
+                         Dlk_order_resumed(&o);
             wholes += pc.whole;
             parts += pc.parts;
-            dlk_order_free(&o);
+            Dlk_order_free(&o);
         }
         cases++;
     }
@@ -353,18 +353,18 @@ static void test_billion(void)
         first[i] = i * (n / nb);
         count[i] = (uint32_t)(n / nb);
     }
-    dlk_order_params p = {.shuffle = 1, .seed = 3, .window_blocks = 16,
+    Dlk_order_params p = {.shuffle = 1, .seed = 3, .window_blocks = 16,
                           .chunk_blocks = 4};
     dlk_loader_state st = state(3, 8, 256);
     struct rusage u0, u1;
     getrusage(RUSAGE_SELF, &u0);
-    dlk_order o;
-    int ok = dlk_order_build(first, count, nb, &p, &st, 3, &o, NULL) == 0;
+    Dlk_order o;
+    int ok = Dlk_order_build(first, count, nb, &p, &st, 3, &o, NULL) == 0;
     int inside = 1;
     for (uint64_t k = 0; ok && k < 100000; k++) {
-        uint64_t pos = dlk_mix64(k) % o.n, s;
+        uint64_t pos = Dlk_mix64(k) % o.n, s;
         uint8_t pd;
-        dlk_order_at(&o, pos, 1, &s, &pd);
+        Dlk_order_at(&o, pos, 1, &s, &pd);
         inside &= s < n && !pd;
     }
     getrusage(RUSAGE_SELF, &u1);
@@ -373,7 +373,7 @@ static void test_billion(void)
     UNIT_CHECK("... in under 16 MiB more memory (not 9 bytes a row)",
                (u1.ru_maxrss - u0.ru_maxrss) * 1024 < (16 << 20));
     if (ok)
-        dlk_order_free(&o);
+        Dlk_order_free(&o);
 
     /* resumed: 8 ranks took 1000 batches, 6 ranks of another batch go on */
     st.nseg = 2;
@@ -381,12 +381,12 @@ static void test_billion(void)
     st.seg[1].world = 6;
     st.seg[1].batch = 100;
     getrusage(RUSAGE_SELF, &u0);
-    ok = dlk_order_build(first, count, nb, &p, &st, 5, &o, NULL) == 0;
+    ok = Dlk_order_build(first, count, nb, &p, &st, 5, &o, NULL) == 0;
     inside = 1;
     for (uint64_t k = 0; ok && k < 100000; k++) {
-        uint64_t pos = dlk_mix64(k) % o.n, s;
+        uint64_t pos = Dlk_mix64(k) % o.n, s;
         uint8_t pd;
-        dlk_order_at(&o, pos, 1, &s, &pd);
+        Dlk_order_at(&o, pos, 1, &s, &pd);
         inside &= s < n;
     }
     getrusage(RUSAGE_SELF, &u1);
@@ -395,7 +395,7 @@ static void test_billion(void)
     UNIT_CHECK("... in under 16 MiB more memory (not 8 bytes a row)",
                (u1.ru_maxrss - u0.ru_maxrss) * 1024 < (16 << 20));
     if (ok)
-        dlk_order_free(&o);
+        Dlk_order_free(&o);
     free(first);
     free(count);
 }

@@ -28,7 +28,7 @@ static int check(const uint64_t *rows, uint64_t nrows, uint32_t world,
     static uint64_t first[N];
     static uint32_t count[N];
     size_t nb = unit_blocks(N, 40, 23, first, count);
-    dlk_order_params p = {.shuffle = shuffle, .seed = 7, .window_blocks = 4, .drop_last = 0, .rows = rows, .nrows = nrows};
+    Dlk_order_params p = {.shuffle = shuffle, .seed = 7, .window_blocks = 4, .drop_last = 0, .rows = rows, .nrows = nrows};
     dlk_loader_state st;
     memset(&st, 0, sizeof st);
     st.seed = 7;
@@ -71,7 +71,7 @@ static int check_resume(const uint64_t *rows, uint64_t nrows)
     static uint64_t first[N];
     static uint32_t count[N];
     size_t nb = unit_blocks(N, 40, 23, first, count);
-    dlk_order_params p = {.shuffle = 1, .seed = 3, .window_blocks = 4, .drop_last = 0, .rows = rows, .nrows = nrows};
+    Dlk_order_params p = {.shuffle = 1, .seed = 3, .window_blocks = 4, .drop_last = 0, .rows = rows, .nrows = nrows};
     dlk_loader_state st;
     memset(&st, 0, sizeof st);
     st.seed = 3;

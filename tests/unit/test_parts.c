@@ -32,17 +32,17 @@ static obj enc(dlk_codec codec, int ndim, const int64_t *shape,
                const uint32_t *shapes, uint32_t samples, const uint8_t *raw,
                size_t raw_bytes, uint32_t part_bytes, dlk_status *rc)
 {
-    dlk_chunk_enc e = {
+    Dlk_chunk_enc e = {
         .dtype = DLK_U8, .codec = codec, .ndim = ndim,
         .variable = shapes != NULL, .shape = shape, .shapes = shapes,
         .samples = samples, .raw = raw, .raw_bytes = raw_bytes,
         .part_bytes = part_bytes,
     };
-    dlk_buf b;
-    dlk_buf_init(&b);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
     dlk_error err = {0};
     obj o = {NULL, 0};
-    dlk_status r = dlk_chunk_encode(&e, &b, &err);
+    dlk_status r = Dlk_chunk_encode(&e, &b, &err);
     if (rc)
         *rc = r;
     if (r == DLK_OK) {
@@ -50,7 +50,7 @@ static obj enc(dlk_codec codec, int ndim, const int64_t *shape,
         memcpy(o.p, b.data, b.len);
         o.len = b.len;
     }
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     return o;
 }
 
@@ -70,7 +70,7 @@ static dlk_status dec(const obj *o, unsigned mode)
 {
     dlk_chunk *c = load(o->p, o->len);
     memset(&last, 0, sizeof last);
-    dlk_status rc = dlk_chunk_decode(c, NAME, mode, NULL, 0, &last);
+    dlk_status rc = Dlk_chunk_decode(c, NAME, mode, NULL, 0, &last);
     dlk_chunk_free(c);
     return rc;
 }
@@ -88,9 +88,9 @@ static bool corrupt(const obj *o, unsigned mode, const char *what)
 
 static void reseal(obj *o)
 {
-    uint64_t ib = dlk_get_le64(o->p + O_INDEX);
-    dlk_put_le64(o->p + O_HEADER_HASH,
-                 dlk_hash64_2(o->p, 56, o->p + 64, (size_t)ib));
+    uint64_t ib = Dlk_get_le64(o->p + O_INDEX);
+    Dlk_put_le64(o->p + O_HEADER_HASH,
+                 Dlk_hash64_2(o->p, 56, o->p + 64, (size_t)ib));
 }
 
 static obj copy_obj(const obj *o)
@@ -121,22 +121,22 @@ static bool check_parts(const obj *o, const uint8_t *raw, uint32_t samples,
 {
     dlk_chunk *c = load(o->p, o->len);
     dlk_error err = {0};
-    bool ok = dlk_chunk_decode(c, NAME, DLK_DECODE_VERIFY |
+    bool ok = Dlk_chunk_decode(c, NAME, DLK_DECODE_VERIFY |
                                DLK_DECODE_VERIFY_PARTS, NULL, 0, &err) == 0;
     if (!ok)
         printf("# %s\n", err.msg);
     ok = ok && (c->h.flags & DLK_CHUNK_FLAG_PARTS) &&
          c->part_bytes == part_bytes && c->nparts == want_nparts &&
-         c->nparts == dlk_parts_count(samples, raw_bytes, part_bytes) &&
+         c->nparts == Dlk_parts_count(samples, raw_bytes, part_bytes) &&
          c->part_hash != NULL && c->h.index_bytes % 64 == 0 &&
          c->part_hash >= c->object.data + 64 &&
          c->part_hash + 8 * (size_t)c->nparts <=
              c->object.data + 64 + c->h.index_bytes &&
-         dlk_chunk_sample_offset(c, samples) == raw_bytes &&
-         dlk_chunk_sample_offset(c, 0) == 0;
+         Dlk_chunk_sample_offset(c, samples) == raw_bytes &&
+         Dlk_chunk_sample_offset(c, 0) == 0;
     for (uint32_t p = 0; ok && p < c->nparts; p++) {
-        uint32_t f0 = dlk_part_first(p, samples, c->nparts);
-        uint32_t f1 = dlk_part_first(p + 1, samples, c->nparts);
+        uint32_t f0 = Dlk_part_first(p, samples, c->nparts);
+        uint32_t f1 = Dlk_part_first(p + 1, samples, c->nparts);
         /* offsets summed from the samples themselves */
         uint64_t a = 0, b = 0;
         for (uint32_t s = 0; s < f1; s++) {
@@ -147,28 +147,28 @@ static bool check_parts(const obj *o, const uint8_t *raw, uint32_t samples,
             b += n;
         }
         uint64_t off, len;
-        ok = f1 > f0 && dlk_chunk_part_span(c, p, p + 1, &off, &len) == 0 &&
+        ok = f1 > f0 && Dlk_chunk_part_span(c, p, p + 1, &off, &len) == 0 &&
              off == a && len == b - a &&
-             dlk_get_le64(c->part_hash + 8 * (size_t)p) ==
-                 dlk_hash64(raw + a, (size_t)(b - a)) &&
-             dlk_chunk_verify_parts(c, p, p + 1, raw + a, len, NAME, &err) ==
+             Dlk_get_le64(c->part_hash + 8 * (size_t)p) ==
+                 Dlk_hash64(raw + a, (size_t)(b - a)) &&
+             Dlk_chunk_verify_parts(c, p, p + 1, raw + a, len, NAME, &err) ==
                  DLK_OK;
         if (!ok)
             printf("# part %u: [%u,%u) bytes %llu..%llu\n", p, f0, f1,
                    (unsigned long long)a, (unsigned long long)b);
     }
     uint64_t off, len;
-    ok = ok && dlk_chunk_part_span(c, 0, c->nparts, &off, &len) == 0 &&
+    ok = ok && Dlk_chunk_part_span(c, 0, c->nparts, &off, &len) == 0 &&
          off == 0 && len == raw_bytes &&
-         dlk_chunk_verify_parts(c, 0, c->nparts, raw, len, NAME, &err) == 0 &&
-         dlk_chunk_part_span(c, 1, 0, &off, &len) == DLK_EINVAL &&
-         dlk_chunk_part_span(c, 0, c->nparts + 1, &off, &len) == DLK_EINVAL &&
-         dlk_chunk_verify_parts(c, 0, c->nparts, raw, len + 1, NAME, &err) ==
+         Dlk_chunk_verify_parts(c, 0, c->nparts, raw, len, NAME, &err) == 0 &&
+         Dlk_chunk_part_span(c, 1, 0, &off, &len) == DLK_EINVAL &&
+         Dlk_chunk_part_span(c, 0, c->nparts + 1, &off, &len) == DLK_EINVAL &&
+         Dlk_chunk_verify_parts(c, 0, c->nparts, raw, len + 1, NAME, &err) ==
              DLK_EINVAL;
     /* a flipped byte in the last non-empty part */
     uint32_t bad = c->nparts;
     for (uint32_t p = c->nparts; ok && p-- > 0;) {
-        dlk_chunk_part_span(c, p, p + 1, &off, &len);
+        Dlk_chunk_part_span(c, p, p + 1, &off, &len);
         if (len) {
             bad = p;
             break;
@@ -177,12 +177,12 @@ static bool check_parts(const obj *o, const uint8_t *raw, uint32_t samples,
     if (ok && bad < c->nparts) {
         uint8_t *copy = malloc(raw_bytes);
         memcpy(copy, raw, raw_bytes);
-        dlk_chunk_part_span(c, bad, bad + 1, &off, &len);
+        Dlk_chunk_part_span(c, bad, bad + 1, &off, &len);
         copy[off + len / 2] ^= 0x10;
         char want[64];
         snprintf(want, sizeof want, "part %u of %u", bad, c->nparts);
-        dlk_chunk_part_span(c, 0, c->nparts, &off, &len);
-        ok = dlk_chunk_verify_parts(c, 0, c->nparts, copy, len, NAME, &err) ==
+        Dlk_chunk_part_span(c, 0, c->nparts, &off, &len);
+        ok = Dlk_chunk_verify_parts(c, 0, c->nparts, copy, len, NAME, &err) ==
                  DLK_ECORRUPT && strstr(err.msg, NAME) &&
              strstr(err.msg, want);
         if (!ok)
@@ -215,9 +215,9 @@ static void round_trips(void)
     /* the table sits after the 8-byte layout at the next multiple of 8 */
     size_t at = table_at(&o, 2, false, FS);
     UNIT_CHECK("parts: fixed table at pad8(4*ndim), index pad64(used)",
-               o.p && dlk_get_le32(o.p + at) == 4096 &&
-               dlk_get_le32(o.p + at + 4) == 8 &&
-               dlk_get_le64(o.p + O_INDEX) ==
+               o.p && Dlk_get_le32(o.p + at) == 4096 &&
+               Dlk_get_le32(o.p + at + 4) == 8 &&
+               Dlk_get_le64(o.p + O_INDEX) ==
                    (at - 64 + 8 + 8 * 8 + 63) / 64 * 64);
     free(o.p);
 
@@ -262,20 +262,20 @@ static void round_trips(void)
                o.p && check_parts(&o, rv, VS, vraw, 4096, want));
     size_t vat = table_at(&o, 1, true, VS);
     UNIT_CHECK("parts: variable table at pad8(offsets + shapes)",
-               o.p && dlk_get_le32(o.p + vat) == 4096 &&
-               dlk_get_le32(o.p + vat + 4) == want);
+               o.p && Dlk_get_le32(o.p + vat) == 4096 &&
+               Dlk_get_le32(o.p + vat + 4) == want);
     free(o.p);
 
     /* all samples empty: one part, the hash of no bytes */
     uint32_t zero[4] = {0, 0, 0, 0};
     o = enc(DLK_CODEC_NONE, 1, NULL, zero, 4, NULL, 0, 4096, NULL);
     dlk_chunk *c = o.p ? load(o.p, o.len) : NULL;
-    bool ok = c && dlk_chunk_decode(c, NAME, DLK_DECODE_VERIFY |
+    bool ok = c && Dlk_chunk_decode(c, NAME, DLK_DECODE_VERIFY |
                                     DLK_DECODE_VERIFY_PARTS, NULL, 0,
                                     NULL) == 0 &&
               c->nparts == 1 &&
-              dlk_get_le64(c->part_hash) == dlk_hash64("", 0) &&
-              dlk_chunk_verify_parts(c, 0, 1, "", 0, NAME, NULL) == 0;
+              Dlk_get_le64(c->part_hash) == Dlk_hash64("", 0) &&
+              Dlk_chunk_verify_parts(c, 0, 1, "", 0, NAME, NULL) == 0;
     UNIT_CHECK("parts: every sample empty: 1 part hashing no bytes", ok);
     dlk_chunk_free(c);
     free(o.p);
@@ -283,8 +283,8 @@ static void round_trips(void)
     /* scalars: no layout at all, the table right at the index's start */
     o = enc(DLK_CODEC_NONE, 0, NULL, NULL, 5000, raw, 5000, 4096, NULL);
     UNIT_CHECK("parts: scalars: table at the index's first byte, 2 parts",
-               o.p && dlk_get_le32(o.p + 64) == 4096 &&
-               dlk_get_le32(o.p + 68) == 2 &&
+               o.p && Dlk_get_le32(o.p + 64) == 4096 &&
+               Dlk_get_le32(o.p + 68) == 2 &&
                check_parts(&o, raw, 5000, 5000, 4096, 2));
     free(o.p);
 
@@ -295,30 +295,30 @@ static void round_trips(void)
     size_t cut[6] = {0, 1, 2000, 2001, vraw - 3, vraw};
     for (int i = 0; i < 5; i++)
         iov[i] = (struct iovec){rv + cut[i], cut[i + 1] - cut[i]};
-    dlk_chunk_enc e = {
+    Dlk_chunk_enc e = {
         .dtype = DLK_U8, .codec = DLK_CODEC_NONE, .ndim = 1,
         .variable = true, .shapes = shapes, .samples = VS, .raw = NULL,
         .raw_bytes = vraw, .have_raw_hash = true,
-        .raw_hash = dlk_hash64(rv, vraw), .part_bytes = 4096, .iov = iov,
+        .raw_hash = Dlk_hash64(rv, vraw), .part_bytes = 4096, .iov = iov,
         .niov = 5,
     };
-    dlk_buf head;
-    dlk_buf_init(&head);
+    Dlk_buf head;
+    Dlk_buf_init(&head);
     bool follows = false;
-    ok = whole.p && dlk_chunk_encode_head(&e, &head, &follows, NULL) == 0 &&
+    ok = whole.p && Dlk_chunk_encode_head(&e, &head, &follows, NULL) == 0 &&
          follows && head.len + vraw == whole.len &&
          memcmp(head.data, whole.p, head.len) == 0;
     UNIT_CHECK("parts: the head encoded from payload pieces is the whole "
                "encoding's", ok);
     e.niov = 4; /* pieces short of raw_bytes */
     UNIT_CHECK("parts: pieces that do not add up are refused",
-               dlk_chunk_encode_head(&e, &head, &follows, NULL) ==
+               Dlk_chunk_encode_head(&e, &head, &follows, NULL) ==
                    DLK_EINTERNAL);
     e.iov = NULL;
     UNIT_CHECK("parts: no payload to hash is refused",
-               dlk_chunk_encode_head(&e, &head, &follows, NULL) ==
+               Dlk_chunk_encode_head(&e, &head, &follows, NULL) ==
                    DLK_EINTERNAL);
-    dlk_buf_free(&head);
+    Dlk_buf_free(&head);
     free(whole.p);
 
     /* encoder limits */
@@ -337,19 +337,19 @@ static void round_trips(void)
                !o.p && rc == DLK_EINTERNAL);
 
     UNIT_CHECK("parts: counts and firsts",
-               dlk_parts_count(10, 0, 4096) == 1 &&
-               dlk_parts_count(10, 4096, 4096) == 1 &&
-               dlk_parts_count(10, 4097, 4096) == 2 &&
-               dlk_parts_count(2, 1 << 20, 4096) == 2 &&
-               dlk_parts_count(1u << 26, (uint64_t)2 << 30, 4096) ==
+               Dlk_parts_count(10, 0, 4096) == 1 &&
+               Dlk_parts_count(10, 4096, 4096) == 1 &&
+               Dlk_parts_count(10, 4097, 4096) == 2 &&
+               Dlk_parts_count(2, 1 << 20, 4096) == 2 &&
+               Dlk_parts_count(1u << 26, (uint64_t)2 << 30, 4096) ==
                    1u << 19 &&
-               dlk_parts_count(5, 100, 0) == 0 &&
-               dlk_part_first(0, 10, 3) == 0 &&
-               dlk_part_first(1, 10, 3) == 3 &&
-               dlk_part_first(2, 10, 3) == 6 &&
-               dlk_part_first(3, 10, 3) == 10 &&
-               dlk_part_first(1u << 19, 1u << 26, 1u << 19) == 1u << 26 &&
-               dlk_part_first(3, 7, 0) == 0);
+               Dlk_parts_count(5, 100, 0) == 0 &&
+               Dlk_part_first(0, 10, 3) == 0 &&
+               Dlk_part_first(1, 10, 3) == 3 &&
+               Dlk_part_first(2, 10, 3) == 6 &&
+               Dlk_part_first(3, 10, 3) == 10 &&
+               Dlk_part_first(1u << 19, 1u << 26, 1u << 19) == 1u << 26 &&
+               Dlk_part_first(3, 7, 0) == 0);
     free(raw);
     free(r3);
     free(rv);
@@ -359,11 +359,11 @@ static void round_trips(void)
 
 static obj with_index_grown(const obj *o, size_t extra)
 {
-    uint64_t ib = dlk_get_le64(o->p + O_INDEX);
+    uint64_t ib = Dlk_get_le64(o->p + O_INDEX);
     obj n = {calloc(1, o->len + extra), o->len + extra};
     memcpy(n.p, o->p, 64 + (size_t)ib);
     memcpy(n.p + 64 + ib + extra, o->p + 64 + ib, o->len - 64 - (size_t)ib);
-    dlk_put_le64(n.p + O_INDEX, ib + extra);
+    Dlk_put_le64(n.p + O_INDEX, ib + extra);
     reseal(&n);
     return n;
 }
@@ -378,33 +378,33 @@ static void rejections(void)
     size_t at = table_at(&good, 3, false, 100);
     UNIT_CHECK("parts: base chunk decodes",
                good.p && dec(&good, DLK_DECODE_VERIFY) == DLK_OK &&
-               dlk_get_le32(good.p + at + 4) == 2);
+               Dlk_get_le32(good.p + at + 4) == 2);
     if (!good.p)
         return;
 
     obj o = copy_obj(&good);
-    dlk_put_le32(o.p + at, 4095);
+    Dlk_put_le32(o.p + at, 4095);
     reseal(&o);
     UNIT_CHECK("parts: part_bytes 4095 is corrupt",
                corrupt(&o, DLK_DECODE_HEADER_ONLY, "part size"));
-    dlk_put_le32(o.p + at, (1u << 30) + 1);
+    Dlk_put_le32(o.p + at, (1u << 30) + 1);
     reseal(&o);
     UNIT_CHECK("parts: part_bytes 2^30+1 is corrupt",
                corrupt(&o, DLK_DECODE_HEADER_ONLY, "part size"));
     free(o.p);
 
     o = copy_obj(&good);
-    dlk_put_le32(o.p + at + 4, 3);
+    Dlk_put_le32(o.p + at + 4, 3);
     reseal(&o);
     UNIT_CHECK("parts: nparts 3 where the formula gives 2 is corrupt",
                corrupt(&o, DLK_DECODE_HEADER_ONLY, "parts"));
-    dlk_put_le32(o.p + at + 4, 0xffffffffu);
+    Dlk_put_le32(o.p + at + 4, 0xffffffffu);
     reseal(&o);
     UNIT_CHECK("parts: nparts 2^32-1 is corrupt (not read past the index)",
                corrupt(&o, DLK_DECODE_HEADER_ONLY, "parts"));
     /* part_bytes changed to one that gives another count */
-    dlk_put_le32(o.p + at + 4, 2);
-    dlk_put_le32(o.p + at, 8192);
+    Dlk_put_le32(o.p + at + 4, 2);
+    Dlk_put_le32(o.p + at, 8192);
     reseal(&o);
     UNIT_CHECK("parts: part_bytes that gives another count is corrupt",
                corrupt(&o, DLK_DECODE_HEADER_ONLY, "parts"));
@@ -418,7 +418,7 @@ static void rejections(void)
     free(o.p);
 
     o = copy_obj(&good);
-    size_t end = 64 + (size_t)dlk_get_le64(o.p + O_INDEX);
+    size_t end = 64 + (size_t)Dlk_get_le64(o.p + O_INDEX);
     o.p[end - 1] = 1;
     reseal(&o);
     UNIT_CHECK("parts: non-zero padding after the table is corrupt",
@@ -438,7 +438,7 @@ static void rejections(void)
     free(o.p);
 
     o = copy_obj(&good);
-    dlk_put_le64(o.p + at + 8, dlk_get_le64(o.p + at + 8) ^ 1);
+    Dlk_put_le64(o.p + at + 8, Dlk_get_le64(o.p + at + 8) ^ 1);
     reseal(&o);
     UNIT_CHECK("parts: a wrong part hash: header fine, a verifying decode "
                "names part 0",
@@ -470,12 +470,12 @@ static void rejections(void)
 
 /* ---- the head alone, against the manifest ---------------------------- */
 
-static void tensor(dlk_tensor *t, const char *text, uint32_t part_bytes)
+static void tensor(Dlk_tensor *t, const char *text, uint32_t part_bytes)
 {
     dlk_tensor_spec s;
     dlk_tensor_spec_parse(text, &s, NULL);
     s.part_bytes = part_bytes;
-    dlk_tensor_init(t, &s, NULL);
+    Dlk_tensor_init(t, &s, NULL);
     t->spec.part_bytes = part_bytes; /* as a manifest gives it */
 }
 
@@ -486,34 +486,34 @@ static void head_only(void)
     fill(raw, S * B, 2);
     int64_t shape[2] = {10, 30};
     obj o = enc(DLK_CODEC_NONE, 2, shape, NULL, S, raw, S * B, 4096, NULL);
-    dlk_tensor t, t8, tnone, tz;
+    Dlk_tensor t, t8, tnone, tz;
     tensor(&t, "x:u8:10x30", 4096);
     tensor(&t8, "x:u8:10x30", 8192);
     tensor(&tnone, "x:u8:10x30", 0);
     tensor(&tz, "x:u8:10x30:zstd", 0);
-    dlk_chunk_entry e = {.samples = S, .stored_bytes = o.len,
+    Dlk_chunk_entry e = {.samples = S, .stored_bytes = o.len,
                          .raw_bytes = S * B};
-    uint64_t head = 64 + dlk_get_le64(o.p + O_INDEX);
+    uint64_t head = 64 + Dlk_get_le64(o.p + O_INDEX);
     UNIT_CHECK("head: the manifest alone gives 64 + index_bytes",
-               dlk_chunk_expected_head(&t, &e) == head &&
-               dlk_chunk_expected_head(&tnone, &e) == 0 &&
-               dlk_chunk_expected_head(&tz, &e) == 64 + 64);
-    dlk_chunk_entry bad = e;
+               Dlk_chunk_expected_head(&t, &e) == head &&
+               Dlk_chunk_expected_head(&tnone, &e) == 0 &&
+               Dlk_chunk_expected_head(&tz, &e) == 64 + 64);
+    Dlk_chunk_entry bad = e;
     bad.samples = 0;
     UNIT_CHECK("head: an entry out of range gives 0",
-               dlk_chunk_expected_head(&t, &bad) == 0);
+               Dlk_chunk_expected_head(&t, &bad) == 0);
 
     /* exactly the head: every check, part table included */
     dlk_chunk *c = load(o.p, (size_t)head);
     dlk_error err = {0};
-    dlk_status rc = dlk_chunk_open(c, &t, &e, NAME, DLK_DECODE_HEADER_ONLY,
+    dlk_status rc = Dlk_chunk_open(c, &t, &e, NAME, DLK_DECODE_HEADER_ONLY,
                                    NULL, 0, &err);
     uint64_t off, len;
     bool ok = rc == DLK_OK && c->nparts == 5 &&
-              dlk_chunk_part_span(c, 1, 3, &off, &len) == 0 &&
-              dlk_chunk_verify_parts(c, 1, 3, raw + off, len, NAME, &err) ==
+              Dlk_chunk_part_span(c, 1, 3, &off, &len) == 0 &&
+              Dlk_chunk_verify_parts(c, 1, 3, raw + off, len, NAME, &err) ==
                   DLK_OK &&
-              dlk_chunk_sample_offset(c, 10) == 10 * B;
+              Dlk_chunk_sample_offset(c, 10) == 10 * B;
     if (!ok)
         printf("# %d %s\n", rc, err.msg);
     UNIT_CHECK("head: open from exactly 64 + index_bytes bytes, parts "
@@ -522,7 +522,7 @@ static void head_only(void)
 
     /* one byte short of the index */
     c = load(o.p, (size_t)head - 1);
-    rc = dlk_chunk_open(c, &t, &e, NAME, DLK_DECODE_HEADER_ONLY, NULL, 0,
+    rc = Dlk_chunk_open(c, &t, &e, NAME, DLK_DECODE_HEADER_ONLY, NULL, 0,
                         &err);
     UNIT_CHECK("head: one byte short of the index is refused",
                rc == DLK_ECORRUPT && strstr(err.msg, NAME));
@@ -531,7 +531,7 @@ static void head_only(void)
     /* a head with a damaged index byte: the header hash still guards */
     c = load(o.p, (size_t)head);
     c->object.data[head - 1] ^= 1;
-    rc = dlk_chunk_open(c, &t, &e, NAME, DLK_DECODE_HEADER_ONLY, NULL, 0,
+    rc = Dlk_chunk_open(c, &t, &e, NAME, DLK_DECODE_HEADER_ONLY, NULL, 0,
                         &err);
     UNIT_CHECK("head: a damaged head is refused",
                rc == DLK_ECORRUPT && strstr(err.msg, "checksum"));
@@ -539,49 +539,49 @@ static void head_only(void)
 
     /* the whole object still opens head-only, and fully */
     c = load(o.p, o.len);
-    rc = dlk_chunk_open(c, &t, &e, NAME, DLK_DECODE_HEADER_ONLY, NULL, 0,
+    rc = Dlk_chunk_open(c, &t, &e, NAME, DLK_DECODE_HEADER_ONLY, NULL, 0,
                         &err);
     UNIT_CHECK("head: the whole object opens header-only", rc == DLK_OK);
     dlk_chunk_free(c);
     c = load(o.p, (size_t)head);
-    rc = dlk_chunk_open(c, &t, &e, NAME, DLK_DECODE_VERIFY, NULL, 0, &err);
+    rc = Dlk_chunk_open(c, &t, &e, NAME, DLK_DECODE_VERIFY, NULL, 0, &err);
     UNIT_CHECK("head: a full open of just the head is refused",
                rc == DLK_ECORRUPT);
     dlk_chunk_free(c);
 
     /* step 19: the tensor's part_bytes against the chunk's */
     c = load(o.p, (size_t)head);
-    rc = dlk_chunk_open(c, &t8, &e, NAME, DLK_DECODE_HEADER_ONLY, NULL, 0,
+    rc = Dlk_chunk_open(c, &t8, &e, NAME, DLK_DECODE_HEADER_ONLY, NULL, 0,
                         &err);
     UNIT_CHECK("head: parts of another size than the tensor's are corrupt",
                rc == DLK_ECORRUPT && strstr(err.msg, "another size"));
     dlk_chunk_free(c);
     c = load(o.p, o.len);
-    rc = dlk_chunk_open(c, &tnone, &e, NAME, DLK_DECODE_VERIFY, NULL, 0,
+    rc = Dlk_chunk_open(c, &tnone, &e, NAME, DLK_DECODE_VERIFY, NULL, 0,
                         &err);
     UNIT_CHECK("head: a tensor without part_bytes reads chunks with parts",
                rc == DLK_OK);
     dlk_chunk_free(c);
     obj plain = enc(DLK_CODEC_NONE, 2, shape, NULL, S, raw, S * B, 0, NULL);
-    dlk_chunk_entry ep = e;
+    Dlk_chunk_entry ep = e;
     ep.stored_bytes = plain.len;
     c = load(plain.p, plain.len);
-    rc = dlk_chunk_open(c, &t, &ep, NAME, DLK_DECODE_HEADER_ONLY, NULL, 0,
+    rc = Dlk_chunk_open(c, &t, &ep, NAME, DLK_DECODE_HEADER_ONLY, NULL, 0,
                         &err);
     UNIT_CHECK("head: a chunk without parts of a tensor with part_bytes is "
                "corrupt", rc == DLK_ECORRUPT && strstr(err.msg, "no parts"));
     dlk_chunk_free(c);
     c = load(plain.p, plain.len);
-    rc = dlk_chunk_open(c, &tnone, &ep, NAME, DLK_DECODE_VERIFY, NULL, 0,
+    rc = Dlk_chunk_open(c, &tnone, &ep, NAME, DLK_DECODE_VERIFY, NULL, 0,
                         &err);
     UNIT_CHECK("head: a tensor without part_bytes reads chunks without",
                rc == DLK_OK && c->nparts == 0 && c->part_hash == NULL);
     dlk_chunk_free(c);
     free(plain.p);
-    dlk_tensor_fini(&t);
-    dlk_tensor_fini(&t8);
-    dlk_tensor_fini(&tnone);
-    dlk_tensor_fini(&tz);
+    Dlk_tensor_fini(&t);
+    Dlk_tensor_fini(&t8);
+    Dlk_tensor_fini(&tnone);
+    Dlk_tensor_fini(&tz);
     free(o.p);
     free(raw);
 }
@@ -607,23 +607,23 @@ static int append_rows(dlk_dataset *ds, int from, int to)
 
 static int chunks_with_parts(const dlk_dataset *ds, size_t ti, int *without)
 {
-    const dlk_tensor *t = &ds->m.tensors[ti];
+    const Dlk_tensor *t = &ds->m.tensors[ti];
     int with = 0;
     *without = 0;
     for (size_t k = 0; k < t->nchunks; k++) {
         char key[DLK_CHUNK_KEY_MAX];
-        dlk_chunk_key(key, t->spec.name, t->chunks[k].key);
-        dlk_buf b;
-        dlk_buf_init(&b);
-        dlk_chunk_header h;
-        if (dlk_store_get(ds->store, key, UINT64_MAX, &b, NULL, NULL) ||
-            dlk_chunk_parse_header(b.data, b.len, key, &h, NULL))
+        Dlk_chunk_key(key, t->spec.name, t->chunks[k].key);
+        Dlk_buf b;
+        Dlk_buf_init(&b);
+        Dlk_chunk_header h;
+        if (Dlk_store_get(ds->store, key, UINT64_MAX, &b, NULL, NULL) ||
+            Dlk_chunk_parse_header(b.data, b.len, key, &h, NULL))
             (*without) += 1000;
         else if (h.flags & DLK_CHUNK_FLAG_PARTS)
             with++;
         else
             (*without)++;
-        dlk_buf_free(&b);
+        Dlk_buf_free(&b);
     }
     return with;
 }
@@ -672,12 +672,12 @@ static void datasets(void)
     dlk_dataset_close(ds, NULL);
 
     /* the manifest carries the member; reopened, it is kept */
-    dlk_buf b;
-    dlk_buf_init(&b);
-    dlk_store *st = NULL;
-    dlk_store_open(root, false, NULL, &st, NULL);
-    dlk_store_get(st, DLK_KEY_HEAD, UINT64_MAX, &b, NULL, NULL);
-    dlk_buf_append(&b, "", 1, NULL);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
+    Dlk_store *st = NULL;
+    Dlk_store_open(root, false, NULL, &st, NULL);
+    Dlk_store_get(st, DLK_KEY_HEAD, UINT64_MAX, &b, NULL, NULL);
+    Dlk_buf_append(&b, "", 1, NULL);
     const char *m = (const char *)b.data;
     UNIT_CHECK("dataset: manifest has part_bytes 1048576 and 4096, not for "
                "zstd",
@@ -692,10 +692,10 @@ static void datasets(void)
     if (at)
         memmove(at, at + strlen(",\"part_bytes\":1048576"),
                 strlen(at + strlen(",\"part_bytes\":1048576")) + 1);
-    dlk_store_put(st, DLK_KEY_HEAD, text, strlen(text), DLK_PUT_ALWAYS, NULL,
+    Dlk_store_put(st, DLK_KEY_HEAD, text, strlen(text), DLK_PUT_ALWAYS, NULL,
                   NULL, NULL);
     free(text);
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     rc = dlk_dataset_open(root, NULL, &ds, NULL);
     int before = rc ? 0 : (int)ds->m.tensors[0].nchunks;
     bad = rc ? 1 : append_rows(ds, 60, 200);
@@ -718,16 +718,16 @@ static void datasets(void)
         printf("# %s", problems);
 
     /* one payload byte of one part of "var" damaged on disk */
-    const dlk_tensor *tv = &ds->m.tensors[1];
-    const dlk_chunk_entry *e = &tv->chunks[0];
+    const Dlk_tensor *tv = &ds->m.tensors[1];
+    const Dlk_chunk_entry *e = &tv->chunks[0];
     char key[DLK_CHUNK_KEY_MAX], path[600];
-    dlk_chunk_key(key, tv->spec.name, e->key);
+    Dlk_chunk_key(key, tv->spec.name, e->key);
     dlk_chunk *c = NULL;
-    rc = rc ? rc : dlk_chunk_load(ds, tv, e, DLK_DECODE_HEADER_ONLY, NULL, 0,
+    rc = rc ? rc : Dlk_chunk_load(ds, tv, e, DLK_DECODE_HEADER_ONLY, NULL, 0,
                                   &c, NULL);
     uint64_t off = 0, len = 0;
     bool ok = !rc && c->nparts >= 3 &&
-              dlk_chunk_part_span(c, 2, 3, &off, &len) == 0 && len > 0;
+              Dlk_chunk_part_span(c, 2, 3, &off, &len) == 0 && len > 0;
     if (ok) {
         snprintf(path, sizeof path, "%s/%s", root, key);
         int fd = open(path, O_RDWR);
@@ -750,7 +750,7 @@ static void datasets(void)
         printf("# %s", problems);
     UNIT_CHECK("dataset: verify --deep names the damaged part", ok);
     dlk_dataset_close(ds, NULL);
-    dlk_store_free(st);
+    Dlk_store_free(st);
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);
     if (system(cmd)) {}
 }

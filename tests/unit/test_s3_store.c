@@ -68,7 +68,7 @@ static void diag(dlk_error *err)
 {
     if (err->msg[0])
         printf("#   %s (%s)\n", err->msg, dlk_strerror(err->code));
-    dlk_error_clear(err);
+    Dlk_error_clear(err);
 }
 
 static void fill(uint8_t *p, size_t n, uint64_t seed)
@@ -423,12 +423,12 @@ static void test_no_env(void)
     diag(&err);
     if (!rc)
         s3_config_free(&c);
-    dlk_store *st = NULL;
-    rc = dlk_store_open("s3://some-bucket/x", false, NULL, &st, &err);
+    Dlk_store *st = NULL;
+    rc = Dlk_store_open("s3://some-bucket/x", false, NULL, &st, &err);
     check(rc == DLK_OK, "library: an s3 store opens with malformed "
           "DLK_S3_* and a missing AWS_PROFILE in the environment");
     diag(&err);
-    dlk_store_free(st);
+    Dlk_store_free(st);
 
     store_env e;
     rc = store_env_load(&e, false, &err);
@@ -509,16 +509,16 @@ static void test_no_env(void)
 
 /* ---- against the server --------------------------------------------- */
 
-static dlk_store *open_store(const char *url)
+static Dlk_store *open_store(const char *url)
 {
-    dlk_store *s = NULL;
+    Dlk_store *s = NULL;
     dlk_error err = {0};
     store_env e;
     if (store_env_load(&e, false, &err) != DLK_OK) {
         diag(&err);
         return NULL;
     }
-    dlk_status rc = dlk_store_open(url, false, &e.opts, &s, &err);
+    dlk_status rc = Dlk_store_open(url, false, &e.opts, &s, &err);
     store_env_free(&e);
     if (rc != DLK_OK) {
         diag(&err);
@@ -527,31 +527,31 @@ static dlk_store *open_store(const char *url)
     return s;
 }
 
-static void test_basic(dlk_store *s)
+static void test_basic(Dlk_store *s)
 {
     dlk_error err = {0};
     uint8_t data[5000];
     fill(data, sizeof data, 1);
-    dlk_obj_info pi = {0}, gi = {0}, hi = {0};
-    dlk_status rc = dlk_store_put(s, "basic/obj.bin", data, sizeof data,
+    Dlk_obj_info pi = {0}, gi = {0}, hi = {0};
+    dlk_status rc = Dlk_store_put(s, "basic/obj.bin", data, sizeof data,
                                   DLK_PUT_ALWAYS, NULL, &pi, &err);
     check(rc == DLK_OK && pi.etag[0] && pi.size == sizeof data, "put");
     diag(&err);
 
-    dlk_buf b;
-    dlk_buf_init(&b);
-    rc = dlk_store_get(s, "basic/obj.bin", 1 << 20, &b, &gi, &err);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
+    rc = Dlk_store_get(s, "basic/obj.bin", 1 << 20, &b, &gi, &err);
     check(rc == DLK_OK && b.len == sizeof data &&
           memcmp(b.data, data, sizeof data) == 0 && gi.size == sizeof data &&
           strcmp(gi.etag, pi.etag) == 0, "get returns the bytes and etag");
-    rc = dlk_store_head(s, "basic/obj.bin", &hi, &err);
+    rc = Dlk_store_head(s, "basic/obj.bin", &hi, &err);
     int64_t now = (int64_t)time(NULL);
     check(rc == DLK_OK && hi.size == sizeof data &&
           strcmp(hi.etag, pi.etag) == 0 && hi.mtime > now - 3600 &&
           hi.mtime < now + 3600, "head: size, etag, modification time");
 
     b.len = 0;
-    rc = dlk_store_get_range(s, "basic/obj.bin", 100, 1000, &b, &err);
+    rc = Dlk_store_get_range(s, "basic/obj.bin", 100, 1000, &b, &err);
     check(rc == DLK_OK && b.len == 1000 &&
           memcmp(b.data, data + 100, 1000) == 0, "range get");
     b.len = 0;
@@ -564,47 +564,47 @@ static void test_basic(dlk_store *s)
                      &b, NULL, &err);
     check(rc == DLK_OK && b.len == 0, "range at the very end is empty");
     b.len = 0;
-    rc = dlk_store_get_range(s, "basic/obj.bin", 4900, 200, &b, &err);
+    rc = Dlk_store_get_range(s, "basic/obj.bin", 4900, 200, &b, &err);
     check(rc == DLK_ECORRUPT && strstr(err.msg, "short object") &&
           b.len == 0, "range past the end: short object");
     diag(&err);
-    rc = dlk_store_get_range(s, "basic/obj.bin", 9000, 10, &b, &err);
+    rc = Dlk_store_get_range(s, "basic/obj.bin", 9000, 10, &b, &err);
     check(rc == DLK_ECORRUPT && strstr(err.msg, "short object"),
           "range beyond the end: short object");
     diag(&err);
 
-    dlk_buf small;
-    dlk_buf_init(&small);
-    rc = dlk_store_get(s, "basic/obj.bin", 4999, &small, NULL, &err);
+    Dlk_buf small;
+    Dlk_buf_init(&small);
+    rc = Dlk_store_get(s, "basic/obj.bin", 4999, &small, NULL, &err);
     check(rc == DLK_ELIMIT && small.len == 0 && small.data == NULL &&
           strstr(err.msg, "5000"), "get over max: DLK_ELIMIT before "
           "allocating");
     diag(&err);
 
-    rc = dlk_store_get(s, "basic/missing", 1 << 20, &b, NULL, &err);
+    rc = Dlk_store_get(s, "basic/missing", 1 << 20, &b, NULL, &err);
     check(rc == DLK_ENOTFOUND && strstr(err.msg, "basic/missing") &&
           strstr(err.msg, "404") && strstr(err.msg, "NoSuchKey") &&
           strstr(err.msg, "s3://"), "get missing: DLK_ENOTFOUND, named");
     diag(&err);
-    rc = dlk_store_head(s, "basic/missing", &hi, &err);
+    rc = Dlk_store_head(s, "basic/missing", &hi, &err);
     check(rc == DLK_ENOTFOUND && strstr(err.msg, "404"),
           "head missing: DLK_ENOTFOUND");
 
-    rc = dlk_store_put(s, "basic/empty", "", 0, DLK_PUT_ALWAYS, NULL, NULL,
+    rc = Dlk_store_put(s, "basic/empty", "", 0, DLK_PUT_ALWAYS, NULL, NULL,
                        &err);
     b.len = 0;
     if (!rc)
-        rc = dlk_store_get(s, "basic/empty", 10, &b, &gi, &err);
+        rc = Dlk_store_get(s, "basic/empty", 10, &b, &gi, &err);
     check(rc == DLK_OK && b.len == 0 && gi.size == 0, "empty object");
 
-    rc = dlk_store_del(s, "basic/obj.bin", &err);
+    rc = Dlk_store_del(s, "basic/obj.bin", &err);
     check(rc == DLK_OK, "delete");
-    rc = dlk_store_head(s, "basic/obj.bin", &hi, &err);
+    rc = Dlk_store_head(s, "basic/obj.bin", &hi, &err);
     check(rc == DLK_ENOTFOUND, "deleted object is gone");
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
 }
 
-/* dlk_store_get_start: every request answered once, in any order, from
+/* Dlk_store_get_start: every request answered once, in any order, from
  * the store's threads; a missing key, one over its max and a bad key each
  * fail on their own, the rest bring their bytes. */
 typedef struct started {
@@ -612,10 +612,10 @@ typedef struct started {
     pthread_cond_t cv;
     int calls[64];
     int left;
-    dlk_get_req *base;
+    Dlk_get_req *base;
 } started;
 
-static void on_answer(void *ud, dlk_get_req *q)
+static void on_answer(void *ud, Dlk_get_req *q)
 {
     started *st = ud;
     pthread_mutex_lock(&st->mu);
@@ -625,7 +625,7 @@ static void on_answer(void *ud, dlk_get_req *q)
     pthread_mutex_unlock(&st->mu);
 }
 
-static void test_get_start(dlk_store *s)
+static void test_get_start(Dlk_store *s)
 {
     enum { N = 40 };  /* objects put; then a missing, a bad, a too big */
     dlk_error err = {0};
@@ -636,30 +636,30 @@ static void test_get_start(dlk_store *s)
         snprintf(names[i], sizeof names[i], "start/%03d.bin", i);
         fill(data[i], sizeof data[i], 100 + (uint64_t)i);
         /* sizes 0 .. 2925: an empty object among them */
-        put_ok &= dlk_store_put(s, names[i], data[i], (size_t)i * 75,
+        put_ok &= Dlk_store_put(s, names[i], data[i], (size_t)i * 75,
                                 DLK_PUT_ALWAYS, NULL, NULL, &err) == DLK_OK;
     }
     check(put_ok, "get_start: put %d objects", N);
     diag(&err);
-    dlk_get_req reqs[N + 3];
-    dlk_buf bufs[N + 3];
-    dlk_get_req *ptrs[N + 3];
+    Dlk_get_req reqs[N + 3];
+    Dlk_buf bufs[N + 3];
+    Dlk_get_req *ptrs[N + 3];
     memset(reqs, 0, sizeof reqs);
     for (int i = 0; i < N + 3; i++) {
-        dlk_buf_init(&bufs[i]);
-        reqs[i] = (dlk_get_req){.key = i < N ? names[i] : "start/none",
+        Dlk_buf_init(&bufs[i]);
+        reqs[i] = (Dlk_get_req){.key = i < N ? names[i] : "start/none",
                                 .max = 1 << 20, .out = &bufs[i]};
         ptrs[i] = &reqs[i];
     }
     reqs[N + 1].key = "start/../x";                  /* refused key */
-    reqs[N + 2] = (dlk_get_req){.key = names[N - 1], .max = 100,
+    reqs[N + 2] = (Dlk_get_req){.key = names[N - 1], .max = 100,
                                 .out = &bufs[N + 2]}; /* over its max */
     started st = {.left = N + 3, .base = reqs};
     pthread_mutex_init(&st.mu, NULL);
     pthread_cond_init(&st.cv, NULL);
     dlk_io_counters c0, c1;
     dlk_io_counters_get(&c0);
-    bool can = dlk_store_get_start(s, ptrs, N + 3, on_answer, &st);
+    bool can = Dlk_store_get_start(s, ptrs, N + 3, on_answer, &st);
     check(can, "get_start: the s3 store starts GETs without waiting");
     pthread_mutex_lock(&st.mu);
     while (can && st.left > 0)
@@ -691,18 +691,18 @@ static void test_get_start(dlk_store *s)
           (unsigned long long)(c1.bytes_read - c0.bytes_read),
           (unsigned long long)(c1.gets - c0.gets));
     for (int i = 0; i < N + 3; i++)
-        dlk_buf_free(&bufs[i]);
+        Dlk_buf_free(&bufs[i]);
     for (int i = 0; i < N; i++)
-        dlk_store_del(s, names[i], &err);
+        Dlk_store_del(s, names[i], &err);
     pthread_mutex_destroy(&st.mu);
     pthread_cond_destroy(&st.cv);
 }
 
-/* dlk_store_putv_hashed: the object under prefix + the XXH3-128 of the
+/* Dlk_store_putv_hashed: the object under prefix + the XXH3-128 of the
  * parts (the file store hashes runs of parts as it writes them, the S3
  * store all first): runs across a part, parts past one writev's 64, an
  * empty part; IF_ABSENT a second time; no temporary file left. */
-static void test_putv_hashed(dlk_store *s, const char *dir)
+static void test_putv_hashed(Dlk_store *s, const char *dir)
 {
     size_t sizes[] = {100, (5u << 19) + 7, 0, 700u << 10};
     enum { NP = 4, NSMALL = 150 };
@@ -718,18 +718,18 @@ static void test_putv_hashed(dlk_store *s, const char *dir)
     char want[33], hex[33], key[200];
     for (int round = 0; round < 2; round++) {
         int np = round ? NP + NSMALL : NP;
-        dlk_hash128_hex_v(v, (size_t)np, want);
+        Dlk_hash128_hex_v(v, (size_t)np, want);
         dlk_error err;
         memset(hex, 0, sizeof hex);
-        dlk_status rc = dlk_store_putv_hashed(s, "hashed/t/", v, np,
+        dlk_status rc = Dlk_store_putv_hashed(s, "hashed/t/", v, np,
                                               DLK_PUT_IF_ABSENT, hex, &err);
         check(rc == DLK_OK && strcmp(hex, want) == 0,
               "putv_hashed of %d parts: named by their XXH3-128 (%s %s)", np,
               hex, rc ? err.msg : "");
         snprintf(key, sizeof key, "hashed/t/%s", want);
-        dlk_buf b;
-        dlk_buf_init(&b);
-        rc = dlk_store_get(s, key, 64u << 20, &b, NULL, &err);
+        Dlk_buf b;
+        Dlk_buf_init(&b);
+        rc = Dlk_store_get(s, key, 64u << 20, &b, NULL, &err);
         bool same = rc == DLK_OK;
         size_t at = 0;
         for (int i = 0; same && i < np; i++) {
@@ -739,21 +739,21 @@ static void test_putv_hashed(dlk_store *s, const char *dir)
         }
         check(same && at == b.len, "putv_hashed of %d parts: the object "
               "holds them in order (%zu bytes)", np, b.len);
-        dlk_buf_free(&b);
+        Dlk_buf_free(&b);
         memset(hex, 0, sizeof hex);
-        rc = dlk_store_putv_hashed(s, "hashed/t/", v, np, DLK_PUT_IF_ABSENT,
+        rc = Dlk_store_putv_hashed(s, "hashed/t/", v, np, DLK_PUT_IF_ABSENT,
                                    hex, &err);
         check(rc == DLK_EEXIST && strcmp(hex, want) == 0,
               "putv_hashed again: exists, same name");
-        rc = dlk_store_putv_hashed(s, "hashed/t/", v, np, DLK_PUT_ALWAYS,
+        rc = Dlk_store_putv_hashed(s, "hashed/t/", v, np, DLK_PUT_ALWAYS,
                                    hex, &err);
         check(rc == DLK_OK, "putv_hashed ALWAYS over it");
     }
     dlk_error err;
-    check(dlk_store_putv_hashed(s, "hashed/t/", v, 1, DLK_PUT_IF_MATCH, hex,
+    check(Dlk_store_putv_hashed(s, "hashed/t/", v, 1, DLK_PUT_IF_MATCH, hex,
                                 &err) == DLK_EINVAL,
           "putv_hashed refuses IF_MATCH");
-    check(dlk_store_putv_hashed(s, "../t/", v, 1, DLK_PUT_ALWAYS, hex,
+    check(Dlk_store_putv_hashed(s, "../t/", v, 1, DLK_PUT_ALWAYS, hex,
                                 &err) == DLK_EINVAL,
           "putv_hashed refuses a bad prefix: %s", err.msg);
     if (dir) { /* a local store: nothing but the two objects */
@@ -777,43 +777,43 @@ static void test_putv_hashed(dlk_store *s, const char *dir)
         free(mem[i]);
 }
 
-static void test_conditional(dlk_store *s)
+static void test_conditional(Dlk_store *s)
 {
     dlk_error err = {0};
-    dlk_obj_info a = {0}, b = {0}, c = {0};
-    dlk_status rc = dlk_store_put(s, "cond/ref", "one", 3, DLK_PUT_IF_ABSENT,
+    Dlk_obj_info a = {0}, b = {0}, c = {0};
+    dlk_status rc = Dlk_store_put(s, "cond/ref", "one", 3, DLK_PUT_IF_ABSENT,
                                   NULL, &a, &err);
     check(rc == DLK_OK, "conditional create");
     diag(&err);
-    rc = dlk_store_put(s, "cond/ref", "two", 3, DLK_PUT_IF_ABSENT, NULL,
+    rc = Dlk_store_put(s, "cond/ref", "two", 3, DLK_PUT_IF_ABSENT, NULL,
                        NULL, &err);
     check(rc == DLK_EEXIST && strstr(err.msg, "cond/ref"),
           "conditional create of an existing object: DLK_EEXIST");
     diag(&err);
-    rc = dlk_store_put(s, "cond/ref", "three", 5, DLK_PUT_IF_MATCH, a.etag,
+    rc = Dlk_store_put(s, "cond/ref", "three", 5, DLK_PUT_IF_MATCH, a.etag,
                        &b, &err);
     check(rc == DLK_OK && strcmp(a.etag, b.etag) != 0,
           "conditional replace with the right etag");
     diag(&err);
-    rc = dlk_store_put(s, "cond/ref", "four", 4, DLK_PUT_IF_MATCH, a.etag,
+    rc = Dlk_store_put(s, "cond/ref", "four", 4, DLK_PUT_IF_MATCH, a.etag,
                        &c, &err);
     check(rc == DLK_ECONFLICT, "conditional replace with a stale etag: "
           "DLK_ECONFLICT");
     diag(&err);
-    rc = dlk_store_put(s, "cond/none", "x", 1, DLK_PUT_IF_MATCH, a.etag,
+    rc = Dlk_store_put(s, "cond/none", "x", 1, DLK_PUT_IF_MATCH, a.etag,
                        &c, &err);
     check(rc == DLK_ECONFLICT, "conditional replace of a missing object: "
           "DLK_ECONFLICT");
     diag(&err);
-    dlk_buf buf;
-    dlk_buf_init(&buf);
-    rc = dlk_store_get(s, "cond/ref", 100, &buf, NULL, &err);
+    Dlk_buf buf;
+    Dlk_buf_init(&buf);
+    rc = Dlk_store_get(s, "cond/ref", 100, &buf, NULL, &err);
     check(rc == DLK_OK && buf.len == 5 && memcmp(buf.data, "three", 5) == 0,
           "the winner's bytes are stored");
-    dlk_buf_free(&buf);
+    Dlk_buf_free(&buf);
 }
 
-static void test_odd_keys(dlk_store *s)
+static void test_odd_keys(Dlk_store *s)
 {
     const char *ks[] = {
         "odd/with space/file name.txt",
@@ -824,22 +824,22 @@ static void test_odd_keys(dlk_store *s)
     dlk_error err = {0};
     int good = 0;
     for (size_t i = 0; i < 4; i++) {
-        dlk_buf b;
-        dlk_buf_init(&b);
-        dlk_status rc = dlk_store_put(s, ks[i], ks[i], strlen(ks[i]),
+        Dlk_buf b;
+        Dlk_buf_init(&b);
+        dlk_status rc = Dlk_store_put(s, ks[i], ks[i], strlen(ks[i]),
                                       DLK_PUT_ALWAYS, NULL, NULL, &err);
         if (!rc)
-            rc = dlk_store_get(s, ks[i], 4096, &b, NULL, &err);
+            rc = Dlk_store_get(s, ks[i], 4096, &b, NULL, &err);
         if (!rc && b.len == strlen(ks[i]) &&
             memcmp(b.data, ks[i], b.len) == 0)
             good++;
         else
             diag(&err);
-        dlk_buf_free(&b);
+        Dlk_buf_free(&b);
     }
     check(good == 4, "keys with spaces, unicode and symbols round-trip");
     keys l = {0};
-    dlk_status rc = dlk_store_list(s, "odd/", collect, &l, &err);
+    dlk_status rc = Dlk_store_list(s, "odd/", collect, &l, &err);
     bool same = rc == DLK_OK && l.n == 4;
     for (size_t i = 0; same && i < 4; i++)
         same = strcmp(l.k[i], ks[0]) == 0 || strcmp(l.k[i], ks[1]) == 0 ||
@@ -854,7 +854,7 @@ static void test_odd_keys(dlk_store *s)
 }
 
 typedef struct put_job {
-    dlk_store *s;
+    Dlk_store *s;
     int from, to;
     int bad;
 } put_job;
@@ -866,7 +866,7 @@ static void *put_many(void *arg)
     for (int i = j->from; i < j->to; i++) {
         char key[64];
         snprintf(key, sizeof key, "many/k%05d", i);
-        if (dlk_store_put(j->s, key, key, strlen(key), DLK_PUT_ALWAYS, NULL,
+        if (Dlk_store_put(j->s, key, key, strlen(key), DLK_PUT_ALWAYS, NULL,
                           NULL, &err) != DLK_OK) {
             if (!j->bad)
                 diag(&err);
@@ -876,7 +876,7 @@ static void *put_many(void *arg)
     return NULL;
 }
 
-static void test_list_many(dlk_store *s)
+static void test_list_many(Dlk_store *s)
 {
     enum { N = 1100, T = 16 };
     pthread_t th[T];
@@ -893,7 +893,7 @@ static void test_list_many(dlk_store *s)
     check(bad == 0, "%d puts from %d threads", N, T);
     keys l = {0};
     dlk_error err = {0};
-    dlk_status rc = dlk_store_list(s, "many", collect, &l, &err);
+    dlk_status rc = Dlk_store_list(s, "many", collect, &l, &err);
     bool good = rc == DLK_OK && l.n == N;
     for (size_t i = 0; good && i < l.n; i++) {
         char want[64];
@@ -905,10 +905,10 @@ static void test_list_many(dlk_store *s)
     diag(&err);
     keys_free(&l);
     l.stop_after = 1005;
-    rc = dlk_store_list(s, "many", collect, &l, &err);
+    rc = Dlk_store_list(s, "many", collect, &l, &err);
     check(rc == DLK_OK && l.n == 1005, "list stops when the callback asks");
     keys_free(&l);
-    rc = dlk_store_list(s, "many-nothing", collect, &l, &err);
+    rc = Dlk_store_list(s, "many-nothing", collect, &l, &err);
     check(rc == DLK_OK && l.n == 0, "list of an empty prefix");
     keys_free(&l);
 }
@@ -917,7 +917,7 @@ static void test_list_many(dlk_store *s)
  * gives: the same keys, sizes and order, around folder boundaries ("b",
  * "b.jpg", "b-x/", "b/", "b0/"), with more folders than it has ranges,
  * down a chain of single folders, and over the whole store. */
-static void test_list_wide(dlk_store *s, bool odd)
+static void test_list_wide(Dlk_store *s, bool odd)
 {
     const char *fixed[] = {
         "wide/top.txt", "wide/b", "wide/b.jpg", "wide/b-x/1", "wide/b-x/2",
@@ -931,13 +931,13 @@ static void test_list_wide(dlk_store *s, bool odd)
     dlk_error err = {0};
     int bad = 0;
     for (size_t i = 0; i < nf; i++)
-        bad += dlk_store_put(s, fixed[i], fixed[i], strlen(fixed[i]),
+        bad += Dlk_store_put(s, fixed[i], fixed[i], strlen(fixed[i]),
                              DLK_PUT_ALWAYS, NULL, NULL, &err) != DLK_OK;
     for (int f = 0; f < 40; f++)
         for (int k = 0; k <= f % 4; k++) {
             char key[64];
             snprintf(key, sizeof key, "wide/f%02d/k%d", f, k);
-            bad += dlk_store_put(s, key, key, strlen(key) - k,
+            bad += Dlk_store_put(s, key, key, strlen(key) - k,
                                  DLK_PUT_ALWAYS, NULL, NULL, &err) != DLK_OK;
         }
     check(bad == 0, "put the wide tree");
@@ -946,8 +946,8 @@ static void test_list_wide(dlk_store *s, bool odd)
                               "nothing/"};
     for (size_t p = 0; p < sizeof prefixes / sizeof *prefixes; p++) {
         keys a = {0}, b = {0};
-        dlk_status ra = dlk_store_list(s, prefixes[p], collect, &a, &err);
-        dlk_status rb = dlk_store_list_wide(s, prefixes[p], collect, &b,
+        dlk_status ra = Dlk_store_list(s, prefixes[p], collect, &a, &err);
+        dlk_status rb = Dlk_store_list_wide(s, prefixes[p], collect, &b,
                                             &err);
         bool same = !ra && !rb && a.n == b.n;
         for (size_t i = 0; same && i < a.n; i++)
@@ -968,21 +968,21 @@ static void test_isolation(void)
 {
     char url[512];
     snprintf(url, sizeof url, "%s-other", url_env);
-    dlk_store *o = open_store(url);
+    Dlk_store *o = open_store(url);
     keys l = {0};
     dlk_error err = {0};
-    dlk_status rc = o ? dlk_store_list(o, "", collect, &l, &err) : DLK_EINVAL;
+    dlk_status rc = o ? Dlk_store_list(o, "", collect, &l, &err) : DLK_EINVAL;
     check(rc == DLK_OK && l.n == 0, "a sibling prefix sees none of the "
           "store's keys");
     keys_free(&l);
-    dlk_store_free(o);
+    Dlk_store_free(o);
 }
 
 static void test_multipart(void)
 {
     setenv("DLK_S3_MULTIPART_THRESHOLD", "6291456", 1);   /* 6 MiB */
     setenv("DLK_S3_PART_SIZE", "5242880", 1);             /* 5 MiB */
-    dlk_store *s = open_store(url_env);
+    Dlk_store *s = open_store(url_env);
     unsetenv("DLK_S3_MULTIPART_THRESHOLD");
     unsetenv("DLK_S3_PART_SIZE");
     if (!s) {
@@ -993,38 +993,38 @@ static void test_multipart(void)
     uint8_t *data = malloc(n);
     fill(data, n, 7);
     dlk_error err = {0};
-    dlk_obj_info pi = {0}, hi = {0};
-    dlk_status rc = dlk_store_put(s, "big/blob", data, n, DLK_PUT_ALWAYS,
+    Dlk_obj_info pi = {0}, hi = {0};
+    dlk_status rc = Dlk_store_put(s, "big/blob", data, n, DLK_PUT_ALWAYS,
                                   NULL, &pi, &err);
     check(rc == DLK_OK && pi.etag[0], "multipart put of %zu bytes", n);
     diag(&err);
-    rc = dlk_store_head(s, "big/blob", &hi, &err);
+    rc = Dlk_store_head(s, "big/blob", &hi, &err);
     check(rc == DLK_OK && hi.size == n && strchr(hi.etag, '-'),
           "multipart object has its size and a multipart etag (%s)",
           hi.etag);
-    dlk_buf b;
-    dlk_buf_init(&b);
-    rc = dlk_store_get(s, "big/blob", n, &b, NULL, &err);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
+    rc = Dlk_store_get(s, "big/blob", n, &b, NULL, &err);
     check(rc == DLK_OK && b.len == n && memcmp(b.data, data, n) == 0,
           "multipart object reads back byte for byte");
     b.len = 0;
-    rc = dlk_store_get_range(s, "big/blob", (5u << 20) - 10, 20, &b, &err);
+    rc = Dlk_store_get_range(s, "big/blob", (5u << 20) - 10, 20, &b, &err);
     check(rc == DLK_OK && b.len == 20 &&
           memcmp(b.data, data + (5u << 20) - 10, 20) == 0,
           "range across a part boundary");
-    rc = dlk_store_put(s, "big/blob", data, n, DLK_PUT_IF_ABSENT, NULL, NULL,
+    rc = Dlk_store_put(s, "big/blob", data, n, DLK_PUT_IF_ABSENT, NULL, NULL,
                        &err);
     check(rc == DLK_EEXIST || rc == DLK_OK,
           "multipart create-only over an existing object: %s",
           rc == DLK_EEXIST ? "DLK_EEXIST" : "server ignores the condition");
-    dlk_store_del(s, "big/blob", &err);
-    dlk_buf_free(&b);
+    Dlk_store_del(s, "big/blob", &err);
+    Dlk_buf_free(&b);
     free(data);
-    dlk_store_free(s);
+    Dlk_store_free(s);
 }
 
 typedef struct get_job {
-    dlk_store *s;
+    Dlk_store *s;
     int id, n, bad;
 } get_job;
 
@@ -1032,21 +1032,21 @@ static void *get_loop(void *arg)
 {
     get_job *j = arg;
     dlk_error err = {0};
-    dlk_buf b;
-    dlk_buf_init(&b);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
     for (int i = 0; i < j->n; i++) {
         char key[64];
         snprintf(key, sizeof key, "many/k%05d", (j->id * 37 + i * 11) % 1100);
         b.len = 0;
-        if (dlk_store_get(j->s, key, 100, &b, NULL, &err) != DLK_OK ||
+        if (Dlk_store_get(j->s, key, 100, &b, NULL, &err) != DLK_OK ||
             b.len != strlen(key) || memcmp(b.data, key, b.len) != 0)
             j->bad++;
     }
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     return NULL;
 }
 
-static void test_threads(dlk_store *s)
+static void test_threads(Dlk_store *s)
 {
     enum { T = 32 };
     pthread_t th[T];
@@ -1069,39 +1069,39 @@ static void test_auth(void)
     char *saved = secret ? strdup(secret) : NULL;
     const char *bad = "WrongSecretDoNotPrint0123456789abcdefXYZ";
     setenv("AWS_SECRET_ACCESS_KEY", bad, 1);
-    dlk_store *s = open_store(url_env);
+    Dlk_store *s = open_store(url_env);
     dlk_error err = {0};
-    dlk_buf b;
-    dlk_buf_init(&b);
-    dlk_status rc = s ? dlk_store_get(s, "basic/empty", 10, &b, NULL, &err)
+    Dlk_buf b;
+    Dlk_buf_init(&b);
+    dlk_status rc = s ? Dlk_store_get(s, "basic/empty", 10, &b, NULL, &err)
                       : DLK_EINVAL;
     check(rc == DLK_EAUTH && strstr(err.msg, "403") &&
           strstr(err.msg, "basic/empty") && !strstr(err.msg, bad) &&
           (!saved || !strstr(err.msg, saved)),
           "wrong secret: DLK_EAUTH, named, no secret in the message");
     diag(&err);
-    rc = s ? dlk_store_put(s, "basic/x", "x", 1, DLK_PUT_ALWAYS, NULL, NULL,
+    rc = s ? Dlk_store_put(s, "basic/x", "x", 1, DLK_PUT_ALWAYS, NULL, NULL,
                            &err) : DLK_EINVAL;
     check(rc == DLK_EAUTH && !strstr(err.msg, bad),
           "wrong secret: put fails with DLK_EAUTH");
-    dlk_store_free(s);
+    Dlk_store_free(s);
     if (saved)
         setenv("AWS_SECRET_ACCESS_KEY", saved, 1);
 
     setenv("DLK_S3_NO_SIGN", "1", 1);
     s = open_store(url_env);
-    rc = s ? dlk_store_get(s, "basic/empty", 10, &b, NULL, &err) : DLK_EINVAL;
+    rc = s ? Dlk_store_get(s, "basic/empty", 10, &b, NULL, &err) : DLK_EINVAL;
     check(rc == DLK_EAUTH && strstr(err.msg, "not signed"),
           "anonymous request to a private bucket: DLK_EAUTH with a hint");
     diag(&err);
-    dlk_store_free(s);
+    Dlk_store_free(s);
     unsetenv("DLK_S3_NO_SIGN");
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     free(saved);
 }
 
 typedef struct fault_job {
-    dlk_store *s;
+    Dlk_store *s;
     int t, nt, n;
     bool put;
     int bad;
@@ -1112,37 +1112,37 @@ static void *fault_work(void *arg)
     fault_job *j = arg;
     dlk_error err = {0};
     uint8_t *data = malloc(300000);
-    dlk_buf b;
-    dlk_buf_init(&b);
+    Dlk_buf b;
+    Dlk_buf_init(&b);
     for (int i = j->t; i < j->n; i += j->nt) {
         char key[64];
         snprintf(key, sizeof key, "faults/o%04d", i);
         size_t len = 1000 + (size_t)(i * 7919) % 299000;
         fill(data, len, (uint64_t)i + 100);
         if (j->put) {
-            if (dlk_store_put(j->s, key, data, len, DLK_PUT_ALWAYS, NULL,
+            if (Dlk_store_put(j->s, key, data, len, DLK_PUT_ALWAYS, NULL,
                               NULL, &err) != DLK_OK && !j->bad++)
                 diag(&err);
             continue;
         }
         b.len = 0;
-        dlk_status rc = dlk_store_get(j->s, key, 1 << 20, &b, NULL, &err);
+        dlk_status rc = Dlk_store_get(j->s, key, 1 << 20, &b, NULL, &err);
         if ((rc || b.len != len || memcmp(b.data, data, len) != 0) &&
             !j->bad++)
             diag(&err);
         b.len = 0;
-        rc = dlk_store_get_range(j->s, key, len / 3, len / 2, &b, &err);
+        rc = Dlk_store_get_range(j->s, key, len / 3, len / 2, &b, &err);
         if ((rc || b.len != len / 2 ||
              memcmp(b.data, data + len / 3, len / 2) != 0) && !j->bad++)
             diag(&err);
     }
-    dlk_buf_free(&b);
+    Dlk_buf_free(&b);
     free(data);
     return NULL;
 }
 
 /* Objects of 1..300 KB, written then read back by 8 threads. */
-static int run_fault_jobs(dlk_store *s, int n, bool put)
+static int run_fault_jobs(Dlk_store *s, int n, bool put)
 {
     enum { T = 8 };
     pthread_t th[T];
@@ -1159,7 +1159,7 @@ static int run_fault_jobs(dlk_store *s, int n, bool put)
     return bad;
 }
 
-static void test_faults(dlk_store *s, int n)
+static void test_faults(Dlk_store *s, int n)
 {
     check(run_fault_jobs(s, n, true) == 0, "%d puts from 8 threads through "
           "a faulty proxy", n);
@@ -1167,7 +1167,7 @@ static void test_faults(dlk_store *s, int n)
           "8 threads through a faulty proxy are byte-identical", n, n);
     keys l = {0};
     dlk_error err = {0};
-    dlk_status rc = dlk_store_list(s, "faults/", collect, &l, &err);
+    dlk_status rc = Dlk_store_list(s, "faults/", collect, &l, &err);
     check(rc == DLK_OK && l.n == (size_t)n, "list through a faulty proxy");
     diag(&err);
     keys_free(&l);
@@ -1175,7 +1175,7 @@ static void test_faults(dlk_store *s, int n)
 
 /* An object written directly, then read through the proxy at `via`:
  * one that cuts every body short (cut) or drops Range (unit.h). */
-static void test_via(dlk_store *s, const char *via, bool cut)
+static void test_via(Dlk_store *s, const char *via, bool cut)
 {
     dlk_error err = {0};
     size_t len = 300000;
@@ -1184,16 +1184,16 @@ static void test_via(dlk_store *s, const char *via, bool cut)
     bool put = p != NULL;
     if (put) {
         fill(p, len, 7);
-        put = dlk_store_put(s, key, p, len, DLK_PUT_ALWAYS, NULL, NULL,
+        put = Dlk_store_put(s, key, p, len, DLK_PUT_ALWAYS, NULL, NULL,
                             &err) == DLK_OK;
     }
     check(put, "an object written directly");
     store_env e;
-    dlk_store *c = NULL;
+    Dlk_store *c = NULL;
     if (put && store_env_load(&e, false, &err) == DLK_OK) {
         e.opts.s3_endpoint = via;
         e.opts.s3_max_attempts = 2;
-        if (dlk_store_open(url_env, false, &e.opts, &c, &err))
+        if (Dlk_store_open(url_env, false, &e.opts, &c, &err))
             diag(&err);
         store_env_free(&e);
     }
@@ -1202,7 +1202,7 @@ static void test_via(dlk_store *s, const char *via, bool cut)
         unit_cut_reads(c, key, len);
     else if (c)
         unit_range_ignored(c, key, p, len);
-    dlk_store_free(c);
+    Dlk_store_free(c);
     free(p);
 }
 
@@ -1215,11 +1215,11 @@ int main(void)
         test_no_env();
         test_xml();
         char dir[] = "/tmp/dlk-store-XXXXXX";
-        dlk_store *fs = mkdtemp(dir) ? open_store(dir) : NULL;
+        Dlk_store *fs = mkdtemp(dir) ? open_store(dir) : NULL;
         check(fs != NULL, "open a local store in %s", dir);
         if (fs) {
             test_putv_hashed(fs, dir);
-            dlk_store_free(fs);
+            Dlk_store_free(fs);
         }
         char rm[100];
         snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
@@ -1228,7 +1228,7 @@ int main(void)
              "(tests/t/t300-s3-store.sh starts moto and sets it)");
         return failures ? 1 : 0;
     }
-    dlk_store *s = open_store(url_env);
+    Dlk_store *s = open_store(url_env);
     check(s != NULL, "open %s", url_env);
     if (!s)
         return 1;
@@ -1236,13 +1236,13 @@ int main(void)
     const char *norange = getenv("DLK_TEST_S3_NORANGE");
     if ((cut && *cut) || (norange && *norange)) {
         test_via(s, cut && *cut ? cut : norange, cut && *cut);
-        dlk_store_free(s);
+        Dlk_store_free(s);
         return failures || unit_failed ? 1 : 0;
     }
     const char *faults = getenv("DLK_TEST_S3_FAULTS");
     if (faults && atoi(faults) > 0) {
         test_faults(s, atoi(faults));
-        dlk_store_free(s);
+        Dlk_store_free(s);
         return failures ? 1 : 0;
     }
     const char *auth = getenv("DLK_TEST_S3_AUTH");
@@ -1264,7 +1264,7 @@ int main(void)
     if (!signed_) {
         test_list_many(s);
     } else {
-        dlk_store_free(s);
+        Dlk_store_free(s);
         s = open_store(root_url());
         test_list_many(s);
     }
@@ -1282,6 +1282,6 @@ int main(void)
     else
         skip("wrong credentials", "server does not check signatures "
              "(DLK_TEST_S3_AUTH=1 with moto's INITIAL_NO_AUTH_ACTION_COUNT)");
-    dlk_store_free(s);
+    Dlk_store_free(s);
     return failures ? 1 : 0;
 }

@@ -18,7 +18,7 @@ static size_t make_blocks(uint64_t n, uint32_t maxc, uint64_t seed,
 {
     size_t nb = 0;
     for (uint64_t at = 0; at < n; nb++) {
-        uint64_t c = 1 + dlk_mix64(seed + nb) % maxc;
+        uint64_t c = 1 + Dlk_mix64(seed + nb) % maxc;
         if (c > n - at)
             c = n - at;
         first[nb] = at;
@@ -47,7 +47,7 @@ static uint64_t deal(uint64_t len, uint32_t w, uint32_t b, uint32_t r,
 
 /* The stream of `rank` under st, computed the long way into *out. */
 static int brute(const uint64_t *first, const uint32_t *count, size_t nb,
-                 const dlk_order_params *p, const dlk_loader_state *st,
+                 const Dlk_order_params *p, const dlk_loader_state *st,
                  uint32_t rank, uint64_t n_all, tord *out)
 {
     dlk_loader_state s0 = *st;
@@ -110,11 +110,11 @@ static void test_against_brute(void)
     int same = 1, cases = 0;
     uint64_t planned = 0, ranks0 = 0;
     for (uint64_t c = 0; c < 150 && same; c++) {
-        uint64_t h = dlk_mix64(c * 7919 + 3);
+        uint64_t h = Dlk_mix64(c * 7919 + 3);
         uint64_t n = 1 + h % 3000;
         size_t nb = make_blocks(n, 1 + (uint32_t)(h >> 10) % 30, h, first,
                                 count);
-        dlk_order_params p = {.shuffle = (h >> 20) % 5 != 0, .seed = c,
+        Dlk_order_params p = {.shuffle = (h >> 20) % 5 != 0, .seed = c,
                               .window_blocks = 1 + (h >> 24) % 7,
                               .chunk_blocks = 1 + (h >> 28) % 3,
                               .drop_last = (h >> 32) % 4 == 0};
@@ -122,7 +122,7 @@ static void test_against_brute(void)
         if ((h >> 36) % 5 == 0) { /* a view */
             uint64_t k = 0;
             for (uint64_t i = 0; i < n && k < 4096; i++)
-                if (dlk_mix64(i + h) % 4)
+                if (Dlk_mix64(i + h) % 4)
                     rows[k++] = i;
             p.rows = rows;
             p.nrows = k;
@@ -133,7 +133,7 @@ static void test_against_brute(void)
         st.epoch = c % 4;
         st.nseg = 2 + (uint32_t)((h >> 40) % 3);
         for (uint32_t k = 0; k < st.nseg; k++) {
-            uint64_t g = dlk_mix64(h ^ (k + 1));
+            uint64_t g = Dlk_mix64(h ^ (k + 1));
             /* wide worlds first (so that a rank reads from few of
              * them), then narrower and wider ones */
             st.seg[k].world = k ? 1 + (uint32_t)(g % 24)
@@ -146,10 +146,10 @@ static void test_against_brute(void)
         uint32_t wl = st.seg[st.nseg - 1].world;
         for (uint32_t r = 0; r < wl && same; r++) {
             tord want = {0}, got = {0};
-            dlk_order o;
+            Dlk_order o;
             if (!brute(first, count, nb, &p, &st, r, n_all, &want) ||
                 tord_build(first, count, nb, &p, &st, r, &got, NULL) ||
-                dlk_order_build(first, count, nb, &p, &st, r, &o, NULL)) {
+                Dlk_order_build(first, count, nb, &p, &st, r, &o, NULL)) {
                 same = 0;
                 break;
             }
@@ -157,9 +157,9 @@ static void test_against_brute(void)
             for (uint64_t i = 0; same && i < got.n; i++)
                 same &= want.pad[i] == got.pad[i] &&
                         want.sample[i] == got.sample[i];
-            planned += dlk_order_rest_planned(&o);
+            planned += Dlk_order_rest_planned(&o);
             ranks0 += st.seg[0].world;
-            dlk_order_free(&o);
+            Dlk_order_free(&o);
             tord_free(&want);
             tord_free(&got);
         }
@@ -182,7 +182,7 @@ static void test_counts(void)
     static uint64_t first[2048];
     static uint32_t count[2048];
     size_t nb = make_blocks(20000, 20, 5, first, count);
-    dlk_order_params p = {.shuffle = 1, .seed = 1, .window_blocks = 4};
+    Dlk_order_params p = {.shuffle = 1, .seed = 1, .window_blocks = 4};
     dlk_loader_state st;
     memset(&st, 0, sizeof st);
     st.nseg = 2;
@@ -191,19 +191,19 @@ static void test_counts(void)
     st.seg[0].steps = 10;
     st.seg[1].world = 1;
     st.seg[1].batch = 8;
-    dlk_order o;
-    int ok = dlk_order_build(first, count, nb, &p, &st, 0, &o, NULL) == 0;
-    uint32_t one = ok ? dlk_order_rest_planned(&o) : 0;
+    Dlk_order o;
+    int ok = Dlk_order_build(first, count, nb, &p, &st, 0, &o, NULL) == 0;
+    uint32_t one = ok ? Dlk_order_rest_planned(&o) : 0;
     if (ok)
-        dlk_order_free(&o);
+        Dlk_order_free(&o);
     st.seg[1].world = 64;
     uint32_t most = 0;
     for (uint32_t r = 0; ok && r < 64; r++) {
-        ok = dlk_order_build(first, count, nb, &p, &st, r, &o, NULL) == 0;
-        if (ok && dlk_order_rest_planned(&o) > most)
-            most = dlk_order_rest_planned(&o);
+        ok = Dlk_order_build(first, count, nb, &p, &st, r, &o, NULL) == 0;
+        if (ok && Dlk_order_rest_planned(&o) > most)
+            most = Dlk_order_rest_planned(&o);
         if (ok)
-            dlk_order_free(&o);
+            Dlk_order_free(&o);
     }
     UNIT_CHECK("one rank after 64 plans all 64; each of 64 plans at most 2",
                ok && one == 64 && most >= 1 && most <= 2);

@@ -1,5 +1,5 @@
 /* test_seg_writer.c - a writer's open without the segments
- * (dlk_dataset_open_writer): an append to a dataset of 2,500 chunks (two
+ * (Dlk_dataset_open_writer): an append to a dataset of 2,500 chunks (two
  * segments and a tail) publishes the same chunk list as through an open
  * that reads every segment, whether it touches only the tail (full
  * chunks: the list stays pending, no segment read) or joins small chunks
@@ -36,7 +36,7 @@ static bool make(const char *root, uint64_t target)
         ds->builders[0].tail_seen = true;
         ds->builders[0].new_from = SIZE_MAX;
         bad += dlk_append(ds, 0, &v, 4, NULL, 0, NULL) != DLK_OK;
-        bad += dlk_dataset_seal(ds, NULL) != DLK_OK;
+        bad += Dlk_dataset_seal(ds, NULL) != DLK_OK;
     }
     return dlk_dataset_close(ds, NULL) == DLK_OK && !bad;
 }
@@ -69,7 +69,7 @@ static bool same_lists(const char *a, const char *b, size_t *chunks)
         dlk_dataset_free(x);
         return false;
     }
-    const dlk_tensor *s = &x->m.tensors[0], *t = &y->m.tensors[0];
+    const Dlk_tensor *s = &x->m.tensors[0], *t = &y->m.tensors[0];
     bool ok = s->nchunks == t->nchunks && s->samples == ROWS + 1 &&
               t->samples == ROWS + 1 && s->nsegs == t->nsegs;
     for (size_t i = 0; ok && i < s->nchunks; i++)
@@ -104,10 +104,10 @@ static void one_case(const char *name, uint64_t target, bool *pend_w,
         return;
     dlk_dataset *w, *r;
     bool pend_r;
-    if (dlk_dataset_open_writer(a, NULL, &w, NULL))
+    if (Dlk_dataset_open_writer(a, NULL, &w, NULL))
         return;
     *opened_pending = w->m.tensors[0].segs_pending &&
-                      dlk_tensor_base(&w->m.tensors[0]) == 2048 &&
+                      Dlk_tensor_base(&w->m.tensors[0]) == 2048 &&
                       w->m.tensors[0].nchunks == ROWS - 2048 &&
                       w->m.tensors[0].samples == ROWS &&
                       dlk_tensor_nchunks(w, 0) == ROWS;

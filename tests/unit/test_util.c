@@ -10,13 +10,13 @@
 static bool size_is(const char *s, uint64_t want)
 {
     uint64_t v = 0;
-    return dlk_parse_size(s, &v) && v == want;
+    return Dlk_parse_size(s, &v) && v == want;
 }
 
 static bool size_refused(const char *s)
 {
     uint64_t v = 12345;
-    return !dlk_parse_size(s, &v) && v == 12345;
+    return !Dlk_parse_size(s, &v) && v == 12345;
 }
 
 static void sizes(void)
@@ -38,7 +38,7 @@ static void sizes(void)
         UNIT_CHECK(name, size_refused(bad[i]));
     }
     uint64_t v;
-    UNIT_CHECK("NULL refused", !dlk_parse_size(NULL, &v));
+    UNIT_CHECK("NULL refused", !Dlk_parse_size(NULL, &v));
 }
 
 static void grow(void)
@@ -58,10 +58,10 @@ static void grow(void)
                same);
     UNIT_CHECK("the capacity doubled from the first size", cap == 1024);
     size_t cap2 = cap;
-    int *b = dlk_grow(a, &cap2, 10, sizeof *a, 4);
+    int *b = Dlk_grow(a, &cap2, 10, sizeof *a, 4);
     UNIT_CHECK("room already there: the same array", b == a && cap2 == cap);
     size_t huge = SIZE_MAX / 2 + 1;
-    int *c = dlk_grow(a, &huge, huge, sizeof *a, 4);
+    int *c = Dlk_grow(a, &huge, huge, sizeof *a, 4);
     UNIT_CHECK("an overflowing size fails, array and capacity unchanged",
                c == NULL && huge == SIZE_MAX / 2 + 1 && a[999] == 999);
     free(a);
@@ -70,18 +70,18 @@ static void grow(void)
 static void oom(void)
 {
     dlk_error e = {0};
-    dlk_status rc = dlk_oom(&e);
-    UNIT_CHECK("dlk_oom: DLK_ENOMEM and its message",
+    dlk_status rc = Dlk_oom(&e);
+    UNIT_CHECK("Dlk_oom: DLK_ENOMEM and its message",
                rc == DLK_ENOMEM && e.code == DLK_ENOMEM &&
                    strcmp(e.msg, "out of memory") == 0);
-    UNIT_CHECK("dlk_oom without an error struct",
-               dlk_oom(NULL) == DLK_ENOMEM);
+    UNIT_CHECK("Dlk_oom without an error struct",
+               Dlk_oom(NULL) == DLK_ENOMEM);
 }
 
 static bool escaped(const char *in, unsigned flags, const char *want)
 {
     char out[256];
-    dlk_escape_n(in, strlen(in), out, sizeof out, flags);
+    Dlk_escape_n(in, strlen(in), out, sizeof out, flags);
     return strcmp(out, want) == 0;
 }
 
@@ -101,16 +101,16 @@ static void escape(void)
     UNIT_CHECK("quoted: \\\" and \\\\",
                escaped("\"\\\n", DLK_ESC_QUOTED, "\\\"\\\\\\x0a"));
     char small[12];
-    dlk_escape("\x1b\x1b\x1b\x1b\x1b", small, sizeof small);
+    Dlk_escape("\x1b\x1b\x1b\x1b\x1b", small, sizeof small);
     UNIT_CHECK("cut with ... to fit, never in an escape",
                strcmp(small, "\\x1b\\x1b...") == 0);
-    char *d = dlk_escape_dup("\x1b]0;t\x07");
-    UNIT_CHECK("dlk_escape_dup: the whole text",
+    char *d = Dlk_escape_dup("\x1b]0;t\x07");
+    UNIT_CHECK("Dlk_escape_dup: the whole text",
                d && strcmp(d, "\\x1b]0;t\\x07") == 0);
     free(d);
     dlk_error e;
-    dlk_fail(&e, DLK_EINVAL, "no tensor '%s'", "x\x1b]52;c;x\x07");
-    UNIT_CHECK("dlk_fail: no control character in a message",
+    Dlk_fail(&e, DLK_EINVAL, "no tensor '%s'", "x\x1b]52;c;x\x07");
+    UNIT_CHECK("Dlk_fail: no control character in a message",
                strcmp(e.msg, "no tensor 'x\\x1b]52;c;x\\x07'") == 0);
 }
 
@@ -119,7 +119,7 @@ static bool redacted(const char *in, const char *const *sec, size_t n,
 {
     char msg[DLK_ERRMSG_MAX];
     snprintf(msg, sizeof msg, "%s", in);
-    dlk_redact(msg, sizeof msg, sec, n);
+    Dlk_redact(msg, sizeof msg, sec, n);
     return strcmp(msg, want) == 0;
 }
 
@@ -150,7 +150,7 @@ static void redact(void)
     memset(full, 'a', sizeof full - 1);
     full[sizeof full - 1] = '\0';
     memcpy(full + sizeof full - 10, " token=zz", 9);
-    dlk_redact(full, sizeof full, NULL, 0);
+    Dlk_redact(full, sizeof full, NULL, 0);
     UNIT_CHECK("a full message: the value cut off where no mark fits",
                strlen(full) < sizeof full && !strstr(full, "zz"));
 }

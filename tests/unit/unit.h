@@ -118,31 +118,31 @@ static inline size_t unit_blocks(uint64_t n, uint32_t min, uint32_t spread,
  * network's fault (DLK_ENET, not a short or corrupt object) after their
  * attempts, naming the object, and leave their buffer as it was: no cut
  * bytes handed on as the object. */
-__attribute__((unused)) static void unit_cut_reads(dlk_store *s,
+__attribute__((unused)) static void unit_cut_reads(Dlk_store *s,
                                                    const char *key,
                                                    uint64_t size)
 {
-    dlk_buf out;
-    dlk_buf_init(&out);
+    Dlk_buf out;
+    Dlk_buf_init(&out);
     for (int kind = 0; kind < 5; kind++) {
         static const char *what[] = {"a whole GET", "a sized GET", "a range",
                                      "a span", "a batch of whole GETs"};
         dlk_error err = {0};
         out.len = 0;
-        dlk_status rc = dlk_buf_append(&out, "kept", 4, &err);
+        dlk_status rc = Dlk_buf_append(&out, "kept", 4, &err);
         if (rc)
             break;
         if (kind == 0) {
-            rc = dlk_store_get(s, key, size, &out, NULL, &err);
+            rc = Dlk_store_get(s, key, size, &out, NULL, &err);
         } else if (kind == 1) {
-            rc = dlk_store_get_sized(s, key, size, &out, NULL, &err);
+            rc = Dlk_store_get_sized(s, key, size, &out, NULL, &err);
         } else if (kind == 2) {
-            rc = dlk_store_get_range(s, key, 10, size / 2, &out, &err);
+            rc = Dlk_store_get_range(s, key, 10, size / 2, &out, &err);
         } else if (kind == 3) {
-            rc = dlk_store_get_span(s, key, size, 7, size / 3, &out, &err);
+            rc = Dlk_store_get_span(s, key, size, 7, size / 3, &out, &err);
         } else {
-            dlk_get_req q = {.key = key, .max = size, .out = &out};
-            dlk_store_get_each(s, &q, 1);
+            Dlk_get_req q = {.key = key, .max = size, .out = &out};
+            Dlk_store_get_each(s, &q, 1);
             rc = q.rc;
             err = q.err;
         }
@@ -159,7 +159,7 @@ __attribute__((unused)) static void unit_cut_reads(dlk_store *s,
                  what[kind]);
         UNIT_CHECK(name, out.len == 4 && memcmp(out.data, "kept", 4) == 0);
     }
-    dlk_buf_free(&out);
+    Dlk_buf_free(&out);
 }
 
 /* Ranged reads of `key` (p, `size` bytes, 1000 or more) through a store
@@ -167,21 +167,21 @@ __attribute__((unused)) static void unit_cut_reads(dlk_store *s,
  * --drop-range), as a server that does not serve ranges answers (200,
  * the whole object): a range or a span fails, naming the object and
  * saying so, its buffer as it was; a whole read still works. */
-__attribute__((unused)) static void unit_range_ignored(dlk_store *s,
+__attribute__((unused)) static void unit_range_ignored(Dlk_store *s,
                                                        const char *key,
                                                        const uint8_t *p,
                                                        uint64_t size)
 {
-    dlk_buf out;
-    dlk_buf_init(&out);
+    Dlk_buf out;
+    Dlk_buf_init(&out);
     for (int kind = 0; kind < 2; kind++) {
         dlk_error err = {0};
         out.len = 0;
-        dlk_status rc = dlk_buf_append(&out, "kept", 4, &err);
+        dlk_status rc = Dlk_buf_append(&out, "kept", 4, &err);
         if (!rc && kind == 0)
-            rc = dlk_store_get_range(s, key, 100, 500, &out, &err);
+            rc = Dlk_store_get_range(s, key, 100, 500, &out, &err);
         else if (!rc)
-            rc = dlk_store_get_span(s, key, size, size - 300, 300, &out,
+            rc = Dlk_store_get_span(s, key, size, size - 300, 300, &out,
                                     &err);
         bool said = rc == DLK_ENET && strstr(err.msg, key) &&
                     strstr(err.msg, "does not serve ranges");
@@ -198,11 +198,11 @@ __attribute__((unused)) static void unit_range_ignored(dlk_store *s,
     }
     dlk_error err = {0};
     out.len = 0;
-    dlk_status rc = dlk_store_get(s, key, size, &out, NULL, &err);
+    dlk_status rc = Dlk_store_get(s, key, size, &out, NULL, &err);
     UNIT_CHECK("... while a whole read of it works",
                rc == DLK_OK && out.len == size &&
                memcmp(out.data, p, size) == 0);
-    dlk_buf_free(&out);
+    Dlk_buf_free(&out);
 }
 #endif
 
