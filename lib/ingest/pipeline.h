@@ -69,7 +69,7 @@ typedef struct ing_source {
     } *unsafe;          /* keys no store may read ("..", control bytes,
                            not UTF-8), and files a metadata file names
                            that the source lacks: skipped rows, sorted */
-    size_t nunsafe;
+    size_t nunsafe, capunsafe;
     struct ing_unused {
         char *key;      /* escaped (Dlk_key_escape) */
         const char *why;
@@ -77,7 +77,7 @@ typedef struct ing_source {
                            .DS_Store, _SUCCESS, the --labels manifest, a
                            file of no known kind): the first
                            ING_UNUSED_KEPT, in listing order */
-    size_t nunused;
+    size_t nunused, capunused;
     uint64_t unused_total; /* all of them */
     char *labels_key;   /* the --labels manifest's key, when inside */
     bool labels_coco;   /* ... or the --coco file's */
@@ -85,7 +85,7 @@ typedef struct ing_source {
                            this listing (schema.c), or NULL */
     char **meta;        /* keys of the metadata files (metadata.jsonl,
                            metadata.csv: metadata.c), in listing order */
-    size_t nmeta;
+    size_t nmeta, capmeta;
     char *base;         /* the source's url, objs[].key's prefix in a row's
                            identity (ing_source_base); NULL: none */
     bool oom;

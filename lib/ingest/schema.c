@@ -4,6 +4,7 @@
 #include "pipeline.h"
 #include "util/abi.h"
 #include "util/clock.h"
+#include "util/grow.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -44,7 +45,7 @@ static int cmp_str(const void *a, const void *b)
 
 typedef struct spec_list {
     dlk_tensor_spec *v;
-    size_t n;
+    size_t n, cap;
 } spec_list;
 
 static dlk_tensor_spec *add_spec(spec_list *l, const char *name,
@@ -54,11 +55,9 @@ static dlk_tensor_spec *add_spec(spec_list *l, const char *name,
     for (size_t i = 0; i < l->n; i++)
         if (strcmp(l->v[i].name, name) == 0)
             return NULL;
-    dlk_tensor_spec *v = realloc(l->v, (l->n + 1) * sizeof *v);
-    if (!v)
+    if (!DLK_GROW(l->v, l->n, l->cap, 8))
         return NULL;
-    l->v = v;
-    dlk_tensor_spec *s = &v[l->n++];
+    dlk_tensor_spec *s = &l->v[l->n++];
     memset(s, 0, sizeof *s);
     snprintf(s->name, sizeof s->name, "%s", name);
     s->dtype = dt;

@@ -4,6 +4,7 @@
 #include "pipeline.h"
 #include "util/abi.h"
 #include "util/clock.h"
+#include "util/grow.h"
 #include "util/keys.h"
 
 #include <stdio.h>
@@ -44,13 +45,8 @@ static int add_unsafe(ing_source *s, const char *key, const char *why)
 {
     if (s->nunsafe >= UNSAFE_KEPT)
         return 0;
-    if (s->nunsafe % 64 == 0) {
-        struct ing_unsafe *v =
-            realloc(s->unsafe, (s->nunsafe + 64) * sizeof *v);
-        if (!v)
-            return s->oom = true;
-        s->unsafe = v;
-    }
+    if (!DLK_GROW(s->unsafe, s->nunsafe, s->capunsafe, 64))
+        return s->oom = true;
     char safe[512];
     Dlk_key_escape(key, safe, sizeof safe);
     if (!(s->unsafe[s->nunsafe].key = strdup(safe)))
@@ -73,14 +69,9 @@ void ing_source_unused(ing_source *s, const char *key, const char *why)
     s->unused_total++;
     if (s->nunused >= ING_UNUSED_KEPT)
         return;
-    if (s->nunused % 64 == 0) {
-        struct ing_unused *v =
-            realloc(s->unused, (s->nunused + 64) * sizeof *v);
-        if (!v) {
-            s->oom = true;
-            return;
-        }
-        s->unused = v;
+    if (!DLK_GROW(s->unused, s->nunused, s->capunused, 64)) {
+        s->oom = true;
+        return;
     }
     char safe[512];
     Dlk_key_escape(key, safe, sizeof safe);
@@ -160,13 +151,9 @@ int ing_source_add_obj(ing_source *s, const char *key, uint64_t size,
     if (ing_meta_name(key)) {
         /* its rows name the samples; whether it is used is the run's
          * choice (--labels or --no-metadata: not) */
-        char **v = realloc(s->meta, (s->nmeta + 1) * sizeof *v);
-        if (!v || !(v[s->nmeta] = strdup(key))) {
-            if (v)
-                s->meta = v;
+        if (!DLK_GROW(s->meta, s->nmeta, s->capmeta, 4) ||
+            !(s->meta[s->nmeta] = strdup(key)))
             return s->oom = true;
-        }
-        s->meta = v;
         s->nmeta++;
         ing_source_unused(s, key, "not a sample: a metadata file");
         return s->oom;

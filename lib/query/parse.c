@@ -15,6 +15,7 @@
  * a tensor of many values), so a wrong one is reported with its column
  * before any chunk is read. */
 #include "query.h"
+#include "util/grow.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -478,7 +479,7 @@ static dlk_status parse_in(parser *p, int a, bool negate, size_t col,
     if (rc)
         return rc;
     const q_token **lits = NULL;
-    size_t n = 0;
+    size_t n = 0, cap = 0;
     for (;;) {
         const q_token *t = peek(p);
         bool neg = is_op(t, "-");
@@ -489,12 +490,10 @@ static dlk_status parse_in(parser *p, int a, bool negate, size_t col,
             return FAIL(t->col, "column %zu: 'in' takes a list of numbers or "
                         "strings, found %s", t->col, token_text(t, (char[80]){0}));
         }
-        const q_token **nl = realloc(lits, (n + 1) * sizeof *nl);
-        if (!nl) {
+        if (!DLK_GROW(lits, n, cap, 8)) {
             free(lits);
             return Dlk_oom(p->err);
         }
-        lits = nl;
         lits[n++] = neg ? &p->t[p->pos] : t; /* '-' marks a negative */
         p->pos += neg ? 2 : 1;
         if (peek(p)->kind == TK_COMMA) {
