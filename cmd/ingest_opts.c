@@ -768,6 +768,8 @@ static json_t *summary_json(ingest_cli *c, const dlk_ingest_result *r)
                         (json_int_t)c->o.shard, "count",
                         (json_int_t)(c->o.nshards ? c->o.nshards : 1)));
     json_object_set_new(o, "planned", json_integer((json_int_t)r->planned));
+    json_object_set_new(o, "shard_reads",
+                        json_integer((json_int_t)r->shard_reads));
     json_object_set_new(o, "unused", json_integer((json_int_t)r->unused));
     json_object_set_new(o, "unused_reasons", c->unused_why
                         ? json_incref(c->unused_why) : json_object());

@@ -53,11 +53,11 @@ extern "C" {
 #endif
 
 #define DLK_VERSION_MAJOR 1
-#define DLK_VERSION_MINOR 1
+#define DLK_VERSION_MINOR 2
 #define DLK_VERSION_PATCH 0
 #define DLK_VERSION_NUMBER \
     (DLK_VERSION_MAJOR * 10000 + DLK_VERSION_MINOR * 100 + DLK_VERSION_PATCH)
-#define DLK_VERSION_STRING "1.1.0"
+#define DLK_VERSION_STRING "1.2.0"
 
 /* The on-disk format version this library writes (formats/dlk-v1.md). */
 #define DLK_FORMAT_VERSION 1
@@ -1410,6 +1410,9 @@ typedef struct dlk_ingest_result {
     uint64_t present;       /* keys in it already, same version: skipped */
     uint64_t changed;       /* keys in it already, other version: skipped */
     uint64_t classes_added; /* class names appended (see strict_classes) */
+    uint64_t shard_reads;   /* compressed tar shards (.tar.gz, .tgz) read
+                               from their start for the rows' members: one
+                               a shard when none is read again */
 } dlk_ingest_result;
 
 #define DLK_INGEST_RESULT_INIT { .size = sizeof(dlk_ingest_result) }

@@ -832,9 +832,10 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     p.depth = nthreads ? depth(&p) : 0;
     p.t0 = p.last_ckpt = Dlk_now_s();
     p.every = o->checkpoint_seconds > 0 ? o->checkpoint_seconds : 30;
-    dlk_status rc = DLK_OK;
+    dlk_status rc = ing_tgz_plan(run->ctx.src, todo, ntodo, err);
     report(run, p.t0, 0, ntodo); /* the rows' count, before the first */
-    size_t started = start_threads(&p, th, nthreads, njobs, &rc, err);
+    size_t started = rc ? 0 : start_threads(&p, th, nthreads, njobs, &rc,
+                                            err);
     pthread_mutex_lock(&p.mu);
     wait_rows(&p, run, rc);
     if (!rc && p.rc) {
@@ -850,6 +851,7 @@ dlk_status ing_pipeline_run(ing_run *run, const size_t *todo, size_t ntodo,
     for (size_t i = 0; i < started; i++)
         pthread_join(th[i], NULL);
     take_timings(&p, run);
+    run->res->shard_reads += ing_tgz_reads(run->ctx.src->tgz);
     if (!rc && p.since_ckpt)
         rc = checkpoint(run, &p, err);
     if (!rc)

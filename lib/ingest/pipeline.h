@@ -187,6 +187,14 @@ void ing_tgz_free(struct ing_tgz *t);
  * shard's start when it has passed o, or from the members it kept. */
 dlk_status ing_tgz_get(const ing_source *s, const ing_obj *o, uint64_t max,
                        Dlk_buf *out, dlk_error *err);
+/* Before rows[0..n) of s are fetched: every reader closed, every member
+ * kept dropped, and the members kept on the way from then on only those
+ * of the rows' objects that are fetched (tgz.c). */
+dlk_status ing_tgz_plan(const ing_source *s, const size_t *rows, size_t n,
+                        dlk_error *err);
+/* Readers of compressed shards opened since ing_tgz_plan: each one a
+ * read of its shard from its start. */
+uint64_t ing_tgz_reads(const struct ing_tgz *t);
 /* The members of every shard listed in s, added as objects (tar.c):
  * each shard's headers read through s's store (mapped when local,
  * else in ranges, none of it kept); a shard that is not a readable tar
@@ -463,14 +471,19 @@ dlk_status ing_merge_done(Dlk_store *store, const char *run, bool *done,
 typedef struct ing_order {
     bool shuffled;      /* by a keyed hash of the stem; else by stem */
     uint64_t seed;
+    struct ing_lanes *lanes; /* shuffled: the compressed shards' groups,
+                                made by ing_order_rows, freed by
+                                ing_order_free */
 } ing_order;
 
 /* Source row indices in append order, into *out (malloc'd). */
-dlk_status ing_order_rows(const ing_source *s, const ing_order *o,
-                          size_t **out, dlk_error *err);
-/* <0, 0, >0 as row comes before, is, or comes after stem in that order. */
+dlk_status ing_order_rows(const ing_source *s, ing_order *o, size_t **out,
+                          dlk_error *err);
+/* <0, 0, >0 as row comes before, is, or comes after stem in that order
+ * (after ing_order_rows of the same s). */
 int ing_order_cmp(const ing_source *s, const ing_order *o, size_t row,
                   const char *stem);
+void ing_order_free(ing_order *o);
 
 typedef struct ing_run {
     const dlk_ingest_opts *o;

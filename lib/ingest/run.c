@@ -101,9 +101,15 @@ static void canonical_options(ing_run *r, const char *nonce,
     /* a sorted run's name has no order field, as the run names of
      * writers without --order had, so that a run they left resumes */
     char order_text[48] = "";
+    /* "/gz8": compressed shards' rows in groups of 8 (row_order.c), an
+     * order that a run begun when each shard's rows stayed together
+     * must not resume in */
+    bool gz = false;
+    for (size_t i = 0; c->src && i < c->src->nshards && !gz; i++)
+        gz = c->src->shards[i].gz;
     if (r->order.shuffled)
-        snprintf(order_text, sizeof order_text, " order=shuffled/%llu",
-                 (unsigned long long)r->order.seed);
+        snprintf(order_text, sizeof order_text, " order=shuffled/%llu%s",
+                 (unsigned long long)r->order.seed, gz ? "/gz8" : "");
     snprintf(r->options, sizeof r->options,
              "v1 shards=%u image=%dx%d/%d/%d/%s video=%dx%d/%d/%d frames=%d "
              "fps=%g clip=%g max_pixels=%llu labels=%s on_error=%d "
@@ -953,6 +959,7 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
         free(all);
         free(cand);
         free(r.rows);
+        ing_order_free(&r.order);
         dlk_dataset_free(r.ds);
         free(key_base);
         if (have_labels)
@@ -988,6 +995,7 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
     ing_keyset_free(&r.staged);
     free(todo);
     free(r.rows);
+    ing_order_free(&r.order);
     ing_progress_free(&r.prog);
     if (have_labels)
         ing_labels_free(&labels);

@@ -805,6 +805,7 @@ static dlk_status dry_create(const dlk_ingest_opts *o, ing_source *src,
                        .seed = o->order_seed};
     size_t *rows = NULL;
     rc = ing_order_rows(src, &order, &rows, err);
+    ing_order_free(&order);
     if (rc) {
         if (have_lab)
             ing_labels_free(&lab);

@@ -8,14 +8,23 @@
  * all shards, for the fetches that want them next: another member of
  * the same row (a row's members are fetched in key order, a shard holds
  * them in the order they were written) or a row another thread fetches
- * a moment later.  Rows are fetched in stem order, which is shard order
- * for a shard written in key order (webdataset's writers), so each
- * shard is read once from its start to its end, a bounded window of it
- * in memory; a member wanted after the reader passed it, and not kept,
- * costs reading the shard again from its start (--shuffle: most rows).
- * A reader closes once it has read its shard's last object, and at most
- * TGZ_OPEN readers are open at once.  A member's size is its header's,
- * read at listing and bounded by the caller's max before anything is
+ * a moment later.  A shard's rows are fetched in stem order (the
+ * shuffled order lets those of a few shards take turns, row_order.c),
+ * which is shard order for a shard written in key order (webdataset's
+ * writers), so each shard is read once from its start to its end, a
+ * bounded window of it in memory; a member wanted after the reader
+ * passed it, and not kept, costs reading the shard again from its
+ * start.  Before the rows are fetched (ing_tgz_plan) every reader is
+ * closed, what it kept dropped, and a shard's objects become those the
+ * rows fetch: what the schema's pass kept (the .cls labels read for the
+ * class list keep the images passed on the way) would fill the window
+ * with members no row fetches soon, and then every row of another
+ * shard, its image passed for its label (key order) and not kept,
+ * would read that shard again from its start; members no row fetches
+ * (done, present, feeding no tensor) are not kept, and a reader closes
+ * once it has read the last member a row fetches.  At most TGZ_OPEN
+ * readers are open at once.  A member's size is its header's, read at
+ * listing and bounded by the caller's max before anything is
  * reserved; a member that the stream does not hold as listed (a shard
  * changed, cut or corrupt) fails naming the shard and the member. */
 #include "pipeline.h"
@@ -38,8 +47,10 @@ typedef struct tgz_stream {
     ing_tar_reader t;
     bool open;
     uint64_t next;      /* the number of the next header */
-    uint64_t *ords;     /* the numbers of the shard's objects, ascending */
-    size_t nords;
+    uint64_t *ords;     /* the numbers of the shard's objects, ascending:
+                           every one listed, then (ing_tgz_plan) those
+                           the rows fetch */
+    size_t nords, capords;
     kept *kept;         /* members passed over, not yet fetched */
     size_t nkept, capkept;
 } tgz_stream;
@@ -50,6 +61,7 @@ struct ing_tgz {
     uint64_t kept_bytes; /* atomic: kept over all shards */
     size_t nopen;        /* atomic: readers open */
     size_t sweep;        /* atomic: where closing others looks first */
+    uint64_t reads;      /* atomic: readers opened since ing_tgz_plan */
 };
 
 static int ord_cmp(const void *a, const void *b)
@@ -83,6 +95,8 @@ dlk_status ing_tgz_new(ing_source *s, dlk_error *err)
         if (t->v[i].nords &&
             !(t->v[i].ords = malloc(t->v[i].nords * sizeof *t->v[i].ords)))
             return Dlk_oom(err);
+        else
+            t->v[i].capords = t->v[i].nords;
     for (size_t i = 0; i < t->n; i++)
         t->v[i].nords = 0;
     for (size_t i = 0; i < s->nobjs; i++) {
@@ -225,6 +239,7 @@ static dlk_status read_to(const ing_source *s, tgz_stream *st,
         st->open = true;
         st->next = 0;
         __atomic_add_fetch(&t->nopen, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&t->reads, 1, __ATOMIC_RELAXED);
         /* what it kept is read again on the way (kept stays ascending,
          * each member kept once) */
         while (st->nkept)
@@ -296,4 +311,43 @@ dlk_status ing_tgz_get(const ing_source *s, const ing_obj *o, uint64_t max,
         close_stream(t, st);
     pthread_mutex_unlock(&st->mu);
     return rc;
+}
+
+dlk_status ing_tgz_plan(const ing_source *s, const size_t *rows, size_t n,
+                        dlk_error *err)
+{
+    struct ing_tgz *t = s->tgz;
+    if (!t)
+        return DLK_OK;
+    for (size_t i = 0; i < t->n; i++) {
+        tgz_stream *st = &t->v[i];
+        close_stream(t, st);
+        while (st->nkept)
+            drop_kept(t, st, st->nkept - 1);
+        st->nords = 0;
+    }
+    for (size_t j = 0; j < n; j++) {
+        const ing_row *r = &s->rows[rows[j]];
+        for (uint32_t i = 0; i < r->n; i++) {
+            const ing_obj *o = &s->objs[r->first + i];
+            if (!o->shard || !s->shards[o->shard - 1].gz ||
+                o->role == ING_NONE) /* not fetched (pipeline.c) */
+                continue;
+            tgz_stream *st = &t->v[o->shard - 1];
+            if (!DLK_GROW(st->ords, st->nords, st->capords, 16))
+                return Dlk_oom(err);
+            st->ords[st->nords++] = o->off;
+        }
+    }
+    for (size_t i = 0; i < t->n; i++)
+        if (t->v[i].nords > 1)
+            qsort(t->v[i].ords, t->v[i].nords, sizeof *t->v[i].ords,
+                  ord_cmp);
+    t->reads = 0;
+    return DLK_OK;
+}
+
+uint64_t ing_tgz_reads(const struct ing_tgz *t)
+{
+    return t ? __atomic_load_n(&t->reads, __ATOMIC_RELAXED) : 0;
 }

@@ -1703,7 +1703,7 @@ static PyObject *ingest_result(const dlk_ingest_result *r,
 {
     PyObject *out = Py_BuildValue(
         "{s:K,s:K,s:O,s:K,s:K,s:d,s:K,s:K,s:O,s:O,s:O,s:K,s:K,s:O,s:O,"
-        "s:O,s:i,s:s,s:K,s:O,s:O,s:K,s:O}",
+        "s:O,s:i,s:s,s:K,s:O,s:O,s:K,s:O,s:K}",
         "ingested", (unsigned long long)r->ingested,
         "skipped", (unsigned long long)r->skipped,
         "errors", cb->errors,
@@ -1726,7 +1726,8 @@ static PyObject *ingest_result(const dlk_ingest_result *r,
         "keys", r->keyed ? Py_True : Py_False,
         "interrupted", r->interrupted ? Py_True : Py_False,
         "kept", (unsigned long long)r->kept,
-        "rejected", r->rejected ? Py_True : Py_False);
+        "rejected", r->rejected ? Py_True : Py_False,
+        "shard_reads", (unsigned long long)r->shard_reads);
     if (out && r->keyed) {
         PyObject *a = PyLong_FromUnsignedLongLong(r->new_rows),
                  *b = PyLong_FromUnsignedLongLong(r->present),

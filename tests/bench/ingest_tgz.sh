@@ -6,7 +6,11 @@
 # from a directory, the two alternated PAIRS times (default 3).  Prints
 # each run's rows/s and peak RSS, and the median of .tar.gz over .tar of
 # the runs paired; then checks that both datasets hold the same rows.
+# JOBS, ORDER and SEED, when set, are the runs' --jobs, --order and
+# --order-seed; each .tar.gz run's shard_reads (shards read from their
+# start for the rows: one a shard when none is read again) is printed.
 #   DIST=dist tests/bench/ingest_tgz.sh 10000 500    (a `make dist` tree)
+#   JOBS=16 PAIRS=2 tests/bench/ingest_tgz.sh 3000 200
 #   tests/bench/ingest_tgz.sh                        (build/dlk)
 set -eu
 N=${1:-2000}
@@ -15,6 +19,10 @@ R=${PAIRS:-3}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 if [ -n "${DIST:-}" ]; then DLK=${DLK:-$DIST/bin/dlk}; else DLK=${DLK:-$root/build/dlk}; fi
+EXTRA=()
+[ -n "${JOBS:-}" ] && EXTRA+=(--jobs "$JOBS")
+[ -n "${ORDER:-}" ] && EXTRA+=(--order "$ORDER")
+[ -n "${SEED:-}" ] && EXTRA+=(--order-seed "$SEED")
 T=$(mktemp -d "${TMPDIR:-/tmp}/dlk-tgz.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 OUTD=$T
@@ -40,27 +48,30 @@ for s in range(0, len(files), rows):
                 ti = tarfile.TarInfo(stem + ".cls"); ti.size = len(b)
                 t.addfile(ti, io.BytesIO(b))
 PY
+echo "options: ${EXTRA[*]:-(defaults)}"
 echo "machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo); dlk $("$DLK" --version | head -n1)"
 echo "source: $N JPEGs, $(du -sb "$T/src" | cut -f1) bytes; shards of $ROWS samples: .tar $(du -sb "$T/tar" | cut -f1) bytes, .tar.gz $(du -sb "$T/tgz" | cut -f1) bytes"
 
-run() { # KIND -> "rows/s rss_MiB"
+run() { # KIND -> "rows/s rss_MiB reads"
     rm -rf "$OUTD/ds"
     python3 -c 'import resource, subprocess, sys
 r = subprocess.call(sys.argv[2:], stdout=open(sys.argv[1], "w"))
 sys.stderr.write("%d\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-sys.exit(r)' "$T/out.json" "$DLK" create "$OUTD/ds" from-dir "$T/$1" --resize 224x224 --json 2> "$T/rss"
+sys.exit(r)' "$T/out.json" "$DLK" create "$OUTD/ds" from-dir "$T/$1" --resize 224x224 ${EXTRA[@]+"${EXTRA[@]}"} --json 2> "$T/rss"
     python3 - "$T/out.json" "$(tail -n1 "$T/rss")" "$N" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["ingested"] == int(sys.argv[3]) and d["skipped"] == 0, d
-print("%.1f %d" % (d["ingested"] / d["seconds"], int(sys.argv[2]) // 1024))
+print("%.1f %d %s" % (d["ingested"] / d["seconds"], int(sys.argv[2]) // 1024,
+                     d.get("shard_reads", "?")))
 PY
 }
 ratios=""
 for i in $(seq "$R"); do
-    a=$(run tar); b=$(run tgz)
-    echo "pair $i: .tar ${a% *} rows/s (RSS ${a#* } MiB), .tar.gz ${b% *} rows/s (RSS ${b#* } MiB)"
-    ratios="$ratios $(python3 -c "print(${b% *} / ${a% *})")"
+    read -r ar am _ <<< "$(run tar)"
+    read -r br bm bs <<< "$(run tgz)"
+    echo "pair $i: .tar $ar rows/s (RSS $am MiB), .tar.gz $br rows/s (RSS $bm MiB, shards read $bs times)"
+    ratios="$ratios $(python3 -c "print($br / $ar)")"
 done
 python3 -c "import statistics, sys; r = [float(x) for x in sys.argv[1:]]; print('.tar.gz / .tar, median of %d pairs: %.2f (%s)' % (len(r), statistics.median(r), ', '.join('%.2f' % x for x in r)))" $ratios
 
