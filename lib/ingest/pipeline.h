@@ -207,6 +207,11 @@ dlk_status ing_tar_list(ing_source *s, const dlk_ingest_opts *o,
  * member (ing_tgz_get). */
 dlk_status ing_obj_get(const ing_source *s, const ing_obj *o, uint64_t max,
                        Dlk_buf *out, dlk_error *err);
+/* The first n bytes of object o, or all of it when smaller (appended to
+ * out): a header read without fetching the rest (a compressed shard's
+ * member is read whole). */
+dlk_status ing_obj_head(const ing_source *s, const ing_obj *o, uint64_t n,
+                        Dlk_buf *out, dlk_error *err);
 /* The parent folder of object o (ing_parent_folder): for a tar member,
  * of its path in the shard, else of the shard's key, so that members
  * take the folder their shard lies in.  0, or -1 when none. */

@@ -206,6 +206,9 @@ static bool in_sample(const ing_source *src, size_t i, bool media)
  * tensor (images, labels, a .json field, ...) is an error: which one
  * would fill it? */
 #define NPY_PROBE 8
+/* what is read of a .npy file to infer its tensor: its header, which
+ * format 1.0's two-byte length keeps within this */
+#define NPY_HEAD_MAX 65548
 #define NPY_NAMES 64
 static dlk_status npy_tensors(spec_list *l, const ing_source *src, bool media,
                               size_t samples, dlk_error *err)
@@ -237,9 +240,8 @@ static dlk_status npy_tensors(spec_list *l, const ing_source *src, bool media,
         if (t[k].probed == NPY_PROBE)
             continue;
         b.len = 0;
-        uint64_t max = ob->size < 65548 ? ob->size : 65548;
         Dlk_npy_info h;
-        rc = ing_obj_get(src, ob, max, &b, err);
+        rc = ing_obj_head(src, ob, NPY_HEAD_MAX, &b, err);
         if (!rc)
             rc = Dlk_npy_parse_head(b.data, b.len, ob->size, ob->key, &h, err);
         if (rc)

@@ -404,6 +404,24 @@ dlk_status ing_obj_get(const ing_source *s, const ing_obj *o, uint64_t max,
     return rc;
 }
 
+dlk_status ing_obj_head(const ing_source *s, const ing_obj *o, uint64_t n,
+                        Dlk_buf *out, dlk_error *err)
+{
+    uint64_t len = o->size < n ? o->size : n;
+    if (!o->shard)
+        return len ? Dlk_store_get_range(s->store, o->key, 0, len, out, err)
+                   : DLK_OK;
+    const ing_shard *sh = &s->shards[o->shard - 1];
+    if (sh->gz) /* a stream: the member is read whole on the way anyway */
+        return ing_tgz_get(s, o, o->size, out, err);
+    dlk_status rc = Dlk_store_get_span(s->store, sh->key, sh->size, o->off,
+                                       len, out, err);
+    if (rc)
+        Dlk_fail_wrap(err, "member '%s' of tar shard '%s'",
+                      o->key + o->member, sh->key);
+    return rc;
+}
+
 int ing_obj_folder(const ing_source *s, const ing_obj *o, char *out,
                    size_t cap)
 {

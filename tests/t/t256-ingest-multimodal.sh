@@ -148,6 +148,43 @@ check "holds its own 4 or 5 values" python3 -c 'import json, sys
 o = json.loads(open(sys.argv[1]).read())
 assert o["values"] in ([0, 1, 2, 3], [0, 1, 2, 3, 4]), o' "$OUT"
 
+# .npy sidecars larger than a header read (80 KB each): only their
+# headers are read to infer the tensor, from files, a .tar, a .tar.gz and S3
+L=$T/large
+mkdir -p "$L/files/a" "$L/tar" "$L/tgz"
+python3 - "$L" <<'PY'
+import io, sys, tarfile, numpy as np
+from PIL import Image
+root = sys.argv[1]
+for kind, mode in (("tar", "w"), ("tgz", "w:gz")):
+    name = "%s/%s/000000.%s" % (root, kind, "tar" if kind == "tar" else "tar.gz")
+    with tarfile.open(name, mode) as t:
+        for i in range(3):
+            for ext, data in (("png", None), ("emb.npy", None)):
+                b = io.BytesIO()
+                if ext == "png":
+                    Image.new("RGB", (8, 6), (i * 40, 0, 0)).save(b, "PNG")
+                else:
+                    np.save(b, np.full(20000, i + 0.5, np.float32))
+                if kind == "tar":
+                    open("%s/files/a/l%d.%s" % (root, i, ext), "wb").write(b.getvalue())
+                ti = tarfile.TarInfo("l%d.%s" % (i, ext)); ti.size = len(b.getvalue())
+                t.addfile(ti, io.BytesIO(b.getvalue()))
+PY
+s3_put_tree "$L/files" "s3://multi/large/files"
+for src in "from-dir $L/files" "from-dir $L/tar" "from-dir $L/tgz" "from-s3 s3://multi/large/files/"; do
+    ok "80 KB embeddings ($src): --dry-run" dlk create "$T/dsl" $src --dry-run --json
+    check "an f32 tensor of shape [20000] ($src)" python3 -c 'import json, sys
+s = {t["name"]: t for t in json.load(open(sys.argv[1]))["schema"]}
+assert s["emb"]["dtype"] == "f32" and s["emb"]["shape"] == [20000], s' "$OUT"
+done
+ok "80 KB embeddings from a .tar.gz: ingested" dlk create "$T/dsl" from-dir "$L/tgz" --quiet
+ok "dlk cat emb 0:" dlk cat "$T/dsl" emb 0: --json
+check "each row holds its own values" python3 -c 'import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+got = sorted(r["values"][0] for r in rows)
+assert got == [0.5, 1.5, 2.5] and all(len(r["values"]) == 20000 for r in rows), got' "$OUT"
+
 # an .npy of another dtype than the others of its name
 python3 -c 'import numpy as np, sys; np.save(sys.argv[1], np.arange(4, dtype=np.int64))' "$V/a/v2.emb.npy"
 fails "an i64 embedding beside f32 ones" 3 dlk create "$T/dsv2" from-dir "$V" --dry-run
