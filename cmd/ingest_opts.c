@@ -813,26 +813,83 @@ static int report_failure(ingest_cli *c, const dlk_ingest_result *r,
     return code;
 }
 
+/* A failed run reported: its message and exit code. */
+static int report_error(ingest_cli *c, const char *cmd, dlk_status rc,
+                        const dlk_ingest_result *r, const dlk_error *err)
+{
+    /* create refuses an existing dataset as a usage error: the
+     * command names the wrong url or lacks --exist-ok */
+    int code = rc == DLK_ECONFLICT ? EXIT_CONFLICT : EXIT_ERROR;
+    dlk_dataset *ds;
+    dlk_error e2;
+    if (rc == DLK_EEXIST && !strcmp(cmd, "create") && c->url &&
+        !cmd_dataset_open(c->url, NULL, &ds, &e2)) {
+        dlk_dataset_free(ds);
+        code = EXIT_USAGE; /* a dataset, not other objects, is there */
+    }
+    if (stop_signal) /* a request ended by the signal, or after it */
+        code = 128 + stop_signal;
+    return report_failure(c, r, cmd,
+                          err->msg[0] ? err->msg : dlk_strerror(rc), code);
+}
+
+/* What a dry run would ingest, and what not. */
+static void print_dry_run(const ingest_cli *c, const dlk_ingest_result *r)
+{
+    char src[1024], sk[96];
+    printf("dry run, nothing written: would ingest %llu rows from '%s'"
+           "%s; %llu objects not ingested, %s\n",
+           (unsigned long long)r->planned,
+           cmd_safe_url(c->o.source, src, sizeof src),
+           c->o.nshards > 1 ? " (this shard)" : "",
+           (unsigned long long)r->unused, skipped_text(r, sk));
+    if (c->schema)
+        print_schema(stdout, c->schema);
+    const char *why;
+    json_t *n;
+    json_object_foreach(c->unused_why, why, n)
+        printf("not ingested: %lld %s\n",
+               (long long)json_integer_value(n), why);
+}
+
+/* The run's outcome in a line, and a keyed run's source keys. */
+static void print_summary(const dlk_ingest_result *r)
+{
+    char b1[32], b2[32], note[64], sk[96];
+    if (r->already)
+        printf("already ingested by an earlier run of this command; "
+               "nothing to do (this dataset has no 'key' tensor, so "
+               "objects added to the source since are not picked up; "
+               "--no-resume ingests everything again)\n");
+    else if (r->keyed && !r->new_rows && !r->ingested && !r->skipped &&
+             !r->resumed_rows)
+        printf("nothing new: %llu object%s already ingested; %llu "
+               "changed since (skipped)%s\n",
+               (unsigned long long)r->present, r->present == 1 ? "" : "s",
+               (unsigned long long)r->changed, unused_note(r, note));
+    else
+        printf("ingested %llu rows (%s read, %s of samples) in %.2f s; "
+               "%s%s%s%s\n", (unsigned long long)r->ingested,
+               cmd_bytes(r->bytes_in, b1), cmd_bytes(r->bytes_out, b2),
+               r->seconds, skipped_text(r, sk),
+               unused_note(r, note),
+               r->resumed_rows ? "; resumed an interrupted run" : "",
+               r->complete ? ""
+               : "; shard staged, the last shard to finish merges");
+    if (r->keyed && (r->new_rows || r->ingested || r->skipped ||
+                     r->resumed_rows))
+        printf("source keys: %llu new, %llu already ingested, %llu "
+               "changed since (skipped)\n",
+               (unsigned long long)r->new_rows,
+               (unsigned long long)r->present,
+               (unsigned long long)r->changed);
+}
+
 int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
                       const dlk_ingest_result *r, const dlk_error *err)
 {
-    if (rc) {
-        /* create refuses an existing dataset as a usage error: the
-         * command names the wrong url or lacks --exist-ok */
-        int code = rc == DLK_ECONFLICT ? EXIT_CONFLICT : EXIT_ERROR;
-        dlk_dataset *ds;
-        dlk_error e2;
-        if (rc == DLK_EEXIST && !strcmp(cmd, "create") && c->url &&
-            !cmd_dataset_open(c->url, NULL, &ds, &e2)) {
-            dlk_dataset_free(ds);
-            code = EXIT_USAGE; /* a dataset, not other objects, is there */
-        }
-        if (stop_signal) /* a request ended by the signal, or after it */
-            code = 128 + stop_signal;
-        return report_failure(c, r, cmd,
-                              err->msg[0] ? err->msg : dlk_strerror(rc),
-                              code);
-    }
+    if (rc)
+        return report_error(c, cmd, rc, r, err);
     if (r->interrupted) {
         char msg[128];
         snprintf(msg, sizeof msg, "interrupted: %llu rows kept; run the same "
@@ -851,49 +908,9 @@ int ingest_cli_report(ingest_cli *c, const char *cmd, dlk_status rc,
         cmd_json_print(o, JSON_PRESERVE_ORDER);
         json_decref(o);
     } else if (!c->quiet && c->o.dry_run) {
-        char src[1024], sk[96];
-        printf("dry run, nothing written: would ingest %llu rows from '%s'"
-               "%s; %llu objects not ingested, %s\n",
-               (unsigned long long)r->planned,
-               cmd_safe_url(c->o.source, src, sizeof src),
-               c->o.nshards > 1 ? " (this shard)" : "",
-               (unsigned long long)r->unused, skipped_text(r, sk));
-        if (c->schema)
-            print_schema(stdout, c->schema);
-        const char *why;
-        json_t *n;
-        json_object_foreach(c->unused_why, why, n)
-            printf("not ingested: %lld %s\n",
-                   (long long)json_integer_value(n), why);
+        print_dry_run(c, r);
     } else if (!c->quiet) {
-        char b1[32], b2[32], note[64], sk[96];
-        if (r->already)
-            printf("already ingested by an earlier run of this command; "
-                   "nothing to do (this dataset has no 'key' tensor, so "
-                   "objects added to the source since are not picked up; "
-                   "--no-resume ingests everything again)\n");
-        else if (r->keyed && !r->new_rows && !r->ingested && !r->skipped &&
-                 !r->resumed_rows)
-            printf("nothing new: %llu object%s already ingested; %llu "
-                   "changed since (skipped)%s\n",
-                   (unsigned long long)r->present, r->present == 1 ? "" : "s",
-                   (unsigned long long)r->changed, unused_note(r, note));
-        else
-            printf("ingested %llu rows (%s read, %s of samples) in %.2f s; "
-                   "%s%s%s%s\n", (unsigned long long)r->ingested,
-                   cmd_bytes(r->bytes_in, b1), cmd_bytes(r->bytes_out, b2),
-                   r->seconds, skipped_text(r, sk),
-                   unused_note(r, note),
-                   r->resumed_rows ? "; resumed an interrupted run" : "",
-                   r->complete ? ""
-                   : "; shard staged, the last shard to finish merges");
-        if (r->keyed && (r->new_rows || r->ingested || r->skipped ||
-                         r->resumed_rows))
-            printf("source keys: %llu new, %llu already ingested, %llu "
-                   "changed since (skipped)\n",
-                   (unsigned long long)r->new_rows,
-                   (unsigned long long)r->present,
-                   (unsigned long long)r->changed);
+        print_summary(r);
     }
     return EXIT_OK;
 }

@@ -214,6 +214,77 @@ static bool class_tensor(dlk_dataset *ds, size_t *out, dlk_tensor_info *ti)
     return false;
 }
 
+/* Each row's class from tensor t's chunks into m->cls (widened as its
+ * values need); *top the largest value seen. */
+static dlk_status read_classes(dlk_dataset *ds, size_t t,
+                               const dlk_tensor_info *ti, label_mix *m,
+                               int64_t *top, dlk_error *err)
+{
+    dlk_status rc = DLK_OK;
+    size_t nchunks = dlk_tensor_nchunks(ds, t);
+    for (size_t c = 0; !rc && c < nchunks; c++) {
+        dlk_chunk_ref ref;
+        dlk_chunk *ch;
+        if (dlk_tensor_chunk(ds, t, c, &ref) ||
+            (rc = dlk_chunk_read(ds, t, c, DLK_READ_VERIFY, NULL, 0, &ch,
+                                 err)))
+            break;
+        size_t nb;
+        const void *pl = dlk_chunk_payload(ch, &nb);
+        uint32_t ns = dlk_chunk_samples(ch);
+        for (uint32_t i = 0; !rc && i < ns && ref.first_sample + i < m->rows;
+             i++) {
+            value v = value_at(ti->dtype, pl, i);
+            int64_t x = v.kind == V_INT ? v.i
+                        : v.u > INT64_MAX ? -1 : (int64_t)v.u;
+            /* the width's top value is "other" (below zero, or past
+             * MAX_CLASSES) */
+            uint32_t c32 = x < 0 ? UINT32_MAX
+                           : x > MAX_CLASSES ? MAX_CLASSES : (uint32_t)x;
+            if (c32 != UINT32_MAX && c32 >= cls_other(m) &&
+                (rc = cls_widen(m, c32, err)))
+                break;
+            cls_set(m, ref.first_sample + i,
+                    c32 == UINT32_MAX ? cls_other(m) : c32);
+            if (x > *top)
+                *top = x;
+        }
+        dlk_chunk_free(ch);
+    }
+    return rc;
+}
+
+/* The classes counted: the names, or the largest value seen, capped, and
+ * one for "other"; each row's share of its class in m->p. */
+static dlk_status count_classes(label_mix *m, const dlk_tensor_info *ti,
+                                int64_t top, dlk_error *err)
+{
+    uint64_t named = ti->n_class_names;
+    uint64_t k = named ? named : (uint64_t)(top + 1);
+    if (k > MAX_CLASSES)
+        k = MAX_CLASSES;
+    m->nclass = (uint32_t)k + 1;
+    m->p = calloc(m->nclass, sizeof *m->p);
+    m->count = calloc(m->nclass, sizeof *m->count);
+    if (!m->p || !m->count)
+        return oom(err);
+    if (m->nclass - 1 > cls_other(m)) {
+        dlk_status rc = cls_widen(m, m->nclass - 1, err); /* "other" fits */
+        if (rc)
+            return rc;
+    }
+    /* classes from nclass - 1 on, and the width's "other", are
+     * "other" */
+    uint32_t other = cls_other(m);
+    for (uint64_t i = 0; i < m->rows; i++) {
+        uint32_t x = cls_of(m, i);
+        uint32_t c = x != other && x < m->nclass - 1 ? x : m->nclass - 1;
+        cls_set(m, i, c);
+        m->p[c] += 1.0 / (double)m->rows;
+    }
+    return DLK_OK;
+}
+
 dlk_status label_mix_open(dlk_dataset *ds, uint32_t batch, uint64_t seed,
                           label_mix **out, dlk_error *err)
 {
@@ -238,60 +309,10 @@ dlk_status label_mix_open(dlk_dataset *ds, uint32_t batch, uint64_t seed,
     int64_t top = -1;
     if (!rc)
         memset(m->cls, 0xff, m->rows); /* rows no chunk holds: "other" */
-    size_t nchunks = dlk_tensor_nchunks(ds, t);
-    for (size_t c = 0; !rc && c < nchunks; c++) {
-        dlk_chunk_ref ref;
-        dlk_chunk *ch;
-        if (dlk_tensor_chunk(ds, t, c, &ref) ||
-            (rc = dlk_chunk_read(ds, t, c, DLK_READ_VERIFY, NULL, 0, &ch,
-                                 err)))
-            break;
-        size_t nb;
-        const void *pl = dlk_chunk_payload(ch, &nb);
-        uint32_t ns = dlk_chunk_samples(ch);
-        for (uint32_t i = 0; !rc && i < ns && ref.first_sample + i < m->rows;
-             i++) {
-            value v = value_at(ti.dtype, pl, i);
-            int64_t x = v.kind == V_INT ? v.i
-                        : v.u > INT64_MAX ? -1 : (int64_t)v.u;
-            /* the width's top value is "other" (below zero, or past
-             * MAX_CLASSES) */
-            uint32_t c32 = x < 0 ? UINT32_MAX
-                           : x > MAX_CLASSES ? MAX_CLASSES : (uint32_t)x;
-            if (c32 != UINT32_MAX && c32 >= cls_other(m) &&
-                (rc = cls_widen(m, c32, err)))
-                break;
-            cls_set(m, ref.first_sample + i,
-                    c32 == UINT32_MAX ? cls_other(m) : c32);
-            if (x > top)
-                top = x;
-        }
-        dlk_chunk_free(ch);
-    }
-    if (!rc) {
-        uint64_t named = ti.n_class_names;
-        uint64_t k = named ? named : (uint64_t)(top + 1);
-        if (k > MAX_CLASSES)
-            k = MAX_CLASSES;
-        m->nclass = (uint32_t)k + 1;
-        m->p = calloc(m->nclass, sizeof *m->p);
-        m->count = calloc(m->nclass, sizeof *m->count);
-        if (!m->p || !m->count)
-            rc = oom(err);
-        else if (m->nclass - 1 > cls_other(m))
-            rc = cls_widen(m, m->nclass - 1, err); /* "other" fits */
-    }
-    if (!rc) {
-        /* classes from nclass - 1 on, and the width's "other", are
-         * "other" */
-        uint32_t other = cls_other(m);
-        for (uint64_t i = 0; i < m->rows; i++) {
-            uint32_t x = cls_of(m, i);
-            uint32_t c = x != other && x < m->nclass - 1 ? x : m->nclass - 1;
-            cls_set(m, i, c);
-            m->p[c] += 1.0 / (double)m->rows;
-        }
-    }
+    if (!rc)
+        rc = read_classes(ds, t, &ti, m, &top, err);
+    if (!rc)
+        rc = count_classes(m, &ti, top, err);
     if (rc) {
         label_mix_free(m);
         return rc;

@@ -531,10 +531,12 @@ static dlk_status commit_doc(dlk_dataset *ds, const char *parent_id,
     return DLK_OK;
 }
 
-dlk_status dlk_commit(dlk_dataset *ds, const char *message, unsigned flags,
-                      char id_out[DLK_ID_MAX], int *committed, dlk_error *err)
+/* Whether ds may commit with this message: its written rows flushed
+ * and, unless the caller vouches for a single writer, its store
+ * honouring conditional writes. */
+static dlk_status ready_to_commit(dlk_dataset *ds, const char *message,
+                                  unsigned flags, dlk_error *err)
 {
-    *committed = 0;
     if (ds->read_only)
         return Dlk_fail(err, DLK_EINVAL, "a dataset opened at a commit "
                         "cannot commit");
@@ -559,6 +561,16 @@ dlk_status dlk_commit(dlk_dataset *ds, const char *message, unsigned flags,
                             "--unsafe-single-writer if no other writer runs)",
                             ds->url);
     }
+    return DLK_OK;
+}
+
+dlk_status dlk_commit(dlk_dataset *ds, const char *message, unsigned flags,
+                      char id_out[DLK_ID_MAX], int *committed, dlk_error *err)
+{
+    *committed = 0;
+    dlk_status rc = ready_to_commit(ds, message, flags, err);
+    if (rc)
+        return rc;
     for (int round = 0; round < COMMIT_ROUNDS; round++) {
         char parent_id[DLK_ID_MAX], etag[DLK_ETAG_MAX];
         bool exists;

@@ -775,6 +775,77 @@ static void set_runs(dlk_dataset *ds, Dlk_key_run *runs, size_t n)
     ds->dirty = true;
 }
 
+/* A head of an earlier writer: its one object becomes the first run,
+ * runs[0] (read whole, as every lookup of it was); *n and *covered its
+ * count and rows.  Where the object is unusable, no run. */
+static dlk_status legacy_run(dlk_dataset *ds, Dlk_key_run *runs, size_t *n,
+                             uint64_t *covered, Dlk_keyidx_stats *st,
+                             dlk_error *err)
+{
+    const Dlk_manifest *m = &ds->m;
+    Dlk_key_ents old = {0};
+    dlk_status rc = legacy_load(ds, m, NULL, 0, &old, st, err);
+    if (!rc)
+        rc = run_write(ds, &old, 0, runs[0].object, st, err);
+    if (!rc) {
+        runs[0].rows = m->key_index_rows;
+        *n = 1;
+        *covered = m->key_index_rows;
+    } else if (unusable(rc)) {
+        Dlk_error_clear(err);
+        rc = DLK_OK;
+    }
+    Dlk_key_ents_free(&old);
+    return rc;
+}
+
+/* The run of rows [covered, rows) added to runs[0, *n), merged with the
+ * newest runs while the one before them is at most RUN_RATIO times what
+ * is merged; *n the runs after. */
+static dlk_status add_run(dlk_dataset *ds, int tk, int tv, Dlk_key_run *runs,
+                          size_t *n, uint64_t covered, uint64_t rows,
+                          Dlk_keyidx_stats *st, dlk_error *err)
+{
+    Dlk_key_ents add = {0};
+    dlk_status rc = Dlk_key_rows(ds, tk, tv, covered, rows, NULL, 0, &add,
+                                 st, err);
+    Dlk_key_ents_sort(&add);
+    uint64_t acc = rows - covered, first = covered;
+    size_t i = *n;
+    while (i > 0 && (runs[i - 1].rows <= RUN_RATIO * acc ||
+                     i >= DLK_KEY_RUNS_MAX)) {
+        i--;
+        acc += runs[i].rows;
+        first -= runs[i].rows;
+    }
+    /* the runs merged, newest first (each read whole and checked;
+     * one unusable is read from the key chunks) */
+    uint64_t end = covered;
+    for (size_t j = *n; !rc && j > i; j--) {
+        Dlk_key_ents older = {0};
+        end -= runs[j - 1].rows;
+        rc = run_entries(ds, tk, tv, &runs[j - 1], end, NULL, 0, true,
+                         &older, st, err);
+        Dlk_key_ents_sort(&older);
+        if (!rc)
+            rc = ents_merge(&add, &older, err);
+        Dlk_key_ents_free(&older);
+        if (st && !rc)
+            st->runs_merged++;
+    }
+    if (!rc && add.n != acc)
+        rc = Dlk_fail(err, DLK_EINTERNAL, "key index: %zu entries for "
+                      "%llu rows", add.n, (unsigned long long)acc);
+    if (!rc)
+        rc = run_write(ds, &add, first, runs[i].object, st, err);
+    if (!rc) {
+        runs[i].rows = acc;
+        *n = i + 1;
+    }
+    Dlk_key_ents_free(&add);
+    return rc;
+}
+
 dlk_status Dlk_keyidx_update(dlk_dataset *ds, Dlk_keyidx_stats *st,
                              dlk_error *err)
 {
@@ -801,62 +872,10 @@ dlk_status Dlk_keyidx_update(dlk_dataset *ds, Dlk_keyidx_stats *st,
         covered = rr;
     } else if (m->key_index[0] && m->key_index_rows <= rows &&
                m->key_index_rows) {
-        /* a head of an earlier writer: its one object becomes the first
-         * run (read whole, as every lookup of it was) */
-        Dlk_key_ents old = {0};
-        rc = legacy_load(ds, m, NULL, 0, &old, st, err);
-        if (!rc)
-            rc = run_write(ds, &old, 0, runs[0].object, st, err);
-        if (!rc) {
-            runs[0].rows = m->key_index_rows;
-            n = 1;
-            covered = m->key_index_rows;
-        } else if (unusable(rc)) {
-            Dlk_error_clear(err);
-            rc = DLK_OK;
-        }
-        Dlk_key_ents_free(&old);
+        rc = legacy_run(ds, runs, &n, &covered, st, err);
     }
-    if (!rc && covered < rows) {
-        /* the new rows' run, merged with the newest runs while the one
-         * before them is at most RUN_RATIO times what is merged */
-        Dlk_key_ents add = {0};
-        rc = Dlk_key_rows(ds, tk, tv, covered, rows, NULL, 0, &add, st, err);
-        Dlk_key_ents_sort(&add);
-        uint64_t acc = rows - covered, first = covered;
-        size_t i = n;
-        while (i > 0 && (runs[i - 1].rows <= RUN_RATIO * acc ||
-                         i >= DLK_KEY_RUNS_MAX)) {
-            i--;
-            acc += runs[i].rows;
-            first -= runs[i].rows;
-        }
-        /* the runs merged, newest first (each read whole and checked;
-         * one unusable is read from the key chunks) */
-        uint64_t end = covered;
-        for (size_t j = n; !rc && j > i; j--) {
-            Dlk_key_ents older = {0};
-            end -= runs[j - 1].rows;
-            rc = run_entries(ds, tk, tv, &runs[j - 1], end, NULL, 0, true,
-                             &older, st, err);
-            Dlk_key_ents_sort(&older);
-            if (!rc)
-                rc = ents_merge(&add, &older, err);
-            Dlk_key_ents_free(&older);
-            if (st && !rc)
-                st->runs_merged++;
-        }
-        if (!rc && add.n != acc)
-            rc = Dlk_fail(err, DLK_EINTERNAL, "key index: %zu entries for "
-                          "%llu rows", add.n, (unsigned long long)acc);
-        if (!rc)
-            rc = run_write(ds, &add, first, runs[i].object, st, err);
-        if (!rc) {
-            runs[i].rows = acc;
-            n = i + 1;
-        }
-        Dlk_key_ents_free(&add);
-    }
+    if (!rc && covered < rows)
+        rc = add_run(ds, tk, tv, runs, &n, covered, rows, st, err);
     if (rc) {
         free(runs);
         return rc;

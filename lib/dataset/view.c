@@ -55,9 +55,9 @@ static dlk_status publish(dlk_dataset *ds, dlk_error *err)
     return dlk_dataset_flush(ds, err);
 }
 
-dlk_status dlk_view_save(dlk_dataset *ds, const char *name,
-                         const uint64_t *rows, uint64_t n, const char *query,
-                         dlk_error *err)
+/* Whether the head takes a view of this name, n rows and query. */
+static dlk_status check_view(const dlk_dataset *ds, const char *name,
+                             uint64_t n, const char *query, dlk_error *err)
 {
     if (ds->read_only)
         return Dlk_fail(err, DLK_EINVAL, "'%s' is opened at a commit: views "
@@ -72,69 +72,67 @@ dlk_status dlk_view_save(dlk_dataset *ds, const char *name,
     if (query && strlen(query) > DLK_VIEW_QUERY_MAX)
         return Dlk_fail(err, DLK_ELIMIT, "view '%s': the query text is over "
                         "%d bytes", name, DLK_VIEW_QUERY_MAX);
-    uint64_t total = Dlk_manifest_rows(&ds->m);
-    size_t len = VIEW_HEADER + (size_t)n * 8;
-    uint8_t *obj = malloc(len);
+    return DLK_OK;
+}
+
+/* The view object of rows[0, n) (sorted, each once, all below total):
+ * *obj of *len bytes, the caller's to free, holding *k rows. */
+static dlk_status encode_view(const char *name, const uint64_t *rows,
+                              uint64_t n, uint64_t total, uint8_t **obj,
+                              size_t *len, uint64_t *k, dlk_error *err)
+{
+    *len = VIEW_HEADER + (size_t)n * 8;
+    *obj = malloc(*len);
     uint64_t *sorted = malloc((n ? n : 1) * sizeof *sorted);
-    if (!obj || !sorted) {
-        free(obj);
+    if (!*obj || !sorted) {
+        free(*obj);
         free(sorted);
         return Dlk_oom(err);
     }
     memcpy(sorted, rows, n * sizeof *sorted);
     qsort(sorted, n, sizeof *sorted, cmp_u64);
-    uint64_t k = 0;
+    *k = 0;
     for (uint64_t i = 0; i < n; i++) {
         if (sorted[i] >= total) {
             dlk_status rc = Dlk_fail(err, DLK_EINVAL, "view '%s': row %llu is "
                                      "past the head's %llu rows", name,
                                      (unsigned long long)sorted[i],
                                      (unsigned long long)total);
-            free(obj);
+            free(*obj);
             free(sorted);
             return rc;
         }
-        if (k == 0 || sorted[k - 1] != sorted[i])
-            sorted[k++] = sorted[i];
+        if (*k == 0 || sorted[*k - 1] != sorted[i])
+            sorted[(*k)++] = sorted[i];
     }
-    for (uint64_t i = 0; i < k; i++)
-        Dlk_put_le64(obj + VIEW_HEADER + i * 8, sorted[i]);
+    uint8_t *o = *obj;
+    for (uint64_t i = 0; i < *k; i++)
+        Dlk_put_le64(o + VIEW_HEADER + i * 8, sorted[i]);
     free(sorted);
-    len = VIEW_HEADER + (size_t)k * 8;
-    memcpy(obj, "DLKV", 4);
-    Dlk_put_le16(obj + 4, 1);
-    Dlk_put_le16(obj + 6, 0);
-    Dlk_put_le64(obj + 8, k);
-    Dlk_put_le64(obj + 16, total);
-    Dlk_put_le64(obj + 24, Dlk_hash64(obj + VIEW_HEADER, len - VIEW_HEADER));
-    char hex[33], key[DLK_VIEW_KEY_MAX];
-    Dlk_hash128_hex(obj, len, hex);
-    snprintf(key, sizeof key, "%s%s", DLK_VIEW_PREFIX, hex);
-    dlk_status rc = Dlk_store_put(ds->store, key, obj, len, DLK_PUT_IF_ABSENT,
-                                  NULL, NULL, err);
-    free(obj);
-    if (rc == DLK_EEXIST) { /* the same bytes: its name is their hash */
-        Dlk_error_clear(err);
-        rc = DLK_OK;
-    }
-    if (rc)
-        return Dlk_fail_wrap(err, "cannot write view '%s'", name);
-    char *q = strdup(query ? query : "");
-    if (!q)
-        return Dlk_oom(err);
+    *len = VIEW_HEADER + (size_t)*k * 8;
+    memcpy(o, "DLKV", 4);
+    Dlk_put_le16(o + 4, 1);
+    Dlk_put_le16(o + 6, 0);
+    Dlk_put_le64(o + 8, *k);
+    Dlk_put_le64(o + 16, total);
+    Dlk_put_le64(o + 24, Dlk_hash64(o + VIEW_HEADER, *len - VIEW_HEADER));
+    return DLK_OK;
+}
+
+/* The view's entry in the head: the one of its name, or a new one in
+ * name order. */
+static dlk_status view_slot(dlk_dataset *ds, const char *name,
+                            Dlk_view_ref **out, dlk_error *err)
+{
     Dlk_manifest *m = &ds->m;
     Dlk_view_ref *v = (Dlk_view_ref *)find_view(m, name);
     if (!v) {
-        if (m->nviews >= DLK_VIEWS_MAX) {
-            free(q);
+        if (m->nviews >= DLK_VIEWS_MAX)
             return Dlk_fail(err, DLK_ELIMIT, "'%s' has %d views already",
                             ds->url, DLK_VIEWS_MAX);
-        }
         Dlk_view_ref *nv = realloc(m->views, (m->nviews + 1) * sizeof *nv);
-        if (!nv) {
-            free(q);
+        if (!nv)
             return Dlk_oom(err);
-        }
         m->views = nv;
         size_t at = 0;
         while (at < m->nviews && strcmp(m->views[at].name, name) < 0)
@@ -145,6 +143,42 @@ dlk_status dlk_view_save(dlk_dataset *ds, const char *name,
         v = &m->views[at];
         memset(v, 0, sizeof *v);
         snprintf(v->name, sizeof v->name, "%s", name);
+    }
+    *out = v;
+    return DLK_OK;
+}
+
+dlk_status dlk_view_save(dlk_dataset *ds, const char *name,
+                         const uint64_t *rows, uint64_t n, const char *query,
+                         dlk_error *err)
+{
+    dlk_status rc = check_view(ds, name, n, query, err);
+    if (rc)
+        return rc;
+    uint64_t total = Dlk_manifest_rows(&ds->m), k = 0;
+    uint8_t *obj = NULL;
+    size_t len = 0;
+    if ((rc = encode_view(name, rows, n, total, &obj, &len, &k, err)))
+        return rc;
+    char hex[33], key[DLK_VIEW_KEY_MAX];
+    Dlk_hash128_hex(obj, len, hex);
+    snprintf(key, sizeof key, "%s%s", DLK_VIEW_PREFIX, hex);
+    rc = Dlk_store_put(ds->store, key, obj, len, DLK_PUT_IF_ABSENT, NULL,
+                       NULL, err);
+    free(obj);
+    if (rc == DLK_EEXIST) { /* the same bytes: its name is their hash */
+        Dlk_error_clear(err);
+        rc = DLK_OK;
+    }
+    if (rc)
+        return Dlk_fail_wrap(err, "cannot write view '%s'", name);
+    char *q = strdup(query ? query : "");
+    if (!q)
+        return Dlk_oom(err);
+    Dlk_view_ref *v = NULL;
+    if ((rc = view_slot(ds, name, &v, err))) {
+        free(q);
+        return rc;
     }
     free(v->query);
     v->query = q;

@@ -245,18 +245,11 @@ static dlk_status lookup_keys(ing_run *r, const ing_source *src,
     return rc;
 }
 
-/* The listing's rows to ingest, in append order: every row or, keyed, those
- * whose key the dataset lacks (the others counted as present or changed,
- * changed ones reported). */
-static dlk_status candidates(ing_run *r, const ing_source *src,
-                             size_t **out, size_t *n, dlk_error *err)
+/* The rows of src, in append order, that are samples, into out; their
+ * count.  Rows of objects that feed no tensor are no samples (the key
+ * tensors, fed by every row, do not count). */
+static size_t sample_rows(ing_run *r, const ing_source *src, size_t *out)
 {
-    *n = 0;
-    *out = malloc((src->nrows + 1) * sizeof **out);
-    if (!*out)
-        return Dlk_oom(err);
-    /* rows of objects that feed no tensor are no samples (the key
-     * tensors, fed by every row, do not count) */
     ing_feeds feeds = {0};
     for (size_t t = 0; t < r->ds->m.ntensors; t++)
         if ((int)t != r->ctx.t_key && (int)t != r->ctx.t_key_version)
@@ -270,84 +263,139 @@ static dlk_status candidates(ing_run *r, const ing_source *src,
             continue;
         if (ing_row_is_sample(src, row, &feeds, r->o->on_unused,
                               r->o->ud, &r->res->unused))
-            (*out)[nsample++] = row;
+            out[nsample++] = row;
     }
-    if (!r->keyed) {
-        *n = nsample;
-        return DLK_OK;
-    }
+    return nsample;
+}
+
+/* The first rows whose keys the dataset holds with another version
+ * (changed) or may (unsure), named for the message that stops the run. */
+typedef struct {
+    char named[512], unsure[512];
+    size_t nl, ul;
+    uint64_t nunsure;
+} key_notes;
+
+/* Row i's key may be that of a row ingested with another version. */
+static void note_unsure(const ing_source *src, size_t i, key_notes *kn)
+{
+    size_t len;
+    const char *key = ing_row_key(src, i, &len);
+    if (++kn->nunsure <= 3 && kn->ul < sizeof kn->unsure)
+        kn->ul += (size_t)snprintf(kn->unsure + kn->ul,
+                                   sizeof kn->unsure - kn->ul, "%s'%.*s'",
+                                   kn->ul ? ", " : "",
+                                   (int)(len > 100 ? 100 : len), key);
+}
+
+/* Row i's object changed since it was ingested: counted, and named by
+ * what identifies it, its url. */
+static dlk_status note_changed(ing_run *r, const ing_source *src, size_t i,
+                               Dlk_buf *tmp, key_notes *kn, dlk_error *err)
+{
+    r->res->changed++;
+    dlk_status rc = ing_row_ident(src, i, tmp, err);
+    if (rc)
+        return rc;
+    char *z = strndup((const char *)tmp->data, tmp->len);
+    if (!z)
+        return Dlk_oom(err);
+    /* every shard lists the whole source */
+    if (r->shard == 0 && r->o->on_changed_key)
+        r->o->on_changed_key(r->o->ud, z);
+    if (r->res->changed <= 3 && kn->nl < sizeof kn->named)
+        kn->nl += (size_t)snprintf(kn->named + kn->nl,
+                                   sizeof kn->named - kn->nl, "%s'%s'",
+                                   kn->nl ? ", " : "", z);
+    free(z);
+    return DLK_OK;
+}
+
+/* Of the samples rows[0, nsample), those whose key the dataset lacks,
+ * kept in rows[0, *n); the others counted as present or changed. */
+static dlk_status keep_new(ing_run *r, const ing_source *src, size_t *rows,
+                           size_t nsample, size_t *n, key_notes *kn,
+                           dlk_error *err)
+{
     const char *base = r->key_base;
     Dlk_buf tmp;
     Dlk_buf_init(&tmp);
     ing_keyset k;
-    dlk_status rc = lookup_keys(r, src, *out, nsample, &tmp, &k, err);
+    dlk_status rc = lookup_keys(r, src, rows, nsample, &tmp, &k, err);
     if (rc) {
         Dlk_buf_free(&tmp);
         return Dlk_fail_wrap(err, "cannot read the source keys of '%s'",
                              r->ds->url);
     }
-    char named[512] = "", unsure[512] = "";
-    size_t nl = 0, ul = 0;
-    uint64_t nunsure = 0;
-    bool report = r->shard == 0; /* every shard lists the whole source */
     for (size_t pos = 0; !rc && pos < nsample; pos++) {
-        size_t i = (*out)[pos];
+        size_t i = rows[pos];
         ing_row_hashes h;
-        rc = ing_row_key_hashes(src, i, base, &tmp, &h, err);
-        int f = rc ? ING_KEY_NEW : ing_key_classify(&k, &h, base != NULL);
-        if (rc) {
+        if ((rc = ing_row_key_hashes(src, i, base, &tmp, &h, err)))
             break;
-        } else if (f == ING_KEY_NEW) {
-            (*out)[(*n)++] = i;
+        int f = ing_key_classify(&k, &h, base != NULL);
+        if (f == ING_KEY_NEW) {
+            rows[(*n)++] = i;
             r->res->new_rows++;
         } else if (f == ING_KEY_PRESENT) {
             r->res->present++;
         } else if (f == ING_KEY_UNSURE) {
-            size_t len;
-            const char *key = ing_row_key(src, i, &len);
-            if (++nunsure <= 3 && ul < sizeof unsure)
-                ul += (size_t)snprintf(unsure + ul, sizeof unsure - ul,
-                                       "%s'%.*s'", ul ? ", " : "",
-                                       (int)(len > 100 ? 100 : len), key);
+            note_unsure(src, i, kn);
         } else {
-            r->res->changed++;
-            /* named by what identifies it: the object's url */
-            if ((rc = ing_row_ident(src, i, &tmp, err)))
-                break;
-            char *z = strndup((const char *)tmp.data, tmp.len);
-            if (!z) {
-                rc = Dlk_oom(err);
-                break;
-            }
-            if (report && r->o->on_changed_key)
-                r->o->on_changed_key(r->o->ud, z);
-            if (r->res->changed <= 3 && nl < sizeof named)
-                nl += (size_t)snprintf(named + nl, sizeof named - nl,
-                                       "%s'%s'", nl ? ", " : "", z);
-            free(z);
+            rc = note_changed(r, src, i, &tmp, kn, err);
         }
     }
     Dlk_buf_free(&tmp);
     ing_keyset_free(&k);
-    if (!rc && nunsure)
+    return rc;
+}
+
+/* Whether the keyed run goes on: not with rows it cannot tell new or
+ * changed, nor with changed rows under --on-changed fail. */
+static dlk_status key_verdict(const ing_run *r, const key_notes *kn,
+                              dlk_error *err)
+{
+    uint64_t nunsure = kn->nunsure;
+    if (nunsure)
         /* this object changed, or another of the same relative name: to
          * guess either way would drop or duplicate a row */
-        rc = Dlk_fail(err, DLK_EINVAL, "nothing was ingested: %llu object%s "
-                      "of '%s' %s the relative key of a row an earlier dlk "
-                      "ingested, with another version, and the dataset does "
-                      "not record that row's source (name it once with "
-                      "--keys-relative-to URL): %s%s",
-                      (unsigned long long)nunsure, nunsure == 1 ? "" : "s",
-                      r->source, nunsure == 1 ? "has" : "have", unsure,
-                      nunsure > 3 ? ", ..." : "");
-    if (!rc && r->res->changed && r->o->on_changed == DLK_ON_CHANGED_FAIL)
-        rc = Dlk_fail(err, DLK_EINVAL, "%llu object%s changed since %s "
-                      "ingested (%s%s); nothing was ingested (--on-changed "
-                      "skip ingests the new objects and skips these)",
-                      (unsigned long long)r->res->changed,
-                      r->res->changed == 1 ? "" : "s",
-                      r->res->changed == 1 ? "it was" : "they were", named,
-                      r->res->changed > 3 ? ", ..." : "");
+        return Dlk_fail(err, DLK_EINVAL, "nothing was ingested: %llu "
+                        "object%s of '%s' %s the relative key of a row an "
+                        "earlier dlk ingested, with another version, and "
+                        "the dataset does not record that row's source "
+                        "(name it once with --keys-relative-to URL): %s%s",
+                        (unsigned long long)nunsure, nunsure == 1 ? "" : "s",
+                        r->source, nunsure == 1 ? "has" : "have",
+                        kn->unsure, nunsure > 3 ? ", ..." : "");
+    if (r->res->changed && r->o->on_changed == DLK_ON_CHANGED_FAIL)
+        return Dlk_fail(err, DLK_EINVAL, "%llu object%s changed since %s "
+                        "ingested (%s%s); nothing was ingested (--on-changed "
+                        "skip ingests the new objects and skips these)",
+                        (unsigned long long)r->res->changed,
+                        r->res->changed == 1 ? "" : "s",
+                        r->res->changed == 1 ? "it was" : "they were",
+                        kn->named, r->res->changed > 3 ? ", ..." : "");
+    return DLK_OK;
+}
+
+/* The listing's rows to ingest, in append order: every row or, keyed, those
+ * whose key the dataset lacks (the others counted as present or changed,
+ * changed ones reported). */
+static dlk_status candidates(ing_run *r, const ing_source *src,
+                             size_t **out, size_t *n, dlk_error *err)
+{
+    *n = 0;
+    *out = malloc((src->nrows + 1) * sizeof **out);
+    if (!*out)
+        return Dlk_oom(err);
+    size_t nsample = sample_rows(r, src, *out);
+    if (!r->keyed) {
+        *n = nsample;
+        return DLK_OK;
+    }
+    key_notes kn = {0};
+    dlk_status rc = keep_new(r, src, *out, nsample, n, &kn, err);
+    if (!rc)
+        rc = key_verdict(r, &kn, err);
     return rc;
 }
 
@@ -879,109 +927,73 @@ static dlk_status ingest_shard(ing_run *r, const ing_source *src,
     return rc;
 }
 
-dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
-                             ing_source *listed, double t0, double list_s,
-                             dlk_ingest_result *res, dlk_error *err)
+/* This shard's share cand[0, n) of the run's ncand rows, ingested unless
+ * the run was merged already (*done) or has nothing to do (*idle).
+ * *todo is the caller's to free. */
+static dlk_status run_share(ing_run *r, const ing_source *src,
+                            const size_t *cand, size_t n, size_t ncand,
+                            bool *done, bool *idle, size_t **todo,
+                            size_t *ntodo, dlk_error *err)
 {
-    dlk_ingest_result local;
-    if (!res)
-        res = &local;
-    memset(res, 0, sizeof *res);
-    ing_source src;
-    dlk_status rc = take_source(o, listed, t0, list_s, res, &src, err);
-    if (rc)
-        return rc;
-    if (src.stopped) {
-        /* nothing appended yet: nothing to keep */
-        ing_source_free(&src);
-        res->interrupted = 1;
-        res->seconds = Dlk_now_s() - t0;
-        return DLK_OK;
+    name_run(r);
+    dlk_status rc = check_done_or_idle(r, src, ncand, done, idle, err);
+    if (!rc && !*done && !*idle)
+        rc = ingest_shard(r, src, cand, n, todo, ntodo, err);
+    if (*done) {
+        r->res->already = 1;
+        r->res->complete = 1;
     }
-    res->ignored = src.ignored;
-    if ((rc = ing_source_listed_any(&src, o->source, err))) {
-        ing_source_free(&src);
-        res->seconds = Dlk_now_s() - t0;
-        return rc;
-    }
-    bool local_dir = strncmp(o->source, "s3://", 5) != 0 &&
-                     strncmp(o->source, "gs://", 5) != 0;
-    bool meta = o->coco || (!o->labels && !o->no_metadata && src.nmeta);
-    /* (a tree of .npy files only is mapped file by file: not the
-     * caller's objects) */
-    bool npy_only = local_dir && !o->objects && src.nobjs &&
-                    src.npy == src.nobjs &&
-                    !src.nshards && !o->labels && !meta && o->nshards <= 1 &&
-                    !o->dry_run;
-    bool as_rows = true;
-    if (npy_only && (rc = ing_npy_tree_as_rows(url, o, &src, &as_rows, err))) {
-        ing_source_free(&src);
-        res->seconds = Dlk_now_s() - t0;
-        return rc;
-    }
-    if (npy_only && !as_rows) {
-        rc = ing_npy_tree_ingest(url, o, &src, res, err);
-        ing_source_free(&src);
-        res->seconds = Dlk_now_s() - t0;
-        return rc;
-    }
-    ing_labels labels;
-    bool have_labels = false;
-    rc = ing_labels_for(o, &src, &labels, &have_labels, err);
-    /* files named and missing are skipped rows, told with the others */
-    if (!rc && have_labels && labels.exact)
-        rc = ing_meta_missing(&src, &labels, err);
-    if (rc) {
-        if (have_labels)
-            ing_labels_free(&labels);
-        ing_source_free(&src);
-        res->seconds = Dlk_now_s() - t0;
-        return rc;
-    }
+    if (*idle)
+        r->res->complete = 1;
+    return rc;
+}
+
+/* The plan of rows cand[0, n) without the staging document: nothing is
+ * written. */
+static dlk_status plan_only(ing_run *r, const size_t *cand, size_t n,
+                            dlk_error *err)
+{
+    size_t *all = NULL, nall = 0;
+    dlk_status rc = plan(r, cand, n, &all, &nall, err);
+    free(all);
+    return rc;
+}
+
+/* The run over the source's rows: the head opened, the rows to ingest
+ * found, this shard's share of them ingested and the run merged once
+ * every shard's is. */
+static dlk_status ingest_rows(const char *url, const dlk_ingest_opts *o,
+                              ing_source *src, const ing_labels *labels,
+                              bool local_dir, dlk_ingest_result *res,
+                              dlk_error *err)
+{
     ing_run r;
-    init_run(&r, o, res, &src, local_dir);
+    init_run(&r, o, res, src, local_dir);
     char *key_base = NULL;
-    rc = open_head(url, &r, &src, have_labels ? &labels : NULL, &key_base,
-                   err);
+    dlk_status rc = open_head(url, &r, src, labels, &key_base, err);
     r.keyed = !rc && r.ctx.t_key >= 0;
     res->keyed = r.keyed;
     /* the rows to ingest, in append order: the source's samples or, keyed,
      * those whose keys the head lacks; this shard's share [a, b) of them */
     size_t *cand = NULL, ncand = 0;
     if (!rc)
-        rc = candidates(&r, &src, &cand, &ncand, err);
+        rc = candidates(&r, src, &cand, &ncand, err);
     size_t a = (size_t)((unsigned __int128)ncand * r.shard / r.nshards);
     size_t b = (size_t)((unsigned __int128)ncand * (r.shard + 1) / r.nshards);
     if (!rc && o->dry_run) {
-        /* the plan without the staging document: nothing is written */
-        size_t *all = NULL, nall = 0;
-        rc = plan(&r, cand + a, b - a, &all, &nall, err);
-        free(all);
+        rc = plan_only(&r, cand + a, b - a, err);
         free(cand);
         free(r.rows);
         ing_order_free(&r.order);
         dlk_dataset_free(r.ds);
         free(key_base);
-        if (have_labels)
-            ing_labels_free(&labels);
-        ing_source_free(&src);
-        res->seconds = Dlk_now_s() - t0;
         return rc;
     }
-    if (!rc)
-        name_run(&r);
     bool done = false, idle = false;
-    if (!rc)
-        rc = check_done_or_idle(&r, &src, ncand, &done, &idle, err);
     size_t *todo = NULL, ntodo = 0;
-    if (!rc && !done && !idle)
-        rc = ingest_shard(&r, &src, cand + a, b - a, &todo, &ntodo, err);
-    if (done) {
-        res->already = 1;
-        res->complete = 1;
-    }
-    if (idle)
-        res->complete = 1;
+    if (!rc)
+        rc = run_share(&r, src, cand + a, b - a, ncand, &done, &idle, &todo,
+                       &ntodo, err);
     dlk_dataset_free(r.ds);
     r.ds = NULL;
     r.key_base = NULL;
@@ -997,8 +1009,66 @@ dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
     free(r.rows);
     ing_order_free(&r.order);
     ing_progress_free(&r.prog);
+    return rc;
+}
+
+/* The source taken from its listing: nothing if the listing was
+ * stopped, a tree of .npy files mapped file by file, or its rows
+ * ingested with the labels its metadata gives them. */
+static dlk_status ingest_source(const char *url, const dlk_ingest_opts *o,
+                                ing_source *src, dlk_ingest_result *res,
+                                dlk_error *err)
+{
+    if (src->stopped) {
+        /* nothing appended yet: nothing to keep */
+        res->interrupted = 1;
+        return DLK_OK;
+    }
+    res->ignored = src->ignored;
+    dlk_status rc = ing_source_listed_any(src, o->source, err);
+    if (rc)
+        return rc;
+    bool local_dir = strncmp(o->source, "s3://", 5) != 0 &&
+                     strncmp(o->source, "gs://", 5) != 0;
+    bool meta = o->coco || (!o->labels && !o->no_metadata && src->nmeta);
+    /* (a tree of .npy files only is mapped file by file: not the
+     * caller's objects) */
+    bool npy_only = local_dir && !o->objects && src->nobjs &&
+                    src->npy == src->nobjs &&
+                    !src->nshards && !o->labels && !meta && o->nshards <= 1 &&
+                    !o->dry_run;
+    bool as_rows = true;
+    if (npy_only && (rc = ing_npy_tree_as_rows(url, o, src, &as_rows, err)))
+        return rc;
+    if (npy_only && !as_rows)
+        return ing_npy_tree_ingest(url, o, src, res, err);
+    ing_labels labels;
+    bool have_labels = false;
+    rc = ing_labels_for(o, src, &labels, &have_labels, err);
+    /* files named and missing are skipped rows, told with the others */
+    if (!rc && have_labels && labels.exact)
+        rc = ing_meta_missing(src, &labels, err);
+    if (!rc)
+        rc = ingest_rows(url, o, src, have_labels ? &labels : NULL,
+                         local_dir, res, err);
     if (have_labels)
         ing_labels_free(&labels);
+    return rc;
+}
+
+dlk_status ing_ingest_listed(const char *url, const dlk_ingest_opts *o,
+                             ing_source *listed, double t0, double list_s,
+                             dlk_ingest_result *res, dlk_error *err)
+{
+    dlk_ingest_result local;
+    if (!res)
+        res = &local;
+    memset(res, 0, sizeof *res);
+    ing_source src;
+    dlk_status rc = take_source(o, listed, t0, list_s, res, &src, err);
+    if (rc)
+        return rc;
+    rc = ingest_source(url, o, &src, res, err);
     ing_source_free(&src);
     res->seconds = Dlk_now_s() - t0;
     return rc;

@@ -137,6 +137,31 @@ int ing_source_add(void *ud, const char *key, uint64_t size,
     return ing_source_add_obj(ud, key, size, version, 0, 0, 0);
 }
 
+/* A metadata file: its rows name the samples; whether it is used is the
+ * run's choice (--labels or --no-metadata: not). */
+static int add_meta(ing_source *s, const char *key)
+{
+    if (!DLK_GROW(s->meta, s->nmeta, s->capmeta, 4) ||
+        !(s->meta[s->nmeta] = strdup(key)))
+        return s->oom = true;
+    s->nmeta++;
+    ing_source_unused(s, key, "not a sample: a metadata file");
+    return s->oom;
+}
+
+/* The kind of object the extension at dot (the file name base's last
+ * '.', or NULL) says; a name that is only an extension is none. */
+static ing_role role_of(const char *base, const char *dot)
+{
+    ing_role role = ING_NONE;
+    for (size_t i = 0; dot && i < sizeof roles / sizeof roles[0]; i++)
+        if (strcasecmp(dot + 1, roles[i].ext) == 0)
+            role = roles[i].role;
+    if (dot == base)
+        role = ING_NONE;
+    return role;
+}
+
 int ing_source_add_obj(ing_source *s, const char *key, uint64_t size,
                        const char *version, uint32_t shard, uint32_t member,
                        uint64_t off)
@@ -148,16 +173,8 @@ int ing_source_add_obj(ing_source *s, const char *key, uint64_t size,
         ing_source_unused(s, key, "not a sample: a hidden file");
         return s->oom;
     }
-    if (ing_meta_name(key)) {
-        /* its rows name the samples; whether it is used is the run's
-         * choice (--labels or --no-metadata: not) */
-        if (!DLK_GROW(s->meta, s->nmeta, s->capmeta, 4) ||
-            !(s->meta[s->nmeta] = strdup(key)))
-            return s->oom = true;
-        s->nmeta++;
-        ing_source_unused(s, key, "not a sample: a metadata file");
-        return s->oom;
-    }
+    if (ing_meta_name(key))
+        return add_meta(s, key);
     if (s->labels_key && strcmp(key, s->labels_key) == 0) {
         ing_source_unused(s, key, s->labels_coco
                                       ? "not a sample: the --coco file"
@@ -169,12 +186,7 @@ int ing_source_add_obj(ing_source *s, const char *key, uint64_t size,
     const char *base = strrchr(key, '/');
     base = base ? base + 1 : key;
     const char *dot = strrchr(base, '.');
-    ing_role role = ING_NONE;
-    for (size_t i = 0; dot && i < sizeof roles / sizeof roles[0]; i++)
-        if (strcasecmp(dot + 1, roles[i].ext) == 0)
-            role = roles[i].role;
-    if (dot == base)
-        role = ING_NONE;
+    ing_role role = role_of(base, dot);
     if (role != ING_IMAGE && role != ING_VIDEO &&
         (why = not_sample_name(base, dot ? (size_t)(dot - base)
                                          : strlen(base)))) {

@@ -380,6 +380,47 @@ static void drop_merge(Dlk_store *st, const char *run)
     Dlk_store_del(st, key, &e2);
 }
 
+/* The run's shards merged into the head ds holds (cur its sample
+ * counts, *after theirs after the merge, the caller's to free), with the
+ * record of the merge.  *retry where another writer's chunk or head came
+ * first (*refused: this head write). */
+static dlk_status merge_shards(dlk_dataset *ds, const char *run,
+                               unsigned nshards, json_t *cur, json_t **after,
+                               bool *retry, bool *refused, bool *merged,
+                               dlk_error *err)
+{
+    bool ready = false;
+    size_t *tail = calloc(ds->m.ntensors + 1, sizeof *tail);
+    for (size_t t = 0; tail && t < ds->m.ntensors; t++)
+        tail[t] = ds->m.tensors[t].nchunks;
+    dlk_status rc = tail ? gather(ds, run, nshards, &ready, err)
+                         : Dlk_oom(err);
+    /* the shards' small chunks (each shard's last, a whole small
+     * run) joined, with the head's small tail where the run is no
+     * smaller than it */
+    for (size_t t = 0; !rc && ready && t < ds->m.ntensors; t++)
+        rc = Dlk_merge_tail(ds, t, tail[t], NULL, err);
+    if (!rc && ready)
+        rc = Dlk_seal_wait(ds, err);
+    /* the key index of the head to be: in the same head write */
+    if (!rc && ready)
+        rc = ing_keyidx_update(ds, err);
+    free(tail);
+    if (rc == DLK_ECONFLICT) /* a chunk gone with a newer head */
+        *retry = true;
+    if (!rc && ready) {
+        *after = samples_json(&ds->m);
+        rc = write_merge(ds->store, run, cur, *after, false, err);
+        ds->dirty = true;
+        if (!rc && (rc = Dlk_write_head(ds, err)) == DLK_ECONFLICT)
+            *retry = *refused = true;
+        if (!rc)
+            rc = finalize(ds->store, run, nshards, cur, *after, err);
+        *merged = !rc;
+    }
+    return rc;
+}
+
 dlk_status ing_merge(const char *url, const dlk_store_options *so,
                      const char *run, unsigned nshards, bool *merged,
                      dlk_error *err)
@@ -425,35 +466,8 @@ dlk_status ing_merge(const char *url, const dlk_store_options *so,
             /* no record, or the head holds the rows it held when the
              * record was written (rows are never removed, so a head with
              * this run's rows would hold more): merge */
-            bool ready = false;
-            size_t *tail = calloc(ds->m.ntensors + 1, sizeof *tail);
-            for (size_t t = 0; tail && t < ds->m.ntensors; t++)
-                tail[t] = ds->m.tensors[t].nchunks;
-            rc = tail ? gather(ds, run, nshards, &ready, err)
-                      : Dlk_oom(err);
-            /* the shards' small chunks (each shard's last, a whole small
-             * run) joined, with the head's small tail where the run is no
-             * smaller than it */
-            for (size_t t = 0; !rc && ready && t < ds->m.ntensors; t++)
-                rc = Dlk_merge_tail(ds, t, tail[t], NULL, err);
-            if (!rc && ready)
-                rc = Dlk_seal_wait(ds, err);
-            /* the key index of the head to be: in the same head write */
-            if (!rc && ready)
-                rc = ing_keyidx_update(ds, err);
-            free(tail);
-            if (rc == DLK_ECONFLICT) /* a chunk gone with a newer head */
-                retry = true;
-            if (!rc && ready) {
-                after = samples_json(&ds->m);
-                rc = write_merge(ds->store, run, cur, after, false, err);
-                ds->dirty = true;
-                if (!rc && (rc = Dlk_write_head(ds, err)) == DLK_ECONFLICT)
-                    retry = refused = true;
-                if (!rc)
-                    rc = finalize(ds->store, run, nshards, cur, after, err);
-                *merged = !rc;
-            }
+            rc = merge_shards(ds, run, nshards, cur, &after, &retry,
+                              &refused, merged, err);
         }
         json_decref(cur);
         json_decref(after);

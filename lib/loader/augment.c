@@ -75,6 +75,56 @@ static bool size_field(const char *v, uint32_t *h, uint32_t *w)
     return true;
 }
 
+/* flip=none|h|v|hv */
+static bool flip_field(Dlk_aug_spec *s, const char *v)
+{
+    if (!strcmp(v, "none"))
+        s->hflip = s->vflip = 0;
+    else if (!strcmp(v, "h"))
+        s->hflip = 1, s->vflip = 0;
+    else if (!strcmp(v, "v"))
+        s->hflip = 0, s->vflip = 1;
+    else if (!strcmp(v, "hv") || !strcmp(v, "vh"))
+        s->hflip = s->vflip = 1;
+    else
+        return false;
+    return true;
+}
+
+/* normalize=none|imagenet|M:M:M/S:S:S (a mean and a positive std per
+ * channel).  A bad value may leave some channels set: the spec is then
+ * not used. */
+static bool normalize_field(Dlk_aug_spec *s, const char *v)
+{
+    if (!strcmp(v, "none")) {
+        s->normalize = 0;
+        return true;
+    }
+    if (!strcmp(v, "imagenet")) {
+        s->normalize = 1;
+        memcpy(s->mean, imnet_mean, sizeof s->mean);
+        memcpy(s->std, imnet_std, sizeof s->std);
+        return true;
+    }
+    double d[6];
+    char m[128];
+    const char *sl = strchr(v, '/');
+    if (!sl || (size_t)(sl - v) >= sizeof m)
+        return false;
+    memcpy(m, v, (size_t)(sl - v));
+    m[sl - v] = 0;
+    if (!numbers(m, ':', d, 3) || !numbers(sl + 1, ':', d + 3, 3))
+        return false;
+    for (int i = 0; i < 3; i++) {
+        if (d[3 + i] <= 0)
+            return false;
+        s->mean[i] = (float)d[i];
+        s->std[i] = (float)d[3 + i];
+    }
+    s->normalize = 1;
+    return true;
+}
+
 static dlk_status field(Dlk_aug_spec *s, const char *k, const char *v,
                         bool *crop_set, dlk_error *err)
 {
@@ -107,44 +157,15 @@ static dlk_status field(Dlk_aug_spec *s, const char *k, const char *v,
         s->ratio_lo = d[0];
         s->ratio_hi = d[1];
     } else if (!strcmp(k, "flip")) {
-        if (!strcmp(v, "none"))
-            s->hflip = s->vflip = 0;
-        else if (!strcmp(v, "h"))
-            s->hflip = 1, s->vflip = 0;
-        else if (!strcmp(v, "v"))
-            s->hflip = 0, s->vflip = 1;
-        else if (!strcmp(v, "hv") || !strcmp(v, "vh"))
-            s->hflip = s->vflip = 1;
-        else
+        if (!flip_field(s, v))
             goto bad;
     } else if (!strcmp(k, "jitter")) {
         if (!numbers(v, ':', d, 3) || d[0] < 0 || d[1] < 0 || d[2] < 0)
             goto bad;
         memcpy(s->jitter, d, sizeof s->jitter);
     } else if (!strcmp(k, "normalize")) {
-        if (!strcmp(v, "none")) {
-            s->normalize = 0;
-        } else if (!strcmp(v, "imagenet")) {
-            s->normalize = 1;
-            memcpy(s->mean, imnet_mean, sizeof s->mean);
-            memcpy(s->std, imnet_std, sizeof s->std);
-        } else {
-            char m[128];
-            const char *sl = strchr(v, '/');
-            if (!sl || (size_t)(sl - v) >= sizeof m)
-                goto bad;
-            memcpy(m, v, (size_t)(sl - v));
-            m[sl - v] = 0;
-            if (!numbers(m, ':', d, 3) || !numbers(sl + 1, ':', d + 3, 3))
-                goto bad;
-            for (int i = 0; i < 3; i++) {
-                if (d[3 + i] <= 0)
-                    goto bad;
-                s->mean[i] = (float)d[i];
-                s->std[i] = (float)d[3 + i];
-            }
-            s->normalize = 1;
-        }
+        if (!normalize_field(s, v))
+            goto bad;
     } else if (!strcmp(k, "dtype")) {
         if (!strcmp(v, "u8")) s->dtype = DLK_AUG_U8;
         else if (!strcmp(v, "f16")) s->dtype = DLK_AUG_F16;

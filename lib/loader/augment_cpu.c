@@ -29,6 +29,61 @@ static void store(const Dlk_aug_spec *sp, void *dst, size_t i, float v)
     }
 }
 
+/* Jitter of the image of `plane` pixels of C channels on the 0..1
+ * scale: torchvision's blends, each clamped. */
+static void jitter(const Dlk_aug_params *p, float *img, size_t plane,
+                   int32_t C)
+{
+    size_t nv = plane * C;
+    if (p->bright != 1.0f)
+        for (size_t i = 0; i < nv; i++)
+            img[i] = clamp01(img[i] * p->bright);
+    if (p->contrast != 1.0f) {
+        double m = 0;
+        for (size_t i = 0; i < plane; i++)
+            m += C == 3 ? 0.299f * img[i * 3] + 0.587f * img[i * 3 + 1] +
+                              0.114f * img[i * 3 + 2]
+                        : img[i * C];
+        float mean = (float)(m / (double)plane);
+        for (size_t i = 0; i < nv; i++)
+            img[i] = clamp01(p->contrast * img[i] +
+                             (1.0f - p->contrast) * mean);
+    }
+    if (p->satur != 1.0f && C == 3)
+        for (size_t i = 0; i < plane; i++) {
+            float g = 0.299f * img[i * 3] + 0.587f * img[i * 3 + 1] +
+                      0.114f * img[i * 3 + 2];
+            for (int c = 0; c < 3; c++)
+                img[i * 3 + c] = clamp01(p->satur * img[i * 3 + c] +
+                                         (1.0f - p->satur) * g);
+        }
+}
+
+/* The OH x OW image into dst: flips, normalisation, dtype and
+ * layout. */
+static void write_out(const Dlk_aug_spec *sp, const Dlk_aug_params *p,
+                      const float *img, int32_t OH, int32_t OW, int32_t C,
+                      void *dst)
+{
+    size_t plane = (size_t)OH * OW;
+    for (int32_t oy = 0; oy < OH; oy++) {
+        int32_t sy = p->vflip ? OH - 1 - oy : oy;
+        for (int32_t ox = 0; ox < OW; ox++) {
+            int32_t sx = p->hflip ? OW - 1 - ox : ox;
+            const float *px = img + ((size_t)sy * OW + sx) * C;
+            for (int32_t c = 0; c < C; c++) {
+                float v = px[c];
+                if (sp->normalize)
+                    v = (v - sp->mean[c % 3]) / sp->std[c % 3];
+                size_t at = sp->layout == DLK_AUG_NCHW
+                                ? (size_t)c * plane + (size_t)oy * OW + ox
+                                : ((size_t)oy * OW + ox) * C + c;
+                store(sp, dst, at, v);
+            }
+        }
+    }
+}
+
 void Dlk_aug_image_cpu(const Dlk_aug_spec *sp, const Dlk_aug_params *p,
                        const uint8_t *src, int32_t H, int32_t W, int32_t C,
                        void *dst)
@@ -73,46 +128,7 @@ void Dlk_aug_image_cpu(const Dlk_aug_spec *sp, const Dlk_aug_params *p,
                 img[((size_t)oy * OW + ox) * C + c] = a / 255.0f;
             }
     }
-    /* jitter: torchvision's blends, each clamped */
-    size_t nv = plane * C;
-    if (p->bright != 1.0f)
-        for (size_t i = 0; i < nv; i++)
-            img[i] = clamp01(img[i] * p->bright);
-    if (p->contrast != 1.0f) {
-        double m = 0;
-        for (size_t i = 0; i < plane; i++)
-            m += C == 3 ? 0.299f * img[i * 3] + 0.587f * img[i * 3 + 1] +
-                              0.114f * img[i * 3 + 2]
-                        : img[i * C];
-        float mean = (float)(m / (double)plane);
-        for (size_t i = 0; i < nv; i++)
-            img[i] = clamp01(p->contrast * img[i] +
-                             (1.0f - p->contrast) * mean);
-    }
-    if (p->satur != 1.0f && C == 3)
-        for (size_t i = 0; i < plane; i++) {
-            float g = 0.299f * img[i * 3] + 0.587f * img[i * 3 + 1] +
-                      0.114f * img[i * 3 + 2];
-            for (int c = 0; c < 3; c++)
-                img[i * 3 + c] = clamp01(p->satur * img[i * 3 + c] +
-                                         (1.0f - p->satur) * g);
-        }
-    /* flips, normalisation, dtype and layout */
-    for (int32_t oy = 0; oy < OH; oy++) {
-        int32_t sy = p->vflip ? OH - 1 - oy : oy;
-        for (int32_t ox = 0; ox < OW; ox++) {
-            int32_t sx = p->hflip ? OW - 1 - ox : ox;
-            const float *px = img + ((size_t)sy * OW + sx) * C;
-            for (int32_t c = 0; c < C; c++) {
-                float v = px[c];
-                if (sp->normalize)
-                    v = (v - sp->mean[c % 3]) / sp->std[c % 3];
-                size_t at = sp->layout == DLK_AUG_NCHW
-                                ? (size_t)c * plane + (size_t)oy * OW + ox
-                                : ((size_t)oy * OW + ox) * C + c;
-                store(sp, dst, at, v);
-            }
-        }
-    }
+    jitter(p, img, plane, C);
+    write_out(sp, p, img, OH, OW, C, dst);
     free(wt), free(tmp), free(img);
 }

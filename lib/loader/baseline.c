@@ -237,6 +237,65 @@ static dlk_status consume(base_run *r, dlk_error *err)
     return rc;
 }
 
+/* The keys shuffled, as a training loader reads them. */
+static void shuffle_keys(key_vec *k, uint64_t seed)
+{
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = k->n; i > 1; i--) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        size_t j = (size_t)(x % i);
+        char *t = k->v[i - 1];
+        k->v[i - 1] = k->v[j];
+        k->v[j] = t;
+    }
+}
+
+/* The workers' run, its batches consumed on this thread, timed from
+ * the device's mark m0 into r->res. */
+static dlk_status run_workers(base_run *r, size_t m0, dlk_error *err)
+{
+    const dlk_baseline_opts *o = r->o;
+    dlk_baseline_result *res = r->res;
+    dlk_status rc = DLK_OK;
+    size_t m1 = 0;
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->ready, NULL);
+    pthread_cond_init(&r->freed, NULL);
+    pthread_t *th = calloc(o->workers, sizeof *th);
+    r->t0 = Dlk_now_s();
+    r->deadline = r->t0 + (o->seconds > 0 ? o->seconds : 60);
+    uint32_t started = 0;
+    pthread_mutex_lock(&r->mu);
+    for (; th && started < o->workers; started++) {
+        if (pthread_create(&th[started], NULL, worker, r) != 0)
+            break;
+        r->running++;
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (started)
+        rc = consume(r, err);
+    for (uint32_t i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    if (!rc && r->rc) {
+        rc = r->rc;
+        *err = r->err;
+    }
+    if (!rc)
+        rc = r->dev->ops->mark(r->dev, &m1, err);
+    double busy = 0, wall = 0;
+    if (!rc)
+        rc = r->dev->ops->span(r->dev, m0, m1, &wall, &busy, err);
+    res->seconds = Dlk_now_s() - r->t0;
+    res->busy_pct = wall > 0 ? 100.0 * busy / wall : 0;
+    if (!rc && (!th || started == 0))
+        rc = Dlk_fail(err, DLK_ENOMEM, "cannot start baseline threads");
+    free(th);
+    pthread_cond_destroy(&r->ready);
+    pthread_cond_destroy(&r->freed);
+    pthread_mutex_destroy(&r->mu);
+    return rc;
+}
+
 dlk_status dlk_source_baseline(const dlk_baseline_opts *o,
                                dlk_baseline_result *res, dlk_error *err)
 {
@@ -261,54 +320,12 @@ dlk_status dlk_source_baseline(const dlk_baseline_opts *o,
     for (int i = 0; !rc && i < RING; i++)
         if (!(r.ring[i].g = calloc(o->batch_size, sizeof *r.ring[i].g)))
             rc = Dlk_oom(err);
-    size_t m0 = 0, m1 = 0;
+    size_t m0 = 0;
     if (!rc)
         rc = r.dev->ops->mark(r.dev, &m0, err);
     if (!rc) {
-        /* shuffled, as a training loader reads them */
-        uint64_t x = o->seed * 0x9e3779b97f4a7c15ull + 1;
-        for (size_t i = r.keys.n; i > 1; i--) {
-            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-            size_t j = (size_t)(x % i);
-            char *t = r.keys.v[i - 1];
-            r.keys.v[i - 1] = r.keys.v[j];
-            r.keys.v[j] = t;
-        }
-        pthread_mutex_init(&r.mu, NULL);
-        pthread_cond_init(&r.ready, NULL);
-        pthread_cond_init(&r.freed, NULL);
-        pthread_t *th = calloc(o->workers, sizeof *th);
-        r.t0 = Dlk_now_s();
-        r.deadline = r.t0 + (o->seconds > 0 ? o->seconds : 60);
-        uint32_t started = 0;
-        pthread_mutex_lock(&r.mu);
-        for (; th && started < o->workers; started++) {
-            if (pthread_create(&th[started], NULL, worker, &r) != 0)
-                break;
-            r.running++;
-        }
-        pthread_mutex_unlock(&r.mu);
-        if (started)
-            rc = consume(&r, err);
-        for (uint32_t i = 0; i < started; i++)
-            pthread_join(th[i], NULL);
-        if (!rc && r.rc) {
-            rc = r.rc;
-            *err = r.err;
-        }
-        if (!rc)
-            rc = r.dev->ops->mark(r.dev, &m1, err);
-        double busy = 0, wall = 0;
-        if (!rc)
-            rc = r.dev->ops->span(r.dev, m0, m1, &wall, &busy, err);
-        res->seconds = Dlk_now_s() - r.t0;
-        res->busy_pct = wall > 0 ? 100.0 * busy / wall : 0;
-        if (!rc && (!th || started == 0))
-            rc = Dlk_fail(err, DLK_ENOMEM, "cannot start baseline threads");
-        free(th);
-        pthread_cond_destroy(&r.ready);
-        pthread_cond_destroy(&r.freed);
-        pthread_mutex_destroy(&r.mu);
+        shuffle_keys(&r.keys, o->seed);
+        rc = run_workers(&r, m0, err);
     }
     for (int i = 0; i < RING; i++) {
         if (r.ring[i].p)

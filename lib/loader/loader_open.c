@@ -622,7 +622,8 @@ static dlk_status loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
                 l->o.window_chunks > 65536 || l->o.span_parts > 65536))
         rc = Dlk_fail(err, DLK_EINVAL, "batch size, threads or window out "
                       "of range");
-    else if (l->o.on_bad != DLK_ON_BAD_FAIL && l->o.on_bad != DLK_ON_BAD_SKIP)
+    else if (!rc && l->o.on_bad != DLK_ON_BAD_FAIL &&
+             l->o.on_bad != DLK_ON_BAD_SKIP)
         rc = Dlk_fail(err, DLK_EINVAL, "on_bad %d is neither fail (0) nor "
                       "skip (1)", l->o.on_bad);
     if (!rc)

@@ -172,27 +172,26 @@ uint64_t Dlk_mix_batches(const dlk_loader *l)
     return segment_batches(l);
 }
 
-dlk_status Dlk_mix_next(dlk_loader *l, const dlk_batch **out,
-                        dlk_error *err)
+/* The epoch's end, reached at t: the next call starts the following
+ * one. */
+static void end_epoch(dlk_loader *l, double t)
+{
+    l->st.epoch++;
+    l->st.nseg = 1;
+    l->st.seg[0].world = l->o.world_size;
+    l->st.seg[0].batch = l->o.batch_size;
+    l->st.seg[0].steps = 0;
+    l->pos = 0;
+    l->first_batch_pending = true;
+    l->epoch_t0 = t;
+}
+
+/* Each source's count of the batch of b, taken into the positions dealt
+ * to it; the time the sources waited, and what they hold, counted as
+ * this loader's. */
+static dlk_status take_sources(dlk_loader *l, uint32_t b, dlk_error *err)
 {
     struct Dlk_mix *m = l->mix;
-    double t_in = Dlk_now_s();
-    Dlk_trace_enter(l, t_in);
-    if (l->pos >= segment_batches(l)) {
-        /* the epoch's end: the next call starts the following one */
-        l->st.epoch++;
-        l->st.nseg = 1;
-        l->st.seg[0].world = l->o.world_size;
-        l->st.seg[0].batch = l->o.batch_size;
-        l->st.seg[0].steps = 0;
-        l->pos = 0;
-        l->first_batch_pending = true;
-        l->epoch_t0 = t_in;
-        return DLK_OK;
-    }
-    uint32_t b = l->o.batch_size;
-    draw_counts(m, b, m->count);
-    draw_places(l, b, l->pos);
     double wait0 = 0;
     for (size_t i = 0; i < m->n; i++)
         wait0 += m->src[i]->stats.wait_s;
@@ -223,7 +222,13 @@ dlk_status Dlk_mix_next(dlk_loader *l, const dlk_batch **out,
     l->stats.wait_s += waited;
     l->cur_wait += waited;
     l->cur_resident = resident;
-    /* the batch's places in its buffers, in position order */
+    return DLK_OK;
+}
+
+/* The batch of b gathered into its buffers, each tensor's samples
+ * placed in position order. */
+static dlk_status gather_batch(dlk_loader *l, uint32_t b, dlk_error *err)
+{
     for (size_t t = 0; t < l->nt; t++) {
         Dlk_loader_tensor *lt = &l->t[t];
         uint64_t total = 0;
@@ -248,6 +253,27 @@ dlk_status Dlk_mix_next(dlk_loader *l, const dlk_batch **out,
         if (rc)
             return rc;
     }
+    return DLK_OK;
+}
+
+dlk_status Dlk_mix_next(dlk_loader *l, const dlk_batch **out,
+                        dlk_error *err)
+{
+    struct Dlk_mix *m = l->mix;
+    double t_in = Dlk_now_s();
+    Dlk_trace_enter(l, t_in);
+    if (l->pos >= segment_batches(l)) {
+        end_epoch(l, t_in);
+        return DLK_OK;
+    }
+    uint32_t b = l->o.batch_size;
+    draw_counts(m, b, m->count);
+    draw_places(l, b, l->pos);
+    dlk_status rc = take_sources(l, b, err);
+    if (!rc)
+        rc = gather_batch(l, b, err);
+    if (rc)
+        return rc;
     for (size_t i = 0; i < m->n; i++)
         m->taken[i] += m->count[i];
     m->steps++;

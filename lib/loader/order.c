@@ -532,6 +532,30 @@ static dlk_status rank_share(Dlk_order *o, const uint64_t *bounds,
     return DLK_OK;
 }
 
+/* The positions [from, to) of a shuffled share that are padding, those
+ * whose place is past the base (the last ranks' wrap), appended to
+ * v->skip (*nskip of *cap). */
+static dlk_status skip_past_base(const Dlk_order *one, uint64_t from,
+                                 uint64_t to, rest_level *v, size_t *nskip,
+                                 size_t *cap, dlk_error *err)
+{
+    for (size_t k = 0; k < one->nwin; k++) {
+        if (one->start + one->win[k + 1] <= one->base_n)
+            continue;
+        uint64_t a = one->win[k] > from ? one->win[k] : from;
+        uint64_t e = one->win[k + 1] < to ? one->win[k + 1] : to;
+        for (uint64_t i = a; i < e; i++) {
+            if (share_at(one, i) < one->base_n)
+                continue;
+            if (!DLK_GROW(v->skip, *nskip, *cap, 16))
+                return Dlk_fail(err, DLK_ENOMEM, "out of memory planning a "
+                                "resume");
+            v->skip[(*nskip)++] = i;
+        }
+    }
+    return DLK_OK;
+}
+
 /* What the ranks of a segment of (world, batch) left of b's base after
  * `steps` batches each, as the next level of
  * b's rest; b's base becomes it.  bnd: segment 0's block starts (its
@@ -592,22 +616,8 @@ static dlk_status rest_level_add(Dlk_order *b, const uint64_t *bnd,
         if (from > to)
             from = to;
         size_t s0 = nskip;
-        for (size_t k = 0; !rc && one.shuffled && k < one.nwin; k++) {
-            if (one.start + one.win[k + 1] <= one.base_n)
-                continue;
-            uint64_t a = one.win[k] > from ? one.win[k] : from;
-            uint64_t e = one.win[k + 1] < to ? one.win[k + 1] : to;
-            for (uint64_t i = a; i < e; i++) {
-                if (share_at(&one, i) < one.base_n)
-                    continue;
-                if (!DLK_GROW(v->skip, nskip, skip_cap, 16)) {
-                    rc = Dlk_fail(err, DLK_ENOMEM, "out of memory "
-                                  "planning a resume");
-                    break;
-                }
-                v->skip[nskip++] = i;
-            }
-        }
+        if (!rc && one.shuffled)
+            rc = skip_past_base(&one, from, to, v, &nskip, &skip_cap, err);
         if (bnd) {
             v->lo[r] = from; /* positions of the rank's stream */
             h->ranks[r] = one;
@@ -715,12 +725,10 @@ uint32_t Dlk_order_rest_planned(const Dlk_order *o)
     return o->rest ? o->rest->nbuilt : 0;
 }
 
-dlk_status Dlk_order_build(const uint64_t *first, const uint32_t *count,
-                           size_t nblocks, const Dlk_order_params *p,
-                           const dlk_loader_state *st, uint32_t rank,
-                           Dlk_order *out, dlk_error *err)
+/* Whether st is a state a plan can be built from for this rank. */
+static dlk_status check_state(const dlk_loader_state *st, uint32_t rank,
+                              dlk_error *err)
 {
-    memset(out, 0, sizeof *out);
     if (st->nseg < 1 || st->nseg > DLK_LOADER_MAX_SEGMENTS)
         return Dlk_fail(err, DLK_EINVAL, "bad loader state: %u segments",
                         st->nseg);
@@ -731,58 +739,90 @@ dlk_status Dlk_order_build(const uint64_t *first, const uint32_t *count,
     if (rank >= st->seg[st->nseg - 1].world)
         return Dlk_fail(err, DLK_EINVAL, "rank %u of a world of %u", rank,
                         st->seg[st->nseg - 1].world);
-    /* segment 0's base: blocks permuted, samples concatenated; each
-     * block's start is kept, not its samples */
+    return DLK_OK;
+}
+
+/* How many of the rows p->rows (sorted) fall in the block [f, f + c):
+ * a binary search for the first (*lo), then a run. */
+static uint64_t block_rows(const Dlk_order_params *p, uint64_t f, uint64_t c,
+                           uint64_t *lo_out)
+{
+    uint64_t lo = 0, hi = p->nrows;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (p->rows[mid] < f)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    uint64_t e = lo;
+    while (e < p->nrows && p->rows[e] < f + c)
+        e++;
+    *lo_out = lo;
+    return e - lo;
+}
+
+/* Segment 0's base into b: blocks permuted, samples concatenated; each
+ * block's start is kept, not its samples.  On failure b is freed. */
+static dlk_status build_base(const uint64_t *first, const uint32_t *count,
+                             size_t nblocks, const Dlk_order_params *p,
+                             uint64_t epoch, Dlk_order *b, dlk_error *err)
+{
     uint64_t *order = malloc((nblocks ? nblocks : 1) * sizeof *order);
-    Dlk_order b = {0};
-    b.at = malloc((nblocks + 1) * sizeof *b.at);
-    b.blk = malloc((nblocks ? nblocks : 1) * sizeof *b.blk);
-    b.rlo = p->rows ? malloc((nblocks ? nblocks : 1) * sizeof *b.rlo) : NULL;
-    b.first = first;
-    b.rows = p->rows;
+    b->at = malloc((nblocks + 1) * sizeof *b->at);
+    b->blk = malloc((nblocks ? nblocks : 1) * sizeof *b->blk);
+    b->rlo = p->rows ? malloc((nblocks ? nblocks : 1) * sizeof *b->rlo)
+                     : NULL;
+    b->first = first;
+    b->rows = p->rows;
     dlk_status rc = DLK_OK;
-    if (!order || !b.at || !b.blk || (p->rows && !b.rlo))
+    if (!order || !b->at || !b->blk || (p->rows && !b->rlo))
         rc = Dlk_fail(err, DLK_ENOMEM, "out of memory planning %llu "
                       "blocks", (unsigned long long)nblocks);
     for (size_t i = 0; !rc && i < nblocks; i++)
         order[i] = i;
     if (!rc && p->shuffle) {
-        rng g = {Dlk_mix64(p->seed) ^ Dlk_mix64(st->epoch + 1)};
+        rng g = {Dlk_mix64(p->seed) ^ Dlk_mix64(epoch + 1)};
         rc = stratify(order, nblocks, p->window_blocks, &g, err);
     }
     if (rc) {
         free(order);
-        Dlk_order_free(&b);
+        Dlk_order_free(b);
         return rc;
     }
     uint64_t pos = 0;
     for (size_t i = 0; i < nblocks; i++) {
         uint64_t f = first[order[i]], c = count[order[i]];
-        if (p->rows) { /* the block's rows: a binary search, then a run */
-            uint64_t lo = 0, hi = p->nrows;
-            while (lo < hi) {
-                uint64_t mid = lo + (hi - lo) / 2;
-                if (p->rows[mid] < f)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            uint64_t e = lo;
-            while (e < p->nrows && p->rows[e] < f + c)
-                e++;
-            c = e - lo;
+        if (p->rows) { /* the block's rows */
+            uint64_t lo;
+            c = block_rows(p, f, c, &lo);
             if (c)
-                b.rlo[b.nb] = lo;
+                b->rlo[b->nb] = lo;
         }
         if (!c)
             continue;
-        b.at[b.nb] = pos;
-        b.blk[b.nb++] = order[i];
+        b->at[b->nb] = pos;
+        b->blk[b->nb++] = order[i];
         pos += c;
     }
-    b.at[b.nb] = pos; /* rows past every block are not streamed */
-    b.base_n = pos;
+    b->at[b->nb] = pos; /* rows past every block are not streamed */
+    b->base_n = pos;
     free(order);
+    return DLK_OK;
+}
+
+dlk_status Dlk_order_build(const uint64_t *first, const uint32_t *count,
+                           size_t nblocks, const Dlk_order_params *p,
+                           const dlk_loader_state *st, uint32_t rank,
+                           Dlk_order *out, dlk_error *err)
+{
+    memset(out, 0, sizeof *out);
+    dlk_status rc = check_state(st, rank, err);
+    if (rc)
+        return rc;
+    Dlk_order b = {0};
+    if ((rc = build_base(first, count, nblocks, p, st->epoch, &b, err)))
+        return rc;
 
     /* the block starts: where segment 0's windows may be cut */
     const uint64_t *bnd = b.at;

@@ -472,29 +472,25 @@ static dlk_status set_strings(parser *p, q_node *x, const q_token *const *s,
     return DLK_OK;
 }
 
-static dlk_status parse_in(parser *p, int a, bool negate, size_t col,
-                           int *out)
+/* The literals of 'in (...)', after 'in': *lits (the caller's to free)
+ * of *n tokens, a negative number's by its '-'. */
+static dlk_status in_list(parser *p, const q_token ***lits, size_t *n)
 {
     dlk_status rc = expect(p, TK_LP, "'(' after 'in'");
     if (rc)
         return rc;
-    const q_token **lits = NULL;
-    size_t n = 0, cap = 0;
+    size_t cap = 0;
     for (;;) {
         const q_token *t = peek(p);
         bool neg = is_op(t, "-");
         if (neg)
             t = &p->t[p->pos + 1];
-        if (t->kind != TK_NUM && (neg || t->kind != TK_STR)) {
-            free(lits);
+        if (t->kind != TK_NUM && (neg || t->kind != TK_STR))
             return FAIL(t->col, "column %zu: 'in' takes a list of numbers or "
                         "strings, found %s", t->col, token_text(t, (char[80]){0}));
-        }
-        if (!DLK_GROW(lits, n, cap, 8)) {
-            free(lits);
+        if (!DLK_GROW(*lits, *n, cap, 8))
             return Dlk_oom(p->err);
-        }
-        lits[n++] = neg ? &p->t[p->pos] : t; /* '-' marks a negative */
+        (*lits)[(*n)++] = neg ? &p->t[p->pos] : t; /* '-' marks a negative */
         p->pos += neg ? 2 : 1;
         if (peek(p)->kind == TK_COMMA) {
             p->pos++;
@@ -502,51 +498,65 @@ static dlk_status parse_in(parser *p, int a, bool negate, size_t col,
         }
         break;
     }
-    if ((rc = expect(p, TK_RP, "')' or ','"))) {
-        free(lits);
+    return expect(p, TK_RP, "')' or ','");
+}
+
+/* 'in' of a number tensor a: the list's numbers, a string naming a
+ * class. */
+static dlk_status in_numbers(parser *p, int a, const q_token **lits,
+                             size_t n, size_t col, int *out)
+{
+    dlk_status rc;
+    if ((rc = need_number(p, a)) || (rc = new_node(p, N_IN, col, out)))
         return rc;
-    }
-    q_kind ak = NODE(a)->kind;
-    if (ak == N_TEXTREF) {
-        for (size_t i = 0; i < n; i++)
-            if (lits[i]->kind != TK_STR) {
-                size_t c = lits[i]->col;
-                free(lits);
-                return FAIL(c, "column %zu: '%s' is text; compare it with "
-                            "strings", c,
-                            p->m->tensors[NODE(a)->tensor].spec.name);
-            }
-        if ((rc = new_node(p, N_TEXT_IN, col, out)) ||
-            (rc = set_strings(p, NODE(*out), lits, n))) {
-            free(lits);
+    q_node *x = NODE(*out);
+    x->list = calloc(n, sizeof *x->list);
+    if (!x->list)
+        return Dlk_oom(p->err);
+    x->nlist = n;
+    for (size_t i = 0; i < n; i++) {
+        const q_token *t = lits[i];
+        if (t->kind == TK_OP) /* a negative number */
+            x->list[i] = -(t + 1)->num;
+        else if (t->kind == TK_NUM)
+            x->list[i] = t->num;
+        else if ((rc = class_id(p, a, t, &NODE(*out)->list[i])))
             return rc;
-        }
-    } else {
-        if ((rc = need_number(p, a)) || (rc = new_node(p, N_IN, col, out))) {
-            free(lits);
-            return rc;
-        }
-        q_node *x = NODE(*out);
-        x->list = calloc(n, sizeof *x->list);
-        if (!x->list) {
-            free(lits);
-            return Dlk_oom(p->err);
-        }
-        x->nlist = n;
-        for (size_t i = 0; i < n; i++) {
-            const q_token *t = lits[i];
-            if (t->kind == TK_OP) /* a negative number */
-                x->list[i] = -(t + 1)->num;
-            else if (t->kind == TK_NUM)
-                x->list[i] = t->num;
-            else if ((rc = class_id(p, a, t, &NODE(*out)->list[i]))) {
-                free(lits);
-                return rc;
-            }
-            x = NODE(*out);
-        }
+        x = NODE(*out);
     }
+    return DLK_OK;
+}
+
+/* 'in' of a text tensor a: the list's strings. */
+static dlk_status in_strings(parser *p, int a, const q_token **lits,
+                             size_t n, size_t col, int *out)
+{
+    for (size_t i = 0; i < n; i++)
+        if (lits[i]->kind != TK_STR) {
+            size_t c = lits[i]->col;
+            return FAIL(c, "column %zu: '%s' is text; compare it with "
+                        "strings", c,
+                        p->m->tensors[NODE(a)->tensor].spec.name);
+        }
+    dlk_status rc = new_node(p, N_TEXT_IN, col, out);
+    if (!rc)
+        rc = set_strings(p, NODE(*out), lits, n);
+    return rc;
+}
+
+static dlk_status parse_in(parser *p, int a, bool negate, size_t col,
+                           int *out)
+{
+    const q_token **lits = NULL;
+    size_t n = 0;
+    dlk_status rc = in_list(p, &lits, &n);
+    if (!rc)
+        rc = NODE(a)->kind == N_TEXTREF
+                 ? in_strings(p, a, lits, n, col, out)
+                 : in_numbers(p, a, lits, n, col, out);
     free(lits);
+    if (rc)
+        return rc;
     NODE(*out)->a = a;
     NODE(*out)->negate = negate;
     NODE(*out)->tensor = NODE(a)->tensor;
@@ -565,6 +575,78 @@ static char cmp_code(const q_token *t)
     if (!strcmp(t->text, ">")) return '>';
     if (!strcmp(t->text, ">=")) return 'g';
     return 0;
+}
+
+/* a like 'pattern', after 'like' (at t). */
+static dlk_status parse_like(parser *p, int a, bool negate,
+                             const q_token *t, int *out)
+{
+    if (NODE(a)->kind != N_TEXTREF)
+        return FAIL(NODE(a)->col, "column %zu: 'like' takes a text tensor "
+                    "on its left", NODE(a)->col);
+    const q_token *s = peek(p);
+    if (s->kind != TK_STR)
+        return FAIL(s->col, "column %zu: 'like' takes a string pattern, "
+                    "found %s", s->col, token_text(s, (char[80]){0}));
+    p->pos++;
+    dlk_status rc;
+    if ((rc = new_node(p, N_LIKE, t->col, out)) ||
+        (rc = set_strings(p, NODE(*out), &s, 1)))
+        return rc;
+    NODE(*out)->negate = negate;
+    NODE(*out)->tensor = NODE(a)->tensor;
+    NODE(*out)->slot = NODE(a)->slot;
+    NODE(*out)->a = a;
+    return DLK_OK;
+}
+
+/* a op b where a or b is a text tensor: == or != of a string. */
+static dlk_status text_compare(parser *p, int a, int b, char op,
+                               const q_token *t, int *out)
+{
+    q_kind ka = NODE(a)->kind;
+    int ref = ka == N_TEXTREF ? a : b, lit = ka == N_TEXTREF ? b : a;
+    if (NODE(lit)->kind != N_STR)
+        return FAIL(NODE(lit)->col, "column %zu: '%s' is text; "
+                    "compare it with a string", NODE(lit)->col,
+                    p->m->tensors[NODE(ref)->tensor].spec.name);
+    if (op != '=' && op != '!')
+        return FAIL(t->col, "column %zu: text compares with == or "
+                    "!= (or like, contains())", t->col);
+    const q_token *s = &p->t[(size_t)NODE(lit)->num];
+    dlk_status rc;
+    if ((rc = new_node(p, N_TEXT_EQ, t->col, out)) ||
+        (rc = set_strings(p, NODE(*out), &s, 1)))
+        return rc;
+    NODE(*out)->negate = op == '!';
+    NODE(*out)->tensor = NODE(ref)->tensor;
+    NODE(*out)->slot = NODE(ref)->slot;
+    return DLK_OK;
+}
+
+/* a op b, after the operator (at t). */
+static dlk_status parse_compare(parser *p, int a, char op, const q_token *t,
+                                int *out)
+{
+    int b;
+    dlk_status rc;
+    if ((rc = parse_sum(p, &b)))
+        return rc;
+    if (NODE(a)->kind == N_TEXTREF || NODE(b)->kind == N_TEXTREF)
+        return text_compare(p, a, b, op, t, out);
+    /* a string on either side names a class of the other */
+    for (int side = 0; side < 2; side++) {
+        int lit = side ? b : a, other = side ? a : b;
+        if (NODE(lit)->kind == N_STR) {
+            const q_token *s = &p->t[(size_t)NODE(lit)->num];
+            double id;
+            if ((rc = class_id(p, other, s, &id)))
+                return rc;
+            NODE(lit)->kind = N_NUM;
+            NODE(lit)->num = id;
+        }
+    }
+    return binary(p, N_CMP, op, t->col, a, b, out);
 }
 
 static dlk_status parse_cmp(parser *p, int *out)
@@ -586,59 +668,13 @@ static dlk_status parse_cmp(parser *p, int *out)
         rc = parse_in(p, a, negate, t->col, out);
     } else if (is_kw(t, "like")) {
         p->pos++;
-        if (NODE(a)->kind != N_TEXTREF)
-            return FAIL(NODE(a)->col, "column %zu: 'like' takes a text tensor "
-                        "on its left", NODE(a)->col);
-        const q_token *s = peek(p);
-        if (s->kind != TK_STR)
-            return FAIL(s->col, "column %zu: 'like' takes a string pattern, "
-                        "found %s", s->col, token_text(s, (char[80]){0}));
-        p->pos++;
-        if ((rc = new_node(p, N_LIKE, t->col, out)) ||
-            (rc = set_strings(p, NODE(*out), &s, 1)))
+        if ((rc = parse_like(p, a, negate, t, out)))
             return rc;
-        NODE(*out)->negate = negate;
-        NODE(*out)->tensor = NODE(a)->tensor;
-        NODE(*out)->slot = NODE(a)->slot;
-        NODE(*out)->a = a;
     } else if (cmp_code(t)) {
         char op = cmp_code(t);
         p->pos++;
-        int b;
-        if ((rc = parse_sum(p, &b)))
+        if ((rc = parse_compare(p, a, op, t, out)))
             return rc;
-        q_kind ka = NODE(a)->kind, kb = NODE(b)->kind;
-        if (ka == N_TEXTREF || kb == N_TEXTREF) {
-            int ref = ka == N_TEXTREF ? a : b, lit = ka == N_TEXTREF ? b : a;
-            if (NODE(lit)->kind != N_STR)
-                return FAIL(NODE(lit)->col, "column %zu: '%s' is text; "
-                            "compare it with a string", NODE(lit)->col,
-                            p->m->tensors[NODE(ref)->tensor].spec.name);
-            if (op != '=' && op != '!')
-                return FAIL(t->col, "column %zu: text compares with == or "
-                            "!= (or like, contains())", t->col);
-            const q_token *s = &p->t[(size_t)NODE(lit)->num];
-            if ((rc = new_node(p, N_TEXT_EQ, t->col, out)) ||
-                (rc = set_strings(p, NODE(*out), &s, 1)))
-                return rc;
-            NODE(*out)->negate = op == '!';
-            NODE(*out)->tensor = NODE(ref)->tensor;
-            NODE(*out)->slot = NODE(ref)->slot;
-        } else {
-            for (int side = 0; side < 2; side++) {
-                int lit = side ? b : a, other = side ? a : b;
-                if (NODE(lit)->kind == N_STR) {
-                    const q_token *s = &p->t[(size_t)NODE(lit)->num];
-                    double id;
-                    if ((rc = class_id(p, other, s, &id)))
-                        return rc;
-                    NODE(lit)->kind = N_NUM;
-                    NODE(lit)->num = id;
-                }
-            }
-            if ((rc = binary(p, N_CMP, op, t->col, a, b, out)))
-                return rc;
-        }
     } else {
         *out = a;
         return DLK_OK;

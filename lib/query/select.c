@@ -291,6 +291,47 @@ dlk_status dlk_select(dlk_dataset *ds, const dlk_select_opts *opts,
     return rc;
 }
 
+/* The vector search's tensor (*near_ti) and query vector (*vec of *dim
+ * values, the caller's to free), checked. */
+static dlk_status near_query(dlk_dataset *ds, const dlk_select_opts *o,
+                             uint64_t total, int *near_ti, float **vec,
+                             uint32_t *dim, dlk_error *err)
+{
+    int ti = *near_ti = dlk_dataset_find(ds, o->near_tensor);
+    int given = !!o->near_vector + !!o->near_npy + !!o->near_row_plus1;
+    if (ti < 0)
+        return Dlk_fail(err, DLK_ENOTFOUND, "no tensor '%s' in '%s' to "
+                        "search", o->near_tensor, ds->url);
+    if (given != 1)
+        return Dlk_fail(err, DLK_EINVAL, "a vector search takes one query "
+                        "vector: values, a .npy file or a row");
+    if (o->k > 1000000)
+        return Dlk_fail(err, DLK_ELIMIT, "k %u is over 1000000", o->k);
+    if (ds->m.tensors[ti].spec.dtype != DLK_F32 &&
+        ds->m.tensors[ti].spec.dtype != DLK_F64)
+        return Dlk_fail(err, DLK_EINVAL, "tensor '%s' is not an embedding: "
+                        "vector search takes f32 or f64 of a fixed shape "
+                        "[D]", o->near_tensor);
+    if ((unsigned)o->metric > DLK_METRIC_IP)
+        return Dlk_fail(err, DLK_EINVAL, "unknown metric %d", o->metric);
+    if ((unsigned)o->device > DLK_QUERY_DEVICE_CUDA)
+        return Dlk_fail(err, DLK_EINVAL, "unknown device %d", o->device);
+    if (o->near_npy)
+        return vector_npy(o->near_npy, vec, dim, err);
+    if (o->near_row_plus1)
+        return o->near_row_plus1 - 1 >= total
+            ? Dlk_fail(err, DLK_ENOTFOUND, "no row %llu: '%s' has %llu",
+                       (unsigned long long)(o->near_row_plus1 - 1),
+                       ds->url, (unsigned long long)total)
+            : vector_row(ds, (size_t)ti, o->near_row_plus1 - 1, vec, dim,
+                         err);
+    if (!(*vec = malloc((o->near_dim ? o->near_dim : 1) * sizeof **vec)))
+        return Dlk_oom(err);
+    memcpy(*vec, o->near_vector, o->near_dim * sizeof **vec);
+    *dim = o->near_dim;
+    return DLK_OK;
+}
+
 static dlk_status select_run(dlk_dataset *ds, const dlk_select_opts *o,
                              dlk_select_result *res, dlk_error *err)
 {
@@ -309,42 +350,8 @@ static dlk_status select_run(dlk_dataset *ds, const dlk_select_opts *o,
     uint32_t dim = 0;
     if (have_expr)
         rc = q_parse(o->where, &ds->m, &e, &res->error_column, err);
-    if (!rc && o->near_tensor) {
-        near_ti = dlk_dataset_find(ds, o->near_tensor);
-        int given = !!o->near_vector + !!o->near_npy + !!o->near_row_plus1;
-        if (near_ti < 0)
-            rc = Dlk_fail(err, DLK_ENOTFOUND, "no tensor '%s' in '%s' to "
-                          "search", o->near_tensor, ds->url);
-        else if (given != 1)
-            rc = Dlk_fail(err, DLK_EINVAL, "a vector search takes one query "
-                          "vector: values, a .npy file or a row");
-        else if (o->k > 1000000)
-            rc = Dlk_fail(err, DLK_ELIMIT, "k %u is over 1000000", o->k);
-        else if (ds->m.tensors[near_ti].spec.dtype != DLK_F32 &&
-                 ds->m.tensors[near_ti].spec.dtype != DLK_F64)
-            rc = Dlk_fail(err, DLK_EINVAL, "tensor '%s' is not an embedding: "
-                          "vector search takes f32 or f64 of a fixed shape "
-                          "[D]", o->near_tensor);
-        else if ((unsigned)o->metric > DLK_METRIC_IP)
-            rc = Dlk_fail(err, DLK_EINVAL, "unknown metric %d", o->metric);
-        else if ((unsigned)o->device > DLK_QUERY_DEVICE_CUDA)
-            rc = Dlk_fail(err, DLK_EINVAL, "unknown device %d", o->device);
-        else if (o->near_npy)
-            rc = vector_npy(o->near_npy, &vec, &dim, err);
-        else if (o->near_row_plus1)
-            rc = o->near_row_plus1 - 1 >= total
-                ? Dlk_fail(err, DLK_ENOTFOUND, "no row %llu: '%s' has %llu",
-                           (unsigned long long)(o->near_row_plus1 - 1),
-                           ds->url, (unsigned long long)total)
-                : vector_row(ds, (size_t)near_ti, o->near_row_plus1 - 1,
-                             &vec, &dim, err);
-        else if (!(vec = malloc((o->near_dim ? o->near_dim : 1) * sizeof *vec)))
-            rc = Dlk_oom(err);
-        else {
-            memcpy(vec, o->near_vector, o->near_dim * sizeof *vec);
-            dim = o->near_dim;
-        }
-    }
+    if (!rc && o->near_tensor)
+        rc = near_query(ds, o, total, &near_ti, &vec, &dim, err);
     uint64_t *rows = NULL, n = 0;
     bool count_only = o->count_only && near_ti < 0;
     if (!rc)

@@ -492,6 +492,19 @@ static bool keys_move(key_set *dst, key_set *src)
     return true;
 }
 
+/* The set's keys, sizes and ETags freed. */
+static void keys_free(key_set *g)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        free(g->k[i]);
+        if (g->etags)
+            free(g->etag[i]);
+    }
+    free(g->k);
+    free(g->sz);
+    free(g->etag);
+}
+
 #define WIDE_THREADS 8 /* listing threads: each parses its ranges' pages */
 
 /* The ranges' pages are parsed on up to WIDE_THREADS threads (a page of
@@ -548,14 +561,7 @@ static dlk_status list_ranges(s3_store *s, const char *full, char **cps,
         if (!keys_move(g, &w[i].g))
             rc = Dlk_oom(err);
     for (size_t i = 0; w && i < nr; i++) {
-        for (size_t k = 0; k < w[i].g.n; k++) {
-            free(w[i].g.k[k]);
-            if (w[i].g.etags)
-                free(w[i].g.etag[k]);
-        }
-        free(w[i].g.k);
-        free(w[i].g.sz);
-        free(w[i].g.etag);
+        keys_free(&w[i].g);
         chain_fini(s, &w[i].c);
         free(w[i].after);
     }
@@ -569,6 +575,92 @@ static dlk_status list_ranges(s3_store *s, const char *full, char **cps,
 static int cmp_keys(const void *a, const void *b)
 {
     return strcmp(**(char *const *const *)a, **(char *const *const *)b);
+}
+
+/* A page's folders appended to *cps (*ncps of them), counted as keys
+ * against the bound: folders cost memory as keys do. */
+static dlk_status add_folders(s3_store *s, const char *full,
+                              s3_list_page *page, char ***cps, size_t *ncps,
+                              list_bound *b, dlk_error *err)
+{
+    char **v = realloc(*cps, (*ncps + page->nprefixes) * sizeof *v);
+    if (!v)
+        return Dlk_oom(err);
+    *cps = v;
+    memcpy(v + *ncps, page->prefixes, page->nprefixes * sizeof *v);
+    *ncps += page->nprefixes;
+    b->keys += page->nprefixes;
+    page->nprefixes = 0;
+    if (b->keys > b->max_keys)
+        return Dlk_fail(err, DLK_ELIMIT, "cannot list 's3://%s/%s': more "
+                        "than %llu keys (DLK_S3_LIST_MAX_KEYS)",
+                        s3_store_bucket(s), full,
+                        (unsigned long long)b->max_keys);
+    return DLK_OK;
+}
+
+/* The top folder *full: its keys into g and its subfolders into *cps,
+ * down a single subfolder (*full becomes it). */
+static dlk_status list_top(s3_store *s, char **full, key_set *g,
+                           char ***cps, size_t *ncps, list_bound *b,
+                           dlk_error *err)
+{
+    dlk_status rc = DLK_OK;
+    for (int depth = 0; !rc && depth < WIDE_DEPTH; depth++) {
+        page_chain c = {.full = *full, .delimit = true, .bound = b};
+        rc = chain_ask(s, &c, 0, NULL, err);
+        while (!rc && chain_pending(&c)) {
+            s3_list_page page;
+            rc = chain_take(s, &c, gather, g, &page, err);
+            if (!rc && page.nprefixes)
+                rc = add_folders(s, *full, &page, cps, ncps, b, err);
+            bool more = !rc && !g->oom && page.truncated;
+            dlk_status r2 = chain_next(s, &c, more, page.next_token, err);
+            rc = rc ? rc : r2;
+            s3_list_page_fini(&page);
+        }
+        chain_fini(s, &c);
+        if (!rc && g->oom)
+            rc = Dlk_oom(err);
+        if (rc || *ncps != 1)
+            break;
+        free(*full);
+        *full = (*cps)[0];
+        (*cps)[0] = NULL;
+        *ncps = 0;
+    }
+    return rc;
+}
+
+/* g's keys to fn or, with versions, to vfn, in key order as list gives
+ * them. */
+static dlk_status give_keys(const key_set *g, Dlk_list_fn fn,
+                            Dlk_list_version_fn vfn, void *ud,
+                            dlk_error *err)
+{
+    dlk_status rc = DLK_OK;
+    char ***by = NULL;
+    if (g->n) {
+        by = malloc(g->n * sizeof *by);
+        if (!by)
+            rc = Dlk_oom(err);
+        bool sorted = true;
+        for (size_t i = 0; by && i < g->n; i++) {
+            by[i] = &g->k[i];
+            sorted &= i == 0 || strcmp(g->k[i - 1], g->k[i]) < 0;
+        }
+        /* sorted already where the top folder has no keys of its own */
+        if (by && !sorted)
+            qsort(by, g->n, sizeof *by, cmp_keys);
+    }
+    for (size_t i = 0; !rc && i < g->n; i++) {
+        size_t j = (size_t)(by[i] - g->k);
+        if (vfn ? vfn(ud, g->k[j], g->sz[j], g->etag[j])
+                : fn(ud, g->k[j], g->sz[j]))
+            break;
+    }
+    free(by);
+    return rc;
 }
 
 /* The wide listing to fn or, with versions, to vfn. */
@@ -586,84 +678,17 @@ static dlk_status list_wide(Dlk_store *st, const char *prefix,
     dlk_status rc = full ? DLK_OK
                          : Dlk_oom(err);
     list_bound b = bound_of(s);
-    /* the top folder: its keys and subfolders, down a single subfolder */
-    for (int depth = 0; !rc && depth < WIDE_DEPTH; depth++) {
-        page_chain c = {.full = full, .delimit = true, .bound = &b};
-        rc = chain_ask(s, &c, 0, NULL, err);
-        while (!rc && chain_pending(&c)) {
-            s3_list_page page;
-            rc = chain_take(s, &c, gather, &g, &page, err);
-            if (!rc && page.nprefixes) {
-                char **v = realloc(cps, (ncps + page.nprefixes) * sizeof *v);
-                if (!v) {
-                    rc = Dlk_oom(err);
-                } else {
-                    cps = v;
-                    memcpy(cps + ncps, page.prefixes,
-                           page.nprefixes * sizeof *cps);
-                    ncps += page.nprefixes;
-                    /* folders cost memory as keys do: counted as keys */
-                    b.keys += page.nprefixes;
-                    page.nprefixes = 0;
-                    if (b.keys > b.max_keys)
-                        rc = Dlk_fail(err, DLK_ELIMIT, "cannot list "
-                                      "'s3://%s/%s': more than %llu keys "
-                                      "(DLK_S3_LIST_MAX_KEYS)",
-                                      s3_store_bucket(s), full,
-                                      (unsigned long long)b.max_keys);
-                }
-            }
-            bool more = !rc && !g.oom && page.truncated;
-            dlk_status r2 = chain_next(s, &c, more, page.next_token, err);
-            rc = rc ? rc : r2;
-            s3_list_page_fini(&page);
-        }
-        chain_fini(s, &c);
-        if (!rc && g.oom)
-            rc = Dlk_oom(err);
-        if (rc || ncps != 1)
-            break;
-        free(full);
-        full = cps[0];
-        cps[0] = NULL;
-        ncps = 0;
-    }
+    if (!rc)
+        rc = list_top(s, &full, &g, &cps, &ncps, &b, err);
     if (!rc && ncps)
         rc = list_ranges(s, full, cps, ncps, &g, &b, err);
     for (size_t i = 0; i < ncps; i++)
         free(cps[i]);
     free(cps);
     free(full);
-    /* in key order, as list gives them */
-    char ***by = NULL;
-    if (!rc && g.n) {
-        by = malloc(g.n * sizeof *by);
-        if (!by)
-            rc = Dlk_oom(err);
-        bool sorted = true;
-        for (size_t i = 0; by && i < g.n; i++) {
-            by[i] = &g.k[i];
-            sorted &= i == 0 || strcmp(g.k[i - 1], g.k[i]) < 0;
-        }
-        /* sorted already where the top folder has no keys of its own */
-        if (by && !sorted)
-            qsort(by, g.n, sizeof *by, cmp_keys);
-    }
-    for (size_t i = 0; !rc && i < g.n; i++) {
-        size_t j = (size_t)(by[i] - g.k);
-        if (vfn ? vfn(ud, g.k[j], g.sz[j], g.etag[j])
-                : fn(ud, g.k[j], g.sz[j]))
-            break;
-    }
-    free(by);
-    for (size_t i = 0; i < g.n; i++) {
-        free(g.k[i]);
-        if (g.etags)
-            free(g.etag[i]);
-    }
-    free(g.k);
-    free(g.sz);
-    free(g.etag);
+    if (!rc)
+        rc = give_keys(&g, fn, vfn, ud, err);
+    keys_free(&g);
     return rc;
 }
 

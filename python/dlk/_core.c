@@ -1101,6 +1101,37 @@ static void capsule_v1(PyObject *cap)
         PyErr_Clear();
 }
 
+/* The DLPack contract on a GPU: the consumer's stream waits for ours.
+ * None means the legacy default stream; -1: no ordering asked.  -1 with
+ * an exception set where it cannot. */
+static int order_stream(Tensor *self, PyObject *stream)
+{
+    long long s = 1;
+    if (stream != Py_None && (s = PyLong_AsLongLong(stream)) == -1 &&
+        PyErr_Occurred())
+        return -1;
+    void *cs = s == 1 ? NULL : (void *)(intptr_t)s;
+    if (s == -1 || (self->kept->ordered && self->kept->stream == cs))
+        return 0;
+    Loader *L = self->kept->loader;
+    dlk_error err;
+    dlk_status rc = DLK_OK;
+    if (L->l) {
+        Py_BEGIN_ALLOW_THREADS
+        pthread_mutex_lock(&L->mu);
+        rc = dlk_loader_stream_wait(L->l, cs, &err);
+        pthread_mutex_unlock(&L->mu);
+        Py_END_ALLOW_THREADS
+    }
+    if (rc) {
+        raise_dlk(&err);
+        return -1;
+    }
+    self->kept->stream = cs; /* what reads the memory last */
+    self->kept->ordered = 1;
+    return 0;
+}
+
 /* __dlpack__(stream=None, max_version=None, dl_device=None, copy=None) */
 static PyObject *Tensor_dlpack(Tensor *self, PyObject *args, PyObject *kw)
 {
@@ -1125,31 +1156,8 @@ static PyObject *Tensor_dlpack(Tensor *self, PyObject *args, PyObject *kw)
             return NULL;
         }
     }
-    if (self->device_type == kDLCUDA) {
-        /* the DLPack contract: the consumer's stream waits for ours.
-         * None means the legacy default stream; -1: no ordering asked */
-        long long s = 1;
-        if (stream != Py_None && (s = PyLong_AsLongLong(stream)) == -1 &&
-            PyErr_Occurred())
-            return NULL;
-        void *cs = s == 1 ? NULL : (void *)(intptr_t)s;
-        if (s != -1 && !(self->kept->ordered && self->kept->stream == cs)) {
-            Loader *L = self->kept->loader;
-            dlk_error err;
-            dlk_status rc = DLK_OK;
-            if (L->l) {
-                Py_BEGIN_ALLOW_THREADS
-                pthread_mutex_lock(&L->mu);
-                rc = dlk_loader_stream_wait(L->l, cs, &err);
-                pthread_mutex_unlock(&L->mu);
-                Py_END_ALLOW_THREADS
-            }
-            if (rc)
-                return raise_dlk(&err);
-            self->kept->stream = cs; /* what reads the memory last */
-            self->kept->ordered = 1;
-        }
-    }
+    if (self->device_type == kDLCUDA && order_stream(self, stream) < 0)
+        return NULL;
     int versioned = 0;
     if (max_version != Py_None) {
         long major = PyLong_AsLong(PyTuple_GetItem(max_version, 0));
@@ -1278,6 +1286,71 @@ static Tensor *new_tensor(Loader *L, Kept *k, const dlk_batch_tensor *bt,
     return t;
 }
 
+/* A kept batch's memory back to the loader. */
+static void release_kept(Loader *self, dlk_kept *k)
+{
+    pthread_mutex_lock(&self->mu);
+    dlk_loader_release(self->l, k, NULL);
+    pthread_mutex_unlock(&self->mu);
+}
+
+/* The Python owner of the kept batch k, or NULL (k released). */
+static Kept *new_kept(Loader *self, dlk_kept *k)
+{
+    Kept *kp = PyObject_New(Kept, KeptType);
+    if (!kp) {
+        release_kept(self, k);
+        return NULL;
+    }
+    kp->loader = (Loader *)Py_NewRef((PyObject *)self);
+    kp->k = k;
+    kp->stream = NULL;
+    kp->ordered = 0;
+    self->nkept++;
+    return kp;
+}
+
+/* A batch tensor's first `size` samples: a Tensor of them, or of a
+ * variable shape a list of a Tensor per sample. */
+static PyObject *batch_tensor(Loader *self, Kept *kp,
+                              const dlk_batch_tensor *bt, uint32_t size)
+{
+    if (!bt->offsets) {
+        int64_t shape[DLK_MAX_NDIM + 1];
+        shape[0] = size;
+        memcpy(shape + 1, bt->shape, (size_t)bt->ndim * sizeof *shape);
+        return (PyObject *)new_tensor(self, kp, bt, bt->data, bt->ndim + 1,
+                                      shape);
+    }
+    PyObject *v = PyList_New(size);
+    for (uint32_t s = 0; v && s < size; s++) {
+        PyObject *e = (PyObject *)new_tensor(
+            self, kp, bt, (uint8_t *)bt->data + bt->offsets[s], bt->ndim,
+            bt->shapes + (size_t)s * bt->ndim);
+        if (!e)
+            Py_CLEAR(v);
+        else if (PyList_SetItem(v, s, e))
+            Py_CLEAR(v);
+    }
+    return v;
+}
+
+/* {name: Tensor or [Tensor per sample]} of the batch's first `size`
+ * samples. */
+static PyObject *batch_tensors(Loader *self, Kept *kp, const dlk_batch *b,
+                               uint32_t size)
+{
+    PyObject *tensors = PyDict_New();
+    for (size_t i = 0; tensors && i < b->ntensors; i++) {
+        const dlk_batch_tensor *bt = &b->tensors[i];
+        PyObject *v = batch_tensor(self, kp, bt, size);
+        if (!v || PyDict_SetItemString(tensors, bt->name, v))
+            Py_CLEAR(tensors);
+        Py_XDECREF(v);
+    }
+    return tensors;
+}
+
 /* next() -> None at the end of the epoch, else
  * (epoch, step, indices bytes (u64), pad bytes (u8), {name: Tensor or
  * [Tensor per sample]}) */
@@ -1308,54 +1381,17 @@ static PyObject *Loader_next(Loader *self, PyObject *args)
     /* a signal that came as the batch did: stop here (its memory goes
      * back) */
     if (!b || PyErr_CheckSignals() < 0) {
-        if (k) {
-            pthread_mutex_lock(&self->mu);
-            dlk_loader_release(self->l, k, NULL);
-            pthread_mutex_unlock(&self->mu);
-        }
+        if (k)
+            release_kept(self, k);
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     }
-    Kept *kp = PyObject_New(Kept, KeptType);
-    if (!kp) {
-        pthread_mutex_lock(&self->mu);
-        dlk_loader_release(self->l, k, NULL);
-        pthread_mutex_unlock(&self->mu);
+    Kept *kp = new_kept(self, k);
+    if (!kp)
         return NULL;
-    }
-    kp->loader = (Loader *)Py_NewRef((PyObject *)self);
-    kp->k = k;
-    kp->stream = NULL;
-    kp->ordered = 0;
-    self->nkept++;
     uint32_t size = b->size;
     while (trim && size && b->pad[size - 1])
         size--;
-    PyObject *tensors = PyDict_New();
-    for (size_t i = 0; tensors && i < b->ntensors; i++) {
-        const dlk_batch_tensor *bt = &b->tensors[i];
-        PyObject *v;
-        if (!bt->offsets) {
-            int64_t shape[DLK_MAX_NDIM + 1];
-            shape[0] = size;
-            memcpy(shape + 1, bt->shape, (size_t)bt->ndim * sizeof *shape);
-            v = (PyObject *)new_tensor(self, kp, bt, bt->data, bt->ndim + 1,
-                                       shape);
-        } else {
-            v = PyList_New(size);
-            for (uint32_t s = 0; v && s < size; s++) {
-                PyObject *e = (PyObject *)new_tensor(
-                    self, kp, bt, (uint8_t *)bt->data + bt->offsets[s],
-                    bt->ndim, bt->shapes + (size_t)s * bt->ndim);
-                if (!e)
-                    Py_CLEAR(v);
-                else if (PyList_SetItem(v, s, e))
-                    Py_CLEAR(v);
-            }
-        }
-        if (!v || PyDict_SetItemString(tensors, bt->name, v))
-            Py_CLEAR(tensors);
-        Py_XDECREF(v);
-    }
+    PyObject *tensors = batch_tensors(self, kp, b, size);
     Py_DECREF(kp);
     if (!tensors)
         return NULL;

@@ -339,16 +339,9 @@ def _column_kind(pa, t):
     return "a column of type %s: not read" % t
 
 
-def _objects(pa, src, path, rel, ver, image, label, unused_cols):
-    """The objects of one Parquet file: its images and its metadata.jsonl."""
-    pf = pa.parquet.ParquetFile(src.open(path))
-    schema = pf.schema_arrow
-    feats = _hf_features(schema)
-    col = _image_column(pa, schema, feats, image)
-    if col is None:
-        raise ValueError("'%s' has no column of encoded images (binary, or "
-                         "a struct with binary 'bytes'); columns: %s" %
-                         (rel, ", ".join(schema.names)))
+def _label_column(schema, feats, label, rel):
+    """The label column (the one named, or the first ClassLabel) and its
+    class names, if the features give them."""
     lab = label
     if lab is None:
         for f in schema:
@@ -364,6 +357,12 @@ def _objects(pa, src, path, rel, ver, image, label, unused_cols):
         ft = feats.get(lab)
         if isinstance(ft, dict) and isinstance(ft.get("names"), list):
             names = ft["names"]
+    return lab, names
+
+
+def _kept_columns(pa, schema, col, lab, unused_cols):
+    """The columns other than the images' that the metadata keeps; the
+    others, with why, into unused_cols."""
     cols = []
     for f in schema:
         if f.name == col:
@@ -379,6 +378,21 @@ def _objects(pa, src, path, rel, ver, image, label, unused_cols):
             unused_cols.setdefault(f.name, why)
             continue
         cols.append(f.name)
+    return cols
+
+
+def _objects(pa, src, path, rel, ver, image, label, unused_cols):
+    """The objects of one Parquet file: its images and its metadata.jsonl."""
+    pf = pa.parquet.ParquetFile(src.open(path))
+    schema = pf.schema_arrow
+    feats = _hf_features(schema)
+    col = _image_column(pa, schema, feats, image)
+    if col is None:
+        raise ValueError("'%s' has no column of encoded images (binary, or "
+                         "a struct with binary 'bytes'); columns: %s" %
+                         (rel, ", ".join(schema.names)))
+    lab, names = _label_column(schema, feats, label, rel)
+    cols = _kept_columns(pa, schema, col, lab, unused_cols)
     # one row group at a time, only the columns read: what stays for the
     # run is each row's image bytes (slices of its group's buffer) and the
     # metadata lines, not the decoded table

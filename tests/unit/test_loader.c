@@ -497,6 +497,18 @@ static void test_loader_cpu(void)
                dlk_loader_open(ds, &o3, &l, &err) == DLK_EINVAL &&
                    strstr(err.msg, "77") && strstr(err.msg, "78"));
 
+    /* of two bad options the first checked is the one named */
+    dlk_loader_opts o4 = o;
+    o4.rank = 1;
+    o4.on_bad = 7;
+    UNIT_CHECK("a rank past the world and a bad on_bad: the rank is named",
+               dlk_loader_open(ds, &o4, &l, &err) == DLK_EINVAL &&
+                   strstr(err.msg, "rank 1") && !strstr(err.msg, "on_bad"));
+    o4.rank = 0;
+    UNIT_CHECK("a bad on_bad alone is named",
+               dlk_loader_open(ds, &o4, &l, &err) == DLK_EINVAL &&
+                   strstr(err.msg, "on_bad 7"));
+
     /* the first epoch is read from the open on, before any batch is
      * asked for: the time a program spends before it fills the window */
     o3.start = NULL;
