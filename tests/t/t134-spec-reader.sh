@@ -7,6 +7,8 @@
 . "$DLK_TESTS/lib.sh"
 have_numpy || { skip "spec reader" "numpy missing: python3 -m pip install numpy"; exit 0; }
 R="python3 $DLK_TESTS/spec/reader_check.py"
+ver=$(sed -n 's/^#define DLK_VERSION_STRING "\(.*\)"/\1/p' "$DLK_TESTS/../include/dlk.h")
+check "the spec names the library version it describes ($ver)" grep -q "what libdlk $ver (" "$DLK_TESTS/../formats/dlk-v1.md"
 
 S=$T/src
 mkdir -p "$S/a"
