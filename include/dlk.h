@@ -924,13 +924,10 @@ DLK_API dlk_status dlk_loader_open(dlk_dataset *ds, const dlk_loader_opts *opts,
  * source) must exist in every source with the same dtype and shape, and
  * class-label tensors the same class names where both name them.
  * opts.rows is refused (views[i] chooses rows); opts.memory_limit and
- * io_threads, when given, are shared by weight; from local files each
- * source keeps its window and reads ahead, beyond it, its next window
- * and its weight's share of the rest of prefetch_chunks (given or
- * default), at least as many chunks as its threads and at most
- * prefetch_chunks, and on a GPU the pinned host buffers made ahead for
- * them are one loader's; with opts.epochs no source reads ahead past
- * what the last batch takes of it; everything else applies
+ * io_threads, when given, are shared by weight, and from local files so
+ * is prefetch_chunks (given or default: each source keeps its window and
+ * reads ahead its share beyond it); with opts.epochs no source reads
+ * ahead past what the last batch takes of it; everything else applies
  * to every source.  The sources' datasets must stay open while the
  * loader is.  Its state is saved and continued with dlk_loader_save and
  * dlk_loader_load (dlk_loader_state_get describes the mix's epoch only);

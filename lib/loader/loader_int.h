@@ -14,10 +14,6 @@
  * more are freed (a consumer holding many batches is rare). */
 #define DLK_SPARES 8
 #define RAMP_START 4
-/* A loader's shuffle window and read-ahead beyond it, in chunks, when
- * opts do not give them (a mix's sources are sized from these too). */
-#define DLK_WINDOW_CHUNKS_DEFAULT 8
-#define DLK_PREFETCH_CHUNKS_DEFAULT(window) (2 * (window))
 #define FOLDS_KEPT_MAX (64u << 20)
 
 enum { SLOT_WAITING = 0, SLOT_LOADING, SLOT_READY, SLOT_FAILED, SLOT_DONE };
@@ -366,9 +362,6 @@ void Dlk_bad_defaults(dlk_loader *l);
 dlk_status Dlk_loader_open_source(dlk_dataset *ds, const dlk_loader_opts *o,
                                   Dlk_dev *dev, uint32_t cap,
                                   dlk_loader **out, dlk_error *err);
-/* Bytes one chunk of every loaded tensor takes, at the largest: a chunk
- * of the budget (loader_open.c). */
-uint64_t Dlk_loader_chunk_set_bytes(const dlk_loader *l);
 typedef void (*Dlk_take_fn)(void *ud, const dlk_loader *src, uint32_t n);
 dlk_status Dlk_loader_take(dlk_loader *l, uint32_t n, Dlk_take_fn fn,
                            void *ud, dlk_error *err);

@@ -253,8 +253,8 @@ static dlk_status pick_blocks(dlk_loader *l, dlk_error *err)
 #define REMOTE_SPAN_THREADS 192
 #define REMOTE_SPAN_THREADS_SHARED 128
 
-/* (loader_int.h) */
-uint64_t Dlk_loader_chunk_set_bytes(const dlk_loader *l)
+/* Bytes one chunk of every loaded tensor takes, at the largest. */
+static uint64_t chunk_set_bytes(const dlk_loader *l)
 {
     uint64_t per_set = 0;
     for (size_t i = 0; i < l->nt; i++) {
@@ -284,8 +284,7 @@ static uint64_t data_bytes(const dlk_loader *l)
  * largest size, for every tensor; never below what one batch needs. */
 static uint64_t derive_limit(const dlk_loader *l)
 {
-    return Dlk_loader_chunk_set_bytes(l) *
-           (l->o.window_chunks + l->o.prefetch_chunks);
+    return chunk_set_bytes(l) * (l->o.window_chunks + l->o.prefetch_chunks);
 }
 
 /* Defaults that depend on the store: from a remote one, the read-ahead
@@ -295,16 +294,15 @@ static uint64_t derive_limit(const dlk_loader *l)
 static void window_defaults(dlk_loader *l, const dlk_loader_opts *given)
 {
     if (!given->window_chunks)
-        l->o.window_chunks = DLK_WINDOW_CHUNKS_DEFAULT;
+        l->o.window_chunks = 8;
     if (!given->prefetch_chunks)
-        l->o.prefetch_chunks =
-            DLK_PREFETCH_CHUNKS_DEFAULT(l->o.window_chunks);
+        l->o.prefetch_chunks = 2 * l->o.window_chunks;
 }
 
 static void store_defaults(dlk_loader *l, const dlk_loader_opts *given)
 {
     bool remote = Dlk_store_is_remote(l->ds->store);
-    uint64_t set = Dlk_loader_chunk_set_bytes(l);
+    uint64_t set = chunk_set_bytes(l);
     if (!given->prefetch_chunks && remote && set) {
         uint64_t want = (REMOTE_INFLIGHT_BYTES + set - 1) / set;
         if (want > 256)

@@ -611,37 +611,6 @@ static dlk_status mix_arrays(dlk_loader *l, dlk_error *err)
     return DLK_OK;
 }
 
-/* The read-ahead beyond a source's shuffle window, from local files:
- * its next window whole, and the rest of one loader's read-ahead shared
- * by weight.  A window's samples are shuffled over all of its
- * positions, so a window's first batch needs nearly every chunk of it:
- * a source that holds less than its next window ahead waits at every
- * window's start (a source of weight 0.25 given a quarter of one
- * loader's read-ahead, a third of its window, streamed a mix at 0.57 of
- * one dataset's rate on a 16-core H200 host), and one that holds a
- * loader's read-ahead of its own makes n sources hold n of them, made
- * and filled in the first epoch (three sources of 40,000 112x112x3 rows
- * in all: 1.08 GB of chunk buffers against one dataset's 0.3;
- * docs/benchmarks.md#mixing-datasets).  At least as many chunks as its
- * I/O threads read at once, at most what a loader of its own would read
- * ahead; opts' prefetch_chunks, given, is the one loader's. */
-static uint32_t source_prefetch(const dlk_loader_opts *o, double w,
-                                uint32_t threads)
-{
-    uint32_t k = o->window_chunks ? o->window_chunks
-                                  : DLK_WINDOW_CHUNKS_DEFAULT;
-    uint64_t p = o->prefetch_chunks ? o->prefetch_chunks
-                                    : DLK_PREFETCH_CHUNKS_DEFAULT(
-                                          (uint64_t)k);
-    uint64_t next = k < p ? k : p;
-    double a = (double)next + ceil((double)(p - next) * w);
-    uint64_t n = a < (double)p ? (uint64_t)a : p;
-    uint64_t floor_n = threads < p ? threads : p;
-    if (n < floor_n)
-        n = floor_n;
-    return n < 1 ? 1 : (uint32_t)n;
-}
-
 /* Source i's options: the mix's, for batches of one position, its view,
  * its seed, its share of the memory and threads given. */
 static dlk_loader_opts source_opts(const dlk_loader *l, dlk_dataset *ds,
@@ -681,8 +650,6 @@ static dlk_loader_opts source_opts(const dlk_loader *l, dlk_dataset *ds,
         double t = ceil((double)total * w);
         so.io_threads = t < 1 ? 1 : (uint32_t)t;
     }
-    if (!l->o.memory_limit && !Dlk_store_is_remote(ds->store))
-        so.prefetch_chunks = source_prefetch(&l->o, w, so.io_threads);
     return so;
 }
 
@@ -708,29 +675,6 @@ static void bound_sources(dlk_loader *l)
         s->o.epochs = t / n ? t / n : 1;
         s->tail_pos = t / n ? t % n : 0;
     }
-}
-
-/* The pinned buffers the device makes ahead, from its open on, for the
- * sources of local files: what their loads may hold before their copies
- * (`ahead`, each as a loader of its own would), at most one loader's
- * budget of chunks of `set` bytes.  A span's buffer goes back to the
- * pool once copied, so the sources reuse one pool's buffers; the device
- * is ready only once the slabs asked ahead are made, and asked for
- * every source's whole budget a three-source mix of 100,000 rows
- * streamed at 0.77 of one dataset's rate over the run on an H200 host,
- * against 0.91 in a run whose loads made the slabs as they needed them
- * (docs/benchmarks.md#mixing-datasets).  Past this, the loads make
- * slabs themselves. */
-static uint64_t mix_host_ahead(const dlk_loader *l, uint64_t ahead,
-                               uint64_t set)
-{
-    uint32_t k = l->o.window_chunks ? l->o.window_chunks
-                                    : DLK_WINDOW_CHUNKS_DEFAULT;
-    uint64_t p = l->o.prefetch_chunks ? l->o.prefetch_chunks
-                                      : DLK_PREFETCH_CHUNKS_DEFAULT(
-                                            (uint64_t)k);
-    uint64_t one = l->o.memory_limit ? l->o.memory_limit : set * (k + p);
-    return ahead < one ? ahead : one;
 }
 
 static dlk_status mix_open(dlk_dataset *const *ds, const double *weights,
@@ -771,7 +715,7 @@ static dlk_status mix_open(dlk_dataset *const *ds, const double *weights,
             own[t] = ds[0]->m.tensors[t].spec.name;
         names = own;
     }
-    uint64_t rows = 0, budget = 0, ahead = 0, remote_ahead = 0, max_set = 0;
+    uint64_t rows = 0, budget = 0, ahead = 0;
     for (size_t i = 0; !rc && i < n; i++) {
         dlk_loader_opts so = source_opts(l, ds[i], names, nnames,
                                          views ? views[i] : NULL, i);
@@ -786,22 +730,16 @@ static dlk_status mix_open(dlk_dataset *const *ds, const double *weights,
         rows += s->o.rows || s->rows_owned ? s->o.nrows
                                            : s->t[0].tensor->samples;
         budget += s->limit + s->limit / 4;
-        if (Dlk_store_is_remote(ds[i]->store)) {
-            remote_ahead += s->host_ahead; /* its requests in flight */
-        } else {
-            ahead += s->host_ahead;
-            uint64_t set = Dlk_loader_chunk_set_bytes(s);
-            if (set > max_set)
-                max_set = set;
-        }
+        ahead += s->host_ahead;
     }
     free(own);
     if (rc)
         return rc;
     l->dev->ops->set_budget(l->dev, budget);
+    /* the pinned buffers a loader of each would have had from its open:
+     * the first epoch's loads make none of their own */
     if (l->dev->ops->host_ahead)
-        l->dev->ops->host_ahead(l->dev, remote_ahead +
-                                            mix_host_ahead(l, ahead, max_set));
+        l->dev->ops->host_ahead(l->dev, ahead);
     m->epoch_size = l->o.epoch_size ? l->o.epoch_size : rows;
     if (!m->epoch_size)
         return Dlk_fail(err, DLK_EINVAL, "the mix's sources have no rows");
