@@ -49,7 +49,7 @@ for s in range(0, len(files), rows):
                 t.addfile(ti, io.BytesIO(b))
 PY
 echo "options: ${EXTRA[*]:-(defaults)}"
-echo "machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo); dlk $("$DLK" --version | head -n1)"
+echo "machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo); $("$DLK" --version | head -n1)"
 echo "source: $N JPEGs, $(du -sb "$T/src" | cut -f1) bytes; shards of $ROWS samples: .tar $(du -sb "$T/tar" | cut -f1) bytes, .tar.gz $(du -sb "$T/tgz" | cut -f1) bytes"
 
 run() { # KIND -> "rows/s rss_MiB reads"

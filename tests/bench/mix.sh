@@ -7,8 +7,11 @@
 # EPOCHS (default 6) from the page cache, on DEVICE (default auto), best
 # of 3 alternating rounds of each, over the whole run and in the best
 # epoch after the first; the mix's share of one dataset's rate is the
-# figure (target >= 0.95).
+# figure (target >= 0.95).  OLD, a dlk binary of another build: its
+# passes alternate with this build's in each round, on the same data,
+# each build's mix against its own one dataset.
 #   DIST=dist tests/bench/mix.sh 100000 cuda:0
+#   DIST=dist OLD=dist-old/bin/dlk tests/bench/mix.sh 400000 cuda:0 6
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/dist_bins.sh"
@@ -25,38 +28,53 @@ echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 104857
 "$SYNTH" "$T/q2" $((rows / 4)) 112 112 >/dev/null
 find "$T" -type f -exec cat {} + >/dev/null
 echo "$rows rows of 112x112x3 u8 ($(du -sh "$T/one" | cut -f1)), device $device"
-run() { # NAME ARGS...: samples/s
-    local name=$1; shift
-    "$DLK" bench-stream "$@" --device "$device" --shuffle --epochs "$epochs" \
+OLD=${OLD:-}
+builds=new
+[ -z "$OLD" ] || { builds="new old"; echo "new: $DLK; old: $OLD"; }
+run() { # BIN ARGS...: samples/s
+    local bin=$1; shift
+    "$bin" bench-stream "$@" --device "$device" --shuffle --epochs "$epochs" \
         --json 2>/dev/null | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 steady = max(e["samples_per_s"] for e in d["epochs"][1:])
-print("%.0f %.0f %.1f %s" % (d["samples_per_s"], steady, d["gpu_busy_pct"],
-                             d["checksum_ok"]))'
+print("%.0f %.0f %.1f %s %.2f %.0f" % (d["samples_per_s"], steady,
+      d["gpu_busy_pct"], d["checksum_ok"], d["epochs"][0]["seconds"],
+      d["peak_buffer_bytes"] / 1e6))'
 }
 declare -A best steady
 for round in 1 2 3; do
-    for c in one two three; do
-        case $c in
-        one) r=$(run one "$T/one") ;;
-        two) r=$(run two --mix "$T/h1=1,$T/h2=1") ;;
-        three) r=$(run three --mix "$T/h1=0.5,$T/q1=0.25,$T/q2=0.25") ;;
-        esac
-        set -- $r
-        echo "  pass $round $c: $1 samples/s (steady $2), busy $3%, checksum $4"
-        [ "$4" = True ] || { echo "checksum differs"; exit 1; }
-        if [ -z "${best[$c]:-}" ] || [ "$1" -gt "${best[$c]}" ]; then
-            best[$c]=$1
-        fi
-        if [ -z "${steady[$c]:-}" ] || [ "$2" -gt "${steady[$c]}" ]; then
-            steady[$c]=$2
-        fi
+    for b in $builds; do
+        bin=$DLK
+        [ "$b" = new ] || bin=$OLD
+        for c in one two three; do
+            case $c in
+            one) r=$(run "$bin" "$T/one") ;;
+            two) r=$(run "$bin" --mix "$T/h1=1,$T/h2=1") ;;
+            three) r=$(run "$bin" --mix "$T/h1=0.5,$T/q1=0.25,$T/q2=0.25") ;;
+            esac
+            set -- $r
+            echo "  pass $round $b $c: $1 samples/s (steady $2), busy $3%," \
+                "checksum $4, first epoch $5 s, buffers $6 MB"
+            [ "$4" = True ] || { echo "checksum differs"; exit 1; }
+            k=$b:$c
+            if [ -z "${best[$k]:-}" ] || [ "$1" -gt "${best[$k]}" ]; then
+                best[$k]=$1
+            fi
+            if [ -z "${steady[$k]:-}" ] || [ "$2" -gt "${steady[$k]}" ]; then
+                steady[$k]=$2
+            fi
+        done
     done
 done
-for c in one two three; do
-    printf '%-6s run %8s samples/s  %.3f of one dataset;  steady epoch %8s  %.3f\n' \
-        "$c" "${best[$c]}" "$(echo "${best[$c]} ${best[one]}" | awk '{print $1 / $2}')" \
-        "${steady[$c]}" "$(echo "${steady[$c]} ${steady[one]}" | awk '{print $1 / $2}')"
+for b in $builds; do
+    for c in one two three; do
+        k=$b:$c o=$b:one
+        printf '%-3s %-6s run %8s samples/s  %.3f of one dataset;  steady epoch %8s  %.3f\n' \
+            "$b" "$c" "${best[$k]}" \
+            "$(echo "${best[$k]} ${best[$o]}" | awk '{print $1 / $2}')" \
+            "${steady[$k]}" \
+            "$(echo "${steady[$k]} ${steady[$o]}" | awk '{print $1 / $2}')"
+    done
 done
 echo "target: a mix >= 0.95 of one dataset"
