@@ -1408,8 +1408,10 @@ typedef struct dlk_ingest_result {
     uint64_t changed;       /* keys in it already, other version: skipped */
     uint64_t classes_added; /* class names appended (see strict_classes) */
     uint64_t shard_reads;   /* compressed tar shards (.tar.gz, .tgz) read
-                               from their start for the rows' members: one
-                               a shard when none is read again */
+                               from their start for the rows' members (of
+                               over 4 KiB; smaller ones are kept from the
+                               listing): one a shard when none is read
+                               again */
 } dlk_ingest_result;
 
 #define DLK_INGEST_RESULT_INIT { .size = sizeof(dlk_ingest_result) }

@@ -34,6 +34,10 @@ typedef struct ing_obj {
      * a compressed shard: the member's number, counting every header). */
     uint32_t shard, member;
     uint64_t off;
+    /* A compressed shard's small member (a label, a caption): its size
+     * bytes, read while listing, so that neither the class names' pass
+     * nor its row streams the shard for it (NULL: read from the store) */
+    uint8_t *inl;
 } ing_obj;
 
 /* A tar shard of the source (tar.c): listed, its members made objects.

@@ -511,6 +511,7 @@ void ing_source_free(ing_source *s)
     for (size_t i = 0; i < s->nobjs; i++) {
         free(s->objs[i].key);
         free(s->objs[i].version);
+        free(s->objs[i].inl);
     }
     free(s->objs);
     free(s->rows);

@@ -96,11 +96,20 @@ typedef struct found {
     char *key;
     uint64_t size, off;
     const char *why;    /* not NULL: no object, reported with this */
+    uint8_t *data;      /* a compressed shard's small member's bytes */
 } found;
+
+/* A compressed shard's members of at most INLINE_MAX bytes (labels,
+ * captions, small .json) are read while listing, up to INLINE_TOTAL over
+ * the source: the stream passes them anyway, and a later read would
+ * stream the shard again to reach them. */
+#define INLINE_MAX 4096
+#define INLINE_TOTAL ((uint64_t)64 << 20)
 
 typedef struct shard_list {
     found *v;
     size_t n, cap;
+    uint64_t *inline_used; /* atomic, over every shard */
     dlk_status rc;
     dlk_error err;
 } shard_list;
@@ -112,8 +121,29 @@ static dlk_status put(shard_list *l, char *key, uint64_t size, uint64_t off,
         free(key);
         return Dlk_oom(err);
     }
-    l->v[l->n++] = (found){key, size, off, why};
+    l->v[l->n++] = (found){key, size, off, why, NULL};
     return DLK_OK;
+}
+
+/* The current member's bytes into the last entry of l, when small and
+ * within the source's budget; a member that does not read whole is left
+ * to be read (and reported) as any other. */
+static void take_small(struct archive *a, shard_list *l, uint64_t size)
+{
+    if (size > INLINE_MAX || !l->inline_used ||
+        __atomic_add_fetch(l->inline_used, size, __ATOMIC_RELAXED) >
+            INLINE_TOTAL)
+        return;
+    uint8_t *d = malloc(size ? size : 1);
+    uint64_t got = 0;
+    la_ssize_t n = 1;
+    while (d && got < size &&
+           (n = archive_read_data(a, d + got, (size_t)(size - got))) > 0)
+        got += (uint64_t)n;
+    if (d && got == size)
+        l->v[l->n - 1].data = d;
+    else
+        free(d);
 }
 
 /* The member whose header was read last, until the next header says
@@ -203,9 +233,11 @@ static dlk_status read_members(const ing_shard *sh, struct archive *a,
                                : "not read: a tar member of no name";
         if (why)
             rc = put(l, key, 0, 0, why, err);
-        else if (sh->gz)
-            rc = put(l, key, (uint64_t)archive_entry_size(e), ord, NULL, err);
-        else
+        else if (sh->gz) {
+            uint64_t size = (uint64_t)archive_entry_size(e);
+            if (!(rc = put(l, key, size, ord, NULL, err)))
+                take_small(a, l, size);
+        } else
             p = (pending){key, header, archive_entry_size(e), true};
     }
     if (!rc && r != ARCHIVE_EOF) {
@@ -339,8 +371,18 @@ dlk_status ing_tar_list(ing_source *s, const dlk_ingest_opts *o,
     listers L = {.s = s, .o = o, .out = calloc(s->nshards, sizeof *L.out)};
     if (!L.out)
         return Dlk_oom(err);
+    uint64_t inline_used = 0;
+    bool gz = false;
+    for (size_t i = 0; i < s->nshards; i++) {
+        L.out[i].inline_used = &inline_used;
+        gz |= s->shards[i].gz;
+    }
+    /* a compressed shard is listed by inflating it: one core each */
+    size_t cores = (size_t)dlk_cpu_count();
     size_t want = Dlk_store_is_remote(s->store) ? LISTERS_REMOTE
-                                                : LISTERS_LOCAL;
+                  : gz && cores > LISTERS_LOCAL
+                      ? (cores < LISTERS_REMOTE ? cores : LISTERS_REMOTE)
+                      : LISTERS_LOCAL;
     if (want > s->nshards)
         want = s->nshards;
     pthread_t th[LISTERS_REMOTE];
@@ -363,6 +405,7 @@ dlk_status ing_tar_list(ing_source *s, const dlk_ingest_opts *o,
         shard_list *l = &L.out[i];
         for (size_t j = 0; j < l->n; j++) {
             found *f = &l->v[j];
+            size_t had = s->nobjs;
             if (rc || s->stopped)
                 ;
             else if (f->why)
@@ -372,6 +415,10 @@ dlk_status ing_tar_list(ing_source *s, const dlk_ingest_opts *o,
                                         (uint32_t)strlen(s->shards[i].key) + 1,
                                         f->off))
                 rc = Dlk_oom(err);
+            if (s->nobjs > had) /* made an object: it owns the bytes */
+                s->objs[s->nobjs - 1].inl = f->data;
+            else
+                free(f->data);
             free(f->key);
         }
         free(l->v);
@@ -390,12 +437,14 @@ dlk_status ing_obj_get(const ing_source *s, const ing_obj *o, uint64_t max,
     if (!o->shard)
         return Dlk_store_get(s->store, o->key, max, out, NULL, err);
     const ing_shard *sh = &s->shards[o->shard - 1];
-    if (sh->gz)
+    if (sh->gz && !o->inl)
         return ing_tgz_get(s, o, max, out, err);
     if (o->size > max)
         return Dlk_fail(err, DLK_ELIMIT, "'%s': %llu bytes, over the limit "
                         "of %llu", o->key, (unsigned long long)o->size,
                         (unsigned long long)max);
+    if (o->inl)
+        return Dlk_buf_append(out, o->inl, (size_t)o->size, err);
     dlk_status rc = Dlk_store_get_span(s->store, sh->key, sh->size, o->off,
                                        o->size, out, err);
     if (rc)
@@ -412,6 +461,8 @@ dlk_status ing_obj_head(const ing_source *s, const ing_obj *o, uint64_t n,
         return len ? Dlk_store_get_range(s->store, o->key, 0, len, out, err)
                    : DLK_OK;
     const ing_shard *sh = &s->shards[o->shard - 1];
+    if (o->inl)
+        return Dlk_buf_append(out, o->inl, (size_t)len, err);
     if (sh->gz) /* a stream: the member is read whole on the way anyway */
         return ing_tgz_get(s, o, o->size, out, err);
     dlk_status rc = Dlk_store_get_span(s->store, sh->key, sh->size, o->off,

@@ -2,7 +2,9 @@
  * gzip has no random access, so a member is no byte range of its shard:
  * each shard has one stream reader (libarchive's tar format over its
  * gzip filter, reading the shard through the store as a listing does),
- * used under the shard's lock by whichever fetch wants a member of it.
+ * used under the shard's lock by whichever fetch wants a member of it
+ * (members of 4 KiB or less are kept from the listing, tar.c, and never
+ * streamed).
  * A fetch of member n reads on from where the reader is to n; the
  * members passed over on the way are kept, within TGZ_KEEP bytes over
  * all shards, for the fetches that want them next: another member of
@@ -70,6 +72,13 @@ static int ord_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Whether object o is read from its compressed shard's stream (not a
+ * plain object, nor a small member read while listing). */
+static bool streamed(const ing_source *s, const ing_obj *o)
+{
+    return o->shard && s->shards[o->shard - 1].gz && !o->inl;
+}
+
 dlk_status ing_tgz_new(ing_source *s, dlk_error *err)
 {
     bool any = false;
@@ -88,7 +97,7 @@ dlk_status ing_tgz_new(ing_source *s, dlk_error *err)
     s->tgz = t;
     for (size_t i = 0; i < s->nobjs; i++) {
         const ing_obj *o = &s->objs[i];
-        if (o->shard && s->shards[o->shard - 1].gz)
+        if (streamed(s, o))
             t->v[o->shard - 1].nords++;
     }
     for (size_t i = 0; i < t->n; i++)
@@ -101,7 +110,7 @@ dlk_status ing_tgz_new(ing_source *s, dlk_error *err)
         t->v[i].nords = 0;
     for (size_t i = 0; i < s->nobjs; i++) {
         const ing_obj *o = &s->objs[i];
-        if (o->shard && s->shards[o->shard - 1].gz) {
+        if (streamed(s, o)) {
             tgz_stream *st = &t->v[o->shard - 1];
             st->ords[st->nords++] = o->off;
         }
@@ -330,7 +339,7 @@ dlk_status ing_tgz_plan(const ing_source *s, const size_t *rows, size_t n,
         const ing_row *r = &s->rows[rows[j]];
         for (uint32_t i = 0; i < r->n; i++) {
             const ing_obj *o = &s->objs[r->first + i];
-            if (!o->shard || !s->shards[o->shard - 1].gz ||
+            if (!streamed(s, o) ||
                 o->role == ING_NONE) /* not fetched (pipeline.c) */
                 continue;
             tgz_stream *st = &t->v[o->shard - 1];
