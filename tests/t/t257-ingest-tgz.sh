@@ -264,18 +264,25 @@ s3_put_tree "$T/cutdir" s3://cut/one
 fails "a truncated .tar.gz on S3: exit 3" 3 dlk create "$T/c4" from-s3 s3://cut/one
 check "... naming it" grep -q "tar shard '000001.tar.gz'" "$ERR"
 
+# killed_resumes DS WHAT ARGS...: a create killed with rows staged, then
+# the same command resumes them and ingests the rest (24 rows)
+killed_resumes() {
+    local ds=$1 what=$2 staged
+    shift 2
+    staged=$(python3 "$DLK_TESTS/kill_staged.py" "$DLK" "$ds" "$@")
+    check "a run$what was killed with rows staged" test -n "$staged"
+    ok "the same command" dlk create "$ds" "$@" --json
+    check "resumed the staged rows, ingested the rest" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1]))
+assert d["complete"] and d["resumed"] > 0 and d["resumed"] + d["ingested"] == 24, d' "$OUT"
+}
 # a run killed with rows staged resumes them (a shard read again from its
 # start for the rows past the checkpoint)
 K=$T/k
 ok "4 .tar.gz shards of larger images" wds make "$K" --shards 4 --per 6 --big --ext tar.gz
 s3_put_tree "$K" s3://raw/k
 args=(from-s3 s3://raw/k --chunk-size 64K --checkpoint 0.01 --jobs 1 --fetch 2)
-staged=$(python3 "$DLK_TESTS/kill_staged.py" "$DLK" "$T/killed" "${args[@]}")
-check "a run was killed with rows staged" test -n "$staged"
-ok "the same command" dlk create "$T/killed" "${args[@]}" --json
-check "resumed the staged rows, ingested the rest" python3 -c '
-import json,sys; d=json.load(open(sys.argv[1]))
-assert d["complete"] and d["resumed"] > 0 and d["resumed"] + d["ingested"] == 24, d' "$OUT"
+killed_resumes "$T/killed" "" "${args[@]}"
 ok "the same rows as a run not killed" dlk create "$T/whole" "${args[@]}"
 ok "... rows" rows "$T/killed"
 cp "$OUT" "$T/rows.killed"
@@ -288,12 +295,7 @@ check "... 24" test "$(cat "$OUT")" = 24
 # in the run's order: the shards' rows in turns must compare as they were
 # ordered, or rows are lost or appended twice
 args=(from-s3 s3://raw/k --no-key --chunk-size 64K --checkpoint 0.01 --jobs 1 --fetch 2)
-staged=$(python3 "$DLK_TESTS/kill_staged.py" "$DLK" "$T/nk-killed" "${args[@]}")
-check "a run without keys was killed with rows staged" test -n "$staged"
-ok "the same command" dlk create "$T/nk-killed" "${args[@]}" --json
-check "resumed the staged rows, ingested the rest" python3 -c '
-import json,sys; d=json.load(open(sys.argv[1]))
-assert d["complete"] and d["resumed"] > 0 and d["resumed"] + d["ingested"] == 24, d' "$OUT"
+killed_resumes "$T/nk-killed" " without keys" "${args[@]}"
 ok "a run not killed" dlk create "$T/nk-whole" "${args[@]}"
 nk_sum() { { dlk cat "$1" images : --raw && dlk cat "$1" labels : --raw; } | sha1sum; }
 check "... the same images and labels in the same order" \
