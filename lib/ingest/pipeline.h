@@ -186,10 +186,10 @@ bool ing_tgz_key(const char *key);
  * shards are listed, freed with the source. */
 dlk_status ing_tgz_new(ing_source *s, dlk_error *err);
 void ing_tgz_free(struct ing_tgz *t);
-/* The bytes of member o of a compressed shard (appended to out; o->size
- * at most max), read on from where the shard's reader is, from the
- * shard's start when it has passed o, or from the members it kept. */
-dlk_status ing_tgz_get(const ing_source *s, const ing_obj *o, uint64_t max,
+/* The bytes of member o of a compressed shard (appended to out), read on
+ * from where the shard's reader is, from the shard's start when it has
+ * passed o, or from the members it kept; the caller bounds o->size. */
+dlk_status ing_tgz_get(const ing_source *s, const ing_obj *o,
                        Dlk_buf *out, dlk_error *err);
 /* Before rows[0..n) of s are fetched: every reader closed, every member
  * kept dropped, and the members kept on the way from then on only those

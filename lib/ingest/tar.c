@@ -130,7 +130,7 @@ static dlk_status put(shard_list *l, char *key, uint64_t size, uint64_t off,
  * to be read (and reported) as any other. */
 static void take_small(struct archive *a, shard_list *l, uint64_t size)
 {
-    if (size > INLINE_MAX || !l->inline_used ||
+    if (size > INLINE_MAX ||
         __atomic_add_fetch(l->inline_used, size, __ATOMIC_RELAXED) >
             INLINE_TOTAL)
         return;
@@ -431,26 +431,34 @@ dlk_status ing_tar_list(ing_source *s, const dlk_ingest_opts *o,
     return rc;
 }
 
+/* The first len bytes of tar member o: kept from the listing, a range of
+ * its shard, or (a compressed shard's, which is a stream) all of it. */
+static dlk_status member_bytes(const ing_source *s, const ing_obj *o,
+                               uint64_t len, Dlk_buf *out, dlk_error *err)
+{
+    const ing_shard *sh = &s->shards[o->shard - 1];
+    if (o->inl)
+        return Dlk_buf_append(out, o->inl, (size_t)len, err);
+    if (sh->gz)
+        return ing_tgz_get(s, o, out, err);
+    dlk_status rc = Dlk_store_get_span(s->store, sh->key, sh->size, o->off,
+                                       len, out, err);
+    if (rc)
+        Dlk_fail_wrap(err, "member '%s' of tar shard '%s'",
+                      o->key + o->member, sh->key);
+    return rc;
+}
+
 dlk_status ing_obj_get(const ing_source *s, const ing_obj *o, uint64_t max,
                        Dlk_buf *out, dlk_error *err)
 {
     if (!o->shard)
         return Dlk_store_get(s->store, o->key, max, out, NULL, err);
-    const ing_shard *sh = &s->shards[o->shard - 1];
-    if (sh->gz && !o->inl)
-        return ing_tgz_get(s, o, max, out, err);
     if (o->size > max)
         return Dlk_fail(err, DLK_ELIMIT, "'%s': %llu bytes, over the limit "
                         "of %llu", o->key, (unsigned long long)o->size,
                         (unsigned long long)max);
-    if (o->inl)
-        return Dlk_buf_append(out, o->inl, (size_t)o->size, err);
-    dlk_status rc = Dlk_store_get_span(s->store, sh->key, sh->size, o->off,
-                                       o->size, out, err);
-    if (rc)
-        Dlk_fail_wrap(err, "member '%s' of tar shard '%s'",
-                      o->key + o->member, sh->key);
-    return rc;
+    return member_bytes(s, o, o->size, out, err);
 }
 
 dlk_status ing_obj_head(const ing_source *s, const ing_obj *o, uint64_t n,
@@ -460,17 +468,7 @@ dlk_status ing_obj_head(const ing_source *s, const ing_obj *o, uint64_t n,
     if (!o->shard)
         return len ? Dlk_store_get_range(s->store, o->key, 0, len, out, err)
                    : DLK_OK;
-    const ing_shard *sh = &s->shards[o->shard - 1];
-    if (o->inl)
-        return Dlk_buf_append(out, o->inl, (size_t)len, err);
-    if (sh->gz) /* a stream: the member is read whole on the way anyway */
-        return ing_tgz_get(s, o, o->size, out, err);
-    dlk_status rc = Dlk_store_get_span(s->store, sh->key, sh->size, o->off,
-                                       len, out, err);
-    if (rc)
-        Dlk_fail_wrap(err, "member '%s' of tar shard '%s'",
-                      o->key + o->member, sh->key);
-    return rc;
+    return member_bytes(s, o, len, out, err);
 }
 
 int ing_obj_folder(const ing_source *s, const ing_obj *o, char *out,

@@ -288,14 +288,10 @@ static dlk_status read_to(const ing_source *s, tgz_stream *st,
     }
 }
 
-dlk_status ing_tgz_get(const ing_source *s, const ing_obj *o, uint64_t max,
-                       Dlk_buf *out, dlk_error *err)
+dlk_status ing_tgz_get(const ing_source *s, const ing_obj *o, Dlk_buf *out,
+                       dlk_error *err)
 {
     const ing_shard *sh = &s->shards[o->shard - 1];
-    if (o->size > max)
-        return Dlk_fail(err, DLK_ELIMIT, "'%s': %llu bytes, over the limit "
-                        "of %llu", o->key, (unsigned long long)o->size,
-                        (unsigned long long)max);
     if (!s->tgz)
         return Dlk_fail(err, DLK_EINTERNAL, "tar shard '%s': no reader",
                         sh->key);
