@@ -53,11 +53,11 @@ extern "C" {
 #endif
 
 #define DLK_VERSION_MAJOR 1
-#define DLK_VERSION_MINOR 2
+#define DLK_VERSION_MINOR 3
 #define DLK_VERSION_PATCH 0
 #define DLK_VERSION_NUMBER \
     (DLK_VERSION_MAJOR * 10000 + DLK_VERSION_MINOR * 100 + DLK_VERSION_PATCH)
-#define DLK_VERSION_STRING "1.2.0"
+#define DLK_VERSION_STRING "1.3.0"
 
 /* The on-disk format version this library writes (formats/dlk-v1.md). */
 #define DLK_FORMAT_VERSION 1
@@ -1348,6 +1348,24 @@ typedef struct dlk_ingest_opts {
      * (the rows' identity, resume and reruns by key). */
     const struct dlk_ingest_object *objects;
     size_t n_objects;
+    /* Reads the bytes of objects[index] whose data is NULL and len is
+     * not 0: exactly len bytes into dst, when a row needs them, from any
+     * of ingest's threads, several at once.  0 when it did; else nonzero
+     * with why (why_size bytes) saying what failed: the run stops naming
+     * the object, as when a listed object cannot be read (a later run
+     * resumes from its last checkpoint).  Lets a caller list a table's
+     * rows without holding their bytes (NULL: every object has its
+     * data). */
+    int (*read_object)(void *ud, size_t index, void *dst, size_t len,
+                       char *why, size_t why_size);
+    void *read_object_ud;
+    /* The caller's objects are rows of tables read as streams, front to
+     * back (a Parquet file's row groups): a row whose stem is "T/N", N a
+     * row number in decimal, is row N of table T.  A table's rows keep
+     * row order, in the shuffled order in groups of tables whose rows
+     * take turns as compressed tar shards' do, and in the sorted order
+     * tables by name (formats/dlk-v1.md section 6.8). */
+    int objects_in_tables;
 } dlk_ingest_opts;
 
 /* One object of dlk_ingest_opts.objects (a fixed layout: no size). */

@@ -182,6 +182,8 @@ int ing_source_add_obj(ing_source *s, const char *key, uint64_t size,
  * (".tar.gz", ".tgz"), whose members are read by streaming it (tar.c). */
 bool ing_tar_key(const char *key);
 bool ing_tgz_key(const char *key);
+/* Whether any of s's shards is compressed. */
+bool ing_has_tgz(const ing_source *s);
 /* The stream readers of s's compressed shards (tgz.c): made once the
  * shards are listed, freed with the source. */
 dlk_status ing_tgz_new(ing_source *s, dlk_error *err);
@@ -480,9 +482,11 @@ dlk_status ing_merge_done(Dlk_store *store, const char *run, bool *done,
 typedef struct ing_order {
     bool shuffled;      /* by a keyed hash of the stem; else by stem */
     uint64_t seed;
-    struct ing_lanes *lanes; /* shuffled: the compressed shards' groups,
-                                made by ing_order_rows, freed by
-                                ing_order_free */
+    bool tables;        /* stems "T/N" are row N of table T (the caller's
+                           objects_in_tables) */
+    struct ing_lanes *lanes; /* shuffled or tables: the compressed shards'
+                                and tables' groups, made by
+                                ing_order_rows, freed by ing_order_free */
 } ing_order;
 
 /* Source row indices in append order, into *out (malloc'd). */

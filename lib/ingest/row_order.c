@@ -22,7 +22,14 @@
  * TGZ_LANES shards: their places then depend on the stems and the seed,
  * never on the thread counts (every shard of a run orders alike), and a
  * shard added to the source or taken from it moves only the rows of its
- * own group.  formats/dlk-v1.md section 6.8 gives the order exactly. */
+ * own group.
+ *
+ * The rows of a table the caller reads as a stream (a Parquet file:
+ * dlk_ingest_opts.objects_in_tables, stems "T/N" with N the row number)
+ * are ordered as a compressed shard's, by row number rather than by stem
+ * ("T/2" before "T/10"), and in the sorted order each table's rows are
+ * in row number order at the table's place.  formats/dlk-v1.md section
+ * 6.8 gives the order exactly. */
 #include "pipeline.h"
 
 #include <stdlib.h>
@@ -31,14 +38,15 @@
 
 #define TGZ_LANES 8
 
-/* A compressed shard's rows: [first, first + n) of the listing, which
- * holds them together (every stem of them, and no other, begins with
- * the shard's name and '/'). */
+/* A compressed shard's or a table's rows: [first, first + n) of the
+ * listing, which holds them together (every stem of them, and no other,
+ * begins with the shard's name and '/'). */
 typedef struct tgz_unit {
     size_t first, n;
     uint64_t rank;      /* mix(seed ^ XXH3-64(the shard's name)) */
     uint64_t place;     /* the rank of its group's first shard */
     uint32_t lane;      /* its turn in the group */
+    bool table;         /* a table's rows, in row number order */
 } tgz_unit;
 
 struct ing_lanes {
@@ -60,6 +68,37 @@ static size_t tgz_prefix(const char *stem, size_t len)
                 return i + n - 1;
         }
     return len;
+}
+
+/* The length of the part of stem "T/N" that names its table T, and its
+ * row number N (*num), or len when it is no table's row. */
+static size_t table_prefix(const char *stem, size_t len, uint64_t *num)
+{
+    size_t k = len;
+    while (k > 0 && stem[k - 1] >= '0' && stem[k - 1] <= '9')
+        k--;
+    /* up to 19 digits: every such number fits in 64 bits */
+    if (k < 2 || k == len || len - k > 19 || stem[k - 1] != '/')
+        return len;
+    uint64_t n = 0;
+    for (size_t i = k; i < len; i++)
+        n = n * 10 + (uint64_t)(stem[i] - '0');
+    *num = n;
+    return k - 1;
+}
+
+/* The part of stem that names the compressed shard or table whose row it
+ * is (*table: a table's, *num its row number), or len. */
+static size_t unit_prefix(const ing_order *o, const char *stem, size_t len,
+                          bool *table, uint64_t *num)
+{
+    *table = false;
+    size_t pl = tgz_prefix(stem, len);
+    if (pl < len || !o->tables)
+        return pl;
+    pl = table_prefix(stem, len, num);
+    *table = pl < len;
+    return pl;
 }
 
 static uint64_t rank_of(uint64_t seed, const char *p, size_t len)
@@ -116,12 +155,15 @@ static dlk_status build_lanes(const ing_source *s, ing_order *o,
     for (size_t i = 0; i < s->nrows; i++) {
         size_t len;
         const char *p = ing_row_stem(s, i, &len);
-        size_t pl = tgz_prefix(p, len);
+        bool table;
+        uint64_t num;
+        size_t pl = unit_prefix(o, p, len, &table, &num);
         if (pl == len) {
             cur = NULL;
             continue;
         }
-        if (cur && curlen == pl && memcmp(cur, p, pl) == 0) {
+        if (cur && curlen == pl && memcmp(cur, p, pl) == 0 &&
+            L->u[L->n - 1].table == table) {
             L->u[L->n - 1].n++;
             continue;
         }
@@ -130,7 +172,7 @@ static dlk_status build_lanes(const ing_source *s, ing_order *o,
             free(L);
             return Dlk_oom(err);
         }
-        L->u[L->n++] = (tgz_unit){.first = i, .n = 1,
+        L->u[L->n++] = (tgz_unit){.first = i, .n = 1, .table = table,
                                   .rank = rank_of(o->seed, p, pl)};
         cur = p;
         curlen = pl;
@@ -186,14 +228,30 @@ static const tgz_unit *unit_of(const struct ing_lanes *L, size_t row)
     return row < u->first + u->n ? u : NULL;
 }
 
+/* A row's place in its unit: its row number in a table, else its place
+ * in the listing. */
+static size_t unit_pos(const tgz_unit *u, const char *stem, size_t len,
+                       size_t lo)
+{
+    uint64_t num = 0;
+    if (u->table)
+        table_prefix(stem, len, &num);
+    return u->table ? (size_t)num : lo - u->first;
+}
+
+/* In the sorted order, a row's key is its place in the listing, but
+ * that of its unit's first row for a table's (then its row number). */
 static okey row_key(const ing_order *o, size_t row)
 {
     const struct ing_lanes *L = o->lanes;
     const tgz_unit *u = unit_of(L, row);
-    if (u)
-        return (okey){u->place, row - u->first, u->lane};
     size_t len;
     const char *p = ing_row_stem(L->s, row, &len);
+    if (!o->shuffled)
+        return u && u->table ? (okey){u->first, unit_pos(u, p, len, row), 0}
+                             : (okey){row, 0, 0};
+    if (u)
+        return (okey){u->place, unit_pos(u, p, len, row), u->lane};
     return (okey){rank_of(o->seed, p, len), 0, 0};
 }
 
@@ -204,8 +262,10 @@ static okey stem_key(const ing_order *o, const char *stem)
 {
     const struct ing_lanes *L = o->lanes;
     const ing_source *s = L->s;
-    size_t sl = strlen(stem), pl = tgz_prefix(stem, sl);
-    if (pl == sl)
+    bool table;
+    uint64_t num;
+    size_t sl = strlen(stem), pl = unit_prefix(o, stem, sl, &table, &num);
+    if (pl == sl && o->shuffled)
         return (okey){rank_of(o->seed, stem, sl), 0, 0};
     size_t lo = 0, hi = s->nrows; /* the first row not below stem */
     while (lo < hi) {
@@ -215,24 +275,29 @@ static okey stem_key(const ing_order *o, const char *stem)
         else
             hi = mid;
     }
-    for (size_t c = 0; c < 2; c++) {
+    for (size_t c = 0; c < 2 && pl < sl; c++) {
         if (c == 1 && lo == 0)
             break;
         const tgz_unit *u = unit_of(L, lo - c);
-        if (!u)
+        if (!u || u->table != table || (!o->shuffled && !table))
             continue;
         size_t len;
+        bool t;
+        uint64_t n;
         const char *p = ing_row_stem(s, u->first, &len);
-        if (tgz_prefix(p, len) == pl && memcmp(p, stem, pl) == 0)
-            return (okey){u->place, lo - u->first, u->lane};
+        if (unit_prefix(o, p, len, &t, &n) == pl && memcmp(p, stem, pl) == 0)
+            return o->shuffled
+                       ? (okey){u->place, unit_pos(u, stem, sl, lo), u->lane}
+                       : (okey){u->first, unit_pos(u, stem, sl, lo), 0};
     }
-    return (okey){rank_of(o->seed, stem, pl), 0, 0};
+    return o->shuffled ? (okey){rank_of(o->seed, stem, pl), 0, 0}
+                       : (okey){lo, 0, 0};
 }
 
 int ing_order_cmp(const ing_source *s, const ing_order *o, size_t row,
                   const char *stem)
 {
-    if (!o->shuffled)
+    if (!o->shuffled && !o->tables)
         return ing_row_cmp(s, row, stem);
     DLK_ASSERT(o->lanes && o->lanes->s == s);
     okey a = row_key(o, row), b = stem_key(o, stem);
@@ -262,20 +327,21 @@ dlk_status ing_order_rows(const ing_source *s, ing_order *o, size_t **out,
                           dlk_error *err)
 {
     size_t n = s->nrows;
-    if (o->shuffled && !o->lanes) {
+    bool by_key = o->shuffled || o->tables;
+    if (by_key && !o->lanes) {
         dlk_status rc = build_lanes(s, o, err);
         if (rc)
             return rc;
     }
     size_t *perm = malloc((n ? n : 1) * sizeof *perm);
-    keyed *k = o->shuffled ? malloc((n ? n : 1) * sizeof *k) : NULL;
-    if (!perm || (o->shuffled && !k)) {
+    keyed *k = by_key ? malloc((n ? n : 1) * sizeof *k) : NULL;
+    if (!perm || (by_key && !k)) {
         free(perm);
         free(k);
         return Dlk_fail(err, DLK_ENOMEM, "out of memory ordering %zu rows",
                         n);
     }
-    if (!o->shuffled) {
+    if (!by_key) {
         for (size_t i = 0; i < n; i++)
             perm[i] = i;
         *out = perm;

@@ -104,12 +104,15 @@ static void canonical_options(ing_run *r, const char *nonce,
     /* "/gz8": compressed shards' rows in groups of 8 (row_order.c), an
      * order that a run begun when each shard's rows stayed together
      * must not resume in */
-    bool gz = false;
-    for (size_t i = 0; c->src && i < c->src->nshards && !gz; i++)
-        gz = c->src->shards[i].gz;
+    bool gz = c->src && ing_has_tgz(c->src);
+    /* " tables": a table's rows by row number, which a run begun in
+     * stem order must not resume in */
     if (r->order.shuffled)
-        snprintf(order_text, sizeof order_text, " order=shuffled/%llu%s",
-                 (unsigned long long)r->order.seed, gz ? "/gz8" : "");
+        snprintf(order_text, sizeof order_text, " order=shuffled/%llu%s%s",
+                 (unsigned long long)r->order.seed, gz ? "/gz8" : "",
+                 r->order.tables ? "/tables" : "");
+    else if (r->order.tables)
+        snprintf(order_text, sizeof order_text, " order=sorted/tables");
     snprintf(r->options, sizeof r->options,
              "v1 shards=%u image=%dx%d/%d/%d/%s video=%dx%d/%d/%d frames=%d "
              "fps=%g clip=%g max_pixels=%llu labels=%s on_error=%d "
@@ -754,6 +757,7 @@ static void init_run(ing_run *r, const dlk_ingest_opts *o,
     r->shard = o->nshards > 1 ? o->shard : 0;
     r->order.shuffled = o->order != DLK_ORDER_SORTED;
     r->order.seed = o->order_seed;
+    r->order.tables = o->objects && o->objects_in_tables;
     res->order = r->order.shuffled ? DLK_ORDER_SHUFFLED : DLK_ORDER_SORTED;
     res->order_seed = r->order.seed;
     /* From S3 on many cores, a core for each of the store's I/O threads,

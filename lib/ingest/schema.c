@@ -605,6 +605,8 @@ dlk_status dlk_ingest_infer(const dlk_ingest_opts *o, dlk_tensor_spec **out,
     dlk_ingest_opts given = DLK_INGEST_OPTS_INIT;
     given.objects = o->objects;
     given.n_objects = o->n_objects;
+    given.read_object = o->read_object;
+    given.read_object_ud = o->read_object_ud;
     dlk_status rc = ing_source_open(o->source, o->labels, o->store, &given,
                                     &src, err);
     if (rc)
@@ -804,7 +806,8 @@ static dlk_status dry_create(const dlk_ingest_opts *o, ing_source *src,
     }
     /* the shard's rows in the order the run would append them */
     ing_order order = {.shuffled = o->order != DLK_ORDER_SORTED,
-                       .seed = o->order_seed};
+                       .seed = o->order_seed,
+                       .tables = o->objects && o->objects_in_tables};
     size_t *rows = NULL;
     rc = ing_order_rows(src, &order, &rows, err);
     ing_order_free(&order);

@@ -452,6 +452,7 @@ dlk_status ing_source_open(const char *url, const char *labels,
      * their keys relative to url all the same */
     dlk_status rc = o && o->objects
                         ? Dlk_store_open_mem(url, o->objects, o->n_objects,
+                                             o->read_object, o->read_object_ud,
                                              &s->store, err)
                         : Dlk_store_open(url, false, so, &s->store, err);
     if (!rc)

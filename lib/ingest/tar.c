@@ -37,6 +37,14 @@ bool ing_tgz_key(const char *key)
     return ends_with(key, ".tar.gz") || ends_with(key, ".tgz");
 }
 
+bool ing_has_tgz(const ing_source *s)
+{
+    for (size_t i = 0; i < s->nshards; i++)
+        if (s->shards[i].gz)
+            return true;
+    return false;
+}
+
 /* Reading a remote shard: ranges from 64 KiB after a skip (a member's
  * bytes passed over) up to 1 MiB while reading on, so that a shard of
  * small members costs a few requests and one of large ones little more
@@ -372,15 +380,12 @@ dlk_status ing_tar_list(ing_source *s, const dlk_ingest_opts *o,
     if (!L.out)
         return Dlk_oom(err);
     uint64_t inline_used = 0;
-    bool gz = false;
-    for (size_t i = 0; i < s->nshards; i++) {
+    for (size_t i = 0; i < s->nshards; i++)
         L.out[i].inline_used = &inline_used;
-        gz |= s->shards[i].gz;
-    }
     /* a compressed shard is listed by inflating it: one core each */
     size_t cores = (size_t)dlk_cpu_count();
     size_t want = Dlk_store_is_remote(s->store) ? LISTERS_REMOTE
-                  : gz && cores > LISTERS_LOCAL
+                  : ing_has_tgz(s) && cores > LISTERS_LOCAL
                       ? (cores < LISTERS_REMOTE ? cores : LISTERS_REMOTE)
                       : LISTERS_LOCAL;
     if (want > s->nshards)

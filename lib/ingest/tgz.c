@@ -81,10 +81,7 @@ static bool streamed(const ing_source *s, const ing_obj *o)
 
 dlk_status ing_tgz_new(ing_source *s, dlk_error *err)
 {
-    bool any = false;
-    for (size_t i = 0; i < s->nshards && !any; i++)
-        any = s->shards[i].gz;
-    if (!any || s->tgz)
+    if (!ing_has_tgz(s) || s->tgz)
         return DLK_OK;
     struct ing_tgz *t = calloc(1, sizeof *t);
     if (!t || !(t->v = calloc(s->nshards, sizeof *t->v))) {

@@ -2,7 +2,9 @@
  * (dlk_ingest_opts.objects): an ingest source whose objects come from a
  * table the caller read (a Parquet file's rows), listed, read and
  * ranged as a directory's files are, so that the rest of ingest does not
- * know the difference.  Nothing is copied at open but the index. */
+ * know the difference.  Nothing is copied at open but the index.  An
+ * object given without its bytes is read through the caller's
+ * read_object when a get needs it (a table too large to hold). */
 #include "util/error.h"
 #include "util/buf.h"
 #include "util/keys.h"
@@ -16,6 +18,9 @@ typedef struct mem_store {
     Dlk_store base;
     const dlk_ingest_object **objs; /* sorted by key */
     size_t n;
+    const dlk_ingest_object *given; /* objs' array, for their indices */
+    Dlk_mem_read read;
+    void *read_ud;
 } mem_store;
 
 static int obj_cmp(const void *a, const void *b)
@@ -49,6 +54,35 @@ static void fill_info(const dlk_ingest_object *o, Dlk_obj_info *info)
     snprintf(info->etag, sizeof info->etag, "%s", o->version ? o->version : "");
 }
 
+/* Bytes [off, off + n) of o, which the caller reads when asked: the
+ * whole object read, into out's free space when it is all of it. */
+static dlk_status read_range(const mem_store *m, const dlk_ingest_object *o,
+                             uint64_t off, uint64_t n, Dlk_buf *out,
+                             dlk_error *err)
+{
+    bool whole = off == 0 && n == o->len;
+    Dlk_buf tmp = {0};
+    Dlk_buf *into = whole ? out : &tmp;
+    dlk_status rc = Dlk_buf_reserve(into, o->len, err);
+    if (rc)
+        return rc;
+    char why[256] = "";
+    if (m->read(m->read_ud, (size_t)(o - m->given), into->data + into->len,
+                o->len, why, sizeof why)) {
+        why[sizeof why - 1] = 0;
+        Dlk_buf_free(&tmp);
+        return Dlk_fail(err, DLK_EIO, "object '%s' was not read: %s", o->key,
+                        why[0] ? why : "the caller's read failed");
+    }
+    if (whole) {
+        out->len += o->len;
+        return DLK_OK;
+    }
+    rc = Dlk_buf_append(out, tmp.data + off, (size_t)n, err);
+    Dlk_buf_free(&tmp);
+    return rc;
+}
+
 static dlk_status mem_get(Dlk_store *s, const char *key, uint64_t off,
                           uint64_t len, uint64_t max, Dlk_buf *out,
                           Dlk_obj_info *info, dlk_error *err)
@@ -68,8 +102,11 @@ static dlk_status mem_get(Dlk_store *s, const char *key, uint64_t off,
         return Dlk_fail(err, DLK_ELIMIT, "object '%s' is %llu bytes, over "
                         "the limit of %llu", key, (unsigned long long)n,
                         (unsigned long long)max);
-    dlk_status rc = Dlk_buf_append(out, (const uint8_t *)o->data + off,
-                                   (size_t)n, err);
+    dlk_status rc = o->data || !size
+                        ? Dlk_buf_append(out, (const uint8_t *)o->data + off,
+                                         (size_t)n, err)
+                        : read_range((const mem_store *)s, o, off, n, out,
+                                     err);
     if (!rc)
         fill_info(o, info);
     return rc;
@@ -158,7 +195,8 @@ static const Dlk_store_ops mem_ops = {
 };
 
 dlk_status Dlk_store_open_mem(const char *url, const dlk_ingest_object *objs,
-                              size_t n, Dlk_store **out, dlk_error *err)
+                              size_t n, Dlk_mem_read read, void *read_ud,
+                              Dlk_store **out, dlk_error *err)
 {
     *out = NULL;
     if (n && !objs)
@@ -173,8 +211,11 @@ dlk_status Dlk_store_open_mem(const char *url, const dlk_ingest_object *objs,
         return Dlk_oom(err);
     }
     m->base.ops = &mem_ops;
+    m->given = objs;
+    m->read = read;
+    m->read_ud = read_ud;
     for (size_t i = 0; i < n; i++) {
-        if (!objs[i].key || (objs[i].len && !objs[i].data)) {
+        if (!objs[i].key || (objs[i].len && !objs[i].data && !read)) {
             mem_free(&m->base);
             return Dlk_fail(err, DLK_EINVAL, "object %zu of the source has "
                             "no %s", i, objs[i].key ? "data" : "key");

@@ -166,12 +166,17 @@ dlk_status Dlk_store_open_file(const char *path, bool create,
                                Dlk_store **out, dlk_error *err);
 dlk_status Dlk_store_open_s3(const char *url, const dlk_store_options *so,
                              Dlk_store **out, dlk_error *err);
+/* Reads the bytes of objs[index] (dlk_ingest_opts.read_object). */
+typedef int (*Dlk_mem_read)(void *ud, size_t index, void *dst, size_t len,
+                            char *why, size_t why_size);
 /* A read-only store of the caller's objects objs[0..n) (mem.c), named
  * url in messages; the objects (keys, versions, bytes) stay the caller's
- * and must outlive the store.  DLK_EINVAL for an object without a key,
- * or two of one key. */
+ * and must outlive the store.  An object with len but no data is read by
+ * read (NULL: none may lack it).  DLK_EINVAL for an object without a
+ * key, or without its data and no read, or two of one key. */
 dlk_status Dlk_store_open_mem(const char *url, const dlk_ingest_object *objs,
-                              size_t n, Dlk_store **out, dlk_error *err);
+                              size_t n, Dlk_mem_read read, void *read_ud,
+                              Dlk_store **out, dlk_error *err);
 
 /* A node-local cache of chunk objects in front of a remote store
  * (cache.c; formats/dlk-v1.md, Appendix B): reads of chunks

@@ -17,6 +17,7 @@
 #include <Python.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1794,10 +1795,12 @@ static void raise_dlk_result(const dlk_error *err, PyObject *result)
 
 /* _ingest(url, source, objects, create, width, height, fit, channels,
  * max_skip, dry_run, jobs, sorted, seed, no_key, exist_ok,
- * strict_classes, no_resume, shard, nshards): dlk_ingest (or, create, dlk_ingest_create
- * with the schema inferred) over objects, a sequence of (key, version,
- * bytes-like) that the call reads in place; the result as a dict of the
- * names `dlk ingest --json` gives. */
+ * strict_classes, no_resume, shard, nshards, reader, tables): dlk_ingest
+ * (or, create, dlk_ingest_create with the schema inferred) over objects,
+ * a sequence of (key, version, bytes-like) that the call reads in place
+ * or (key, version, None, size) that reader(index) returns the bytes of
+ * when they are needed; tables: objects_in_tables.  The result as a dict
+ * of the names `dlk ingest --json` gives. */
 struct ingest_args {
     const char *url, *source;
     PyObject *seq;
@@ -1807,49 +1810,111 @@ struct ingest_args {
     unsigned int shard, nshards;
     double max_skip;
     unsigned long long seed;
+    PyObject *reader;
+    int tables;
 };
 
 /* _ingest()'s arguments into *a; 0, else -1 with the exception set. */
 static int ingest_args_parse(PyObject *args, struct ingest_args *a)
 {
     *a = (struct ingest_args){0};
-    if (!PyArg_ParseTuple(args, "ssO|piiiidpipKppppII", &a->url, &a->source,
-                          &a->seq, &a->create, &a->width, &a->height, &a->fit,
-                          &a->channels, &a->max_skip, &a->dry_run, &a->jobs,
-                          &a->sorted_, &a->seed, &a->no_key, &a->exist_ok,
-                          &a->strict, &a->no_resume, &a->shard, &a->nshards))
+    if (!PyArg_ParseTuple(args, "ssO|piiiidpipKppppIIOp", &a->url,
+                          &a->source, &a->seq, &a->create, &a->width,
+                          &a->height, &a->fit, &a->channels, &a->max_skip,
+                          &a->dry_run, &a->jobs, &a->sorted_, &a->seed,
+                          &a->no_key, &a->exist_ok, &a->strict, &a->no_resume,
+                          &a->shard, &a->nshards, &a->reader, &a->tables))
         return -1;
+    if (a->reader == Py_None)
+        a->reader = NULL;
+    if (a->reader && !PyCallable_Check(a->reader)) {
+        PyErr_SetString(PyExc_TypeError, "reader is not callable");
+        return -1;
+    }
     return 0;
 }
 
-/* objs[] over the (key, version, bytes) tuples of items, read in place:
- * *held counts the buffers taken, for the caller to release.  0, else -1
- * with the exception set. */
-static int wrap_objects(PyObject *items, dlk_ingest_object *objs,
+/* objs[] over the (key, version, bytes) tuples of items, read in place,
+ * and (key, version, None, size) ones, read by the reader: *held counts
+ * the items looked at, whose buffers (views[i].obj set) the caller
+ * releases.  0, else -1 with the exception set. */
+static int wrap_objects(PyObject *items, bool reader, dlk_ingest_object *objs,
                         Py_buffer *views, Py_ssize_t *held)
 {
     Py_ssize_t n = PyTuple_Size(items);
     for (Py_ssize_t i = *held; i < n; i++) {
         PyObject *it = PyTuple_GetItem(items, i);
-        PyObject *k, *v, *d;
-        if (!PyTuple_Check(it) || PyTuple_Size(it) != 3) {
+        Py_ssize_t w = PyTuple_Check(it) ? PyTuple_Size(it) : 0;
+        bool later = w == 4 && reader && PyTuple_GetItem(it, 2) == Py_None;
+        if (w != 3 && !later) {
             PyErr_Format(PyExc_TypeError, "object %zd: not a tuple (key, "
-                         "version, bytes)", i);
+                         "version, bytes)%s", i,
+                         reader ? " or (key, version, None, size)" : "");
             return -1;
         }
-        k = PyTuple_GetItem(it, 0);
-        v = PyTuple_GetItem(it, 1);
-        d = PyTuple_GetItem(it, 2);
-        objs[i].key = PyUnicode_AsUTF8AndSize(k, NULL);
-        objs[i].version = PyUnicode_AsUTF8AndSize(v, NULL);
-        if (!objs[i].key || !objs[i].version ||
-            PyObject_GetBuffer(d, &views[i], PyBUF_SIMPLE) < 0)
+        objs[i].key = PyUnicode_AsUTF8AndSize(PyTuple_GetItem(it, 0), NULL);
+        objs[i].version =
+            PyUnicode_AsUTF8AndSize(PyTuple_GetItem(it, 1), NULL);
+        if (!objs[i].key || !objs[i].version)
             return -1;
         *held = i + 1;
+        if (later) {
+            size_t len = PyLong_AsSize_t(PyTuple_GetItem(it, 3));
+            if (len == (size_t)-1 && PyErr_Occurred())
+                return -1;
+            objs[i].len = len;
+            continue;
+        }
+        if (PyObject_GetBuffer(PyTuple_GetItem(it, 2), &views[i],
+                               PyBUF_SIMPLE) < 0)
+            return -1;
         objs[i].data = views[i].buf;
         objs[i].len = (size_t)views[i].len;
     }
     return 0;
+}
+
+/* dlk_ingest_opts.read_object: reader(index)'s bytes into dst, from one
+ * of ingest's threads, under the GIL.  What the reader raised is the
+ * reason given. */
+static int read_object(void *ud, size_t index, void *dst, size_t len,
+                       char *why, size_t why_size)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    int rc = -1;
+    PyObject *got = PyObject_CallFunction((PyObject *)ud, "n",
+                                          (Py_ssize_t)index);
+    Py_buffer v;
+    if (got && PyObject_GetBuffer(got, &v, PyBUF_SIMPLE) == 0) {
+        if ((size_t)v.len == len) {
+            memcpy(dst, v.buf, len);
+            rc = 0;
+        } else {
+            snprintf(why, why_size, "%zd bytes, where its listing had %zu",
+                     v.len, len);
+        }
+        PyBuffer_Release(&v);
+    }
+    Py_XDECREF(got);
+    if (PyErr_Occurred()) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyObject *name = type ? PyObject_GetAttrString(type, "__name__")
+                              : NULL;
+        PyObject *text = value ? PyObject_Str(value) : NULL;
+        const char *n = name ? PyUnicode_AsUTF8AndSize(name, NULL) : NULL;
+        const char *t = text ? PyUnicode_AsUTF8AndSize(text, NULL) : NULL;
+        snprintf(why, why_size, "%s%s%s", n ? n : "an exception",
+                 t && *t ? ": " : "", t ? t : "");
+        Py_XDECREF(name);
+        Py_XDECREF(text);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        PyErr_Clear();
+    }
+    PyGILState_Release(g);
+    return rc;
 }
 
 /* The ingest's options: its arguments, the n objects and the callbacks
@@ -1861,6 +1926,9 @@ static void ingest_opts(const struct ingest_args *a,
     o->source = a->source;
     o->objects = objs;
     o->n_objects = n;
+    o->read_object = a->reader ? read_object : NULL;
+    o->read_object_ud = a->reader;
+    o->objects_in_tables = a->tables;
     o->width = a->width;
     o->height = a->height;
     o->fit = (dlk_fit)a->fit;
@@ -1929,7 +1997,7 @@ static PyObject *ingest_objects(PyObject *m, PyObject *args)
     }
     if (!cb.errors || !cb.unused || !cb.schema || !cb.classes || !cb.changed)
         goto done;
-    if (wrap_objects(items, objs, views, &held) < 0)
+    if (wrap_objects(items, a.reader != NULL, objs, views, &held) < 0)
         goto done;
     dlk_ingest_opts o = DLK_INGEST_OPTS_INIT;
     ingest_opts(&a, objs, (size_t)n, &cb, &o);
@@ -1946,7 +2014,8 @@ static PyObject *ingest_objects(PyObject *m, PyObject *args)
     }
 done:
     for (Py_ssize_t i = 0; i < held; i++)
-        PyBuffer_Release(&views[i]);
+        if (views[i].obj)
+            PyBuffer_Release(&views[i]);
     free(views);
     free(objs);
     Py_DECREF(items);

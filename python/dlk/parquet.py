@@ -15,24 +15,64 @@ as for metadata.jsonl (strings a text tensor, integers i64, other numbers
 and lists of numbers f32, a "label" column a class_label tensor),
 --dry-run, max_skip, resume after an interruption and reruns by key
 (FILE.parquet/ROW, versioned by the file's size and mtime) are the same,
-and so are --shard's shares.  The source may be an s3:// prefix or
+and so are --shard's shares.  A table's rows keep row order: in the
+shuffled order up to 8 tables take turns at the place of the first,
+each read once from its start (formats/dlk-v1.md section 6.8).  The source may be an s3:// prefix or
 object, read with pyarrow's S3 filesystem set up from the AWS variables
 the dlk command reads (dlk's store has no Python binding for ranged
 reads, and pyarrow reads a file's footer and column chunks by range).
-A file is read a row group at a time, its columns read only; the rows'
-image bytes (read in place from pyarrow's buffers) and metadata lines are
-held for the run.
+A file is read a batch of rows at a time, its columns read only.  The
+metadata lines are held for the run; of the images, up to hold_mb MiB
+(256) are kept from the listing, and beyond that a row's image is read
+again when the library asks for it (dlk_ingest_opts.read_object), by a
+reader per table that moves front to back through its batches: memory
+is bounded by those batches, not by the tables.
 """
+import collections
 import json
 import math
 import os
 import sys
+import threading
+import zlib
 
 from . import _core
 
 # a Parquet column's Hugging Face feature "_type" of an image
 _IMAGE_TYPES = ("Image",)
 _FITS = {"stretch": 0, "crop": 1, "pad": 2}
+# rows a batch of a table's listing and of its reader
+_LIST_ROWS = 64
+_READ_ROWS = 64
+# a reader's batches kept behind the row it reads (rows asked for out of
+# order by ingest's threads), in bytes, and the readers open at once
+_WINDOW = 16 << 20
+_READERS = 16
+# A table is read a row group at a time: pyarrow's pre-buffering reads
+# every row group asked for ahead (the whole file, for a reader from its
+# start), so each is asked for alone.  One of up to _GROUP_WHOLE bytes is
+# read whole, its column chunks in a few coalesced ranges (as S3 wants);
+# a larger one (a file written as one row group) is streamed, _BUFFER
+# bytes of its pages at a time.
+_GROUP_WHOLE = 64 << 20
+_BUFFER = 1 << 20
+
+
+def _batches(pa, src, path, columns, rows, group=0):
+    """The batches of rows of the columns of the file at path, from row
+    group group on, a row group at a time."""
+    pf = pa.parquet.ParquetFile(src.open(path), pre_buffer=True)
+    streamed = None
+    for g in range(group, pf.metadata.num_row_groups):
+        f = pf
+        if pf.metadata.row_group(g).total_byte_size > _GROUP_WHOLE:
+            if streamed is None:
+                streamed = pa.parquet.ParquetFile(
+                    src.open(path), pre_buffer=False, buffer_size=_BUFFER)
+            f = streamed
+        # one thread: pyarrow's would read the columns ahead
+        yield from f.iter_batches(batch_size=rows, row_groups=[g],
+                                  columns=columns, use_threads=False)
 
 
 def _pa():
@@ -381,8 +421,114 @@ def _kept_columns(pa, schema, col, lab, unused_cols):
     return cols
 
 
-def _objects(pa, src, path, rel, ver, image, label, unused_cols):
-    """The objects of one Parquet file: its images and its metadata.jsonl."""
+def _images(pa, arr):
+    """(image bytes array, paths or None) of an image column's values."""
+    if hasattr(arr, "combine_chunks"):
+        arr = arr.combine_chunks()
+    paths = None
+    if pa.types.is_struct(arr.type):
+        if arr.type.get_field_index("path") >= 0:
+            paths = arr.field("path").to_pylist()
+        valid = arr.is_valid()
+        arr = arr.field("bytes")
+        # a null struct: no image, whatever its field holds
+        arr = pa.compute.if_else(valid, arr, pa.nulls(len(arr), arr.type))
+    return arr, paths
+
+
+class _Table:
+    """What a file's rows need to be read again: where, its image column
+    and the first row of each row group."""
+
+    def __init__(self, src, path, col, pf):
+        self.src, self.path, self.col = src, path, col
+        self.starts, n = [], 0
+        for g in range(pf.num_row_groups):
+            self.starts.append(n)
+            n += pf.metadata.row_group(g).num_rows
+
+
+class _Reader:
+    """One table's images read front to back a batch at a time, keeping
+    up to _WINDOW bytes of batches behind; a row before them reopens the
+    table at its row group."""
+
+    def __init__(self, pa, table):
+        self.pa, self.t = pa, table
+        self.lock = threading.Lock()
+        self.it, self.next = None, 0  # the batches, the first row of the next
+        self.kept, self.bytes = collections.deque(), 0
+
+    def _open(self, row):
+        import bisect
+        t = self.t
+        g = max(bisect.bisect_right(t.starts, row) - 1, 0)
+        self.it = _batches(self.pa, t.src, t.path, [t.col], _READ_ROWS, g)
+        self.next = t.starts[g] if t.starts else 0
+        self.kept.clear()
+        self.bytes = 0
+
+    def row(self, r):
+        with self.lock:
+            if self.it is None or (self.kept and r < self.kept[0][0]) or \
+                    (not self.kept and r < self.next):
+                self._open(r)
+            while r >= self.next:
+                b = next(self.it, None)
+                if b is None:
+                    raise ValueError("row %d of '%s' is past its end" %
+                                     (r, self.t.path))
+                img, _ = _images(self.pa, b.column(self.t.col))
+                self.kept.append((self.next, img))
+                self.next += len(img)
+                self.bytes += img.nbytes
+                while len(self.kept) > 2 and self.bytes > _WINDOW:
+                    self.bytes -= self.kept.popleft()[1].nbytes
+            for start, img in self.kept:
+                if start <= r < start + len(img):
+                    v = img[r - start]
+                    if not v.is_valid:
+                        raise ValueError("row %d of '%s' has no image now" %
+                                         (r, self.t.path))
+                    return v.as_buffer()
+            raise ValueError("row %d of '%s' was passed" % (r, self.t.path))
+
+
+class _Readers:
+    """The library's read_object: objects[i] is a row's image, read by
+    its table's reader and checked against the CRC-32 its listing took
+    (crcs[i]), so that a table rewritten since is a failed read, never
+    another row's bytes; at most _READERS tables open at once."""
+
+    def __init__(self, pa, objs, crcs, tables):
+        self.pa, self.objs, self.crcs, self.tables = pa, objs, crcs, tables
+        self.lock = threading.Lock()
+        self.open = collections.OrderedDict()
+
+    def __call__(self, i):
+        b = self._read(i)
+        if zlib.crc32(b) != self.crcs[i]:
+            raise ValueError("its table changed since it was listed")
+        return b
+
+    def _read(self, i):
+        key = self.objs[i][0]
+        rel, _, name = key.rpartition("/")
+        with self.lock:
+            rd = self.open.get(rel)
+            if rd is None:
+                rd = self.open[rel] = _Reader(self.pa, self.tables[rel])
+                if len(self.open) > _READERS:
+                    self.open.popitem(last=False)
+            self.open.move_to_end(rel)
+        return rd.row(int(name.partition(".")[0]))
+
+
+def _objects(pa, src, path, rel, ver, image, label, unused_cols, hold):
+    """The objects of one Parquet file, its images and its metadata.jsonl,
+    their CRC-32s (None for those held) and the _Table they are read
+    again from.  hold: [bytes] of images that may still be kept; an image
+    beyond it is listed by its size."""
     pf = pa.parquet.ParquetFile(src.open(path))
     schema = pf.schema_arrow
     feats = _hf_features(schema)
@@ -393,54 +539,57 @@ def _objects(pa, src, path, rel, ver, image, label, unused_cols):
                          (rel, ", ".join(schema.names)))
     lab, names = _label_column(schema, feats, label, rel)
     cols = _kept_columns(pa, schema, col, lab, unused_cols)
-    # one row group at a time, only the columns read: what stays for the
-    # run is each row's image bytes (slices of its group's buffer) and the
-    # metadata lines, not the decoded table
-    out, lines, base = [], [], 0
-    for g in range(pf.num_row_groups):
-        table = pf.read_row_group(g, columns=[col] + cols)
-        img = table.column(col).combine_chunks()
-        paths = None
-        if pa.types.is_struct(img.type):
-            if img.type.get_field_index("path") >= 0:
-                paths = img.field("path").to_pylist()
-            valid = img.is_valid()
-            img = img.field("bytes")
-            # a null struct: no image, whatever its field holds
-            img = pa.compute.if_else(valid, img,
-                                     pa.nulls(len(img), img.type))
-        values = {c: table.column(c).to_pylist() for c in cols}
-        del table
+    # a batch at a time, only the columns read: what stays is the
+    # metadata lines and the images hold allows (slices of their batch's
+    # buffer), not the table
+    out, crcs, lines, i = [], [], [], 0
+    for batch in _batches(pa, src, path, [col] + cols, _LIST_ROWS):
+        img, paths = _images(pa, batch.column(col))
+        values = {c: batch.column(c).to_pylist() for c in cols}
+        del batch
         for j in range(len(img)):
-            i = base + j
             b = img[j].as_buffer() if img[j].is_valid else None
-            p = paths[j] if paths else None
-            name = "%d.%s" % (i, _ext(b, p))
-            row = {"file_name": name}
-            for c in cols:
-                v = values[c][j]
-                if c == lab:
-                    if names is not None and isinstance(v, int) and \
-                            0 <= v < len(names):
-                        v = names[v]
-                    row["label"] = v
-                    continue
-                row[c] = _cell(v)
-            lines.append(json.dumps(row, ensure_ascii=False))
-            if b is not None:
-                # an empty image is a bad row, not a missing one
+            name = "%d.%s" % (i, _ext(b, paths[j] if paths else None))
+            lines.append(json.dumps(_meta_row(name, cols, values, j, lab,
+                                              names), ensure_ascii=False))
+            i += 1
+            if b is None:
+                continue
+            # an empty image is a bad row, not a missing one
+            if b.size <= hold[0]:
+                hold[0] -= b.size
                 out.append((rel + "/" + name, ver, b))
-        base += len(img)
+                crcs.append(None)
+            else:
+                out.append((rel + "/" + name, ver, None, b.size))
+                crcs.append(zlib.crc32(b))
     meta = ("\n".join(lines) + "\n").encode()
     out.append((rel + "/metadata.jsonl", ver, meta))
-    return out
+    crcs.append(None)
+    return out, crcs, _Table(src, path, col, pf)
+
+
+def _meta_row(name, cols, values, j, lab, names):
+    """Row j's line of metadata.jsonl: its image's file_name, its columns
+    and its label (a class id given its name)."""
+    row = {"file_name": name}
+    for c in cols:
+        v = values[c][j]
+        if c == lab:
+            if names is not None and isinstance(v, int) and \
+                    0 <= v < len(names):
+                v = names[v]
+            row["label"] = v
+            continue
+        row[c] = _cell(v)
+    return row
 
 
 def ingest_parquet(url, source, create=False, image=None, label=None,
                    resize=None, fit="stretch", channels=0, max_skip=None,
                    dry_run=False, jobs=0, order="shuffled", seed=0,
                    no_key=False, exist_ok=False, strict_classes=False,
-                   no_resume=False, shard=None):
+                   no_resume=False, shard=None, hold_mb=256):
     """Ingest the Parquet file (or every .parquet below the directory)
     `source` into the dataset at `url`; with create, make the dataset
     with the schema inferred from it first (as `dlk create`).  image: the
@@ -454,7 +603,8 @@ def ingest_parquet(url, source, create=False, image=None, label=None,
     strict_classes, no_resume as for `dlk ingest`; shard "I/N", (I, N)
     or "auto[/N]" as `dlk ingest --shard`: this process takes share I of
     the rows of all the tables, and the last share to finish merges them
-    all.
+    all; hold_mb, the MiB of images kept from the listing (the rest is
+    read again from the tables as it is ingested).
 
     Returns the dict `dlk ingest --json` prints (ingested, skipped,
     errors, planned, unused_objects, schema, new, present, changed, ...)
@@ -477,17 +627,24 @@ def ingest_parquet(url, source, create=False, image=None, label=None,
     if order not in ("shuffled", "sorted"):
         raise ValueError("order '%s' is not shuffled or sorted" % order)
     sh, nsh = _shard(shard)
+    if not isinstance(hold_mb, (int, float)) or hold_mb < 0:
+        raise ValueError("hold_mb must be a number of MiB, 0 or more")
     src, root, files, other = _files(pa, str(source))
-    objs, unused_cols = [], {}
+    objs, crcs, unused_cols, tables = [], [], {}, {}
+    hold = [int(hold_mb * (1 << 20))]
     for p, rel, ver in files:
-        objs += _objects(pa, src, p, rel, ver, image, label, unused_cols)
+        o, c, tables[rel] = _objects(pa, src, p, rel, ver, image, label,
+                                     unused_cols, hold)
+        objs += o
+        crcs += c
     skip = 0.0 if max_skip is None else float(max_skip)
     try:
         r = _core._ingest(str(url), root, objs, bool(create), int(w), int(h),
                           _FITS[fit], int(channels), skip, bool(dry_run),
                           int(jobs), order == "sorted", int(seed),
                           bool(no_key), bool(exist_ok), bool(strict_classes),
-                          bool(no_resume), sh, nsh)
+                          bool(no_resume), sh, nsh,
+                          _Readers(pa, objs, crcs, tables), True)
     except _core.Error as e:
         res = getattr(e, "result", None)
         if isinstance(res, dict):
@@ -540,6 +697,9 @@ def main(argv=None):
     ap.add_argument("--strict-classes", action="store_true")
     ap.add_argument("--no-resume", action="store_true")
     ap.add_argument("--shard", help="I/N, or auto[/N] (dlk-ingest(1))")
+    ap.add_argument("--hold-mb", type=float, default=256,
+                    help="MiB of images kept from the listing; the rest "
+                         "is read again as it is ingested (256)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     try:
@@ -550,7 +710,8 @@ def main(argv=None):
                            jobs=a.jobs, order=a.order, seed=a.seed,
                            no_key=a.no_key, exist_ok=a.exist_ok,
                            strict_classes=a.strict_classes,
-                           no_resume=a.no_resume, shard=a.shard)
+                           no_resume=a.no_resume, shard=a.shard,
+                           hold_mb=a.hold_mb)
     except _core.Error as e:
         print("dlk: %s" % e, file=sys.stderr)
         res = getattr(e, "result", None)

@@ -3,7 +3,8 @@
 # in shares: a prefix s3://bucket/tables/ or one s3://.../FILE.parquet as
 # the source, read with the AWS settings the dlk command reads (moto
 # here), keys s3://.../FILE.parquet/ROW versioned by the object's size and
-# time, a rerun ingesting nothing again and a rewritten object's rows
+# time, the same rows when the images are read again from S3 rather than
+# held, a rerun ingesting nothing again and a rewritten object's rows
 # reported as changed; a dataset on S3; --shard I/N and --shard auto
 # splitting the rows, the last share merging them all, every row once.
 . "$DLK_TESTS/lib.sh"
@@ -76,6 +77,8 @@ import json,sys; got=json.loads(sys.argv[1])
 exp={"s3://raw/tables/%s/%d.jpg" % (f, i): "%s %d" % (f.split("/")[-1], i)
      for f, n in (("a.parquet", 5), ("sub/b.parquet", 4)) for i in range(n)}
 assert got==exp, (got, exp)' "$(captions "$T/ds")"
+ok "create from S3, every image read again (--hold-mb 0)" pq create "$T/ds0" s3://raw/tables/ --hold-mb 0 --json
+check "the same rows" diff <(dump "$T/ds") <(dump "$T/ds0")
 ok "rerun: nothing new" pq ingest "$T/ds" s3://raw/tables --json
 check "9 present, none ingested" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))
