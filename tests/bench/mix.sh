@@ -7,7 +7,9 @@
 # EPOCHS (default 6) from the page cache, on DEVICE (default auto), best
 # of 3 alternating rounds of each, over the whole run and in the best
 # epoch after the first; the mix's share of one dataset's rate is the
-# figure (target >= 0.95).  OLD, a dlk binary of another build: its
+# figure (target >= 0.95), also as the median (and range) over the rounds
+# of each round's mix against that round's one dataset.  ROUNDS: the
+# rounds (default 3).  OLD, a dlk binary of another build: its
 # passes alternate with this build's in each round, on the same data,
 # each build's mix against its own one dataset.
 #   DIST=dist tests/bench/mix.sh 100000 cuda:0
@@ -42,8 +44,8 @@ print("%.0f %.0f %.1f %s %.2f %.0f" % (d["samples_per_s"], steady,
       d["gpu_busy_pct"], d["checksum_ok"], d["epochs"][0]["seconds"],
       d["peak_buffer_bytes"] / 1e6))'
 }
-declare -A best steady
-for round in 1 2 3; do
+declare -A best steady runs
+for round in $(seq "${ROUNDS:-3}"); do
     for b in $builds; do
         bin=$DLK
         [ "$b" = new ] || bin=$OLD
@@ -58,6 +60,7 @@ for round in 1 2 3; do
                 "checksum $4, first epoch $5 s, buffers $6 MB"
             [ "$4" = True ] || { echo "checksum differs"; exit 1; }
             k=$b:$c
+            runs[$k]="${runs[$k]:-} $1"
             if [ -z "${best[$k]:-}" ] || [ "$1" -gt "${best[$k]}" ]; then
                 best[$k]=$1
             fi
@@ -75,6 +78,16 @@ for b in $builds; do
             "$(echo "${best[$k]} ${best[$o]}" | awk '{print $1 / $2}')" \
             "${steady[$k]}" \
             "$(echo "${steady[$k]} ${steady[$o]}" | awk '{print $1 / $2}')"
+    done
+done
+for b in $builds; do
+    for c in two three; do
+        python3 -c 'import statistics, sys
+m, o = [float(x) for x in sys.argv[3].split()], [float(x) for x in sys.argv[4].split()]
+r = sorted(a / b for a, b in zip(m, o))
+print("%-3s %-6s each round against its one dataset: median %.3f (%.3f-%.3f, %d rounds)" %
+      (sys.argv[1], sys.argv[2], statistics.median(r), r[0], r[-1], len(r)))' \
+            "$b" "$c" "${runs[$b:$c]}" "${runs[$b:one]}"
     done
 done
 echo "target: a mix >= 0.95 of one dataset"
