@@ -625,6 +625,52 @@ static void on_answer(void *ud, Dlk_get_req *q)
     pthread_mutex_unlock(&st->mu);
 }
 
+/* A store's first sized reads go in ranges of an eighth of
+ * s3_read_part_size (the first batch's path), 32 parts' worth of them;
+ * then in ranges of the configured size. */
+static void test_read_ramp(const char *url)
+{
+    dlk_error err = {0};
+    store_env e;
+    if (store_env_load(&e, false, &err) != DLK_OK) {
+        diag(&err);
+        check(false, "ramp: the store's settings");
+        return;
+    }
+    e.opts.s3_read_part_size = 512u << 10;
+    Dlk_store *s = NULL;
+    dlk_status rc = Dlk_store_open(url, false, &e.opts, &s, &err);
+    store_env_free(&e);
+    check(rc == DLK_OK && s, "ramp: open with 512 KiB parts");
+    if (rc || !s)
+        return;
+    size_t n = 1u << 20;
+    uint8_t *data = malloc(n);
+    fill(data, n, 7);
+    rc = Dlk_store_put(s, "ramp/obj.bin", data, n, DLK_PUT_ALWAYS, NULL, NULL,
+                       &err);
+    check(rc == DLK_OK, "ramp: put 1 MiB");
+    unsigned first = 0, later = 0;
+    bool same = true;
+    /* 16 reads of 1 MiB are the 32 parts of 512 KiB; the 17th is past */
+    for (int i = 0; !rc && i < 17; i++) {
+        Dlk_buf out = {0};
+        unsigned req = 0;
+        rc = s->ops->get_sized(s, "ramp/obj.bin", n, 0, n, &out, NULL, &req,
+                               &err);
+        same = same && !rc && out.len == n && memcmp(out.data, data, n) == 0;
+        if (i == 0)
+            first = req;
+        later = req;
+        Dlk_buf_free(&out);
+    }
+    check(rc == DLK_OK && same, "ramp: 17 sized reads of its bytes");
+    check(first == 16, "ramp: the first in 16 ranges of 64 KiB (%u)", first);
+    check(later == 2, "ramp: past 16 MiB in 2 of 512 KiB (%u)", later);
+    free(data);
+    Dlk_store_free(s);
+}
+
 static void test_get_start(Dlk_store *s)
 {
     enum { N = 40 };  /* objects put; then a missing, a bad, a too big */
@@ -1251,6 +1297,7 @@ int main(void)
      * every test, signed, and the wrong-credential ones */
     bool strict = auth && strcmp(auth, "all") == 0;
     test_basic(s);
+    test_read_ramp(url_env);
     test_get_start(s);
     test_conditional(s);
     test_putv_hashed(s, NULL);
