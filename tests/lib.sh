@@ -246,6 +246,18 @@ py_sources() { # DEST
 
 # What building the Python package needs: numpy, pip, setuptools and
 # wheel; without one, a skip of NAME naming it, and 1 (the caller exits).
+# Python modules a test needs: each one missing is a skip naming it.
+py_modules() { # NAME MODULE...
+    local name=$1 m
+    shift
+    for m in "$@"; do
+        if ! python3 -c "import $m" 2>/dev/null; then
+            skip "$name" "$m missing: python3 -m pip install $m"
+            return 1
+        fi
+    done
+}
+
 py_need() { # NAME
     if ! have_numpy; then
         skip "$1" "numpy missing: python3 -m pip install numpy"

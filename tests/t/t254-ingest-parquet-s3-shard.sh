@@ -9,12 +9,7 @@
 # splitting the rows, the last share merging them all, every row once.
 . "$DLK_TESTS/lib.sh"
 . "$DLK_TESTS/s3lib.sh"
-for m in pyarrow PIL boto3; do
-    if ! python3 -c "import $m" 2>/dev/null; then
-        skip "ingest parquet from s3" "$m missing: python3 -m pip install $m"
-        exit 0
-    fi
-done
+py_modules "ingest parquet from s3" pyarrow PIL boto3 || exit 0
 py_binding "ingest parquet from s3" || exit 0
 pq() { PYTHONPATH="$T/py" "${run_py[@]}" -m dlk.parquet "$@"; }
 

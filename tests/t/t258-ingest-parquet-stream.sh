@@ -10,12 +10,7 @@
 # that fails or returns other bytes than were listed stops the run naming
 # the object.
 . "$DLK_TESTS/lib.sh"
-for m in pyarrow PIL numpy; do
-    if ! python3 -c "import $m" 2>/dev/null; then
-        skip "ingest parquet streamed" "$m missing: python3 -m pip install $m"
-        exit 0
-    fi
-done
+py_modules "ingest parquet streamed" pyarrow PIL numpy || exit 0
 py_binding "ingest parquet streamed" || exit 0
 pq() { PYTHONPATH="$T/py" "${run_py[@]}" -m dlk.parquet "$@"; }
 

@@ -8,12 +8,7 @@
 # score the table's; the same rows whether the images are held or read
 # again (--hold-mb 0); a rerun adds nothing; --dry-run tells the schema.
 . "$DLK_TESTS/lib.sh"
-for m in pyarrow PIL numpy datasets; do
-    if ! python3 -c "import $m" 2>/dev/null; then
-        skip "ingest parquet from datasets" "$m missing: python3 -m pip install $m"
-        exit 0
-    fi
-done
+py_modules "ingest parquet from datasets" pyarrow PIL numpy datasets || exit 0
 py_binding "ingest parquet from datasets" || exit 0
 pq() { PYTHONPATH="$T/py" "${run_py[@]}" -m dlk.parquet "$@"; }
 
