@@ -36,7 +36,7 @@
  * ranges in flight shorten it; past them the configured size keeps the
  * requests an epoch costs (through 25 ms each way and 100 MB/s a
  * connection, a 3-epoch run's GPU busy went from 91.4-93.9% to
- * 94.8-95.5%, docs/benchmarks.md). */
+ * 94.1-96.2% on two H200 hosts, docs/benchmarks.md). */
 #define READ_RAMP_PARTS 32
 #define READ_RAMP_DIV 8
 #define READ_RAMP_MIN ((uint64_t)64 << 10)
