@@ -489,6 +489,8 @@ typedef struct ing_order {
                                 ing_order_rows, freed by ing_order_free */
 } ing_order;
 
+/* The order o asks for (shuffled or sorted, its seed, tables). */
+ing_order ing_order_of(const dlk_ingest_opts *o);
 /* Source row indices in append order, into *out (malloc'd). */
 dlk_status ing_order_rows(const ing_source *s, ing_order *o, size_t **out,
                           dlk_error *err);

@@ -203,6 +203,13 @@ static dlk_status build_lanes(const ing_source *s, ing_order *o,
     return DLK_OK;
 }
 
+ing_order ing_order_of(const dlk_ingest_opts *o)
+{
+    return (ing_order){.shuffled = o->order != DLK_ORDER_SORTED,
+                       .seed = o->order_seed,
+                       .tables = o->objects && o->objects_in_tables};
+}
+
 void ing_order_free(ing_order *o)
 {
     if (o->lanes)

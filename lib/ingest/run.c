@@ -755,9 +755,7 @@ static void init_run(ing_run *r, const dlk_ingest_opts *o,
     r->source = o->source;
     r->nshards = o->nshards > 1 ? o->nshards : 1;
     r->shard = o->nshards > 1 ? o->shard : 0;
-    r->order.shuffled = o->order != DLK_ORDER_SORTED;
-    r->order.seed = o->order_seed;
-    r->order.tables = o->objects && o->objects_in_tables;
+    r->order = ing_order_of(o);
     res->order = r->order.shuffled ? DLK_ORDER_SHUFFLED : DLK_ORDER_SORTED;
     res->order_seed = r->order.seed;
     /* From S3 on many cores, a core for each of the store's I/O threads,

@@ -805,9 +805,7 @@ static dlk_status dry_create(const dlk_ingest_opts *o, ing_source *src,
         res->unused += src->unused_total;
     }
     /* the shard's rows in the order the run would append them */
-    ing_order order = {.shuffled = o->order != DLK_ORDER_SORTED,
-                       .seed = o->order_seed,
-                       .tables = o->objects && o->objects_in_tables};
+    ing_order order = ing_order_of(o);
     size_t *rows = NULL;
     rc = ing_order_rows(src, &order, &rows, err);
     ing_order_free(&order);
