@@ -58,10 +58,17 @@ _GROUP_WHOLE = 64 << 20
 _BUFFER = 1 << 20
 
 
-def _batches(pa, src, path, columns, rows, group=0):
-    """The batches of rows of the columns of the file at path, from row
-    group group on, a row group at a time."""
-    pf = pa.parquet.ParquetFile(src.open(path), pre_buffer=True)
+def _parquet_file(pa, src, path):
+    """The file at path, opened to read a row group whole."""
+    return pa.parquet.ParquetFile(src.open(path), pre_buffer=True)
+
+
+def _batches(pa, src, path, columns, rows, group=0, pf=None):
+    """The batches of rows of the columns of the file at path (pf, when
+    the caller has it open: _parquet_file), from row group group on, a
+    row group at a time."""
+    if pf is None:
+        pf = _parquet_file(pa, src, path)
     streamed = None
     for g in range(group, pf.metadata.num_row_groups):
         f = pf
@@ -529,7 +536,7 @@ def _objects(pa, src, path, rel, ver, image, label, unused_cols, hold):
     their CRC-32s (None for those held) and the _Table they are read
     again from.  hold: [bytes] of images that may still be kept; an image
     beyond it is listed by its size."""
-    pf = pa.parquet.ParquetFile(src.open(path))
+    pf = _parquet_file(pa, src, path)
     schema = pf.schema_arrow
     feats = _hf_features(schema)
     col = _image_column(pa, schema, feats, image)
@@ -543,7 +550,7 @@ def _objects(pa, src, path, rel, ver, image, label, unused_cols, hold):
     # metadata lines and the images hold allows (slices of their batch's
     # buffer), not the table
     out, crcs, lines, i = [], [], [], 0
-    for batch in _batches(pa, src, path, [col] + cols, _LIST_ROWS):
+    for batch in _batches(pa, src, path, [col] + cols, _LIST_ROWS, pf=pf):
         img, paths = _images(pa, batch.column(col))
         values = {c: batch.column(c).to_pylist() for c in cols}
         del batch
