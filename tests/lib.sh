@@ -286,6 +286,30 @@ py_binding() { # NAME
     fi
 }
 
+# python3 -m dlk.parquet through the binding py_binding installed.
+pq() { PYTHONPATH="$T/py" "${run_py[@]}" -m dlk.parquet "$@"; }
+
+# python3 -m dlk.parquet ARGS in the background with Python's SIGINT
+# handler (a background job ignores SIGINT unless it asks for it), sent
+# Ctrl-C once DATASET's first image chunk is written; its exit status
+# reported as NAME, expected 130.  Its output is in $OUT and $ERR.
+pq_interrupted() { # NAME DATASET ARGS...
+    local name=$1 ds=$2 pid
+    shift 2
+    PYTHONPATH="$T/py" "${run_py[@]}" -c 'import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+from dlk.parquet import main
+sys.exit(main(sys.argv[1:]))' "$@" >"$OUT" 2>"$ERR" &
+    pid=$!
+    for _ in $(seq 1000); do
+        [ -n "$(ls "$ds/chunks/images" 2>/dev/null)" ] && break
+        sleep 0.02
+    done
+    kill -INT "$pid"
+    wait "$pid"
+    _report "$name" $? 130
+}
+
 # A value of a JSON document: PATH is keys and list indices joined by
 # dots ("cache.fetched", "epochs.1.requests"); FILE defaults to $OUT.
 # Printed as Python prints it (True, None, 3).

@@ -39,7 +39,6 @@ s = time.monotonic() - t
 print("%d %.2f" % (resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, s))
 sys.exit(r)' "$@"
 }
-pq() { env PYTHONPATH="$PY" python3 -m dlk.parquet "$@"; }
 
 printf '%8s %10s %12s %12s %12s %12s\n' rows table_MB from-dir held default read
 for n in "$@"; do

@@ -19,7 +19,6 @@ if ! python3 -c 'import PIL' 2>/dev/null; then
     exit 0
 fi
 py_binding "ingest parquet" || exit 0
-pq() { PYTHONPATH="$T/py" "${run_py[@]}" -m dlk.parquet "$@"; }
 
 # DATASET TENSOR...: {key below "/src/": [values of each tensor]}, text
 # as strings, class labels by name, scalars as numbers
@@ -205,20 +204,9 @@ for i in range(4000):
 os.makedirs(os.path.dirname(sys.argv[1]))
 pq.write_table(pa.table({"image": pa.array(data, pa.binary())}), sys.argv[1])
 PY
-PYTHONPATH="$T/py" "${run_py[@]}" -c 'import signal, sys
-signal.signal(signal.SIGINT, signal.default_int_handler)
-from dlk.parquet import main
-sys.exit(main(sys.argv[1:]))' create "$T/big.ds" "$T/big" --jobs 1 >"$OUT" 2>"$ERR" &
-pid=$!
 # once its first chunk is written (of 12: a loaded machine's delay in
 # seeing it still leaves the run most of its work), the run is stopped
-for _ in $(seq 1000); do
-    [ -n "$(ls "$T/big.ds/chunks/images" 2>/dev/null)" ] && break
-    sleep 0.02
-done
-kill -INT "$pid"
-wait "$pid"
-_report "Ctrl-C mid-run (exit 130)" $? 130
+pq_interrupted "Ctrl-C mid-run (exit 130)" "$T/big.ds" create "$T/big.ds" "$T/big" --jobs 1
 check "says how to continue" grep -q "run the same command to continue" "$ERR"
 ok "the same command again" pq create "$T/big.ds" "$T/big" --jobs 1 --json
 check "it resumed: every row once" python3 - "$OUT" "$DLK" "$T/big.ds" <<'PY'

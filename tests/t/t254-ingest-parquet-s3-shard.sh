@@ -11,7 +11,6 @@
 . "$DLK_TESTS/s3lib.sh"
 py_modules "ingest parquet from s3" pyarrow PIL boto3 || exit 0
 py_binding "ingest parquet from s3" || exit 0
-pq() { PYTHONPATH="$T/py" "${run_py[@]}" -m dlk.parquet "$@"; }
 
 # FILE ROWS: a table of ROWS rows (an image and a caption each) at FILE
 table() {

@@ -12,7 +12,6 @@
 . "$DLK_TESTS/lib.sh"
 py_modules "ingest parquet streamed" pyarrow PIL numpy || exit 0
 py_binding "ingest parquet streamed" || exit 0
-pq() { PYTHONPATH="$T/py" "${run_py[@]}" -m dlk.parquet "$@"; }
 
 # FILE ROWS GROUP [plain]: ROWS rows of noise images of their own sizes,
 # a caption and a label, in row groups of GROUP rows; the images a
@@ -105,25 +104,13 @@ fails "--hold-mb -1 (exit 2)" 2 pq create "$T/bad" "$S" --hold-mb -1
 check "says what it must be" grep -q "hold_mb must be a number of MiB" "$ERR"
 
 # Ctrl-C while the rows are read again: the rows appended are kept and
-# the same command continues (a background job ignores SIGINT unless it
-# asks for Python's handler); resized up, so that the run writes several
+# the same command continues; resized up, so that the run writes several
 # chunks and is stopped after its first
 table "$T/big/b.parquet" 3000 64 plain
 interrupted() { # ORDER
     local ds=$T/big-$1.ds
-    PYTHONPATH="$T/py" "${run_py[@]}" -c 'import signal, sys
-signal.signal(signal.SIGINT, signal.default_int_handler)
-from dlk.parquet import main
-sys.exit(main(sys.argv[1:]))' create "$ds" "$T/big" --jobs 1 --hold-mb 0 --resize 128x128 \
-        --order "$1" >"$OUT" 2>"$ERR" &
-    local pid=$!
-    for _ in $(seq 1000); do
-        [ -n "$(ls "$ds/chunks/images" 2>/dev/null)" ] && break
-        sleep 0.02
-    done
-    kill -INT "$pid"
-    wait "$pid"
-    _report "$1: Ctrl-C mid-run (exit 130)" $? 130
+    pq_interrupted "$1: Ctrl-C mid-run (exit 130)" "$ds" create "$ds" "$T/big" \
+        --jobs 1 --hold-mb 0 --resize 128x128 --order "$1"
     check "$1: says how to continue" grep -q "run the same command to continue" "$ERR"
     ok "$1: the same command again" pq create "$ds" "$T/big" --jobs 1 --hold-mb 0 \
         --resize 128x128 --order "$1" --json

@@ -10,7 +10,6 @@
 . "$DLK_TESTS/lib.sh"
 py_modules "ingest parquet from datasets" pyarrow PIL numpy datasets || exit 0
 py_binding "ingest parquet from datasets" || exit 0
-pq() { PYTHONPATH="$T/py" "${run_py[@]}" -m dlk.parquet "$@"; }
 
 S=$T/hub
 python3 - "$S" "$T/expect.npz" <<'PY' 2>/dev/null
